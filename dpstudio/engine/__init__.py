@@ -1,0 +1,26 @@
+"""The dpstudio engine: pure Python + numpy/pandas/scipy.  Never imports Qt.
+
+>>> from dpstudio import engine
+>>> any(m["id"] == "ir-dp" for m in engine.methods())
+True
+"""
+
+from dpstudio.engine.api import (  # noqa: F401
+    check_applicable,
+    evaluate,
+    methods,
+    prepare,
+    protect,
+    run_prepared,
+    sweep,
+)
+from dpstudio.engine.errors import (  # noqa: F401
+    Cancelled,
+    DPStudioError,
+    InputError,
+    NotApplicableError,
+    ParameterError,
+    PrivacyLeakWarning,
+)
+from dpstudio.engine.job import ProtectionResult  # noqa: F401
+from dpstudio.engine.roles import Role  # noqa: F401

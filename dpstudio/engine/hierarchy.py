@@ -1,0 +1,166 @@
+"""Generalisation hierarchies / taxonomies: one data structure for (k, ε)-anonymity
+(generalisation levels) and categorical DP (taxonomy trees).
+
+ARX's CSV format: no header, semicolon-separated, one row per leaf (original value),
+column 0 = the value itself (level 0), each further column the next level, the last
+usually ``*``.  Every row must have the same number of levels and a label at level l
+must always have the same parent at level l+1.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from dpstudio.engine.errors import InputError, ParameterError
+
+
+@dataclass
+class Hierarchy:
+    """A generalisation hierarchy.
+
+    ``table[i, l]`` is the label of leaf i at level l (level 0 = the leaf).
+    """
+
+    table: np.ndarray  # (n_leaves, height) of str (object)
+    name: str = ""
+    source: str = ""
+    _index: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.table = np.asarray(self.table, dtype=object)
+        if self.table.ndim != 2 or self.table.shape[0] == 0 or self.table.shape[1] == 0:
+            raise InputError(f"Hierarchy {self.name!r} is empty.")
+        self._validate()
+        self._index = {str(v): i for i, v in enumerate(self.table[:, 0])}
+
+    # ---- construction -------------------------------------------------
+    @classmethod
+    def from_rows(cls, rows: list[list[str]], name: str = "", source: str = "") -> "Hierarchy":
+        rows = [[str(x).strip() for x in r] for r in rows if any(str(x).strip() for x in r)]
+        if not rows:
+            raise InputError(f"Hierarchy {name or source!r} has no rows.")
+        widths = {len(r) for r in rows}
+        if len(widths) != 1:
+            first = next(i for i, r in enumerate(rows) if len(r) != len(rows[0]))
+            raise InputError(
+                f"Hierarchy {name or source!r}: every row must have the same number of levels; "
+                f"row 1 has {len(rows[0])} but row {first + 1} ({rows[first][0]!r}) has "
+                f"{len(rows[first])}."
+            )
+        return cls(np.array(rows, dtype=object), name=name, source=source)
+
+    @classmethod
+    def read_arx(cls, path_or_text: "str | os.PathLike", name: str = "") -> "Hierarchy":
+        """Read an ARX hierarchy CSV (a path, or the text itself if it contains a newline)."""
+        if isinstance(path_or_text, (str, os.PathLike)) and os.path.exists(str(path_or_text)):
+            path = str(path_or_text)
+            try:
+                with open(path, encoding="utf-8-sig", newline="") as fh:
+                    text = fh.read()
+            except UnicodeDecodeError:
+                with open(path, encoding="latin-1", newline="") as fh:
+                    text = fh.read()
+            source = path
+        elif isinstance(path_or_text, str) and ("\n" in path_or_text or ";" in path_or_text):
+            text, source = path_or_text, "<text>"
+        else:
+            raise ParameterError(f"Hierarchy file not found: {path_or_text}")
+        rows = list(csv.reader(io.StringIO(text), delimiter=";"))
+        return cls.from_rows(rows, name=name or os.path.basename(source), source=source)
+
+    def write_arx(self, path: "str | os.PathLike") -> None:
+        tmp = str(path) + ".tmp"
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            w = csv.writer(fh, delimiter=";", lineterminator="\n")
+            for row in self.table:
+                w.writerow(list(row))
+        os.replace(tmp, path)
+
+    # ---- validation -----------------------------------------------------
+    def _validate(self) -> None:
+        t = self.table
+        leaves = [str(x) for x in t[:, 0]]
+        seen: dict[str, int] = {}
+        for i, v in enumerate(leaves):
+            if v in seen:
+                raise InputError(f"Hierarchy {self.name!r}: value {v!r} appears twice "
+                                 f"(rows {seen[v] + 1} and {i + 1}).")
+            seen[v] = i
+        for lvl in range(1, t.shape[1]):
+            parent: dict[str, str] = {}
+            for i in range(t.shape[0]):
+                child, par = str(t[i, lvl - 1]), str(t[i, lvl])
+                if lvl - 1 == 0:
+                    continue
+                if parent.setdefault(child, par) != par:
+                    raise InputError(
+                        f"Hierarchy {self.name!r}: {child!r} (level {lvl - 1}) maps to two parents, "
+                        f"{parent[child]!r} and {par!r} (row {i + 1}). A value must have one parent."
+                    )
+
+    def check_values(self, values: pd.Series, column: str = "") -> None:
+        """Raise naming the first value of ``values`` that is not a leaf."""
+        uniq = pd.unique(values.dropna().astype(str))
+        missing = [u for u in uniq if u not in self._index]
+        if missing:
+            rows = np.flatnonzero(values.astype(str).to_numpy() == missing[0])
+            raise InputError(
+                f"Column {column or self.name!r}: value {missing[0]!r} (row {int(rows[0]) + 1}) is not in "
+                f"its hierarchy{(' ' + repr(self.source)) if self.source else ''}"
+                + (f" ({len(missing)} values are missing in all)" if len(missing) > 1 else "")
+                + ". Add it to the hierarchy file, or let dpstudio build one."
+            )
+
+    # ---- queries ----------------------------------------------------------
+    @property
+    def height(self) -> int:
+        """Number of levels including level 0."""
+        return int(self.table.shape[1])
+
+    @property
+    def leaves(self) -> list[str]:
+        return [str(x) for x in self.table[:, 0]]
+
+    def leaf_codes(self, values) -> np.ndarray:
+        """Integer leaf index of each value (raises for unknown values)."""
+        s = pd.Series(values)
+        self.check_values(s)
+        return np.fromiter((self._index[str(v)] for v in s.astype(str)), dtype=np.int64, count=len(s))
+
+    def level_codes(self, level: int) -> tuple[np.ndarray, np.ndarray]:
+        """(labels at ``level``, leaf -> label index) for integer-coded evaluation."""
+        labels, inv = np.unique(self.table[:, level].astype(str), return_inverse=True)
+        return labels.astype(object), inv.astype(np.int64)
+
+    def generalize(self, values, level: int) -> np.ndarray:
+        return self.table[self.leaf_codes(values), level]
+
+    def parents(self) -> dict[tuple[int, str], tuple[int, str] | None]:
+        """Tree view: node (level, label) -> parent node (None for the root(s))."""
+        out: dict[tuple[int, str], tuple[int, str] | None] = {}
+        h = self.height
+        for row in self.table:
+            for lvl in range(h):
+                node = (lvl, str(row[lvl]))
+                out[node] = (lvl + 1, str(row[lvl + 1])) if lvl + 1 < h else None
+        return out
+
+
+def load_hierarchy(obj, column: str = "") -> Hierarchy:
+    """A :class:`Hierarchy` from an object, a path to an ARX CSV, or a list of rows."""
+    if isinstance(obj, Hierarchy):
+        return obj
+    if isinstance(obj, (str, os.PathLike)):
+        return Hierarchy.read_arx(obj, name=column)
+    if isinstance(obj, (list, tuple)):
+        return Hierarchy.from_rows([list(r) for r in obj], name=column)
+    if isinstance(obj, pd.DataFrame):
+        return Hierarchy.from_rows(obj.astype(str).values.tolist(), name=column)
+    raise ParameterError(f"Hierarchy for column {column!r} must be a file path or a Hierarchy; "
+                         f"got {type(obj).__name__}.")

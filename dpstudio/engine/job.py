@@ -1,0 +1,184 @@
+"""What a method receives (:class:`Job`) and returns (:class:`Output`), and the
+public :class:`ProtectionResult` that :func:`dpstudio.engine.protect` returns."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from dpstudio.engine.errors import ParameterError
+from dpstudio.engine.roles import Role
+
+
+def _no_progress(fraction: float) -> None:  # pragma: no cover - trivial
+    pass
+
+
+def _never_cancel() -> None:  # pragma: no cover - trivial
+    pass
+
+
+@dataclass
+class Job:
+    """Everything a method needs to run once.
+
+    ``data`` is a private copy of the input (after dropping records with missing
+    values when the user asked for it), with a fresh 0..n-1 index.  ``params``
+    are validated (see the method's :class:`~dpstudio.engine.registry.Param` list);
+    ``params["epsilon"] is None`` means *no noise* (the noise-free baseline used by
+    sweeps).  ``cache`` is shared by all runs of a sweep with the same data and
+    roles: store the deterministic part that depends only on k (the clustering)
+    under a key that includes k, and reuse it for every ε and repetition.
+    """
+
+    data: pd.DataFrame
+    roles: dict[str, Role]
+    domains: dict[str, tuple[float, float]]
+    params: dict[str, Any]
+    rng: np.random.Generator
+    method: str = ""
+    cache: dict = field(default_factory=dict)
+    progress: Callable[[float], None] = _no_progress
+    check_cancel: Callable[[], None] = _never_cancel
+    hierarchies: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.data)
+
+    @property
+    def noise_free(self) -> bool:
+        return self.params.get("epsilon", 0) is None
+
+    def columns(self, *roles: Role) -> list[str]:
+        return [c for c, r in self.roles.items() if r in roles]
+
+    def matrix(self, cols: list[str]) -> np.ndarray:
+        """Columns as a float64 (n, m) array (cached)."""
+        key = ("matrix", tuple(cols))
+        if key not in self.cache:
+            self.cache[key] = np.ascontiguousarray(self.data[cols].to_numpy(dtype=np.float64))
+        return self.cache[key]
+
+    def bounds(self, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        lb = np.array([self.domains[c][0] for c in cols], dtype=np.float64)
+        ub = np.array([self.domains[c][1] for c in cols], dtype=np.float64)
+        return lb, ub
+
+    def epsilon_shares(self, cols: list[str]) -> np.ndarray:
+        """ε_i per attribute for the method's budget split (methods.md §4)."""
+        eps = self.params["epsilon"]
+        m = len(cols)
+        mode = self.params.get("budget", "equal")
+        if mode == "per-attribute":
+            return np.full(m, float(eps))
+        if mode == "weights":
+            w = self.params.get("weights") or {}
+            missing = [c for c in cols if c not in w]
+            if missing:
+                raise ParameterError(
+                    "budget='weights' needs a weight for every protected attribute; missing: "
+                    + ", ".join(missing) + "."
+                )
+            arr = np.array([float(w[c]) for c in cols])
+            if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+                raise ParameterError("Budget weights must be positive finite numbers.")
+            return float(eps) * arr / arr.sum()
+        return np.full(m, float(eps) / m)
+
+
+@dataclass
+class Output:
+    """What a method returns.
+
+    ``data``: the full frame (all input columns, protected ones replaced; the API
+    drops identifiers).  ``row_map[j]`` = position in ``Job.data`` of output row j
+    when the method reorders or suppresses rows (``None``: same order, same rows).
+    ``tables``: extra released tables (e.g. Anatomy's two tables).
+    """
+
+    data: pd.DataFrame
+    info: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    row_map: np.ndarray | None = None
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    protected: list[str] | None = None
+
+
+@dataclass
+class ProtectionResult:
+    """The result of :func:`dpstudio.engine.protect`.
+
+    ``data`` is the protected release (identifiers dropped).  ``guarantee`` is the
+    sentence to publish.  The seed is deliberately not stored here.
+    """
+
+    data: pd.DataFrame
+    method: str
+    method_name: str
+    params: dict
+    guarantee: str
+    is_dp: bool
+    roles: dict[str, str]
+    domains: dict[str, tuple[float, float]]
+    protected_attributes: list[str]
+    info: dict
+    warnings: list[str]
+    row_map: np.ndarray | None
+    dropped_rows: list[int]
+    tables: dict[str, pd.DataFrame]
+    original: pd.DataFrame | None = field(default=None, repr=False)
+
+    def aligned_original(self) -> pd.DataFrame:
+        """The original records in the order of ``data`` (for evaluation; never release it)."""
+        if self.original is None:
+            raise ValueError("original data not kept")
+        if self.row_map is None:
+            return self.original
+        return self.original.iloc[self.row_map].reset_index(drop=True)
+
+    def public_metadata(self, software_version: str | None = None) -> dict:
+        """Metadata safe to publish: no seed, no original values."""
+        from dpstudio import __version__
+
+        params = {k: v for k, v in self.params.items() if k not in ("seed", "rng")}
+        return {
+            "software": "dpstudio",
+            "software_version": software_version or __version__,
+            "method": self.method,
+            "method_name": self.method_name,
+            "parameters": _jsonable(params),
+            "guarantee": self.guarantee,
+            "differential_privacy": self.is_dp,
+            "roles": dict(self.roles),
+            "domains": {c: [float(a), float(b)] for c, (a, b) in self.domains.items()},
+            "protected_attributes": list(self.protected_attributes),
+            "records_released": int(len(self.data)),
+            "records_dropped_for_missing_values": len(self.dropped_rows),
+            "warnings": list(self.warnings),
+            "output_sha256": frame_sha256(self.data),
+        }
+
+
+def frame_sha256(df: pd.DataFrame) -> str:
+    h = hashlib.sha256()
+    h.update(df.to_csv(index=False).encode("utf-8"))
+    return h.hexdigest()
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return str(v)

@@ -1,0 +1,70 @@
+"""Core pieces: roles, parameter validation, hierarchies, the engine stays Qt-free."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.hierarchy import Hierarchy
+from dpstudio.engine.registry import Param, k_param, epsilon_param
+from dpstudio.engine.roles import Role, normalize_roles
+
+
+def test_roles_default_other_and_unknown_column():
+    r = normalize_roles(["a", "b"], {"a": "k-quasi"})
+    assert r == {"a": Role.K_QUASI, "b": Role.OTHER}
+    with pytest.raises(ParameterError, match="'zz'"):
+        normalize_roles(["a"], {"zz": "identifier"})
+    with pytest.raises(ParameterError, match="unknown role"):
+        normalize_roles(["a"], {"a": "secret"})
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "x", True])
+def test_k_param_rejects(bad):
+    with pytest.raises(ParameterError, match="'k'"):
+        k_param().check(bad, "demo")
+
+
+@pytest.mark.parametrize("bad", [0, -0.5, float("inf"), float("nan"), "abc"])
+def test_epsilon_param_rejects(bad):
+    with pytest.raises(ParameterError, match="'epsilon'"):
+        epsilon_param().check(bad, "demo")
+
+
+def test_choice_param():
+    p = Param("noise", "choice", "laplace", "h", choices=("laplace", "staircase"))
+    assert p.check(None, "m") == "laplace"
+    with pytest.raises(ParameterError, match="one of"):
+        p.check("gauss", "m")
+
+
+def test_hierarchy_roundtrip(tmp_path):
+    h = Hierarchy.from_rows([["1", "0-4", "*"], ["7", "5-9", "*"]], name="age")
+    assert h.height == 3
+    assert list(h.generalize(pd.Series(["7", "1"]), 1)) == ["5-9", "0-4"]
+    p = tmp_path / "h.csv"
+    h.write_arx(p)
+    h2 = Hierarchy.read_arx(p)
+    assert (h2.table == h.table).all()
+    with pytest.raises(InputError, match="'3'"):
+        h.check_values(pd.Series(["1", "3"]), "age")
+
+
+def test_hierarchy_rejects_inconsistent():
+    with pytest.raises(InputError, match="same number of levels"):
+        Hierarchy.from_rows([["a", "x", "*"], ["b", "*"]])
+    with pytest.raises(InputError, match="two parents"):
+        Hierarchy.from_rows([["a", "x", "p", "*"], ["b", "x", "q", "*"]])
+    with pytest.raises(InputError, match="twice"):
+        Hierarchy.from_rows([["a", "*"], ["a", "*"]])
+
+
+def test_engine_imports_no_qt():
+    code = ("import sys, dpstudio.engine, dpstudio.cli; "
+            "from dpstudio import engine; engine.methods(); "
+            "bad=[m for m in sys.modules if m.startswith(('PySide6','pyqtgraph','dpstudio.app'))]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
