@@ -71,7 +71,12 @@ class Hierarchy:
             text, source = path_or_text, "<text>"
         else:
             raise ParameterError(f"Hierarchy file not found: {path_or_text}")
-        rows = list(csv.reader(io.StringIO(text), delimiter=";"))
+        first = text.lstrip().split("\n", 1)[0].strip().lower().replace(" ", "")
+        if first in ("child,parent", "child;parent"):  # parent-child taxonomy file
+            pairs = list(csv.reader(io.StringIO(text), delimiter=first[5]))[1:]
+            rows = parent_child_rows(pairs, name or os.path.basename(source))
+        else:
+            rows = list(csv.reader(io.StringIO(text), delimiter=";"))
         return cls.from_rows(rows, name=name or os.path.basename(source), source=source)
 
     def write_arx(self, path: "str | os.PathLike") -> None:
@@ -150,6 +155,53 @@ class Hierarchy:
                 node = (lvl, str(row[lvl]))
                 out[node] = (lvl + 1, str(row[lvl + 1])) if lvl + 1 < h else None
         return out
+
+
+def parent_child_rows(pairs, name: str = "") -> list[list[str]]:
+    """ARX rows (leaf first, root last) from (child, parent) pairs of a taxonomy tree.
+
+    A parent–child file starts with the header ``child,parent`` (or ``child;parent``); the
+    root has an empty parent (or appears only as a parent).  Leaves of unequal depth are
+    padded by repeating the leaf label, so that every node keeps one level.  Cycles and
+    several roots are refused with a message naming the nodes.
+    """
+    par: dict[str, str] = {}
+    for i, pr in enumerate(pairs):
+        pr = [str(x).strip() for x in pr]
+        if not any(pr):
+            continue
+        if len(pr) != 2 or not pr[0]:
+            raise InputError(f"Taxonomy {name!r}: line {i + 2} must be 'child,parent'; got {pr!r}.")
+        child, parent = pr
+        if child in par and par[child] != parent:
+            raise InputError(f"Taxonomy {name!r}: {child!r} has two parents, {par[child]!r} and "
+                             f"{parent!r} (line {i + 2}). A taxonomy must be a tree.")
+        par[child] = parent
+    for p in list(par.values()):
+        if p and p not in par:
+            par[p] = ""
+    roots = sorted(c for c, p in par.items() if not p)
+    paths: dict[str, list[str]] = {}
+    for c in par:
+        path, seen = [c], {c}
+        while par[path[-1]]:
+            nxt = par[path[-1]]
+            if nxt in seen:
+                cyc = path[path.index(nxt):] + [nxt]
+                raise InputError(f"Taxonomy {name!r} has a cycle: {' -> '.join(cyc)}. "
+                                 "A taxonomy must be a tree.")
+            path.append(nxt)
+            seen.add(nxt)
+        paths[c] = path
+    if len(roots) != 1:
+        raise InputError(f"Taxonomy {name!r} must have exactly one root (a node without parent); "
+                         f"it has {len(roots)}: {', '.join(map(repr, roots[:10]))}. "
+                         "Add a common top concept (e.g. '*') as their parent." if roots else
+                         f"Taxonomy {name!r} has no root.")
+    inner = set(p for p in par.values() if p)
+    leaves = [c for c in par if c not in inner]
+    height = max(len(paths[c]) for c in leaves)
+    return [[c] * (height - len(paths[c])) + paths[c] for c in leaves]
 
 
 def load_hierarchy(obj, column: str = "") -> Hierarchy:
