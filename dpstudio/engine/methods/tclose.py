@@ -1,0 +1,441 @@
+"""``t-close-dp``: exp(ε)-closeness by bucketization (thesis ch. 7, methods.md ``t-close-dp``).
+
+1. The confidential attribute C (numeric or ordinal; several confidential attributes are
+   treated as one compound attribute, thesis §7.1.1) is cut into b = ⌊t⌋ + 1 buckets of
+   ≈ N/b records, t = e^ε.  A single attribute is cut at consecutive values (the cut points
+   are moved to the nearest change of value, so that equal values share a bucket); a compound
+   attribute is cut by MDAV-style microaggregation of the standardised confidential values
+   into b clusters of ≈ N/b records.
+2. Groups: G = b·l groups of k_i = round(iN/G) − round((i−1)N/G) records (k = N/(b·l);
+   ``k`` may be given instead of ``l``: l = ⌊N/(b·k)⌋).  Group i emphasises bucket
+   i mod b: for every other bucket j it takes ⌈k_i·p_j/t⌉ records and fills the rest from
+   its own bucket (thesis §7.2.2); rounding surpluses are moved to other buckets within the
+   bound ⌊k_i·p_j·t⌋ whenever possible.
+3. Records: each group starts from the remaining record farthest from the centroid of the
+   remaining ones in the (standardised) k-quasi space and takes, from every bucket, the
+   required number of remaining records nearest to it (MDAV-style), so that groups are as
+   homogeneous as possible in the k-quasis.
+4. The achieved t is verified with the distance of Definition 15 / Prop. 10 (the largest
+   ratio of bucket probabilities, group vs whole data, both ways) and reported.
+
+Outputs: ``anatomy`` — ``tables["quasi"]`` (every released column except C, plus the group
+id, in input order) and ``tables["sensitive"]`` (group id + C, sorted by group and value);
+``Output.data`` is then the equivalent single file: C permuted at random inside each group,
+plus the group id (it carries exactly the information of the two tables).  ``permuted`` —
+probabilistic k-anonymity: C permuted inside each group, no group id released.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.job import Job, Output
+from dpstudio.engine.registry import DROP_MISSING_PARAM, MethodSpec, Param, epsilon_param, register
+from dpstudio.engine.roles import Role
+
+METHOD_ID = "t-close-dp"
+
+K_PARAM = Param(
+    "k", "int", None,
+    "Minimum group size. Leave empty to use l; otherwise l = ⌊N/(b·k)⌋ and groups get "
+    "⌊N/(b·l)⌋ or more records. Must be at least the number of buckets b = ⌊e^ε⌋ + 1.",
+    label="k", minimum=1)
+L_PARAM = Param(
+    "l", "int", 1,
+    "Number of groups emphasising each bucket (thesis §7.2.2): k = N/(b·l). Used when k is "
+    "not given.", label="l", minimum=1)
+OUTPUT_PARAM = Param(
+    "output", "choice", "anatomy",
+    "'anatomy': two linked tables (quasi-identifiers + group id; group id + confidential "
+    "values). 'permuted': one table with the confidential values permuted inside each group "
+    "(probabilistic k-anonymity; groups are not released).",
+    label="output", choices=("anatomy", "permuted"),
+    choice_labels={"anatomy": "Anatomy (two tables)", "permuted": "Permuted within groups"})
+VALUES_PARAM = Param(
+    "sensitive_values", "choice", "exact",
+    "'exact': release the confidential values themselves (t-closeness then holds for the "
+    "bucket each value falls in; values inside a bucket are exact). 'bucket': release only "
+    "the bucket (a value range), as in thesis Table 7.5.",
+    label="confidential values", choices=("exact", "bucket"),
+    choice_labels={"exact": "Exact values", "bucket": "Bucket (value range) only"})
+
+
+# --------------------------------------------------------------------------- pieces
+
+def n_buckets(epsilon: float) -> int:
+    """b = ⌊e^ε⌋ + 1."""
+    return int(math.floor(math.exp(float(epsilon)))) + 1
+
+
+def bucketize_values(c: np.ndarray, b: int, column: str = "C") -> np.ndarray:
+    """Bucket index 0..b−1 of every value: b runs of consecutive values of ≈ N/b records,
+    cut points moved to the nearest change of value (equal values share a bucket)."""
+    n = c.size
+    order = np.lexsort((np.arange(n), c))
+    sc = c[order]
+    changes = np.flatnonzero(sc[1:] != sc[:-1]) + 1  # admissible cut positions
+    distinct = changes.size + 1
+    if distinct < b:
+        raise InputError(
+            f"Confidential attribute {column!r} has {distinct} distinct value(s), fewer than the "
+            f"b = {b} buckets that t = e^ε needs. Use a smaller ε (b = ⌊e^ε⌋ + 1) or another attribute.")
+    cuts = []
+    lo = 0
+    for j in range(1, b):  # loop over buckets (few)
+        ideal = j * n / b
+        # admissible cuts that leave room for the remaining buckets
+        ok = changes[(changes > lo)]
+        ok = ok[: max(0, ok.size - (b - 1 - j))]
+        if ok.size == 0:
+            raise InputError(
+                f"Confidential attribute {column!r}: too many equal values to form {b} buckets of "
+                "comparable size. Use a smaller ε or an attribute with more distinct values.")
+        cut = int(ok[np.argmin(np.abs(ok - ideal))])
+        cuts.append(cut)
+        lo = cut
+    bucket_sorted = np.searchsorted(np.array(cuts), np.arange(n), side="right")
+    out = np.empty(n, dtype=np.int64)
+    out[order] = bucket_sorted
+    return out
+
+
+def bucketize_compound(C: np.ndarray, b: int) -> np.ndarray:
+    """b buckets of ≈ N/b records by MDAV-style microaggregation of the standardised
+    confidential attributes (farthest remaining record from the remaining centroid, plus its
+    nearest neighbours; ties by index)."""
+    n = C.shape[0]
+    sd = C.std(axis=0, ddof=1) if n > 1 else np.ones(C.shape[1])
+    Z = (C - C.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    sizes = np.diff(np.round(np.arange(b + 1) * n / b).astype(np.int64))
+    out = np.full(n, -1, dtype=np.int64)
+    alive = np.arange(n)
+    for j in range(b - 1):
+        Za = Z[alive]
+        cen = Za.mean(axis=0)
+        r = int(np.argmax(((Za - cen) ** 2).sum(axis=1)))
+        d = ((Za - Za[r]) ** 2).sum(axis=1)
+        take = np.lexsort((alive, d))[: sizes[j]]
+        out[alive[take]] = j
+        keep = np.ones(alive.size, dtype=bool)
+        keep[take] = False
+        alive = alive[keep]
+    out[alive] = b - 1
+    return out
+
+
+def group_sizes(n: int, groups: int) -> np.ndarray:
+    """k_i = round(i·N/G) − round((i−1)·N/G)."""
+    edges = np.floor(np.arange(groups + 1) * n / groups + 0.5).astype(np.int64)
+    return np.diff(edges)
+
+
+def quota_plan(sizes: np.ndarray, supply: np.ndarray, t: float) -> np.ndarray:
+    """(G, b) number of records group i takes from bucket j (thesis §7.2.2 quotas).
+
+    Group i emphasises bucket i mod b; it takes ⌈k_i·p_j/t⌉ from every other bucket j and the
+    rest from its own.  When its own bucket runs short (rounding) the remainder comes from the
+    buckets with the most supply left, within ⌊k_i·p_j·t⌋ if possible.
+    """
+    G, b = sizes.size, supply.size
+    n = int(sizes.sum())
+    p = supply / n
+    lo = np.ceil(sizes[:, None] * p[None, :] / t - 1e-9).astype(np.int64)
+    hi = np.floor(sizes[:, None] * p[None, :] * t + 1e-9).astype(np.int64)
+    emph = np.arange(G) % b
+    lo[np.arange(G), emph] = 0
+    x = lo.copy()
+    left = supply.astype(np.int64) - x.sum(axis=0)
+    if np.any(left < 0) or np.any(x.sum(axis=1) > sizes):
+        raise ParameterError(
+            "The groups are too small for the quotas of t-closeness: increase k (or lower l).")
+    for i in range(G):  # loop over groups, b-vectors only
+        need = int(sizes[i] - x[i].sum())
+        e = emph[i]
+        take = min(need, int(left[e]))
+        x[i, e] += take
+        left[e] -= take
+        need -= take
+        if need:
+            for strict in (True, False):
+                for j in np.argsort(-left, kind="stable"):
+                    if need == 0:
+                        break
+                    room = int(left[j]) if not strict else min(int(left[j]), int(hi[i, j] - x[i, j]))
+                    take = max(0, min(need, room))
+                    x[i, j] += take
+                    left[j] -= take
+                    need -= take
+    return x
+
+
+def achieved_t(counts: np.ndarray, supply: np.ndarray) -> float:
+    """Definition 15 / Prop. 10 between each group's bucket distribution and the whole data's:
+    max over groups and buckets of max(P_g/P, P/P_g) (∞ when a bucket is missing)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    pg = counts / counts.sum(axis=1, keepdims=True)
+    p = np.asarray(supply, dtype=np.float64) / float(np.sum(supply))
+    with np.errstate(divide="ignore"):
+        r = pg / p[None, :]
+        inv = np.where(r > 0, 1.0 / np.where(r > 0, r, 1.0), np.inf)
+    return float(max(r.max(), inv.max()))
+
+
+def form_groups(Z: np.ndarray, bucket: np.ndarray, plan: np.ndarray, check_cancel=None,
+                progress=None) -> np.ndarray:
+    """Group id of every record: group i starts at the remaining record farthest from the
+    remaining centroid and takes ``plan[i, j]`` nearest remaining records of bucket j."""
+    n = Z.shape[0]
+    G, b = plan.shape
+    group = np.full(n, -1, dtype=np.int64)
+    rem = [np.flatnonzero(bucket == j) for j in range(b)]
+    zrem = [Z[r] for r in rem]
+    total = Z.sum(axis=0)
+    count = n
+    for i in range(G - 1):  # loop over groups; each step is vectorised over records
+        if check_cancel is not None and i % 256 == 0:
+            check_cancel()
+            if progress is not None:
+                progress(0.1 + 0.8 * i / G)
+        cen = total / count
+        best, seed = -1.0, None
+        for j in range(b):
+            if rem[j].size:
+                dc = ((zrem[j] - cen) ** 2).sum(axis=1)
+                a = int(np.argmax(dc))
+                if dc[a] > best:
+                    best, seed = float(dc[a]), zrem[j][a]
+        for j in range(b):
+            q = int(plan[i, j])
+            if q == 0:
+                continue
+            ds = ((zrem[j] - seed) ** 2).sum(axis=1)
+            if q < ds.size:
+                sel = np.argpartition(ds, q - 1)[:q]
+            else:
+                sel = np.arange(ds.size)
+            group[rem[j][sel]] = i
+            total = total - zrem[j][sel].sum(axis=0)
+            count -= sel.size
+            keep = np.ones(rem[j].size, dtype=bool)
+            keep[sel] = False
+            rem[j] = rem[j][keep]
+            zrem[j] = zrem[j][keep]
+    group[group < 0] = G - 1
+    return group
+
+
+def permute_within(group: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Index array π with π[r] = the record whose confidential values record r receives:
+    a uniform random permutation inside every group."""
+    n = group.size
+    pos = np.argsort(group, kind="stable")
+    shuffled = np.lexsort((rng.random(n), group))
+    perm = np.empty(n, dtype=np.int64)
+    perm[pos] = shuffled
+    return perm
+
+
+# --------------------------------------------------------------------------- run
+
+def _confidential(job: Job, cols: list[str]) -> np.ndarray:
+    out = np.empty((job.n, len(cols)))
+    for i, c in enumerate(cols):
+        s = job.data[c]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            if not s.cat.ordered:
+                raise InputError(f"Confidential attribute {c!r} is an unordered category; "
+                                 f"method {METHOD_ID!r} needs a numeric or ordinal attribute.")
+            out[:, i] = s.cat.codes.to_numpy(dtype=np.float64)
+            continue
+        conv = pd.to_numeric(s, errors="coerce")
+        if conv.isna().any():
+            bad = str(s[conv.isna()].iloc[0])
+            raise InputError(f"Confidential attribute {c!r} holds non-numeric values (e.g. {bad!r}); "
+                             f"method {METHOD_ID!r} needs a numeric or ordinal (ordered categorical) "
+                             "attribute. Recode it, or give the column another role.")
+        out[:, i] = conv.to_numpy(dtype=np.float64)
+    return out
+
+
+def _quasi_matrix(job: Job, cols: list[str], warns: list[str]) -> np.ndarray:
+    if not cols:
+        return np.zeros((job.n, 1))
+    Z = np.empty((job.n, len(cols)))
+    for i, c in enumerate(cols):
+        s = job.data[c]
+        conv = pd.to_numeric(s, errors="coerce") if not isinstance(s.dtype, pd.CategoricalDtype) else None
+        if conv is not None and not conv.isna().any():
+            Z[:, i] = conv.to_numpy(dtype=np.float64)
+        else:
+            Z[:, i] = pd.Categorical(s.astype(str)).codes
+            warns.append(f"k-quasi {c!r} is categorical: groups are made homogeneous on its "
+                         "category codes (alphabetical order), which is only a rough proximity.")
+    sd = Z.std(axis=0, ddof=1)
+    return (Z - Z.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+
+
+def _group_col(data: pd.DataFrame) -> str:
+    name = "group_id"
+    while name in data.columns:
+        name = "_" + name
+    return name
+
+
+def run(job: Job) -> Output:
+    p = job.params
+    conf = job.columns(Role.CONFIDENTIAL)
+    quasi = job.columns(Role.K_QUASI)
+    n = job.n
+    eps = p.get("epsilon")
+    warns: list[str] = []
+    C = _confidential(job, conf)
+    if eps is None:  # noise-free baseline of a sweep: groups without the t-closeness quotas
+        t, b = math.inf, 1
+    else:
+        t, b = math.exp(float(eps)), n_buckets(eps)
+    if b > n:
+        raise InputError(f"ε = {eps:g} needs b = {b} buckets but there are only {n} records.")
+    k_given = p.get("k")
+    if k_given is not None:
+        k_given = int(k_given)
+        if k_given < b:
+            raise ParameterError(
+                f"The 'k' parameter of method {METHOD_ID!r} must be at least the number of buckets "
+                f"b = ⌊e^ε⌋ + 1 = {b} (every group needs a record of every bucket). Got {k_given}.")
+        if k_given * b > n:
+            raise ParameterError(
+                f"The 'k' parameter of method {METHOD_ID!r} is too large: k·b = {k_given}·{b} exceeds "
+                f"the {n} records. Use k ≤ {n // b}.")
+        l_ = max(1, n // (b * k_given))
+    else:
+        l_ = int(p.get("l") or 1)
+    G = b * l_
+    sizes = group_sizes(n, G)
+    if sizes.min() < b or (k_given is None and n // G < b):
+        raise ParameterError(
+            f"Groups of {int(sizes.min())} records are smaller than the b = {b} buckets (k < b): "
+            f"lower l (now {l_}) so that k = N/(b·l) ≥ b, or lower ε.")
+    if b == 1:
+        bucket = np.zeros(n, dtype=np.int64)
+    elif C.shape[1] == 1:
+        bucket = bucketize_values(C[:, 0], b, conf[0])
+    else:
+        bucket = bucketize_compound(C, b)
+    supply = np.bincount(bucket, minlength=b)
+    plan = quota_plan(sizes, supply, t) if b > 1 else sizes[:, None].copy()
+    Z = _quasi_matrix(job, quasi, warns)
+    job.progress(0.1)
+    key = (METHOD_ID, "groups", tuple(quasi), tuple(conf), b, l_, plan.tobytes())
+    if key not in job.cache:
+        job.cache[key] = form_groups(Z, bucket, plan, job.check_cancel, job.progress)
+    group = job.cache[key]
+    counts = np.zeros((G, b), dtype=np.int64)
+    np.add.at(counts, (group, bucket), 1)
+    t_ach = achieved_t(counts, supply) if b > 1 else 1.0
+    if eps is not None and t_ach > t * (1 + 1e-9):
+        warns.append(f"The achieved t = {t_ach:.4g} exceeds the target e^ε = {t:.4g} (rounding of "
+                     "small groups): the release is only t-close for the achieved t. Increase k.")
+    # releases
+    gsizes = np.bincount(group, minlength=G)
+    perm = permute_within(group, job.rng)
+    out = job.data.copy()
+    values_mode = p.get("sensitive_values", "exact")
+    if values_mode == "bucket":
+        labels = _bucket_labels(C, bucket, b, conf)
+        released_conf = pd.DataFrame({c: labels for c in conf})
+    else:
+        released_conf = job.data[conf].reset_index(drop=True)
+    for c in conf:
+        out[c] = released_conf[c].to_numpy()[perm]
+    gcol = _group_col(job.data)
+    tables: dict[str, pd.DataFrame] = {}
+    if p.get("output", "anatomy") == "anatomy":
+        qt = job.data.drop(columns=conf).copy()
+        qt[gcol] = group
+        st = released_conf.copy()
+        st.insert(0, gcol, group)
+        st = st.iloc[np.lexsort(tuple(C[:, j] for j in range(C.shape[1] - 1, -1, -1)) + (group,))]
+        tables = {"quasi": qt.reset_index(drop=True), "sensitive": st.reset_index(drop=True)}
+        out[gcol] = group
+    job.progress(1.0)
+    p_b = supply / n
+    info = {
+        "t_target": None if eps is None else t,
+        "t_achieved": t_ach,
+        "buckets": b,
+        "bucket_sizes": supply.tolist(),
+        "l": l_,
+        "groups": G,
+        "k": int(gsizes.min()),
+        "group_size_max": int(gsizes.max()),
+        "k_nominal": n / G,
+        "output": p.get("output", "anatomy"),
+        "sensitive_values": values_mode,
+        "bucket_probabilities": p_b.tolist(),
+        "release_note": ("Output.data = the records with the confidential values permuted at "
+                         "random inside each group" + (", plus the group id (equivalent to the "
+                         "two Anatomy tables)" if tables else "") + "."),
+    }
+    if eps is not None and t_ach <= t * (1 + 1e-9):
+        info["t_check"] = f"achieved t = {t_ach:.4g} ≤ e^ε = {t:.4g}"
+    return Output(data=out, info=info, warnings=warns, tables=tables, protected=quasi + conf)
+
+
+def _bucket_labels(C: np.ndarray, bucket: np.ndarray, b: int, conf: list[str]) -> np.ndarray:
+    if C.shape[1] == 1:
+        lo = np.full(b, np.inf)
+        hi = np.full(b, -np.inf)
+        np.minimum.at(lo, bucket, C[:, 0])
+        np.maximum.at(hi, bucket, C[:, 0])
+        names = np.array([f"[{lo[j]:g}, {hi[j]:g}]" for j in range(b)], dtype=object)
+    else:
+        names = np.array([f"bucket {j + 1}" for j in range(b)], dtype=object)
+    return names[bucket]
+
+
+def guarantee(p: dict) -> str:
+    eps = p.get("epsilon")
+    if eps is None:
+        return ("Noise-free baseline: groups of k records on the k-quasi-identifiers without the "
+                "t-closeness quotas; no t-closeness, no differential privacy.")
+    t = math.exp(float(eps))
+    b = n_buckets(eps)
+    exact = p.get("sensitive_values", "exact") == "exact"
+    shown = "permuted inside groups that are not released" if p.get("output") == "permuted" \
+        else "released per group (Anatomy)"
+    return (
+        f"t-closeness with t = e^ε = {t:.4g} (ε = {float(eps):g}) for the confidential attribute "
+        f"cut into b = {b} equal-mass buckets, in groups of at least k records on the "
+        f"k-quasi-identifiers; confidential values are {shown}. This is ε-differential privacy "
+        "ONLY for intruders whose sole knowledge of the confidential attribute is its marginal "
+        "distribution (uninformed intruders, thesis §7.3.1); for intruders who know more (e.g. "
+        "the values of other members of a group) the protection is only approximate, not ε-DP. "
+        + ("The bound concerns which bucket a person's value lies in; values inside a bucket are "
+           "released exactly." if exact else "Only the bucket (value range) is released."))
+
+
+SPEC = register(MethodSpec(
+    id=METHOD_ID,
+    name="t-closeness → ε-DP (bucketized exp(ε)-closeness)",
+    family="t-closeness",
+    description=("Buckets the confidential attribute into ⌊e^ε⌋+1 equal-mass buckets and forms "
+                 "groups homogeneous in the k-quasi-identifiers, each emphasising one bucket, so "
+                 "that every group is e^ε-close to the whole data; releases Anatomy tables or "
+                 "confidential values permuted within groups."),
+    paper="thesis ch. 7 (004)",
+    params=(epsilon_param(1.0), K_PARAM, L_PARAM, OUTPUT_PARAM, VALUES_PARAM, DROP_MISSING_PARAM),
+    protects=(Role.K_QUASI, Role.CONFIDENTIAL),
+    requires=(Role.CONFIDENTIAL,),
+    guarantee=guarantee,
+    run=run,
+    is_dp=lambda p: False,
+    needs_domain=False,
+    uses_k=True,
+    uses_epsilon=True,
+    numeric_only=False,
+    min_k=1,
+))
