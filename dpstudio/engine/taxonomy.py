@@ -204,8 +204,14 @@ class Taxonomy:
         except KeyError:
             raise InputError(f"{label!r} is not a concept of taxonomy {self.name!r}.") from None
 
-    def distance(self, a: str, b: str) -> float:
-        return float(self.dist[self.code(a), self.code(b)])
+    def distance(self, a, b):
+        """δ(a, b) for two labels, or elementwise for two arrays of labels (any concepts);
+        usable as ``categorical_distance={col: taxonomy}`` in :func:`dpstudio.engine.evaluate`."""
+        if np.ndim(a) == 0 and np.ndim(b) == 0:
+            return float(self.dist[self.code(a), self.code(b)])
+        ca = self.codes(np.asarray(a, dtype=object).ravel(), leaves_only=False)
+        cb = self.codes(np.asarray(b, dtype=object).ravel(), leaves_only=False)
+        return self.dist[ca, cb].reshape(np.shape(a))
 
     def codes(self, values, column: str = "", leaves_only: bool = True) -> np.ndarray:
         """Concept codes of ``values`` (vectorised); raises naming the column, row and value
