@@ -1,0 +1,360 @@
+"""Microaggregation building blocks: equality with slow reference implementations, cluster
+sizes, paper 000 Definition 3 (insensitivity) and paper 002 Lemma 1 on random neighbouring
+data sets."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpstudio.engine import microaggregation as MA
+
+
+# ---------------------------------------------------------------- slow references
+
+def ref_mdav(X, k):
+    """Literal thesis Algorithm 2.1 with ties to the lowest index (pure Python, O(n^2))."""
+    Z = MA.standardize(X)
+    n = len(Z)
+    rem = list(range(n))
+    labels = [-1] * n
+    lab = 0
+
+    def d2(a, b):
+        return float(sum((Z[a, j] - b[j]) ** 2 for j in range(Z.shape[1])))
+
+    def farthest(pt, cand):
+        best, bi = -1.0, None
+        for i in cand:  # ascending index: strict > keeps the lowest index on ties
+            v = d2(i, pt)
+            if v > best:
+                best, bi = v, i
+        return bi
+
+    def nearest_k(c, cand):
+        others = sorted((d2(i, Z[c]), i) for i in cand if i != c)
+        return [c] + [i for _, i in others[: k - 1]]
+
+    def mean(cand):
+        return Z[cand].mean(axis=0)
+
+    while len(rem) >= 3 * k:
+        r = farthest(mean(rem), rem)
+        cr = nearest_k(r, rem)
+        rest = [i for i in rem if i not in set(cr)]
+        # s: farthest from r among what remains after r's cluster
+        s = farthest(Z[r], rest)
+        cs = nearest_k(s, rest)
+        for i in cr:
+            labels[i] = lab
+        for i in cs:
+            labels[i] = lab + 1
+        lab += 2
+        taken = set(cr) | set(cs)
+        rem = [i for i in rem if i not in taken]
+    if len(rem) >= 2 * k:
+        r = farthest(mean(rem), rem)
+        cr = nearest_k(r, rem)
+        for i in cr:
+            labels[i] = lab
+        lab += 1
+        rem = [i for i in rem if i not in set(cr)]
+    for i in rem:
+        labels[i] = lab
+    return np.array(labels)
+
+
+def _key(X, lb, ub, bits, i):
+    w = np.where(ub - lb > 0, ub - lb, 1.0)
+    u = (X[i] - lb) / w
+    d = 0.0
+    for j, b in enumerate(bits):
+        t = (1.0 - u[j]) if b else u[j]
+        d += t * t
+    return (d,) + tuple(X[i]) + (i,)
+
+
+def ref_multi_reference(X, k, lb, ub):
+    n, m = X.shape
+    if n < 2 * k:
+        return np.zeros(n, dtype=int)
+    seq = MA.corner_sequence(m, n // k)
+    labels = np.full(n, -1)
+    rem = set(range(n))
+    i = 0
+    while len(rem) >= 2 * k:
+        bits = [(int(seq[i]) >> j) & 1 for j in range(m)]
+        chosen = sorted(rem, key=lambda r: _key(X, lb, ub, bits, r))[:k]
+        labels[chosen] = i
+        rem -= set(chosen)
+        i += 1
+    labels[list(rem)] = i
+    return labels
+
+
+def ref_corner_sequence(m):
+    corners = list(range(1 << m))
+    ham = lambda a, b: bin(a ^ b).count("1")  # noqa: E731
+    seq = [0]
+    while len(seq) < len(corners):
+        unused = [c for c in corners if c not in seq]
+        key = lambda c: tuple(-ham(c, r) for r in reversed(seq)) + (c,)  # noqa: E731
+        seq.append(min(unused, key=key))
+    return seq
+
+
+# ---------------------------------------------------------------- strategies
+
+@st.composite
+def datasets(draw, max_n=40, max_m=3, grid=True):
+    n = draw(st.integers(2, max_n))
+    m = draw(st.integers(1, max_m))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    if grid and draw(st.booleans()):
+        X = rng.integers(0, 4, size=(n, m)).astype(float)   # many exact ties / duplicates
+    else:
+        X = np.round(rng.uniform(0, 10, size=(n, m)), 3)
+    k = draw(st.integers(1, max(1, n // 2)))
+    return X, k
+
+
+def neighbour(X, rng, grid):
+    Y = X.copy()
+    j = int(rng.integers(len(X)))
+    Y[j] = rng.integers(0, 4, X.shape[1]) if grid else np.round(rng.uniform(0, 10, X.shape[1]), 3)
+    return Y, j
+
+
+def _sizes_ok(labels, n, k):
+    if k <= 1:
+        assert sorted(labels.tolist()) == list(range(n))
+        return
+    sizes = np.bincount(labels)
+    nc = max(1, n // k)
+    assert sizes.size == nc
+    if nc == 1:
+        assert sizes[0] == n
+    else:
+        assert np.all(sizes[:-1] == k)
+        assert k <= sizes[-1] <= 2 * k - 1
+
+
+# ---------------------------------------------------------------- MDAV
+
+@settings(max_examples=60, deadline=None)
+@given(datasets(max_n=45))
+def test_mdav_matches_reference(data):
+    X, k = data
+    got = MA.mdav(X, k)
+    if k <= 1:
+        assert np.array_equal(got, np.arange(len(X)))
+        return
+    assert np.array_equal(got, ref_mdav(X, k))
+
+
+@settings(max_examples=40, deadline=None)
+@given(datasets(max_n=60))
+def test_mdav_cluster_sizes(data):
+    X, k = data
+    labels = MA.mdav(X, k)
+    sizes = np.bincount(labels)
+    if k > 1:
+        assert sizes.min() >= k
+        if len(X) >= 2 * k:
+            assert sizes.max() <= 2 * k - 1
+            assert np.sum(sizes != k) <= 1
+
+
+def test_mdav_degenerate_cases():
+    X = np.arange(10.0)[:, None]
+    assert np.array_equal(MA.mdav(X, 1), np.arange(10))
+    assert np.all(MA.mdav(X[:7], 4) == 0)        # n < 2k: one cluster
+    const = np.ones((12, 2))
+    const[:, 1] = np.arange(12)
+    lab = MA.mdav(const, 3)                        # constant column: std 0 must not crash
+    assert np.bincount(lab).tolist() == [3, 3, 3, 3]
+
+
+def test_mdav_larger_random_against_reference():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 4))
+    X[:20] = X[20:40]                               # duplicates
+    assert np.array_equal(MA.mdav(X, 4), ref_mdav(X, 4))
+
+
+# ---------------------------------------------------------------- insensitive orders
+
+@settings(max_examples=60, deadline=None)
+@given(datasets(max_n=50), st.sampled_from(["lower", "upper"]))
+def test_insensitive_mdav_matches_reference_order(data, reference):
+    X, k = data
+    m = X.shape[1]
+    lb, ub = np.zeros(m), np.full(m, 10.0)
+    bits = [reference == "upper"] * m
+    order = sorted(range(len(X)), key=lambda i: _key(X, lb, ub, bits, i))
+    assert MA.insensitive_order(X, lb, ub, reference).tolist() == order
+    labels = MA.insensitive_mdav(X, k, lb, ub, reference)
+    _sizes_ok(labels, len(X), k)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 5])
+def test_corner_sequence_matches_reference(m):
+    seq = MA.corner_sequence(m)
+    assert seq.tolist() == ref_corner_sequence(m)
+    assert sorted(seq.tolist()) == list(range(1 << m))
+    assert seq[0] == 0
+    if m > 0:
+        assert seq[1] == (1 << m) - 1          # the opposite corner comes second
+    longer = MA.corner_sequence(m, 3 * (1 << m) + 1)
+    assert longer[: 1 << m].tolist() == seq.tolist()
+    assert longer[1 << m: 2 << m].tolist() == seq.tolist()   # the sequence starts again
+
+
+@settings(max_examples=60, deadline=None)
+@given(datasets(max_n=45), st.integers(1, 64))
+def test_multi_reference_matches_reference(data, memory):
+    X, k = data
+    m = X.shape[1]
+    lb, ub = np.zeros(m), np.full(m, 10.0)
+    # a tiny memory budget forces the partial-list rebuild path
+    got = MA.multi_reference(X, k, lb, ub, memory_entries=memory)
+    if k <= 1:
+        assert np.array_equal(got, np.arange(len(X)))
+        return
+    assert np.array_equal(got, ref_multi_reference(X, k, lb, ub))
+    _sizes_ok(got, len(X), k)
+
+
+def test_multi_reference_full_and_partial_lists_agree_on_larger_data():
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 20, size=(3000, 4)).astype(float)
+    lb, ub = np.zeros(4), np.full(4, 19.0)
+    a = MA.multi_reference(X, 7, lb, ub)
+    b = MA.multi_reference(X, 7, lb, ub, memory_entries=2000)
+    assert np.array_equal(a, b)
+    _sizes_ok(a, 3000, 7)
+
+
+# ---------------------------------------------------------------- Definition 3 (insensitivity)
+
+def _record_sets(labels, j, tag):
+    """Clusters as sets of record ids; the changed record j gets a distinct id per data set."""
+    out = []
+    for c in range(int(labels.max()) + 1):
+        ids = set(np.flatnonzero(labels == c).tolist())
+        if j in ids:
+            ids.discard(j)
+            ids.add(tag)
+        out.append(ids)
+    return out
+
+
+def _assert_definition_3(la, lb_, j):
+    """Matched clusters (same position in the sequence of clusters) differ in <= 1 record."""
+    A = _record_sets(la, j, -1)
+    B = _record_sets(lb_, j, -2)
+    assert len(A) == len(B)
+    for a, b in zip(A, B):
+        assert len(a) == len(b)
+        assert len(a - b) <= 1 and len(b - a) <= 1
+
+
+@settings(max_examples=80, deadline=None)
+@given(datasets(max_n=60), st.integers(0, 2**31 - 1),
+       st.sampled_from(["single-lower", "single-upper", "multi"]))
+def test_insensitive_clusterings_satisfy_definition_3(data, seed, how):
+    X, k = data
+    grid = bool(np.all(X == np.round(X)) and X.max() < 4)
+    Y, j = neighbour(X, np.random.default_rng(seed), grid)
+    m = X.shape[1]
+    lb, ub = np.zeros(m), np.full(m, 10.0)
+    if how == "multi":
+        la, lb_ = MA.multi_reference(X, k, lb, ub), MA.multi_reference(Y, k, lb, ub)
+    else:
+        ref = how.split("-")[1]
+        la, lb_ = MA.insensitive_mdav(X, k, lb, ub, ref), MA.insensitive_mdav(Y, k, lb, ub, ref)
+    _assert_definition_3(la, lb_, j)
+
+
+@settings(max_examples=80, deadline=None)
+@given(datasets(max_n=60), st.integers(0, 2**31 - 1))
+def test_individual_ranking_satisfies_definition_3(data, seed):
+    X, k = data
+    grid = bool(np.all(X == np.round(X)) and X.max() < 4)
+    Y, j = neighbour(X, np.random.default_rng(seed), grid)
+    LA, LB = MA.individual_ranking(X, k), MA.individual_ranking(Y, k)
+    for a in range(X.shape[1]):
+        _assert_definition_3(LA[:, a], LB[:, a], j)
+        _sizes_ok(LA[:, a], len(X), k)
+
+
+def test_mdav_is_not_insensitive():
+    """Sanity check that the Definition 3 test has power: plain MDAV fails it somewhere."""
+    rng = np.random.default_rng(0)
+    failures = 0
+    for _ in range(60):
+        X = rng.uniform(0, 10, size=(30, 2))
+        Y, j = neighbour(X, rng, grid=False)
+        try:
+            _assert_definition_3(MA.mdav(X, 3), MA.mdav(Y, 3), j)
+        except AssertionError:
+            failures += 1
+    assert failures > 0
+
+
+# ---------------------------------------------------------------- Lemma 1 of paper 002
+
+@settings(max_examples=100, deadline=None)
+@given(datasets(max_n=60), st.integers(0, 2**31 - 1))
+def test_ir_centroids_l1_change_at_most_delta_over_k(data, seed):
+    X, k = data
+    k = max(k, 1)
+    lo, hi = 0.0, 10.0
+    rng = np.random.default_rng(seed)
+    Y = X.copy()
+    j = int(rng.integers(len(X)))
+    Y[j] = rng.choice([lo, hi, float(rng.uniform(lo, hi))], size=X.shape[1])
+    LA, LB = MA.individual_ranking(X, k), MA.individual_ranking(Y, k)
+    for a in range(X.shape[1]):
+        ca = MA.cluster_means(X[:, a], LA[:, a])
+        cb = MA.cluster_means(Y[:, a], LB[:, a])
+        assert np.abs(ca - cb).sum() <= (hi - lo) / k + 1e-9
+
+
+def test_ir_lemma_1_is_tight_for_extreme_changes():
+    X = np.arange(20.0)[:, None]
+    Y = X.copy()
+    Y[0] = 100.0
+    k = 4
+    ca = MA.cluster_means(X[:, 0], MA.individual_ranking(X, k)[:, 0])
+    cb = MA.cluster_means(Y[:, 0], MA.individual_ranking(Y, k)[:, 0])
+    assert np.abs(ca - cb).sum() <= 100.0 / k + 1e-9
+    assert np.abs(ca - cb).sum() >= 80.0 / k
+
+
+# ---------------------------------------------------------------- centroid helpers
+
+def test_cluster_means_and_broadcast():
+    X = np.array([[1.0, 10.0], [3.0, 30.0], [5.0, 50.0], [7.0, 70.0]])
+    lab = np.array([1, 0, 1, 0])
+    c = MA.cluster_means(X, lab)
+    assert c.tolist() == [[5.0, 50.0], [3.0, 30.0]]
+    assert MA.broadcast_centroids(c, lab).tolist() == [[3.0, 30.0], [5.0, 50.0], [3.0, 30.0],
+                                                        [5.0, 50.0]]
+    assert MA.cluster_sizes(lab).tolist() == [2, 2]
+
+
+@pytest.mark.parametrize("n,k", list(itertools.product([1, 5, 9, 10, 11], [1, 2, 3, 5])))
+def test_individual_ranking_sizes(n, k):
+    X = np.random.default_rng(n * 10 + k).normal(size=(n, 2))
+    L = MA.individual_ranking(X, k)
+    for a in range(2):
+        _sizes_ok(L[:, a], n, k)
+        # clusters hold consecutive values
+        order = np.argsort(X[:, a], kind="stable")
+        assert np.all(np.diff(L[order, a]) >= 0)
