@@ -1,0 +1,72 @@
+"""``dpstudio [FILE]``: start the desktop app (``--version`` is handled by the CLI)."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+
+from dpstudio.app.main_window import resources_dir, sample_path  # noqa: F401
+
+_window = None
+
+
+def _excepthook(exc_type, exc, tb) -> None:
+    """Show unexpected errors in a dialog instead of crashing; the app stays usable."""
+    details = "".join(traceback.format_exception(exc_type, exc, tb))
+    sys.stderr.write(details)
+    if issubclass(exc_type, KeyboardInterrupt):
+        sys.__excepthook__(exc_type, exc, tb)
+        return
+    try:
+        from dpstudio import engine
+        from dpstudio.app.widgets.common import show_error
+
+        msg = str(exc) if isinstance(exc, engine.DPStudioError) else \
+            f"Unexpected error: {exc_type.__name__}: {exc}\n\nYour data and settings are " \
+            "unchanged. Please report this with the details."
+        show_error(_window, msg, details)
+    except Exception:  # noqa: BLE001 - never fail inside the hook
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    global _window
+    argv = list(sys.argv[1:] if argv is None else argv)
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QGuiApplication, QIcon
+    from PySide6.QtWidgets import QApplication
+
+    QGuiApplication.setHighDpiScaleFactorRoundingPolicy(
+        Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
+    app = QApplication.instance() or QApplication([sys.argv[0]] + argv)
+    app.setApplicationName("dpstudio")
+    app.setOrganizationName("dpstudio")
+    icon = resources_dir() / "icon.png"
+    if icon.exists():
+        app.setWindowIcon(QIcon(str(icon)))
+    qss = resources_dir() / "style.qss"
+    if qss.exists():
+        app.setStyleSheet(qss.read_text(encoding="utf-8"))
+    from dpstudio.app.main_window import MainWindow
+
+    files = [a for a in argv if not a.startswith("-")]
+    sys.excepthook = _excepthook
+    win = MainWindow(offer_recovery=not files)
+    _window = win
+    win.show()
+    if files:
+        target = files[0]
+        if target.endswith(".dpsproj"):
+            win.open_project(target)
+        else:
+            win.open_file(target)
+    else:
+        win.open_sample()
+    rc = app.exec()
+    sys.excepthook = sys.__excepthook__
+    return int(rc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

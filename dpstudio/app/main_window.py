@@ -1,0 +1,658 @@
+"""The main window: menus, shortcuts, the four workflow tabs, the task bar with Cancel.
+
+Panels observe :class:`~dpstudio.app.state.AppState`; long work goes through
+:class:`~dpstudio.app.workers.TaskRunner` (one per channel: load, sweep, run, export).
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QIcon, QKeySequence
+from PySide6.QtWidgets import (QDialog, QFileDialog, QLabel, QMainWindow, QMessageBox,
+                               QProgressBar, QPushButton, QScrollArea, QSplitter, QTabWidget,
+                               QWidget)
+
+from dpstudio import __version__, engine
+from dpstudio.app import io_adapter, project
+from dpstudio.app import settings as app_settings
+from dpstudio.app.state import AppState
+from dpstudio.app.widgets.common import show_error
+from dpstudio.app.widgets.csv_dialog import CsvPreviewDialog
+from dpstudio.app.widgets.data_panel import DataPanel
+from dpstudio.app.widgets.explore_panel import ExplorePanel
+from dpstudio.app.widgets.export_dialog import ExportDialog
+from dpstudio.app.widgets.method_panel import MethodPanel
+from dpstudio.app.widgets.results_panel import (ResultsPanel, correlation_difference,
+                                                kanonymity_check)
+from dpstudio.app.widgets.roles_panel import RolesPanel, generate_hierarchy
+from dpstudio.app.workers import TaskRunner
+from dpstudio.engine.hierarchy import Hierarchy
+
+TAB_DATA, TAB_ROLES, TAB_METHOD, TAB_RESULTS = range(4)
+
+
+def resources_dir() -> Path:
+    import dpstudio
+
+    return Path(dpstudio.__file__).resolve().parent.parent / "resources"
+
+
+def sample_path() -> Path:
+    return resources_dir() / "census.csv"
+
+
+def protect_and_evaluate(df, method: str, roles: dict, domains: dict, hierarchies: dict,
+                         seed: int, params: dict, progress=None, check_cancel=None) -> tuple:
+    """Worker body of Protect: run, evaluate, k-anonymity check and correlation difference."""
+    res = engine.protect(df, method, roles, domains, seed=seed, hierarchies=hierarchies or None,
+                         progress=progress, check_cancel=check_cancel, **params)
+    if check_cancel:
+        check_cancel()
+    orig = res.aligned_original()
+    try:
+        ev = dict(engine.evaluate(orig, res.data, res.protected_attributes, result=res))
+    except ModuleNotFoundError:  # metrics module not built yet
+        ev = {}
+    quasi = [c for c, r in res.roles.items() if r == "k-quasi"]
+    extra: dict[str, Any] = {}
+    if quasi:
+        extra["kanon"] = kanonymity_check(res.data, quasi, res.params.get("k"))
+    conf = [c for c, r in res.roles.items() if r == "confidential"]
+    cols = list(dict.fromkeys(list(res.protected_attributes) + conf))
+    extra["corr"] = correlation_difference(orig, res.data, cols)
+    ev["_app"] = extra
+    return res, ev
+
+
+class MainWindow(QMainWindow):
+    sig_loaded = Signal(str)
+    """A data file finished loading (its path)."""
+
+    def __init__(self, offer_recovery: bool = True) -> None:
+        super().__init__()
+        self.setWindowTitle("dpstudio")
+        icon = resources_dir() / "icon.png"
+        if icon.exists():
+            self.setWindowIcon(QIcon(str(icon)))
+        self.setAcceptDrops(True)
+        self.state = AppState(self)
+        self.load_runner = TaskRunner("load", self)
+        self.sweep_runner = TaskRunner("sweep", self)
+        self.run_runner = TaskRunner("run", self)
+        self.export_runner = TaskRunner("export", self)
+        self.runners = [self.load_runner, self.sweep_runner, self.run_runner, self.export_runner]
+        self._pending_project: dict | None = None
+        self._last_export: dict | None = None
+
+        # --- panels
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.data_panel = DataPanel(self.state)
+        self.roles_panel = RolesPanel(self.state)
+        self.method_panel = MethodPanel(self.state)
+        self.explore_panel = ExplorePanel(self.state)
+        self.results_panel = ResultsPanel(self.state)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.method_panel)
+        scroll.setMinimumWidth(330)
+        self.method_splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.method_splitter.setObjectName("method_splitter")
+        self.method_splitter.addWidget(scroll)
+        self.method_splitter.addWidget(self.explore_panel)
+        self.method_splitter.setStretchFactor(0, 0)
+        self.method_splitter.setStretchFactor(1, 1)
+        self.method_splitter.setSizes([420, 940])
+        self.tabs.addTab(self.data_panel, "1 · Data")
+        self.tabs.addTab(self.roles_panel, "2 · Attributes")
+        self.tabs.addTab(self.method_splitter, "3 · Method && trade-offs")
+        self.tabs.addTab(self.results_panel, "4 · Results && export")
+        for i, tip in enumerate(["Open a file and look at it (Ctrl+1)",
+                                 "Give each attribute a role and a domain (Ctrl+2)",
+                                 "Choose the method, explore k and ε (Ctrl+3)",
+                                 "Inspect the protected data and export it (Ctrl+4)"]):
+            self.tabs.setTabToolTip(i, tip)
+        self.setCentralWidget(self.tabs)
+
+        # --- status bar: progress + Cancel always visible
+        sb = self.statusBar()
+        self.task_label = QLabel("Ready")
+        self.task_label.setObjectName("task_label")
+        self.progress = QProgressBar()
+        self.progress.setObjectName("task_progress")
+        self.progress.setRange(0, 1000)
+        self.progress.setMaximumWidth(260)
+        self.progress.setTextVisible(True)
+        self.progress.setFormat("%p %")
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.setObjectName("cancel_button")
+        self.cancel_btn.setToolTip("Stop the running task (Esc). Nothing is changed by a "
+                                   "cancelled task.")
+        self.cancel_btn.setEnabled(False)
+        self.cancel_btn.clicked.connect(self.cancel_all)
+        sb.addWidget(self.task_label, 1)
+        sb.addPermanentWidget(self.progress)
+        sb.addPermanentWidget(self.cancel_btn)
+        for r in self.runners:
+            r.sig_busy_changed.connect(self._on_runner_busy)
+            r.sig_progress.connect(self._on_runner_progress)
+        for r in (self.load_runner, self.run_runner, self.export_runner):
+            r.sig_error.connect(self._on_task_error)
+
+        self._make_actions()
+        # --- wiring
+        self.data_panel.sig_open_requested.connect(self.open_dialog)
+        self.data_panel.sig_sample_requested.connect(self.open_sample)
+        self.method_panel.sig_protect_requested.connect(self.run_protect)
+        self.explore_panel.sig_sweep_requested.connect(self.run_sweep)
+        self.explore_panel.sig_point_chosen.connect(self._on_point_chosen)
+        self.results_panel.export_btn.clicked.connect(self.export_dialog)
+        self.state.sig_recipe_changed.connect(self._on_state_recipe_changed)
+        self.state.sig_dirty_changed.connect(lambda _d: self._update_title())
+        self.state.sig_data_changed.connect(self._update_title)
+        self.state.sig_result_changed.connect(self._update_actions)
+        # --- autosave to a recovery file (debounced)
+        self.autosave_timer = QTimer(self)
+        self.autosave_timer.setSingleShot(True)
+        self.autosave_timer.setInterval(1500)
+        self.autosave_timer.timeout.connect(self.autosave)
+        for sig in (self.state.sig_roles_changed, self.state.sig_recipe_changed,
+                    self.state.sig_data_changed):
+            sig.connect(self.autosave_timer.start)
+
+        self.resize(1366, 740)
+        self._restore_ui()
+        self._update_actions()
+        if offer_recovery:
+            QTimer.singleShot(0, self._offer_recovery)
+
+    # ------------------------------------------------------------------ actions
+    def _make_actions(self) -> None:
+        mb = self.menuBar()
+        fm = mb.addMenu("&File")
+
+        def act(menu, text, slot, shortcut=None, tip=""):
+            a = QAction(text, self)
+            if shortcut:
+                a.setShortcut(QKeySequence(shortcut))
+            a.setStatusTip(tip)
+            a.setToolTip(tip)
+            a.triggered.connect(slot)
+            menu.addAction(a)
+            return a
+
+        self.act_open = act(fm, "&Open data…", self.open_dialog, QKeySequence.StandardKey.Open,
+                            "Open CSV, Excel, Parquet, Stata or SPSS data")
+        self.act_sample = act(fm, "Open &sample (Census)", self.open_sample, "Ctrl+Shift+M",
+                              "The bundled CASC Census sample")
+        self.recent_menu = fm.addMenu("Open &recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        fm.addSeparator()
+        self.act_open_project = act(fm, "Open &project…", self.open_project_dialog,
+                                    "Ctrl+Shift+O", "Open a saved project (.dpsproj)")
+        self.act_save_project = act(fm, "Save project", self.save_project, "Ctrl+S",
+                                    "Save roles, domains, method, parameters and seed")
+        act(fm, "Save project &as…", self.save_project_as, "Ctrl+Shift+S")
+        fm.addSeparator()
+        self.act_export = act(fm, "&Export protected file…", self.export_dialog, "Ctrl+Shift+E",
+                              "Write the release, its metadata and a report")
+        fm.addSeparator()
+        act(fm, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        rm = mb.addMenu("&Run")
+        self.act_sweep = act(rm, "Run trade-off &sweep", self.run_sweep, "Ctrl+E",
+                             "Sweep k × ε and draw the curves")
+        self.act_protect = act(rm, "&Protect", self.run_protect, "Ctrl+R",
+                               "Run the method with the chosen parameters")
+        self.act_cancel = act(rm, "&Cancel", self.cancel_all, "Esc", "Stop the running task")
+        vm = mb.addMenu("&View")
+        for i, name in enumerate(["Data", "Attributes", "Method && trade-offs",
+                                  "Results && export"]):
+            act(vm, f"&{i + 1} {name}", lambda _=False, i=i: self.tabs.setCurrentIndex(i),
+                f"Ctrl+{i + 1}")
+        hm = mb.addMenu("&Help")
+        act(hm, "&About dpstudio", self._about)
+
+    def _update_actions(self) -> None:
+        has = self.state.df is not None
+        self.act_sweep.setEnabled(has)
+        self.act_protect.setEnabled(has)
+        self.act_export.setEnabled(self.state.result is not None)
+
+    def _update_title(self) -> None:
+        name = Path(self.state.path).name if self.state.path else "no data"
+        proj = f" — {Path(self.state.project_path).name}" if self.state.project_path else ""
+        self.setWindowTitle(f"dpstudio {__version__} — {name}{proj}"
+                            + (" *" if self.state.dirty else ""))
+        self._update_actions()
+
+    def _about(self) -> None:
+        QMessageBox.about(self, "About dpstudio",
+                          f"<b>dpstudio {__version__}</b><p>Protect microdata before release: "
+                          "k-anonymity by microaggregation, differential privacy, and their "
+                          "combinations, with live risk–utility curves.</p>")
+
+    # ------------------------------------------------------------------ opening data
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open data", app_settings.last_folder(),
+                                              io_adapter.open_filter())
+        if path:
+            self.open_file(path)
+
+    def open_sample(self) -> None:
+        self.open_file(str(sample_path()), confirm=False)
+
+    def open_file(self, path: str, *, confirm: bool = True, options: dict | None = None,
+                  then: Callable[[], None] | None = None) -> bool:
+        """Load ``path`` in the background (CSV: confirm delimiter etc. first)."""
+        p = Path(path)
+        if not p.is_file():
+            show_error(self, f"File not found: {path}")
+            return False
+        opts = dict(options or {})
+        if io_adapter.format_of(p) == "csv" and not opts:
+            try:
+                sniffed = io_adapter.sniff_csv(str(p))
+            except engine.DPStudioError as exc:
+                show_error(self, str(exc))
+                return False
+            except Exception as exc:  # noqa: BLE001
+                show_error(self, f"Cannot read {p.name}: {exc}")
+                return False
+            opts = {k: sniffed.get(k) for k in ("sep", "encoding", "decimal")}
+            if confirm:
+                dlg = CsvPreviewDialog(str(p), sniffed, self)
+                if dlg.exec() != QDialog.DialogCode.Accepted:
+                    return False
+                opts = dlg.options()
+        self.task_label.setText(f"Opening {p.name}…")
+
+        def work(progress, check_cancel):
+            df, meta = io_adapter.read_table(str(p), progress=progress, **opts)
+            check_cancel()
+            return df, meta
+
+        def done(out):
+            df, meta = out
+            self.state.set_data(df, str(p), meta, opts)
+            app_settings.add_recent_file(str(p))
+            self.task_label.setText(f"Opened {p.name}: {len(df):,} records × {df.shape[1]} "
+                                    "columns.")
+            if then is not None:
+                then()
+            else:
+                self.tabs.setCurrentIndex(TAB_DATA if self.tabs.currentIndex() == TAB_DATA
+                                          else self.tabs.currentIndex())
+            self.sig_loaded.emit(str(p))
+
+        self.load_runner.start(work, finished=done,
+                               cancelled=lambda: self.task_label.setText("Opening cancelled."))
+        return True
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        files = app_settings.recent_files()
+        if not files:
+            a = self.recent_menu.addAction("(none)")
+            a.setEnabled(False)
+        for f in files:
+            self.recent_menu.addAction(f, lambda f=f: self.open_file(f))
+
+    def dragEnterEvent(self, ev) -> None:  # noqa: N802 - Qt API
+        if ev.mimeData().hasUrls():
+            ev.acceptProposedAction()
+
+    def dropEvent(self, ev) -> None:  # noqa: N802 - Qt API
+        urls = [u.toLocalFile() for u in ev.mimeData().urls() if u.isLocalFile()]
+        if urls:
+            if urls[0].endswith(project.SUFFIX):
+                self.open_project(urls[0])
+            else:
+                self.open_file(urls[0])
+
+    # ------------------------------------------------------------------ running
+    def _guard(self) -> bool:
+        if self.state.df is None:
+            show_error(self, "Open a data file first (Ctrl+O).")
+            return False
+        if not self.method_panel.current_method():
+            show_error(self, "Choose a method first.")
+            return False
+        return True
+
+    def run_sweep(self) -> bool:
+        if not self._guard():
+            return False
+        st = self.state
+        mid = self.method_panel.current_method()
+        try:
+            req = self.explore_panel.request()
+        except ValueError as exc:
+            self.explore_panel.banner.show_message(str(exc), "error")
+            return False
+        m = self.method_panel.method_info(mid)
+        params = {k: v for k, v in self.method_panel.values().items()
+                  if k not in ("k", "epsilon")}
+        uses_eps, uses_k = bool(m.get("uses_epsilon")), bool(m.get("uses_k"))
+        df, roles, domains = st.df, st.active_roles(), st.active_domains()
+        hier, seed = st.active_hierarchies(), st.recipe.seed
+        self.explore_panel.begin(req["epsilons"], uses_eps, baselines=uses_k, method=mid)
+        self.tabs.setCurrentIndex(TAB_METHOD)
+        self.task_label.setText("Sweeping k × ε…")
+
+        def work(progress, check_cancel):
+            gen = engine.sweep(df, mid, roles, domains, ks=req["ks"], epsilons=req["epsilons"],
+                               repeats=req["repeats"], seed=seed, hierarchies=hier or None,
+                               check_cancel=check_cancel, **params)
+            try:
+                for pt in gen:
+                    progress((pt.index + 1) / max(pt.total, 1))
+                    yield pt
+            finally:
+                gen.close()
+
+        def finished(points):
+            self.explore_panel.finish()
+            self.task_label.setText(f"Sweep done: {len(points)} points.")
+
+        def cancelled():
+            self.explore_panel.finish(cancelled=True)
+            self.task_label.setText("Sweep cancelled.")
+
+        def errored(msg, details):
+            self.explore_panel.finish(error=msg)
+            self.task_label.setText("Sweep failed: " + msg.splitlines()[0][:120])
+
+        self.sweep_runner.start(work, generator=True, yielded=self.explore_panel.add_points,
+                                finished=finished, cancelled=cancelled, errored=errored)
+        return True
+
+    def run_protect(self) -> bool:
+        if not self._guard():
+            return False
+        st = self.state
+        mid = self.method_panel.current_method()
+        reason = ""
+        try:
+            engine.check_applicable(st.df, mid, st.active_roles())
+        except engine.DPStudioError as exc:
+            reason = str(exc)
+        if reason:
+            show_error(self, reason)
+            return False
+        params = self.method_panel.values()
+        df, roles, domains = st.df, st.active_roles(), st.active_domains()
+        hier, seed = st.active_hierarchies(), st.recipe.seed
+        recipe = {"method": mid, "params": dict(params), "seed": seed}
+        self.task_label.setText("Protecting…")
+
+        def work(progress, check_cancel):
+            return protect_and_evaluate(df, mid, roles, domains, hier, seed, params,
+                                        progress=progress, check_cancel=check_cancel)
+
+        def done(out):
+            res, ev = out
+            self.state.set_result(res, ev, recipe)
+            self.task_label.setText(f"Protected with {res.method_name}: {len(res.data):,} "
+                                    "records. Inspect the results, then export (Ctrl+Shift+E).")
+            self.tabs.setCurrentIndex(TAB_RESULTS)
+
+        self.run_runner.start(work, finished=done,
+                              cancelled=lambda: self.task_label.setText("Protection cancelled; "
+                                                                        "nothing changed."))
+        return True
+
+    def cancel_all(self) -> None:
+        for r in self.runners:
+            r.cancel()
+
+    def _on_runner_busy(self, _busy: bool) -> None:
+        busy = any(r.busy for r in self.runners)
+        self.cancel_btn.setEnabled(busy)
+        if not busy:
+            self.progress.setValue(0)
+
+    def _on_runner_progress(self, f: float) -> None:
+        self.progress.setValue(int(f * 1000))
+
+    def _on_task_error(self, msg: str, details: str) -> None:
+        self.task_label.setText("Error: " + msg.splitlines()[0][:140])
+        show_error(self, msg, details)
+
+    def _on_point_chosen(self, k, eps) -> None:
+        self.method_panel.set_k_epsilon(k, eps)
+        if eps is None and self.method_panel.method_info().get("uses_epsilon"):
+            self.task_label.setText(f"k = {k} set. That point is the noise-free baseline (not "
+                                    "differentially private); ε is unchanged.")
+        else:
+            self.task_label.setText(f"k = {k}" + (f", ε = {eps:g}" if eps is not None else "")
+                                    + " set in the method form. Protect with Ctrl+R.")
+
+    def _on_state_recipe_changed(self) -> None:
+        p = self.state.recipe.params
+        self.explore_panel.set_chosen(p.get("k"), p.get("epsilon"), self.state.recipe.method)
+
+    # ------------------------------------------------------------------ export
+    def export_dialog(self) -> None:
+        res = self.state.result
+        if res is None:
+            show_error(self, "Nothing to export yet: press Protect (Ctrl+R) first.")
+            return
+        dlg = ExportDialog(res, self.state.path, self, roles=self.state.roles)
+        if dlg.exec() != QDialog.DialogCode.Accepted:
+            return
+        o = dlg.options()
+        self.export(o["path"], fmt=o["fmt"], report=o["report"])
+
+    def export(self, out_path: str, *, fmt: str | None = None, report: bool = True) -> bool:
+        """Write the release (in the background); the report's curves are rendered here."""
+        st = self.state
+        res = st.result
+        if res is None:
+            return False
+        if st.path and Path(out_path).resolve() == Path(st.path).resolve():
+            show_error(self, "The protected file cannot overwrite the input file.")
+            return False
+        html_text = None
+        if report:
+            measures = {k: v for k, v in (st.evaluation or {}).items() if k != "_app"}
+            curves = self.explore_panel.export_images() if self.explore_panel.points else []
+            p = res.params
+            chosen = {"k": p.get("k"), "epsilon": p.get("epsilon")}
+            html_text = io_adapter.render_report(res, measures, curves=curves,
+                                                 input_name=Path(st.path).name if st.path else None,
+                                                 chosen=chosen)
+        input_path, input_meta = st.path, st.input_meta
+
+        def work(progress, check_cancel):
+            return io_adapter.export_release(res, out_path, input_path=input_path, fmt=fmt,
+                                             input_meta=input_meta, report_html=html_text)
+
+        def done(paths):
+            self._last_export = dict(paths)
+            names = ", ".join(Path(v).name for v in paths.values())
+            self.task_label.setText(f"Exported: {names}")
+
+        self.task_label.setText(f"Writing {Path(out_path).name}…")
+        self.export_runner.start(work, finished=done)
+        return True
+
+    # ------------------------------------------------------------------ project
+    def project_dict(self) -> dict:
+        ep = self.explore_panel
+        sweep = {"ks": ep.ks.text(), "epsilons": ep.eps.text(), "repeats": ep.repeats.value()}
+        return project.to_dict(self.state, sweep)
+
+    def save_project(self) -> bool:
+        if not self.state.project_path:
+            return self.save_project_as()
+        return self.save_project_to(self.state.project_path)
+
+    def save_project_as(self) -> bool:
+        start = app_settings.last_folder()
+        if self.state.path:
+            start = str(Path(self.state.path).with_suffix(project.SUFFIX))
+        path, _ = QFileDialog.getSaveFileName(self, "Save project", start,
+                                              f"dpstudio project (*{project.SUFFIX})")
+        if not path:
+            return False
+        if not path.endswith(project.SUFFIX):
+            path += project.SUFFIX
+        return self.save_project_to(path)
+
+    def save_project_to(self, path: str) -> bool:
+        try:
+            project.save(path, self.project_dict())
+        except OSError as exc:
+            show_error(self, f"Cannot save the project: {exc}")
+            return False
+        self.state.project_path = str(path)
+        self.state.mark_dirty(False)
+        self._update_title()
+        self.task_label.setText(f"Project saved: {Path(path).name} (private: it holds the seed).")
+        return True
+
+    def open_project_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open project", app_settings.last_folder(),
+                                              f"dpstudio project (*{project.SUFFIX});;"
+                                              "All files (*)")
+        if path:
+            self.open_project(path)
+
+    def open_project(self, path: str, *, recovered: bool = False) -> bool:
+        try:
+            data = project.load(path)
+        except engine.DPStudioError as exc:
+            show_error(self, str(exc))
+            return False
+        return self.apply_project(data, project_path=None if recovered else path)
+
+    def apply_project(self, data: dict, project_path: str | None = None) -> bool:
+        inp = data.get("input") or {}
+        fpath = inp.get("path")
+        if not fpath or not Path(fpath).is_file():
+            show_error(self, f"The project's data file is missing: {fpath}. Move it back or "
+                             "open the data and set the roles again.")
+            return False
+
+        def then():
+            self._apply_recipe(data)
+            self.state.project_path = project_path
+            self.state.mark_dirty(project_path is None)
+            self._update_title()
+
+        return self.open_file(fpath, confirm=False, options=inp.get("read_options") or None,
+                              then=then)
+
+    def _apply_recipe(self, data: dict) -> None:
+        st = self.state
+        cols = set(st.roles)
+        unknown = [c for c in data.get("roles", {}) if c not in cols]
+        st.set_roles({c: r for c, r in data.get("roles", {}).items() if c in cols})
+        for c, b in (data.get("domains") or {}).items():
+            if c in cols:
+                st.domains[c] = (float(b[0]), float(b[1]))
+        for c, src in (data.get("hierarchies") or {}).items():
+            if c not in cols:
+                continue
+            try:
+                if isinstance(src, dict) and src.get("path"):
+                    st.set_hierarchy(c, Hierarchy.read_arx(src["path"]), src["path"])
+                elif isinstance(src, dict) and src.get("generated"):
+                    st.set_hierarchy(c, generate_hierarchy(st.df[c], c), {"generated": True})
+            except engine.DPStudioError as exc:
+                show_error(self, f"Hierarchy of {c!r}: {exc}")
+        st.sig_roles_changed.emit()
+        method = data.get("method")
+        if method and not self.method_panel.select_method(method):
+            show_error(self, f"The project uses method {method!r}, which this version of "
+                             "dpstudio does not have.")
+        self.method_panel.set_values(data.get("params") or {})
+        st.set_seed(int(data.get("seed", 0)))
+        sw = data.get("sweep") or {}
+        ep = self.explore_panel
+        if sw.get("ks"):
+            ep.ks.setText(str(sw["ks"]))
+        if sw.get("epsilons"):
+            ep.eps.setText(str(sw["epsilons"]))
+        if sw.get("repeats"):
+            ep.repeats.setValue(int(sw["repeats"]))
+        if unknown:
+            show_error(self, "Column(s) of the project not in the data: " + ", ".join(unknown))
+
+    def autosave(self) -> None:
+        if self.state.df is None or not self.state.dirty:
+            return
+        try:
+            project.save(app_settings.recovery_path(), self.project_dict())
+        except OSError:
+            pass
+
+    def _offer_recovery(self) -> None:
+        rp = app_settings.recovery_path()
+        if not rp.exists():
+            return
+        try:
+            data = project.load(rp)
+        except engine.DPStudioError:
+            rp.unlink(missing_ok=True)
+            return
+        name = Path((data.get("input") or {}).get("path") or "?").name
+        ans = QMessageBox.question(
+            self, "Recover unsaved work?",
+            f"dpstudio was not closed normally. Recover the unsaved settings for {name} "
+            f"(method {data.get('method')}, {len(data.get('roles', {}))} roles)?")
+        if ans == QMessageBox.StandardButton.Yes:
+            self.apply_project(data, project_path=None)
+        else:
+            rp.unlink(missing_ok=True)
+
+    # ------------------------------------------------------------------ window state
+    def _restore_ui(self) -> None:
+        s = app_settings.settings()
+        g = s.value("geometry")
+        if isinstance(g, QByteArray) and not g.isEmpty():
+            self.restoreGeometry(g)
+        for sp in self._splitters():
+            v = s.value(f"splitter/{sp.objectName()}")
+            if isinstance(v, QByteArray) and not v.isEmpty():
+                sp.restoreState(v)
+
+    def _splitters(self) -> list[QSplitter]:
+        return [self.method_splitter, self.roles_panel.splitter, self.explore_panel.splitter,
+                self.results_panel.splitter]
+
+    def save_ui(self) -> None:
+        s = app_settings.settings()
+        s.setValue("geometry", self.saveGeometry())
+        for sp in self._splitters():
+            s.setValue(f"splitter/{sp.objectName()}", sp.saveState())
+        s.sync()
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Cancel every task and wait for the pool threads (no half state left)."""
+        self.autosave_timer.stop()
+        self.cancel_all()
+        for r in self.runners:
+            r.wait(timeout)
+
+    def closeEvent(self, ev) -> None:  # noqa: N802 - Qt API
+        if self.state.dirty and self.state.df is not None and self.state.project_path:
+            ans = QMessageBox.question(
+                self, "Save project?", "Save the changes to the project before closing?",
+                QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                | QMessageBox.StandardButton.Cancel)
+            if ans == QMessageBox.StandardButton.Cancel:
+                ev.ignore()
+                return
+            if ans == QMessageBox.StandardButton.Save and not self.save_project():
+                ev.ignore()
+                return
+        self.save_ui()
+        self.shutdown()
+        app_settings.recovery_path().unlink(missing_ok=True)
+        ev.accept()

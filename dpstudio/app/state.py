@@ -1,0 +1,207 @@
+"""AppState: the one object the panels observe (style.md §11)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from PySide6.QtCore import QObject, Signal
+
+ROLE_VALUES = ("identifier", "k-quasi", "eps-quasi", "confidential", "other")
+
+
+@dataclass
+class ColumnStats:
+    """Cheap per-column facts computed once when the data is loaded."""
+
+    name: str
+    dtype: str
+    numeric: bool
+    missing: int
+    distinct: int
+    minimum: float | None
+    maximum: float | None
+    non_numeric: int = 0  # text cells in an otherwise numeric-looking column
+
+
+def column_stats(df: pd.DataFrame) -> dict[str, ColumnStats]:
+    out: dict[str, ColumnStats] = {}
+    for c in df.columns:
+        s = df[c]
+        missing = int(s.isna().sum())
+        try:
+            distinct = int(s.nunique(dropna=True))
+        except TypeError:
+            distinct = -1
+        numeric = bool(pd.api.types.is_numeric_dtype(s)) and not pd.api.types.is_bool_dtype(s)
+        mn = mx = None
+        non_numeric = 0
+        if numeric:
+            vals = s.to_numpy(dtype=np.float64, na_value=np.nan)
+            if np.isfinite(vals).any():
+                mn, mx = float(np.nanmin(vals)), float(np.nanmax(vals))
+        else:
+            conv = pd.to_numeric(s, errors="coerce")
+            non_numeric = int((conv.isna() & s.notna()).sum())
+            if conv.notna().any():
+                mn, mx = float(conv.min()), float(conv.max())
+        out[str(c)] = ColumnStats(str(c), str(s.dtype), numeric, missing, distinct, mn, mx,
+                                  non_numeric)
+    return out
+
+
+@dataclass
+class Recipe:
+    """Everything that defines a release (saved in the private project file)."""
+
+    method: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+
+
+class AppState(QObject):
+    """Data, roles, domains, hierarchies, recipe and the last result."""
+
+    sig_data_changed = Signal()
+    """A new table was loaded (or cleared)."""
+    sig_roles_changed = Signal()
+    """Roles, domains or hierarchies changed."""
+    sig_recipe_changed = Signal()
+    """Method, parameters or seed changed."""
+    sig_result_changed = Signal()
+    """A protection run finished (or the result was invalidated)."""
+    sig_dirty_changed = Signal(bool)
+    """The project has (or no longer has) unsaved changes."""
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.df: pd.DataFrame | None = None
+        self.path: str | None = None
+        self.input_meta: Any = None
+        self.read_options: dict = {}
+        self.stats: dict[str, ColumnStats] = {}
+        self.roles: dict[str, str] = {}
+        self.domains: dict[str, tuple[float, float]] = {}
+        self.hierarchies: dict[str, Any] = {}  # column -> Hierarchy
+        self.hierarchy_sources: dict[str, Any] = {}  # column -> path or {"generated": ...}
+        self.recipe = Recipe()
+        self.result = None
+        self.result_recipe: dict | None = None
+        self.evaluation: dict | None = None
+        self.project_path: str | None = None
+        self.sweep_points: list = []
+        self._dirty = False
+
+    # --- Public API
+    def set_data(self, df: pd.DataFrame, path: str | None, meta: Any = None,
+                 read_options: dict | None = None, roles: dict | None = None) -> None:
+        self.df = df
+        self.path = path
+        self.input_meta = meta
+        self.read_options = dict(read_options or {})
+        self.stats = column_stats(df)
+        cols = [str(c) for c in df.columns]
+        self.roles = {c: "other" for c in cols}
+        if roles:
+            self.roles.update({c: r for c, r in roles.items() if c in self.roles})
+        self.domains = {}
+        self.hierarchies = {}
+        self.hierarchy_sources = {}
+        self.sweep_points = []
+        self._clear_result()
+        self.sig_data_changed.emit()
+        self.sig_roles_changed.emit()
+        self.mark_dirty()
+
+    def set_role(self, column: str, role: str) -> None:
+        if self.roles.get(column) == role:
+            return
+        self.roles[column] = role
+        self._clear_result()
+        self.sig_roles_changed.emit()
+        self.mark_dirty()
+
+    def set_roles(self, roles: dict[str, str]) -> None:
+        self.roles.update(roles)
+        self._clear_result()
+        self.sig_roles_changed.emit()
+        self.mark_dirty()
+
+    def set_domain(self, column: str, bounds: tuple[float, float] | None) -> None:
+        if bounds is None:
+            self.domains.pop(column, None)
+        else:
+            self.domains[column] = (float(bounds[0]), float(bounds[1]))
+        self._clear_result()
+        self.sig_roles_changed.emit()
+        self.mark_dirty()
+
+    def set_hierarchy(self, column: str, hierarchy: Any, source: Any) -> None:
+        if hierarchy is None:
+            self.hierarchies.pop(column, None)
+            self.hierarchy_sources.pop(column, None)
+        else:
+            self.hierarchies[column] = hierarchy
+            self.hierarchy_sources[column] = source
+        self._clear_result()
+        self.sig_roles_changed.emit()
+        self.mark_dirty()
+
+    def set_method(self, method: str | None, params: dict | None = None) -> None:
+        self.recipe.method = method
+        if params is not None:
+            self.recipe.params = dict(params)
+        self.sig_recipe_changed.emit()
+        self.mark_dirty()
+
+    def set_params(self, params: dict) -> None:
+        if params == self.recipe.params:
+            return
+        self.recipe.params = dict(params)
+        self.sig_recipe_changed.emit()
+        self.mark_dirty()
+
+    def set_seed(self, seed: int) -> None:
+        if seed == self.recipe.seed:
+            return
+        self.recipe.seed = int(seed)
+        self.sig_recipe_changed.emit()
+        self.mark_dirty()
+
+    def set_result(self, result: Any, evaluation: dict | None, recipe: dict | None) -> None:
+        self.result = result
+        self.evaluation = evaluation
+        self.result_recipe = recipe
+        self.sig_result_changed.emit()
+
+    def active_roles(self) -> dict[str, str]:
+        """Roles other than 'other' (what the engine needs)."""
+        return {c: r for c, r in self.roles.items() if r != "other"}
+
+    def active_domains(self) -> dict[str, tuple[float, float]]:
+        """Domains of columns the engine may protect (never of 'other' columns)."""
+        return {c: b for c, b in self.domains.items()
+                if self.roles.get(c, "other") not in ("other", "identifier")}
+
+    def active_hierarchies(self) -> dict[str, Any]:
+        return {c: h for c, h in self.hierarchies.items()
+                if self.roles.get(c, "other") not in ("other", "identifier")}
+
+    @property
+    def dirty(self) -> bool:
+        return self._dirty
+
+    def mark_dirty(self, dirty: bool = True) -> None:
+        if dirty != self._dirty:
+            self._dirty = dirty
+            self.sig_dirty_changed.emit(dirty)
+
+    # --- Private
+    def _clear_result(self) -> None:
+        if self.result is not None:
+            self.result = None
+            self.evaluation = None
+            self.result_recipe = None
+            self.sig_result_changed.emit()

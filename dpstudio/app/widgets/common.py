@@ -1,0 +1,94 @@
+"""Small shared widgets: error dialog, banners, a log-scale slider."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QSlider, QToolButton,
+                               QWidget)
+
+BANNER_STYLES = {
+    "info": "background:#e8f1fb; border:1px solid #9cc3ea; color:#123;",
+    "warning": "background:#fff4d6; border:1px solid #e0b84c; color:#4a3800;",
+    "error": "background:#fde2e1; border:1px solid #e08a85; color:#5c0b06;",
+    "ok": "background:#e4f5e6; border:1px solid #8cc995; color:#0c3d14;",
+}
+
+
+def show_error(parent: QWidget | None, message: str, details: str = "",
+               title: str = "dpstudio") -> QMessageBox:
+    """A readable message with the details (traceback) on demand; non-blocking."""
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Warning)
+    box.setWindowTitle(title)
+    box.setText(message)
+    if details:
+        box.setDetailedText(details)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.setWindowModality(Qt.WindowModality.WindowModal)
+    box.open()
+    return box
+
+
+class Banner(QWidget):
+    """A coloured, word-wrapped message line that can be hidden."""
+
+    def __init__(self, parent: QWidget | None = None, closable: bool = True) -> None:
+        super().__init__(parent)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.label.setContentsMargins(6, 4, 6, 4)
+        lay.addWidget(self.label, 1)
+        if closable:
+            b = QToolButton()
+            b.setText("✕")
+            b.setAutoRaise(True)
+            b.setToolTip("Hide this message")
+            b.clicked.connect(self.hide)
+            lay.addWidget(b, 0, Qt.AlignmentFlag.AlignTop)
+        self.hide()
+
+    def show_message(self, text: str, kind: str = "info") -> None:
+        if not text:
+            self.hide()
+            return
+        self.label.setText(text)
+        self.label.setStyleSheet(BANNER_STYLES.get(kind, BANNER_STYLES["info"])
+                                 + "border-radius:3px;")
+        self.show()
+
+    def text(self) -> str:
+        return self.label.text() if self.isVisible() else ""
+
+
+class LogSlider(QSlider):
+    """A horizontal slider over [lo, hi] on a log10 scale; emits the float value."""
+
+    valueChangedFloat = Signal(float)
+
+    def __init__(self, lo: float = 1e-3, hi: float = 100.0, steps: int = 500,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(Qt.Orientation.Horizontal, parent)
+        self._lo, self._hi = math.log10(lo), math.log10(hi)
+        self.setRange(0, steps)
+        self.valueChanged.connect(self._emit)
+
+    def _emit(self, pos: int) -> None:
+        self.valueChangedFloat.emit(self.float_value())
+
+    def float_value(self) -> float:
+        t = self.value() / max(self.maximum(), 1)
+        return float(10 ** (self._lo + t * (self._hi - self._lo)))
+
+    def set_float_value(self, v: float) -> None:
+        if v <= 0:
+            return
+        t = (math.log10(v) - self._lo) / (self._hi - self._lo)
+        pos = int(round(min(max(t, 0.0), 1.0) * self.maximum()))
+        self.blockSignals(True)
+        self.setValue(pos)
+        self.blockSignals(False)

@@ -1,0 +1,82 @@
+"""Step 1: the loaded table (a model over the DataFrame) and how to open another."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableView,
+                               QVBoxLayout, QWidget)
+
+from dpstudio.app.models import DataFrameModel
+from dpstudio.app.state import AppState
+
+
+class DataPanel(QWidget):
+    sig_open_requested = Signal()
+    """The user asked to open a file."""
+    sig_sample_requested = Signal()
+    """The user asked for the bundled sample."""
+
+    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        lay = QVBoxLayout(self)
+        top = QHBoxLayout()
+        self.info = QLabel("No data loaded. Open a file (Ctrl+O), drop one here, or open the "
+                           "sample.")
+        self.info.setWordWrap(True)
+        top.addWidget(self.info, 1)
+        self.open_btn = QPushButton("&Open file…")
+        self.open_btn.setToolTip("Open CSV, Excel, Parquet, Stata or SPSS data (Ctrl+O). "
+                                 "You can also drag a file onto the window.")
+        self.open_btn.clicked.connect(self.sig_open_requested)
+        self.sample_btn = QPushButton("Open &sample")
+        self.sample_btn.setToolTip("Open the bundled CASC Census sample (1,080 records, "
+                                   "13 numeric attributes).")
+        self.sample_btn.clicked.connect(self.sig_sample_requested)
+        top.addWidget(self.open_btn)
+        top.addWidget(self.sample_btn)
+        lay.addLayout(top)
+        self.model = DataFrameModel()
+        self.view = QTableView()
+        self.view.setModel(self.model)
+        self.view.setAlternatingRowColors(True)
+        vh = self.view.verticalHeader()
+        vh.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        vh.setDefaultSectionSize(22)
+        self.view.horizontalHeader().setDefaultSectionSize(110)
+        lay.addWidget(self.view, 1)
+        state.sig_data_changed.connect(self._on_state_data_changed)
+        state.sig_roles_changed.connect(self._on_state_roles_changed)
+
+    def _on_state_data_changed(self) -> None:
+        st = self.state
+        self.model.set_frame(st.df)
+        if st.df is None:
+            self.info.setText("No data loaded.")
+            return
+        n_missing = sum(s.missing for s in st.stats.values())
+        miss = f", {n_missing:,} missing cells (shaded)" if n_missing else ""
+        self.info.setText(f"<b>{Path(st.path).name if st.path else 'data'}</b> — "
+                          f"{len(st.df):,} records × {st.df.shape[1]} columns{miss}"
+                          f"<br><span style='color:#666'>{st.path or ''}</span>")
+
+    def _on_state_roles_changed(self) -> None:
+        self.model.set_roles(self.state.roles)
+
+
+if __name__ == "__main__":
+    import pandas as pd
+    from PySide6.QtWidgets import QApplication
+
+    from dpstudio.app.main import sample_path
+
+    app = QApplication(sys.argv)
+    st = AppState()
+    w = DataPanel(st)
+    st.set_data(pd.read_csv(sample_path()), str(sample_path()))
+    w.resize(900, 600)
+    w.show()
+    app.exec()

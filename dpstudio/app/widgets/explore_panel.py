@@ -1,0 +1,565 @@
+"""Step 4: live trade-off plots of a k × ε sweep (pyqtgraph).
+
+SSE against k and RL against k (one curve per ε plus the noise-free baseline, log axes, error
+bars over repetitions) and the risk–utility plane (RL against SSE) with its Pareto front.
+Curves are created once per sweep and only ``setData`` afterwards; points arrive in batches.
+Hover a point for its values; click it to set k and ε in the method form.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, Signal
+from PySide6.QtGui import QCursor
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout, QGroupBox,
+                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox,
+                               QSplitter, QToolTip, QVBoxLayout, QWidget)
+
+from dpstudio import engine
+from dpstudio.app.state import AppState
+from dpstudio.app.widgets.common import Banner
+
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
+           "#e377c2", "#bcbd22", "#7f7f7f"]
+BASELINE_COLOR = "#222222"
+SSE_KEYS = {"normalized": "sse_normalized", "raw": "sse_raw"}
+
+
+def parse_numbers(text: str, integer: bool = False) -> list:
+    """'2-10, 15, 20:50:10' -> numbers (a-b: every integer; a:b:s: a range with step)."""
+    out: list = []
+    for part in re.split(r"[,;\s]+", text.strip()):
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part)
+        if m and integer:
+            a, b = int(m.group(1)), int(m.group(2))
+            out.extend(range(min(a, b), max(a, b) + 1))
+            continue
+        if ":" in part:
+            bits = part.split(":")
+            a, b = float(bits[0]), float(bits[1])
+            s = float(bits[2]) if len(bits) > 2 else 1.0
+            v = a
+            while v <= b + 1e-9 and s > 0:
+                out.append(int(round(v)) if integer else v)
+                v += s
+            continue
+        v = float(part)
+        if integer:
+            if not float(v).is_integer():
+                raise ValueError(f"k must be whole numbers; got {part!r}")
+            v = int(v)
+        out.append(v)
+    seen = []
+    for v in out:
+        if v not in seen:
+            seen.append(v)
+    return sorted(seen)
+
+
+def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the points not dominated in (minimise x, minimise y), sorted by x."""
+    if len(x) == 0:
+        return np.zeros(0, dtype=int)
+    order = np.lexsort((y, x))
+    best = np.inf
+    keep = []
+    for i in order:  # loop over grid points (tens), not records
+        if y[i] < best:
+            keep.append(i)
+            best = y[i]
+    return np.asarray(keep, dtype=int)
+
+
+def _fmt_eps(e) -> str:
+    return "no noise" if e is None else f"ε = {e:g}"
+
+
+@dataclass
+class _Series:
+    eps: float | None
+    color: str
+    sse: pg.PlotDataItem
+    rl: pg.PlotDataItem
+    sse_err: pg.ErrorBarItem
+    rl_err: pg.ErrorBarItem
+    plane: pg.PlotDataItem
+
+
+class ExplorePanel(QWidget):
+    sig_point_chosen = Signal(object, object)
+    """The user clicked a point: k (int or None), ε (float or None = no noise)."""
+    sig_sweep_requested = Signal()
+    """The user asked to (re)run the sweep."""
+
+    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.points: list = []
+        self.series: dict = {}
+        self.chosen: tuple | None = None
+        self.sweep_method: str | None = None
+        self._sse_key = "sse_normalized"
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+
+        # --- sweep settings
+        box = QGroupBox("Sweep")
+        g = QGridLayout(box)
+        g.setContentsMargins(6, 4, 6, 4)
+        self.ks = QLineEdit("2-10, 12, 15, 20, 25, 30, 40, 50, 75, 100")
+        self.ks.setObjectName("sweep_ks")
+        self.ks.setToolTip("Values of k to try: '2-10' = every k from 2 to 10, '20:100:10' = "
+                           "20, 30 … 100, or a list.")
+        self.eps = QLineEdit("0.1, 1, 10")
+        self.eps.setObjectName("sweep_eps")
+        self.eps.setToolTip("Values of ε to try (one curve each); the noise-free baseline is "
+                            "added automatically.")
+        self.repeats = QSpinBox()
+        self.repeats.setRange(1, 100)
+        self.repeats.setValue(3)
+        self.repeats.setToolTip("Repetitions per (k, ε) point; the error bars show ± 1 standard "
+                                "deviation over them (the papers use 10).")
+        self.sse_scale = QComboBox()
+        self.sse_scale.addItem("normalised SSE", "normalized")
+        self.sse_scale.addItem("raw SSE", "raw")
+        self.sse_scale.setToolTip("normalised: squared errors divided by each attribute's "
+                                  "variance, per record and attribute (1 ≈ error as large as "
+                                  "the spread); raw: as in the papers.")
+        self.sse_scale.currentIndexChanged.connect(self._on_scale_changed)
+        self.log_y = QCheckBox("log k, SSE")
+        self.log_y.setChecked(True)
+        self.log_y.setToolTip("Logarithmic k and SSE axes (RL, a percentage, stays linear).")
+        self.log_y.toggled.connect(self._on_log_toggled)
+        self.run_btn = QPushButton("▶  Run sweep")
+        self.run_btn.setObjectName("sweep_button")
+        self.run_btn.setToolTip("Run the method over the k × ε grid (Ctrl+E). The curves "
+                                "fill in as points are computed; Esc cancels.")
+        self.run_btn.clicked.connect(self.sig_sweep_requested)
+        g.addWidget(QLabel("k:"), 0, 0)
+        g.addWidget(self.ks, 0, 1)
+        g.addWidget(QLabel("ε:"), 0, 2)
+        g.addWidget(self.eps, 0, 3)
+        g.addWidget(QLabel("repeats:"), 0, 4)
+        g.addWidget(self.repeats, 0, 5)
+        g.addWidget(self.sse_scale, 0, 6)
+        g.addWidget(self.log_y, 0, 7)
+        g.addWidget(self.run_btn, 0, 8)
+        g.setColumnStretch(1, 3)
+        g.setColumnStretch(3, 2)
+        lay.addWidget(box)
+        self.banner = Banner(self)
+        lay.addWidget(self.banner)
+        self.status = QLabel("Run a sweep to see how information loss and risk change with "
+                             "k and ε.")
+        self.status.setObjectName("sweep_status")
+        lay.addWidget(self.status)
+
+        # --- plots
+        pg.setConfigOptions(antialias=True)
+        self.sse_plot = self._make_plot("Information loss (SSE) vs k", "k", "SSE")
+        self.rl_plot = self._make_plot("Disclosure risk (RL %) vs k", "k", "RL (%)")
+        self.plane = self._make_plot("Risk–utility plane", "SSE", "RL (%)")
+        self.sse_plot.setLogMode(True, True)
+        self.rl_plot.setLogMode(True, False)
+        self.plane.setLogMode(True, False)
+        self.legend = self.plane.addLegend(offset=(-5, 5), labelTextSize="9pt")
+        self.legend.setBrush(pg.mkBrush(255, 255, 255, 220))
+        self.front = pg.PlotDataItem(pen=pg.mkPen("#444", width=1.5, style=Qt.PenStyle.DashLine))
+        self.plane.addItem(self.front)
+        self.markers = {}
+        for name, plot in (("sse", self.sse_plot), ("rl", self.rl_plot), ("plane", self.plane)):
+            m = pg.PlotDataItem([], [], pen=None, symbol="star", symbolSize=22,
+                                symbolBrush=pg.mkBrush("#ffd400"),
+                                symbolPen=pg.mkPen("#000", width=1.2))
+            m.setZValue(100)
+            plot.addItem(m)
+            self.markers[name] = m
+        left = QSplitter(Qt.Orientation.Vertical)
+        left.addWidget(self.sse_plot)
+        left.addWidget(self.rl_plot)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("explore_splitter")
+        self.splitter.addWidget(left)
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.addWidget(self.plane, 1)
+        # --- target box
+        tbox = QGroupBox("Target")
+        tl = QGridLayout(tbox)
+        tl.setContentsMargins(6, 4, 6, 4)
+        self.target_kind = QComboBox()
+        self.target_kind.addItem("max RL (%) → least SSE", "rl")
+        self.target_kind.addItem("max SSE → least RL", "sse")
+        self.target_kind.setToolTip("Solve the other way round: the computed point that meets "
+                                    "the limit with the least loss (or the least risk).")
+        self.target_value = QDoubleSpinBox()
+        self.target_value.setDecimals(4)
+        self.target_value.setRange(0, 1e18)
+        self.target_value.setValue(5.0)
+        self.target_value.setToolTip("The limit: maximum record-linkage risk in percent, or "
+                                     "maximum SSE (in the SSE scale shown).")
+        self.target_btn = QPushButton("Find")
+        self.target_btn.setToolTip("Pick the best computed point under the limit and put its "
+                                   "k and ε in the form.")
+        self.target_btn.clicked.connect(self._on_target_clicked)
+        self.target_result = QLabel("")
+        self.target_result.setWordWrap(True)
+        self.target_result.setObjectName("target_result")
+        tl.addWidget(self.target_kind, 0, 0)
+        tl.addWidget(self.target_value, 0, 1)
+        tl.addWidget(self.target_btn, 0, 2)
+        tl.addWidget(self.target_result, 1, 0, 1, 3)
+        rl.addWidget(tbox)
+        self.splitter.addWidget(right)
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setStretchFactor(1, 1)
+        lay.addWidget(self.splitter, 1)
+        self.hover_label = QLabel(" ")
+        self.hover_label.setObjectName("hover_label")
+        self.hover_label.setStyleSheet("color:#333;")
+        lay.addWidget(self.hover_label)
+        for plot in (self.sse_plot, self.rl_plot, self.plane):
+            plot.scene().sigMouseMoved.connect(lambda pos, p=plot: self._on_mouse_moved(p, pos))
+            plot.scene().sigMouseClicked.connect(lambda ev, p=plot: self._on_mouse_clicked(p, ev))
+        state.sig_data_changed.connect(self.clear)
+        state.sig_roles_changed.connect(self._on_inputs_changed)
+
+    # --- Public API
+    def request(self) -> dict:
+        """The sweep settings (raises ValueError with a readable message)."""
+        try:
+            ks = parse_numbers(self.ks.text(), integer=True)
+        except ValueError as exc:
+            raise ValueError(f"k values: {exc}") from None
+        try:
+            eps = parse_numbers(self.eps.text())
+        except ValueError as exc:
+            raise ValueError(f"ε values: {exc}") from None
+        if not ks:
+            raise ValueError("Give at least one k value.")
+        n = len(self.state.df) if self.state.df is not None else 0
+        ks = [k for k in ks if k >= 1 and (n == 0 or k <= n // 2)]
+        if not ks:
+            raise ValueError(f"No k value in 1 … n/2 = {n // 2}.")
+        if any(e <= 0 for e in eps):
+            raise ValueError("ε values must be positive.")
+        return {"ks": ks, "epsilons": eps or [1.0], "repeats": int(self.repeats.value())}
+
+    def clear(self) -> None:
+        self.points = []
+        self.sweep_method = None
+        for s in self.series.values():
+            for plot, item in ((self.sse_plot, s.sse), (self.rl_plot, s.rl),
+                               (self.sse_plot, s.sse_err), (self.rl_plot, s.rl_err),
+                               (self.plane, s.plane)):
+                plot.removeItem(item)
+        self.series = {}
+        self.legend.clear()
+        self.front.setData([], [])
+        for m in self.markers.values():
+            m.setData([], [])
+        self.target_result.setText("")
+        self.banner.hide()
+
+    def begin(self, epsilons: list, uses_eps: bool, baselines: bool = True,
+              method: str | None = None) -> None:
+        """Prepare one curve per ε (plus the baseline) before points arrive."""
+        self.clear()
+        self.sweep_method = method
+        keys: list = ([None] if baselines else []) + list(epsilons) if uses_eps else [None]
+        for i, e in enumerate(keys):
+            color = BASELINE_COLOR if (e is None and uses_eps) else PALETTE[i % len(PALETTE)]
+            style = Qt.PenStyle.DashLine if (e is None and uses_eps) else Qt.PenStyle.SolidLine
+            pen = pg.mkPen(color, width=2, style=style)
+            name = _fmt_eps(e) if uses_eps else "method"
+            sse = pg.PlotDataItem([], [], pen=pen, symbol="o", symbolSize=5,
+                                  symbolBrush=color, symbolPen=color, name=name)
+            rl = pg.PlotDataItem([], [], pen=pen, symbol="o", symbolSize=5,
+                                 symbolBrush=color, symbolPen=color)
+            sse_err = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), pen=pg.mkPen(color, width=1))
+            rl_err = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), pen=pg.mkPen(color, width=1))
+            plane = pg.PlotDataItem([], [], pen=None, symbol="o", symbolSize=7,
+                                    symbolBrush=pg.mkBrush(color),
+                                    symbolPen=pg.mkPen("w", width=0.5))
+            for plot, item in ((self.sse_plot, sse), (self.rl_plot, rl), (self.sse_plot, sse_err),
+                               (self.rl_plot, rl_err), (self.plane, plane)):
+                plot.addItem(item)
+            self.series[e] = _Series(e, color, sse, rl, sse_err, rl_err, plane)
+        self.status.setText("Sweep running…")
+
+    def add_points(self, batch: list) -> None:
+        """Slot for the worker's batches of SweepPoints."""
+        self.points.extend(batch)
+        self._redraw()
+        last = batch[-1]
+        self.status.setText(f"Sweep: {last.index + 1} / {last.total} points "
+                            f"({last.elapsed:.1f} s)")
+
+    def finish(self, cancelled: bool = False, error: str = "") -> None:
+        n = len(self.points)
+        if error:
+            self.status.setText(f"Sweep failed after {n} point(s).")
+            self.banner.show_message(error, "error")
+        elif cancelled:
+            self.status.setText(f"Sweep cancelled: {n} point(s) computed.")
+        else:
+            t = self.points[-1].elapsed if self.points else 0.0
+            self.status.setText(f"Sweep done: {n} points in {t:.1f} s. Hover a point for its "
+                                "values; click it to use its k and ε.")
+        self._update_marker()
+
+    def set_chosen(self, k, eps, method: str | None = None) -> None:
+        """Mark (k, ε) of the form — only on curves of the same method."""
+        self.chosen = (k, eps) if (method is None or method == self.sweep_method) else None
+        self._update_marker()
+
+    def n_plotted(self) -> int:
+        """Number of points currently drawn (for tests)."""
+        return sum(len(s.sse.xData) if s.sse.xData is not None else 0
+                   for s in self.series.values())
+
+    def find_target(self, kind: str, limit: float):
+        """Best computed point under the limit: ``kind='rl'``: RL ≤ limit, least SSE."""
+        uses_eps = any(p.epsilon is not None for p in self.points)
+        cands = [p for p in self.points if (p.epsilon is not None or not uses_eps)]
+        key_lim, key_min = ("rl", self._sse_key) if kind == "rl" else (self._sse_key, "rl")
+        ok = [p for p in cands if key_lim in p.values and key_min in p.values
+              and p.values[key_lim][0] <= limit]
+        if not ok:
+            return None
+        return min(ok, key=lambda p: (p.values[key_min][0], -(p.epsilon or 0), p.k or 0))
+
+    def export_images(self) -> list[tuple[str, bytes]]:
+        """The three plots as PNG bytes (for the HTML report), chosen point marked."""
+        from pyqtgraph.exporters import ImageExporter
+
+        out = []
+        for title, plot in (("SSE vs k", self.sse_plot), ("RL vs k", self.rl_plot),
+                            ("Risk–utility plane", self.plane)):
+            exp = ImageExporter(plot.getPlotItem())
+            exp.parameters()["width"] = 900
+            img = exp.export(toBytes=True)
+            ba = QByteArray()
+            buf = QBuffer(ba)
+            buf.open(QIODevice.OpenModeFlag.WriteOnly)
+            img.save(buf, "PNG")
+            buf.close()
+            out.append((title, bytes(ba.data())))
+        return out
+
+    # --- Internals
+    def _make_plot(self, title: str, xlab: str, ylab: str) -> pg.PlotWidget:
+        w = pg.PlotWidget()
+        w.setBackground("w")
+        w.setTitle(title, size="10pt", color="#222")
+        w.setLabel("bottom", xlab)
+        w.setLabel("left", ylab)
+        w.showGrid(x=True, y=True, alpha=0.25)
+        w.setMinimumSize(260, 170)
+        for ax in ("left", "bottom"):
+            w.getAxis(ax).setTextPen("#333")
+            w.getAxis(ax).setPen("#888")
+        return w
+
+    def _sse_value(self, p):
+        v = p.values.get(self._sse_key)
+        if v is None:
+            for k_, vv in p.values.items():
+                if k_.startswith("sse"):
+                    return vv
+        return v
+
+    def _redraw(self) -> None:
+        log = self.log_y.isChecked()
+        groups: dict = {}
+        for p in self.points:
+            groups.setdefault(p.epsilon, []).append(p)
+        all_x, all_y = [], []
+        for e, pts in groups.items():
+            s = self.series.get(e)
+            if s is None:
+                continue
+            pts = sorted(pts, key=lambda p: (p.k if p.k is not None else 0))
+            ks = np.array([p.k if p.k is not None else 1 for p in pts], dtype=float)
+            sse = np.array([(self._sse_value(p) or (np.nan, 0))[0] for p in pts], dtype=float)
+            sse_sd = np.array([(self._sse_value(p) or (np.nan, 0))[1] for p in pts], dtype=float)
+            rl = np.array([p.values.get("rl", (np.nan, 0))[0] for p in pts], dtype=float)
+            rl_sd = np.array([p.values.get("rl", (np.nan, 0))[1] for p in pts], dtype=float)
+            s.sse.setData(ks, _pos(sse) if log else sse)
+            s.rl.setData(ks, rl)
+            self._set_err(s.sse_err, ks, sse, sse_sd, log)
+            self._set_err(s.rl_err, ks, rl, rl_sd, log, log_y=False)
+            s.plane.setData(_pos(sse), rl)
+            all_x.append(sse)
+            all_y.append(rl)
+        if all_x:
+            x = np.concatenate(all_x)
+            y = np.concatenate(all_y)
+            ok = np.isfinite(x) & np.isfinite(y) & (x > 0)
+            idx = pareto_front(x[ok], y[ok])
+            fx, fy = x[ok][idx], y[ok][idx]
+            if len(fx):  # staircase
+                sx = np.repeat(fx, 2)[1:]
+                sy = np.repeat(fy, 2)[:-1]
+                self.front.setData(sx, sy)
+        self._update_marker()
+
+    @staticmethod
+    def _set_err(item: pg.ErrorBarItem, ks, mean, sd, log: bool, log_y: bool = True) -> None:
+        m = np.isfinite(mean) & (sd > 0)
+        if not m.any():
+            item.setData(x=np.zeros(0), y=np.zeros(0))
+            return
+        x, y, s = ks[m], mean[m], sd[m]
+        if log and not log_y:  # log k axis only
+            item.setData(x=np.log10(x), y=y, top=s, bottom=np.minimum(s, y), beam=0.02)
+        elif log:  # the plot is in log10 view coordinates; ErrorBarItem is not log-aware
+            ok = y > 0
+            x, y, s = x[ok], y[ok], s[ok]
+            top = np.log10(y + s) - np.log10(y)
+            # at most one decade down (a lower bar reaching 0 is -inf on a log axis)
+            low = np.log10(y) - np.log10(np.maximum(y - s, y / 10))
+            item.setData(x=np.log10(x), y=np.log10(y), top=top, bottom=low, beam=0.02)
+        else:
+            item.setData(x=x, y=y, top=s, bottom=s, beam=0.3)
+
+    def _point_coords(self, plot) -> list[tuple[float, float, object]]:
+        """(x, y) in view coordinates of every drawn point of ``plot``, with its SweepPoint."""
+        log = self.log_y.isChecked()
+        out = []
+        for p in self.points:
+            sse = (self._sse_value(p) or (np.nan, 0))[0]
+            rl = p.values.get("rl", (np.nan, 0))[0]
+            k = p.k if p.k is not None else 1
+            if plot is self.sse_plot:
+                x, y = (_log(k), _log(sse)) if log else (k, sse)
+            elif plot is self.rl_plot:
+                x, y = (_log(k), rl) if log else (k, rl)
+            else:
+                x, y = _log(sse), rl
+            if math.isfinite(x) and math.isfinite(y):
+                out.append((x, y, p))
+        return out
+
+    def _nearest(self, plot, scene_pos, max_px: float = 12.0):
+        vb = plot.getPlotItem().vb
+        best, best_d = None, max_px
+        for x, y, p in self._point_coords(plot):
+            sp = vb.mapViewToScene(pg.Point(x, y))
+            d = math.hypot(sp.x() - scene_pos.x(), sp.y() - scene_pos.y())
+            if d < best_d:
+                best, best_d = p, d
+        return best
+
+    def describe(self, p) -> str:
+        sse = self._sse_value(p)
+        rl = p.values.get("rl")
+        parts = [f"k = {p.k}" if p.k is not None else "", _fmt_eps(p.epsilon)]
+        if sse:
+            parts.append(f"SSE = {sse[0]:.4g} ± {sse[1]:.2g}")
+        if rl:
+            parts.append(f"RL = {rl[0]:.3g} % ± {rl[1]:.2g}")
+        parts.append(f"({p.repeats} run{'s' if p.repeats > 1 else ''})")
+        return ",  ".join(x for x in parts if x)
+
+    def _on_mouse_moved(self, plot, pos) -> None:
+        p = self._nearest(plot, pos)
+        if p is None:
+            return
+        text = self.describe(p)
+        self.hover_label.setText(text + "  — click to use this k and ε")
+        QToolTip.showText(QCursor.pos(), text, plot)
+
+    def _on_mouse_clicked(self, plot, ev) -> None:
+        if ev.button() != Qt.MouseButton.LeftButton:
+            return
+        p = self._nearest(plot, ev.scenePos())
+        if p is not None:
+            self.choose(p)
+
+    def choose(self, p) -> None:
+        self.sig_point_chosen.emit(p.k, p.epsilon)
+        self.hover_label.setText("Chosen: " + self.describe(p))
+
+    def _on_target_clicked(self) -> None:
+        kind = self.target_kind.currentData()
+        limit = float(self.target_value.value())
+        if not self.points:
+            self.target_result.setText("Run a sweep first.")
+            return
+        p = self.find_target(kind, limit)
+        if p is None:
+            what = "RL" if kind == "rl" else "SSE"
+            self.target_result.setText(f"<span style='color:#b00020'>No computed point has "
+                                       f"{what} ≤ {limit:g}. Try larger k / smaller ε, or a "
+                                       "wider grid.</span>")
+            return
+        self.target_result.setText("Best: " + self.describe(p))
+        self.choose(p)
+
+    def _on_scale_changed(self) -> None:
+        self._sse_key = SSE_KEYS[self.sse_scale.currentData()]
+        lab = "SSE (normalised)" if self._sse_key == "sse_normalized" else "SSE (raw)"
+        self.sse_plot.setLabel("left", lab)
+        self.plane.setLabel("bottom", lab)
+        self._redraw()
+
+    def _on_log_toggled(self, on: bool) -> None:
+        self.sse_plot.setLogMode(on, on)
+        self.rl_plot.setLogMode(on, False)
+        self._redraw()
+
+    def _on_inputs_changed(self) -> None:
+        if self.points:
+            self.status.setText("Roles or domains changed: the curves below are from the "
+                                "previous settings. Run the sweep again.")
+
+    def _update_marker(self) -> None:
+        for m in self.markers.values():
+            m.setData([], [])
+        if not self.chosen:
+            return
+        k, eps = self.chosen
+        match = [p for p in self.points if p.k == k and
+                 ((p.epsilon is None and eps is None) or
+                  (p.epsilon is not None and eps is not None and math.isclose(p.epsilon, eps)))]
+        if not match:
+            return
+        p = match[0]
+        sse = (self._sse_value(p) or (np.nan, 0))[0]
+        rl = p.values.get("rl", (np.nan, 0))[0]
+        k = p.k if p.k is not None else 1
+        log = self.log_y.isChecked()
+        for name, (x, y) in (("sse", (k, sse)), ("rl", (k, rl)), ("plane", (sse, rl))):
+            if log or name == "plane":
+                if not (x > 0 and (y > 0 or name != "sse")):
+                    continue
+            self.markers[name].setData([x], [y])
+
+def _log(v: float) -> float:
+    return math.log10(v) if v is not None and v > 0 else float("nan")
+
+
+def _pos(a: np.ndarray) -> np.ndarray:
+    a = a.astype(float).copy()
+    a[~(a > 0)] = np.nan
+    return a
+
+
+if __name__ == "__main__":
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication(sys.argv)
+    w = ExplorePanel(AppState())
+    w.resize(1200, 700)
+    w.show()
+    app.exec()

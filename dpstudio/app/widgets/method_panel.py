@@ -1,0 +1,472 @@
+"""Step 3: choose a method (from the registry) and its parameters (a form built from Params)."""
+
+from __future__ import annotations
+
+import html
+import random
+import sys
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox,
+                               QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem,
+                               QPushButton, QSlider, QSpinBox, QTextBrowser, QToolButton,
+                               QVBoxLayout, QWidget)
+
+from dpstudio import engine
+from dpstudio.app.state import AppState
+from dpstudio.app.widgets.common import Banner, LogSlider
+
+ID_ROLE = Qt.ItemDataRole.UserRole
+
+
+def _get_spec(method_id: str):
+    from dpstudio.engine.registry import get_method
+
+    return get_method(method_id)
+
+
+class ParamField(QWidget):
+    """One parameter editor generated from a registry Param dict."""
+
+    changed = Signal()
+
+    def __init__(self, p: dict, n_records: int = 0, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.p = p
+        self.name = p["name"]
+        self.kind = p["kind"]
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        tip = p.get("help", "")
+        lo, hi = p.get("minimum"), p.get("maximum")
+        self.warning = QLabel()
+        self.warning.setWordWrap(True)
+        self.warning.setStyleSheet("color:#8a5a00;")
+        self.warning.hide()
+        self.editor: QWidget
+        self.slider: QSlider | None = None
+        if self.kind == "int":
+            sb = QSpinBox()
+            sb.setObjectName(f"param_{self.name}")
+            low = int(lo) if lo is not None else -10**9
+            if lo is not None and not p.get("min_inclusive", True):
+                low += 1
+            high = int(hi) if hi is not None else 10**9
+            if self.name == "k" and n_records >= 4:
+                high = min(high, n_records // 2)
+            sb.setRange(low, high)
+            sb.setValue(int(p["default"]) if p["default"] is not None else max(low, 0))
+            sb.valueChanged.connect(self.changed)
+            lay.addWidget(sb)
+            self.editor = sb
+            if self.name == "k":
+                sl = QSlider(Qt.Orientation.Horizontal)
+                sl.setRange(max(low, 1), max(min(high, 200), max(low, 1) + 1))
+                sl.setValue(sb.value())
+                sl.setToolTip(tip)
+                sl.valueChanged.connect(sb.setValue)
+                sb.valueChanged.connect(lambda v, sl=sl: (sl.blockSignals(True), sl.setValue(v),
+                                                          sl.blockSignals(False)))
+                lay.addWidget(sl, 1)
+                self.slider = sl
+        elif self.kind == "float":
+            sb = QDoubleSpinBox()
+            sb.setObjectName(f"param_{self.name}")
+            sb.setDecimals(4)
+            low = float(lo) if lo is not None else -1e12
+            if lo is not None and not p.get("min_inclusive", True):
+                low = low + (1e-4 if p.get("log_scale") else 1e-4)
+            sb.setRange(low, float(hi) if hi is not None else 1e12)
+            if p.get("log_scale"):
+                sb.setStepType(QDoubleSpinBox.StepType.AdaptiveDecimalStepType)
+            sb.setValue(float(p["default"]) if p["default"] is not None else max(low, 0.0))
+            sb.valueChanged.connect(self.changed)
+            lay.addWidget(sb)
+            self.editor = sb
+            if p.get("log_scale"):
+                sl = LogSlider(1e-3, 100.0)
+                sl.setToolTip(tip + " (log scale: 0.001 … 100)")
+                sl.set_float_value(sb.value())
+                sl.valueChangedFloat.connect(lambda v, sb=sb: sb.setValue(float(f"{v:.3g}")))
+                sb.valueChanged.connect(sl.set_float_value)
+                lay.addWidget(sl, 1)
+                self.slider = sl
+        elif self.kind == "choice":
+            cb = QComboBox()
+            cb.setObjectName(f"param_{self.name}")
+            labels = p.get("choice_labels") or {}
+            for i, c in enumerate(p.get("choices") or []):
+                cb.addItem(str(labels.get(c, c)), c)
+                w = (p.get("warning") or {}).get(c)
+                if w:
+                    cb.setItemData(i, w, Qt.ItemDataRole.ToolTipRole)
+            i = cb.findData(p["default"])
+            cb.setCurrentIndex(max(i, 0))
+            cb.currentIndexChanged.connect(self._update_warning)
+            cb.currentIndexChanged.connect(self.changed)
+            lay.addWidget(cb, 1)
+            self.editor = cb
+        elif self.kind == "bool":
+            ch = QCheckBox()
+            ch.setObjectName(f"param_{self.name}")
+            ch.setChecked(bool(p["default"]))
+            ch.toggled.connect(self.changed)
+            lay.addWidget(ch)
+            lay.addStretch(1)
+            self.editor = ch
+        else:  # mapping / str
+            le = QLineEdit()
+            le.setObjectName(f"param_{self.name}")
+            if self.kind == "mapping":
+                le.setPlaceholderText("column=value; column=value")
+                if isinstance(p["default"], dict):
+                    le.setText("; ".join(f"{k}={v}" for k, v in p["default"].items()))
+            elif p["default"] is not None:
+                le.setText(str(p["default"]))
+            le.editingFinished.connect(self.changed)
+            lay.addWidget(le, 1)
+            self.editor = le
+        self.editor.setToolTip(tip)
+        self.setToolTip(tip)
+        self._update_warning()
+
+    def _update_warning(self) -> None:
+        if self.kind != "choice":
+            return
+        w = (self.p.get("warning") or {}).get(self.editor.currentData())
+        self.warning.setText("⚠ " + w if w else "")
+        self.warning.setVisible(bool(w))
+
+    def value(self) -> Any:
+        e = self.editor
+        if self.kind == "int":
+            return int(e.value())
+        if self.kind == "float":
+            return float(e.value())
+        if self.kind == "choice":
+            return e.currentData()
+        if self.kind == "bool":
+            return bool(e.isChecked())
+        text = e.text().strip()
+        if self.kind == "mapping":
+            if not text:
+                return None
+            out: dict[str, Any] = {}
+            for part in text.replace(",", ";").split(";"):
+                if "=" in part:
+                    k, v = part.split("=", 1)
+                    try:
+                        out[k.strip()] = float(v)
+                    except ValueError:
+                        out[k.strip()] = v.strip()
+            return out
+        return text or None
+
+    def set_value(self, v: Any) -> None:
+        e = self.editor
+        if v is None:
+            return
+        if self.kind == "int":
+            e.setValue(int(v))
+        elif self.kind == "float":
+            e.setValue(float(v))
+        elif self.kind == "choice":
+            i = e.findData(v)
+            if i >= 0:
+                e.setCurrentIndex(i)
+        elif self.kind == "bool":
+            e.setChecked(bool(v))
+        elif self.kind == "mapping" and isinstance(v, dict):
+            e.setText("; ".join(f"{k}={x}" for k, x in v.items()))
+            self.changed.emit()
+        else:
+            e.setText(str(v))
+            self.changed.emit()
+
+
+class MethodPanel(QWidget):
+    sig_protect_requested = Signal()
+    """The user asked to run the method with the current parameters."""
+
+    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.fields: dict[str, ParamField] = {}
+        self._methods = {m["id"]: m for m in engine.methods()}
+        self._loading = False
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        self.list = QListWidget()
+        self.list.setObjectName("method_list")
+        self.list.setMinimumHeight(120)
+        self.list.setMaximumHeight(190)
+        self.list.currentItemChanged.connect(self._on_list_current_changed)
+        lay.addWidget(QLabel("<b>Method</b>"))
+        lay.addWidget(self.list)
+        self.info = QTextBrowser()
+        self.info.setOpenExternalLinks(True)
+        self.info.setMinimumHeight(90)
+        self.info.setMaximumHeight(170)
+        lay.addWidget(self.info)
+        self.applicable = Banner(self, closable=False)
+        lay.addWidget(self.applicable)
+        self.param_error = Banner(self, closable=False)
+        lay.addWidget(self.param_error)
+        self.form_box = QGroupBox("Parameters")
+        self.form = QFormLayout(self.form_box)
+        self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        lay.addWidget(self.form_box)
+        self.adv_btn = QToolButton()
+        self.adv_btn.setText("▸ Advanced parameters")
+        self.adv_btn.setCheckable(True)
+        self.adv_btn.setAutoRaise(True)
+        self.adv_btn.toggled.connect(self._on_adv_toggled)
+        lay.addWidget(self.adv_btn)
+        self.adv_box = QGroupBox()
+        self.adv_form = QFormLayout(self.adv_box)
+        self.adv_box.hide()
+        lay.addWidget(self.adv_box)
+        seed_row = QHBoxLayout()
+        self.seed = QSpinBox()
+        self.seed.setObjectName("seed")
+        self.seed.setRange(0, 2**31 - 1)
+        self.seed.setToolTip("Random seed: the same seed, data and settings give the same "
+                             "release. It is PRIVATE: kept in the project file, never written "
+                             "to the released file or its metadata (with it the noise could be "
+                             "removed).")
+        self.seed.valueChanged.connect(self._on_seed_changed)
+        new_seed = QPushButton("New")
+        new_seed.setToolTip("Draw a new random seed.")
+        new_seed.clicked.connect(lambda: self.seed.setValue(random.SystemRandom().randrange(2**31 - 1)))
+        seed_row.addWidget(QLabel("Seed (private):"))
+        seed_row.addWidget(self.seed, 1)
+        seed_row.addWidget(new_seed)
+        lay.addLayout(seed_row)
+        self.protect_btn = QPushButton("▶  Protect with these parameters")
+        self.protect_btn.setObjectName("protect_button")
+        self.protect_btn.setToolTip("Run the method on the whole file (Ctrl+R).")
+        self.protect_btn.clicked.connect(self.sig_protect_requested)
+        self.protect_btn.setMinimumHeight(32)
+        lay.addWidget(self.protect_btn)
+        lay.addStretch(1)
+        self._fill_list()
+        state.sig_roles_changed.connect(self.update_applicability)
+        state.sig_data_changed.connect(self._on_state_data_changed)
+        state.sig_recipe_changed.connect(self._on_state_recipe_changed)
+        if self.state.recipe.method is None and self.list.count():
+            self.select_method(self._default_method())
+
+    # --- Public API
+    def current_method(self) -> str | None:
+        it = self.list.currentItem()
+        return it.data(ID_ROLE) if it is not None else None
+
+    def select_method(self, method_id: str | None) -> bool:
+        for i in range(self.list.count()):
+            it = self.list.item(i)
+            if it.data(ID_ROLE) == method_id:
+                self.list.setCurrentItem(it)
+                return True
+        return False
+
+    def values(self) -> dict:
+        return {n: f.value() for n, f in self.fields.items()}
+
+    def set_values(self, params: dict) -> None:
+        self._loading = True
+        for n, v in params.items():
+            if n in self.fields:
+                self.fields[n].set_value(v)
+        self._loading = False
+        self._on_params_changed()
+
+    def set_k_epsilon(self, k: int | None, epsilon: float | None) -> None:
+        """Set k and ε (clicking a point in the explore plots)."""
+        vals = {}
+        if k is not None and "k" in self.fields:
+            vals["k"] = k
+        if epsilon is not None and "epsilon" in self.fields:
+            vals["epsilon"] = epsilon
+        self.set_values(vals)
+
+    def method_info(self, method_id: str | None = None) -> dict | None:
+        return self._methods.get(method_id or self.current_method() or "")
+
+    def applicability_error(self) -> str:
+        return self.applicable.text() if self.applicable.isVisible() else ""
+
+    def refresh_methods(self) -> None:
+        self._methods = {m["id"]: m for m in engine.methods()}
+        cur = self.current_method()
+        self._fill_list()
+        self.select_method(cur or self._default_method())
+
+    # --- Internals
+    def _default_method(self) -> str | None:
+        for mid in ("ir-dp", "insensitive-dp", "mdav"):
+            if mid in self._methods:
+                return mid
+        return next(iter(self._methods), None)
+
+    def _fill_list(self) -> None:
+        self.list.blockSignals(True)
+        self.list.clear()
+        fam = None
+        families = list(dict.fromkeys(m["family"] for m in self._methods.values()))
+        ordered = sorted(self._methods.values(), key=lambda m: families.index(m["family"]))
+        for m in ordered:
+            if m["family"] != fam:
+                fam = m["family"]
+                h = QListWidgetItem(str(fam).upper())
+                h.setFlags(Qt.ItemFlag.NoItemFlags)
+                f = h.font()
+                f.setBold(True)
+                f.setPointSizeF(f.pointSizeF() * 0.85)
+                h.setFont(f)
+                self.list.addItem(h)
+            it = QListWidgetItem("   " + m["name"])
+            it.setData(ID_ROLE, m["id"])
+            it.setToolTip(m["description"])
+            self.list.addItem(it)
+        self.list.blockSignals(False)
+        if not self._methods:
+            self.info.setHtml("<i>No protection method is registered in the engine.</i>")
+
+    def _on_list_current_changed(self, cur, _prev) -> None:
+        if cur is None or cur.data(ID_ROLE) is None:
+            return
+        mid = cur.data(ID_ROLE)
+        self._build_form(mid)
+        if not self._loading:
+            self.state.set_method(mid, self.values())
+        self.update_applicability()
+        self._update_info()
+
+    def _build_form(self, mid: str) -> None:
+        for form in (self.form, self.adv_form):
+            while form.rowCount():
+                form.removeRow(0)
+        self.fields = {}
+        m = self._methods[mid]
+        n = len(self.state.df) if self.state.df is not None else 0
+        n_adv = 0
+        for p in m["params"]:
+            f = ParamField(p, n_records=n)
+            f.changed.connect(self._on_params_changed)
+            label = QLabel(p.get("label") or p["name"])
+            label.setToolTip(p.get("help", ""))
+            label.setBuddy(f.editor)
+            target = self.adv_form if p.get("advanced") else self.form
+            n_adv += bool(p.get("advanced"))
+            target.addRow(label, f)
+            target.addRow("", f.warning)
+            self.fields[p["name"]] = f
+        self.adv_btn.setVisible(n_adv > 0)
+        self.form_box.setVisible(len(self.fields) - n_adv > 0)
+
+    def _on_adv_toggled(self, on: bool) -> None:
+        self.adv_box.setVisible(on)
+        self.adv_btn.setText(("▾" if on else "▸") + " Advanced parameters")
+
+    def _on_params_changed(self) -> None:
+        if self._loading:
+            return
+        self.state.set_params(self.values())
+        self._update_info()
+
+    def _on_seed_changed(self, v: int) -> None:
+        if not self._loading:
+            self.state.set_seed(v)
+
+    def _on_state_data_changed(self) -> None:
+        mid = self.current_method()
+        if mid:
+            vals = self.values()
+            self._build_form(mid)
+            self.set_values(vals)
+        self.update_applicability()
+
+    def _on_state_recipe_changed(self) -> None:
+        r = self.state.recipe
+        if r.method and r.method != self.current_method():
+            self._loading = True
+            self.select_method(r.method)
+            self._loading = False
+        if r.params and r.params != self.values():
+            self.set_values(r.params)
+        if self.seed.value() != r.seed:
+            self._loading = True
+            self.seed.setValue(r.seed)
+            self._loading = False
+
+    def _update_info(self) -> None:
+        m = self.method_info()
+        if not m:
+            return
+        guarantee = m["guarantee"]
+        self.param_error.hide()
+        try:
+            spec = _get_spec(m["id"])
+            checked = spec.check_params({k: v for k, v in self.values().items()})
+            guarantee = spec.guarantee(checked)
+        except engine.DPStudioError as exc:
+            self.param_error.show_message(str(exc), "error")
+        except Exception:  # noqa: BLE001 - fall back to the default sentence
+            pass
+        paper = html.escape(m.get("paper") or "")
+        self.info.setHtml(
+            f"<b>{html.escape(m['name'])}</b> <span style='color:#777'>({m['id']})</span>"
+            f"<p style='margin:4px 0'>{html.escape(m['description'])}</p>"
+            f"<p style='margin:4px 0; color:#0b4f8a'><b>Guarantee:</b> {html.escape(guarantee)}</p>"
+            + (f"<p style='margin:4px 0; color:#666'><i>Paper:</i> {paper}</p>" if paper else ""))
+        self.guarantee_text = guarantee
+
+    def update_applicability(self) -> None:
+        st = self.state
+        mid = self.current_method()
+        reason = ""
+        if st.df is not None and mid:
+            try:
+                engine.check_applicable(st.df, mid, st.active_roles())
+            except engine.DPStudioError as exc:
+                reason = str(exc)
+        # mark every method in the list
+        for i in range(self.list.count()):
+            it = self.list.item(i)
+            oid = it.data(ID_ROLE)
+            if oid is None:
+                continue
+            name = "   " + self._methods[oid]["name"]
+            why = ""
+            if st.df is not None:
+                try:
+                    engine.check_applicable(st.df, oid, st.active_roles())
+                except engine.DPStudioError as exc:
+                    why = str(exc)
+            it.setText(name + ("   (not applicable)" if why else ""))
+            it.setForeground(Qt.GlobalColor.gray if why else Qt.GlobalColor.black)
+            it.setToolTip(self._methods[oid]["description"] + (f"\n\nNot applicable: {why}"
+                                                               if why else ""))
+        if reason:
+            self.applicable.show_message("Cannot run on the current roles: " + reason, "error")
+        else:
+            self.applicable.hide()
+        self.protect_btn.setEnabled(st.df is not None and bool(mid) and not reason)
+        self.protect_btn.setToolTip("Run the method on the whole file (Ctrl+R)."
+                                    + (f"\nNot possible: {reason}" if reason else ""))
+
+
+if __name__ == "__main__":
+    import pandas as pd
+    from PySide6.QtWidgets import QApplication
+
+    from dpstudio.app.main import sample_path
+
+    app = QApplication(sys.argv)
+    st = AppState()
+    st.set_data(pd.read_csv(sample_path()), str(sample_path()))
+    w = MethodPanel(st)
+    w.resize(420, 700)
+    w.show()
+    app.exec()

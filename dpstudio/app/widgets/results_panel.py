@@ -1,0 +1,290 @@
+"""Step 5: what the protection did — measures, k-anonymity check, histograms, correlations."""
+
+from __future__ import annotations
+
+import html
+import sys
+
+import numpy as np
+import pandas as pd
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
+                               QSplitter, QTableWidget, QTableWidgetItem, QTabWidget,
+                               QVBoxLayout, QWidget)
+
+from dpstudio.app.models.dataframe_model import format_value
+from dpstudio.app.state import AppState
+from dpstudio.app.widgets.common import Banner
+
+MEASURE_LABELS = {
+    "sse_normalized": "SSE (normalised, per record & attribute)",
+    "sse_raw": "SSE (raw)",
+    "rl": "Record linkage RL (%)",
+    "corr_loss_mean": "Correlation loss (mean |Δcorr|)",
+    "corr_loss_std": "Correlation loss (sd |Δcorr|)",
+    "delta_mean_avg": "Δ mean (average relative change)",
+    "delta_var_avg": "Δ variance (average relative change)",
+}
+
+
+def kanonymity_check(data: pd.DataFrame, quasi: list[str], k: int | None) -> dict:
+    """Smallest equivalence class on the k-quasis of the output, and records in classes < k."""
+    cols = [c for c in quasi if c in data.columns]
+    if not cols or len(data) == 0:
+        return {}
+    sizes = data.groupby(cols, dropna=False, sort=False).size().to_numpy()
+    out = {"classes": int(len(sizes)), "smallest_class": int(sizes.min())}
+    if k:
+        out["k"] = int(k)
+        out["records_in_classes_below_k"] = int(sizes[sizes < k].sum())
+    return out
+
+
+def correlation_difference(orig: pd.DataFrame, prot: pd.DataFrame, cols: list[str]
+                           ) -> tuple[list[str], np.ndarray]:
+    """corr(protected) − corr(original) over the numeric ``cols`` (m × m)."""
+    cols = [c for c in cols if c in orig.columns and c in prot.columns
+            and pd.api.types.is_numeric_dtype(orig[c]) and pd.api.types.is_numeric_dtype(prot[c])]
+    if len(cols) < 2:
+        return cols, np.zeros((len(cols), len(cols)))
+    a = orig[cols].to_numpy(dtype=float)
+    b = prot[cols].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ca = np.corrcoef(a, rowvar=False)
+        cb = np.corrcoef(b, rowvar=False)
+    return cols, cb - ca
+
+
+def flatten_measures(ev: dict) -> tuple[list[tuple[str, str]], pd.DataFrame | None]:
+    """Split an evaluation dict into scalar rows and a per-attribute table."""
+    rows: list[tuple[str, str]] = []
+    per_attr: dict[str, dict] = {}
+    for key, v in (ev or {}).items():
+        if isinstance(v, dict):
+            if v and all(isinstance(x, (int, float, np.floating, np.integer)) or x is None
+                         for x in v.values()):
+                for attr, x in v.items():
+                    per_attr.setdefault(str(attr), {})[key] = x
+            elif v and all(isinstance(x, dict) for x in v.values()):
+                for attr, d in v.items():
+                    for kk, x in d.items():
+                        if not isinstance(x, (dict, list)):
+                            per_attr.setdefault(str(attr), {})[f"{key} {kk}"] = x
+            else:
+                for kk, x in v.items():
+                    if not isinstance(x, (dict, list)):
+                        rows.append((f"{key}: {kk}", _fmt(x)))
+        elif isinstance(v, (list, tuple)):
+            if not v or key == "warnings":
+                continue
+            rows.append((MEASURE_LABELS.get(key, key), ", ".join(_fmt(x) for x in v[:10])))
+        else:
+            rows.append((MEASURE_LABELS.get(key, key), _fmt(v)))
+    table = pd.DataFrame.from_dict(per_attr, orient="index") if per_attr else None
+    return rows, table
+
+
+def _fmt(x) -> str:
+    if isinstance(x, (float, np.floating)):
+        return f"{x:.6g}"
+    return format_value(x)
+
+
+class ResultsPanel(QWidget):
+    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        self.header = QLabel("No result yet: choose a method and press Protect (Ctrl+R).")
+        self.header.setWordWrap(True)
+        self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.header)
+        self.warn = Banner(self)
+        lay.addWidget(self.warn)
+        self.kanon = QLabel("")
+        self.kanon.setObjectName("kanon_label")
+        self.kanon.setWordWrap(True)
+        lay.addWidget(self.kanon)
+        self.export_btn = QPushButton("Export protected file… (Ctrl+Shift+E)")
+        self.export_btn.setObjectName("export_button")
+        self.export_btn.setEnabled(False)
+        hl = QHBoxLayout()
+        hl.addStretch(1)
+        hl.addWidget(self.export_btn)
+        lay.addLayout(hl)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.setObjectName("results_splitter")
+        self.splitter = split
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        self.measures = QTableWidget(0, 2)
+        self.measures.setObjectName("measures_table")
+        self.measures.setHorizontalHeaderLabels(["Measure", "Value"])
+        self.measures.verticalHeader().setVisible(False)
+        self.measures.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.measures.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        ll.addWidget(QLabel("<b>Measures</b> (protected vs original)"))
+        ll.addWidget(self.measures, 2)
+        self.per_attr = QTableWidget(0, 0)
+        self.per_attr.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        ll.addWidget(QLabel("<b>Per attribute</b> (Δ mean, Δ variance: relative change)"))
+        ll.addWidget(self.per_attr, 1)
+        split.addWidget(left)
+        tabs = QTabWidget()
+        hw = QWidget()
+        hl2 = QVBoxLayout(hw)
+        self.hist_attr = QComboBox()
+        self.hist_attr.setToolTip("Attribute whose distribution is shown.")
+        self.hist_attr.currentTextChanged.connect(self._draw_hist)
+        hl2.addWidget(self.hist_attr)
+        self.hist = pg.PlotWidget()
+        self.hist.setBackground("w")
+        self.hist.addLegend(offset=(-5, 5))
+        self.hist.showGrid(x=True, y=True, alpha=0.2)
+        hl2.addWidget(self.hist, 1)
+        tabs.addTab(hw, "Histograms")
+        cw = QWidget()
+        cl = QVBoxLayout(cw)
+        cl.addWidget(QLabel("corr(protected) − corr(original); red: correlation lost or "
+                            "reversed, blue: added."))
+        self.corr = QTableWidget(0, 0)
+        self.corr.setObjectName("corr_table")
+        self.corr.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        cl.addWidget(self.corr, 1)
+        tabs.addTab(cw, "Correlation difference")
+        self.tabs = tabs
+        split.addWidget(tabs)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
+        lay.addWidget(split, 1)
+        self.corr_cols: list[str] = []
+        self.corr_diff = np.zeros((0, 0))
+        state.sig_result_changed.connect(self._on_state_result_changed)
+
+    def _on_state_result_changed(self) -> None:
+        st = self.state
+        res = st.result
+        self.export_btn.setEnabled(res is not None)
+        self.hist_attr.blockSignals(True)
+        self.hist_attr.clear()
+        self.hist_attr.blockSignals(False)
+        self.hist.clear()
+        if res is None:
+            self.header.setText("No result yet (or the settings changed since the last run): "
+                                "press Protect (Ctrl+R).")
+            self.measures.setRowCount(0)
+            self.per_attr.setRowCount(0)
+            self.corr.setRowCount(0)
+            self.kanon.setText("")
+            self.warn.hide()
+            return
+        ev = dict(st.evaluation or {})
+        extra = ev.pop("_app", {})
+        params = ", ".join(f"{k} = {v}" for k, v in res.params.items()
+                           if v is not None and not isinstance(v, dict))
+        self.header.setText(
+            f"<b>{html.escape(res.method_name)}</b> — {html.escape(params)}<br>"
+            f"<span style='color:#0b4f8a'><b>Guarantee:</b> {html.escape(res.guarantee)}</span>"
+            f"<br>{len(res.data):,} records released; protected: "
+            f"{html.escape(', '.join(res.protected_attributes))}")
+        if res.warnings:
+            self.warn.show_message("⚠ " + "<br>⚠ ".join(html.escape(w) for w in res.warnings),
+                                   "warning")
+        else:
+            self.warn.hide()
+        rows, table = flatten_measures(ev)
+        self.measures.setRowCount(len(rows))
+        for i, (k, v) in enumerate(rows):
+            self.measures.setItem(i, 0, QTableWidgetItem(k))
+            it = QTableWidgetItem(v)
+            it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            self.measures.setItem(i, 1, it)
+        self.measures.resizeColumnToContents(1)
+        if table is not None:
+            self.per_attr.setRowCount(table.shape[0])
+            self.per_attr.setColumnCount(table.shape[1])
+            self.per_attr.setHorizontalHeaderLabels([str(c) for c in table.columns])
+            self.per_attr.setVerticalHeaderLabels([str(i) for i in table.index])
+            for i in range(table.shape[0]):
+                for j in range(table.shape[1]):
+                    self.per_attr.setItem(i, j, QTableWidgetItem(_fmt(table.iat[i, j])))
+            self.per_attr.resizeColumnsToContents()
+        else:
+            self.per_attr.setRowCount(0)
+            self.per_attr.setColumnCount(0)
+        ka = extra.get("kanon") or {}
+        if ka:
+            k = ka.get("k")
+            below = ka.get("records_in_classes_below_k")
+            ok = below == 0 if below is not None else None
+            col = "#2e7d32" if ok else ("#b00020" if ok is False else "#333")
+            self.kanon.setText(
+                f"<span style='color:{col}'><b>k-anonymity check</b> on the k-quasi-identifiers "
+                f"of the output: {ka['classes']:,} classes, smallest class "
+                f"{ka['smallest_class']:,} records"
+                + (f"; {below:,} record(s) in classes smaller than k = {k}"
+                   if below is not None else "") + ".</span>")
+        else:
+            self.kanon.setText("k-anonymity check: no k-quasi-identifier in this release.")
+        self.corr_cols, self.corr_diff = extra.get("corr", ([], np.zeros((0, 0))))
+        self._draw_corr()
+        self.hist_attr.addItems([c for c in res.protected_attributes if c in res.data.columns])
+
+    def _draw_corr(self) -> None:
+        cols, d = self.corr_cols, self.corr_diff
+        self.corr.setRowCount(len(cols))
+        self.corr.setColumnCount(len(cols))
+        self.corr.setHorizontalHeaderLabels(cols)
+        self.corr.setVerticalHeaderLabels(cols)
+        for i in range(len(cols)):
+            for j in range(len(cols)):
+                v = d[i, j]
+                it = QTableWidgetItem("" if i == j else (f"{v:+.2f}" if np.isfinite(v) else "n/a"))
+                if i != j and np.isfinite(v):
+                    a = min(abs(v), 1.0)
+                    c = QColor(255, int(255 * (1 - a)), int(255 * (1 - a))) if v < 0 else \
+                        QColor(int(255 * (1 - a)), int(255 * (1 - a)), 255)
+                    it.setBackground(QBrush(c))
+                it.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
+                self.corr.setItem(i, j, it)
+        self.corr.resizeColumnsToContents()
+
+    def _draw_hist(self, attr: str) -> None:
+        self.hist.clear()
+        res = self.state.result
+        if res is None or not attr:
+            return
+        orig = res.aligned_original()[attr] if res.original is not None else None
+        prot = res.data[attr]
+        try:
+            a = pd.to_numeric(orig, errors="coerce").to_numpy(dtype=float) if orig is not None \
+                else np.zeros(0)
+            b = pd.to_numeric(prot, errors="coerce").to_numpy(dtype=float)
+        except (TypeError, ValueError):
+            return
+        allv = np.concatenate([a[np.isfinite(a)], b[np.isfinite(b)]])
+        if allv.size == 0:
+            return
+        edges = np.histogram_bin_edges(allv, bins=40)
+        if a.size:
+            ca, _ = np.histogram(a[np.isfinite(a)], bins=edges)
+            self.hist.plot(edges, ca, stepMode="center", fillLevel=0,
+                           brush=(120, 120, 120, 90), pen=pg.mkPen("#555"), name="original")
+        cb, _ = np.histogram(b[np.isfinite(b)], bins=edges)
+        self.hist.plot(edges, cb, stepMode="center", pen=pg.mkPen("#1f77b4", width=2),
+                       name="protected")
+        self.hist.setTitle(attr, color="#222")
+
+
+if __name__ == "__main__":
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication(sys.argv)
+    w = ResultsPanel(AppState())
+    w.resize(1000, 600)
+    w.show()
+    app.exec()
