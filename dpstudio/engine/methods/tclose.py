@@ -97,6 +97,15 @@ def bucketize_values(c: np.ndarray, b: int, column: str = "C") -> np.ndarray:
         cut = int(ok[np.argmin(np.abs(ok - ideal))])
         cuts.append(cut)
         lo = cut
+    sizes = np.diff(np.array([0] + cuts + [n]))
+    if sizes.min() < n / (2 * b):
+        vals, cnt = np.unique(c, return_counts=True)
+        top = vals[np.argmax(cnt)]
+        raise InputError(
+            f"Confidential attribute {column!r}: too many equal values to form {b} buckets of "
+            f"comparable size (value {top:g} alone covers {cnt.max()} of {n} records; the smallest "
+            f"bucket would hold {int(sizes.min())}, less than half of N/b). Use a smaller ε or an "
+            "attribute with more distinct values.")
     bucket_sorted = np.searchsorted(np.array(cuts), np.arange(n), side="right")
     out = np.empty(n, dtype=np.int64)
     out[order] = bucket_sorted

@@ -1,0 +1,153 @@
+"""t-close-dp: buckets, quotas, achieved t ≤ e^ε, group sizes, outputs, bad input."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from dpstudio.engine import api
+from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.methods import tclose as T
+
+
+def frame(rng, n, distinct=None):
+    c = rng.integers(0, distinct, n) if distinct else rng.lognormal(8, 1.5, n).round()
+    return pd.DataFrame({"q1": rng.normal(size=n), "q2": rng.integers(0, 50, n),
+                         "C": c, "other": np.arange(n)})
+
+
+ROLES = {"q1": "k-quasi", "q2": "k-quasi", "C": "confidential"}
+
+
+def group_counts(res, df):
+    g = res.tables["quasi"]["group_id"].to_numpy() if res.tables else None
+    return g
+
+
+def test_thesis_example_distance():
+    # Fig. 7.5: three groups of 4 over three buckets of 4 -> 1.5-closeness
+    counts = np.array([[2, 1, 1], [1, 2, 1], [1, 1, 2]])
+    assert T.achieved_t(counts, np.array([4, 4, 4])) == pytest.approx(1.5)
+    assert T.achieved_t(np.array([[2, 0], [2, 4]]), np.array([4, 4])) == math.inf
+
+
+def test_buckets_and_sizes():
+    assert [T.n_buckets(e) for e in (0.5, 1, 2)] == [2, 3, 8]
+    assert T.group_sizes(10, 3).tolist() == [3, 4, 3]
+    c = np.array([5, 1, 1, 1, 2, 3, 3, 4, 9, 9])
+    b = T.bucketize_values(c, 3)
+    for j in range(2):  # consecutive values, equal values share a bucket
+        assert c[b == j].max() < c[b == j + 1].min()
+    assert np.bincount(b).min() >= 2
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([0.3, 0.7, 1.0, 1.5, 2.0]), st.integers(1, 6),
+       st.integers(200, 900))
+def test_achieved_t_within_target_and_group_sizes(seed, eps, l, n):
+    rng = np.random.default_rng(seed)
+    df = frame(rng, n)
+    b = T.n_buckets(eps)
+    if n // (b * l) < b:
+        return
+    r = api.protect(df, "t-close-dp", ROLES, seed=seed, epsilon=eps, l=l)
+    g = r.tables["quasi"]["group_id"].to_numpy()
+    sizes = np.bincount(g)
+    assert sizes.size == b * l
+    assert sizes.min() >= n // (b * l)
+    # recompute the bucket-level distance independently
+    bucket = T.bucketize_values(df["C"].to_numpy(float), b)
+    counts = np.zeros((b * l, b))
+    np.add.at(counts, (g, bucket), 1)
+    assert np.all(counts > 0)
+    pg = counts / counts.sum(1, keepdims=True)
+    p = np.bincount(bucket) / n
+    t = max((pg / p).max(), (p / pg).max())
+    assert t == pytest.approx(r.info["t_achieved"])
+    assert t <= math.exp(eps) * (1 + 1e-9)
+    assert not r.warnings
+
+
+def test_k_parameter_and_homogeneity_beats_random():
+    rng = np.random.default_rng(3)
+    df = frame(rng, 600)
+    r = api.protect(df, "t-close-dp", ROLES, seed=1, epsilon=1.0, k=12)
+    g = r.tables["quasi"]["group_id"].to_numpy()
+    assert np.bincount(g).min() >= 12
+    z = (df[["q1", "q2"]] - df[["q1", "q2"]].mean()) / df[["q1", "q2"]].std()
+    within = z.groupby(g).var().mean().mean()
+    rand = z.groupby(np.random.default_rng(0).permutation(g)).var().mean().mean()
+    assert within < 0.6 * rand
+
+
+def test_outputs_anatomy_and_permuted():
+    rng = np.random.default_rng(4)
+    df = frame(rng, 300)
+    a = api.protect(df, "t-close-dp", ROLES, seed=2, epsilon=1.0, l=5)
+    qt, stt = a.tables["quasi"], a.tables["sensitive"]
+    assert "C" not in qt.columns and list(stt.columns) == ["group_id", "C"]
+    assert qt[["q1", "q2", "other"]].equals(df[["q1", "q2", "other"]])
+    # the sensitive table holds each group's multiset of C, sorted by group then value
+    g = qt["group_id"].to_numpy()
+    for gid in range(5):
+        assert sorted(df["C"][g == gid]) == stt.loc[stt["group_id"] == gid, "C"].tolist()
+    assert stt["group_id"].is_monotonic_increasing
+    # the single release: C permuted within groups, plus the group id
+    assert np.array_equal(a.data["group_id"].to_numpy(), g)
+    for gid in range(5):
+        assert sorted(a.data["C"][g == gid]) == sorted(df["C"][g == gid])
+    p = api.protect(df, "t-close-dp", ROLES, seed=2, epsilon=1.0, l=5, output="permuted")
+    assert "group_id" not in p.data.columns and not p.tables
+    assert sorted(p.data["C"]) == sorted(df["C"])
+    assert p.data["C"].mean() == pytest.approx(df["C"].mean())
+    assert not p.is_dp and "uninformed" in p.guarantee and "approximate" in p.guarantee
+
+
+def test_bucket_values_release():
+    df = frame(np.random.default_rng(5), 200)
+    r = api.protect(df, "t-close-dp", ROLES, seed=2, epsilon=1.0, sensitive_values="bucket")
+    assert r.data["C"].astype(str).str.startswith("[").all()
+    assert r.data["C"].nunique() == 3
+
+
+def test_compound_confidential():
+    rng = np.random.default_rng(6)
+    df = frame(rng, 400)
+    df["C2"] = df["C"] * 0.5 + rng.normal(size=400)
+    roles = dict(ROLES, C2="confidential")
+    r = api.protect(df, "t-close-dp", roles, seed=1, epsilon=1.5, l=4)
+    assert r.info["buckets"] == 5 and r.info["t_achieved"] <= math.exp(1.5) + 1e-9
+    g = r.tables["quasi"]["group_id"].to_numpy()
+    for gid in range(3):  # compound values stay together
+        orig = sorted(zip(df["C"][g == gid], df["C2"][g == gid]))
+        assert orig == sorted(zip(r.data["C"][g == gid], r.data["C2"][g == gid]))
+
+
+def test_deterministic_under_seed():
+    df = frame(np.random.default_rng(7), 250)
+    a = api.protect(df, "t-close-dp", ROLES, seed=9, epsilon=1.0, l=3, output="permuted")
+    b = api.protect(df, "t-close-dp", ROLES, seed=9, epsilon=1.0, l=3, output="permuted")
+    c = api.protect(df, "t-close-dp", ROLES, seed=10, epsilon=1.0, l=3, output="permuted")
+    pd.testing.assert_frame_equal(a.data, b.data)
+    assert not a.data.equals(c.data)
+
+
+def test_bad_inputs():
+    rng = np.random.default_rng(8)
+    few = frame(rng, 100, distinct=2)
+    with pytest.raises(InputError, match=r"'C'.*2 distinct.*b = 3"):
+        api.protect(few, "t-close-dp", ROLES, seed=1, epsilon=1.0)
+    df = frame(rng, 100)
+    with pytest.raises(ParameterError, match=r"'k'.*b = ⌊e\^ε⌋ \+ 1 = 8"):
+        api.protect(df, "t-close-dp", ROLES, seed=1, epsilon=2.0, k=5)
+    with pytest.raises(ParameterError, match="k < b"):
+        api.protect(df, "t-close-dp", ROLES, seed=1, epsilon=2.0, l=5)
+    txt = df.astype({"C": object})
+    txt.loc[3, "C"] = "high"
+    with pytest.raises(InputError, match=r"'C'.*'high'"):
+        api.protect(txt, "t-close-dp", ROLES, seed=1, epsilon=1.0)
+    with pytest.raises(InputError, match="too many equal values"):
+        api.protect(pd.DataFrame({"q1": range(30), "C": [0] * 28 + [1, 2]}),
+                    "t-close-dp", {"q1": "k-quasi", "C": "confidential"}, seed=1, epsilon=1.0)
