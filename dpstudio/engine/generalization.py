@@ -1,0 +1,788 @@
+"""k-anonymity by generalisation: OLA (optimal full-domain) and Mondrian (multidimensional).
+
+Both work on integer codes, never on strings:
+
+- every k-quasi is encoded once (:func:`encode_quasis`): the leaf index of each record
+  in the column's hierarchy, and for every level an array leaf → code at that level;
+- **OLA** (El Emam et al. 2009) searches the lattice of level vectors (one level per
+  attribute) for the full-domain generalisation of least loss among those that are
+  k-anonymous after suppressing at most ``suppression × n`` records (the records in
+  classes smaller than k).  It uses OLA's binary search over heights with *predictive
+  tagging* (a k-anonymous node makes all its generalisations k-anonymous; a
+  non-k-anonymous node makes all its specialisations non-k-anonymous), evaluates a
+  node by *rolling up* the frequency table of an already-evaluated specialisation
+  (class sizes by ``np.unique``/``bincount`` on a combined int64 key), and then
+  finishes with a branch-and-bound over the k-anonymous nodes using the loss's lower
+  bound, so that the optimum is exact even for a loss that is not monotone (the
+  precision loss with suppressed records counted as fully generalised is not);
+- **Mondrian** (LeFevre, DeWitt, Ramakrishnan 2006), strict multidimensional
+  partitioning: each partition is cut at the median of its widest (normalised)
+  dimension among the cuts that leave ≥ k records on each side; categorical
+  attributes are cut along their hierarchy (a partition's value is the lowest common
+  ancestor of its leaves; a cut splits it into its children, allowed when every
+  non-empty child holds ≥ k records).  All partitions of one depth are processed
+  together with sorted int64 keys, so there is no per-record or per-partition Python
+  loop.
+
+Both verify the k-anonymity of what they return (:func:`verify_k_anonymity`).
+
+>>> import pandas as pd
+>>> from dpstudio.engine.hierarchy import Hierarchy
+>>> df = pd.DataFrame({"sex": ["M", "F"] * 6, "age": [20, 21, 22, 23, 30, 31] * 2})
+>>> res = mondrian(df, ["sex", "age"], k=3)
+>>> res.min_class_size >= 3
+True
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.hierarchy import Hierarchy, load_hierarchy
+from dpstudio.engine.hierarchy_build import _fmt_number, auto_hierarchy, factorize_strings
+
+__all__ = [
+    "EncodedQuasi", "encode_quasis", "GeneralisationResult", "ola", "mondrian",
+    "verify_k_anonymity", "PrecisionLoss", "DiscernibilityLoss", "LOSSES", "resolve_hierarchies",
+]
+
+_MAX_LATTICE = 5_000_000
+
+
+# ---------------------------------------------------------------------------
+# encoding
+# ---------------------------------------------------------------------------
+
+@dataclass
+class EncodedQuasi:
+    """One k-quasi as integers.
+
+    ``leaf[r]`` is record r's leaf index in ``hierarchy``; ``codes[l][leaf]`` its code at
+    level l and ``labels[l][code]`` the label of that code.
+    """
+
+    name: str
+    hierarchy: Hierarchy
+    leaf: np.ndarray
+    codes: list[np.ndarray]
+    labels: list[np.ndarray]
+
+    @property
+    def height(self) -> int:
+        return self.hierarchy.height
+
+    def card(self, level: int) -> int:
+        return len(self.labels[level])
+
+
+def resolve_hierarchies(df: pd.DataFrame, columns: Sequence[str], hierarchies: dict | None
+                        ) -> dict[str, Hierarchy]:
+    """Column → :class:`Hierarchy`: the given ones (paths or objects), automatic ones otherwise."""
+    hierarchies = dict(hierarchies or {})
+    unknown = [c for c in hierarchies if c not in df.columns]
+    if unknown:
+        raise ParameterError(f"Hierarchy given for column(s) not in the data: "
+                             f"{', '.join(map(repr, unknown))}.")
+    out = {}
+    for c in columns:
+        h = hierarchies.get(c)
+        out[c] = load_hierarchy(h, c) if h is not None else auto_hierarchy(df[c], name=c)
+    return out
+
+
+def _encode_one(name: str, values: pd.Series, h: Hierarchy) -> EncodedQuasi:
+    codes, labels = factorize_strings(values)
+    if (codes < 0).any():
+        row = int(np.flatnonzero(codes < 0)[0])
+        raise InputError(f"Column {name!r} has a missing value in row {row + 1}; impute it or "
+                         "enable drop_missing.")
+    index = {v: i for i, v in enumerate(h.leaves)}
+    lut = np.fromiter((index.get(str(v), -1) for v in labels), dtype=np.int64, count=len(labels))
+    if (lut < 0).any():
+        bad = np.flatnonzero(lut < 0)
+        first = int(np.flatnonzero(codes == bad[0])[0])
+        src = f" ({h.source})" if h.source and not h.source.startswith("auto") else ""
+        raise InputError(
+            f"Column {name!r}: value {labels[bad[0]]!r} (row {first + 1}) is not in its "
+            f"hierarchy{src}" + (f"; {len(bad)} distinct values are missing in all" if len(bad) > 1 else "")
+            + ". Add them to the hierarchy file, or remove the file to let dpstudio build one.")
+    leaf = lut[codes]
+    lv_codes, lv_labels = [], []
+    for lvl in range(h.height):
+        lab, inv = h.level_codes(lvl)
+        lv_codes.append(inv)
+        lv_labels.append(lab)
+    return EncodedQuasi(name, h, leaf, lv_codes, lv_labels)
+
+
+def encode_quasis(df: pd.DataFrame, columns: Sequence[str], hierarchies: dict | None = None
+                  ) -> list[EncodedQuasi]:
+    """Encode ``columns`` of ``df`` against their hierarchies (automatic where none given)."""
+    hs = resolve_hierarchies(df, columns, hierarchies)
+    return [_encode_one(c, df[c], hs[c]) for c in columns]
+
+
+# ---------------------------------------------------------------------------
+# losses
+# ---------------------------------------------------------------------------
+
+class PrecisionLoss:
+    """Paper 003 §III-A categorical precision: a cell at level l of a hierarchy of h levels
+    loses l/(h−1); averaged over the cells of all k-quasis; a suppressed record loses 1
+    in every cell.  ``lower_bound`` (no suppression) is monotone in the lattice."""
+
+    name = "precision"
+
+    def __init__(self, heights: Sequence[int]):
+        self.den = np.array([max(h - 1, 1) for h in heights], dtype=np.float64)
+        self.flat = np.array([h <= 1 for h in heights])
+
+    def base(self, levels: np.ndarray) -> np.ndarray:
+        """Loss of the unsuppressed cells for level vectors ``levels`` (..., d)."""
+        lv = np.where(self.flat, 1.0, np.asarray(levels, dtype=np.float64) / self.den)
+        return lv.mean(axis=-1)
+
+    def lower_bound(self, levels: np.ndarray) -> np.ndarray:
+        return self.base(levels)
+
+    def __call__(self, levels, class_sizes: np.ndarray, n_suppressed: int, n: int) -> float:
+        b = float(self.base(np.asarray(levels)))
+        s = n_suppressed / n
+        return (1.0 - s) * b + s
+
+
+class DiscernibilityLoss:
+    """Discernibility metric normalised by n²: (Σ |E|² + n·|suppressed|) / n²."""
+
+    name = "discernibility"
+
+    def __init__(self, heights: Sequence[int]):
+        pass
+
+    def lower_bound(self, levels: np.ndarray) -> np.ndarray:
+        return np.full(np.asarray(levels).shape[:-1], -np.inf)
+
+    def __call__(self, levels, class_sizes: np.ndarray, n_suppressed: int, n: int) -> float:
+        cs = np.asarray(class_sizes, dtype=np.float64)
+        return float((np.sum(cs * cs) + n * n_suppressed) / (n * n))
+
+
+LOSSES = {"precision": PrecisionLoss, "discernibility": DiscernibilityLoss}
+
+
+class _CallableLoss:
+    name = "custom"
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+
+    def lower_bound(self, levels):
+        return np.full(np.asarray(levels).shape[:-1], -np.inf)
+
+    def __call__(self, levels, class_sizes, n_suppressed, n):
+        return float(self.fn(tuple(int(x) for x in levels), class_sizes, n_suppressed, n))
+
+
+def _make_loss(loss, heights):
+    if loss is None:
+        return PrecisionLoss(heights)
+    if isinstance(loss, str):
+        if loss not in LOSSES:
+            raise ParameterError(f"Unknown loss {loss!r}; use one of {', '.join(LOSSES)} or a function.")
+        return LOSSES[loss](heights)
+    if hasattr(loss, "lower_bound") and callable(loss):
+        return loss
+    if callable(loss):
+        return _CallableLoss(loss)
+    raise ParameterError(f"loss must be a name or a function; got {type(loss).__name__}.")
+
+
+# ---------------------------------------------------------------------------
+# results and verification
+# ---------------------------------------------------------------------------
+
+@dataclass
+class GeneralisationResult:
+    """A k-anonymous generalisation of the k-quasis.
+
+    ``class_id[r]`` is record r's equivalence class (0..n_classes−1), −1 when the record
+    is suppressed.  ``labels[col]`` holds the generalised value of every record (object
+    array; ``None`` for suppressed records).  ``node`` is OLA's level vector (None for
+    Mondrian).  ``cell_loss[r]`` is record r's generalisation loss averaged over the
+    k-quasis (1 for suppressed records).
+    """
+
+    algorithm: str
+    k: int
+    columns: list[str]
+    class_id: np.ndarray
+    labels: dict[str, np.ndarray]
+    loss: float
+    loss_name: str
+    cell_loss: np.ndarray
+    node: tuple[int, ...] | None = None
+    levels: dict[str, int] = field(default_factory=dict)
+    heights: dict[str, int] = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def suppressed(self) -> np.ndarray:
+        return self.class_id < 0
+
+    @property
+    def n_suppressed(self) -> int:
+        return int(np.count_nonzero(self.class_id < 0))
+
+    @property
+    def suppression_share(self) -> float:
+        return self.n_suppressed / max(len(self.class_id), 1)
+
+    @property
+    def class_sizes(self) -> np.ndarray:
+        kept = self.class_id[self.class_id >= 0]
+        return np.bincount(kept) if kept.size else np.zeros(0, dtype=np.int64)
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.class_sizes.size)
+
+    @property
+    def min_class_size(self) -> int:
+        cs = self.class_sizes
+        return int(cs.min()) if cs.size else 0
+
+    def summary(self) -> dict:
+        d = {
+            "algorithm": self.algorithm, "k": self.k, "loss": self.loss, "loss_name": self.loss_name,
+            "suppressed_records": self.n_suppressed, "suppression_share": self.suppression_share,
+            "classes": self.n_classes, "min_class_size": self.min_class_size,
+        }
+        if self.node is not None:
+            d["node"] = list(self.node)
+            d["levels"] = dict(self.levels)
+            d["heights"] = dict(self.heights)
+        d.update({k: v for k, v in self.info.items() if np.isscalar(v) or isinstance(v, (list, dict))})
+        return d
+
+
+def verify_k_anonymity(labels: dict[str, np.ndarray], keep: np.ndarray, k: int) -> int:
+    """Smallest class size of the released (kept) records grouped by their generalised
+    values; raise ``RuntimeError`` if it is below ``k`` (an internal error: it must never
+    happen)."""
+    idx = np.flatnonzero(keep)
+    if idx.size == 0:
+        return 0
+    key = np.zeros(idx.size, dtype=np.int64)
+    card = 1
+    for col, lab in labels.items():
+        codes, uniq = pd.factorize(pd.Series(lab[idx], dtype=object))
+        m = max(len(uniq), 1)
+        if card * m > 2 ** 62:
+            _, key = np.unique(key, return_inverse=True)
+            card = int(key.max()) + 1
+        key = key * m + codes
+        card *= m
+    _, counts = np.unique(key, return_counts=True)
+    smallest = int(counts.min())
+    if smallest < k:
+        raise RuntimeError(f"internal error: generalised output has a class of {smallest} < k = {k} "
+                           "records; please report this.")
+    return smallest
+
+
+# ---------------------------------------------------------------------------
+# OLA
+# ---------------------------------------------------------------------------
+
+def _combine(cols: list[np.ndarray], cards: list[int]) -> tuple[np.ndarray, int, bool]:
+    """Combined int64 key of code columns; (key, key range, exact mixed radix?)."""
+    if not cols:
+        return np.zeros(0, dtype=np.int64), 1, True
+    key = np.array(cols[0], dtype=np.int64)
+    rng_ = int(cards[0])
+    exact = True
+    for c, m in zip(cols[1:], cards[1:]):
+        if rng_ * m >= 2 ** 62:
+            _, key = np.unique(key, return_inverse=True)
+            key = key.astype(np.int64)
+            rng_ = int(key.max()) + 1 if key.size else 1
+            exact = False
+        key *= m
+        key += c
+        rng_ *= m
+    return key, rng_, exact
+
+
+class _Lattice:
+    """The generalisation lattice of level vectors, with predictive tagging and a cache of
+    frequency tables (distinct code combinations at a node and their record counts)."""
+
+    _CACHE_CELLS = 20_000_000
+
+    def __init__(self, quasis: list[EncodedQuasi], k: int, max_suppressed: int, loss):
+        self.q = quasis
+        self.d = len(quasis)
+        self.k = k
+        self.max_sup = max_suppressed
+        self.heights = np.array([qq.height for qq in quasis], dtype=np.int64)
+        size = int(np.prod(self.heights))
+        if size > _MAX_LATTICE:
+            raise ParameterError(
+                f"The generalisation lattice has {size:,} nodes (hierarchy levels "
+                f"{' × '.join(str(h) for h in self.heights)}); OLA handles at most "
+                f"{_MAX_LATTICE:,}. Use fewer k-quasis, shorter hierarchies, or algorithm='mondrian'.")
+        self.size = size
+        self.L = np.stack(np.unravel_index(np.arange(size), tuple(self.heights)), axis=1).astype(np.int16)
+        self.height_of = self.L.sum(axis=1).astype(np.int64)
+        # ge[j][a] = nodes whose level of attribute j is >= a (tagging by AND of d masks)
+        self._ge = [[self.L[:, j] >= a for a in range(int(h) + 1)] for j, h in enumerate(self.heights)]
+        self.status = np.zeros(size, dtype=np.int8)  # 1 anonymous, -1 not, 0 unknown
+        self.sup = np.full(size, -1, dtype=np.int64)
+        self.loss = loss
+        self.loss_val = np.full(size, np.nan)
+        self.evaluated = 0
+        # level-a code -> level-b code maps per attribute
+        self.up: list[dict[tuple[int, int], np.ndarray]] = []
+        for qq in quasis:
+            maps = {}
+            for a in range(qq.height):
+                rep = np.zeros(qq.card(a), dtype=np.int64)
+                rep[qq.codes[a]] = np.arange(len(qq.codes[a]))
+                for b in range(a, qq.height):
+                    maps[(a, b)] = qq.codes[b][rep].astype(np.int64)
+            self.up.append(maps)
+        # the bottom table: distinct leaf combinations and their counts
+        cols = [qq.codes[0][qq.leaf] for qq in quasis]
+        key, _, _ = _combine(cols, [qq.card(0) for qq in quasis])
+        uk, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+        first = np.zeros(len(uk), dtype=np.int64)
+        first[inv[::-1]] = np.arange(len(inv))[::-1]
+        self.record_combo = inv.astype(np.int64)
+        bottom = [np.ascontiguousarray(c[first]) for c in cols]
+        self.n = int(len(inv))
+        self.tables: dict[int, tuple[list[np.ndarray], np.ndarray]] = {0: (bottom, counts.astype(np.int64))}
+        self._tab_nodes = np.zeros(64, dtype=np.int64)
+        self._tab_sizes = np.zeros(64, dtype=np.int64)
+        self._tab_sizes[0] = len(counts)
+        self._n_tabs = 1
+        self._cells = len(counts) * self.d
+
+    # -- evaluation -------------------------------------------------------
+    def _table(self, node: int) -> tuple[list[np.ndarray], np.ndarray]:
+        """(code columns, counts) of the distinct combinations at ``node``, rolled up from
+        the smallest cached table of a specialisation of ``node``."""
+        if node in self.tables:
+            return self.tables[node]
+        lv = self.L[node]
+        cand = self._tab_nodes[: self._n_tabs]
+        idx = np.flatnonzero(np.all(self.L[cand] <= lv, axis=1))
+        src_i = idx[np.argmin(self._tab_sizes[: self._n_tabs][idx])]
+        src = int(cand[src_i])
+        cols_s, counts = self.tables[src]
+        slv = self.L[src]
+        cols = []
+        cards = []
+        for j in range(self.d):
+            a, b = int(slv[j]), int(lv[j])
+            cols.append(cols_s[j] if a == b else self.up[j][(a, b)][cols_s[j]])
+            cards.append(self.q[j].card(b))
+        key, rng_, exact = _combine(cols, cards)
+        g = len(key)
+        if exact and rng_ <= 8 * g + 4096:
+            tot = np.bincount(key, weights=counts, minlength=rng_)
+            nz = np.flatnonzero(tot)
+            new_counts = tot[nz].astype(np.int64)
+            first = None
+        else:
+            if rng_ < 2 ** 31:
+                key = key.astype(np.int32)
+            order = np.argsort(key)
+            sk = key[order]
+            starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
+            new_counts = np.add.reduceat(counts[order], starts)
+            first = order[starts]
+        # cache the table if it is a useful (much smaller) source for later roll-ups
+        if len(new_counts) * 2 <= g and self._cells + len(new_counts) * self.d <= self._CACHE_CELLS:
+            if first is None:
+                new_cols = [c.astype(np.int64) for c in np.unravel_index(nz, tuple(cards))]
+            else:
+                new_cols = [c[first] for c in cols]
+            self.tables[node] = (new_cols, new_counts)
+            if self._n_tabs == len(self._tab_nodes):
+                self._tab_nodes = np.resize(self._tab_nodes, 2 * self._n_tabs)
+                self._tab_sizes = np.resize(self._tab_sizes, 2 * self._n_tabs)
+            self._tab_nodes[self._n_tabs] = node
+            self._tab_sizes[self._n_tabs] = len(new_counts)
+            self._n_tabs += 1
+            self._cells += len(new_counts) * self.d
+        return [], new_counts
+
+    def _class_counts(self, node: int) -> np.ndarray:
+        return self._table(node)[1]
+
+    def evaluate(self, node: int) -> bool:
+        """Suppression needed at ``node`` (cached); tag the lattice; True if within the limit."""
+        if self.sup[node] < 0:
+            counts = self._class_counts(node)
+            self.sup[node] = int(counts[counts < self.k].sum())
+            self.evaluated += 1
+            lv = self.L[node]
+            if self.sup[node] <= self.max_sup:
+                m = self._ge[0][lv[0]].copy()
+                for j in range(1, self.d):
+                    m &= self._ge[j][lv[j]]
+                self.status[m] = 1
+            else:
+                m = ~self._ge[0][lv[0] + 1]
+                for j in range(1, self.d):
+                    m &= ~self._ge[j][lv[j] + 1]
+                self.status[m] = -1
+        return bool(self.sup[node] <= self.max_sup)
+
+    def is_anon(self, node: int) -> bool:
+        st = self.status[node]
+        if st == 0:
+            return self.evaluate(node)
+        return bool(st == 1)
+
+    def node_loss(self, node: int) -> float:
+        if np.isnan(self.loss_val[node]):
+            self.evaluate(node)
+            counts = self._class_counts(node)
+            kept = counts[counts >= self.k]
+            self.loss_val[node] = self.loss(self.L[node], kept, int(self.sup[node]), self.n)
+        return float(self.loss_val[node])
+
+    # -- search -----------------------------------------------------------
+    def path_bound(self) -> int:
+        """Binary search along one generalisation strategy path (bottom → top, raising the
+        attribute with the lowest relative level first) for its lowest k-anonymous node."""
+        lv = np.zeros(self.d, dtype=np.int64)
+        path = [0]
+        top = self.heights - 1
+        while np.any(lv < top):
+            rel = np.where(lv < top, lv / np.maximum(top, 1), np.inf)
+            j = int(np.argmin(rel))
+            lv[j] += 1
+            path.append(int(np.ravel_multi_index(tuple(lv), tuple(self.heights))))
+        lo, hi = 0, len(path) - 1
+        if not self.is_anon(path[hi]):
+            return -1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.is_anon(path[mid]):
+                hi = mid
+            else:
+                lo = mid + 1
+        return path[hi]
+
+
+def ola(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: dict | None = None,
+        suppression: float = 0.05, loss=None, quasis: list[EncodedQuasi] | None = None,
+        check_cancel: Callable[[], None] | None = None) -> GeneralisationResult:
+    """Optimal full-domain generalisation (OLA) of ``columns`` with record suppression.
+
+    The lattice search (see the module docstring) returns the node of least ``loss``
+    among all nodes at which at most ``suppression × n`` records lie in classes smaller
+    than k (those records are suppressed).  Ties go to the lower node, then to the first
+    in lattice order.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The data (only ``columns`` are read).
+    columns : list of str
+        The k-quasis.
+    k : int
+        Minimum class size, ≥ 1.
+    hierarchies : dict, optional
+        Column → ARX file path or :class:`Hierarchy`; automatic hierarchies otherwise.
+    suppression : float
+        Largest share of records that may be suppressed, in [0, 1) (default 0.05).
+    loss : str or callable, optional
+        ``"precision"`` (default), ``"discernibility"``, or ``fn(levels, class_sizes,
+        n_suppressed, n) -> float``.  A loss without a ``lower_bound`` method is
+        evaluated on every k-anonymous node (slower, still exact).
+    """
+    if not columns:
+        raise ParameterError("OLA needs at least one k-quasi.")
+    k = int(k)
+    if k < 1:
+        raise ParameterError(f"k must be at least 1. Got {k}.")
+    if not (0.0 <= float(suppression) < 1.0):
+        raise ParameterError(f"The 'suppression' limit must be in [0, 1). Got {suppression!r}.")
+    qs = quasis if quasis is not None else encode_quasis(df, columns, hierarchies)
+    n = len(qs[0].leaf)
+    max_sup = int(math.floor(float(suppression) * n + 1e-9))
+    lossf = _make_loss(loss, [qq.height for qq in qs])
+    lat = _Lattice(qs, k, max_sup, lossf)
+    top = lat.size - 1
+    if not lat.is_anon(top):
+        raise ParameterError(_k_too_large_message(k, lat._class_counts(top), n, max_sup,
+                                                  float(suppression), [qq.name for qq in qs]))
+    start = lat.path_bound()
+    best, best_node = lat.node_loss(start), start
+    # branch and bound: every node whose lower bound beats the best so far, from the top of
+    # that region down (a non-anonymous node there rules out everything below it)
+    lb = np.asarray(lossf.lower_bound(lat.L), dtype=np.float64)
+    region = np.flatnonzero(lb < best)
+    region = region[np.lexsort((region, lb[region], -lat.height_of[region]))]
+    for i, node in enumerate(region.tolist()):
+        if check_cancel is not None and i % 256 == 0:
+            check_cancel()
+        if lb[node] >= best or lat.status[node] == -1:
+            continue
+        if not lat.is_anon(node):
+            continue
+        v = lat.node_loss(node)
+        if v < best - 1e-12 or (abs(v - best) <= 1e-12 and
+                                (lat.height_of[node], node) < (lat.height_of[best_node], best_node)):
+            best, best_node = v, node
+    node = best_node
+    lv = lat.L[node]
+    # record-level classes at the chosen node (via the distinct combinations)
+    bottom, bottom_counts = lat.tables[0]
+    cols = [lat.up[j][(0, int(lv[j]))][bottom[j]] for j in range(lat.d)]
+    key, _, _ = _combine(cols, [qs[j].card(int(lv[j])) for j in range(lat.d)])
+    _, combo_cls = np.unique(key, return_inverse=True)
+    cls_size = np.bincount(combo_cls, weights=bottom_counts).astype(np.int64)
+    rec_cls = combo_cls[lat.record_combo]
+    rec_size = cls_size[rec_cls]
+    keep = rec_size >= k
+    cls = np.full(n, -1, dtype=np.int64)
+    _, cls[keep] = np.unique(rec_cls[keep], return_inverse=True)
+    labels = {}
+    for j, qq in enumerate(qs):
+        lev = int(lv[j])
+        lab = qq.labels[lev][qq.codes[lev][qq.leaf]].astype(object)
+        lab[~keep] = None
+        labels[qq.name] = lab
+    smallest = verify_k_anonymity(labels, keep, k)
+    if int((~keep).sum()) > max_sup:  # pragma: no cover - guaranteed by the search
+        raise RuntimeError("internal error: OLA exceeded the suppression limit")
+    cell = np.ones(n)
+    if isinstance(lossf, PrecisionLoss):
+        cell[keep] = float(lossf.base(lv))
+    info = {
+        "lattice_size": lat.size, "nodes_evaluated": int(lat.evaluated),
+        "max_suppressed": max_sup, "suppression_limit": float(suppression),
+        "smallest_class_verified": smallest,
+    }
+    return GeneralisationResult(
+        algorithm="ola", k=k, columns=[qq.name for qq in qs], class_id=cls, labels=labels,
+        loss=float(best), loss_name=lossf.name, cell_loss=cell, node=tuple(int(x) for x in lv),
+        levels={qq.name: int(lv[j]) for j, qq in enumerate(qs)},
+        heights={qq.name: qq.height for qq in qs}, info=info)
+
+
+def _k_too_large_message(k, counts, n, max_sup, suppression, cols) -> str:
+    cs = np.sort(np.asarray(counts))
+    # largest k' such that records in classes < k' are at most max_sup
+    cum = np.cumsum(cs)
+    ok_k = 1
+    for i, c in enumerate(cs):  # loop over classes at the top node (few)
+        below = cum[i - 1] if i > 0 else 0
+        if below <= max_sup:
+            ok_k = max(ok_k, int(c))
+    need = int(cs[cs < k].sum())
+    return (f"k = {k} cannot be reached on {', '.join(map(repr, cols))} within the suppression limit "
+            f"of {suppression:.1%} ({max_sup} of {n} records), even at full generalisation: "
+            f"{need} records ({need / n:.1%}) would have to be suppressed. The largest k that works "
+            f"with these hierarchies is {ok_k}; or raise the suppression limit to at least "
+            f"{math.ceil(1000 * need / n) / 1000:.1%}, or use hierarchies that end in a single '*'.")
+
+
+# ---------------------------------------------------------------------------
+# Mondrian
+# ---------------------------------------------------------------------------
+
+def _seg_bounds(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    ends = np.cumsum(sizes)
+    return ends - sizes, ends
+
+
+def mondrian(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: dict | None = None,
+             check_cancel: Callable[[], None] | None = None) -> GeneralisationResult:
+    """Strict multidimensional Mondrian k-anonymity.
+
+    Numeric columns are cut at the median and released as ranges ``"lo-hi"`` (the
+    smallest and largest value of the class); other columns are cut along their
+    hierarchy (given, or flat ``value → *``) and released as hierarchy nodes.  The loss
+    is paper 003's precision: numerical (range width / attribute range) or categorical
+    (level / (h−1)), averaged over cells.
+    """
+    if not columns:
+        raise ParameterError("Mondrian needs at least one k-quasi.")
+    k = int(k)
+    n = len(df)
+    if k < 1:
+        raise ParameterError(f"k must be at least 1. Got {k}.")
+    if k > n:
+        raise ParameterError(f"k = {k} exceeds the number of records ({n}).")
+    hierarchies = dict(hierarchies or {})
+    dims = []
+    for c in columns:
+        s = df[c]
+        if s.isna().any():
+            row = int(np.flatnonzero(s.isna().to_numpy())[0])
+            raise InputError(f"Column {c!r} has a missing value in row {row + 1}; impute it or "
+                             "enable drop_missing.")
+        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+            vals = s.to_numpy(dtype=np.float64)
+            uniq, rank = np.unique(vals, return_inverse=True)
+            span = float(uniq[-1] - uniq[0])
+            dims.append({"kind": "num", "name": c, "rank": rank.astype(np.int64), "uniq": uniq,
+                         "span": span, "R": len(uniq)})
+        else:
+            qq = _encode_one(c, s, load_hierarchy(hierarchies[c], c) if c in hierarchies
+                             else auto_hierarchy(s, name=c, kind="flat"))
+            h = qq.height
+            # leaves in depth-first order: every node covers a contiguous range of positions
+            order = np.lexsort(tuple(qq.codes[lv] for lv in range(h)))  # last key = top level
+            pos = np.empty(len(order), dtype=np.int64)
+            pos[order] = np.arange(len(order))
+            T = np.stack([qq.codes[lv][order] for lv in range(h)]).astype(np.int64)  # (h, leaves)
+            dims.append({"kind": "cat", "name": c, "pos": pos[qq.leaf], "T": T, "h": h,
+                         "labels": qq.labels, "R": len(order),
+                         "leaves_under": [np.bincount(T[lv], minlength=len(qq.labels[lv]))
+                                          for lv in range(h)],
+                         "Cmax": int(T.max()) + 1})
+    d = len(dims)
+    final_cls = np.full(n, -1, dtype=np.int64)
+    labels = {dd["name"]: np.empty(n, dtype=object) for dd in dims}
+    cell = np.zeros(n)
+    act = np.arange(n, dtype=np.int64)
+    seg = np.zeros(n, dtype=np.int64)
+    S = 1
+    next_cls = 0
+    rounds = 0
+    while S > 0:
+        rounds += 1
+        if check_cancel is not None:
+            check_cancel()
+        sizes = np.bincount(seg, minlength=S).astype(np.int64)
+        starts, ends = _seg_bounds(sizes)
+        W = np.full((d, S), -1.0)
+        stats = []
+        for j, dd in enumerate(dims):
+            if dd["kind"] == "num":
+                R = dd["R"]
+                r = dd["rank"][act]
+                sk = np.sort(seg * R + r)
+                off = np.arange(S, dtype=np.int64) * R
+                lo = sk[starts] - off
+                hi = sk[ends - 1] - off
+                med = sk[starts + (sizes - 1) // 2] - off
+                le = np.searchsorted(sk, off + med, side="right") - starts
+                lt = np.searchsorted(sk, off + med, side="left") - starts
+                use_le = le < sizes
+                left = np.where(use_le, le, lt)
+                thr = np.where(use_le, med, med - 1)
+                allow = (left >= k) & (sizes - left >= k) & (hi > lo)
+                span = dd["span"]
+                width = (dd["uniq"][hi] - dd["uniq"][lo]) / span if span > 0 else np.zeros(S)
+                W[j] = np.where(allow, width, -1.0)
+                stats.append({"lo": lo, "hi": hi, "thr": thr, "width": width})
+            else:
+                R = dd["R"]
+                p = dd["pos"][act]
+                sk = np.sort(seg * R + p)
+                off = np.arange(S, dtype=np.int64) * R
+                pmin = sk[starts] - off
+                pmax = sk[ends - 1] - off
+                T, h = dd["T"], dd["h"]
+                eq = T[:, pmin] == T[:, pmax]  # (h, S)
+                lca = np.where(eq.any(axis=0), np.argmax(eq, axis=0), h)
+                # children of the LCA node = codes one level below
+                below = np.maximum(lca - 1, 0)
+                Cmax = dd["Cmax"]
+                child = T[below[seg], p]
+                uk, cnt = np.unique(seg * Cmax + child, return_counts=True)
+                gseg = uk // Cmax
+                firsts = np.searchsorted(gseg, np.arange(S))
+                minchild = np.minimum.reduceat(cnt, np.minimum(firsts, len(cnt) - 1))
+                allow = (lca > 0) & (minchild >= k)
+                lvl_for_w = np.minimum(lca, h - 1)
+                node_code = T[lvl_for_w, pmin]
+                under = _leaves_under(dd, lvl_for_w, node_code)
+                width = np.where(lca >= h, 1.0, under / R) if h > 1 else np.zeros(S)
+                width = np.where(lca == 0, 0.0, width)
+                W[j] = np.where(allow, width, -1.0)
+                stats.append({"lca": lca, "pmin": pmin, "child": child, "Cmax": Cmax})
+        best = np.argmax(W, axis=0)
+        split = W[best, np.arange(S)] >= 0
+        # finalise segments without an allowable cut
+        fin_seg = ~split
+        if fin_seg.any():
+            new_ids = np.full(S, -1, dtype=np.int64)
+            nf = int(fin_seg.sum())
+            new_ids[fin_seg] = next_cls + np.arange(nf)
+            rec_fin = fin_seg[seg]
+            rec = act[rec_fin]
+            rseg = seg[rec_fin]
+            final_cls[rec] = new_ids[rseg]
+            next_cls += nf
+            loss_seg = np.zeros(S)
+            for j, dd in enumerate(dims):
+                st = stats[j]
+                if dd["kind"] == "num":
+                    lo_v = dd["uniq"][st["lo"]]
+                    hi_v = dd["uniq"][st["hi"]]
+                    lab = np.array([_fmt_number(a) if a == b else f"{_fmt_number(a)}-{_fmt_number(b)}"
+                                    for a, b in zip(lo_v[fin_seg], hi_v[fin_seg])], dtype=object)
+                    loss_seg += st["width"]
+                else:
+                    h = dd["h"]
+                    lca = st["lca"]
+                    lv = np.minimum(lca, h - 1)
+                    codes = dd["T"][lv, st["pmin"]]
+                    lab = np.array([("*" if l_ >= h else dd["labels"][l_][c])
+                                    for l_, c in zip(lca[fin_seg], codes[fin_seg])], dtype=object)
+                    if h > 1:
+                        loss_seg += np.where(lca >= h, 1.0, lca / (h - 1))
+                seg_lab = np.empty(S, dtype=object)
+                seg_lab[fin_seg] = lab
+                labels[dd["name"]][rec] = seg_lab[rseg]
+            cell[rec] = (loss_seg / d)[rseg]
+        if not split.any():
+            break
+        rec_sp = split[seg]
+        act = act[rec_sp]
+        seg = seg[rec_sp]
+        sub = np.zeros(len(act), dtype=np.int64)
+        bseg = best[seg]
+        C = 2
+        for j, dd in enumerate(dims):
+            m = bseg == j
+            if not m.any():
+                continue
+            if dd["kind"] == "num":
+                sub[m] = (dd["rank"][act[m]] > stats[j]["thr"][seg[m]]).astype(np.int64)
+            else:
+                sub[m] = stats[j]["child"][rec_sp][m]
+                C = max(C, stats[j]["Cmax"])
+        _, seg = np.unique(seg * C + sub, return_inverse=True)
+        seg = seg.astype(np.int64)
+        S = int(seg.max()) + 1 if seg.size else 0
+    keep = final_cls >= 0
+    if not keep.all():  # pragma: no cover - every record is finalised
+        raise RuntimeError("internal error: Mondrian left records unassigned")
+    smallest = verify_k_anonymity(labels, keep, k)
+    return GeneralisationResult(
+        algorithm="mondrian", k=k, columns=[dd["name"] for dd in dims], class_id=final_cls,
+        labels=labels, loss=float(cell.mean()), loss_name="precision", cell_loss=cell,
+        info={"rounds": rounds, "smallest_class_verified": smallest})
+
+
+def _leaves_under(dd, levels: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(levels), dtype=np.float64)
+    for lv in np.unique(levels):  # loop over hierarchy levels (few)
+        m = levels == lv
+        out[m] = dd["leaves_under"][int(lv)][codes[m]]
+    return out

@@ -1,0 +1,338 @@
+"""Automatic generalisation hierarchies (methods.md ``k-eps``; issue 3).
+
+Every builder returns a :class:`dpstudio.engine.hierarchy.Hierarchy` whose leaves
+(level 0) are the distinct values of the column written as *canonical strings*
+(:func:`value_strings`), so that a hierarchy built here and an ARX file written by
+hand match the same data.  Kinds:
+
+- :func:`interval_hierarchy` — numeric intervals of fixed width doubling per level
+  (``0-4 → 0-9 → 0-19 → … → *``), or quantile-based bins merged pairwise per level;
+- :func:`date_hierarchy` — day → month → year → 2-year → 4-year … → ``*``;
+- :func:`masking_hierarchy` — codes masked from the right (``12345 → 1234* → 123** … → *``);
+- :func:`flat_hierarchy` — categorical value → ``*``;
+- :func:`auto_hierarchy` — picks one of the above from the column's type.
+
+>>> import pandas as pd
+>>> h = interval_hierarchy(pd.Series([17, 23, 38, 61]), width=5)
+>>> h.table[0].tolist()
+['17', '15-19', '10-19', '0-19', '0-39', '*']
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+
+from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.hierarchy import Hierarchy
+
+__all__ = [
+    "value_strings", "factorize_strings", "interval_hierarchy", "date_hierarchy",
+    "masking_hierarchy", "flat_hierarchy", "auto_hierarchy",
+]
+
+
+# ---------------------------------------------------------------------------
+# canonical value strings
+# ---------------------------------------------------------------------------
+
+def _fmt_number(v: float) -> str:
+    v = float(v)
+    if math.isfinite(v) and v.is_integer() and abs(v) < 2 ** 53:
+        return str(int(v))
+    return repr(v)
+
+
+def _fmt_bound(v: float) -> str:
+    """Interval bounds: round away floating-point dust (0.6000000000000001 → 0.6)."""
+    v = float(f"{float(v):.12g}")
+    return _fmt_number(v)
+
+
+def factorize_strings(values) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, labels)``: integer code of each value and the canonical string of each code.
+
+    Numbers are written without a trailing ``.0`` when integral (``39.0 → "39"``, as in
+    ARX's files); everything else with ``str``.  Only the distinct values are converted
+    to strings, so this is fast on millions of records.  Missing values get code -1.
+    """
+    s = values if isinstance(values, pd.Series) else pd.Series(values)
+    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    uniq = np.asarray(uniques, dtype=object)
+    if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+        labels = np.array([_fmt_number(u) for u in uniq], dtype=object)
+    elif pd.api.types.is_datetime64_any_dtype(s):
+        labels = np.array([pd.Timestamp(u).strftime("%Y-%m-%d") for u in uniq], dtype=object)
+    else:
+        labels = np.array([str(u).strip() for u in uniq], dtype=object)
+    # two raw values may share a canonical string (e.g. " a" and "a"): merge them
+    lab_u, lab_inv = np.unique(labels.astype(str), return_inverse=True)
+    if len(lab_u) != len(labels):
+        codes = np.where(codes >= 0, lab_inv[np.maximum(codes, 0)], -1)
+        labels = lab_u.astype(object)
+    return np.asarray(codes, dtype=np.int64), labels
+
+
+def value_strings(values) -> np.ndarray:
+    """The canonical string of every value (see :func:`factorize_strings`)."""
+    codes, labels = factorize_strings(values)
+    out = np.empty(len(codes), dtype=object)
+    ok = codes >= 0
+    out[ok] = labels[codes[ok]]
+    out[~ok] = None
+    return out
+
+
+def _distinct(values, column: str) -> pd.Series:
+    s = values if isinstance(values, pd.Series) else pd.Series(values)
+    if s.isna().any():
+        rows = np.flatnonzero(s.isna().to_numpy())
+        raise InputError(f"Column {column!r} has missing values (row {int(rows[0]) + 1}); "
+                         "a hierarchy cannot be built for them. Impute or drop those records.")
+    if len(s) == 0:
+        raise InputError(f"Column {column!r} is empty: no hierarchy can be built.")
+    return s
+
+
+def _nice(x: float) -> float:
+    """The smallest 1, 2 or 5 × 10^p that is >= x."""
+    if x <= 0:
+        return 1.0
+    p = math.floor(math.log10(x))
+    for m in (1, 2, 5, 10):
+        if m * 10 ** p >= x * (1 - 1e-12):
+            return float(m * 10 ** p)
+    return float(10 ** (p + 1))  # pragma: no cover
+
+
+def _rows(leaves: np.ndarray, levels: list[np.ndarray]) -> list[list[str]]:
+    table = np.column_stack([leaves] + levels).astype(object)
+    return table.tolist()
+
+
+# ---------------------------------------------------------------------------
+# numeric intervals
+# ---------------------------------------------------------------------------
+
+def interval_hierarchy(values, *, width: float | None = None, start: float | None = None,
+                       method: str = "fixed", levels: int | None = None,
+                       name: str = "") -> Hierarchy:
+    """Interval hierarchy for a numeric column.
+
+    Parameters
+    ----------
+    values : array-like of numbers
+        The column (its distinct values become the leaves).
+    width : float, optional
+        ``method="fixed"``: width of the level-1 intervals; each further level doubles
+        it.  Default: a round number (1, 2 or 5 × 10^p) near range/32 (at least 1 for
+        integer data).
+    start : float, optional
+        Anchor of the intervals (default: ``width × floor(min / width)``).
+    method : {"fixed", "quantile"}
+        ``"quantile"``: level 1 has 2^(levels−1) bins with (about) equal numbers of
+        records, each further level merges neighbouring bins pairwise; labels are the
+        smallest and largest value in the bin.
+    levels : int, optional
+        Number of interval levels (excluding the leaves and the final ``*``).  Default:
+        double until one interval holds every value (fixed), or 5 (quantile).
+    """
+    s = _distinct(values, name)
+    try:
+        num = pd.to_numeric(s).to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"Column {name!r}: interval hierarchies need numbers.") from None
+    if not np.all(np.isfinite(num)):
+        raise InputError(f"Column {name!r} has infinite values; no interval hierarchy possible.")
+    codes, leaves = factorize_strings(s)
+    uniq = np.asarray([float(x) for x in leaves], dtype=np.float64)
+    order = np.argsort(uniq, kind="stable")
+    leaves, uniq = leaves[order], uniq[order]
+    integer = bool(np.all(uniq == np.round(uniq)))
+    lo, hi = float(uniq[0]), float(uniq[-1])
+    lvls: list[np.ndarray] = []
+    if method == "fixed":
+        if width is None:
+            width = _nice((hi - lo) / 32.0)
+            if integer:
+                width = max(1.0, round(width))
+        width = float(width)
+        if not (width > 0 and math.isfinite(width)):
+            raise ParameterError(f"Interval width for column {name!r} must be positive. Got {width}.")
+        if start is None:
+            # anchor at a multiple of the widest interval so that labels are round
+            W = width
+            for _ in range(64):
+                start = W * math.floor(lo / W)
+                if start + W > hi or (levels is not None and W >= width * 2 ** (int(levels) - 1)):
+                    break
+                W *= 2
+        start = float(start)
+        if start > lo:
+            raise ParameterError(f"Interval start {start:g} for column {name!r} lies above the "
+                                 f"smallest value {lo:g}.")
+        int_w = integer and float(width).is_integer() and float(start).is_integer()
+        max_levels = 64 if levels is None else int(levels)
+        w = width
+        for _ in range(max_levels):
+            idx = np.floor((uniq - start) / w)
+            a = start + idx * w
+            b = a + w
+            if int_w:
+                lab = [f"{_fmt_number(x)}-{_fmt_number(y - 1)}" for x, y in zip(a, b)]
+            else:
+                lab = [f"[{_fmt_bound(x)}, {_fmt_bound(y)})" for x, y in zip(a, b)]
+            lvls.append(np.asarray(lab, dtype=object))
+            if levels is None and idx.min() == idx.max():
+                break
+            w *= 2
+        if levels is None:
+            # an interval holding every value says no more than "*": drop it
+            while lvls and len(set(lvls[-1])) == 1:
+                lvls.pop()
+    elif method == "quantile":
+        L = 5 if levels is None else int(levels)
+        if L < 1:
+            raise ParameterError(f"levels must be at least 1. Got {levels}.")
+        bins = 2 ** (L - 1)
+        edges = np.quantile(num, np.linspace(0, 1, bins + 1)[1:-1])
+        idx = np.searchsorted(edges, uniq, side="right")
+        for _ in range(L):
+            # label = smallest-largest value in the bin (bins are disjoint → unique labels)
+            mins = pd.Series(uniq).groupby(idx).transform("min").to_numpy()
+            maxs = pd.Series(uniq).groupby(idx).transform("max").to_numpy()
+            lab = [(_fmt_number(x) if x == y else f"{_fmt_number(x)}-{_fmt_number(y)}")
+                   if integer else f"[{_fmt_number(x)}, {_fmt_number(y)}]" for x, y in zip(mins, maxs)]
+            lvls.append(np.asarray(lab, dtype=object))
+            idx = idx // 2
+    else:
+        raise ParameterError(f"Interval hierarchy method must be 'fixed' or 'quantile'. Got {method!r}.")
+    lvls.append(np.full(len(leaves), "*", dtype=object))
+    return Hierarchy.from_rows(_rows(leaves, lvls), name=name, source="auto:intervals")
+
+
+# ---------------------------------------------------------------------------
+# dates
+# ---------------------------------------------------------------------------
+
+def date_hierarchy(values, *, year_spans: tuple[int, ...] | None = None, name: str = "",
+                   date_format: str | None = None) -> Hierarchy:
+    """Date hierarchy: day → month (``YYYY-MM``) → year → multi-year periods → ``*``.
+
+    ``year_spans`` (default 2, 4, 8, … until one period covers all years) are the
+    multi-year periods, anchored at multiples of the span (``1990-1991``).  Leaves are
+    the column's values as written (``YYYY-MM-DD`` for datetime columns).
+    """
+    s = _distinct(values, name)
+    codes, leaves = factorize_strings(s)
+    try:
+        dates = pd.to_datetime(pd.Series(leaves), format=date_format)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"Column {name!r}: not every value is a date ({exc}).") from None
+    if dates.isna().any():
+        bad = leaves[np.flatnonzero(dates.isna().to_numpy())[0]]
+        raise InputError(f"Column {name!r}: value {bad!r} is not a date.")
+    order = np.argsort(dates.to_numpy(), kind="stable")
+    leaves = leaves[order]
+    dates = dates.iloc[order].reset_index(drop=True)
+    years = dates.dt.year.to_numpy()
+    lvls = [np.asarray(dates.dt.strftime("%Y-%m").to_numpy(), dtype=object),
+            np.asarray([str(y) for y in years], dtype=object)]
+    if year_spans is None:
+        spans, sp = [], 2
+        while True:
+            spans.append(sp)
+            if len(np.unique(years // sp)) == 1 or sp > 4096:
+                break
+            sp *= 2
+    else:
+        spans = [int(x) for x in year_spans]
+    prev = 1
+    for sp in spans:
+        if sp <= prev or sp % prev:
+            raise ParameterError(f"Year spans must increase and each divide the next; got {spans}.")
+        a = (years // sp) * sp
+        lvls.append(np.asarray([f"{x}-{x + sp - 1}" for x in a], dtype=object))
+        prev = sp
+    lvls.append(np.full(len(leaves), "*", dtype=object))
+    return Hierarchy.from_rows(_rows(leaves, lvls), name=name, source="auto:dates")
+
+
+# ---------------------------------------------------------------------------
+# codes (ZIP-like)
+# ---------------------------------------------------------------------------
+
+def masking_hierarchy(values, *, mask: str = "*", name: str = "") -> Hierarchy:
+    """Mask trailing characters one per level: ``12345 → 1234* → 123** → … → *``.
+
+    Codes of different lengths are masked from their own right end; the last level is
+    a single ``*`` (the root).
+    """
+    s = _distinct(values, name)
+    codes, leaves = factorize_strings(s)
+    lens = np.array([len(x) for x in leaves])
+    maxlen = int(lens.max()) if len(lens) else 0
+    lvls = []
+    for lvl in range(1, maxlen):
+        lvls.append(np.asarray([x[: max(len(x) - lvl, 0)] + mask * min(lvl, len(x)) for x in leaves],
+                               dtype=object))
+    lvls.append(np.full(len(leaves), mask, dtype=object))
+    order = np.argsort(leaves.astype(str), kind="stable")
+    return Hierarchy.from_rows(_rows(leaves[order], [v[order] for v in lvls]), name=name,
+                               source="auto:masking")
+
+
+def flat_hierarchy(values, *, name: str = "") -> Hierarchy:
+    """Two levels: the value, then ``*`` (categorical attributes without a hierarchy)."""
+    s = _distinct(values, name)
+    codes, leaves = factorize_strings(s)
+    leaves = np.sort(leaves.astype(str)).astype(object)
+    return Hierarchy.from_rows(_rows(leaves, [np.full(len(leaves), "*", dtype=object)]),
+                               name=name, source="auto:flat")
+
+
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_CODE = re.compile(r"^[0-9A-Za-z]+$")
+
+
+def auto_hierarchy(values, name: str = "", kind: str = "auto") -> Hierarchy:
+    """An automatic hierarchy for a column.
+
+    ``kind``: ``"auto"`` (numbers → fixed intervals, datetimes / ISO dates → dates,
+    equal-length digit codes of ≥ 3 characters → masking, anything else → ``*``),
+    or one of ``"intervals"``, ``"quantiles"``, ``"dates"``, ``"masking"``, ``"flat"``.
+    """
+    s = values if isinstance(values, pd.Series) else pd.Series(values)
+    if kind == "intervals":
+        return interval_hierarchy(s, name=name)
+    if kind == "quantiles":
+        return interval_hierarchy(s, name=name, method="quantile")
+    if kind == "dates":
+        return date_hierarchy(s, name=name)
+    if kind == "masking":
+        return masking_hierarchy(s, name=name)
+    if kind == "flat":
+        return flat_hierarchy(s, name=name)
+    if kind != "auto":
+        raise ParameterError(f"Unknown hierarchy kind {kind!r}: use auto, intervals, quantiles, "
+                             "dates, masking or flat.")
+    if pd.api.types.is_bool_dtype(s):
+        return flat_hierarchy(s, name=name)
+    if pd.api.types.is_numeric_dtype(s):
+        return interval_hierarchy(s, name=name)
+    if pd.api.types.is_datetime64_any_dtype(s):
+        return date_hierarchy(s, name=name)
+    _, labels = factorize_strings(_distinct(s, name))
+    lab = [str(x) for x in labels]
+    if lab and all(_ISO_DATE.match(x) for x in lab):
+        try:
+            return date_hierarchy(s, name=name, date_format="%Y-%m-%d")
+        except InputError:
+            pass
+    lens = {len(x) for x in lab}
+    if len(lens) == 1 and min(lens) >= 3 and all(x.isdigit() for x in lab):
+        return masking_hierarchy(s, name=name)
+    return flat_hierarchy(s, name=name)
