@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QDialog, QFileDialog, QLabel, QMainWindow, QMessa
                                QWidget)
 
 from dpstudio import __version__, engine
+from dpstudio.engine import api as engine_api
 from dpstudio.app import io_adapter, project
 from dpstudio.app import settings as app_settings
 from dpstudio.app.state import AppState
@@ -345,7 +346,8 @@ class MainWindow(QMainWindow):
         self.task_label.setText("Sweeping k × ε…")
 
         def work(progress, check_cancel):
-            gen = engine.sweep(df, mid, roles, domains, ks=req["ks"], epsilons=req["epsilons"],
+            # via api: importing dpstudio.engine.sweep rebinds the package attribute ``sweep``
+            gen = engine_api.sweep(df, mid, roles, domains, ks=req["ks"], epsilons=req["epsilons"],
                                repeats=req["repeats"], seed=seed, hierarchies=hier or None,
                                check_cancel=check_cancel, **params)
             try:

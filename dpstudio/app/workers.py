@@ -144,6 +144,7 @@ class _Relay(QObject):
         self.runner = runner
         self.worker = worker
         self.cb = callbacks
+        self.ended = False
         s = worker.signals
         s.progress.connect(self._on_progress)
         s.yielded.connect(self._on_yielded)
@@ -190,8 +191,7 @@ class _Relay(QObject):
         if r._worker is self.worker:
             r._worker = None
             r.sig_busy_changed.emit(False)
-        r._relays.discard(self)
-        self.deleteLater()
+        self.ended = True  # purged by the runner later (never deleted inside its own slot)
 
 
 class TaskRunner(QObject):
@@ -223,6 +223,9 @@ class TaskRunner(QObject):
               cancelled: Callable | None = None, batch_interval: float = 0.1) -> Worker:
         """Cancel the running task (if any), then start ``fn`` in the pool."""
         self.cancel()
+        for old in [x for x in self._relays if x.ended]:
+            self._relays.discard(old)
+            old.setParent(None)
         w = Worker(fn, generator=generator, batch_interval=batch_interval)
         relay = _Relay(self, w, dict(finished=finished, yielded=yielded, progress=progress,
                                      errored=errored, cancelled=cancelled))

@@ -62,7 +62,7 @@ class Banner(QWidget):
         self.show()
 
     def text(self) -> str:
-        return self.label.text() if self.isVisible() else ""
+        return "" if self.isHidden() else self.label.text()
 
 
 class LogSlider(QSlider):

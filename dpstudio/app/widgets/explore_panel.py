@@ -174,6 +174,7 @@ class ExplorePanel(QWidget):
         self.legend.setBrush(pg.mkBrush(255, 255, 255, 220))
         self.front = pg.PlotDataItem(pen=pg.mkPen("#444", width=1.5, style=Qt.PenStyle.DashLine))
         self.plane.addItem(self.front)
+        self._set_k_ticks()
         self.markers = {}
         for name, plot in (("sse", self.sse_plot), ("rl", self.rl_plot), ("plane", self.plane)):
             m = pg.PlotDataItem([], [], pen=None, symbol="star", symbolSize=22,
@@ -282,12 +283,12 @@ class ExplorePanel(QWidget):
             pen = pg.mkPen(color, width=2, style=style)
             name = _fmt_eps(e) if uses_eps else "method"
             sse = pg.PlotDataItem([], [], pen=pen, symbol="o", symbolSize=5,
-                                  symbolBrush=color, symbolPen=color, name=name)
+                                  symbolBrush=color, symbolPen=color)
             rl = pg.PlotDataItem([], [], pen=pen, symbol="o", symbolSize=5,
                                  symbolBrush=color, symbolPen=color)
             sse_err = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), pen=pg.mkPen(color, width=1))
             rl_err = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), pen=pg.mkPen(color, width=1))
-            plane = pg.PlotDataItem([], [], pen=None, symbol="o", symbolSize=7,
+            plane = pg.PlotDataItem([], [], pen=None, symbol="o", symbolSize=7, name=name,
                                     symbolBrush=pg.mkBrush(color),
                                     symbolPen=pg.mkPen("w", width=0.5))
             for plot, item in ((self.sse_plot, sse), (self.rl_plot, rl), (self.sse_plot, sse_err),
@@ -516,7 +517,20 @@ class ExplorePanel(QWidget):
     def _on_log_toggled(self, on: bool) -> None:
         self.sse_plot.setLogMode(on, on)
         self.rl_plot.setLogMode(on, False)
+        self._set_k_ticks()
         self._redraw()
+
+    def _set_k_ticks(self) -> None:
+        """Readable k ticks (1, 2, 5, 10, 20, 50…) on the log axis."""
+        for plot in (self.sse_plot, self.rl_plot):
+            ax = plot.getAxis("bottom")
+            if self.log_y.isChecked():
+                vals = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000]
+                minor = [3, 4, 6, 7, 8, 9, 30, 40, 60, 70, 80, 90, 300, 400, 600, 700, 800, 900]
+                ax.setTicks([[(math.log10(v), str(v)) for v in vals],
+                             [(math.log10(v), "") for v in minor]])
+            else:
+                ax.setTicks(None)
 
     def _on_inputs_changed(self) -> None:
         if self.points:

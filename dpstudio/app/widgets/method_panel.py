@@ -20,6 +20,17 @@ from dpstudio.app.widgets.common import Banner, LogSlider
 ID_ROLE = Qt.ItemDataRole.UserRole
 
 
+def list_methods() -> list[dict]:
+    """The registry's method descriptions.
+
+    Called through ``dpstudio.engine.api`` because importing the method modules rebinds the
+    attribute ``dpstudio.engine.methods`` to the sub-package of the same name.
+    """
+    from dpstudio.engine.api import methods
+
+    return methods()
+
+
 def _get_spec(method_id: str):
     from dpstudio.engine.registry import get_method
 
@@ -193,7 +204,7 @@ class MethodPanel(QWidget):
         super().__init__(parent)
         self.state = state
         self.fields: dict[str, ParamField] = {}
-        self._methods = {m["id"]: m for m in engine.methods()}
+        self._methods = {m["id"]: m for m in list_methods()}
         self._loading = False
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
@@ -294,10 +305,10 @@ class MethodPanel(QWidget):
         return self._methods.get(method_id or self.current_method() or "")
 
     def applicability_error(self) -> str:
-        return self.applicable.text() if self.applicable.isVisible() else ""
+        return self.applicable.text()
 
     def refresh_methods(self) -> None:
-        self._methods = {m["id"]: m for m in engine.methods()}
+        self._methods = {m["id"]: m for m in list_methods()}
         cur = self.current_method()
         self._fill_list()
         self.select_method(cur or self._default_method())

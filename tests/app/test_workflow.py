@@ -1,0 +1,228 @@
+"""End-to-end through the GUI (offscreen): open → classify → sweep → cancel → run → export →
+project save/reload; bad CSV; missing values; a method that is not applicable."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpstudio import engine  # noqa: F401
+from dpstudio.app.widgets.method_panel import list_methods
+
+QUASI = ["FICA", "FEDTAX", "INTVAL", "POTHVAL"]
+SEED = 918273645  # distinctive: must never appear in a released file
+
+
+def _method():
+    ids = [m["id"] for m in list_methods()]
+    if "ir-dp" not in ids:
+        pytest.skip("ir-dp not registered")
+    return "ir-dp"
+
+
+def _open_sample(qtbot, win):
+    with qtbot.waitSignal(win.sig_loaded, timeout=20000):
+        win.open_sample()
+    assert win.state.df is not None and len(win.state.df) == 1080
+
+
+def _classify(win):
+    win.state.set_roles({c: "eps-quasi" for c in QUASI} | {"AFNLWGT": "identifier"})
+    done = win.roles_panel.suggest_domains()
+    assert sorted(done) == sorted(QUASI)
+    assert "leak" in win.roles_panel.banner.text()  # bounds from data leak: warned
+    win.method_panel.select_method(_method())
+    win.method_panel.set_values({"k": 5, "epsilon": 1.0})
+    win.method_panel.seed.setValue(SEED)
+    assert win.state.recipe.seed == SEED
+
+
+def _wait_idle(qtbot, win, timeout=30000):
+    qtbot.waitUntil(lambda: not any(r.busy for r in win.runners), timeout=timeout)
+    for r in win.runners:
+        assert r.wait(10)
+    qtbot.wait(20)
+
+
+def test_full_workflow(qtbot, window, tmp_path):
+    win = window
+    _open_sample(qtbot, win)
+    _classify(win)
+    assert win.method_panel.applicability_error() == ""
+    assert win.roles_panel.row_check("FICA") == "OK"
+    assert win.roles_panel.row_check("AFNLWGT") == "removed from the release"
+
+    # --- sweep: points arrive in the plot while it runs
+    ep = win.explore_panel
+    ep.ks.setText("2, 5, 10")
+    ep.eps.setText("1")
+    ep.repeats.setValue(1)
+    assert win.run_sweep()
+    qtbot.waitUntil(lambda: ep.n_plotted() > 0, timeout=20000)
+    _wait_idle(qtbot, win)
+    assert ep.n_plotted() == 6  # 3 k × (baseline + ε = 1)
+    assert "done" in ep.status.text()
+    pt = ep.find_target("rl", 100.0)
+    assert pt is not None and pt.epsilon == 1.0
+
+    # clicking a point sets k and ε in the form
+    ep.choose(next(p for p in ep.points if p.k == 10 and p.epsilon == 1.0))
+    assert win.method_panel.values()["k"] == 10
+    win.method_panel.set_values({"k": 5})
+
+    # --- cancel: a long sweep stops, no further points, nothing half-done
+    ep.ks.setText("2-100")
+    ep.eps.setText("0.1, 1, 10")
+    ep.repeats.setValue(3)
+    assert win.run_sweep()
+    qtbot.waitUntil(lambda: ep.n_plotted() > 0, timeout=20000)
+    win.cancel_all()
+    _wait_idle(qtbot, win)
+    n = ep.n_plotted()
+    qtbot.wait(200)
+    assert ep.n_plotted() == n < 99 * 4
+    assert "cancelled" in ep.status.text()
+    assert win.state.result is None
+
+    # --- run
+    with qtbot.waitSignal(win.state.sig_result_changed, timeout=30000):
+        assert win.run_protect()
+    _wait_idle(qtbot, win)
+    res = win.state.result
+    assert res is not None and "AFNLWGT" not in res.data.columns
+    assert win.results_panel.measures.rowCount() > 0
+    assert win.results_panel.corr.rowCount() == len(QUASI)
+
+    # --- export (CSV) with metadata and report
+    out = tmp_path / "release.csv"
+    assert win.export(str(out), fmt="csv", report=True)
+    _wait_idle(qtbot, win)
+    assert out.exists()
+    released = pd.read_csv(out)
+    assert "AFNLWGT" not in released.columns
+    assert len(released) == 1080
+    assert list(released.columns) == [c for c in win.state.df.columns if c != "AFNLWGT"]
+    # unprotected columns are unchanged, protected ones within their domains
+    assert (released["AGI"].to_numpy() == win.state.df["AGI"].to_numpy()).all()
+    for c in QUASI:
+        lo, hi = win.state.domains[c]
+        assert released[c].between(lo, hi).all()
+    written = list(tmp_path.glob("release*"))
+    assert any(p.name.endswith(".metadata.json") for p in written)
+    meta = json.loads(next(p for p in written if p.name.endswith(".metadata.json")).read_text())
+    assert meta["method"] == "ir-dp"
+    for p in written:
+        text = p.read_text(encoding="utf-8", errors="ignore")
+        assert str(SEED) not in text, p.name
+        assert '"seed"' not in text, p.name
+    # never over the input
+    assert not win.export(win.state.path)
+    assert any("overwrite" in m for m, _ in win.errors)
+
+    # --- save the project, reload it in a new window: same output under the same seed
+    proj = tmp_path / "study.dpsproj"
+    assert win.save_project_to(str(proj))
+    assert json.loads(proj.read_text())["seed"] == SEED
+    from dpstudio.app.main_window import MainWindow
+
+    win2 = MainWindow(offer_recovery=False)
+    qtbot.addWidget(win2)
+    try:
+        with qtbot.waitSignal(win2.sig_loaded, timeout=20000):
+            assert win2.open_project(str(proj))
+        qtbot.wait(20)
+        assert win2.state.roles["FICA"] == "eps-quasi"
+        assert win2.state.recipe.seed == SEED
+        assert win2.method_panel.current_method() == "ir-dp"
+        with qtbot.waitSignal(win2.state.sig_result_changed, timeout=30000):
+            assert win2.run_protect()
+        _wait_idle(qtbot, win2)
+        pd.testing.assert_frame_equal(win2.state.result.data, res.data)
+    finally:
+        win2.shutdown()
+        win2.state.mark_dirty(False)
+        win2.state.project_path = None
+
+
+def test_autosave_recovery_file(qtbot, window, _config_dir):
+    win = window
+    _open_sample(qtbot, win)
+    _classify(win)
+    win.autosave()
+    rec = _config_dir / "recovery.dpsproj"
+    assert rec.exists()
+    data = json.loads(rec.read_text())
+    assert data["roles"]["FICA"] == "eps-quasi" and data["seed"] == SEED
+
+
+def test_bad_csv(qtbot, window, tmp_path):
+    win = window
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b'a,b\n1,2\n"unterminated,3\n4,5,6,7\n\x00\xff\xfe')
+    win.open_file(str(bad), confirm=False)
+    _wait_idle(qtbot, win)
+    qtbot.waitUntil(lambda: bool(win.errors) or win.state.df is not None, timeout=5000)
+    if win.state.df is None:
+        assert win.errors and win.errors[0][0]
+        assert "Traceback" not in win.errors[0][0]
+    # the app stays usable
+    _open_sample(qtbot, win)
+    missing = tmp_path / "nope.csv"
+    assert not win.open_file(str(missing), confirm=False)
+
+
+def test_missing_values(qtbot, window, tmp_path):
+    win = window
+    df = pd.read_csv(Path(__file__).resolve().parents[2] / "resources" / "census.csv")
+    df = df.astype({"FICA": float})
+    df.loc[[3, 7], "FICA"] = np.nan
+    path = tmp_path / "holes.csv"
+    df.to_csv(path, index=False)
+    with qtbot.waitSignal(win.sig_loaded, timeout=20000):
+        win.open_file(str(path), confirm=False)
+    assert "2 missing" in win.data_panel.info.text().replace(",", "")
+    _classify(win)
+    assert "missing" in win.roles_panel.row_check("FICA")
+    win.errors.clear()
+    win.run_protect()
+    _wait_idle(qtbot, win)
+    qtbot.waitUntil(lambda: bool(win.errors), timeout=5000)
+    assert "missing" in win.errors[0][0]
+    assert win.state.result is None
+    # with drop_missing the run succeeds and says so
+    win.method_panel.set_values({"drop_missing": True})
+    with qtbot.waitSignal(win.state.sig_result_changed, timeout=30000):
+        win.run_protect()
+    _wait_idle(qtbot, win)
+    assert len(win.state.result.data) == len(df) - 2
+    assert any("dropped" in w for w in win.state.result.warnings)
+
+
+def test_method_not_applicable(qtbot, window):
+    win = window
+    _open_sample(qtbot, win)
+    _classify(win)
+    if "mdav" not in [m["id"] for m in list_methods()]:
+        pytest.skip("mdav not registered")
+    win.method_panel.select_method("mdav")
+    reason = win.method_panel.applicability_error()
+    assert "k-quasi" in reason
+    assert not win.method_panel.protect_btn.isEnabled()
+    assert not win.run_protect()
+    assert any("k-quasi" in m for m, _ in win.errors)
+    # fixing the roles makes it applicable
+    win.state.set_roles({c: "k-quasi" for c in QUASI})
+    assert win.method_panel.applicability_error() == ""
+    assert win.method_panel.protect_btn.isEnabled()
+
+
+def test_large_table_model_is_lazy(qtbot):
+    from dpstudio.app.models import DataFrameModel
+
+    df = pd.DataFrame({"a": np.arange(1_000_000), "b": np.linspace(0, 1, 1_000_000)})
+    m = DataFrameModel(df)
+    assert m.rowCount() == 1_000_000 and m.columnCount() == 2
+    assert m.data(m.index(999_999, 0)) == "999999"
+    assert m.data(m.index(500_000, 1)) == f"{df.b[500_000]:.6g}"
