@@ -330,7 +330,10 @@ def multi_reference(X, k: int, lb, ub, *, memory_entries: int = 40_000_000,
     nc = n_clusters_for(n, k)
     seq = corner_sequence(m, nc - 1) if nc > 1 else np.zeros(0, dtype=np.int64)
     n_corners = int(np.unique(seq).size) if seq.size else 1
-    L_default = max(4 * k, min(n, memory_entries // max(n_corners, 1)))
+    visits = -(-max(nc - 1, 1) // n_corners)          # clusters per corner
+    # lists long enough for the corner's own clusters with a margin for records taken by
+    # the other corners; rebuilt (exactly) when they run out
+    L_default = max(4 * k, min(n, memory_entries // max(n_corners, 1), max(64 * k, 8 * k * visits)))
     U = _scaled(X, lb, ub)
     taken = np.zeros(n, dtype=bool)
     cache: dict[int, list] = {}     # corner -> [sorted positions, pointer]
