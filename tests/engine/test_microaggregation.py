@@ -358,3 +358,15 @@ def test_individual_ranking_sizes(n, k):
         # clusters hold consecutive values
         order = np.argsort(X[:, a], kind="stable")
         assert np.all(np.diff(L[order, a]) >= 0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(9000, 30000), st.integers(2, 500), st.integers(1, 30), st.integers(0, 2**31 - 1))
+def test_k_smallest_fast_path_is_exact(n, levels, k, seed):
+    """The sampled-threshold shortcut used by MDAV on long arrays equals exact selection
+    (ties by position), also with many ties and infinities."""
+    rng = np.random.default_rng(seed)
+    d = rng.integers(0, levels, n).astype(float)
+    d[rng.integers(0, n, 40)] = np.inf
+    d[rng.integers(0, n)] = -np.inf
+    assert np.array_equal(MA._k_smallest(d, k), MA._k_smallest_exact(d, k))
