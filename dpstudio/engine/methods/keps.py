@@ -1,0 +1,290 @@
+"""``k-eps`` — (k, ε)-anonymity (paper 003; methods.md ``k-eps``).
+
+1. identifiers are dropped (by the API);
+2. the k-quasis are k-anonymised by generalisation, OLA (optimal full-domain, with record
+   suppression) or Mondrian (multidimensional) — :mod:`dpstudio.engine.generalization`;
+3. inside each equivalence class every record's ε-quasis get Laplace (or staircase) noise
+   calibrated to sensitivity Σ_j diam_j(ec) — scale Σ_j diam_j(ec)/ε, one record-level
+   mechanism over the ε-quasis (paper 003 §IV); a class whose diameters are all 0 gets
+   no noise; outputs are clamped to the declared domain, if any;
+4. the records are shuffled;
+5. optionally, c-confident k-anonymity (§V-C) suppresses the records whose released
+   ε-quasis fall within the c-confidence radius of fewer than k (but at least one) original
+   class members, then the classes left with fewer than k records.
+
+This is *not* ε-differential privacy: the noise scale is the class's own range of values,
+which depends on the data (one record can change it).  The guarantee is k-anonymity on the
+k-quasis plus within-class noise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dpstudio.engine import validation as V
+from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.generalization import encode_quasis, mondrian, ola
+from dpstudio.engine.hierarchy import load_hierarchy
+from dpstudio.engine.job import Job, Output
+from dpstudio.engine.keps_metrics import (class_diameters, confidence_radius, confident_suppression,
+                                          keps_measures)
+from dpstudio.engine.noise import clamp, sample_noise
+from dpstudio.engine.registry import (DROP_MISSING_PARAM, NOISE_PARAM, MethodSpec, Param,
+                                      epsilon_param, k_param, register)
+from dpstudio.engine.roles import Role
+
+ALGORITHM_PARAM = Param(
+    "algorithm", "choice", "ola",
+    "How the k-quasis are generalised: 'ola' = optimal full-domain generalisation over the "
+    "hierarchy levels (every value of a column generalised to the same level; records in "
+    "classes smaller than k are suppressed, up to the suppression limit); 'mondrian' = "
+    "multidimensional median partitioning (numeric columns released as ranges, categorical "
+    "ones as hierarchy nodes; no suppression).",
+    label="generalisation algorithm", choices=("ola", "mondrian"),
+    choice_labels={"ola": "OLA (optimal full-domain)", "mondrian": "Mondrian (multidimensional)"},
+)
+
+SUPPRESSION_PARAM = Param(
+    "suppression", "float", 0.05,
+    "OLA only: the largest share of records that may be suppressed (removed from the release) "
+    "to reach k-anonymity with less generalisation. 0.05 = 5 %.",
+    label="suppression limit", minimum=0.0, maximum=0.99,
+)
+
+CONFIDENCE_PARAM = Param(
+    "confidence", "float", None,
+    "Optional c-confident k-anonymity (paper 003 §V-C): with confidence c (e.g. 0.99), also "
+    "suppress released records whose noisy ε-quasi lies within the c-confidence radius of fewer "
+    "than k original class members, and classes left with fewer than k records. Empty = off.",
+    label="confidence c", minimum=0.0, min_inclusive=False, maximum=0.999999,
+)
+
+LOSS_PARAM = Param(
+    "loss", "choice", "precision",
+    "OLA's utility metric: 'precision' (paper 003 §III-A: level/(height−1) per cell, suppressed "
+    "records count as fully generalised) or 'discernibility' (Σ class size² + n per suppressed "
+    "record).",
+    label="OLA loss", choices=("precision", "discernibility"), advanced=True,
+)
+
+_PARAMS = (k_param(default=5, minimum=2), epsilon_param(1.0), ALGORITHM_PARAM, SUPPRESSION_PARAM,
+           CONFIDENCE_PARAM, LOSS_PARAM, NOISE_PARAM, DROP_MISSING_PARAM)
+
+
+def _guarantee(p: dict) -> str:
+    k = p.get("k")
+    eps = p.get("epsilon")
+    alg = "OLA full-domain generalisation" if p.get("algorithm", "ola") == "ola" else "Mondrian generalisation"
+    s = (f"{k}-anonymity on the k-quasi-identifiers ({alg}"
+         + (f", at most {100 * float(p.get('suppression') or 0):g} % of records suppressed" if p.get("algorithm", "ola") == "ola" else "")
+         + ")")
+    if eps is None:
+        s += "; the ε-quasi-identifiers are released without noise (noise-free baseline)."
+    else:
+        s += (f", plus within-class noise on the ε-quasi-identifiers: inside each equivalence class, "
+              f"{p.get('noise', 'laplace')} noise of scale (class range)/ε with ε = {eps:g} "
+              "((k, ε)-anonymity, paper 003). This is NOT ε-differential privacy: the noise is "
+              "calibrated to each class's own range of values, which depends on the data, so "
+              "changing one record can change the noise of a whole class.")
+    if p.get("confidence"):
+        s += (f" Records whose noisy values stay within the {float(p['confidence']):g}-confidence "
+              "radius of fewer than k class members are suppressed (c-confident k-anonymity).")
+    return s
+
+
+def _eps_matrix(job: Job, cols: list[str]) -> np.ndarray:
+    for c in cols:
+        V.numeric_column(job.data, c, Role.EPS_QUASI.label)
+    if not cols:
+        return np.zeros((job.n, 0))
+    X = job.data[cols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
+    return X
+
+
+def _hierarchies(job: Job, kq: list[str]) -> tuple[dict, list[str]]:
+    given = dict(job.hierarchies or {})
+    unknown = [c for c in given if c not in job.data.columns]
+    if unknown:
+        raise ParameterError(f"Hierarchy given for column(s) not in the data: {', '.join(map(repr, unknown))}.")
+    warns = []
+    not_k = [c for c in given if c not in kq]
+    if not_k:
+        warns.append(f"Hierarchies for {', '.join(map(repr, not_k))} were ignored: only k-quasi-"
+                     "identifiers are generalised.")
+    return {c: load_hierarchy(given[c], c) for c in kq if c in given}, warns
+
+
+def _generalise(job: Job, kq: list[str]) -> tuple:
+    p = job.params
+    k, alg = int(p["k"]), p.get("algorithm") or "ola"
+    sup = float(p.get("suppression") if p.get("suppression") is not None else 0.05)
+    key = ("k-eps", "generalisation", k, alg, sup, p.get("loss") or "precision", tuple(kq))
+    if key in job.cache:
+        return job.cache[key]
+    hs, warns = _hierarchies(job, kq)
+    if alg == "ola":
+        qkey = ("k-eps", "encoded", tuple(kq))
+        if qkey not in job.cache:
+            job.cache[qkey] = encode_quasis(job.data, kq, hs)
+        gen = ola(job.data, kq, k, suppression=sup, loss=p.get("loss") or "precision",
+                  quasis=job.cache[qkey], check_cancel=job.check_cancel)
+    else:
+        num_with_h = [c for c in hs if pd.api.types.is_numeric_dtype(job.data[c])]
+        if num_with_h:
+            warns.append(f"Mondrian releases numeric k-quasis as ranges; the hierarchies of "
+                         f"{', '.join(map(repr, num_with_h))} were not used.")
+        gen = mondrian(job.data, kq, k, hierarchies=hs, check_cancel=job.check_cancel)
+    job.cache[key] = (gen, warns)
+    return gen, warns
+
+
+def run_keps(job: Job) -> Output:
+    kq = job.columns(Role.K_QUASI)
+    eq = job.columns(Role.EPS_QUASI)
+    p = job.params
+    k = int(p["k"])
+    eps = p.get("epsilon")
+    kind = p.get("noise") or "laplace"
+    conf = p.get("confidence")
+    if conf is not None and not 0.0 < float(conf) < 1.0:
+        raise ParameterError(f"The 'confidence' parameter of method 'k-eps' must be in (0, 1). Got {conf!r}.")
+    X = _eps_matrix(job, eq)
+    job.progress(0.05)
+    gen, warns = _generalise(job, kq)
+    warns = list(warns)
+    job.progress(0.6)
+    n = job.n
+    cls_all = gen.class_id
+    kept = np.flatnonzero(cls_all >= 0)
+    cls = cls_all[kept]
+    n_cls = gen.n_classes
+    Xk = X[kept]
+    diam = class_diameters(cls, Xk, n_cls) if eq else np.zeros((n_cls, 0))
+    sens_cls = diam.sum(axis=1)  # record-level L1 sensitivity per class
+    sens = sens_cls[cls]
+    if eq and eps is not None:
+        noise = sample_noise(kind, job.rng, sens[:, None], float(eps), (len(kept), len(eq)))
+        Y = Xk + noise
+        doms = [c for c in eq if c in job.domains]
+        if doms:
+            for j, c in enumerate(eq):
+                if c in job.domains:
+                    lb, ub = job.domains[c]
+                    Y[:, j] = clamp(Y[:, j], lb, ub)
+    else:
+        Y = Xk.copy()
+    # step 5: c-confident k-anonymity
+    conf_info = None
+    rel = np.ones(len(kept), dtype=bool)
+    if conf is not None and eq and eps is not None:
+        r = sens * confidence_radius(kind, float(eps), float(conf))
+        sup_c, whole = confident_suppression(cls, Xk, Y, r, k)
+        rel = ~sup_c
+        conf_info = {"c": float(conf), "records": int(sup_c.sum()),
+                     "records_share": float(sup_c.sum()) / max(len(kept), 1),
+                     "classes": int(whole.sum()), "classes_share": float(whole.sum()) / max(n_cls, 1)}
+        if not rel.any():
+            raise InputError(f"c-confident k-anonymity with c = {conf:g} would suppress every record; "
+                             "lower the confidence or ε, or raise k.")
+    elif conf is not None and not eq:
+        warns.append("confidence was ignored: there are no ε-quasi-identifiers.")
+    job.progress(0.85)
+    # step 4: shuffle the released records
+    rel_idx = np.flatnonzero(rel)
+    perm = job.rng.permutation(len(rel_idx))
+    take = rel_idx[perm]
+    row_map = kept[take]
+    data = job.data.iloc[row_map].reset_index(drop=True)
+    for c in kq:
+        lab = gen.labels[c][row_map]
+        if gen.levels.get(c, -1) == 0:
+            data[c] = job.data[c].to_numpy()[row_map]  # level 0: the original values
+        else:
+            data[c] = pd.Series(lab, dtype=object)
+    for j, c in enumerate(eq):
+        data[c] = Y[take, j]
+    # equivalence classes of the release (renumbered, as released)
+    out_cls_raw = cls[take]
+    uniq_cls, out_cls = np.unique(out_cls_raw, return_inverse=True)
+    class_rows = np.unique(out_cls, return_index=True)[1]
+    classes = pd.DataFrame({"class": np.arange(len(uniq_cls))})
+    for c in kq:
+        classes[c] = data[c].to_numpy()[class_rows]
+    classes["size"] = np.bincount(out_cls, minlength=len(uniq_cls))
+    for j, c in enumerate(eq):
+        classes[f"diam_{c}"] = diam[uniq_cls, j]
+    classes["noise_sensitivity"] = sens_cls[uniq_cls]
+    if eps is not None:
+        classes["noise_scale"] = sens_cls[uniq_cls] / float(eps)
+    sup_rows = np.flatnonzero(cls_all < 0)
+    conf_rows = kept[~rel]
+    summary = gen.summary()
+    released_loss = float(gen.cell_loss[row_map].mean()) if len(row_map) else float("nan")
+    info = {
+        "generalisation": summary,
+        "algorithm": gen.algorithm,
+        "records_in": int(n),
+        "records_released": int(len(row_map)),
+        "equivalence_classes": classes,
+        "n_classes": int(len(uniq_cls)),
+        "min_class_size": int(classes["size"].min()) if len(classes) else 0,
+        "suppressed_rows": sup_rows.tolist(),
+        "confidence_suppressed_rows": conf_rows.tolist(),
+        "suppression": {
+            "generalisation_records": int(len(sup_rows)),
+            "generalisation_share": float(len(sup_rows)) / max(n, 1),
+            "confidence_records": int(len(conf_rows)),
+            "confidence_share": float(len(conf_rows)) / max(n, 1),
+        },
+        "confidence_step": conf_info,
+        "class_of_row": out_cls.astype(np.int64),
+        "sensitivity_of_row": sens[take],
+        "generalisation_loss": float(gen.loss),
+        "released_loss": released_loss,
+        "epsilon_quasis": list(eq),
+        "k_quasis": list(kq),
+    }
+    if gen.node is not None:
+        info["chosen_levels"] = dict(gen.levels)
+    if len(sup_rows):
+        warns.append(f"{len(sup_rows)} record(s) ({100 * len(sup_rows) / n:.2f} %) were suppressed "
+                     "by the generalisation step and are not in the release.")
+    if conf_info and conf_info["records"]:
+        warns.append(f"c-confident k-anonymity (c = {conf_info['c']:g}) suppressed {conf_info['records']} "
+                     f"more record(s) ({100 * conf_info['records'] / n:.2f} %).")
+    job.progress(1.0)
+    return Output(data=data, info=info, warnings=warns, row_map=row_map,
+                  protected=list(kq) + list(eq))
+
+
+SPEC = register(MethodSpec(
+    id="k-eps",
+    name="(k, ε)-anonymity",
+    family="k-anonymity + noise",
+    description=("Generalises the k-quasi-identifiers (OLA over hierarchy levels, or Mondrian) "
+                 "until every combination is shared by at least k records, then adds noise to the "
+                 "ε-quasi-identifiers inside each group, scaled to the group's own range of values, "
+                 "and shuffles the records. Optional c-confident suppression of records whose noisy "
+                 "values still point to few group members."),
+    paper="paper 003 (Holohan et al.)",
+    params=_PARAMS,
+    protects=(Role.K_QUASI, Role.EPS_QUASI),
+    requires=(Role.K_QUASI,),
+    guarantee=_guarantee,
+    run=run_keps,
+    is_dp=lambda p: False,
+    needs_domain=False,
+    uses_k=True,
+    uses_epsilon=True,
+    numeric_only=False,
+    min_k=2,
+))
+
+try:  # the measures hook of dpstudio.engine.metrics (guarded: older cores lack it)
+    from dpstudio.engine import metrics as _metrics
+
+    if hasattr(_metrics, "register_method_measures"):
+        _metrics.register_method_measures("k-eps", keps_measures)
+except ImportError:  # pragma: no cover
+    pass
