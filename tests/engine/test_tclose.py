@@ -52,7 +52,11 @@ def test_achieved_t_within_target_and_group_sizes(seed, eps, l, n):
     b = T.n_buckets(eps)
     if n // (b * l) < b:
         return
-    r = api.protect(df, "t-close-dp", ROLES, seed=seed, epsilon=eps, l=l)
+    try:
+        r = api.protect(df, "t-close-dp", ROLES, seed=seed, epsilon=eps, l=l)
+    except ParameterError as exc:  # unequal buckets (ties) and tiny groups: refused, not violated
+        assert "too small for t-closeness" in str(exc)
+        return
     g = r.tables["quasi"]["group_id"].to_numpy()
     sizes = np.bincount(g)
     assert sizes.size == b * l
@@ -151,3 +155,15 @@ def test_bad_inputs():
     with pytest.raises(InputError, match="too many equal values"):
         api.protect(pd.DataFrame({"q1": range(30), "C": [0] * 28 + [1, 2]}),
                     "t-close-dp", {"q1": "k-quasi", "C": "confidential"}, seed=1, epsilon=1.0)
+
+
+def test_k_equal_b_with_equal_buckets_and_refusal_when_unequal():
+    rng = np.random.default_rng(11)
+    df = frame(rng, 300)
+    df["C"] = rng.permutation(300).astype(float)  # distinct: 3 buckets of exactly 100
+    r = api.protect(df, "t-close-dp", ROLES, seed=1, epsilon=1.0, k=3)
+    assert r.info["groups"] == 99 and r.info["k"] >= 3 and r.info["t_achieved"] <= math.e + 1e-9
+    df.loc[df["C"] < 6, "C"] = 0.0  # ties move a cut point: one bucket is short
+    df.loc[df["C"].between(95, 105), "C"] = 95.0
+    with pytest.raises(ParameterError, match="too small for t-closeness.*Increase k"):
+        api.protect(df, "t-close-dp", ROLES, seed=1, epsilon=1.0, k=3)

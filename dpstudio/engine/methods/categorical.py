@@ -238,6 +238,100 @@ def categorical_centroids(codes: np.ndarray, labels: np.ndarray, n_c: int, tax: 
     return out
 
 
+# --------------------------------------------------------------------------- MDAV baseline
+
+def _k_smallest(d: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k smallest values of ``d``; ties go to the lowest position."""
+    if k >= d.size:
+        return np.arange(d.size)
+    v = np.partition(d, k - 1)[k - 1]
+    less = np.flatnonzero(d < v)
+    eq = np.flatnonzero(d == v)[: k - less.size]
+    return np.concatenate([less, eq])
+
+
+def mdav_mixed(values: np.ndarray, taxonomies: list, scale: np.ndarray, k: int) -> np.ndarray:
+    """MDAV (thesis Algorithm 2.1) on mixed records with the eq. 6.7 distance: the
+    *sensitive* k-anonymity baseline of thesis §6.4 (not differentially private).
+
+    ``values``: (n, m) concept codes (categorical columns, ``taxonomies[i]`` not None) or
+    numbers; ``scale[i]`` = dist_i(b_i, t_i).  The centroid of a set is the attribute-wise
+    mean (numeric) or marginality centroid over τ(S) (eq. 6.4, categorical).  Ties: lowest
+    record index.  Returns cluster labels.
+    """
+    n, m = values.shape
+    k = int(k)
+    if k <= 1:
+        return np.arange(n, dtype=np.int64)
+    labels = np.zeros(n, dtype=np.int64)
+    if n < 2 * k:
+        return labels
+    cat = [i for i in range(m) if taxonomies[i] is not None]
+    codes = {i: values[:, i].astype(np.int64) for i in cat}
+    counts = {i: np.bincount(codes[i], minlength=taxonomies[i].n_concepts).astype(np.float64)
+              for i in cat}
+    sums = values.sum(axis=0)
+    alive = np.arange(n)
+
+    def centroid() -> np.ndarray:
+        c = sums / alive.size
+        for i in cat:
+            c[i] = _centroid_from_counts(counts[i], taxonomies[i])
+        return c
+
+    def dist_to(point, rows) -> np.ndarray:
+        d = np.zeros(rows.size)
+        for i in range(m):
+            t = taxonomies[i]
+            if t is not None:
+                di = t.dist[codes[i][rows], int(point[i])]
+            else:
+                di = np.abs(values[rows, i] - point[i])
+            d += (di / scale[i]) ** 2
+        return d
+
+    def remove(sel_pos: np.ndarray) -> np.ndarray:
+        nonlocal alive, sums
+        rows = alive[sel_pos]
+        sums = sums - values[rows].sum(axis=0)
+        for i in cat:
+            counts[i] -= np.bincount(codes[i][rows], minlength=counts[i].size)
+        keep = np.ones(alive.size, dtype=bool)
+        keep[sel_pos] = False
+        alive = alive[keep]
+        return rows
+
+    label = 0
+    while alive.size >= 3 * k:
+        r = int(np.argmax(dist_to(centroid(), alive)))
+        rv = values[alive[r]].copy()
+        dr = dist_to(rv, alive)
+        dr[r] = -1.0
+        labels[remove(_k_smallest(dr, k))] = label
+        s = int(np.argmax(dist_to(rv, alive)))       # farthest from r among what remains
+        ds = dist_to(values[alive[s]], alive)
+        ds[s] = -1.0
+        labels[remove(_k_smallest(ds, k))] = label + 1
+        label += 2
+    if alive.size >= 2 * k:
+        r = int(np.argmax(dist_to(centroid(), alive)))
+        dr = dist_to(values[alive[r]], alive)
+        dr[r] = -1.0
+        labels[remove(_k_smallest(dr, k))] = label
+        label += 1
+    labels[alive] = label
+    return labels
+
+
+def _centroid_from_counts(counts: np.ndarray, tax: Taxonomy) -> int:
+    marg = tax.marginality(counts)
+    within = (counts > 0).astype(np.float64) @ tax.anc.astype(np.float64) > 0
+    mm = np.where(within, marg, np.inf)
+    best = mm.min()
+    cand = np.flatnonzero(within & (mm <= best + 1e-12 * max(1.0, abs(best))))
+    return int(cand[np.argmin(tax.rank[cand])])
+
+
 # --------------------------------------------------------------------------- run
 
 def _clustering(job: Job, schema: MixedSchema, k: int) -> np.ndarray:

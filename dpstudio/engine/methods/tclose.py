@@ -145,9 +145,11 @@ def group_sizes(n: int, groups: int) -> np.ndarray:
 def quota_plan(sizes: np.ndarray, supply: np.ndarray, t: float) -> np.ndarray:
     """(G, b) number of records group i takes from bucket j (thesis §7.2.2 quotas).
 
-    Group i emphasises bucket i mod b; it takes ⌈k_i·p_j/t⌉ from every other bucket j and the
-    rest from its own.  When its own bucket runs short (rounding) the remainder comes from the
-    buckets with the most supply left, within ⌊k_i·p_j·t⌋ if possible.
+    Every group takes at least ⌈k_i·p_j/t⌉ records of every bucket j (the lower bound of
+    t-closeness); group i emphasises bucket i mod b and fills the rest of its k_i records from
+    it.  When the emphasised bucket runs short (rounding, unequal buckets) the remainder comes
+    from the buckets with the most supply left, within ⌊k_i·p_j·t⌋ whenever possible.  Raises
+    :class:`ParameterError` when the buckets cannot give every group its minimum share.
     """
     G, b = sizes.size, supply.size
     n = int(sizes.sum())
@@ -155,16 +157,19 @@ def quota_plan(sizes: np.ndarray, supply: np.ndarray, t: float) -> np.ndarray:
     lo = np.ceil(sizes[:, None] * p[None, :] / t - 1e-9).astype(np.int64)
     hi = np.floor(sizes[:, None] * p[None, :] * t + 1e-9).astype(np.int64)
     emph = np.arange(G) % b
-    lo[np.arange(G), emph] = 0
     x = lo.copy()
     left = supply.astype(np.int64) - x.sum(axis=0)
     if np.any(left < 0) or np.any(x.sum(axis=1) > sizes):
+        j = int(np.argmin(left))
+        kmin = int(math.ceil(n / max(1, int(supply.min()))))
         raise ParameterError(
-            "The groups are too small for the quotas of t-closeness: increase k (or lower l).")
+            f"Groups of {int(sizes.min())} records are too small for t-closeness with these buckets: "
+            f"each of the {G} groups needs at least {int(lo[:, j].min())} record(s) of bucket {j + 1}, "
+            f"which holds only {int(supply[j])}. Increase k (at least about {kmin + 1}) or lower l.")
     for i in range(G):  # loop over groups, b-vectors only
         need = int(sizes[i] - x[i].sum())
         e = emph[i]
-        take = min(need, int(left[e]))
+        take = max(0, min(need, int(left[e]), int(hi[i, e] - x[i, e])))
         x[i, e] += take
         left[e] -= take
         need -= take
