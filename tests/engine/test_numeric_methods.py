@@ -576,3 +576,24 @@ def test_census_as_published_reports_not_dp(census):
     meta = res.public_metadata()
     assert meta["differential_privacy"] is False
     assert "does not satisfy ε-DP" in meta["guarantee"]
+
+
+def test_insensitive_k1_texts():
+    text, is_dp = _g("insensitive-dp", epsilon=1.0, k=1, calibration="as-published")
+    assert is_dp and "1-differential privacy" in text and "k = 1" in text
+    assert "does not satisfy" not in text
+
+
+def test_integer_and_nullable_columns_keep_working():
+    df = pd.DataFrame({"a": pd.array(np.arange(30) % 7, dtype="Int64"),
+                       "b": np.arange(30, dtype=np.int32)})
+    res = engine.protect(df, "ir-swap", {"a": "confidential", "b": "confidential"}, k=3, seed=1)
+    assert sorted(res.data["a"].tolist()) == sorted(df["a"].tolist())
+    assert sorted(res.data["b"].tolist()) == sorted(df["b"].tolist())
+    res = engine.protect(df, "mdav-swap", {"a": "k-quasi", "b": "k-quasi"}, k=3, seed=1)
+    assert sorted(zip(res.data["a"], res.data["b"])) == sorted(zip(df["a"], df["b"]))
+    res = engine.protect(df, "mdav", {"a": "k-quasi", "b": "k-quasi"}, k=3, seed=1)
+    assert res.data.groupby(["a", "b"]).size().min() >= 3
+    res = engine.protect(df, "ir-dp", {"a": "eps-quasi", "b": "eps-quasi"},
+                         {"a": (0, 10), "b": (0, 40)}, k=3, epsilon=1.0, seed=1)
+    assert res.data["a"].between(0, 10).all()

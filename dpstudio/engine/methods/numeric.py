@@ -143,6 +143,10 @@ def _g_insensitive(p: dict) -> str:
                 f"{_budget_clause(p)}): this {NOT_DP_LABEL}. Changing one record can move every "
                 "cluster centroid, so the noise is too small by a factor n_c = ⌊n/k⌋. The "
                 "microaggregated values are k-anonymous before noise.")
+    if p.get("calibration", "rigorous") == "as-published":   # k = 1: singletons, plain Laplace
+        return (_dp_sentence(p) + "; with k = 1 every record is its own cluster and the "
+                f"as-published calibration is plain {_noise_name(p)} noise of scale "
+                "Δ(A_i)/ε_i per record, clamped to the domain.")
     return (_dp_sentence(p) + f"; insensitive microaggregation with k = {k}, one "
             f"{_noise_name(p)} draw per cluster and attribute of scale n_c·Δ(A_i)/(k·ε_i), "
             "n_c = ⌊n/k⌋ (rigorous calibration), clamped to the domain.")
@@ -415,6 +419,10 @@ def run_insensitive_dp(job: Job) -> Output:
     factor = 1.0 if (calibration == "as-published") else float(nc)
     if calibration == "as-published" and k > 1:
         warnings.append("As-published calibration " + NOT_DP_LABEL + ".")
+    if calibration == "rigorous" and k == 1:
+        warnings.append(
+            "With k = 1 the rigorous calibration n_c·Δ/(k·ε) = n·Δ/ε is n times the noise of "
+            "method 'laplace', which gives the same guarantee at k = 1: use 'laplace'.")
     if calibration == "rigorous" and k > 1 and k * k <= job.n:
         warnings.append(
             f"With k = {k} and n = {job.n} (k² ≤ n) the rigorous noise n_c·Δ/(k·ε) is at least as "
