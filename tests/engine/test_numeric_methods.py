@@ -485,7 +485,7 @@ def test_noise_free_baseline_and_cache_reuse(census):
     base = run_prepared(prep, rng=np.random.default_rng(0), epsilon=None, cache=cache)
     assert not base.is_dp and "no differential privacy" in base.guarantee
     keys_after_first = set(cache)
-    assert any(isinstance(k_, tuple) and k_[0] == "ir-order" for k_ in cache)
+    assert any(isinstance(k_, tuple) and k_[0] == "num.ir-order" for k_ in cache)
     run_prepared(prep, rng=np.random.default_rng(1), cache=cache)
     run_prepared(prep, rng=np.random.default_rng(2), epsilon=0.1, cache=cache)
     assert set(cache) == keys_after_first           # nothing recomputed

@@ -201,7 +201,7 @@ def _ir_orders(job: Job, cols: list[str]) -> list[np.ndarray]:
     """Individual-ranking order of each attribute (cached; shared by ir-dp, idp-*, ir-swap)."""
     out = []
     for c in cols:
-        key = ("ir-order", c)
+        key = ("num.ir-order", c)
         if key not in job.cache:
             job.cache[key] = MA.ir_order(job.matrix([c])[:, 0])
         out.append(job.cache[key])
@@ -225,7 +225,7 @@ def _ir_stats(job: Job, cols: list[str], k: int) -> list[dict]:
     starts, sizes = _chunks(n, k)
     out = []
     for c, order in zip(cols, orders):
-        key = ("ir-stats", int(k), c)
+        key = ("num.ir-stats", int(k), c)
         if key not in job.cache:
             xs = job.matrix([c])[:, 0][order]
             ends = starts + sizes
@@ -286,7 +286,7 @@ def _eps_info(job: Job, cols: list[str]) -> tuple[np.ndarray | None, dict]:
 # --------------------------------------------------------------------------- mdav family
 
 def _mdav_labels(job: Job, cols: list[str], k: int) -> np.ndarray:
-    key = ("mdav", int(k), tuple(cols))
+    key = ("num.mdav", int(k), tuple(cols))
     if key not in job.cache:
         job.cache[key] = MA.mdav(job.matrix(cols), k, check_cancel=job.check_cancel,
                                  progress=job.progress)
@@ -381,7 +381,7 @@ def _insensitive_labels(job: Job, cols: list[str], k: int) -> np.ndarray:
     variant = job.params.get("variant", "multi")
     reference = job.params.get("reference", "lower")
     lb, ub = job.bounds(cols)
-    key = ("insensitive", variant, reference if variant == "single" else None, int(k),
+    key = ("num.insensitive", variant, reference if variant == "single" else None, int(k),
            tuple(cols), tuple(lb.tolist()), tuple(ub.tolist()))
     if key not in job.cache:
         X = job.matrix(cols)
