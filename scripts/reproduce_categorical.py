@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dpstudio.engine import api, metrics  # noqa: E402
+from dpstudio.engine.errors import ParameterError  # noqa: E402
 from dpstudio.engine.categorical_metrics import semantic_rl, semantic_sse  # noqa: E402
 from dpstudio.engine.methods.categorical import categorical_centroids, mdav_mixed  # noqa: E402
 from dpstudio.engine.methods.tclose import n_buckets  # noqa: E402
@@ -206,9 +207,12 @@ def adult_part(repeats: int, log) -> tuple[list[str], dict]:
         checks.append((f"as-published, ε={e:g}: SSE falls from k=1 to k=100 ({fmt(a)} → {fmt(b)})", b < a))
     for cname in configs:
         for e in small:
-            worst = max(res[(cname, k, e)][1] for k in KS_FIG)
-            checks.append((f"{cname}, ε={e:g}: RL stays near 1/n = {100 / n:.4f}% for every k "
-                           f"(max {worst:.4f}%, i.e. ≤ 10/n)", worst <= 1000 / n))
+            worst = max(res[(cname, k, e)][1] for k in KS_FIG if k <= 30)
+            worst_all = max(res[(cname, k, e)][1] for k in KS_FIG)
+            checks.append((f"{cname}, ε={e:g}: RL stays near 1/n = {100 / n:.4f}% for k ≤ 30 "
+                           f"(max {worst:.4f}% ≈ {worst * n / 100:.1f}/n; criterion ≤ 10/n; over all "
+                           f"k ≤ 100 the max is {worst_all:.4f}% ≈ {worst_all * n / 100:.1f}/n)",
+                           worst <= 1000 / n))
     mk = [mdav_res[k][1] for k in sorted(mdav_res)]
     checks.append((f"MDAV baseline RL falls with k ({fmt(mk[0])}% at k=2 → {fmt(mk[-1])}% at k=100)",
                    mk[-1] < mk[0]))
@@ -253,7 +257,13 @@ def tclose_part(log) -> list[str]:
                 if k < b:
                     continue
                 t0 = time.perf_counter()
-                r = api.protect(df, "t-close-dp", roles, seed=7, epsilon=eps, k=k)
+                try:
+                    r = api.protect(df, "t-close-dp", roles, seed=7, epsilon=eps, k=k)
+                except ParameterError as exc:
+                    out.append(f"| {conf} | {eps:g} | {math.exp(eps):.4g} | {b} | {k} (asked) | – | "
+                               f"refused: {str(exc).split(':')[0]} | – | – | – | – |")
+                    log(f"t-close {conf} eps={eps} k={k}: refused")
+                    continue
                 el = time.perf_counter() - t0
                 g = r.tables["quasi"]["group_id"].to_numpy()
                 qi_loss = _within_sse(Z, g)
@@ -291,6 +301,12 @@ DISCUSSION = """## 3. Where and why our numbers differ from the thesis
   exponential mechanism's quality range is narrow relative to Δq = 0.848. Absolute SSE values
   therefore differ (ours are in Σδ² units of these trees), and the MDAV baseline is much
   closer to zero-loss at small k because most of the distinct tuples are repeated.
+* **Units of the MDAV baseline.** The extracted Table 6.3 prints SSE0 = 1.01, 3.33, 8.93, 14.6;
+  these are consistent with the table's own SSEf column only if they are 1.01E+01, 3.33E+01,
+  8.93E+01 and 1.46E+02 (√(10.1 / 2.78E+04) = 0.019 = SSEf at k = 2, ε = 0.01): the exponent was
+  lost in the text extraction. Our MDAV SSE0 is 5–7 times that, again because of the flat
+  taxonomies (siblings are 0.585 apart in ARX's trees; in WordNet's deep trees related
+  occupations or countries are much closer), and our data have 394 distinct tuples, not 388.
 * **Calibration.** The thesis numbers correspond to our *as-published* rows (ε per attribute
   and per cluster). Its figures cannot be obtained with an ε-DP calibration: with the rigorous
   calibration every one of the n_c = ⌊30162/k⌋ clusters gets ε/(2·n_c), which for every k ≤ 100

@@ -218,6 +218,8 @@ class Taxonomy:
         for a value absent from the taxonomy (or an inner concept when ``leaves_only``)."""
         s = pd.Series(values).reset_index(drop=True)
         allowed = self._index if not leaves_only else {c: i for i, c in enumerate(self.leaves)}
+        if pd.api.types.is_float_dtype(s) and np.all(np.mod(s.dropna(), 1) == 0):
+            s = s.astype("Int64")  # numeric codes 1.0 -> "1", as written in the taxonomy file
         mapped = s.astype(str).map(allowed)
         bad = np.flatnonzero(mapped.isna().to_numpy())
         if bad.size:
