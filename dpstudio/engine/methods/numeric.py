@@ -197,15 +197,19 @@ def _is_dp_insensitive(p: dict) -> bool:
 
 # --------------------------------------------------------------------------- shared helpers
 
+def _ir_sorted(job: Job, c: str) -> tuple[np.ndarray, np.ndarray]:
+    """Individual-ranking order of one attribute and its sorted values (cached per column;
+    shared by ir-dp, idp-ls, idp-cbls and ir-swap, independent of k)."""
+    key = ("num.ir-order", c)
+    if key not in job.cache:
+        x = job.data[c].to_numpy(dtype=np.float64)
+        order = MA.ir_order(x)
+        job.cache[key] = (order, x[order])
+    return job.cache[key]
+
+
 def _ir_orders(job: Job, cols: list[str]) -> list[np.ndarray]:
-    """Individual-ranking order of each attribute (cached; shared by ir-dp, idp-*, ir-swap)."""
-    out = []
-    for c in cols:
-        key = ("num.ir-order", c)
-        if key not in job.cache:
-            job.cache[key] = MA.ir_order(job.matrix([c])[:, 0])
-        out.append(job.cache[key])
-    return out
+    return [_ir_sorted(job, c)[0] for c in cols]
 
 
 def _chunks(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -219,24 +223,21 @@ def _chunks(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _ir_stats(job: Job, cols: list[str], k: int) -> list[dict]:
-    """Per attribute: order, chunk starts/sizes, centroid, min, max (cached by k, column)."""
-    orders = _ir_orders(job, cols)
+    """Per attribute: order, sorted values, chunk starts/sizes, sums, min, max (cached)."""
     n = job.n
     starts, sizes = _chunks(n, k)
     out = []
-    for c, order in zip(cols, orders):
+    for c in cols:
+        order, xs = _ir_sorted(job, c)
         key = ("num.ir-stats", int(k), c)
         if key not in job.cache:
-            xs = job.matrix([c])[:, 0][order]
-            ends = starts + sizes
             job.cache[key] = {
-                "xs": xs,
                 "sum": np.add.reduceat(xs, starts),
                 "min": xs[starts],
-                "max": xs[ends - 1],
+                "max": xs[starts + sizes - 1],
             }
         st = dict(job.cache[key])
-        st.update(order=order, starts=starts, sizes=sizes)
+        st.update(order=order, xs=xs, starts=starts, sizes=sizes)
         out.append(st)
     return out
 
