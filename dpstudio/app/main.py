@@ -51,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     from dpstudio.app.main_window import MainWindow
 
     files = [a for a in argv if not a.startswith("-")]
+    smoke = "--smoke-test" in argv
     sys.excepthook = _excepthook
-    win = MainWindow(offer_recovery=not files)
+    win = MainWindow(offer_recovery=not files and not smoke)
     _window = win
     win.show()
     if files:
@@ -63,9 +64,42 @@ def main(argv: list[str] | None = None) -> int:
             win.open_file(target)
     else:
         win.open_sample()
+    if smoke:
+        return _smoke(app, win)
     rc = app.exec()
     sys.excepthook = sys.__excepthook__
     return int(rc)
+
+
+def _smoke(app, win) -> int:
+    """``--smoke-test``: open the sample, protect it once, print a line and quit (packaging)."""
+    import time
+
+    from dpstudio import __version__
+    from dpstudio.app.widgets.method_panel import list_methods
+
+    def wait(cond, timeout=60.0):
+        end = time.monotonic() + timeout
+        while not cond() and time.monotonic() < end:
+            app.processEvents()
+            time.sleep(0.01)
+        return cond()
+
+    ok = wait(lambda: win.state.df is not None)
+    n_methods = len(list_methods())
+    if ok and n_methods:
+        cols = [c for c in win.state.df.columns[-4:]]
+        win.state.set_roles({c: "k-quasi" for c in cols})
+        win.method_panel.select_method("mdav")
+        win.run_protect()
+        ok = wait(lambda: win.state.result is not None)
+    win.shutdown()
+    print(f"dpstudio {__version__} smoke test: {'OK' if ok else 'FAILED'} "
+          f"({n_methods} methods, sample {'loaded' if win.state.df is not None else 'missing'}, "
+          f"protected: {win.state.result is not None})")
+    win.state.mark_dirty(False)
+    win.close()
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

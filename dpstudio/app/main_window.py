@@ -587,8 +587,8 @@ class MainWindow(QMainWindow):
             show_error(self, "Column(s) of the project not in the data: " + ", ".join(unknown))
 
     def autosave(self) -> None:
-        if self.state.df is None or not self.state.dirty:
-            return
+        if self.state.df is None or not self.state.dirty or not self.state.active_roles():
+            return  # nothing worth recovering yet
         try:
             project.save(app_settings.recovery_path(), self.project_dict())
         except OSError:
