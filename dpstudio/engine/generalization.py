@@ -584,12 +584,10 @@ def ola(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: dict |
 def _k_too_large_message(k, counts, n, max_sup, suppression, cols) -> str:
     cs = np.sort(np.asarray(counts))
     # largest k' such that records in classes < k' are at most max_sup
-    cum = np.cumsum(cs)
-    ok_k = 1
-    for i, c in enumerate(cs):  # loop over classes at the top node (few)
-        below = cum[i - 1] if i > 0 else 0
-        if below <= max_sup:
-            ok_k = max(ok_k, int(c))
+    cum = np.r_[0, np.cumsum(cs)]
+    below = cum[np.searchsorted(cs, cs, side="left")]  # records in classes smaller than each size
+    feasible = cs[below <= max_sup]
+    ok_k = int(feasible.max()) if feasible.size else 1
     need = int(cs[cs < k].sum())
     return (f"k = {k} cannot be reached on {', '.join(map(repr, cols))} within the suppression limit "
             f"of {suppression:.1%} ({max_sup} of {n} records), even at full generalisation: "

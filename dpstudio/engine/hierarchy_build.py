@@ -229,12 +229,14 @@ def date_hierarchy(values, *, year_spans: tuple[int, ...] | None = None, name: s
     s = _distinct(values, name)
     codes, leaves = factorize_strings(s)
     try:
-        dates = pd.to_datetime(pd.Series(leaves), format=date_format)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"Column {name!r}: not every value is a date ({exc}).") from None
+        dates = pd.to_datetime(pd.Series(leaves), format=date_format or "mixed", errors="coerce")
+    except (TypeError, ValueError):  # pragma: no cover - errors="coerce" does not raise
+        dates = pd.Series(pd.NaT, index=range(len(leaves)))
     if dates.isna().any():
         bad = leaves[np.flatnonzero(dates.isna().to_numpy())[0]]
-        raise InputError(f"Column {name!r}: value {bad!r} is not a date.")
+        row = int(np.flatnonzero(codes == np.flatnonzero(dates.isna().to_numpy())[0])[0])
+        raise InputError(f"Column {name!r}: value {bad!r} (row {row + 1}) is not a date; correct "
+                         "it or give the column another hierarchy.")
     order = np.argsort(dates.to_numpy(), kind="stable")
     leaves = leaves[order]
     dates = dates.iloc[order].reset_index(drop=True)
