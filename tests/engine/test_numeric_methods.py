@@ -225,7 +225,6 @@ def test_insensitive_dp_scale(calibration, variant):
     # rigorous: 20 * 1000 / (100 * 300) = 0.667; as-published: 1000 / (100 * 15) = 0.667
     runs, _ = _residuals("insensitive-dp", df, roles, doms, reps=15, k=k, epsilon=eps,
                          budget="per-attribute", calibration=calibration, variant=variant)
-    labels = runs[0][0].info  # noqa: F841 - the info dict is checked below
     X = df[list(roles)].to_numpy()
     lb, ub = np.zeros(3), np.full(3, 1000.0)
     lab = MA.multi_reference(X, k, lb, ub) if variant == "multi" else MA.insensitive_mdav(X, k, lb, ub)
@@ -513,15 +512,23 @@ def test_insensitive_cache_reused_across_epsilons(census):
 
 def test_cancel_stops(census):
     roles, doms = census_setup(census)
+    kroles = {c: "k-quasi" for c in CENSUS4}
 
     def cancel():
         raise Cancelled()
 
-    for mid in ("laplace", "ir-dp", "insensitive-dp"):
+    calls = [
+        lambda: engine.protect(census, "laplace", roles, doms, epsilon=1.0, seed=1,
+                               check_cancel=cancel),
+        lambda: engine.protect(census, "ir-dp", roles, doms, k=5, epsilon=1.0, seed=1,
+                               check_cancel=cancel),
+        lambda: engine.protect(census, "insensitive-dp", roles, doms, k=5, epsilon=1.0, seed=1,
+                               check_cancel=cancel),
+        lambda: engine.protect(census, "mdav", kroles, k=5, seed=1, check_cancel=cancel),
+    ]
+    for call in calls:
         with pytest.raises(Cancelled):
-            engine.protect(census, mid, roles, doms, k=5, epsilon=1.0, seed=1,
-                           check_cancel=cancel) if mid != "laplace" else engine.protect(
-                census, mid, roles, doms, epsilon=1.0, seed=1, check_cancel=cancel)
+            call()
 
 
 def test_progress_reported(census):
