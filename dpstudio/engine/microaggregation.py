@@ -296,17 +296,18 @@ def corner_sequence(m: int, length: int | None = None) -> np.ndarray:
     pop = np.zeros(total, dtype=np.int64)
     for j in range(m):
         pop += (codes >> j) & 1
-    rank = np.arange(total)          # current tie-break rank of each code (lower = preferred)
+    pop8 = pop.astype(np.int8)
+    order = codes.copy()             # all corners, best first under the current ranking
     used = np.zeros(total, dtype=bool)
     seq = [0]
     used[0] = True
     cur = 0
     for _ in range(1, steps):
-        h = pop[codes ^ cur]
-        # primary: greatest distance to the newest corner; then the previous ranking
-        order = np.lexsort((rank, -h))
-        rank = np.empty(total, dtype=np.int64)
-        rank[order] = np.arange(total)
+        # primary key: greatest Hamming distance to the newest corner; ties keep the previous
+        # ranking (distance to the corner before, and so on), finally the smallest code.
+        # A stable sort on small integers (radix sort): O(2^m) per step.
+        h = pop8[order ^ cur]
+        order = order[np.argsort(-h, kind="stable")]
         cand = order[~used[order]]
         cur = int(cand[0])
         used[cur] = True
