@@ -136,8 +136,8 @@ def _ranked_keys(cls_data, v, cls_q, *queries):
 
 def count_within(cls_data: np.ndarray, data: np.ndarray, cls_q: np.ndarray, centre: np.ndarray,
                  radius: np.ndarray) -> np.ndarray:
-    """For each query i: #{j : cls_data[j] == cls_q[i], |data[j] − centre[i]| ≤ radius[i]}
-    (L∞ box for several columns)."""
+    """For each query i: #{j : cls_data[j] == cls_q[i], centre[i] − radius[i] ≤ data[j] ≤
+    centre[i] + radius[i]} (the paper's closed interval; a box for several columns)."""
     data = np.asarray(data, dtype=np.float64)
     centre = np.asarray(centre, dtype=np.float64)
     radius = np.broadcast_to(np.asarray(radius, dtype=np.float64), (len(cls_q),))
@@ -148,7 +148,8 @@ def count_within(cls_data: np.ndarray, data: np.ndarray, cls_q: np.ndarray, cent
         sk = np.sort(dk)
         return (np.searchsorted(sk, hk, side="right") - np.searchsorted(sk, lk, side="left")).astype(np.int64)
     return _per_class(cls_data, data, cls_q, centre,
-                      lambda D, Q, r: (np.abs(Q[:, None, :] - D[None, :, :]).max(axis=2) <= r[:, None]).sum(1),
+                      lambda D, Q, r: ((D[None, :, :] >= (Q - r[:, None])[:, None, :])
+                                       & (D[None, :, :] <= (Q + r[:, None])[:, None, :])).all(axis=2).sum(1),
                       radius)
 
 
