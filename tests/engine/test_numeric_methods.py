@@ -604,3 +604,13 @@ def test_integer_and_nullable_columns_keep_working():
     res = engine.protect(df, "ir-dp", {"a": "eps-quasi", "b": "eps-quasi"},
                          {"a": (0, 10), "b": (0, 40)}, k=3, epsilon=1.0, seed=1)
     assert res.data["a"].between(0, 10).all()
+
+
+def test_budget_detail_names_attributes(census):
+    roles, doms = census_setup(census)
+    res = engine.protect(census, "laplace", roles, doms, epsilon=2.0, seed=1)
+    assert "split equally over the 4 protected attributes" in res.info["budget_detail"]
+    assert "FICA: 0.5" in res.info["budget_detail"]
+    res = engine.protect(census, "ir-dp", roles, doms, k=3, epsilon=2.0, seed=1,
+                         budget="per-attribute")
+    assert "(4·2 = 8)-DP" in res.info["budget_detail"]

@@ -281,7 +281,25 @@ def _eps_info(job: Job, cols: list[str]) -> tuple[np.ndarray | None, dict]:
     return eps, {"epsilon": float(job.params["epsilon"]), "budget": job.params.get("budget"),
                  "noise": job.params.get("noise", "laplace"),
                  "epsilon_per_attribute": {c: float(e) for c, e in zip(cols, eps)},
-                 "epsilon_total_composed": float(eps.sum())}
+                 "epsilon_total_composed": float(eps.sum()),
+                 "budget_detail": _budget_detail(job.params, cols, eps)}
+
+
+def _budget_detail(p: dict, cols: list[str], eps: np.ndarray) -> str:
+    """The budget clause with the actual attributes (the registry's guarantee text cannot
+    know m, the number of protected attributes)."""
+    m = len(cols)
+    names = ", ".join(cols)
+    total = _fmt(eps.sum())
+    budget = p.get("budget", "equal")
+    if budget == "per-attribute":
+        return (f"ε = {_fmt(p['epsilon'])} given whole to each of the {m} protected attributes "
+                f"({names}): the release is ({m}·{_fmt(p['epsilon'])} = {total})-DP by "
+                "sequential composition")
+    shares = ", ".join(f"{c}: {_fmt(e)}" for c, e in zip(cols, eps))
+    how = "equally" if budget == "equal" else "by the user weights"
+    return (f"ε = {_fmt(p['epsilon'])} split {how} over the {m} protected attributes "
+            f"({shares}); total {total} by sequential composition")
 
 
 # --------------------------------------------------------------------------- mdav family
