@@ -1,15 +1,574 @@
-"""Command line: ``dpstudio methods | protect | evaluate | sweep``.  Engine only, no Qt.
+"""Command line: ``dpstudio methods | protect | evaluate | sweep | demo``.  Engine only, no Qt.
 
-(Being built: see issue 2.)
+Every error caused by the input (a bad file, value, role, domain or parameter) is
+printed as one line ``dpstudio: error: ...`` on stderr with exit code 2, never a
+traceback.  The input file is never modified.
+
+Examples::
+
+    dpstudio methods
+    dpstudio protect census.csv out.csv --method ir-dp --k 10 --epsilon 1 \\
+        --role FICA=eps-quasi --domain FICA=0:7500 --seed 42 --report out.html
+    dpstudio evaluate census.csv out.csv --attributes FICA --json
+    dpstudio sweep census.csv --method ir-dp --role FICA=eps-quasi --domain FICA=0:7500 \\
+        --k 2:20 --epsilon 0.1,1,10 --repeats 10 --out sweep.csv
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
+import os
 import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
 
 COMMANDS = ("methods", "protect", "evaluate", "sweep", "demo")
 
+#: Options that set a method parameter directly (option dest -> parameter name).
+COMMON_PARAMS = ("k", "epsilon", "algorithm", "suppression", "confidence", "noise",
+                 "calibration", "budget")
+
+
+class _UsageError(Exception):
+    """Bad command-line syntax (reported on one line, exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # noqa: D401 - argparse API
+        raise _UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# ----------------------------------------------------------------------- helpers
+
+
+def _err(msg: str) -> None:
+    print("dpstudio: error: " + " ".join(str(msg).split()), file=sys.stderr)
+
+
+def _warn(msg: str) -> None:
+    print("dpstudio: warning: " + " ".join(str(msg).split()), file=sys.stderr)
+
+
+def _split_assign(text: str, what: str, example: str, *, last: bool = False) -> tuple[str, str]:
+    key, sep, value = text.rpartition("=") if last else text.partition("=")
+    if not sep or not key.strip():
+        from dpstudio.engine.errors import ParameterError
+
+        raise ParameterError(f"{what} must look like {example}. Got {text!r}.")
+    return key.strip(), value.strip()
+
+
+def parse_roles(items: list[str] | None) -> dict[str, str]:
+    out = {}
+    for it in items or []:
+        col, role = _split_assign(it, "--role", "COLUMN=ROLE (e.g. FICA=eps-quasi)", last=True)
+        out[col] = role
+    return out
+
+
+def parse_domains(items: list[str] | None) -> dict[str, tuple[float, float]]:
+    from dpstudio.engine.errors import ParameterError
+
+    out = {}
+    for it in items or []:
+        col, rng = _split_assign(it, "--domain", "COLUMN=LOWER:UPPER (e.g. FICA=0:7500)", last=True)
+        parts = rng.split(":")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            lb, ub = float(parts[0]), float(parts[1])
+        except ValueError:
+            raise ParameterError(f"--domain {it!r}: write the range as LOWER:UPPER with two numbers, "
+                                 f"e.g. {col}=0:150000.") from None
+        out[col] = (lb, ub)
+    return out
+
+
+def parse_hierarchies(items: list[str] | None) -> dict[str, str]:
+    from dpstudio.engine.errors import ParameterError
+
+    out = {}
+    for it in items or []:
+        col, path = _split_assign(it, "--hierarchy", "COLUMN=FILE (an ARX hierarchy CSV)")
+        if not os.path.exists(path):
+            raise ParameterError(f"Hierarchy file for column {col!r} not found: {path}")
+        out[col] = path
+    return out
+
+
+def _parse_mapping(text: str) -> dict:
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            v = json.loads(text)
+        except json.JSONDecodeError:
+            v = None
+        if isinstance(v, dict):
+            return v
+    out: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, val = part.rpartition(":")
+        if not sep:
+            raise ValueError(part)
+        try:
+            out[key.strip()] = float(val)
+        except ValueError:
+            out[key.strip()] = val.strip()
+    return out
+
+
+def parse_param_value(spec, name: str, raw: str) -> Any:
+    """Turn the text of ``--param name=raw`` into a value of the right kind for ``spec``."""
+    from dpstudio.engine.errors import ParameterError
+
+    try:
+        p = spec.param(name)
+    except KeyError:
+        return raw  # check_params names the unknown parameter and lists the known ones
+    if raw.strip().lower() in ("none", "null", "") and p.kind != "str":
+        return None
+    if p.kind == "choice":
+        for c in p.choices:
+            if raw == c or str(c) == raw:
+                return c
+        return raw
+    if p.kind == "mapping":
+        try:
+            return _parse_mapping(raw)
+        except ValueError:
+            raise ParameterError(f"--param {name}: write a mapping as COL:VALUE,COL:VALUE "
+                                 f"(or JSON). Got {raw!r}.") from None
+    return raw  # int / float / bool / str: Param.check coerces and validates text
+
+
+def collect_params(spec, args) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for name in COMMON_PARAMS:
+        v = getattr(args, name, None)
+        if v is not None:
+            params[name] = parse_param_value(spec, name, str(v))
+    for it in getattr(args, "param", None) or []:
+        name, raw = _split_assign(it, "--param", "NAME=VALUE (e.g. budget=per-attribute)")
+        params[name] = parse_param_value(spec, name, raw)
+    if getattr(args, "drop_missing", False):
+        params["drop_missing"] = True
+    return params
+
+
+def parse_ints(text: str, what: str = "--k") -> list[int]:
+    """``2:100`` (inclusive), ``2:100:5``, ``2,5,10`` or a mix ``2,5,10:50:10``."""
+    from dpstudio.engine.errors import ParameterError
+
+    out: list[int] = []
+    try:
+        for part in filter(None, (p.strip() for p in str(text).split(","))):
+            if ":" in part:
+                bits = [int(float(b)) for b in part.split(":")]
+                if len(bits) == 2:
+                    a, b, step = bits[0], bits[1], 1
+                elif len(bits) == 3:
+                    a, b, step = bits
+                else:
+                    raise ValueError
+                if step <= 0 or b < a:
+                    raise ValueError
+                out.extend(range(a, b + 1, step))
+            else:
+                f = float(part)
+                if f != int(f):
+                    raise ValueError
+                out.append(int(f))
+    except ValueError:
+        raise ParameterError(f"{what} {text!r}: give whole numbers as a list (2,5,10) or a range "
+                             "a:b or a:b:step with a ≤ b and step > 0.") from None
+    if not out:
+        raise ParameterError(f"{what} is empty.")
+    return list(dict.fromkeys(out))
+
+
+def parse_floats(text: str, what: str = "--epsilon") -> list[float]:
+    from dpstudio.engine.errors import ParameterError
+
+    out = []
+    for part in filter(None, (p.strip() for p in str(text).split(","))):
+        try:
+            out.append(float(part))
+        except ValueError:
+            raise ParameterError(f"{what}: {part!r} is not a number.") from None
+    if not out:
+        raise ParameterError(f"{what} is empty.")
+    return out
+
+
+def _read(path: str, args=None):
+    from dpstudio.engine.io import read_table
+
+    kw = {}
+    if args is not None:
+        kw = {"sep": getattr(args, "sep", None), "encoding": getattr(args, "encoding", None),
+              "decimal": getattr(args, "decimal", None), "sheet": getattr(args, "sheet", None)}
+        if kw["sep"] == "\\t":
+            kw["sep"] = "\t"
+    return read_table(path, **kw)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "n/a"
+        return f"{v:.6g}"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_fmt(x)}" for k, x in v.items())
+    return str(v)
+
+
+def _jsonable(v: Any) -> Any:
+    import numpy as np
+
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+def _evaluate_result(res, measures=("sse", "rl", "delta", "corr", "kanon")) -> dict | None:
+    """Measures of a fresh result; None (with a warning) when they do not apply."""
+    from dpstudio.engine import metrics
+    from dpstudio.engine.errors import DPStudioError
+
+    try:
+        return metrics.evaluate(res.aligned_original(), res.data, res.protected_attributes,
+                                measures=measures, result=res)
+    except (DPStudioError, KeyError, ValueError, TypeError) as exc:
+        _warn(f"utility/risk measures not computed for this release: {exc}")
+        return None
+
+
+def _input_guard(inp: str, out: str) -> None:
+    from dpstudio.engine.errors import InputError
+    from dpstudio.engine.io import same_file
+
+    if same_file(inp, out):
+        raise InputError(f"The output {out} is the input file: choose another output name "
+                         "(the input is never overwritten).")
+
+
+# ----------------------------------------------------------------------- commands
+
+
+def cmd_methods(args) -> int:
+    from dpstudio import engine
+
+    ms = engine.methods()
+    if args.json:
+        print(json.dumps(_jsonable(ms), indent=2, ensure_ascii=False, default=str))
+        return 0
+    for m in ms:
+        params = ", ".join(
+            f"{p['name']}={p['default']}" + (f" [{'|'.join(map(str, p['choices']))}]" if p["choices"] else "")
+            for p in m["params"])
+        print(f"{m['id']:<16} {m['name']}")
+        print(f"{'':<16} protects: {', '.join(m['protects'])}"
+              f"{'; needs declared domains' if m['needs_domain'] else ''}; params: {params}")
+    return 0
+
+
+def _prepare_and_run(df, args, method: str):
+    from dpstudio import engine
+    from dpstudio.engine import validation as V
+    from dpstudio.engine.errors import InputError
+    from dpstudio.engine.registry import get_method
+    from dpstudio.engine.rng import as_rng
+
+    spec = get_method(method)
+    params = collect_params(spec, args)
+    roles = parse_roles(args.role)
+    domains = parse_domains(args.domain)
+    hier = parse_hierarchies(args.hierarchy)
+    prep = engine.prepare(df, method, roles, domains, hier or None, **params)
+    const = V.constant_columns(prep.data, prep.protected)
+    if const:
+        raise InputError(
+            f"Column(s) {', '.join(map(repr, const))} are constant: there is nothing to protect in "
+            "them and their standardisation is undefined. Give them the role 'other' (they are "
+            "released as they are) or remove them."
+        )
+    if prep.dropped_rows:
+        _warn(f"{len(prep.dropped_rows)} record(s) with missing values in protected attributes "
+              "were dropped (--drop-missing) and are not in the release.")
+    res = engine.run_prepared(prep, rng=as_rng(args.seed))
+    return spec, res
+
+
+def cmd_protect(args) -> int:
+    from dpstudio.engine.export import export_release
+    from dpstudio.engine.report import render_html
+
+    _input_guard(args.input, args.output)
+    if args.report:
+        _input_guard(args.input, args.report)
+    df, meta = _read(args.input, args)
+    spec, res = _prepare_and_run(df, args, args.method)
+    measures = _evaluate_result(res)
+    html = None
+    if args.report:
+        html = render_html(res, measures, input_name=Path(args.input).name)
+    written = export_release(res, args.output, input_path=args.input, input_meta=meta,
+                             fmt=args.format, report_html=html, report_path=args.report)
+    for w in res.warnings:
+        if "dropped" in w and "missing" in w:
+            continue  # already reported
+        _warn(w)
+    print(f"Guarantee: {res.guarantee}")
+    shown = {k: v for k, v in res.params.items() if v is not None and k not in ("drop_missing",)}
+    summ = (f"{spec.id}: {len(res.data)} records"
+            + (f" ({len(res.dropped_rows)} dropped)" if res.dropped_rows else "")
+            + f", {', '.join(f'{k}={_fmt(v)}' for k, v in shown.items())}"
+            + f" -> {written['data']} (+ {Path(written['metadata']).name}"
+            + (f", {Path(written['report']).name}" if "report" in written else "") + ")")
+    if measures:
+        summ += (f"; SSE normalized {_fmt(measures.get('sse_normalized', float('nan')))}, "
+                 f"RL {measures.get('rl', float('nan')):.3g} %")
+    print(summ)
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from dpstudio.engine import metrics
+    from dpstudio.engine.errors import ParameterError
+
+    orig, _ = _read(args.original)
+    prot, _ = _read(args.protected)
+    attrs = [a.strip() for a in args.attributes.split(",") if a.strip()]
+    if not attrs:
+        raise ParameterError("--attributes: name at least one column (comma-separated).")
+    conf = [a.strip() for a in (args.confidential or "").split(",") if a.strip()] or None
+    out = metrics.evaluate(orig, prot, attrs, confidential=conf, rl_distance=args.rl_distance)
+    if args.json:
+        print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
+        return 0
+    for w in out.get("warnings", []):
+        _warn(w)
+    for k, v in out.items():
+        if k != "warnings":
+            print(f"{k}: {_fmt(v)}")
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    import pandas as pd
+
+    from dpstudio import engine
+    from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.io import write_table
+    from dpstudio.engine.registry import get_method
+
+    _input_guard(args.input, args.out)
+    spec = get_method(args.method)
+    if spec.uses_k and args.k is None:
+        raise ParameterError(f"Method {spec.id!r} uses k: give --k (e.g. --k 2:100 or --k 2,5,10).")
+    if spec.uses_epsilon and args.epsilon is None:
+        raise ParameterError(f"Method {spec.id!r} uses ε: give --epsilon (e.g. --epsilon 0.01,0.1,1,10).")
+    ks = parse_ints(args.k) if (spec.uses_k and args.k is not None) else []
+    eps = parse_floats(args.epsilon) if (spec.uses_epsilon and args.epsilon is not None) else []
+    if args.repeats < 1:
+        raise ParameterError(f"--repeats must be at least 1. Got {args.repeats}.")
+    df, meta = _read(args.input, args)
+    saved_k, saved_eps = args.k, args.epsilon
+    args.k = args.epsilon = None  # the grid sets them
+    params = collect_params(spec, args)
+    args.k, args.epsilon = saved_k, saved_eps
+    measures = tuple(m.strip() for m in args.measures.split(",") if m.strip())
+    gen = engine.sweep(df, spec.id, parse_roles(args.role), parse_domains(args.domain),
+                       ks=ks, epsilons=eps, repeats=args.repeats, seed=args.seed,
+                       measures=measures, baselines=not args.no_baselines,
+                       hierarchies=parse_hierarchies(args.hierarchy) or None, **params)
+    rows = []
+    for pt in gen:
+        rows.append(pt.as_row())
+        vals = ", ".join(f"{n}={m:.4g}" for n, (m, s) in pt.values.items()
+                         if n in ("sse_normalized", "sse_raw", "rl"))
+        eps_s = "none (baseline)" if pt.epsilon is None else f"{pt.epsilon:g}"
+        print(f"[{pt.index + 1}/{pt.total}] k={pt.k} epsilon={eps_s} repeats={pt.repeats}: {vals} "
+              f"({pt.elapsed:.1f} s)", file=sys.stderr, flush=True)
+        # rewrite after every point: an interrupted sweep keeps what it computed
+        write_table(pd.DataFrame(rows), args.out, "csv", protect=(args.input,))
+    print(f"{len(rows)} point(s) written to {os.path.abspath(args.out)}")
+    return 0
+
+
+def demo_path() -> Path:
+    import dpstudio
+
+    return Path(dpstudio.__file__).resolve().parent.parent / "resources" / "census.csv"
+
+
+def cmd_demo(args) -> int:
+    from dpstudio import engine
+    from dpstudio.engine.errors import InputError
+
+    path = demo_path()
+    if not path.exists():
+        raise InputError(f"The bundled sample {path} is missing; reinstall dpstudio.")
+    df, _ = _read(str(path))
+    cols = ["FICA", "FEDTAX", "INTVAL", "POTHVAL"]
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise InputError(f"The bundled sample lacks column(s) {', '.join(missing)}.")
+    # The papers' convention for the demo only: [0, 1.5 × max]. For a real release
+    # declare domains from knowledge of the population, not from the file.
+    domains = {c: (0.0, 1.5 * float(df[c].max())) for c in cols}
+    k, eps = args.k, args.epsilon
+    res = engine.protect(df, "ir-dp", {c: "eps-quasi" for c in cols}, domains, seed=args.seed,
+                         k=k, epsilon=eps)
+    m = _evaluate_result(res, ("sse", "rl"))
+    print(f"dpstudio demo: individual ranking + Laplace (ir-dp) on the bundled Census sample "
+          f"({len(df)} records), attributes {', '.join(cols)}, k={k}, ε={eps:g}.")
+    print("(Demo only: domains are [0, 1.5 × max of the file], the papers' convention; "
+          "declare real domains for a release.)")
+    print(f"Guarantee: {res.guarantee}")
+    if m:
+        print(f"SSE raw {m['sse_raw']:.4g}; SSE normalized {m['sse_normalized']:.4g}; "
+              f"RL {m['rl']:.3g} %")
+    return 0
+
+
+# ----------------------------------------------------------------------- parser
+
+
+def _add_io_opts(p) -> None:
+    p.add_argument("--sep", help="CSV separator (default: detected among , ; tab |)")
+    p.add_argument("--decimal", choices=(".", ","), help="decimal mark of a CSV (default: detected)")
+    p.add_argument("--encoding", help="text encoding of a CSV (default: detected)")
+    p.add_argument("--sheet", help="Excel sheet name (default: the first)")
+
+
+def _add_method_opts(p, sweep: bool = False) -> None:
+    p.add_argument("--method", required=True, help="method id (see 'dpstudio methods')")
+    if sweep:
+        p.add_argument("--k", help="k values: 2:100, 2:100:5 or 2,5,10")
+        p.add_argument("--epsilon", help="ε values: 0.01,0.1,1,10")
+    else:
+        p.add_argument("--k", help="k: minimum cluster / class size")
+        p.add_argument("--epsilon", help="ε: total privacy budget (> 0)")
+    p.add_argument("--role", action="append", metavar="COL=ROLE",
+                   help="attribute role: identifier, k-quasi, eps-quasi, confidential, other (repeatable)")
+    p.add_argument("--domain", action="append", metavar="COL=LB:UB",
+                   help="declared domain of a numeric attribute (repeatable)")
+    p.add_argument("--seed", type=int, help="random seed (keep it secret; never written to the release)")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="any method parameter, e.g. budget=per-attribute (repeatable)")
+    p.add_argument("--hierarchy", action="append", metavar="COL=FILE",
+                   help="ARX generalisation hierarchy / taxonomy CSV for a column (repeatable)")
+    for name in ("algorithm", "suppression", "confidence", "noise", "calibration", "budget"):
+        p.add_argument(f"--{name}", help=f"method parameter '{name}' (see 'dpstudio methods')")
+    p.add_argument("--drop-missing", action="store_true",
+                   help="drop records with missing values in protected attributes (reported)")
+    _add_io_opts(p)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from dpstudio import __version__
+
+    parser = _Parser(prog="dpstudio", description="Protect microdata files before release.")
+    parser.add_argument("--version", action="version", version=f"dpstudio {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    p = sub.add_parser("methods", help="list the protection methods and their parameters")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_methods)
+
+    p = sub.add_parser("protect", help="protect a file and write the release")
+    p.add_argument("input", metavar="IN")
+    p.add_argument("output", metavar="OUT")
+    _add_method_opts(p)
+    p.add_argument("--format", help="output format: csv, xlsx, parquet, dta, sav (default: from OUT)")
+    p.add_argument("--report", metavar="FILE.html", help="also write an HTML report")
+    p.set_defaults(func=cmd_protect)
+
+    p = sub.add_parser("evaluate", help="utility and risk measures of a protected file")
+    p.add_argument("original", metavar="ORIGINAL")
+    p.add_argument("protected", metavar="PROTECTED")
+    p.add_argument("--attributes", required=True, help="comma-separated columns to compare")
+    p.add_argument("--confidential", help="comma-separated confidential columns (correlation loss)")
+    p.add_argument("--rl-distance", choices=("standardized", "raw"), default="standardized")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("sweep", help="trade-off sweep over k and ε")
+    p.add_argument("input", metavar="IN")
+    _add_method_opts(p, sweep=True)
+    p.add_argument("--repeats", type=int, default=10, help="repetitions per point (default 10)")
+    p.add_argument("--measures", default="sse,rl", help="measures (default sse,rl)")
+    p.add_argument("--no-baselines", action="store_true", help="skip the noise-free baselines")
+    p.add_argument("--out", required=True, metavar="FILE.csv")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("demo", help="run ir-dp on the bundled Census sample")
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_demo)
+    return parser
+
 
 def main(argv: list[str] | None = None) -> int:
-    print("dpstudio command line: not built yet", file=sys.stderr)
-    return 2
+    from dpstudio.engine.errors import Cancelled, DPStudioError, PrivacyLeakWarning
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.print_usage(sys.stderr)
+            return 2
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                return int(args.func(args) or 0)
+            finally:
+                seen = set()
+                for w in caught:
+                    msg = str(w.message)
+                    if msg not in seen and issubclass(w.category, (UserWarning, PrivacyLeakWarning)):
+                        seen.add(msg)
+                        _warn(msg)
+    except SystemExit as exc:  # --help / --version
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    except _UsageError as exc:
+        _err(str(exc))
+        return 2
+    except DPStudioError as exc:
+        _err(str(exc))
+        return 2
+    except BrokenPipeError:  # e.g. 'dpstudio methods | head'
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+    except OSError as exc:
+        if exc.filename and exc.strerror:
+            _err(f"{exc.filename}: {exc.strerror}")
+        else:
+            _err(str(exc) or type(exc).__name__)
+        return 2
+    except Cancelled:
+        _err("cancelled")
+        return 130
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
