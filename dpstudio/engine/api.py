@@ -140,7 +140,8 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         method=spec.id,
         method_name=spec.name,
         params={k_: v for k_, v in params.items()},
-        guarantee=spec.guarantee(params),
+        guarantee=spec.guarantee({**params, "_attributes": list(
+            out.protected if out.protected is not None else prep.protected)}),
         is_dp=bool(spec.is_dp(params)),
         roles={c: role.value for c, role in prep.roles.items()},
         domains=dict(prep.domains),

@@ -133,6 +133,10 @@ def constant_columns(df: pd.DataFrame, cols: list[str]) -> list[str]:
     out = []
     for c in cols:
         s = df[c]
-        if s.nunique(dropna=True) <= 1:
+        if pd.api.types.is_numeric_dtype(s):
+            v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+            if v.size == 0 or np.all(np.isnan(v)) or np.nanmin(v) == np.nanmax(v):
+                out.append(c)
+        elif s.nunique(dropna=True) <= 1:
             out.append(c)
     return out

@@ -81,6 +81,9 @@ def _fmt(x) -> str:
 
 def _budget_clause(p: dict) -> str:
     budget = p.get("budget", "equal")
+    cols = p.get("_attributes")
+    if cols and p.get("epsilon") is not None:  # the API passes the protected columns
+        return _budget_detail(p, list(cols), _shares(p, list(cols)))
     if budget == "per-attribute":
         return (f"ε = {_fmt(p['epsilon'])} given whole to each of the m protected attributes, so "
                 "the release as a whole is only (m·ε)-DP, m = number of ε-quasi-identifiers")
@@ -90,8 +93,25 @@ def _budget_clause(p: dict) -> str:
     return f"ε = {_fmt(p['epsilon'])}, split equally over the m protected attributes (ε/m each)"
 
 
+def _shares(p: dict, cols: list[str]) -> np.ndarray:
+    eps, m = float(p["epsilon"]), len(cols)
+    budget = p.get("budget", "equal")
+    if budget == "per-attribute":
+        return np.full(m, eps)
+    if budget == "weights" and p.get("weights"):
+        w = np.array([float(p["weights"].get(c, 0.0)) for c in cols])
+        if w.sum() > 0:
+            return eps * w / w.sum()
+    return np.full(m, eps / m)
+
+
 def _dp_sentence(p: dict) -> str:
     eps = _fmt(p["epsilon"])
+    cols = p.get("_attributes")
+    if p.get("budget", "equal") == "per-attribute" and cols:
+        m = len(cols)
+        head = f"({m}·{eps} = {_fmt(m * float(p['epsilon']))})-differential privacy"
+        return f"{head} ({_budget_clause(p)}; {BOUNDED})"
     if p.get("budget", "equal") == "per-attribute":
         head = f"(m·{eps})-differential privacy, i.e. (m·ε)-DP"
     else:
