@@ -1,0 +1,160 @@
+"""Regression tests pinning reproductions of published figures (see results/census_tables.md,
+results/adult_irdp.md and scripts/reproduce_*.py).
+
+A change that breaks a noise calibration, a budget split, the clamping, the insensitive
+clustering or a measure moves these figures away from the papers' and fails here.  Each test
+averages enough runs that the tolerance is several standard errors wide, so the tests do not
+depend on one particular random stream.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpstudio import engine
+
+from tests.conftest import shared_path
+
+SWEEP = engine.sweep  # fetched once: the first call rebinds engine.sweep to its submodule
+
+ATTRS = ["FEDTAX", "POTHVAL", "INTVAL", "FICA"]
+
+# thesis Table 6.5, k = 1 row (plain Laplace): attribute -> ε -> (Δ mean, Δ variance)
+T65_K1 = {
+    "FEDTAX": {0.01: (1.0947, 9.5299), 0.1: (1.0356, 9.2111), 1.0: (0.6925, 6.4855), 10.0: (0.0500, 0.5122)},
+    "POTHVAL": {0.01: (14.5160, 69.3473), 0.1: (13.7959, 67.3757), 1.0: (9.0362, 45.9873), 10.0: (1.2125, 2.1168)},
+    "INTVAL": {0.01: (25.4754, 96.3225), 0.1: (24.6380, 93.3506), 1.0: (15.9486, 64.2854), 10.0: (2.2799, 3.0044)},
+    "FICA": {0.01: (1.0126, 16.3302), 0.1: (0.9648, 15.7698), 1.0: (0.6151, 11.3811), 10.0: (0.0270, 0.9712)},
+}
+# thesis Table 6.2: plain Laplace SSE0 (raw) per ε
+T62_SSE0 = {0.01: 1.62e13, 0.1: 1.54e13, 1.0: 8.86e12, 10.0: 3.69e11}
+# thesis Table 6.5, Δ variance at ε = 1 for k = 2 and 5 (noise-dominated cells)
+T65_EPS1_DV = {
+    "FEDTAX": {2: 4.3752, 5: 1.5560}, "POTHVAL": {2: 29.3618, 5: 8.0984},
+    "INTVAL": {2: 40.5087, 5: 11.0832}, "FICA": {2: 7.8828, 5: 3.0073},
+}
+# thesis Table 6.5, "Insensit. MDAV" column, Δ variance (noise-free multi-reference clustering)
+T65_INS_DV = {
+    "FEDTAX": {2: 0.0447, 5: 0.0804, 15: 0.1015, 30: 0.1254},
+    "POTHVAL": {2: 0.0697, 5: 0.1268, 15: 0.2429, 30: 0.3416},
+}
+
+
+@pytest.fixture(scope="module")
+def census4(census) -> tuple[pd.DataFrame, dict, dict]:
+    d4 = census[ATTRS].copy()
+    domains = {c: (0.0, 1.5 * float(d4[c].max())) for c in ATTRS}
+    roles = {c: "eps-quasi" for c in ATTRS}
+    return d4, roles, domains
+
+
+def _avg(point, key: str) -> dict:
+    vals = [r[key] for r in point.runs]
+    return {a: float(np.mean([v[a] for v in vals])) for a in vals[0]}
+
+
+def test_table_6_5_k1_row_plain_laplace_per_attribute(census4):
+    """Thesis Table 6.5, k = 1: Laplace of scale Δ/ε on each attribute, clamped to [0, 1.5·max]
+    (methods.md §4, 'per-attribute' budget).  Also Table 6.2's SSE0."""
+    d4, roles, domains = census4
+    pts = {pt.epsilon: pt for pt in SWEEP(d4, "laplace", roles, domains, ks=[],
+                                          epsilons=[0.01, 0.1, 1.0, 10.0], repeats=40, seed=11,
+                                          measures=("sse", "delta"), budget="per-attribute")}
+    for eps, pt in pts.items():
+        dm, dv = _avg(pt, "delta_mean"), _avg(pt, "delta_var")
+        for a in ATTRS:
+            pm, pv = T65_K1[a][eps]
+            assert dv[a] == pytest.approx(pv, rel=0.10), (a, eps, "Δ variance", dv[a], pv)
+            if eps <= 1.0:  # at ε = 10 Δ mean is a small noise-dominated figure (10-run spread ±30 %)
+                assert dm[a] == pytest.approx(pm, rel=0.12), (a, eps, "Δ mean", dm[a], pm)
+        assert pt.values["sse_raw"][0] == pytest.approx(T62_SSE0[eps], rel=0.06)
+
+
+def test_equal_budget_would_not_reproduce_k1_row(census4):
+    """The 'per-attribute' reading is what reproduces the thesis; the ε-DP 'equal' split
+    (scale mΔ/ε) gives clearly different figures at ε = 10 — so the test above can fail."""
+    d4, roles, domains = census4
+    pt = next(iter(SWEEP(d4, "laplace", roles, domains, ks=[], epsilons=[10.0], repeats=20,
+                         seed=12, measures=("delta",), budget="equal")))
+    dv = _avg(pt, "delta_var")
+    assert dv["FEDTAX"] > 2.0 * T65_K1["FEDTAX"][10.0][1]
+
+
+def test_table_6_5_as_published_multi_reference_eps1(census4):
+    """k = 2 and 5, ε = 1 (noise-dominated): insensitive-dp, multi-reference, as-published,
+    per-attribute reproduces the thesis's Δ variance within 20 %; the rigorous calibration
+    (n_c times more noise) does not."""
+    d4, roles, domains = census4
+    got = {}
+    for calib in ("as-published", "rigorous"):
+        for pt in SWEEP(d4, "insensitive-dp", roles, domains, ks=[2, 5], epsilons=[1.0],
+                        repeats=30, seed=13, measures=("delta",), budget="per-attribute",
+                        variant="multi", calibration=calib, baselines=False):
+            got[(calib, pt.k)] = _avg(pt, "delta_var")
+    for a, by_k in T65_EPS1_DV.items():
+        for k, paper in by_k.items():
+            assert got[("as-published", k)][a] == pytest.approx(paper, rel=0.20), (a, k)
+            assert got[("rigorous", k)][a] > 1.5 * paper, (a, k)
+
+
+def test_table_6_5_insensitive_mdav_column(census4):
+    """The noise-free multi-reference clustering matches the thesis's 'Insensit. MDAV' column
+    (Δ variance) for FEDTAX and POTHVAL within 20 %; the single-order variant loses far more
+    variance on POTHVAL (methods.md §4)."""
+    d4, roles, domains = census4
+    multi = {pt.k: _avg(pt, "delta_var") for pt in SWEEP(
+        d4, "insensitive-dp", roles, domains, ks=[2, 5, 15, 30], epsilons=[], repeats=1, seed=1,
+        measures=("delta",), variant="multi")}
+    single = {pt.k: _avg(pt, "delta_var") for pt in SWEEP(
+        d4, "insensitive-dp", roles, domains, ks=[2, 5], epsilons=[], repeats=1, seed=1,
+        measures=("delta",), variant="single")}
+    for a, by_k in T65_INS_DV.items():
+        for k, paper in by_k.items():
+            assert multi[k][a] == pytest.approx(paper, rel=0.20), (a, k, multi[k][a], paper)
+    assert single[2]["POTHVAL"] > 3 * T65_INS_DV["POTHVAL"][2]
+
+
+def test_table_3_10_ir_swap_and_mdav_id_k5(census):
+    """Thesis Table 3.10, k = 5.  IR-SWAP matches the thesis (.0021 / .0041) within 25 %.
+    MDAV-ID (all 13 attributes as k-quasi, informed-intruder setup) is pinned at the engine's
+    own figure: it is about half the thesis's .055 because the engine standardises distances
+    and averages the 63 distinct pairs (results/census_tables.md explains and reproduces the
+    thesis's figure with raw distances)."""
+    cols = list(census.columns)
+    conf = cols[6:]
+    roles_ir = {**{c: "other" for c in cols[:6]}, **{c: "confidential" for c in conf}}
+    prep = engine.prepare(census, "ir-swap", roles_ir, k=5)
+    cache: dict = {}
+    vals = []
+    for r in range(40):
+        out = engine.run_prepared(prep, rng=np.random.default_rng([5, r]), cache=cache).data
+        e = engine.evaluate(census, out, cols, measures=["corr"], confidential=conf)
+        vals.append((e["corr_loss_mean"], e["corr_loss_std"]))
+    mean, sd = np.mean(vals, axis=0)
+    assert mean == pytest.approx(0.0021, rel=0.25)
+    assert sd == pytest.approx(0.0041, rel=0.25)
+    out = engine.protect(census, "mdav", roles={c: "k-quasi" for c in cols}, k=5, seed=1).data
+    e = engine.evaluate(census, out, cols, measures=["corr"], confidential=conf)
+    assert e["corr_loss_mean"] == pytest.approx(0.0243, rel=0.05)
+    assert e["corr_loss_mean"] < 0.055  # the thesis's raw-distance figure is larger
+
+
+def test_adult_ir_dp_eps01_k100_beats_laplace_eps1():
+    """Paper 002, Adult: ir-dp at ε = 0.1, k = 100 has no more SSE than plain Laplace at ε = 1
+    (the paper: 'almost equals'; ours is about 5× lower, see results/adult_irdp.md)."""
+    path = shared_path("adult", "uci", "adult.data")
+    raw = pd.read_csv(path, header=None, skipinitialspace=True, na_values="?").dropna()
+    df = raw[[0, 12]].rename(columns={0: "AGE", 12: "HOURS"}).reset_index(drop=True).astype(float)
+    assert len(df) == 30162
+    domains = {c: (0.0, 1.5 * float(df[c].max())) for c in df.columns}
+    roles = {c: "eps-quasi" for c in df.columns}
+    sse = []
+    for method, params in (("ir-dp", {"k": 100, "epsilon": 0.1}), ("laplace", {"epsilon": 1.0})):
+        runs = [engine.evaluate(df, engine.protect(df, method, roles=roles, domains=domains,
+                                                   seed=s, **params).data,
+                                list(df.columns), measures=["sse"])["sse_raw"] for s in range(3)]
+        sse.append(np.mean(runs))
+    assert sse[0] < sse[1]
+    assert sse[0] > 0.05 * sse[1]  # but not absurdly small: noise of scale Δ/5 is still added
