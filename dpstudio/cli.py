@@ -266,9 +266,11 @@ def _input_guard(inp: str, out: str) -> None:
 
 
 def cmd_methods(args) -> int:
-    from dpstudio import engine
+    # (not engine.methods: the package attribute is shadowed by the dpstudio.engine.methods
+    # subpackage once the method modules are imported)
+    from dpstudio.engine.api import methods as list_methods
 
-    ms = engine.methods()
+    ms = list_methods()
     if args.json:
         print(json.dumps(_jsonable(ms), indent=2, ensure_ascii=False, default=str))
         return 0
