@@ -323,7 +323,7 @@ class _Lattice:
     """The generalisation lattice of level vectors, with predictive tagging and a cache of
     frequency tables (distinct code combinations at a node and their record counts)."""
 
-    _CACHE_CELLS = 20_000_000
+    _CACHE_CELLS = 2_000_000
 
     def __init__(self, quasis: list[EncodedQuasi], k: int, max_suppressed: int, loss):
         self.q = quasis
@@ -366,6 +366,7 @@ class _Lattice:
         self.record_combo = inv.astype(np.int64)
         bottom = [np.ascontiguousarray(c[first]) for c in cols]
         self.n = int(len(inv))
+        self._n = self.n
         self.tables: dict[int, tuple[list[np.ndarray], np.ndarray]] = {0: (bottom, counts.astype(np.int64))}
         self._tab_nodes = np.zeros(64, dtype=np.int64)
         self._tab_sizes = np.zeros(64, dtype=np.int64)
@@ -399,16 +400,22 @@ class _Lattice:
             nz = np.flatnonzero(tot)
             new_counts = tot[nz].astype(np.int64)
             first = None
+        elif rng_ < 2 ** 31 and self._n < 2 ** 32:
+            # counts only (such tables are not cached: roll-ups from them did not pay off):
+            # sort (key << 32 | count) packed in one int64, cheaper than an argsort
+            packed = np.sort((key << 32) | counts)
+            sk = packed >> 32
+            starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
+            new_counts = np.add.reduceat(packed & 0xFFFFFFFF, starts)
+            return [], new_counts
         else:
-            if rng_ < 2 ** 31:
-                key = key.astype(np.int32)
             order = np.argsort(key)
             sk = key[order]
             starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
             new_counts = np.add.reduceat(counts[order], starts)
             first = order[starts]
         # cache the table if it is a useful (much smaller) source for later roll-ups
-        if len(new_counts) * 2 <= g and self._cells + len(new_counts) * self.d <= self._CACHE_CELLS:
+        if len(new_counts) * 2 <= g and self._worth_caching(g):
             if first is None:
                 new_cols = [c.astype(np.int64) for c in np.unravel_index(nz, tuple(cards))]
             else:
@@ -422,6 +429,10 @@ class _Lattice:
             self._n_tabs += 1
             self._cells += len(new_counts) * self.d
         return [], new_counts
+
+    def _worth_caching(self, g: int) -> bool:
+        """Room in the roll-up cache for a table of (at most) ``g`` rows?"""
+        return self._cells + g * self.d <= self._CACHE_CELLS
 
     def _class_counts(self, node: int) -> np.ndarray:
         return self._table(node)[1]
