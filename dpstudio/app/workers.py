@@ -2,37 +2,43 @@
 
 * :class:`Worker` is a ``QRunnable``; its signals live on a companion :class:`WorkerSignals`
   ``QObject`` (a QRunnable is not a QObject).
-* Cancellation is cooperative: :meth:`Worker.cancel` sets a flag that ``check_cancel`` (handed to
-  the engine) turns into :class:`dpstudio.engine.Cancelled`.  A cancelled task emits no result.
+* The pool thread never touches a Qt object: it posts events (progress, items, result, error)
+  to a thread-safe queue, and the GUI thread drains that queue on a 25 ms timer and emits the
+  signals there.  (Emitting Python-object signals across threads corrupts memory in some
+  PySide6 releases, PYSIDE-3124; the queue also batches the items of a generator for free.)
+* Cancellation is cooperative: :meth:`Worker.cancel` sets a flag that ``check_cancel`` (handed
+  to the engine) turns into :class:`dpstudio.engine.Cancelled`.  A cancelled task emits no
+  result.
 * :class:`TaskRunner` runs one task per channel: starting a new task cancels the running one
-  first, and signals of a superseded task are dropped (last request wins), so a cancel never
+  first, and events of a superseded task are dropped (last request wins), so a cancel never
   leaves half a state behind.
-* Progress is emitted only when it changes by at least 1 %; items yielded by a generator are
-  batched and emitted at most every ``batch_interval`` seconds (plus once at the end).
+* Progress is posted only when it changes by at least 1 %.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 import traceback
 from typing import Any, Callable, Iterable
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
 from dpstudio import engine
 
 ProgressFn = Callable[[float], None]
 CancelFn = Callable[[], None]
+POLL_MS = 25
 
 
 class WorkerSignals(QObject):
-    """Signals of one :class:`Worker` (emitted from the pool thread, received queued)."""
+    """Signals of one :class:`Worker` (always emitted in the GUI thread by :meth:`Worker.drain`)."""
 
     progress = Signal(float)
-    """Fraction done in [0, 1], throttled to 1 % steps."""
-    yielded = Signal(list)
-    """A batch of items produced by a generator task."""
+    """Fraction done in [0, 1], in steps of at least 1 %."""
+    yielded = Signal(object)
+    """A list of items produced by a generator task since the last drain."""
     finished = Signal(object)
     """The task's return value (never emitted after a cancel)."""
     errored = Signal(str, str)
@@ -50,19 +56,20 @@ class Worker(QRunnable):
     through ``yielded``; ``finished`` then carries the list of all items.
     """
 
-    def __init__(self, fn: Callable[[ProgressFn, CancelFn], Any], *, generator: bool = False,
-                 batch_interval: float = 0.1) -> None:
+    def __init__(self, fn: Callable[[ProgressFn, CancelFn], Any], *, generator: bool = False
+                 ) -> None:
         super().__init__()
         self.setAutoDelete(False)
         self.fn = fn
         self.generator = generator
-        self.batch_interval = batch_interval
         self.signals = WorkerSignals()
+        self._events: queue.SimpleQueue = queue.SimpleQueue()
         self._abort = threading.Event()
         self._finished = threading.Event()
+        self._drained_done = False
         self._last_progress = -1.0
 
-    # --- Public API
+    # --- Public API (GUI thread)
     def cancel(self) -> None:
         """Ask the task to stop at its next check (it is up to the engine to honour it)."""
         self._abort.set()
@@ -74,8 +81,42 @@ class Worker(QRunnable):
     def is_finished(self) -> bool:
         return self._finished.is_set()
 
+    @property
+    def ended(self) -> bool:
+        """The task finished and its last event was delivered."""
+        return self._drained_done
+
     def wait(self, timeout: float | None = None) -> bool:
         return self._finished.wait(timeout)
+
+    def drain(self) -> None:
+        """Emit the pending events in the calling (GUI) thread; items are batched."""
+        sig = self.signals
+        batch: list = []
+        while True:
+            try:
+                kind, payload = self._events.get_nowait()
+            except queue.Empty:
+                break
+            if kind == "item":
+                batch.append(payload)
+                continue
+            if batch:
+                sig.yielded.emit(batch)
+                batch = []
+            if kind == "progress":
+                sig.progress.emit(payload)
+            elif kind == "finished":
+                sig.finished.emit(payload)
+            elif kind == "errored":
+                sig.errored.emit(*payload)
+            elif kind == "cancelled":
+                sig.cancelled.emit()
+            elif kind == "done":
+                self._drained_done = True
+                sig.done.emit()
+        if batch:
+            sig.yielded.emit(batch)
 
     # --- Called in the pool thread
     def check_cancel(self) -> None:
@@ -88,110 +129,35 @@ class Worker(QRunnable):
         f = min(max(float(fraction), 0.0), 1.0)
         if f - self._last_progress >= 0.01 or (f >= 1.0 > self._last_progress):
             self._last_progress = f
-            self.signals.progress.emit(f)
+            self._events.put(("progress", f))
 
     def run(self) -> None:  # noqa: D401 - QRunnable API
-        sig = self.signals
+        post = self._events.put
         try:
             if self.generator:
                 items: list = []
-                batch: list = []
-                last = time.monotonic()
                 iterator: Iterable = self.fn(self.report_progress, self.check_cancel)
                 for item in iterator:
                     self.check_cancel()
                     items.append(item)
-                    batch.append(item)
-                    now = time.monotonic()
-                    if now - last >= self.batch_interval:
-                        sig.yielded.emit(batch)
-                        batch = []
-                        last = now
-                if batch and not self._abort.is_set():
-                    sig.yielded.emit(batch)
+                    post(("item", item))
                 result: Any = items
             else:
                 result = self.fn(self.report_progress, self.check_cancel)
-            if self._abort.is_set():
-                sig.cancelled.emit()
-            else:
-                sig.finished.emit(result)
+            post(("cancelled", None) if self._abort.is_set() else ("finished", result))
         except engine.Cancelled:
-            sig.cancelled.emit()
+            post(("cancelled", None))
         except engine.DPStudioError as exc:
-            if self._abort.is_set():
-                sig.cancelled.emit()
-            else:
-                sig.errored.emit(str(exc), "")
+            post(("cancelled", None) if self._abort.is_set() else ("errored", (str(exc), "")))
         except MemoryError:
-            sig.errored.emit("Not enough memory for this task. Try a smaller file or fewer "
-                             "grid points.", traceback.format_exc())
+            post(("errored", ("Not enough memory for this task. Try a smaller file or fewer "
+                              "grid points.", traceback.format_exc())))
         except Exception as exc:  # noqa: BLE001 - shown to the user with details
-            if self._abort.is_set():
-                sig.cancelled.emit()
-            else:
-                sig.errored.emit(f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            post(("cancelled", None) if self._abort.is_set() else
+                 ("errored", (f"{type(exc).__name__}: {exc}", traceback.format_exc())))
         finally:
             self._finished.set()
-            sig.done.emit()
-
-
-class _Relay(QObject):
-    """Lives in the GUI thread; forwards a worker's signals unless the task was superseded."""
-
-    def __init__(self, runner: "TaskRunner", worker: Worker, callbacks: dict) -> None:
-        super().__init__(runner)
-        self.runner = runner
-        self.worker = worker
-        self.cb = callbacks
-        self.ended = False
-        s = worker.signals
-        s.progress.connect(self._on_progress)
-        s.yielded.connect(self._on_yielded)
-        s.finished.connect(self._on_finished)
-        s.errored.connect(self._on_errored)
-        s.cancelled.connect(self._on_cancelled)
-        s.done.connect(self._on_done)
-
-    def _current(self) -> bool:
-        return self.runner._worker is self.worker and not self.worker.abort_requested
-
-    @Slot(float)
-    def _on_progress(self, f: float) -> None:
-        if self._current():
-            self.runner.sig_progress.emit(f)
-            if self.cb.get("progress"):
-                self.cb["progress"](f)
-
-    @Slot(list)
-    def _on_yielded(self, batch: list) -> None:
-        if self._current() and self.cb.get("yielded"):
-            self.cb["yielded"](batch)
-
-    @Slot(object)
-    def _on_finished(self, result: Any) -> None:
-        if self._current() and self.cb.get("finished"):
-            self.cb["finished"](result)
-
-    @Slot(str, str)
-    def _on_errored(self, msg: str, details: str) -> None:
-        if self._current():
-            if self.cb.get("errored"):
-                self.cb["errored"](msg, details)
-            self.runner.sig_error.emit(msg, details)
-
-    @Slot()
-    def _on_cancelled(self) -> None:
-        if self.runner._worker in (None, self.worker) and self.cb.get("cancelled"):
-            self.cb["cancelled"]()
-
-    @Slot()
-    def _on_done(self) -> None:
-        r = self.runner
-        if r._worker is self.worker:
-            r._worker = None
-            r.sig_busy_changed.emit(False)
-        self.ended = True  # purged by the runner later (never deleted inside its own slot)
+            post(("done", None))
 
 
 class TaskRunner(QObject):
@@ -210,8 +176,10 @@ class TaskRunner(QObject):
         self.name = name
         self.pool = pool or QThreadPool.globalInstance()
         self._worker: Worker | None = None
-        self._relays: set[_Relay] = set()
-        self._all: list[Worker] = []
+        self._live: list[tuple[Worker, dict]] = []
+        self._timer = QTimer(self)
+        self._timer.setInterval(POLL_MS)
+        self._timer.timeout.connect(self.poll)
 
     @property
     def busy(self) -> bool:
@@ -220,35 +188,72 @@ class TaskRunner(QObject):
     def start(self, fn: Callable[[ProgressFn, CancelFn], Any], *, generator: bool = False,
               finished: Callable | None = None, yielded: Callable | None = None,
               progress: Callable | None = None, errored: Callable | None = None,
-              cancelled: Callable | None = None, batch_interval: float = 0.1) -> Worker:
+              cancelled: Callable | None = None) -> Worker:
         """Cancel the running task (if any), then start ``fn`` in the pool."""
         self.cancel()
-        for old in [x for x in self._relays if x.ended]:
-            self._relays.discard(old)
-            old.setParent(None)
-        w = Worker(fn, generator=generator, batch_interval=batch_interval)
-        relay = _Relay(self, w, dict(finished=finished, yielded=yielded, progress=progress,
-                                     errored=errored, cancelled=cancelled))
-        self._relays.add(relay)
+        w = Worker(fn, generator=generator)
+        cb = dict(finished=finished, yielded=yielded, progress=progress, errored=errored,
+                  cancelled=cancelled)
+        s = w.signals
+        s.progress.connect(lambda f, w=w: self._on_progress(w, f))
+        s.yielded.connect(lambda b, w=w: self._current(w) and cb["yielded"] and cb["yielded"](b))
+        s.finished.connect(lambda r, w=w: self._current(w) and cb["finished"] and cb["finished"](r))
+        s.errored.connect(lambda m, d, w=w: self._on_errored(w, cb, m, d))
+        s.cancelled.connect(lambda w=w: self._on_cancelled(w, cb))
+        s.done.connect(lambda w=w: self._on_done(w))
+        self._live.append((w, cb))
         self._worker = w
-        self._all = [x for x in self._all if not x.is_finished()] + [w]
         self.sig_busy_changed.emit(True)
         self.sig_progress.emit(0.0)
         self.pool.start(w)
+        if not self._timer.isActive():
+            self._timer.start()
         return w
 
     def cancel(self) -> None:
-        """Request the current task to stop; its late signals are ignored."""
+        """Request the current task to stop; its late events are ignored."""
         w = self._worker
         if w is not None:
             w.cancel()
             self._worker = None
             self.sig_busy_changed.emit(False)
 
+    def poll(self) -> None:
+        """Deliver pending events of every live worker (GUI thread; also called by wait())."""
+        for w, _cb in list(self._live):
+            w.drain()
+        self._live = [(w, cb) for w, cb in self._live if not w.ended]
+        if not self._live:
+            self._timer.stop()
+
     def wait(self, timeout: float = 30.0) -> bool:
-        """Block until every task started here has finished (tests, shutdown)."""
+        """Block until every task started here has finished, then deliver its events."""
         deadline = time.monotonic() + timeout
-        for w in list(self._all):
+        for w, _cb in list(self._live):
             if not w.wait(max(0.0, deadline - time.monotonic())):
                 return False
+        self.poll()
         return True
+
+    # --- Internals (GUI thread)
+    def _current(self, w: Worker) -> bool:
+        return self._worker is w and not w.abort_requested
+
+    def _on_progress(self, w: Worker, f: float) -> None:
+        if self._current(w):
+            self.sig_progress.emit(f)
+
+    def _on_errored(self, w: Worker, cb: dict, msg: str, details: str) -> None:
+        if self._current(w):
+            if cb["errored"]:
+                cb["errored"](msg, details)
+            self.sig_error.emit(msg, details)
+
+    def _on_cancelled(self, w: Worker, cb: dict) -> None:
+        if self._worker in (None, w) and cb["cancelled"]:
+            cb["cancelled"]()
+
+    def _on_done(self, w: Worker) -> None:
+        if self._worker is w:
+            self._worker = None
+            self.sig_busy_changed.emit(False)

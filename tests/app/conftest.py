@@ -2,6 +2,8 @@ import os
 
 import pytest
 
+import dpstudio.app  # noqa: F401  (PySide6 6.12 refcount guard, see dpstudio/app/__init__.py)
+
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 

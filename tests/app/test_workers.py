@@ -75,8 +75,7 @@ def test_generator_batches_and_errors(qtbot):
         for i in range(25):
             yield i
 
-    r.start(gen, generator=True, yielded=batches.append, finished=done.append,
-            batch_interval=0.0)
+    r.start(gen, generator=True, yielded=batches.append, finished=done.append)
     assert r.wait(5)
     qtbot.waitUntil(lambda: bool(done), timeout=3000)
     assert [x for b in batches for x in b] == list(range(25))
@@ -106,9 +105,10 @@ def test_unexpected_error_has_details(qtbot):
 def test_progress_monotone_steps(values):
     w = Worker(lambda p, c: None)
     emitted = []
-    w.signals.progress.connect(emitted.append)  # direct (same thread)
+    w.signals.progress.connect(emitted.append)
     for v in sorted(values):
         w.report_progress(v)
+    w.drain()
     assert all(b - a >= 0.01 - 1e-12 for a, b in zip(emitted, emitted[1:]))
     assert len(emitted) <= 101
     w.cancel()
