@@ -116,15 +116,18 @@ def _hierarchies(job: Job, kq: list[str]) -> tuple[dict, list[str]]:
 
 
 def _generalise(job: Job, kq: list[str]) -> tuple:
+    """The k-anonymous generalisation for this k (cached in ``job.cache``: sweeps reuse it
+    for every ε and repetition)."""
     p = job.params
     k, alg = int(p["k"]), p.get("algorithm") or "ola"
     sup = float(p.get("suppression") if p.get("suppression") is not None else 0.05)
-    key = ("k-eps", "generalisation", k, alg, sup, p.get("loss") or "precision", tuple(kq))
+    hkey = tuple(sorted((c, h if isinstance(h, str) else id(h)) for c, h in (job.hierarchies or {}).items()))
+    key = ("k-eps", "generalisation", k, alg, sup, p.get("loss") or "precision", tuple(kq), hkey)
     if key in job.cache:
         return job.cache[key]
     hs, warns = _hierarchies(job, kq)
     if alg == "ola":
-        qkey = ("k-eps", "encoded", tuple(kq))
+        qkey = ("k-eps", "encoded", tuple(kq), hkey)
         if qkey not in job.cache:
             job.cache[qkey] = encode_quasis(job.data, kq, hs)
         gen = ola(job.data, kq, k, suppression=sup, loss=p.get("loss") or "precision",
@@ -254,8 +257,11 @@ def run_keps(job: Job) -> Output:
         warns.append(f"c-confident k-anonymity (c = {conf_info['c']:g}) suppressed {conf_info['records']} "
                      f"more record(s) ({100 * conf_info['records'] / n:.2f} %).")
     job.progress(1.0)
+    # ``protected`` is what generic measures (SSE, record linkage) compare by default: the
+    # numeric ε-quasis.  The generalised k-quasis are strings ("30-34"); their information loss
+    # is ``keps_gen_loss`` and their k-anonymity ``keps_min_class_size`` (keps_metrics).
     return Output(data=data, info=info, warnings=warns, row_map=row_map,
-                  protected=list(kq) + list(eq))
+                  protected=list(eq) if eq else list(kq))
 
 
 SPEC = register(MethodSpec(
