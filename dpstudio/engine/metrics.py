@@ -253,9 +253,9 @@ def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int = -1) -> n
        own original is farther than that bound are certainly not linked (Pr = 0).
        This removes the protected records far from the data (strong noise), for
        which a k-d tree search degenerates in several dimensions.
-    3. Exact nearest distance d_min(u) from the k-d tree for the rest; record j is
-       linked iff d(x_j, x′_j) ≤ d_min·(1 + 1e-12); then |G| = number of originals
-       within d_min·(1 + 1e-12) (a ball count in the tree).
+    3. For the rest, count the originals within d(x_j, x′_j)·(1 + 1e-12): a count of 1
+       means G_j = {x_j}.  Otherwise the exact nearest distance d_min decides (linked iff
+       d(x_j, x′_j) ≤ d_min·(1 + 1e-12)) and |G_j| = the count within d_min·(1 + 1e-12).
     """
     n = xs.shape[0]
     pr = np.zeros(n)
@@ -303,7 +303,7 @@ def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int = -1) -> n
         b2 = bound.copy()
         b2[probe] = np.minimum(b2[probe], dap)
         rejected = rec_probe & ~(d_own <= b2[inv] * slack)
-        if rejected.sum() > 0.25 * max(rec_probe.sum(), 1):
+        if rejected.sum() > 0.1 * max(rec_probe.sum(), 1):
             dap, _ = tree.query(uniq[uq], k=1, eps=2.0, workers=workers)
             bound[uq] = np.minimum(bound[uq], dap)
             undecided_rec &= d_own <= bound[inv] * slack
@@ -313,19 +313,33 @@ def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int = -1) -> n
             if uq.size == 0:
                 return pr
 
-    # --- 3. exact nearest distance, then tie counts (a ball count) for the linked
-    dmin = np.full(nu, np.nan)
-    dq, _ = tree.query(uniq[uq], k=1, workers=workers)
-    dmin[uq] = dq
+    # --- 3. count the originals within d(x_j, x'_j)·(1 + 1e-12) of each remaining record:
+    # a count of 1 (x_j itself) means x_j is the only nearest original (Pr = 1); only the
+    # records with more originals in that ball need the exact nearest distance and a
+    # tie count.  (One ball count per record instead of a nearest search plus a ball
+    # count: the two cost about the same in a k-d tree.)
     rec = np.flatnonzero(undecided_rec)
-    thr = dmin[inv[rec]] * (1.0 + TIE_RTOL)
-    linked = rec[d_own[rec] <= thr]
+    own_r = d_own[rec] * (1.0 + TIE_RTOL)
+    cnt = np.asarray(tree.query_ball_point(ys[idx_ok[rec]], own_r, return_length=True,
+                                           workers=workers), dtype=np.int64)
+    single = cnt <= 1
+    pr[idx_ok[rec[single]]] = 1.0
+    multi = rec[~single]
+    if multi.size == 0:
+        return pr
+    mu, minv = np.unique(inv[multi], return_inverse=True)
+    dq, _ = tree.query(uniq[mu], k=1, workers=workers)
+    thr = dq[minv] * (1.0 + TIE_RTOL)
+    is_linked = d_own[multi] <= thr
+    linked = multi[is_linked]
     if linked.size == 0:
         return pr
+    lu_idx = np.unique(minv[is_linked])
+    counts_u = np.ones(mu.size, dtype=np.int64)
+    counts_u[lu_idx] = tree.query_ball_point(uniq[mu[lu_idx]], dq[lu_idx] * (1.0 + TIE_RTOL),
+                                             return_length=True, workers=workers)
     counts = np.ones(nu, dtype=np.int64)
-    lu = np.unique(inv[linked])
-    counts[lu] = tree.query_ball_point(uniq[lu], dmin[lu] * (1.0 + TIE_RTOL),
-                                       return_length=True, workers=workers)
+    counts[mu] = counts_u
     c = np.maximum(counts[inv[linked]], 1)
     pr[idx_ok[linked]] = 1.0 / c
     return pr
