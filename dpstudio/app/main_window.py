@@ -21,7 +21,7 @@ from dpstudio import __version__, engine
 from dpstudio.engine import api as engine_api
 from dpstudio.app import io_adapter, project
 from dpstudio.app import settings as app_settings
-from dpstudio.app.state import AppState
+from dpstudio.app.state import AppState, column_stats
 from dpstudio.app.widgets.common import show_error
 from dpstudio.app.widgets.csv_dialog import CsvPreviewDialog
 from dpstudio.app.widgets.data_panel import DataPanel
@@ -275,11 +275,11 @@ class MainWindow(QMainWindow):
         def work(progress, check_cancel):
             df, meta = io_adapter.read_table(str(p), progress=progress, **opts)
             check_cancel()
-            return df, meta
+            return df, meta, column_stats(df)
 
         def done(out):
-            df, meta = out
-            self.state.set_data(df, str(p), meta, opts)
+            df, meta, stats = out
+            self.state.set_data(df, str(p), meta, opts, stats=stats)
             app_settings.add_recent_file(str(p))
             self.task_label.setText(f"Opened {p.name}: {len(df):,} records × {df.shape[1]} "
                                     "columns.")
@@ -456,7 +456,8 @@ class MainWindow(QMainWindow):
         res = st.result
         if res is None:
             return False
-        if st.path and Path(out_path).resolve() == Path(st.path).resolve():
+        if st.path and (Path(out_path).resolve() == Path(st.path).resolve()
+                        or io_adapter.same_file(out_path, st.path)):
             show_error(self, "The protected file cannot overwrite the input file.")
             return False
         html_text = None

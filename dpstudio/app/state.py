@@ -96,12 +96,14 @@ class AppState(QObject):
 
     # --- Public API
     def set_data(self, df: pd.DataFrame, path: str | None, meta: Any = None,
-                 read_options: dict | None = None, roles: dict | None = None) -> None:
+                 read_options: dict | None = None, roles: dict | None = None,
+                 stats: dict[str, ColumnStats] | None = None) -> None:
+        """Install a new table (``stats``: precomputed in the loading worker)."""
         self.df = df
         self.path = path
         self.input_meta = meta
         self.read_options = dict(read_options or {})
-        self.stats = column_stats(df)
+        self.stats = stats if stats is not None else column_stats(df)
         cols = [str(c) for c in df.columns]
         self.roles = {c: "other" for c in cols}
         if roles:

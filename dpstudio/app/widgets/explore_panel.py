@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, Signal
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QTimer, Signal
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout, QGroupBox,
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox,
@@ -29,6 +29,7 @@ PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8
            "#e377c2", "#bcbd22", "#7f7f7f"]
 BASELINE_COLOR = "#222222"
 SSE_KEYS = {"normalized": "sse_normalized", "raw": "sse_raw"}
+REDRAW_MS = 250  # curves are redrawn at most 4 times a second while a sweep runs
 
 
 def parse_numbers(text: str, integer: bool = False) -> list:
@@ -106,6 +107,10 @@ class ExplorePanel(QWidget):
         self.series: dict = {}
         self.chosen: tuple | None = None
         self.sweep_method: str | None = None
+        self._redraw_timer = QTimer(self)
+        self._redraw_timer.setSingleShot(True)
+        self._redraw_timer.setInterval(REDRAW_MS)
+        self._redraw_timer.timeout.connect(self._redraw)
         self._sse_key = "sse_normalized"
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
@@ -298,14 +303,17 @@ class ExplorePanel(QWidget):
         self.status.setText("Sweep running…")
 
     def add_points(self, batch: list) -> None:
-        """Slot for the worker's batches of SweepPoints."""
+        """Slot for the worker's batches of SweepPoints (redraws are coalesced)."""
         self.points.extend(batch)
-        self._redraw()
+        if not self._redraw_timer.isActive():
+            self._redraw_timer.start()
         last = batch[-1]
         self.status.setText(f"Sweep: {last.index + 1} / {last.total} points "
                             f"({last.elapsed:.1f} s)")
 
     def finish(self, cancelled: bool = False, error: str = "") -> None:
+        self._redraw_timer.stop()
+        self._redraw()
         n = len(self.points)
         if error:
             self.status.setText(f"Sweep failed after {n} point(s).")
@@ -324,7 +332,10 @@ class ExplorePanel(QWidget):
         self._update_marker()
 
     def n_plotted(self) -> int:
-        """Number of points currently drawn (for tests)."""
+        """Number of points currently drawn (for tests; flushes a pending redraw)."""
+        if self._redraw_timer.isActive():
+            self._redraw_timer.stop()
+            self._redraw()
         return sum(len(s.sse.xData) if s.sse.xData is not None else 0
                    for s in self.series.values())
 

@@ -27,7 +27,7 @@ class ExportDialog(QDialog):
         self.fmt = QComboBox()
         for fid, (label, exts) in io_adapter.FORMATS.items():
             self.fmt.addItem(f"{label} ({exts[0]})", fid)
-        in_fmt = io_adapter.format_of(input_path) if input_path else "csv"
+        in_fmt = io_adapter.export_format_for(input_path)
         self.fmt.setCurrentIndex(max(self.fmt.findData(in_fmt), 0))
         self.fmt.setToolTip("File format of the release (default: the input's format).")
         self.fmt.currentIndexChanged.connect(self._on_format_changed)
@@ -44,6 +44,7 @@ class ExportDialog(QDialog):
         form.addRow("File:", row)
         self.report = QCheckBox("Also write an HTML report (parameters, guarantee, curves with "
                                 "the chosen point, measures, roles and domains)")
+        self.report.setToolTip("<stem>.report.html next to the file; prints cleanly to PDF.")
         self.report.setChecked(True)
         form.addRow("", self.report)
         lay.addLayout(form)
@@ -99,7 +100,8 @@ class ExportDialog(QDialog):
         err = ""
         if not t:
             err = "Choose where to write the protected file."
-        elif self.input_path and Path(t).resolve() == Path(self.input_path).resolve():
+        elif self.input_path and (Path(t).resolve() == Path(self.input_path).resolve()
+                                  or io_adapter.same_file(t, self.input_path)):
             err = "This is the input file: the release is never written over the original."
         elif not Path(t).parent.exists():
             err = f"Folder {Path(t).parent} does not exist."
