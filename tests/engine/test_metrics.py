@@ -253,6 +253,10 @@ def test_evaluate_keys_and_hook():
     M.register_method_measures("test-hooked", hook)
     M.register_method_measures("test-hooked", hook)
     out = M.evaluate(o, p, result=R(), measures=("sse", "kanon"))
-    assert out["my_measure"] == 1.5 and len(calls) == 1
+    assert "k_min_class_size" not in out  # the method does not claim k-anonymity
+    M.K_ANONYMOUS_METHODS.add("test-hooked")
+    out = M.evaluate(o, p, result=R(), measures=("sse", "kanon"))
+    M.K_ANONYMOUS_METHODS.discard("test-hooked")
+    assert out["my_measure"] == 1.5 and len(calls) == 2
     assert out["k_min_class_size"] == 1 and out["k_share_below"] == 1.0
     assert "rl" not in out
