@@ -65,12 +65,8 @@ def noise_abs_mean(kind: str, epsilon: float) -> float:
         m0 = _m0(1.0, eps, d)
         q = math.exp(-eps)
         # 2 [ ∫_0^d x M0 dx + Σ_i M0 q^{i+1} ∫_{d+i}^{d+i+1} x dx ]
-        s, i, term = m0 * d * d / 2.0, 0, 1.0
-        while term > 1e-18 * max(s, 1e-300) and i < 10_000_000:
-            term = m0 * q ** (i + 1) * (d + i + 0.5)
-            s += term
-            i += 1
-        return 2.0 * s
+        #   = 2 M0 [ d²/2 + q (d + 1/2) / (1 − q) + q² / (1 − q)² ]
+        return 2.0 * m0 * (d * d / 2.0 + q * (d + 0.5) / (1.0 - q) + q * q / (1.0 - q) ** 2)
     raise ValueError(f"unknown noise kind {kind!r}")
 
 

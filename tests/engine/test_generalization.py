@@ -41,14 +41,20 @@ def _class_sizes(labels, keep):
 
 
 def _brute_force(df, cols, hs, k, suppression, loss="precision"):
-    """Every lattice node by generalising strings with pandas (independent of OLA's code)."""
+    """Every lattice node, classes from the generalised labels (independent of OLA's code:
+    no lattice search, no roll-ups, labels generalised from the hierarchy tables)."""
     n = len(df)
     max_sup = int(np.floor(suppression * n + 1e-9))
     best = np.inf
     heights = [hs[c].height for c in cols]
+    codes = {(c, l): pd.factorize(pd.Series(hs[c].generalize(df[c].astype(str), l)))[0]
+             for c in cols for l in range(hs[c].height)}
     for lv in itertools.product(*[range(h) for h in heights]):
-        g = pd.DataFrame({c: hs[c].generalize(df[c].astype(str), l) for c, l in zip(cols, lv)})
-        size = g.groupby(cols, sort=False)[cols[0]].transform("size").to_numpy()
+        key = np.zeros(n, dtype=np.int64)
+        for c, l in zip(cols, lv):
+            key = key * (n + 1) + codes[(c, l)]
+        _, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+        size = cnt[inv]
         sup = int((size < k).sum())
         if sup > max_sup:
             continue
@@ -56,7 +62,7 @@ def _brute_force(df, cols, hs, k, suppression, loss="precision"):
             base = np.mean([l / (h - 1) if h > 1 else 1.0 for l, h in zip(lv, heights)])
             v = (1 - sup / n) * base + sup / n
         else:
-            kept = g[size >= k].value_counts().to_numpy().astype(float)
+            kept = cnt[cnt >= k].astype(float)
             v = (np.sum(kept ** 2) + n * sup) / n ** 2
         best = min(best, v)
     return best

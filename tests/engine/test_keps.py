@@ -191,10 +191,10 @@ def test_confidence_radius_and_abs_mean():
     assert noise_abs_mean("laplace", 4.0) == 0.25
     rng = np.random.default_rng(0)
     from dpstudio.engine.noise import staircase_noise
-    z = staircase_noise(rng, 1.0, 1.0, 200_000)
-    assert noise_abs_mean("staircase", 1.0) == pytest.approx(np.mean(np.abs(z)), rel=0.02)
+    z = staircase_noise(rng, 1.0, 1.0, 60_000)
+    assert noise_abs_mean("staircase", 1.0) == pytest.approx(np.mean(np.abs(z)), rel=0.03)
     r = confidence_radius("staircase", 1.0, 0.9)
-    assert np.mean(np.abs(z) <= r) == pytest.approx(0.9, abs=0.005)
+    assert np.mean(np.abs(z) <= r) == pytest.approx(0.9, abs=0.01)
 
 
 def test_confidence_step_in_protect():
