@@ -331,7 +331,11 @@ def read_table(path: str | os.PathLike, *, sep: str | None = None, encoding: str
     meta = TableMeta(path=os.path.abspath(path), format=fmt)
     try:
         if fmt == "xlsx":
-            df = pd.read_excel(path, sheet_name=0 if sheet is None else sheet, engine="openpyxl")
+            sh = 0 if sheet is None else sheet
+            head = pd.read_excel(path, sheet_name=sh, engine="openpyxl", header=None, nrows=1)
+            if len(head):  # pandas renames duplicate names ('x', 'x.1'): check the raw header
+                _check_columns(["" if pd.isna(v) else str(v) for v in head.iloc[0].tolist()], name)
+            df = pd.read_excel(path, sheet_name=sh, engine="openpyxl")
             meta.sheet = sheet
         elif fmt == "xls":
             raise InputError(f"{name}: old Excel .xls files are not supported; save it as .xlsx or CSV.")

@@ -151,7 +151,10 @@ def render_html(result, measures: dict | None = None, *, curves: Iterable[tuple[
         scal = [(_MEASURE_LABELS.get(k, k), v) for k, v in measures.items()
                 if isinstance(v, (int, float)) and not isinstance(v, bool)]
         if scal:
-            parts.append("<h2>Utility and risk</h2><table><tr><th>measure</th><th>value</th></tr>"
+            parts.append("<h2>Utility and risk</h2><p class='sub'>Measured against the original "
+                         "data: these figures are not protected (not differentially private). "
+                         "Keep them internal unless you have decided they may be published."
+                         "</p><table><tr><th>measure</th><th>value</th></tr>"
                          + _rows(scal) + "</table>")
         dm, dv = measures.get("delta_mean") or {}, measures.get("delta_var") or {}
         attrs = list(dict.fromkeys(list(dm) + list(dv)))

@@ -112,6 +112,14 @@ def test_bad_files(tmp_path):
         dio.read_table(dup)
     with pytest.raises(FileNotFoundError):
         dio.read_table(tmp_path / "nope.csv")
+    xdup = tmp_path / "dup.xlsx"
+    pd.DataFrame([[1, 2, 3], [4, 5, 6]], columns=["a", "b", "a"]).to_excel(xdup, index=False)
+    with pytest.raises(InputError, match="duplicate column"):
+        dio.read_table(xdup)
+    notxl = tmp_path / "fake.xlsx"
+    notxl.write_text("hello")
+    with pytest.raises(InputError, match="fake.xlsx"):
+        dio.read_table(notxl)
     with pytest.raises(InputError, match="unknown file type"):
         dio.file_format(tmp_path / "x.weird")
 
