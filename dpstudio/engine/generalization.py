@@ -373,6 +373,63 @@ class _Lattice:
         self._tab_sizes[0] = len(counts)
         self._n_tabs = 1
         self._cells = len(counts) * self.d
+        self._setup_split()
+
+    # -- split evaluation: two groups of attributes, dense ids per group level vector ------
+    def _setup_split(self) -> None:
+        """Split the attributes into two groups of similar lattice size; a node's classes are
+        then ``id_A · n_B + id_B`` with per-group dense ids cached by level vector (shared by
+        many nodes), counted with ``bincount`` when the key range is small."""
+        self._split = None
+        if self.d < 2:
+            return
+        order = np.argsort(-self.heights, kind="stable")
+        groups: list[list[int]] = [[], []]
+        prod = [1, 1]
+        for j in order.tolist():
+            i = 0 if prod[0] <= prod[1] else 1
+            groups[i].append(j)
+            prod[i] *= int(self.heights[j])
+        bottom, _ = self.tables[0]
+        self._split = []
+        for grp in groups:
+            grp = sorted(grp)
+            key, _, _ = _combine([bottom[j] for j in grp], [self.q[j].card(0) for j in grp])
+            uk, inv = np.unique(key, return_inverse=True)
+            first = np.zeros(len(uk), dtype=np.int64)
+            first[inv] = np.arange(len(inv))
+            distinct = [bottom[j][first] for j in grp]  # level-0 codes of the group's combos
+            self._split.append({"attrs": grp, "row_id": inv.astype(np.int64), "distinct": distinct,
+                                "cache": {}})
+
+    def _group_ids(self, gi: int, lv: np.ndarray) -> tuple[np.ndarray, int]:
+        g = self._split[gi]
+        vec = tuple(int(lv[j]) for j in g["attrs"])
+        hit = g["cache"].get(vec)
+        if hit is None:
+            cols = [self.up[j][(0, l)][c] if l else c for j, l, c in zip(g["attrs"], vec, g["distinct"])]
+            key, _, _ = _combine(cols, [self.q[j].card(l) for j, l in zip(g["attrs"], vec)])
+            _, dense = np.unique(key, return_inverse=True)
+            nv = int(dense.max()) + 1 if dense.size else 1
+            hit = (dense.astype(np.int64)[g["row_id"]], nv)
+            g["cache"][vec] = hit
+        return hit
+
+    def _split_counts(self, node: int) -> np.ndarray:
+        lv = self.L[node]
+        ida, na = self._group_ids(0, lv)
+        idb, nb = self._group_ids(1, lv)
+        key = ida * nb + idb
+        counts = self.tables[0][1]
+        R = na * nb
+        g = len(key)
+        if R <= 4 * g + 4096:
+            tot = np.bincount(key, weights=counts, minlength=R)
+            return tot[tot > 0].astype(np.int64)
+        packed = np.sort((key << 32) | counts)
+        sk = packed >> 32
+        starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
+        return np.add.reduceat(packed & 0xFFFFFFFF, starts)
 
     # -- evaluation -------------------------------------------------------
     def _table(self, node: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -435,6 +492,8 @@ class _Lattice:
         return self._cells + g * self.d <= self._CACHE_CELLS
 
     def _class_counts(self, node: int) -> np.ndarray:
+        if self._split is not None and self.n < 2 ** 31:
+            return self._split_counts(node)
         return self._table(node)[1]
 
     def evaluate(self, node: int) -> bool:
