@@ -394,15 +394,28 @@ def _rl_bruteforce(xnum: np.ndarray, ynum: np.ndarray, ocat: list[np.ndarray], p
     return pr
 
 
+_CACHE_KEEP = 3
+
+
 def _cache_entry(cache: dict | None, original: pd.DataFrame, key: tuple) -> dict:
-    """A per-original slot in ``cache`` (keeps a reference so the id cannot be reused)."""
+    """A per-original slot in ``cache`` (keeps a reference so the id cannot be reused).
+
+    At most ``_CACHE_KEEP`` slots are kept (oldest dropped): methods that reorder rows
+    give a new aligned original at every run, which must not pile up over a sweep.
+    """
     if cache is None:
         return {}
     full = ("metrics", id(original), original.shape) + key
+    order = cache.setdefault(("metrics", "order"), [])
     ent = cache.get(full)
     if ent is None or ent.get("ref") is not original:
         ent = {"ref": original}
         cache[full] = ent
+        if full in order:
+            order.remove(full)
+        order.append(full)
+        while len(order) > _CACHE_KEEP:
+            cache.pop(order.pop(0), None)
     return ent
 
 
