@@ -7,14 +7,20 @@ Both work on integer codes, never on strings:
 - **OLA** (El Emam et al. 2009) searches the lattice of level vectors (one level per
   attribute) for the full-domain generalisation of least loss among those that are
   k-anonymous after suppressing at most ``suppression × n`` records (the records in
-  classes smaller than k).  It uses OLA's binary search over heights with *predictive
-  tagging* (a k-anonymous node makes all its generalisations k-anonymous; a
-  non-k-anonymous node makes all its specialisations non-k-anonymous), evaluates a
-  node by *rolling up* the frequency table of an already-evaluated specialisation
-  (class sizes by ``np.unique``/``bincount`` on a combined int64 key), and then
-  finishes with a branch-and-bound over the k-anonymous nodes using the loss's lower
-  bound, so that the optimum is exact even for a loss that is not monotone (the
-  precision loss with suppressed records counted as fully generalised is not);
+  classes smaller than k).  As in OLA it relies on *predictive tagging*: a k-anonymous
+  node makes all its generalisations k-anonymous, a node that is not makes all its
+  specialisations not k-anonymous.  The search itself differs from El Emam's recursive
+  sub-lattice bisection (which revisits sub-lattices far too often to be fast in Python):
+  a binary search along one generalisation path (bottom → top) gives a first k-anonymous
+  node and loss bound; then every node whose loss *lower bound* is below the best loss
+  found is visited from the top of that region downwards — a node found not k-anonymous
+  there rules out everything below it — and k-anonymous ones are scored.  The optimum is
+  therefore exact (the tests compare it with brute force), also for losses that are not
+  monotone (the precision loss with suppressed records counted as fully generalised is
+  not).  A node is evaluated on integer codes only: the attributes are split into two
+  groups, each group's level vector gets dense ids for the distinct records (cached and
+  shared by many nodes), and class sizes are ``bincount(id_A · n_B + id_B)`` (or a sort
+  of packed int64 keys when that range is large);
 - **Mondrian** (LeFevre, DeWitt, Ramakrishnan 2006), strict multidimensional
   partitioning: each partition is cut at the median of its widest (normalised)
   dimension among the cuts that leave ≥ k records on each side; categorical

@@ -24,7 +24,7 @@ experiment (only the within-class spread of height drives the noise).  Change
 
 >>> import pandas as pd
 >>> h = synthetic_height(pd.Series([30, 30]), pd.Series(["Male", "Female"]), seed=1)
->>> h.between(100, 230).all()
+>>> bool(h.between(100, 230).all())
 True
 """
 
