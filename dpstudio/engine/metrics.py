@@ -265,7 +265,7 @@ def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int = -1) -> n
     """
     n = xs.shape[0]
     pr = np.zeros(n)
-    ok = ~np.isnan(ys).any(axis=1)
+    ok = np.isfinite(ys).all(axis=1)
     if not ok.any():
         return pr
     idx_ok = np.flatnonzero(ok)
@@ -359,7 +359,7 @@ def _rl_bruteforce(xnum: np.ndarray, ynum: np.ndarray, ocat: list[np.ndarray], p
     """
     n = xnum.shape[0]
     prot = np.column_stack([ynum] + [c.astype(np.float64)[:, None] for c in pcat]) if pcat else ynum
-    ok = ~np.isnan(prot).any(axis=1) if prot.size else np.ones(n, dtype=bool)
+    ok = np.isfinite(prot).all(axis=1) if prot.size else np.ones(n, dtype=bool)
     pr = np.zeros(n)
     idx_ok = np.flatnonzero(ok)
     if idx_ok.size == 0:
@@ -457,11 +457,11 @@ def record_linkage(original: pd.DataFrame, protected: pd.DataFrame, attributes: 
     ent = _cache_entry(cache, original, ("rl", tuple(num), distance))
     if "xs" not in ent:
         x = np.column_stack([_numeric(original, a, "original") for a in num]) if num else np.zeros((n, 0))
-        nan_rows = np.flatnonzero(np.isnan(x).any(axis=1))
+        nan_rows = np.flatnonzero((~np.isfinite(x)).any(axis=1))
         if nan_rows.size:
             from dpstudio.engine.errors import format_rows
 
-            raise InputError(f"The original data have missing values in row(s) {format_rows(nan_rows)}: "
+            raise InputError(f"The original data have missing or infinite values in row(s) {format_rows(nan_rows)}: "
                              "record linkage needs complete original records.")
         sw: list[str] = []
         sc = _scales(x, num, distance, sw)
@@ -471,7 +471,7 @@ def record_linkage(original: pd.DataFrame, protected: pd.DataFrame, attributes: 
     xs = ent["xs"]
     y = np.column_stack([_numeric(protected, a, "protected") for a in num]) if num else np.zeros((n, 0))
     ys = np.ascontiguousarray(y / ent["scale"])
-    nan_p = int(np.isnan(ys).any(axis=1).sum())
+    nan_p = int((~np.isfinite(ys)).any(axis=1).sum())
     if cat:
         ocat, pcat, dcat = [], [], []
         for a in cat:
@@ -498,7 +498,7 @@ def record_linkage(original: pd.DataFrame, protected: pd.DataFrame, attributes: 
             ent["tree"] = cKDTree(xs, balanced_tree=False, compact_nodes=False) if num else None
         pr = _rl_numeric(xs, ys, ent["tree"])
     if nan_p:
-        _warn(warns, f"{nan_p} protected record(s) have missing values and count as not linked.")
+        _warn(warns, f"{nan_p} protected record(s) have missing or infinite values and count as not linked.")
     rl = 100.0 * float(pr.sum()) / n
     return (rl, pr) if return_probabilities else rl
 
