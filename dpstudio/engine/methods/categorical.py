@@ -336,7 +336,7 @@ def _centroid_from_counts(counts: np.ndarray, tax: Taxonomy) -> int:
 
 def _clustering(job: Job, schema: MixedSchema, k: int) -> np.ndarray:
     key = (METHOD_ID, "clusters", int(k), tuple(schema.cols),
-           tuple(id(t) if t is None else tuple(t.concepts) for t in schema.tax),
+           tuple(None if t is None else tuple(t.concepts) for t in schema.tax),
            tuple(schema.lb.tolist()), tuple(schema.ub.tolist()))
     if key not in job.cache:
         db, dt = schema.corner_sq_distances()

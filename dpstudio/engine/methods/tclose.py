@@ -200,45 +200,60 @@ def achieved_t(counts: np.ndarray, supply: np.ndarray) -> float:
 
 def form_groups(Z: np.ndarray, bucket: np.ndarray, plan: np.ndarray, check_cancel=None,
                 progress=None) -> np.ndarray:
-    """Group id of every record: group i starts at the remaining record farthest from the
-    remaining centroid and takes ``plan[i, j]`` nearest remaining records of bucket j."""
+    """Group id of every record (MDAV-style, from the outside in).
+
+    Seeds are taken in decreasing distance from the centroid of the data (the farthest record
+    not yet grouped starts the next group); group i takes, from every bucket j, the
+    ``plan[i, j]`` remaining records of that bucket nearest to its seed (a k-d tree per bucket,
+    queried for a few more neighbours than needed and skipping grouped records; rebuilt on the
+    remaining records when half of them are gone).  Ties: the tree's order, deterministic.
+    """
+    from scipy.spatial import cKDTree
+
     n = Z.shape[0]
     G, b = plan.shape
     group = np.full(n, -1, dtype=np.int64)
-    rem = [np.flatnonzero(bucket == j) for j in range(b)]
-    zrem = [Z[r] for r in rem]
-    total = Z.sum(axis=0)
-    count = n
-    for i in range(G - 1):  # loop over groups; each step is vectorised over records
+    taken = np.zeros(n, dtype=bool)
+    seeds = np.argsort(-((Z - Z.mean(axis=0)) ** 2).sum(axis=1), kind="stable")
+    ptr = 0
+    members = [np.flatnonzero(bucket == j) for j in range(b)]   # records indexed by the tree
+    trees = [cKDTree(Z[m]) if m.size else None for m in members]
+    live = [m.size for m in members]
+
+    def rebuild(j: int) -> None:
+        m = members[j][~taken[members[j]]]
+        members[j] = m
+        trees[j] = cKDTree(Z[m]) if m.size else None
+
+    for i in range(G - 1):  # loop over groups; each step costs O(b · k log n)
         if check_cancel is not None and i % 256 == 0:
             check_cancel()
             if progress is not None:
                 progress(0.1 + 0.8 * i / G)
-        cen = total / count
-        best, seed = -1.0, None
-        for j in range(b):
-            if rem[j].size:
-                dc = ((zrem[j] - cen) ** 2).sum(axis=1)
-                a = int(np.argmax(dc))
-                if dc[a] > best:
-                    best, seed = float(dc[a]), zrem[j][a]
+        while taken[seeds[ptr]]:
+            ptr += 1
+        seed = Z[seeds[ptr]]
         for j in range(b):
             q = int(plan[i, j])
             if q == 0:
                 continue
-            ds = ((zrem[j] - seed) ** 2).sum(axis=1)
-            if q < ds.size:
-                sel = np.argpartition(ds, q - 1)[:q]
-            else:
-                sel = np.arange(ds.size)
-            group[rem[j][sel]] = i
-            total = total - zrem[j][sel].sum(axis=0)
-            count -= sel.size
-            keep = np.ones(rem[j].size, dtype=bool)
-            keep[sel] = False
-            rem[j] = rem[j][keep]
-            zrem[j] = zrem[j][keep]
-    group[group < 0] = G - 1
+            size = members[j].size
+            kq = min(size, q + max(q, 16))
+            while True:
+                _, idx = trees[j].query(seed, k=kq)
+                idx = np.atleast_1d(idx)
+                cand = members[j][idx[idx < size]]
+                cand = cand[~taken[cand]]
+                if cand.size >= q or kq >= size:
+                    break
+                kq = min(size, kq * 4)
+            sel = cand[:q]
+            group[sel] = i
+            taken[sel] = True
+            live[j] -= sel.size
+            if live[j] * 2 < size:
+                rebuild(j)
+    group[~taken] = G - 1
     return group
 
 
