@@ -88,7 +88,10 @@ def _fmt(v: Any) -> str:
 
 
 def _rows(pairs: Iterable[tuple[str, Any]]) -> str:
-    return "".join(f"<tr><th>{_e(k)}</th><td class='num'>{_fmt(v)}</td></tr>" for k, v in pairs)
+    def cls(v: Any) -> str:
+        return " class='num'" if isinstance(v, (int, float)) and not isinstance(v, bool) else ""
+
+    return "".join(f"<tr><th>{_e(k)}</th><td{cls(v)}>{_fmt(v)}</td></tr>" for k, v in pairs)
 
 
 def render_html(result, measures: dict | None = None, *, curves: Iterable[tuple[str, bytes]] = (),
@@ -137,7 +140,9 @@ def render_html(result, measures: dict | None = None, *, curves: Iterable[tuple[
         role = getattr(role, "value", role)
         dom = domains.get(col)
         dom_s = f"[{_fmt(float(dom[0]))}, {_fmt(float(dom[1]))}]" if dom is not None else "—"
-        released = "removed" if role == "identifier" else ("protected" if col in protected else "as is")
+        # every quasi-identifier is protected (the engine refuses methods that would not)
+        released = ("removed" if role == "identifier" else
+                    "protected" if (col in protected or role in ("k-quasi", "eps-quasi")) else "as is")
         rows.append(f"<tr><td>{_e(col)}</td><td>{_e(role)}</td><td class='num'>{dom_s}</td>"
                     f"<td>{released}</td></tr>")
     parts.append("<h2>Attributes</h2><table><tr><th>column</th><th>role</th><th>declared domain</th>"
