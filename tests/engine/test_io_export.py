@@ -229,3 +229,22 @@ def test_export_release(tmp_path, ext):
         export_release(res, src, input_path=src)
     assert src.read_bytes() == before
     assert [f for f in os.listdir(tmp_path) if ".tmp" in f] == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(text=st.text(min_size=1, max_size=30))
+def test_report_escapes_and_never_shows_seed(text):
+    df = frame(10, 1)
+    res = fake_result(df, seed_marker=55555)
+    res.guarantee = text
+    res.warnings = [text]
+    html = render_html(res, {"rl": 1.0, "warnings": ["<b>w</b>"]}, input_name=text)
+    assert "55555" not in html and "'seed'" not in html
+    assert "<b>w</b>" not in html and "&lt;b&gt;w&lt;/b&gt;" in html
+    import html as _html
+
+    assert _html.escape(text, quote=True) in html
+    assert "@media print" in html and "class='guarantee" in html
+    # no external resources: everything is inline
+    assert "http://" not in html.replace(text, "") and "<script" not in html.replace(
+        _html.escape(text, quote=True), "")
