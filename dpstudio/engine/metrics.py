@@ -35,6 +35,10 @@ _PREFILTER_SAMPLE = 384
 #: Entries of a distance block in the brute-force (categorical) path.
 _BLOCK_ENTRIES = 2_000_000
 
+#: Categorical attributes without a semantic distance are one-hot embedded (exact for the
+#: 0/1 distance) and searched with the k-d tree when the total dimension stays this small.
+_MAX_EMBED_DIMS = 12
+
 _METHOD_MEASURES: dict[str, list[Callable[..., dict]]] = {}
 
 #: Methods whose release claims k-anonymity on the k-quasi-identifiers: the ``kanon``
@@ -492,7 +496,19 @@ def record_linkage(original: pd.DataFrame, protected: pd.DataFrame, attributes: 
             ocat.append(codes[:n].astype(np.int64))
             pcat.append(codes[n:].astype(np.int64))
             dcat.append(dm)
-        pr = _rl_bruteforce(xs, ys, ocat, pcat, dcat)
+        ncat_dims = sum(d.shape[0] for d in dcat)
+        plain = all(_distance_fn(categorical_distance, a) is None for a in cat)
+        if plain and xs.shape[1] + ncat_dims <= _MAX_EMBED_DIMS:
+            # 0/1 mismatch = squared Euclidean distance of one-hot codes scaled by 1/√2:
+            # exact, and the k-d tree path applies
+            h = 1.0 / math.sqrt(2.0)
+            xo = [xs] + [np.eye(d.shape[0])[oc] * h for oc, d in zip(ocat, dcat)]
+            yo = [ys] + [np.eye(d.shape[0])[pc] * h for pc, d in zip(pcat, dcat)]
+            xe = np.ascontiguousarray(np.column_stack(xo))
+            pr = _rl_numeric(xe, np.ascontiguousarray(np.column_stack(yo)),
+                             cKDTree(xe, balanced_tree=False, compact_nodes=False))
+        else:
+            pr = _rl_bruteforce(xs, ys, ocat, pcat, dcat)
     else:
         if "tree" not in ent:
             ent["tree"] = cKDTree(xs, balanced_tree=False, compact_nodes=False) if num else None

@@ -140,6 +140,28 @@ def test_rl_categorical_blockwise_matches_bruteforce(monkeypatch):
     assert got == pytest.approx(brute_rl(xo, xp, False), abs=1e-9)
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 60), embed=st.booleans())
+def test_rl_categorical_mismatch_embedding_matches_blockwise(seed, n, embed):
+    """0/1 categorical distance: the one-hot k-d tree path equals the exact blockwise one."""
+    rng = np.random.default_rng(seed)
+    cats = np.array(["a", "b", "c", "d"])
+    o = pd.DataFrame({"x": rng.integers(0, 3, n).astype(float), "c": cats[rng.integers(0, 4, n)]})
+    p = pd.DataFrame({"x": o["x"] + rng.choice([0.0, 0.5, 1.0], n),
+                      "c": np.where(rng.random(n) < 0.5, o["c"], cats[rng.integers(0, 4, n)])})
+    saved = M._MAX_EMBED_DIMS
+    M._MAX_EMBED_DIMS = 12 if embed else 0
+    try:
+        got = M.record_linkage(o, p, ["x", "c"], "raw")
+    finally:
+        M._MAX_EMBED_DIMS = saved
+    # reference: one-hot/√2 coordinates reproduce the 0/1 distance exactly
+    oh = lambda s: np.eye(4)[pd.Categorical(s, categories=cats).codes] / np.sqrt(2)  # noqa: E731
+    xo = np.column_stack([o["x"], oh(o["c"])])
+    xp = np.column_stack([p["x"], oh(p["c"])])
+    assert got == pytest.approx(brute_rl(xo, xp, False), abs=1e-9)
+
+
 # ----------------------------------------------------------------- SSE
 
 
