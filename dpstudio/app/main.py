@@ -32,6 +32,9 @@ def _excepthook(exc_type, exc, tb) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     global _window
+    import multiprocessing
+
+    multiprocessing.freeze_support()  # frozen app: child processes of sweeps start here
     argv = list(sys.argv[1:] if argv is None else argv)
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QGuiApplication, QIcon

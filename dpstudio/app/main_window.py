@@ -18,8 +18,7 @@ from PySide6.QtWidgets import (QDialog, QFileDialog, QLabel, QMainWindow, QMessa
                                QWidget)
 
 from dpstudio import __version__, engine
-from dpstudio.engine import api as engine_api
-from dpstudio.app import io_adapter, project
+from dpstudio.app import io_adapter, project, subproc
 from dpstudio.app import settings as app_settings
 from dpstudio.app.state import AppState, column_stats
 from dpstudio.app.widgets.common import show_error
@@ -346,16 +345,12 @@ class MainWindow(QMainWindow):
         self.task_label.setText("Sweeping k × ε…")
 
         def work(progress, check_cancel):
-            # via api: importing dpstudio.engine.sweep rebinds the package attribute ``sweep``
-            gen = engine_api.sweep(df, mid, roles, domains, ks=req["ks"], epsilons=req["epsilons"],
-                               repeats=req["repeats"], seed=seed, hierarchies=hier or None,
-                               check_cancel=check_cancel, **params)
-            try:
-                for pt in gen:
-                    progress((pt.index + 1) / max(pt.total, 1))
-                    yield pt
-            finally:
-                gen.close()
+            # in a child process: a worker thread would compete with the plots for the GIL
+            yield from subproc.stream(
+                "dpstudio.app.subproc:sweep_points", (df, mid, roles, domains),
+                dict(ks=req["ks"], epsilons=req["epsilons"], repeats=req["repeats"],
+                     seed=seed, hierarchies=hier, params=params),
+                check_cancel=check_cancel, progress=progress)
 
         def finished(points):
             self.explore_panel.finish()

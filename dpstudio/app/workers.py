@@ -153,8 +153,9 @@ class Worker(QRunnable):
             post(("errored", ("Not enough memory for this task. Try a smaller file or fewer "
                               "grid points.", traceback.format_exc())))
         except Exception as exc:  # noqa: BLE001 - shown to the user with details
-            post(("cancelled", None) if self._abort.is_set() else
-                 ("errored", (f"{type(exc).__name__}: {exc}", traceback.format_exc())))
+            details = getattr(exc, "details", "") or traceback.format_exc()
+            msg = str(exc) if hasattr(exc, "details") else f"{type(exc).__name__}: {exc}"
+            post(("cancelled", None) if self._abort.is_set() else ("errored", (msg, details)))
         finally:
             self._finished.set()
             post(("done", None))

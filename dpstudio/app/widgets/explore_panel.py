@@ -29,7 +29,7 @@ PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8
            "#e377c2", "#bcbd22", "#7f7f7f"]
 BASELINE_COLOR = "#222222"
 SSE_KEYS = {"normalized": "sse_normalized", "raw": "sse_raw"}
-REDRAW_MS = 250  # curves are redrawn at most 4 times a second while a sweep runs
+REDRAW_MS = 400  # curves are redrawn at most 2.5 times a second while a sweep runs
 
 
 def parse_numbers(text: str, integer: bool = False) -> list:
@@ -375,7 +375,7 @@ class ExplorePanel(QWidget):
         w.setTitle(title, size="10pt", color="#222")
         w.setLabel("bottom", xlab)
         w.setLabel("left", ylab)
-        w.showGrid(x=True, y=True, alpha=0.25)
+        # no grid: on a software-rendered log plot it doubles the paint time (~40 ms)
         w.setMinimumSize(260, 170)
         for ax in ("left", "bottom"):
             w.getAxis(ax).setTextPen("#333")
