@@ -324,3 +324,18 @@ def test_default_generic_measures_work_on_a_release():
     assert res.protected_attributes == ["height"]
     m = engine.evaluate(res.aligned_original(), res.data, result=res)
     assert m["sse_raw"] > 0 and 0 <= m["rl"] <= 100 and "keps_gen_loss" in m
+
+
+def test_staircase_noise_option():
+    df = _two_class_frame(3000)
+    roles = {"g": "k-quasi", "h": "eps-quasi"}
+    flat = Hierarchy.from_rows([["a", "*"], ["b", "*"], ["c", "*"]])
+    res = engine.protect(df, "k-eps", roles, hierarchies={"g": flat}, k=5, epsilon=1.0,
+                         suppression=0.0, noise="staircase", confidence=0.9, seed=4)
+    orig = res.aligned_original()
+    m = orig["g"].to_numpy() == "b"
+    noise = res.data["h"].to_numpy()[m] - orig["h"].to_numpy()[m]
+    # staircase noise for sensitivity 30: E|Z| = 30 · E|Z_unit|
+    assert np.mean(np.abs(noise)) == pytest.approx(30 * noise_abs_mean("staircase", 1.0), rel=0.08)
+    meas = engine.evaluate(orig, res.data, measures=("kanon",), result=res)
+    assert meas["keps_rel_error_expected"] > 0 and meas["keps_min_class_size"] >= 5
