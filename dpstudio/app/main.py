@@ -90,16 +90,23 @@ def _smoke(app, win) -> int:
 
     ok = wait(lambda: win.state.df is not None)
     n_methods = len(list_methods())
+    n_points = 0
     if ok and n_methods:
         cols = [c for c in win.state.df.columns[-4:]]
         win.state.set_roles({c: "k-quasi" for c in cols})
         win.method_panel.select_method("mdav")
+        win.explore_panel.ks.setText("2, 5")
+        win.explore_panel.repeats.setValue(1)
+        win.run_sweep()  # runs in a child process: checks that those start in a frozen app
+        ok = wait(lambda: not win.sweep_runner.busy)
+        n_points = len(win.explore_panel.points)
+        ok = ok and n_points == 2
         win.run_protect()
-        ok = wait(lambda: win.state.result is not None)
+        ok = ok and wait(lambda: win.state.result is not None)
     win.shutdown()
     print(f"dpstudio {__version__} smoke test: {'OK' if ok else 'FAILED'} "
           f"({n_methods} methods, sample {'loaded' if win.state.df is not None else 'missing'}, "
-          f"protected: {win.state.result is not None})")
+          f"sweep points: {n_points}, protected: {win.state.result is not None})")
     win.state.mark_dirty(False)
     win.close()
     return 0 if ok else 1

@@ -348,7 +348,10 @@ class MainWindow(QMainWindow):
             # in a child process: a worker thread would compete with the plots for the GIL
             yield from subproc.stream(
                 "dpstudio.app.subproc:sweep_points", (df, mid, roles, domains),
-                dict(ks=req["ks"], epsilons=req["epsilons"], repeats=req["repeats"],
+                # a grid axis the method does not have stays empty (else the engine would
+                # pass that parameter to it)
+                dict(ks=req["ks"] if uses_k else [],
+                     epsilons=req["epsilons"] if uses_eps else [], repeats=req["repeats"],
                      seed=seed, hierarchies=hier, params=params),
                 check_cancel=check_cancel, progress=progress)
 

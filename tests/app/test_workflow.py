@@ -216,6 +216,13 @@ def test_method_not_applicable(qtbot, window):
     win.state.set_roles({c: "k-quasi" for c in QUASI})
     assert win.method_panel.applicability_error() == ""
     assert win.method_panel.protect_btn.isEnabled()
+    # a sweep of a method without ε: one curve over k, no baseline
+    win.explore_panel.ks.setText("2, 5")
+    assert win.run_sweep()
+    _wait_idle(qtbot, win)
+    qtbot.waitUntil(lambda: "done" in win.explore_panel.status.text(), timeout=20000)
+    assert [p.epsilon for p in win.explore_panel.points] == [None, None]
+    assert win.explore_panel.n_plotted() == 2
 
 
 def test_large_table_model_is_lazy(qtbot):
