@@ -260,6 +260,9 @@ def _input_guard(inp: str, out: str) -> None:
     if same_file(inp, out):
         raise InputError(f"The output {out} is the input file: choose another output name "
                          "(the input is never overwritten).")
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(2, "no such folder", folder)
 
 
 # ----------------------------------------------------------------------- commands
