@@ -399,7 +399,8 @@ def run(job: Job) -> Output:
         "clusters": n_c,
         "cluster_size_min": int(sizes.min()) if n_c else 0,
         "cluster_size_max": int(sizes.max()) if n_c else 0,
-        "calibration": calibration,
+        "calibration": calibration if eps is None or calibration == "rigorous" or k <= 1
+        else f"as-published — {NOT_DP_LABEL}",
         "attributes": attr_info,
         "taxonomies": {c: t.to_dict() for c, t in zip(cols, schema.tax) if t is not None},
     }

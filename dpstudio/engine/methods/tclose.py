@@ -11,10 +11,10 @@
    i mod b: for every other bucket j it takes ⌈k_i·p_j/t⌉ records and fills the rest from
    its own bucket (thesis §7.2.2); rounding surpluses are moved to other buckets within the
    bound ⌊k_i·p_j·t⌋ whenever possible.
-3. Records: each group starts from the remaining record farthest from the centroid of the
-   remaining ones in the (standardised) k-quasi space and takes, from every bucket, the
-   required number of remaining records nearest to it (MDAV-style), so that groups are as
-   homogeneous as possible in the k-quasis.
+3. Records: groups are formed from the outside in (MDAV-style): each starts at the
+   ungrouped record farthest from the centroid of the data in the standardised k-quasi space
+   and takes, from every bucket, the required number of ungrouped records nearest to it
+   (k-d trees), so that groups are as homogeneous as possible in the k-quasis.
 4. The achieved t is verified with the distance of Definition 15 / Prop. 10 (the largest
    ratio of bucket probabilities, group vs whole data, both ways) and reported.
 
