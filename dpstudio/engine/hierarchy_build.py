@@ -205,7 +205,7 @@ def interval_hierarchy(values, *, width: float | None = None, start: float | Non
             mins = pd.Series(uniq).groupby(idx).transform("min").to_numpy()
             maxs = pd.Series(uniq).groupby(idx).transform("max").to_numpy()
             lab = [(_fmt_number(x) if x == y else f"{_fmt_number(x)}-{_fmt_number(y)}")
-                   if integer else f"[{_fmt_number(x)}, {_fmt_number(y)}]" for x, y in zip(mins, maxs)]
+                   if integer else f"[{_fmt_bound(x)}, {_fmt_bound(y)}]" for x, y in zip(mins, maxs)]
             lvls.append(np.asarray(lab, dtype=object))
             idx = idx // 2
     else:

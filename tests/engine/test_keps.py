@@ -294,8 +294,10 @@ def test_sweep_reports_measures_per_point_and_reuses_generalisation(monkeypatch)
         return orig(*a, **kw)
 
     monkeypatch.setattr(keps, "ola", counting)
-    pts = list(engine.sweep(_people(9, 300), "k-eps", ROLES, ks=(3, 6), epsilons=(1.0, 8.0),
-                            repeats=2, seed=1, measures=("kanon",)))
+    from dpstudio.engine.api import sweep  # engine.sweep is shadowed by its submodule once imported
+
+    pts = list(sweep(_people(9, 300), "k-eps", ROLES, ks=(3, 6), epsilons=(1.0, 8.0),
+                     repeats=2, seed=1, measures=("kanon",)))
     assert len(pts) == 6  # baseline + 2 ε per k
     assert calls == [3, 6]
     assert all("keps_linking_risk" in p.values for p in pts)
