@@ -429,8 +429,15 @@ def _stata_labels(df: pd.DataFrame, meta: TableMeta | None) -> tuple[dict, list 
         return {}, None
     vl = {}
     for c, labels in meta.value_labels.items():
-        if c in df.columns and pd.api.types.is_numeric_dtype(df[c]):
-            vl[c] = {k: v for k, v in labels.items()}
+        if c not in df.columns:
+            continue
+        s = df[c]
+        if pd.api.types.is_numeric_dtype(s):
+            v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+            v = v[np.isfinite(v)]
+            if v.size and not np.all(v == np.round(v)):
+                continue  # values were masked into non-codes: the labels no longer apply
+        vl[c] = {k: lab for k, lab in labels.items()}
     cl = [meta.column_labels.get(c, "") or None for c in df.columns] if meta.column_labels else None
     return vl, cl
 

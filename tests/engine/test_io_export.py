@@ -56,6 +56,13 @@ def test_labels_survive_stata_and_spss(tmp_path):
         _, meta2 = dio.read_table(out)
         assert meta2.value_labels["code"] == meta.value_labels["code"]
         assert meta2.column_labels["income"] == "Yearly income"
+        # a masked labelled column (no longer codes) is written, without its value labels
+        noisy = back.assign(code=back["code"] + 0.37)
+        out2 = tmp_path / f"out2.{ext}"
+        dio.write_table(noisy, out2, meta=meta)
+        back3, meta3 = dio.read_table(out2)
+        assert "code" not in meta3.value_labels
+        np.testing.assert_allclose(back3["code"], noisy["code"])
 
 
 def test_sniff_semicolon_decimal_comma(tmp_path):
