@@ -29,6 +29,9 @@ from typing import Any
 COMMANDS = ("methods", "protect", "evaluate", "sweep", "demo")
 
 #: Options that set a method parameter directly (option dest -> parameter name).
+#: Above this many records ``protect`` leaves record linkage out of its summary.
+RL_SUMMARY_MAX = 300_000
+
 COMMON_PARAMS = ("k", "epsilon", "algorithm", "suppression", "confidence", "noise",
                  "calibration", "budget")
 
@@ -323,7 +326,14 @@ def cmd_protect(args) -> int:
         _input_guard(args.input, args.report)
     df, meta = _read(args.input, args)
     spec, res = _prepare_and_run(df, args, args.method)
-    measures = _evaluate_result(res)
+    measures = None
+    if not args.no_measures:
+        if len(res.data) > RL_SUMMARY_MAX:
+            _warn(f"record linkage is not computed in the summary for more than "
+                  f"{RL_SUMMARY_MAX:,} records; run 'dpstudio evaluate' for it.")
+            measures = _evaluate_result(res, ("sse", "delta", "corr", "kanon"))
+        else:
+            measures = _evaluate_result(res)
     html = None
     if args.report:
         html = render_html(res, measures, input_name=Path(args.input).name)
@@ -341,8 +351,9 @@ def cmd_protect(args) -> int:
             + f" -> {written['data']} (+ {Path(written['metadata']).name}"
             + (f", {Path(written['report']).name}" if "report" in written else "") + ")")
     if measures:
-        summ += (f"; SSE normalized {_fmt(measures.get('sse_normalized', float('nan')))}, "
-                 f"RL {measures.get('rl', float('nan')):.3g} %")
+        summ += f"; SSE normalized {_fmt(measures.get('sse_normalized', float('nan')))}"
+        if "rl" in measures:
+            summ += f", RL {measures['rl']:.3g} %"
     print(summ)
     return 0
 
@@ -498,6 +509,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_method_opts(p)
     p.add_argument("--format", help="output format: csv, xlsx, parquet, dta, sav (default: from OUT)")
     p.add_argument("--report", metavar="FILE.html", help="also write an HTML report")
+    p.add_argument("--no-measures", action="store_true",
+                   help="do not compute SSE / record linkage for the summary and the report")
     p.set_defaults(func=cmd_protect)
 
     p = sub.add_parser("evaluate", help="utility and risk measures of a protected file")

@@ -236,6 +236,15 @@ def test_protect_params_and_outputs(tmp_path, capsys):
     assert (tmp_path / "out2.csv").read_bytes() == out.read_bytes()
 
 
+def test_protect_summary_without_rl_for_big_data(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "RL_SUMMARY_MAX", 10)
+    src = write_csv(tmp_path / "in.csv", data())
+    code, stdout, err = run(capsys, ["protect", src, tmp_path / "o.csv", *PROTECT])
+    assert code == 0 and "SSE normalized" in stdout and "RL" not in stdout and "evaluate" in err
+    code, stdout, err = run(capsys, ["protect", src, tmp_path / "o2.csv", *PROTECT, "--no-measures"])
+    assert code == 0 and "SSE" not in stdout
+
+
 def test_methods_and_version(capsys):
     code, out, _ = run(capsys, ["methods", "--json"])
     assert code == 0
