@@ -21,7 +21,6 @@ import json
 import math
 import os
 import sys
-import time
 import warnings
 from pathlib import Path
 from typing import Any
