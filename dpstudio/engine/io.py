@@ -189,6 +189,10 @@ def _line_of(msg: str) -> str:
     return f", line {m.group(1)}" if m else ""
 
 
+class _DecodeError(InputError):
+    """The text could not be decoded with the chosen encoding."""
+
+
 def _csv_error(path: str, exc: Exception) -> InputError:
     name = Path(path).name
     msg = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
@@ -199,7 +203,7 @@ def _csv_error(path: str, exc: Exception) -> InputError:
     if isinstance(exc, pd.errors.EmptyDataError):
         return InputError(f"{name}: the file is empty (no columns).")
     if isinstance(exc, UnicodeDecodeError):
-        return InputError(f"{name}: cannot be decoded ({exc.encoding}); choose another encoding.")
+        return _DecodeError(f"{name}: cannot be decoded ({exc.encoding}); choose another encoding.")
     return InputError(f"{name}{_line_of(msg)}: cannot be read as a table ({msg}).")
 
 
@@ -276,28 +280,44 @@ def _read_csv(path: str, sep, encoding, decimal, progress) -> tuple[pd.DataFrame
         _check_columns(_raw_header(path, sep, enc), name)
     header = 0 if info["header"] else None
     _check_ragged(path, sep, name)
-    size = max(os.path.getsize(path), 1)
-    if size <= _CHUNK_BYTES:
-        df = _read_csv_text(path, sep=sep, encoding=enc, decimal=dec, header=header)
-        if progress:
-            progress(1.0)
-    else:
-        parts = []
-        with open(path, "rb") as fh:
-            reader = _read_csv_text(path, sep=sep, encoding=enc, decimal=dec, header=header,
-                                    chunksize=200_000, fh=fh)
-            try:
-                for chunk in reader:
-                    parts.append(chunk)
-                    if progress:
-                        progress(min(fh.tell() / size, 1.0))
-            except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-                raise _csv_error(path, exc) from None
-        df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-        # chunks may infer different dtypes for a column: re-infer
-        df = df.infer_objects()
-        if progress:
-            progress(1.0)
+
+    def load(enc: str) -> pd.DataFrame:
+        size = max(os.path.getsize(path), 1)
+        if size <= _CHUNK_BYTES:
+            df = _read_csv_text(path, sep=sep, encoding=enc, decimal=dec, header=header)
+            if progress:
+                progress(1.0)
+        else:
+            parts = []
+            with open(path, "rb") as fh:
+                reader = _read_csv_text(path, sep=sep, encoding=enc, decimal=dec, header=header,
+                                        chunksize=200_000, fh=fh)
+                try:
+                    for chunk in reader:
+                        parts.append(chunk)
+                        if progress:
+                            progress(min(fh.tell() / size, 1.0))
+                except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+                    raise _csv_error(path, exc) from None
+            df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+            # chunks may infer different dtypes for a column: re-infer
+            df = df.infer_objects()
+            if progress:
+                progress(1.0)
+        return df
+
+    try:
+        df = load(enc)
+    except _DecodeError:
+        if encoding is not None or enc not in ("utf-8", "utf-8-sig"):
+            raise
+        # the sniffed sample was valid UTF-8 but a later part of the file is not
+        try:
+            enc = "cp1252"
+            df = load(enc)
+        except _DecodeError:
+            enc = "latin-1"
+            df = load(enc)
     if header is None:
         df.columns = [f"V{i + 1}" for i in range(df.shape[1])]
     df.columns = [str(c) for c in df.columns]

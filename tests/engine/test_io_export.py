@@ -80,6 +80,14 @@ def test_sniff_semicolon_decimal_comma(tmp_path):
     assert "1,5" in out.read_bytes().decode(meta.encoding)
 
 
+def test_late_non_utf8_bytes_fall_back_to_cp1252(tmp_path):
+    p = tmp_path / "late.csv"
+    body = "".join(f"{i},name{i}\n" for i in range(40_000))  # > the sniffed sample
+    p.write_bytes(("id,name\n" + body + "40000,Jos\xe9\n").encode("cp1252"))
+    df, meta = dio.read_table(p)
+    assert meta.encoding == "cp1252" and df["name"].iloc[-1] == "José" and len(df) == 40_001
+
+
 @settings(max_examples=25, deadline=None)
 @given(sep=st.sampled_from([",", ";", "\t", "|"]), seed=st.integers(0, 10_000),
        bom=st.booleans())
