@@ -512,7 +512,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not compute SSE / record linkage for the summary and the report")
     p.set_defaults(func=cmd_protect)
 
-    p = sub.add_parser("evaluate", help="utility and risk measures of a protected file")
+    p = sub.add_parser(
+        "evaluate", help="utility and risk measures of a protected file",
+        description="Compares record j of PROTECTED with record j of ORIGINAL. Releases of methods "
+                    "that shuffle or suppress records (k-eps, t-close-dp) are not aligned with "
+                    "their input: their measures are in the summary and report of 'protect'.")
     p.add_argument("original", metavar="ORIGINAL")
     p.add_argument("protected", metavar="PROTECTED")
     p.add_argument("--attributes", required=True, help="comma-separated columns to compare")
