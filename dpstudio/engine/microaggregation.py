@@ -51,7 +51,9 @@ def _chunk_labels(n: int, k: int) -> np.ndarray:
 
 
 def _as_matrix(X) -> np.ndarray:
-    X = np.asarray(X, dtype=np.float64)
+    # C order always: sums over a Fortran-ordered view round differently, and with tied
+    # distances that would change the clustering (results must not depend on memory layout)
+    X = np.ascontiguousarray(X, dtype=np.float64)
     if X.ndim == 1:
         X = X[:, None]
     if X.ndim != 2:

@@ -370,3 +370,14 @@ def test_k_smallest_fast_path_is_exact(n, levels, k, seed):
     d[rng.integers(0, n, 40)] = np.inf
     d[rng.integers(0, n)] = -np.inf
     assert np.array_equal(MA._k_smallest(d, k), MA._k_smallest_exact(d, k))
+
+
+def test_mdav_does_not_depend_on_memory_layout():
+    """Regression: a Fortran-ordered input rounded the standardisation differently and,
+    with tied distances, changed the clusters."""
+    rng = np.random.default_rng(38)
+    for _ in range(60):
+        n = int(rng.integers(6, 60))
+        X = rng.integers(0, 3, (n, 2)).astype(float)
+        k = int(rng.integers(2, max(3, n // 2)))
+        assert np.array_equal(MA.mdav(np.asfortranarray(X), k), MA.mdav(np.ascontiguousarray(X), k))
