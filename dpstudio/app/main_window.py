@@ -27,8 +27,7 @@ from dpstudio.app.widgets.data_panel import DataPanel
 from dpstudio.app.widgets.explore_panel import ExplorePanel
 from dpstudio.app.widgets.export_dialog import ExportDialog
 from dpstudio.app.widgets.method_panel import MethodPanel
-from dpstudio.app.widgets.results_panel import (ResultsPanel, correlation_difference,
-                                                kanonymity_check)
+from dpstudio.app.widgets.results_panel import ResultsPanel, correlation_difference
 from dpstudio.app.widgets.roles_panel import RolesPanel, generate_hierarchy
 from dpstudio.app.workers import TaskRunner
 from dpstudio.engine.hierarchy import Hierarchy
@@ -54,14 +53,9 @@ def protect_and_evaluate(df, method: str, roles: dict, domains: dict, hierarchie
     if check_cancel:
         check_cancel()
     orig = res.aligned_original()
-    try:
-        ev = dict(engine.evaluate(orig, res.data, res.protected_attributes, result=res))
-    except ModuleNotFoundError:  # metrics module not built yet
-        ev = {}
-    quasi = [c for c, r in res.roles.items() if r == "k-quasi"]
+    ev = dict(engine.evaluate(orig, res.data, res.protected_attributes, result=res,
+                              measures=("sse", "rl", "delta", "corr", "kanon")))
     extra: dict[str, Any] = {}
-    if quasi:
-        extra["kanon"] = kanonymity_check(res.data, quasi, res.params.get("k"))
     conf = [c for c, r in res.roles.items() if r == "confidential"]
     cols = list(dict.fromkeys(list(res.protected_attributes) + conf))
     extra["corr"] = correlation_difference(orig, res.data, cols)

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 from dpstudio import engine
 from dpstudio.app import project
 from dpstudio.app.widgets.explore_panel import pareto_front, parse_numbers
-from dpstudio.app.widgets.results_panel import (correlation_difference, flatten_measures,
-                                                kanonymity_check)
+from dpstudio.app.widgets.results_panel import correlation_difference, flatten_measures
 
 
 def test_parse_numbers():
@@ -41,12 +40,6 @@ def test_pareto_front_is_exactly_the_non_dominated_set(pts):
             assert any(x[j] == x[i] and y[j] == y[i] for j in front)
     fx = x[sorted(front, key=lambda j: x[j])]
     assert np.all(np.diff(fx) >= 0)
-
-
-def test_kanonymity_check():
-    df = pd.DataFrame({"a": [1, 1, 1, 2, 2, 3], "b": [0] * 6})
-    out = kanonymity_check(df, ["a", "b"], 2)
-    assert out == {"classes": 3, "smallest_class": 1, "k": 2, "records_in_classes_below_k": 1}
 
 
 @settings(max_examples=25, deadline=None)

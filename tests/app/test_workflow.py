@@ -223,6 +223,13 @@ def test_method_not_applicable(qtbot, window):
     qtbot.waitUntil(lambda: "done" in win.explore_panel.status.text(), timeout=20000)
     assert [p.epsilon for p in win.explore_panel.points] == [None, None]
     assert win.explore_panel.n_plotted() == 2
+    # MDAV claims k-anonymity: the results panel shows the engine's class check
+    win.method_panel.set_values({"k": 5})
+    with qtbot.waitSignal(win.state.sig_result_changed, timeout=30000):
+        assert win.run_protect()
+    _wait_idle(qtbot, win)
+    assert "smallest class" in win.results_panel.kanon.text()
+    assert "0.00 %" in win.results_panel.kanon.text()
 
 
 def test_large_table_model_is_lazy(qtbot):

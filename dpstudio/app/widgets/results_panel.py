@@ -26,20 +26,11 @@ MEASURE_LABELS = {
     "corr_loss_std": "Correlation loss (sd |Δcorr|)",
     "delta_mean_avg": "Δ mean (average relative change)",
     "delta_var_avg": "Δ variance (average relative change)",
+    "k_min_class_size": "Smallest equivalence class (k-quasis)",
+    "k_share_below": "Share of records in classes < k",
+    "delta_mean": "Δ mean",
+    "delta_var": "Δ variance",
 }
-
-
-def kanonymity_check(data: pd.DataFrame, quasi: list[str], k: int | None) -> dict:
-    """Smallest equivalence class on the k-quasis of the output, and records in classes < k."""
-    cols = [c for c in quasi if c in data.columns]
-    if not cols or len(data) == 0:
-        return {}
-    sizes = data.groupby(cols, dropna=False, sort=False).size().to_numpy()
-    out = {"classes": int(len(sizes)), "smallest_class": int(sizes.min())}
-    if k:
-        out["k"] = int(k)
-        out["records_in_classes_below_k"] = int(sizes[sizes < k].sum())
-    return out
 
 
 def correlation_difference(orig: pd.DataFrame, prot: pd.DataFrame, cols: list[str]
@@ -207,7 +198,8 @@ class ResultsPanel(QWidget):
         if table is not None:
             self.per_attr.setRowCount(table.shape[0])
             self.per_attr.setColumnCount(table.shape[1])
-            self.per_attr.setHorizontalHeaderLabels([str(c) for c in table.columns])
+            self.per_attr.setHorizontalHeaderLabels([MEASURE_LABELS.get(str(c), str(c))
+                                                     for c in table.columns])
             self.per_attr.setVerticalHeaderLabels([str(i) for i in table.index])
             for i in range(table.shape[0]):
                 for j in range(table.shape[1]):
@@ -216,18 +208,20 @@ class ResultsPanel(QWidget):
         else:
             self.per_attr.setRowCount(0)
             self.per_attr.setColumnCount(0)
-        ka = extra.get("kanon") or {}
-        if ka:
-            k = ka.get("k")
-            below = ka.get("records_in_classes_below_k")
-            ok = below == 0 if below is not None else None
-            col = "#2e7d32" if ok else ("#b00020" if ok is False else "#333")
+        kq = [c for c, r in res.roles.items() if r == "k-quasi"]
+        if "k_min_class_size" in ev:
+            k = res.params.get("k")
+            smallest, share = ev["k_min_class_size"], ev.get("k_share_below", 0.0)
+            ok = share == 0 and smallest >= (k or 0)
+            col = "#2e7d32" if ok else "#b00020"
             self.kanon.setText(
                 f"<span style='color:{col}'><b>k-anonymity check</b> on the k-quasi-identifiers "
-                f"of the output: {ka['classes']:,} classes, smallest class "
-                f"{ka['smallest_class']:,} records"
-                + (f"; {below:,} record(s) in classes smaller than k = {k}"
-                   if below is not None else "") + ".</span>")
+                f"of the output: smallest class {smallest:,} records (k = {k}); share of "
+                f"records in classes smaller than k: {100 * share:.2f} %"
+                f"{' ✔' if ok else ' ✘'}</span>")
+        elif kq:
+            self.kanon.setText("k-anonymity check: not applicable — this method does not claim "
+                               "classes of k identical k-quasi values.")
         else:
             self.kanon.setText("k-anonymity check: no k-quasi-identifier in this release.")
         self.corr_cols, self.corr_diff = extra.get("corr", ([], np.zeros((0, 0))))
