@@ -214,3 +214,13 @@ def test_adult_end_to_end_small():
                     k=10, epsilon=1.0, calibration="as-published")
     assert r.info["clusters"] == 300
     assert r.info["taxonomies"]["occupation"]["a_b"] == "Exec-managerial"
+
+
+def test_sweep_over_k_and_epsilon_with_baseline():
+    df = mixed_frame(np.random.default_rng(12), 120)
+    pts = list(api.sweep(df, "categorical-dp", ROLES, DOM, ks=(3, 6), epsilons=(0.5, 5.0), seed=4,
+                         hierarchies=HIER, measures=("sse", "rl"), calibration="as-published"))
+    assert [(p.k, p.epsilon) for p in pts] == [(3, None), (3, 0.5), (3, 5.0), (6, None), (6, 0.5), (6, 5.0)]
+    base = {p.k: p.mean("sse_raw") for p in pts if p.epsilon is None}
+    noisy = {p.k: p.mean("sse_raw") for p in pts if p.epsilon == 0.5}
+    assert all(noisy[k] > base[k] for k in (3, 6))  # noise costs utility over the baseline

@@ -167,3 +167,15 @@ def test_k_equal_b_with_equal_buckets_and_refusal_when_unequal():
     df.loc[df["C"].between(95, 105), "C"] = 95.0
     with pytest.raises(ParameterError, match="too small for t-closeness.*Increase k"):
         api.protect(df, "t-close-dp", ROLES, seed=1, epsilon=1.0, k=3)
+
+
+def test_sweep_and_duplicate_quasi_vectors():
+    rng = np.random.default_rng(13)
+    df = frame(rng, 400)
+    df["q1"] = 0.0  # many identical k-quasi vectors: ties by record index
+    df["q2"] = rng.integers(0, 2, 400)
+    pts = list(api.sweep(df, "t-close-dp", ROLES, ks=(10, 20), epsilons=(1.0,), seed=2,
+                         measures=("sse",)))
+    assert [(p.k, p.epsilon) for p in pts] == [(10, None), (10, 1.0), (20, None), (20, 1.0)]
+    r = api.protect(df, "t-close-dp", ROLES, seed=1, epsilon=1.0, k=10)
+    assert r.info["t_achieved"] <= math.e + 1e-9 and r.info["k"] >= 10

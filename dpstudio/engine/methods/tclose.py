@@ -212,6 +212,9 @@ def form_groups(Z: np.ndarray, bucket: np.ndarray, plan: np.ndarray, check_cance
 
     n = Z.shape[0]
     G, b = plan.shape
+    # a vanishing record-index coordinate breaks ties between identical k-quasi vectors (and
+    # lets the k-d trees split when many records coincide)
+    Z = np.column_stack([Z, np.arange(n) * (1e-9 / max(n, 1))])
     group = np.full(n, -1, dtype=np.int64)
     taken = np.zeros(n, dtype=bool)
     seeds = np.argsort(-((Z - Z.mean(axis=0)) ** 2).sum(axis=1), kind="stable")
