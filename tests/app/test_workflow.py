@@ -67,6 +67,15 @@ def test_full_workflow(qtbot, window, tmp_path):
     pt = ep.find_target("rl", 100.0)
     assert pt is not None and pt.epsilon == 1.0
 
+    # hovering finds the point under the cursor (within a few pixels)
+    target = next(p for p in ep.points if p.k == 5 and p.epsilon == 1.0)
+    for plot in (ep.sse_plot, ep.rl_plot, ep.plane):
+        x, y, _p = next(c for c in ep._point_coords(plot) if c[2] is target)
+        import pyqtgraph as pg
+
+        scene_pos = plot.getPlotItem().vb.mapViewToScene(pg.Point(x, y))
+        assert ep._nearest(plot, scene_pos) is target
+    assert "k = 5" in ep.describe(target) and "RL" in ep.describe(target)
     # clicking a point sets k and ε in the form
     ep.choose(next(p for p in ep.points if p.k == 10 and p.epsilon == 1.0))
     assert win.method_panel.values()["k"] == 10
@@ -113,6 +122,8 @@ def test_full_workflow(qtbot, window, tmp_path):
     assert any(p.name.endswith(".metadata.json") for p in written)
     meta = json.loads(next(p for p in written if p.name.endswith(".metadata.json")).read_text())
     assert meta["method"] == "ir-dp"
+    report = next(p for p in written if p.name.endswith(".report.html"))
+    assert "data:image/png;base64," in report.read_text(encoding="utf-8")  # the curves
     for p in written:
         text = p.read_text(encoding="utf-8", errors="ignore")
         assert str(SEED) not in text, p.name
@@ -240,3 +251,31 @@ def test_large_table_model_is_lazy(qtbot):
     assert m.rowCount() == 1_000_000 and m.columnCount() == 2
     assert m.data(m.index(999_999, 0)) == "999999"
     assert m.data(m.index(500_000, 1)) == f"{df.b[500_000]:.6g}"
+
+
+def test_generated_hierarchy_covers_the_column(qtbot):
+    from dpstudio.app.widgets.roles_panel import generate_hierarchy
+
+    s = pd.Series([3, 1, 2, 2, 10, 7])
+    h = generate_hierarchy(s, "x", levels=3)
+    h.check_values(s, "x")  # every value is a leaf
+    assert h.height == 3 and sorted(h.leaves, key=int) == ["1", "2", "3", "7", "10"]
+    t = pd.Series(["b", "a", None, "b"])
+    ht = generate_hierarchy(t, "t")
+    ht.check_values(t, "t")
+    assert ht.height == 2
+
+
+def test_ui_state_remembered(qtbot, _config_dir):
+    from dpstudio.app.main_window import MainWindow
+
+    w1 = MainWindow(offer_recovery=False)
+    qtbot.addWidget(w1)
+    w1.resize(1366, 740)
+    w1.method_splitter.setSizes([500, 866])
+    w1.save_ui()
+    sizes = w1.method_splitter.sizes()
+    w2 = MainWindow(offer_recovery=False)
+    qtbot.addWidget(w2)
+    assert w2.method_splitter.sizes() == sizes
+    assert (_config_dir / "ui.ini").exists()
