@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QDialog, QFileDialog, QLabel, QMainWindow, QMessa
 from dpstudio import __version__, engine
 from dpstudio.app import io_adapter, project, subproc
 from dpstudio.app import settings as app_settings
-from dpstudio.app.state import AppState, column_stats
+from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import show_error
 from dpstudio.app.widgets.csv_dialog import CsvPreviewDialog
 from dpstudio.app.widgets.data_panel import DataPanel
@@ -33,6 +33,7 @@ from dpstudio.app.workers import TaskRunner
 from dpstudio.engine.hierarchy import Hierarchy
 
 TAB_DATA, TAB_ROLES, TAB_METHOD, TAB_RESULTS = range(4)
+BIG_FILE_BYTES = 16 * 1024 * 1024  # files above this are read in a child process
 
 
 def resources_dir() -> Path:
@@ -265,10 +266,17 @@ class MainWindow(QMainWindow):
                 opts = dlg.options()
         self.task_label.setText(f"Opening {p.name}…")
 
+        in_child = p.stat().st_size > BIG_FILE_BYTES
+
         def work(progress, check_cancel):
-            df, meta = io_adapter.read_table(str(p), progress=progress, **opts)
-            check_cancel()
-            return df, meta, column_stats(df)
+            if not in_child:  # small: a thread is quicker than starting a process
+                return subproc.load_table(str(p), opts, check_cancel=check_cancel,
+                                          progress=progress)
+            # big: in a child process (the CSV parser holds the GIL for seconds)
+            for out in subproc.stream("dpstudio.app.subproc:load_table", (str(p), opts),
+                                      check_cancel=check_cancel, progress=progress):
+                return out
+            raise engine.InputError(f"{p.name}: nothing was read.")
 
         def done(out):
             df, meta, stats = out

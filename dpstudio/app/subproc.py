@@ -122,3 +122,13 @@ def sweep_points(df, method, roles, domains, *, ks, epsilons, repeats, seed, hie
         pt.runs = []  # per-repetition dicts are not needed by the app
         progress((pt.index + 1) / max(pt.total, 1))
         yield pt
+
+
+def load_table(path, options, *, check_cancel, progress):
+    """Child side of opening a file: the table, its read conventions and column statistics."""
+    from dpstudio.app.state import column_stats
+    from dpstudio.engine import io as engine_io
+
+    df, meta = engine_io.read_table(path, progress=progress, **options)
+    check_cancel()
+    return df, meta, column_stats(df)
