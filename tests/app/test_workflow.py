@@ -279,3 +279,30 @@ def test_ui_state_remembered(qtbot, _config_dir):
     qtbot.addWidget(w2)
     assert w2.method_splitter.sizes() == sizes
     assert (_config_dir / "ui.ini").exists()
+
+
+def test_recovery_offered_after_a_crash(qtbot, window, _config_dir, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    from dpstudio.app.main_window import MainWindow
+
+    win = window
+    _open_sample(qtbot, win)
+    _classify(win)
+    win.autosave()  # what the debounced timer does; then the app "crashes" (no closeEvent)
+    assert (_config_dir / "recovery.dpsproj").exists()
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question",
+                        lambda *a, **k: asked.append(a[2]) or QMessageBox.StandardButton.Yes)
+    win2 = MainWindow(offer_recovery=True)
+    qtbot.addWidget(win2)
+    try:
+        with qtbot.waitSignal(win2.sig_loaded, timeout=20000):
+            pass  # the offer runs from the event loop
+        qtbot.waitUntil(lambda: win2.state.recipe.seed == SEED, timeout=5000)
+        assert asked and "Recover" in asked[0]
+        assert win2.state.roles["FICA"] == "eps-quasi"
+        assert win2.state.dirty  # recovered work is unsaved work
+    finally:
+        win2.shutdown()
+        win2.state.mark_dirty(False)
