@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import traceback
-from pathlib import Path
 
 from dpstudio.app.main_window import resources_dir, sample_path  # noqa: F401
 

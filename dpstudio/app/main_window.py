@@ -6,16 +6,13 @@ Panels observe :class:`~dpstudio.app.state.AppState`; long work goes through
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QIcon, QKeySequence
+from PySide6.QtGui import QAction, QGuiApplication, QIcon, QKeySequence
 from PySide6.QtWidgets import (QDialog, QFileDialog, QLabel, QMainWindow, QMessageBox,
-                               QProgressBar, QPushButton, QScrollArea, QSplitter, QTabWidget,
-                               QWidget)
+                               QProgressBar, QPushButton, QScrollArea, QSplitter, QTabWidget)
 
 from dpstudio import __version__, engine
 from dpstudio.app import io_adapter, project, subproc
@@ -160,7 +157,7 @@ class MainWindow(QMainWindow):
                     self.state.sig_data_changed):
             sig.connect(self.autosave_timer.start)
 
-        self.resize(1366, 740)
+        self._fit_to_screen()
         self._restore_ui()
         self._update_actions()
         if offer_recovery:
@@ -624,6 +621,15 @@ class MainWindow(QMainWindow):
             v = s.value(f"splitter/{sp.objectName()}")
             if isinstance(v, QByteArray) and not v.isEmpty():
                 sp.restoreState(v)
+
+    def _fit_to_screen(self) -> None:
+        """1366 × 740 (made for 1366 × 768 screens), or less on a smaller screen."""
+        screen = QGuiApplication.primaryScreen()
+        w, h = 1366, 740
+        if screen is not None:
+            avail = screen.availableGeometry()
+            w, h = min(w, avail.width()), min(h, max(avail.height() - 30, 400))
+        self.resize(w, h)
 
     def _splitters(self) -> list[QSplitter]:
         return [self.method_splitter, self.roles_panel.splitter, self.explore_panel.splitter,

@@ -4,9 +4,6 @@ import pytest
 
 import dpstudio.app  # noqa: F401  (PySide6 6.12 refcount guard, see dpstudio/app/__init__.py)
 
-pytest.importorskip("PySide6")
-pytest.importorskip("pytestqt")
-
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 

@@ -1,12 +1,17 @@
 """Pure helpers of the app: number parsing, Pareto front, project files, measures."""
 
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+
 import json
 import os
 import stat
 
 import numpy as np
 import pandas as pd
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

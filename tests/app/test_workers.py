@@ -1,9 +1,14 @@
 """TaskRunner / Worker: results, cancel-first, last request wins, throttled progress."""
 
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+
 import threading
 import time
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

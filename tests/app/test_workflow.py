@@ -1,12 +1,17 @@
 """End-to-end through the GUI (offscreen): open → classify → sweep → cancel → run → export →
 project save/reload; bad CSV; missing values; a method that is not applicable."""
 
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+
 import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from dpstudio import engine  # noqa: F401
 from dpstudio.app.widgets.method_panel import list_methods

@@ -61,7 +61,9 @@ class DataPanel(QWidget):
         miss = f", {n_missing:,} missing cells (shaded)" if n_missing else ""
         self.info.setText(f"<b>{Path(st.path).name if st.path else 'data'}</b> — "
                           f"{len(st.df):,} records × {st.df.shape[1]} columns{miss}"
-                          f"<br><span style='color:#666'>{st.path or ''}</span>")
+                          f"<br><span style='color:#666'>{st.path or ''}</span>"
+                          "<br><span style='color:#0b4f8a'>Next: give the attributes their roles "
+                          "in <b>2 · Attributes</b> (Ctrl+2).</span>")
 
     def _on_state_roles_changed(self) -> None:
         self.model.set_roles(self.state.roles)
