@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QDialog, QFileDialog, QLabel, QMainWindow, QMessa
                                QProgressBar, QPushButton, QScrollArea, QSplitter, QTabWidget)
 
 from dpstudio import __version__, engine
-from dpstudio.app import io_adapter, project, subproc
+from dpstudio.app import compute, io_adapter, project, subproc
 from dpstudio.app import settings as app_settings
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import show_error
@@ -24,13 +24,14 @@ from dpstudio.app.widgets.data_panel import DataPanel
 from dpstudio.app.widgets.explore_panel import ExplorePanel
 from dpstudio.app.widgets.export_dialog import ExportDialog
 from dpstudio.app.widgets.method_panel import MethodPanel
-from dpstudio.app.widgets.results_panel import ResultsPanel, correlation_difference
+from dpstudio.app.widgets.results_panel import ResultsPanel
 from dpstudio.app.widgets.roles_panel import RolesPanel, generate_hierarchy
 from dpstudio.app.workers import TaskRunner
 from dpstudio.engine.hierarchy import Hierarchy
 
 TAB_DATA, TAB_ROLES, TAB_METHOD, TAB_RESULTS = range(4)
 BIG_FILE_BYTES = 16 * 1024 * 1024  # files above this are read in a child process
+BIG_TABLE_CELLS = 2_000_000  # tables above this are protected in a child process
 
 
 def resources_dir() -> Path:
@@ -41,24 +42,6 @@ def resources_dir() -> Path:
 
 def sample_path() -> Path:
     return resources_dir() / "census.csv"
-
-
-def protect_and_evaluate(df, method: str, roles: dict, domains: dict, hierarchies: dict,
-                         seed: int, params: dict, progress=None, check_cancel=None) -> tuple:
-    """Worker body of Protect: run, evaluate, k-anonymity check and correlation difference."""
-    res = engine.protect(df, method, roles, domains, seed=seed, hierarchies=hierarchies or None,
-                         progress=progress, check_cancel=check_cancel, **params)
-    if check_cancel:
-        check_cancel()
-    orig = res.aligned_original()
-    ev = dict(engine.evaluate(orig, res.data, res.protected_attributes, result=res,
-                              measures=("sse", "rl", "delta", "corr", "kanon")))
-    extra: dict[str, Any] = {}
-    conf = [c for c, r in res.roles.items() if r == "confidential"]
-    cols = list(dict.fromkeys(list(res.protected_attributes) + conf))
-    extra["corr"] = correlation_difference(orig, res.data, cols)
-    ev["_app"] = extra
-    return res, ev
 
 
 class MainWindow(QMainWindow):
@@ -267,10 +250,10 @@ class MainWindow(QMainWindow):
 
         def work(progress, check_cancel):
             if not in_child:  # small: a thread is quicker than starting a process
-                return subproc.load_table(str(p), opts, check_cancel=check_cancel,
+                return compute.load_table(str(p), opts, check_cancel=check_cancel,
                                           progress=progress)
             # big: in a child process (the CSV parser holds the GIL for seconds)
-            for out in subproc.stream("dpstudio.app.subproc:load_table", (str(p), opts),
+            for out in subproc.stream("dpstudio.app.compute:load_table", (str(p), opts),
                                       check_cancel=check_cancel, progress=progress):
                 return out
             raise engine.InputError(f"{p.name}: nothing was read.")
@@ -346,7 +329,7 @@ class MainWindow(QMainWindow):
         def work(progress, check_cancel):
             # in a child process: a worker thread would compete with the plots for the GIL
             yield from subproc.stream(
-                "dpstudio.app.subproc:sweep_points", (df, mid, roles, domains),
+                "dpstudio.app.compute:sweep_points", (df, mid, roles, domains),
                 # a grid axis the method does not have stays empty (else the engine would
                 # pass that parameter to it)
                 dict(ks=req["ks"] if uses_k else [],
@@ -389,9 +372,17 @@ class MainWindow(QMainWindow):
         recipe = {"method": mid, "params": dict(params), "seed": seed}
         self.task_label.setText("Protecting…")
 
+        in_child = df.size > BIG_TABLE_CELLS
+
         def work(progress, check_cancel):
-            return protect_and_evaluate(df, mid, roles, domains, hier, seed, params,
-                                        progress=progress, check_cancel=check_cancel)
+            args = (df, mid, roles, domains, hier, seed, params)
+            if not in_child:  # small: a thread is quicker than starting a process
+                return compute.protect_and_evaluate(*args, progress=progress,
+                                                    check_cancel=check_cancel)
+            for out in subproc.stream("dpstudio.app.compute:protect_and_evaluate", args,
+                                      check_cancel=check_cancel, progress=progress):
+                return out
+            raise engine.InputError("The protection produced no result.")
 
         def done(out):
             res, ev = out

@@ -9,47 +9,9 @@ import numpy as np
 import pandas as pd
 from PySide6.QtCore import QObject, Signal
 
+from dpstudio.app.compute import ColumnStats, column_stats  # noqa: F401 (re-export)
+
 ROLE_VALUES = ("identifier", "k-quasi", "eps-quasi", "confidential", "other")
-
-
-@dataclass
-class ColumnStats:
-    """Cheap per-column facts computed once when the data is loaded."""
-
-    name: str
-    dtype: str
-    numeric: bool
-    missing: int
-    distinct: int
-    minimum: float | None
-    maximum: float | None
-    non_numeric: int = 0  # text cells in an otherwise numeric-looking column
-
-
-def column_stats(df: pd.DataFrame) -> dict[str, ColumnStats]:
-    out: dict[str, ColumnStats] = {}
-    for c in df.columns:
-        s = df[c]
-        missing = int(s.isna().sum())
-        try:
-            distinct = int(s.nunique(dropna=True))
-        except TypeError:
-            distinct = -1
-        numeric = bool(pd.api.types.is_numeric_dtype(s)) and not pd.api.types.is_bool_dtype(s)
-        mn = mx = None
-        non_numeric = 0
-        if numeric:
-            vals = s.to_numpy(dtype=np.float64, na_value=np.nan)
-            if np.isfinite(vals).any():
-                mn, mx = float(np.nanmin(vals)), float(np.nanmax(vals))
-        else:
-            conv = pd.to_numeric(s, errors="coerce")
-            non_numeric = int((conv.isna() & s.notna()).sum())
-            if conv.notna().any():
-                mn, mx = float(conv.min()), float(conv.max())
-        out[str(c)] = ColumnStats(str(c), str(s.dtype), numeric, missing, distinct, mn, mx,
-                                  non_numeric)
-    return out
 
 
 @dataclass

@@ -108,27 +108,3 @@ def stream(target: str, args: tuple = (), kwargs: dict | None = None, *,
             p.join(1.0)
         q.close()
         q.join_thread()
-
-
-# --------------------------------------------------------------------------- targets
-def sweep_points(df, method, roles, domains, *, ks, epsilons, repeats, seed, hierarchies,
-                 params, check_cancel, progress):
-    """Child side of a trade-off sweep: the engine's SweepPoints, one by one."""
-    from dpstudio.engine import api
-
-    for pt in api.sweep(df, method, roles, domains, ks=ks, epsilons=epsilons, repeats=repeats,
-                        seed=seed, hierarchies=hierarchies or None, check_cancel=check_cancel,
-                        **params):
-        pt.runs = []  # per-repetition dicts are not needed by the app
-        progress((pt.index + 1) / max(pt.total, 1))
-        yield pt
-
-
-def load_table(path, options, *, check_cancel, progress):
-    """Child side of opening a file: the table, its read conventions and column statistics."""
-    from dpstudio.app.state import column_stats
-    from dpstudio.engine import io as engine_io
-
-    df, meta = engine_io.read_table(path, progress=progress, **options)
-    check_cancel()
-    return df, meta, column_stats(df)

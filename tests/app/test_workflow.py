@@ -189,7 +189,12 @@ def test_bad_csv(qtbot, window, tmp_path):
     assert not win.open_file(str(missing), confirm=False)
 
 
-def test_missing_values(qtbot, window, tmp_path):
+def test_missing_values(qtbot, window, tmp_path, monkeypatch):
+    import dpstudio.app.main_window as mw
+
+    # treat this file as big: read and protect in child processes (the path for big data)
+    monkeypatch.setattr(mw, "BIG_FILE_BYTES", 0)
+    monkeypatch.setattr(mw, "BIG_TABLE_CELLS", 0)
     win = window
     df = pd.read_csv(Path(__file__).resolve().parents[2] / "resources" / "census.csv")
     df = df.astype({"FICA": float})

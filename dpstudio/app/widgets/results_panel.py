@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QPus
                                QSplitter, QTableWidget, QTableWidgetItem, QTabWidget,
                                QVBoxLayout, QWidget)
 
+from dpstudio.app.compute import correlation_difference  # noqa: F401 (re-export)
 from dpstudio.app.models.dataframe_model import format_value
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner
@@ -31,21 +32,6 @@ MEASURE_LABELS = {
     "delta_mean": "Δ mean",
     "delta_var": "Δ variance",
 }
-
-
-def correlation_difference(orig: pd.DataFrame, prot: pd.DataFrame, cols: list[str]
-                           ) -> tuple[list[str], np.ndarray]:
-    """corr(protected) − corr(original) over the numeric ``cols`` (m × m)."""
-    cols = [c for c in cols if c in orig.columns and c in prot.columns
-            and pd.api.types.is_numeric_dtype(orig[c]) and pd.api.types.is_numeric_dtype(prot[c])]
-    if len(cols) < 2:
-        return cols, np.zeros((len(cols), len(cols)))
-    a = orig[cols].to_numpy(dtype=float)
-    b = prot[cols].to_numpy(dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ca = np.corrcoef(a, rowvar=False)
-        cb = np.corrcoef(b, rowvar=False)
-    return cols, cb - ca
 
 
 def flatten_measures(ev: dict) -> tuple[list[tuple[str, str]], pd.DataFrame | None]:

@@ -1,0 +1,110 @@
+"""Qt-free computations the app runs in a worker thread or a child process.
+
+Kept apart from the widgets so that a child process (see :mod:`dpstudio.app.subproc`) can
+import them without Qt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpstudio import engine
+
+
+@dataclass
+class ColumnStats:
+    """Cheap per-column facts computed once when the data is loaded."""
+
+    name: str
+    dtype: str
+    numeric: bool
+    missing: int
+    distinct: int
+    minimum: float | None
+    maximum: float | None
+    non_numeric: int = 0  # text cells in an otherwise numeric-looking column
+
+
+def column_stats(df: pd.DataFrame) -> dict[str, ColumnStats]:
+    out: dict[str, ColumnStats] = {}
+    for c in df.columns:
+        s = df[c]
+        missing = int(s.isna().sum())
+        try:
+            distinct = int(s.nunique(dropna=True))
+        except TypeError:
+            distinct = -1
+        numeric = bool(pd.api.types.is_numeric_dtype(s)) and not pd.api.types.is_bool_dtype(s)
+        mn = mx = None
+        non_numeric = 0
+        if numeric:
+            vals = s.to_numpy(dtype=np.float64, na_value=np.nan)
+            if np.isfinite(vals).any():
+                mn, mx = float(np.nanmin(vals)), float(np.nanmax(vals))
+        else:
+            conv = pd.to_numeric(s, errors="coerce")
+            non_numeric = int((conv.isna() & s.notna()).sum())
+            if conv.notna().any():
+                mn, mx = float(conv.min()), float(conv.max())
+        out[str(c)] = ColumnStats(str(c), str(s.dtype), numeric, missing, distinct, mn, mx,
+                                  non_numeric)
+    return out
+
+
+def correlation_difference(orig: pd.DataFrame, prot: pd.DataFrame, cols: list[str]
+                           ) -> tuple[list[str], np.ndarray]:
+    """corr(protected) − corr(original) over the numeric ``cols`` (m × m)."""
+    cols = [c for c in cols if c in orig.columns and c in prot.columns
+            and pd.api.types.is_numeric_dtype(orig[c]) and pd.api.types.is_numeric_dtype(prot[c])]
+    if len(cols) < 2:
+        return cols, np.zeros((len(cols), len(cols)))
+    a = orig[cols].to_numpy(dtype=float)
+    b = prot[cols].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ca = np.corrcoef(a, rowvar=False)
+        cb = np.corrcoef(b, rowvar=False)
+    return cols, cb - ca
+
+
+def protect_and_evaluate(df, method: str, roles: dict, domains: dict, hierarchies: dict,
+                         seed: int, params: dict, progress=None, check_cancel=None) -> tuple:
+    """Worker body of Protect: run, evaluate, k-anonymity check and correlation difference."""
+    res = engine.protect(df, method, roles, domains, seed=seed, hierarchies=hierarchies or None,
+                         progress=progress, check_cancel=check_cancel, **params)
+    if check_cancel:
+        check_cancel()
+    orig = res.aligned_original()
+    ev = dict(engine.evaluate(orig, res.data, res.protected_attributes, result=res,
+                              measures=("sse", "rl", "delta", "corr", "kanon")))
+    extra: dict[str, Any] = {}
+    conf = [c for c, r in res.roles.items() if r == "confidential"]
+    cols = list(dict.fromkeys(list(res.protected_attributes) + conf))
+    extra["corr"] = correlation_difference(orig, res.data, cols)
+    ev["_app"] = extra
+    return res, ev
+
+
+def sweep_points(df, method, roles, domains, *, ks, epsilons, repeats, seed, hierarchies,
+                 params, check_cancel, progress):
+    """A trade-off sweep (run in a child process): the engine's SweepPoints, one by one."""
+    from dpstudio.engine import api
+
+    for pt in api.sweep(df, method, roles, domains, ks=ks, epsilons=epsilons, repeats=repeats,
+                        seed=seed, hierarchies=hierarchies or None, check_cancel=check_cancel,
+                        **params):
+        pt.runs = []  # per-repetition dicts are not needed by the app
+        progress((pt.index + 1) / max(pt.total, 1))
+        yield pt
+
+
+def load_table(path, options, *, check_cancel, progress):
+    """Open a file (in a thread, or a child process for big files): the table, its read conventions and column statistics."""
+    from dpstudio.engine import io as engine_io
+
+    df, meta = engine_io.read_table(path, progress=progress, **options)
+    check_cancel()
+    return df, meta, column_stats(df)
