@@ -410,8 +410,8 @@ def run(job: Job) -> Output:
                      + NOT_DP_LABEL + ".")
     if eps is not None and calibration == "rigorous" and k > 1 and n_c > 50:
         warns.append(f"Rigorous calibration spreads each attribute's ε over {n_c} clusters "
-                     f"(ε_i/{n_c} per cluster): centroids will be close to random. A larger k "
-                     "(fewer clusters) or a larger ε keeps more utility.")
+                     f"(ε_i/{n_c} per cluster): unless ε is large the centroids are close to "
+                     "random. A larger k (fewer clusters) or a larger ε keeps more utility.")
     return Output(data=out, info=info, warnings=warns, protected=cols)
 
 
