@@ -205,13 +205,17 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: list[s
 def sweep(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dict | None = None,
           *, ks=(2, 5, 10), epsilons=(1.0,), repeats: int = 1, seed: int | None = None,
           measures=("sse", "rl"), baselines: bool = True, hierarchies: dict | None = None,
-          check_cancel: Callable[[], None] | None = None, **params: Any):
-    """Run ``method`` over a k × ε grid; yield one :class:`~dpstudio.engine.sweep.SweepPoint` per cell."""
+          check_cancel: Callable[[], None] | None = None, evaluate_options: dict | None = None,
+          **params: Any):
+    """Run ``method`` over a k × ε grid; yield one :class:`~dpstudio.engine.sweep.SweepPoint` per cell.
+
+    ``evaluate_options`` are passed to :func:`evaluate` (e.g. ``{"rl_distance": "raw"}``).
+    """
     from dpstudio.engine.sweep import run_sweep
 
     return run_sweep(df, method, roles, domains, ks=ks, epsilons=epsilons, repeats=repeats,
                      seed=seed, measures=measures, baselines=baselines, hierarchies=hierarchies,
-                     check_cancel=check_cancel, **params)
+                     check_cancel=check_cancel, evaluate_options=evaluate_options, **params)
 
 
 __all__ = ["methods", "protect", "evaluate", "sweep", "check_applicable", "prepare",

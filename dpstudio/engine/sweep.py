@@ -70,28 +70,37 @@ def grid(spec, ks, epsilons, baselines: bool) -> list[tuple[int, int | None, int
 def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsilons=(1.0,),
               repeats: int = 1, seed: int | None = None, measures=("sse", "rl"),
               baselines: bool = True, hierarchies=None,
-              check_cancel: Callable[[], None] | None = None, **params: Any) -> Iterator[SweepPoint]:
+              check_cancel: Callable[[], None] | None = None,
+              evaluate_options: dict | None = None, **params: Any) -> Iterator[SweepPoint]:
     from dpstudio.engine import metrics
 
-    if int(repeats) < 1:
-        from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.errors import ParameterError
 
+    if int(repeats) < 1:
         raise ParameterError(f"repeats must be at least 1. Got {repeats}.")
-    first_k = next(iter(ks), None)
-    first_eps = next(iter(epsilons), None)
+    from dpstudio.engine.registry import get_method
+
+    spec0 = get_method(method)
+    ks = list(ks) if ks is not None else []
+    epsilons = list(epsilons) if epsilons is not None else []
+    names = {p.name for p in spec0.params}
     base = dict(params)
-    if "k" not in base and first_k is not None:
-        base["k"] = first_k
-    if "epsilon" not in base and first_eps is not None:
-        base["epsilon"] = first_eps
+    if "k" in names and spec0.uses_k and "k" not in base and ks:
+        base["k"] = ks[0]
+    if "epsilon" in names and "epsilon" not in base and epsilons:
+        base["epsilon"] = epsilons[0]
     prep = prepare(df, method, roles, domains, hierarchies, **base)
     spec = prep.spec
     from dpstudio.engine import validation as V
 
     if spec.uses_k:
+        if not ks:
+            raise ParameterError(f"Method {spec.id!r} needs at least one k to sweep.")
         for k in ks:
             V.check_k(int(k), len(prep.data), spec.id, spec.min_k)
     if spec.uses_epsilon:
+        if not epsilons:
+            raise ParameterError(f"Method {spec.id!r} needs at least one ε to sweep.")
         for e in epsilons:
             V.check_epsilon(e)
     cells = grid(spec, ks, epsilons, baselines)
@@ -115,7 +124,8 @@ def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsil
                                check_cancel=check_cancel)
             runs.append(metrics.evaluate(res.aligned_original(), res.data,
                                          res.protected_attributes, measures=measures,
-                                         result=res, cache=mcache))
+                                         result=res, cache=mcache,
+                                         **(evaluate_options or {})))
         values = {}
         for name in runs[0]:
             vals = [r_[name] for r_ in runs if isinstance(r_.get(name), (int, float, np.floating))]

@@ -68,3 +68,11 @@ def test_engine_imports_no_qt():
             "bad=[m for m in sys.modules if m.startswith(('PySide6','pyqtgraph','dpstudio.app'))]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_engine_functions_not_shadowed_by_submodules():
+    code = ("from dpstudio import engine; import dpstudio.engine.sweep, dpstudio.engine.methods.numeric; "
+            "import pandas as pd; df = pd.DataFrame({'x': [1., 2., 3., 4.]}); "
+            "list(engine.sweep(df, 'mdav', roles={'x': 'k-quasi'}, ks=[2])); "
+            "assert callable(engine.sweep) and callable(engine.methods), (engine.sweep, engine.methods)")
+    subprocess.run([sys.executable, "-c", code], check=True)
