@@ -614,3 +614,21 @@ def test_budget_detail_names_attributes(census):
     res = engine.protect(census, "ir-dp", roles, doms, k=3, epsilon=2.0, seed=1,
                          budget="per-attribute")
     assert "(4·2 = 8)-DP" in res.info["budget_detail"]
+
+
+@pytest.mark.parametrize("distance", ["standardized", "raw", "domain"])
+def test_mdav_distance_options_k_anonymous(census, distance):
+    cols = ["FEDTAX", "FICA", "INTVAL"]
+    doms = {c: (0.0, 1.5 * float(census[c].max())) for c in cols}
+    res = engine.protect(census, "mdav", {c: "k-quasi" for c in cols}, doms, k=7, distance=distance)
+    assert res.data.groupby(cols).size().min() >= 7
+
+
+def test_mdav_distance_changes_clusters_and_domain_needs_bounds(census):
+    cols = ["FEDTAX", "INTVAL"]
+    roles = {c: "k-quasi" for c in cols}
+    a = engine.protect(census, "mdav", roles, k=5, distance="standardized").data
+    b = engine.protect(census, "mdav", roles, k=5, distance="raw").data
+    assert not a[cols].equals(b[cols])
+    with pytest.raises(engine.ParameterError, match="domain"):
+        engine.protect(census, "mdav", roles, k=5, distance="domain")

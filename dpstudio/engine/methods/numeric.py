@@ -324,11 +324,34 @@ def _budget_detail(p: dict, cols: list[str], eps: np.ndarray) -> str:
 
 # --------------------------------------------------------------------------- mdav family
 
+MDAV_DISTANCE_PARAM = Param(
+    "distance", "choice", "standardized",
+    "How MDAV measures distances between records: 'standardized' (each attribute divided by "
+    "its standard deviation — the default of the spec), 'raw' (original units, as thesis ch. 3 "
+    "did), 'domain' (each attribute divided by its declared domain width, as thesis ch. 6 did; "
+    "needs a domain for every k-quasi).",
+    label="distance", choices=("standardized", "raw", "domain"),
+    choice_labels={"standardized": "Standardised (÷ std. dev.)", "raw": "Raw units",
+                   "domain": "Scaled by domain width"},
+    advanced=True,
+)
+
+
 def _mdav_labels(job: Job, cols: list[str], k: int) -> np.ndarray:
-    key = ("num.mdav", int(k), tuple(cols))
+    dist = job.params.get("distance", "standardized")
+    key = ("num.mdav", int(k), tuple(cols), dist)
     if key not in job.cache:
-        job.cache[key] = MA.mdav(job.matrix(cols), k, check_cancel=job.check_cancel,
-                                 progress=job.progress)
+        X = job.matrix(cols)
+        if dist == "domain":
+            missing = [c for c in cols if c not in job.domains]
+            if missing:
+                raise ParameterError(
+                    "distance='domain' scales each k-quasi by its domain width; declare a domain "
+                    f"for {', '.join(map(repr, missing))} or choose another distance.")
+            lb, ub = job.bounds(cols)
+            X = (X - lb) / (ub - lb)
+        job.cache[key] = MA.mdav(X, k, standardized=(dist != "standardized"),
+                                 check_cancel=job.check_cancel, progress=job.progress)
     return job.cache[key]
 
 
@@ -559,7 +582,7 @@ register(MethodSpec(
                  "k-quasi values by its cluster's average. Every released combination is then "
                  "shared by at least k records."),
     paper="thesis §2.8, §3.4 (004)",
-    params=(k_param(), DROP_MISSING_PARAM),
+    params=(k_param(), MDAV_DISTANCE_PARAM, DROP_MISSING_PARAM),
     protects=(Role.K_QUASI,),
     requires=(Role.K_QUASI,),
     guarantee=_g_mdav,
@@ -579,7 +602,7 @@ register(MethodSpec(
                  "Values stay real and means/variances are preserved exactly, but which record "
                  "they belong to is uncertain (at most 1/k chance of a correct link)."),
     paper="thesis §3.3.1 (004)",
-    params=(k_param(), DROP_MISSING_PARAM),
+    params=(k_param(), MDAV_DISTANCE_PARAM, DROP_MISSING_PARAM),
     protects=(Role.K_QUASI,),
     requires=(Role.K_QUASI,),
     guarantee=_g_mdav_swap,
