@@ -165,9 +165,75 @@ def _categorical_sq(orig: pd.Series, prot: pd.Series, fn: Callable | None) -> np
 # --------------------------------------------------------------- SSE
 
 
+def _matrix(df: pd.DataFrame, cols: list[str], which: str) -> np.ndarray:
+    """Numeric columns as an (n, m) float64 array (one conversion when the dtypes allow)."""
+    if not cols:
+        return np.zeros((len(df), 0))
+    sub = df.loc[:, cols]
+    if sub.shape[1] != len(cols):
+        dup = sorted({c for c in cols if list(df.columns).count(c) > 1})
+        raise InputError(f"Duplicate column name(s) {', '.join(map(repr, dup))} in the {which} data: "
+                         "rename the columns so that they are unique.")
+    if all(pd.api.types.is_numeric_dtype(t) for t in sub.dtypes):
+        return np.ascontiguousarray(sub.to_numpy(dtype=np.float64, na_value=np.nan))
+    return np.column_stack([_numeric(df, a, which) for a in cols])
+
+
+def _sse_both(original: pd.DataFrame, protected: pd.DataFrame, attrs: list[str],
+              categorical_distance: dict | None, warns: list[str], cache: dict | None = None,
+              normalized_warnings: bool = True) -> tuple[float, float]:
+    """(raw SSE, normalized SSE) in one pass; the original's matrix and variances are cached."""
+    n, m = len(original), len(attrs)
+    num, other = [], []
+    for a in attrs:
+        so, sp = _col(original, a), _col(protected, a)
+        if _distance_fn(categorical_distance, a) is None and _is_numeric(so) and (
+                _is_numeric(sp) or sp.isna().all()):
+            num.append(a)
+        else:
+            other.append(a)
+    raw = norm = 0.0
+    if num:
+        ent = _cache_entry(cache, original, ("sse", tuple(num)))
+        if "x" not in ent:
+            x = _matrix(original, num, "original")
+            var = np.nanvar(x, axis=0, ddof=1) if n > 1 else np.zeros(len(num))
+            bad = ~(var > 0) | ~np.isfinite(var)
+            ent["x"], ent["var"] = x, np.where(bad, 1.0, var)
+            ent["const"] = [num[i] for i in np.flatnonzero(bad)]
+        if normalized_warnings:
+            for a in ent["const"]:
+                _warn(warns, f"Attribute {a!r} is constant in the original data: its SSE is "
+                             "not divided by its variance (scale 1).")
+        sq = (ent["x"] - _matrix(protected, num, "protected")) ** 2
+        nan = np.isnan(sq)
+        if nan.any():
+            for i in np.flatnonzero(nan.any(axis=0)):
+                _warn(warns, f"Attribute {num[i]!r}: {int(nan[:, i].sum())} record(s) with a missing "
+                             "value are left out of the SSE.")
+            sq = np.where(nan, 0.0, sq)
+        colsum = sq.sum(axis=0)
+        raw += float(colsum.sum())
+        norm += float((colsum / ent["var"]).sum())
+    for a in other:
+        fn = _distance_fn(categorical_distance, a)
+        if fn is None:
+            _warn(warns, f"Attribute {a!r} is not numeric and has no semantic distance: SSE "
+                         "counts a changed category as distance 1.")
+        sq = _categorical_sq(_col(original, a), _col(protected, a), fn)
+        nan = np.isnan(sq)
+        if nan.any():
+            _warn(warns, f"Attribute {a!r}: {int(nan.sum())} record(s) with a missing value are "
+                         "left out of the SSE.")
+            sq = np.where(nan, 0.0, sq)
+        raw += float(sq.sum())
+        norm += float(sq.sum())
+    return raw, norm / (n * m)
+
+
 def sse(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[str],
         scaling: str = "raw", *, categorical_distance: dict | None = None,
-        warnings: list[str] | None = None) -> float:
+        warnings: list[str] | None = None, cache: dict | None = None) -> float:
     """Sum of squared errors over the protected attributes.
 
     ``scaling='raw'``: ``Σ_j Σ_i dist(x_ji, x′_ji)²`` (the papers' figures).
@@ -187,36 +253,9 @@ def sse(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[st
     if scaling not in ("raw", "normalized"):
         raise ParameterError(f"SSE scaling must be 'raw' or 'normalized'. Got {scaling!r}.")
     warns = warnings if warnings is not None else []
-    n, m = len(original), len(attrs)
-    total = 0.0
-    for a in attrs:
-        so, sp = _col(original, a), _col(protected, a)
-        fn = _distance_fn(categorical_distance, a)
-        if fn is None and _is_numeric(so) and (_is_numeric(sp) or sp.isna().all()):
-            x = _numeric(original, a, "original")
-            y = _numeric(protected, a, "protected")
-            sq = (x - y) ** 2
-            if scaling == "normalized":
-                var = float(np.nanvar(x, ddof=1)) if n > 1 else 0.0
-                if not var > 0 or not math.isfinite(var):
-                    _warn(warns, f"Attribute {a!r} is constant in the original data: its SSE is "
-                                 "not divided by its variance (scale 1).")
-                else:
-                    sq = sq / var
-        else:
-            if fn is None:
-                _warn(warns, f"Attribute {a!r} is not numeric and has no semantic distance: SSE "
-                             "counts a changed category as distance 1.")
-            sq = _categorical_sq(so, sp, fn)
-        nan = np.isnan(sq)
-        if nan.any():
-            _warn(warns, f"Attribute {a!r}: {int(nan.sum())} record(s) with a missing value are "
-                         "left out of the SSE.")
-            sq = np.where(nan, 0.0, sq)
-        total += float(sq.sum())
-    if scaling == "normalized":
-        total /= n * m
-    return total
+    raw, norm = _sse_both(original, protected, attrs, categorical_distance, warns, cache,
+                          normalized_warnings=scaling == "normalized")
+    return raw if scaling == "raw" else norm
 
 
 def _warn(warns: list[str], text: str) -> None:
@@ -254,7 +293,7 @@ def _own_distance(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum("ij,ij->i", d, d))
 
 
-def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int = -1) -> np.ndarray:
+def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int | None = None) -> np.ndarray:
     """Pr_j for every record, numeric attributes (k-d tree on the original).
 
     1. Deduplicate the protected rows (microaggregated releases repeat centroids).
@@ -268,6 +307,8 @@ def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int = -1) -> n
        d(x_j, x′_j) ≤ d_min·(1 + 1e-12)) and |G_j| = the count within d_min·(1 + 1e-12).
     """
     n = xs.shape[0]
+    if workers is None:  # threads pay off only for many queries (start-up cost, shared cores)
+        workers = -1 if n >= 20_000 else 1
     pr = np.zeros(n)
     ok = np.isfinite(ys).all(axis=1)
     if not ok.any():
@@ -278,19 +319,26 @@ def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int = -1) -> n
     nu = uniq.shape[0]
 
     # --- 2. prefilter against a sample of originals (BLAS, blockwise)
-    s = min(n, _PREFILTER_SAMPLE)
+    # (small data: the "sample" is every original, so the bound is the exact minimum)
+    if n > 4 * _PREFILTER_SAMPLE:
+        sample = np.random.default_rng(0).choice(n, size=_PREFILTER_SAMPLE, replace=False)
+    else:
+        sample = np.arange(n)
+    s = sample.size
     bound = np.full(nu, np.inf)
-    if n > 4 * s:
-        sample = np.random.default_rng(0).choice(n, size=s, replace=False)
+    if s:
         xsamp = xs[sample]
         center = xsamp.mean(axis=0)
         xsc = xsamp - center
         xn = np.einsum("ij,ij->i", xsc, xsc)
-        block = max(1, _BLOCK_ENTRIES // s)
+        xscT = np.ascontiguousarray(xsc.T)
+        # small row blocks: OpenBLAS multithreads larger products, which only costs
+        # (thread start-up and spinning) at these sizes
+        block = 64
         best = np.empty(nu, dtype=np.int64)
         for lo in range(0, nu, block):
             u = uniq[lo:lo + block] - center
-            d2 = (np.einsum("ij,ij->i", u, u)[:, None] + xn[None, :]) - 2.0 * (u @ xsc.T)
+            d2 = (np.einsum("ij,ij->i", u, u)[:, None] + xn[None, :]) - 2.0 * (u @ xscT)
             best[lo:lo + block] = np.argmin(d2, axis=1)
         # exact distance to the best sample point: a true upper bound of d_min
         bound = _own_distance(uniq, xsamp[best])
@@ -398,7 +446,7 @@ def _rl_bruteforce(xnum: np.ndarray, ynum: np.ndarray, ocat: list[np.ndarray], p
     return pr
 
 
-_CACHE_KEEP = 3
+_CACHE_KEEP = 4
 
 
 def _cache_entry(cache: dict | None, original: pd.DataFrame, key: tuple) -> dict:
@@ -460,7 +508,7 @@ def record_linkage(original: pd.DataFrame, protected: pd.DataFrame, attributes: 
             cat.append(a)
     ent = _cache_entry(cache, original, ("rl", tuple(num), distance))
     if "xs" not in ent:
-        x = np.column_stack([_numeric(original, a, "original") for a in num]) if num else np.zeros((n, 0))
+        x = _matrix(original, num, "original")
         nan_rows = np.flatnonzero((~np.isfinite(x)).any(axis=1))
         if nan_rows.size:
             from dpstudio.engine.errors import format_rows
@@ -473,7 +521,7 @@ def record_linkage(original: pd.DataFrame, protected: pd.DataFrame, attributes: 
     for w in ent["scale_warnings"]:
         _warn(warns, w)
     xs = ent["xs"]
-    y = np.column_stack([_numeric(protected, a, "protected") for a in num]) if num else np.zeros((n, 0))
+    y = _matrix(protected, num, "protected")
     ys = np.ascontiguousarray(y / ent["scale"])
     nan_p = int((~np.isfinite(ys)).any(axis=1).sum())
     if cat:
@@ -671,9 +719,8 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
     warns: list[str] = []
     out: dict[str, Any] = {}
     if "sse" in measures:
-        out["sse_raw"] = sse(original, protected, attrs, "raw", categorical_distance=cat_dist, warnings=warns)
-        out["sse_normalized"] = sse(original, protected, attrs, "normalized",
-                                    categorical_distance=cat_dist, warnings=warns)
+        out["sse_raw"], out["sse_normalized"] = _sse_both(original, protected, attrs, cat_dist,
+                                                          warns, cache)
     if "rl" in measures:
         out["rl"] = record_linkage(original, protected, attrs, rl_distance, cache,
                                    categorical_distance=cat_dist, warnings=warns)
