@@ -122,7 +122,8 @@ class Param:
             lo_s = "-inf" if lo is None else f"{lo:g}"
             hi_s = "inf" if hi is None else f"{hi:g}"
             br = "[" if self.min_inclusive else "("
-            raise ParameterError(f"{where} must be in the range {br}{lo_s}, {hi_s}]. Got {v!r}.")
+            close = ")" if hi is None else "]"
+            raise ParameterError(f"{where} must be in the range {br}{lo_s}, {hi_s}{close}. Got {v!r}.")
 
 
 @dataclass(frozen=True)

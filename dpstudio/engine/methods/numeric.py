@@ -317,6 +317,8 @@ def _budget_detail(p: dict, cols: list[str], eps: np.ndarray) -> str:
                 f"({names}): the release is ({m}·{_fmt(p['epsilon'])} = {total})-DP by "
                 "sequential composition")
     shares = ", ".join(f"{c}: {_fmt(e)}" for c, e in zip(cols, eps))
+    if m == 1:
+        return f"ε = {_fmt(p['epsilon'])}, all of it for the one protected attribute {names}"
     how = "equally" if budget == "equal" else "by the user weights"
     return (f"ε = {_fmt(p['epsilon'])} split {how} over the {m} protected attributes "
             f"({shares}); total {total} by sequential composition")
