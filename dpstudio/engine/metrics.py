@@ -85,6 +85,11 @@ def _check_pair(original: pd.DataFrame, protected: pd.DataFrame, attributes: Ite
         raise InputError("The data have no records: there is nothing to evaluate.")
     for name, df in (("original", original), ("protected", protected)):
         cols = [str(c) for c in df.columns]
+        if not df.columns.is_unique:
+            dup = sorted({a for a in attrs if cols.count(a) > 1})
+            if dup:
+                raise InputError(f"Duplicate column name(s) {', '.join(map(repr, dup))} in the {name} "
+                                 "data: rename the columns so that they are unique.")
         missing = [a for a in attrs if a not in cols]
         if missing:
             raise InputError(
@@ -99,6 +104,14 @@ def _col(df: pd.DataFrame, a: str) -> pd.Series:
     if isinstance(s, pd.DataFrame):
         raise InputError(f"Duplicate column name {a!r}: rename the columns so that they are unique.")
     return s
+
+
+def _num_dtype(t) -> bool:
+    return pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_bool_dtype(t)
+
+
+def _dtypes(df: pd.DataFrame) -> dict:
+    return dict(zip((str(c) for c in df.columns), df.dtypes))
 
 
 def _is_numeric(s: pd.Series) -> bool:
@@ -169,14 +182,15 @@ def _matrix(df: pd.DataFrame, cols: list[str], which: str) -> np.ndarray:
     """Numeric columns as an (n, m) float64 array (one conversion when the dtypes allow)."""
     if not cols:
         return np.zeros((len(df), 0))
-    sub = df.loc[:, cols]
-    if sub.shape[1] != len(cols):
-        dup = sorted({c for c in cols if list(df.columns).count(c) > 1})
-        raise InputError(f"Duplicate column name(s) {', '.join(map(repr, dup))} in the {which} data: "
-                         "rename the columns so that they are unique.")
-    if all(pd.api.types.is_numeric_dtype(t) for t in sub.dtypes):
-        return np.ascontiguousarray(sub.to_numpy(dtype=np.float64, na_value=np.nan))
-    return np.column_stack([_numeric(df, a, which) for a in cols])
+    dt = _dtypes(df)
+    out = np.empty((len(df), len(cols)))
+    for i, a in enumerate(cols):
+        t = dt[a]
+        if pd.api.types.is_numeric_dtype(t) and not isinstance(t, pd.api.extensions.ExtensionDtype):
+            out[:, i] = _col(df, a).to_numpy()
+        else:
+            out[:, i] = _numeric(df, a, which)
+    return out
 
 
 def _sse_both(original: pd.DataFrame, protected: pd.DataFrame, attrs: list[str],
@@ -184,11 +198,11 @@ def _sse_both(original: pd.DataFrame, protected: pd.DataFrame, attrs: list[str],
               normalized_warnings: bool = True) -> tuple[float, float]:
     """(raw SSE, normalized SSE) in one pass; the original's matrix and variances are cached."""
     n, m = len(original), len(attrs)
+    odt, pdt = _dtypes(original), _dtypes(protected)
     num, other = [], []
     for a in attrs:
-        so, sp = _col(original, a), _col(protected, a)
-        if _distance_fn(categorical_distance, a) is None and _is_numeric(so) and (
-                _is_numeric(sp) or sp.isna().all()):
+        if _distance_fn(categorical_distance, a) is None and _num_dtype(odt[a]) and (
+                _num_dtype(pdt[a]) or _col(protected, a).isna().all()):
             num.append(a)
         else:
             other.append(a)
@@ -319,8 +333,7 @@ def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int | None = N
     nu = uniq.shape[0]
 
     # --- 2. prefilter against a sample of originals (BLAS, blockwise)
-    # (small data: the "sample" is every original, so the bound is the exact minimum)
-    if n > 4 * _PREFILTER_SAMPLE:
+    if n > _PREFILTER_SAMPLE:
         sample = np.random.default_rng(0).choice(n, size=_PREFILTER_SAMPLE, replace=False)
     else:
         sample = np.arange(n)
@@ -500,9 +513,9 @@ def record_linkage(original: pd.DataFrame, protected: pd.DataFrame, attributes: 
     warns = warnings if warnings is not None else []
     n = len(original)
     num, cat = [], []
+    odt = _dtypes(original)
     for a in attrs:
-        so = _col(original, a)
-        if _distance_fn(categorical_distance, a) is None and _is_numeric(so):
+        if _distance_fn(categorical_distance, a) is None and _num_dtype(odt[a]):
             num.append(a)
         else:
             cat.append(a)
