@@ -99,8 +99,9 @@ def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsil
         for k in ks:
             V.check_k(int(k), len(prep.data), spec.id, spec.min_k)
     if spec.uses_epsilon:
-        if not epsilons:
-            raise ParameterError(f"Method {spec.id!r} needs at least one ε to sweep.")
+        if not epsilons and not (baselines and spec.uses_k):
+            raise ParameterError(f"Method {spec.id!r} needs at least one ε to sweep "
+                                 "(or baselines=True for the noise-free points only).")
         for e in epsilons:
             V.check_epsilon(e)
     cells = grid(spec, ks, epsilons, baselines)
