@@ -32,6 +32,10 @@ TIE_RTOL = 1e-12
 #: protected records before the exact k-d tree search (see :func:`record_linkage`).
 _PREFILTER_SAMPLE = 384
 
+#: Below this many (record, original) pairs left after the prefilter, record linkage uses
+#: exact BLAS-selected candidates instead of the k-d tree (faster in several dimensions).
+_BRUTE_MAX_PAIRS = 20_000_000
+
 #: Entries of a distance block in the brute-force (categorical) path.
 _BLOCK_ENTRIES = 2_000_000
 
@@ -307,6 +311,40 @@ def _own_distance(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum("ij,ij->i", d, d))
 
 
+def _pr_by_candidates(xs: np.ndarray, yq: np.ndarray, d_own: np.ndarray) -> np.ndarray:
+    """Exact Pr_j for the protected records ``yq`` (own distances ``d_own``) against all originals.
+
+    Squared distances from the expansion |y|² + |x|² − 2 y·x (BLAS, row blocks) select a
+    superset of the originals within d_own·(1 + 1e-12) (the margin exceeds the rounding
+    error of the expansion); their distances are then recomputed exactly from the
+    differences, and the nearest distance and ties decided on those.
+    """
+    n = xs.shape[0]
+    center = xs.mean(axis=0)
+    xc = xs - center
+    xn = np.einsum("ij,ij->i", xc, xc)
+    xcT = np.ascontiguousarray(xc.T)
+    out = np.zeros(yq.shape[0])
+    r2 = (d_own * (1.0 + TIE_RTOL)) ** 2
+    block = 64
+    for lo in range(0, yq.shape[0], block):
+        hi = min(lo + block, yq.shape[0])
+        u = yq[lo:hi] - center
+        un = np.einsum("ij,ij->i", u, u)
+        norms = un[:, None] + xn[None, :]
+        d2 = norms - 2.0 * (u @ xcT)
+        rows, cols = np.nonzero(d2 <= r2[lo:hi, None] + 1e-12 * norms)
+        diff = yq[lo + rows] - xs[cols]
+        de = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+        dmin = np.full(hi - lo, np.inf)
+        np.minimum.at(dmin, rows, de)
+        tie = de <= dmin[rows] * (1.0 + TIE_RTOL)
+        cnt = np.bincount(rows[tie], minlength=hi - lo)
+        linked = d_own[lo:hi] <= dmin * (1.0 + TIE_RTOL)
+        out[lo:hi] = np.where(linked, 1.0 / np.maximum(cnt, 1), 0.0)
+    return out
+
+
 def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int | None = None) -> np.ndarray:
     """Pr_j for every record, numeric attributes (k-d tree on the original).
 
@@ -362,6 +400,11 @@ def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int | None = N
     need = np.zeros(nu, dtype=bool)
     need[inv[undecided_rec]] = True
     uq = np.flatnonzero(need)
+    rec = np.flatnonzero(undecided_rec)
+    if rec.size * n <= _BRUTE_MAX_PAIRS:
+        # few pairs: exact distances from BLAS candidates beat a k-d tree in several dimensions
+        pr[idx_ok[rec]] = _pr_by_candidates(xs, ys[idx_ok[rec]], d_own[rec])
+        return pr
     if uq.size > 2000:
         # A cheap approximate search ((1+eps)-nearest: its distance is still the
         # distance to a real original, hence an upper bound of d_min) rejects most

@@ -39,10 +39,24 @@ def frames(x, y):
 # ----------------------------------------------------------------- record linkage
 
 
+class search_path:
+    """Force the k-d tree path (``tree=True``) or the exact-candidates path of record linkage."""
+
+    def __init__(self, tree: bool):
+        self.value = 0 if tree else 10**12
+
+    def __enter__(self):
+        self.saved = M._BRUTE_MAX_PAIRS
+        M._BRUTE_MAX_PAIRS = self.value
+
+    def __exit__(self, *exc):
+        M._BRUTE_MAX_PAIRS = self.saved
+
+
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 60), m=st.integers(1, 4),
-       kind=st.sampled_from(["noise", "grid", "centroids", "dupes"]))
-def test_rl_matches_bruteforce(seed, n, m, kind):
+       kind=st.sampled_from(["noise", "grid", "centroids", "dupes"]), tree=st.booleans())
+def test_rl_matches_bruteforce(seed, n, m, kind, tree):
     rng = np.random.default_rng(seed)
     if kind == "grid":  # integers: many exact distance ties
         x = rng.integers(0, 4, size=(n, m)).astype(float)
@@ -61,8 +75,9 @@ def test_rl_matches_bruteforce(seed, n, m, kind):
         x = rng.normal(size=(n, m)) * rng.uniform(0.1, 100, size=m)
         y = x + rng.normal(size=(n, m)) * rng.uniform(0, 2) * x.std(axis=0)
     o, p, cols = frames(x, y)
-    assert M.record_linkage(o, p, cols) == pytest.approx(brute_rl(x, y), abs=1e-9)
-    assert M.record_linkage(o, p, cols, "raw") == pytest.approx(brute_rl(x, y, False), abs=1e-9)
+    with search_path(tree):
+        assert M.record_linkage(o, p, cols) == pytest.approx(brute_rl(x, y), abs=1e-9)
+        assert M.record_linkage(o, p, cols, "raw") == pytest.approx(brute_rl(x, y, False), abs=1e-9)
 
 
 def test_rl_prefilter_path_matches_bruteforce():
@@ -74,17 +89,22 @@ def test_rl_prefilter_path_matches_bruteforce():
         x = np.round(rng.normal(size=(n, m)), 1)  # rounded: ties
         y = np.round(x + s * rng.normal(size=(n, m)), 1)
         o, p, cols = frames(x, y)
-        assert M.record_linkage(o, p, cols) == pytest.approx(brute_rl(x, y), abs=1e-9)
+        ref = brute_rl(x, y)
+        for tree in (True, False):
+            with search_path(tree):
+                assert M.record_linkage(o, p, cols) == pytest.approx(ref, abs=1e-9)
 
 
-def test_rl_ties_exact_values():
+@pytest.mark.parametrize("tree", [True, False])
+def test_rl_ties_exact_values(tree):
     x = pd.DataFrame({"a": [0.0, 2.0, 10.0, 10.0]})
     # x'0 = 1: tie between 0 and 2 -> 1/2; x'1 = 2 exact -> 1; x'2 = 10: two identical originals -> 1/2 each
     y = pd.DataFrame({"a": [1.0, 2.0, 10.0, 10.0]})
-    assert M.record_linkage(x, y, ["a"], "raw") == pytest.approx(100 * (0.5 + 1 + 0.5 + 0.5) / 4)
     # not linked: nearest is another record
     y2 = pd.DataFrame({"a": [2.0, 0.0, 10.0, 9.0]})
-    assert M.record_linkage(x, y2, ["a"], "raw") == pytest.approx(100 * (0 + 0 + 0.5 + 0.5) / 4)
+    with search_path(tree):
+        assert M.record_linkage(x, y, ["a"], "raw") == pytest.approx(100 * (0.5 + 1 + 0.5 + 0.5) / 4)
+        assert M.record_linkage(x, y2, ["a"], "raw") == pytest.approx(100 * (0 + 0 + 0.5 + 0.5) / 4)
 
 
 def test_rl_probabilities_and_missing():
