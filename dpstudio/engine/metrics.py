@@ -187,6 +187,12 @@ def _matrix(df: pd.DataFrame, cols: list[str], which: str) -> np.ndarray:
     if not cols:
         return np.zeros((len(df), 0))
     dt = _dtypes(df)
+    plain = [pd.api.types.is_numeric_dtype(t) and not isinstance(t, pd.api.extensions.ExtensionDtype)
+             and not pd.api.types.is_bool_dtype(t) for t in dt.values()]
+    if all(plain) and df.columns.is_unique and len(dt) <= 4 * len(cols):
+        # one conversion of the whole (numeric) frame, then the wanted columns
+        pos = [df.columns.get_loc(c) for c in cols]
+        return np.ascontiguousarray(df.to_numpy(dtype=np.float64)[:, pos])
     out = np.empty((len(df), len(cols)))
     for i, a in enumerate(cols):
         t = dt[a]
@@ -315,9 +321,10 @@ def _pr_by_candidates(xs: np.ndarray, yq: np.ndarray, d_own: np.ndarray) -> np.n
     """Exact Pr_j for the protected records ``yq`` (own distances ``d_own``) against all originals.
 
     Squared distances from the expansion |y|² + |x|² − 2 y·x (BLAS, row blocks) select a
-    superset of the originals within d_own·(1 + 1e-12) (the margin exceeds the rounding
+    superset of the originals within d_min·(1 + 1e-12) (the margin exceeds the rounding
     error of the expansion); their distances are then recomputed exactly from the
-    differences, and the nearest distance and ties decided on those.
+    differences, and the nearest distance, the ties and whether x_j is among them are
+    decided on those (x_j left out of the superset is farther than d_min·(1 + 1e-12)).
     """
     n = xs.shape[0]
     center = xs.mean(axis=0)
@@ -331,9 +338,14 @@ def _pr_by_candidates(xs: np.ndarray, yq: np.ndarray, d_own: np.ndarray) -> np.n
         hi = min(lo + block, yq.shape[0])
         u = yq[lo:hi] - center
         un = np.einsum("ij,ij->i", u, u)
-        norms = un[:, None] + xn[None, :]
-        d2 = norms - 2.0 * (u @ xcT)
-        rows, cols = np.nonzero(d2 <= r2[lo:hi, None] + 1e-12 * norms)
+        d2 = (un[:, None] + xn[None, :]) - 2.0 * (u @ xcT)
+        # a bound of the rounding error of the expansion, per row (generous)
+        err = 1e-12 * (un + xn.max())
+        # every original within d_min·(1 + 1e-12) has an estimate below this
+        # (d_min ≤ the true distance of the estimated nearest ≤ its estimate + err)
+        near = (d2.min(axis=1) + err) * (1.0 + TIE_RTOL) ** 2 + err
+        lim = np.minimum(r2[lo:hi] + err, near)
+        rows, cols = np.nonzero(d2 <= lim[:, None])
         diff = yq[lo + rows] - xs[cols]
         de = np.sqrt(np.einsum("ij,ij->i", diff, diff))
         dmin = np.full(hi - lo, np.inf)
