@@ -357,6 +357,24 @@ def _pr_by_candidates(xs: np.ndarray, yq: np.ndarray, d_own: np.ndarray) -> np.n
     return out
 
 
+def _sample_bound(u: np.ndarray, xsamp: np.ndarray) -> np.ndarray:
+    """Exact distance from each row of ``u`` to its (estimated) nearest row of ``xsamp``:
+    an upper bound of its nearest distance to the originals."""
+    center = xsamp.mean(axis=0)
+    xsc = xsamp - center
+    xn = np.einsum("ij,ij->i", xsc, xsc)
+    xscT = np.ascontiguousarray(xsc.T)
+    # small row blocks: OpenBLAS multithreads larger products, which only costs
+    # (thread start-up and spinning) at these sizes
+    block = 64
+    best = np.empty(u.shape[0], dtype=np.int64)
+    for lo in range(0, u.shape[0], block):
+        uu = u[lo:lo + block] - center
+        d2 = (np.einsum("ij,ij->i", uu, uu)[:, None] + xn[None, :]) - 2.0 * (uu @ xscT)
+        best[lo:lo + block] = np.argmin(d2, axis=1)
+    return _own_distance(u, xsamp[best])
+
+
 def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int | None = None) -> np.ndarray:
     """Pr_j for every record, numeric attributes (k-d tree on the original).
 
@@ -382,30 +400,20 @@ def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int | None = N
     uniq, inv = _unique_rows(ys[idx_ok])
     nu = uniq.shape[0]
 
-    # --- 2. prefilter against a sample of originals (BLAS, blockwise)
-    if n > _PREFILTER_SAMPLE:
-        sample = np.random.default_rng(0).choice(n, size=_PREFILTER_SAMPLE, replace=False)
-    else:
-        sample = np.arange(n)
-    s = sample.size
-    bound = np.full(nu, np.inf)
-    if s:
-        xsamp = xs[sample]
-        center = xsamp.mean(axis=0)
-        xsc = xsamp - center
-        xn = np.einsum("ij,ij->i", xsc, xsc)
-        xscT = np.ascontiguousarray(xsc.T)
-        # small row blocks: OpenBLAS multithreads larger products, which only costs
-        # (thread start-up and spinning) at these sizes
-        block = 64
-        best = np.empty(nu, dtype=np.int64)
-        for lo in range(0, nu, block):
-            u = uniq[lo:lo + block] - center
-            d2 = (np.einsum("ij,ij->i", u, u)[:, None] + xn[None, :]) - 2.0 * (u @ xscT)
-            best[lo:lo + block] = np.argmin(d2, axis=1)
-        # exact distance to the best sample point: a true upper bound of d_min
-        bound = _own_distance(uniq, xsamp[best])
+    # --- 2. prefilter against samples of originals (BLAS, blockwise): 64 originals for
+    # every distinct protected row, then 384 for the rows still undecided
     slack = (1.0 + TIE_RTOL) * (1.0 + 1e-9)
+    perm = np.random.default_rng(0).permutation(n)[:_PREFILTER_SAMPLE]
+    stages = (perm[:64], perm) if perm.size > 64 else (perm,)
+    bound = np.full(nu, np.inf)
+    rows = np.arange(nu)
+    for smp in stages:
+        if rows.size == 0:
+            break
+        bound[rows] = np.minimum(bound[rows], _sample_bound(uniq[rows], xs[smp]))
+        need = np.zeros(nu, dtype=bool)
+        need[inv[d_own <= bound[inv] * slack]] = True
+        rows = np.flatnonzero(need)
     undecided_rec = d_own <= bound[inv] * slack
     if not undecided_rec.any():
         return pr
