@@ -94,8 +94,6 @@ def _rl_case(n: int, m: int):
 
 
 def _sweep_fn():
-    # engine.sweep must be fetched before its first call: the call imports the submodule
-    # dpstudio.engine.sweep, which rebinds the package attribute to the module (reported).
     global SWEEP
     if "SWEEP" not in globals():
         from dpstudio import engine

@@ -15,10 +15,12 @@ def main(argv: list[str] | None = None) -> int:
         return cli_main(argv)
     try:
         from dpstudio.app.main import main as app_main
-    except ImportError as exc:  # app not installed / not built yet
-        print(f"dpstudio: the desktop app is not available ({exc}); "
-              "use 'dpstudio --help' for the command line.", file=sys.stderr)
-        return 2
+    except ImportError as exc:  # Qt libraries missing on this machine
+        print(f"dpstudio: the desktop app cannot start here ({exc}); running the command-line "
+              "demo instead ('dpstudio --help' lists the commands).", file=sys.stderr)
+        from dpstudio.cli import main as cli_main
+
+        return cli_main(["demo"])
     return app_main(argv)
 
 

@@ -271,8 +271,6 @@ def _input_guard(inp: str, out: str) -> None:
 
 
 def cmd_methods(args) -> int:
-    # (not engine.methods: the package attribute is shadowed by the dpstudio.engine.methods
-    # subpackage once the method modules are imported)
     from dpstudio.engine.api import methods as list_methods
 
     ms = list_methods()

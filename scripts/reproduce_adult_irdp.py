@@ -26,8 +26,6 @@ import pandas as pd
 
 from dpstudio import engine
 
-# engine.sweep is captured once: the first call imports the submodule dpstudio.engine.sweep,
-# which rebinds the package attribute ``engine.sweep`` to that module (reported to the lead).
 SWEEP = engine.sweep
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 from dpstudio.engine import api, metrics  # noqa: E402
 from dpstudio.engine.errors import ParameterError  # noqa: E402
 from dpstudio.engine.categorical_metrics import semantic_rl, semantic_sse  # noqa: E402
-from dpstudio.engine.methods.categorical import categorical_centroids, mdav_mixed  # noqa: E402
-from dpstudio.engine.methods.tclose import n_buckets  # noqa: E402
+from dpstudio.engine.protection.categorical import categorical_centroids, mdav_mixed  # noqa: E402
+from dpstudio.engine.protection.tclose import n_buckets  # noqa: E402
 from dpstudio.engine.microaggregation import mdav  # noqa: E402
 from dpstudio.engine.taxonomy import load_taxonomy  # noqa: E402
 

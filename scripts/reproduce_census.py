@@ -37,8 +37,6 @@ import pandas as pd
 
 from dpstudio import engine
 
-# engine.sweep is captured once: importing the submodule dpstudio.engine.sweep (which the first
-# call does) rebinds the package attribute ``engine.sweep`` to that module (reported to the lead).
 SWEEP = engine.sweep
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,7 +25,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dpstudio.engine.api import sweep  # noqa: E402  (engine.sweep is shadowed by the submodule after its first call)
+from dpstudio.engine.api import sweep  # noqa: E402
 from dpstudio.engine.generalization import ola  # noqa: E402
 from dpstudio.engine.hierarchy import Hierarchy, load_hierarchy  # noqa: E402
 from dpstudio.engine.hierarchy_build import interval_hierarchy  # noqa: E402

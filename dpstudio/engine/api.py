@@ -207,11 +207,11 @@ def sweep(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dic
           measures=("sse", "rl"), baselines: bool = True, hierarchies: dict | None = None,
           check_cancel: Callable[[], None] | None = None, evaluate_options: dict | None = None,
           **params: Any):
-    """Run ``method`` over a k × ε grid; yield one :class:`~dpstudio.engine.sweep.SweepPoint` per cell.
+    """Run ``method`` over a k × ε grid; yield one :class:`~dpstudio.engine.tradeoff.SweepPoint` per cell.
 
     ``evaluate_options`` are passed to :func:`evaluate` (e.g. ``{"rl_distance": "raw"}``).
     """
-    from dpstudio.engine.sweep import run_sweep
+    from dpstudio.engine.tradeoff import run_sweep
 
     return run_sweep(df, method, roles, domains, ks=ks, epsilons=epsilons, repeats=repeats,
                      seed=seed, measures=measures, baselines=baselines, hierarchies=hierarchies,

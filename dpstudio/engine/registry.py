@@ -4,7 +4,7 @@ The app builds its forms from it, the command line its options, and
 :func:`dpstudio.engine.protect` validates parameters against it.
 
 A method is registered with :func:`register` by the module that implements it
-(``dpstudio/engine/methods/*.py``); :data:`METHOD_MODULES` lists the modules that
+(``dpstudio/engine/protection/*.py``); :data:`METHOD_MODULES` lists the modules that
 are imported when the registry is first used.
 """
 
@@ -20,10 +20,10 @@ from dpstudio.engine.roles import Role
 
 # Modules that register methods when imported (order = order in menus).
 METHOD_MODULES = (
-    "dpstudio.engine.methods.numeric",
-    "dpstudio.engine.methods.keps",
-    "dpstudio.engine.methods.categorical",
-    "dpstudio.engine.methods.tclose",
+    "dpstudio.engine.protection.numeric",
+    "dpstudio.engine.protection.keps",
+    "dpstudio.engine.protection.categorical",
+    "dpstudio.engine.protection.tclose",
 )
 
 

@@ -9,7 +9,7 @@ from scipy import stats
 
 from dpstudio.engine import api
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.methods import categorical as C
+from dpstudio.engine.protection import categorical as C
 from dpstudio.engine.taxonomy import Taxonomy
 
 PARENTS = {"a": "X", "b": "X", "c": "Y", "d": "Y", "e": "Y", "f": "*", "X": "*", "Y": "*"}

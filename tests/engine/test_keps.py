@@ -284,7 +284,7 @@ def test_same_seed_same_release():
 
 
 def test_sweep_reports_measures_per_point_and_reuses_generalisation(monkeypatch):
-    import dpstudio.engine.methods.keps as keps
+    import dpstudio.engine.protection.keps as keps
 
     calls = []
     orig = keps.ola
@@ -294,7 +294,7 @@ def test_sweep_reports_measures_per_point_and_reuses_generalisation(monkeypatch)
         return orig(*a, **kw)
 
     monkeypatch.setattr(keps, "ola", counting)
-    from dpstudio.engine.api import sweep  # engine.sweep is shadowed by its submodule once imported
+    from dpstudio.engine.api import sweep
 
     pts = list(sweep(_people(9, 300), "k-eps", ROLES, ks=(3, 6), epsilons=(1.0, 8.0),
                      repeats=2, seed=1, measures=("kanon",)))

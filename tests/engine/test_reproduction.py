@@ -17,7 +17,7 @@ from dpstudio import engine
 
 from tests.conftest import shared_path
 
-SWEEP = engine.sweep  # fetched once: the first call rebinds engine.sweep to its submodule
+SWEEP = engine.sweep
 
 ATTRS = ["FEDTAX", "POTHVAL", "INTVAL", "FICA"]
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from dpstudio.engine import api
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.methods import tclose as T
+from dpstudio.engine.protection import tclose as T
 
 
 def frame(rng, n, distinct=None):

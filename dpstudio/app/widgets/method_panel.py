@@ -21,11 +21,7 @@ ID_ROLE = Qt.ItemDataRole.UserRole
 
 
 def list_methods() -> list[dict]:
-    """The registry's method descriptions.
-
-    Called through ``dpstudio.engine.api`` because importing the method modules rebinds the
-    attribute ``dpstudio.engine.methods`` to the sub-package of the same name.
-    """
+    """The registry's method descriptions."""
     from dpstudio.engine.api import methods
 
     return methods()
