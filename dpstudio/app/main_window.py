@@ -44,6 +44,10 @@ def sample_path() -> Path:
     return resources_dir() / "census.csv"
 
 
+def adult_sample_path() -> Path:
+    return resources_dir() / "adult" / "adult.csv"
+
+
 class MainWindow(QMainWindow):
     sig_loaded = Signal(str)
     """A data file finished loading (its path)."""
@@ -165,6 +169,9 @@ class MainWindow(QMainWindow):
                             "Open CSV, Excel, Parquet, Stata or SPSS data")
         self.act_sample = act(fm, "Open &sample (Census)", self.open_sample, "Ctrl+Shift+M",
                               "The bundled CASC Census sample")
+        self.act_sample_adult = act(fm, "Open sample (&Adult)", self.open_adult_sample, None,
+                                    "The bundled UCI Adult sample (ARX extract, 30,162 records); "
+                                    "its ARX hierarchies are in resources/adult/hierarchies")
         self.recent_menu = fm.addMenu("Open &recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         fm.addSeparator()
@@ -220,6 +227,9 @@ class MainWindow(QMainWindow):
 
     def open_sample(self) -> None:
         self.open_file(str(sample_path()), confirm=False)
+
+    def open_adult_sample(self) -> None:
+        self.open_file(str(adult_sample_path()), confirm=False)
 
     def open_file(self, path: str, *, confirm: bool = True, options: dict | None = None,
                   then: Callable[[], None] | None = None) -> bool:

@@ -316,3 +316,20 @@ def test_recovery_offered_after_a_crash(qtbot, window, _config_dir, monkeypatch)
     finally:
         win2.shutdown()
         win2.state.mark_dirty(False)
+
+
+def test_adult_sample_opens_with_its_hierarchies(qtbot, window):
+    """File › Open sample (Adult): the semicolon/CRLF ARX extract is sniffed and loaded, and
+    every bundled ARX hierarchy covers its column."""
+    from dpstudio.app.main_window import adult_sample_path
+    from dpstudio.engine.hierarchy import Hierarchy
+
+    with qtbot.waitSignal(window.sig_loaded, timeout=30000):
+        window.open_adult_sample()
+    df = window.state.df
+    assert df.shape == (30162, 9)
+    assert list(df.columns)[:3] == ["sex", "age", "race"]
+    hdir = adult_sample_path().parent / "hierarchies"
+    for col in df.columns:
+        h = Hierarchy.read_arx(hdir / f"adult_hierarchy_{col}.csv")
+        h.check_values(df[col], col)  # raises if a value is missing from the hierarchy
