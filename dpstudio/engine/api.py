@@ -132,8 +132,10 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         job.check_cancel = check_cancel
     out = spec.run(job)
     ident = [c for c, role in prep.roles.items() if role is Role.IDENTIFIER]
-    released = out.data.drop(columns=[c for c in ident if c in out.data.columns])
-    released = released.reset_index(drop=True)
+    drop = [c for c in ident if c in out.data.columns]
+    released = out.data.drop(columns=drop) if drop else out.data
+    if not isinstance(released.index, pd.RangeIndex) or released.index.start != 0:
+        released = released.reset_index(drop=True)
     warns = list(prep.warnings) + list(out.warnings)
     return ProtectionResult(
         data=released,
