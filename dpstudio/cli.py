@@ -289,8 +289,6 @@ def cmd_methods(args) -> int:
 
 def _prepare_and_run(df, args, method: str):
     from dpstudio import engine
-    from dpstudio.engine import validation as V
-    from dpstudio.engine.errors import InputError
     from dpstudio.engine.registry import get_method
     from dpstudio.engine.rng import as_rng
 
@@ -300,13 +298,6 @@ def _prepare_and_run(df, args, method: str):
     domains = parse_domains(args.domain)
     hier = parse_hierarchies(args.hierarchy)
     prep = engine.prepare(df, method, roles, domains, hier or None, **params)
-    const = V.constant_columns(prep.data, prep.protected)
-    if const:
-        raise InputError(
-            f"Column(s) {', '.join(map(repr, const))} are constant: there is nothing to protect in "
-            "them and their standardisation is undefined. Give them the role 'other' (they are "
-            "released as they are) or remove them."
-        )
     if prep.dropped_rows:
         _warn(f"{len(prep.dropped_rows)} record(s) with missing values in protected attributes "
               "were dropped (--drop-missing) and are not in the release.")

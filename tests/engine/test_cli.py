@@ -156,9 +156,17 @@ def test_bad_epsilon(tmp_path, capsys, eps):
 
 
 def test_constant_column(tmp_path, capsys):
+    """A constant protected column is not an error (noise still hides the value; MDAV leaves it
+    unscaled) but the user is told, as in the app and the API."""
     df = data()
     df["x"] = 5.0
-    protect_bad(tmp_path, capsys, df, needles=("'x'", "constant"))
+    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    write_csv(src, df)
+    before = sha(src)
+    code, _, err = run(capsys, ["protect", src, out, *PROTECT])
+    assert code == 0, err
+    assert "'x'" in err and "constant" in err
+    assert sha(src) == before and out.exists()
 
 
 def test_empty_and_one_row(tmp_path, capsys):
