@@ -385,14 +385,21 @@ def run(job: Job) -> Output:
                 sens = None
             else:
                 sens = delta / max(k, 1)
+                eps_draw = float(shares[i])
                 if k > 1 and calibration == "rigorous":
-                    sens = n_c * delta / k
-                vals = N.clamp(means + N.sample_noise(kind, job.rng, sens, float(shares[i]), n_c),
+                    if kind == "staircase" and n_c > 1:
+                        # staircase is ε-DP for one number only: every one of the n_c centroids
+                        # (each moving by ≤ Δ/k) gets ε_i/n_c (sequential composition)
+                        eps_draw = float(shares[i]) / n_c
+                    else:
+                        sens = n_c * delta / k   # Laplace: L1 sensitivity of all n_c centroids
+                vals = N.clamp(means + N.sample_noise(kind, job.rng, sens, eps_draw, n_c),
                                schema.lb[i], schema.ub[i])
             out[c] = vals[labels]
             attr_info[c] = {"type": "numeric", "domain": [float(schema.lb[i]), float(schema.ub[i])],
                             "sensitivity": sens, "epsilon_attribute":
                             None if shares is None else float(shares[i]),
+                            "epsilon_per_draw": None if eps is None else eps_draw,
                             "noise": None if eps is None else kind}
     job.progress(1.0)
     info = {

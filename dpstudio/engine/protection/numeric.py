@@ -168,8 +168,13 @@ def _g_insensitive(p: dict) -> str:
         return (_dp_sentence(p) + "; with k = 1 every record is its own cluster and the "
                 f"as-published calibration is plain {_noise_name(p)} noise of scale "
                 "Δ(A_i)/ε_i per record, clamped to the domain.")
+    if p.get("noise") == "staircase" and int(k or 1) > 1:
+        how = ("of sensitivity Δ(A_i)/k and budget ε_i/n_c each (sequential composition over "
+               "the clusters)")
+    else:
+        how = "of scale n_c·Δ(A_i)/(k·ε_i)"
     return (_dp_sentence(p) + f"; insensitive microaggregation with k = {k}, one "
-            f"{_noise_name(p)} draw per cluster and attribute of scale n_c·Δ(A_i)/(k·ε_i), "
+            f"{_noise_name(p)} draw per cluster and attribute {how}, "
             "n_c = ⌊n/k⌋ (rigorous calibration), clamped to the domain.")
 
 
@@ -177,6 +182,11 @@ def _g_ir_dp(p: dict) -> str:
     k = p.get("k")
     if p.get("epsilon") is None:
         return _baseline_sentence(f"individual ranking with k = {k}")
+    if p.get("noise") == "staircase" and int(k or 1) > 1:
+        return (_dp_sentence(p) + f"; individual ranking with k = {k}, one staircase draw per "
+                "cluster of sensitivity Δ(A_i)/k and budget ε_i/n_c, n_c = ⌊n/k⌋ (sequential "
+                "composition over the clusters: staircase noise does not take paper 002's L1 "
+                "bound), clamped to the domain.")
     return (_dp_sentence(p) + f"; individual ranking with k = {k}, one {_noise_name(p)} draw "
             "per cluster of scale Δ(A_i)/(k·ε_i) (paper 002 Lemma 1), clamped to the domain.")
 
@@ -290,6 +300,19 @@ def _noise_info(kind: str, sens, eps: float) -> dict:
     return {"sensitivity_mean": float(sens_arr.mean()), "sensitivity_max": float(sens_arr.max()),
             "scale_mean": float(scale.mean()), "scale_max": float(scale.max()),
             "noise_sd_mean": float(sd.mean())}
+
+
+STAIRCASE_VECTOR_NOTE = (
+    "staircase noise is ε-DP for ONE released number of sensitivity Δ; it does not extend to a "
+    "vector of centroids whose changes add up to Δ (each coordinate could cost the full ε), so "
+    "when one record can move up to n_c centroids of an attribute every draw gets "
+    "sensitivity Δ(A_i)/k and budget ε_i/n_c (sequential composition over the clusters)")
+
+
+def _staircase_split(kind: str, k: int, nc: int) -> bool:
+    """True when staircase draws must be calibrated per cluster with ε_i/n_c: one record can
+    move several of the n_c released centroids of an attribute (k ≥ 2, n_c ≥ 2)."""
+    return kind == "staircase" and int(k) > 1 and int(nc) > 1
 
 
 def _eps_quasi(job: Job) -> list[str]:
@@ -495,13 +518,18 @@ def run_insensitive_dp(job: Job) -> Output:
             "large as plain Laplace's Δ/ε: microaggregation does not help here.")
     new = {}
     per = {}
+    split = calibration == "rigorous" and _staircase_split(kind, k, nc)
     for j, c in enumerate(cols):
         job.check_cancel()
         delta = ub[j] - lb[j]
-        sens = factor * delta / k
-        noisy = N.clamp(cent[:, j] + N.sample_noise(kind, job.rng, sens, eps[j], nc), lb[j], ub[j])
+        if split:   # staircase: per-centroid sensitivity Δ/k, ε_i/n_c per draw
+            sens, eps_draw = delta / k, float(eps[j]) / nc
+        else:       # Laplace(n_c·Δ/(k·ε_i)) = Laplace of L1 sensitivity n_c·Δ/k
+            sens, eps_draw = factor * delta / k, float(eps[j])
+        noisy = N.clamp(cent[:, j] + N.sample_noise(kind, job.rng, sens, eps_draw, nc), lb[j], ub[j])
         new[c] = noisy[labels]
-        per[c] = {"domain_width": float(delta), **_noise_info(kind, sens, float(eps[j]))}
+        per[c] = {"domain_width": float(delta), **_noise_info(kind, sens, eps_draw),
+                  "epsilon_per_draw": eps_draw}
         job.progress((j + 1) / len(cols))
     info.update(noise_per_attribute=per, draws_per_attribute=nc)
     return Output(_frame_with(job, new), info=info, protected=cols, warnings=warnings)
@@ -547,18 +575,28 @@ def _run_ir_family(job: Job, mode: str) -> Output:
             vals = cent
             per[c] = {}
         else:
-            vals = cent + N.sample_noise(kind, job.rng, sens, eps[j], nc)
+            eps_draw = float(eps[j])
+            if mode == "dp" and _staircase_split(kind, k, nc):
+                eps_draw /= nc   # staircase: sensitivity Δ/k per centroid, ε_i/n_c per draw
+            vals = cent + N.sample_noise(kind, job.rng, sens, eps_draw, nc)
             if c in bounds:
                 vals = N.clamp(vals, bounds[c][0], bounds[c][1])
-            per[c] = _noise_info(kind, sens if mode != "dp" else sens[0], float(eps[j]))
+            per[c] = _noise_info(kind, sens if mode != "dp" else sens[0], eps_draw)
+            per[c]["epsilon_per_draw"] = eps_draw
             if c in bounds:
                 per[c]["domain_width"] = float(bounds[c][1] - bounds[c][0])
             per[c]["clamped"] = c in bounds
         new[c] = _spread(vals, st["sizes"], st["order"], n)
         job.progress((j + 1) / len(cols))
+    warnings: list[str] = []
     if eps is not None:
         info.update(noise_per_attribute=per, draws_per_attribute=nc)
-    return Output(_frame_with(job, new), info=info, protected=cols)
+        if mode == "dp" and _staircase_split(kind, k, nc):
+            warnings.append(
+                f"Staircase noise with individual ranking: {STAIRCASE_VECTOR_NOTE}. Here that is "
+                f"ε_i/{nc} per draw, far more noise than Laplace (which needs no split): use "
+                "noise='laplace'.")
+    return Output(_frame_with(job, new), info=info, protected=cols, warnings=warnings)
 
 
 def run_ir_dp(job: Job) -> Output:
