@@ -78,8 +78,21 @@ def protect_and_evaluate(df, method: str, roles: dict, domains: dict, hierarchie
     if check_cancel:
         check_cancel()
     orig = res.aligned_original()
+    notes: list[str] = []
+    # a numeric attribute generalised to intervals (k-eps/OLA: age -> "[30-40[") is text in
+    # the release: measure it as a category (a changed value counts 1) instead of failing
+    mixed = [a for a in res.protected_attributes if a in orig.columns and a in res.data.columns
+             and pd.api.types.is_numeric_dtype(orig[a])
+             and not pd.api.types.is_numeric_dtype(res.data[a])]
+    if mixed:
+        orig = orig.assign(**{a: orig[a].astype(str) for a in mixed})
+        notes.append("Generalised to intervals/categories in the release, so measured as "
+                     "categories (SSE counts a changed value as 1, no numeric distance): "
+                     + ", ".join(mixed) + ".")
     ev = dict(engine.evaluate(orig, res.data, res.protected_attributes, result=res,
                               measures=("sse", "rl", "delta", "corr", "kanon")))
+    if notes:
+        ev["warnings"] = list(ev.get("warnings") or []) + notes
     extra: dict[str, Any] = {}
     conf = [c for c, r in res.roles.items() if r == "confidential"]
     cols = list(dict.fromkeys(list(res.protected_attributes) + conf))

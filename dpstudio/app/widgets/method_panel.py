@@ -259,6 +259,7 @@ class MethodPanel(QWidget):
         lay.addStretch(1)
         self._fill_list()
         state.sig_roles_changed.connect(self.update_applicability)
+        state.sig_roles_changed.connect(self._update_info)
         state.sig_data_changed.connect(self._on_state_data_changed)
         state.sig_recipe_changed.connect(self._on_state_recipe_changed)
         if self.state.recipe.method is None and self.list.count():
@@ -296,6 +297,14 @@ class MethodPanel(QWidget):
         if epsilon is not None and "epsilon" in self.fields:
             vals["epsilon"] = epsilon
         self.set_values(vals)
+
+    def protected_columns(self, method_id: str | None = None) -> list[str]:
+        """The columns the method would change under the current roles (data order)."""
+        m = self.method_info(method_id)
+        if not m or self.state.df is None:
+            return []
+        protects = set(m.get("protects") or [])
+        return [c for c, r in self.state.roles.items() if r in protects]
 
     def method_info(self, method_id: str | None = None) -> dict | None:
         return self._methods.get(method_id or self.current_method() or "")
@@ -416,7 +425,10 @@ class MethodPanel(QWidget):
         try:
             spec = _get_spec(m["id"])
             checked = spec.check_params({k: v for k, v in self.values().items()})
-            guarantee = spec.guarantee(checked)
+            cols = self.protected_columns()
+            # the concrete sentence (names the columns, m, the per-attribute budget) once
+            # columns have a role the method protects; the generic one before that
+            guarantee = spec.guarantee({**checked, "_attributes": cols} if cols else checked)
         except engine.DPStudioError as exc:
             self.param_error.show_message(str(exc), "error")
         except Exception:  # noqa: BLE001 - fall back to the default sentence

@@ -65,6 +65,8 @@ def flatten_measures(ev: dict) -> tuple[list[tuple[str, str]], pd.DataFrame | No
 
 def _fmt(x) -> str:
     if isinstance(x, (float, np.floating)):
+        if np.isnan(x):
+            return "n/a"
         return f"{x:.6g}"
     return format_value(x)
 
@@ -168,8 +170,13 @@ class ResultsPanel(QWidget):
             f"<span style='color:#0b4f8a'><b>Guarantee:</b> {html.escape(res.guarantee)}</span>"
             f"<br>{len(res.data):,} records released; protected: "
             f"{html.escape(', '.join(res.protected_attributes))}")
-        if res.warnings:
-            self.warn.show_message("⚠ " + "<br>⚠ ".join(html.escape(w) for w in res.warnings),
+        warns = list(res.warnings) + [w for w in (ev.get("warnings") or [])
+                                      if w not in res.warnings]
+        if warns:
+            # always rich text (a lone warning without a tag would be shown as plain text,
+            # with its escaped quotes as '&#x27;')
+            self.warn.show_message("<span>⚠ " + "<br>⚠ ".join(html.escape(w, quote=False)
+                                                           for w in warns) + "</span>",
                                    "warning")
         else:
             self.warn.hide()
@@ -240,6 +247,10 @@ class ResultsPanel(QWidget):
             return
         orig = res.aligned_original()[attr] if res.original is not None else None
         prot = res.data[attr]
+        if not pd.api.types.is_numeric_dtype(prot):
+            self._draw_bars(attr, orig, prot)
+            return
+        self.hist.getAxis("bottom").setTicks(None)
         try:
             a = pd.to_numeric(orig, errors="coerce").to_numpy(dtype=float) if orig is not None \
                 else np.zeros(0)
@@ -258,6 +269,29 @@ class ResultsPanel(QWidget):
         self.hist.plot(edges, cb, stepMode="center", pen=pg.mkPen("#1f77b4", width=2),
                        name="protected")
         self.hist.setTitle(attr, color="#222")
+
+    def _draw_bars(self, attr: str, orig, prot, top: int = 20) -> None:
+        """Categorical attribute: counts per category, original vs protected (most frequent
+        ``top`` categories of either; generalised values such as '*' appear as their own bar)."""
+        b = prot.astype(str).value_counts()
+        a = orig.astype(str).value_counts() if orig is not None else pd.Series(dtype=float)
+        cats = list((a.add(b, fill_value=0)).sort_values(ascending=False).index[:top])
+        if not cats:
+            return
+        x = np.arange(len(cats), dtype=float)
+        if len(a):
+            self.hist.addItem(pg.BarGraphItem(x=x - 0.2, height=a.reindex(cats).fillna(0)
+                                              .to_numpy(float), width=0.4,
+                                              brush=(120, 120, 120, 160), pen=pg.mkPen("#555"),
+                                              name="original"))
+        self.hist.addItem(pg.BarGraphItem(x=x + 0.2, height=b.reindex(cats).fillna(0)
+                                          .to_numpy(float), width=0.4, brush="#1f77b4",
+                                          pen=pg.mkPen("#1f77b4"), name="protected"))
+        self.hist.getAxis("bottom").setTicks(
+            [[(float(i), c if len(c) <= 12 else c[:11] + "…") for i, c in enumerate(cats)]])
+        more = max(len(a.index.union(b.index)) - len(cats), 0)
+        self.hist.setTitle(attr + (f" (top {len(cats)} categories; {more} more)" if more
+                                   else " (categories)"), color="#222")
 
 
 if __name__ == "__main__":

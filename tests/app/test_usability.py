@@ -1,0 +1,136 @@
+"""Fixes found by walking through the app as a new user: drag and drop, the concrete
+guarantee sentence, categorical results, generalised numeric attributes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication, QDialog
+
+
+def _drop(win, path) -> bool:
+    """Drag ``path`` over the window and drop it, as the window system would."""
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
+    enter = QDragEnterEvent(QPoint(50, 50), Qt.DropAction.CopyAction, mime,
+                            Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(win, enter)
+    if not enter.isAccepted():
+        return False
+    drop = QDropEvent(QPointF(50, 50), Qt.DropAction.CopyAction, mime,
+                      Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(win, drop)
+    return True
+
+
+def test_drop_csv_file_opens_it(qtbot, window, tmp_path, monkeypatch):
+    from dpstudio.app.widgets.csv_dialog import CsvPreviewDialog
+
+    shown = []
+    monkeypatch.setattr(CsvPreviewDialog, "exec",
+                        lambda self: shown.append(self) or QDialog.DialogCode.Accepted)
+    p = tmp_path / "dropped.csv"
+    p.write_text("a;b\n1,5;2\n3,25;4\n5;6\n", encoding="utf-8")
+    with qtbot.waitSignal(window.sig_loaded, timeout=10000):
+        assert _drop(window, p)
+    assert shown, "a dropped CSV goes through the preview dialog"
+    df = window.state.df
+    assert list(df.columns) == ["a", "b"]
+    assert df["a"].tolist() == [1.5, 3.25, 5.0]  # ';' and decimal ',' detected
+    assert window.state.path == str(p)
+
+
+def test_drop_project_file_opens_project(qtbot, window, tmp_path):
+    from dpstudio.app import project
+    from dpstudio.app.main_window import sample_path
+
+    with qtbot.waitSignal(window.sig_loaded, timeout=20000):
+        window.open_sample()
+    window.state.set_roles({"FICA": "eps-quasi"})
+    window.state.set_seed(1234)
+    pp = tmp_path / ("p" + project.SUFFIX)
+    assert window.save_project_to(str(pp))
+    window.state.set_seed(1)
+    with qtbot.waitSignal(window.sig_loaded, timeout=20000):
+        assert _drop(window, pp)
+    qtbot.waitUntil(lambda: window.state.recipe.seed == 1234, timeout=5000)
+    assert window.state.roles["FICA"] == "eps-quasi"
+    assert window.state.path == str(sample_path())
+
+
+def test_drag_without_files_is_refused(qtbot, window):
+    mime = QMimeData()
+    mime.setText("not a file")
+    ev = QDragEnterEvent(QPoint(5, 5), Qt.DropAction.CopyAction, mime,
+                         Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    ev.ignore()
+    QApplication.sendEvent(window, ev)
+    assert not ev.isAccepted()
+
+
+def test_method_panel_guarantee_names_the_protected_columns(qtbot, window):
+    with qtbot.waitSignal(window.sig_loaded, timeout=20000):
+        window.open_sample()
+    mp = window.method_panel
+    cols = ["FICA", "FEDTAX", "INTVAL"]
+    window.state.set_roles({c: "eps-quasi" for c in cols})
+    mp.select_method("ir-dp")
+    mp.set_values({"epsilon": 2.0, "budget": "per-attribute"})
+    g = mp.guarantee_text
+    assert "(3·2 = 6)-differential privacy" in g, g
+    assert all(c in g for c in cols), g
+    assert " m protected" not in g  # the generic sentence is gone
+    # a role change updates the sentence at once
+    window.state.set_role("INTVAL", "other")
+    assert "(2·2 = 4)" in mp.guarantee_text, mp.guarantee_text
+    assert mp.protected_columns() == ["FICA", "FEDTAX"] or set(mp.protected_columns()) == {
+        "FICA", "FEDTAX"}
+
+
+def test_results_warning_has_no_html_entities(qtbot, window):
+    """A single warning with a quote used to appear as '&#x27;' (plain-text banner)."""
+    from types import SimpleNamespace
+
+    from dpstudio.app.widgets.results_panel import ResultsPanel
+
+    panel = ResultsPanel(window.state)
+    qtbot.addWidget(panel)
+    res = SimpleNamespace(params={"k": 3}, method_name="M", guarantee="g", data=pd.DataFrame(
+        {"x": [1.0, 2.0]}), protected_attributes=["x"], warnings=["each attribute's ε"],
+        roles={"x": "eps-quasi"}, original=None)
+    window.state.set_result(res, {"sse_raw": float("nan")}, {})
+    assert "&#x27;" not in panel.warn.label.text()
+    assert panel.warn.label.textFormat() != Qt.TextFormat.PlainText
+    assert panel.measures.item(0, 1).text() == "n/a"
+
+
+@settings(max_examples=15, deadline=None)
+@given(hs.lists(hs.integers(18, 90), min_size=4, max_size=40), hs.integers(2, 20))
+def test_generalised_numeric_attribute_is_measured_not_fatal(ages, width):
+    """k-eps/OLA turns a numeric k-quasi (age) into interval text: Protect must still report
+    its measures (as categories), never fail on the evaluation."""
+    from types import SimpleNamespace
+
+    from dpstudio.app import compute
+
+    orig = pd.DataFrame({"age": ages})
+    lo = (np.asarray(ages) // width) * width
+    gen = pd.DataFrame({"age": [f"{a}-{a + width - 1}" for a in lo]})
+    res = SimpleNamespace(data=gen, protected_attributes=["age"], roles={"age": "k-quasi"},
+                          params={"k": 2}, aligned_original=lambda: orig)
+    import dpstudio.app.compute as c
+
+    orig_protect = c.engine.protect
+    try:
+        c.engine.protect = lambda *a, **k: res
+        r, ev = compute.protect_and_evaluate(orig, "k-eps", {"age": "k-quasi"}, {}, {}, 0, {})
+    finally:
+        c.engine.protect = orig_protect
+    assert r is res
+    assert 0.0 <= ev["sse_raw"] <= len(ages)
+    assert any("measured as categories" in w for w in ev["warnings"])
