@@ -283,3 +283,19 @@ def test_point_rng_streams_distinct_and_reproducible():
     assert len(set(draws.values())) == len(keys)
     assert point_rng(11, 1, 2, 0).random(4).tobytes() == draws[(1, 2, 0)]
     assert point_rng(12, 1, 2, 0).random(4).tobytes() != draws[(1, 2, 0)]
+
+
+def test_categorical_dp_guarantee_k1_and_per_attribute():
+    """k = 1 spends ε_i per record (parallel composition), not ε_i/n_c; the text must say so.
+    per-attribute names the actual m."""
+    rng = np.random.default_rng(10)
+    n = 30
+    df = pd.DataFrame({"v": rng.choice(TAX.leaves, n), "x": rng.uniform(0, 100, n)})
+    kw = dict(hierarchies={"v": TAX}, epsilon=1.0, seed=2)
+    r1 = engine.protect(df, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"},
+                        {"x": (0, 100)}, k=1, **kw)
+    assert "ε_i/n_c" not in r1.guarantee and r1.is_dp
+    assert r1.info["attributes"]["x"]["epsilon_per_draw"] == pytest.approx(0.5)
+    r2 = engine.protect(df, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"},
+                        {"x": (0, 100)}, k=3, budget="per-attribute", **kw)
+    assert "(2·1 = 2)-DP" in r2.guarantee and "(m·ε)-DP" in r2.guarantee

@@ -429,12 +429,24 @@ def guarantee(p: dict) -> str:
                 "microaggregation only; no differential privacy.")
     budget = p.get("budget", "equal")
     eps_s = f"{eps:g}" if isinstance(eps, (int, float)) else str(eps)
-    tot = f"(m·ε)-DP with ε = {eps_s} per attribute (m = number of ε-quasi attributes)" \
-        if budget == "per-attribute" else f"ε-DP with ε = {eps_s}"
+    cols = p.get("_attributes")
+    if budget == "per-attribute" and cols and isinstance(eps, (int, float)):
+        m = len(cols)
+        tot = (f"(m·ε)-DP with m = {m}, i.e. ({m}·{eps_s} = {m * float(eps):g})-DP: ε = {eps_s} "
+               f"given whole to each of the {m} ε-quasi attributes,")
+    elif budget == "per-attribute":
+        tot = f"(m·ε)-DP with ε = {eps_s} per attribute (m = number of ε-quasi attributes)"
+    else:
+        tot = f"ε-DP with ε = {eps_s}"
     if p.get("calibration", "rigorous") == "as-published" and int(p.get("k") or 1) > 1:
         return ("As-published calibration (ε_i per cluster, thesis §6.3.4): "
                 + NOT_DP_LABEL + ". Clusters are k-anonymous before the exponential mechanism "
                 "and noise are applied.")
+    if int(p.get("k") or 1) <= 1:
+        return (f"{tot} for the ε-quasi attributes (k = 1: every record is its own cluster, its "
+                "categorical values drawn by the exponential mechanism and its numeric values "
+                "noised with ε_i each; parallel composition over records, sequential over "
+                "attributes).")
     return (f"{tot} for the ε-quasi attributes (rigorous calibration: insensitive "
             "microaggregation, then every cluster's categorical centroid drawn by the "
             "exponential mechanism and numeric centroid noised with budget ε_i/n_c, "
