@@ -250,7 +250,10 @@ def epsilon_param(default: float = 1.0) -> Param:
 NOISE_PARAM = Param(
     "noise", "choice", "laplace",
     "Noise distribution. 'staircase' is the optimal (minimum-variance) ε-DP noise of "
-    "thesis ch. 4; it gives the same guarantee as Laplace with less variance.",
+    "thesis ch. 4 for ONE released number: the same guarantee as Laplace with less variance. "
+    "When one record can move several released centroids of an attribute (ir-dp, "
+    "insensitive-dp, categorical-dp with k ≥ 2) each staircase draw gets ε_i/n_c; Laplace then "
+    "gives less noise for ir-dp.",
     label="noise", choices=("laplace", "staircase"),
     choice_labels={"laplace": "Laplace", "staircase": "Optimal (staircase)"},
 )
