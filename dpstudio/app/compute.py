@@ -70,6 +70,29 @@ def correlation_difference(orig: pd.DataFrame, prot: pd.DataFrame, cols: list[st
     return cols, cb - ca
 
 
+#: Methods that generalise k-quasi-identifiers (a numeric one becomes interval text).
+GENERALISING_METHODS = ("k-eps",)
+GENERALISED_NOTE = ("Generalised to intervals by the method, so measured as categories in SSE "
+                    "and record linkage (a changed value counts 1, no numeric distance): ")
+
+
+def _mismatch(a, b):
+    """0/1 distance on the printed values (39 and '39' match; 39 and '35-39' do not)."""
+    a = np.asarray(a, dtype=object).astype(str)
+    b = np.asarray(b, dtype=object).astype(str)
+    return (a != b).astype(np.float64)
+
+
+def generalised_distances(df, method: str, roles: dict) -> dict:
+    """``categorical_distance`` for the numeric k-quasi columns a generalising method turns
+    into intervals (the engine's measures would otherwise reject text in a numeric column).
+    The same option for every sweep point and for Protect, so their measures agree."""
+    if method not in GENERALISING_METHODS:
+        return {}
+    return {c: _mismatch for c, r in roles.items()
+            if r == "k-quasi" and c in df.columns and pd.api.types.is_numeric_dtype(df[c])}
+
+
 def protect_and_evaluate(df, method: str, roles: dict, domains: dict, hierarchies: dict,
                          seed: int, params: dict, progress=None, check_cancel=None) -> tuple:
     """Worker body of Protect: run, evaluate, k-anonymity check and correlation difference."""
@@ -79,18 +102,22 @@ def protect_and_evaluate(df, method: str, roles: dict, domains: dict, hierarchie
         check_cancel()
     orig = res.aligned_original()
     notes: list[str] = []
-    # a numeric attribute generalised to intervals (k-eps/OLA: age -> "[30-40[") is text in
-    # the release: measure it as a category (a changed value counts 1) instead of failing
-    mixed = [a for a in res.protected_attributes if a in orig.columns and a in res.data.columns
-             and pd.api.types.is_numeric_dtype(orig[a])
-             and not pd.api.types.is_numeric_dtype(res.data[a])]
-    if mixed:
-        orig = orig.assign(**{a: orig[a].astype(str) for a in mixed})
-        notes.append("Generalised to intervals/categories in the release, so measured as "
-                     "categories (SSE counts a changed value as 1, no numeric distance): "
-                     + ", ".join(mixed) + ".")
-    ev = dict(engine.evaluate(orig, res.data, res.protected_attributes, result=res,
-                              measures=("sse", "rl", "delta", "corr", "kanon")))
+    dist = generalised_distances(df, method, roles)
+    if dist:
+        notes.append(GENERALISED_NOTE + ", ".join(dist) + ".")
+    if not dist:
+        ev = dict(engine.evaluate(orig, res.data, res.protected_attributes, result=res,
+                                  measures=("sse", "rl", "delta", "corr", "kanon")))
+    else:  # Δ mean/variance and correlations only where the release is still numeric
+        ev = dict(engine.evaluate(orig, res.data, res.protected_attributes, result=res,
+                                  measures=("sse", "rl", "kanon"), categorical_distance=dist))
+        rest = [a for a in res.protected_attributes if a not in dist]
+        ev2 = dict(engine.evaluate(orig, res.data, rest, result=res,
+                                   measures=("delta", "corr"))) if rest else {}
+        warns = list(ev.get("warnings") or [])
+        warns += [w for w in ev2.pop("warnings", None) or [] if w not in warns]
+        ev.update(ev2)
+        ev["warnings"] = warns
     if notes:
         ev["warnings"] = list(ev.get("warnings") or []) + notes
     extra: dict[str, Any] = {}
@@ -106,8 +133,10 @@ def sweep_points(df, method, roles, domains, *, ks, epsilons, repeats, seed, hie
     """A trade-off sweep (run in a child process): the engine's SweepPoints, one by one."""
     from dpstudio.engine import api
 
+    dist = generalised_distances(df, method, roles)
     for pt in api.sweep(df, method, roles, domains, ks=ks, epsilons=epsilons, repeats=repeats,
                         seed=seed, hierarchies=hierarchies or None, check_cancel=check_cancel,
+                        evaluate_options={"categorical_distance": dist} if dist else None,
                         **params):
         pt.runs = []  # per-repetition dicts are not needed by the app
         progress((pt.index + 1) / max(pt.total, 1))

@@ -134,3 +134,27 @@ def test_generalised_numeric_attribute_is_measured_not_fatal(ages, width):
     assert r is res
     assert 0.0 <= ev["sse_raw"] <= len(ages)
     assert any("measured as categories" in w for w in ev["warnings"])
+
+
+def test_keps_sweep_with_numeric_k_quasi_runs_through():
+    """k-eps generalises a numeric k-quasi (age) to intervals at larger k; the sweep used to
+    stop there ('must be numeric'). Every point now arrives, SSE grows from 0."""
+    from dpstudio.app import compute
+
+    rng = np.random.default_rng(7)
+    n = 300
+    df = pd.DataFrame({"age": rng.integers(17, 90, n), "sex": rng.choice(["F", "M"], n),
+                       "y": rng.normal(size=n)})
+    roles = {"age": "k-quasi", "y": "confidential"}
+    pts = list(compute.sweep_points(df, "k-eps", roles, {"age": (0, 150)}, ks=[2, 10, 40],
+                                    epsilons=[1.0], repeats=1, seed=3, hierarchies=None,
+                                    params={}, check_cancel=lambda: None,
+                                    progress=lambda f: None))
+    assert len(pts) == 6
+    assert all("sse_raw" in p.values and "rl" in p.values for p in pts)
+    big = [p for p in pts if p.k == 40]
+    assert big[0].values["sse_raw"][0] > 0
+    res, ev = compute.protect_and_evaluate(df, "k-eps", roles, {"age": (0, 150)}, {}, 3,
+                                           {"k": 40, "epsilon": 1.0})
+    assert ev["sse_raw"] == pytest.approx(big[-1].values["sse_raw"][0])
+    assert ev["k_min_class_size"] >= 40

@@ -379,6 +379,9 @@ class ExplorePanel(QWidget):
         for ax in ("left", "bottom"):
             w.getAxis(ax).setTextPen("#333")
             w.getAxis(ax).setPen("#888")
+            # no "(x0.001)" unit prefix: on a log axis it rescaled the tick labels (SSE 0.01
+            # read as 10¹)
+            w.getAxis(ax).enableAutoSIPrefix(False)
         return w
 
     def _sse_value(self, p):
