@@ -130,17 +130,66 @@ def protect_and_evaluate(df, method: str, roles: dict, domains: dict, hierarchie
 
 def sweep_points(df, method, roles, domains, *, ks, epsilons, repeats, seed, hierarchies,
                  params, check_cancel, progress):
-    """A trade-off sweep (run in a child process): the engine's SweepPoints, one by one."""
-    from dpstudio.engine import api
+    """A trade-off sweep (run in a child process): the engine's SweepPoints, one by one.
 
+    A (k, ε) cell the method cannot run (e.g. t-close-dp needs k ≥ ⌊e^ε⌋ + 1) no longer stops
+    the whole sweep: it is yielded as a point with empty ``values`` and its reason in
+    ``point.skipped``, and the sweep goes on with the remaining cells (a new engine sweep
+    over them).  A sweep whose very first cell fails raises as before (bad settings)."""
+    from dpstudio.engine import api
+    from dpstudio.engine.registry import get_method
+    from dpstudio.engine.tradeoff import SweepPoint, grid
+
+    spec = get_method(method)
     dist = generalised_distances(df, method, roles)
-    for pt in api.sweep(df, method, roles, domains, ks=ks, epsilons=epsilons, repeats=repeats,
-                        seed=seed, hierarchies=hierarchies or None, check_cancel=check_cancel,
-                        evaluate_options={"categorical_distance": dist} if dist else None,
-                        **params):
-        pt.runs = []  # per-repetition dicts are not needed by the app
-        progress((pt.index + 1) / max(pt.total, 1))
-        yield pt
+    common = dict(repeats=repeats, seed=seed, hierarchies=hierarchies or None,
+                  check_cancel=check_cancel,
+                  evaluate_options={"categorical_distance": dist} if dist else None, **params)
+    total = len(grid(spec, ks, epsilons, True))
+    state = {"done": 0, "t_off": 0.0}
+
+    def part(ks_i, eps_i, base):
+        cells = grid(spec, ks_i, eps_i, base)
+        n, last = 0, 0.0
+        try:
+            for pt in api.sweep(df, method, roles, domains, ks=ks_i, epsilons=eps_i,
+                                baselines=base, **common):
+                pt.runs = []  # per-repetition dicts are not needed by the app
+                pt.index, pt.total = state["done"], total
+                last = pt.elapsed
+                pt.elapsed = state["t_off"] + pt.elapsed
+                state["done"] += 1
+                n += 1
+                progress(state["done"] / max(total, 1))
+                yield pt
+        except engine.Cancelled:
+            raise
+        except engine.DPStudioError as exc:
+            if state["done"] == 0 or n >= len(cells):
+                raise  # the settings, not one cell, are wrong
+            state["t_off"] += last
+            _ki, k, _ei, e = cells[n]
+            skip = SweepPoint(k=k, epsilon=e, repeats=0, values={}, index=state["done"],
+                              total=total, elapsed=state["t_off"])
+            skip.runs = []
+            skip.skipped = str(exc).splitlines()[0]
+            state["done"] += 1
+            yield skip
+            # the rest of this k's ε, then every later k
+            eps_k = [c[3] for c in cells[n + 1:] if c[1] == k and c[3] is not None]
+            if eps_k and k is not None:
+                yield from part([k], eps_k, False)
+            later = [k_ for k_ in ks_i if k is not None and ks_i.index(k_) > ks_i.index(k)]
+            if later:
+                yield from part(later, eps_i, base)
+            elif k is None:  # a method without k: the remaining ε
+                rest = [c[3] for c in cells[n + 1:]]
+                if rest:
+                    yield from part(ks_i, rest, False)
+            return
+        state["t_off"] += last
+
+    yield from part(list(ks), list(epsilons), True)
 
 
 def load_table(path, options, *, check_cancel, progress):

@@ -158,3 +158,41 @@ def test_keps_sweep_with_numeric_k_quasi_runs_through():
                                            {"k": 40, "epsilon": 1.0})
     assert ev["sse_raw"] == pytest.approx(big[-1].values["sse_raw"][0])
     assert ev["k_min_class_size"] >= 40
+
+
+def _open_census(qtbot, win):
+    with qtbot.waitSignal(win.sig_loaded, timeout=20000):
+        win.open_sample()
+
+
+def test_tclose_defaults_run_and_sweep_skips_infeasible_cells(qtbot, window):
+    """t-close-dp: k defaults to 'auto' (was 1 < b: Protect failed); a sweep over a grid with
+    infeasible (k, ε) cells completes, lists them, and plots the rest."""
+    win = window
+    _open_census(qtbot, win)
+    win.state.set_roles({"FICA": "k-quasi", "FEDTAX": "k-quasi", "INTVAL": "confidential",
+                         "AFNLWGT": "identifier"})
+    mp = win.method_panel
+    assert mp.select_method("t-close-dp")
+    assert mp.values()["k"] is None
+    assert mp.fields["k"].editor.text() == "auto"
+    with qtbot.waitSignal(win.state.sig_result_changed, timeout=30000):
+        assert win.run_protect()
+    assert win.state.result is not None and not win.errors
+    ep = win.explore_panel
+    ep.ks.setText("2, 10")
+    ep.eps.setText("1, 10")
+    ep.repeats.setValue(1)
+    assert win.run_sweep()
+    qtbot.waitUntil(lambda: not win.sweep_runner.busy, timeout=60000)
+    qtbot.wait(50)
+    assert "failed" not in ep.status.text(), ep.status.text()
+    assert {(p.k, p.epsilon) for p in ep.points} >= {(2, None), (10, None), (10, 1.0)}
+    assert all(p.values for p in ep.points)
+    skipped = {(p.k, p.epsilon) for p in ep.skipped}
+    assert {(2, 1.0), (2, 10.0), (10, 10.0)} <= skipped
+    assert ep.banner.isVisible() or not ep.isVisible()
+    assert "left out" in ep.banner.text()
+    # a project keeps 'auto'
+    mp.set_values({"k": None})
+    assert mp.values()["k"] is None

@@ -103,6 +103,7 @@ class ExplorePanel(QWidget):
         super().__init__(parent)
         self.state = state
         self.points: list = []
+        self.skipped: list = []  # (k, ε) cells the method could not run, with the reason
         self.series: dict = {}
         self.chosen: tuple | None = None
         self.sweep_method: str | None = None
@@ -261,6 +262,7 @@ class ExplorePanel(QWidget):
 
     def clear(self) -> None:
         self.points = []
+        self.skipped = []
         self.sweep_method = None
         for s in self.series.values():
             for plot, item in ((self.sse_plot, s.sse), (self.rl_plot, s.rl),
@@ -303,7 +305,8 @@ class ExplorePanel(QWidget):
 
     def add_points(self, batch: list) -> None:
         """Slot for the worker's batches of SweepPoints (redraws are coalesced)."""
-        self.points.extend(batch)
+        self.skipped.extend(p for p in batch if getattr(p, "skipped", None))
+        self.points.extend(p for p in batch if not getattr(p, "skipped", None))
         if not self._redraw_timer.isActive():
             self._redraw_timer.start()
         last = batch[-1]
@@ -323,7 +326,24 @@ class ExplorePanel(QWidget):
             t = self.points[-1].elapsed if self.points else 0.0
             self.status.setText(f"Sweep done: {n} points in {t:.1f} s. Hover a point for its "
                                 "values; click it to use its k and ε.")
+        if self.skipped and not error:
+            self.banner.show_message(self.skipped_message(), "warning")
         self._update_marker()
+
+    def skipped_message(self, limit: int = 6) -> str:
+        """Which (k, ε) cells were left out and why (grouped by reason)."""
+        by: dict[str, list[str]] = {}
+        for p in self.skipped:
+            cell = f"k = {p.k}" if p.k is not None else ""
+            if p.epsilon is not None:
+                cell += (", " if cell else "") + f"ε = {p.epsilon:g}"
+            by.setdefault(p.skipped, []).append(cell or "?")
+        lines = [f"{len(self.skipped)} (k, ε) point(s) left out — the method cannot run there:"]
+        for reason, cells in list(by.items())[:limit]:
+            lines.append(f"• {'; '.join(cells)}: {reason}")
+        if len(by) > limit:
+            lines.append(f"• … and {len(by) - limit} more reason(s).")
+        return "\n".join(lines)
 
     def set_chosen(self, k, eps, method: str | None = None) -> None:
         """Mark (k, ε) of the form — only on curves of the same method."""

@@ -53,6 +53,7 @@ class ParamField(QWidget):
         self.warning.hide()
         self.editor: QWidget
         self.slider: QSlider | None = None
+        self.optional = False
         if self.kind == "int":
             sb = QSpinBox()
             sb.setObjectName(f"param_{self.name}")
@@ -62,8 +63,18 @@ class ParamField(QWidget):
             high = int(hi) if hi is not None else 10**9
             if self.name == "k" and n_records >= 4:
                 high = min(high, n_records // 2)
-            sb.setRange(low, high)
-            sb.setValue(int(p["default"]) if p["default"] is not None else max(low, 0))
+            # an optional int (default None, e.g. t-close-dp's k: "leave empty to use l") gets
+            # an "auto" entry below its minimum, so it can be left unset instead of sending
+            # the minimum (t-close-dp then failed with k = 1 < b)
+            self.optional = p["default"] is None
+            if self.optional:
+                sb.setRange(low - 1, high)
+                sb.setSpecialValueText("auto")
+                sb.setValue(low - 1)
+                tip = (tip + " " if tip else "") + "“auto”: not set (the method decides)."
+            else:
+                sb.setRange(low, high)
+                sb.setValue(int(p["default"]))
             sb.valueChanged.connect(self.changed)
             lay.addWidget(sb)
             self.editor = sb
@@ -148,6 +159,8 @@ class ParamField(QWidget):
     def value(self) -> Any:
         e = self.editor
         if self.kind == "int":
+            if self.optional and e.value() == e.minimum():
+                return None
             return int(e.value())
         if self.kind == "float":
             return float(e.value())
@@ -173,6 +186,8 @@ class ParamField(QWidget):
     def set_value(self, v: Any) -> None:
         e = self.editor
         if v is None:
+            if self.kind == "int" and self.optional:
+                e.setValue(e.minimum())
             return
         if self.kind == "int":
             e.setValue(int(v))
