@@ -553,6 +553,12 @@ class MainWindow(QMainWindow):
         st = self.state
         cols = set(st.roles)
         unknown = [c for c in data.get("roles", {}) if c not in cols]
+        for c, kind in (data.get("types") or {}).items():
+            if c in cols:
+                try:
+                    st.set_type(c, kind)
+                except (engine.DPStudioError, ValueError) as exc:
+                    show_error(self, f"Type of {c!r}: {exc}")
         st.set_roles({c: r for c, r in data.get("roles", {}).items() if c in cols})
         for c, b in (data.get("domains") or {}).items():
             if c in cols:

@@ -30,6 +30,7 @@ def to_dict(state, sweep: dict | None = None) -> dict:
         "software_version": __version__,
         "input": {"path": state.path, "read_options": dict(state.read_options or {})},
         "roles": {c: r for c, r in state.roles.items() if r != "other"},
+        "types": dict(getattr(state, "types", {}) or {}),
         "domains": {c: [float(a), float(b)] for c, (a, b) in state.domains.items()},
         "hierarchies": hier,
         "method": state.recipe.method,
@@ -69,7 +70,8 @@ def migrate(data: dict) -> dict:
         raise engine.InputError(
             f"This project was saved by a newer dpstudio (schema {v}); update dpstudio to open it.")
     data.setdefault("input", {"path": None, "read_options": {}})
-    for key, default in (("roles", {}), ("domains", {}), ("hierarchies", {}), ("params", {}),
+    for key, default in (("roles", {}), ("types", {}), ("domains", {}), ("hierarchies", {}),
+                         ("params", {}),
                          ("seed", 0), ("sweep", {}), ("method", None)):
         data.setdefault(key, default)
     data["schema_version"] = SCHEMA_VERSION

@@ -36,6 +36,8 @@ class AppState(QObject):
     """A protection run finished (or the result was invalidated)."""
     sig_dirty_changed = Signal(bool)
     """The project has (or no longer has) unsaved changes."""
+    sig_types_changed = Signal(str)
+    """A column's type was changed by the user (its values in ``df`` converted)."""
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -48,6 +50,7 @@ class AppState(QObject):
         self.domains: dict[str, tuple[float, float]] = {}
         self.hierarchies: dict[str, Any] = {}  # column -> Hierarchy
         self.hierarchy_sources: dict[str, Any] = {}  # column -> path or {"generated": ...}
+        self.types: dict[str, str] = {}  # column -> "numeric" | "text" chosen by the user
         self.recipe = Recipe()
         self.result = None
         self.result_recipe: dict | None = None
@@ -73,6 +76,7 @@ class AppState(QObject):
         self.domains = {}
         self.hierarchies = {}
         self.hierarchy_sources = {}
+        self.types = {}
         self.sweep_points = []
         self._clear_result()
         self.sig_data_changed.emit()
@@ -90,6 +94,46 @@ class AppState(QObject):
     def set_roles(self, roles: dict[str, str]) -> None:
         self.roles.update(roles)
         self._clear_result()
+        self.sig_roles_changed.emit()
+        self.mark_dirty()
+
+    def set_type(self, column: str, kind: str) -> None:
+        """Treat ``column`` as ``"numeric"`` or ``"text"`` (converts the loaded values; the
+        file is not touched).  Text → numeric refuses, naming the rows, when a value is not a
+        number (no value is silently lost); numeric → text keeps 39 as '39'."""
+        from dpstudio.engine.errors import InputError, format_rows
+
+        if kind not in ("numeric", "text"):
+            raise ValueError(kind)
+        s = self.df[column]
+        is_num = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+        if kind == "numeric" and not is_num:
+            conv = pd.to_numeric(s, errors="coerce")
+            bad = np.flatnonzero(conv.isna().to_numpy() & s.notna().to_numpy())
+            if bad.size:
+                raise InputError(
+                    f"Column {column!r} cannot be numeric: row(s) {format_rows(bad)} hold text "
+                    f"such as {str(s.iloc[bad[0]])!r}. Correct the file (or the decimal mark "
+                    "when opening it), or keep the type text.")
+            new = conv
+        elif kind == "text" and is_num:
+            v = s
+            if pd.api.types.is_float_dtype(s):
+                f = s.to_numpy(dtype=np.float64, na_value=np.nan)
+                fin = f[np.isfinite(f)]
+                if fin.size and np.all(fin == np.round(fin)) and np.abs(fin).max() < 2**53:
+                    v = s.astype("Int64")  # 39.0 -> '39'
+            new = v.astype(str).where(s.notna(), np.nan)
+        else:
+            return
+        self.df = self.df.assign(**{column: new})
+        self.types[column] = kind
+        self.stats[column] = column_stats(self.df[[column]])[column]
+        if kind == "text":
+            self.domains.pop(column, None)
+        self.sweep_points = []
+        self._clear_result()
+        self.sig_types_changed.emit(column)
         self.sig_roles_changed.emit()
         self.mark_dirty()
 

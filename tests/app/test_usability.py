@@ -196,3 +196,63 @@ def test_tclose_defaults_run_and_sweep_skips_infeasible_cells(qtbot, window):
     # a project keeps 'auto'
     mp.set_values({"k": None})
     assert mp.values()["k"] is None
+
+
+@settings(max_examples=20, deadline=None)
+@given(hs.lists(hs.one_of(hs.integers(-1000, 1000), hs.none()), min_size=1, max_size=30))
+def test_set_type_round_trips_without_losing_values(vals):
+    """numeric → text → numeric gives the same values back; missing stay missing."""
+    from dpstudio.app.state import AppState
+
+    st = AppState()
+    df = pd.DataFrame({"code": pd.array(vals, dtype="Float64").astype(float), "y": 1.0})
+    st.set_data(df, None)
+    st.set_type("code", "text")
+    t = st.df["code"]
+    assert not pd.api.types.is_numeric_dtype(t)
+    assert t.isna().tolist() == df["code"].isna().tolist()
+    assert all(str(int(v)) == x for v, x in zip(df["code"], t) if pd.notna(v))
+    st.set_type("code", "numeric")
+    back = st.df["code"].to_numpy(dtype=float, na_value=np.nan)
+    np.testing.assert_array_equal(back, df["code"].to_numpy(dtype=float))
+    assert st.types == {"code": "numeric"}
+
+
+def test_type_combo_refuses_text_that_is_not_numbers(qtbot, window):
+    from dpstudio.app.state import AppState  # noqa: F401
+
+    win = window
+    win.state.set_data(pd.DataFrame({"a": ["1", "2", "x"], "b": ["3", "4", "5"]}), None)
+    tc_a = win.roles_panel.findChild(type(win.roles_panel.table.cellWidget(0, 2)), "type_a")
+    tc_b = win.roles_panel.findChild(type(tc_a), "type_b")
+    assert tc_a.currentData() == "text"
+    tc_b.setCurrentIndex(tc_b.findData("numeric"))
+    assert pd.api.types.is_numeric_dtype(win.state.df["b"])
+    assert win.state.df["b"].tolist() == [3, 4, 5]
+    assert win.data_panel.model.rowCount() == 3
+    tc_a.setCurrentIndex(tc_a.findData("numeric"))
+    assert win.errors and "row(s) 3" in win.errors[-1][0]
+    assert tc_a.currentData() == "text"  # shown back as it is
+    assert win.state.df["a"].tolist() == ["1", "2", "x"]  # nothing lost
+
+
+def test_project_keeps_types(qtbot, window, tmp_path):
+    win = window
+    _open_census(qtbot, win)
+    win.state.set_type("AGI", "text")
+    win.state.set_roles({"AGI": "eps-quasi"})
+    pp = tmp_path / "t.dpsproj"
+    assert win.save_project_to(str(pp))
+    from dpstudio.app.main_window import MainWindow
+
+    win2 = MainWindow(offer_recovery=False)
+    qtbot.addWidget(win2)
+    try:
+        with qtbot.waitSignal(win2.sig_loaded, timeout=20000):
+            assert win2.open_project(str(pp))
+        qtbot.waitUntil(lambda: win2.state.types.get("AGI") == "text", timeout=5000)
+        assert not pd.api.types.is_numeric_dtype(win2.state.df["AGI"])
+    finally:
+        win2.shutdown()
+        win2.state.mark_dirty(False)
+        win2.state.project_path = None

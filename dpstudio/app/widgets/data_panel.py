@@ -50,6 +50,7 @@ class DataPanel(QWidget):
         lay.addWidget(self.view, 1)
         state.sig_data_changed.connect(self._on_state_data_changed)
         state.sig_roles_changed.connect(self._on_state_roles_changed)
+        state.sig_types_changed.connect(lambda _c: self.model.set_frame(state.df))
 
     def _on_state_data_changed(self) -> None:
         st = self.state

@@ -237,6 +237,7 @@ class ExplorePanel(QWidget):
             plot.scene().sigMouseMoved.connect(lambda pos, p=plot: self._on_mouse_moved(p, pos))
             plot.scene().sigMouseClicked.connect(lambda ev, p=plot: self._on_mouse_clicked(p, ev))
         state.sig_data_changed.connect(self.clear)
+        state.sig_types_changed.connect(lambda _c: self.clear())
         state.sig_roles_changed.connect(self._on_inputs_changed)
 
     # --- Public API

@@ -241,13 +241,14 @@ class RolesPanel(QWidget):
             combo.currentIndexChanged.connect(
                 lambda _i, c=combo, n=name: self._on_role_combo(n, c.currentData()))
             self.table.setCellWidget(r, C_ROLE, combo)
-            s = st.stats[name]
-            t = QTableWidgetItem("numeric" if s.numeric else
-                                 ("text (numbers?)" if s.non_numeric and s.minimum is not None
-                                  else "text"))
-            t.setFlags(t.flags() & ~Qt.ItemFlag.ItemIsEditable)
-            t.setToolTip(f"pandas type: {s.dtype}")
-            self.table.setItem(r, C_TYPE, t)
+            tc = QComboBox()
+            tc.setObjectName(f"type_{name}")
+            tc.addItem("numeric", "numeric")
+            tc.addItem("text", "text")
+            tc.currentIndexChanged.connect(
+                lambda _i, c=tc, n=name: self._on_type_combo(n, c))
+            self.table.setCellWidget(r, C_TYPE, tc)
+            self._show_type(r, name)
             for c in (C_LO, C_HI):
                 di = QTableWidgetItem("")
                 di.setToolTip(
@@ -351,6 +352,37 @@ class RolesPanel(QWidget):
             if level == "ok":
                 level = "warning"
         return ("; ".join(msgs) if msgs else "OK"), level
+
+    def _show_type(self, r: int, name: str) -> None:
+        s = self.state.stats[name]
+        tc = self.table.cellWidget(r, C_TYPE)
+        tc.blockSignals(True)
+        tc.setCurrentIndex(0 if s.numeric else 1)
+        tc.blockSignals(False)
+        hint = ""
+        if not s.numeric and s.minimum is not None:
+            hint = (f" Looks numeric: {s.non_numeric:,} cell(s) are not numbers."
+                    if s.non_numeric else " All values are numbers: switch to numeric to "
+                    "measure and mask them as numbers.")
+        tc.setToolTip(f"Type of {name} (pandas {s.dtype}). numeric: masked and measured as "
+                      "numbers (domain bounds apply). text: treated as categories (a hierarchy "
+                      "gives them a distance); choose it for numeric codes such as a region "
+                      "number." + hint)
+
+    def _on_type_combo(self, name: str, combo: QComboBox) -> None:
+        if self._updating:
+            return
+        try:
+            self.state.set_type(name, combo.currentData())
+        except engine.DPStudioError as exc:
+            show_error(self, str(exc))
+            for r in range(self.table.rowCount()):
+                if self.table.item(r, C_NAME).text() == name:
+                    self._show_type(r, name)
+        else:
+            for r in range(self.table.rowCount()):
+                if self.table.item(r, C_NAME).text() == name:
+                    self._show_type(r, name)
 
     def _on_role_combo(self, name: str, role: str) -> None:
         if not self._updating:
