@@ -349,7 +349,10 @@ class MainWindow(QMainWindow):
 
         def finished(points):
             self.explore_panel.finish()
-            self.task_label.setText(f"Sweep done: {len(points)} points.")
+            ep = self.explore_panel
+            self.task_label.setText(f"Sweep done: {len(ep.points)} points"
+                                    + (f" ({len(ep.skipped)} left out: the method cannot run "
+                                       "there)." if ep.skipped else "."))
 
         def cancelled():
             self.explore_panel.finish(cancelled=True)

@@ -277,6 +277,7 @@ class ExplorePanel(QWidget):
             m.setData([], [])
         self.target_result.setText("")
         self.banner.hide()
+        self.banner.label.setToolTip("")
 
     def begin(self, epsilons: list, uses_eps: bool, baselines: bool = True,
               method: str | None = None) -> None:
@@ -328,7 +329,14 @@ class ExplorePanel(QWidget):
             self.status.setText(f"Sweep done: {n} points in {t:.1f} s. Hover a point for its "
                                 "values; click it to use its k and ε.")
         if self.skipped and not error:
-            self.banner.show_message(self.skipped_message(), "warning")
+            # one short line (the plots need the room); the full list on hover
+            full = self.skipped_message()
+            first = self.skipped[0]
+            reason = first.skipped if len(first.skipped) <= 150 else first.skipped[:149] + "…"
+            self.banner.show_message(
+                f"{len(self.skipped)} (k, ε) point(s) left out: the method cannot run there, "
+                f"e.g. {reason} (hover for the list)", "warning")
+            self.banner.label.setToolTip(full)
         self._update_marker()
 
     def skipped_message(self, limit: int = 6) -> str:
