@@ -256,3 +256,17 @@ def test_project_keeps_types(qtbot, window, tmp_path):
         win2.shutdown()
         win2.state.mark_dirty(False)
         win2.state.project_path = None
+
+
+@settings(max_examples=50, deadline=None)
+@given(hs.lists(hs.tuples(hs.sampled_from(["age", "sex", "race", None]),
+                          hs.sampled_from([" is not numeric: SSE counts 1.", ": 2 missing.",
+                                           "x warning"])), max_size=12))
+def test_compact_warnings_keeps_every_message(items):
+    from dpstudio.app.widgets.results_panel import compact_warnings
+
+    warns = [(f"Attribute '{a}'{t}" if a else t) for a, t in items]
+    out = compact_warnings(warns)
+    assert len(out) <= len(set(warns))
+    for a, t in items:  # every attribute and every text is still said
+        assert any(t in o and (a is None or f"'{a}'" in o) for o in out), (a, t, out)

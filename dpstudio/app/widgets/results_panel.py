@@ -31,7 +31,50 @@ MEASURE_LABELS = {
     "k_share_below": "Share of records in classes < k",
     "delta_mean": "Δ mean",
     "delta_var": "Δ variance",
+    "keps_rel_error": "(k, ε): average relative error of the ε-quasis",
+    "keps_rel_error_zeros": "(k, ε): cells left out of the relative error (value 0)",
+    "keps_rel_error_expected": "(k, ε): expected relative error (before noise)",
+    "keps_linking_risk": "(k, ε): linking risk inside classes",
+    "keps_conf_suppressed_pct": "(k, ε): records suppressed by c-confidence (%)",
+    "keps_conf_suppressed_classes_pct": "(k, ε): classes suppressed by c-confidence (%)",
+    "keps_conf_c": "(k, ε): confidence c",
+    "keps_gen_loss": "Generalisation loss (precision, 0 … 1)",
+    "keps_ola_suppressed_pct": "Records suppressed by generalisation (%)",
+    "keps_min_class_size": "Smallest class on the released k-quasis",
+    "keps_share_below_k": "Share of records in classes < k (released k-quasis)",
 }
+
+
+def compact_warnings(warns: list[str]) -> list[str]:
+    """Merge warnings that differ only in the attribute named ("Attribute 'a' is …",
+    "Attribute 'b' is …" → one line naming both), keeping the first occurrence's order."""
+    import re
+
+    groups: dict[str, list[str]] = {}
+    order: list[tuple[str, str]] = []
+    for w in warns:
+        m = re.match(r"^Attribute '([^']+)'(:? .*)$", w, re.S)
+        if m:
+            key = m.group(2)
+            if key not in groups:
+                groups[key] = []
+                order.append(("g", key))
+            if m.group(1) not in groups[key]:
+                groups[key].append(m.group(1))
+        elif ("w", w) not in order:
+            order.append(("w", w))
+    out = []
+    for kind, v in order:
+        if kind == "w":
+            out.append(v)
+        else:
+            names = groups[v]
+            if len(names) == 1:
+                out.append(f"Attribute '{names[0]}'{v}")
+            else:
+                out.append("Attributes " + ", ".join(f"'{n}'" for n in names)
+                           + (" (each)" if not v.startswith(":") else "") + v)
+    return out
 
 
 def flatten_measures(ev: dict) -> tuple[list[tuple[str, str]], pd.DataFrame | None]:
@@ -170,8 +213,8 @@ class ResultsPanel(QWidget):
             f"<span style='color:#0b4f8a'><b>Guarantee:</b> {html.escape(res.guarantee)}</span>"
             f"<br>{len(res.data):,} records released; protected: "
             f"{html.escape(', '.join(res.protected_attributes))}")
-        warns = list(res.warnings) + [w for w in (ev.get("warnings") or [])
-                                      if w not in res.warnings]
+        warns = compact_warnings(list(res.warnings) + [w for w in (ev.get("warnings") or [])
+                                                       if w not in res.warnings])
         if warns:
             # always rich text (a lone warning without a tag would be shown as plain text,
             # with its escaped quotes as '&#x27;')
