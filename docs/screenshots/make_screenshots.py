@@ -112,6 +112,57 @@ def main() -> None:
     if boxes:
         shot(boxes[0], "11_error_bad_csv.png")
         boxes[0].close()
+    pump(0.3)
+
+    # t-close-dp on Census: k 'auto', a sweep whose infeasible (k, ε) cells are left out
+    win.open_sample()
+    wait_idle(win)
+    win.state.set_roles({"FICA": "k-quasi", "FEDTAX": "k-quasi", "INTVAL": "confidential",
+                         "AFNLWGT": "identifier"})
+    win.method_panel.select_method("t-close-dp")
+    win.tabs.setCurrentIndex(2)
+    win.explore_panel.ks.setText("2-10, 12, 15, 20, 25, 30, 40, 50, 75, 100")
+    win.explore_panel.eps.setText("0.1, 1, 10")
+    win.explore_panel.repeats.setValue(1)
+    win.run_sweep()
+    wait_idle(win)
+    shot(win, "12_tclose_sweep.png")
+
+    # Adult: categorical-dp on occupation / native-country with their ARX hierarchies
+    from dpstudio.app.main_window import resources_dir  # noqa: E402
+    from dpstudio.engine.hierarchy import Hierarchy  # noqa: E402
+
+    hd = resources_dir() / "adult" / "hierarchies"
+    win.open_adult_sample()
+    wait_idle(win)
+    st = win.state
+    st.set_roles({"occupation": "eps-quasi", "native-country": "eps-quasi"})
+    for c in ("occupation", "native-country"):
+        hp = str(hd / f"adult_hierarchy_{c}.csv")
+        st.set_hierarchy(c, Hierarchy.read_arx(hp), hp)
+    win.tabs.setCurrentIndex(1)
+    win.roles_panel.select_column("occupation")
+    shot(win, "13_adult_attributes.png")
+    win.method_panel.select_method("categorical-dp")
+    win.method_panel.set_values({"k": 100, "epsilon": 10.0})
+    win.run_protect()
+    wait_idle(win)
+    win.results_panel.tabs.setCurrentIndex(0)
+    win.results_panel.hist_attr.setCurrentText("occupation")
+    shot(win, "14_adult_categorical_results.png")
+
+    # Adult: (k, ε)-anonymity with age / sex / race / marital-status as k-quasi
+    st.set_roles({"occupation": "other", "native-country": "other"}
+                 | {c: "k-quasi" for c in ("age", "sex", "race", "marital-status")})
+    for c in ("sex", "race", "marital-status"):
+        hp = str(hd / f"adult_hierarchy_{c}.csv")
+        st.set_hierarchy(c, Hierarchy.read_arx(hp), hp)
+    win.method_panel.select_method("k-eps")
+    win.method_panel.set_values({"k": 10})
+    win.run_protect()
+    wait_idle(win)
+    win.results_panel.hist_attr.setCurrentText("age")
+    shot(win, "15_adult_keps_results.png")
     win.shutdown()
 
 

@@ -183,7 +183,9 @@ def test_tclose_defaults_run_and_sweep_skips_infeasible_cells(qtbot, window):
     ep.ks.setText("2, 10")
     ep.eps.setText("1, 10")
     ep.repeats.setValue(1)
+    ep.hover_label.setText("Chosen: k = 75 from an older sweep")
     assert win.run_sweep()
+    assert "older sweep" not in ep.hover_label.text()  # stale choice cleared
     qtbot.waitUntil(lambda: not win.sweep_runner.busy, timeout=60000)
     qtbot.wait(50)
     assert "failed" not in ep.status.text(), ep.status.text()

@@ -276,6 +276,7 @@ class ExplorePanel(QWidget):
         for m in self.markers.values():
             m.setData([], [])
         self.target_result.setText("")
+        self.hover_label.setText(" ")  # the chosen point of the previous sweep is gone
         self.banner.hide()
         self.banner.label.setToolTip("")
 
