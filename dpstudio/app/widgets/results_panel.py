@@ -45,6 +45,11 @@ MEASURE_LABELS = {
 }
 
 
+PER_ATTR_CAPTION = "<b>Per attribute</b> (Δ mean, Δ variance: relative change)"
+CORR_CAPTION = ("corr(protected) − corr(original); red: correlation lost or reversed, "
+                "blue: added.")
+
+
 def compact_warnings(warns: list[str]) -> list[str]:
     """Merge warnings that differ only in the attribute named ("Attribute 'a' is …",
     "Attribute 'b' is …" → one line naming both), keeping the first occurrence's order."""
@@ -153,7 +158,8 @@ class ResultsPanel(QWidget):
         ll.addWidget(self.measures, 2)
         self.per_attr = QTableWidget(0, 0)
         self.per_attr.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        ll.addWidget(QLabel("<b>Per attribute</b> (Δ mean, Δ variance: relative change)"))
+        self.per_attr_caption = QLabel(PER_ATTR_CAPTION)
+        ll.addWidget(self.per_attr_caption)
         ll.addWidget(self.per_attr, 1)
         split.addWidget(left)
         tabs = QTabWidget()
@@ -171,8 +177,9 @@ class ResultsPanel(QWidget):
         tabs.addTab(hw, "Histograms")
         cw = QWidget()
         cl = QVBoxLayout(cw)
-        cl.addWidget(QLabel("corr(protected) − corr(original); red: correlation lost or "
-                            "reversed, blue: added."))
+        self.corr_caption = QLabel(CORR_CAPTION)
+        self.corr_caption.setWordWrap(True)
+        cl.addWidget(self.corr_caption)
         self.corr = QTableWidget(0, 0)
         self.corr.setObjectName("corr_table")
         self.corr.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
@@ -244,6 +251,9 @@ class ResultsPanel(QWidget):
         else:
             self.per_attr.setRowCount(0)
             self.per_attr.setColumnCount(0)
+        self.per_attr_caption.setText(PER_ATTR_CAPTION + ("" if table is not None else
+                                      " — none: no protected attribute is numeric in the "
+                                      "release"))
         kq = [c for c, r in res.roles.items() if r == "k-quasi"]
         if "k_min_class_size" in ev:
             k = res.params.get("k")
@@ -266,6 +276,9 @@ class ResultsPanel(QWidget):
 
     def _draw_corr(self) -> None:
         cols, d = self.corr_cols, self.corr_diff
+        self.corr_caption.setText(CORR_CAPTION if len(cols) >= 2 else
+                                  "No correlation matrix: it needs at least two numeric "
+                                  "protected or confidential attributes in the release.")
         self.corr.setRowCount(len(cols))
         self.corr.setColumnCount(len(cols))
         self.corr.setHorizontalHeaderLabels(cols)
