@@ -137,14 +137,23 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
     if not isinstance(released.index, pd.RangeIndex) or released.index.start != 0:
         released = released.reset_index(drop=True)
     warns = list(prep.warnings) + list(out.warnings)
+    protected_cols = list(out.protected if out.protected is not None else prep.protected)
+    unchanged = [c for c in released.columns if c not in protected_cols
+                 and prep.roles.get(c) is not Role.IDENTIFIER]
+    scope = ""
+    if unchanged and spec.uses_epsilon and params.get("epsilon") is not None:
+        shown = ", ".join(unchanged[:6]) + (f" and {len(unchanged) - 6} more" if len(unchanged) > 6 else "")
+        scope = (f" Not covered: the {len(unchanged)} column(s) released unchanged ({shown}); "
+                 "they are not protected, and released beside the protected ones they can "
+                 "reveal which records were grouped together.")
     return ProtectionResult(
         data=released,
         method=spec.id,
         method_name=spec.name,
         params={k_: v for k_, v in params.items()},
-        guarantee=spec.guarantee({**params, "_attributes": list(
-            out.protected if out.protected is not None else prep.protected)}),
-        is_dp=bool(spec.is_dp(params)),
+        guarantee=spec.guarantee({**params, "_attributes": protected_cols}) + scope,
+        is_dp=bool(spec.is_dp({**params, "_attributes": list(
+            out.protected if out.protected is not None else prep.protected)})),
         roles={c: role.value for c, role in prep.roles.items()},
         domains=dict(prep.domains),
         protected_attributes=list(out.protected if out.protected is not None else prep.protected),

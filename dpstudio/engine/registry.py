@@ -282,3 +282,19 @@ DROP_MISSING_PARAM = Param(
     "Off: such records are refused with a count.",
     label="drop records with missing values", advanced=True,
 )
+
+SHUFFLE_PARAM = Param(
+    "shuffle", "bool", True,
+    "Release the records in random order (default). Microaggregation gives the records of a "
+    "cluster the same value; kept in input order, the release would show which rows share a "
+    "cluster, which the noise does not hide and the ε-DP proof does not cover. Turn off only "
+    "for internal comparisons: the release then does not satisfy its DP guarantee.",
+    label="shuffle released records", advanced=True,
+)
+
+
+def order_clause(p: dict) -> str:
+    if p.get("shuffle", True):
+        return " Records are released in random order."
+    return (" Records are released in INPUT ORDER (shuffle off), which shows which records share "
+            "a cluster: as released this does not satisfy the stated guarantee.")

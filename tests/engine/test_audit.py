@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from dpstudio import engine
+from tests.engine._order import in_input_order, protect_in_order, run_prepared_in_order  # noqa: F401
 from dpstudio.engine import api
 from dpstudio.engine import noise as N
 from dpstudio.engine.protection import categorical as C
@@ -53,7 +54,7 @@ def _baseline(df, method, k, **kw):
     doms = {c: (LB, UB) for c in cols}
     prep = api.prepare(df, method, roles, doms, k=k, epsilon=1.0, **kw)
     cache: dict = {}
-    res = api.run_prepared(prep, rng=np.random.default_rng(0), epsilon=None, cache=cache)
+    res = run_prepared_in_order(prep, rng=np.random.default_rng(0), epsilon=None, cache=cache)
     return res, cache
 
 
@@ -154,10 +155,10 @@ def _per_cluster_residuals(method, k, eps, n=400, reps=30, **kw):
     roles, doms = {"a0": "eps-quasi"}, {"a0": (LB, UB)}
     prep = api.prepare(df, method, roles, doms, k=k, epsilon=eps, noise="staircase", **kw)
     cache: dict = {}
-    base = api.run_prepared(prep, rng=np.random.default_rng(0), epsilon=None, cache=cache)
+    base = run_prepared_in_order(prep, rng=np.random.default_rng(0), epsilon=None, cache=cache)
     res_all = []
     for r in range(reps):
-        res = api.run_prepared(prep, rng=np.random.default_rng(100 + r), cache=cache)
+        res = run_prepared_in_order(prep, rng=np.random.default_rng(100 + r), cache=cache)
         resid = res.data["a0"].to_numpy() - base.data["a0"].to_numpy()
         res_all.append(np.unique(np.round(resid, 9)))
         last = res
@@ -187,7 +188,7 @@ def test_categorical_dp_staircase_numeric_split():
     rng = np.random.default_rng(6)
     n, k = 60, 3
     df = pd.DataFrame({"v": rng.choice(TAX.leaves, n), "x": rng.uniform(40, 60, n)})
-    res = engine.protect(df, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"},
+    res = protect_in_order(df, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"},
                          {"x": (0, 100)}, hierarchies={"v": TAX}, k=k, epsilon=1.0,
                          noise="staircase", seed=1)
     a = res.info["attributes"]["x"]
@@ -200,7 +201,7 @@ def test_laplace_calibration_unchanged_by_staircase_fix():
     """Laplace keeps one draw of L1 sensitivity n_c·Δ/k and ε_i (insensitive-dp rigorous)."""
     rng = np.random.default_rng(7)
     df = pd.DataFrame({"a0": rng.uniform(0, 1000, 100)})
-    res = engine.protect(df, "insensitive-dp", {"a0": "eps-quasi"}, {"a0": (0, 1000)}, k=20,
+    res = protect_in_order(df, "insensitive-dp", {"a0": "eps-quasi"}, {"a0": (0, 1000)}, k=20,
                          epsilon=1.0, seed=1)
     info = res.info["noise_per_attribute"]["a0"]
     assert info["sensitivity"] == pytest.approx(5 * 1000 / 20)
@@ -214,7 +215,7 @@ def _protect(method, **kw):
     df = _frame(rng, 60, 3)
     roles = {c: "eps-quasi" for c in df.columns}
     doms = {c: (LB, UB) for c in df.columns}
-    return engine.protect(df, method, roles, doms, seed=3, **kw)
+    return protect_in_order(df, method, roles, doms, seed=3, **kw)
 
 
 @pytest.mark.parametrize("method, kw", [
@@ -229,7 +230,10 @@ def test_guarantee_sentence_matches_is_dp(method, kw, budget):
     g = res.guarantee
     asp = kw.get("calibration") == "as-published"
     idp = method.startswith("idp")
-    assert res.is_dp == (not asp and not idp)
+    joint = method in ("ir-dp", "idp-ls", "idp-cbls")  # 3 attributes ranked separately
+    assert res.is_dp == (not asp and not idp and not joint)
+    if joint:
+        assert g.startswith("Per attribute only") and "not for the records as a whole" in g
     if asp:
         assert "does not satisfy ε-DP" in g
     if idp:
@@ -264,7 +268,7 @@ def test_export_never_contains_seed_or_original(tmp_path):
     df = _frame(rng, 40, 2)
     df["a0"] = np.round(df["a0"], 3) + 0.000123456
     seed = 987654321
-    res = engine.protect(df, "ir-dp", {"a0": "eps-quasi", "a1": "eps-quasi"},
+    res = protect_in_order(df, "ir-dp", {"a0": "eps-quasi", "a1": "eps-quasi"},
                          {"a0": (LB, UB), "a1": (LB, UB)}, k=4, epsilon=1.0, seed=seed)
     paths = export_release(res, tmp_path / "out.csv")
     for p in paths.values():
@@ -292,10 +296,10 @@ def test_categorical_dp_guarantee_k1_and_per_attribute():
     n = 30
     df = pd.DataFrame({"v": rng.choice(TAX.leaves, n), "x": rng.uniform(0, 100, n)})
     kw = dict(hierarchies={"v": TAX}, epsilon=1.0, seed=2)
-    r1 = engine.protect(df, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"},
+    r1 = protect_in_order(df, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"},
                         {"x": (0, 100)}, k=1, **kw)
     assert "ε_i/n_c" not in r1.guarantee and r1.is_dp
     assert r1.info["attributes"]["x"]["epsilon_per_draw"] == pytest.approx(0.5)
-    r2 = engine.protect(df, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"},
+    r2 = protect_in_order(df, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"},
                         {"x": (0, 100)}, k=3, budget="per-attribute", **kw)
     assert "(2·1 = 2)-DP" in r2.guarantee and "(m·ε)-DP" in r2.guarantee

@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 from scipy import stats
 
 from dpstudio.engine import api
+from tests.engine._order import protect_in_order
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.protection import categorical as C
 from dpstudio.engine.taxonomy import Taxonomy
@@ -106,7 +107,7 @@ def test_exponential_mechanism_frequencies_chi_square():
 def run(df, seed=3, **kw):
     params = dict(k=5, epsilon=1.0)
     params.update(kw)
-    return api.protect(df, "categorical-dp", ROLES, DOM, seed=seed, hierarchies=HIER, **params)
+    return protect_in_order(df, "categorical-dp", ROLES, DOM, seed=seed, hierarchies=HIER, **params)
 
 
 def test_calibrations_and_labels():
@@ -208,7 +209,7 @@ def test_adult_end_to_end_small():
     path = shared_path("adult", "adult.csv")
     H = str(shared_path("adult", "hierarchies")) + "/adult_hierarchy_%s.csv"
     df = pd.read_csv(path, sep=";").iloc[:3000]
-    r = api.protect(df, "categorical-dp", {"occupation": "eps-quasi", "native-country": "eps-quasi"},
+    r = protect_in_order(df, "categorical-dp", {"occupation": "eps-quasi", "native-country": "eps-quasi"},
                     seed=1, hierarchies={"occupation": H % "occupation",
                                          "native-country": H % "native-country"},
                     k=10, epsilon=1.0, calibration="as-published")

@@ -53,15 +53,23 @@ def test_integer_intervals_contain_values_and_nest(vals, width):
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=1, max_size=40))
+@given(st.lists(st.floats(-1e3, 1e3, allow_nan=False, allow_subnormal=False),
+                min_size=1, max_size=40))
 def test_float_intervals_contain_values(vals):
+    """Every label contains its value: half-open [a, b) for real values, closed 'a-b' when
+    all values are whole numbers (e.g. [0.0, 1.0] gives '0-0', '1-1')."""
     h = interval_hierarchy(pd.Series(vals))
     for row in h.table:
         v = float(row[0])
         for lab in row[1:-1]:
             m = re.fullmatch(r"\[(\S+), (\S+)\)", lab)
+            if m:
+                assert float(m.group(1)) - 1e-9 <= v < float(m.group(2)) + 1e-9
+                continue
+            m = re.fullmatch(r"(-?[\d.]+)-(-?[\d.]+)", lab)
             assert m, lab
-            assert float(m.group(1)) - 1e-9 <= v < float(m.group(2)) + 1e-9
+            assert float(v).is_integer()
+            assert float(m.group(1)) <= v <= float(m.group(2))
 
 
 def test_fixed_width_anchor_and_levels():

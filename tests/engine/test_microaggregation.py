@@ -154,7 +154,17 @@ def test_mdav_matches_reference(data):
     if k <= 1:
         assert np.array_equal(got, np.arange(len(X)))
         return
-    assert np.array_equal(got, ref_mdav(X, k))
+    # the same partition (the output depends only on it); with exactly tied distances the
+    # fast version's running sums may round differently from the reference's means and form
+    # two tied clusters in the other order, which only permutes the labels
+    assert np.array_equal(_first_seen(got), _first_seen(ref_mdav(X, k)))
+
+
+def _first_seen(labels: np.ndarray) -> np.ndarray:
+    """Relabel clusters 0, 1, 2... in order of their first record."""
+    _, first, inv = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first))
+    return rank[inv]
 
 
 @settings(max_examples=40, deadline=None)

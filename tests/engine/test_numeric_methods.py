@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpstudio import engine
+from tests.engine._order import in_input_order, protect_in_order, run_prepared_in_order  # noqa: F401
 from dpstudio.engine import microaggregation as MA
 from dpstudio.engine import noise as N
 from dpstudio.engine.api import prepare, run_prepared
@@ -132,9 +133,14 @@ def test_other_guarantees():
 
 def test_protect_result_carries_guarantee(census):
     roles, doms = census_setup(census)
-    res = engine.protect(census, "ir-dp", roles, doms, k=5, epsilon=0.7, seed=1)
+    res = protect_in_order(census, "ir-dp", roles, doms, k=5, epsilon=0.7, seed=1)
     assert "0.7-differential privacy" in res.guarantee
-    assert res.is_dp
+    # four attributes ranked separately and released together: DP per column only
+    assert not res.is_dp and res.guarantee.startswith("Per attribute only")
+    one = protect_in_order(census, "ir-dp", {"FICA": "eps-quasi"}, {"FICA": doms["FICA"]},
+                           k=5, epsilon=0.7, seed=1)
+    assert one.is_dp and one.guarantee.startswith("0.7-differential privacy")
+    assert "Not covered" in one.guarantee and "FEDTAX" in one.guarantee  # released unchanged
     assert res.info["epsilon_per_attribute"] == {c: pytest.approx(0.7 / 4) for c in
                                                  res.info["epsilon_per_attribute"]}
     meta = res.public_metadata()
@@ -147,10 +153,10 @@ def _residuals(mid, df, roles, doms, reps=1, **params):
     """Released value minus the noise-free value, per cluster (one row per cluster draw)."""
     prep = prepare(df, mid, roles, doms, **params)
     cache: dict = {}
-    base = run_prepared(prep, rng=np.random.default_rng(0), epsilon=None, cache=cache).data
+    base = run_prepared_in_order(prep, rng=np.random.default_rng(0), epsilon=None, cache=cache).data
     out = []
     for r in range(reps):
-        res = run_prepared(prep, rng=np.random.default_rng(100 + r), cache=cache)
+        res = run_prepared_in_order(prep, rng=np.random.default_rng(100 + r), cache=cache)
         out.append((res, res.data[list(roles)].to_numpy() - base[list(roles)].to_numpy()))
     return out, base
 
@@ -266,7 +272,7 @@ def test_idp_cbls_scale_and_preprocessed_centroid():
     df = pd.DataFrame({"a0": x})
     k, eps = 5, 1.0
     prep = prepare(df, "idp-cbls", {"a0": "eps-quasi"}, {}, k=k, epsilon=eps)
-    base = run_prepared(prep, rng=np.random.default_rng(0), epsilon=None).data["a0"].to_numpy()
+    base = run_prepared_in_order(prep, rng=np.random.default_rng(0), epsilon=None).data["a0"].to_numpy()
     L = MA.individual_ranking(x[:, None], k)[:, 0]
     nc = int(L.max()) + 1
     # pre-processed centroid, cluster by cluster (reference, clusters of exactly k here)
@@ -279,7 +285,7 @@ def test_idp_cbls_scale_and_preprocessed_centroid():
     e_up = (xs[:, -1] - xs[:, 1]) + (xs[:, 2] - xs[:, 1]) + (xs[:, -1] - xs[:, -2])
     e_down = (xs[:, -2] - xs[:, 0]) + (xs[:, -2] - xs[:, -3]) + (xs[:, 1] - xs[:, 0])
     ls = np.maximum(e_up, e_down) / k
-    res = run_prepared(prep, rng=np.random.default_rng(1))
+    res = run_prepared_in_order(prep, rng=np.random.default_rng(1))
     per = _per_cluster(res.data["a0"].to_numpy() - base, L)
     assert (per / (ls / eps)).var() == pytest.approx(2.0, rel=0.1)
     assert "domain_width" not in res.info["noise_per_attribute"]["a0"]
@@ -324,7 +330,7 @@ def test_cbls_engine_matches_reference_formula():
     x = rng.integers(0, 50, 37).astype(float)
     df = pd.DataFrame({"a": x})
     prep = prepare(df, "idp-cbls", {"a": "eps-quasi"}, {"a": (0, 100)}, k=4, epsilon=1.0)
-    res = run_prepared(prep, rng=np.random.default_rng(0), epsilon=None)
+    res = run_prepared_in_order(prep, rng=np.random.default_rng(0), epsilon=None)
     L = MA.individual_ranking(x[:, None], 4)[:, 0]
     for c in range(int(L.max()) + 1):
         members = np.flatnonzero(L == c)
@@ -337,7 +343,7 @@ def test_dp_outputs_are_clamped_to_domain(census):
     roles, doms = census_setup(census)
     for mid, kw in [("laplace", {}), ("ir-dp", {"k": 3}), ("idp-ls", {"k": 3}),
                     ("insensitive-dp", {"k": 3}), ("idp-cbls", {"k": 3})]:
-        res = engine.protect(census, mid, roles, doms, epsilon=0.01, seed=3, **kw)
+        res = protect_in_order(census, mid, roles, doms, epsilon=0.01, seed=3, **kw)
         for c in CENSUS4:
             v = res.data[c].to_numpy()
             assert v.min() >= doms[c][0] and v.max() <= doms[c][1], (mid, c)
@@ -347,22 +353,22 @@ def test_methods_needing_domain_refuse_without(census):
     roles, _ = census_setup(census)
     for mid in ("laplace", "ir-dp", "idp-ls", "insensitive-dp"):
         with pytest.raises(ParameterError, match="domain"):
-            engine.protect(census, mid, roles, None, epsilon=1.0, seed=1)
-    res = engine.protect(census, "idp-cbls", roles, None, k=3, epsilon=1.0, seed=1)
+            protect_in_order(census, mid, roles, None, epsilon=1.0, seed=1)
+    res = protect_in_order(census, "idp-cbls", roles, None, k=3, epsilon=1.0, seed=1)
     assert len(res.data) == len(census)
 
 
 def test_idp_cbls_needs_k_at_least_3(census):
     roles, doms = census_setup(census)
     with pytest.raises(ParameterError):
-        engine.protect(census, "idp-cbls", roles, doms, k=2, epsilon=1.0, seed=1)
+        protect_in_order(census, "idp-cbls", roles, doms, k=2, epsilon=1.0, seed=1)
 
 
 def test_unprotected_quasi_rejected(census):
     roles, doms = census_setup(census)
     roles["AGI"] = "k-quasi"
     with pytest.raises(NotApplicableError):
-        engine.protect(census, "ir-dp", roles, doms, k=3, epsilon=1.0, seed=1)
+        protect_in_order(census, "ir-dp", roles, doms, k=3, epsilon=1.0, seed=1)
 
 
 # ---------------------------------------------------------------- k-anonymity and swaps
@@ -388,7 +394,7 @@ def kquasi_frames(draw):
 def test_mdav_output_is_k_anonymous(data):
     df, k = data
     q = [c for c in df.columns if c.startswith("q")]
-    res = engine.protect(df, "mdav", {c: "k-quasi" for c in q}, k=k, seed=0)
+    res = protect_in_order(df, "mdav", {c: "k-quasi" for c in q}, k=k, seed=0)
     counts = res.data.groupby(q).size()
     assert counts.min() >= k
     assert res.data["conf"].equals(df["conf"])
@@ -401,7 +407,7 @@ def test_mdav_output_is_k_anonymous(data):
 def test_mdav_swap_preserves_multisets_jointly(data, seed):
     df, k = data
     q = [c for c in df.columns if c.startswith("q")]
-    res = engine.protect(df, "mdav-swap", {c: "k-quasi" for c in q}, k=k, seed=seed)
+    res = protect_in_order(df, "mdav-swap", {c: "k-quasi" for c in q}, k=k, seed=seed)
     out = res.data
     # the multiset of k-quasi tuples (hence each column's multiset) is unchanged
     assert sorted(map(tuple, out[q].to_numpy())) == sorted(map(tuple, df[q].to_numpy()))
@@ -424,7 +430,7 @@ def test_ir_swap_preserves_each_column_multiset(data, seed):
     df, k = data
     q = [c for c in df.columns if c.startswith("q")]
     roles = {c: "confidential" for c in q + ["conf"]}
-    res = engine.protect(df, "ir-swap", roles, k=k, seed=seed)
+    res = protect_in_order(df, "ir-swap", roles, k=k, seed=seed)
     for c in roles:
         a, b = res.data[c].to_numpy(), df[c].to_numpy()
         assert np.array_equal(np.sort(a), np.sort(b))
@@ -438,16 +444,16 @@ def test_ir_swap_preserves_each_column_multiset(data, seed):
 
 
 def test_swaps_actually_permute(census):
-    res = engine.protect(census, "mdav-swap", {c: "k-quasi" for c in CENSUS4}, k=5, seed=1)
+    res = protect_in_order(census, "mdav-swap", {c: "k-quasi" for c in CENSUS4}, k=5, seed=1)
     assert res.info["records_moved"] > len(census) // 2
-    res2 = engine.protect(census, "ir-swap", {c: "confidential" for c in CENSUS4}, k=5, seed=1)
+    res2 = protect_in_order(census, "ir-swap", {c: "confidential" for c in CENSUS4}, k=5, seed=1)
     assert not res2.data["FICA"].equals(census["FICA"])
     assert res2.data["FICA"].dtype == census["FICA"].dtype
 
 
 def test_mdav_constant_column_does_not_crash():
     df = pd.DataFrame({"a": np.ones(20), "b": np.arange(20.0)})
-    res = engine.protect(df, "mdav", {"a": "k-quasi", "b": "k-quasi"}, k=4)
+    res = protect_in_order(df, "mdav", {"a": "k-quasi", "b": "k-quasi"}, k=4)
     assert res.data.groupby(["a", "b"]).size().min() >= 4
     assert np.all(res.data["a"] == 1.0)
 
@@ -461,9 +467,9 @@ def test_mdav_constant_column_does_not_crash():
                                      ("ir-dp", {"k": 4, "noise": "staircase"})])
 def test_determinism_under_seed(census, mid, kw):
     roles, doms = census_setup(census)
-    a = engine.protect(census, mid, roles, doms, epsilon=1.0, seed=42, **kw)
-    b = engine.protect(census, mid, roles, doms, epsilon=1.0, seed=42, **kw)
-    c = engine.protect(census, mid, roles, doms, epsilon=1.0, seed=43, **kw)
+    a = protect_in_order(census, mid, roles, doms, epsilon=1.0, seed=42, **kw)
+    b = protect_in_order(census, mid, roles, doms, epsilon=1.0, seed=42, **kw)
+    c = protect_in_order(census, mid, roles, doms, epsilon=1.0, seed=43, **kw)
     assert a.data.equals(b.data)
     assert not a.data.equals(c.data)
     others = [col for col in census.columns if col not in CENSUS4]
@@ -474,8 +480,8 @@ def test_determinism_under_seed(census, mid, kw):
 def test_swap_determinism(census, mid):
     role = "k-quasi" if mid == "mdav-swap" else "confidential"
     roles = {c: role for c in CENSUS4}
-    a = engine.protect(census, mid, roles, k=3, seed=5)
-    b = engine.protect(census, mid, roles, k=3, seed=5)
+    a = protect_in_order(census, mid, roles, k=3, seed=5)
+    b = protect_in_order(census, mid, roles, k=3, seed=5)
     assert a.data.equals(b.data)
 
 
@@ -483,16 +489,16 @@ def test_noise_free_baseline_and_cache_reuse(census):
     roles, doms = census_setup(census)
     prep = prepare(census, "ir-dp", roles, doms, k=5, epsilon=1.0)
     cache: dict = {}
-    base = run_prepared(prep, rng=np.random.default_rng(0), epsilon=None, cache=cache)
+    base = run_prepared_in_order(prep, rng=np.random.default_rng(0), epsilon=None, cache=cache)
     assert not base.is_dp and "no differential privacy" in base.guarantee
     keys_after_first = set(cache)
     assert any(isinstance(k_, tuple) and k_[0] == "num.ir-order" for k_ in cache)
-    run_prepared(prep, rng=np.random.default_rng(1), cache=cache)
-    run_prepared(prep, rng=np.random.default_rng(2), epsilon=0.1, cache=cache)
+    run_prepared_in_order(prep, rng=np.random.default_rng(1), cache=cache)
+    run_prepared_in_order(prep, rng=np.random.default_rng(2), epsilon=0.1, cache=cache)
     assert set(cache) == keys_after_first           # nothing recomputed
     # the individual-ranking clusters are shared by idp-ls / idp-cbls
     prep2 = prepare(census, "idp-ls", roles, doms, k=5, epsilon=1.0)
-    run_prepared(prep2, rng=np.random.default_rng(0), cache=cache)
+    run_prepared_in_order(prep2, rng=np.random.default_rng(0), cache=cache)
     assert set(cache) == keys_after_first
     # baseline values are the individual-ranking centroids
     x = census["FICA"].to_numpy(float)
@@ -504,11 +510,11 @@ def test_insensitive_cache_reused_across_epsilons(census):
     roles, doms = census_setup(census)
     prep = prepare(census, "insensitive-dp", roles, doms, k=5, epsilon=1.0)
     cache: dict = {}
-    run_prepared(prep, rng=np.random.default_rng(0), cache=cache)
+    run_prepared_in_order(prep, rng=np.random.default_rng(0), cache=cache)
     n_keys = len(cache)
-    run_prepared(prep, rng=np.random.default_rng(0), epsilon=2.0, cache=cache)
+    run_prepared_in_order(prep, rng=np.random.default_rng(0), epsilon=2.0, cache=cache)
     assert len(cache) == n_keys
-    run_prepared(prep, rng=np.random.default_rng(0), k=6, cache=cache)
+    run_prepared_in_order(prep, rng=np.random.default_rng(0), k=6, cache=cache)
     assert len(cache) == n_keys + 1
 
 
@@ -520,13 +526,13 @@ def test_cancel_stops(census):
         raise Cancelled()
 
     calls = [
-        lambda: engine.protect(census, "laplace", roles, doms, epsilon=1.0, seed=1,
+        lambda: protect_in_order(census, "laplace", roles, doms, epsilon=1.0, seed=1,
                                check_cancel=cancel),
-        lambda: engine.protect(census, "ir-dp", roles, doms, k=5, epsilon=1.0, seed=1,
+        lambda: protect_in_order(census, "ir-dp", roles, doms, k=5, epsilon=1.0, seed=1,
                                check_cancel=cancel),
-        lambda: engine.protect(census, "insensitive-dp", roles, doms, k=5, epsilon=1.0, seed=1,
+        lambda: protect_in_order(census, "insensitive-dp", roles, doms, k=5, epsilon=1.0, seed=1,
                                check_cancel=cancel),
-        lambda: engine.protect(census, "mdav", kroles, k=5, seed=1, check_cancel=cancel),
+        lambda: protect_in_order(census, "mdav", kroles, k=5, seed=1, check_cancel=cancel),
     ]
     for call in calls:
         with pytest.raises(Cancelled):
@@ -536,7 +542,7 @@ def test_cancel_stops(census):
 def test_progress_reported(census):
     roles, doms = census_setup(census)
     seen: list[float] = []
-    engine.protect(census, "ir-dp", roles, doms, k=5, epsilon=1.0, seed=1, progress=seen.append)
+    protect_in_order(census, "ir-dp", roles, doms, k=5, epsilon=1.0, seed=1, progress=seen.append)
     assert seen and seen[-1] == pytest.approx(1.0)
 
 
@@ -551,33 +557,33 @@ def test_census_utility_ordering(census):
     def sse(res):
         return float(((res.data[CENSUS4].to_numpy() - X) ** 2).sum())
 
-    lap = np.mean([sse(engine.protect(census, "laplace", roles, doms, epsilon=1.0,
+    lap = np.mean([sse(protect_in_order(census, "laplace", roles, doms, epsilon=1.0,
                                       budget="per-attribute", seed=s)) for s in range(5)])
     # Laplace of scale Δ_i/ε on each attribute, clamped: SSE below the unclamped 2·n·ΣΔ²
     unclamped = 2 * len(census) * sum((doms[c][1] - doms[c][0]) ** 2 for c in CENSUS4)
     assert 0.05 * unclamped < lap < unclamped
-    irdp = np.mean([sse(engine.protect(census, "ir-dp", roles, doms, k=10, epsilon=1.0,
+    irdp = np.mean([sse(protect_in_order(census, "ir-dp", roles, doms, k=10, epsilon=1.0,
                                        budget="per-attribute", seed=s)) for s in range(5)])
     assert irdp < lap / 5
     prep_ir = prepare(census, "ir-dp", roles, doms, k=10, epsilon=1.0)
     prep_in = prepare(census, "insensitive-dp", roles, doms, k=10, epsilon=1.0)
-    base_ir = sse(run_prepared(prep_ir, rng=np.random.default_rng(0), epsilon=None))
-    base_in = sse(run_prepared(prep_in, rng=np.random.default_rng(0), epsilon=None))
+    base_ir = sse(run_prepared_in_order(prep_ir, rng=np.random.default_rng(0), epsilon=None))
+    base_in = sse(run_prepared_in_order(prep_in, rng=np.random.default_rng(0), epsilon=None))
     assert base_ir < base_in
 
 
 def test_census_rigorous_insensitive_worse_than_laplace_when_k2_below_n(census):
     roles, doms = census_setup(census)
-    res = engine.protect(census, "insensitive-dp", roles, doms, k=10, epsilon=1.0, seed=0)
+    res = protect_in_order(census, "insensitive-dp", roles, doms, k=10, epsilon=1.0, seed=0)
     assert any("k² ≤ n" in w for w in res.warnings)
-    lap_scale = engine.protect(census, "laplace", roles, doms, epsilon=1.0,
+    lap_scale = protect_in_order(census, "laplace", roles, doms, epsilon=1.0,
                                seed=0).info["noise_per_attribute"]["FICA"]["scale"]
     assert res.info["noise_per_attribute"]["FICA"]["scale"] >= lap_scale
 
 
 def test_census_as_published_reports_not_dp(census):
     roles, doms = census_setup(census)
-    res = engine.protect(census, "insensitive-dp", roles, doms, k=5, epsilon=1.0, seed=0,
+    res = protect_in_order(census, "insensitive-dp", roles, doms, k=5, epsilon=1.0, seed=0,
                          calibration="as-published", budget="per-attribute")
     assert not res.is_dp
     assert "does not satisfy ε-DP (see paper 002 §3)" in res.guarantee
@@ -596,24 +602,24 @@ def test_insensitive_k1_texts():
 def test_integer_and_nullable_columns_keep_working():
     df = pd.DataFrame({"a": pd.array(np.arange(30) % 7, dtype="Int64"),
                        "b": np.arange(30, dtype=np.int32)})
-    res = engine.protect(df, "ir-swap", {"a": "confidential", "b": "confidential"}, k=3, seed=1)
+    res = protect_in_order(df, "ir-swap", {"a": "confidential", "b": "confidential"}, k=3, seed=1)
     assert sorted(res.data["a"].tolist()) == sorted(df["a"].tolist())
     assert sorted(res.data["b"].tolist()) == sorted(df["b"].tolist())
-    res = engine.protect(df, "mdav-swap", {"a": "k-quasi", "b": "k-quasi"}, k=3, seed=1)
+    res = protect_in_order(df, "mdav-swap", {"a": "k-quasi", "b": "k-quasi"}, k=3, seed=1)
     assert sorted(zip(res.data["a"], res.data["b"])) == sorted(zip(df["a"], df["b"]))
-    res = engine.protect(df, "mdav", {"a": "k-quasi", "b": "k-quasi"}, k=3, seed=1)
+    res = protect_in_order(df, "mdav", {"a": "k-quasi", "b": "k-quasi"}, k=3, seed=1)
     assert res.data.groupby(["a", "b"]).size().min() >= 3
-    res = engine.protect(df, "ir-dp", {"a": "eps-quasi", "b": "eps-quasi"},
+    res = protect_in_order(df, "ir-dp", {"a": "eps-quasi", "b": "eps-quasi"},
                          {"a": (0, 10), "b": (0, 40)}, k=3, epsilon=1.0, seed=1)
     assert res.data["a"].between(0, 10).all()
 
 
 def test_budget_detail_names_attributes(census):
     roles, doms = census_setup(census)
-    res = engine.protect(census, "laplace", roles, doms, epsilon=2.0, seed=1)
+    res = protect_in_order(census, "laplace", roles, doms, epsilon=2.0, seed=1)
     assert "split equally over the 4 protected attributes" in res.info["budget_detail"]
     assert "FICA: 0.5" in res.info["budget_detail"]
-    res = engine.protect(census, "ir-dp", roles, doms, k=3, epsilon=2.0, seed=1,
+    res = protect_in_order(census, "ir-dp", roles, doms, k=3, epsilon=2.0, seed=1,
                          budget="per-attribute")
     assert "(4·2 = 8)-DP" in res.info["budget_detail"]
 
@@ -622,15 +628,41 @@ def test_budget_detail_names_attributes(census):
 def test_mdav_distance_options_k_anonymous(census, distance):
     cols = ["FEDTAX", "FICA", "INTVAL"]
     doms = {c: (0.0, 1.5 * float(census[c].max())) for c in cols}
-    res = engine.protect(census, "mdav", {c: "k-quasi" for c in cols}, doms, k=7, distance=distance)
+    res = protect_in_order(census, "mdav", {c: "k-quasi" for c in cols}, doms, k=7, distance=distance)
     assert res.data.groupby(cols).size().min() >= 7
 
 
 def test_mdav_distance_changes_clusters_and_domain_needs_bounds(census):
     cols = ["FEDTAX", "INTVAL"]
     roles = {c: "k-quasi" for c in cols}
-    a = engine.protect(census, "mdav", roles, k=5, distance="standardized").data
-    b = engine.protect(census, "mdav", roles, k=5, distance="raw").data
+    a = protect_in_order(census, "mdav", roles, k=5, distance="standardized").data
+    b = protect_in_order(census, "mdav", roles, k=5, distance="raw").data
     assert not a[cols].equals(b[cols])
     with pytest.raises(engine.ParameterError, match="domain"):
-        engine.protect(census, "mdav", roles, k=5, distance="domain")
+        protect_in_order(census, "mdav", roles, k=5, distance="domain")
+
+
+@pytest.mark.parametrize("method", ["ir-dp", "idp-ls", "idp-cbls", "insensitive-dp"])
+def test_clustered_release_is_shuffled_and_shuffle_changes_only_order(census, method):
+    """The release is a random permutation of the in-order release: same values (the noise
+    is drawn before the permutation), row_map aligns it, and shuffle=False is flagged."""
+    roles, doms = census_setup(census)
+    a = engine.protect(census, method, roles, doms, k=5, epsilon=1.0, seed=4)
+    b = engine.protect(census, method, roles, doms, k=5, epsilon=1.0, seed=4, shuffle=False)
+    assert a.row_map is not None and sorted(a.row_map.tolist()) == list(range(len(census)))
+    assert not np.array_equal(a.row_map, np.arange(len(census)))
+    assert in_input_order(a).data.equals(b.data)
+    assert "random order" in a.guarantee
+    assert not b.is_dp and "INPUT ORDER" in b.guarantee
+
+
+def test_row_order_leaks_clusters_without_shuffle():
+    """Why the shuffle: n = 4, k = 2, neighbours (0,1,2,3) and (4,1,2,3). In input order the
+    rows sharing a value are {0,1} in one and {1,2} in the other, whatever the noise."""
+    dom = {"x": (0.0, 4.0)}
+    for data, pair in (([0., 1., 2., 3.], (0, 1)), ([4., 1., 2., 3.], (1, 2))):
+        df = pd.DataFrame({"x": data})
+        for seed in range(5):
+            out = engine.protect(df, "ir-dp", {"x": "eps-quasi"}, dom, k=2, epsilon=1.0,
+                                 seed=seed, shuffle=False).data["x"].to_numpy()
+            assert out[pair[0]] == out[pair[1]]

@@ -33,8 +33,9 @@ from dpstudio.engine import noise as N
 from dpstudio.engine import validation as V
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.job import Job, Output
-from dpstudio.engine.registry import (BUDGET_PARAM, DROP_MISSING_PARAM, NOISE_PARAM, WEIGHTS_PARAM,
-                                      MethodSpec, Param, epsilon_param, k_param, register)
+from dpstudio.engine.registry import (BUDGET_PARAM, DROP_MISSING_PARAM, NOISE_PARAM, SHUFFLE_PARAM,
+                                       WEIGHTS_PARAM, order_clause as _order_clause,
+                                       MethodSpec, Param, epsilon_param, k_param, register)
 from dpstudio.engine.roles import Role
 from dpstudio.engine.taxonomy import Taxonomy, load_taxonomy
 
@@ -419,10 +420,18 @@ def run(job: Job) -> Output:
         warns.append(f"Rigorous calibration spreads each attribute's ε over {n_c} clusters "
                      f"(ε_i/{n_c} per cluster): unless ε is large the centroids are close to "
                      "random. A larger k (fewer clusters) or a larger ε keeps more utility.")
-    return Output(data=out, info=info, warnings=warns, protected=cols)
+    row_map = None
+    if p.get("shuffle", True):  # row order would show which records share a cluster
+        row_map = job.rng.permutation(job.n)
+        out = out.iloc[row_map].reset_index(drop=True)
+    return Output(data=out, info=info, warnings=warns, protected=cols, row_map=row_map)
 
 
 def guarantee(p: dict) -> str:
+    return _guarantee(p) + _order_clause(p)
+
+
+def _guarantee(p: dict) -> str:
     eps = p.get("epsilon")
     if eps is None:
         return ("Noise-free baseline: k-anonymity of the ε-quasi attributes by insensitive "
@@ -454,7 +463,7 @@ def guarantee(p: dict) -> str:
 
 
 def is_dp(p: dict) -> bool:
-    if p.get("epsilon") is None:
+    if p.get("epsilon") is None or not p.get("shuffle", True):
         return False
     return p.get("calibration", "rigorous") == "rigorous" or int(p.get("k") or 1) <= 1
 
@@ -468,7 +477,7 @@ SPEC = register(MethodSpec(
                  "categorical attributes and noised means for numeric ones."),
     paper="thesis §6.3.4–6.3.6 (004)",
     params=(k_param(5, 1), epsilon_param(1.0), CALIBRATION_PARAM, NOISE_PARAM, BUDGET_PARAM,
-            WEIGHTS_PARAM, DROP_MISSING_PARAM),
+            WEIGHTS_PARAM, DROP_MISSING_PARAM, SHUFFLE_PARAM),
     protects=(Role.EPS_QUASI,),
     requires=(Role.EPS_QUASI,),
     guarantee=guarantee,

@@ -22,6 +22,8 @@ from dpstudio.engine import noise as N
 from dpstudio.engine.errors import ParameterError
 from dpstudio.engine.job import Job, Output
 from dpstudio.engine.registry import (
+    SHUFFLE_PARAM,
+    order_clause as _order_clause,
     BUDGET_PARAM,
     DROP_MISSING_PARAM,
     NOISE_PARAM,
@@ -175,13 +177,22 @@ def _g_insensitive(p: dict) -> str:
         how = "of scale n_c·Δ(A_i)/(k·ε_i)"
     return (_dp_sentence(p) + f"; insensitive microaggregation with k = {k}, one "
             f"{_noise_name(p)} draw per cluster and attribute {how}, "
-            "n_c = ⌊n/k⌋ (rigorous calibration), clamped to the domain.")
+            "n_c = ⌊n/k⌋ (rigorous calibration), clamped to the domain." + _order_clause(p))
 
 
 def _g_ir_dp(p: dict) -> str:
     k = p.get("k")
     if p.get("epsilon") is None:
         return _baseline_sentence(f"individual ranking with k = {k}")
+    text = _g_ir_dp_core(p) + _order_clause(p)
+    if _joint_ranking_gap(p):
+        return ("Per attribute only — " + text
+                + JOINT_RANKING_NOTE.format(m=len(p["_attributes"])))
+    return text
+
+
+def _g_ir_dp_core(p: dict) -> str:
+    k = p.get("k")
     if p.get("noise") == "staircase" and int(k or 1) > 1:
         return (_dp_sentence(p) + f"; individual ranking with k = {k}, one staircase draw per "
                 "cluster of sensitivity Δ(A_i)/k and budget ε_i/n_c, n_c = ⌊n/k⌋ (sequential "
@@ -196,8 +207,12 @@ def _idp_sentence(p: dict, how: str) -> str:
     eps = _fmt(p["epsilon"])
     head = (f"(m·{eps})-individual differential privacy" if p.get("budget") == "per-attribute"
             else f"{eps}-individual differential privacy (ε-iDP)")
-    return (f"{head} ({_budget_clause(p)}): {IDP_MEANING}. Individual ranking with k = {k}; "
-            f"{how}.")
+    text = (f"{head} ({_budget_clause(p)}): {IDP_MEANING}. Individual ranking with k = {k}; "
+            f"{how}." + _order_clause(p))
+    if _joint_ranking_gap(p):
+        return ("Per attribute only — " + text
+                + JOINT_RANKING_NOTE.format(m=len(p["_attributes"])))
+    return text
 
 
 def _g_idp_ls(p: dict) -> str:
@@ -221,9 +236,33 @@ def _is_dp_eps(p: dict) -> bool:
 
 
 def _is_dp_insensitive(p: dict) -> bool:
-    if p.get("epsilon") is None:
+    if p.get("epsilon") is None or not p.get("shuffle", True):
         return False
     return p.get("calibration", "rigorous") == "rigorous" or int(p.get("k") or 1) <= 1
+
+
+def _joint_ranking_gap(p: dict) -> bool:
+    """Individual ranking of m >= 2 attributes released together in records with k >= 2."""
+    return len(p.get("_attributes") or ()) >= 2 and int(p.get("k") or 1) >= 2
+
+
+def _is_dp_ir(p: dict) -> bool:
+    """ε-DP of the whole release: each attribute's column is ε_i-DP (paper 002 Lemma 1, with
+    the rows shuffled), but with two or more attributes clustered separately the pattern of
+    which clusters a record combines is deterministic in the data (neighbouring data sets can
+    give different numbers of distinct released records), so the record-level release is not
+    ε-DP; see ``JOINT_RANKING_NOTE``."""
+    return (p.get("epsilon") is not None and p.get("shuffle", True)
+            and not _joint_ranking_gap(p))
+
+
+JOINT_RANKING_NOTE = (
+    " Each attribute is clustered separately, so with {m} attributes released together in "
+    "records the pattern of which clusters a record combines is not hidden by the noise "
+    "(neighbouring data sets can even differ in the number of distinct records released): the "
+    "guarantee holds for each attribute's column on its own, not for the records as a whole "
+    "(a gap in paper 002's argument). For a record-level guarantee use insensitive-dp, or "
+    "release the attributes separately.")
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -278,6 +317,16 @@ def _spread(values_per_cluster: np.ndarray, sizes: np.ndarray, order: np.ndarray
     out = np.empty(n)
     out[order] = np.repeat(values_per_cluster, sizes)
     return out
+
+
+def _released(job: Job, new: dict[str, np.ndarray], **kw) -> Output:
+    """The Output for a clustered DP release: rows shuffled unless shuffle=False."""
+    data = _frame_with(job, new)
+    row_map = None
+    if job.params.get("shuffle", True):
+        row_map = job.rng.permutation(job.n)
+        data = data.iloc[row_map].reset_index(drop=True)
+    return Output(data, row_map=row_map, **kw)
 
 
 def _frame_with(job: Job, new: dict[str, np.ndarray]):
@@ -532,7 +581,7 @@ def run_insensitive_dp(job: Job) -> Output:
                   "epsilon_per_draw": eps_draw}
         job.progress((j + 1) / len(cols))
     info.update(noise_per_attribute=per, draws_per_attribute=nc)
-    return Output(_frame_with(job, new), info=info, protected=cols, warnings=warnings)
+    return _released(job, new, info=info, protected=cols, warnings=warnings)
 
 
 def _run_ir_family(job: Job, mode: str) -> Output:
@@ -596,7 +645,7 @@ def _run_ir_family(job: Job, mode: str) -> Output:
                 f"Staircase noise with individual ranking: {STAIRCASE_VECTOR_NOTE}. Here that is "
                 f"ε_i/{nc} per draw, far more noise than Laplace (which needs no split): use "
                 "noise='laplace'.")
-    return Output(_frame_with(job, new), info=info, protected=cols, warnings=warnings)
+    return _released(job, new, info=info, protected=cols, warnings=warnings)
 
 
 def run_ir_dp(job: Job) -> Output:
@@ -614,6 +663,7 @@ def run_idp_cbls(job: Job) -> Output:
 # --------------------------------------------------------------------------- registration
 
 _DP_PARAMS = (epsilon_param(), NOISE_PARAM, BUDGET_PARAM, WEIGHTS_PARAM, DROP_MISSING_PARAM)
+_CLUSTERED_DP_PARAMS = _DP_PARAMS + (SHUFFLE_PARAM,)
 
 register(MethodSpec(
     id="mdav",
@@ -704,7 +754,7 @@ register(MethodSpec(
                  "only when k² > n."),
     paper="paper 000; thesis ch. 6 (004); correction in paper 002 §3",
     params=(k_param(), epsilon_param(), NOISE_PARAM, BUDGET_PARAM, VARIANT_PARAM,
-            CALIBRATION_PARAM, REFERENCE_PARAM, WEIGHTS_PARAM, DROP_MISSING_PARAM),
+            CALIBRATION_PARAM, REFERENCE_PARAM, WEIGHTS_PARAM, DROP_MISSING_PARAM, SHUFFLE_PARAM),
     protects=(Role.EPS_QUASI,),
     requires=(Role.EPS_QUASI,),
     guarantee=_g_insensitive,
@@ -723,12 +773,12 @@ register(MethodSpec(
                  "consecutive values, replaces them by the group average and adds ONE noise draw "
                  "per group (k times less noise than plain Laplace)."),
     paper="paper 002; paper 001 §3.1",
-    params=(k_param(),) + _DP_PARAMS,
+    params=(k_param(),) + _CLUSTERED_DP_PARAMS,
     protects=(Role.EPS_QUASI,),
     requires=(Role.EPS_QUASI,),
     guarantee=_g_ir_dp,
     run=run_ir_dp,
-    is_dp=_is_dp_eps,
+    is_dp=_is_dp_ir,
     needs_domain=True,
     uses_k=True,
     uses_epsilon=True,
@@ -742,7 +792,7 @@ register(MethodSpec(
                  "its average could change if one of ITS records were replaced (local "
                  "sensitivity). Less noise; the guarantee is individual DP, weaker than ε-DP."),
     paper="paper 001 §3.2.1",
-    params=(k_param(),) + _DP_PARAMS,
+    params=(k_param(),) + _CLUSTERED_DP_PARAMS,
     protects=(Role.EPS_QUASI,),
     requires=(Role.EPS_QUASI,),
     guarantee=_g_idp_ls,
@@ -762,7 +812,7 @@ register(MethodSpec(
                  "on the spread inside the group (no domain needed). Individual DP, weaker than "
                  "ε-DP. Needs k ≥ 3."),
     paper="paper 001 §3.2.2, Prop. 3",
-    params=(k_param(minimum=3),) + _DP_PARAMS,
+    params=(k_param(minimum=3),) + _CLUSTERED_DP_PARAMS,
     protects=(Role.EPS_QUASI,),
     requires=(Role.EPS_QUASI,),
     guarantee=_g_idp_cbls,
