@@ -83,14 +83,54 @@ def _mismatch(a, b):
     return (a != b).astype(np.float64)
 
 
-def generalised_distances(df, method: str, roles: dict) -> dict:
-    """``categorical_distance`` for the numeric k-quasi columns a generalising method turns
-    into intervals (the engine's measures would otherwise reject text in a numeric column).
-    The same option for every sweep point and for Protect, so their measures agree."""
-    if method not in GENERALISING_METHODS:
-        return {}
-    return {c: _mismatch for c, r in roles.items()
-            if r == "k-quasi" and c in df.columns and pd.api.types.is_numeric_dtype(df[c])}
+class HierarchyDistance:
+    """Semantic distance δ of a column's hierarchy (metrics.md: categorical dist = δ) as a
+    ``categorical_distance`` callable.  Values are compared as printed labels (39 → '39');
+    a label the hierarchy does not know counts as the largest distance when it differs."""
+
+    def __init__(self, hierarchy, column: str = "") -> None:
+        from dpstudio.engine.taxonomy import load_taxonomy
+
+        self.tax = load_taxonomy(hierarchy, column)
+        self.top = float(np.max(self.tax.dist)) if np.size(self.tax.dist) else 1.0
+        self.known = np.asarray(list(self.tax.concepts), dtype=object).astype(str)
+
+    def __call__(self, a, b):
+        a = np.asarray(a, dtype=object).astype(str)
+        b = np.asarray(b, dtype=object).astype(str)
+        out = np.where(a == b, 0.0, self.top)
+        ok = np.isin(a, self.known) & np.isin(b, self.known)
+        if ok.any():
+            out[ok] = np.asarray(self.tax.distance(a[ok], b[ok]), dtype=np.float64)
+        return out
+
+
+def generalised_distances(df, method: str, roles: dict, hierarchies: dict | None = None
+                          ) -> dict:
+    """``categorical_distance`` for the evaluation (the same for every sweep point and for
+    Protect, so their measures agree):
+
+    * a protected column with a hierarchy: its semantic distance δ;
+    * a numeric k-quasi a generalising method turns into interval text (k-eps without an age
+      hierarchy): 0/1 on the printed values (the engine's measures would otherwise reject
+      text in a numeric column)."""
+    out: dict = {}
+    for c, h in (hierarchies or {}).items():
+        if roles.get(c) in (None, "other", "identifier") or c not in df.columns:
+            continue
+        if pd.api.types.is_numeric_dtype(df[c]) and not (
+                method in GENERALISING_METHODS and roles.get(c) == "k-quasi"):
+            continue  # numeric values keep the numeric distance |x − x′|
+        try:
+            out[c] = HierarchyDistance(h, c)
+        except engine.DPStudioError:
+            pass  # the method validates hierarchies itself; measures then use 0/1
+    if method in GENERALISING_METHODS:
+        for c, r in roles.items():
+            if (r == "k-quasi" and c not in out and c in df.columns
+                    and pd.api.types.is_numeric_dtype(df[c])):
+                out[c] = _mismatch
+    return out
 
 
 def protect_and_evaluate(df, method: str, roles: dict, domains: dict, hierarchies: dict,
@@ -102,16 +142,21 @@ def protect_and_evaluate(df, method: str, roles: dict, domains: dict, hierarchie
         check_cancel()
     orig = res.aligned_original()
     notes: list[str] = []
-    dist = generalised_distances(df, method, roles)
-    if dist:
-        notes.append(GENERALISED_NOTE + ", ".join(dist) + ".")
+    dist = generalised_distances(df, method, roles, hierarchies)
+    flat = [c for c, f in dist.items() if f is _mismatch]
+    if flat:
+        notes.append(GENERALISED_NOTE + ", ".join(flat) + ".")
     if not dist:
         ev = dict(engine.evaluate(orig, res.data, res.protected_attributes, result=res,
                                   measures=("sse", "rl", "delta", "corr", "kanon")))
     else:  # Δ mean/variance and correlations only where the release is still numeric
         ev = dict(engine.evaluate(orig, res.data, res.protected_attributes, result=res,
                                   measures=("sse", "rl", "kanon"), categorical_distance=dist))
-        rest = [a for a in res.protected_attributes if a not in dist]
+        # (text columns have no Δ / correlation anyway; numeric ones measured by δ may be
+        # generalised, so they are left out too)
+        rest = [a for a in res.protected_attributes if a not in dist
+                or (pd.api.types.is_numeric_dtype(orig[a])
+                    and pd.api.types.is_numeric_dtype(res.data[a]))]
         ev2 = dict(engine.evaluate(orig, res.data, rest, result=res,
                                    measures=("delta", "corr"))) if rest else {}
         warns = list(ev.get("warnings") or [])
@@ -141,7 +186,7 @@ def sweep_points(df, method, roles, domains, *, ks, epsilons, repeats, seed, hie
     from dpstudio.engine.tradeoff import SweepPoint, grid
 
     spec = get_method(method)
-    dist = generalised_distances(df, method, roles)
+    dist = generalised_distances(df, method, roles, hierarchies)
     common = dict(repeats=repeats, seed=seed, hierarchies=hierarchies or None,
                   check_cancel=check_cancel,
                   evaluate_options={"categorical_distance": dist} if dist else None, **params)

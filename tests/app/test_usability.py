@@ -272,3 +272,33 @@ def test_compact_warnings_keeps_every_message(items):
     assert len(out) <= len(set(warns))
     for a, t in items:  # every attribute and every text is still said
         assert any(t in o and (a is None or f"'{a}'" in o) for o in out), (a, t, out)
+
+
+@settings(max_examples=30, deadline=None)
+@given(hs.lists(hs.sampled_from(["a1", "a2", "b1", "b2", "A", "B", "*", "zz", "39"]),
+                min_size=1, max_size=20),
+       hs.lists(hs.sampled_from(["a1", "a2", "b1", "b2", "A", "B", "*", "zz", "39"]),
+                min_size=1, max_size=20))
+def test_hierarchy_distance_is_a_safe_semantic_distance(xs, ys):
+    """Measures use the loaded hierarchy's δ (metrics.md); unknown labels never raise."""
+    from dpstudio.app.compute import HierarchyDistance
+    from dpstudio.engine.hierarchy import Hierarchy
+
+    h = Hierarchy.from_rows([["a1", "A", "*"], ["a2", "A", "*"], ["b1", "B", "*"],
+                             ["b2", "B", "*"]])
+    d = HierarchyDistance(h, "c")
+    n = min(len(xs), len(ys))
+    a, b = np.array(xs[:n], dtype=object), np.array(ys[:n], dtype=object)
+    out = d(a, b)
+    assert out.shape == (n,)
+    np.testing.assert_allclose(out, d(b, a))
+    assert np.all(out[a == b] == 0)
+    assert np.all((out >= 0) & (out <= d.top))
+    unknown = np.array([x not in ("a1", "a2", "b1", "b2", "A", "B", "*") for x in a[:n]])
+    assert np.all(out[unknown & (a != b)] == d.top)
+    same_group = np.array([x[0] == y[0] and len(x) == 2 and len(y) == 2 and x != y
+                           for x, y in zip(a, b)])
+    diff_group = np.array([x[0] != y[0] and len(x) == 2 and len(y) == 2 and x[0] in "ab"
+                           and y[0] in "ab" for x, y in zip(a, b)])
+    if same_group.any() and diff_group.any():
+        assert out[same_group].max() < out[diff_group].min()
