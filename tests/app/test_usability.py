@@ -302,3 +302,16 @@ def test_hierarchy_distance_is_a_safe_semantic_distance(xs, ys):
                            and y[0] in "ab" for x, y in zip(a, b)])
     if same_group.any() and diff_group.any():
         assert out[same_group].max() < out[diff_group].min()
+
+
+def test_hierarchy_dialog_starts_at_the_adult_hierarchy(tmp_path):
+    from dpstudio.app.main_window import adult_sample_path
+    from dpstudio.app.widgets.roles_panel import suggest_hierarchy_path
+
+    p = suggest_hierarchy_path(str(adult_sample_path()), "occupation")
+    assert p.endswith("adult_hierarchy_occupation.csv")
+    # 'race' must not pick another column's file, e.g. one ending in 'salary-class'
+    assert suggest_hierarchy_path(str(adult_sample_path()), "race").endswith("_race.csv")
+    (tmp_path / "d.csv").write_text("a\n1\n")
+    assert suggest_hierarchy_path(str(tmp_path / "d.csv"), "zz") == str(tmp_path)
+    assert suggest_hierarchy_path(None, "a") == ""

@@ -68,6 +68,22 @@ def generate_hierarchy(series: pd.Series, column: str, levels: int = 10) -> Hier
     return Hierarchy.from_rows(rows, name=f"{column} (generated)")
 
 
+def suggest_hierarchy_path(data_path: str | None, column: str) -> str:
+    """Where the hierarchy dialog opens: an ARX file named after the column (as ARX names
+    them, ``*_hierarchy_<column>.csv``) next to the data or in its ``hierarchies`` folder;
+    else that folder; '' when the data has no folder."""
+    if not data_path:
+        return ""
+    d = Path(data_path).parent
+    folders = [f for f in (d / "hierarchies", d) if f.is_dir()]
+    for f in folders:
+        hits = sorted(p for p in f.glob("*.csv")
+                      if p.stem.lower().endswith(column.lower()) and p != Path(data_path))
+        if hits:
+            return str(hits[0])
+    return str(folders[0]) if folders else ""
+
+
 class RolesPanel(QWidget):
     sig_column_selected = Signal(str)
     """The user selected a column (name)."""
@@ -460,8 +476,8 @@ class RolesPanel(QWidget):
             if h is not None else "")
 
     def _load_hierarchy(self, name: str) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, f"Hierarchy for {name}",
-                                              app_settings.last_folder(),
+        start = suggest_hierarchy_path(self.state.path, name) or app_settings.last_folder()
+        path, _ = QFileDialog.getOpenFileName(self, f"Hierarchy for {name}", start,
                                               "ARX hierarchy (*.csv);;All files (*)")
         if not path:
             return
