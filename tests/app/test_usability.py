@@ -315,3 +315,12 @@ def test_hierarchy_dialog_starts_at_the_adult_hierarchy(tmp_path):
     (tmp_path / "d.csv").write_text("a\n1\n")
     assert suggest_hierarchy_path(str(tmp_path / "d.csv"), "zz") == str(tmp_path)
     assert suggest_hierarchy_path(None, "a") == ""
+
+
+@given(hs.text(min_size=0, max_size=40), hs.integers(1, 60))
+def test_short_label_fits(v, n):
+    from dpstudio.app.widgets.roles_panel import short_label
+
+    t = short_label(v, n)
+    assert len(t) <= max(3, 84 // n)
+    assert t == v or t.endswith("…") and v.startswith(t[:-1])

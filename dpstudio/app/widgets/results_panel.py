@@ -18,6 +18,7 @@ from dpstudio.app.compute import correlation_difference  # noqa: F401 (re-export
 from dpstudio.app.models.dataframe_model import format_value
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner
+from dpstudio.app.widgets.roles_panel import short_label
 
 MEASURE_LABELS = {
     "sse_normalized": "SSE (normalised, per record & attribute)",
@@ -298,6 +299,7 @@ class ResultsPanel(QWidget):
 
     def _draw_hist(self, attr: str) -> None:
         self.hist.clear()
+        self.hist.setToolTip("")
         res = self.state.result
         if res is None or not attr:
             return
@@ -344,7 +346,9 @@ class ResultsPanel(QWidget):
                                           .to_numpy(float), width=0.4, brush="#1f77b4",
                                           pen=pg.mkPen("#1f77b4"), name="protected"))
         self.hist.getAxis("bottom").setTicks(
-            [[(float(i), c if len(c) <= 12 else c[:11] + "…") for i, c in enumerate(cats)]])
+            [[(float(i), short_label(c, len(cats), 150)) for i, c in enumerate(cats)]])
+        self.hist.setToolTip("\n".join(
+            f"{c}: original {int(a.get(c, 0)):,}, protected {int(b.get(c, 0)):,}" for c in cats))
         more = max(len(a.index.union(b.index)) - len(cats), 0)
         self.hist.setTitle(attr + (f" (top {len(cats)} categories; {more} more)" if more
                                    else " (categories)"), color="#222")

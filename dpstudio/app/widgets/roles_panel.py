@@ -68,6 +68,13 @@ def generate_hierarchy(series: pd.Series, column: str, levels: int = 10) -> Hier
     return Hierarchy.from_rows(rows, name=f"{column} (generated)")
 
 
+def short_label(v, n: int, room: int = 84) -> str:
+    """A category's tick label, short enough that ``n`` of them do not overlap."""
+    t = str(v)
+    m = max(3, room // max(n, 1))
+    return t if len(t) <= m else t[: m - 1] + "…"
+
+
 def suggest_hierarchy_path(data_path: str | None, column: str) -> str:
     """Where the hierarchy dialog opens: an ARX file named after the column (as ARX names
     them, ``*_hierarchy_<column>.csv``) next to the data or in its ``hierarchies`` folder;
@@ -132,7 +139,7 @@ class RolesPanel(QWidget):
         hh = self.table.horizontalHeader()
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         hh.setStretchLastSection(True)
-        for c, w in ((C_NAME, 110), (C_ROLE, 150), (C_TYPE, 70), (C_LO, 90), (C_HI, 90),
+        for c, w in ((C_NAME, 110), (C_ROLE, 150), (C_TYPE, 92), (C_LO, 90), (C_HI, 90),
                      (C_HIER, 110)):
             self.table.setColumnWidth(c, w)
         tips = {C_ROLE: "What the attribute is: identifier, k-quasi, ε-quasi, confidential "
@@ -468,7 +475,8 @@ class RolesPanel(QWidget):
             self.hist.addItem(pg.BarGraphItem(x=np.arange(len(vc)), height=vc.to_numpy(),
                                               width=0.8, brush="#5b8fd0"))
             ax = self.hist.getAxis("bottom")
-            ax.setTicks([[(i, str(v)[:8]) for i, v in enumerate(vc.index)]])
+            ax.setTicks([[(i, short_label(v, len(vc))) for i, v in enumerate(vc.index)]])
+            self.hist.setToolTip("\n".join(f"{v}: {n:,}" for v, n in vc.items()))
         h = st.hierarchies.get(name)
         self.hier_label.setText(
             f"Hierarchy: {h.height} levels, {len(h.leaves)} leaves"
