@@ -67,6 +67,8 @@ class MainWindow(QMainWindow):
         self.runners = [self.load_runner, self.sweep_runner, self.run_runner, self.export_runner]
         self._pending_project: dict | None = None
         self._last_export: dict | None = None
+        self._sweep_sig: tuple | None = None  # settings the plotted sweep was computed under
+        self._result_sig: tuple | None = None  # settings the current result was made under
 
         # --- panels
         self.tabs = QTabWidget()
@@ -307,6 +309,19 @@ class MainWindow(QMainWindow):
                 self.open_file(urls[0])
 
     # ------------------------------------------------------------------ running
+    def _settings_signature(self) -> tuple:
+        """What a sweep's curves depend on besides k and ε: data, method, roles, types,
+        domains, hierarchies, the other parameters.  The report shows the curves only when
+        the release was made under the same signature."""
+        st = self.state
+        params = {k: v for k, v in self.method_panel.values().items()
+                  if k not in ("k", "epsilon")}
+        return (st.path, id(st.df), self.method_panel.current_method(),
+                tuple(sorted(st.active_roles().items())), tuple(sorted(st.types.items())),
+                tuple(sorted(st.active_domains().items())),
+                tuple(sorted((c, str(src)) for c, src in st.hierarchy_sources.items())),
+                repr(sorted(params.items())))
+
     def _guard(self) -> bool:
         if self.state.df is None:
             show_error(self, "Open a data file first (Ctrl+O).")
@@ -333,6 +348,7 @@ class MainWindow(QMainWindow):
         df, roles, domains = st.df, st.active_roles(), st.active_domains()
         hier, seed = st.active_hierarchies(), st.recipe.seed
         self.explore_panel.begin(req["epsilons"], uses_eps, baselines=uses_k, method=mid)
+        self._sweep_sig = self._settings_signature()
         self.tabs.setCurrentIndex(TAB_METHOD)
         self.task_label.setText("Sweeping k × ε…")
 
@@ -383,6 +399,7 @@ class MainWindow(QMainWindow):
         df, roles, domains = st.df, st.active_roles(), st.active_domains()
         hier, seed = st.active_hierarchies(), st.recipe.seed
         recipe = {"method": mid, "params": dict(params), "seed": seed}
+        run_sig = self._settings_signature()
         self.task_label.setText("Protecting…")
 
         in_child = df.size > BIG_TABLE_CELLS
@@ -400,6 +417,7 @@ class MainWindow(QMainWindow):
         def done(out):
             res, ev = out
             self.state.set_result(res, ev, recipe)
+            self._result_sig = run_sig
             self.task_label.setText(f"Protected with {res.method_name}: {len(res.data):,} "
                                     "records. Inspect the results, then export (Ctrl+Shift+E).")
             self.tabs.setCurrentIndex(TAB_RESULTS)
@@ -464,7 +482,11 @@ class MainWindow(QMainWindow):
         html_text = None
         if report:
             measures = {k: v for k, v in (st.evaluation or {}).items() if k != "_app"}
-            curves = self.explore_panel.export_images() if self.explore_panel.points else []
+            # only curves computed under the release's settings (same method, roles, domains,
+            # hierarchies, other parameters): others would misdescribe the release
+            same = (self._sweep_sig is not None and self._sweep_sig == self._result_sig)
+            curves = (self.explore_panel.export_images()
+                      if self.explore_panel.points and same else [])
             p = res.params
             chosen = {"k": p.get("k"), "epsilon": p.get("epsilon")}
             html_text = io_adapter.render_report(res, measures, curves=curves,

@@ -324,3 +324,35 @@ def test_short_label_fits(v, n):
     t = short_label(v, n)
     assert len(t) <= max(3, 84 // n)
     assert t == v or t.endswith("…") and v.startswith(t[:-1])
+
+
+def test_report_leaves_out_curves_of_other_settings(qtbot, window, tmp_path):
+    """Curves swept under other roles or another method must not appear in the release's
+    report (they would describe a different release)."""
+    win = window
+    _open_census(qtbot, win)
+    win.state.set_roles({"FICA": "eps-quasi", "FEDTAX": "eps-quasi", "AFNLWGT": "identifier"})
+    win.roles_panel.suggest_domains()
+    win.method_panel.select_method("ir-dp")
+    ep = win.explore_panel
+    ep.ks.setText("2, 5")
+    ep.eps.setText("1")
+    ep.repeats.setValue(1)
+    assert win.run_sweep()
+    qtbot.waitUntil(lambda: not win.sweep_runner.busy, timeout=60000)
+
+    def report(name):
+        with qtbot.waitSignal(win.state.sig_result_changed, timeout=30000):
+            assert win.run_protect()
+        qtbot.waitUntil(lambda: not win.run_runner.busy, timeout=30000)
+        out = tmp_path / f"{name}.csv"
+        assert win.export(str(out), fmt="csv", report=True)
+        qtbot.waitUntil(lambda: not win.export_runner.busy, timeout=30000)
+        return (tmp_path / f"{name}.report.html").read_text(encoding="utf-8")
+
+    assert "<img" in report("same")  # same settings: the curves are in
+    win.method_panel.set_values({"budget": "per-attribute"})
+    assert "<img" not in report("other_params")
+    win.method_panel.set_values({"budget": "equal"})
+    win.state.set_role("FEDTAX", "other")
+    assert "<img" not in report("other_roles")
