@@ -134,6 +134,8 @@ class MainWindow(QMainWindow):
         self.explore_panel.sig_point_chosen.connect(self._on_point_chosen)
         self.results_panel.export_btn.clicked.connect(self.export_dialog)
         self.state.sig_recipe_changed.connect(self._on_state_recipe_changed)
+        self.state.sig_recipe_changed.connect(self._mark_stale_sweep)
+        self.state.sig_roles_changed.connect(self._mark_stale_sweep)
         self.state.sig_dirty_changed.connect(lambda _d: self._update_title())
         self.state.sig_data_changed.connect(self._update_title)
         self.state.sig_result_changed.connect(self._update_actions)
@@ -452,6 +454,22 @@ class MainWindow(QMainWindow):
         else:
             self.task_label.setText(f"k = {k}" + (f", ε = {eps:g}" if eps is not None else "")
                                     + " set in the method form. Protect with Ctrl+R.")
+
+    def _mark_stale_sweep(self) -> None:
+        """Say so when the plotted curves no longer match the settings (they stay visible)."""
+        ep = self.explore_panel
+        if not ep.points or self._sweep_sig is None or self.sweep_runner.busy:
+            return
+        stale = self._sweep_sig != self._settings_signature()
+        note = ("⚠ The settings changed since this sweep: the curves show the earlier "
+                "settings. Run the sweep again (Ctrl+E).")
+        if stale and not ep.status.text().startswith("⚠"):
+            self._status_before_stale = ep.status.text()
+            ep.status.setText(note)
+            ep.status.setStyleSheet("color:#8a5a00;")
+        elif not stale and ep.status.text().startswith("⚠"):
+            ep.status.setText(getattr(self, "_status_before_stale", ""))
+            ep.status.setStyleSheet("")
 
     def _on_state_recipe_changed(self) -> None:
         p = self.state.recipe.params

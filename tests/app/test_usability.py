@@ -351,6 +351,11 @@ def test_report_leaves_out_curves_of_other_settings(qtbot, window, tmp_path):
         return (tmp_path / f"{name}.report.html").read_text(encoding="utf-8")
 
     assert "<img" in report("same")  # same settings: the curves are in
+    # the explore panel says when its curves no longer match the settings
+    win.state.set_role("FEDTAX", "other")
+    assert ep.status.text().startswith("⚠")
+    win.state.set_role("FEDTAX", "eps-quasi")
+    assert not ep.status.text().startswith("⚠")
     win.method_panel.set_values({"budget": "per-attribute"})
     assert "<img" not in report("other_params")
     win.method_panel.set_values({"budget": "equal"})

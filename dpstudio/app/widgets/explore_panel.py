@@ -305,6 +305,7 @@ class ExplorePanel(QWidget):
                 plot.addItem(item)
             self.series[e] = _Series(e, color, sse, rl, sse_err, rl_err, plane)
         self.status.setText("Sweep running…")
+        self.status.setStyleSheet("")
 
     def add_points(self, batch: list) -> None:
         """Slot for the worker's batches of SweepPoints (redraws are coalesced)."""
