@@ -112,6 +112,16 @@ def flatten_measures(ev: dict) -> tuple[list[tuple[str, str]], pd.DataFrame | No
     return rows, table
 
 
+def _param_labels(method: str) -> dict:
+    """Parameter name → its label in the method form (epsilon → ε)."""
+    try:
+        from dpstudio.engine.registry import get_method
+
+        return {p.name: p.label or p.name for p in get_method(method).params}
+    except Exception:  # noqa: BLE001 - an unknown method: the raw names
+        return {}
+
+
 def _fmt(x) -> str:
     if isinstance(x, (float, np.floating)):
         if np.isnan(x):
@@ -214,8 +224,11 @@ class ResultsPanel(QWidget):
             return
         ev = dict(st.evaluation or {})
         extra = ev.pop("_app", {})
-        params = ", ".join(f"{k} = {v}" for k, v in res.params.items()
-                           if v is not None and not isinstance(v, dict))
+        labels = _param_labels(res.method)
+        params = ", ".join(f"{labels.get(k, k)} = {_fmt(v) if isinstance(v, float) else v}"
+                           for k, v in res.params.items()
+                           if v is not None and not isinstance(v, dict)
+                           and not str(k).startswith("_"))
         self.header.setText(
             f"<b>{html.escape(res.method_name)}</b> — {html.escape(params)}<br>"
             f"<span style='color:#0b4f8a'><b>Guarantee:</b> {html.escape(res.guarantee)}</span>"
