@@ -100,7 +100,7 @@ def test_results_warning_has_no_html_entities(qtbot, window):
 
     panel = ResultsPanel(window.state)
     qtbot.addWidget(panel)
-    res = SimpleNamespace(params={"k": 3}, method_name="M", guarantee="g", data=pd.DataFrame(
+    res = SimpleNamespace(params={"k": 3}, method="ir-dp", method_name="M", guarantee="g", data=pd.DataFrame(
         {"x": [1.0, 2.0]}), protected_attributes=["x"], warnings=["each attribute's ε"],
         roles={"x": "eps-quasi"}, original=None)
     window.state.set_result(res, {"sse_raw": float("nan")}, {})

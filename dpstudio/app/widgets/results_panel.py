@@ -224,7 +224,7 @@ class ResultsPanel(QWidget):
             return
         ev = dict(st.evaluation or {})
         extra = ev.pop("_app", {})
-        labels = _param_labels(res.method)
+        labels = _param_labels(getattr(res, "method", ""))
         params = ", ".join(f"{labels.get(k, k)} = {_fmt(v) if isinstance(v, float) else v}"
                            for k, v in res.params.items()
                            if v is not None and not isinstance(v, dict)
