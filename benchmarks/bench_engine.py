@@ -80,9 +80,9 @@ def _rl_case(n: int, m: int):
         from dpstudio import engine
 
         df, cols, domains = _synthetic(n, m)
-        prot = engine.protect(df, "ir-dp", roles={c: "eps-quasi" for c in cols}, domains=domains,
-                              k=10, epsilon=10.0, seed=3).data
-        return df, prot, cols
+        res = engine.protect(df, "ir-dp", roles={c: "eps-quasi" for c in cols}, domains=domains,
+                             k=10, epsilon=10.0, seed=3)
+        return res.aligned_original(), res.data, cols   # the release is shuffled: align rows
 
     def run(state):
         from dpstudio import engine
