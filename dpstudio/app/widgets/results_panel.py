@@ -319,6 +319,12 @@ class ResultsPanel(QWidget):
         orig = res.aligned_original()[attr] if res.original is not None else None
         prot = res.data[attr]
         if not pd.api.types.is_numeric_dtype(prot):
+            if orig is not None and pd.api.types.is_numeric_dtype(orig):
+                # generalised to intervals: the numeric original has no bar per interval
+                self._draw_bars(attr, None, prot)
+                self.hist.setTitle(attr + " (released as intervals; the original is numeric)",
+                                   color="#222")
+                return
             self._draw_bars(attr, orig, prot)
             return
         self.hist.getAxis("bottom").setTicks(None)
@@ -347,6 +353,12 @@ class ResultsPanel(QWidget):
         b = prot.astype(str).value_counts()
         a = orig.astype(str).value_counts() if orig is not None else pd.Series(dtype=float)
         cats = list((a.add(b, fill_value=0)).sort_values(ascending=False).index[:top])
+        if orig is None:  # intervals: in label order (numbers first by value)
+            def _key(c):
+                num = pd.to_numeric(pd.Series([str(c).lstrip("[(").split("-")[0].split(",")[0]]),
+                                    errors="coerce").iloc[0]
+                return (0, float(num), str(c)) if pd.notna(num) else (1, 0.0, str(c))
+            cats = sorted(cats, key=_key)
         if not cats:
             return
         x = np.arange(len(cats), dtype=float)
