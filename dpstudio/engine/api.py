@@ -151,7 +151,8 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         method=spec.id,
         method_name=spec.name,
         params={k_: v for k_, v in params.items()},
-        guarantee=spec.guarantee({**params, "_attributes": protected_cols}) + scope,
+        guarantee=(spec.guarantee({**params, "_attributes": protected_cols})
+                   + (out.info.get("guarantee_caveat") or "") + scope),
         is_dp=bool(spec.is_dp({**params, "_attributes": list(
             out.protected if out.protected is not None else prep.protected)})),
         roles={c: role.value for c, role in prep.roles.items()},

@@ -112,8 +112,26 @@ def test_outputs_anatomy_and_permuted():
 def test_bucket_values_release():
     df = frame(np.random.default_rng(5), 200)
     r = api.protect(df, "t-close-dp", ROLES, seed=2, epsilon=1.0, sensitive_values="bucket")
-    assert r.data["C"].astype(str).str.startswith("[").all()
+    assert r.data["C"].astype(str).str.startswith("bucket ").all()
     assert r.data["C"].nunique() == 3
+    # no individual's value (e.g. the minimum or maximum) appears in the bucket labels
+    text = " ".join(r.data["C"].astype(str).unique())
+    for v in (df["C"].min(), df["C"].max()):
+        assert f"{v:g}" not in text
+
+
+def test_guarantee_states_achieved_t_when_target_missed(monkeypatch):
+    """When rounding of small groups pushes the achieved t above e^ε, the guarantee itself
+    (not only a warning) says so; otherwise it carries no caveat."""
+    from dpstudio.engine.protection import tclose as T
+
+    df = frame(np.random.default_rng(5), 200)
+    ok = api.protect(df, "t-close-dp", ROLES, seed=2, epsilon=1.0)
+    assert ok.info["t_achieved"] <= math.e * (1 + 1e-9) and "CAVEAT" not in ok.guarantee
+    monkeypatch.setattr(T, "achieved_t", lambda counts, supply: 5.0)  # force a miss
+    bad = api.protect(df, "t-close-dp", ROLES, seed=2, epsilon=1.0)
+    assert "CAVEAT" in bad.guarantee and "5-close" in bad.guarantee
+    assert any("exceeds the target" in w for w in bad.warnings)
 
 
 def test_compound_confidential():

@@ -371,6 +371,11 @@ def run(job: Job) -> Output:
     if eps is not None and t_ach > t * (1 + 1e-9):
         warns.append(f"The achieved t = {t_ach:.4g} exceeds the target e^ε = {t:.4g} (rounding of "
                      "small groups): the release is only t-close for the achieved t. Increase k.")
+        caveat = (f" CAVEAT: the achieved t = {t_ach:.4g} exceeds the target {t:.4g}; this "
+                  f"release is only {t_ach:.4g}-close (ε = ln t = {math.log(t_ach):.4g} for "
+                  "uninformed intruders). Increase k for the stated target.")
+    else:
+        caveat = ""
     # releases
     gsizes = np.bincount(group, minlength=G)
     perm = permute_within(group, job.rng)
@@ -398,6 +403,7 @@ def run(job: Job) -> Output:
     info = {
         "t_target": None if eps is None else t,
         "t_achieved": t_ach,
+        "guarantee_caveat": caveat,
         "buckets": b,
         "bucket_sizes": supply.tolist(),
         "l": l_,
@@ -423,9 +429,9 @@ def _bucket_labels(C: np.ndarray, bucket: np.ndarray, b: int, conf: list[str]) -
         hi = np.full(b, -np.inf)
         np.minimum.at(lo, bucket, C[:, 0])
         np.maximum.at(hi, bucket, C[:, 0])
-        names = np.array([f"[{lo[j]:g}, {hi[j]:g}]" for j in range(b)], dtype=object)
-    else:
-        names = np.array([f"bucket {j + 1}" for j in range(b)], dtype=object)
+    # Labels name the bucket, not its range: the smallest and largest values of a bucket are
+    # individuals' values (the overall minimum and maximum among them), which must not leak.
+    names = np.array([f"bucket {j + 1} of {b}" for j in range(b)], dtype=object)
     return names[bucket]
 
 
