@@ -341,3 +341,22 @@ def test_staircase_noise_option():
     assert np.mean(np.abs(noise)) == pytest.approx(30 * noise_abs_mean("staircase", 1.0), rel=0.08)
     meas = engine.evaluate(orig, res.data, measures=("kanon",), result=res)
     assert meas["keps_rel_error_expected"] > 0 and meas["keps_min_class_size"] >= 5
+
+
+def test_staircase_refused_with_several_eps_quasis():
+    """Staircase noise is calibrated for one number; the record-level L1 mechanism over several
+    ε-quasis needs Laplace (audit)."""
+    import numpy as np
+    import pandas as pd
+
+    from dpstudio import engine
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"q": rng.integers(0, 5, 200), "a": rng.normal(size=200),
+                       "b": rng.normal(size=200)})
+    roles = {"q": "k-quasi", "a": "eps-quasi", "b": "eps-quasi"}
+    with pytest.raises(engine.ParameterError, match="staircase"):
+        engine.protect(df, "k-eps", roles, k=5, epsilon=1.0, noise="staircase", seed=1)
+    one = engine.protect(df, "k-eps", {"q": "k-quasi", "a": "eps-quasi"}, k=5, epsilon=1.0,
+                         noise="staircase", seed=1)
+    assert len(one.data) > 0

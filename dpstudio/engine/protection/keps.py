@@ -150,6 +150,12 @@ def run_keps(job: Job) -> Output:
     eps = p.get("epsilon")
     kind = p.get("noise") or "laplace"
     conf = p.get("confidence")
+    if kind == "staircase" and len(eq) > 1:
+        raise ParameterError(
+            "noise='staircase' in method 'k-eps' needs a single ε-quasi-identifier: the record-"
+            "level mechanism (scale Σ_j diam_j/ε on each) is calibrated to an L1 sensitivity, "
+            "which Laplace noise honours and staircase noise does not. Use noise='laplace' or "
+            f"keep one ε-quasi (got {len(eq)}: {', '.join(eq)}).")
     if conf is not None and not 0.0 < float(conf) < 1.0:
         raise ParameterError(f"The 'confidence' parameter of method 'k-eps' must be in (0, 1). Got {conf!r}.")
     X = _eps_matrix(job, eq)
