@@ -233,7 +233,23 @@ class MainWindow(QMainWindow):
         self.open_file(str(sample_path()), confirm=False)
 
     def open_adult_sample(self) -> None:
-        self.open_file(str(adult_sample_path()), confirm=False)
+        """The Adult sample, with its bundled ARX hierarchies attached to every column (roles
+        stay 'other': the user still chooses what to protect)."""
+        def attach() -> None:
+            hdir = adult_sample_path().parent / "hierarchies"
+            done = []
+            for col in self.state.roles:
+                hp = hdir / f"adult_hierarchy_{col}.csv"
+                if hp.is_file():
+                    try:
+                        self.state.set_hierarchy(col, Hierarchy.read_arx(str(hp)), str(hp))
+                        done.append(col)
+                    except engine.DPStudioError:
+                        pass
+            self.task_label.setText(f"Opened the Adult sample: {len(self.state.df):,} records; "
+                                    f"ARX hierarchies attached to {len(done)} columns.")
+
+        self.open_file(str(adult_sample_path()), confirm=False, then=attach)
 
     def open_file(self, path: str, *, confirm: bool = True, options: dict | None = None,
                   then: Callable[[], None] | None = None) -> bool:

@@ -338,3 +338,6 @@ def test_adult_sample_opens_with_its_hierarchies(qtbot, window):
     for col in df.columns:
         h = Hierarchy.read_arx(hdir / f"adult_hierarchy_{col}.csv")
         h.check_values(df[col], col)  # raises if a value is missing from the hierarchy
+    # ... and they are attached on opening (roles untouched)
+    assert set(window.state.hierarchies) == set(df.columns)
+    assert not window.state.active_roles()
