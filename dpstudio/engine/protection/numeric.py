@@ -208,7 +208,10 @@ def _idp_sentence(p: dict, how: str) -> str:
     head = (f"(m·{eps})-individual differential privacy" if p.get("budget") == "per-attribute"
             else f"{eps}-individual differential privacy (ε-iDP)")
     text = (f"{head} ({_budget_clause(p)}): {IDP_MEANING}. Individual ranking with k = {k}; "
-            f"{how}." + _order_clause(p))
+            f"{how}. As in paper 001, the local sensitivity assumes each record stays in its "
+            "cluster; replacing a record can also shift others between clusters, which this "
+            "calibration does not bound (our neighbour tests found changes up to 1.4× LS for "
+            "iDP-LS and more for iDP-CBLS)." + _order_clause(p))
     if _joint_ranking_gap(p):
         return ("Per attribute only — " + text
                 + JOINT_RANKING_NOTE.format(m=len(p["_attributes"])))
