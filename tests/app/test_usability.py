@@ -100,9 +100,10 @@ def test_results_warning_has_no_html_entities(qtbot, window):
 
     panel = ResultsPanel(window.state)
     qtbot.addWidget(panel)
-    res = SimpleNamespace(params={"k": 3}, method="ir-dp", method_name="M", guarantee="g", data=pd.DataFrame(
-        {"x": [1.0, 2.0]}), protected_attributes=["x"], warnings=["each attribute's ε"],
-        roles={"x": "eps-quasi"}, original=None)
+    res = SimpleNamespace(params={"k": 3}, method="ir-dp", method_name="M", guarantee="g",
+                          data=pd.DataFrame({"x": [1.0, 2.0]}), protected_attributes=["x"],
+                          warnings=["each attribute's ε"], roles={"x": "eps-quasi"},
+                          original=None)
     window.state.set_result(res, {"sse_raw": float("nan")}, {})
     assert "&#x27;" not in panel.warn.label.text()
     assert panel.warn.label.textFormat() != Qt.TextFormat.PlainText

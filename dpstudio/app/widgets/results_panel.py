@@ -371,7 +371,8 @@ class ResultsPanel(QWidget):
                                           .to_numpy(float), width=0.4, brush="#1f77b4",
                                           pen=pg.mkPen("#1f77b4"), name="protected"))
         self.hist.getAxis("bottom").setTicks(
-            [[(float(i), short_label(c, len(cats), max(self.hist.width(), 300) // 8)) for i, c in enumerate(cats)]])
+            [[(float(i), short_label(c, len(cats), max(self.hist.width(), 300) // 8))
+              for i, c in enumerate(cats)]])
         self.hist.setToolTip("\n".join(
             f"{c}: original {int(a.get(c, 0)):,}, protected {int(b.get(c, 0)):,}" for c in cats))
         more = max(len(a.index.union(b.index)) - len(cats), 0)

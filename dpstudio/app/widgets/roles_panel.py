@@ -475,7 +475,8 @@ class RolesPanel(QWidget):
             self.hist.addItem(pg.BarGraphItem(x=np.arange(len(vc)), height=vc.to_numpy(),
                                               width=0.8, brush="#5b8fd0"))
             ax = self.hist.getAxis("bottom")
-            ax.setTicks([[(i, short_label(v, len(vc), max(self.hist.width(), 240) // 8)) for i, v in enumerate(vc.index)]])
+            room = max(self.hist.width(), 240) // 8
+            ax.setTicks([[(i, short_label(v, len(vc), room)) for i, v in enumerate(vc.index)]])
             self.hist.setToolTip("\n".join(f"{v}: {n:,}" for v, n in vc.items()))
         h = st.hierarchies.get(name)
         self.hier_label.setText(
