@@ -290,6 +290,12 @@ class MainWindow(QMainWindow):
 
         def done(out):
             df, meta, stats = out
+            if len(df) == 0 or df.shape[1] == 0:
+                # nothing to protect: keep the current table and its roles
+                self.task_label.setText(f"{p.name}: no records; nothing was opened.")
+                show_error(self, f"{p.name} holds no records (at most a header line), so there "
+                                 "is nothing to protect. The current data is kept.")
+                return
             self.state.set_data(df, str(p), meta, opts, stats=stats)
             app_settings.add_recent_file(str(p))
             self.task_label.setText(f"Opened {p.name}: {len(df):,} records × {df.shape[1]} "

@@ -362,3 +362,16 @@ def test_report_leaves_out_curves_of_other_settings(qtbot, window, tmp_path):
     win.method_panel.set_values({"budget": "equal"})
     win.state.set_role("FEDTAX", "other")
     assert "<img" not in report("other_roles")
+
+
+def test_empty_file_does_not_replace_the_data(qtbot, window, tmp_path):
+    win = window
+    _open_census(qtbot, win)
+    win.state.set_roles({"FICA": "eps-quasi"})
+    p = tmp_path / "empty.csv"
+    p.write_text("hello\n", encoding="utf-8")
+    assert win.open_file(str(p), confirm=False)
+    qtbot.waitUntil(lambda: not win.load_runner.busy, timeout=10000)
+    qtbot.waitUntil(lambda: bool(win.errors), timeout=5000)
+    assert "no records" in win.errors[-1][0]
+    assert len(win.state.df) == 1080 and win.state.roles["FICA"] == "eps-quasi"
