@@ -139,7 +139,9 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
     warns = list(prep.warnings) + list(out.warnings)
     protected_cols = list(out.protected if out.protected is not None else prep.protected)
     unchanged = [c for c in released.columns if c not in protected_cols
+                 and prep.roles.get(c) not in spec.protects
                  and prep.roles.get(c) is not Role.IDENTIFIER]
+    eps_quasi = [c for c, r_ in prep.roles.items() if r_ is Role.EPS_QUASI]
     scope = ""
     if unchanged and spec.uses_epsilon and params.get("epsilon") is not None:
         shown = ", ".join(unchanged[:6]) + (f" and {len(unchanged) - 6} more" if len(unchanged) > 6 else "")
@@ -151,7 +153,8 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         method=spec.id,
         method_name=spec.name,
         params={k_: v for k_, v in params.items()},
-        guarantee=(spec.guarantee({**params, "_attributes": protected_cols})
+        guarantee=(spec.guarantee({**params, "_attributes": protected_cols,
+                                   "_eps_quasi": eps_quasi})
                    + (out.info.get("guarantee_caveat") or "") + scope),
         is_dp=bool(spec.is_dp({**params, "_attributes": list(
             out.protected if out.protected is not None else prep.protected)})),

@@ -360,3 +360,16 @@ def test_staircase_refused_with_several_eps_quasis():
     one = engine.protect(df, "k-eps", {"q": "k-quasi", "a": "eps-quasi"}, k=5, epsilon=1.0,
                          noise="staircase", seed=1)
     assert len(one.data) > 0
+
+
+def test_guarantee_without_eps_quasi_promises_no_noise():
+    import numpy as np
+    import pandas as pd
+
+    from dpstudio import engine
+
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"q": rng.integers(0, 5, 200), "o": rng.normal(size=200)})
+    g = engine.protect(df, "k-eps", {"q": "k-quasi"}, k=5, epsilon=1.0, seed=1).guarantee
+    assert "no ε-quasi-identifier" in g and "within-class noise" not in g
+    assert "Not covered" in g and "(o)" in g and "(q" not in g.split("Not covered")[1]

@@ -452,14 +452,19 @@ def _guarantee(p: dict) -> str:
                 + NOT_DP_LABEL + ". Clusters are k-anonymous before the exponential mechanism "
                 "and noise are applied.")
     if int(p.get("k") or 1) <= 1:
-        return (f"{tot} for the ε-quasi attributes (k = 1: every record is its own cluster, its "
+        return (f"{tot} for the ε-quasi attributes{_named(p)} (k = 1: every record is its own cluster, its "
                 "categorical values drawn by the exponential mechanism and its numeric values "
                 "noised with ε_i each; parallel composition over records, sequential over "
                 "attributes).")
-    return (f"{tot} for the ε-quasi attributes (rigorous calibration: insensitive "
+    return (f"{tot} for the ε-quasi attributes{_named(p)} (rigorous calibration: insensitive "
             "microaggregation, then every cluster's categorical centroid drawn by the "
             "exponential mechanism and numeric centroid noised with budget ε_i/n_c, "
             "sequential composition over clusters and attributes).")
+
+
+def _named(p: dict) -> str:
+    cols = p.get("_attributes")
+    return f" {', '.join(cols)}" if cols else ""
 
 
 def is_dp(p: dict) -> bool:

@@ -79,10 +79,15 @@ def _guarantee(p: dict) -> str:
     s = (f"{k}-anonymity on the k-quasi-identifiers ({alg}"
          + (f", at most {100 * float(p.get('suppression') or 0):g} % of records suppressed" if p.get("algorithm", "ola") == "ola" else "")
          + ")")
-    if eps is None:
+    eq = p.get("_eps_quasi")
+    if eq is not None and len(eq) == 0:
+        s += ("; there is no ε-quasi-identifier, so no noise is added and ε plays no role. "
+              "Not differential privacy.")
+    elif eps is None:
         s += "; the ε-quasi-identifiers are released without noise (noise-free baseline)."
     else:
-        s += (f", plus within-class noise on the ε-quasi-identifiers: inside each equivalence class, "
+        named = f" ({', '.join(eq)})" if eq else ""
+        s += (f", plus within-class noise on the ε-quasi-identifiers{named}: inside each equivalence class, "
               f"{p.get('noise', 'laplace')} noise of scale (class range)/ε with ε = {eps:g} "
               "((k, ε)-anonymity, paper 003). This is NOT ε-differential privacy: the noise is "
               "calibrated to each class's own range of values, which depends on the data, so "
