@@ -197,3 +197,23 @@ def test_sweep_and_duplicate_quasi_vectors():
     assert [(p.k, p.epsilon) for p in pts] == [(10, None), (10, 1.0), (20, None), (20, 1.0)]
     r = api.protect(df, "t-close-dp", ROLES, seed=1, epsilon=1.0, k=10)
     assert r.info["t_achieved"] <= math.e + 1e-9 and r.info["k"] >= 10
+
+
+def test_refusal_suggests_values_of_k_that_work():
+    """Census, ε = 0.1 (b = 2): small odd k cannot meet the quotas; the message lists values
+    of k, and each of them does run."""
+    import re
+
+    import pandas as pd
+    from tests.conftest import ROOT
+
+    df = pd.read_csv(ROOT / "resources" / "census.csv")
+    roles = {c: "k-quasi" for c in df.columns[:6]}
+    roles["INTVAL"] = "confidential"
+    with pytest.raises(ParameterError, match="values of k that work here") as exc:
+        api.protect(df, "t-close-dp", roles, epsilon=0.1, k=5, seed=1)
+    ks = [int(x) for x in re.search(r"work here: ([\d, ]+)", str(exc.value)).group(1).split(",")]
+    assert ks and min(ks) > 5
+    for k in ks[:2]:
+        r = api.protect(df, "t-close-dp", roles, epsilon=0.1, k=k, seed=1)
+        assert r.info["t_achieved"] <= math.exp(0.1) * (1 + 1e-9)

@@ -142,6 +142,23 @@ def group_sizes(n: int, groups: int) -> np.ndarray:
     return np.diff(edges)
 
 
+def _feasible_k(n: int, supply: np.ndarray, t: float, start: int, limit: int = 5) -> list[int]:
+    """The first few values of k ≥ ``start`` for which the quota plan exists, computed exactly
+    as the method does (l = ⌊n/(b·k)⌋, G = b·l groups of sizes round(iN/G) − …)."""
+    b = supply.size
+    p_ = supply / n
+    out = []
+    for k in range(max(b, start), n // b + 1):
+        G = b * max(1, n // (b * k))
+        sizes = group_sizes(n, G)
+        lo = np.ceil(sizes[:, None] * p_[None, :] / t - 1e-9)
+        if np.all(lo.sum(axis=0) <= supply) and np.all(lo.sum(axis=1) <= sizes):
+            out.append(k)
+            if len(out) >= limit:
+                break
+    return out
+
+
 def quota_plan(sizes: np.ndarray, supply: np.ndarray, t: float) -> np.ndarray:
     """(G, b) number of records group i takes from bucket j (thesis §7.2.2 quotas).
 
@@ -160,12 +177,14 @@ def quota_plan(sizes: np.ndarray, supply: np.ndarray, t: float) -> np.ndarray:
     x = lo.copy()
     left = supply.astype(np.int64) - x.sum(axis=0)
     if np.any(left < 0) or np.any(x.sum(axis=1) > sizes):
-        j = int(np.argmin(left))
-        kmin = int(math.ceil(n / max(1, int(supply.min()))))
+        kmin = int(sizes.min())
+        ok = _feasible_k(n, supply, t, kmin + 1)
+        hint = (f"values of k that work here: {', '.join(map(str, ok))}" if ok
+                else "no k up to n/b works with these buckets; change ε")
         raise ParameterError(
-            f"Groups of {int(sizes.min())} records are too small for t-closeness with these buckets: "
-            f"each of the {G} groups needs at least {int(lo[:, j].min())} record(s) of bucket {j + 1}, "
-            f"which holds only {int(supply[j])}. Increase k (at least about {kmin + 1}) or lower l.")
+            f"Groups of {kmin} records are too small for t-closeness with these buckets: every "
+            f"group must hold at least ⌈k_i·p_j/t⌉ records of each bucket j, and with {G} groups "
+            f"the buckets cannot supply them. Increase k — {hint} — or lower l.")
     for i in range(G):  # loop over groups, b-vectors only
         need = int(sizes[i] - x[i].sum())
         e = emph[i]
