@@ -146,8 +146,10 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
     if unchanged and spec.uses_epsilon and params.get("epsilon") is not None:
         shown = ", ".join(unchanged[:6]) + (f" and {len(unchanged) - 6} more" if len(unchanged) > 6 else "")
         scope = (f" Not covered: the {len(unchanged)} column(s) released unchanged ({shown}); "
-                 "they are not protected, and released beside the protected ones they can "
-                 "reveal which records were grouped together.")
+                 "they are not protected"
+                 + (", and released beside the protected ones they can reveal which records "
+                    "were grouped together." if spec.uses_k and (params.get("k") or 1) > 1
+                    else "."))
     return ProtectionResult(
         data=released,
         method=spec.id,
