@@ -167,6 +167,8 @@ def interval_hierarchy(values, *, width: float | None = None, start: float | Non
             W = width
             for _ in range(64):
                 start = W * math.floor(lo / W)
+                if start > lo:  # lo/W underflowed to -0.0 (tiny negative lo, wide W)
+                    start -= W
                 if start + W > hi or (levels is not None and W >= width * 2 ** (int(levels) - 1)):
                     break
                 W *= 2
