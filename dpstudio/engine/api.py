@@ -158,11 +158,10 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         guarantee=(spec.guarantee({**params, "_attributes": protected_cols,
                                    "_eps_quasi": eps_quasi})
                    + (out.info.get("guarantee_caveat") or "") + scope),
-        is_dp=bool(spec.is_dp({**params, "_attributes": list(
-            out.protected if out.protected is not None else prep.protected)})),
+        is_dp=bool(spec.is_dp({**params, "_attributes": protected_cols})),
         roles={c: role.value for c, role in prep.roles.items()},
         domains=dict(prep.domains),
-        protected_attributes=list(out.protected if out.protected is not None else prep.protected),
+        protected_attributes=protected_cols,
         info=out.info,
         warnings=warns,
         row_map=out.row_map,

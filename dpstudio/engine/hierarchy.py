@@ -181,6 +181,21 @@ def parent_child_rows(pairs, name: str = "") -> list[list[str]]:
         if p and p not in par:
             par[p] = ""
     roots = sorted(c for c, p in par.items() if not p)
+    paths = ancestor_paths(par, name)
+    if len(roots) != 1:
+        raise InputError(f"Taxonomy {name!r} must have exactly one root (a node without parent); "
+                         f"it has {len(roots)}: {', '.join(map(repr, roots[:10]))}. "
+                         "Add a common top concept (e.g. '*') as their parent." if roots else
+                         f"Taxonomy {name!r} has no root.")
+    inner = set(p for p in par.values() if p)
+    leaves = [c for c in par if c not in inner]
+    height = max(len(paths[c]) for c in leaves)
+    return [[c] * (height - len(paths[c])) + paths[c] for c in leaves]
+
+
+def ancestor_paths(par: dict, name: str = "") -> dict[str, list[str]]:
+    """Node -> [node, parent, …, root] for a child -> parent map (a falsy parent marks a
+    root); raises :class:`InputError` naming the nodes of a cycle."""
     paths: dict[str, list[str]] = {}
     for c in par:
         path, seen = [c], {c}
@@ -193,15 +208,7 @@ def parent_child_rows(pairs, name: str = "") -> list[list[str]]:
             path.append(nxt)
             seen.add(nxt)
         paths[c] = path
-    if len(roots) != 1:
-        raise InputError(f"Taxonomy {name!r} must have exactly one root (a node without parent); "
-                         f"it has {len(roots)}: {', '.join(map(repr, roots[:10]))}. "
-                         "Add a common top concept (e.g. '*') as their parent." if roots else
-                         f"Taxonomy {name!r} has no root.")
-    inner = set(p for p in par.values() if p)
-    leaves = [c for c in par if c not in inner]
-    height = max(len(paths[c]) for c in leaves)
-    return [[c] * (height - len(paths[c])) + paths[c] for c in leaves]
+    return paths
 
 
 def load_hierarchy(obj, column: str = "") -> Hierarchy:

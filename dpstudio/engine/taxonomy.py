@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError, format_rows
-from dpstudio.engine.hierarchy import Hierarchy, load_hierarchy
+from dpstudio.engine.hierarchy import Hierarchy, ancestor_paths, load_hierarchy
 
 __all__ = ["Taxonomy", "load_taxonomy", "semantic_distance_matrix", "mixed_distance_to",
            "boundaries"]
@@ -131,18 +131,7 @@ class Taxonomy:
         if bad:
             raise InputError(f"Taxonomy {name!r}: {bad[0]!r} is listed as a value but is not a leaf.")
         # depth via walking up (with cycle detection)
-        depth: dict[str, int] = {}
-        for c in par:
-            path, seen = [c], {c}
-            while par[path[-1]] is not None:
-                nxt = par[path[-1]]
-                if nxt in seen:
-                    cyc = path[path.index(nxt):] + [nxt]
-                    raise InputError(f"Taxonomy {name!r} has a cycle: {' -> '.join(cyc)}. "
-                                     "A taxonomy must be a tree.")
-                seen.add(nxt)
-                path.append(nxt)
-            depth[c] = len(path) - 1
+        depth = {c: len(path) - 1 for c, path in ancestor_paths(par, name).items()}
         inner_sorted = sorted(inner, key=lambda c: (-depth[c], c))
         concepts = leaves + inner_sorted
         idx = {c: i for i, c in enumerate(concepts)}
