@@ -12,7 +12,8 @@ import pandas as pd
 from dpstudio.engine import validation as V
 from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
 from dpstudio.engine.job import Job, ProtectionResult
-from dpstudio.engine.registry import MethodSpec, all_methods, get_method
+from dpstudio.engine.registry import (MethodSpec, add_scope_reason, all_methods, get_method,
+                                      separate_tables)
 from dpstudio.engine.rng import as_rng
 from dpstudio.engine.roles import Role, normalize_roles
 
@@ -35,6 +36,7 @@ class Prepared:
     dropped_rows: list[int]
     warnings: list[str]
     hierarchies: dict
+    guarantee_note: str = ""
 
 
 def check_applicable(df: pd.DataFrame, method: str, roles: dict | None) -> None:
@@ -100,16 +102,23 @@ def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
     if spec.uses_epsilon and p.get("epsilon") is not None:
         with _warnings.catch_warnings(record=True) as caught:
             _warnings.simplefilter("always")
-            p["epsilon"] = V.check_epsilon(p["epsilon"])
+            p["epsilon"] = V.check_epsilon(
+                p["epsilon"], m=len(protected) if p.get("budget") == "per-attribute" else 1)
         warns.extend(str(w.message) for w in caught)
     doms = V.check_domains(data, [c for c in protected if spec.numeric_only
                                   or pd.api.types.is_numeric_dtype(data[c])],
                            domains or {}, spec.needs_domain, spec.id)
+    derived = V.data_derived_domains(data, doms)
+    note = ""
+    if derived:
+        warns.extend(V.data_derived_domain_warning(c, why) for c, why in derived.items())
+        note = V.data_derived_domain_note(derived)
     const = V.constant_columns(data, protected)
     if const:
         warns.append(f"Column(s) {', '.join(map(repr, const))} are constant in the data: "
                      "they carry no information to mask but are still treated as protected.")
-    return Prepared(spec, data, r, doms, p, protected, dropped, warns, dict(hierarchies or {}))
+    return Prepared(spec, data, r, doms, p, protected, dropped, warns, dict(hierarchies or {}),
+                    guarantee_note=note)
 
 
 def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "param",
@@ -138,37 +147,112 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         released = released.reset_index(drop=True)
     warns = list(prep.warnings) + list(out.warnings)
     protected_cols = list(out.protected if out.protected is not None else prep.protected)
-    unchanged = [c for c in released.columns if c not in protected_cols
-                 and prep.roles.get(c) not in spec.protects
-                 and prep.roles.get(c) is not Role.IDENTIFIER]
-    eps_quasi = [c for c, r_ in prep.roles.items() if r_ is Role.EPS_QUASI]
-    scope = ""
-    if unchanged and spec.uses_epsilon and params.get("epsilon") is not None:
-        shown = ", ".join(unchanged[:6]) + (f" and {len(unchanged) - 6} more" if len(unchanged) > 6 else "")
-        scope = (f" Not covered: the {len(unchanged)} column(s) released unchanged ({shown}); "
-                 "they are not protected"
-                 + (", and released beside the protected ones they can reveal which records "
-                    "were grouped together." if spec.uses_k and (params.get("k") or 1) > 1
-                    else "."))
+    tables = {name: t.drop(columns=[c for c in ident if c in t.columns]) for name, t in out.tables.items()}
+    row_map = out.row_map
+    info = out.info
+    if separate_tables(params):
+        # one one-column table per protected attribute, each in its own independent random
+        # order (drawn after the method's own draws: same clustering and noise as 'records')
+        not_released = [c for c in released.columns if c not in protected_cols]
+        tables = {c: released[[c]].iloc[rng.permutation(len(released))].reset_index(drop=True)
+                  for c in protected_cols}
+        released = pd.DataFrame({c: tables[c][c] for c in protected_cols})
+        row_map = None   # rows of different tables do not belong together
+        info = {**out.info, "layout": "separate-tables", "tables": list(protected_cols),
+                "columns_not_released": not_released}
+        if not_released:
+            warns.append(f"Layout 'separate-tables': column(s) {_shown(not_released)} are not "
+                         "released; only the protected attributes, each in its own table.")
+    guarantee, is_dp = describe(spec, params, prep.roles, list(released.columns), protected_cols,
+                                caveat=out.info.get("guarantee_caveat") or "")
     return ProtectionResult(
         data=released,
         method=spec.id,
         method_name=spec.name,
         params={k_: v for k_, v in params.items()},
-        guarantee=(spec.guarantee({**params, "_attributes": protected_cols,
-                                   "_eps_quasi": eps_quasi})
-                   + (out.info.get("guarantee_caveat") or "") + scope),
-        is_dp=bool(spec.is_dp({**params, "_attributes": protected_cols})),
+        guarantee=guarantee + prep.guarantee_note,
+        is_dp=is_dp,
         roles={c: role.value for c, role in prep.roles.items()},
         domains=dict(prep.domains),
         protected_attributes=protected_cols,
-        info=out.info,
+        info=info,
         warnings=warns,
-        row_map=out.row_map,
+        row_map=row_map,
         dropped_rows=list(prep.dropped_rows),
-        tables={name: t.drop(columns=[c for c in ident if c in t.columns]) for name, t in out.tables.items()},
+        tables=tables,
         original=prep.data if keep_original else None,
     )
+
+
+DP_FAMILIES = ("differential privacy", "individual differential privacy")
+
+
+def _shown(cols: list[str], limit: int = 6) -> str:
+    return (", ".join(cols[:limit])
+            + (f" and {len(cols) - limit} more" if len(cols) > limit else ""))
+
+
+def describe(spec: MethodSpec, params: dict, roles: dict, released_columns: list[str],
+             protected: list[str], caveat: str = "") -> tuple[str, bool]:
+    """The guarantee sentence and the ε-DP flag of a release with ``released_columns``.
+
+    A clustered DP release (k ≥ 2) with columns released unchanged beside the protected ones
+    is not ε-DP for the records: which records were grouped together shows in the unchanged
+    columns (neighbours differing in one protected value can release different numbers of
+    distinct rows).  The sentence then leads with its scope and offers the remedies."""
+    roles = {c: (r if isinstance(r, Role) else Role(r)) for c, r in roles.items()}
+    p = {**params, "_attributes": list(protected),
+         "_eps_quasi": [c for c, r_ in roles.items() if r_ is Role.EPS_QUASI]}
+    sep = separate_tables(params)
+    if sep:
+        p["shuffle"] = True   # every table is shuffled on its own, whatever 'shuffle' says
+    text = spec.guarantee(p) + caveat
+    is_dp = bool(spec.is_dp(p))
+    unchanged = [c for c in released_columns if c not in protected
+                 and roles.get(c) not in spec.protects and roles.get(c) is not Role.IDENTIFIER]
+    eps_set = spec.uses_epsilon and params.get("epsilon") is not None
+    if sep:
+        gone = [c for c, r_ in roles.items() if c not in protected and r_ is not Role.IDENTIFIER]
+        if gone:
+            text += (f" Not released in this layout: the {len(gone)} other column(s) "
+                     f"({_shown(gone)}).")
+        return text, is_dp
+    if not (unchanged and eps_set):
+        return text, is_dp
+    clustered = spec.uses_k and int(params.get("k") or 1) > 1
+    scoped = text.startswith("Per-attribute only")
+    if clustered and spec.family in DP_FAMILIES and (is_dp or scoped
+                                                     or spec.family != DP_FAMILIES[0]):
+        what = ("individual differential privacy" if spec.family == DP_FAMILIES[1]
+                else "ε-differential privacy")
+        reason = (f"the {len(unchanged)} column(s) released unchanged beside the protected ones "
+                  f"({_shown(unchanged)}) show which records were grouped together "
+                  "(neighbouring data sets that differ in one protected value can release "
+                  "different numbers of distinct records)")
+        has_layout = any(q.name == "layout" for q in spec.params)
+        remedy = (" Remedies: drop the column(s) released unchanged or protect them too"
+                  + (", or choose the release layout 'separate-tables' (each protected "
+                     "attribute in its own independently shuffled one-column table, ε-DP by "
+                     "sequential composition; the other columns are then not released)"
+                     if has_layout and "separate-tables" not in text else "") + ".")
+        return add_scope_reason(text, what, reason) + remedy, False
+    text += (f" Not covered: the {len(unchanged)} column(s) released unchanged "
+             f"({_shown(unchanged)}); they are not protected"
+             + (", and released beside the protected ones they can reveal which records "
+                "were grouped together." if clustered else "."))
+    return text, is_dp
+
+
+def describe_release(columns: list[str], method: str, roles: dict | None = None,
+                     **params: Any) -> tuple[str, bool]:
+    """:func:`describe` for a data set with ``columns`` before it is protected (what the
+    app's method panel shows); raises like :func:`prepare` on bad parameters."""
+    spec = get_method(method)
+    r = normalize_roles(list(columns), roles)
+    p = spec.check_params(params)
+    protected = [c for c, role in r.items() if role in spec.protects]
+    released = [c for c in map(str, columns) if r.get(c) is not Role.IDENTIFIER]
+    return describe(spec, p, r, released, protected)
 
 
 def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dict | None = None,
@@ -235,4 +319,4 @@ def sweep(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dic
 
 
 __all__ = ["methods", "protect", "evaluate", "sweep", "check_applicable", "prepare",
-           "run_prepared", "InputError", "ParameterError", "NotApplicableError"]
+           "run_prepared", "describe", "describe_release", "InputError", "ParameterError", "NotApplicableError"]

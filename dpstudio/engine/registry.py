@@ -293,7 +293,52 @@ SHUFFLE_PARAM = Param(
 )
 
 
+LAYOUT_PARAM = Param(
+    "layout", "choice", "records",
+    "How the protected attributes are released. 'records': one table with a row per record "
+    "(the protected attributes side by side, other non-identifier columns beside them "
+    "unchanged). When several attributes are clustered separately, or columns are released "
+    "unchanged beside clustered ones, the rows show which records were grouped together and "
+    "the records are NOT ε-DP (per attribute only). 'separate-tables': one one-column table per "
+    "protected attribute, each in its own independent random order; columns that are not "
+    "protected are NOT released. That release is ε-DP by sequential composition over the "
+    "tables (ε_i each, total ε).",
+    label="release layout", choices=("records", "separate-tables"),
+    choice_labels={"records": "Records (one table)",
+                   "separate-tables": "Separate table per attribute (ε-DP)"},
+    warning={"separate-tables": "One table per protected attribute, each shuffled on its own: "
+             "the rows of different tables do not belong together, and columns that are not "
+             "protected are not released."},
+)
+
+#: How a guarantee that holds only per attribute starts (its scope comes first).
+SCOPE_LEAD = "Per-attribute only — not {what} for the records: "
+#: Separates the reasons of a scoped sentence from what holds per attribute.
+SCOPE_HOLDS = ". What holds for each protected attribute's column on its own: "
+
+
+def scoped_sentence(what: str, reasons: list[str], text: str) -> str:
+    """A guarantee that leads with its scope: not ``what`` for the records, because of
+    ``reasons``; then ``text``, which holds per attribute."""
+    return SCOPE_LEAD.format(what=what) + "; ".join(reasons) + SCOPE_HOLDS + text
+
+
+def add_scope_reason(sentence: str, what: str, reason: str) -> str:
+    """Add ``reason`` to a scoped sentence, or scope an unscoped one."""
+    if sentence.startswith("Per-attribute only — not") and SCOPE_HOLDS in sentence:
+        head, tail = sentence.split(SCOPE_HOLDS, 1)
+        return head + "; " + reason + SCOPE_HOLDS + tail
+    return scoped_sentence(what, [reason], sentence)
+
+
+def separate_tables(p: dict) -> bool:
+    return p.get("layout", "records") == "separate-tables"
+
+
 def order_clause(p: dict) -> str:
+    if separate_tables(p):
+        return (" Released as one table per protected attribute, each in its own independent "
+                "random order (rows of different tables do not belong together).")
     if p.get("shuffle", True):
         return " Records are released in random order."
     return (" Records are released in INPUT ORDER (shuffle off), which shows which records share "

@@ -116,17 +116,76 @@ def check_k(k: int, n: int, method_id: str, min_k: int = 1) -> None:
         )
 
 
-def check_epsilon(eps) -> float:
+#: Above this composed total ε the guarantee is called weak.
+LARGE_EPSILON = 20.0
+
+
+def check_epsilon(eps, m: int = 1) -> float:
+    """Validate ε; warn when the composed total is very large.  ``m`` > 1: each of m
+    attributes gets the whole ε (budget 'per-attribute'), so the release is (m·ε)-DP."""
     try:
         e = float(eps)
     except (TypeError, ValueError):
         raise ParameterError(f"ε (epsilon) must be a positive number. Got {eps!r}.") from None
     if not math.isfinite(e) or e <= 0:
         raise ParameterError(f"ε (epsilon) must be a positive finite number. Got {eps!r}.")
-    if e > 20:
-        warnings.warn(f"ε = {e:g} is very large: the differential-privacy guarantee is weak.",
+    m = max(int(m), 1)
+    total = m * e
+    if total > LARGE_EPSILON:
+        what = (f"ε = {e:g} given whole to each of {m} attributes composes to a total of "
+                f"{m}·{e:g} = {total:g}" if m > 1 else f"ε = {e:g}")
+        warnings.warn(f"{what}, which is very large: the differential-privacy guarantee is weak.",
                       PrivacyLeakWarning, stacklevel=3)
     return e
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
+
+
+def data_derived_domains(df: pd.DataFrame, domains: dict[str, tuple[float, float]]
+                         ) -> dict[str, str]:
+    """Declared domains whose bounds coincide with bounds derived from the data: the column's
+    maximum, its minimum (unless 0, the natural lower bound of counts and amounts), or the
+    '0 … 1.5 × max' suggestion of the app.  Column -> what coincides."""
+    out: dict[str, str] = {}
+    for c, (lb, ub) in domains.items():
+        v = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=np.float64)
+        v = v[np.isfinite(v)]
+        if v.size == 0:
+            continue
+        lo, hi = float(v.min()), float(v.max())
+        sug_lo = min(0.0, lo)
+        sug_hi = 1.5 * hi if hi > 0 else hi + 1.0
+        if sug_hi <= sug_lo:
+            sug_hi = sug_lo + 1.0
+        if _same(lb, sug_lo) and _same(ub, sug_hi) and not _same(ub, hi):
+            out[c] = "the '0 … 1.5 × max' suggestion computed from the data's maximum"
+        elif _same(lb, lo) and _same(ub, hi):
+            out[c] = "the data's minimum and maximum"
+        elif _same(lb, lo) and lo != 0.0:   # a lower bound of 0 is usually the natural one
+            out[c] = "the data's minimum (lower bound)"
+        elif _same(ub, hi):
+            out[c] = "the data's maximum (upper bound)"
+    return out
+
+
+def data_derived_domain_warning(col: str, why: str) -> str:
+    return (f"The declared domain of {col!r} coincides with {why}. It is accepted, but the "
+            "domain is published with the release, so it reveals that value of an individual, "
+            "and bounds taken from the data weaken the guarantee (the noise is calibrated to "
+            "this data set, not to the population). Declare the range the attribute can take "
+            "in the population instead; if these are its real limits (e.g. 0–100 for a "
+            "percentage) you may ignore this warning.")
+
+
+def data_derived_domain_note(derived: dict[str, str]) -> str:
+    """The public sentence appended to the guarantee (a fact about the original data that the
+    guarantee does not cover, published so that users can judge the release)."""
+    cols = ", ".join(f"{c} ({why})" for c, why in derived.items())
+    return (f" Warning: the declared domain of {len(derived)} attribute(s) coincides with bounds "
+            f"derived from the original data — {cols}. The published bounds therefore reveal "
+            "those extreme values and the guarantee is weaker than stated (not covered by it).")
 
 
 def constant_columns(df: pd.DataFrame, cols: list[str]) -> list[str]:

@@ -112,9 +112,11 @@ def run(df, seed=3, **kw):
 
 def test_calibrations_and_labels():
     df = mixed_frame(np.random.default_rng(2), 100)
-    r = run(df)
+    r = run(df.drop(columns="o"))
     n_c = 20
     assert r.is_dp
+    # with 'o' released unchanged beside the clusters the records are not ε-DP (issue 8 §5)
+    assert not run(df).is_dp
     assert r.info["attributes"]["v"]["epsilon_per_cluster"] == pytest.approx(1.0 / 3 / n_c)
     assert r.info["attributes"]["x"]["sensitivity"] == pytest.approx(n_c * 100 / 5)
     assert "ε-DP" in r.guarantee

@@ -136,11 +136,16 @@ def test_protect_result_carries_guarantee(census):
     res = protect_in_order(census, "ir-dp", roles, doms, k=5, epsilon=0.7, seed=1)
     assert "0.7-differential privacy" in res.guarantee
     # four attributes ranked separately and released together: DP per column only
-    assert not res.is_dp and res.guarantee.startswith("Per attribute only")
+    assert not res.is_dp and res.guarantee.startswith("Per-attribute only — not ε-differential")
+    # one attribute, the other columns released unchanged beside it: they show the grouping,
+    # so the records are not ε-DP (issue 8 §5); the sentence leads with that scope
     one = protect_in_order(census, "ir-dp", {"FICA": "eps-quasi"}, {"FICA": doms["FICA"]},
                            k=5, epsilon=0.7, seed=1)
-    assert one.is_dp and one.guarantee.startswith("0.7-differential privacy")
-    assert "Not covered" in one.guarantee and "FEDTAX" in one.guarantee  # released unchanged
+    assert not one.is_dp and one.guarantee.startswith("Per-attribute only — not ε-differential")
+    assert "0.7-differential privacy" in one.guarantee and "FEDTAX" in one.guarantee
+    alone = protect_in_order(census[["FICA"]], "ir-dp", {"FICA": "eps-quasi"},
+                             {"FICA": doms["FICA"]}, k=5, epsilon=0.7, seed=1)
+    assert alone.is_dp and alone.guarantee.startswith("0.7-differential privacy")
     assert res.info["epsilon_per_attribute"] == {c: pytest.approx(0.7 / 4) for c in
                                                  res.info["epsilon_per_attribute"]}
     meta = res.public_metadata()

@@ -34,7 +34,7 @@ from dpstudio.engine import validation as V
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.job import Job, Output
 from dpstudio.engine.registry import (BUDGET_PARAM, DROP_MISSING_PARAM, NOISE_PARAM, SHUFFLE_PARAM,
-                                       WEIGHTS_PARAM, order_clause as _order_clause,
+                                       WEIGHTS_PARAM, LAYOUT_PARAM, order_clause as _order_clause,
                                        MethodSpec, Param, epsilon_param, k_param, register)
 from dpstudio.engine.roles import Role
 from dpstudio.engine.taxonomy import Taxonomy, load_taxonomy
@@ -468,7 +468,8 @@ def _named(p: dict) -> str:
 
 
 def is_dp(p: dict) -> bool:
-    if p.get("epsilon") is None or not p.get("shuffle", True):
+    if p.get("epsilon") is None or not (p.get("shuffle", True)
+                                        or p.get("layout") == "separate-tables"):
         return False
     return p.get("calibration", "rigorous") == "rigorous" or int(p.get("k") or 1) <= 1
 
@@ -482,7 +483,7 @@ SPEC = register(MethodSpec(
                  "categorical attributes and noised means for numeric ones."),
     paper="thesis §6.3.4–6.3.6 (004)",
     params=(k_param(5, 1), epsilon_param(1.0), CALIBRATION_PARAM, NOISE_PARAM, BUDGET_PARAM,
-            WEIGHTS_PARAM, DROP_MISSING_PARAM, SHUFFLE_PARAM),
+            WEIGHTS_PARAM, DROP_MISSING_PARAM, SHUFFLE_PARAM, LAYOUT_PARAM),
     protects=(Role.EPS_QUASI,),
     requires=(Role.EPS_QUASI,),
     guarantee=guarantee,

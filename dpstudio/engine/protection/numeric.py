@@ -33,6 +33,9 @@ from dpstudio.engine.registry import (
     epsilon_param,
     k_param,
     register,
+    LAYOUT_PARAM,
+    scoped_sentence,
+    separate_tables as _separate_tables,
 )
 from dpstudio.engine.roles import Role
 
@@ -186,8 +189,9 @@ def _g_ir_dp(p: dict) -> str:
         return _baseline_sentence(f"individual ranking with k = {k}")
     text = _g_ir_dp_core(p) + _order_clause(p)
     if _joint_ranking_gap(p):
-        return ("Per attribute only — " + text
-                + JOINT_RANKING_NOTE.format(m=len(p["_attributes"])))
+        return (scoped_sentence("ε-differential privacy",
+                                [JOINT_RANKING_REASON.format(m=len(p["_attributes"]))], text)
+                + JOINT_RANKING_REMEDY)
     return text
 
 
@@ -213,8 +217,9 @@ def _idp_sentence(p: dict, how: str) -> str:
             "calibration does not bound (our neighbour tests found changes up to 1.4× LS for "
             "iDP-LS and more for iDP-CBLS)." + _order_clause(p))
     if _joint_ranking_gap(p):
-        return ("Per attribute only — " + text
-                + JOINT_RANKING_NOTE.format(m=len(p["_attributes"])))
+        return (scoped_sentence("individual differential privacy",
+                                [JOINT_RANKING_REASON.format(m=len(p["_attributes"]))], text)
+                + JOINT_RANKING_REMEDY)
     return text
 
 
@@ -239,14 +244,16 @@ def _is_dp_eps(p: dict) -> bool:
 
 
 def _is_dp_insensitive(p: dict) -> bool:
-    if p.get("epsilon") is None or not p.get("shuffle", True):
+    if p.get("epsilon") is None or not (p.get("shuffle", True) or _separate_tables(p)):
         return False
     return p.get("calibration", "rigorous") == "rigorous" or int(p.get("k") or 1) <= 1
 
 
 def _joint_ranking_gap(p: dict) -> bool:
-    """Individual ranking of m >= 2 attributes released together in records with k >= 2."""
-    return len(p.get("_attributes") or ()) >= 2 and int(p.get("k") or 1) >= 2
+    """Individual ranking of m >= 2 attributes released together in records with k >= 2
+    (not when each attribute is released in its own independently shuffled table)."""
+    return (len(p.get("_attributes") or ()) >= 2 and int(p.get("k") or 1) >= 2
+            and not _separate_tables(p))
 
 
 def _is_dp_ir(p: dict) -> bool:
@@ -254,18 +261,22 @@ def _is_dp_ir(p: dict) -> bool:
     the rows shuffled), but with two or more attributes clustered separately the pattern of
     which clusters a record combines is deterministic in the data (neighbouring data sets can
     give different numbers of distinct released records), so the record-level release is not
-    ε-DP; see ``JOINT_RANKING_NOTE``."""
-    return (p.get("epsilon") is not None and p.get("shuffle", True)
+    ε-DP; see ``JOINT_RANKING_REASON``.  With ``layout='separate-tables'`` every attribute is
+    its own independently shuffled table: ε-DP by sequential composition."""
+    return (p.get("epsilon") is not None and bool(p.get("shuffle", True) or _separate_tables(p))
             and not _joint_ranking_gap(p))
 
 
-JOINT_RANKING_NOTE = (
-    " Each attribute is clustered separately, so with {m} attributes released together in "
-    "records the pattern of which clusters a record combines is not hidden by the noise "
-    "(neighbouring data sets can even differ in the number of distinct records released): the "
-    "guarantee holds for each attribute's column on its own, not for the records as a whole "
-    "(a gap in paper 002's argument). For a record-level guarantee use insensitive-dp, or "
-    "release the attributes separately.")
+JOINT_RANKING_REASON = (
+    "each of the {m} attributes is clustered separately, so released together in records the "
+    "pattern of which clusters a record combines is not hidden by the noise (neighbouring data "
+    "sets can even differ in the number of distinct records released; a gap in paper 002's "
+    "argument)")
+
+JOINT_RANKING_REMEDY = (
+    " For a record-level guarantee choose the release layout 'separate-tables' (each attribute "
+    "in its own independently shuffled one-column table: the guarantee then holds for the whole "
+    "release by sequential composition over the tables), or use insensitive-dp.")
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -666,7 +677,7 @@ def run_idp_cbls(job: Job) -> Output:
 # --------------------------------------------------------------------------- registration
 
 _DP_PARAMS = (epsilon_param(), NOISE_PARAM, BUDGET_PARAM, WEIGHTS_PARAM, DROP_MISSING_PARAM)
-_CLUSTERED_DP_PARAMS = _DP_PARAMS + (SHUFFLE_PARAM,)
+_CLUSTERED_DP_PARAMS = _DP_PARAMS + (SHUFFLE_PARAM, LAYOUT_PARAM)
 
 register(MethodSpec(
     id="mdav",
@@ -757,7 +768,8 @@ register(MethodSpec(
                  "only when k² > n."),
     paper="paper 000; thesis ch. 6 (004); correction in paper 002 §3",
     params=(k_param(), epsilon_param(), NOISE_PARAM, BUDGET_PARAM, VARIANT_PARAM,
-            CALIBRATION_PARAM, REFERENCE_PARAM, WEIGHTS_PARAM, DROP_MISSING_PARAM, SHUFFLE_PARAM),
+            CALIBRATION_PARAM, REFERENCE_PARAM, WEIGHTS_PARAM, DROP_MISSING_PARAM, SHUFFLE_PARAM,
+            LAYOUT_PARAM),
     protects=(Role.EPS_QUASI,),
     requires=(Role.EPS_QUASI,),
     guarantee=_g_insensitive,
