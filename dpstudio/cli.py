@@ -32,7 +32,7 @@ COMMANDS = ("methods", "protect", "evaluate", "sweep", "demo")
 RL_SUMMARY_MAX = 300_000
 
 COMMON_PARAMS = ("k", "epsilon", "algorithm", "suppression", "confidence", "noise",
-                 "calibration", "budget")
+                 "calibration", "budget", "layout")
 
 
 class _UsageError(Exception):
@@ -332,11 +332,18 @@ def cmd_protect(args) -> int:
             continue  # already reported
         _warn(w)
     print(f"Guarantee: {res.guarantee}")
+    if not res.is_dp and res.guarantee.startswith("Per-attribute only") \
+            and res.params.get("layout") == "records":
+        _warn("the records are not ε-DP (see the guarantee). Remedies: drop the other columns "
+              "(e.g. --role COL=identifier) or protect them too, or release each protected "
+              "attribute as its own shuffled table with --layout separate-tables.")
     shown = {k: v for k, v in res.params.items() if v is not None and k not in ("drop_missing",)}
     summ = (f"{spec.id}: {len(res.data)} records"
             + (f" ({len(res.dropped_rows)} dropped)" if res.dropped_rows else "")
             + f", {', '.join(f'{k}={_fmt(v)}' for k, v in shown.items())}"
-            + f" -> {written['data']} (+ {Path(written['metadata']).name}"
+            + (f" -> {written['data']} (+ {Path(written['metadata']).name}" if "data" in written
+               else " -> " + ", ".join(v for k, v in written.items() if k.startswith("table:"))
+               + f" (one table per attribute; + {Path(written['metadata']).name}")
             + (f", {Path(written['report']).name}" if "report" in written else "") + ")")
     if measures:
         summ += f"; SSE normalized {_fmt(measures.get('sse_normalized', float('nan')))}"
@@ -497,6 +504,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_method_opts(p)
     p.add_argument("--format", help="output format: csv, xlsx, parquet, dta, sav (default: from OUT)")
     p.add_argument("--report", metavar="FILE.html", help="also write an HTML report")
+    p.add_argument("--layout", choices=("records", "separate-tables"),
+                   help="records (default): one table; separate-tables: one independently "
+                        "shuffled table per protected attribute, other columns not released "
+                        "(ε-DP for clustered methods where the records are not)")
     p.add_argument("--no-measures", action="store_true",
                    help="do not compute SSE / record linkage for the summary and the report")
     p.set_defaults(func=cmd_protect)

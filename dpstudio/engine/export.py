@@ -67,7 +67,8 @@ def export_release(result, out_path: str | os.PathLike, *, input_path: str | os.
         The HTML report text (:func:`dpstudio.engine.report.render_html`), written to
         ``report_path`` (default ``<stem>.report.html``).
 
-    Kinds in the returned dict: ``data``, ``metadata``, ``table:<name>``, ``report``.
+    Kinds in the returned dict: ``data``, ``metadata``, ``table:<name>``, ``report``
+    (no ``data`` in the 'separate-tables' layout: one ``table:<attribute>`` each).
     """
     if input_path is None and input_meta is not None:
         input_path = input_meta.path
@@ -86,15 +87,20 @@ def export_release(result, out_path: str | os.PathLike, *, input_path: str | os.
                                  "choose another output name (the input is never overwritten).")
     written: dict[str, str] = {}
     f = file_format(paths["data"], fmt)
-    written["data"] = write_table(result.data, paths["data"], f, input_meta, protect=guard)
+    # layout 'separate-tables': only the one-column tables are released (their rows do not
+    # belong together); the side-by-side frame in result.data is not written
+    separate = (getattr(result, "info", None) or {}).get("layout") == "separate-tables"
+    if not separate:
+        written["data"] = write_table(result.data, paths["data"], f, input_meta, protect=guard)
     for name, table in tables.items():
         key = f"table:{name}"
         written[key] = write_table(table, paths[key], f, input_meta, protect=guard)
 
     meta = dict(result.public_metadata())
     meta["files"] = {
-        "output": {"name": Path(written["data"]).name, "format": f,
-                   "sha256": file_sha256(written["data"])},
+        "output": ({"name": None, "format": f, "layout": "separate-tables"} if separate else
+                   {"name": Path(written["data"]).name, "format": f,
+                    "sha256": file_sha256(written["data"])}),
         "tables": {name: {"name": Path(written[f"table:{name}"]).name,
                           "sha256": file_sha256(written[f"table:{name}"])} for name in tables},
     }
