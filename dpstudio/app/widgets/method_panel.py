@@ -19,6 +19,13 @@ from dpstudio.app.widgets.common import Banner, LogSlider
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 
+#: Shown under the guarantee when the records are not ε-DP (issue 8 §5).
+REMEDY_TEXT = ("The records are not ε-DP as released. Remedies: give the other columns the role "
+               "'identifier' (dropped from the release) or protect them too")
+REMEDY_LAYOUT = (", or set 'release layout' to 'Separate table per attribute' (each protected "
+                 "attribute in its own independently shuffled table: ε-DP by sequential "
+                 "composition; the other columns are then not released).")
+
 
 def list_methods() -> list[dict]:
     """The registry's method descriptions."""
@@ -436,6 +443,7 @@ class MethodPanel(QWidget):
         if not m:
             return
         guarantee = m["guarantee"]
+        remedy = ""
         self.param_error.hide()
         try:
             spec = _get_spec(m["id"])
@@ -444,6 +452,15 @@ class MethodPanel(QWidget):
             # the concrete sentence (names the columns, m, the per-attribute budget) once
             # columns have a role the method protects; the generic one before that
             guarantee = spec.guarantee({**checked, "_attributes": cols} if cols else checked)
+            if cols and self.state.df is not None:
+                # with the data's columns: the sentence the release will carry (scope first
+                # when columns released unchanged reveal the grouping, issue 8 §5)
+                from dpstudio.engine.api import describe_release
+
+                guarantee, is_dp = describe_release(list(self.state.df.columns), m["id"],
+                                                    self.state.active_roles(), **checked)
+                if not is_dp and guarantee.startswith("Per-attribute only"):
+                    remedy = REMEDY_TEXT + (REMEDY_LAYOUT if "layout" in checked else ".")
         except engine.DPStudioError as exc:
             self.param_error.show_message(str(exc), "error")
         except Exception:  # noqa: BLE001 - fall back to the default sentence
@@ -453,6 +470,7 @@ class MethodPanel(QWidget):
             f"<b>{html.escape(m['name'])}</b> <span style='color:#777'>({m['id']})</span>"
             f"<p style='margin:4px 0'>{html.escape(m['description'])}</p>"
             f"<p style='margin:4px 0; color:#0b4f8a'><b>Guarantee:</b> {html.escape(guarantee)}</p>"
+            + (f"<p style='margin:4px 0; color:#8a5a00'>⚠ {html.escape(remedy)}</p>" if remedy else "")
             + (f"<p style='margin:4px 0; color:#666'><i>Paper:</i> {paper}</p>" if paper else ""))
         self.guarantee_text = guarantee
 
