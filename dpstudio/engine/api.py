@@ -163,6 +163,10 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         if not_released:
             warns.append(f"Layout 'separate-tables': column(s) {_shown(not_released)} are not "
                          "released; only the protected attributes, each in its own table.")
+        if len(protected_cols) > 1:
+            warns.append("Layout 'separate-tables': rows of different tables do not belong "
+                         "together, so record-level measures (SSE, record linkage, "
+                         "correlations) describe no real record; judge utility per attribute.")
     guarantee, is_dp = describe(spec, params, prep.roles, list(released.columns), protected_cols,
                                 caveat=out.info.get("guarantee_caveat") or "")
     return ProtectionResult(
