@@ -101,7 +101,7 @@ def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
         with _warnings.catch_warnings(record=True) as caught:
             _warnings.simplefilter("always")
             p["epsilon"] = V.check_epsilon(p["epsilon"])
-        warns.extend(str(w.message) for w in caught)
+        warns.extend(V.public_warning(str(w.message)) for w in caught)  # depends on ε only
     doms = V.check_domains(data, [c for c in protected if spec.numeric_only
                                   or pd.api.types.is_numeric_dtype(data[c])],
                            domains or {}, spec.needs_domain, spec.id)
@@ -137,6 +137,7 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
     if not isinstance(released.index, pd.RangeIndex) or released.index.start != 0:
         released = released.reset_index(drop=True)
     warns = list(prep.warnings) + list(out.warnings)
+    public_warns = [w for w in warns if _is_public_warning(w)]
     protected_cols = list(out.protected if out.protected is not None else prep.protected)
     unchanged = [c for c in released.columns if c not in protected_cols
                  and prep.roles.get(c) not in spec.protects
@@ -164,11 +165,27 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         protected_attributes=protected_cols,
         info=out.info,
         warnings=warns,
+        public_warnings=public_warns,
         row_map=out.row_map,
         dropped_rows=list(prep.dropped_rows),
         tables={name: t.drop(columns=[c for c in ident if c in t.columns]) for name, t in out.tables.items()},
         original=prep.data if keep_original else None,
     )
+
+
+#: Method warnings whose text is a function of the parameters only (checked by prefix; a
+#: warning not listed here, or not marked with :func:`validation.public_warning`, is treated as
+#: a fact about the original data and kept private -- the safe default).
+_PARAMETER_ONLY_WARNINGS = (
+    "As-published calibration",
+    "With k = 1 the rigorous calibration",
+    "confidence was ignored: there are no ε-quasi-identifiers.",
+    "Hierarchies for ",
+)
+
+
+def _is_public_warning(w: str) -> bool:
+    return isinstance(w, V.PublicWarning) or any(w.startswith(p) for p in _PARAMETER_ONLY_WARNINGS)
 
 
 def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dict | None = None,
