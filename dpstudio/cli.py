@@ -310,6 +310,15 @@ def cmd_protect(args) -> int:
     from dpstudio.engine.report import render_assessment
 
     _input_guard(args.input, args.output)
+    if args.assessment:
+        from dpstudio.engine.errors import ParameterError
+        from dpstudio.engine.export import marked_private
+
+        if not marked_private(args.assessment):
+            raise ParameterError(
+                f"--assessment {Path(args.assessment).name}: the assessment is private, so its "
+                "file name must say so (contain 'private' or 'internal'), e.g. "
+                "out.assessment.private.html.")
     for extra in (args.report, args.assessment):
         if extra:
             _input_guard(args.input, extra)

@@ -109,9 +109,9 @@ def test_full_workflow(qtbot, window, tmp_path):
     assert win.results_panel.measures.rowCount() > 0
     assert win.results_panel.corr.rowCount() == len(QUASI)
 
-    # --- export (CSV) with metadata and report
+    # --- export (CSV) with metadata, release note and (private) assessment
     out = tmp_path / "release.csv"
-    assert win.export(str(out), fmt="csv", report=True)
+    assert win.export(str(out), fmt="csv", assessment=True)
     _wait_idle(qtbot, win)
     assert out.exists()
     released = pd.read_csv(out)
@@ -132,7 +132,7 @@ def test_full_workflow(qtbot, window, tmp_path):
     assert any(p.name.endswith(".metadata.json") for p in written)
     meta = json.loads(next(p for p in written if p.name.endswith(".metadata.json")).read_text())
     assert meta["method"] == "ir-dp"
-    report = next(p for p in written if p.name.endswith(".report.html"))
+    report = next(p for p in written if p.name.endswith(".assessment.private.html"))
     assert "data:image/png;base64," in report.read_text(encoding="utf-8")  # the curves
     for p in written:
         text = p.read_text(encoding="utf-8", errors="ignore")
