@@ -8,6 +8,7 @@ pytest.importorskip("pytestqt")
 
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -134,6 +135,19 @@ def test_full_workflow(qtbot, window, tmp_path):
     assert meta["method"] == "ir-dp"
     report = next(p for p in written if p.name.endswith(".assessment.private.html"))
     assert "data:image/png;base64," in report.read_text(encoding="utf-8")  # the curves
+    # public vs private artefacts (issue 8): the private ones are owner-only
+    note = next(p for p in written if p.name.endswith(".release-note.html"))
+    assert "Δ mean" not in note.read_text(encoding="utf-8")
+    trail = json.loads(next(p for p in written if p.name.endswith(".private.json")).read_text())
+    assert trail["input"]["sha256"] and "input" not in meta["files"]
+    if os.name == "posix":
+        import stat
+
+        from dpstudio.engine.io import file_mode
+
+        for p in written:
+            private = ".private." in p.name
+            assert stat.S_IMODE(p.stat().st_mode) == file_mode(private), p.name
     for p in written:
         text = p.read_text(encoding="utf-8", errors="ignore")
         assert str(SEED) not in text, p.name
