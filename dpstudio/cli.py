@@ -307,11 +307,21 @@ def _prepare_and_run(df, args, method: str):
 
 def cmd_protect(args) -> int:
     from dpstudio.engine.export import export_release
-    from dpstudio.engine.report import render_html
+    from dpstudio.engine.report import render_assessment
 
     _input_guard(args.input, args.output)
-    if args.report:
-        _input_guard(args.input, args.report)
+    if args.assessment:
+        from dpstudio.engine.errors import ParameterError
+        from dpstudio.engine.export import marked_private
+
+        if not marked_private(args.assessment):
+            raise ParameterError(
+                f"--assessment {Path(args.assessment).name}: the assessment is private, so its "
+                "file name must say so (contain 'private' or 'internal'), e.g. "
+                "out.assessment.private.html.")
+    for extra in (args.report, args.assessment):
+        if extra:
+            _input_guard(args.input, extra)
     df, meta = _read(args.input, args)
     spec, res = _prepare_and_run(df, args, args.method)
     measures = None
@@ -322,11 +332,13 @@ def cmd_protect(args) -> int:
             measures = _evaluate_result(res, ("sse", "delta", "corr", "kanon"))
         else:
             measures = _evaluate_result(res)
-    html = None
-    if args.report:
-        html = render_html(res, measures, input_name=Path(args.input).name)
+    assessment = None
+    if args.assessment:  # PRIVATE: measured against the original data
+        assessment = render_assessment(res, measures, input_name=Path(args.input).name)
     written = export_release(res, args.output, input_path=args.input, input_meta=meta,
-                             fmt=args.format, report_html=html, report_path=args.report)
+                             fmt=args.format, release_note=args.report or False,
+                             assessment_html=assessment, assessment_path=args.assessment,
+                             audit=not args.no_audit_trail)
     for w in res.warnings:
         if "dropped" in w and "missing" in w:
             continue  # already reported
@@ -338,13 +350,15 @@ def cmd_protect(args) -> int:
               "(e.g. --role COL=identifier) or protect them too, or release each protected "
               "attribute as its own shuffled table with --layout separate-tables.")
     shown = {k: v for k, v in res.params.items() if v is not None and k not in ("drop_missing",)}
+    public = [Path(written[k]).name for k in written if k != "data" and k not in ("private", "assessment")]
+    private = [Path(written[k]).name for k in ("private", "assessment") if k in written]
     summ = (f"{spec.id}: {len(res.data)} records"
             + (f" ({len(res.dropped_rows)} dropped)" if res.dropped_rows else "")
             + f", {', '.join(f'{k}={_fmt(v)}' for k, v in shown.items())}"
-            + (f" -> {written['data']} (+ {Path(written['metadata']).name}" if "data" in written
+            + (f" -> {written['data']} (public: {', '.join(public)}" if "data" in written
                else " -> " + ", ".join(v for k, v in written.items() if k.startswith("table:"))
-               + f" (one table per attribute; + {Path(written['metadata']).name}")
-            + (f", {Path(written['report']).name}" if "report" in written else "") + ")")
+               + f" (one table per attribute; public: {', '.join(public)}")
+            + (f"; private, keep internal: {', '.join(private)}" if private else "") + ")")
     if measures:
         summ += f"; SSE normalized {_fmt(measures.get('sse_normalized', float('nan')))}"
         if "rl" in measures:
@@ -412,7 +426,8 @@ def cmd_sweep(args) -> int:
         print(f"[{pt.index + 1}/{pt.total}] k={pt.k} epsilon={eps_s} repeats={pt.repeats}: {vals} "
               f"({pt.elapsed:.1f} s)", file=sys.stderr, flush=True)
         # rewrite after every point: an interrupted sweep keeps what it computed
-        write_table(pd.DataFrame(rows), args.out, "csv", protect=(args.input,))
+        write_table(pd.DataFrame(rows), args.out, "csv", protect=(args.input,),
+                    private=True)  # measured against the original: keep internal (0600)
     print(f"{len(rows)} point(s) written to {os.path.abspath(args.out)}")
     return 0
 
@@ -503,13 +518,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("output", metavar="OUT")
     _add_method_opts(p)
     p.add_argument("--format", help="output format: csv, xlsx, parquet, dta, sav (default: from OUT)")
-    p.add_argument("--report", metavar="FILE.html", help="also write an HTML report")
+    p.add_argument("--report", metavar="FILE.html",
+                   help="also write the PUBLIC release note (method, parameters, guarantee, what "
+                        "it does not cover, schema, statistics of the release only): publish it "
+                        "with the release")
+    p.add_argument("--assessment", metavar="FILE.private.html",
+                   help="also write the PRIVATE assessment report (measures against the original "
+                        "data, histograms; owner-only 0600, marked 'INTERNAL - do not publish'; "
+                        "the name must contain 'private' or 'internal'): never publish it")
+    p.add_argument("--no-audit-trail", action="store_true",
+                   help="do not write the PRIVATE audit trail OUT-stem.private.json (input name "
+                        "and SHA-256, record counts; 0600)")
     p.add_argument("--layout", choices=("records", "separate-tables"),
                    help="records (default): one table; separate-tables: one independently "
                         "shuffled table per protected attribute, other columns not released "
                         "(ε-DP for clustered methods where the records are not)")
     p.add_argument("--no-measures", action="store_true",
-                   help="do not compute SSE / record linkage for the summary and the report")
+                   help="do not compute SSE / record linkage for the summary and the assessment")
     p.set_defaults(func=cmd_protect)
 
     p = sub.add_parser(

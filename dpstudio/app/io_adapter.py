@@ -74,22 +74,26 @@ def read_table(path: str, *, sep: str | None = None, encoding: str | None = None
 
 
 def export_release(result, out_path: str, *, input_path: str | None = None,
-                   fmt: str | None = None, input_meta: Any = None,
-                   report_html: str | None = None) -> dict[str, str]:
-    """Protected file + ``<stem>.metadata.json`` (+ report), atomically, never over the input."""
+                   fmt: str | None = None, input_meta: Any = None, release_note: bool = True,
+                   assessment_html: str | None = None, audit: bool = True) -> dict[str, str]:
+    """Public: protected file + ``<stem>.metadata.json`` (+ ``<stem>.release-note.html``);
+    private (0600): ``<stem>.private.json`` (+ ``<stem>.assessment.private.html``).
+    Atomically, never over the input."""
     if input_path and engine_io.same_file(out_path, input_path):
         from dpstudio.engine import InputError
 
         raise InputError("The protected file cannot overwrite the input file. Choose another "
                          "name.")
     return engine_export.export_release(result, out_path, input_path=input_path, fmt=fmt,
-                                        input_meta=input_meta, report_html=report_html)
+                                        input_meta=input_meta, release_note=release_note,
+                                        assessment_html=assessment_html, audit=audit)
 
 
-def render_report(result, measures: dict, *, curves: list[tuple[str, bytes]] | None = None,
-                  input_name: str | None = None, chosen: dict | None = None) -> str:
-    return engine_report.render_html(result, measures, curves=curves or [],
-                                     input_name=input_name, chosen=chosen)
+def render_assessment(result, measures: dict, *, curves: list[tuple[str, bytes]] | None = None,
+                      input_name: str | None = None, chosen: dict | None = None) -> str:
+    """The PRIVATE assessment report (measures against the original): never publish it."""
+    return engine_report.render_assessment(result, measures, curves=curves or [],
+                                           input_name=input_name, chosen=chosen)
 
 
 def same_file(a: str | None, b: str | None) -> bool:

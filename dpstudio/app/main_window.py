@@ -186,7 +186,8 @@ class MainWindow(QMainWindow):
         act(fm, "Save project &as…", self.save_project_as, "Ctrl+Shift+S")
         fm.addSeparator()
         self.act_export = act(fm, "&Export protected file…", self.export_dialog, "Ctrl+Shift+E",
-                              "Write the release, its metadata and a report")
+                              "Write the release and its public metadata / release note, and the "
+                              "private audit trail / assessment")
         fm.addSeparator()
         act(fm, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         rm = mb.addMenu("&Run")
@@ -507,10 +508,17 @@ class MainWindow(QMainWindow):
         if dlg.exec() != QDialog.DialogCode.Accepted:
             return
         o = dlg.options()
-        self.export(o["path"], fmt=o["fmt"], report=o["report"])
+        self.export(o["path"], fmt=o["fmt"], release_note=o["release_note"],
+                    assessment=o["assessment"], audit=o["audit"])
 
-    def export(self, out_path: str, *, fmt: str | None = None, report: bool = True) -> bool:
-        """Write the release (in the background); the report's curves are rendered here."""
+    def export(self, out_path: str, *, fmt: str | None = None, release_note: bool = True,
+               assessment: bool = False, audit: bool = True) -> bool:
+        """Write the release (in the background).
+
+        Public: the release, ``<stem>.metadata.json`` and, if ``release_note``, the release
+        note.  Private (0600): the audit trail ``<stem>.private.json`` (``audit``) and, if
+        ``assessment``, ``<stem>.assessment.private.html`` with the measures against the
+        original and the trade-off curves (rendered here)."""
         st = self.state
         res = st.result
         if res is None:
@@ -520,7 +528,7 @@ class MainWindow(QMainWindow):
             show_error(self, "The protected file cannot overwrite the input file.")
             return False
         html_text = None
-        if report:
+        if assessment:
             measures = {k: v for k, v in (st.evaluation or {}).items() if k != "_app"}
             # only curves computed under the release's settings (same method, roles, domains,
             # hierarchies, other parameters): others would misdescribe the release
@@ -529,19 +537,24 @@ class MainWindow(QMainWindow):
                       if self.explore_panel.points and same else [])
             p = res.params
             chosen = {"k": p.get("k"), "epsilon": p.get("epsilon")}
-            html_text = io_adapter.render_report(res, measures, curves=curves,
-                                                 input_name=Path(st.path).name if st.path else None,
-                                                 chosen=chosen)
+            html_text = io_adapter.render_assessment(
+                res, measures, curves=curves, input_name=Path(st.path).name if st.path else None,
+                chosen=chosen)
         input_path, input_meta = st.path, st.input_meta
 
         def work(progress, check_cancel):
             return io_adapter.export_release(res, out_path, input_path=input_path, fmt=fmt,
-                                             input_meta=input_meta, report_html=html_text)
+                                             input_meta=input_meta, release_note=release_note,
+                                             assessment_html=html_text, audit=audit)
 
         def done(paths):
+            from dpstudio.engine.export import is_public_kind
+
             self._last_export = dict(paths)
-            names = ", ".join(Path(v).name for v in paths.values())
-            self.task_label.setText(f"Exported: {names}")
+            pub = ", ".join(Path(v).name for k, v in paths.items() if is_public_kind(k))
+            priv = ", ".join(Path(v).name for k, v in paths.items() if not is_public_kind(k))
+            self.task_label.setText(f"Exported — public: {pub}"
+                                    + (f" · private, keep internal: {priv}" if priv else ""))
 
         self.task_label.setText(f"Writing {Path(out_path).name}…")
         self.export_runner.start(work, finished=done)

@@ -104,14 +104,14 @@ def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
             _warnings.simplefilter("always")
             p["epsilon"] = V.check_epsilon(
                 p["epsilon"], m=len(protected) if p.get("budget") == "per-attribute" else 1)
-        warns.extend(str(w.message) for w in caught)
+        warns.extend(V.public_warning(str(w.message)) for w in caught)  # depends on ε only
     doms = V.check_domains(data, [c for c in protected if spec.numeric_only
                                   or pd.api.types.is_numeric_dtype(data[c])],
                            domains or {}, spec.needs_domain, spec.id)
     derived = V.data_derived_domains(data, doms)
     note = ""
     if derived:
-        warns.extend(V.data_derived_domain_warning(c, why) for c, why in derived.items())
+        warns.extend(V.public_warning(V.data_derived_domain_warning(c, why)) for c, why in derived.items())
         note = V.data_derived_domain_note(derived)
     const = V.constant_columns(data, protected)
     if const:
@@ -146,6 +146,7 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
     if not isinstance(released.index, pd.RangeIndex) or released.index.start != 0:
         released = released.reset_index(drop=True)
     warns = list(prep.warnings) + list(out.warnings)
+    public_warns = [w for w in warns if _is_public_warning(w)]
     protected_cols = list(out.protected if out.protected is not None else prep.protected)
     tables = {name: t.drop(columns=[c for c in ident if c in t.columns]) for name, t in out.tables.items()}
     row_map = out.row_map
@@ -181,6 +182,7 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         protected_attributes=protected_cols,
         info=info,
         warnings=warns,
+        public_warnings=public_warns,
         row_map=row_map,
         dropped_rows=list(prep.dropped_rows),
         tables=tables,
@@ -257,6 +259,19 @@ def describe_release(columns: list[str], method: str, roles: dict | None = None,
     protected = [c for c, role in r.items() if role in spec.protects]
     released = [c for c in map(str, columns) if r.get(c) is not Role.IDENTIFIER]
     return describe(spec, p, r, released, protected)
+#: Method warnings whose text is a function of the parameters only (checked by prefix; a
+#: warning not listed here, or not marked with :func:`validation.public_warning`, is treated as
+#: a fact about the original data and kept private -- the safe default).
+_PARAMETER_ONLY_WARNINGS = (
+    "As-published calibration",
+    "With k = 1 the rigorous calibration",
+    "confidence was ignored: there are no ε-quasi-identifiers.",
+    "Hierarchies for ",
+)
+
+
+def _is_public_warning(w: str) -> bool:
+    return isinstance(w, V.PublicWarning) or any(w.startswith(p) for p in _PARAMETER_ONLY_WARNINGS)
 
 
 def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dict | None = None,

@@ -404,11 +404,39 @@ def same_file(a: str | os.PathLike | None, b: str | os.PathLike | None) -> bool:
     return os.path.normcase(os.path.realpath(str(a))) == os.path.normcase(os.path.realpath(str(b)))
 
 
-def atomic_write(path: str | os.PathLike, writer: Callable[[str], None], *, protect: tuple = ()) -> str:
+def _umask() -> int:
+    """The process umask, read without changing it where the OS allows (thread-safe on Linux)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o077)  # fallback: the classic set-and-restore
+    os.umask(old)
+    return old
+
+
+#: Permissions of a private file (project, assessment report, audit trail): owner only.
+PRIVATE_MODE = 0o600
+
+
+def file_mode(private: bool = False) -> int:
+    """Permissions a new file gets: 0600 if ``private``, else 0666 minus the umask (e.g. 0644)."""
+    return PRIVATE_MODE if private else (0o666 & ~_umask())
+
+
+def atomic_write(path: str | os.PathLike, writer: Callable[[str], None], *, protect: tuple = (),
+                 private: bool = False) -> str:
     """Call ``writer(tmp_path)`` on a temporary file next to ``path``, fsync it, then replace ``path``.
 
     On any failure the temporary file is removed and ``path`` is left as it was.
     ``protect``: paths that must never be written (e.g. the input file).
+    ``private``: owner-only permissions (0600) for files that must not be published (the
+    temporary file is 0600 from its creation, so the content is never readable by others);
+    otherwise the file gets normal permissions (0666 minus the umask, e.g. 0644), also when it
+    replaces an existing file with other permissions.
     """
     path = os.path.abspath(str(path))
     for p in protect:
@@ -426,6 +454,8 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[str], None], *, prot
         with open(tmp, "rb+") as fh:
             fh.flush()
             os.fsync(fh.fileno())
+        if os.name == "posix":  # mkstemp made it 0600; a writer may have recreated it
+            os.chmod(tmp, file_mode(private))
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -463,7 +493,7 @@ def _stata_labels(df: pd.DataFrame, meta: TableMeta | None) -> tuple[dict, list 
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike, fmt: str | None = None,
-                meta: TableMeta | None = None, *, protect: tuple = ()) -> str:
+                meta: TableMeta | None = None, *, protect: tuple = (), private: bool = False) -> str:
     """Write ``df`` atomically as csv/xlsx/parquet/dta/sav (format from ``fmt`` or the extension).
 
     ``meta`` is the input's :class:`TableMeta`: the output keeps its CSV conventions
@@ -511,7 +541,7 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike, fmt: str | None = Non
             msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise InputError(f"{name}: cannot write the table as {f} ({msg}).") from None
 
-    return atomic_write(path, writer, protect=guard)
+    return atomic_write(path, writer, protect=guard, private=private)
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -526,4 +556,4 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 
 __all__ = ["TableMeta", "sniff_csv", "read_table", "write_table", "atomic_write", "same_file",
-           "file_sha256", "file_format"]
+           "file_sha256", "file_format", "file_mode", "PRIVATE_MODE"]

@@ -115,6 +115,16 @@ class ProtectionResult:
 
     ``data`` is the protected release (identifiers dropped).  ``guarantee`` is the
     sentence to publish.  The seed is deliberately not stored here.
+
+    Warnings come in two kinds:
+
+    * ``public_warnings``: functions of the parameters only (e.g. "ε is very large"); they
+      may be published (metadata, release note).
+    * ``private_notes``: facts about the original data ("column X is constant", records
+      dropped for missing values, suppression counts, ...); they go to the private side only
+      (audit trail, assessment report), never into a public file.
+
+    ``warnings`` is everything, for the operator's eyes (app, terminal): do not publish it.
     """
 
     data: pd.DataFrame
@@ -132,6 +142,13 @@ class ProtectionResult:
     dropped_rows: list[int]
     tables: dict[str, pd.DataFrame]
     original: pd.DataFrame | None = field(default=None, repr=False)
+    public_warnings: list[str] = field(default_factory=list)
+
+    @property
+    def private_notes(self) -> list[str]:
+        """The data-dependent warnings: keep them internal (see the class docstring)."""
+        pub = set(self.public_warnings)
+        return [w for w in self.warnings if w not in pub]
 
     def aligned_original(self) -> pd.DataFrame:
         """The original records in the order of ``data`` (for evaluation; never release it)."""
@@ -142,7 +159,13 @@ class ProtectionResult:
         return self.original.iloc[self.row_map].reset_index(drop=True)
 
     def public_metadata(self, software_version: str | None = None) -> dict:
-        """Metadata safe to publish: no seed, no original values."""
+        """Metadata safe to publish: a function of the parameters and the release only.
+
+        No seed, no original values, and nothing computed from the original data: no input
+        file name or digest, no count of records dropped or suppressed, no data-dependent
+        warning (those are in :attr:`private_notes` and the private audit trail).  The
+        release's own record count and digest are functions of the release.
+        """
         from dpstudio import __version__
 
         params = {k: v for k, v in self.params.items() if k not in ("seed", "rng")}
@@ -158,8 +181,7 @@ class ProtectionResult:
             "domains": {c: [float(a), float(b)] for c, (a, b) in self.domains.items()},
             "protected_attributes": list(self.protected_attributes),
             "records_released": int(len(self.data)),
-            "records_dropped_for_missing_values": len(self.dropped_rows),
-            "warnings": list(self.warnings),
+            "warnings": [str(w) for w in self.public_warnings],
             "output_sha256": frame_sha256(self.data),
         }
 

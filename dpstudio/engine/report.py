@@ -1,9 +1,18 @@
-"""A self-contained, printable HTML report of a release (no external files, no scripts).
+"""The two HTML reports of a release: self-contained, printable, no external files, no scripts.
 
-It states the guarantee in a prominent box, the parameters, the warnings, the
-attribute roles and domains, the measures (with per-attribute Δ mean / Δ
-variance) and the trade-off curves (PNG images embedded as base64).  It never
-contains the seed nor original values.
+* :func:`render_release_note` -- **public** (``<stem>.release-note.html``): method, parameters,
+  guarantee, what it does not cover, the schema as released, and statistics of the *release*
+  only.  It is a function of the parameters and the released data: nothing in it is computed
+  from the original data (the test suite checks that it is identical for neighbouring inputs
+  with the same release).
+* :func:`render_assessment` -- **private** (``<stem>.assessment.private.html``): measures
+  against the original data (SSE, record linkage, Δ mean, Δ variance), original vs protected
+  statistics and histograms, trade-off curves.  From such figures and the release an intruder
+  recovers records (Δ mean + released mean gives the original mean), so it is marked
+  "INTERNAL — do not publish" in its title, in a banner and in a header and footer that
+  repeat on every printed page.
+
+Neither ever contains the seed.
 """
 
 from __future__ import annotations
@@ -49,8 +58,16 @@ figure { margin: 1em 0; page-break-inside: avoid; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { color: #555; font-size: 0.9em; }
 footer { margin-top: 2em; color: #777; font-size: 0.85em; }
+.internal-banner { border: 3px solid #b00020; background: #fde8ea; color: #b00020;
+                   font-weight: bold; padding: 0.6em 1em; margin: 1em 0; }
+.internal-fixed { display: none; }
 @media print {
   body { margin: 0; max-width: none; font-size: 10.5pt; }
+  body.internal { padding: 1.8em 0; }
+  .internal-fixed { display: block; position: fixed; left: 0; right: 0; text-align: center;
+                    color: #b00020; font-weight: bold; font-size: 9pt; background: white; }
+  .internal-fixed.top { top: 0; }
+  .internal-fixed.bottom { bottom: 0; }
   h2 { page-break-after: avoid; }
   table, .guarantee, .warnings { page-break-inside: avoid; }
   a { color: inherit; text-decoration: none; }
@@ -94,73 +111,233 @@ def _rows(pairs: Iterable[tuple[str, Any]]) -> str:
     return "".join(f"<tr><th>{_e(k)}</th><td{cls(v)}>{_fmt(v)}</td></tr>" for k, v in pairs)
 
 
-def render_html(result, measures: dict | None = None, *, curves: Iterable[tuple[str, bytes]] = (),
-                input_name: str | None = None, chosen: dict | None = None) -> str:
-    """The report of ``result`` as one HTML string.
+#: The mark of every private report (title, banner, every printed page).
+INTERNAL_MARK = "INTERNAL — do not publish"
 
-    ``measures``: the dict of :func:`dpstudio.engine.metrics.evaluate`.
-    ``curves``: (caption, PNG bytes) pairs.  ``chosen``: the point picked on a
-    trade-off sweep (e.g. ``{"k": 10, "epsilon": 1.0}``) and why.
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _params(result) -> dict:
+    return {k: v for k, v in (getattr(result, "params", {}) or {}).items() if k not in _HIDDEN_PARAMS}
+
+
+def _guarantee_box(result) -> str:
+    is_dp = bool(getattr(result, "is_dp", False))
+    return (f"<div class='guarantee{'' if is_dp else ' notdp'}'><span class='label'>Guarantee"
+            f"{' — differential privacy' if is_dp else ''}</span>{_e(result.guarantee)}</div>")
+
+
+def _warning_list(title: str, warns: list[str], note: str = "") -> str:
+    if not warns:
+        return ""
+    return (f"<h2>{_e(title)}</h2>" + (f"<p class='sub'>{note}</p>" if note else "")
+            + "<ul class='warnings'>" + "".join(f"<li>{_e(w)}</li>" for w in warns) + "</ul>")
+
+
+def _released_how(result, col: str, role: str) -> str:
+    protected = set(getattr(result, "protected_attributes", []) or [])
+    if role == "identifier":
+        return "removed"
+    # every quasi-identifier is protected (the engine refuses methods that would not)
+    return "protected" if (col in protected or role in ("k-quasi", "eps-quasi")) else "as is (unprotected)"
+
+
+def _page(title: str, parts: list[str], internal: bool = False) -> str:
+    fixed = ""
+    if internal:
+        fixed = (f"<div class='internal-fixed top'>{_e(INTERNAL_MARK)}</div>"
+                 f"<div class='internal-fixed bottom'>{_e(INTERNAL_MARK)} — private assessment, "
+                 "keep with the project file</div>")
+    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            f"<title>{title}</title><style>{_CSS}</style></head>"
+            + ("<body class='internal'>" if internal else "<body>") + fixed
+            + "\n".join(parts) + "</body></html>\n")
+
+
+def _num_stats(s) -> list[Any] | None:
+    import numpy as np
+    import pandas as pd
+
+    if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+        return None
+    v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+    ok = v[np.isfinite(v)]
+    if ok.size == 0:
+        return [0, float("nan"), float("nan"), float("nan"), float("nan")]
+    sd = float(ok.std(ddof=1)) if ok.size > 1 else float("nan")
+    return [int(ok.size), float(ok.mean()), sd, float(ok.min()), float(ok.max())]
+
+
+def render_release_note(result, *, now: str | None = None) -> str:
+    """The PUBLIC release note of ``result`` (HTML): publish it next to the release.
+
+    Built from the parameters and ``result.data`` only -- never from ``result.original``,
+    the measures or the data-dependent notes.  ``now``: the date line (default: current UTC).
     """
     from dpstudio import __version__
 
-    meta = result.public_metadata() if hasattr(result, "public_metadata") else {}
-    params = {k: v for k, v in (getattr(result, "params", {}) or {}).items()
-              if k not in _HIDDEN_PARAMS}
-    is_dp = bool(getattr(result, "is_dp", False))
-    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    parts: list[str] = []
-    title = f"Protection report — {_e(getattr(result, 'method_name', result.method))}"
-    parts.append(f"<h1>{title}</h1>")
-    sub = [f"method <code>{_e(result.method)}</code>", f"dpstudio {_e(__version__)}", now]
+    data = result.data
+    title = f"Release note — {_e(getattr(result, 'method_name', result.method))}"
+    parts = [f"<h1>{title}</h1>",
+             f"<p class='sub'>method <code>{_e(result.method)}</code> · dpstudio {_e(__version__)}"
+             f" · {_e(now or _now())} · public: may be published with the release</p>",
+             _guarantee_box(result),
+             _warning_list("Warnings", [str(w) for w in getattr(result, "public_warnings", []) or []]),
+             "<h2>Parameters</h2><table>" + _rows(_params(result).items()) + "</table>"]
+
+    roles = {c: getattr(r, "value", r) for c, r in (getattr(result, "roles", {}) or {}).items()}
+    domains = dict(getattr(result, "domains", {}) or {})
+    unchanged = [c for c in data.columns if _released_how(result, c, roles.get(c, "other")).startswith("as is")]
+    not_cov = []
+    if unchanged:
+        not_cov.append("Columns released unchanged, not protected: "
+                       + ", ".join(_e(c) for c in unchanged) + ".")
+    not_cov += [
+        "The schema (column names, types and order), the number of released records and any "
+        "extra released tables are published as they are.",
+        "Declared domains are set by the data holder from knowledge of the population, not from "
+        "the file; the guarantee holds only if every possible value lies within them.",
+        "The parameters above were set by the data holder; if they were tuned on utility "
+        "measured against the original data, that tuning is not accounted for in the guarantee.",
+        "Measures of utility and risk against the original data are deliberately not in this "
+        "note: they are computed from the original data and would undo the protection.",
+    ]
+    parts.append("<h2>What the guarantee does not cover</h2><ul>"
+                 + "".join(f"<li>{t}</li>" for t in not_cov) + "</ul>")
+
+    rows = []
+    for col in data.columns:
+        role = roles.get(col, "other")
+        dom = domains.get(col)
+        dom_s = f"[{_fmt(float(dom[0]))}, {_fmt(float(dom[1]))}]" if dom is not None else "—"
+        rows.append(f"<tr><td>{_e(col)}</td><td>{_e(data[col].dtype)}</td><td>{_e(role)}</td>"
+                    f"<td class='num'>{dom_s}</td><td>{_released_how(result, col, role)}</td></tr>")
+    removed = [c for c, r in roles.items() if r == "identifier"]
+    parts.append("<h2>Schema of the release</h2><table><tr><th>column</th><th>type</th><th>role</th>"
+                 "<th>declared domain</th><th>in the release</th></tr>" + "".join(rows) + "</table>"
+                 + (f"<p class='sub'>Identifier column(s) removed: {_e(', '.join(removed))}.</p>"
+                    if removed else ""))
+
+    stats_rows, cat_rows = [], []
+    for col in data.columns:
+        st = _num_stats(data[col])
+        if st is None:
+            cat_rows.append((col, int(data[col].nunique(dropna=True)), int(data[col].isna().sum())))
+        else:
+            stats_rows.append(f"<tr><td>{_e(col)}</td>" + "".join(
+                f"<td class='num'>{_fmt(v)}</td>" for v in st) + "</tr>")
+    parts.append("<h2>Statistics of the release</h2><p class='sub'>Computed from the released "
+                 "file only (post-processing of the release).</p><table>"
+                 + _rows([("records released", int(len(data)))]
+                         + [(f"records in table {name}", int(len(t)))
+                            for name, t in (getattr(result, "tables", {}) or {}).items()])
+                 + "</table>")
+    if stats_rows:
+        parts.append("<table><tr><th>numeric column</th><th>values</th><th>mean</th><th>std. dev."
+                     "</th><th>min</th><th>max</th></tr>" + "".join(stats_rows) + "</table>")
+    if cat_rows:
+        parts.append("<table><tr><th>other column</th><th>distinct values</th><th>missing</th></tr>"
+                     + "".join(f"<tr><td>{_e(c)}</td><td class='num'>{d}</td><td class='num'>{m}"
+                               "</td></tr>" for c, d, m in cat_rows) + "</table>")
+    parts.append("<footer>Generated by dpstudio from the parameters and the released file only. "
+                 "The random seed is deliberately not recorded: with it, the noise could be "
+                 "regenerated and removed.</footer>")
+    return _page(title, parts)
+
+
+def _svg_histogram(orig, prot, label: str, bins: int = 20) -> str:
+    """Inline SVG: histogram of the original (grey) and the protected (blue) values."""
+    import numpy as np
+
+    a = np.asarray(orig, dtype=np.float64)
+    b = np.asarray(prot, dtype=np.float64)
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if a.size == 0 or b.size == 0:
+        return ""
+    lo, hi = float(min(a.min(), b.min())), float(max(a.max(), b.max()))
+    if hi <= lo:
+        hi = lo + 1.0
+    edges = np.linspace(lo, hi, bins + 1)
+    ca, _ = np.histogram(a, edges)
+    cb, _ = np.histogram(b, edges)
+    top = max(int(ca.max()), int(cb.max()), 1)
+    w, h, pad = 560, 170, 20
+    bw = (w - 2 * pad) / bins
+    bars = []
+    for i in range(bins):
+        x = pad + i * bw
+        for j, (c, color) in enumerate(((ca[i], "#9e9e9e"), (cb[i], "#1f5fa8"))):
+            bh = (h - 2 * pad) * c / top
+            bars.append(f"<rect x='{x + j * bw / 2:.1f}' y='{h - pad - bh:.1f}' width='{bw / 2:.1f}'"
+                        f" height='{bh:.1f}' fill='{color}'/>")
+    axis = (f"<text x='{pad}' y='{h - 4}' font-size='10'>{_fmt(lo)}</text>"
+            f"<text x='{w - pad}' y='{h - 4}' font-size='10' text-anchor='end'>{_fmt(hi)}</text>"
+            f"<text x='{pad}' y='12' font-size='10'>max count {top} · grey: original · blue: "
+            "protected</text>")
+    return (f"<figure><svg width='{w}' height='{h}' "
+            f"role='img' aria-label='{_e(label)}'>" + "".join(bars) + axis
+            + f"</svg><figcaption>{_e(label)}</figcaption></figure>")
+
+
+def render_assessment(result, measures: dict | None = None, *,
+                      curves: Iterable[tuple[str, bytes]] = (), input_name: str | None = None,
+                      chosen: dict | None = None, histograms: bool = True) -> str:
+    """The PRIVATE assessment report of ``result`` (HTML): keep it internal, never publish it.
+
+    ``measures``: the dict of :func:`dpstudio.engine.metrics.evaluate` (against the original).
+    ``curves``: (caption, PNG bytes) pairs.  ``chosen``: the point picked on a trade-off
+    sweep (e.g. ``{"k": 10, "epsilon": 1.0}``).  ``histograms``: original vs protected
+    histograms of the numeric protected attributes (needs ``result.original``).
+    """
+    import numpy as np
+    import pandas as pd
+
+    from dpstudio import __version__
+
+    title = f"{INTERNAL_MARK} — Assessment — {_e(getattr(result, 'method_name', result.method))}"
+    parts: list[str] = [f"<h1>{title}</h1>"]
+    sub = [f"method <code>{_e(result.method)}</code>", f"dpstudio {_e(__version__)}", _now()]
     if input_name:
         sub.insert(0, f"input <strong>{_e(input_name)}</strong>")
     parts.append(f"<p class='sub'>{' · '.join(sub)}</p>")
-
-    parts.append(
-        f"<div class='guarantee{'' if is_dp else ' notdp'}'><span class='label'>Guarantee"
-        f"{' — differential privacy' if is_dp else ''}</span>{_e(result.guarantee)}</div>"
-    )
+    parts.append(f"<div class='internal-banner'>{_e(INTERNAL_MARK)}. This assessment measures the "
+                 "release against the original data. Its figures are not protected: together "
+                 "with the release they can reveal individual records (e.g. Δ mean and the "
+                 "released mean give the original mean). Keep it with the project file; publish "
+                 "the release note instead.</div>")
+    parts.append(_guarantee_box(result))
+    pub = set(getattr(result, "public_warnings", []) or [])
     warns = list(getattr(result, "warnings", []) or [])
     if measures and measures.get("warnings"):
         warns += [w for w in measures["warnings"] if w not in warns]
-    if warns:
-        parts.append("<h2>Warnings</h2><ul class='warnings'>"
-                     + "".join(f"<li>{_e(w)}</li>" for w in warns) + "</ul>")
-
-    parts.append("<h2>Parameters</h2><table>" + _rows(params.items()) + "</table>")
+    parts.append(_warning_list("Warnings", [w for w in warns if w in pub],
+                               "Functions of the parameters only (also in the release note)."))
+    parts.append(_warning_list("Notes about the original data (private)",
+                               [w for w in warns if w not in pub]))
+    parts.append("<h2>Parameters</h2><table>" + _rows(_params(result).items()) + "</table>")
     if chosen:
         parts.append("<h2>Chosen trade-off point</h2><table>" + _rows(chosen.items()) + "</table>")
 
-    roles = dict(getattr(result, "roles", {}) or {})
-    domains = dict(getattr(result, "domains", {}) or {})
-    protected = set(getattr(result, "protected_attributes", []) or [])
-    rows = []
-    for col, role in roles.items():
-        role = getattr(role, "value", role)
-        dom = domains.get(col)
-        dom_s = f"[{_fmt(float(dom[0]))}, {_fmt(float(dom[1]))}]" if dom is not None else "—"
-        # every quasi-identifier is protected (the engine refuses methods that would not)
-        released = ("removed" if role == "identifier" else
-                    "protected" if (col in protected or role in ("k-quasi", "eps-quasi")) else "as is")
-        rows.append(f"<tr><td>{_e(col)}</td><td>{_e(role)}</td><td class='num'>{dom_s}</td>"
-                    f"<td>{released}</td></tr>")
-    parts.append("<h2>Attributes</h2><table><tr><th>column</th><th>role</th><th>declared domain</th>"
-                 "<th>in the release</th></tr>" + "".join(rows) + "</table>")
-    parts.append("<table>" + _rows([
-        ("records released", meta.get("records_released", len(result.data))),
-        ("records dropped for missing values", meta.get("records_dropped_for_missing_values", 0)),
-    ]) + "</table>")
+    orig = getattr(result, "original", None)
+    dropped = len(getattr(result, "dropped_rows", []) or [])
+    counts = []
+    if orig is not None:
+        counts += [("records in the input", len(orig) + dropped),
+                   ("records dropped for missing values", dropped),
+                   ("records not released by the method (suppressed)", len(orig) - len(result.data))]
+    else:
+        counts += [("records dropped for missing values", dropped)]
+    counts.append(("records released", len(result.data)))
+    parts.append("<h2>Records</h2><table>" + _rows(counts) + "</table>")
 
     if measures:
         scal = [(_MEASURE_LABELS.get(k, k), v) for k, v in measures.items()
                 if isinstance(v, (int, float)) and not isinstance(v, bool)]
         if scal:
-            parts.append("<h2>Utility and risk</h2><p class='sub'>Measured against the original "
-                         "data: these figures are not protected (not differentially private). "
-                         "Keep them internal unless you have decided they may be published."
-                         "</p><table><tr><th>measure</th><th>value</th></tr>"
-                         + _rows(scal) + "</table>")
+            parts.append("<h2>Utility and risk (against the original)</h2><table><tr><th>measure"
+                         "</th><th>value</th></tr>" + _rows(scal) + "</table>")
         dm, dv = measures.get("delta_mean") or {}, measures.get("delta_var") or {}
         attrs = list(dict.fromkeys(list(dm) + list(dv)))
         if attrs:
@@ -170,6 +347,26 @@ def render_html(result, measures: dict | None = None, *, curves: Iterable[tuple[
                 + "".join(f"<tr><td>{_e(a)}</td><td class='num'>{_fmt(dm.get(a, float('nan')))}</td>"
                           f"<td class='num'>{_fmt(dv.get(a, float('nan')))}</td></tr>" for a in attrs)
                 + "</table>")
+    prot_cols = [c for c in (getattr(result, "protected_attributes", []) or [])
+                 if orig is not None and c in orig.columns and c in result.data.columns]
+    num_cols = [c for c in prot_cols if _num_stats(orig[c]) is not None
+                and _num_stats(result.data[c]) is not None]
+    if num_cols:
+        rows = []
+        for c in num_cols:
+            so, sp = _num_stats(orig[c]), _num_stats(result.data[c])
+            rows.append(f"<tr><td>{_e(c)}</td>" + "".join(
+                f"<td class='num'>{_fmt(v)}</td>" for v in (so[1], sp[1], so[2], sp[2])) + "</tr>")
+        parts.append("<h2>Original vs protected</h2><table><tr><th>attribute</th><th>mean "
+                     "(original)</th><th>mean (protected)</th><th>std. dev. (original)</th>"
+                     "<th>std. dev. (protected)</th></tr>" + "".join(rows) + "</table>")
+        if histograms:
+            figs = [_svg_histogram(orig[c].to_numpy(dtype=np.float64, na_value=np.nan),
+                                   pd.to_numeric(result.data[c], errors="coerce").to_numpy(
+                                       dtype=np.float64, na_value=np.nan),
+                                   f"{c}: original (grey) vs protected (blue)")
+                    for c in num_cols[:12]]
+            parts.append("<h2>Histograms</h2>" + "".join(figs))
     curves = list(curves or ())
     if curves:
         parts.append("<h2>Trade-off curves</h2>")
@@ -177,12 +374,9 @@ def render_html(result, measures: dict | None = None, *, curves: Iterable[tuple[
             b64 = base64.b64encode(bytes(png)).decode("ascii")
             parts.append(f"<figure><img alt='{_e(caption)}' src='data:image/png;base64,{b64}'>"
                          f"<figcaption>{_e(caption)}</figcaption></figure>")
-    parts.append("<footer>Generated by dpstudio. The random seed is deliberately not recorded in "
-                 "this report nor in the released metadata: with it, the noise could be "
-                 "regenerated and removed.</footer>")
-    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            f"<title>{title}</title><style>{_CSS}</style></head><body>"
-            + "\n".join(parts) + "</body></html>\n")
+    parts.append(f"<footer>{_e(INTERNAL_MARK)}. Generated by dpstudio. The random seed is "
+                 "deliberately not recorded here either.</footer>")
+    return _page(title, parts, internal=True)
 
 
-__all__ = ["render_html"]
+__all__ = ["render_release_note", "render_assessment", "INTERNAL_MARK"]

@@ -11,6 +11,20 @@ import pandas as pd
 from dpstudio.engine.errors import InputError, ParameterError, PrivacyLeakWarning, format_rows
 
 
+class PublicWarning(str):
+    """A warning that is a function of the parameters only (never of the data), e.g. "ε is
+    very large": it may be published in the metadata and the release note.  Every other warning
+    is a fact about the original data ("column X is constant", "12 records dropped") and stays
+    on the private side (:attr:`ProtectionResult.private_notes`)."""
+
+    __slots__ = ()
+
+
+def public_warning(message: str) -> PublicWarning:
+    """Mark ``message`` as parameter-only (publishable); see :class:`PublicWarning`."""
+    return PublicWarning(message)
+
+
 def check_frame(df) -> None:
     if not isinstance(df, pd.DataFrame):
         raise InputError(f"Expected a table (pandas DataFrame), got {type(df).__name__}.")

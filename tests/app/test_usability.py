@@ -347,9 +347,9 @@ def test_report_leaves_out_curves_of_other_settings(qtbot, window, tmp_path):
             assert win.run_protect()
         qtbot.waitUntil(lambda: not win.run_runner.busy, timeout=30000)
         out = tmp_path / f"{name}.csv"
-        assert win.export(str(out), fmt="csv", report=True)
+        assert win.export(str(out), fmt="csv", assessment=True)
         qtbot.waitUntil(lambda: not win.export_runner.busy, timeout=30000)
-        return (tmp_path / f"{name}.report.html").read_text(encoding="utf-8")
+        return (tmp_path / f"{name}.assessment.private.html").read_text(encoding="utf-8")
 
     assert "<img" in report("same")  # same settings: the curves are in
     # the explore panel says when its curves no longer match the settings

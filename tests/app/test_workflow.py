@@ -8,6 +8,7 @@ pytest.importorskip("pytestqt")
 
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -109,9 +110,9 @@ def test_full_workflow(qtbot, window, tmp_path):
     assert win.results_panel.measures.rowCount() > 0
     assert win.results_panel.corr.rowCount() == len(QUASI)
 
-    # --- export (CSV) with metadata and report
+    # --- export (CSV) with metadata, release note and (private) assessment
     out = tmp_path / "release.csv"
-    assert win.export(str(out), fmt="csv", report=True)
+    assert win.export(str(out), fmt="csv", assessment=True)
     _wait_idle(qtbot, win)
     assert out.exists()
     released = pd.read_csv(out)
@@ -132,8 +133,21 @@ def test_full_workflow(qtbot, window, tmp_path):
     assert any(p.name.endswith(".metadata.json") for p in written)
     meta = json.loads(next(p for p in written if p.name.endswith(".metadata.json")).read_text())
     assert meta["method"] == "ir-dp"
-    report = next(p for p in written if p.name.endswith(".report.html"))
+    report = next(p for p in written if p.name.endswith(".assessment.private.html"))
     assert "data:image/png;base64," in report.read_text(encoding="utf-8")  # the curves
+    # public vs private artefacts (issue 8): the private ones are owner-only
+    note = next(p for p in written if p.name.endswith(".release-note.html"))
+    assert "Δ mean" not in note.read_text(encoding="utf-8")
+    trail = json.loads(next(p for p in written if p.name.endswith(".private.json")).read_text())
+    assert trail["input"]["sha256"] and "input" not in meta["files"]
+    if os.name == "posix":
+        import stat
+
+        from dpstudio.engine.io import file_mode
+
+        for p in written:
+            private = ".private." in p.name
+            assert stat.S_IMODE(p.stat().st_mode) == file_mode(private), p.name
     for p in written:
         text = p.read_text(encoding="utf-8", errors="ignore")
         assert str(SEED) not in text, p.name

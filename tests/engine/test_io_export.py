@@ -15,7 +15,7 @@ from dpstudio.engine import io as dio
 from dpstudio.engine.errors import InputError
 from dpstudio.engine.export import export_release
 from dpstudio.engine.job import ProtectionResult
-from dpstudio.engine.report import render_html
+from dpstudio.engine.report import render_assessment, render_release_note
 
 
 def frame(n=20, seed=0):
@@ -221,25 +221,40 @@ def test_export_release(tmp_path, ext):
     before = src.read_bytes()
     _, meta = dio.read_table(src)
     res = fake_result(df)
-    html = render_html(res, {"sse_raw": 1.0, "rl": 2.0, "delta_mean": {"income": 0.0},
-                             "delta_var": {"income": 1.0}}, input_name="in.csv",
-                       curves=[("SSE vs k", b"\x89PNG fake")])
+    html = render_assessment(res, {"sse_raw": 1.0, "rl": 2.0, "delta_mean": {"income": 0.0},
+                                   "delta_var": {"income": 1.0}}, input_name="in.csv",
+                             curves=[("SSE vs k", b"\x89PNG fake")])
     out = tmp_path / f"out.{ext}"
-    written = export_release(res, out, input_path=src, input_meta=meta, report_html=html)
-    assert set(written) == {"data", "metadata", "table:groups", "report"}
+    written = export_release(res, out, input_path=src, input_meta=meta, release_note=True,
+                             assessment_html=html)
+    assert set(written) == {"data", "metadata", "table:groups", "release_note", "assessment",
+                            "private"}
     assert written["table:groups"].endswith(f"out.groups.{ext}")
+    assert written["release_note"].endswith("out.release-note.html")
+    assert written["assessment"].endswith("out.assessment.private.html")
+    assert written["private"].endswith("out.private.json")
     md = json.loads(open(written["metadata"], encoding="utf-8").read())
     strings = list(_all_strings(md))
     assert not any("seed" in s.lower() for s in strings)
     assert not any("987654321" in s for s in strings)
     originals = {f"{v:.2f}" for v in df["income"]} | {repr(float(v)) for v in df["income"]}
     assert not originals & set(strings)
-    assert md["files"]["input"]["sha256"] == dio.file_sha256(src)
+    # no fingerprint of the input in the public metadata: neither its digest nor its name
+    assert "input" not in md["files"]
+    assert dio.file_sha256(src) not in json.dumps(md) and "in.csv" not in json.dumps(md)
+    assert "records_dropped_for_missing_values" not in md
     assert md["files"]["output"]["sha256"] == dio.file_sha256(written["data"])
+    # ... they are in the private audit trail
+    trail = json.loads(open(written["private"], encoding="utf-8").read())
+    assert trail["input"]["sha256"] == dio.file_sha256(src) and trail["input"]["name"] == "in.csv"
+    assert trail["records_in_input"] == 30 and trail["records_dropped_for_missing_values"] == 0
+    assert "987654321" not in json.dumps(trail) and "seed" not in json.dumps(trail).lower()
     assert src.read_bytes() == before
-    report = open(written["report"], encoding="utf-8").read()
+    report = open(written["assessment"], encoding="utf-8").read()
     assert "Nothing at all (test)." in report and "987654321" not in report
     assert "data:image/png;base64," in report
+    note = open(written["release_note"], encoding="utf-8").read()
+    assert "Nothing at all (test)." in note and "987654321" not in note and "<img" not in note
     with pytest.raises(InputError):
         export_release(res, src, input_path=src)
     assert src.read_bytes() == before
@@ -249,17 +264,20 @@ def test_export_release(tmp_path, ext):
 @settings(max_examples=25, deadline=None)
 @given(text=st.text(min_size=1, max_size=30))
 def test_report_escapes_and_never_shows_seed(text):
+    import html as _html
+
     df = frame(10, 1)
     res = fake_result(df, seed_marker=55555)
     res.guarantee = text
     res.warnings = [text]
-    html = render_html(res, {"rl": 1.0, "warnings": ["<b>w</b>"]}, input_name=text)
-    assert "55555" not in html and "'seed'" not in html
-    assert "<b>w</b>" not in html and "&lt;b&gt;w&lt;/b&gt;" in html
-    import html as _html
-
-    assert _html.escape(text, quote=True) in html
-    assert "@media print" in html and "class='guarantee" in html
-    # no external resources: everything is inline
-    assert "http://" not in html.replace(text, "") and "<script" not in html.replace(
-        _html.escape(text, quote=True), "")
+    res.public_warnings = [text]
+    for html in (render_assessment(res, {"rl": 1.0, "warnings": ["<b>w</b>"]}, input_name=text),
+                 render_release_note(res)):
+        assert "55555" not in html and "'seed'" not in html
+        assert "<b>w</b>" not in html
+        assert _html.escape(text, quote=True) in html
+        assert "@media print" in html and "class='guarantee" in html
+        # no external resources: everything is inline
+        assert "http://" not in html.replace(text, "") and "<script" not in html.replace(
+            _html.escape(text, quote=True), "")
+    assert "&lt;b&gt;w&lt;/b&gt;" in render_assessment(res, {"rl": 1.0, "warnings": ["<b>w</b>"]})

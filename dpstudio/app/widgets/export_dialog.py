@@ -1,4 +1,8 @@
-"""Step 6: export the protected file, its public metadata and (optionally) the HTML report."""
+"""Step 6: export the release.
+
+Two clearly separated groups: **Public — publish these** (the protected file, its metadata,
+the release note) and **Private — keep internal** (the audit trail and the assessment report,
+written owner-only 0600 with "private" in their names)."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import sys
 from pathlib import Path
 
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
-                               QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton,
+                               QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton,
                                QVBoxLayout, QWidget)
 
 from dpstudio.app import io_adapter
@@ -19,7 +23,7 @@ class ExportDialog(QDialog):
                  roles: dict | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Export protected file")
-        self.resize(640, 360)
+        self.resize(720, 460)
         self.result = result
         self.input_path = input_path
         lay = QVBoxLayout(self)
@@ -42,23 +46,53 @@ class ExportDialog(QDialog):
         row.addWidget(self.path, 1)
         row.addWidget(browse)
         form.addRow("File:", row)
-        self.report = QCheckBox("Also write an HTML report (parameters, guarantee, curves with "
-                                "the chosen point, measures, roles and domains)")
-        self.report.setToolTip("<stem>.report.html next to the file; prints cleanly to PDF.")
-        self.report.setChecked(True)
-        form.addRow("", self.report)
         lay.addLayout(form)
         ident = [c for c, r in (roles or result.roles).items() if r == "identifier"]
         kept = list(result.data.columns)
+
+        pub = QGroupBox("Public — publish these")
+        pub.setObjectName("public_group")
+        pub.setStyleSheet("QGroupBox::title { color: #1f5fa8; font-weight: bold; }")
+        pl = QVBoxLayout(pub)
         self.summary = QLabel(
-            f"{len(result.data):,} records, {len(kept)} columns will be written"
+            f"<b>The protected file</b>: {len(result.data):,} records, {len(kept)} columns"
             + (f"; identifier column(s) <b>{html.escape(', '.join(ident))}</b> are dropped"
                if ident else "")
-            + ".<br>Next to it: <i>&lt;name&gt;.metadata.json</i> with the method, parameters, "
-              "guarantee, software version and checksums. The seed is never written to the "
-              "release or its metadata.")
+            + ".<br><b>&lt;name&gt;.metadata.json</b>: method, parameters, "
+              "guarantee, software version and the digest of the released file — nothing "
+              "computed from the original data, never the seed.")
         self.summary.setWordWrap(True)
-        lay.addWidget(self.summary)
+        pl.addWidget(self.summary)
+        self.release_note = QCheckBox("Release note <name>.release-note.html: method, parameters, "
+                                  "guarantee, what it does not cover, schema, statistics of "
+                                  "the release only")
+        self.release_note.setObjectName("release_note")
+        self.release_note.setToolTip("Public. Built from the parameters and the released file "
+                                     "only; prints cleanly to PDF.")
+        self.release_note.setChecked(True)
+        pl.addWidget(self.release_note)
+        lay.addWidget(pub)
+
+        priv = QGroupBox("Private — keep internal (owner-only files, never publish)")
+        priv.setObjectName("private_group")
+        priv.setStyleSheet("QGroupBox::title { color: #b00020; font-weight: bold; }")
+        vl = QVBoxLayout(priv)
+        self.audit = QCheckBox("Audit trail <name>.private.json: input file name and SHA-256, "
+                               "records in the input and dropped, notes about the data")
+        self.audit.setObjectName("audit")
+        self.audit.setToolTip("Private (0600): facts about the original data. Keep it with the "
+                              "project file.")
+        self.audit.setChecked(True)
+        vl.addWidget(self.audit)
+        self.assessment = QCheckBox("Assessment report <name>.assessment.private.html: measures "
+                                    "against the original (SSE, record linkage, Δ mean), "
+                                    "histograms, curves with the chosen point")
+        self.assessment.setObjectName("assessment")
+        self.assessment.setToolTip("Private (0600), marked 'INTERNAL — do not publish' on every "
+                                   "page: with the release, its figures reveal records.")
+        self.assessment.setChecked(True)
+        vl.addWidget(self.assessment)
+        lay.addWidget(priv)
         self.banner = Banner(self, closable=False)
         lay.addWidget(self.banner)
         lay.addStretch(1)
@@ -115,7 +149,8 @@ class ExportDialog(QDialog):
 
     def options(self) -> dict:
         return {"path": self.path.text().strip(), "fmt": self.fmt.currentData(),
-                "report": self.report.isChecked()}
+                "release_note": self.release_note.isChecked(),
+                "assessment": self.assessment.isChecked(), "audit": self.audit.isChecked()}
 
 
 if __name__ == "__main__":  # pragma: no cover - manual preview
