@@ -216,3 +216,23 @@ def test_bad_input_messages(kwargs, words):
     df = pd.DataFrame({"a": [1, 2], "w0": [0.5, 3.0], "hna": [1, None]})
     with pytest.raises(DPStudioError, match=words):
         assess_risk(df, **kwargs)
+
+
+def test_cli_risk_equals_engine(free1, ref, tmp_path, capsys):
+    from dpstudio.cli import main
+
+    per = tmp_path / "per.csv"
+    argv = ["risk", str(FREE1 / "free1.csv"), "--weight", "WEIGHT", "--role", "EDUC1=confidential",
+            "--type", "SEX=categorical", "--per-record", str(per), "--json"]
+    for k in ref["keys"]:
+        argv += ["--role", f"{k}=k-quasi"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    eng = assess_risk(free1, ref["keys"], weight="WEIGHT", sensitive=["EDUC1"]).to_dict()
+    assert out["sample_uniques"] == eng["sample_uniques"]
+    assert out["expected_reidentifications"] == pytest.approx(eng["expected_reidentifications"], rel=1e-12)
+    assert out["l_diversity"] == eng["l_diversity"]
+    assert (per.stat().st_mode & 0o777) == 0o600
+    assert len(pd.read_csv(per)) == 4000
+    assert main(["risk", str(FREE1 / "free1.csv"), "--role", "SEX=bogus"]) == 2
+    assert "SEX=bogus" in capsys.readouterr().err
