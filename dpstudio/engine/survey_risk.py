@@ -98,8 +98,14 @@ def _patterns(codes: np.ndarray) -> tuple[np.ndarray, list[int], list[np.ndarray
     m = codes.shape[1]
     if m > 62:
         raise ParameterError(f"at most 62 key variables are supported (got {m})")
-    na = codes < 0
-    pat = (na.astype(np.int64) * (np.int64(1) << np.arange(m, dtype=np.int64))).sum(axis=1)
+    n = codes.shape[0]
+    pat = np.zeros(n, dtype=np.int64)
+    for j in range(m):
+        nj = codes[:, j] < 0
+        if nj.any():
+            pat[nj] |= np.int64(1) << j
+    if not pat.any():  # no missing key value: one pattern
+        return pat, [0], [np.arange(n)]
     order = np.argsort(pat, kind="stable")
     sp = pat[order]
     starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
@@ -392,7 +398,10 @@ def assess_risk(
 
     # exact key combinations (a missing value is its own category), for key_combinations and
     # for l-diversity (sdcMicro groups exactly there too)
-    ex_codes, ex_cards = (codes, cards) if missing == "category" else encode_keys(df, keys, "category")
+    if missing == "category" or not (codes < 0).any():
+        ex_codes, ex_cards = codes, cards
+    else:
+        ex_codes, ex_cards = encode_keys(df, keys, "category")
     group, G = _group_ids([ex_codes[:, j] for j in range(len(keys))], list(ex_cards), n)
     group, uniq = pd.factorize(group)
     G = len(uniq)
