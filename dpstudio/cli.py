@@ -468,6 +468,58 @@ def cmd_demo(args) -> int:
     return 0
 
 
+_RISK_KEY_ROLES = {"k-quasi", "eps-quasi", "key", "quasi", "quasi-identifier"}
+_RISK_ROLES = _RISK_KEY_ROLES | {"confidential", "sensitive", "weight", "household", "identifier", "other"}
+_TYPES = {"numeric", "categorical", "ordinal", "date"}
+
+
+def cmd_risk(args) -> int:
+    """Re-identification risk of a file with categorical keys (sdcMicro's measures)."""
+    from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.survey_risk import assess_risk
+
+    df, _ = _read(args.input, args)
+    roles = parse_roles(args.role)
+    for col, role in roles.items():
+        if role not in _RISK_ROLES:
+            raise ParameterError(f"--role {col}={role}: unknown role; use one of "
+                                 f"{', '.join(sorted(_RISK_ROLES))}")
+    for it in args.type or []:
+        col, typ = _split_assign(it, "--type", "COLUMN=TYPE (e.g. SEX=categorical)", last=True)
+        if typ not in _TYPES:
+            raise ParameterError(f"--type {col}={typ}: use one of {', '.join(sorted(_TYPES))}")
+        if col not in df.columns:
+            raise ParameterError(f"--type {col}: no such column in {args.input}")
+    weight = args.weight or next((c for c, r in roles.items() if r == "weight"), None)
+    household = args.household or next((c for c, r in roles.items() if r == "household"), None)
+    keys = [c for c, r in roles.items() if r in _RISK_KEY_ROLES]
+    sens = [c for c, r in roles.items() if r in ("confidential", "sensitive")]
+    if not keys:
+        raise ParameterError("name the key variables: --role COL=k-quasi (repeatable)")
+    rep = assess_risk(df, keys, weight=weight, household=household, sensitive=sens,
+                      missing=args.missing)
+    out = rep.to_dict()
+    if args.threshold is not None:
+        out["records_risk_above_threshold"] = {"threshold": args.threshold,
+                                               "records": rep.records_above(args.threshold)}
+    if args.per_record:
+        import pandas as pd
+
+        per = pd.DataFrame({"fk": rep.fk, "Fk": rep.Fk, "individual_risk": rep.individual_risk})
+        if rep.household_risk is not None:
+            per["household_risk"] = rep.household_risk
+        fd = os.open(args.per_record, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.chmod(args.per_record, 0o600)  # private: computed from the original records
+        with os.fdopen(fd, "w", newline="") as fh:
+            per.to_csv(fh, index_label="record")
+    if args.json:
+        print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
+        return 0
+    for k, v in out.items():
+        print(f"{k}: {_fmt(v)}")
+    return 0
+
+
 # ----------------------------------------------------------------------- parser
 
 
@@ -558,6 +610,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-baselines", action="store_true", help="skip the noise-free baselines")
     p.add_argument("--out", required=True, metavar="FILE.csv")
     p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("risk", help="re-identification risk of a file with categorical keys "
+                                    "(sdcMicro's f_k, F_k, individual/global/household risk, l-diversity)")
+    p.add_argument("input", metavar="IN")
+    p.add_argument("--role", action="append", metavar="COL=ROLE",
+                   help="k-quasi (key), confidential, weight, household, identifier, other (repeatable)")
+    p.add_argument("--type", action="append", metavar="COL=TYPE",
+                   help="column type: categorical, ordinal, numeric, date (keys are always "
+                        "compared as categories here)")
+    p.add_argument("--weight", metavar="COL", help="sampling weight column")
+    p.add_argument("--household", metavar="COL", help="household (cluster) id column")
+    p.add_argument("--missing", choices=("any", "category"), default="any",
+                   help="a missing key value matches any value (sdcMicro, default) or is a category")
+    p.add_argument("--threshold", type=float, help="also count records with individual risk above this")
+    p.add_argument("--per-record", metavar="FILE.csv",
+                   help="write f_k, F_k and risks per record to a private file (mode 0600)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_io_opts(p)
+    p.set_defaults(func=cmd_risk)
 
     p = sub.add_parser("demo", help="run ir-dp on the bundled Census sample")
     p.add_argument("--k", type=int, default=10)

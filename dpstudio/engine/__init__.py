@@ -24,3 +24,4 @@ from dpstudio.engine.errors import (  # noqa: F401
 )
 from dpstudio.engine.job import ProtectionResult  # noqa: F401
 from dpstudio.engine.roles import Role  # noqa: F401
+from dpstudio.engine.survey_risk import RiskReport, assess_risk  # noqa: F401,E402

@@ -1,0 +1,454 @@
+"""Disclosure risk of survey microdata with categorical key variables, as sdcMicro computes it.
+
+``assess_risk(df, keys, weight=..., household=..., sensitive=...)`` gives the figures
+statistical offices read from sdcMicro (R package, version 5.8.1) before and after
+protection:
+
+* sample frequency ``f_k`` and weighted population estimate ``F_k`` of each record's key
+  combination -- sdcMicro's ``freqCalc(x, keyVars, w)``;
+* the individual re-identification risk of the Benedetti--Franconi negative-binomial
+  super-population model with sampling weights, with the approximation formulas of
+  Franconi & Polettini (2004), "Individual risk estimation in mu-Argus: a review", Privacy in
+  Statistical Databases, LNCS 3050, 262--272 -- sdcMicro's ``indivRisk(method="approx")`` as
+  called by ``measure_risk``; without a weight the risk is ``1 / f_k`` (``survey = FALSE``);
+* global risk (mean individual risk) and expected re-identifications (their sum,
+  ``risk_ER``) -- ``measure_risk``;
+* household (hierarchical) risk: a household is re-identified if at least one member is,
+  ``1 - prod(1 - r_i)`` over its members, given to every member; the expected number is the
+  sum over records -- ``measure_risk(hid=...)`` with ``fast_hier = TRUE`` (its default);
+* distinct, entropy and recursive (c = 2) l-diversity of confidential attributes per key
+  combination -- ``ldiversity`` (its C++ routine ``measure_risk_cpp``).
+
+Missing values in keys (``missing="any"``, sdcMicro's rule, our default): a missing key value
+matches *any* value, so ``f_k`` of a record counts every record that agrees with it on every
+key where both are non-missing (sdcMicro's ``freqCalc`` with ``alpha = 1``, its default; we do
+not offer ``alpha < 1``).  One deliberate difference: sdcMicro does not count records whose
+keys are *all* missing in the ``f_k`` of complete records (``addAllNAtoKeys = FALSE``) although
+it counts them for records with some missing keys; we count them everywhere, so the
+rule is symmetric ("record a matches b" iff "b matches a") and a file that passes our
+k-anonymity check passes sdcMicro's.  ``missing="category"`` instead treats a missing value as
+one more category (as sdcMicro's l-diversity routine and ARX do).  l-diversity is computed per
+*exact* key combination (a missing value forms its own group), exactly as sdcMicro's C++
+routine does, whatever ``missing`` says.
+
+Implementation: our own vectorised numpy/pandas code, not a port.  Records are grouped by their
+pattern of missing keys; for each pair of patterns (P, Q), records of pattern P and Q are
+compatible iff they agree on the keys missing in neither, which is one grouping of the two
+sets of records on those keys (mixed-radix integer codes and ``np.bincount``).  With no
+missing values this is a single group-by.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from dpstudio.engine.errors import InputError, ParameterError
+
+_MAX_CODE = 1 << 62
+
+__all__ = ["RiskReport", "assess_risk", "wildcard_counts", "encode_keys", "bf_individual_risk"]
+
+
+# --------------------------------------------------------------------------- key coding
+
+
+def encode_keys(df: pd.DataFrame, keys: list[str], missing: str = "any") -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes (n x m, int64) of the key columns and the number of categories per key.
+
+    Missing values get code -1 with ``missing="any"`` (they match anything) and a category of
+    their own with ``missing="category"``.
+    """
+    n = len(df)
+    codes = np.empty((n, len(keys)), dtype=np.int64)
+    cards = np.empty(len(keys), dtype=np.int64)
+    for j, k in enumerate(keys):
+        c, uniq = pd.factorize(df[k], use_na_sentinel=(missing == "any"))
+        codes[:, j] = c
+        cards[j] = max(len(uniq), 1)
+    return codes, cards
+
+
+def _group_ids(cols: list[np.ndarray], cards: list[int], n: int) -> tuple[np.ndarray, int]:
+    """Dense-ish group ids of rows given their (non-negative) codes in ``cols``."""
+    if not cols:
+        return np.zeros(n, dtype=np.int64), 1
+    code = np.zeros(n, dtype=np.int64)
+    mult = 1
+    for col, card in zip(cols, cards):
+        card = int(card)
+        if mult * card >= _MAX_CODE:
+            code, uniq = pd.factorize(code)
+            code = code.astype(np.int64)
+            mult = max(len(uniq), 1)
+        code = code * card + col
+        mult *= card
+    if mult > 4 * n + 1024:
+        code, uniq = pd.factorize(code)
+        return code.astype(np.int64), max(len(uniq), 1)
+    return code, mult
+
+
+def _patterns(codes: np.ndarray) -> tuple[np.ndarray, list[int], list[np.ndarray]]:
+    """Missing-key pattern of each row (bit j set = key j missing), the distinct patterns and
+    the rows of each."""
+    m = codes.shape[1]
+    if m > 62:
+        raise ParameterError(f"at most 62 key variables are supported (got {m})")
+    n = codes.shape[0]
+    pat = np.zeros(n, dtype=np.int64)
+    for j in range(m):
+        nj = codes[:, j] < 0
+        if nj.any():
+            pat[nj] |= np.int64(1) << j
+    if not pat.any():  # no missing key value: one pattern
+        return pat, [0], [np.arange(n)]
+    order = np.argsort(pat, kind="stable")
+    sp = pat[order]
+    starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
+    ends = np.r_[starts[1:], len(sp)]
+    upats = [int(sp[s]) for s in starts]
+    rows = [order[s:e] for s, e in zip(starts, ends)]
+    return pat, upats, rows
+
+
+def wildcard_counts(
+    q_codes: np.ndarray,
+    cards: np.ndarray,
+    d_codes: np.ndarray | None = None,
+    d_weights: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """For every query row, the number (and total weight) of data rows compatible with it.
+
+    Two rows are compatible when they agree on every key where neither is missing (code -1):
+    sdcMicro's ``freqCalc`` rule with ``alpha = 1``.  ``d_codes=None`` means query = data (the
+    ``f_k`` of a file), in which a row counts itself.
+    """
+    self_count = d_codes is None
+    if self_count:
+        d_codes = q_codes
+    nq, m = q_codes.shape
+    fk = np.zeros(nq, dtype=np.float64)
+    Fk = None if d_weights is None else np.zeros(nq, dtype=np.float64)
+    if nq == 0 or len(d_codes) == 0:
+        return fk, Fk
+    _, q_pats, q_rows = _patterns(q_codes)
+    if self_count:
+        d_pats, d_rows = q_pats, q_rows
+    else:
+        _, d_pats, d_rows = _patterns(d_codes)
+    for P, rp in zip(q_pats, q_rows):
+        for Q, rd in zip(d_pats, d_rows):
+            S = [j for j in range(m) if not ((P | Q) >> j) & 1]
+            if not S:  # every pair is compatible
+                fk[rp] += len(rd)
+                if Fk is not None:
+                    Fk[rp] += d_weights[rd].sum()
+                continue
+            same = self_count and P == Q
+            rows = rp if same else np.concatenate([rd, rp])
+            if same:
+                cols = [q_codes[rows, j] for j in S]
+            else:
+                cols = [np.concatenate([d_codes[rd, j], q_codes[rp, j]]) for j in S]
+            ids, G = _group_ids(cols, [cards[j] for j in S], len(rows))
+            nd = 0 if same else len(rd)
+            idd, idq = (ids, ids) if same else (ids[:nd], ids[nd:])
+            fk[rp] += np.bincount(idd, minlength=G)[idq]
+            if Fk is not None:
+                Fk[rp] += np.bincount(idd, weights=d_weights[rd if not same else rp], minlength=G)[idq]
+    return fk, Fk
+
+
+# --------------------------------------------------------------------------- individual risk
+
+
+def bf_individual_risk(fk: np.ndarray, Fk: np.ndarray | None) -> np.ndarray:
+    """Individual risk of the Benedetti--Franconi model, sdcMicro's ``indivRisk(method="approx")``.
+
+    With ``p_k = f_k / F_k`` (Franconi & Polettini 2004, eqs. for f_k = 1, 2 and the
+    approximation for f_k > 2)::
+
+        f_k = 1:  p/(1-p) * log(1/p)
+        f_k = 2:  p/(1-p) - (p/(1-p))^2 * log(1/p)
+        f_k > 2:  p / (f_k - (1 - p))
+        F_k = f_k (a census of that combination): 1/f_k
+
+    Written in ``q = 1 - p`` with series expansions near ``q = 0`` so that no cancellation
+    occurs (sdcMicro's naive formulas agree to ~1e-12 away from ``q = 0``).  Without weights
+    (``Fk=None``) the risk is ``1/f_k`` (sdcMicro's ``survey = FALSE``).
+    """
+    fk = np.asarray(fk, dtype=np.float64)
+    if Fk is None:
+        return 1.0 / fk
+    Fk = np.asarray(Fk, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = fk / Fk
+        q = (Fk - fk) / Fk
+        L = -np.log1p(-q)  # log(1/p)
+        small = q < 1e-4
+        qs = np.where(small, 1.0, q)
+        # L/q and S = (L - q)/q^2, exact or by series
+        L_over_q = np.where(small, 1 + q / 2 + q * q / 3 + q ** 3 / 4, L / qs)
+        S = np.where(small, 0.5 + q / 3 + q * q / 4 + q ** 3 / 5, (L - q) / (qs * qs))
+        r1 = (1 - q) * L_over_q
+        r2 = (1 - q) * (1 - (1 - q) * S)
+        r3 = p / (fk - (1 - p))
+    rk = np.where(fk == 1, r1, np.where(fk == 2, r2, np.where(fk > 2, r3, 0.0)))
+    census = Fk <= fk
+    rk = np.where(census, 1.0 / fk, rk)
+    return rk
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclass
+class RiskReport:
+    """Risk figures of a file (JSON field names of issue 10 in :meth:`to_dict`).
+
+    Per-record arrays (``fk``, ``Fk``, ``individual_risk``, ``household_risk`` and the
+    l-diversity of each record's combination) are attributes, not part of :meth:`to_dict`
+    unless asked: they are computed from the original data and belong in private files only.
+    """
+
+    records: int
+    key_combinations: int
+    sample_uniques: int
+    records_fk_lt_2: int
+    records_fk_lt_3: int
+    records_fk_lt_5: int
+    global_risk: float
+    expected_reidentifications: float
+    household_expected_reidentifications: float | None
+    individual_risk_summary: dict
+    l_diversity: dict
+    keys: list[str]
+    weight: str | None
+    household: str | None
+    missing: str
+    fk: np.ndarray = field(repr=False)
+    Fk: np.ndarray = field(repr=False)
+    individual_risk: np.ndarray = field(repr=False)
+    household_risk: np.ndarray | None = field(default=None, repr=False)
+    l_diversity_per_record: dict = field(default_factory=dict, repr=False)
+
+    def records_above(self, threshold: float) -> int:
+        """Number of records with individual risk above ``threshold`` (sdcApp's threshold field)."""
+        return int(np.count_nonzero(self.individual_risk > threshold))
+
+    def to_dict(self, per_record: bool = False) -> dict:
+        out = {
+            "records": self.records,
+            "key_combinations": self.key_combinations,
+            "sample_uniques": self.sample_uniques,
+            "records_fk_lt_2": self.records_fk_lt_2,
+            "records_fk_lt_3": self.records_fk_lt_3,
+            "records_fk_lt_5": self.records_fk_lt_5,
+            "global_risk": self.global_risk,
+            "expected_reidentifications": self.expected_reidentifications,
+        }
+        if self.household is not None:
+            out["household_expected_reidentifications"] = self.household_expected_reidentifications
+        out["individual_risk"] = dict(self.individual_risk_summary)
+        out["l_diversity"] = {k: dict(v) for k, v in self.l_diversity.items()}
+        out["settings"] = {"keys": list(self.keys), "weight": self.weight,
+                           "household": self.household, "missing": self.missing,
+                           "model": ("Benedetti-Franconi negative binomial (sdcMicro indivRisk approx)"
+                                     if self.weight else "1/f_k (no sampling weight)")}
+        if per_record:
+            out["fk"] = self.fk.tolist()
+            out["Fk"] = self.Fk.tolist()
+            out["individual_risk_per_record"] = self.individual_risk.tolist()
+            if self.household_risk is not None:
+                out["household_risk"] = self.household_risk.tolist()
+        return out
+
+
+def _check_columns(df: pd.DataFrame, keys, weight, household, sensitive) -> None:
+    if not keys:
+        raise ParameterError("give at least one key variable (role k-quasi / key)")
+    cols = set(map(str, df.columns))
+    for what, names in (("key", keys), ("sensitive", sensitive)):
+        for c in names:
+            if c not in df.columns:
+                raise ParameterError(f"{what} column '{c}' is not in the file (columns: "
+                                     f"{', '.join(sorted(cols))[:200]})")
+    if len(set(keys)) != len(keys):
+        raise ParameterError("a key column is listed twice")
+    for what, c in (("weight", weight), ("household", household)):
+        if c is None:
+            continue
+        if c not in df.columns:
+            raise ParameterError(f"{what} column '{c}' is not in the file")
+        if c in keys:
+            raise ParameterError(f"column '{c}' cannot be both a key and the {what}")
+    for c in sensitive:
+        if c in keys:
+            raise ParameterError(f"column '{c}' cannot be both a key and a confidential attribute")
+    if len(df) == 0:
+        raise InputError("the file has no records")
+
+
+def _weights(df: pd.DataFrame, weight: str) -> np.ndarray:
+    w = pd.to_numeric(df[weight], errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(w)
+    if bad.any():
+        raise InputError(f"weight column '{weight}': {int(bad.sum())} record(s) have a missing or "
+                         "non-numeric weight; give every record its sampling weight")
+    if (w < 1).any():
+        raise InputError(f"weight column '{weight}': {int((w < 1).sum())} record(s) have a weight "
+                         f"below 1 (minimum {w.min():g}); a sampling weight is the number of "
+                         "population units a record stands for, so at least 1 -- check the column")
+    return w
+
+
+def _ldiversity(group: np.ndarray, G: int, s: pd.Series, c: float = 2.0) -> dict:
+    """sdcMicro's per-group distinct / entropy / recursive (c, l)-diversity of one attribute,
+    returned per record (``measure_risk_cpp``'s ``compute_group_ldiversity``)."""
+    v, _ = pd.factorize(s, use_na_sentinel=True)
+    isna = v < 0
+    size = np.bincount(group, minlength=G).astype(np.float64)
+    n_na = np.bincount(group[isna], minlength=G).astype(np.float64)
+    g_ok = group[~isna]
+    if len(g_ok):
+        nv = int(v.max()) + 1
+        pair = g_ok * nv + v[~isna]
+        up, cnt = np.unique(pair, return_counts=True)
+        pg = up // nv
+    else:
+        pg = np.zeros(0, dtype=np.int64)
+        cnt = np.zeros(0, dtype=np.int64)
+    distinct = np.bincount(pg, minlength=G).astype(np.float64)
+    has = distinct > 0
+    # entropy over categories, missing values as one more category when some value is known
+    pr = cnt / size[pg]
+    ent = np.bincount(pg, weights=-pr * np.log(pr), minlength=G)
+    pna = np.where(has & (n_na > 0), n_na / np.maximum(size, 1), 1.0)
+    ent = ent - pna * np.log(pna)
+    distinct = distinct + (has & (n_na > 0))
+    entropy_l = np.exp(ent)
+    # recursive (c, l): l = 1 + #{j >= 2 : c * (r_j + ... + r_n) > r_1}, counts sorted descending
+    recursive = np.zeros(G)
+    if len(pg):
+        o = np.lexsort((-cnt, pg))
+        pg_s, cnt_s = pg[o], cnt[o].astype(np.float64)
+        first = np.r_[True, pg_s[1:] != pg_s[:-1]]
+        start = np.flatnonzero(first)
+        grp_start = np.repeat(start, np.diff(np.r_[start, len(pg_s)]))
+        tot = np.bincount(pg_s, weights=cnt_s, minlength=G)
+        csum = np.cumsum(cnt_s)
+        before = csum - cnt_s - (csum[grp_start] - cnt_s[grp_start])  # within-group sum before j
+        tail = tot[pg_s] - before
+        r1 = cnt_s[grp_start]
+        hit = (~first) & (c * tail > r1)
+        recursive = 1 + np.bincount(pg_s[hit], minlength=G)
+        recursive = np.where(distinct > 0, recursive, 0)
+    return {"distinct": distinct[group], "entropy": entropy_l[group], "recursive": recursive[group].astype(float)}
+
+
+def assess_risk(
+    df: pd.DataFrame,
+    keys: Iterable[str],
+    *,
+    weight: str | None = None,
+    household: str | None = None,
+    sensitive: Iterable[str] = (),
+    missing: str = "any",
+    l_recursive_c: float = 2.0,
+) -> RiskReport:
+    """Re-identification risk of ``df`` with categorical key variables ``keys``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The original file or a release (key values are treated as category labels; a
+        missing value is ``NaN``/``None``).
+    keys : list of str
+        Categorical key variables (quasi-identifiers).
+    weight : str, optional
+        Sampling weight column (every weight at least 1).  Without it the file is treated as
+        the population: risk ``1/f_k``.
+    household : str, optional
+        Household (cluster) id column; adds household risk as sdcMicro's ``measure_risk(hid=)``.
+    sensitive : list of str
+        Confidential attributes for l-diversity (sdcMicro's ``ldiversity``).
+    missing : {"any", "category"}
+        How a missing key value is matched: ``"any"`` (sdcMicro: it matches every value) or
+        ``"category"`` (it is one more category).
+
+    Returns
+    -------
+    RiskReport
+    """
+    keys = [str(k) for k in keys] if not isinstance(keys, str) else [keys]
+    sensitive = [sensitive] if isinstance(sensitive, str) else [str(s) for s in sensitive]
+    if missing not in ("any", "category"):
+        raise ParameterError(f"missing must be 'any' or 'category' (got {missing!r})")
+    _check_columns(df, keys, weight, household, sensitive)
+    n = len(df)
+    w = _weights(df, weight) if weight is not None else None
+
+    codes, cards = encode_keys(df, keys, missing)
+    fk, Fk = wildcard_counts(codes, cards, d_weights=w if w is not None else np.ones(n))
+    rk = bf_individual_risk(fk, Fk if w is not None else None)
+
+    # exact key combinations (a missing value is its own category), for key_combinations and
+    # for l-diversity (sdcMicro groups exactly there too)
+    if missing == "category" or not (codes < 0).any():
+        ex_codes, ex_cards = codes, cards
+    else:
+        ex_codes, ex_cards = encode_keys(df, keys, "category")
+    group, G = _group_ids([ex_codes[:, j] for j in range(len(keys))], list(ex_cards), n)
+    group, uniq = pd.factorize(group)
+    G = len(uniq)
+
+    hh_risk = hh_er = None
+    if household is not None:
+        h = df[household]
+        if h.isna().any():
+            raise InputError(f"household column '{household}': {int(h.isna().sum())} record(s) have "
+                             "no household id; give every record one (a person living alone is "
+                             "a household of one)")
+        hid, hu = pd.factorize(h)
+        with np.errstate(divide="ignore"):
+            logsurv = np.bincount(hid, weights=np.log1p(-np.minimum(rk, 1.0)), minlength=len(hu))
+        hh = 1.0 - np.exp(logsurv)
+        hh_risk = hh[hid]
+        hh_er = float(hh_risk.sum())
+
+    ldiv, ldiv_rec = {}, {}
+    for s in sensitive:
+        per = _ldiversity(group.astype(np.int64), G, df[s], l_recursive_c)
+        ldiv_rec[s] = per
+        ldiv[s] = {
+            "distinct_min": int(per["distinct"].min()),
+            "records_l1": int(np.count_nonzero(per["distinct"] == 1)),
+            "entropy_min": float(per["entropy"].min()),
+            "records_entropy_lt_2": int(np.count_nonzero(per["entropy"] < 2)),
+            "recursive_min": int(per["recursive"].min()),
+            "recursive_c": float(l_recursive_c),
+        }
+
+    q50, q90, q99 = np.quantile(rk, [0.5, 0.9, 0.99])  # R's default type 7 = numpy's linear
+    er = float(rk.sum())
+    return RiskReport(
+        records=n,
+        key_combinations=G,
+        sample_uniques=int(np.count_nonzero(fk == 1)),
+        records_fk_lt_2=int(np.count_nonzero(fk < 2)),
+        records_fk_lt_3=int(np.count_nonzero(fk < 3)),
+        records_fk_lt_5=int(np.count_nonzero(fk < 5)),
+        global_risk=er / n,
+        expected_reidentifications=er,
+        household_expected_reidentifications=hh_er,
+        individual_risk_summary={"max": float(rk.max()), "mean": float(rk.mean()),
+                                 "q50": float(q50), "q90": float(q90), "q99": float(q99)},
+        l_diversity=ldiv,
+        keys=keys, weight=weight, household=household, missing=missing,
+        fk=fk, Fk=Fk if w is not None else fk.copy(), individual_risk=rk,
+        household_risk=hh_risk, l_diversity_per_record=ldiv_rec,
+    )
