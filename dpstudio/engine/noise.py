@@ -269,3 +269,334 @@ def exponential_mechanism(rng: np.random.Generator, quality, epsilon: float, sen
 def clamp(x, lb, ub) -> np.ndarray:
     """Clamp to [lb, ub] (post-processing, keeps DP); bounds broadcast (e.g. per column)."""
     return np.clip(np.asarray(x, dtype=np.float64), lb, ub)
+
+
+# =========================================================================== floating-point-safe noise
+#
+# Releases never use the continuous samplers above (Mironov 2012: the low bits of a
+# floating-point Laplace draw added to a double reveal which true value it was added to).
+# Every noisy release is an *integer* on a declared grid of granularity γ (the attribute's
+# precision), drawn exactly from a discrete distribution:
+#
+# * discrete Laplace (two-sided geometric), P(z) ∝ exp(-r·|z|), z ∈ ℤ (Canonne, Kamath &
+#   Steinke 2020, Algorithm 2: a geometric magnitude, a sign, rejection of "−0");
+# * discrete staircase, P(z) ∝ exp(-ε'·L(z)) with L(z) = 0 for |z| ≤ c and
+#   ⌈(|z| − c)/Δ⌉ beyond: a shift by at most Δ moves L by at most one, so it is ε'-DP.
+#
+# The geometric magnitude is sampled EXACTLY: Y = max{y : U ≤ e^{-r·y}} for a uniform U whose
+# bits are drawn lazily.  The first 64 bits decide Y in all but ~10⁻⁹ of the draws, with
+# double-precision values of e^{-r·y} checked against a relative error margin (1e-9) that is
+# four orders of magnitude above their worst-case error (≈ 2e-13 for r·y ≤ 745); the rare
+# undecided draws are settled by drawing more bits of U and comparing with rigorous decimal
+# bounds of e^{-r·y} (``decimal``'s exp at growing precision, widened by ten units in the last
+# place).  So the output distribution is exactly the discrete one for the rate r, which is the
+# double nearest below ε·(1 − 2⁻⁴⁰)/Δ: the budget actually spent, r·Δ, is < ε.
+
+from decimal import Decimal, localcontext, ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, MAX_EMAX, MIN_EMIN
+from fractions import Fraction
+
+EPS_SAFETY = 2.0 ** -40     # ε' = ε·(1 − 2⁻⁴⁰): float rounding of the rate can never exceed ε
+MAX_GRID_UNITS = 2 ** 50    # largest sensitivity / range in grid units (int64 and double exact)
+_TWO64 = float(2 ** 64)
+
+
+def _exp_neg_bounds(x: Fraction, prec: int) -> tuple[Fraction, Fraction]:
+    """Rigorous rational bounds lo ≤ e^{-x} ≤ hi (x ≥ 0 rational) at ``prec`` decimal digits."""
+    with localcontext() as ctx:
+        ctx.prec = prec
+        ctx.Emax, ctx.Emin = MAX_EMAX, MIN_EMIN
+        num, den = Decimal(x.numerator), Decimal(x.denominator)
+        ctx.rounding = ROUND_FLOOR
+        x_lo = num / den
+        ctx.rounding = ROUND_CEILING
+        x_hi = num / den
+        ctx.rounding = ROUND_HALF_EVEN
+        e_hi = (-x_lo).exp()     # e^{-x_lo} ≥ e^{-x}
+        e_lo = (-x_hi).exp()
+    widen = Fraction(1, 10 ** (prec - 2))   # ≥ 10 units in the last place
+    return Fraction(e_lo) * (1 - widen), Fraction(e_hi) * (1 + widen)
+
+
+def _geometric_one(rng: np.random.Generator, a: int, nbits: int, rate: Fraction,
+                   guess: int) -> int:
+    """Exact Y = max{y ≥ 0 : U ≤ e^{-rate·y}} for U whose first ``nbits`` bits are ``a``
+    (the rest drawn from ``rng`` as needed)."""
+    state = {"lo": Fraction(a, 1 << nbits), "w": Fraction(1, 1 << nbits), "prec": 40}
+
+    def below(j: int) -> bool:      # U ≤ e^{-rate·j}?
+        if j <= 0:
+            return True
+        x = rate * j
+        while True:
+            q_lo, q_hi = _exp_neg_bounds(x, state["prec"])
+            if state["lo"] + state["w"] <= q_lo:
+                return True
+            if state["lo"] >= q_hi:   # U = e^{-x} exactly has probability 0
+                return False
+            bits = int(rng.integers(0, 1 << 32, dtype=np.uint64))
+            state["lo"] += state["w"] * Fraction(bits, 1 << 32)
+            state["w"] /= 1 << 32
+            state["prec"] += 12
+
+    lo = max(int(guess), 0)
+    if below(lo):                   # gallop up to a bracket [lo true, hi false]
+        step = 1
+        while below(lo + step):
+            lo, step = lo + step, step * 2
+        hi = lo + step
+    else:
+        hi, step = lo, 1
+        lo = max(hi - step, 0)
+        while not below(lo):
+            hi, step = lo, step * 2
+            lo = max(hi - step, 0)
+    while hi - lo > 1:              # binary search: below(lo), not below(hi)
+        mid = (lo + hi) // 2
+        if below(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+_SMALL_RATE = 2.0 ** -24
+_MIN_RATE = 2.0 ** -62
+
+
+def _geometric_direct(rng: np.random.Generator, r, size: tuple) -> np.ndarray:
+    """Exact geometric draws by the lazy inverse CDF (rates ≥ 2⁻²⁴; see the notes above).
+
+    U's first 53 bits are ``rng.random()`` = k/2⁵³ exactly, so U ∈ [u, u + 2⁻⁵³)."""
+    u = rng.random(size)
+    rc = np.minimum(r, 600.0)             # e^{-600} < 2⁻⁵³ ≤ u: Y = 0 unless u = 0
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
+        y0 = np.floor(np.log(u) / -rc)    # u = 0 → inf: not ok below
+        ok = y0 < 2.0 ** 52
+        y0[~ok] = 0.0
+        e0 = np.exp(y0 * -rc)             # ≈ e^{-r·y0}  (y0·r ≤ -ln u ≤ 36.8)
+        e1 = e0 * np.exp(-rc)             # ≈ e^{-r·(y0+1)} ≥ the true value when r > 600
+        # relative errors of e0, e1 (argument rounding ≤ 37·2⁻⁵³, exp and the product a few
+        # ulp) and of u + 2⁻⁵³ (one rounding) lie far below this margin
+        m = (np.max(rc) + 53.0) * 2.0 ** -50
+        ok &= (u + 2.0 ** -53) <= e0 * (1.0 - m)     # U ≤ e^{-r·y0}
+        ok &= u >= e1 * (1.0 + m)                     # U > e^{-r·(y0+1)}
+    y = y0.astype(np.int64)
+    if not ok.all():
+        bad = np.flatnonzero(~ok.reshape(-1))
+        yf, uf = y.reshape(-1), u.reshape(-1)
+        rf = np.broadcast_to(r, size).reshape(-1)
+        for i in bad:
+            k = int(uf[i] * 2.0 ** 53)
+            yf[i] = _geometric_one(rng, k, 53, Fraction(float(rf[i])), int(yf[i]))
+    return y
+
+
+def geometric_exact(rng: np.random.Generator, rate, size) -> np.ndarray:
+    """Exact geometric draws on {0, 1, …}: P(Y = y) = (1 − e^{-r})·e^{-r·y}, ``rate`` r > 0
+    (a scalar or an array of shape ``size``; the double value is the exact rate).
+
+    Rates below 2⁻²⁴ (scales above 1.7·10⁷ grid units) are split exactly: Y = M·G + R with
+    M = 2^j, r·M ∈ [2⁻²⁴, 2⁻²³), G geometric of rate r·M and R on [0, M) with
+    P(R = i) ∝ e^{-r·i}, drawn by rejection from the uniform (accepted iff U ≤ e^{-r·i},
+    decided by an integer comparison with 1 − 2⁻²³ ≤ e^{-r·i}, else exactly)."""
+    size = (int(size),) if np.isscalar(size) else tuple(size)
+    r = np.asarray(rate, dtype=np.float64)
+    if np.any(~(r >= _MIN_RATE)) or not np.all(np.isfinite(r)):
+        raise ValueError(f"geometric rate must be a finite number >= 2^-62 (got {np.min(r)!r})")
+    if r.ndim:
+        r = np.broadcast_to(r, size)
+    small = r < _SMALL_RATE
+    if not np.any(small):
+        return _geometric_direct(rng, r, size)
+    j = np.where(small, np.ceil(np.log2(_SMALL_RATE / r)), 0.0)
+    scaled = np.ldexp(r, j.astype(np.int64))            # exact: times a power of two
+    j = np.where(scaled < _SMALL_RATE, j + 1, j)         # guard the float log2
+    scaled = np.ldexp(r, j.astype(np.int64))
+    M = np.ldexp(1.0, j.astype(np.int64)).astype(np.int64)
+    y = _geometric_direct(rng, scaled, size) * M
+    # R: truncated geometric on [0, M) by rejection from the uniform
+    flat_y = y.reshape(-1)
+    Mf = np.broadcast_to(M, size).reshape(-1)
+    rf = np.broadcast_to(r, size).reshape(-1)
+    limit = np.uint64(2 ** 64 - 2 ** 41)                 # (a+1)/2⁶⁴ ≤ 1 − 2⁻²³ < e^{-r·i}
+    pending = None if M.ndim == 0 else np.flatnonzero(Mf > 1)
+    while pending is None or pending.size:
+        if pending is None:                              # scalar M: whole-array operations
+            R = rng.integers(0, int(M), size=flat_y.size)
+            idx = np.arange(flat_y.size)
+        else:
+            R = rng.integers(0, Mf[pending])
+            idx = pending
+        a = rng.integers(0, 2 ** 64, size=idx.size, dtype=np.uint64)
+        acc = a < limit
+        if not acc.all():
+            for t in np.flatnonzero(~acc):              # rare (2⁻²³): decide exactly
+                x = Fraction(float(rf[idx[t]])) * int(R[t])
+                acc[t] = _uniform_below_exp(rng, int(a[t]), x)
+        if pending is None and acc.all():
+            flat_y += R
+            break
+        flat_y[idx[acc]] += R[acc]
+        pending = idx[~acc]
+    return y
+
+
+def _uniform_below_exp(rng: np.random.Generator, a: int, x: Fraction) -> bool:
+    """Exact test U ≤ e^{-x} for U whose first 64 bits are ``a``."""
+    lo, w, prec = Fraction(a, 1 << 64), Fraction(1, 1 << 64), 40
+    while True:
+        q_lo, q_hi = _exp_neg_bounds(x, prec)
+        if lo + w <= q_lo:
+            return True
+        if lo >= q_hi:
+            return False
+        lo += w * Fraction(int(rng.integers(0, 1 << 32, dtype=np.uint64)), 1 << 32)
+        w /= 1 << 32
+        prec += 12
+
+
+def _as_rate_array(rate, size) -> np.ndarray:
+    r = np.asarray(rate, dtype=np.float64)
+    return r if r.ndim == 0 else np.broadcast_to(r, size)
+
+
+def discrete_laplace(rng: np.random.Generator, rate, size) -> np.ndarray:
+    """Exact discrete Laplace draws (int64): P(z) = (1−q)/(1+q)·q^{|z|}, q = e^{-rate}.
+    ``rate`` = ∞ gives 0 (no noise: sensitivity 0)."""
+    size = (int(size),) if np.isscalar(size) else tuple(size)
+    r = _as_rate_array(rate, size)
+    if np.any(np.isnan(r)) or np.any(r <= 0):
+        raise ValueError("discrete Laplace rate must be > 0")
+    out = np.zeros(size, dtype=np.int64)
+    flat = out.reshape(-1)
+    if r.ndim == 0:
+        if not np.isfinite(r):
+            return out
+        pending = None
+        rr = r
+    else:
+        pending = np.flatnonzero(np.isfinite(r.reshape(-1)))
+        rr = r.reshape(-1)[pending]
+    m = flat.size if pending is None else pending.size
+    while m:
+        y = geometric_exact(rng, rr, m)
+        neg = rng.integers(0, 2, size=m, dtype=np.int8).astype(bool)
+        reject = neg & (y == 0)
+        z = np.where(neg, -y, y)
+        idx = np.arange(m) if pending is None else pending
+        keep = ~reject
+        flat[idx[keep]] = z[keep]
+        pending = idx[reject]
+        if np.ndim(rr):
+            rr = rr[reject]
+        m = pending.size
+    return out
+
+
+def discrete_laplace_pmf(z, rate: float) -> np.ndarray:
+    q = math.exp(-rate)
+    return (1 - q) / (1 + q) * np.exp(-rate * np.abs(np.asarray(z, dtype=np.float64)))
+
+
+def staircase_center(sens: int, epsilon: float) -> int:
+    """Half-width c ∈ [0, Δ−1] of the discrete staircase's central step: the c near the
+    continuous optimum d* (thesis Theorem 1) with the least variance."""
+    sens = int(sens)
+    d = staircase_optimal_d(float(sens), float(epsilon))
+    cands = {min(max(int(math.floor(d)) + j, 0), sens - 1) for j in (-1, 0, 1)}
+    return min(sorted(cands), key=lambda c: discrete_staircase_variance(sens, epsilon, c))
+
+
+def _staircase_centers(sens: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """Vectorised c = min(⌊Δ·d*(ε)/1⌋, Δ−1) (d* scales linearly with Δ)."""
+    d_unit = np.vectorize(_optimal_d_unit, otypes=[np.float64])(eps) if eps.ndim else \
+        np.float64(_optimal_d_unit(float(eps)))
+    return np.minimum(np.floor(sens * d_unit).astype(np.int64), sens - 1)
+
+
+def discrete_staircase_variance(sens: int, epsilon: float, c: int | None = None) -> float:
+    """Variance of discrete staircase noise (closed form; see module notes)."""
+    D = float(sens)
+    if c is None:
+        c = staircase_center(sens, epsilon)
+    c = float(c)
+    b, one_b = _q(float(epsilon))
+    s0, s1, s2 = b / one_b, b * b / one_b ** 2, b * b * (1 + b) / one_b ** 3
+    K = D * (D + 1) * (2 * D + 1) / 6
+    W = (2 * c + 1) + 2 * D * s0
+    second = (2 * c * (c + 1) * (2 * c + 1) / 6
+              + 2 * (D ** 3 * s2 + (2 * c * D * D + D * D * (D + 1)) * s1
+                     + (D * c * c + c * D * (D + 1) + K) * s0))
+    return second / W
+
+
+def discrete_staircase_pmf(z, sens: int, epsilon: float, c: int) -> np.ndarray:
+    a = np.abs(np.asarray(z, dtype=np.int64))
+    level = np.where(a <= c, 0, -((c - a) // int(sens)))      # ⌈(|z|−c)/Δ⌉
+    b, one_b = _q(float(epsilon))
+    W = (2 * c + 1) + 2 * sens * b / one_b
+    return np.exp(-float(epsilon) * level) / W
+
+
+def discrete_staircase(rng: np.random.Generator, sens, epsilon, size) -> np.ndarray:
+    """Exact discrete staircase draws (int64) for integer sensitivity ``sens`` ≥ 0 and
+    ``epsilon`` (both broadcast to ``size``; sensitivity 0 gives 0).
+
+    Level L geometric with rate ε (exact); L = 0 accepted with probability (2c+1)/(2Δ)
+    (an exact integer comparison), else redrawn; then a uniform integer of the level's set
+    (|z| ≤ c, or c + (L−1)Δ < |z| ≤ c + LΔ with a random sign).  P(z) ∝ e^{-ε·L(z)}."""
+    size = (int(size),) if np.isscalar(size) else tuple(size)
+    S = np.broadcast_to(np.asarray(sens, dtype=np.int64), size).reshape(-1)
+    E = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), size).reshape(-1)
+    if np.any(S < 0) or np.any(~(E > 0)) or not np.all(np.isfinite(E)):
+        raise ValueError("staircase needs sensitivity >= 0 and epsilon > 0")
+    out = np.zeros(S.size, dtype=np.int64)
+    pending = np.flatnonzero(S > 0)
+    while pending.size:
+        s, e = S[pending], E[pending]
+        c = _staircase_centers(s, e)
+        level = geometric_exact(rng, e, pending.size)
+        accept = (level > 0) | (rng.integers(0, 2 * s) < 2 * c + 1)
+        idx, s, c, level = pending[accept], s[accept], c[accept], level[accept]
+        centre = level == 0
+        m = idx.size
+        u = rng.integers(0, 2 * s)            # one draw: sign and position within the step
+        sign = np.where(u % 2 == 0, 1, -1)
+        step = c + (level - 1) * s + u // 2 + 1
+        z_c = rng.integers(-c, c + 1, size=m)
+        out[idx] = np.where(centre, z_c, sign * step)
+        pending = pending[~accept]
+    return out.reshape(size)
+
+
+def grid_noise(kind: str, rng: np.random.Generator, sens, epsilon, size) -> np.ndarray:
+    """Integer ε-DP noise for integer sensitivity ``sens`` (grid units; arrays broadcast to
+    ``size``): discrete Laplace of rate ε·(1−2⁻⁴⁰)/Δ or discrete staircase.  Sensitivity 0
+    gives 0."""
+    size = (int(size),) if np.isscalar(size) else tuple(size)
+    sens_a = np.asarray(sens)
+    eps_a = np.asarray(epsilon, dtype=np.float64)
+    if np.any(~(eps_a > 0)) or not np.all(np.isfinite(eps_a)):
+        raise ValueError("epsilon must be > 0")
+    if np.any(sens_a < 0) or np.any(sens_a > MAX_GRID_UNITS):
+        raise ValueError(f"grid sensitivity must be in [0, {MAX_GRID_UNITS}]")
+    if kind == "laplace":
+        with np.errstate(divide="ignore"):
+            rate = eps_a * (1.0 - EPS_SAFETY) / sens_a.astype(np.float64)
+        return discrete_laplace(rng, rate, size)
+    if kind == "staircase":
+        return discrete_staircase(rng, sens_a, eps_a * (1.0 - EPS_SAFETY), size)
+    raise ValueError(f"unknown noise kind {kind!r}; use one of {', '.join(NOISE_KINDS)}")
+
+
+def grid_noise_variance(kind: str, sens: int, epsilon: float) -> float:
+    """Variance (grid units²) of one :func:`grid_noise` draw."""
+    if sens == 0:
+        return 0.0
+    e = float(epsilon) * (1.0 - EPS_SAFETY)
+    if kind == "laplace":
+        q = math.exp(-e / float(sens))
+        return 2 * q / (1 - q) ** 2
+    if kind == "staircase":
+        return discrete_staircase_variance(int(sens), e)
+    raise ValueError(f"unknown noise kind {kind!r}")
