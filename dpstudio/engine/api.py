@@ -35,6 +35,7 @@ class Prepared:
     dropped_rows: list[int]
     warnings: list[str]
     hierarchies: dict
+    precision: dict | None = None
 
 
 def check_applicable(df: pd.DataFrame, method: str, roles: dict | None) -> None:
@@ -65,8 +66,13 @@ def _applicable(spec: MethodSpec, roles: dict[str, Role]) -> list[str]:
 
 
 def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dict | None = None,
-            hierarchies: dict | None = None, **params: Any) -> Prepared:
-    """Validate everything once (used by :func:`protect` and :func:`sweep`)."""
+            hierarchies: dict | None = None, *, precision: dict | None = None,
+            **params: Any) -> Prepared:
+    """Validate everything once (used by :func:`protect` and :func:`sweep`).
+
+    ``precision`` maps a numeric noisy attribute to its output grid γ (default: 1 for integer
+    columns, else from the declared domain; see :func:`dpstudio.engine.noise.default_precision`).
+    """
     V.check_frame(df)
     spec = get_method(method)
     r = normalize_roles(df.columns, roles)
@@ -109,7 +115,11 @@ def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
     if const:
         warns.append(f"Column(s) {', '.join(map(repr, const))} are constant in the data: "
                      "they carry no information to mask but are still treated as protected.")
-    return Prepared(spec, data, r, doms, p, protected, dropped, warns, dict(hierarchies or {}))
+    prec = V.check_precision(data, [c for c in protected if r[c] is Role.EPS_QUASI
+                                    and pd.api.types.is_numeric_dtype(data[c])],
+                             precision, doms, spec.uses_epsilon)
+    return Prepared(spec, data, r, doms, p, protected, dropped, warns, dict(hierarchies or {}),
+                    prec)
 
 
 def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "param",
@@ -125,7 +135,7 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         params["k"] = k
     job = Job(data=prep.data, roles=prep.roles, domains=prep.domains, params=params, rng=rng,
               method=spec.id, cache={} if cache is None else cache,
-              hierarchies=prep.hierarchies)
+              hierarchies=prep.hierarchies, precision=dict(prep.precision or {}))
     if progress is not None:
         job.progress = progress
     if check_cancel is not None:
@@ -168,12 +178,13 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         dropped_rows=list(prep.dropped_rows),
         tables={name: t.drop(columns=[c for c in ident if c in t.columns]) for name, t in out.tables.items()},
         original=prep.data if keep_original else None,
+        precision=dict(prep.precision or {}) if params.get("epsilon") is not None else {},
     )
 
 
 def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dict | None = None,
             *, seed: int | np.random.Generator | None = None, hierarchies: dict | None = None,
-            progress: Callable[[float], None] | None = None,
+            precision: dict | None = None, progress: Callable[[float], None] | None = None,
             check_cancel: Callable[[], None] | None = None, **params: Any) -> ProtectionResult:
     """Protect ``df`` with ``method``.
 
@@ -192,6 +203,10 @@ def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
         Randomness; the same seed and input give the same output.  Keep it secret.
     hierarchies : dict
         Column -> ARX hierarchy file path or :class:`~dpstudio.engine.hierarchy.Hierarchy`.
+    precision : dict
+        Column -> output grid γ of a noisy numeric attribute (e.g. ``{"FICA": 1}``): noise is
+        drawn exactly on that grid and the release carries no more digits (default: 1 for
+        integer columns, 10^(⌊log10(ub − lb)⌋ − 6) from the declared domain otherwise).
     **params
         Method parameters (``k``, ``epsilon``, ``noise``, ``calibration``, …).
 
@@ -202,7 +217,7 @@ def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
     >>> sorted(res.data["x"].tolist())
     [2.0, 2.0, 2.0, 5.0, 5.0, 5.0]
     """
-    prep = prepare(df, method, roles, domains, hierarchies, **params)
+    prep = prepare(df, method, roles, domains, hierarchies, precision=precision, **params)
     return run_prepared(prep, rng=as_rng(seed), progress=progress, check_cancel=check_cancel)
 
 

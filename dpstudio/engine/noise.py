@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -600,3 +601,149 @@ def grid_noise_variance(kind: str, sens: int, epsilon: float) -> float:
     if kind == "staircase":
         return discrete_staircase_variance(int(sens), e)
     raise ValueError(f"unknown noise kind {kind!r}")
+
+
+# --------------------------------------------------------------------------- output grids
+
+@dataclass(frozen=True)
+class Grid:
+    """The declared output grid of one attribute: values k·γ for integers k.
+
+    Values are handled in offset units t = rint(x/γ) − ``base`` (``base`` = rint(lb/γ), 0
+    without a domain): rint is monotone, so every value of the domain maps into
+    [0, ``span``], ``span`` = rint(ub/γ) − base, the sensitivity of one value in grid units
+    (= (ub − lb)/γ when the bounds lie on the grid, at most ⌊(ub − lb)/γ⌋ + 1).  Releases are
+    clamped to [``lo``, ``hi``] = [⌈lb/γ⌉, ⌊ub/γ⌋] − base (on the grid and inside the domain).
+    """
+
+    column: str
+    gamma: float
+    base: int = 0
+    span: int | None = None
+    lo: int | None = None
+    hi: int | None = None
+    decimals: int = 0
+    integer: bool = False
+
+    def to_units(self, x) -> np.ndarray:
+        return np.rint(np.asarray(x, dtype=np.float64) / self.gamma).astype(np.int64) - self.base
+
+    def from_units(self, u) -> np.ndarray:
+        """Clamp to the domain's grid points and convert to values with no more digits than γ."""
+        u = np.asarray(u, dtype=np.int64)
+        if self.lo is not None:
+            u = np.clip(u, self.lo, self.hi)
+        if self.integer:
+            return (u + self.base) * int(self.gamma)
+        v = (u + self.base).astype(np.float64) * self.gamma
+        return np.round(v, self.decimals) + 0.0
+
+
+def decimals_of(gamma: float) -> int:
+    """Digits after the point that multiples of ``gamma`` need (0.01 → 2, 0.25 → 2, 100 → 0)."""
+    for d in range(0, 16):
+        s = gamma * 10 ** d
+        if abs(s - round(s)) <= 1e-9 * max(s, 1.0):
+            return d
+    return 15
+
+
+def default_precision(domain, integer_dtype: bool) -> float | None:
+    """The default grid γ from public facts only: 1 for integer columns; for others
+    10^(⌊log10(ub − lb)⌋ − 6) of the declared domain (about a millionth of its width);
+    ``None`` without a domain (the user must declare one or the other)."""
+    if integer_dtype:
+        return 1.0
+    if domain is None:
+        return None
+    width = float(domain[1]) - float(domain[0])
+    return float(10.0 ** (math.floor(math.log10(width)) - 6))
+
+
+def make_grid(column: str, gamma: float, domain=None, integer_dtype: bool = False,
+              n: int | None = None) -> Grid:
+    """The :class:`Grid` of ``column``; ``ParameterError`` with advice when γ is unusable."""
+    from dpstudio.engine.errors import ParameterError
+
+    g = float(gamma)
+    integer = bool(integer_dtype) and g >= 1 and g == round(g)
+    dec = decimals_of(g)
+    if domain is None:
+        return Grid(column, g, decimals=dec, integer=integer)
+    lb, ub = float(domain[0]), float(domain[1])
+    base = int(np.rint(lb / g))
+    span = int(np.rint(ub / g)) - base
+    lo, hi = int(math.ceil(lb / g)) - base, int(math.floor(ub / g)) - base
+    if span > MAX_GRID_UNITS or (n is not None and span * max(int(n), 1) >= 2 ** 53):
+        coarser = 10.0 ** math.ceil(math.log10((ub - lb) / (MAX_GRID_UNITS / max(int(n or 1), 1)
+                                                             if n else MAX_GRID_UNITS)))
+        raise ParameterError(
+            f"Precision {g:g} of column {column!r} is too fine for its domain [{lb:g}, {ub:g}] "
+            f"({span:,} grid steps; sums over the records would overflow exact integer "
+            f"arithmetic). Choose a coarser precision, e.g. --precision {column}={coarser:g}.")
+    if lo > hi:
+        raise ParameterError(
+            f"Precision {g:g} of column {column!r} leaves no grid point inside its domain "
+            f"[{lb:g}, {ub:g}]; choose a finer precision.")
+    return Grid(column, g, base, span, lo, hi, dec, integer)
+
+
+def job_grid(job, column: str) -> Grid:
+    """The grid of ``column`` for a running :class:`~dpstudio.engine.job.Job`."""
+    from dpstudio.engine.errors import ParameterError
+
+    prec = getattr(job, "precision", None) or {}
+    dom = job.domains.get(column)
+    integer_dtype = bool(pd_is_integer(job.data[column]))
+    gamma = prec.get(column)
+    if gamma is None:
+        gamma = default_precision(dom, integer_dtype)
+    if gamma is None:
+        raise ParameterError(
+            f"Column {column!r} needs an output precision (the grid its noisy values are rounded "
+            f"to, e.g. 0.01 or 100) or a declared domain to derive one from: "
+            f"--precision {column}=0.01 or --domain {column}=LOWER:UPPER.")
+    return make_grid(column, gamma, dom, integer_dtype, job.n)
+
+
+def pd_is_integer(series) -> bool:
+    import pandas as pd
+
+    return bool(pd.api.types.is_integer_dtype(series)) and not pd.api.types.is_bool_dtype(series)
+
+
+def round_half_up_div(num: np.ndarray, den) -> np.ndarray:
+    """⌊num/den + 1/2⌋ in exact integer arithmetic (den > 0)."""
+    den = np.asarray(den, dtype=np.int64)
+    return np.floor_divide(2 * np.asarray(num, dtype=np.int64) + den, 2 * den)
+
+
+def grid_info(kind: str, grid: Grid, sens_units, epsilon: float, divisor=1) -> dict:
+    """Public description of one attribute's grid noise: precision γ, sensitivity in grid
+    units, the effective ε′, and in value units (γ·units/``divisor``: ``divisor`` = cluster
+    size when the noise is drawn on a cluster sum and released as its mean) the sensitivity
+    actually covered (Δ plus rounding), the Laplace-equivalent scale and the noise s.d."""
+    units = np.atleast_1d(np.asarray(sens_units, dtype=np.float64))
+    div = np.broadcast_to(np.asarray(divisor, dtype=np.float64), units.shape)
+    s = units / div
+    e = float(epsilon) * (1.0 - EPS_SAFETY)
+    out = {"precision": grid.gamma, "epsilon_effective": e,
+           "sensitivity_grid_units": int(units.max()) if units.size else 0}
+    if kind == "laplace":
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            q = np.exp(-e / units)
+            sd = np.where(units > 0, np.sqrt(2 * q) / (1 - q), 0.0) * grid.gamma / div
+    elif units.size == 1:
+        sd = (np.array([math.sqrt(grid_noise_variance(kind, int(units[0]), float(epsilon)))])
+              * grid.gamma / div)
+    else:   # many sensitivities: the continuous staircase's sd (within a grid step)
+        sd = s * math.sqrt(staircase_variance(1.0, e)) * grid.gamma
+    if s.size == 1:
+        out.update(sensitivity=float(s[0]) * grid.gamma,
+                   scale=float(s[0]) * grid.gamma / e, noise_sd=float(sd[0]))
+    else:
+        out.update(sensitivity_mean=float(s.mean()) * grid.gamma,
+                   sensitivity_max=float(s.max()) * grid.gamma,
+                   scale_mean=float(s.mean()) * grid.gamma / e,
+                   scale_max=float(s.max()) * grid.gamma / e, noise_sd_mean=float(sd.mean()))
+    return out
