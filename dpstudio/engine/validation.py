@@ -153,11 +153,6 @@ def check_precision(df: pd.DataFrame, cols: list[str], precision: dict | None,
     unknown = [c for c in given if c not in df.columns]
     if unknown:
         raise ParameterError(f"Precision given for column(s) not in the data: {', '.join(map(repr, unknown))}.")
-    not_noisy = [c for c in given if c not in cols]
-    if not_noisy and uses_noise:
-        raise ParameterError(
-            f"Precision given for column(s) {', '.join(map(repr, not_noisy))}, which this method "
-            "does not add noise to (only numeric ε-quasi-identifiers get an output grid).")
     out: dict[str, float] = {}
     if not uses_noise:
         return out
