@@ -118,8 +118,10 @@ def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
     prec = V.check_precision(data, [c for c in protected if r[c] is Role.EPS_QUASI
                                     and pd.api.types.is_numeric_dtype(data[c])],
                              precision, doms, spec.uses_epsilon)
-    return Prepared(spec, data, r, doms, p, protected, dropped, warns, dict(hierarchies or {}),
+    prep = Prepared(spec, data, r, doms, p, protected, dropped, warns, dict(hierarchies or {}),
                     prec)
+    prep.precision_given = {c: g for c, g in (precision or {}).items() if c in prec}
+    return prep
 
 
 def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "param",
@@ -167,7 +169,8 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         params={k_: v for k_, v in params.items()},
         guarantee=(spec.guarantee({**params, "_attributes": protected_cols,
                                    "_eps_quasi": eps_quasi})
-                   + (out.info.get("guarantee_caveat") or "") + scope),
+                   + (out.info.get("guarantee_caveat") or "") + scope
+                   + (_grid_clause(prep) if params.get("epsilon") is not None else "")),
         is_dp=bool(spec.is_dp({**params, "_attributes": protected_cols})),
         roles={c: role.value for c, role in prep.roles.items()},
         domains=dict(prep.domains),
@@ -180,6 +183,12 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         original=prep.data if keep_original else None,
         precision=dict(prep.precision or {}) if params.get("epsilon") is not None else {},
     )
+
+
+def _grid_clause(prep: Prepared) -> str:
+    from dpstudio.engine.noise import grid_clause
+
+    return grid_clause(dict(prep.precision or {}), getattr(prep, "precision_given", None))
 
 
 def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dict | None = None,

@@ -747,3 +747,21 @@ def grid_info(kind: str, grid: Grid, sens_units, epsilon: float, divisor=1) -> d
                    scale_mean=float(s.mean()) * grid.gamma / e,
                    scale_max=float(s.max()) * grid.gamma / e, noise_sd_mean=float(sd.mean()))
     return out
+
+
+def grid_clause(precision: dict, explicit: dict | None = None) -> str:
+    """The sentence the guarantee adds for grid noise (issue 8 §3)."""
+    if not precision:
+        return ""
+    explicit = explicit or {}
+    parts = ", ".join(f"{c} {g:g}" + ("" if c in explicit else " (default)")
+                      for c, g in precision.items())
+    return (f" Floating-point-safe noise: every noisy value is an integer number of steps of its "
+            f"attribute's output precision γ ({parts}; the default is 1 for integer columns, "
+            "else 10^(⌊log10(ub − lb)⌋ − 6) of the declared domain), sampled exactly (no "
+            "floating-point approximation of the distribution) from a discrete Laplace or staircase distribution calibrated to the "
+            "sensitivity in grid steps (Δ/γ, plus one step when a domain bound is not on the "
+            "grid, which covers the rounding of the true value) with ε′ = ε·(1 − 2⁻⁴⁰) ≤ ε; "
+            "clustered methods add it to the cluster sums and release the mean rounded to the "
+            "grid. Released values lie on the grid, inside the domain, with no more digits "
+            "than γ.")
