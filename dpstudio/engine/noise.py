@@ -367,28 +367,33 @@ _MIN_RATE = 2.0 ** -62
 def _geometric_direct(rng: np.random.Generator, r, size: tuple) -> np.ndarray:
     """Exact geometric draws by the lazy inverse CDF (rates ≥ 2⁻²⁴; see the notes above).
 
-    U's first 53 bits are ``rng.random()`` = k/2⁵³ exactly, so U ∈ [u, u + 2⁻⁵³)."""
+    Y = ⌊X⌋ with X = −ln(U)/r.  U's first 53 bits are ``rng.random()`` = u = k/2⁵³ exactly, so
+    U ∈ [u, u + 2⁻⁵³) and X ∈ (x − d, x] with x = −ln(u)/r, d ≤ 2⁻⁵³/(u·r).  The computed x̃
+    differs from x by at most e = x̃·2⁻⁴⁹ (ln within a few ulp, one division), so
+    X ∈ (x̃ − e − d, x̃ + e]: when that interval holds no integer (or ⌊x̃⌋ = 0 and x̃ + e < 1:
+    X ≥ 0 always), Y = ⌊x̃⌋ exactly.  Both bounds are checked with a factor 2 to spare."""
     u = rng.random(size)
-    rc = np.minimum(r, 600.0)             # e^{-600} < 2⁻⁵³ ≤ u: Y = 0 unless u = 0
     with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
-        y0 = np.floor(np.log(u) / -rc)    # u = 0 → inf: not ok below
-        ok = y0 < 2.0 ** 52
-        y0[~ok] = 0.0
-        e0 = np.exp(y0 * -rc)             # ≈ e^{-r·y0}  (y0·r ≤ -ln u ≤ 36.8)
-        e1 = e0 * np.exp(-rc)             # ≈ e^{-r·(y0+1)} ≥ the true value when r > 600
-        # relative errors of e0, e1 (argument rounding ≤ 37·2⁻⁵³, exp and the product a few
-        # ulp) and of u + 2⁻⁵³ (one rounding) lie far below this margin
-        m = (np.max(rc) + 53.0) * 2.0 ** -50
-        ok &= (u + 2.0 ** -53) <= e0 * (1.0 - m)     # U ≤ e^{-r·y0}
-        ok &= u >= e1 * (1.0 + m)                     # U > e^{-r·(y0+1)}
-    y = y0.astype(np.int64)
+        x = np.log(u)
+        x /= -r                            # x̃ = −ln(u)/r (u = 0 → inf: not ok below)
+        y0 = np.floor(x)
+        frac = x - y0                      # exact
+        e = x * 2.0 ** -48                 # 2·e
+        ok = frac < 1.0 - e                # X ≤ x̃ + e < ⌊x̃⌋ + 1
+        d = (2.0 ** -52 / r) / u           # 2·d
+        d += e
+        ok &= (frac > d) | (y0 == 0.0)     # X > x̃ − e − d > ⌊x̃⌋  (or Y ≥ 0 = ⌊x̃⌋)
+        ok &= y0 < 2.0 ** 52               # False for inf and nan
+        y = y0.astype(np.int64)            # undecided entries are overwritten below
     if not ok.all():
         bad = np.flatnonzero(~ok.reshape(-1))
         yf, uf = y.reshape(-1), u.reshape(-1)
         rf = np.broadcast_to(r, size).reshape(-1)
         for i in bad:
             k = int(uf[i] * 2.0 ** 53)
-            yf[i] = _geometric_one(rng, k, 53, Fraction(float(rf[i])), int(yf[i]))
+            guess = float(y0.reshape(-1)[i])
+            guess = int(guess) if math.isfinite(guess) and guess < 2.0 ** 52 else 0
+            yf[i] = _geometric_one(rng, k, 53, Fraction(float(rf[i])), guess)
     return y
 
 
@@ -415,25 +420,27 @@ def geometric_exact(rng: np.random.Generator, rate, size) -> np.ndarray:
     scaled = np.ldexp(r, j.astype(np.int64))
     M = np.ldexp(1.0, j.astype(np.int64)).astype(np.int64)
     y = _geometric_direct(rng, scaled, size) * M
-    # R: truncated geometric on [0, M) by rejection from the uniform
+    # R: truncated geometric on [0, M) by rejection from the uniform.  One 64-bit draw per
+    # try: its low j bits are R (uniform on [0, M)), its high 64 − j bits the first bits of the
+    # acceptance uniform V; accept iff V ≤ e^{-r·R}, decided at once when
+    # (a + 1)/2^(64−j) ≤ 1 − 2⁻²³ (< e^{-r·R} since r·R < r·M < 2⁻²³), else exactly.
     flat_y = y.reshape(-1)
-    Mf = np.broadcast_to(M, size).reshape(-1)
+    jf = np.broadcast_to(j.astype(np.int64), size).reshape(-1)
     rf = np.broadcast_to(r, size).reshape(-1)
-    limit = np.uint64(2 ** 64 - 2 ** 41)                 # (a+1)/2⁶⁴ ≤ 1 − 2⁻²³ < e^{-r·i}
-    pending = None if M.ndim == 0 else np.flatnonzero(Mf > 1)
+    pending = None if M.ndim == 0 else np.flatnonzero(jf > 0)
     while pending is None or pending.size:
-        if pending is None:                              # scalar M: whole-array operations
-            R = rng.integers(0, int(M), size=flat_y.size)
-            idx = np.arange(flat_y.size)
-        else:
-            R = rng.integers(0, Mf[pending])
-            idx = pending
-        a = rng.integers(0, 2 ** 64, size=idx.size, dtype=np.uint64)
+        idx = np.arange(flat_y.size) if pending is None else pending
+        jj = (np.uint64(int(jf[0])) if pending is None else jf[idx].astype(np.uint64))
+        raw = rng.integers(0, 2 ** 64, size=idx.size, dtype=np.uint64)
+        R = (raw & ((np.uint64(1) << jj) - np.uint64(1))).astype(np.int64)
+        a = raw >> jj
+        limit = (np.uint64(1) << (np.uint64(64) - jj)) - (np.uint64(1) << (np.uint64(41) - jj))
         acc = a < limit
         if not acc.all():
             for t in np.flatnonzero(~acc):              # rare (2⁻²³): decide exactly
                 x = Fraction(float(rf[idx[t]])) * int(R[t])
-                acc[t] = _uniform_below_exp(rng, int(a[t]), x)
+                nb = 64 - int(jf[idx[t]])
+                acc[t] = _uniform_below_exp(rng, int(a[t]), x, nb)
         if pending is None and acc.all():
             flat_y += R
             break
@@ -442,9 +449,9 @@ def geometric_exact(rng: np.random.Generator, rate, size) -> np.ndarray:
     return y
 
 
-def _uniform_below_exp(rng: np.random.Generator, a: int, x: Fraction) -> bool:
-    """Exact test U ≤ e^{-x} for U whose first 64 bits are ``a``."""
-    lo, w, prec = Fraction(a, 1 << 64), Fraction(1, 1 << 64), 40
+def _uniform_below_exp(rng: np.random.Generator, a: int, x: Fraction, nbits: int = 64) -> bool:
+    """Exact test U ≤ e^{-x} for U whose first ``nbits`` bits are ``a``."""
+    lo, w, prec = Fraction(a, 1 << nbits), Fraction(1, 1 << nbits), 40
     while True:
         q_lo, q_hi = _exp_neg_bounds(x, prec)
         if lo + w <= q_lo:
@@ -481,13 +488,16 @@ def discrete_laplace(rng: np.random.Generator, rate, size) -> np.ndarray:
     m = flat.size if pending is None else pending.size
     while m:
         y = geometric_exact(rng, rr, m)
-        neg = rng.integers(0, 2, size=m, dtype=np.int8).astype(bool)
-        reject = neg & (y == 0)
-        z = np.where(neg, -y, y)
-        idx = np.arange(m) if pending is None else pending
-        keep = ~reject
-        flat[idx[keep]] = z[keep]
-        pending = idx[reject]
+        neg = rng.integers(0, 2, size=m, dtype=bool)
+        reject = neg & (y == 0)            # "−0": redraw (CKS Algorithm 2)
+        np.negative(y, out=y, where=neg)
+        if pending is None:                # first pass over everything: no fancy indexing
+            flat[:] = y
+            pending = np.flatnonzero(reject)
+        else:
+            keep = ~reject
+            flat[pending[keep]] = y[keep]
+            pending = pending[reject]
         if np.ndim(rr):
             rr = rr[reject]
         m = pending.size
@@ -629,12 +639,22 @@ class Grid:
         return np.rint(np.asarray(x, dtype=np.float64) / self.gamma).astype(np.int64) - self.base
 
     def from_units(self, u) -> np.ndarray:
-        """Clamp to the domain's grid points and convert to values with no more digits than γ."""
+        """Clamp to the domain's grid points and convert to values with no more digits than γ:
+        (base + u)·G / 10^d with the integer G = γ·10^d, one correctly rounded division, so
+        the double is the one nearest the decimal value (printed without spurious digits)."""
         u = np.asarray(u, dtype=np.int64)
         if self.lo is not None:
             u = np.clip(u, self.lo, self.hi)
         if self.integer:
             return (u + self.base) * int(self.gamma)
+        G = round(self.gamma * 10 ** self.decimals)
+        big = 2 ** 53 // max(G, 1)
+        if (self.lo is not None and abs(self.base) + abs(self.lo) + abs(self.hi) < big
+                and abs(G - self.gamma * 10 ** self.decimals) < 1e-6):
+            w = u + self.base
+            if G != 1:
+                w *= G
+            return w / float(10 ** self.decimals)
         v = (u + self.base).astype(np.float64) * self.gamma
         return np.round(v, self.decimals) + 0.0
 
