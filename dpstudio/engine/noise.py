@@ -1,5 +1,11 @@
 """Noise mechanisms (methods.md §3): Laplace, optimal (staircase) noise, exponential mechanism.
 
+Releases use only the floating-point-safe samplers at the end of this module
+(:func:`grid_noise`: exact discrete Laplace / staircase on each attribute's output grid,
+issue 8 §3).  The continuous samplers (:func:`laplace_noise`, :func:`staircase_noise`,
+:func:`sample_noise`) and densities are kept as references for analysis and tests: a
+floating-point draw added to a double leaks the true value through its low bits (Mironov 2012).
+
 Every sampler takes a :class:`numpy.random.Generator`; the same generator state gives the
 same draws bit for bit.  ``sensitivity`` and ``epsilon`` may be scalars or arrays that
 broadcast to ``size`` (e.g. one sensitivity per cluster, one ε per attribute).
