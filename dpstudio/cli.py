@@ -90,6 +90,22 @@ def parse_domains(items: list[str] | None) -> dict[str, tuple[float, float]]:
     return out
 
 
+def parse_precision(items: list[str] | None) -> dict[str, float]:
+    """--precision COL=GAMMA (repeatable): the output grid of a noisy numeric attribute."""
+    from dpstudio.engine.errors import ParameterError
+
+    out = {}
+    for it in items or []:
+        col, val = _split_assign(it, "--precision", "COLUMN=GAMMA (e.g. FICA=1 or INCOME=0.01)",
+                                 last=True)
+        try:
+            out[col] = float(val)
+        except ValueError:
+            raise ParameterError(f"--precision {it!r}: the precision must be a number > 0, "
+                                 f"e.g. {col}=0.01.") from None
+    return out
+
+
 def parse_hierarchies(items: list[str] | None) -> dict[str, str]:
     from dpstudio.engine.errors import ParameterError
 
@@ -297,7 +313,9 @@ def _prepare_and_run(df, args, method: str):
     roles = parse_roles(args.role)
     domains = parse_domains(args.domain)
     hier = parse_hierarchies(args.hierarchy)
-    prep = engine.prepare(df, method, roles, domains, hier or None, **params)
+    prep = engine.prepare(df, method, roles, domains, hier or None,
+                          precision=parse_precision(getattr(args, "precision", None)) or None,
+                          **params)
     if prep.dropped_rows:
         _warn(f"{len(prep.dropped_rows)} record(s) with missing values in protected attributes "
               "were dropped (--drop-missing) and are not in the release.")
@@ -416,7 +434,9 @@ def cmd_sweep(args) -> int:
     gen = engine.sweep(df, spec.id, parse_roles(args.role), parse_domains(args.domain),
                        ks=ks, epsilons=eps, repeats=args.repeats, seed=args.seed,
                        measures=measures, baselines=not args.no_baselines,
-                       hierarchies=parse_hierarchies(args.hierarchy) or None, **params)
+                       hierarchies=parse_hierarchies(args.hierarchy) or None,
+                       precision=parse_precision(getattr(args, "precision", None)) or None,
+                       **params)
     rows = []
     for pt in gen:
         rows.append(pt.as_row())
@@ -542,6 +562,10 @@ def _add_method_opts(p, sweep: bool = False) -> None:
                    help="attribute role: identifier, k-quasi, eps-quasi, confidential, other (repeatable)")
     p.add_argument("--domain", action="append", metavar="COL=LB:UB",
                    help="declared domain of a numeric attribute (repeatable)")
+    p.add_argument("--precision", action="append", metavar="COL=GAMMA",
+                   help="output precision (grid) of a noisy numeric attribute, e.g. FICA=1 or "
+                        "INCOME=0.01; noise is drawn exactly on that grid (repeatable; default 1 "
+                        "for integer columns, else about a millionth of the declared domain)")
     p.add_argument("--seed", type=int, help="random seed (keep it secret; never written to the release)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="any method parameter, e.g. budget=per-attribute (repeatable)")

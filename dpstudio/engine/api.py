@@ -37,6 +37,8 @@ class Prepared:
     warnings: list[str]
     hierarchies: dict
     guarantee_note: str = ""
+    precision: dict | None = None
+    precision_given: dict | None = None
 
 
 def check_applicable(df: pd.DataFrame, method: str, roles: dict | None) -> None:
@@ -67,8 +69,13 @@ def _applicable(spec: MethodSpec, roles: dict[str, Role]) -> list[str]:
 
 
 def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dict | None = None,
-            hierarchies: dict | None = None, **params: Any) -> Prepared:
-    """Validate everything once (used by :func:`protect` and :func:`sweep`)."""
+            hierarchies: dict | None = None, *, precision: dict | None = None,
+            **params: Any) -> Prepared:
+    """Validate everything once (used by :func:`protect` and :func:`sweep`).
+
+    ``precision`` maps a numeric noisy attribute to its output grid γ (default: 1 for integer
+    columns, else from the declared domain; see :func:`dpstudio.engine.noise.default_precision`).
+    """
     V.check_frame(df)
     spec = get_method(method)
     r = normalize_roles(df.columns, roles)
@@ -117,8 +124,13 @@ def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
     if const:
         warns.append(f"Column(s) {', '.join(map(repr, const))} are constant in the data: "
                      "they carry no information to mask but are still treated as protected.")
-    return Prepared(spec, data, r, doms, p, protected, dropped, warns, dict(hierarchies or {}),
-                    guarantee_note=note)
+    prec = V.check_precision(data, [c for c in protected if r[c] is Role.EPS_QUASI
+                                    and pd.api.types.is_numeric_dtype(data[c])],
+                             precision, doms, spec.uses_epsilon)
+    prep = Prepared(spec, data, r, doms, p, protected, dropped, warns, dict(hierarchies or {}),
+                    guarantee_note=note, precision=prec)
+    prep.precision_given = {c: g for c, g in (precision or {}).items() if c in prec}
+    return prep
 
 
 def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "param",
@@ -134,7 +146,7 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         params["k"] = k
     job = Job(data=prep.data, roles=prep.roles, domains=prep.domains, params=params, rng=rng,
               method=spec.id, cache={} if cache is None else cache,
-              hierarchies=prep.hierarchies)
+              hierarchies=prep.hierarchies, precision=dict(prep.precision or {}))
     if progress is not None:
         job.progress = progress
     if check_cancel is not None:
@@ -175,7 +187,7 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         method=spec.id,
         method_name=spec.name,
         params={k_: v for k_, v in params.items()},
-        guarantee=guarantee + prep.guarantee_note,
+        guarantee=_with_clauses(guarantee, prep, params),
         is_dp=is_dp,
         roles={c: role.value for c, role in prep.roles.items()},
         domains=dict(prep.domains),
@@ -187,6 +199,7 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         dropped_rows=list(prep.dropped_rows),
         tables=tables,
         original=prep.data if keep_original else None,
+        precision=dict(prep.precision or {}) if params.get("epsilon") is not None else {},
     )
 
 
@@ -249,16 +262,35 @@ def describe(spec: MethodSpec, params: dict, roles: dict, released_columns: list
     return text, is_dp
 
 
-def describe_release(columns: list[str], method: str, roles: dict | None = None,
+def describe_release(columns: list[str], method: str, roles: dict | None = None, *,
+                     data: pd.DataFrame | None = None, domains: dict | None = None,
+                     precision: dict | None = None, hierarchies: dict | None = None,
                      **params: Any) -> tuple[str, bool]:
     """:func:`describe` for a data set with ``columns`` before it is protected (what the
-    app's method panel shows); raises like :func:`prepare` on bad parameters."""
+    app's method panel shows); raises like :func:`prepare` on bad parameters.
+
+    With ``data`` (and its ``domains``/``precision``) the sentence is exactly the one
+    :func:`protect` will publish, grid and declared-domain clauses included (only a caveat
+    that depends on the method's run, such as t-close-dp's achieved t, can be added then)."""
+    if data is not None:
+        prep = prepare(data, method, roles, domains, hierarchies, precision=precision, **params)
+        released = [c for c in prep.data.columns if prep.roles.get(c) is not Role.IDENTIFIER]
+        text, is_dp = describe(prep.spec, prep.params, prep.roles, released, prep.protected)
+        return _with_clauses(text, prep, prep.params), is_dp
     spec = get_method(method)
     r = normalize_roles(list(columns), roles)
     p = spec.check_params(params)
     protected = [c for c, role in r.items() if role in spec.protects]
     released = [c for c in map(str, columns) if r.get(c) is not Role.IDENTIFIER]
     return describe(spec, p, r, released, protected)
+
+
+def _with_clauses(guarantee: str, prep: Prepared, params: dict) -> str:
+    """The guarantee sentence plus the grid clause (noisy releases) and the declared-domain note."""
+    return (guarantee + (_grid_clause(prep) if params.get("epsilon") is not None else "")
+            + prep.guarantee_note)
+
+
 #: Method warnings whose text is a function of the parameters only (checked by prefix; a
 #: warning not listed here, or not marked with :func:`validation.public_warning`, is treated as
 #: a fact about the original data and kept private -- the safe default).
@@ -273,10 +305,15 @@ _PARAMETER_ONLY_WARNINGS = (
 def _is_public_warning(w: str) -> bool:
     return isinstance(w, V.PublicWarning) or any(w.startswith(p) for p in _PARAMETER_ONLY_WARNINGS)
 
+def _grid_clause(prep: Prepared) -> str:
+    from dpstudio.engine.noise import grid_clause
+
+    return grid_clause(dict(prep.precision or {}), getattr(prep, "precision_given", None))
+
 
 def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dict | None = None,
             *, seed: int | np.random.Generator | None = None, hierarchies: dict | None = None,
-            progress: Callable[[float], None] | None = None,
+            precision: dict | None = None, progress: Callable[[float], None] | None = None,
             check_cancel: Callable[[], None] | None = None, **params: Any) -> ProtectionResult:
     """Protect ``df`` with ``method``.
 
@@ -295,6 +332,10 @@ def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
         Randomness; the same seed and input give the same output.  Keep it secret.
     hierarchies : dict
         Column -> ARX hierarchy file path or :class:`~dpstudio.engine.hierarchy.Hierarchy`.
+    precision : dict
+        Column -> output grid γ of a noisy numeric attribute (e.g. ``{"FICA": 1}``): noise is
+        drawn exactly on that grid and the release carries no more digits (default: 1 for
+        integer columns, 10^(⌊log10(ub − lb)⌋ − 6) from the declared domain otherwise).
     **params
         Method parameters (``k``, ``epsilon``, ``noise``, ``calibration``, …).
 
@@ -305,7 +346,7 @@ def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
     >>> sorted(res.data["x"].tolist())
     [2.0, 2.0, 2.0, 5.0, 5.0, 5.0]
     """
-    prep = prepare(df, method, roles, domains, hierarchies, **params)
+    prep = prepare(df, method, roles, domains, hierarchies, precision=precision, **params)
     return run_prepared(prep, rng=as_rng(seed), progress=progress, check_cancel=check_cancel)
 
 

@@ -45,6 +45,8 @@ class Job:
     progress: Callable[[float], None] = _no_progress
     check_cancel: Callable[[], None] = _never_cancel
     hierarchies: dict = field(default_factory=dict)
+    #: column -> output grid γ of the noisy numeric attributes (issue 8 §3)
+    precision: dict = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -142,6 +144,8 @@ class ProtectionResult:
     dropped_rows: list[int]
     tables: dict[str, pd.DataFrame]
     original: pd.DataFrame | None = field(default=None, repr=False)
+    #: column -> output grid γ of each noisy numeric attribute (public: it is declared)
+    precision: dict = field(default_factory=dict)
     public_warnings: list[str] = field(default_factory=list)
 
     @property
@@ -179,6 +183,7 @@ class ProtectionResult:
             "differential_privacy": self.is_dp,
             "roles": dict(self.roles),
             "domains": {c: [float(a), float(b)] for c, (a, b) in self.domains.items()},
+            "precision": {c: float(g) for c, g in self.precision.items()},
             "protected_attributes": list(self.protected_attributes),
             "records_released": int(len(self.data)),
             "warnings": [str(w) for w in self.public_warnings],

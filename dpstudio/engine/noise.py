@@ -1,5 +1,11 @@
 """Noise mechanisms (methods.md §3): Laplace, optimal (staircase) noise, exponential mechanism.
 
+Releases use only the floating-point-safe samplers at the end of this module
+(:func:`grid_noise`: exact discrete Laplace / staircase on each attribute's output grid,
+issue 8 §3).  The continuous samplers (:func:`laplace_noise`, :func:`staircase_noise`,
+:func:`sample_noise`) and densities are kept as references for analysis and tests: a
+floating-point draw added to a double leaks the true value through its low bits (Mironov 2012).
+
 Every sampler takes a :class:`numpy.random.Generator`; the same generator state gives the
 same draws bit for bit.  ``sensitivity`` and ``epsilon`` may be scalars or arrays that
 broadcast to ``size`` (e.g. one sensitivity per cluster, one ε per attribute).
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -269,3 +276,518 @@ def exponential_mechanism(rng: np.random.Generator, quality, epsilon: float, sen
 def clamp(x, lb, ub) -> np.ndarray:
     """Clamp to [lb, ub] (post-processing, keeps DP); bounds broadcast (e.g. per column)."""
     return np.clip(np.asarray(x, dtype=np.float64), lb, ub)
+
+
+# =========================================================================== floating-point-safe noise
+#
+# Releases never use the continuous samplers above (Mironov 2012: the low bits of a
+# floating-point Laplace draw added to a double reveal which true value it was added to).
+# Every noisy release is an *integer* on a declared grid of granularity γ (the attribute's
+# precision), drawn exactly from a discrete distribution:
+#
+# * discrete Laplace (two-sided geometric), P(z) ∝ exp(-r·|z|), z ∈ ℤ (Canonne, Kamath &
+#   Steinke 2020, Algorithm 2: a geometric magnitude, a sign, rejection of "−0");
+# * discrete staircase, P(z) ∝ exp(-ε'·L(z)) with L(z) = 0 for |z| ≤ c and
+#   ⌈(|z| − c)/Δ⌉ beyond: a shift by at most Δ moves L by at most one, so it is ε'-DP.
+#
+# The geometric magnitude is sampled EXACTLY: Y = max{y : U ≤ e^{-r·y}} for a uniform U whose
+# bits are drawn lazily.  The first 64 bits decide Y in all but ~10⁻⁹ of the draws, with
+# double-precision values of e^{-r·y} checked against a relative error margin (1e-9) that is
+# four orders of magnitude above their worst-case error (≈ 2e-13 for r·y ≤ 745); the rare
+# undecided draws are settled by drawing more bits of U and comparing with rigorous decimal
+# bounds of e^{-r·y} (``decimal``'s exp at growing precision, widened by ten units in the last
+# place).  So the output distribution is exactly the discrete one for the rate r, which is the
+# double nearest below ε·(1 − 2⁻⁴⁰)/Δ: the budget actually spent, r·Δ, is < ε.
+
+from decimal import Decimal, localcontext, ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, MAX_EMAX, MIN_EMIN
+from fractions import Fraction
+
+EPS_SAFETY = 2.0 ** -40     # ε' = ε·(1 − 2⁻⁴⁰): float rounding of the rate can never exceed ε
+MAX_GRID_UNITS = 2 ** 50    # largest sensitivity / range in grid units (int64 and double exact)
+_TWO64 = float(2 ** 64)
+
+
+def _exp_neg_bounds(x: Fraction, prec: int) -> tuple[Fraction, Fraction]:
+    """Rigorous rational bounds lo ≤ e^{-x} ≤ hi (x ≥ 0 rational) at ``prec`` decimal digits."""
+    with localcontext() as ctx:
+        ctx.prec = prec
+        ctx.Emax, ctx.Emin = MAX_EMAX, MIN_EMIN
+        num, den = Decimal(x.numerator), Decimal(x.denominator)
+        ctx.rounding = ROUND_FLOOR
+        x_lo = num / den
+        ctx.rounding = ROUND_CEILING
+        x_hi = num / den
+        ctx.rounding = ROUND_HALF_EVEN
+        e_hi = (-x_lo).exp()     # e^{-x_lo} ≥ e^{-x}
+        e_lo = (-x_hi).exp()
+    widen = Fraction(1, 10 ** (prec - 2))   # ≥ 10 units in the last place
+    return Fraction(e_lo) * (1 - widen), Fraction(e_hi) * (1 + widen)
+
+
+def _geometric_one(rng: np.random.Generator, a: int, nbits: int, rate: Fraction,
+                   guess: int) -> int:
+    """Exact Y = max{y ≥ 0 : U ≤ e^{-rate·y}} for U whose first ``nbits`` bits are ``a``
+    (the rest drawn from ``rng`` as needed)."""
+    state = {"lo": Fraction(a, 1 << nbits), "w": Fraction(1, 1 << nbits), "prec": 40}
+
+    def below(j: int) -> bool:      # U ≤ e^{-rate·j}?
+        if j <= 0:
+            return True
+        x = rate * j
+        while True:
+            q_lo, q_hi = _exp_neg_bounds(x, state["prec"])
+            if state["lo"] + state["w"] <= q_lo:
+                return True
+            if state["lo"] >= q_hi:   # U = e^{-x} exactly has probability 0
+                return False
+            bits = int(rng.integers(0, 1 << 32, dtype=np.uint64))
+            state["lo"] += state["w"] * Fraction(bits, 1 << 32)
+            state["w"] /= 1 << 32
+            state["prec"] += 12
+
+    lo = max(int(guess), 0)
+    if below(lo):                   # gallop up to a bracket [lo true, hi false]
+        step = 1
+        while below(lo + step):
+            lo, step = lo + step, step * 2
+        hi = lo + step
+    else:
+        hi, step = lo, 1
+        lo = max(hi - step, 0)
+        while not below(lo):
+            hi, step = lo, step * 2
+            lo = max(hi - step, 0)
+    while hi - lo > 1:              # binary search: below(lo), not below(hi)
+        mid = (lo + hi) // 2
+        if below(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+_SMALL_RATE = 2.0 ** -24
+_MIN_RATE = 2.0 ** -62
+
+
+def _geometric_direct(rng: np.random.Generator, r, size: tuple) -> np.ndarray:
+    """Exact geometric draws by the lazy inverse CDF (rates ≥ 2⁻²⁴; see the notes above).
+
+    Y = ⌊X⌋ with X = −ln(U)/r.  U's first 53 bits are ``rng.random()`` = u = k/2⁵³ exactly, so
+    U ∈ [u, u + 2⁻⁵³) and X ∈ (x − d, x] with x = −ln(u)/r, d ≤ 2⁻⁵³/(u·r).  The computed x̃
+    differs from x by at most e = x̃·2⁻⁴⁹ (ln within a few ulp, one division), so
+    X ∈ (x̃ − e − d, x̃ + e]: when that interval holds no integer (or ⌊x̃⌋ = 0 and x̃ + e < 1:
+    X ≥ 0 always), Y = ⌊x̃⌋ exactly.  Both bounds are checked with a factor 2 to spare."""
+    u = rng.random(size)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
+        x = np.log(u)
+        x /= -r                            # x̃ = −ln(u)/r (u = 0 → inf: not ok below)
+        y0 = np.floor(x)
+        frac = x - y0                      # exact
+        e = x * 2.0 ** -48                 # 2·e
+        ok = frac < 1.0 - e                # X ≤ x̃ + e < ⌊x̃⌋ + 1
+        d = (2.0 ** -52 / r) / u           # 2·d
+        d += e
+        ok &= (frac > d) | (y0 == 0.0)     # X > x̃ − e − d > ⌊x̃⌋  (or Y ≥ 0 = ⌊x̃⌋)
+        ok &= y0 < 2.0 ** 52               # False for inf and nan
+        y = y0.astype(np.int64)            # undecided entries are overwritten below
+    if not ok.all():
+        bad = np.flatnonzero(~ok.reshape(-1))
+        yf, uf = y.reshape(-1), u.reshape(-1)
+        rf = np.broadcast_to(r, size).reshape(-1)
+        for i in bad:
+            k = int(uf[i] * 2.0 ** 53)
+            guess = float(y0.reshape(-1)[i])
+            guess = int(guess) if math.isfinite(guess) and guess < 2.0 ** 52 else 0
+            yf[i] = _geometric_one(rng, k, 53, Fraction(float(rf[i])), guess)
+    return y
+
+
+def geometric_exact(rng: np.random.Generator, rate, size) -> np.ndarray:
+    """Exact geometric draws on {0, 1, …}: P(Y = y) = (1 − e^{-r})·e^{-r·y}, ``rate`` r > 0
+    (a scalar or an array of shape ``size``; the double value is the exact rate).
+
+    Rates below 2⁻²⁴ (scales above 1.7·10⁷ grid units) are split exactly: Y = M·G + R with
+    M = 2^j, r·M ∈ [2⁻²⁴, 2⁻²³), G geometric of rate r·M and R on [0, M) with
+    P(R = i) ∝ e^{-r·i}, drawn by rejection from the uniform (accepted iff U ≤ e^{-r·i},
+    decided by an integer comparison with 1 − 2⁻²³ ≤ e^{-r·i}, else exactly)."""
+    size = (int(size),) if np.isscalar(size) else tuple(size)
+    r = np.asarray(rate, dtype=np.float64)
+    if np.any(~(r >= _MIN_RATE)) or not np.all(np.isfinite(r)):
+        raise ValueError(f"geometric rate must be a finite number >= 2^-62 (got {np.min(r)!r})")
+    if r.ndim:
+        r = np.broadcast_to(r, size)
+    small = r < _SMALL_RATE
+    if not np.any(small):
+        return _geometric_direct(rng, r, size)
+    j = np.where(small, np.ceil(np.log2(_SMALL_RATE / r)), 0.0)
+    scaled = np.ldexp(r, j.astype(np.int64))            # exact: times a power of two
+    j = np.where(scaled < _SMALL_RATE, j + 1, j)         # guard the float log2
+    scaled = np.ldexp(r, j.astype(np.int64))
+    M = np.ldexp(1.0, j.astype(np.int64)).astype(np.int64)
+    y = _geometric_direct(rng, scaled, size) * M
+    # R: truncated geometric on [0, M) by rejection from the uniform.  One 64-bit draw per
+    # try: its low j bits are R (uniform on [0, M)), its high 64 − j bits the first bits of the
+    # acceptance uniform V; accept iff V ≤ e^{-r·R}, decided at once when
+    # (a + 1)/2^(64−j) ≤ 1 − 2⁻²³ (< e^{-r·R} since r·R < r·M < 2⁻²³), else exactly.
+    flat_y = y.reshape(-1)
+    jf = np.broadcast_to(j.astype(np.int64), size).reshape(-1)
+    rf = np.broadcast_to(r, size).reshape(-1)
+    pending = None if M.ndim == 0 else np.flatnonzero(jf > 0)
+    while pending is None or pending.size:
+        idx = np.arange(flat_y.size) if pending is None else pending
+        jj = (np.uint64(int(jf[0])) if pending is None else jf[idx].astype(np.uint64))
+        raw = rng.integers(0, 2 ** 64, size=idx.size, dtype=np.uint64)
+        R = (raw & ((np.uint64(1) << jj) - np.uint64(1))).astype(np.int64)
+        a = raw >> jj
+        limit = (np.uint64(1) << (np.uint64(64) - jj)) - (np.uint64(1) << (np.uint64(41) - jj))
+        acc = a < limit
+        if not acc.all():
+            for t in np.flatnonzero(~acc):              # rare (2⁻²³): decide exactly
+                x = Fraction(float(rf[idx[t]])) * int(R[t])
+                nb = 64 - int(jf[idx[t]])
+                acc[t] = _uniform_below_exp(rng, int(a[t]), x, nb)
+        if pending is None and acc.all():
+            flat_y += R
+            break
+        flat_y[idx[acc]] += R[acc]
+        pending = idx[~acc]
+    return y
+
+
+def _uniform_below_exp(rng: np.random.Generator, a: int, x: Fraction, nbits: int = 64) -> bool:
+    """Exact test U ≤ e^{-x} for U whose first ``nbits`` bits are ``a``."""
+    lo, w, prec = Fraction(a, 1 << nbits), Fraction(1, 1 << nbits), 40
+    while True:
+        q_lo, q_hi = _exp_neg_bounds(x, prec)
+        if lo + w <= q_lo:
+            return True
+        if lo >= q_hi:
+            return False
+        lo += w * Fraction(int(rng.integers(0, 1 << 32, dtype=np.uint64)), 1 << 32)
+        w /= 1 << 32
+        prec += 12
+
+
+def _as_rate_array(rate, size) -> np.ndarray:
+    r = np.asarray(rate, dtype=np.float64)
+    return r if r.ndim == 0 else np.broadcast_to(r, size)
+
+
+def discrete_laplace(rng: np.random.Generator, rate, size) -> np.ndarray:
+    """Exact discrete Laplace draws (int64): P(z) = (1−q)/(1+q)·q^{|z|}, q = e^{-rate}.
+    ``rate`` = ∞ gives 0 (no noise: sensitivity 0)."""
+    size = (int(size),) if np.isscalar(size) else tuple(size)
+    r = _as_rate_array(rate, size)
+    if np.any(np.isnan(r)) or np.any(r <= 0):
+        raise ValueError("discrete Laplace rate must be > 0")
+    out = np.zeros(size, dtype=np.int64)
+    flat = out.reshape(-1)
+    if r.ndim == 0:
+        if not np.isfinite(r):
+            return out
+        pending = None
+        rr = r
+    else:
+        pending = np.flatnonzero(np.isfinite(r.reshape(-1)))
+        rr = r.reshape(-1)[pending]
+    m = flat.size if pending is None else pending.size
+    while m:
+        y = geometric_exact(rng, rr, m)
+        neg = rng.integers(0, 2, size=m, dtype=bool)
+        reject = neg & (y == 0)            # "−0": redraw (CKS Algorithm 2)
+        np.negative(y, out=y, where=neg)
+        if pending is None:                # first pass over everything: no fancy indexing
+            flat[:] = y
+            pending = np.flatnonzero(reject)
+        else:
+            keep = ~reject
+            flat[pending[keep]] = y[keep]
+            pending = pending[reject]
+        if np.ndim(rr):
+            rr = rr[reject]
+        m = pending.size
+    return out
+
+
+def discrete_laplace_pmf(z, rate: float) -> np.ndarray:
+    q = math.exp(-rate)
+    return (1 - q) / (1 + q) * np.exp(-rate * np.abs(np.asarray(z, dtype=np.float64)))
+
+
+def staircase_center(sens: int, epsilon: float) -> int:
+    """Half-width c ∈ [0, Δ−1] of the discrete staircase's central step: the c near the
+    continuous optimum d* (thesis Theorem 1) with the least variance."""
+    sens = int(sens)
+    d = staircase_optimal_d(float(sens), float(epsilon))
+    cands = {min(max(int(math.floor(d)) + j, 0), sens - 1) for j in (-1, 0, 1)}
+    return min(sorted(cands), key=lambda c: discrete_staircase_variance(sens, epsilon, c))
+
+
+def _staircase_centers(sens: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """Vectorised c = min(⌊Δ·d*(ε)/1⌋, Δ−1) (d* scales linearly with Δ)."""
+    d_unit = np.vectorize(_optimal_d_unit, otypes=[np.float64])(eps) if eps.ndim else \
+        np.float64(_optimal_d_unit(float(eps)))
+    return np.minimum(np.floor(sens * d_unit).astype(np.int64), sens - 1)
+
+
+def discrete_staircase_variance(sens: int, epsilon: float, c: int | None = None) -> float:
+    """Variance of discrete staircase noise (closed form; see module notes)."""
+    D = float(sens)
+    if c is None:
+        c = staircase_center(sens, epsilon)
+    c = float(c)
+    b, one_b = _q(float(epsilon))
+    s0, s1, s2 = b / one_b, b * b / one_b ** 2, b * b * (1 + b) / one_b ** 3
+    K = D * (D + 1) * (2 * D + 1) / 6
+    W = (2 * c + 1) + 2 * D * s0
+    second = (2 * c * (c + 1) * (2 * c + 1) / 6
+              + 2 * (D ** 3 * s2 + (2 * c * D * D + D * D * (D + 1)) * s1
+                     + (D * c * c + c * D * (D + 1) + K) * s0))
+    return second / W
+
+
+def discrete_staircase_pmf(z, sens: int, epsilon: float, c: int) -> np.ndarray:
+    a = np.abs(np.asarray(z, dtype=np.int64))
+    level = np.where(a <= c, 0, -((c - a) // int(sens)))      # ⌈(|z|−c)/Δ⌉
+    b, one_b = _q(float(epsilon))
+    W = (2 * c + 1) + 2 * sens * b / one_b
+    return np.exp(-float(epsilon) * level) / W
+
+
+def discrete_staircase(rng: np.random.Generator, sens, epsilon, size) -> np.ndarray:
+    """Exact discrete staircase draws (int64) for integer sensitivity ``sens`` ≥ 0 and
+    ``epsilon`` (both broadcast to ``size``; sensitivity 0 gives 0).
+
+    Level L geometric with rate ε (exact); L = 0 accepted with probability (2c+1)/(2Δ)
+    (an exact integer comparison), else redrawn; then a uniform integer of the level's set
+    (|z| ≤ c, or c + (L−1)Δ < |z| ≤ c + LΔ with a random sign).  P(z) ∝ e^{-ε·L(z)}."""
+    size = (int(size),) if np.isscalar(size) else tuple(size)
+    S = np.broadcast_to(np.asarray(sens, dtype=np.int64), size).reshape(-1)
+    E = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), size).reshape(-1)
+    if np.any(S < 0) or np.any(~(E > 0)) or not np.all(np.isfinite(E)):
+        raise ValueError("staircase needs sensitivity >= 0 and epsilon > 0")
+    out = np.zeros(S.size, dtype=np.int64)
+    pending = np.flatnonzero(S > 0)
+    while pending.size:
+        s, e = S[pending], E[pending]
+        c = _staircase_centers(s, e)
+        level = geometric_exact(rng, e, pending.size)
+        accept = (level > 0) | (rng.integers(0, 2 * s) < 2 * c + 1)
+        idx, s, c, level = pending[accept], s[accept], c[accept], level[accept]
+        centre = level == 0
+        m = idx.size
+        u = rng.integers(0, 2 * s)            # one draw: sign and position within the step
+        sign = np.where(u % 2 == 0, 1, -1)
+        step = c + (level - 1) * s + u // 2 + 1
+        z_c = rng.integers(-c, c + 1, size=m)
+        out[idx] = np.where(centre, z_c, sign * step)
+        pending = pending[~accept]
+    return out.reshape(size)
+
+
+def grid_noise(kind: str, rng: np.random.Generator, sens, epsilon, size) -> np.ndarray:
+    """Integer ε-DP noise for integer sensitivity ``sens`` (grid units; arrays broadcast to
+    ``size``): discrete Laplace of rate ε·(1−2⁻⁴⁰)/Δ or discrete staircase.  Sensitivity 0
+    gives 0."""
+    size = (int(size),) if np.isscalar(size) else tuple(size)
+    sens_a = np.asarray(sens)
+    eps_a = np.asarray(epsilon, dtype=np.float64)
+    if np.any(~(eps_a > 0)) or not np.all(np.isfinite(eps_a)):
+        raise ValueError("epsilon must be > 0")
+    if np.any(sens_a < 0) or np.any(sens_a > MAX_GRID_UNITS):
+        raise ValueError(f"grid sensitivity must be in [0, {MAX_GRID_UNITS}]")
+    if kind == "laplace":
+        with np.errstate(divide="ignore"):
+            rate = eps_a * (1.0 - EPS_SAFETY) / sens_a.astype(np.float64)
+        return discrete_laplace(rng, rate, size)
+    if kind == "staircase":
+        return discrete_staircase(rng, sens_a, eps_a * (1.0 - EPS_SAFETY), size)
+    raise ValueError(f"unknown noise kind {kind!r}; use one of {', '.join(NOISE_KINDS)}")
+
+
+def grid_noise_variance(kind: str, sens: int, epsilon: float) -> float:
+    """Variance (grid units²) of one :func:`grid_noise` draw."""
+    if sens == 0:
+        return 0.0
+    e = float(epsilon) * (1.0 - EPS_SAFETY)
+    if kind == "laplace":
+        q = math.exp(-e / float(sens))
+        return 2 * q / (1 - q) ** 2
+    if kind == "staircase":
+        return discrete_staircase_variance(int(sens), e)
+    raise ValueError(f"unknown noise kind {kind!r}")
+
+
+# --------------------------------------------------------------------------- output grids
+
+@dataclass(frozen=True)
+class Grid:
+    """The declared output grid of one attribute: values k·γ for integers k.
+
+    Values are handled in offset units t = rint(x/γ) − ``base`` (``base`` = rint(lb/γ), 0
+    without a domain): rint is monotone, so every value of the domain maps into
+    [0, ``span``], ``span`` = rint(ub/γ) − base, the sensitivity of one value in grid units
+    (= (ub − lb)/γ when the bounds lie on the grid, at most ⌊(ub − lb)/γ⌋ + 1).  Releases are
+    clamped to [``lo``, ``hi``] = [⌈lb/γ⌉, ⌊ub/γ⌋] − base (on the grid and inside the domain).
+    """
+
+    column: str
+    gamma: float
+    base: int = 0
+    span: int | None = None
+    lo: int | None = None
+    hi: int | None = None
+    decimals: int = 0
+    integer: bool = False
+
+    def to_units(self, x) -> np.ndarray:
+        return np.rint(np.asarray(x, dtype=np.float64) / self.gamma).astype(np.int64) - self.base
+
+    def from_units(self, u) -> np.ndarray:
+        """Clamp to the domain's grid points and convert to values with no more digits than γ:
+        (base + u)·G / 10^d with the integer G = γ·10^d, one correctly rounded division, so
+        the double is the one nearest the decimal value (printed without spurious digits)."""
+        u = np.asarray(u, dtype=np.int64)
+        if self.lo is not None:
+            u = np.clip(u, self.lo, self.hi)
+        if self.integer:
+            return (u + self.base) * int(self.gamma)
+        G = round(self.gamma * 10 ** self.decimals)
+        big = 2 ** 53 // max(G, 1)
+        if (self.lo is not None and abs(self.base) + abs(self.lo) + abs(self.hi) < big
+                and abs(G - self.gamma * 10 ** self.decimals) < 1e-6):
+            w = u + self.base
+            if G != 1:
+                w *= G
+            return w / float(10 ** self.decimals)
+        v = (u + self.base).astype(np.float64) * self.gamma
+        return np.round(v, self.decimals) + 0.0
+
+
+def decimals_of(gamma: float) -> int:
+    """Digits after the point that multiples of ``gamma`` need (0.01 → 2, 0.25 → 2, 100 → 0)."""
+    for d in range(0, 16):
+        s = gamma * 10 ** d
+        if abs(s - round(s)) <= 1e-9 * max(s, 1.0):
+            return d
+    return 15
+
+
+def default_precision(domain, integer_dtype: bool) -> float | None:
+    """The default grid γ from public facts only: 1 for integer columns; for others
+    10^(⌊log10(ub − lb)⌋ − 6) of the declared domain (about a millionth of its width);
+    ``None`` without a domain (the user must declare one or the other)."""
+    if integer_dtype:
+        return 1.0
+    if domain is None:
+        return None
+    width = float(domain[1]) - float(domain[0])
+    return float(10.0 ** (math.floor(math.log10(width)) - 6))
+
+
+def make_grid(column: str, gamma: float, domain=None, integer_dtype: bool = False,
+              n: int | None = None) -> Grid:
+    """The :class:`Grid` of ``column``; ``ParameterError`` with advice when γ is unusable."""
+    from dpstudio.engine.errors import ParameterError
+
+    g = float(gamma)
+    integer = bool(integer_dtype) and g >= 1 and g == round(g)
+    dec = decimals_of(g)
+    if domain is None:
+        return Grid(column, g, decimals=dec, integer=integer)
+    lb, ub = float(domain[0]), float(domain[1])
+    base = int(np.rint(lb / g))
+    span = int(np.rint(ub / g)) - base
+    lo, hi = int(math.ceil(lb / g)) - base, int(math.floor(ub / g)) - base
+    if span > MAX_GRID_UNITS or (n is not None and span * max(int(n), 1) >= 2 ** 53):
+        coarser = 10.0 ** math.ceil(math.log10((ub - lb) / (MAX_GRID_UNITS / max(int(n or 1), 1)
+                                                             if n else MAX_GRID_UNITS)))
+        raise ParameterError(
+            f"Precision {g:g} of column {column!r} is too fine for its domain [{lb:g}, {ub:g}] "
+            f"({span:,} grid steps; sums over the records would overflow exact integer "
+            f"arithmetic). Choose a coarser precision, e.g. --precision {column}={coarser:g}.")
+    if lo > hi:
+        raise ParameterError(
+            f"Precision {g:g} of column {column!r} leaves no grid point inside its domain "
+            f"[{lb:g}, {ub:g}]; choose a finer precision.")
+    return Grid(column, g, base, span, lo, hi, dec, integer)
+
+
+def job_grid(job, column: str) -> Grid:
+    """The grid of ``column`` for a running :class:`~dpstudio.engine.job.Job`."""
+    from dpstudio.engine.errors import ParameterError
+
+    prec = getattr(job, "precision", None) or {}
+    dom = job.domains.get(column)
+    integer_dtype = bool(pd_is_integer(job.data[column]))
+    gamma = prec.get(column)
+    if gamma is None:
+        gamma = default_precision(dom, integer_dtype)
+    if gamma is None:
+        raise ParameterError(
+            f"Column {column!r} needs an output precision (the grid its noisy values are rounded "
+            f"to, e.g. 0.01 or 100) or a declared domain to derive one from: "
+            f"--precision {column}=0.01 or --domain {column}=LOWER:UPPER.")
+    return make_grid(column, gamma, dom, integer_dtype, job.n)
+
+
+def pd_is_integer(series) -> bool:
+    import pandas as pd
+
+    return bool(pd.api.types.is_integer_dtype(series)) and not pd.api.types.is_bool_dtype(series)
+
+
+def round_half_up_div(num: np.ndarray, den) -> np.ndarray:
+    """⌊num/den + 1/2⌋ in exact integer arithmetic (den > 0)."""
+    den = np.asarray(den, dtype=np.int64)
+    return np.floor_divide(2 * np.asarray(num, dtype=np.int64) + den, 2 * den)
+
+
+def grid_info(kind: str, grid: Grid, sens_units, epsilon: float, divisor=1) -> dict:
+    """Public description of one attribute's grid noise: precision γ, sensitivity in grid
+    units, the effective ε′, and in value units (γ·units/``divisor``: ``divisor`` = cluster
+    size when the noise is drawn on a cluster sum and released as its mean) the sensitivity
+    actually covered (Δ plus rounding), the Laplace-equivalent scale and the noise s.d."""
+    units = np.atleast_1d(np.asarray(sens_units, dtype=np.float64))
+    div = np.broadcast_to(np.asarray(divisor, dtype=np.float64), units.shape)
+    s = units / div
+    e = float(epsilon) * (1.0 - EPS_SAFETY)
+    out = {"precision": grid.gamma, "epsilon_effective": e,
+           "sensitivity_grid_units": int(units.max()) if units.size else 0}
+    if kind == "laplace":
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            q = np.exp(-e / units)
+            sd = np.where(units > 0, np.sqrt(2 * q) / (1 - q), 0.0) * grid.gamma / div
+    elif units.size == 1:
+        sd = (np.array([math.sqrt(grid_noise_variance(kind, int(units[0]), float(epsilon)))])
+              * grid.gamma / div)
+    else:   # many sensitivities: the continuous staircase's sd (within a grid step)
+        sd = s * math.sqrt(staircase_variance(1.0, e)) * grid.gamma
+    if s.size == 1:
+        out.update(sensitivity=float(s[0]) * grid.gamma,
+                   scale=float(s[0]) * grid.gamma / e, noise_sd=float(sd[0]))
+    else:
+        out.update(sensitivity_mean=float(s.mean()) * grid.gamma,
+                   sensitivity_max=float(s.max()) * grid.gamma,
+                   scale_mean=float(s.mean()) * grid.gamma / e,
+                   scale_max=float(s.max()) * grid.gamma / e, noise_sd_mean=float(sd.mean()))
+    return out
+
+
+def grid_clause(precision: dict, explicit: dict | None = None) -> str:
+    """The sentence the guarantee adds for grid noise (issue 8 §3)."""
+    if not precision:
+        return ""
+    explicit = explicit or {}
+    parts = ", ".join(f"{c} {g:g}" + ("" if c in explicit else " (default)")
+                      for c, g in precision.items())
+    return (f" Floating-point-safe noise: every noisy value is an integer number of steps of its "
+            f"attribute's output precision γ ({parts}; the default is 1 for integer columns, "
+            "else 10^(⌊log10(ub − lb)⌋ − 6) of the declared domain), sampled exactly (no "
+            "floating-point approximation of the distribution) from a discrete Laplace or staircase distribution calibrated to the "
+            "sensitivity in grid steps (Δ/γ, plus one step when a domain bound is not on the "
+            "grid, which covers the rounding of the true value) with ε′ = ε·(1 − 2⁻⁴⁰) ≤ ε; "
+            "clustered methods add it to the cluster sums and release the mean rounded to the "
+            "grid. Released values lie on the grid, inside the domain, with no more digits "
+            "than γ.")

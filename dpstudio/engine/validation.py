@@ -213,3 +213,34 @@ def constant_columns(df: pd.DataFrame, cols: list[str]) -> list[str]:
         elif s.nunique(dropna=True) <= 1:
             out.append(c)
     return out
+
+
+def check_precision(df: pd.DataFrame, cols: list[str], precision: dict | None,
+                    domains: dict, uses_noise: bool) -> dict[str, float]:
+    """Output grid γ > 0 of every noisy numeric attribute: the declared one, else the default
+    from public facts (integer type: 1; else the declared domain); columns with neither are
+    left out (the method asks for one when it draws noise)."""
+    from dpstudio.engine.noise import default_precision, make_grid, pd_is_integer
+
+    given = dict(precision or {})
+    unknown = [c for c in given if c not in df.columns]
+    if unknown:
+        raise ParameterError(f"Precision given for column(s) not in the data: {', '.join(map(repr, unknown))}.")
+    out: dict[str, float] = {}
+    if not uses_noise:
+        return out
+    for c in cols:
+        g = given.get(c)
+        if g is None:
+            g = default_precision(domains.get(c), pd_is_integer(df[c]))
+            if g is None:
+                continue
+        try:
+            g = float(g)
+        except (TypeError, ValueError):
+            raise ParameterError(f"Precision of column {c!r} must be a number > 0 (e.g. 0.01 or 100). Got {g!r}.") from None
+        if not (math.isfinite(g) and g > 0):
+            raise ParameterError(f"Precision of column {c!r} must be a finite number > 0 (e.g. 0.01 or 100). Got {g!r}.")
+        make_grid(c, g, domains.get(c), pd_is_integer(df[c]), len(df))   # usable?
+        out[c] = g
+    return out

@@ -199,7 +199,8 @@ def test_describe_release_matches_protect():
     for layout in ("records", "separate-tables"):
         res = engine.protect(d1, "ir-dp", roles, {"x": (-50, 50)}, k=2, epsilon=1.0, seed=1,
                              layout=layout)
-        text, is_dp = api.describe_release(list(d1.columns), "ir-dp", roles, k=2, epsilon=1.0,
+        text, is_dp = api.describe_release(list(d1.columns), "ir-dp", roles, data=d1,
+                                           domains={"x": (-50, 50)}, k=2, epsilon=1.0,
                                            layout=layout)
         assert (text, is_dp) == (res.guarantee, res.is_dp)
 

@@ -17,6 +17,7 @@ from dpstudio.engine.registry import get_method
 from dpstudio.engine.synth_height import add_height, synthetic_height
 from tests.conftest import shared_path
 
+PREC = {"height": 0.01}  # output grid of the noisy ε-quasi (issue 8 §3)
 ROLES = {"age": "k-quasi", "sex": "k-quasi", "height": "eps-quasi", "name": "identifier"}
 
 
@@ -47,7 +48,7 @@ def test_registered_with_the_cli_keywords():
     assert spec.param("suppression").default == 0.05
     assert spec.param("confidence").default is None
     assert not spec.numeric_only
-    res = engine.protect(_people(), "k-eps", ROLES, k=5, epsilon=1.0, seed=1)
+    res = engine.protect(_people(), "k-eps", ROLES, precision=PREC, k=5, epsilon=1.0, seed=1)
     assert "NOT ε-differential privacy" in res.guarantee and not res.is_dp
     assert "5-anonymity" in res.guarantee
     assert "name" not in res.data.columns
@@ -60,7 +61,7 @@ def test_registered_with_the_cli_keywords():
        st.sampled_from([None, 0.9]))
 def test_every_release_is_k_anonymous_and_rows_align(seed, k, algorithm, conf):
     df = _people(seed, 300)
-    res = engine.protect(df, "k-eps", ROLES, k=k, epsilon=2.0, algorithm=algorithm,
+    res = engine.protect(df, "k-eps", ROLES, precision=PREC, k=k, epsilon=2.0, algorithm=algorithm,
                          confidence=conf, seed=seed)
     assert _classes(res).min() >= k
     rm = res.row_map
@@ -77,7 +78,7 @@ def test_every_release_is_k_anonymous_and_rows_align(seed, k, algorithm, conf):
 
 
 def test_records_are_shuffled_and_classes_reported():
-    res = engine.protect(_people(1, 500), "k-eps", ROLES, k=5, epsilon=1.0, seed=3)
+    res = engine.protect(_people(1, 500), "k-eps", ROLES, precision=PREC, k=5, epsilon=1.0, seed=3)
     assert not (np.diff(res.row_map) > 0).all()
     cls = res.info["equivalence_classes"]
     assert cls["size"].sum() == len(res.data) and cls["size"].min() >= 5
@@ -104,7 +105,7 @@ def test_noise_scale_is_class_diameter_over_epsilon(eps):
     roles = {"g": "k-quasi", "h": "eps-quasi"}
     flat = Hierarchy.from_rows([["a", "*"], ["b", "*"], ["c", "*"]])
     res = engine.protect(df, "k-eps", roles, hierarchies={"g": flat}, k=5, epsilon=eps,
-                         suppression=0.0, seed=11)
+                         suppression=0.0, seed=11, precision={"h": 0.01})
     orig = res.aligned_original()
     noise = res.data["h"].to_numpy() - orig["h"].to_numpy()
     for grp, diam in (("a", 10.0), ("b", 30.0)):
@@ -119,7 +120,7 @@ def test_several_eps_quasis_use_record_level_sum_of_diameters():
     roles = {"g": "k-quasi", "h": "eps-quasi", "w": "eps-quasi"}
     flat = Hierarchy.from_rows([["a", "*"], ["b", "*"], ["c", "*"]])
     res = engine.protect(df, "k-eps", roles, hierarchies={"g": flat}, k=5, epsilon=1.0,
-                         suppression=0.0, seed=12)
+                         suppression=0.0, seed=12, precision={"h": 0.01, "w": 0.01})
     orig = res.aligned_original()
     diam = class_diameters(pd.factorize(df["g"])[0], df[["h", "w"]].to_numpy())
     for i, grp in enumerate(["a", "b"]):
@@ -132,11 +133,11 @@ def test_several_eps_quasis_use_record_level_sum_of_diameters():
 
 def test_noise_free_baseline_and_domain_clamp():
     df = _people(2, 300)
-    prep = engine.prepare(df, "k-eps", ROLES, k=5, epsilon=1.0)
+    prep = engine.prepare(df, "k-eps", ROLES, precision=PREC, k=5, epsilon=1.0)
     res = engine.run_prepared(prep, rng=np.random.default_rng(0), epsilon=None)
     assert np.allclose(res.data["height"], res.aligned_original()["height"])
     assert "without noise" in res.guarantee
-    res2 = engine.protect(df, "k-eps", ROLES, domains={"height": (100, 250)}, k=5, epsilon=0.05, seed=1)
+    res2 = engine.protect(df, "k-eps", ROLES, precision=PREC, domains={"height": (100, 250)}, k=5, epsilon=0.05, seed=1)
     assert res2.data["height"].between(100, 250).all()
 
 
@@ -199,7 +200,7 @@ def test_confidence_radius_and_abs_mean():
 
 def test_confidence_step_in_protect():
     df = _people(4, 600)
-    res = engine.protect(df, "k-eps", ROLES, k=5, epsilon=8.0, confidence=0.5, seed=2)
+    res = engine.protect(df, "k-eps", ROLES, precision=PREC, k=5, epsilon=8.0, confidence=0.5, seed=2)
     step = res.info["confidence_step"]
     assert step["c"] == 0.5 and step["records"] == len(res.info["confidence_suppressed_rows"])
     assert _classes(res).min() >= 5
@@ -211,7 +212,7 @@ def test_confidence_step_in_protect():
 
 def test_measures_formulas_on_a_small_release():
     df = _people(6, 400)
-    res = engine.protect(df, "k-eps", ROLES, k=10, epsilon=4.0, seed=9)
+    res = engine.protect(df, "k-eps", ROLES, precision=PREC, k=10, epsilon=4.0, seed=9)
     orig = res.aligned_original()
     m = keps_measures(orig, res.data, res, (), {})
     v = orig["height"].to_numpy()
@@ -245,22 +246,22 @@ def test_bad_inputs():
     bad["height"] = bad["height"].astype(object)
     bad.loc[3, "height"] = "tall"
     with pytest.raises(InputError, match=r"'height'.*numeric.*row\(s\) 4"):
-        engine.protect(bad, "k-eps", ROLES, k=5, seed=1)
+        engine.protect(bad, "k-eps", ROLES, precision=PREC, k=5, seed=1)
     miss = df.copy()
     miss.loc[5, "age"] = np.nan
     with pytest.raises(InputError, match="missing"):
-        engine.protect(miss, "k-eps", ROLES, k=5, seed=1)
-    res = engine.protect(miss, "k-eps", ROLES, k=5, seed=1, drop_missing=True)
+        engine.protect(miss, "k-eps", ROLES, precision=PREC, k=5, seed=1)
+    res = engine.protect(miss, "k-eps", ROLES, precision=PREC, k=5, seed=1, drop_missing=True)
     assert res.dropped_rows == [5]
     h = Hierarchy.from_rows([["Male", "*"]])
     with pytest.raises(InputError, match="'Female'.*not in its hierarchy"):
-        engine.protect(df, "k-eps", ROLES, hierarchies={"sex": h}, k=5, seed=1)
+        engine.protect(df, "k-eps", ROLES, precision=PREC, hierarchies={"sex": h}, k=5, seed=1)
     with pytest.raises(ParameterError, match="not in the data"):
-        engine.protect(df, "k-eps", ROLES, hierarchies={"nope": h}, k=5, seed=1)
+        engine.protect(df, "k-eps", ROLES, precision=PREC, hierarchies={"nope": h}, k=5, seed=1)
     with pytest.raises(ParameterError, match="'algorithm'"):
-        engine.protect(df, "k-eps", ROLES, k=5, algorithm="flash", seed=1)
+        engine.protect(df, "k-eps", ROLES, precision=PREC, k=5, algorithm="flash", seed=1)
     with pytest.raises(ParameterError, match="'confidence'"):
-        engine.protect(df, "k-eps", ROLES, k=5, confidence=1.5, seed=1)
+        engine.protect(df, "k-eps", ROLES, precision=PREC, k=5, confidence=1.5, seed=1)
     with pytest.raises(NotApplicableError):
         engine.protect(df, "k-eps", {"height": "eps-quasi"}, k=5, seed=1)
     # k too large within the suppression limit: say which k works
@@ -276,9 +277,9 @@ def test_bad_inputs():
 
 def test_same_seed_same_release():
     df = _people(8, 300)
-    a = engine.protect(df, "k-eps", ROLES, k=5, epsilon=1.0, confidence=0.9, seed=42)
-    b = engine.protect(df, "k-eps", ROLES, k=5, epsilon=1.0, confidence=0.9, seed=42)
-    c = engine.protect(df, "k-eps", ROLES, k=5, epsilon=1.0, confidence=0.9, seed=43)
+    a = engine.protect(df, "k-eps", ROLES, precision=PREC, k=5, epsilon=1.0, confidence=0.9, seed=42)
+    b = engine.protect(df, "k-eps", ROLES, precision=PREC, k=5, epsilon=1.0, confidence=0.9, seed=42)
+    c = engine.protect(df, "k-eps", ROLES, precision=PREC, k=5, epsilon=1.0, confidence=0.9, seed=43)
     pd.testing.assert_frame_equal(a.data, b.data)
     assert not a.data["height"].equals(c.data["height"])
 
@@ -296,7 +297,7 @@ def test_sweep_reports_measures_per_point_and_reuses_generalisation(monkeypatch)
     monkeypatch.setattr(keps, "ola", counting)
     from dpstudio.engine.api import sweep
 
-    pts = list(sweep(_people(9, 300), "k-eps", ROLES, ks=(3, 6), epsilons=(1.0, 8.0),
+    pts = list(sweep(_people(9, 300), "k-eps", ROLES, precision=PREC, ks=(3, 6), epsilons=(1.0, 8.0),
                      repeats=2, seed=1, measures=("kanon",)))
     assert len(pts) == 6  # baseline + 2 ε per k
     assert calls == [3, 6]
@@ -313,7 +314,8 @@ def test_adult_with_arx_hierarchies_and_synthetic_height():
     kq = ["age", "sex", "race", "marital-status"]
     hs = {c: str(shared_path("adult", "hierarchies", f"adult_hierarchy_{c}.csv")) for c in kq}
     roles = {**{c: "k-quasi" for c in kq}, "height": "eps-quasi"}
-    res = engine.protect(data, "k-eps", roles, hierarchies=hs, k=10, epsilon=8.0, seed=1)
+    res = engine.protect(data, "k-eps", roles, hierarchies=hs, precision={"height": 0.1}, k=10,
+                         epsilon=8.0, seed=1)
     m = engine.evaluate(res.aligned_original(), res.data, measures=("kanon",), result=res)
     assert m["keps_min_class_size"] >= 10
     assert m["keps_rel_error"] < 0.05  # paper 003: below 5 % for ε ≥ 8
@@ -322,7 +324,7 @@ def test_adult_with_arx_hierarchies_and_synthetic_height():
 
 def test_default_generic_measures_work_on_a_release():
     # the generalised k-quasis are strings: SSE / record linkage compare the ε-quasis
-    res = engine.protect(_people(10, 300), "k-eps", ROLES, k=5, epsilon=1.0, seed=1)
+    res = engine.protect(_people(10, 300), "k-eps", ROLES, precision=PREC, k=5, epsilon=1.0, seed=1)
     assert res.protected_attributes == ["height"]
     m = engine.evaluate(res.aligned_original(), res.data, result=res)
     assert m["sse_raw"] > 0 and 0 <= m["rl"] <= 100 and "keps_gen_loss" in m
@@ -333,7 +335,8 @@ def test_staircase_noise_option():
     roles = {"g": "k-quasi", "h": "eps-quasi"}
     flat = Hierarchy.from_rows([["a", "*"], ["b", "*"], ["c", "*"]])
     res = engine.protect(df, "k-eps", roles, hierarchies={"g": flat}, k=5, epsilon=1.0,
-                         suppression=0.0, noise="staircase", confidence=0.9, seed=4)
+                         suppression=0.0, noise="staircase", confidence=0.9, seed=4,
+                         precision={"h": 0.01})
     orig = res.aligned_original()
     m = orig["g"].to_numpy() == "b"
     noise = res.data["h"].to_numpy()[m] - orig["h"].to_numpy()[m]
@@ -358,7 +361,7 @@ def test_staircase_refused_with_several_eps_quasis():
     with pytest.raises(engine.ParameterError, match="staircase"):
         engine.protect(df, "k-eps", roles, k=5, epsilon=1.0, noise="staircase", seed=1)
     one = engine.protect(df, "k-eps", {"q": "k-quasi", "a": "eps-quasi"}, k=5, epsilon=1.0,
-                         noise="staircase", seed=1)
+                         noise="staircase", seed=1, precision={"a": 0.001})
     assert len(one.data) > 0
 
 

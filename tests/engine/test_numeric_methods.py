@@ -276,7 +276,8 @@ def test_idp_cbls_scale_and_preprocessed_centroid():
     x = rng.uniform(400, 600, 20_000)
     df = pd.DataFrame({"a0": x})
     k, eps = 5, 1.0
-    prep = prepare(df, "idp-cbls", {"a0": "eps-quasi"}, {}, k=k, epsilon=eps)
+    prep = prepare(df, "idp-cbls", {"a0": "eps-quasi"}, {}, k=k, epsilon=eps,
+                   precision={"a0": 1e-6})   # no domain: the output grid must be declared
     base = run_prepared_in_order(prep, rng=np.random.default_rng(0), epsilon=None).data["a0"].to_numpy()
     L = MA.individual_ranking(x[:, None], k)[:, 0]
     nc = int(L.max()) + 1

@@ -385,7 +385,12 @@ def run(job: Job) -> Output:
                 vals = means
                 sens = None
             else:
-                sens = delta / max(k, 1)
+                # exact integer noise on the cluster sums of the grid values
+                # t = rint(x/γ) − base ∈ [0, span] (issue 8 §3), released as the rounded mean
+                g = N.job_grid(job, c)
+                tsum = np.rint(np.bincount(labels, weights=g.to_units(x).astype(np.float64),
+                                           minlength=n_c)).astype(np.int64)
+                sens_u = g.span
                 eps_draw = float(shares[i])
                 if k > 1 and calibration == "rigorous":
                     if kind == "staircase" and n_c > 1:
@@ -393,11 +398,13 @@ def run(job: Job) -> Output:
                         # (each moving by ≤ Δ/k) gets ε_i/n_c (sequential composition)
                         eps_draw = float(shares[i]) / n_c
                     else:
-                        sens = n_c * delta / k   # Laplace: L1 sensitivity of all n_c centroids
-                vals = N.clamp(means + N.sample_noise(kind, job.rng, sens, eps_draw, n_c),
-                               schema.lb[i], schema.ub[i])
+                        sens_u = n_c * g.span   # Laplace: L1 sensitivity of all n_c sums
+                noisy = tsum + N.grid_noise(kind, job.rng, sens_u, eps_draw, n_c)
+                vals = g.from_units(N.round_half_up_div(noisy, sizes))
+                sens = sens_u * g.gamma / max(k, 1)
+                attr_info.setdefault(c, {}).update(N.grid_info(kind, g, sens_u, eps_draw, max(k, 1)))
             out[c] = vals[labels]
-            attr_info[c] = {"type": "numeric", "domain": [float(schema.lb[i]), float(schema.ub[i])],
+            attr_info[c] = {**attr_info.get(c, {}), "type": "numeric", "domain": [float(schema.lb[i]), float(schema.ub[i])],
                             "sensitivity": sens, "epsilon_attribute":
                             None if shares is None else float(shares[i]),
                             "epsilon_per_draw": None if eps is None else eps_draw,

@@ -29,7 +29,7 @@ from dpstudio.engine.hierarchy import load_hierarchy
 from dpstudio.engine.job import Job, Output
 from dpstudio.engine.keps_metrics import (class_diameters, confidence_radius, confident_suppression,
                                           keps_measures)
-from dpstudio.engine.noise import clamp, sample_noise
+from dpstudio.engine import noise as N
 from dpstudio.engine.registry import (DROP_MISSING_PARAM, NOISE_PARAM, MethodSpec, Param,
                                       epsilon_param, k_param, register)
 from dpstudio.engine.roles import Role
@@ -175,17 +175,27 @@ def run_keps(job: Job) -> Output:
     n_cls = gen.n_classes
     Xk = X[kept]
     diam = class_diameters(cls, Xk, n_cls) if eq else np.zeros((n_cls, 0))
+    grids = None
+    if eq and eps is not None:
+        # exact integer noise on each ε-quasi's grid γ_j (issue 8 §3): the class range in
+        # grid units covers the rounding, and the record-level L1 mechanism gives every
+        # coordinate the same value-unit scale S/ε, S = Σ_j γ_j·diam_t,j(ec)
+        grids = [N.job_grid(job, c) for c in eq]
+        T = np.column_stack([g.to_units(Xk[:, j]) for j, g in enumerate(grids)])
+        diam_t = class_diameters(cls, T.astype(np.float64), n_cls).astype(np.int64)
+        gam = np.array([g.gamma for g in grids])
+        diam = diam_t * gam                      # the ranges actually covered, value units
     sens_cls = diam.sum(axis=1)  # record-level L1 sensitivity per class
     sens = sens_cls[cls]
-    if eq and eps is not None:
-        noise = sample_noise(kind, job.rng, sens[:, None], float(eps), (len(kept), len(eq)))
-        Y = Xk + noise
-        doms = [c for c in eq if c in job.domains]
-        if doms:
-            for j, c in enumerate(eq):
-                if c in job.domains:
-                    lb, ub = job.domains[c]
-                    Y[:, j] = clamp(Y[:, j], lb, ub)
+    if grids is not None:
+        if len(eq) == 1:
+            Z = N.grid_noise(kind, job.rng, diam_t[cls, 0], float(eps), len(kept))[:, None]
+        else:   # Laplace only (staircase refused above): rate γ_j·ε′/S per coordinate
+            with np.errstate(divide="ignore"):
+                rate = gam[None, :] * (float(eps) * (1.0 - N.EPS_SAFETY)) / sens[:, None]
+            Z = N.discrete_laplace(job.rng, np.broadcast_to(rate, T.shape), T.shape)
+        Y = np.column_stack([g.from_units(T[:, j] + Z[:, j]).astype(np.float64)
+                             for j, g in enumerate(grids)])
     else:
         Y = Xk.copy()
     # step 5: c-confident k-anonymity
@@ -217,7 +227,8 @@ def run_keps(job: Job) -> Output:
         else:
             data[c] = pd.Series(lab, dtype=object)
     for j, c in enumerate(eq):
-        data[c] = Y[take, j]
+        data[c] = (Y[take, j].astype(np.int64) if grids is not None and grids[j].integer
+                   else Y[take, j])
     # equivalence classes of the release (renumbered, as released)
     out_cls_raw = cls[take]
     uniq_cls, out_cls = np.unique(out_cls_raw, return_inverse=True)

@@ -2,9 +2,12 @@
 by swapping, plain Laplace, insensitive microaggregation + noise, individual ranking + noise
 (DP-UM), and the two individual-DP variants (iDP-LS, iDP-CBLS).
 
-Noise comes from :func:`dpstudio.engine.noise.sample_noise`, so the 'staircase' noise choice
-works wherever Laplace does; the ``sensitivity`` passed is always the L1 sensitivity of the
-released value (one cluster centroid of one attribute), and the noise is ε_i-DP for it.
+Noise comes from :func:`dpstudio.engine.noise.grid_noise` (exact integer noise on each
+attribute's output grid γ, issue 8 §3), so the 'staircase' noise choice works wherever Laplace
+does.  Clustered methods draw the noise on the integer cluster sums of the grid values
+t = rint(x/γ) − base and release the sum's mean rounded to the grid; the sensitivity passed is
+the L1 sensitivity of those sums (Δ/γ plus at most one step of rounding per record), and the
+noise is ε_i-DP for it.
 
 The clustering (the deterministic part, which depends on k but not on ε) is kept in
 ``job.cache`` so that sweeps reuse it for every ε and repetition.
@@ -326,10 +329,17 @@ def _ir_stats(job: Job, cols: list[str], k: int) -> list[dict]:
     return out
 
 
+def _int_sums(t: np.ndarray, labels: np.ndarray, nc: int) -> np.ndarray:
+    """Exact int64 sums of the grid values per cluster (|sums| < 2⁵³ is checked by
+    :func:`dpstudio.engine.noise.make_grid`, so the float bincount is exact)."""
+    return np.rint(np.bincount(labels, weights=t.astype(np.float64), minlength=nc)).astype(np.int64)
+
+
 def _spread(values_per_cluster: np.ndarray, sizes: np.ndarray, order: np.ndarray, n: int) -> np.ndarray:
     """Give every record of a sorted-order chunk its cluster's value."""
-    out = np.empty(n)
-    out[order] = np.repeat(values_per_cluster, sizes)
+    vals = np.asarray(values_per_cluster)
+    out = np.empty(n, dtype=vals.dtype if vals.dtype.kind in "iu" else np.float64)
+    out[order] = np.repeat(vals, sizes)
     return out
 
 
@@ -521,9 +531,11 @@ def run_laplace(job: Job) -> Output:
     for j, c in enumerate(cols):
         job.check_cancel()
         delta = ub[j] - lb[j]
-        noisy = X[:, j] + N.sample_noise(kind, job.rng, delta, eps[j], job.n)
-        new[c] = N.clamp(noisy, lb[j], ub[j])
-        per[c] = {"domain_width": float(delta), **_noise_info(kind, delta, float(eps[j]))}
+        g = N.job_grid(job, c)   # exact integer noise on the grid γ (issue 8 §3)
+        t = g.to_units(X[:, j])
+        t += N.grid_noise(kind, job.rng, g.span, eps[j], job.n)
+        new[c] = g.from_units(t)
+        per[c] = {"domain_width": float(delta), **N.grid_info(kind, g, g.span, float(eps[j]))}
         job.progress((j + 1) / len(cols))
     info.update(noise_per_attribute=per, draws_per_attribute=job.n)
     return Output(_frame_with(job, new), info=info, protected=cols)
@@ -582,17 +594,24 @@ def run_insensitive_dp(job: Job) -> Output:
     new = {}
     per = {}
     split = calibration == "rigorous" and _staircase_split(kind, k, nc)
+    sizes = np.bincount(labels, minlength=nc)
+    X = job.matrix(cols)
     for j, c in enumerate(cols):
         job.check_cancel()
         delta = ub[j] - lb[j]
-        if split:   # staircase: per-centroid sensitivity Δ/k, ε_i/n_c per draw
-            sens, eps_draw = delta / k, float(eps[j]) / nc
-        else:       # Laplace(n_c·Δ/(k·ε_i)) = Laplace of L1 sensitivity n_c·Δ/k
-            sens, eps_draw = factor * delta / k, float(eps[j])
-        noisy = N.clamp(cent[:, j] + N.sample_noise(kind, job.rng, sens, eps_draw, nc), lb[j], ub[j])
-        new[c] = noisy[labels]
-        per[c] = {"domain_width": float(delta), **_noise_info(kind, sens, eps_draw),
-                  "epsilon_per_draw": eps_draw}
+        # noise on the integer cluster SUMS of the grid values t = rint(x/γ) − base (each
+        # record's t lies in [0, span]), released as the sum's mean rounded to the grid:
+        # one record changes one member of a cluster, so |ΔS| ≤ span per cluster
+        g = N.job_grid(job, c)
+        sums = _int_sums(g.to_units(X[:, j]), labels, nc)
+        if split:   # staircase: per-cluster sensitivity span (Δ/k as a centroid), ε_i/n_c
+            sens, eps_draw = g.span, float(eps[j]) / nc
+        else:       # Laplace: L1 sensitivity of the n_c sums n_c·span (as-published: span)
+            sens, eps_draw = int(factor) * g.span, float(eps[j])
+        noisy = sums + N.grid_noise(kind, job.rng, sens, eps_draw, nc)
+        new[c] = g.from_units(N.round_half_up_div(noisy, sizes))[labels]
+        per[c] = {"domain_width": float(delta), **N.grid_info(kind, g, sens, eps_draw, k),
+                  "epsilon_per_draw": eps_draw, "noise_on": "cluster sums (grid units)"}
         job.progress((j + 1) / len(cols))
     info.update(noise_per_attribute=per, draws_per_attribute=nc)
     return _released(job, new, info=info, protected=cols, warnings=warnings)
@@ -641,10 +660,33 @@ def _run_ir_family(job: Job, mode: str) -> Output:
             eps_draw = float(eps[j])
             if mode == "dp" and _staircase_split(kind, k, nc):
                 eps_draw /= nc   # staircase: sensitivity Δ/k per centroid, ε_i/n_c per draw
-            vals = cent + N.sample_noise(kind, job.rng, sens, eps_draw, nc)
-            if c in bounds:
-                vals = N.clamp(vals, bounds[c][0], bounds[c][1])
-            per[c] = _noise_info(kind, sens if mode != "dp" else sens[0], eps_draw)
+            # the same calibration on the integer cluster SUMS of the grid values
+            # t = rint(x/γ) − base (rint is monotone: the ranking, Lemma 1 and the local
+            # sensitivities carry over to t), released as the sum's mean rounded to the grid
+            g = N.job_grid(job, c)
+            if g.span is None and st["xs"].size and (
+                    float(np.abs(st["xs"]).max()) / g.gamma * n >= 2.0 ** 53):
+                raise ParameterError(
+                    f"Precision {g.gamma:g} of column {c!r} is too fine for its values (sums "
+                    "would overflow exact integer arithmetic); choose a coarser precision.")
+            ts = g.to_units(st["xs"])
+            s0, sz = st["starts"], st["sizes"]
+            e_ = s0 + sz
+            tsum = np.add.reduceat(ts, s0)
+            if mode == "cbls":
+                t1, t2, t3 = ts[s0], ts[s0 + 1], ts[s0 + 2]
+                tc, tc1, tc2 = ts[e_ - 1], ts[e_ - 2], ts[e_ - 3]
+                tsum = tsum - t1 + t2 - tc + tc1
+                sens_u = np.maximum((tc - t2) + (t3 - t2) + (tc - tc1),
+                                    (tc1 - t1) + (tc1 - tc2) + (t2 - t1))
+            elif mode == "ls":      # max(ub − min C, max C − lb)·|C|/|C| in grid units
+                sens_u = np.maximum(g.span - ts[s0], ts[e_ - 1])
+            else:                   # ir-dp: L1 change of all sums ≤ span (paper 002 Lemma 1)
+                sens_u = g.span
+            noisy = tsum + N.grid_noise(kind, job.rng, sens_u, eps_draw, nc)
+            vals = g.from_units(N.round_half_up_div(noisy, sz))
+            per[c] = N.grid_info(kind, g, sens_u, eps_draw, k if mode == "dp" else sz)
+            per[c]["noise_on"] = "cluster sums (grid units)"
             per[c]["epsilon_per_draw"] = eps_draw
             if c in bounds:
                 per[c]["domain_width"] = float(bounds[c][1] - bounds[c][0])
