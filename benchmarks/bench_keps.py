@@ -176,7 +176,8 @@ def main() -> None:
     def full_keps(kq, alg):
         def go():
             r = engine.protect(hdata, "k-eps", {**{c: "k-quasi" for c in kq}, "height": "eps-quasi"},
-                               hierarchies={c: hs[c] for c in kq}, k=5, epsilon=1.0, algorithm=alg,
+                               hierarchies={c: hs[c] for c in kq}, precision={"height": 0.1}, k=5,
+                               epsilon=1.0, algorithm=alg,
                                confidence=0.99, seed=1)
             return engine.evaluate(r.aligned_original(), r.data, measures=("kanon",), result=r)
         return go

@@ -88,7 +88,7 @@ def main() -> None:
     for alg in ("ola", "mondrian"):
         for p in sweep(data, "k-eps", roles, ks=KS, epsilons=EPS, repeats=args.repeats,
                               seed=args.seed, measures=("kanon",), hierarchies=arx,
-                              algorithm=alg, suppression=0.05):
+                              precision={"height": 0.1}, algorithm=alg, suppression=0.05):
             res[(alg, p.k, p.epsilon)] = p
         print(f"sweep {alg} done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
 
