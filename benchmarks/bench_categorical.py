@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dpstudio.engine import api  # noqa: E402
-from dpstudio.engine.categorical_metrics import semantic_rl, semantic_sse  # noqa: E402
+from dpstudio.engine.measures.semantic import semantic_rl, semantic_sse  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 HIER = SHARED / "adult" / "hierarchies" / "adult_hierarchy_{}.csv"
@@ -68,7 +68,7 @@ def main() -> None:
                                                             hierarchies=hier, k=k, epsilon=eps,
                                                             calibration=cal))
                 tax = {}
-                from dpstudio.engine.categorical_metrics import taxonomies_of
+                from dpstudio.engine.measures.semantic import taxonomies_of
                 tax = taxonomies_of(res)
                 _, el_m, _ = measure(lambda: (semantic_sse(df, res.data, ATTRS, tax),
                                               semantic_rl(df, res.data, ATTRS, tax)))

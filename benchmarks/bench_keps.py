@@ -40,10 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dpstudio import engine  # noqa: E402
-from dpstudio.engine.generalization import mondrian, ola  # noqa: E402
-from dpstudio.engine.hierarchy import load_hierarchy  # noqa: E402
-from dpstudio.engine.hierarchy_build import auto_hierarchy, interval_hierarchy, masking_hierarchy  # noqa: E402
-from dpstudio.engine.synth_height import add_height  # noqa: E402
+from dpstudio.engine.algorithms.generalization import mondrian, ola  # noqa: E402
+from dpstudio.engine.hierarchies.hierarchy import load_hierarchy  # noqa: E402
+from dpstudio.engine.hierarchies.build import auto_hierarchy, interval_hierarchy, masking_hierarchy  # noqa: E402
+from scripts.synth_height import add_height  # noqa: E402
 
 ADULT = ROOT.parent / "shared" / "data" / "adult"
 ALL9 = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",

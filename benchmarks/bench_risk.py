@@ -28,8 +28,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dpstudio.engine.local_suppression import local_suppression  # noqa: E402
-from dpstudio.engine.survey_risk import assess_risk  # noqa: E402
+from dpstudio.engine.algorithms.local_suppression import local_suppression  # noqa: E402
+from dpstudio.engine.measures.survey_risk import assess_risk  # noqa: E402
 
 FREE1 = ROOT / "resources" / "free1"
 

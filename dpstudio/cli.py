@@ -260,7 +260,7 @@ def _jsonable(v: Any) -> Any:
 
 def _evaluate_result(res, measures=("sse", "rl", "delta", "corr", "kanon")) -> dict | None:
     """Measures of a fresh result; None (with a warning) when they do not apply."""
-    from dpstudio.engine import metrics
+    from dpstudio.engine.measures import metrics
     from dpstudio.engine.errors import DPStudioError
 
     try:
@@ -306,7 +306,7 @@ def cmd_methods(args) -> int:
 def _prepare_and_run(df, args, method: str):
     from dpstudio import engine
     from dpstudio.engine.registry import get_method
-    from dpstudio.engine.rng import as_rng
+    from dpstudio.engine.random import as_rng
 
     spec = get_method(method)
     params = collect_params(spec, args)
@@ -386,7 +386,7 @@ def cmd_protect(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from dpstudio.engine import metrics
+    from dpstudio.engine.measures import metrics
     from dpstudio.engine.errors import ParameterError
 
     orig, _ = _read(args.original)
@@ -496,7 +496,7 @@ _TYPES = {"numeric", "categorical", "ordinal", "date"}
 def cmd_risk(args) -> int:
     """Re-identification risk of a file with categorical keys (sdcMicro's measures)."""
     from dpstudio.engine.errors import ParameterError
-    from dpstudio.engine.survey_risk import assess_risk
+    from dpstudio.engine.measures.survey_risk import assess_risk
 
     df, _ = _read(args.input, args)
     roles = parse_roles(args.role)

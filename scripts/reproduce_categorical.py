@@ -27,13 +27,14 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dpstudio.engine import api, metrics  # noqa: E402
+from dpstudio.engine import api
+from dpstudio.engine.measures import metrics
 from dpstudio.engine.errors import ParameterError  # noqa: E402
-from dpstudio.engine.categorical_metrics import semantic_rl, semantic_sse  # noqa: E402
-from dpstudio.engine.protection.categorical import categorical_centroids, mdav_mixed  # noqa: E402
-from dpstudio.engine.protection.tclose import n_buckets  # noqa: E402
-from dpstudio.engine.microaggregation import mdav  # noqa: E402
-from dpstudio.engine.taxonomy import load_taxonomy  # noqa: E402
+from dpstudio.engine.measures.semantic import semantic_rl, semantic_sse  # noqa: E402
+from dpstudio.engine.protection.categorical_dp import categorical_centroids, mdav_mixed  # noqa: E402
+from dpstudio.engine.protection.t_close_dp import n_buckets  # noqa: E402
+from dpstudio.engine.algorithms.microaggregation import mdav  # noqa: E402
+from dpstudio.engine.hierarchies.taxonomy import load_taxonomy  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 ADULT = SHARED / "adult" / "adult.csv"

@@ -130,7 +130,7 @@ def main() -> None:
 
     # Adult: categorical-dp on occupation / native-country with their ARX hierarchies
     from dpstudio.app.main_window import resources_dir  # noqa: E402
-    from dpstudio.engine.hierarchy import Hierarchy  # noqa: E402
+    from dpstudio.engine.hierarchies.hierarchy import Hierarchy  # noqa: E402
 
     hd = resources_dir() / "adult" / "hierarchies"
     win.open_adult_sample()

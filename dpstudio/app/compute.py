@@ -89,7 +89,7 @@ class HierarchyDistance:
     a label the hierarchy does not know counts as the largest distance when it differs."""
 
     def __init__(self, hierarchy, column: str = "") -> None:
-        from dpstudio.engine.taxonomy import load_taxonomy
+        from dpstudio.engine.hierarchies.taxonomy import load_taxonomy
 
         self.tax = load_taxonomy(hierarchy, column)
         self.top = float(np.max(self.tax.dist)) if np.size(self.tax.dist) else 1.0
@@ -183,7 +183,7 @@ def sweep_points(df, method, roles, domains, *, ks, epsilons, repeats, seed, hie
     over them).  A sweep whose very first cell fails raises as before (bad settings)."""
     from dpstudio.engine import api
     from dpstudio.engine.registry import get_method
-    from dpstudio.engine.tradeoff import SweepPoint, grid
+    from dpstudio.engine.sweeps import SweepPoint, grid
 
     spec = get_method(method)
     dist = generalised_distances(df, method, roles, hierarchies)

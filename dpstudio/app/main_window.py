@@ -27,7 +27,7 @@ from dpstudio.app.widgets.method_panel import MethodPanel
 from dpstudio.app.widgets.results_panel import ResultsPanel
 from dpstudio.app.widgets.roles_panel import RolesPanel, generate_hierarchy
 from dpstudio.app.workers import TaskRunner
-from dpstudio.engine.hierarchy import Hierarchy
+from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 
 TAB_DATA, TAB_ROLES, TAB_METHOD, TAB_RESULTS = range(4)
 BIG_FILE_BYTES = 16 * 1024 * 1024  # files above this are read in a child process

@@ -22,6 +22,6 @@ from dpstudio.engine.errors import (  # noqa: F401
     ParameterError,
     PrivacyLeakWarning,
 )
-from dpstudio.engine.job import ProtectionResult  # noqa: F401
+from dpstudio.engine.types import ProtectionResult  # noqa: F401
 from dpstudio.engine.roles import Role  # noqa: F401
-from dpstudio.engine.survey_risk import RiskReport, assess_risk  # noqa: F401,E402
+from dpstudio.engine.measures.survey_risk import RiskReport, assess_risk  # noqa: F401,E402

@@ -11,10 +11,10 @@ import pandas as pd
 
 from dpstudio.engine import validation as V
 from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
-from dpstudio.engine.job import Job, ProtectionResult
+from dpstudio.engine.types import Job, ProtectionResult
 from dpstudio.engine.registry import (MethodSpec, add_scope_reason, all_methods, get_method,
                                       separate_tables)
-from dpstudio.engine.rng import as_rng
+from dpstudio.engine.random import as_rng
 from dpstudio.engine.roles import Role, normalize_roles
 
 QUASI_ROLES = (Role.K_QUASI, Role.EPS_QUASI)
@@ -74,7 +74,7 @@ def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
     """Validate everything once (used by :func:`protect` and :func:`sweep`).
 
     ``precision`` maps a numeric noisy attribute to its output grid γ (default: 1 for integer
-    columns, else from the declared domain; see :func:`dpstudio.engine.noise.default_precision`).
+    columns, else from the declared domain; see :func:`dpstudio.engine.algorithms.noise.default_precision`).
     """
     V.check_frame(df)
     spec = get_method(method)
@@ -306,7 +306,7 @@ def _is_public_warning(w: str) -> bool:
     return isinstance(w, V.PublicWarning) or any(w.startswith(p) for p in _PARAMETER_ONLY_WARNINGS)
 
 def _grid_clause(prep: Prepared) -> str:
-    from dpstudio.engine.noise import grid_clause
+    from dpstudio.engine.algorithms.noise import grid_clause
 
     return grid_clause(dict(prep.precision or {}), getattr(prep, "precision_given", None))
 
@@ -331,7 +331,7 @@ def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
     seed : int or Generator
         Randomness; the same seed and input give the same output.  Keep it secret.
     hierarchies : dict
-        Column -> ARX hierarchy file path or :class:`~dpstudio.engine.hierarchy.Hierarchy`.
+        Column -> ARX hierarchy file path or :class:`~dpstudio.engine.hierarchies.hierarchy.Hierarchy`.
     precision : dict
         Column -> output grid γ of a noisy numeric attribute (e.g. ``{"FICA": 1}``): noise is
         drawn exactly on that grid and the release carries no more digits (default: 1 for
@@ -357,7 +357,7 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: list[s
     Rows are compared position by position (record j of ``protected`` protects record j of
     ``original``).  Pass ``result.aligned_original()`` when the method reorders rows.
     """
-    from dpstudio.engine import metrics
+    from dpstudio.engine.measures import metrics
 
     return metrics.evaluate(original, protected, attributes, **options)
 
@@ -367,11 +367,11 @@ def sweep(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dic
           measures=("sse", "rl"), baselines: bool = True, hierarchies: dict | None = None,
           check_cancel: Callable[[], None] | None = None, evaluate_options: dict | None = None,
           **params: Any):
-    """Run ``method`` over a k × ε grid; yield one :class:`~dpstudio.engine.tradeoff.SweepPoint` per cell.
+    """Run ``method`` over a k × ε grid; yield one :class:`~dpstudio.engine.sweeps.SweepPoint` per cell.
 
     ``evaluate_options`` are passed to :func:`evaluate` (e.g. ``{"rl_distance": "raw"}``).
     """
-    from dpstudio.engine.tradeoff import run_sweep
+    from dpstudio.engine.sweeps import run_sweep
 
     return run_sweep(df, method, roles, domains, ks=ks, epsilons=epsilons, repeats=repeats,
                      seed=seed, measures=measures, baselines=baselines, hierarchies=hierarchies,

@@ -21,9 +21,9 @@ from dpstudio.engine.roles import Role
 # Modules that register methods when imported (order = order in menus).
 METHOD_MODULES = (
     "dpstudio.engine.protection.numeric",
-    "dpstudio.engine.protection.keps",
-    "dpstudio.engine.protection.categorical",
-    "dpstudio.engine.protection.tclose",
+    "dpstudio.engine.protection.k_eps",
+    "dpstudio.engine.protection.categorical_dp",
+    "dpstudio.engine.protection.t_close_dp",
 )
 
 
@@ -130,7 +130,7 @@ class Param:
 class MethodSpec:
     """Description of one method, plus the function that runs it.
 
-    ``run(job) -> Output`` does the work (see :mod:`dpstudio.engine.job`).
+    ``run(job) -> Output`` does the work (see :mod:`dpstudio.engine.types`).
     ``guarantee(params) -> str`` returns the sentence the UI and the report state
     for the given (validated) parameters.
     ``protects`` lists the roles whose columns the method changes; ``requires``

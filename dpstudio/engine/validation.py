@@ -220,7 +220,7 @@ def check_precision(df: pd.DataFrame, cols: list[str], precision: dict | None,
     """Output grid γ > 0 of every noisy numeric attribute: the declared one, else the default
     from public facts (integer type: 1; else the declared domain); columns with neither are
     left out (the method asks for one when it draws noise)."""
-    from dpstudio.engine.noise import default_precision, make_grid, pd_is_integer
+    from dpstudio.engine.algorithms.noise import default_precision, make_grid, pd_is_integer
 
     given = dict(precision or {})
     unknown = [c for c in given if c not in df.columns]

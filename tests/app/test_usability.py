@@ -283,7 +283,7 @@ def test_compact_warnings_keeps_every_message(items):
 def test_hierarchy_distance_is_a_safe_semantic_distance(xs, ys):
     """Measures use the loaded hierarchy's δ (metrics.md); unknown labels never raise."""
     from dpstudio.app.compute import HierarchyDistance
-    from dpstudio.engine.hierarchy import Hierarchy
+    from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 
     h = Hierarchy.from_rows([["a1", "A", "*"], ["a2", "A", "*"], ["b1", "B", "*"],
                              ["b2", "B", "*"]])

@@ -341,7 +341,7 @@ def test_adult_sample_opens_with_its_hierarchies(qtbot, window):
     """File › Open sample (Adult): the semicolon/CRLF ARX extract is sniffed and loaded, and
     every bundled ARX hierarchy covers its column."""
     from dpstudio.app.main_window import adult_sample_path
-    from dpstudio.engine.hierarchy import Hierarchy
+    from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 
     with qtbot.waitSignal(window.sig_loaded, timeout=30000):
         window.open_adult_sample()

@@ -18,10 +18,10 @@ import pytest
 from dpstudio import engine
 from tests.engine._order import in_input_order, protect_in_order, run_prepared_in_order  # noqa: F401
 from dpstudio.engine import api
-from dpstudio.engine import noise as N
-from dpstudio.engine.protection import categorical as C
-from dpstudio.engine.rng import point_rng
-from dpstudio.engine.taxonomy import Taxonomy
+from dpstudio.engine.algorithms import noise as N
+from dpstudio.engine.protection import categorical_dp as C
+from dpstudio.engine.random import point_rng
+from dpstudio.engine.hierarchies.taxonomy import Taxonomy
 
 LB, UB = 0.0, 1000.0
 DELTA = UB - LB
@@ -130,7 +130,7 @@ def test_categorical_dp_quality_and_numeric_sensitivity():
         for d in (df, d2):
             prep = api.prepare(d, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"},
                                {"x": (0, 100)}, {"v": TAX}, k=k)
-            from dpstudio.engine.job import Job
+            from dpstudio.engine.types import Job
             job = Job(data=prep.data, roles=prep.roles, domains=prep.domains, params=prep.params,
                       rng=np.random.default_rng(0), hierarchies=prep.hierarchies)
             schema = C.MixedSchema(job, ["v", "x"])

@@ -10,8 +10,8 @@ from scipy import stats
 from dpstudio.engine import api
 from tests.engine._order import protect_in_order
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.protection import categorical as C
-from dpstudio.engine.taxonomy import Taxonomy
+from dpstudio.engine.protection import categorical_dp as C
+from dpstudio.engine.hierarchies.taxonomy import Taxonomy
 
 PARENTS = {"a": "X", "b": "X", "c": "Y", "d": "Y", "e": "Y", "f": "*", "X": "*", "Y": "*"}
 TAX = Taxonomy.from_parent_map(PARENTS, name="v")
@@ -34,7 +34,7 @@ DOM = {"x": (0, 100)}
 
 def labels_for(df, k):
     prep = api.prepare(df, "categorical-dp", ROLES, DOM, HIER, k=k)
-    from dpstudio.engine.job import Job
+    from dpstudio.engine.types import Job
 
     job = Job(data=prep.data, roles=prep.roles, domains=prep.domains, params=prep.params,
               rng=np.random.default_rng(0), hierarchies=prep.hierarchies)
@@ -173,7 +173,7 @@ def test_clustering_cached_per_k():
 
 
 def test_semantic_metrics_through_evaluate():
-    from dpstudio.engine.categorical_metrics import semantic_sse
+    from dpstudio.engine.measures.semantic import semantic_sse
 
     df = mixed_frame(np.random.default_rng(9), 90)
     r = run(df)
@@ -187,7 +187,7 @@ def test_semantic_metrics_through_evaluate():
 
 
 def test_semantic_rl_against_bruteforce():
-    from dpstudio.engine.categorical_metrics import semantic_rl
+    from dpstudio.engine.measures.semantic import semantic_rl
 
     rng = np.random.default_rng(10)
     df = mixed_frame(rng, 60)[["v", "x"]]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from dpstudio import cli
 from dpstudio.engine import registry
-from dpstudio.engine.job import Output
+from dpstudio.engine.types import Output
 from dpstudio.engine.registry import MethodSpec, Param
 from dpstudio.engine.roles import Role
 

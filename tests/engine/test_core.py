@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.hierarchy import Hierarchy
+from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 from dpstudio.engine.registry import Param, k_param, epsilon_param
 from dpstudio.engine.roles import Role, normalize_roles
 
@@ -71,7 +71,7 @@ def test_engine_imports_no_qt():
 
 
 def test_engine_functions_not_shadowed_by_submodules():
-    code = ("from dpstudio import engine; import dpstudio.engine.tradeoff, dpstudio.engine.protection.numeric; "
+    code = ("from dpstudio import engine; import dpstudio.engine.sweeps, dpstudio.engine.protection.numeric; "
             "import pandas as pd; df = pd.DataFrame({'x': [1., 2., 3., 4.]}); "
             "list(engine.sweep(df, 'mdav', roles={'x': 'k-quasi'}, ks=[2])); "
             "assert callable(engine.sweep) and callable(engine.methods), (engine.sweep, engine.methods)")

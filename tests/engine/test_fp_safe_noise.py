@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from dpstudio import engine
-from dpstudio.engine import noise as N
+from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.errors import ParameterError
 
 

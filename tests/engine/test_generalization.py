@@ -1,4 +1,4 @@
-"""OLA and Mondrian (dpstudio.engine.generalization): k-anonymity of every output, OLA's optimum
+"""OLA and Mondrian (dpstudio.engine.algorithms.generalization): k-anonymity of every output, OLA's optimum
 against brute force, the suppression limit, bad input, determinism."""
 
 import itertools
@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.generalization import mondrian, ola, verify_k_anonymity
-from dpstudio.engine.hierarchy import Hierarchy
-from dpstudio.engine.hierarchy_build import interval_hierarchy
+from dpstudio.engine.algorithms.generalization import mondrian, ola, verify_k_anonymity
+from dpstudio.engine.hierarchies.hierarchy import Hierarchy
+from dpstudio.engine.hierarchies.build import interval_hierarchy
 from tests.conftest import shared_path
 
 # a small categorical hierarchy (3 levels) for "c"

@@ -1,4 +1,4 @@
-"""Automatic hierarchies (dpstudio.engine.hierarchy_build) and the real ARX Adult hierarchies."""
+"""Automatic hierarchies (dpstudio.engine.hierarchies.build) and the real ARX Adult hierarchies."""
 
 import re
 
@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.hierarchy import Hierarchy, load_hierarchy
-from dpstudio.engine.hierarchy_build import (auto_hierarchy, date_hierarchy, factorize_strings,
+from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy
+from dpstudio.engine.hierarchies.build import (auto_hierarchy, date_hierarchy, factorize_strings,
                                              flat_hierarchy, interval_hierarchy, masking_hierarchy,
                                              value_strings)
 from tests.conftest import shared_path

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from dpstudio.engine import io as dio
 from dpstudio.engine.errors import InputError
 from dpstudio.engine.export import export_release
-from dpstudio.engine.job import ProtectionResult
+from dpstudio.engine.types import ProtectionResult
 from dpstudio.engine.report import render_assessment, render_release_note
 
 

@@ -9,12 +9,12 @@ from hypothesis import strategies as st
 
 from dpstudio import engine
 from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
-from dpstudio.engine.hierarchy import Hierarchy
-from dpstudio.engine.keps_metrics import (class_diameters, confidence_radius, confident_suppression,
+from dpstudio.engine.hierarchies.hierarchy import Hierarchy
+from dpstudio.engine.measures.keps import (class_diameters, confidence_radius, confident_suppression,
                                           count_within, keps_measures, nearest_member_linked,
                                           noise_abs_mean)
 from dpstudio.engine.registry import get_method
-from dpstudio.engine.synth_height import add_height, synthetic_height
+from scripts.synth_height import add_height, synthetic_height
 from tests.conftest import shared_path
 
 PREC = {"height": 0.01}  # output grid of the noisy ε-quasi (issue 8 §3)
@@ -191,7 +191,7 @@ def test_confidence_radius_and_abs_mean():
     assert confidence_radius("laplace", 2.0, 0.99) == pytest.approx(-np.log(0.01) / 2.0)
     assert noise_abs_mean("laplace", 4.0) == 0.25
     rng = np.random.default_rng(0)
-    from dpstudio.engine.noise import staircase_noise
+    from dpstudio.engine.algorithms.noise import staircase_noise
     z = staircase_noise(rng, 1.0, 1.0, 60_000)
     assert noise_abs_mean("staircase", 1.0) == pytest.approx(np.mean(np.abs(z)), rel=0.03)
     r = confidence_radius("staircase", 1.0, 0.9)
@@ -285,7 +285,7 @@ def test_same_seed_same_release():
 
 
 def test_sweep_reports_measures_per_point_and_reuses_generalisation(monkeypatch):
-    import dpstudio.engine.protection.keps as keps
+    import dpstudio.engine.protection.k_eps as keps
 
     calls = []
     orig = keps.ola

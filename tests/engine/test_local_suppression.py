@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpstudio.engine.errors import DPStudioError
-from dpstudio.engine.local_suppression import local_suppression, suppression_order
-from dpstudio.engine.survey_risk import assess_risk
+from dpstudio.engine.algorithms.local_suppression import local_suppression, suppression_order
+from dpstudio.engine.measures.survey_risk import assess_risk
 
 ROOT = Path(__file__).resolve().parents[2]
 FREE1 = ROOT / "resources" / "free1"

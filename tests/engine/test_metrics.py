@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpstudio.engine import metrics as M
+from dpstudio.engine.measures import metrics as M
 from dpstudio.engine.errors import InputError, ParameterError
 
 

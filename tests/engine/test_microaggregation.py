@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpstudio.engine import microaggregation as MA
+from dpstudio.engine.algorithms import microaggregation as MA
 
 
 # ---------------------------------------------------------------- slow references

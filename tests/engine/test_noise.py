@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from dpstudio.engine import noise as N
+from dpstudio.engine.algorithms import noise as N
 
 
 # ---------------------------------------------------------------- staircase: Table 4.1

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from dpstudio import engine
 from tests.engine._order import in_input_order, protect_in_order, run_prepared_in_order  # noqa: F401
-from dpstudio.engine import microaggregation as MA
-from dpstudio.engine import noise as N
+from dpstudio.engine.algorithms import microaggregation as MA
+from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.api import prepare, run_prepared
 from dpstudio.engine.errors import Cancelled, NotApplicableError, ParameterError
 from dpstudio.engine.registry import get_method

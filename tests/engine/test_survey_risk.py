@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from dpstudio.engine import assess_risk
 from dpstudio.engine.errors import DPStudioError
-from dpstudio.engine.survey_risk import bf_individual_risk
+from dpstudio.engine.measures.survey_risk import bf_individual_risk
 
 ROOT = Path(__file__).resolve().parents[2]
 FREE1 = ROOT / "resources" / "free1"

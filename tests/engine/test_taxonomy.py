@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from dpstudio.engine.errors import InputError
-from dpstudio.engine.hierarchy import Hierarchy, load_hierarchy
-from dpstudio.engine.taxonomy import Taxonomy, load_taxonomy
+from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy
+from dpstudio.engine.hierarchies.taxonomy import Taxonomy, load_taxonomy
 
 from tests.conftest import shared_path
 

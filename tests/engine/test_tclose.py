@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from dpstudio.engine import api
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.protection import tclose as T
+from dpstudio.engine.protection import t_close_dp as T
 
 
 def frame(rng, n, distinct=None):
@@ -123,7 +123,7 @@ def test_bucket_values_release():
 def test_guarantee_states_achieved_t_when_target_missed(monkeypatch):
     """When rounding of small groups pushes the achieved t above e^ε, the guarantee itself
     (not only a warning) says so; otherwise it carries no caveat."""
-    from dpstudio.engine.protection import tclose as T
+    from dpstudio.engine.protection import t_close_dp as T
 
     df = frame(np.random.default_rng(5), 200)
     ok = api.protect(df, "t-close-dp", ROLES, seed=2, epsilon=1.0)

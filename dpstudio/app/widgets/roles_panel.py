@@ -20,7 +20,7 @@ from dpstudio import engine
 from dpstudio.app import settings as app_settings
 from dpstudio.app.state import ROLE_VALUES, AppState
 from dpstudio.app.widgets.common import Banner, show_error
-from dpstudio.engine.hierarchy import Hierarchy
+from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 
 ROLE_HELP = {
     "identifier": "Identifier: directly identifies a person (name, ID number, phone). Removed "

@@ -2,7 +2,7 @@
 by swapping, plain Laplace, insensitive microaggregation + noise, individual ranking + noise
 (DP-UM), and the two individual-DP variants (iDP-LS, iDP-CBLS).
 
-Noise comes from :func:`dpstudio.engine.noise.grid_noise` (exact integer noise on each
+Noise comes from :func:`dpstudio.engine.algorithms.noise.grid_noise` (exact integer noise on each
 attribute's output grid γ, issue 8 §3), so the 'staircase' noise choice works wherever Laplace
 does.  Clustered methods draw the noise on the integer cluster sums of the grid values
 t = rint(x/γ) − base and release the sum's mean rounded to the grid; the sensitivity passed is
@@ -20,10 +20,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from dpstudio.engine import microaggregation as MA
-from dpstudio.engine import noise as N
+from dpstudio.engine.algorithms import microaggregation as MA
+from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.errors import ParameterError
-from dpstudio.engine.job import Job, Output
+from dpstudio.engine.types import Job, Output
 from dpstudio.engine.registry import (
     SHUFFLE_PARAM,
     order_clause as _order_clause,
@@ -331,7 +331,7 @@ def _ir_stats(job: Job, cols: list[str], k: int) -> list[dict]:
 
 def _int_sums(t: np.ndarray, labels: np.ndarray, nc: int) -> np.ndarray:
     """Exact int64 sums of the grid values per cluster (|sums| < 2⁵³ is checked by
-    :func:`dpstudio.engine.noise.make_grid`, so the float bincount is exact)."""
+    :func:`dpstudio.engine.algorithms.noise.make_grid`, so the float bincount is exact)."""
     return np.rint(np.bincount(labels, weights=t.astype(np.float64), minlength=nc)).astype(np.int64)
 
 

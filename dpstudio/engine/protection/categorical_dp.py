@@ -12,7 +12,7 @@
 3. Centroid of a categorical attribute in a cluster: the exponential mechanism over *all*
    concepts of the taxonomy with quality q = −m(S_C, a) (marginality) and sensitivity
    Δq = δ(a_b, a_t) (or the exact worst case when larger, see
-   :attr:`~dpstudio.engine.taxonomy.Taxonomy.sensitivity`).  Numeric attributes: cluster
+   :attr:`~dpstudio.engine.hierarchies.taxonomy.Taxonomy.sensitivity`).  Numeric attributes: cluster
    mean plus noise as in ``insensitive-dp``, clamped to the domain.
 
 Calibration: replacing one record can change *every* cluster by one record, so the
@@ -29,15 +29,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpstudio.engine import noise as N
+from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine import validation as V
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.job import Job, Output
+from dpstudio.engine.types import Job, Output
 from dpstudio.engine.registry import (BUDGET_PARAM, DROP_MISSING_PARAM, NOISE_PARAM, SHUFFLE_PARAM,
                                        WEIGHTS_PARAM, LAYOUT_PARAM, order_clause as _order_clause,
                                        MethodSpec, Param, epsilon_param, k_param, register)
 from dpstudio.engine.roles import Role
-from dpstudio.engine.taxonomy import Taxonomy, load_taxonomy
+from dpstudio.engine.hierarchies.taxonomy import Taxonomy, load_taxonomy
 
 METHOD_ID = "categorical-dp"
 NOT_DP_LABEL = "does not satisfy ε-DP (see paper 002 §3)"
@@ -134,7 +134,7 @@ class MixedSchema:
 
 def corner_sequence(m: int, length: int) -> np.ndarray:
     """The Hamming-order corner sequence shared with ``insensitive-dp``."""
-    from dpstudio.engine.microaggregation import corner_sequence as _cs
+    from dpstudio.engine.algorithms.microaggregation import corner_sequence as _cs
 
     return _cs(m, length)
 
@@ -505,7 +505,7 @@ SPEC = register(MethodSpec(
 
 # SSE / RL with the semantic distance (registered with the metrics hook when available)
 try:  # pragma: no cover - depends on the metrics module being present
-    from dpstudio.engine import categorical_metrics as _cm
+    from dpstudio.engine.measures import semantic as _cm
 
     _cm.register_hooks(METHOD_ID)
 except ImportError:

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.job import Job, Output
+from dpstudio.engine.types import Job, Output
 from dpstudio.engine.registry import DROP_MISSING_PARAM, MethodSpec, Param, epsilon_param, register
 from dpstudio.engine.roles import Role
 

@@ -33,7 +33,7 @@ Both work on integer codes, never on strings:
 Both verify the k-anonymity of what they return (:func:`verify_k_anonymity`).
 
 >>> import pandas as pd
->>> from dpstudio.engine.hierarchy import Hierarchy
+>>> from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 >>> df = pd.DataFrame({"sex": ["M", "F"] * 6, "age": [20, 21, 22, 23, 30, 31] * 2})
 >>> res = mondrian(df, ["sex", "age"], k=3)
 >>> res.min_class_size >= 3
@@ -50,8 +50,8 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.hierarchy import Hierarchy, load_hierarchy
-from dpstudio.engine.hierarchy_build import _fmt_number, auto_hierarchy, factorize_strings
+from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy
+from dpstudio.engine.hierarchies.build import _fmt_number, auto_hierarchy, factorize_strings
 
 __all__ = [
     "EncodedQuasi", "encode_quasis", "GeneralisationResult", "ola", "mondrian",

@@ -2,7 +2,7 @@
 
 1. identifiers are dropped (by the API);
 2. the k-quasis are k-anonymised by generalisation, OLA (optimal full-domain, with record
-   suppression) or Mondrian (multidimensional) — :mod:`dpstudio.engine.generalization`;
+   suppression) or Mondrian (multidimensional) — :mod:`dpstudio.engine.algorithms.generalization`;
 3. inside each equivalence class every record's ε-quasis get Laplace (or staircase) noise
    calibrated to sensitivity Σ_j diam_j(ec) — scale Σ_j diam_j(ec)/ε, one record-level
    mechanism over the ε-quasis (paper 003 §IV); a class whose diameters are all 0 gets
@@ -24,12 +24,12 @@ import pandas as pd
 
 from dpstudio.engine import validation as V
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.generalization import encode_quasis, mondrian, ola
-from dpstudio.engine.hierarchy import load_hierarchy
-from dpstudio.engine.job import Job, Output
-from dpstudio.engine.keps_metrics import (class_diameters, confidence_radius, confident_suppression,
+from dpstudio.engine.algorithms.generalization import encode_quasis, mondrian, ola
+from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
+from dpstudio.engine.types import Job, Output
+from dpstudio.engine.measures.keps import (class_diameters, confidence_radius, confident_suppression,
                                           keps_measures)
-from dpstudio.engine import noise as N
+from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.registry import (DROP_MISSING_PARAM, NOISE_PARAM, MethodSpec, Param,
                                       epsilon_param, k_param, register)
 from dpstudio.engine.roles import Role
@@ -309,8 +309,8 @@ SPEC = register(MethodSpec(
     min_k=2,
 ))
 
-try:  # the measures hook of dpstudio.engine.metrics (guarded: older cores lack it)
-    from dpstudio.engine import metrics as _metrics
+try:  # the measures hook of dpstudio.engine.measures.metrics (guarded: older cores lack it)
+    from dpstudio.engine.measures import metrics as _metrics
 
     if hasattr(_metrics, "register_method_measures"):
         _metrics.register_method_measures("k-eps", keps_measures)

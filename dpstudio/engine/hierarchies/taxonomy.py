@@ -2,7 +2,7 @@
 
 A :class:`Taxonomy` is a tree of *concepts*: the leaves are the values an attribute takes,
 inner nodes are generalisations (they are valid released values too).  It is built from the
-same object that serves generalisation hierarchies, :class:`~dpstudio.engine.hierarchy.Hierarchy`
+same object that serves generalisation hierarchies, :class:`~dpstudio.engine.hierarchies.hierarchy.Hierarchy`
 (an ARX hierarchy file, or a parent–child CSV with the header ``child,parent``), so that
 ``hierarchies={"occupation": "path.csv"}`` reaches both (k, ε)-anonymity and categorical DP.
 
@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError, format_rows
-from dpstudio.engine.hierarchy import Hierarchy, ancestor_paths, load_hierarchy
+from dpstudio.engine.hierarchies.hierarchy import Hierarchy, ancestor_paths, load_hierarchy
 
 __all__ = ["Taxonomy", "load_taxonomy", "semantic_distance_matrix", "mixed_distance_to",
            "boundaries"]

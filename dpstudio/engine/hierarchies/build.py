@@ -1,6 +1,6 @@
 """Automatic generalisation hierarchies (methods.md ``k-eps``; issue 3).
 
-Every builder returns a :class:`dpstudio.engine.hierarchy.Hierarchy` whose leaves
+Every builder returns a :class:`dpstudio.engine.hierarchies.hierarchy.Hierarchy` whose leaves
 (level 0) are the distinct values of the column written as *canonical strings*
 (:func:`value_strings`), so that a hierarchy built here and an ARX file written by
 hand match the same data.  Kinds:
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.hierarchy import Hierarchy
+from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 
 __all__ = [
     "value_strings", "factorize_strings", "interval_hierarchy", "date_hierarchy",

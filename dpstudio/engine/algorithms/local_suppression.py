@@ -2,7 +2,7 @@
 
 ``local_suppression(df, keys, k, importance=...)`` sets key values to missing until every record
 shares its key combination with at least ``k - 1`` others, where a missing value matches any
-value (sdcMicro's ``freqCalc`` rule, see :mod:`dpstudio.engine.survey_risk`).  The keys are
+value (sdcMicro's ``freqCalc`` rule, see :mod:`dpstudio.engine.measures.survey_risk`).  The keys are
 suppressed in an importance order as sdcMicro offers it: the least important key first; by
 default, as in sdcMicro, keys with more categories are less important.
 
@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.survey_risk import wildcard_counts
+from dpstudio.engine.measures.survey_risk import wildcard_counts
 
 __all__ = ["local_suppression", "suppression_order"]
 

@@ -1,6 +1,6 @@
 """SSE and record linkage with the semantic distance for categorical attributes
 (thesis §6.4.2, metrics.md), registered for ``categorical-dp`` through
-:func:`dpstudio.engine.metrics.register_method_measures`.
+:func:`dpstudio.engine.measures.metrics.register_method_measures`.
 
 Categorical attributes use δ (eq. 6.6) from their taxonomy, looked up in the precomputed
 concept distance matrix; numeric attributes use |x − x′| (SSE) and, for RL, the Euclidean
@@ -11,7 +11,7 @@ rows (Adult: 388 distinct originals), so this is fast; for mixed data with many 
 numeric values the cost grows with (distinct protected) × (distinct original).
 
 >>> import pandas as pd
->>> from dpstudio.engine.taxonomy import Taxonomy
+>>> from dpstudio.engine.hierarchies.taxonomy import Taxonomy
 >>> t = Taxonomy.from_parent_map({"a": "X", "b": "X", "c": "*", "X": "*"})
 >>> x = pd.DataFrame({"v": ["a", "b", "c"]}); y = pd.DataFrame({"v": ["a", "X", "c"]})
 >>> round(semantic_sse(x, y, ["v"], {"v": t}), 4)   # δ(b, X)² = log2(4/3)²
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.taxonomy import Taxonomy
+from dpstudio.engine.hierarchies.taxonomy import Taxonomy
 
 TIE_RTOL = 1e-12
 _BLOCK_ENTRIES = 2_000_000
@@ -163,7 +163,7 @@ def measures_hook(original, protected, result, measures, cache) -> dict:
 
 
 def register_hooks(method_id: str) -> None:
-    from dpstudio.engine.metrics import register_method_measures
+    from dpstudio.engine.measures.metrics import register_method_measures
 
     register_method_measures(method_id, measures_hook)
 

@@ -58,7 +58,7 @@ def noise_abs_mean(kind: str, epsilon: float) -> float:
     if kind == "laplace":
         return 1.0 / float(epsilon)
     if kind == "staircase":
-        from dpstudio.engine.noise import _m0, staircase_optimal_d
+        from dpstudio.engine.algorithms.noise import _m0, staircase_optimal_d
 
         eps = float(epsilon)
         d = staircase_optimal_d(1.0, eps)
@@ -79,7 +79,7 @@ def confidence_radius(kind: str, epsilon: float, c: float) -> float:
     if kind == "laplace":
         return -math.log1p(-c) / float(epsilon)
     if kind == "staircase":
-        from dpstudio.engine.noise import staircase_cdf
+        from dpstudio.engine.algorithms.noise import staircase_cdf
 
         lo, hi = 0.0, 1.0
         while 2.0 * (float(staircase_cdf(hi, 1.0, epsilon)) - 0.5) < c:

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError
-from dpstudio.engine.rng import as_rng
+from dpstudio.engine.random import as_rng
 
 __all__ = ["HEIGHT_MEANS_CM", "HEIGHT_SD_CM", "AGE_BANDS", "synthetic_height", "add_height"]
 

@@ -715,7 +715,7 @@ def make_grid(column: str, gamma: float, domain=None, integer_dtype: bool = Fals
 
 
 def job_grid(job, column: str) -> Grid:
-    """The grid of ``column`` for a running :class:`~dpstudio.engine.job.Job`."""
+    """The grid of ``column`` for a running :class:`~dpstudio.engine.types.Job`."""
     from dpstudio.engine.errors import ParameterError
 
     prec = getattr(job, "precision", None) or {}

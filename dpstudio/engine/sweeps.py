@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from dpstudio.engine.api import prepare, run_prepared
-from dpstudio.engine.rng import point_rng
+from dpstudio.engine.random import point_rng
 
 
 @dataclass
@@ -72,7 +72,7 @@ def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsil
               baselines: bool = True, hierarchies=None,
               check_cancel: Callable[[], None] | None = None,
               evaluate_options: dict | None = None, **params: Any) -> Iterator[SweepPoint]:
-    from dpstudio.engine import metrics
+    from dpstudio.engine.measures import metrics
 
     from dpstudio.engine.errors import ParameterError
 

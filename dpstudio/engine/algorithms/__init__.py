@@ -1,0 +1,1 @@
+"""Algorithms the methods share: microaggregation, noise, generalisation."""

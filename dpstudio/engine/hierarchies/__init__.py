@@ -1,0 +1,1 @@
+"""Generalisation hierarchies: ARX files, built hierarchies, taxonomies."""

@@ -1,0 +1,1 @@
+"""Utility and risk measures (docs/measures.md)."""
