@@ -424,6 +424,106 @@ def nearest(c, kk, Zp, perm, alive, start, end, lo, hi, cnt, first_leaf, stack, 
         out[i + 1] = hq[i]
 
 
+# ----------------------------------------------------------------------------- farthest from the centroid
+
+@njit(cache=True)
+def _far_refresh(c, Zp, pos_of, alive, idx, size, n_alive, fs, c0, cl, cd, tmp):
+    """Rebuild the candidate list: alive positions sorted by distance to c0 = c, descending,
+    keeping every record whose distance is at least the T-th largest (ties included)."""
+    m = Zp.shape[1]
+    for j in range(m):
+        c0[j] = c[j]
+    w = 0
+    for i in range(size):
+        q = pos_of[idx[i]]
+        if alive[q]:
+            cl[w] = q
+            cd[w] = np.sqrt(_sqd(Zp, q, c0))
+            w += 1
+    T = min(w, max(1024, min(16384, n_alive // 16)))
+    if T < w:
+        for i in range(w):
+            tmp[i] = cd[i]
+        v = np.partition(tmp[:w], w - T)[w - T]
+        u = 0
+        for i in range(w):
+            if cd[i] >= v:
+                cl[u] = cl[i]
+                cd[u] = cd[i]
+                u += 1
+        w = u
+        fs[4] = 1                  # incomplete list: valid down to cut
+        cut_v = v
+    else:
+        fs[4] = 0
+        cut_v = -np.inf
+    order = np.argsort(-cd[:w])
+    for i in range(w):
+        tmp[i] = cd[order[i]]
+    for i in range(w):
+        cd[i] = tmp[i]
+    ord_q = cl[:w][order]
+    for i in range(w):
+        cl[i] = ord_q[i]
+    fs[0] = w                      # list length
+    fs[1] = 0                      # head
+    fs[2] = 0                      # entries scanned since the refresh
+    fs[3] = 1                      # valid
+    return cut_v
+
+
+@njit(cache=True)
+def far_centroid(c, Zp, perm, pos_of, alive, idx, size, n_alive, fs, fcut, c0, cl, cd, tmp,
+                 start, end, lo, hi, cnt, first_leaf, stack):
+    """Position of the alive record farthest from c (lowest record index on ties).
+
+    If |z - c0| < D0 - 2|c - c0| (D0: the largest |z - c0| among alive records), then
+    |z - c| < |z* - c| for the record z* at D0, so z cannot be the farthest: only the head
+    of the list down to that bound (less a tolerance far above rounding errors) is
+    evaluated, with the exact distance formula.  Falls back to the tree search when the list
+    cannot vouch for completeness."""
+    m = Zp.shape[1]
+    for attempt in range(2):
+        if fs[3] == 0:
+            fcut[0] = _far_refresh(c, Zp, pos_of, alive, idx, size, n_alive, fs, c0, cl, cd, tmp)
+        head = fs[1]
+        w = fs[0]
+        while head < w and not alive[cl[head]]:
+            head += 1
+        fs[1] = head
+        if head == w:
+            fs[3] = 0
+            continue
+        dd = 0.0
+        for j in range(m):
+            t = c[j] - c0[j]
+            dd += t * t
+        delta = np.sqrt(dd)
+        D0 = cd[head]
+        thr = D0 - 2.0 * delta - 1e-9 * (D0 + delta) - 1e-300
+        if fs[4] == 1 and thr < fcut[0]:
+            fs[3] = 0
+            continue
+        best_d = -1.0
+        best_q = -1
+        best_i = -1
+        i = head
+        while i < w and cd[i] >= thr:
+            q = cl[i]
+            if alive[q]:
+                d = _sqd(Zp, q, c)
+                if d > best_d or (d == best_d and perm[q] < best_i):
+                    best_d = d
+                    best_q = q
+                    best_i = perm[q]
+            i += 1
+        fs[2] += i - head
+        if fs[2] > n_alive:
+            fs[3] = 0              # scanning has cost as much as a refresh: refresh next time
+        return best_q
+    return farthest(c, Zp, perm, alive, start, end, lo, hi, cnt, first_leaf, stack)
+
+
 # ----------------------------------------------------------------------------- MDAV
 
 @njit(cache=True)
@@ -442,7 +542,7 @@ def mdav_run(Z, k, depth, max_steps, st, labels, total, idx, tree, scratch):
     st = [label, n_dead, size, alive, phase]; phase 0 = main loop, 1 = done.
     tree = (perm, Zp, start, end, lo, hi, cnt, leaf_of, alive, pos_of)."""
     perm, Zp, start, end, lo, hi, cnt, leaf_of, alive, pos_of = tree
-    stack, hd, hq, take, buf, sums = scratch
+    stack, hd, hq, take, buf, sums, fs, fcut, c0, cl, cd = scratch
     m = Z.shape[1]
     first_leaf = 1 << depth
     label = st[0]
@@ -454,7 +554,8 @@ def mdav_run(Z, k, depth, max_steps, st, labels, total, idx, tree, scratch):
     while n_alive >= 3 * k and steps < max_steps:
         for j in range(m):
             p[j] = total[j] / n_alive
-        r = farthest(p, Zp, perm, alive, start, end, lo, hi, cnt, first_leaf, stack)
+        r = far_centroid(p, Zp, perm, pos_of, alive, idx, size, n_alive, fs, fcut, c0, cl, cd, buf,
+                         start, end, lo, hi, cnt, first_leaf, stack)
         nearest(r, k - 1, Zp, perm, alive, start, end, lo, hi, cnt, first_leaf, stack, hd, hq, take[:k])
         for i in range(k):
             _remove(take[i], Zp, alive, start, end, lo, hi, cnt, leaf_of)
@@ -536,7 +637,8 @@ def run(Z: np.ndarray, k: int, check_cancel=None, progress=None) -> np.ndarray:
     tree = (perm, Zp, start, end, lo, hi, cnt, leaf_of, alive, pos_of)
     scratch = (np.empty(2 * (depth + 2) + 8, np.int64), np.empty(max(k - 1, 1)),
                np.empty(max(k - 1, 1), np.int64), np.empty(2 * k, np.int64),
-               np.empty(max(n, 2 * k)), np.empty(m))
+               np.empty(max(n, 2 * k)), np.empty(m), np.zeros(5, np.int64), np.zeros(1),
+               np.empty(m), np.empty(n, np.int64), np.empty(n))
     labels = np.empty(n, dtype=np.int64)
     total = Z.T.copy().sum(axis=1)        # numpy's own pairwise row sums, as the numpy version
     idx = np.arange(n, dtype=np.int64)
