@@ -163,8 +163,10 @@ def _mdav_kernel():
     if os.environ.get("DPSTUDIO_MDAV_NUMPY", "") not in ("", "0"):
         return None
     if not _KERNEL:
+        import importlib
+
         try:
-            from dpstudio.engine import _mdav_kernel as mod
+            mod = importlib.import_module("dpstudio.engine._mdav_kernel")
         except Exception:          # numba missing or unusable with this numpy
             mod = None
         _KERNEL.append(mod)
