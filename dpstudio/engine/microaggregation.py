@@ -144,14 +144,32 @@ def mdav(X, k: int, *, standardized: bool = False,
     if n < 2 * k:
         return np.zeros(n, dtype=np.int64)
     Z = X if standardized else standardize(X)
-    kernel = _mdav_kernel() if n >= _KERNEL_MIN_N else None
+    kernel = _mdav_kernel() if _kernel_pays(n, Z.shape[1], k) else None
     if kernel is not None and np.isfinite(Z).all():
         return kernel.run(np.ascontiguousarray(Z), k, check_cancel, progress)
-    return _mdav_numpy(Z, k, check_cancel, progress)
+    import time
+
+    t0 = time.perf_counter()
+    labels = _mdav_numpy(Z, k, check_cancel, progress)
+    _NUMPY_SECONDS[0] += time.perf_counter() - t0
+    return labels
 
 
-_KERNEL_MIN_N = 0
 _KERNEL: list = []          # [module or None], filled on first use
+_NUMPY_SECONDS = [0.0]      # time this process has spent in the numpy path
+_KERNEL_LOAD_S = 0.5        # importing numba and loading the cached kernel (measured ~0.5 s)
+
+
+def _kernel_pays(n: int, m: int, k: int) -> bool:
+    """Tiered choice, results identical either way: once loaded the kernel is always used;
+    before that, a call whose numpy cost (a rough model fitted on this machine: 80 µs per
+    cluster plus 1 ns per distance term) is below the kernel's load time runs in numpy, until
+    the process has spent that load time in numpy MDAV (an app, a sweep, a benchmark).  So a
+    one-shot CLI run on a Census-sized table does not pay half a second for numba."""
+    if _KERNEL:
+        return True
+    est = 80e-6 * n / k + 1e-9 * n * n * m / k
+    return est >= _KERNEL_LOAD_S or _NUMPY_SECONDS[0] >= _KERNEL_LOAD_S
 
 
 def _mdav_kernel():

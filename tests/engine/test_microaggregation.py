@@ -552,6 +552,11 @@ def _tied_data(draw_or_rng, n, m, kind):
     return X
 
 
+def _load_kernel_if_available():
+    """Load the numba kernel (so that mdav uses it for every size from now on); True if it is."""
+    return MA._mdav_kernel() is not None
+
+
 @pytest.fixture
 def numpy_mdav(monkeypatch):
     """Force the pure-numpy path (as when numba is not importable)."""
@@ -564,7 +569,8 @@ def numpy_mdav(monkeypatch):
        st.integers(0, 2**31 - 1))
 def test_mdav_kernel_equals_frozen_reference(n, m, k, kind, seed):
     """The labels (not only the partition) equal the pre-kernel implementation's exactly,
-    on data full of ties, through whichever backend is installed."""
+    on data full of ties, through the kernel when numba is installed."""
+    _load_kernel_if_available()
     X = _tied_data(np.random.default_rng(seed), n, m, kind)
     assert np.array_equal(MA.mdav(X, k), _mdav_reference(X, k))
 
@@ -591,7 +597,7 @@ def test_mdav_kernel_equals_reference_on_larger_tables(n, m, k, kind):
     the numpy loop's schedule several times: still the same labels."""
     pytest.importorskip("numba")
     X = _tied_data(np.random.default_rng(n + m + k), n, m, kind)
-    assert MA._mdav_backend_name() == "numba"
+    assert _load_kernel_if_available()
     assert np.array_equal(MA.mdav(X, k), _mdav_reference(X, k))
 
 
@@ -599,6 +605,7 @@ def test_mdav_kernel_with_callbacks_equals_without():
     """With progress/cancel callbacks the kernel runs in chunks (state carried over): same
     labels, the callbacks are called, and a cancel exception propagates."""
     pytest.importorskip("numba")
+    assert _load_kernel_if_available()
     X = _tied_data(np.random.default_rng(5), 4000, 4, 2)
     seen = []
     got = MA.mdav(X, 3, progress=seen.append, check_cancel=lambda: None)
@@ -653,3 +660,21 @@ def test_engine_import_does_not_import_numba():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_mdav_tiered_backend_choice(monkeypatch):
+    """Before the kernel is loaded, small calls run in numpy (no half-second numba load for a
+    one-shot CLI run) until the process has spent the load time in numpy MDAV; large calls
+    load it at once; once loaded it is always used.  Labels are the same either way."""
+    monkeypatch.setattr(MA, "_KERNEL", [])
+    monkeypatch.setattr(MA, "_NUMPY_SECONDS", [0.0])
+    assert not MA._kernel_pays(1080, 13, 5)                  # Census: numpy
+    assert MA._kernel_pays(100_000, 5, 5)                    # large: kernel at once
+    X = _tied_data(np.random.default_rng(2), 300, 3, 4)
+    assert np.array_equal(MA.mdav(X, 3), _mdav_reference(X, 3))
+    assert MA._KERNEL == [] and 0 < MA._NUMPY_SECONDS[0] < MA._KERNEL_LOAD_S
+    MA._NUMPY_SECONDS[0] = MA._KERNEL_LOAD_S
+    assert MA._kernel_pays(1080, 13, 5)                      # the process keeps calling: kernel
+    monkeypatch.setattr(MA, "_KERNEL", [object()])
+    MA._NUMPY_SECONDS[0] = 0.0
+    assert MA._kernel_pays(10, 1, 2)
