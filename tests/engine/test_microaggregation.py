@@ -391,3 +391,290 @@ def test_mdav_does_not_depend_on_memory_layout():
         X = rng.integers(0, 3, (n, 2)).astype(float)
         k = int(rng.integers(2, max(3, n // 2)))
         assert np.array_equal(MA.mdav(np.asfortranarray(X), k), MA.mdav(np.ascontiguousarray(X), k))
+
+
+# ---------------------------------------------------------------- MDAV: frozen pre-kernel implementation
+
+def _ref_sqdist(Zt: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distance of every column of Zt (m, n') to point p (m,).
+
+    Computed attribute by attribute, so the value for a record depends only on its values.
+    """
+    d = Zt[0] - p[0]
+    d *= d
+    for j in range(1, Zt.shape[0]):
+        t = Zt[j] - p[j]
+        t *= t
+        d += t
+    return d
+
+
+def _ref_k_smallest(d: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k smallest entries of d, ties broken by position (ascending).
+
+    For long arrays the k-th smallest value of a strided sample gives a threshold t that is
+    at least the true k-th smallest value, so {d <= t} holds every candidate (ties included);
+    the exact selection then runs on that short list.
+    """
+    n = d.shape[0]
+    if n > 8192 and k < 64:
+        sample = d[:: n // 1024]
+        t = np.partition(sample, k - 1)[k - 1]
+        if np.isfinite(t):
+            cand = np.flatnonzero(d <= t)
+            if cand.size < n // 4:
+                return cand[_ref_k_smallest_exact(d[cand], k)]
+    return _ref_k_smallest_exact(d, k)
+
+
+def _ref_k_smallest_exact(d: np.ndarray, k: int) -> np.ndarray:
+    n = d.shape[0]
+    if k >= n:
+        return np.arange(n)
+    part = np.argpartition(d, k - 1)[:k]
+    v = d[part].max()
+    n_le = int(np.count_nonzero(d <= v))
+    if n_le == k:
+        return np.sort(part)
+    less = np.flatnonzero(d < v)
+    eq = np.flatnonzero(d == v)[: k - less.size]
+    return np.sort(np.concatenate([less, eq]))
+
+
+def _mdav_reference(X, k: int, *, standardized: bool = False, check_cancel=None, progress=None) -> np.ndarray:
+    """MDAV as implemented (pure numpy) before the compiled kernel, frozen verbatim: the
+    kernel and the numpy fallback must give exactly these labels."""
+    X = MA._as_matrix(X)
+    n = X.shape[0]
+    k = int(k)
+    if k <= 1:
+        return np.arange(n, dtype=np.int64)
+    labels = np.empty(n, dtype=np.int64)
+    if n < 2 * k:
+        labels[:] = 0
+        return labels
+    Z = X if standardized else MA.standardize(X)
+    Zt = np.ascontiguousarray(Z.T)           # (m, n'): candidate records, in index order
+    idx = np.arange(n, dtype=np.int64)       # original index of each column of Zt
+    dead = np.zeros(n, dtype=bool)           # columns of Zt already clustered
+    n_dead = 0
+    alive = n
+    total = Zt.sum(axis=1)                   # running sum of the alive records
+    label = 0
+    it = 0
+
+    def centroid_far():
+        d = _ref_sqdist(Zt, total / alive)
+        if n_dead:
+            d[dead] = -np.inf
+        return int(np.argmax(d))             # first maximum = lowest index
+
+    def k_nearest(p: int, excluded):
+        d = _ref_sqdist(Zt, Zt[:, p].copy())
+        if n_dead:
+            d[dead] = np.inf
+        if excluded is not None:
+            d[excluded] = np.inf
+        d_self = d[p]
+        d[p] = -np.inf                       # the centre belongs to its own cluster
+        take = _ref_k_smallest(d, k)
+        d[p] = d_self
+        return take, d
+
+    while alive >= 3 * k:
+        r = centroid_far()
+        take_r, dr = k_nearest(r, None)
+        dr[take_r] = -np.inf
+        if n_dead:
+            dr[dead] = -np.inf
+        s = int(np.argmax(dr))               # farthest from r among what remains
+        take_s, _ = k_nearest(s, take_r)
+        labels[idx[take_r]] = label
+        labels[idx[take_s]] = label + 1
+        label += 2
+        both = np.concatenate([take_r, take_s])
+        dead[both] = True
+        n_dead += both.size
+        alive -= both.size
+        total = total - Zt[:, both].sum(axis=1)
+        it += 1
+        if n_dead > max(64 * k, idx.size // 8):   # compact now and then
+            keep = ~dead
+            Zt = np.ascontiguousarray(Zt[:, keep])
+            idx = idx[keep]
+            dead = np.zeros(idx.size, dtype=bool)
+            n_dead = 0
+            total = Zt.sum(axis=1)               # exact again (no drift)
+        if it % 64 == 0:
+            if check_cancel is not None:
+                check_cancel()
+            if progress is not None:
+                progress(1.0 - alive / n)
+    keep = ~dead
+    Zt = np.ascontiguousarray(Zt[:, keep])
+    idx = idx[keep]
+    dead = np.zeros(idx.size, dtype=bool)
+    n_dead = 0
+    total = Zt.sum(axis=1)
+    if alive >= 2 * k:
+        r = centroid_far()
+        take_r, _ = k_nearest(r, None)
+        labels[idx[take_r]] = label
+        label += 1
+        keep = np.ones(idx.size, dtype=bool)
+        keep[take_r] = False
+        idx = idx[keep]
+    labels[idx] = label
+    return labels
+
+
+# ---------------------------------------------------------------- MDAV: compiled kernel and numpy fallback
+
+def _tied_data(draw_or_rng, n, m, kind):
+    rng = draw_or_rng
+    if kind == 0:                                   # very few levels: ties everywhere
+        X = rng.integers(0, 3, (n, m)).astype(float)
+    elif kind == 1:                                 # continuous
+        X = rng.normal(size=(n, m))
+    elif kind == 2:                                 # half-steps, symmetric: tied distances
+        X = np.round(rng.normal(size=(n, m)) * 2) / 2
+    elif kind == 3:                                 # duplicated rows, one constant column
+        X = rng.normal(size=(n, m))
+        if n >= 4:
+            X[: n // 2] = X[n - n // 2:][: n // 2]
+        X[:, 0] = 7.0
+    elif kind == 4:                                 # mirror pairs: exactly tied distances to a
+        # centroid at 0, so the last bit of the running sum decides "farthest"
+        H = rng.integers(-3, 4, (n - n // 2, m)).astype(float) * 10.0 ** rng.integers(-3, 3, m)
+        X = np.vstack([H, -H[: n // 2]])
+    else:                                           # very different magnitudes, with ties
+        X = rng.integers(0, 4, (n, m)) * 10.0 ** rng.uniform(-6, 6, m)
+    return X
+
+
+def _load_kernel_if_available():
+    """Load the numba kernel (so that mdav uses it for every size from now on); True if it is."""
+    return MA._mdav_kernel() is not None
+
+
+@pytest.fixture
+def numpy_mdav(monkeypatch):
+    """Force the pure-numpy path (as when numba is not importable)."""
+    monkeypatch.setenv("DPSTUDIO_MDAV_NUMPY", "1")
+    assert MA._mdav_backend_name() == "numpy"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 6), st.integers(2, 10), st.integers(0, 5),
+       st.integers(0, 2**31 - 1))
+def test_mdav_kernel_equals_frozen_reference(n, m, k, kind, seed):
+    """The labels (not only the partition) equal the pre-kernel implementation's exactly,
+    on data full of ties, through the kernel when numba is installed."""
+    _load_kernel_if_available()
+    X = _tied_data(np.random.default_rng(seed), n, m, kind)
+    assert np.array_equal(MA.mdav(X, k), _mdav_reference(X, k))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 6), st.integers(2, 10), st.integers(0, 5),
+       st.integers(0, 2**31 - 1))
+def test_mdav_numpy_fallback_equals_frozen_reference(n, m, k, kind, seed):
+    import os
+
+    os.environ["DPSTUDIO_MDAV_NUMPY"] = "1"
+    try:
+        X = _tied_data(np.random.default_rng(seed), n, m, kind)
+        assert np.array_equal(MA.mdav(X, k), _mdav_reference(X, k))
+    finally:
+        del os.environ["DPSTUDIO_MDAV_NUMPY"]
+
+
+@pytest.mark.parametrize("n,m,k,kind", [(5000, 3, 3, 0), (5000, 1, 4, 2), (20000, 5, 5, 2),
+                                        (3000, 13, 10, 1), (12000, 2, 2, 3),
+                                        (6000, 4, 6, 4), (4000, 3, 8, 5)])
+def test_mdav_kernel_equals_reference_on_larger_tables(n, m, k, kind):
+    """Beyond n = 1024 the kernel keeps only the head of its candidate list and compacts on
+    the numpy loop's schedule several times: still the same labels."""
+    pytest.importorskip("numba")
+    X = _tied_data(np.random.default_rng(n + m + k), n, m, kind)
+    assert _load_kernel_if_available()
+    assert np.array_equal(MA.mdav(X, k), _mdav_reference(X, k))
+
+
+def test_mdav_kernel_with_callbacks_equals_without():
+    """With progress/cancel callbacks the kernel runs in chunks (state carried over): same
+    labels, the callbacks are called, and a cancel exception propagates."""
+    pytest.importorskip("numba")
+    assert _load_kernel_if_available()
+    X = _tied_data(np.random.default_rng(5), 4000, 4, 2)
+    seen = []
+    got = MA.mdav(X, 3, progress=seen.append, check_cancel=lambda: None)
+    assert np.array_equal(got, _mdav_reference(X, 3))
+    assert seen and all(0 < a <= b < 1 for a, b in zip(seen, seen[1:]))
+
+    class Stop(Exception):
+        pass
+
+    def cancel():
+        raise Stop
+
+    with pytest.raises(Stop):
+        MA.mdav(X, 3, check_cancel=cancel)
+
+
+def test_mdav_numpy_path_when_numba_cannot_be_imported(monkeypatch):
+    """numba missing: mdav still works (pure numpy) and gives the reference labels."""
+    import sys
+
+    monkeypatch.setattr(MA, "_KERNEL", [])
+    monkeypatch.setitem(sys.modules, "numba", None)          # makes `import numba` fail
+    monkeypatch.delitem(sys.modules, "dpstudio.engine._mdav_kernel", raising=False)
+    monkeypatch.delattr(sys.modules["dpstudio.engine"], "_mdav_kernel", raising=False)
+    assert MA._mdav_kernel() is None and MA._mdav_backend_name() == "numpy"
+    X = _tied_data(np.random.default_rng(9), 200, 3, 2)
+    assert np.array_equal(MA.mdav(X, 3), _mdav_reference(X, 3))
+
+
+def test_mdav_numpy_fallback_larger_table(numpy_mdav):
+    X = _tied_data(np.random.default_rng(3), 3000, 3, 0)
+    assert np.array_equal(MA.mdav(X, 5), _mdav_reference(X, 5))
+
+
+def test_kernel_pairwise_sum_is_numpys():
+    """The kernel's running centroid depends on repeating numpy's pairwise summation."""
+    K = pytest.importorskip("dpstudio.engine._mdav_kernel")
+    rng = np.random.default_rng(11)
+    for n in [*range(1, 300), 1000, 4097, 65537, 300_001]:
+        a = rng.normal(size=n) * 10.0 ** rng.uniform(-3, 3, size=n)
+        assert K.pairwise_sum(a) == a.sum(), n
+
+
+def test_engine_import_does_not_import_numba():
+    """numba is imported lazily, inside mdav, so that start-up stays fast."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = "import sys, dpstudio.engine, dpstudio.engine.microaggregation; print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+                         env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_mdav_tiered_backend_choice(monkeypatch):
+    """Before the kernel is loaded, small calls run in numpy (no half-second numba load for a
+    one-shot CLI run) until the process has spent the load time in numpy MDAV; large calls
+    load it at once; once loaded it is always used.  Labels are the same either way."""
+    monkeypatch.setattr(MA, "_KERNEL", [])
+    monkeypatch.setattr(MA, "_NUMPY_SECONDS", [0.0])
+    assert not MA._kernel_pays(1080, 13, 5)                  # Census: numpy
+    assert MA._kernel_pays(100_000, 5, 5)                    # large: kernel at once
+    X = _tied_data(np.random.default_rng(2), 300, 3, 4)
+    assert np.array_equal(MA.mdav(X, 3), _mdav_reference(X, 3))
+    assert MA._KERNEL == [] and 0 < MA._NUMPY_SECONDS[0] < MA._KERNEL_LOAD_S
+    MA._NUMPY_SECONDS[0] = MA._KERNEL_LOAD_S
+    assert MA._kernel_pays(1080, 13, 5)                      # the process keeps calling: kernel
+    monkeypatch.setattr(MA, "_KERNEL", [object()])
+    MA._NUMPY_SECONDS[0] = 0.0
+    assert MA._kernel_pays(10, 1, 2)
