@@ -628,8 +628,8 @@ def test_mdav_numpy_path_when_numba_cannot_be_imported(monkeypatch):
 
     monkeypatch.setattr(MA, "_KERNEL", [])
     monkeypatch.setitem(sys.modules, "numba", None)          # makes `import numba` fail
-    monkeypatch.delitem(sys.modules, "dpstudio.engine._mdav_kernel", raising=False)
-    monkeypatch.delattr(sys.modules["dpstudio.engine"], "_mdav_kernel", raising=False)
+    monkeypatch.delitem(sys.modules, "dpstudio.engine.algorithms._mdav_kernel", raising=False)
+    monkeypatch.delattr(sys.modules["dpstudio.engine.algorithms"], "_mdav_kernel", raising=False)
     assert MA._mdav_kernel() is None and MA._mdav_backend_name() == "numpy"
     X = _tied_data(np.random.default_rng(9), 200, 3, 2)
     assert np.array_equal(MA.mdav(X, 3), _mdav_reference(X, 3))
@@ -642,7 +642,7 @@ def test_mdav_numpy_fallback_larger_table(numpy_mdav):
 
 def test_kernel_pairwise_sum_is_numpys():
     """The kernel's running centroid depends on repeating numpy's pairwise summation."""
-    K = pytest.importorskip("dpstudio.engine._mdav_kernel")
+    K = pytest.importorskip("dpstudio.engine.algorithms._mdav_kernel")
     rng = np.random.default_rng(11)
     for n in [*range(1, 300), 1000, 4097, 65537, 300_001]:
         a = rng.normal(size=n) * 10.0 ** rng.uniform(-3, 3, size=n)
@@ -656,7 +656,7 @@ def test_engine_import_does_not_import_numba():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    code = "import sys, dpstudio.engine, dpstudio.engine.microaggregation; print('numba' in sys.modules)"
+    code = "import sys, dpstudio.engine, dpstudio.engine.algorithms.microaggregation; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
     assert out.stdout.strip() == "False", out.stderr

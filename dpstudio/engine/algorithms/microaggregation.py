@@ -128,7 +128,7 @@ def mdav(X, k: int, *, standardized: bool = False,
     (constant attributes are left unscaled).  Ties in "farthest"/"nearest" go to the lowest
     record index.
 
-    The work is done by a compiled kernel (numba, :mod:`dpstudio.engine._mdav_kernel`) when
+    The work is done by a compiled kernel (numba, :mod:`dpstudio.engine.algorithms._mdav_kernel`) when
     numba can be imported, else by the pure-numpy loop :func:`_mdav_numpy`; both form the
     same clusters bit for bit (the kernel repeats the numpy loop's floating-point operations
     in the same order and only finds the candidates faster, with a k-d tree).
@@ -184,7 +184,7 @@ def _mdav_kernel():
         import importlib
 
         try:
-            mod = importlib.import_module("dpstudio.engine._mdav_kernel")
+            mod = importlib.import_module("dpstudio.engine.algorithms._mdav_kernel")
         except Exception:          # numba missing or unusable with this numpy
             mod = None
         _KERNEL.append(mod)
