@@ -119,7 +119,7 @@ def parse_grid(text: str, integer: bool = False, what: str = "--k") -> list:
                 out.append(v)
         except ValueError:
             raise ParameterError(
-                f"{what} {text!r}: {part!r} is not valid. Give {kind} as a list (2,5,10), a "
+                f"{(what + ' ') if what else ''}{text!r}: {part!r} is not valid. Give {kind} as a list (2,5,10), a "
                 "range a:b or a:b:step with a ≤ b and step > 0"
                 + (", or a-b" if integer else "") + ".") from None
     return sorted(set(out))
