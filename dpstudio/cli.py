@@ -178,45 +178,20 @@ def collect_params(spec, args) -> dict[str, Any]:
 
 
 def parse_ints(text: str, what: str = "--k") -> list[int]:
-    """``2:100`` (inclusive), ``2:100:5``, ``2,5,10`` or a mix ``2,5,10:50:10``."""
-    from dpstudio.engine.errors import ParameterError
-
-    out: list[int] = []
-    try:
-        for part in filter(None, (p.strip() for p in str(text).split(","))):
-            if ":" in part:
-                bits = [int(float(b)) for b in part.split(":")]
-                if len(bits) == 2:
-                    a, b, step = bits[0], bits[1], 1
-                elif len(bits) == 3:
-                    a, b, step = bits
-                else:
-                    raise ValueError
-                if step <= 0 or b < a:
-                    raise ValueError
-                out.extend(range(a, b + 1, step))
-            else:
-                f = float(part)
-                if f != int(f):
-                    raise ValueError
-                out.append(int(f))
-    except ValueError:
-        raise ParameterError(f"{what} {text!r}: give whole numbers as a list (2,5,10) or a range "
-                             "a:b or a:b:step with a ≤ b and step > 0.") from None
-    if not out:
-        raise ParameterError(f"{what} is empty.")
-    return list(dict.fromkeys(out))
+    """``2:100`` (inclusive), ``2:100:5``, ``2,5,10``, ``2-10`` or a mix: the engine's grid
+    grammar (:func:`dpstudio.engine.sweeps.parse_grid`, shared with the app)."""
+    return _grid(text, True, what)
 
 
 def parse_floats(text: str, what: str = "--epsilon") -> list[float]:
-    from dpstudio.engine.errors import ParameterError
+    return _grid(text, False, what)
 
-    out = []
-    for part in filter(None, (p.strip() for p in str(text).split(","))):
-        try:
-            out.append(float(part))
-        except ValueError:
-            raise ParameterError(f"{what}: {part!r} is not a number.") from None
+
+def _grid(text: str, integer: bool, what: str) -> list:
+    from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.sweeps import parse_grid
+
+    out = parse_grid(text, integer=integer, what=what)
     if not out:
         raise ParameterError(f"{what} is empty.")
     return out
@@ -258,14 +233,16 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
-def _evaluate_result(res, measures=("sse", "rl", "delta", "corr", "kanon")) -> dict | None:
-    """Measures of a fresh result; None (with a warning) when they do not apply."""
-    from dpstudio.engine.measures import metrics
+def _evaluate_result(res, measures=("sse", "rl", "delta", "corr", "kanon"),
+                     hierarchies: dict | None = None) -> dict | None:
+    """Measures of a fresh result by the engine's measurement policy (the same as the app's);
+    None (with a warning) when they do not apply."""
+    from dpstudio import engine
     from dpstudio.engine.errors import DPStudioError
 
     try:
-        return metrics.evaluate(res.aligned_original(), res.data, res.protected_attributes,
-                                measures=measures, result=res)
+        return engine.evaluate(res.aligned_original(), res.data, res.protected_attributes,
+                               measures=measures, result=res, hierarchies=hierarchies or None)
     except (DPStudioError, KeyError, ValueError, TypeError) as exc:
         _warn(f"utility/risk measures not computed for this release: {exc}")
         return None
@@ -342,14 +319,15 @@ def cmd_protect(args) -> int:
             _input_guard(args.input, extra)
     df, meta = _read(args.input, args)
     spec, res = _prepare_and_run(df, args, args.method)
+    hier = parse_hierarchies(args.hierarchy)
     measures = None
     if not args.no_measures:
         if len(res.data) > RL_SUMMARY_MAX:
             _warn(f"record linkage is not computed in the summary for more than "
                   f"{RL_SUMMARY_MAX:,} records; run 'dpstudio evaluate' for it.")
-            measures = _evaluate_result(res, ("sse", "delta", "corr", "kanon"))
+            measures = _evaluate_result(res, ("sse", "delta", "corr", "kanon"), hier)
         else:
-            measures = _evaluate_result(res)
+            measures = _evaluate_result(res, hierarchies=hier)
     assessment = None
     if args.assessment:  # PRIVATE: measured against the original data
         assessment = render_assessment(res, measures, input_name=Path(args.input).name)
@@ -386,7 +364,7 @@ def cmd_protect(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from dpstudio.engine.measures import metrics
+    from dpstudio import engine
     from dpstudio.engine.errors import ParameterError
 
     orig, _ = _read(args.original)
@@ -395,7 +373,15 @@ def cmd_evaluate(args) -> int:
     if not attrs:
         raise ParameterError("--attributes: name at least one column (comma-separated).")
     conf = [a.strip() for a in (args.confidential or "").split(",") if a.strip()] or None
-    out = metrics.evaluate(orig, prot, attrs, confidential=conf, rl_distance=args.rl_distance)
+    if args.method:
+        from dpstudio.engine.registry import get_method
+
+        get_method(args.method)  # a clear error for an unknown id
+    # the engine's measurement policy: the method (a generalising one measures its numeric
+    # k-quasis 0/1), the roles and the hierarchies the release was made with
+    out = engine.evaluate(orig, prot, attrs, confidential=conf, rl_distance=args.rl_distance,
+                          method=args.method or None, roles=parse_roles(args.role) or None,
+                          hierarchies=parse_hierarchies(args.hierarchy) or None)
     if args.json:
         print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
         return 0
@@ -440,6 +426,10 @@ def cmd_sweep(args) -> int:
     rows = []
     for pt in gen:
         rows.append(pt.as_row())
+        if pt.skipped:
+            print(f"[{pt.index + 1}/{pt.total}] k={pt.k} epsilon={pt.epsilon}: skipped, the "
+                  f"method cannot run there: {pt.skipped}", file=sys.stderr, flush=True)
+            continue
         vals = ", ".join(f"{n}={m:.4g}" for n, (m, s) in pt.values.items()
                          if n in ("sse_normalized", "sse_raw", "rl"))
         eps_s = "none (baseline)" if pt.epsilon is None else f"{pt.epsilon:g}"
@@ -623,6 +613,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--attributes", required=True, help="comma-separated columns to compare")
     p.add_argument("--confidential", help="comma-separated confidential columns (correlation loss)")
     p.add_argument("--rl-distance", choices=("standardized", "raw"), default="standardized")
+    p.add_argument("--method", help="method id the release was made with (its measurement "
+                                    "policy: k-eps measures generalised numeric k-quasis 0/1)")
+    p.add_argument("--role", action="append", metavar="COL=ROLE",
+                   help="role of a column in the release (repeatable)")
+    p.add_argument("--hierarchy", action="append", metavar="COL=FILE",
+                   help="hierarchy of a column: its semantic distance is used (repeatable)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_evaluate)
 

@@ -25,7 +25,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dpstudio.engine.api import sweep  # noqa: E402
+from dpstudio.engine.sweeps import sweep  # noqa: E402
 from dpstudio.engine.algorithms.generalization import ola  # noqa: E402
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy  # noqa: E402
 from dpstudio.engine.hierarchies.build import interval_hierarchy  # noqa: E402

@@ -12,7 +12,6 @@ from dpstudio.engine.api import (  # noqa: F401
     prepare,
     protect,
     run_prepared,
-    sweep,
 )
 from dpstudio.engine.errors import (  # noqa: F401
     Cancelled,
@@ -22,6 +21,7 @@ from dpstudio.engine.errors import (  # noqa: F401
     ParameterError,
     PrivacyLeakWarning,
 )
+from dpstudio.engine.sweeps import sweep  # noqa: F401
 from dpstudio.engine.types import ProtectionResult  # noqa: F401
 from dpstudio.engine.roles import Role  # noqa: F401
 from dpstudio.engine.measures.survey_risk import RiskReport, assess_risk  # noqa: F401,E402

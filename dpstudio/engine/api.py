@@ -1,4 +1,7 @@
-"""The public engine API: ``methods``, ``check``, ``protect``, ``evaluate``, ``sweep``."""
+"""The public engine API: ``methods``, ``check``, ``protect``, ``evaluate``.
+
+``engine.sweep`` lives in :mod:`dpstudio.engine.sweeps`, which builds on this module (this
+module does not import it: no import cycle)."""
 
 from __future__ import annotations
 
@@ -352,31 +355,17 @@ def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
 
 def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: list[str] | None = None,
              **options: Any) -> dict:
-    """Utility and risk measures of ``protected`` against ``original`` (see metrics.md).
+    """Utility and risk measures of ``protected`` against ``original`` (see docs/measures.md).
 
     Rows are compared position by position (record j of ``protected`` protects record j of
-    ``original``).  Pass ``result.aligned_original()`` when the method reorders rows.
+    ``original``).  Pass ``result.aligned_original()`` when the method reorders rows, and the
+    ``result`` and the ``hierarchies`` of the release: the engine's measurement policy then
+    picks each attribute's distance (:func:`dpstudio.engine.measures.measurement_plan`).
     """
-    from dpstudio.engine.measures import metrics
+    from dpstudio.engine.measures import evaluate as _evaluate
 
-    return metrics.evaluate(original, protected, attributes, **options)
-
-
-def sweep(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dict | None = None,
-          *, ks=(2, 5, 10), epsilons=(1.0,), repeats: int = 1, seed: int | None = None,
-          measures=("sse", "rl"), baselines: bool = True, hierarchies: dict | None = None,
-          check_cancel: Callable[[], None] | None = None, evaluate_options: dict | None = None,
-          **params: Any):
-    """Run ``method`` over a k × ε grid; yield one :class:`~dpstudio.engine.sweeps.SweepPoint` per cell.
-
-    ``evaluate_options`` are passed to :func:`evaluate` (e.g. ``{"rl_distance": "raw"}``).
-    """
-    from dpstudio.engine.sweeps import run_sweep
-
-    return run_sweep(df, method, roles, domains, ks=ks, epsilons=epsilons, repeats=repeats,
-                     seed=seed, measures=measures, baselines=baselines, hierarchies=hierarchies,
-                     check_cancel=check_cancel, evaluate_options=evaluate_options, **params)
+    return _evaluate(original, protected, attributes, **options)
 
 
-__all__ = ["methods", "protect", "evaluate", "sweep", "check_applicable", "prepare",
+__all__ = ["methods", "protect", "evaluate", "check_applicable", "prepare",
            "run_prepared", "describe", "describe_release", "InputError", "ParameterError", "NotApplicableError"]

@@ -1,4 +1,13 @@
-"""Trade-off sweeps over a k × ε grid (metrics.md "Trade-off sweeps").
+"""Trade-off sweeps over a k × ε grid (docs/measures.md "Trade-off sweeps").
+
+Layering: a sweep is a loop over the engine's protect pipeline (:func:`~dpstudio.engine.api.prepare`,
+:func:`~dpstudio.engine.api.run_prepared`) and the measures (:func:`dpstudio.engine.measures.evaluate`
+with the measurement policy of :func:`~dpstudio.engine.measures.measurement_plan`).  It sits
+above ``api``: ``api`` does not import this module (``engine.sweep`` is exported from here).
+
+A (k, ε) cell the method cannot run (e.g. t-close-dp needs k ≥ ⌊e^ε⌋ + 1) does not stop the
+sweep: it is yielded as a point with empty ``values`` and the reason in ``skipped``.  A sweep
+whose first cell fails raises (the settings, not one cell, are wrong).
 
 The microaggregation of each k is computed once and reused for every ε and
 repetition (methods keep it in ``Job.cache``).  Points are yielded one by one, so
@@ -15,8 +24,12 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from dpstudio.engine import validation as V
 from dpstudio.engine.api import prepare, run_prepared
+from dpstudio.engine.errors import DPStudioError, ParameterError
+from dpstudio.engine.measures import evaluate, measurement_plan
 from dpstudio.engine.random import point_rng
+from dpstudio.engine.registry import get_method
 
 
 @dataclass
@@ -35,6 +48,8 @@ class SweepPoint:
     total: int
     elapsed: float
     runs: list[dict] = field(default_factory=list, repr=False)
+    #: why the method could not run at this cell ("" for a measured point)
+    skipped: str = ""
 
     @property
     def is_baseline(self) -> bool:
@@ -51,7 +66,63 @@ class SweepPoint:
         for name, (m, s) in self.values.items():
             row[f"{name}_mean"] = m
             row[f"{name}_std"] = s
+        if self.skipped:
+            row["skipped"] = self.skipped
         return row
+
+
+def parse_grid(text: str, integer: bool = False, what: str = "--k") -> list:
+    """The one grammar of sweep grids (CLI ``--k``/``--epsilon`` and the app's fields).
+
+    Items separated by commas, semicolons or spaces; an item is a number, a range
+    ``a:b`` or ``a:b:step`` (inclusive, a ≤ b, step > 0) or, for whole numbers, ``a-b``
+    (every integer from a to b).  Returns the distinct values in increasing order (possibly
+    empty); raises :class:`~dpstudio.engine.errors.ParameterError` naming ``what``.
+
+    >>> parse_grid("2:10:4, 3", integer=True)
+    [2, 3, 6, 10]
+    >>> parse_grid("2-5, 12", integer=True)
+    [2, 3, 4, 5, 12]
+    >>> parse_grid("0.01,0.1;1 10")
+    [0.01, 0.1, 1.0, 10.0]
+    """
+    import re
+
+    kind = "whole numbers" if integer else "numbers"
+    out: list = []
+    for part in re.split(r"[,;\s]+", str(text).strip()):
+        if not part:
+            continue
+        try:
+            m = re.fullmatch(r"(\d+)-(\d+)", part)
+            if m and integer:
+                a, b = int(m.group(1)), int(m.group(2))
+                if b < a:
+                    raise ValueError
+                out.extend(range(a, b + 1))
+            elif ":" in part:
+                bits = [float(b) for b in part.split(":")]
+                if len(bits) not in (2, 3):
+                    raise ValueError
+                a, b, step = bits[0], bits[1], (bits[2] if len(bits) == 3 else 1.0)
+                if not step > 0 or b < a or (integer and not all(v.is_integer() for v in bits)):
+                    raise ValueError
+                count = int(np.floor((b - a) / step + 1e-9)) + 1
+                vals = [a + i * step for i in range(count)]
+                out.extend(int(round(v)) for v in vals) if integer else out.extend(vals)
+            else:
+                v = float(part)
+                if integer:
+                    if not v.is_integer():
+                        raise ValueError
+                    v = int(v)
+                out.append(v)
+        except ValueError:
+            raise ParameterError(
+                f"{(what + ' ') if what else ''}{text!r}: {part!r} is not valid. Give {kind} as a list (2,5,10), a "
+                "range a:b or a:b:step with a ≤ b and step > 0"
+                + (", or a-b" if integer else "") + ".") from None
+    return sorted(set(out))
 
 
 def grid(spec, ks, epsilons, baselines: bool) -> list[tuple[int, int | None, int, float | None]]:
@@ -72,14 +143,8 @@ def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsil
               baselines: bool = True, hierarchies=None,
               check_cancel: Callable[[], None] | None = None,
               evaluate_options: dict | None = None, **params: Any) -> Iterator[SweepPoint]:
-    from dpstudio.engine.measures import metrics
-
-    from dpstudio.engine.errors import ParameterError
-
     if int(repeats) < 1:
         raise ParameterError(f"repeats must be at least 1. Got {repeats}.")
-    from dpstudio.engine.registry import get_method
-
     spec0 = get_method(method)
     ks = list(ks) if ks is not None else []
     epsilons = list(epsilons) if epsilons is not None else []
@@ -91,8 +156,6 @@ def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsil
         base["epsilon"] = epsilons[0]
     prep = prepare(df, method, roles, domains, hierarchies, **base)
     spec = prep.spec
-    from dpstudio.engine import validation as V
-
     if spec.uses_k:
         if not ks:
             raise ParameterError(f"Method {spec.id!r} needs at least one k to sweep.")
@@ -111,6 +174,8 @@ def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsil
         # records: skip the release shuffle (same noise, same values, no reordering cost)
         prep.params["shuffle"] = False
     total = len(cells)
+    # the measurement policy, planned once for the whole sweep
+    plan = measurement_plan(prep.data, method=spec.id, roles=prep.roles, hierarchies=hierarchies)
     cache: dict = {}
     mcache: dict = {}  # measures' cache (e.g. the k-d tree of the original), whole sweep
     current_k = object()
@@ -123,16 +188,23 @@ def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsil
             current_k = k
         reps = 1 if (eps is None and spec.uses_epsilon) else int(repeats)
         runs = []
-        for r in range(reps):
-            rng = point_rng(seed, ki, ei, r)
-            res = run_prepared(prep, rng=rng, epsilon=eps if spec.uses_epsilon else "param",
-                               k=int(k) if k is not None else None, cache=cache,
-                               check_cancel=check_cancel)
-            orig, prot = _aligned(res, n)
-            runs.append(metrics.evaluate(orig, prot,
-                                         res.protected_attributes, measures=measures,
-                                         result=res, cache=mcache,
-                                         **(evaluate_options or {})))
+        try:
+            for r in range(reps):
+                rng = point_rng(seed, ki, ei, r)
+                res = run_prepared(prep, rng=rng, epsilon=eps if spec.uses_epsilon else "param",
+                                   k=int(k) if k is not None else None, cache=cache,
+                                   check_cancel=check_cancel)
+                orig, prot = _aligned(res, n)
+                runs.append(evaluate(orig, prot, res.protected_attributes, measures=measures,
+                                     result=res, cache=mcache, plan=plan,
+                                     **(evaluate_options or {})))
+        except DPStudioError as exc:
+            if idx == 0:
+                raise  # the settings, not one cell, are wrong
+            yield SweepPoint(k=None if k is None else int(k), epsilon=eps, repeats=0, values={},
+                             index=idx, total=total, elapsed=time.perf_counter() - t0,
+                             skipped=(str(exc).splitlines() or [type(exc).__name__])[0])
+            continue
         values = {}
         for name in runs[0]:
             vals = [r_[name] for r_ in runs if isinstance(r_.get(name), (int, float, np.floating))]
@@ -141,6 +213,24 @@ def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsil
                 values[name] = (float(arr.mean()), float(arr.std(ddof=1)) if len(arr) > 1 else 0.0)
         yield SweepPoint(k=None if k is None else int(k), epsilon=eps, repeats=reps, values=values,
                          index=idx, total=total, elapsed=time.perf_counter() - t0, runs=runs)
+
+
+def sweep(df, method: str, roles: dict | None = None, domains: dict | None = None,
+          *, ks=(2, 5, 10), epsilons=(1.0,), repeats: int = 1, seed: int | None = None,
+          measures=("sse", "rl"), baselines: bool = True, hierarchies: dict | None = None,
+          check_cancel: Callable[[], None] | None = None, evaluate_options: dict | None = None,
+          **params: Any) -> Iterator[SweepPoint]:
+    """Run ``method`` over a k × ε grid; yield one :class:`SweepPoint` per cell.
+
+    Every point is measured by the engine's measurement policy (the distances of
+    ``hierarchies``, 0/1 for numeric k-quasis a generalising method turns into intervals), as
+    ``protect``'s summary is; a cell the method cannot run is yielded with ``skipped`` set.
+    ``evaluate_options`` are passed to :func:`~dpstudio.engine.measures.evaluate`
+    (e.g. ``{"rl_distance": "raw"}``).
+    """
+    return run_sweep(df, method, roles, domains, ks=ks, epsilons=epsilons, repeats=repeats,
+                     seed=seed, measures=measures, baselines=baselines, hierarchies=hierarchies,
+                     check_cancel=check_cancel, evaluate_options=evaluate_options, **params)
 
 
 def _aligned(res, n: int):

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy import stats
 
+from dpstudio import engine
 from dpstudio.engine import api
 from tests.engine._order import protect_in_order
 from dpstudio.engine.errors import InputError, ParameterError
@@ -221,7 +222,7 @@ def test_adult_end_to_end_small():
 
 def test_sweep_over_k_and_epsilon_with_baseline():
     df = mixed_frame(np.random.default_rng(12), 120)
-    pts = list(api.sweep(df, "categorical-dp", ROLES, DOM, ks=(3, 6), epsilons=(0.5, 5.0), seed=4,
+    pts = list(engine.sweep(df, "categorical-dp", ROLES, DOM, ks=(3, 6), epsilons=(0.5, 5.0), seed=4,
                          hierarchies=HIER, measures=("sse", "rl"), calibration="as-published"))
     assert [(p.k, p.epsilon) for p in pts] == [(3, None), (3, 0.5), (3, 5.0), (6, None), (6, 0.5), (6, 5.0)]
     base = {p.k: p.mean("sse_raw") for p in pts if p.epsilon is None}

@@ -295,7 +295,7 @@ def test_sweep_reports_measures_per_point_and_reuses_generalisation(monkeypatch)
         return orig(*a, **kw)
 
     monkeypatch.setattr(keps, "ola", counting)
-    from dpstudio.engine.api import sweep
+    from dpstudio.engine.sweeps import sweep
 
     pts = list(sweep(_people(9, 300), "k-eps", ROLES, precision=PREC, ks=(3, 6), epsilons=(1.0, 8.0),
                      repeats=2, seed=1, measures=("kanon",)))

@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpstudio.engine.measures import metrics as M
+from dpstudio.engine import measures as M
+from dpstudio.engine.measures import _base
+from dpstudio.engine.measures import risk as R
 from dpstudio.engine.errors import InputError, ParameterError
 
 
@@ -46,11 +48,11 @@ class search_path:
         self.value = 0 if tree else 10**12
 
     def __enter__(self):
-        self.saved = M._BRUTE_MAX_PAIRS
-        M._BRUTE_MAX_PAIRS = self.value
+        self.saved = R._BRUTE_MAX_PAIRS
+        R._BRUTE_MAX_PAIRS = self.value
 
     def __exit__(self, *exc):
-        M._BRUTE_MAX_PAIRS = self.saved
+        R._BRUTE_MAX_PAIRS = self.saved
 
 
 @settings(max_examples=60, deadline=None)
@@ -137,11 +139,11 @@ def test_rl_cache_reuses_tree():
     # new originals (e.g. re-aligned at each run) do not pile up in the cache
     for _ in range(10):
         M.record_linkage(o.copy(), p, cols, cache=cache)
-    assert len([v for v in cache.values() if isinstance(v, dict) and "tree" in v]) <= M._CACHE_KEEP
+    assert len([v for v in cache.values() if isinstance(v, dict) and "tree" in v]) <= _base._CACHE_KEEP
 
 
 def test_rl_categorical_blockwise_matches_bruteforce(monkeypatch):
-    monkeypatch.setattr(M, "_BLOCK_ENTRIES", 50)  # force several blocks
+    monkeypatch.setattr(R, "_BLOCK_ENTRIES", 50)  # force several blocks
     rng = np.random.default_rng(3)
     n = 40
     cats = np.array(["a", "b", "c"])
@@ -169,12 +171,12 @@ def test_rl_categorical_mismatch_embedding_matches_blockwise(seed, n, embed):
     o = pd.DataFrame({"x": rng.integers(0, 3, n).astype(float), "c": cats[rng.integers(0, 4, n)]})
     p = pd.DataFrame({"x": o["x"] + rng.choice([0.0, 0.5, 1.0], n),
                       "c": np.where(rng.random(n) < 0.5, o["c"], cats[rng.integers(0, 4, n)])})
-    saved = M._MAX_EMBED_DIMS
-    M._MAX_EMBED_DIMS = 12 if embed else 0
+    saved = R._MAX_EMBED_DIMS
+    R._MAX_EMBED_DIMS = 12 if embed else 0
     try:
         got = M.record_linkage(o, p, ["x", "c"], "raw")
     finally:
-        M._MAX_EMBED_DIMS = saved
+        R._MAX_EMBED_DIMS = saved
     # reference: one-hot/√2 coordinates reproduce the 0/1 distance exactly
     oh = lambda s: np.eye(4)[pd.Categorical(s, categories=cats).codes] / np.sqrt(2)  # noqa: E731
     xo = np.column_stack([o["x"], oh(o["c"])])

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from dpstudio import engine
 from dpstudio.engine import api
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.protection import t_close_dp as T
@@ -192,7 +193,7 @@ def test_sweep_and_duplicate_quasi_vectors():
     df = frame(rng, 400)
     df["q1"] = 0.0  # many identical k-quasi vectors: ties by record index
     df["q2"] = rng.integers(0, 2, 400)
-    pts = list(api.sweep(df, "t-close-dp", ROLES, ks=(10, 20), epsilons=(1.0,), seed=2,
+    pts = list(engine.sweep(df, "t-close-dp", ROLES, ks=(10, 20), epsilons=(1.0,), seed=2,
                          measures=("sse",)))
     assert [(p.k, p.epsilon) for p in pts] == [(10, None), (10, 1.0), (20, None), (20, 1.0)]
     r = api.protect(df, "t-close-dp", ROLES, seed=1, epsilon=1.0, k=10)

@@ -9,7 +9,6 @@ Hover a point for its values; click it to set k and ε in the method form.
 from __future__ import annotations
 
 import math
-import re
 import sys
 from dataclasses import dataclass
 
@@ -23,6 +22,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout
 
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner
+from dpstudio.engine.sweeps import parse_grid
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
            "#e377c2", "#bcbd22", "#7f7f7f"]
@@ -32,36 +32,8 @@ REDRAW_MS = 400  # curves are redrawn at most 2.5 times a second while a sweep r
 
 
 def parse_numbers(text: str, integer: bool = False) -> list:
-    """'2-10, 15, 20:50:10' -> numbers (a-b: every integer; a:b:s: a range with step)."""
-    out: list = []
-    for part in re.split(r"[,;\s]+", text.strip()):
-        if not part:
-            continue
-        m = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part)
-        if m and integer:
-            a, b = int(m.group(1)), int(m.group(2))
-            out.extend(range(min(a, b), max(a, b) + 1))
-            continue
-        if ":" in part:
-            bits = part.split(":")
-            a, b = float(bits[0]), float(bits[1])
-            s = float(bits[2]) if len(bits) > 2 else 1.0
-            v = a
-            while v <= b + 1e-9 and s > 0:
-                out.append(int(round(v)) if integer else v)
-                v += s
-            continue
-        v = float(part)
-        if integer:
-            if not float(v).is_integer():
-                raise ValueError(f"k must be whole numbers; got {part!r}")
-            v = int(v)
-        out.append(v)
-    seen = []
-    for v in out:
-        if v not in seen:
-            seen.append(v)
-    return sorted(seen)
+    """'2-10, 15, 20:50:10' -> numbers: the engine's grid grammar (shared with the CLI)."""
+    return parse_grid(text, integer=integer, what="")
 
 
 def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -284,17 +284,9 @@ def verify_k_anonymity(labels: dict[str, np.ndarray], keep: np.ndarray, k: int) 
     idx = np.flatnonzero(keep)
     if idx.size == 0:
         return 0
-    key = np.zeros(idx.size, dtype=np.int64)
-    card = 1
-    for col, lab in labels.items():
-        codes, uniq = pd.factorize(pd.Series(lab[idx], dtype=object))
-        m = max(len(uniq), 1)
-        if card * m > 2 ** 62:
-            _, key = np.unique(key, return_inverse=True)
-            card = int(key.max()) + 1
-        key = key * m + codes
-        card *= m
-    _, counts = np.unique(key, return_counts=True)
+    from dpstudio.engine.measures.kanon import class_sizes
+
+    _, counts = class_sizes((lab[idx] for lab in labels.values()), n=idx.size)
     smallest = int(counts.min())
     if smallest < k:
         raise RuntimeError(f"internal error: generalised output has a class of {smallest} < k = {k} "

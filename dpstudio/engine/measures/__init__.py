@@ -1,1 +1,283 @@
-"""Utility and risk measures (docs/measures.md)."""
+"""Utility and risk measures and the measurement policy (docs/measures.md).
+
+Every measure compares the original data X (n records) with its protected version X′
+record by record: row j of ``protected`` is the protected version of row j of ``original``
+(pass ``result.aligned_original()`` for methods that reorder or suppress rows).  Everything
+is vectorised; nothing loops over records in Python and nothing builds an n × n matrix.
+
+Modules: :mod:`.utility` (SSE, Δ statistics, correlation loss, score), :mod:`.risk`
+(record linkage), :mod:`.kanon` (k-anonymity classes), :mod:`.keps` ((k, ε) measures),
+:mod:`.semantic` (measures with a taxonomy's semantic distance), :mod:`.survey_risk`
+(re-identification risk of categorical keys).  This package holds :func:`evaluate` and the
+*measurement policy* (:func:`measurement_plan`): which distance each attribute is measured
+with and which measures apply to it -- the same for ``protect``'s summary, ``evaluate``,
+every sweep point, the CLI and the app.
+
+>>> import pandas as pd
+>>> x = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0]})
+>>> y = pd.DataFrame({"a": [1.5, 1.5, 3.5, 3.5]})
+>>> sse(x, y, ["a"])
+1.0
+>>> record_linkage(x, y, ["a"])   # each x′ is tied between two originals
+50.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from dpstudio.engine.errors import DPStudioError, ParameterError
+from dpstudio.engine.measures._base import _check_pair, _col, _is_numeric
+from dpstudio.engine.measures.kanon import k_anonymity_check
+from dpstudio.engine.measures.risk import TIE_RTOL, record_linkage
+from dpstudio.engine.measures.utility import (_sse_both, correlation_loss, delta_stats, score,
+                                              sse)
+
+_METHOD_MEASURES: dict[str, list[Callable[..., dict]]] = {}
+
+#: Methods whose release claims k-anonymity on the k-quasi-identifiers: the ``kanon``
+#: measure is computed for them only (for probabilistic k-anonymity and t-closeness
+#: the released k-quasi values are not meant to form classes of k, and the check
+#: would mislead).  Other methods may add their id.
+K_ANONYMOUS_METHODS: set[str] = {"mdav", "k-eps"}
+
+SCALAR_KEYS = ("sse_raw", "sse_normalized", "rl", "corr_loss_mean", "corr_loss_std",
+               "delta_mean_avg", "delta_var_avg")
+
+#: Warning of :func:`evaluate` naming the numeric k-quasis measured with the 0/1 distance.
+GENERALISED_NOTE = ("Generalised to intervals by the method, so measured as categories in SSE "
+                    "and record linkage (a changed value counts 1, no numeric distance): ")
+
+
+def register_method_measures(method_id: str, fn: Callable[..., dict]) -> Callable[..., dict]:
+    """Let a method add its own measures to :func:`evaluate`.
+
+    ``fn(original, protected, result, measures, cache) -> dict`` is called by
+    :func:`evaluate` when ``result is not None and result.method == method_id``;
+    its keys are merged into the returned dict (scalar values are averaged by
+    sweeps).  Registering the same function twice is a no-op.  Returns ``fn`` so
+    that it can be used as a decorator factory argument.
+    """
+    fns = _METHOD_MEASURES.setdefault(str(method_id), [])
+    if fn not in fns:
+        fns.append(fn)
+    return fn
+
+
+# --------------------------------------------------------------- the policy
+
+
+def mismatch(a, b) -> np.ndarray:
+    """0/1 distance on the printed values (39 and '39' match; 39 and '35-39' do not)."""
+    a = np.asarray(a, dtype=object).astype(str)
+    b = np.asarray(b, dtype=object).astype(str)
+    return (a != b).astype(np.float64)
+
+
+class HierarchyDistance:
+    """Semantic distance δ of a column's hierarchy (docs/measures.md: categorical dist = δ)
+    as a ``categorical_distance`` callable.  Values are compared as printed labels
+    (39 → '39'); a label the hierarchy does not know counts as the largest distance when it
+    differs."""
+
+    def __init__(self, hierarchy, column: str = "") -> None:
+        from dpstudio.engine.hierarchies.taxonomy import load_taxonomy
+
+        self.tax = load_taxonomy(hierarchy, column)
+        self.top = float(np.max(self.tax.dist)) if np.size(self.tax.dist) else 1.0
+        self.known = np.asarray(list(self.tax.concepts), dtype=object).astype(str)
+
+    def __call__(self, a, b):
+        a = np.asarray(a, dtype=object).astype(str)
+        b = np.asarray(b, dtype=object).astype(str)
+        out = np.where(a == b, 0.0, self.top)
+        ok = np.isin(a, self.known) & np.isin(b, self.known)
+        if ok.any():
+            out[ok] = np.asarray(self.tax.distance(a[ok], b[ok]), dtype=np.float64)
+        return out
+
+
+def generalises_numeric(method: str | None) -> bool:
+    """Does ``method`` turn a numeric k-quasi-identifier into interval text?
+
+    Read from the method's spec flag ``generalises``.  (Until every spec declares the flag,
+    k-eps is the one method that does: this is the only place that names it.)"""
+    if not method:
+        return False
+    from dpstudio.engine.registry import get_method
+
+    try:
+        spec = get_method(method)
+    except DPStudioError:
+        return False
+    return bool(getattr(spec, "generalises", spec.id == "k-eps"))
+
+
+@dataclass
+class MeasurePlan:
+    """Which distance each attribute is measured with in SSE and record linkage
+    (``distances``; attributes not listed use |x − x′| when numeric, else 0/1) and which of
+    them are generalised numeric k-quasis measured 0/1 (``flat``)."""
+
+    distances: dict = field(default_factory=dict)
+    flat: list = field(default_factory=list)
+
+    def numeric_attributes(self, original: pd.DataFrame, protected: pd.DataFrame,
+                           attrs: list[str]) -> list[str]:
+        """The attributes Δ statistics and correlations are measured on: all of them, or,
+        when some carry a semantic or 0/1 distance, only those still numeric on both sides
+        (a numeric column measured by δ may be generalised)."""
+        if not self.distances:
+            return list(attrs)
+        return [a for a in attrs if a not in self.distances
+                or (pd.api.types.is_numeric_dtype(original[a])
+                    and pd.api.types.is_numeric_dtype(protected[a]))]
+
+
+def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
+                     roles: dict | None = None, hierarchies: dict | None = None) -> MeasurePlan:
+    """The measurement policy (docs/measures.md "Distances"), the same for every caller
+    (``protect``'s summary, ``evaluate``, every sweep point, CLI and app):
+
+    * a protected column with a loaded hierarchy: its semantic distance δ, unless it is
+      numeric and the method leaves it numeric (numeric values keep |x − x′|); a hierarchy
+      that cannot be read as a taxonomy is ignored (the method validates hierarchies
+      itself; 0/1 then); with ``roles`` given, only columns protected by a role
+      (not ``other``/``identifier``) are;
+    * a numeric k-quasi that a generalising method (spec flag ``generalises``) turns into
+      interval text: 0/1 on the printed values;
+    * Δ mean/variance and correlations: see :meth:`MeasurePlan.numeric_attributes`.
+
+    >>> import pandas as pd
+    >>> plan = measurement_plan(pd.DataFrame({"age": [30, 41]}), method="k-eps",
+    ...                         roles={"age": "k-quasi"})
+    >>> plan.flat
+    ['age']
+    """
+    known = roles is not None  # without roles, every column with a hierarchy is measured by it
+    roles = {str(c): str(getattr(r, "value", r)) for c, r in (roles or {}).items()}
+    gen = generalises_numeric(method)
+    dist: dict = {}
+    for c, h in (hierarchies or {}).items():
+        c = str(c)
+        if (known and roles.get(c) in (None, "other", "identifier")) or c not in original.columns:
+            continue
+        if pd.api.types.is_numeric_dtype(original[c]) and not (gen and roles.get(c) == "k-quasi"):
+            continue  # numeric values keep the numeric distance |x − x′|
+        try:
+            dist[c] = HierarchyDistance(h, c)
+        except DPStudioError:
+            pass
+    flat: list[str] = []
+    if gen:
+        for c, r in roles.items():
+            if (r == "k-quasi" and c not in dist and c in original.columns
+                    and pd.api.types.is_numeric_dtype(original[c])):
+                dist[c] = mismatch
+                flat.append(c)
+    return MeasurePlan(dist, flat)
+
+
+# --------------------------------------------------------------- evaluate
+
+
+def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[str] | None = None,
+             *, measures: Iterable[str] = ("sse", "rl", "delta", "corr"), result: Any = None,
+             cache: dict | None = None, confidential: Iterable[str] | None = None,
+             rl_distance: str = "standardized", hierarchies: dict | None = None,
+             method: str | None = None, roles: dict | None = None,
+             plan: MeasurePlan | None = None, **opts: Any) -> dict:
+    """All requested measures in one flat dict, measured by the policy of
+    :func:`measurement_plan` (docs/measures.md).
+
+    Keys: ``sse_raw``, ``sse_normalized`` (measure ``sse``); ``rl`` (``rl``);
+    ``delta_mean``/``delta_var`` ({attr: value}) and ``delta_mean_avg``/``delta_var_avg``
+    (``delta``); ``corr_loss_mean``/``corr_loss_std`` (``corr``, when confidential
+    attributes are known); ``k_min_class_size``/``k_share_below`` (``kanon``, with a
+    ``result`` that has k-quasis and k); plus method-specific measures (see
+    :func:`register_method_measures`); ``warnings`` (list of str).  Sweeps average
+    the scalar keys.
+
+    ``attributes`` default: ``result.protected_attributes`` or the common numeric
+    columns.  ``confidential`` default: the result's confidential columns.  ``method`` and
+    ``roles`` default to the result's; ``hierarchies`` (column -> hierarchy file or object)
+    are those the release was made with.  ``plan``: a precomputed :func:`measurement_plan`
+    (sweeps plan once).  ``opts``: ``categorical_distance`` = {col: callable} (overrides
+    the policy's distance of those columns).
+    """
+    measures = tuple(measures)
+    known = {"sse", "rl", "delta", "corr", "kanon"}
+    unknown = [m for m in measures if m not in known]
+    # unknown names may be method-specific measures: only refuse when no method hook exists
+    if unknown and not (result is not None and getattr(result, "method", None) in _METHOD_MEASURES):
+        raise ParameterError(f"Unknown measure(s) {', '.join(map(repr, unknown))}. "
+                             f"Known: {', '.join(sorted(known))}.")
+    given = opts.pop("categorical_distance", None)
+    if opts:
+        raise ParameterError(f"Unknown evaluation option(s): {', '.join(sorted(opts))}.")
+    if attributes is None:
+        if result is not None and getattr(result, "protected_attributes", None):
+            attributes = list(result.protected_attributes)
+        else:
+            pcols = {str(c) for c in protected.columns}
+            attributes = [str(c) for c in original.columns
+                          if str(c) in pcols and _is_numeric(_col(original, str(c)))]
+    attrs = _check_pair(original, protected, attributes)
+    if plan is None:
+        plan = measurement_plan(
+            original, method=method if method is not None else getattr(result, "method", None),
+            roles=roles if roles is not None else getattr(result, "roles", None),
+            hierarchies=hierarchies)
+    cat_dist = ({**plan.distances, **given} if isinstance(given, dict)
+                else (given or plan.distances or None))
+    num_attrs = plan.numeric_attributes(original, protected, attrs)
+    warns: list[str] = []
+    out: dict[str, Any] = {}
+    if "sse" in measures:
+        out["sse_raw"], out["sse_normalized"] = _sse_both(original, protected, attrs, cat_dist,
+                                                          warns, cache)
+    if "rl" in measures:
+        out["rl"] = record_linkage(original, protected, attrs, rl_distance, cache,
+                                   categorical_distance=cat_dist, warnings=warns)
+    if "delta" in measures and num_attrs:
+        ds = delta_stats(original, protected, num_attrs, warnings=warns)
+        out.update(ds)
+        for key in ("delta_mean", "delta_var"):
+            vals = [v for v in ds[key].values() if np.isfinite(v)]
+            out[f"{key}_avg"] = float(np.mean(vals)) if vals else float("nan")
+    if "corr" in measures and num_attrs:
+        if confidential is None and result is not None:
+            confidential = [c for c, r in getattr(result, "roles", {}).items()
+                            if str(getattr(r, "value", r)) == "confidential"]
+        conf = [c for c in (confidential or []) if c in original.columns and c in protected.columns]
+        if conf:
+            mean, std = correlation_loss(original, protected, conf, num_attrs, warnings=warns)
+            out["corr_loss_mean"], out["corr_loss_std"] = mean, std
+    if "kanon" in measures and result is not None and \
+            getattr(result, "method", None) in K_ANONYMOUS_METHODS:
+        kq = [c for c, r in getattr(result, "roles", {}).items()
+              if str(getattr(r, "value", r)) == "k-quasi" and c in protected.columns]
+        k = (getattr(result, "params", {}) or {}).get("k")
+        if kq and k:
+            chk = k_anonymity_check(protected, kq, int(k))
+            out["k_min_class_size"] = chk["min_class_size"]
+            out["k_share_below"] = chk["share_below_k"]
+    if result is not None:
+        for fn in _METHOD_MEASURES.get(getattr(result, "method", None), []):
+            extra = fn(original, protected, result, measures, cache)
+            if extra:
+                out.update(extra)
+    if plan.flat:
+        warns.append(GENERALISED_NOTE + ", ".join(plan.flat) + ".")
+    out["warnings"] = warns
+    return out
+
+
+__all__ = ["sse", "record_linkage", "delta_stats", "correlation_loss", "score",
+           "k_anonymity_check", "evaluate", "register_method_measures", "TIE_RTOL",
+           "measurement_plan", "MeasurePlan", "HierarchyDistance", "mismatch",
+           "generalises_numeric", "K_ANONYMOUS_METHODS", "SCALAR_KEYS"]

@@ -38,6 +38,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from dpstudio.engine.measures.kanon import class_sizes
+
 __all__ = ["keps_measures", "count_within", "nearest_member_linked", "class_diameters",
            "noise_abs_mean", "confidence_radius", "confident_suppression", "KEPS_MEASURE_KEYS"]
 
@@ -282,12 +284,7 @@ def keps_measures(original: pd.DataFrame, protected: pd.DataFrame, result, measu
     n_in = int(info.get("records_in", n) or n)
     out["keps_ola_suppressed_pct"] = 100.0 * float(gen.get("suppressed_records", 0)) / max(n_in, 1)
     if kq and n:
-        key = np.zeros(n, dtype=np.int64)
-        for c in kq:
-            codes, uniq = pd.factorize(protected[c].astype(object))
-            key = key * max(len(uniq), 1) + codes
-            _, key = np.unique(key, return_inverse=True)
-        _, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+        codes, cnt = class_sizes(protected[c] for c in kq)
         out["keps_min_class_size"] = int(cnt.min())
-        out["keps_share_below_k"] = float((cnt[inv] < k).mean())
+        out["keps_share_below_k"] = float((cnt[codes] < k).mean())
     return out
