@@ -84,7 +84,7 @@ def _mismatch(a, b):
 
 
 class HierarchyDistance:
-    """Semantic distance δ of a column's hierarchy (metrics.md: categorical dist = δ) as a
+    """Semantic distance δ of a column's hierarchy (docs/measures.md: categorical dist = δ) as a
     ``categorical_distance`` callable.  Values are compared as printed labels (39 → '39');
     a label the hierarchy does not know counts as the largest distance when it differs."""
 

@@ -352,7 +352,7 @@ def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
 
 def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: list[str] | None = None,
              **options: Any) -> dict:
-    """Utility and risk measures of ``protected`` against ``original`` (see metrics.md).
+    """Utility and risk measures of ``protected`` against ``original`` (see docs/measures.md).
 
     Rows are compared position by position (record j of ``protected`` protects record j of
     ``original``).  Pass ``result.aligned_original()`` when the method reorders rows.

@@ -1,4 +1,4 @@
-"""Trade-off sweeps over a k × ε grid (metrics.md "Trade-off sweeps").
+"""Trade-off sweeps over a k × ε grid (docs/measures.md "Trade-off sweeps").
 
 The microaggregation of each k is computed once and reused for every ε and
 repetition (methods keep it in ``Job.cache``).  Points are yielded one by one, so

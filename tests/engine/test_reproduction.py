@@ -57,7 +57,7 @@ def _avg(point, key: str) -> dict:
 
 def test_table_6_5_k1_row_plain_laplace_per_attribute(census4):
     """Thesis Table 6.5, k = 1: Laplace of scale Δ/ε on each attribute, clamped to [0, 1.5·max]
-    (methods.md §4, 'per-attribute' budget).  Also Table 6.2's SSE0."""
+    (docs/methods.md §4, 'per-attribute' budget).  Also Table 6.2's SSE0."""
     d4, roles, domains = census4
     pts = {pt.epsilon: pt for pt in SWEEP(d4, "laplace", roles, domains, ks=[],
                                           epsilons=[0.01, 0.1, 1.0, 10.0], repeats=40, seed=11,
@@ -102,7 +102,7 @@ def test_table_6_5_as_published_multi_reference_eps1(census4):
 def test_table_6_5_insensitive_mdav_column(census4):
     """The noise-free multi-reference clustering matches the thesis's 'Insensit. MDAV' column
     (Δ variance) for FEDTAX and POTHVAL within 20 %; the single-order variant loses far more
-    variance on POTHVAL (methods.md §4)."""
+    variance on POTHVAL (docs/methods.md §4)."""
     d4, roles, domains = census4
     # the sweep's noise-free baseline points (ε = None); it needs one ε to sweep
     multi = {pt.k: _avg(pt, "delta_var") for pt in SWEEP(
