@@ -141,7 +141,7 @@ def adult_part(repeats: int, log) -> tuple[list[str], dict]:
         "",
         f"Runs: {repeats} repetitions per (k, ε) point (thesis: 10), seeds fixed "
         "(`SeedSequence(2024, spawn_key=(k, ε index, repetition))`). SSE is raw (Σ δ² over both "
-        "attributes), RL in percent, both with the semantic distance (metrics.md). Two calibrations:",
+        "attributes), RL in percent, both with the semantic distance (docs/measures.md). Two calibrations:",
         "",
         "* **as-published** = thesis calibration: ε_i = ε for *each* attribute (`budget='per-attribute'`) "
         "and ε_i for *every* cluster: this **does not satisfy ε-DP (see paper 002 §3)**; the release "
@@ -242,7 +242,7 @@ def tclose_part(log) -> list[str]:
            "by its group mean (what k-anonymity by microaggregation of these groups would lose), "
            "beside MDAV with the same minimum group size (no t-closeness constraint). corr. loss = "
            "mean |corr′ − corr| between the confidential attribute and the k-quasis in the permuted "
-           "release (metrics.md).",
+           "release (docs/measures.md).",
            "",
            "| confidential | ε | t = e^ε | b | k (min group) | groups | achieved t | QI loss | QI loss MDAV(k) | corr. loss | time (s) |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -330,7 +330,7 @@ DISCUSSION = """## 3. Where and why our numbers differ from the thesis
   ε ≤ 0.1 RL is a handful of lucky matches among 30,162 records, so its ratios (RLf) are noisy
   in both the thesis and here (the thesis's RLf jumps between 0.26 and 1.14 along a row).
 * **Reference corners and MDAV details.** Our corner sequence, tie-breaks and MDAV tie rules
-  follow methods.md; the thesis does not document its own, which changes the clusters when so
+  follow docs/methods.md; the thesis does not document its own, which changes the clusters when so
   many records tie.
 """
 

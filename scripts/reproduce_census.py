@@ -8,7 +8,7 @@ Targets (J. Soria-Comas, PhD thesis, ``/work/shared/papers/004_65177858bc9aa63c.
 * Table 6.5 — Δ mean and Δ variance of FEDTAX, POTHVAL, INTVAL, FICA (domains [0, 1.5·max]),
   ε ∈ {0.01, 0.1, 1, 10}, k ∈ {1, 2, 5, 15, 30}, 10 runs; insensitive microaggregation +
   Laplace, multi-reference variant, ``calibration="as-published"``, ``budget="per-attribute"``
-  (methods.md §4 says this reproduces the thesis), and the same with the rigorous calibration.
+  (docs/methods.md §4 says this reproduces the thesis), and the same with the rigorous calibration.
 * Tables 6.1 / 6.2 — raw SSE and record linkage (RL) of MDAV, plain Laplace (k = 1) and
   insensitive microaggregation + Laplace, and the SSEf / RLf / Score factors.
 
@@ -200,7 +200,7 @@ def local_block91(original: np.ndarray, protected: np.ndarray, n_conf: int = 7) 
     """LOCAL (thesis-style) correlation loss: mean/sd of |Δcorr| over the whole block
     'all 13 attributes × the 7 confidential ones' of the correlation matrix, i.e. Table 3.6's
     layout read as a full 13 × 7 matrix (diagonal zeros and both copies of each
-    confidential–confidential pair included).  The engine's measure (metrics.md) uses the 63
+    confidential–confidential pair included).  The engine's measure (docs/measures.md) uses the 63
     distinct off-diagonal pairs instead."""
     d = np.abs(np.corrcoef(protected, rowvar=False) - np.corrcoef(original, rowvar=False))
     v = d[:, -n_conf:].ravel()
@@ -332,7 +332,7 @@ def _render_310(res: dict, runs: int, a3_raw, a3_eng) -> str:
 
     parts.append(tab("informed", "engine",
                      "A. Engine methods, informed-intruder setup (thesis §3.3.2), engine measure "
-                     "(metrics.md: 63 distinct pairs involving a confidential attribute)\n\n"
+                     "(docs/measures.md: 63 distinct pairs involving a confidential attribute)\n\n"
                      "MDAV-ID = `mdav` with all 13 attributes as k-quasi-identifiers; MDAV-SWAP = "
                      "for each confidential attribute, `mdav-swap` clusters on the other 12 and that "
                      "attribute permuted inside them; IR-SWAP = `ir-swap` on the 7 confidential "
@@ -362,7 +362,7 @@ def _render_310(res: dict, runs: int, a3_raw, a3_eng) -> str:
                 row += [cell(mo, mp), cell(so, sp)]
         ir_rows.append(row)
     parts.append("### E. IR-SWAP: where the one larger group goes\n\n"
-                 "`ir-swap` (engine, methods.md: consecutive groups of k in ascending order, the "
+                 "`ir-swap` (engine, docs/methods.md: consecutive groups of k in ascending order, the "
                  "last group — the LARGEST values — takes the remainder, k..2k−1 records) against "
                  "`mdav-swap` run on each confidential attribute alone (univariate MDAV: groups of k "
                  "taken alternately from both ends of the range, so the k..2k−1 group lies inside the "
@@ -417,12 +417,12 @@ def _explain_310(res: dict, runs: int) -> str:
         f"{_ratio_range(res, 'informed', 'MDAV-ID', 'engine')} and "
         f"{_ratio_range(res, 'informed', 'MDAV-SWAP', 'engine')} in A)**: three differences of set-up, "
         "none of them a defect. (1) Distance: the engine's default `distance=\"standardized\"` divides "
-        "each attribute by its standard deviation (methods.md §2); the thesis ran MDAV on raw "
+        "each attribute by its standard deviation (docs/methods.md §2); the thesis ran MDAV on raw "
         "values, where the large-valued attributes (AFNLWGT, AGI, PTOTVAL, …) decide the clusters. "
         "Evidence: the engine with `distance=\"raw\"` reproduces the thesis's single-run Table 3.7 to "
         "two decimals (row A3 above), the default does not. (2) Averaging: the thesis's figures are "
         "the mean/sd over the whole 13 × 7 block of Table 3.6's layout (diagonal zeros and both "
-        "copies of the 21 confidential–confidential pairs included); metrics.md averages the 63 "
+        "copies of the 21 confidential–confidential pairs included); docs/measures.md averages the 63 "
         "distinct pairs. (3) Roles: the thesis's experiment is the informed-intruder scenario "
         "(§3.3.2: every confidential attribute is also a quasi-identifier for the intruders who "
         "know it; Tables 3.7–3.8 show confidential–confidential correlations changing), so MDAV-ID "
@@ -447,7 +447,7 @@ def _explain_310(res: dict, runs: int) -> str:
         + "–×".join(f"{r:.2f}" for r in (min(ir_r[k] for k in large), max(ir_r[k] for k in large)))
         + f" with {runs} runs (the standard error of our mean is a few percent, so not our "
         "sampling noise). Largely explained by where the one larger group goes (section E): "
-        "methods.md's individual ranking cuts the ascending order into groups of k and gives the "
+        "docs/methods.md's individual ranking cuts the ascending order into groups of k and gives the "
         "remainder (k..2k−1 records; 1080 = 21·50 + 30, so the last group at k = 50 holds 80 "
         "records, at k = 300 it holds 480) to the group of the LARGEST values; these skewed "
         "attributes' largest values carry most of the covariance, so permuting them among many "
@@ -467,7 +467,7 @@ def _explain_310(res: dict, runs: int) -> str:
               "random stream and its own 100-run sampling noise remain candidates; the thesis's "
               "k = 7 mean .0022 barely above its k = 5 .0021 suggests noise in its figures).")
            if any(e_gaps.values()) else ", i.e. no gap > 25 % remains.")
-        + " The engine's `ir-swap` is correct per methods.md (its larger top group is a spec "
+        + " The engine's `ir-swap` is correct per docs/methods.md (its larger top group is a spec "
           "choice, not a defect, and still gives groups of ≥ k); the thesis's grouping is "
           "reproducible through the API as shown in E.",
     ]) + "\n"
@@ -617,7 +617,7 @@ def _explain_variants(R: dict) -> str:
             "attribute, POTHVAL, dominates; standardised: each attribute counts by its standard "
             "deviation rather than its domain width), so those two are not expected to match — "
             "they are shown, labelled, because the standardised one is what the app uses by "
-            "default. The single-order insensitive column (methods.md §4's other variant, "
+            "default. The single-order insensitive column (docs/methods.md §4's other variant, "
             f"{'×%.2f–×%.2f' % (min(rs), max(rs))} of the thesis) is shown to confirm the thesis "
             "used the multi-reference one.\n")
 
@@ -706,7 +706,7 @@ def _rl_noise(rl_pct: float, runs: int, n: int = 1080) -> float:
 
 def _render_61_62(R: dict) -> str:
     parts = ["## Thesis Tables 6.1 / 6.2 — raw SSE, record linkage and Scores, Census\n",
-             "SSE is raw (metrics.md). RL: engine default (Euclidean on standardised attributes). "
+             "SSE is raw (docs/measures.md). RL: engine default (Euclidean on standardised attributes). "
              "Our insensitive-dp points: multi-reference, as-published, whole ε per attribute (as "
              "Table 6.5). Cells: `ours / thesis (ratio)`.\n",
              "### Table 6.1 — against standard MDAV\n",
@@ -824,7 +824,7 @@ def _explain_61_62(R: dict) -> str:
 
 
 def engine_score(sse0, rl0, sse, rl) -> dict:
-    from dpstudio.engine.measures import metrics  # the engine's Score (metrics.md)
+    from dpstudio.engine.measures import metrics  # the engine's Score (docs/measures.md)
 
     return metrics.score(sse0, rl0, sse, rl)
 

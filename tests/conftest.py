@@ -15,7 +15,7 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "data"
+RESOURCES = ROOT / "resources"
 
 
 @pytest.fixture(scope="session")
@@ -30,8 +30,14 @@ def rng() -> np.random.Generator:
 
 
 def shared_path(*parts: str) -> Path:
-    """A file under ../shared/data (skip the test when the folder is absent)."""
-    p = SHARED.joinpath(*parts)
+    """A reference data file shipped in the repository under ``resources/`` (e.g. ``"adult", "adult.csv"``).
+
+    Tests never look outside the repository (a fresh clone must run every test) and never skip
+    for want of data: a missing file fails the test.
+    """
+    p = RESOURCES.joinpath(*parts).resolve()
+    if not p.is_relative_to(ROOT):
+        raise ValueError(f"test data must live inside the repository, not {p}")
     if not p.exists():
-        pytest.skip(f"reference data not available: {p}")
+        raise FileNotFoundError(f"reference data missing from the repository: {p}")
     return p

@@ -1,4 +1,4 @@
-"""Attribute roles (methods.md §1)."""
+"""Attribute roles (docs/methods.md §1)."""
 
 from __future__ import annotations
 

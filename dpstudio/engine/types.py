@@ -72,7 +72,7 @@ class Job:
         return lb, ub
 
     def epsilon_shares(self, cols: list[str]) -> np.ndarray:
-        """ε_i per attribute for the method's budget split (methods.md §4)."""
+        """ε_i per attribute for the method's budget split (docs/methods.md §4)."""
         eps = self.params["epsilon"]
         m = len(cols)
         mode = self.params.get("budget", "equal")

@@ -281,7 +281,7 @@ def test_compact_warnings_keeps_every_message(items):
        hs.lists(hs.sampled_from(["a1", "a2", "b1", "b2", "A", "B", "*", "zz", "39"]),
                 min_size=1, max_size=20))
 def test_hierarchy_distance_is_a_safe_semantic_distance(xs, ys):
-    """Measures use the loaded hierarchy's δ (metrics.md); unknown labels never raise."""
+    """Measures use the loaded hierarchy's δ (docs/measures.md); unknown labels never raise."""
     from dpstudio.app.compute import HierarchyDistance
     from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 

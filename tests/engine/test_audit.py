@@ -1,4 +1,4 @@
-"""Audit of the privacy calibration and guarantee statements (methods.md §3–4).
+"""Audit of the privacy calibration and guarantee statements (docs/methods.md §3–4).
 
 The central check: on random neighbouring data sets (one record replaced, the same
 clustering inputs) the released pre-noise statistic moves by at most the sensitivity the

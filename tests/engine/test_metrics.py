@@ -1,4 +1,4 @@
-"""Utility and risk measures (metrics.md): SSE, record linkage, Δ statistics, correlation loss, Score."""
+"""Utility and risk measures (docs/measures.md): SSE, record linkage, Δ statistics, correlation loss, Score."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dpstudio.engine.errors import InputError, ParameterError
 
 
 def brute_rl(x: np.ndarray, y: np.ndarray, standardize: bool = True) -> float:
-    """O(n²) reference of record linkage exactly as metrics.md defines it."""
+    """O(n²) reference of record linkage exactly as docs/measures.md defines it."""
     if standardize:
         sd = x.std(axis=0, ddof=1)
         sd = np.where(sd > 0, sd, 1.0)

@@ -57,7 +57,7 @@ def _avg(point, key: str) -> dict:
 
 def test_table_6_5_k1_row_plain_laplace_per_attribute(census4):
     """Thesis Table 6.5, k = 1: Laplace of scale Δ/ε on each attribute, clamped to [0, 1.5·max]
-    (methods.md §4, 'per-attribute' budget).  Also Table 6.2's SSE0."""
+    (docs/methods.md §4, 'per-attribute' budget).  Also Table 6.2's SSE0."""
     d4, roles, domains = census4
     pts = {pt.epsilon: pt for pt in SWEEP(d4, "laplace", roles, domains, ks=[],
                                           epsilons=[0.01, 0.1, 1.0, 10.0], repeats=40, seed=11,
@@ -102,7 +102,7 @@ def test_table_6_5_as_published_multi_reference_eps1(census4):
 def test_table_6_5_insensitive_mdav_column(census4):
     """The noise-free multi-reference clustering matches the thesis's 'Insensit. MDAV' column
     (Δ variance) for FEDTAX and POTHVAL within 20 %; the single-order variant loses far more
-    variance on POTHVAL (methods.md §4)."""
+    variance on POTHVAL (docs/methods.md §4)."""
     d4, roles, domains = census4
     # the sweep's noise-free baseline points (ε = None); it needs one ε to sweep
     multi = {pt.k: _avg(pt, "delta_var") for pt in SWEEP(
@@ -179,9 +179,11 @@ def test_table_3_10_ir_swap_and_mdav_id_k5(census):
 def test_adult_ir_dp_eps01_k100_beats_laplace_eps1():
     """Paper 002, Adult: ir-dp at ε = 0.1, k = 100 has no more SSE than plain Laplace at ε = 1
     (the paper: 'almost equals'; ours is about 5× lower, see results/adult_irdp.md)."""
-    path = shared_path("adult", "uci", "adult.data")
-    raw = pd.read_csv(path, header=None, skipinitialspace=True, na_values="?").dropna()
-    df = raw[[0, 12]].rename(columns={0: "AGE", 12: "HOURS"}).reset_index(drop=True).astype(float)
+    # AGE from the ARX extract, HOURS-PER-WEEK from its row-aligned companion (both the complete
+    # cases of UCI adult.data; resources/adult/README.md).
+    age = pd.read_csv(shared_path("adult", "adult.csv"), sep=";")["age"]
+    hours = pd.read_csv(shared_path("adult", "adult_hours-per-week.csv"))["hours-per-week"]
+    df = pd.DataFrame({"AGE": age, "HOURS": hours}).astype(float)
     assert len(df) == 30162
     domains = {c: (0.0, 1.5 * float(df[c].max())) for c in df.columns}
     roles = {c: "eps-quasi" for c in df.columns}

@@ -1,4 +1,4 @@
-"""Microaggregation building blocks (methods.md §2).
+"""Microaggregation building blocks (docs/methods.md §2).
 
 Every clustering function returns an ``int64`` array of cluster labels, one per record,
 numbered 0, 1, … in the order the clusters are formed.  All clusters have ``k`` records
@@ -337,7 +337,7 @@ MAX_MULTI_REFERENCE_ATTRIBUTES = 16
 
 
 def corner_sequence(m: int, length: int | None = None) -> np.ndarray:
-    """Corners of the m-dimensional domain box in Hamming order (methods.md §2).
+    """Corners of the m-dimensional domain box in Hamming order (docs/methods.md §2).
 
     Corner c is an integer whose bit j is 1 when attribute j takes its upper bound.
     R_1 = 0 (all lower bounds); R_{i+1} = the unused corner with the greatest Hamming
@@ -383,7 +383,7 @@ def corner_sequence(m: int, length: int | None = None) -> np.ndarray:
 def multi_reference(X, k: int, lb, ub, *, memory_entries: int = 40_000_000,
                     check_cancel: Callable[[], None] | None = None,
                     progress: Callable[[float], None] | None = None) -> np.ndarray:
-    """Multi-reference insensitive microaggregation (thesis Algorithm 6.1, methods.md §2).
+    """Multi-reference insensitive microaggregation (thesis Algorithm 6.1, docs/methods.md §2).
 
     Cluster i = the k remaining records closest to corner R_i of the domain box (distance on
     attributes scaled by the domain width; ties lexicographic on the values, then index);

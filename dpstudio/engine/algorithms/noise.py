@@ -1,4 +1,4 @@
-"""Noise mechanisms (methods.md §3): Laplace, optimal (staircase) noise, exponential mechanism.
+"""Noise mechanisms (docs/methods.md §3): Laplace, optimal (staircase) noise, exponential mechanism.
 
 Releases use only the floating-point-safe samplers at the end of this module
 (:func:`grid_noise`: exact discrete Laplace / staircase on each attribute's output grid,

@@ -1,4 +1,4 @@
-"""Automatic generalisation hierarchies (methods.md ``k-eps``; issue 3).
+"""Automatic generalisation hierarchies (docs/methods.md ``k-eps``; issue 3).
 
 Every builder returns a :class:`dpstudio.engine.hierarchies.hierarchy.Hierarchy` whose leaves
 (level 0) are the distinct values of the column written as *canonical strings*

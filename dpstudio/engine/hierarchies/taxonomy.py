@@ -180,7 +180,7 @@ class Taxonomy:
     def sensitivity(self) -> float:
         """Δq of the quality q(S, a) = −m(S, a) of the exponential mechanism.
 
-        Thesis §6.3.4 and methods.md take δ(a_b, a_t).  Changing one value of S changes
+        Thesis §6.3.4 and docs/methods.md take δ(a_b, a_t).  Changing one value of S changes
         q(S, a) by δ(b', a) − δ(b, a); the exact worst case over values b, b' and candidates
         a (``exact_sensitivity``) can exceed δ(a_b, a_t) in unbalanced trees, so the larger
         of the two is used: never below the published calibration, never below the truth.

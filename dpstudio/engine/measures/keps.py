@@ -1,4 +1,4 @@
-"""Measures of (k, ε)-anonymity (metrics.md; paper 003 §V) and the within-class helpers that
+"""Measures of (k, ε)-anonymity (docs/measures.md; paper 003 §V) and the within-class helpers that
 the ``k-eps`` method shares with them.
 
 All functions take *class ids* (one per released record) and work with sorted int64 keys,
@@ -208,7 +208,7 @@ def _per_class(cls_data, data, cls_q, queries, fn, radius, dtype=np.int64):
 
 def confident_suppression(cls: np.ndarray, orig: np.ndarray, released: np.ndarray,
                           radius: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """c-confident k-anonymity (paper 003 §V-C, methods.md step 5).
+    """c-confident k-anonymity (paper 003 §V-C, docs/methods.md step 5).
 
     ``radius[i]`` = r_c of record i's class.  Returns (records to suppress (bool), classes
     suppressed whole (bool per class id)).  A record with 0 < ℓ < k is suppressed, ℓ being

@@ -22,7 +22,7 @@ from dpstudio.engine.measures._base import (_cache_entry, _check_pair, _col, _di
                                             _warn)
 
 
-#: Relative tolerance under which two distances count as a tie (metrics.md).
+#: Relative tolerance under which two distances count as a tie (docs/measures.md).
 TIE_RTOL = 1e-12
 
 #: Size of the random sample of original records used to reject far-away
@@ -281,7 +281,7 @@ def record_linkage(original: pd.DataFrame, protected: pd.DataFrame, attributes: 
                    distance: str = "standardized", cache: dict | None = None, *,
                    categorical_distance: dict | None = None, warnings: list[str] | None = None,
                    return_probabilities: bool = False):
-    """Distance-based record linkage RL, in percent (metrics.md).
+    """Distance-based record linkage RL, in percent (docs/measures.md).
 
     For each protected record x′_j, G_j is the set of original records at minimum
     distance (ties: relative tolerance 1e-12); ``Pr_j = 1/|G_j|`` if x_j ∈ G_j,

@@ -1,5 +1,5 @@
 """SSE and record linkage with the semantic distance for categorical attributes
-(thesis §6.4.2, metrics.md), registered for ``categorical-dp`` through
+(thesis §6.4.2, docs/measures.md), registered for ``categorical-dp`` through
 :func:`dpstudio.engine.measures.metrics.register_method_measures`.
 
 Categorical attributes use δ (eq. 6.6) from their taxonomy, looked up in the precomputed

@@ -1,5 +1,5 @@
 """``categorical-dp``: differential privacy for categorical and mixed attributes
-(thesis §6.3.4–6.3.6, methods.md ``categorical-dp``).
+(thesis §6.3.4–6.3.6, docs/methods.md ``categorical-dp``).
 
 1. Every categorical ε-quasi attribute has a taxonomy (``hierarchies={col: file}``);
    numeric ones have a domain [lb, ub].

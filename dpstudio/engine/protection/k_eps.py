@@ -1,4 +1,4 @@
-"""``k-eps`` — (k, ε)-anonymity (paper 003; methods.md ``k-eps``).
+"""``k-eps`` — (k, ε)-anonymity (paper 003; docs/methods.md ``k-eps``).
 
 1. identifiers are dropped (by the API);
 2. the k-quasis are k-anonymised by generalisation, OLA (optimal full-domain, with record

@@ -1,4 +1,4 @@
-"""Numeric protection methods (methods.md §4): MDAV k-anonymity, probabilistic k-anonymity
+"""Numeric protection methods (docs/methods.md §4): MDAV k-anonymity, probabilistic k-anonymity
 by swapping, plain Laplace, insensitive microaggregation + noise, individual ranking + noise
 (DP-UM), and the two individual-DP variants (iDP-LS, iDP-CBLS).
 

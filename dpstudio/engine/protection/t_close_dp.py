@@ -1,4 +1,4 @@
-"""``t-close-dp``: exp(ε)-closeness by bucketization (thesis ch. 7, methods.md ``t-close-dp``).
+"""``t-close-dp``: exp(ε)-closeness by bucketization (thesis ch. 7, docs/methods.md ``t-close-dp``).
 
 1. The confidential attribute C (numeric or ordinal; several confidential attributes are
    treated as one compound attribute, thesis §7.1.1) is cut into b = ⌊t⌋ + 1 buckets of
