@@ -787,7 +787,9 @@ class QueryAnswer:
 
 
 def _guarantee(kind: str, eps: float, support, groups: list | None, split: float) -> str:
-    rng_txt = ("the declared range " + support.describe())
+    rng_txt = "the declared range " + support.describe()
+    outside = ("a true answer outside it was clamped into it" if isinstance(support, NumericRange)
+               else "a true answer that is not a declared category is answered from the prior")
     if kind == "individual":
         core = (f"ε-differential privacy with ε = {eps:g} with respect to adding or removing one "
                 "record (changing the queried record's value is covered with 2ε): the prior was "
@@ -806,7 +808,7 @@ def _guarantee(kind: str, eps: float, support, groups: list | None, split: float
                "one record (thesis Proposition 4).")
     return ("Answered by knowledge refinement (Soria-Comas, thesis ch. 5): one draw from the "
             "researcher's prior after refinement towards the true answer; " + core + grp
-            + f" The response lies in {rng_txt}; a true answer outside it was clamped into it. "
+            + f" The response lies in {rng_txt}; {outside}. "
             "The draw is exact: integer arithmetic and uniform random integers only, no "
             "floating-point approximation of the distribution. Sequential composition: this "
             f"answer spends ε = {eps:g} of the data set's query budget.")
@@ -1213,3 +1215,31 @@ def parse_prior(text: str | None, support) -> Prior:
     raise ParameterError(f"--prior {t!r}: use uniform, normal:MEAN:SD, "
                          "histogram:E0,E1,…,Ek:W1,…,Wk or categorical:VALUE=P,VALUE=P.")
 
+
+
+def resolve_range(query: Query, ranges: dict[str, str], df: pd.DataFrame | None = None,
+                  ordered: bool = False):
+    """The declared range of ``query``'s answer from ``{name: spec}`` (CLI ``--range``): the key
+    is the query's column, or ``count`` / ``proportion`` / ``answer``.  A proportion defaults
+    to 0:1:0.001; everything else must be declared (never read from the data).  Integer
+    columns and counts get step 1 unless a step is given."""
+    if df is not None and query.column:
+        _col(df, query.column)
+    keys = [k for k in (query.column, query.agg if query.agg in ("count", "proportion") else None,
+                        "answer") if k]
+    spec = next((ranges[k] for k in keys if k in ranges), None)
+    unknown = [k for k in ranges if k not in keys]
+    if unknown:
+        raise ParameterError(f"--range {unknown[0]}=…: the query {query.describe()!r} answers "
+                             f"{keys[0]!r}; declare --range {keys[0]}=LOWER:UPPER[:STEP].")
+    if spec is None:
+        if query.agg == "proportion":
+            return NumericRange(0.0, 1.0, 0.001)
+        example = "1,2,3" if query.agg == "mode" else "LOWER:UPPER[:STEP]"
+        raise ParameterError(f"Declare the range of the answer (never taken from the data): "
+                             f"--range {keys[0]}={example}.")
+    integer = query.agg == "count" or (
+        df is not None and query.column in getattr(df, "columns", ())
+        and query.agg in ("value", "median")
+        and pd.api.types.is_integer_dtype(df[query.column]))
+    return parse_range(spec, integer=integer, ordered=ordered)

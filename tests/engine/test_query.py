@@ -482,3 +482,77 @@ def test_answer_is_a_query_answer_with_guarantee():
     assert isinstance(ans, QueryAnswer)
     assert "adding or removing one record" in ans.guarantee and "2ε" in ans.guarantee
     assert ans.public()["response"] == ans.response and 0 <= ans.response <= 99
+
+
+# ============================================================== command line
+
+@pytest.fixture
+def data_csv(tmp_path):
+    p = tmp_path / "d.csv"
+    DF.to_csv(p, index=False)
+    return p
+
+
+def _cli(*argv):
+    from dpstudio import cli
+
+    return cli.main([str(a) for a in argv])
+
+
+def test_cli_query_answers_and_spends(data_csv, tmp_path, capsys):
+    led = tmp_path / "led.json"
+    rc = _cli("query", data_csv, "mean(income) where region == 3", "--prior", "normal:30000:10000",
+              "--range", "income=0:500000", "--epsilon", "0.5", "--ledger", led, "--budget", "1",
+              "--seed", "3")
+    out = capsys.readouterr().out
+    assert rc == 0 and "response: " in out and "remaining budget: 0.5 of 1" in out
+    assert stat.S_IMODE(os.stat(led).st_mode) == 0o600
+    resp = float(out.split("response: ")[1].split()[0])
+    assert 0 <= resp <= 500_000 and resp % 100 == 0
+    rc = _cli("query", data_csv, "count by region", "--groups", "region=1,2,3", "--range",
+              "count=0:6", "--epsilon", "0.25", "--ledger", led, "--json", "--audit",
+              tmp_path / "audit.csv")
+    pub = json.loads(capsys.readouterr().out)
+    assert rc == 0 and set(pub["response"]) == {"1", "2", "3"} and pub["remaining_budget"] == 0.25
+    assert "true_value" not in pub and "refined" not in pub
+    assert stat.S_IMODE(os.stat(tmp_path / "audit.csv").st_mode) == 0o600
+    # beyond the budget: refused, one line, exit 2, nothing spent
+    rc = _cli("query", data_csv, "count", "--range", "count=0:6", "--epsilon", "0.3",
+              "--ledger", led)
+    err = capsys.readouterr().err
+    assert rc == 2 and "only 0.25" in err and len(err.strip().splitlines()) == 1
+    assert len(load_ledger(led).entries) == 2
+
+
+def test_cli_ledger_bound_to_its_data_set(data_csv, tmp_path, capsys):
+    led = tmp_path / "led.json"
+    assert _cli("query", data_csv, "count", "--range", "count=0:6", "--epsilon", "0.1",
+                "--ledger", led, "--budget", "1") == 0
+    other = tmp_path / "other.csv"
+    DF.head(3).to_csv(other, index=False)
+    capsys.readouterr()
+    assert _cli("query", other, "count", "--range", "count=0:6", "--epsilon", "0.1",
+                "--ledger", led) == 2
+    assert "another data set" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [
+    ["mean(incom)", "--range", "income=0:1", "--epsilon", "0.1"],
+    ["mean(income) wher x", "--range", "income=0:1", "--epsilon", "0.1"],
+    ["median(age)", "--epsilon", "0.1"],                              # no declared range
+    ["mean(income)", "--range", "income=1:0", "--epsilon", "0.1"],
+    ["mean(income)", "--range", "income=0:9", "--epsilon", "zero"],
+    ["mean(income)", "--range", "income=0:9", "--epsilon", "0.1", "--prior", "normal:1"],
+    ["count by region", "--range", "count=0:9", "--epsilon", "0.1"],  # groups not declared
+    ["value(id) where id == 1", "--range", "id=0:9", "--epsilon", "0.1", "--role",
+     "id=identifier"],
+    ["region == 3", "--range", "count=0:9", "--epsilon", "0.1"],
+    ["count", "--range", "count=0:9", "--epsilon", "0.1", "--ledger", "new.json"],  # no budget
+])
+def test_cli_bad_input_is_one_line_exit_2(data_csv, tmp_path, capsys, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    assert _cli("query", data_csv, *argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dpstudio: error: ") and "Traceback" not in err
+    assert len([ln for ln in err.splitlines() if ln.startswith("dpstudio: error")]) == 1
+    assert not (tmp_path / "new.json").exists()
