@@ -52,13 +52,15 @@ from __future__ import annotations
 
 import csv
 import io as _io
+import itertools
 import json
 import math
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from fractions import Fraction
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -67,9 +69,21 @@ from dpstudio.engine.errors import DPStudioError, ParameterError
 from dpstudio.engine.random import as_rng
 
 __all__ = [
-    "NumericRange", "CategoricalRange", "Prior", "Query", "QueryAnswer", "BudgetLedger",
-    "BudgetExceeded", "parse_query", "parse_filter", "parse_prior", "parse_range",
-    "refine_query", "refine_weights", "factors", "exp_bounds",
+    "BudgetExceeded",
+    "BudgetLedger",
+    "CategoricalRange",
+    "NumericRange",
+    "Prior",
+    "Query",
+    "QueryAnswer",
+    "exp_bounds",
+    "factors",
+    "parse_filter",
+    "parse_prior",
+    "parse_query",
+    "parse_range",
+    "refine_query",
+    "refine_weights",
 ]
 
 AGGREGATES = ("count", "proportion", "mean", "sum", "median", "mode", "value")
@@ -257,20 +271,20 @@ class Prior:
     params: tuple = ()
 
     @classmethod
-    def uniform(cls, support) -> "Prior":
+    def uniform(cls, support) -> Prior:
         return cls("uniform", support)
 
     @classmethod
-    def normal(cls, mean: float, sd: float, support: NumericRange) -> "Prior":
+    def normal(cls, mean: float, sd: float, support: NumericRange) -> Prior:
         return cls("normal", support, (float(mean), float(sd)))
 
     @classmethod
     def histogram(cls, edges: Sequence[float], weights: Sequence[float],
-                  support: NumericRange) -> "Prior":
+                  support: NumericRange) -> Prior:
         return cls("histogram", support, (tuple(map(float, edges)), tuple(map(float, weights))))
 
     @classmethod
-    def categorical(cls, probs: dict, support) -> "Prior":
+    def categorical(cls, probs: dict, support) -> Prior:
         return cls("categorical", support, tuple((k, float(v)) for k, v in probs.items()))
 
     def probabilities(self) -> np.ndarray:
@@ -299,7 +313,7 @@ class Prior:
             edges, bw = self.params
             if len(edges) != len(bw) + 1 or len(bw) < 1:
                 raise ParameterError("A histogram prior needs k + 1 increasing edges and k weights.")
-            if any(b <= a for a, b in zip(edges, edges[1:])) or any(
+            if any(b <= a for a, b in itertools.pairwise(edges)) or any(
                     not (x >= 0 and math.isfinite(x)) for x in bw):
                 raise ParameterError("Histogram prior: edges must increase and weights be >= 0.")
             x = sup.values()
@@ -575,7 +589,7 @@ class Query:
 
 
 _QUERY = re.compile(r"^\s*(?P<agg>[A-Za-z_]+)\s*(?:\(\s*(?P<col>`[^`]+`|[^()\s]*)\s*\))?"
-                    r"(?P<rest>.*)$", re.S)
+                    r"(?P<rest>.*)$", re.DOTALL)
 
 
 def parse_query(text: str) -> Query:
@@ -607,7 +621,7 @@ def parse_query(text: str) -> Query:
         by = bm.group(1).strip("`")
         rest = rest[:bm.start()].strip()
     if rest:
-        if not re.match(r"where\b", rest, re.I):
+        if not re.match(r"where\b", rest, re.IGNORECASE):
             raise ParameterError(f"Query: expected 'where' before {rest[:20]!r}.")
         where = rest[5:].strip()
         if not where:
@@ -916,7 +930,7 @@ def exact_distribution(df: pd.DataFrame, query, prior: Prior, epsilon: float,
     if not isinstance(query, Query):
         query = parse_query(query)
     eps = _check_epsilon(epsilon)
-    kind, groups = _validate(df, query, prior, kind, None)
+    kind, _groups = _validate(df, query, prior, kind, None)
     au, ad = factors(eps, kind, split)
     w = prior.weights()
     mask = evaluate_filter(df, parse_filter(query.where))
@@ -925,7 +939,7 @@ def exact_distribution(df: pd.DataFrame, query, prior: Prior, epsilon: float,
 
 
 def refine_query(df: pd.DataFrame, query, prior: Prior, epsilon: float,
-                 kind: str | None = None, rng=None, *, ledger: "BudgetLedger | None" = None,
+                 kind: str | None = None, rng=None, *, ledger: BudgetLedger | None = None,
                  groups: Iterable | None = None, split: float = 0.5,
                  requester: str | None = None) -> QueryAnswer:
     """Answer ``query`` on ``df`` by knowledge refinement of ``prior`` (ε-DP, thesis ch. 5).
@@ -1045,7 +1059,7 @@ class BudgetLedger:
                 "entries": [dict(e) for e in self.entries]}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "BudgetLedger":
+    def from_dict(cls, data: dict) -> BudgetLedger:
         if not isinstance(data, dict) or data.get("format") != LEDGER_FORMAT:
             raise ParameterError("Not a dpstudio query ledger.")
         try:
@@ -1061,7 +1075,7 @@ class BudgetLedger:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, text: str) -> "BudgetLedger":
+    def from_json(cls, text: str) -> BudgetLedger:
         try:
             return cls.from_dict(json.loads(text))
         except json.JSONDecodeError as exc:
@@ -1104,7 +1118,7 @@ def _check_epsilon_total(total) -> float:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def load_ledger(path) -> BudgetLedger | None:

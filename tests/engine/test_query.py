@@ -17,10 +17,25 @@ from hypothesis import strategies as st
 from dpstudio.engine import BudgetLedger, QueryAnswer, refine_query
 from dpstudio.engine.errors import ParameterError
 from dpstudio.engine.query import (
-    BudgetExceeded, CategoricalRange, NumericRange, Prior, eps_fraction, evaluate_filter,
-    exact_distribution, exp_bounds, factors, load_ledger, parse_filter, parse_prior,
-    parse_query, parse_range, refine_weights, refined_probabilities, sample_refined,
-    save_ledger, _uniform_int,
+    BudgetExceeded,
+    CategoricalRange,
+    NumericRange,
+    Prior,
+    _uniform_int,
+    eps_fraction,
+    evaluate_filter,
+    exact_distribution,
+    exp_bounds,
+    factors,
+    load_ledger,
+    parse_filter,
+    parse_prior,
+    parse_query,
+    parse_range,
+    refine_weights,
+    refined_probabilities,
+    sample_refined,
+    save_ledger,
 )
 
 E = math.e
@@ -110,7 +125,7 @@ def test_thesis_table_5_5(eps, lap_var, lap_in_thesis, var, size_u, p_u):
     sup = NumericRange(0.0, 1.0, 1e-3)
     prior = Prior.uniform(sup)
     center, _ = sup.index_of(0.5)
-    w, cls, mass, info, p = _refine(prior, center, eps, "individual")
+    _w, cls, _mass, info, p = _refine(prior, center, eps, "individual")
     x = sup.values()
     pf = np.array([float(v) for v in p])
     assert sum(p) == 1
@@ -164,7 +179,7 @@ def priors(draw, max_n=25):
     return Prior.categorical({i: v for i, v in enumerate(ws)}, sup)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(priors(), st.data(), st.floats(0.01, 8.0), st.sampled_from([0.0, 0.3, 0.5, 1.0]))
 def test_statistical_refinement_ratio_never_exceeds_e_eps(prior, data, eps, split):
     """For ANY two true answers (so for any neighbouring data sets) the refined distributions'
@@ -182,11 +197,11 @@ def test_statistical_refinement_ratio_never_exceeds_e_eps(prior, data, eps, spli
             assert a / b <= bound and b / a <= bound
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(priors(), st.data(), st.floats(0.01, 8.0))
 def test_individual_refinement_within_e_eps_of_the_prior(prior, data, eps):
     c = data.draw(st.integers(0, prior.support.size - 1))
-    w, cls, mass, info, p = _refine(prior, c, eps, "individual")
+    w, cls, _mass, _info, p = _refine(prior, c, eps, "individual")
     W = sum(w)
     bound = _e_eps_lower(eps)
     assert sum(p) == 1
@@ -213,7 +228,7 @@ def _neighbour_frames(data):
     return df, df.drop(index=drop).reset_index(drop=True)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), st.floats(0.05, 5.0))
 def test_neighbouring_data_sets_through_refine_query(data, eps):
     """Random data set D, D' = D minus one record, random query and prior: the exact output
@@ -251,7 +266,7 @@ def test_exact_sampler_matches_the_exact_distribution():
     from scipy.stats import chisquare
 
     prior = Prior.normal(3, 2, NumericRange(0, 9, 1))
-    w, cls, mass, info, p = _refine(prior, 6, 1.0, "statistical")
+    w, cls, mass, _info, p = _refine(prior, 6, 1.0, "statistical")
     rng = np.random.default_rng(11)
     counts = np.bincount([sample_refined(rng, w, cls, mass) for _ in range(40_000)],
                          minlength=10)
