@@ -25,7 +25,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-COMMANDS = ("methods", "protect", "evaluate", "sweep", "demo")
+COMMANDS = ("methods", "protect", "evaluate", "sweep", "demo", "query")
 
 #: Options that set a method parameter directly (option dest -> parameter name).
 #: Above this many records ``protect`` leaves record linkage out of its summary.
@@ -530,6 +530,72 @@ def cmd_risk(args) -> int:
     return 0
 
 
+def cmd_query(args) -> int:
+    """Answer one statistic by knowledge refinement (thesis ch. 5) and spend its ε in the ledger."""
+    from dpstudio.engine import query as qd
+    from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.io import file_sha256
+
+    q = qd.parse_query(args.query)
+    eps = parse_floats(args.epsilon, "--epsilon")
+    if len(eps) != 1:
+        raise ParameterError("--epsilon: give one ε for the query.")
+    roles = parse_roles(args.role)
+    if q.column and roles.get(q.column) == "identifier":
+        raise ParameterError(f"Column {q.column!r} is an identifier: use it in the filter "
+                             f"(value(COL) where {q.column} == …), not as the answer.")
+    df, _ = _read(args.input, args)
+    ranges = dict(_split_assign(it, "--range", "COLUMN=LOWER:UPPER[:STEP] or COLUMN=a,b,c",
+                                last=True) for it in args.range or [])
+    prior = qd.parse_prior(args.prior, qd.resolve_range(q, ranges, df, args.ordered))
+    groups = None
+    if args.groups:
+        gcol, gvals = _split_assign(args.groups, "--groups", "COLUMN=a,b,c (e.g. region=1,2,3)",
+                                    last=True)
+        if gcol != q.by:
+            raise ParameterError(f"--groups {gcol}=…: the query groups by {q.by!r}; write "
+                                 f"'… by {gcol}' in the query or --groups {q.by}=….")
+        groups = list(qd.parse_range(gvals).categories if "," in gvals else [qd._literal(gvals)])
+    if args.audit and (not args.ledger or Path(args.audit).suffix.lower() not in (".csv", ".json")
+                       or not os.path.isdir(os.path.dirname(os.path.abspath(args.audit)))):
+        raise ParameterError("--audit FILE.csv|FILE.json exports the ledger: give --ledger and "
+                             "a .csv or .json name in an existing folder.")
+    ledger, digest = None, file_sha256(args.input)
+    if args.ledger:
+        ledger = qd.load_ledger(args.ledger) if os.path.exists(args.ledger) else None
+        if ledger is None:
+            if args.budget is None:
+                raise ParameterError(f"Ledger {args.ledger} holds no budget yet: give the data "
+                                     "set's total query budget once with --budget TOTAL_EPSILON.")
+            ledger = qd.BudgetLedger(args.budget, dataset=os.path.basename(args.input),
+                                     digest=digest)
+        elif ledger.digest and ledger.digest != digest:
+            raise ParameterError(f"Ledger {args.ledger} belongs to another data set "
+                                 f"({ledger.dataset}); use the ledger of {args.input}.")
+    ans = qd.refine_query(df, q, prior, eps[0], args.kind, args.seed, ledger=ledger,
+                          groups=groups, split=args.split, requester=args.requester)
+    if ledger is not None:
+        qd.save_ledger(args.ledger, ledger)      # saved before the answer is shown
+        if args.audit:
+            ledger.export(args.audit)
+    else:
+        _warn("no --ledger: this answer's ε is not recorded in any budget.")
+    for note in ans.notes:
+        print("dpstudio: note (office only, do not forward): " + note, file=sys.stderr)
+    pub = ans.public()
+    if args.json:
+        print(json.dumps(_jsonable(pub), indent=2, ensure_ascii=False))
+        return 0
+    print(f"query: {pub['query']}")
+    print(f"response: {_fmt(pub['response'])}")
+    print(f"prior: {pub['prior']}")
+    rem = "not tracked (no --ledger)" if ledger is None else \
+        f"{_fmt(ledger.remaining)} of {_fmt(ledger.total)}"
+    print(f"epsilon spent: {_fmt(pub['epsilon'])}; remaining budget: {rem}")
+    print(f"guarantee: {pub['guarantee']}")
+    return 0
+
+
 # ----------------------------------------------------------------------- parser
 
 
@@ -649,6 +715,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     _add_io_opts(p)
     p.set_defaults(func=cmd_risk)
+
+    p = sub.add_parser("query", help="answer one statistic under ε-DP by knowledge refinement "
+                                     "(thesis ch. 5), spending ε from a private budget ledger")
+    p.add_argument("input", metavar="FILE")
+    p.add_argument("query", metavar="QUERY",
+                   help="e.g. \"mean(income) where region == 3\"; aggregates count, proportion, "
+                        "mean, sum, median, mode, value (one record); filters use ==, !=, <, <=, "
+                        ">, >=, in (…), and, or, not; '… by COL' with --groups")
+    p.add_argument("--epsilon", required=True, help="ε spent by this answer (> 0)")
+    p.add_argument("--prior", default="uniform",
+                   help="the researcher's prior: uniform (default), normal:MEAN:SD, "
+                        "histogram:E0,…,Ek:W1,…,Wk, categorical:VALUE=P,…")
+    p.add_argument("--range", action="append", metavar="COL=LB:UB[:STEP] | COL=a,b,c",
+                   help="DECLARED range of the answer (never taken from the data); the key is "
+                        "the query's column, or count/proportion")
+    p.add_argument("--ordered", action="store_true", help="declared categories are ordinal")
+    p.add_argument("--groups", metavar="COL=a,b,c", help="declared groups of a '… by COL' query")
+    p.add_argument("--kind", choices=("statistical", "individual"),
+                   help="default: individual for value(…), else statistical")
+    p.add_argument("--split", type=float, default=0.5,
+                   help="statistical queries: αu = e^(tε), αd = e^(−(1−t)ε) (default t = 0.5)")
+    p.add_argument("--ledger", metavar="FILE.json|PROJECT",
+                   help="PRIVATE budget ledger (a ledger JSON or the project file; 0600)")
+    p.add_argument("--budget", type=float, help="total ε of a new ledger")
+    p.add_argument("--requester", help="who asked (recorded in the ledger)")
+    p.add_argument("--audit", metavar="FILE.csv|FILE.json",
+                   help="also export the ledger's audit trail (private, 0600)")
+    p.add_argument("--role", action="append", metavar="COL=ROLE",
+                   help="attribute roles (identifiers may only be used in filters)")
+    p.add_argument("--seed", type=int, help="random seed (testing only; default OS entropy)")
+    p.add_argument("--json", action="store_true", help="machine-readable public answer")
+    _add_io_opts(p)
+    p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("demo", help="run ir-dp on the bundled Census sample")
     p.add_argument("--k", type=int, default=10)

@@ -25,3 +25,4 @@ from dpstudio.engine.sweeps import sweep  # noqa: F401
 from dpstudio.engine.types import ProtectionResult  # noqa: F401
 from dpstudio.engine.roles import Role  # noqa: F401
 from dpstudio.engine.measures.survey_risk import RiskReport, assess_risk  # noqa: F401,E402
+from dpstudio.engine.query import BudgetLedger, QueryAnswer, refine_query  # noqa: F401,E402

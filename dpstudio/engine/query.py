@@ -1,0 +1,1259 @@
+"""Query desk: answer single statistics under ε-DP by knowledge refinement (thesis ch. 5).
+
+A researcher submits a query (``"mean(income) where region == 3"``) *and* her prior knowledge
+of the answer: a distribution over a declared range (uniform if she knows nothing).  The office
+computes the true answer f(D), refines the prior -- the points nearest f(D) get their mass
+multiplied by αu, the farthest by αd, one distance level in between by αud so the total is
+one (thesis Algorithm 5.1) -- and returns ONE draw of the refined distribution.
+
+Guarantee.  The response's distribution is the prior times a factor in [αd, αu]:
+
+* statistical queries (count, proportion, mean, sum, median, mode): αu/αd ≤ e^ε, so for ANY
+  two data sets (not only neighbours) the probability of every response differs by at most
+  e^ε -- ε-DP whatever the query's sensitivity (thesis Table 5.2, Proposition 2);
+* individual queries (``value(col) where <filter>``: one record's value): αu ≤ e^ε,
+  αd ≥ e^{-ε}.  When exactly one record matches the filter the prior is refined around its
+  value, otherwise (none, or several) the response is a draw from the prior itself; adding or
+  removing one record moves between these, so the ratio to the neighbour's distribution is at
+  most e^ε (Proposition 3; changing the record's value is two steps: 2ε).
+
+Decisions where the thesis is silent (see ``docs/query_desk.md``):
+
+* Ranges are DECLARED, never read from the data.  A true answer outside the declared range is
+  clamped into it (refusing would tell the researcher that it lies outside; clamping is part of
+  the query function, which knowledge refinement does not need to bound).  It is then snapped to
+  the nearest grid point (numeric ranges are discretised with a declared step).
+* An empty filter (no records for a mean/median/mode, no or several records for an individual
+  query) answers from the prior: also ε-DP, and it is not refused (a refusal would leak).
+* The response support is finite: the declared categories, or the grid lo, lo+step, …, hi.
+  Distances (Table 5.1) are exact integers: |i − j| grid steps (continuous and ordinal), 0/1
+  (nominal).
+* Exactness: the prior is quantised once to integer weights (data independent, total ≈ 2⁵²);
+  αu, αd are dyadic rationals A/2⁶⁴ rounded towards privacy (αu down from e^{tε}, αd up from
+  e^{-(1-t)ε}, with rigorous decimal bounds of e^x), so αu/αd ≤ e^ε holds exactly; the sets Uu,
+  Ud and the factor αud are computed in integer arithmetic, and the draw uses only uniform
+  integers (rejection from random bits).  No floating-point number enters the distribution
+  that is sampled.
+
+Thesis slips found while implementing (tests ``test_thesis_*``):
+
+* §5.2 / Algorithm 5.1 steps a-b swap pu and pd: the mass condition αu·P(Uu) + αd·(1−P(Uu)) = 1
+  gives P(Uu) = (1 − αd)/(αu − αd), not (αu − 1)/(αu − αd) (Table 5.5 uses the right one:
+  size(Uu) = 0.269 at ε = 1).
+* Algorithm 5.1 step iv divides by 1 − pu − pd, which is 0; the factor that makes the mass one
+  is αud = (1 − αu·P(U'u) − αd·P(U'd)) / (1 − P(U'u) − P(U'd)).
+* §5.5.1 writes 0.02182 for 0.027182 in the last sum and rounds e^{±1}/100 down
+  (0.003678, 0.027182; 0.0036788 and 0.0271828 to 5 digits); P(K = 1) = 0.0039138, not 0.003912.
+* Table 5.5's Laplace column "P(K ∈ [0, 1])" is not 1 − e^{−ε/2} (0.0488, 0.293, 0.393, 0.632
+  for ε = 0.1, ln 2, 1, 2); the thesis prints 0.476, 0.549, 0.607, 0.684.
+"""
+
+from __future__ import annotations
+
+import csv
+import io as _io
+import itertools
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpstudio.engine.errors import DPStudioError, ParameterError
+from dpstudio.engine.random import as_rng
+
+__all__ = [
+    "BudgetExceeded",
+    "BudgetLedger",
+    "CategoricalRange",
+    "NumericRange",
+    "Prior",
+    "Query",
+    "QueryAnswer",
+    "exp_bounds",
+    "factors",
+    "parse_filter",
+    "parse_prior",
+    "parse_query",
+    "parse_range",
+    "refine_query",
+    "refine_weights",
+]
+
+AGGREGATES = ("count", "proportion", "mean", "sum", "median", "mode", "value")
+STATISTICAL = ("count", "proportion", "mean", "sum", "median", "mode")
+PRIOR_TOTAL = 1 << 52          # the prior is quantised to integer weights summing to about this
+ALPHA_BITS = 64                # αu, αd are A / 2^64
+MAX_SUPPORT = 200_001          # grid points of a numeric range
+MAX_EPSILON = 50.0
+
+
+class BudgetExceeded(ParameterError):
+    """The ledger's total budget does not cover the query's ε (nothing was spent)."""
+
+
+# =========================================================================== exact factors
+
+def exp_bounds(x: Fraction, prec: int = 60) -> tuple[Fraction, Fraction]:
+    """Rigorous rational bounds lo ≤ e^x ≤ hi for a rational x (any sign)."""
+    from dpstudio.engine.algorithms.noise import _exp_neg_bounds
+
+    if x >= 0:
+        lo, hi = _exp_neg_bounds(x, prec)       # bounds of e^{-x}
+        return 1 / hi, 1 / lo
+    return _exp_neg_bounds(-x, prec)
+
+
+def eps_fraction(epsilon) -> Fraction:
+    """The ε a user typed as an exact decimal fraction (0.1 is 1/10, not the binary double):
+    the factors are calibrated to it and the ledger adds it, so 0.5 + 0.2 + 0.2 + 0.1 is
+    exactly 1."""
+    return Fraction(repr(float(epsilon)))
+
+
+def factors(epsilon: float, kind: str, split: float = 0.5) -> tuple[int, int]:
+    """Integer numerators (Au, Ad) of αu = Au/2⁶⁴ and αd = Ad/2⁶⁴ (Table 5.2).
+
+    individual: αu ≤ e^ε, αd ≥ e^{-ε}; statistical: αu ≤ e^{tε}, αd ≥ e^{-(1-t)ε} with
+    t = ``split`` ∈ [0, 1], so αu/αd ≤ e^ε.  Rounded towards privacy (αu down, αd up).
+
+    >>> au, ad = factors(1.0, "individual")
+    >>> round(au / 2**64, 6), round(ad / 2**64, 6)
+    (2.718282, 0.367879)
+    """
+    eps = eps_fraction(epsilon)
+    if kind == "individual":
+        up, down = eps, eps
+    else:
+        t = Fraction(float(split))
+        up, down = t * eps, (1 - t) * eps
+    one = 1 << ALPHA_BITS
+    au = math.floor(exp_bounds(up)[0] * one)
+    ad = math.ceil(exp_bounds(-down)[1] * one)
+    return max(au, one), min(ad, one)
+
+
+# =========================================================================== ranges and priors
+
+@dataclass(frozen=True)
+class NumericRange:
+    """The declared range of a numeric answer: the grid lo, lo + step, …, ≤ hi."""
+
+    lo: float
+    hi: float
+    step: float | None = None
+
+    def __post_init__(self):
+        lo, hi = float(self.lo), float(self.hi)
+        if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+            raise ParameterError(f"Declared range {lo:g}:{hi:g} is empty: write LOWER:UPPER with "
+                                 "LOWER < UPPER.")
+        step = self.step
+        if step is None:
+            step = 10.0 ** (math.floor(math.log10(hi - lo)) - 3)
+        step = float(step)
+        if not step > 0 or not math.isfinite(step):
+            raise ParameterError(f"The step of range {lo:g}:{hi:g} must be a number > 0.")
+        n = math.floor((hi - lo) / step * (1 + 1e-12)) + 1
+        if n > MAX_SUPPORT:
+            raise ParameterError(
+                f"Range {lo:g}:{hi:g} with step {step:g} has {n:,} points (at most "
+                f"{MAX_SUPPORT:,}): declare a coarser step, e.g. {lo:g}:{hi:g}:"
+                f"{(hi - lo) / (MAX_SUPPORT - 1):.3g}.")
+        object.__setattr__(self, "lo", lo)
+        object.__setattr__(self, "hi", hi)
+        object.__setattr__(self, "step", step)
+
+    @property
+    def size(self) -> int:
+        return math.floor((self.hi - self.lo) / self.step * (1 + 1e-12)) + 1
+
+    def values(self) -> np.ndarray:
+        return self.lo + self.step * np.arange(self.size)
+
+    def value(self, i: int) -> float | int:
+        if float(self.lo).is_integer() and float(self.step).is_integer():
+            return int(self.lo) + int(self.step) * int(i)
+        v = self.lo + self.step * int(i)
+        d = max(0, -math.floor(math.log10(self.step)) + 1) if self.step < 1 else 0
+        return round(v, d + 6) + 0.0
+
+    def index_of(self, x: float) -> tuple[int, bool]:
+        """Nearest grid index of x clamped into the range; and whether x had to be clamped."""
+        clamped = not (self.lo <= x <= self.hi)
+        x = min(max(float(x), self.lo), self.hi)
+        return int(min(max(round((x - self.lo) / self.step), 0), self.size - 1)), clamped
+
+    def describe(self) -> str:
+        return f"[{self.lo:g}, {self.hi:g}] step {self.step:g}"
+
+    def to_dict(self) -> dict:
+        return {"type": "numeric", "lo": self.lo, "hi": self.hi, "step": self.step}
+
+
+@dataclass(frozen=True)
+class CategoricalRange:
+    """Declared categories of a categorical answer; ``ordered`` uses the ordinal distance."""
+
+    categories: tuple
+    ordered: bool = False
+
+    def __post_init__(self):
+        cats = tuple(self.categories)
+        if len(cats) < 2:
+            raise ParameterError("Declare at least two categories for a categorical answer.")
+        if len(set(map(_key, cats))) != len(cats):
+            raise ParameterError("The declared categories contain duplicates.")
+        object.__setattr__(self, "categories", cats)
+
+    @property
+    def size(self) -> int:
+        return len(self.categories)
+
+    def values(self) -> list:
+        return list(self.categories)
+
+    def value(self, i: int):
+        return self.categories[int(i)]
+
+    def index_of(self, x) -> tuple[int | None, bool]:
+        k = _key(x)
+        for i, c in enumerate(self.categories):
+            if _key(c) == k:
+                return i, False
+        return None, True
+
+    def describe(self) -> str:
+        kind = "ordered " if self.ordered else ""
+        return f"{kind}categories {{{', '.join(map(str, self.categories))}}}"
+
+    def to_dict(self) -> dict:
+        return {"type": "categorical", "categories": [_plain(c) for c in self.categories],
+                "ordered": self.ordered}
+
+
+def _key(x):
+    """Comparison key so that 3, 3.0, '3' and np.int64(3) are the same category."""
+    if isinstance(x, (bool, np.bool_)):
+        return str(int(x))
+    if isinstance(x, (int, float, np.integer, np.floating)):
+        f = float(x)
+        return str(int(f)) if f.is_integer() else repr(f)
+    s = str(x).strip()
+    try:
+        f = float(s)
+        return str(int(f)) if f.is_integer() else repr(f)
+    except ValueError:
+        return s
+
+
+def _plain(x):
+    return x.item() if isinstance(x, np.generic) else x
+
+
+@dataclass(frozen=True)
+class Prior:
+    """The researcher's prior over a declared range (thesis Definition 10).
+
+    ``kind``: 'uniform', 'normal' (``params`` mean, sd: density at the grid points, truncated
+    to the range), 'histogram' (``params`` edges, weights: each bin's weight shared equally by
+    its grid points) or 'categorical' (``params`` {value: probability}; values not listed get 0).
+    """
+
+    kind: str
+    support: NumericRange | CategoricalRange
+    params: tuple = ()
+
+    @classmethod
+    def uniform(cls, support) -> Prior:
+        return cls("uniform", support)
+
+    @classmethod
+    def normal(cls, mean: float, sd: float, support: NumericRange) -> Prior:
+        return cls("normal", support, (float(mean), float(sd)))
+
+    @classmethod
+    def histogram(cls, edges: Sequence[float], weights: Sequence[float],
+                  support: NumericRange) -> Prior:
+        return cls("histogram", support, (tuple(map(float, edges)), tuple(map(float, weights))))
+
+    @classmethod
+    def categorical(cls, probs: dict, support) -> Prior:
+        return cls("categorical", support, tuple((k, float(v)) for k, v in probs.items()))
+
+    def probabilities(self) -> np.ndarray:
+        """Float probabilities over the support (for display; the mechanism uses weights())."""
+        w = np.array(self.weights(), dtype=np.float64)
+        return w / w.sum()
+
+    def weights(self) -> list[int]:
+        """Integer weights over the support (data independent; sum ≈ 2⁵²)."""
+        sup = self.support
+        n = sup.size
+        if self.kind == "uniform":
+            w = np.ones(n)
+        elif self.kind == "normal":
+            if not isinstance(sup, NumericRange):
+                raise ParameterError("A normal prior needs a numeric range.")
+            mean, sd = self.params
+            if not (sd > 0 and math.isfinite(sd) and math.isfinite(mean)):
+                raise ParameterError("The normal prior's standard deviation must be a number > 0.")
+            z = (sup.values() - mean) / sd
+            logw = -0.5 * z * z
+            w = np.exp(logw - logw.max())
+        elif self.kind == "histogram":
+            if not isinstance(sup, NumericRange):
+                raise ParameterError("A histogram prior needs a numeric range.")
+            edges, bw = self.params
+            if len(edges) != len(bw) + 1 or len(bw) < 1:
+                raise ParameterError("A histogram prior needs k + 1 increasing edges and k weights.")
+            if any(b <= a for a, b in itertools.pairwise(edges)) or any(
+                    not (x >= 0 and math.isfinite(x)) for x in bw):
+                raise ParameterError("Histogram prior: edges must increase and weights be >= 0.")
+            x = sup.values()
+            b = np.searchsorted(np.asarray(edges), x, side="right") - 1
+            b = np.where(x == edges[-1], len(bw) - 1, b)     # the last bin is closed
+            inside = (b >= 0) & (b < len(bw))
+            counts = np.bincount(b[inside], minlength=len(bw))
+            w = np.zeros(n)
+            bwa = np.asarray(bw, dtype=np.float64)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                per = np.where(counts > 0, bwa / np.maximum(counts, 1), 0.0)
+            w[inside] = per[b[inside]]
+        elif self.kind == "categorical":
+            w = np.zeros(n)
+            for k, v in self.params:
+                if not (v >= 0 and math.isfinite(v)):
+                    raise ParameterError(f"Prior probability of {k!r} must be a number >= 0.")
+                i, _ = sup.index_of(k)
+                if i is None or (isinstance(sup, NumericRange)
+                                 and abs(sup.value(i) - float(k)) > 1e-9 * max(1, abs(float(k)))):
+                    raise ParameterError(f"Prior value {k!r} is not a point of the declared "
+                                         f"range ({sup.describe()}).")
+                w[i] += v
+        else:
+            raise ParameterError(f"Unknown prior {self.kind!r}: use uniform, normal, histogram "
+                                 "or categorical.")
+        total = float(w.sum())
+        if not total > 0 or not math.isfinite(total):
+            raise ParameterError("The prior puts no probability on the declared range: widen the "
+                                 "range or move the prior.")
+        ints = [int(v) for v in np.rint(w / total * PRIOR_TOTAL)]
+        if sum(ints) == 0:
+            raise ParameterError("The prior puts no probability on the declared range.")
+        return ints
+
+    def describe(self) -> str:
+        if self.kind == "uniform":
+            p = "uniform"
+        elif self.kind == "normal":
+            p = f"normal(mean {self.params[0]:g}, sd {self.params[1]:g})"
+        elif self.kind == "histogram":
+            p = f"histogram({len(self.params[1])} bins)"
+        else:
+            p = "categorical(" + ", ".join(f"{k}: {v:g}" for k, v in self.params) + ")"
+        return f"{p} over {self.support.describe()}"
+
+    def to_dict(self) -> dict:
+        params: Any = self.params
+        if self.kind == "categorical":
+            params = [[_plain(k), v] for k, v in self.params]
+        elif self.kind == "histogram":
+            params = [list(self.params[0]), list(self.params[1])]
+        return {"kind": self.kind, "support": self.support.to_dict(), "params": list(params)}
+
+
+# =========================================================================== filter language
+
+_TOKEN = re.compile(r"""\s*(?:
+    (?P<num>-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)
+  | (?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
+  | (?P<bq>`[^`]+`)
+  | (?P<op>==|!=|<=|>=|<|>|\(|\)|\[|\]|,|\*)
+  | (?P<name>[A-Za-z_][A-Za-z0-9_.]*)
+)""", re.VERBOSE)
+
+_KEYWORDS = {"and", "or", "not", "in", "where", "by"}
+
+
+def _tokenize(text: str) -> list[tuple[str, Any]]:
+    out, pos = [], 0
+    text = str(text)
+    while pos < len(text):
+        if text[pos:].strip() == "":
+            break
+        m = _TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            raise ParameterError(f"Query: cannot read {text[pos:].strip()[:20]!r} (position "
+                                 f"{pos + 1}); use column names, numbers, 'quoted text', "
+                                 "==, !=, <, <=, >, >=, in (…), and, or, not.")
+        pos = m.end()
+        kind = m.lastgroup
+        val = m.group(kind)
+        if kind == "num":
+            f = float(val)
+            out.append(("lit", int(f) if re.fullmatch(r"-?\d+", val) else f))
+        elif kind == "str":
+            out.append(("lit", bytes(val[1:-1], "utf-8").decode("unicode_escape")))
+        elif kind == "bq":
+            out.append(("name", val[1:-1]))
+        elif kind == "name" and val.lower() in _KEYWORDS:
+            out.append(("kw", val.lower()))
+        elif kind == "name" and val.lower() in ("true", "false"):
+            out.append(("lit", val.lower() == "true"))
+        else:
+            out.append((kind, val))
+    return out
+
+
+class _Parser:
+    """Recursive descent:  or_expr := and_expr ('or' and_expr)* ;
+    and_expr := not_expr ('and' not_expr)* ; not_expr := 'not' not_expr | atom ;
+    atom := '(' or_expr ')' | NAME OP LIT | NAME ['not'] 'in' (LIT, …)."""
+
+    def __init__(self, tokens):
+        self.t, self.i = tokens, 0
+
+    def peek(self):
+        return self.t[self.i] if self.i < len(self.t) else (None, None)
+
+    def take(self, kind=None, value=None):
+        tok = self.peek()
+        if tok[0] is None or (kind and tok[0] != kind) or (value is not None and tok[1] != value):
+            want = value or kind or "more"
+            got = "the end" if tok[0] is None else repr(tok[1])
+            raise ParameterError(f"Query filter: expected {want!r} but found {got}.")
+        self.i += 1
+        return tok
+
+    def parse(self):
+        node = self.or_expr()
+        if self.i != len(self.t):
+            raise ParameterError(f"Query filter: unexpected {self.t[self.i][1]!r}.")
+        return node
+
+    def or_expr(self):
+        node = self.and_expr()
+        while self.peek() == ("kw", "or"):
+            self.take()
+            node = ("or", node, self.and_expr())
+        return node
+
+    def and_expr(self):
+        node = self.not_expr()
+        while self.peek() == ("kw", "and"):
+            self.take()
+            node = ("and", node, self.not_expr())
+        return node
+
+    def not_expr(self):
+        if self.peek() == ("kw", "not"):
+            self.take()
+            return ("not", self.not_expr())
+        return self.atom()
+
+    def atom(self):
+        if self.peek() == ("op", "("):
+            self.take()
+            node = self.or_expr()
+            self.take("op", ")")
+            return node
+        name = self.take("name")[1]
+        neg = False
+        if self.peek() == ("kw", "not"):
+            self.take()
+            neg = True
+            if self.peek() != ("kw", "in"):
+                raise ParameterError(f"Query filter: after '{name} not' write 'in (…)'.")
+        if self.peek() == ("kw", "in"):
+            self.take()
+            close = ")" if self.peek() == ("op", "(") else "]"
+            self.take("op", "(" if close == ")" else "[")
+            vals = [self.take("lit")[1]]
+            while self.peek() == ("op", ","):
+                self.take()
+                vals.append(self.take("lit")[1])
+            self.take("op", close)
+            node = ("in", name, tuple(vals))
+            return ("not", node) if neg else node
+        op = self.take("op")[1]
+        if op not in ("==", "!=", "<", "<=", ">", ">="):
+            raise ParameterError(f"Query filter: {op!r} is not a comparison; use ==, !=, <, <=, "
+                                 ">, >= or in.")
+        return ("cmp", op, name, self.take("lit")[1])
+
+
+def parse_filter(text: str | None):
+    """Parse a filter (no eval): a tuple tree; ``None`` for an empty filter.
+
+    >>> parse_filter("region == 3 and not age < 30")
+    ('and', ('cmp', '==', 'region', 3), ('not', ('cmp', '<', 'age', 30)))
+    """
+    if text is None or not str(text).strip():
+        return None
+    return _Parser(_tokenize(text)).parse()
+
+
+def _columns_of(node) -> set[str]:
+    if node is None:
+        return set()
+    if node[0] in ("and", "or"):
+        return _columns_of(node[1]) | _columns_of(node[2])
+    if node[0] == "not":
+        return _columns_of(node[1])
+    return {node[2] if node[0] == "cmp" else node[1]}
+
+
+def _col(df: pd.DataFrame, name: str) -> pd.Series:
+    if name not in df.columns:
+        raise ParameterError(f"Query: column {name!r} is not in the data (columns: "
+                             f"{', '.join(map(str, df.columns[:20]))}).")
+    return df[name]
+
+
+def _compare(s: pd.Series, op: str, lit) -> pd.Series:
+    numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+    if isinstance(lit, str) and numeric:
+        try:
+            lit = float(lit)
+        except ValueError:
+            raise ParameterError(f"Query filter: column {s.name!r} is numeric; compare it with a "
+                                 f"number, not {lit!r}.") from None
+    if not numeric and op in ("==", "!="):
+        k = _key(lit)
+        eq = s.map(lambda v: (not pd.isna(v)) and _key(v) == k).astype(bool)
+        return eq if op == "==" else ~eq
+    if not numeric:
+        if isinstance(lit, str):
+            vals = s.astype("string")
+        else:
+            vals = pd.to_numeric(s, errors="coerce")
+    else:
+        vals = s
+    ops = {"==": vals.__eq__, "!=": vals.__ne__, "<": vals.__lt__, "<=": vals.__le__,
+           ">": vals.__gt__, ">=": vals.__ge__}
+    try:
+        return ops[op](lit).fillna(False).astype(bool)
+    except TypeError:
+        raise ParameterError(f"Query filter: cannot compare column {s.name!r} with {lit!r}.") from None
+
+
+def evaluate_filter(df: pd.DataFrame, node) -> np.ndarray:
+    """Boolean mask of the records matching a parsed filter (missing values never match a
+    comparison, except ``!=``)."""
+    if node is None:
+        return np.ones(len(df), dtype=bool)
+    tag = node[0]
+    if tag == "and":
+        return evaluate_filter(df, node[1]) & evaluate_filter(df, node[2])
+    if tag == "or":
+        return evaluate_filter(df, node[1]) | evaluate_filter(df, node[2])
+    if tag == "not":
+        return ~evaluate_filter(df, node[1])
+    if tag == "in":
+        s = _col(df, node[1])
+        m = np.zeros(len(df), dtype=bool)
+        for v in node[2]:
+            m |= _compare(s, "==", v).to_numpy()
+        return m
+    _, op, name, lit = node
+    return _compare(_col(df, name), op, lit).to_numpy()
+
+
+# =========================================================================== queries
+
+@dataclass(frozen=True)
+class Query:
+    """``agg(column) [where filter] [by column]``; ``agg`` one of :data:`AGGREGATES`."""
+
+    agg: str
+    column: str | None = None
+    where: str | None = None
+    by: str | None = None
+    text: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "individual" if self.agg == "value" else "statistical"
+
+    def describe(self) -> str:
+        return self.text or (f"{self.agg}({self.column or '*'})"
+                             + (f" where {self.where}" if self.where else "")
+                             + (f" by {self.by}" if self.by else ""))
+
+
+_QUERY = re.compile(r"^\s*(?P<agg>[A-Za-z_]+)\s*(?:\(\s*(?P<col>`[^`]+`|[^()\s]*)\s*\))?"
+                    r"(?P<rest>.*)$", re.DOTALL)
+
+
+def parse_query(text: str) -> Query:
+    """Parse ``"mean(income) where region == 3"`` (also ``count where …``, ``proportion where
+    …``, ``median(x)``, ``sum(x)``, ``mode(x)``, ``value(x) where id == 17``, ``… by group``).
+
+    >>> q = parse_query("mean(income) where region == 3 and age >= 30")
+    >>> q.agg, q.column, q.where
+    ('mean', 'income', 'region == 3 and age >= 30')
+    """
+    m = _QUERY.match(str(text or ""))
+    if not m:
+        raise ParameterError("Query: write AGGREGATE(COLUMN) [where FILTER], e.g. "
+                             "'mean(income) where region == 3'.")
+    agg = m.group("agg").lower()
+    if agg not in AGGREGATES:
+        raise ParameterError(f"Query: unknown aggregate {agg!r}; use one of "
+                             f"{', '.join(AGGREGATES)}.")
+    col = m.group("col")
+    col = col.strip("`") if col else None
+    if col in ("", "*"):
+        col = None
+    if agg in ("mean", "sum", "median", "mode", "value") and not col:
+        raise ParameterError(f"Query: {agg} needs a column, e.g. {agg}(income).")
+    rest = m.group("rest").strip()
+    where = by = None
+    bm = re.search(r"\bby\s+(`[^`]+`|[A-Za-z_][A-Za-z0-9_.]*)\s*$", rest)
+    if bm:
+        by = bm.group(1).strip("`")
+        rest = rest[:bm.start()].strip()
+    if rest:
+        if not re.match(r"where\b", rest, re.IGNORECASE):
+            raise ParameterError(f"Query: expected 'where' before {rest[:20]!r}.")
+        where = rest[5:].strip()
+        if not where:
+            raise ParameterError("Query: 'where' needs a filter, e.g. where region == 3.")
+        parse_filter(where)                            # syntax check now, before any spending
+    if by and agg == "value":
+        raise ParameterError("Query: an individual query (value) cannot be grouped with 'by'.")
+    return Query(agg, col, where, by, " ".join(str(text).split()))
+
+
+def true_answer(df: pd.DataFrame, query: Query, mask: np.ndarray | None = None):
+    """f(D) for one component (``None`` when undefined: no records / no unique record).
+    PRIVATE: never shown to the researcher."""
+    if mask is None:
+        mask = evaluate_filter(df, parse_filter(query.where))
+    agg = query.agg
+    if agg == "count":
+        return int(mask.sum())
+    if agg == "proportion":
+        return float(mask.sum()) / len(df) if len(df) else None
+    s = _col(df, query.column)[mask]
+    if agg == "value":
+        if len(s) != 1 or pd.isna(s.iloc[0]):
+            return None
+        return _plain(s.iloc[0])
+    if agg == "mode":
+        s = s.dropna()
+        if not len(s):
+            return None
+        return s.map(_key).value_counts()       # modal category chosen among the declared ones
+    x = pd.to_numeric(s, errors="coerce")
+    if x.isna().all() and len(x) and not pd.api.types.is_numeric_dtype(s):
+        raise ParameterError(f"Query: {agg}({query.column}) needs a numeric column.")
+    x = x.dropna().to_numpy(dtype=np.float64)
+    if agg == "sum":
+        return float(math.fsum(x))
+    if not len(x):
+        return None
+    if agg == "mean":
+        return float(math.fsum(x) / len(x))
+    return float(np.median(x))
+
+
+# =========================================================================== refinement
+
+def refine_weights(prior_w: Sequence[int], dist: Sequence[int], au: int, ad: int,
+                   one: int = 1 << ALPHA_BITS) -> tuple[list[int], list[int], dict]:
+    """Algorithm 5.1 in integer arithmetic.
+
+    ``prior_w``: integer prior weights; ``dist``: integer distance of each point to f(D);
+    factors αu = au/one ≥ 1, αd = ad/one ≤ 1.  Returns (class, mass, info): ``class[i]`` is
+    0 (U'u, factor αu), 1 (middle level, factor αud) or 2 (U'd, factor αd); ``mass`` the three
+    class totals over the common denominator one·W (exact; they sum to one·W).
+
+    The sets Uu are balls {d ≤ r} (= {d < r'}), unions of whole distance levels: with
+    pu = (1 − αd)/(αu − αd) (the prior mass that Uu must have), if a ball has mass exactly pu
+    it gets αu and the rest αd; otherwise U'u is the largest ball with mass < pu, U'd the
+    complement of the smallest ball with mass > pu, and the one level between them gets
+    αud = (1 − αu·P(U'u) − αd·P(U'd)) / P(level) ∈ (αd, αu).
+    """
+    w = list(map(int, prior_w))
+    d = list(map(int, dist))
+    W = sum(w)
+    if W <= 0:
+        raise ParameterError("The prior has no mass.")
+    if au == ad:                           # ε so small that both factors round to 1
+        return [2] * len(w), [0, 0, one * W], {"branch": "identity", "pu": None}
+    levels: dict[int, int] = {}
+    for wi, di in zip(w, d):
+        levels[di] = levels.get(di, 0) + wi
+    num, den = (one - ad), (au - ad)       # pu = num/den
+    cum = 0
+    r_mid = None
+    exact = False
+    inner = 0
+    for r in sorted(levels):
+        c = cum + levels[r]
+        lhs, rhs = c * den, num * W         # compare P(ball r) = c/W with pu
+        if lhs == rhs:
+            r_mid, exact, inner = r, True, c
+            break
+        if lhs > rhs:
+            r_mid, inner = r, cum
+            break
+        cum = c
+    if r_mid is None:                      # cannot happen (pu < 1); keep the prior
+        return [2] * len(w), [0, 0, one * W], {"branch": "identity", "pu": None}
+    if exact:
+        cls = [0 if di <= r_mid else 2 for di in d]
+        mass = [au * inner, 0, ad * (W - inner)]
+        info = {"branch": "then", "radius": r_mid}
+    else:
+        mid = levels[r_mid]
+        outer = W - inner - mid
+        cls = [0 if di < r_mid else (1 if di == r_mid else 2) for di in d]
+        m_mid = one * W - au * inner - ad * outer
+        mass = [au * inner, m_mid, ad * outer]
+        info = {"branch": "else", "radius": r_mid,
+                "alpha_ud": Fraction(m_mid, one * mid) if mid else None}
+    assert sum(mass) == one * W
+    info.update(pu=Fraction(num, den), alpha_u=Fraction(au, one), alpha_d=Fraction(ad, one))
+    return cls, mass, info
+
+
+def refined_probabilities(prior_w, cls, mass) -> list[Fraction]:
+    """Exact refined probability of every point (for tests and display)."""
+    tot = [0, 0, 0]
+    for wi, c in zip(prior_w, cls):
+        tot[c] += int(wi)
+    total = sum(mass)
+    return [Fraction(mass[c] * int(wi), tot[c] * total) if tot[c] else Fraction(0)
+            for wi, c in zip(prior_w, cls)]
+
+
+def _uniform_int(rng: np.random.Generator, n: int) -> int:
+    """Exact uniform integer in [0, n) from random bits (rejection)."""
+    if n <= 0:
+        raise ValueError("n must be > 0")
+    if n < (1 << 62):
+        return int(rng.integers(0, n))
+    bits = n.bit_length()
+    nbytes = (bits + 7) // 8
+    while True:
+        v = int.from_bytes(rng.bytes(nbytes), "little") & ((1 << bits) - 1)
+        if v < n:
+            return v
+
+
+def sample_refined(rng: np.random.Generator, prior_w, cls, mass) -> int:
+    """One exact draw: a class ∝ its exact mass, then a point of it ∝ its prior weight."""
+    u = _uniform_int(rng, sum(mass))
+    c = 0 if u < mass[0] else (1 if u < mass[0] + mass[1] else 2)
+    idx = [i for i, k in enumerate(cls) if k == c and prior_w[i] > 0]
+    cw = np.cumsum(np.asarray([int(prior_w[i]) for i in idx], dtype=np.int64))
+    v = _uniform_int(rng, int(cw[-1]))
+    return idx[int(np.searchsorted(cw, v, side="right"))]
+
+
+def _distances(support, center: int) -> list[int]:
+    n = support.size
+    if isinstance(support, CategoricalRange) and not support.ordered:
+        return [0 if i == center else 1 for i in range(n)]
+    return [abs(i - center) for i in range(n)]
+
+
+# =========================================================================== the answer
+
+@dataclass
+class QueryAnswer:
+    """The result of :func:`refine_query`.
+
+    Public (for the researcher): ``response``, ``guarantee``, ``epsilon``, ``query``,
+    ``prior`` (see :meth:`public`).  PRIVATE (the office only: they depend on the true answer
+    and would disclose it): ``true_value``, ``refined`` and ``notes``.
+    """
+
+    query: str
+    kind: str
+    epsilon: float
+    response: Any
+    guarantee: str
+    prior: str
+    support: list = field(default_factory=list)
+    prior_probs: list = field(default_factory=list)
+    refined: list = field(default_factory=list)       # PRIVATE
+    true_value: Any = None                             # PRIVATE
+    notes: list = field(default_factory=list)          # PRIVATE
+    groups: list | None = None
+    remaining: float | None = None
+
+    def public(self) -> dict:
+        return {"query": self.query, "kind": self.kind, "epsilon": self.epsilon,
+                "response": _plain(self.response) if self.groups is None else
+                {str(g): _plain(r) for g, r in zip(self.groups, self.response)},
+                "prior": self.prior, "guarantee": self.guarantee,
+                "remaining_budget": self.remaining}
+
+
+def _guarantee(kind: str, eps: float, support, groups: list | None, split: float) -> str:
+    rng_txt = "the declared range " + support.describe()
+    outside = ("a true answer outside it was clamped into it" if isinstance(support, NumericRange)
+               else "a true answer that is not a declared category is answered from the prior")
+    if kind == "individual":
+        core = (f"ε-differential privacy with ε = {eps:g} with respect to adding or removing one "
+                "record (changing the queried record's value is covered with 2ε): the prior was "
+                "refined with αu ≤ e^ε on the values nearest the record's value and αd ≥ e^−ε on "
+                "the others (thesis Proposition 3); when no single record matches the filter the "
+                "response is a draw from the prior.")
+    else:
+        core = (f"ε-differential privacy with ε = {eps:g}, independent of the query's "
+                "sensitivity: the prior was refined with factors αu ≤ e^(tε), αd ≥ e^(−(1−t)ε) "
+                f"(t = {split:g}), so for any two data sets the probability of every response "
+                "differs by at most e^ε (thesis Proposition 2).")
+    grp = ""
+    if groups is not None:
+        grp = (f" The {len(groups)} group answers come from disjoint sets of records and are "
+               "drawn independently, so together they are ε-DP with respect to adding or removing "
+               "one record (thesis Proposition 4).")
+    return ("Answered by knowledge refinement (Soria-Comas, thesis ch. 5): one draw from the "
+            "researcher's prior after refinement towards the true answer; " + core + grp
+            + f" The response lies in {rng_txt}; {outside}. "
+            "The draw is exact: integer arithmetic and uniform random integers only, no "
+            "floating-point approximation of the distribution. Sequential composition: this "
+            f"answer spends ε = {eps:g} of the data set's query budget.")
+
+
+def _as_prior(prior, query: Query) -> Prior:
+    if isinstance(prior, Prior):
+        return prior
+    raise ParameterError("prior must be a dpstudio Prior (e.g. Prior.uniform(NumericRange(0, 1))) "
+                         "or parsed with parse_prior().")
+
+
+def _check_epsilon(epsilon) -> float:
+    try:
+        e = float(epsilon)
+    except (TypeError, ValueError):
+        raise ParameterError(f"ε must be a number > 0, got {epsilon!r}.") from None
+    if not (e > 0 and math.isfinite(e)) or e < 1e-9 or e > MAX_EPSILON:
+        raise ParameterError(f"ε must be between 1e-9 and {MAX_EPSILON:g}, got {epsilon!r}.")
+    return e
+
+
+def _validate(df: pd.DataFrame, query: Query, prior: Prior, kind: str | None,
+              groups) -> tuple[str, Any]:
+    if kind is None:
+        kind = query.kind
+    if kind not in ("statistical", "individual"):
+        raise ParameterError(f"kind must be 'statistical' or 'individual', got {kind!r}.")
+    if kind == "individual" and query.kind != "individual":
+        raise ParameterError(f"{query.agg} is a statistical query (it depends on many records): "
+                             "answer it with kind='statistical'; the individual factors would "
+                             "spend 2ε.")
+    cols = _columns_of(parse_filter(query.where))
+    if query.column:
+        cols.add(query.column)
+    if query.by:
+        cols.add(query.by)
+    for c in cols:
+        _col(df, c)
+    sup = prior.support
+    if query.agg in ("count", "proportion", "mean", "sum", "median") and not isinstance(
+            sup, NumericRange):
+        raise ParameterError(f"{query.agg} has a numeric answer: declare a numeric range "
+                             "LOWER:UPPER[:STEP].")
+    if query.agg == "mode" and not isinstance(sup, CategoricalRange):
+        raise ParameterError(f"mode({query.column}) answers a category: declare the categories "
+                             f"(e.g. --range {query.column}=1,2,3).")
+    if (query.agg in ("mean", "sum", "median") or (query.agg == "value" and isinstance(
+            sup, NumericRange))) and not pd.api.types.is_numeric_dtype(df[query.column]):
+        raise ParameterError(f"{query.agg}({query.column}): column {query.column!r} is not "
+                             "numeric.")
+    if query.by:
+        if groups is None or len(list(groups)) == 0:
+            raise ParameterError(f"'by {query.by}' needs the groups declared (not read from the "
+                                 f"data), e.g. --groups {query.by}=1,2,3.")
+        groups = list(groups)
+        if len(set(map(_key, groups))) != len(groups):
+            raise ParameterError(f"The declared groups of {query.by!r} contain duplicates.")
+    else:
+        groups = None
+    prior.weights()                      # prior errors now, before any spending
+    return kind, groups
+
+
+def _component(df, query: Query, sup, w, mask, au: int, ad: int):
+    """(class, mass, center index, true value, operator note) of one query component."""
+    tv = true_answer(df, query, mask)
+    center, note = None, ""
+    if tv is not None:
+        if query.agg == "mode":
+            cnt = [int(tv.get(_key(c), 0)) for c in sup.values()]
+            # the most frequent declared category (ties: the first declared)
+            center = int(np.argmax(cnt)) if max(cnt) > 0 else None
+            if center is None:
+                note = "no record has a declared category: answered from the prior."
+        elif isinstance(sup, CategoricalRange):
+            center, _ = sup.index_of(tv)
+            if center is None:
+                note = f"the true value {tv!r} is not a declared category: answered from the prior."
+        else:
+            try:
+                x = float(tv)
+            except (TypeError, ValueError):
+                x = float("nan")
+            if math.isnan(x):
+                note = f"the true value {tv!r} is not a number: answered from the prior."
+            else:
+                center, clamped = sup.index_of(x)
+                if clamped:
+                    note = (f"the true answer {x:g} lies outside the declared range and was "
+                            f"clamped to {sup.value(center):g}.")
+    else:
+        why = "no single record matches" if query.agg == "value" else "no record matches"
+        note = f"{why} the filter: answered from the prior."
+    if center is None:
+        return [2] * len(w), [0, 0, (1 << ALPHA_BITS) * sum(w)], None, tv, note
+    cls, mass, _ = refine_weights(w, _distances(sup, center), au, ad)
+    return cls, mass, center, tv, note
+
+
+def exact_distribution(df: pd.DataFrame, query, prior: Prior, epsilon: float,
+                       kind: str | None = None, split: float = 0.5) -> list[Fraction]:
+    """The exact refined distribution (fractions over the support) that :func:`refine_query`
+    samples for a query without groups.  PRIVATE: it discloses the true answer."""
+    if not isinstance(query, Query):
+        query = parse_query(query)
+    eps = _check_epsilon(epsilon)
+    kind, _groups = _validate(df, query, prior, kind, None)
+    au, ad = factors(eps, kind, split)
+    w = prior.weights()
+    mask = evaluate_filter(df, parse_filter(query.where))
+    cls, mass, *_ = _component(df, query, prior.support, w, mask, au, ad)
+    return refined_probabilities(w, cls, mass)
+
+
+def refine_query(df: pd.DataFrame, query, prior: Prior, epsilon: float,
+                 kind: str | None = None, rng=None, *, ledger: BudgetLedger | None = None,
+                 groups: Iterable | None = None, split: float = 0.5,
+                 requester: str | None = None) -> QueryAnswer:
+    """Answer ``query`` on ``df`` by knowledge refinement of ``prior`` (ε-DP, thesis ch. 5).
+
+    ``query``: a :class:`Query` or its text (:func:`parse_query`); ``prior``: a :class:`Prior`
+    over the declared range of the answer; ``kind``: 'statistical' or 'individual' (default
+    from the query: ``value(…)`` is individual; claiming 'individual' for a statistical query
+    is refused); ``split`` t ∈ [0, 1] for statistical queries (αu = e^{tε}, αd = e^{-(1-t)ε});
+    ``groups``: declared groups of a ``… by COL`` query (one component per group, disjoint
+    records: ε in total, Proposition 4).  With a ``ledger`` the ε is spent there; a query
+    beyond the remaining budget raises :class:`BudgetExceeded` and spends nothing, as does
+    any invalid query.  ``rng``: a Generator or seed (default: OS entropy).
+    """
+    if not isinstance(query, Query):
+        query = parse_query(query)
+    prior = _as_prior(prior, query)
+    eps = _check_epsilon(epsilon)
+    if not (0.0 <= float(split) <= 1.0):
+        raise ParameterError(f"split t must be in [0, 1], got {split!r}.")
+    kind, groups = _validate(df, query, prior, kind, groups)
+    if ledger is not None:
+        ledger.check(eps)
+    rng = as_rng(rng)
+    au, ad = factors(eps, kind, split)
+    w = prior.weights()
+    sup = prior.support
+    base_mask = evaluate_filter(df, parse_filter(query.where))
+    comps = [None] if groups is None else groups
+    responses, trues, refined_all, notes = [], [], [], []
+    for g in comps:
+        mask = base_mask if g is None else base_mask & _compare(df[query.by], "==", g).to_numpy()
+        label = "" if g is None else f"group {query.by} = {g}: "
+        cls, mass, center, tv, note = _component(df, query, sup, w, mask, au, ad)
+        if note:
+            notes.append(label + note)
+        i = sample_refined(rng, w, cls, mass)
+        responses.append(sup.value(i))
+        trues.append(tv if query.agg != "mode" or tv is None
+                     else (sup.value(center) if center is not None else None))
+        refined_all.append([float(p) for p in refined_probabilities(w, cls, mass)])
+    support_vals = [_plain(v) for v in sup.values()]
+    ans = QueryAnswer(
+        query=query.describe(), kind=kind, epsilon=eps,
+        response=responses[0] if groups is None else responses,
+        guarantee=_guarantee(kind, eps, sup, groups, float(split)),
+        prior=prior.describe(), support=support_vals,
+        prior_probs=[float(x) for x in prior.probabilities()],
+        refined=refined_all[0] if groups is None else refined_all,
+        true_value=trues[0] if groups is None else trues, notes=notes,
+        groups=None if groups is None else [_plain(g) for g in groups])
+    if ledger is not None:
+        ledger.spend(eps, query=ans.query, kind=kind, prior=ans.prior,
+                     response=ans.public()["response"], requester=requester)
+        ans.remaining = ledger.remaining
+    return ans
+
+
+# =========================================================================== the ledger
+
+LEDGER_FORMAT = "dpstudio-query-ledger"
+
+
+class BudgetLedger:
+    """The private budget of one data set's query desk (thesis Protocol 2).
+
+    Every answered query spends its ε; the sum over answered queries (sequential composition)
+    never exceeds ``total``: a query that would exceed it is refused (:class:`BudgetExceeded`,
+    naming the remaining budget) and nothing is spent.  Sums are exact (fractions of the
+    ε values as the exact decimals typed, see :func:`eps_fraction`), so rounding can never let
+    the total be overrun.
+    """
+
+    def __init__(self, total: float, *, dataset: str | None = None, digest: str | None = None,
+                 entries: list | None = None, created: str | None = None):
+        t = _check_epsilon_total(total)
+        self.total = t
+        self.dataset = dataset
+        self.digest = digest
+        self.entries: list[dict] = list(entries or [])
+        self.created = created or _now()
+        if self._spent() > eps_fraction(self.total):
+            raise ParameterError("Ledger: the recorded queries spend more than the total budget; "
+                                 "the ledger file is corrupt.")
+
+    def _spent(self) -> Fraction:
+        return sum((eps_fraction(e["epsilon"]) for e in self.entries), Fraction(0))
+
+    @property
+    def spent(self) -> float:
+        return float(self._spent())
+
+    @property
+    def remaining(self) -> float:
+        return float(eps_fraction(self.total) - self._spent())
+
+    def check(self, epsilon: float) -> None:
+        e = eps_fraction(epsilon)
+        if self._spent() + e > eps_fraction(self.total):
+            raise BudgetExceeded(
+                f"Query refused: it needs ε = {float(epsilon):g} but only {self.remaining:g} of "
+                f"the data set's total budget {self.total:g} remains (spent {self.spent:g} on "
+                f"{len(self.entries)} queries). Nothing was spent; ask for a smaller ε.")
+
+    def spend(self, epsilon: float, **record) -> dict:
+        self.check(epsilon)
+        entry = {"n": len(self.entries) + 1, "time": _now(), "epsilon": float(epsilon)}
+        entry.update({k: v for k, v in record.items() if v is not None})
+        self.entries.append(entry)
+        entry["remaining"] = self.remaining
+        return entry
+
+    # ---- persistence
+    def to_dict(self) -> dict:
+        return {"format": LEDGER_FORMAT, "version": 1, "total": self.total,
+                "dataset": self.dataset, "digest": self.digest, "created": self.created,
+                "spent": self.spent, "remaining": self.remaining,
+                "entries": [dict(e) for e in self.entries]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> BudgetLedger:
+        if not isinstance(data, dict) or data.get("format") != LEDGER_FORMAT:
+            raise ParameterError("Not a dpstudio query ledger.")
+        try:
+            return cls(float(data["total"]), dataset=data.get("dataset"),
+                       digest=data.get("digest"), entries=list(data.get("entries") or []),
+                       created=data.get("created"))
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, DPStudioError):
+                raise
+            raise ParameterError(f"Ledger file is damaged ({exc}).") from None
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> BudgetLedger:
+        try:
+            return cls.from_dict(json.loads(text))
+        except json.JSONDecodeError as exc:
+            raise ParameterError(f"Ledger file is not valid JSON ({exc}).") from None
+
+    def audit_csv(self) -> str:
+        cols = ["n", "time", "requester", "query", "kind", "epsilon", "remaining", "prior",
+                "response"]
+        buf = _io.StringIO()
+        wr = csv.writer(buf)
+        wr.writerow(cols)
+        for e in self.entries:
+            wr.writerow([json.dumps(e.get(c), ensure_ascii=False) if isinstance(e.get(c), dict)
+                         else ("" if e.get(c) is None else e.get(c)) for c in cols])
+        return buf.getvalue()
+
+    def export(self, path, fmt: str | None = None) -> str:
+        """Write the audit trail (CSV or JSON, from the suffix unless ``fmt``), owner-only 0600."""
+        from dpstudio.engine.io import atomic_write
+
+        fmt = (fmt or str(path).rsplit(".", 1)[-1]).lower()
+        if fmt not in ("csv", "json"):
+            raise ParameterError("Export the ledger as .csv or .json.")
+        text = self.audit_csv() if fmt == "csv" else self.to_json()
+
+        def writer(tmp):
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+        return atomic_write(path, writer, private=True)
+
+
+def _check_epsilon_total(total) -> float:
+    try:
+        t = float(total)
+    except (TypeError, ValueError):
+        raise ParameterError(f"The total budget must be a number > 0, got {total!r}.") from None
+    if not (t > 0 and math.isfinite(t)):
+        raise ParameterError(f"The total budget must be a number > 0, got {total!r}.")
+    return t
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def load_ledger(path) -> BudgetLedger | None:
+    """Read a ledger from a ledger JSON file or from a project file's ``query_ledger`` key
+    (``None`` when the project has none yet)."""
+    from pathlib import Path
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ParameterError(f"Cannot read ledger {path}: {exc}") from None
+    if isinstance(data, dict) and data.get("format") == LEDGER_FORMAT:
+        return BudgetLedger.from_dict(data)
+    if isinstance(data, dict) and "schema_version" in data:
+        led = data.get("query_ledger")
+        return None if led is None else BudgetLedger.from_dict(led)
+    raise ParameterError(f"{path} is neither a dpstudio query ledger nor a project file.")
+
+
+def save_ledger(path, ledger: BudgetLedger) -> str:
+    """Write the ledger (private, 0600): into the project file's ``query_ledger`` key when
+    ``path`` is a project file, else as a ledger JSON file."""
+    from pathlib import Path
+
+    from dpstudio.engine.io import atomic_write
+
+    p = Path(path)
+    data: dict = ledger.to_dict()
+    if p.exists():
+        try:
+            old = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            old = None
+        if isinstance(old, dict) and "schema_version" in old and old.get("format") != LEDGER_FORMAT:
+            old["query_ledger"] = data
+            data = old
+
+    def writer(tmp):
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, ensure_ascii=False)
+    return atomic_write(p, writer, private=True)
+
+
+# =========================================================================== text specs (CLI)
+
+def parse_range(text: str, *, integer: bool = False, ordered: bool = False):
+    """``LO:HI[:STEP]`` → :class:`NumericRange`; ``a,b,c`` → :class:`CategoricalRange`.
+
+    >>> parse_range("0:1:0.25").size, parse_range("a,b,c").size
+    (5, 3)
+    """
+    t = str(text).strip()
+    if ":" in t:
+        parts = t.split(":")
+        try:
+            if len(parts) not in (2, 3):
+                raise ValueError
+            nums = [float(p) for p in parts]
+        except ValueError:
+            raise ParameterError(f"Range {t!r}: write LOWER:UPPER or LOWER:UPPER:STEP with "
+                                 "numbers (e.g. 0:500000:100), or categories a,b,c.") from None
+        step = nums[2] if len(nums) == 3 else (1.0 if integer else None)
+        return NumericRange(nums[0], nums[1], step)
+    cats = [c.strip() for c in t.split(",") if c.strip()]
+    return CategoricalRange(tuple(_literal(c) for c in cats), ordered)
+
+
+def _literal(s: str):
+    try:
+        f = float(s)
+        return int(f) if f.is_integer() and re.fullmatch(r"-?\d+", s) else f
+    except ValueError:
+        return s.strip("'\"")
+
+
+def parse_prior(text: str | None, support) -> Prior:
+    """``uniform`` | ``normal:MEAN:SD`` | ``histogram:E0,E1,…,Ek:W1,…,Wk`` |
+    ``categorical:A=0.2,B=0.8`` over the declared ``support``.
+
+    >>> parse_prior("normal:30000:10000", NumericRange(0, 500000, 100)).kind
+    'normal'
+    """
+    t = (text or "uniform").strip()
+    head, _, rest = t.partition(":")
+    head = head.lower()
+    try:
+        if head == "uniform" and not rest:
+            return Prior.uniform(support)
+        if head == "normal":
+            mean, sd = (float(x) for x in rest.split(":"))
+            return Prior.normal(mean, sd, support)
+        if head == "histogram":
+            e, wts = rest.split(":")
+            return Prior.histogram([float(x) for x in e.split(",")],
+                                   [float(x) for x in wts.split(",")], support)
+        if head == "categorical":
+            probs = {}
+            for part in filter(None, (p.strip() for p in rest.split(","))):
+                k, sep, v = part.rpartition("=")
+                if not sep:
+                    raise ValueError
+                probs[_literal(k.strip())] = float(v)
+            if not probs:
+                raise ValueError
+            return Prior.categorical(probs, support)
+    except ValueError:
+        pass
+    raise ParameterError(f"--prior {t!r}: use uniform, normal:MEAN:SD, "
+                         "histogram:E0,E1,…,Ek:W1,…,Wk or categorical:VALUE=P,VALUE=P.")
+
+
+
+def resolve_range(query: Query, ranges: dict[str, str], df: pd.DataFrame | None = None,
+                  ordered: bool = False):
+    """The declared range of ``query``'s answer from ``{name: spec}`` (CLI ``--range``): the key
+    is the query's column, or ``count`` / ``proportion`` / ``answer``.  A proportion defaults
+    to 0:1:0.001; everything else must be declared (never read from the data).  Integer
+    columns and counts get step 1 unless a step is given."""
+    if df is not None and query.column:
+        _col(df, query.column)
+    keys = [k for k in (query.column, query.agg if query.agg in ("count", "proportion") else None,
+                        "answer") if k]
+    spec = next((ranges[k] for k in keys if k in ranges), None)
+    unknown = [k for k in ranges if k not in keys]
+    if unknown:
+        raise ParameterError(f"--range {unknown[0]}=…: the query {query.describe()!r} answers "
+                             f"{keys[0]!r}; declare --range {keys[0]}=LOWER:UPPER[:STEP].")
+    if spec is None:
+        if query.agg == "proportion":
+            return NumericRange(0.0, 1.0, 0.001)
+        example = "1,2,3" if query.agg == "mode" else "LOWER:UPPER[:STEP]"
+        raise ParameterError(f"Declare the range of the answer (never taken from the data): "
+                             f"--range {keys[0]}={example}.")
+    integer = query.agg == "count" or (
+        df is not None and query.column in getattr(df, "columns", ())
+        and query.agg in ("value", "median")
+        and pd.api.types.is_integer_dtype(df[query.column]))
+    return parse_range(spec, integer=integer, ordered=ordered)
