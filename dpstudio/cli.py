@@ -25,7 +25,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-COMMANDS = ("methods", "protect", "evaluate", "sweep", "demo", "query")
+COMMANDS = ("methods", "protect", "evaluate", "sweep", "demo", "query", "risk")
 
 #: Options that set a method parameter directly (option dest -> parameter name).
 #: Above this many records ``protect`` leaves record linkage out of its summary.
