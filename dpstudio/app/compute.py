@@ -70,8 +70,8 @@ def correlation_difference(orig: pd.DataFrame, prot: pd.DataFrame, cols: list[st
     return cols, cb - ca
 
 
-#: Methods that generalise k-quasi-identifiers (a numeric one becomes interval text).
-GENERALISING_METHODS = ("k-eps",)
+#: Whether a method generalises k-quasi-identifiers (a numeric one becomes interval text).
+from dpstudio.engine.registry import generalises as _generalises  # noqa: E402
 GENERALISED_NOTE = ("Generalised to intervals by the method, so measured as categories in SSE "
                     "and record linkage (a changed value counts 1, no numeric distance): ")
 
@@ -119,13 +119,13 @@ def generalised_distances(df, method: str, roles: dict, hierarchies: dict | None
         if roles.get(c) in (None, "other", "identifier") or c not in df.columns:
             continue
         if pd.api.types.is_numeric_dtype(df[c]) and not (
-                method in GENERALISING_METHODS and roles.get(c) == "k-quasi"):
+                _generalises(method) and roles.get(c) == "k-quasi"):
             continue  # numeric values keep the numeric distance |x − x′|
         try:
             out[c] = HierarchyDistance(h, c)
         except engine.DPStudioError:
             pass  # the method validates hierarchies itself; measures then use 0/1
-    if method in GENERALISING_METHODS:
+    if _generalises(method):
         for c, r in roles.items():
             if (r == "k-quasi" and c not in out and c in df.columns
                     and pd.api.types.is_numeric_dtype(df[c])):

@@ -45,11 +45,11 @@ _MAX_EMBED_DIMS = 12
 
 _METHOD_MEASURES: dict[str, list[Callable[..., dict]]] = {}
 
-#: Methods whose release claims k-anonymity on the k-quasi-identifiers: the ``kanon``
-#: measure is computed for them only (for probabilistic k-anonymity and t-closeness
-#: the released k-quasi values are not meant to form classes of k, and the check
-#: would mislead).  Other methods may add their id.
-K_ANONYMOUS_METHODS: set[str] = {"mdav", "k-eps"}
+#: The ``kanon`` measure is computed only for methods whose release claims k-anonymity on
+#: the k-quasi-identifiers (their spec's ``k_anonymous`` flag; for probabilistic
+#: k-anonymity and t-closeness the released k-quasi values are not meant to form classes
+#: of k, and the check would mislead).
+from dpstudio.engine.registry import is_k_anonymous  # noqa: E402
 
 SCALAR_KEYS = ("sse_raw", "sse_normalized", "rl", "corr_loss_mean", "corr_loss_std",
                "delta_mean_avg", "delta_var_avg")
@@ -815,7 +815,7 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
             mean, std = correlation_loss(original, protected, conf, attrs, warnings=warns)
             out["corr_loss_mean"], out["corr_loss_std"] = mean, std
     if "kanon" in measures and result is not None and \
-            getattr(result, "method", None) in K_ANONYMOUS_METHODS:
+            is_k_anonymous(getattr(result, "method", None)):
         kq = [c for c, r in getattr(result, "roles", {}).items()
               if str(getattr(r, "value", r)) == "k-quasi" and c in protected.columns]
         k = (getattr(result, "params", {}) or {}).get("k")

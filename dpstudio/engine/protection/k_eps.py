@@ -30,8 +30,10 @@ from dpstudio.engine.types import Job, Output
 from dpstudio.engine.measures.keps import (class_diameters, confidence_radius, confident_suppression,
                                           keps_measures)
 from dpstudio.engine.algorithms import noise as N
-from dpstudio.engine.registry import (DROP_MISSING_PARAM, NOISE_PARAM, MethodSpec, Param,
-                                      epsilon_param, k_param, register)
+from dpstudio.engine.params import Param
+from dpstudio.engine.protection._common import (DROP_MISSING_PARAM, NOISE_PARAM, epsilon_param,
+                                                k_param, never_dp)
+from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 
 ALGORITHM_PARAM = Param(
@@ -286,7 +288,7 @@ def run_keps(job: Job) -> Output:
                   protected=list(eq) if eq else list(kq))
 
 
-SPEC = register(MethodSpec(
+SPEC = MethodSpec(
     id="k-eps",
     name="(k, ε)-anonymity",
     family="k-anonymity + noise",
@@ -301,13 +303,16 @@ SPEC = register(MethodSpec(
     requires=(Role.K_QUASI,),
     guarantee=_guarantee,
     run=run_keps,
-    is_dp=lambda p: False,
+    is_dp=never_dp,
     needs_domain=False,
     uses_k=True,
     uses_epsilon=True,
     numeric_only=False,
     min_k=2,
-))
+    k_anonymous=True,
+    generalises=True,
+    clusters=True,
+)
 
 try:  # the measures hook of dpstudio.engine.measures.metrics (guarded: older cores lack it)
     from dpstudio.engine.measures import metrics as _metrics

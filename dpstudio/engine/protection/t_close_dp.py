@@ -34,7 +34,9 @@ import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.types import Job, Output
-from dpstudio.engine.registry import DROP_MISSING_PARAM, MethodSpec, Param, epsilon_param, register
+from dpstudio.engine.params import Param
+from dpstudio.engine.protection._common import DROP_MISSING_PARAM, epsilon_param, never_dp
+from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 
 METHOD_ID = "t-close-dp"
@@ -475,7 +477,7 @@ def guarantee(p: dict) -> str:
            "released exactly." if exact else "Only the bucket (value range) is released."))
 
 
-SPEC = register(MethodSpec(
+SPEC = MethodSpec(
     id=METHOD_ID,
     name="t-closeness → ε-DP (bucketized exp(ε)-closeness)",
     family="t-closeness",
@@ -489,10 +491,11 @@ SPEC = register(MethodSpec(
     requires=(Role.CONFIDENTIAL,),
     guarantee=guarantee,
     run=run,
-    is_dp=lambda p: False,
+    is_dp=never_dp,
     needs_domain=False,
     uses_k=True,
     uses_epsilon=True,
     numeric_only=False,
     min_k=1,
-))
+    clusters=True,
+)
