@@ -146,6 +146,12 @@ def order_clause(p: dict) -> str:
             "a cluster: as released this does not satisfy the stated guarantee.")
 
 
+def named(p: dict) -> str:
+    """`` (a, b)``: the protected columns when the API passed them (``_attributes``), else ``""``."""
+    cols = p.get("_attributes")
+    return f" ({', '.join(cols)})" if cols else ""
+
+
 def fmt(x) -> str:
     return f"{float(x):g}"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpstudio.engine.algorithms import microaggregation as MA
-from dpstudio.engine.protection._common import (DROP_MISSING_PARAM, chunks, ir_sorted, k_param,
+from dpstudio.engine.protection._common import (DROP_MISSING_PARAM, named, chunks, ir_sorted, k_param,
                                                 never_dp)
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
@@ -15,7 +15,7 @@ from dpstudio.engine.types import Job, Output
 
 def guarantee(p: dict) -> str:
     return (f"Probabilistic k-anonymity with k = {p.get('k')} for each confidential attribute "
-            "separately: its values are permuted at random inside groups of at least k records "
+            f"separately{named(p)}: its values are permuted at random inside groups of at least k records "
             "with consecutive values (individual ranking). Not differential privacy.")
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.errors import ParameterError
 from dpstudio.engine.params import Param
-from dpstudio.engine.protection._common import DROP_MISSING_PARAM, frame_with, k_param, never_dp
+from dpstudio.engine.protection._common import DROP_MISSING_PARAM, named, frame_with, k_param, never_dp
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
@@ -30,7 +30,7 @@ DISTANCE_PARAM = Param(
 
 
 def guarantee(p: dict) -> str:
-    return (f"k-anonymity with k = {p.get('k')} on the k-quasi-identifiers: every combination of "
+    return (f"k-anonymity with k = {p.get('k')} on the k-quasi-identifiers{named(p)}: every combination of "
             "released k-quasi-identifier values is shared by at least k records (MDAV "
             "microaggregation). Not differential privacy.")
 
@@ -40,6 +40,7 @@ def mdav_labels(job: Job, cols: list[str], k: int) -> np.ndarray:
     dist = job.params.get("distance", "standardized")
     key = ("num.mdav", int(k), tuple(cols), dist)
     if key not in job.cache:
+        job.check_cancel()
         X = job.matrix(cols)
         if dist == "domain":
             missing = [c for c in cols if c not in job.domains]

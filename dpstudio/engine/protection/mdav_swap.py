@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpstudio.engine.protection._common import DROP_MISSING_PARAM, k_param, never_dp
+from dpstudio.engine.protection._common import DROP_MISSING_PARAM, named, k_param, never_dp
 from dpstudio.engine.protection.mdav import DISTANCE_PARAM, mdav_labels
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
@@ -13,7 +13,7 @@ from dpstudio.engine.types import Job, Output
 
 
 def guarantee(p: dict) -> str:
-    return (f"Probabilistic k-anonymity with k = {p.get('k')} on the k-quasi-identifiers: the "
+    return (f"Probabilistic k-anonymity with k = {p.get('k')} on the k-quasi-identifiers{named(p)}: the "
             "released k-quasi values are the original ones, permuted jointly at random inside "
             "MDAV clusters of at least k records, so linking a record to its respondent succeeds "
             "with probability at most 1/k. Not differential privacy.")

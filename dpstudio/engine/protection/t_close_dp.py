@@ -474,7 +474,9 @@ def guarantee(p: dict) -> str:
         "distribution (uninformed intruders, thesis §7.3.1); for intruders who know more (e.g. "
         "the values of other members of a group) the protection is only approximate, not ε-DP. "
         + ("The bound concerns which bucket a person's value lies in; values inside a bucket are "
-           "released exactly." if exact else "Only the bucket (value range) is released."))
+           "released exactly." if exact else "Only the bucket (value range) is released.")
+        + (f" Protected attributes: {', '.join(p['_attributes'])}." if p.get("_attributes")
+           else ""))
 
 
 SPEC = MethodSpec(
