@@ -163,8 +163,8 @@ def run_keps(job: Job) -> Output:
             "level mechanism (scale Σ_j diam_j/ε on each) is calibrated to an L1 sensitivity, "
             "which Laplace noise honours and staircase noise does not. Use noise='laplace' or "
             f"keep one ε-quasi (got {len(eq)}: {', '.join(eq)}).")
-    if conf is not None and not 0.0 < float(conf) < 1.0:
-        raise ParameterError(f"The 'confidence' parameter of method 'k-eps' must be in (0, 1). Got {conf!r}.")
+    if conf is not None:   # the declared range (0, 0.999999] says it; checked by the one path
+        conf = CONFIDENCE_PARAM.check(conf, "k-eps")
     X = _eps_matrix(job, eq)
     job.progress(0.05)
     gen, warns = _generalise(job, kq)

@@ -34,7 +34,7 @@ import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.types import Job, Output
-from dpstudio.engine.params import Param
+from dpstudio.engine.params import Param, invalid_value
 from dpstudio.engine.protection._common import DROP_MISSING_PARAM, epsilon_param, never_dp
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
@@ -355,14 +355,11 @@ def run(job: Job) -> Output:
     k_given = p.get("k")
     if k_given is not None:
         k_given = int(k_given)
-        if k_given < b:
-            raise ParameterError(
-                f"The 'k' parameter of method {METHOD_ID!r} must be at least the number of buckets "
-                f"b = ⌊e^ε⌋ + 1 = {b} (every group needs a record of every bucket). Got {k_given}.")
-        if k_given * b > n:
-            raise ParameterError(
-                f"The 'k' parameter of method {METHOD_ID!r} is too large: k·b = {k_given}·{b} exceeds "
-                f"the {n} records. Use k ≤ {n // b}.")
+        if not b <= k_given <= n // b:
+            raise invalid_value(
+                "k", METHOD_ID, f"an int in the range [{b}, {n // b}] (at least the number of "
+                f"buckets b = ⌊e^ε⌋ + 1 = {b}: every group needs a record of every bucket; at "
+                f"most n/b = {n // b} for {n} records)", k_given)
         l_ = max(1, n // (b * k_given))
     else:
         l_ = int(p.get("l") or 1)
