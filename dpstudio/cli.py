@@ -220,17 +220,9 @@ def _fmt(v: Any) -> str:
 
 
 def _jsonable(v: Any) -> Any:
-    import numpy as np
+    from dpstudio.engine.types import jsonable
 
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    return v
+    return jsonable(v)
 
 
 def _evaluate_result(res, measures=("sse", "rl", "delta", "corr", "kanon"),

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dpstudio.engine import api
-from dpstudio.engine.measures import metrics
+from dpstudio.engine import measures as metrics
 from dpstudio.engine.errors import ParameterError  # noqa: E402
 from dpstudio.engine.measures.semantic import semantic_rl, semantic_sse  # noqa: E402
 from dpstudio.engine.protection.categorical_dp import categorical_centroids, mdav_mixed  # noqa: E402

@@ -824,7 +824,7 @@ def _explain_61_62(R: dict) -> str:
 
 
 def engine_score(sse0, rl0, sse, rl) -> dict:
-    from dpstudio.engine.measures import metrics  # the engine's Score (docs/measures.md)
+    from dpstudio.engine import measures as metrics  # the engine's Score (docs/measures.md)
 
     return metrics.score(sse0, rl0, sse, rl)
 

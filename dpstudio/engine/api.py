@@ -15,8 +15,9 @@ import pandas as pd
 from dpstudio.engine import validation as V
 from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
 from dpstudio.engine.types import Job, ProtectionResult
-from dpstudio.engine.registry import (MethodSpec, add_scope_reason, all_methods, get_method,
-                                      separate_tables)
+from dpstudio.engine import params as P
+from dpstudio.engine.protection._common import add_scope_reason, separate_tables
+from dpstudio.engine.registry import MethodSpec, all_methods, get_method
 from dpstudio.engine.random import as_rng
 from dpstudio.engine.roles import Role, normalize_roles
 
@@ -108,12 +109,13 @@ def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
             raise InputError("After dropping records with missing values fewer than two records remain.")
     n = len(data)
     if "k" in p and spec.uses_k and p["k"] is not None:
-        V.check_k(p["k"], n, spec.id, spec.min_k)
+        P.check_k(p["k"], n, spec.id, spec.min_k)
     if spec.uses_epsilon and p.get("epsilon") is not None:
         with _warnings.catch_warnings(record=True) as caught:
             _warnings.simplefilter("always")
-            p["epsilon"] = V.check_epsilon(
-                p["epsilon"], m=len(protected) if p.get("budget") == "per-attribute" else 1)
+            p["epsilon"] = P.check_epsilon(
+                p["epsilon"], m=len(protected) if p.get("budget") == "per-attribute" else 1,
+                method_id=spec.id)
         warns.extend(V.public_warning(str(w.message)) for w in caught)  # depends on ε only
     doms = V.check_domains(data, [c for c in protected if spec.numeric_only
                                   or pd.api.types.is_numeric_dtype(data[c])],
@@ -241,7 +243,7 @@ def describe(spec: MethodSpec, params: dict, roles: dict, released_columns: list
         return text, is_dp
     if not (unchanged and eps_set):
         return text, is_dp
-    clustered = spec.uses_k and int(params.get("k") or 1) > 1
+    clustered = spec.clusters and int(params.get("k") or 1) > 1
     scoped = text.startswith("Per-attribute only")
     if clustered and spec.family in DP_FAMILIES and (is_dp or scoped
                                                      or spec.family != DP_FAMILIES[0]):

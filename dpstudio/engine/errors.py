@@ -20,6 +20,13 @@ class ParameterError(DPStudioError):
     """A method parameter, role or domain is invalid."""
 
 
+class ParameterTypeError(ParameterError, TypeError):
+    """A parameter value of the wrong type (text where a number is needed, ...).
+
+    Both a :class:`ParameterError` (so a :class:`ValueError`, caught like every user error)
+    and a :class:`TypeError`, as scikit-learn's ``InvalidParameterError``."""
+
+
 class NotApplicableError(ParameterError):
     """The method cannot run on the current attribute roles."""
 

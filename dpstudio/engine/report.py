@@ -286,7 +286,7 @@ def render_assessment(result, measures: dict | None = None, *,
                       chosen: dict | None = None, histograms: bool = True) -> str:
     """The PRIVATE assessment report of ``result`` (HTML): keep it internal, never publish it.
 
-    ``measures``: the dict of :func:`dpstudio.engine.measures.metrics.evaluate` (against the original).
+    ``measures``: the dict of :func:`dpstudio.engine.measures.evaluate` (against the original).
     ``curves``: (caption, PNG bytes) pairs.  ``chosen``: the point picked on a trade-off
     sweep (e.g. ``{"k": 10, "epsilon": 1.0}``).  ``histograms``: original vs protected
     histograms of the numeric protected attributes (needs ``result.original``).

@@ -156,17 +156,9 @@ def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsil
         base["epsilon"] = epsilons[0]
     prep = prepare(df, method, roles, domains, hierarchies, **base)
     spec = prep.spec
-    if spec.uses_k:
-        if not ks:
-            raise ParameterError(f"Method {spec.id!r} needs at least one k to sweep.")
-        for k in ks:
-            V.check_k(int(k), len(prep.data), spec.id, spec.min_k)
-    if spec.uses_epsilon:
-        if not epsilons and not (baselines and spec.uses_k):
-            raise ParameterError(f"Method {spec.id!r} needs at least one ε to sweep "
-                                 "(or baselines=True for the noise-free points only).")
-        for e in epsilons:
-            V.check_epsilon(e)
+    from dpstudio.engine.params import check_grid
+
+    check_grid(spec, ks, epsilons, len(prep.data), baselines)
     cells = grid(spec, ks, epsilons, baselines)
     n = len(prep.data)
     if "shuffle" in prep.params:

@@ -4,6 +4,7 @@ public :class:`ProtectionResult` that :func:`dpstudio.engine.protect` returns.""
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -72,25 +73,39 @@ class Job:
         return lb, ub
 
     def epsilon_shares(self, cols: list[str]) -> np.ndarray:
-        """ε_i per attribute for the method's budget split (docs/methods.md §4)."""
-        eps = self.params["epsilon"]
-        m = len(cols)
-        mode = self.params.get("budget", "equal")
-        if mode == "per-attribute":
-            return np.full(m, float(eps))
-        if mode == "weights":
-            w = self.params.get("weights") or {}
-            missing = [c for c in cols if c not in w]
-            if missing:
-                raise ParameterError(
-                    "budget='weights' needs a weight for every protected attribute; missing: "
-                    + ", ".join(missing) + "."
-                )
+        """ε_i per attribute for the method's budget split (see :func:`epsilon_shares`)."""
+        return epsilon_shares(self.params, cols)
+
+
+def epsilon_shares(params: dict, cols: list[str]) -> np.ndarray:
+    """ε_i per attribute of ``cols`` for the budget split of ``params`` (docs/methods.md §4): the
+    ONE split used by the methods' runs and their guarantee sentences.
+
+    'equal': ε/m each; 'per-attribute': ε each (the release is (m·ε)-DP); 'weights': ε in
+    proportion to ``params['weights']``, which must give a positive finite weight for every
+    column of ``cols``.
+    """
+    eps = float(params["epsilon"])
+    m = len(cols)
+    mode = params.get("budget", "equal")
+    if mode == "per-attribute":
+        return np.full(m, eps)
+    if mode == "weights":
+        w = params.get("weights") or {}
+        missing = [c for c in cols if c not in w]
+        if missing:
+            raise ParameterError(
+                "budget='weights' needs a weight for every protected attribute; missing: "
+                + ", ".join(missing) + "."
+            )
+        try:
             arr = np.array([float(w[c]) for c in cols])
-            if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-                raise ParameterError("Budget weights must be positive finite numbers.")
-            return float(eps) * arr / arr.sum()
-        return np.full(m, float(eps) / m)
+        except (TypeError, ValueError):
+            arr = np.array([np.nan])
+        if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+            raise ParameterError("Budget weights must be positive finite numbers.")
+        return eps * arr / arr.sum()
+    return np.full(m, eps / m)
 
 
 @dataclass
@@ -178,7 +193,7 @@ class ProtectionResult:
             "software_version": software_version or __version__,
             "method": self.method,
             "method_name": self.method_name,
-            "parameters": _jsonable(params),
+            "parameters": jsonable(params),
             "guarantee": self.guarantee,
             "differential_privacy": self.is_dp,
             "roles": dict(self.roles),
@@ -197,15 +212,18 @@ def frame_sha256(df: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
-def _jsonable(v: Any) -> Any:
+def jsonable(v: Any) -> Any:
+    """``v`` ready for JSON: numpy scalars as Python numbers, tuples as lists, keys as text,
+    NaN as ``null`` and ±infinity as ``"inf"``/``"-inf"`` (JSON has neither), anything else
+    JSON cannot hold as its ``str``.  For metadata, project files and ``--json`` output."""
     if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
-        return float(v)
+        return [jsonable(x) for x in v]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
     if isinstance(v, (str, int, float, bool)) or v is None:
         return v
     return str(v)

@@ -1,14 +1,15 @@
-"""Input checks shared by every method.  Each error names the column/rows and says what to do."""
+"""Input checks shared by every method: the frame, its columns, domains and output grids.
+Each error names the column/rows and says what to do.  Parameter values (k, ε, a method's
+own parameters) are checked in :mod:`dpstudio.engine.params`, the one validation path."""
 
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
 
-from dpstudio.engine.errors import InputError, ParameterError, PrivacyLeakWarning, format_rows
+from dpstudio.engine.errors import InputError, ParameterError, format_rows
 
 
 class PublicWarning(str):
@@ -118,39 +119,6 @@ def check_domains(df: pd.DataFrame, cols: list[str], domains: dict, required: bo
             )
         out[c] = (lb, ub)
     return out
-
-
-def check_k(k: int, n: int, method_id: str, min_k: int = 1) -> None:
-    if k < min_k:
-        raise ParameterError(f"The 'k' parameter of method {method_id!r} must be at least {min_k}. Got {k}.")
-    if k > 1 and k > n // 2:
-        raise ParameterError(
-            f"The 'k' parameter of method {method_id!r} must be at most n/2 = {n // 2} for "
-            f"{n} records (at least two clusters are needed). Got {k}."
-        )
-
-
-#: Above this composed total ε the guarantee is called weak.
-LARGE_EPSILON = 20.0
-
-
-def check_epsilon(eps, m: int = 1) -> float:
-    """Validate ε; warn when the composed total is very large.  ``m`` > 1: each of m
-    attributes gets the whole ε (budget 'per-attribute'), so the release is (m·ε)-DP."""
-    try:
-        e = float(eps)
-    except (TypeError, ValueError):
-        raise ParameterError(f"ε (epsilon) must be a positive number. Got {eps!r}.") from None
-    if not math.isfinite(e) or e <= 0:
-        raise ParameterError(f"ε (epsilon) must be a positive finite number. Got {eps!r}.")
-    m = max(int(m), 1)
-    total = m * e
-    if total > LARGE_EPSILON:
-        what = (f"ε = {e:g} given whole to each of {m} attributes composes to a total of "
-                f"{m}·{e:g} = {total:g}" if m > 1 else f"ε = {e:g}")
-        warnings.warn(f"{what}, which is very large: the differential-privacy guarantee is weak.",
-                      PrivacyLeakWarning, stacklevel=3)
-    return e
 
 
 def _same(a: float, b: float) -> bool:

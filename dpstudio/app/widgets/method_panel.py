@@ -342,10 +342,8 @@ class MethodPanel(QWidget):
 
     # --- Internals
     def _default_method(self) -> str | None:
-        for mid in ("ir-dp", "insensitive-dp", "mdav"):
-            if mid in self._methods:
-                return mid
-        return next(iter(self._methods), None)
+        return next((mid for mid, m in self._methods.items() if m.get("recommended")),
+                    next(iter(self._methods), None))
 
     def _fill_list(self) -> None:
         self.list.blockSignals(True)

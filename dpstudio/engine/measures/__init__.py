@@ -39,11 +39,15 @@ from dpstudio.engine.measures.utility import (_sse_both, correlation_loss, delta
 
 _METHOD_MEASURES: dict[str, list[Callable[..., dict]]] = {}
 
-#: Methods whose release claims k-anonymity on the k-quasi-identifiers: the ``kanon``
-#: measure is computed for them only (for probabilistic k-anonymity and t-closeness
-#: the released k-quasi values are not meant to form classes of k, and the check
-#: would mislead).  Other methods may add their id.
-K_ANONYMOUS_METHODS: set[str] = {"mdav", "k-eps"}
+
+def is_k_anonymous(method: str | None) -> bool:
+    """Does the release of ``method`` claim k-anonymity on the k-quasi-identifiers (the spec
+    flag ``k_anonymous``)?  The ``kanon`` measure is computed for those only: for
+    probabilistic k-anonymity and t-closeness the released k-quasi values are not meant to
+    form classes of k, and the check would mislead."""
+    from dpstudio.engine.registry import is_k_anonymous as _flag
+
+    return _flag(method)
 
 SCALAR_KEYS = ("sse_raw", "sse_normalized", "rl", "corr_loss_mean", "corr_loss_std",
                "delta_mean_avg", "delta_var_avg")
@@ -104,17 +108,10 @@ class HierarchyDistance:
 def generalises_numeric(method: str | None) -> bool:
     """Does ``method`` turn a numeric k-quasi-identifier into interval text?
 
-    Read from the method's spec flag ``generalises``.  (Until every spec declares the flag,
-    k-eps is the one method that does: this is the only place that names it.)"""
-    if not method:
-        return False
-    from dpstudio.engine.registry import get_method
+    Read from the method's spec flag ``generalises`` (False for unknown ids)."""
+    from dpstudio.engine.registry import generalises
 
-    try:
-        spec = get_method(method)
-    except DPStudioError:
-        return False
-    return bool(getattr(spec, "generalises", spec.id == "k-eps"))
+    return bool(method) and generalises(method)
 
 
 @dataclass
@@ -258,7 +255,7 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
             mean, std = correlation_loss(original, protected, conf, num_attrs, warnings=warns)
             out["corr_loss_mean"], out["corr_loss_std"] = mean, std
     if "kanon" in measures and result is not None and \
-            getattr(result, "method", None) in K_ANONYMOUS_METHODS:
+            is_k_anonymous(getattr(result, "method", None)):
         kq = [c for c, r in getattr(result, "roles", {}).items()
               if str(getattr(r, "value", r)) == "k-quasi" and c in protected.columns]
         k = (getattr(result, "params", {}) or {}).get("k")
@@ -280,4 +277,4 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
 __all__ = ["sse", "record_linkage", "delta_stats", "correlation_loss", "score",
            "k_anonymity_check", "evaluate", "register_method_measures", "TIE_RTOL",
            "measurement_plan", "MeasurePlan", "HierarchyDistance", "mismatch",
-           "generalises_numeric", "K_ANONYMOUS_METHODS", "SCALAR_KEYS"]
+           "generalises_numeric", "is_k_anonymous", "SCALAR_KEYS"]

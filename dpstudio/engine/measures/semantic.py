@@ -1,6 +1,6 @@
 """SSE and record linkage with the semantic distance for categorical attributes
 (thesis §6.4.2, docs/measures.md), registered for ``categorical-dp`` through
-:func:`dpstudio.engine.measures.metrics.register_method_measures`.
+:func:`dpstudio.engine.measures.register_method_measures`.
 
 Categorical attributes use δ (eq. 6.6) from their taxonomy, looked up in the precomputed
 concept distance matrix; numeric attributes use |x − x′| (SSE) and, for RL, the Euclidean
@@ -163,7 +163,7 @@ def measures_hook(original, protected, result, measures, cache) -> dict:
 
 
 def register_hooks(method_id: str) -> None:
-    from dpstudio.engine.measures.metrics import register_method_measures
+    from dpstudio.engine.measures import register_method_measures
 
     register_method_measures(method_id, measures_hook)
 

@@ -33,14 +33,16 @@ from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine import validation as V
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.types import Job, Output
-from dpstudio.engine.registry import (BUDGET_PARAM, DROP_MISSING_PARAM, NOISE_PARAM, SHUFFLE_PARAM,
-                                       WEIGHTS_PARAM, LAYOUT_PARAM, order_clause as _order_clause,
-                                       MethodSpec, Param, epsilon_param, k_param, register)
+from dpstudio.engine.params import Param
+from dpstudio.engine.protection._common import (BUDGET_PARAM, DROP_MISSING_PARAM, LAYOUT_PARAM,
+                                                NOISE_PARAM, NOT_DP_LABEL, SHUFFLE_PARAM,
+                                                WEIGHTS_PARAM, epsilon_param, k_param)
+from dpstudio.engine.protection._common import order_clause as _order_clause
+from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.hierarchies.taxonomy import Taxonomy, load_taxonomy
 
 METHOD_ID = "categorical-dp"
-NOT_DP_LABEL = "does not satisfy ε-DP (see paper 002 §3)"
 MAX_ATTRIBUTES = 12  # 2^m corners; beyond this the corner sequence is impractical
 _BLOCK_ENTRIES = 4_000_000  # clusters × concepts processed at once
 
@@ -481,7 +483,7 @@ def is_dp(p: dict) -> bool:
     return p.get("calibration", "rigorous") == "rigorous" or int(p.get("k") or 1) <= 1
 
 
-SPEC = register(MethodSpec(
+SPEC = MethodSpec(
     id=METHOD_ID,
     name="Categorical / mixed DP (insensitive microaggregation + exponential mechanism)",
     family="differential privacy",
@@ -501,7 +503,8 @@ SPEC = register(MethodSpec(
     uses_epsilon=True,
     numeric_only=False,
     min_k=1,
-))
+    clusters=True,
+)
 
 # SSE / RL with the semantic distance (registered with the metrics hook when available)
 try:  # pragma: no cover - depends on the metrics module being present

@@ -30,8 +30,10 @@ from dpstudio.engine.types import Job, Output
 from dpstudio.engine.measures.keps import (class_diameters, confidence_radius, confident_suppression,
                                           keps_measures)
 from dpstudio.engine.algorithms import noise as N
-from dpstudio.engine.registry import (DROP_MISSING_PARAM, NOISE_PARAM, MethodSpec, Param,
-                                      epsilon_param, k_param, register)
+from dpstudio.engine.params import Param
+from dpstudio.engine.protection._common import (DROP_MISSING_PARAM, NOISE_PARAM, epsilon_param,
+                                                k_param, never_dp)
+from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 
 ALGORITHM_PARAM = Param(
@@ -161,8 +163,8 @@ def run_keps(job: Job) -> Output:
             "level mechanism (scale Σ_j diam_j/ε on each) is calibrated to an L1 sensitivity, "
             "which Laplace noise honours and staircase noise does not. Use noise='laplace' or "
             f"keep one ε-quasi (got {len(eq)}: {', '.join(eq)}).")
-    if conf is not None and not 0.0 < float(conf) < 1.0:
-        raise ParameterError(f"The 'confidence' parameter of method 'k-eps' must be in (0, 1). Got {conf!r}.")
+    if conf is not None:   # the declared range (0, 0.999999] says it; checked by the one path
+        conf = CONFIDENCE_PARAM.check(conf, "k-eps")
     X = _eps_matrix(job, eq)
     job.progress(0.05)
     gen, warns = _generalise(job, kq)
@@ -286,7 +288,7 @@ def run_keps(job: Job) -> Output:
                   protected=list(eq) if eq else list(kq))
 
 
-SPEC = register(MethodSpec(
+SPEC = MethodSpec(
     id="k-eps",
     name="(k, ε)-anonymity",
     family="k-anonymity + noise",
@@ -301,18 +303,17 @@ SPEC = register(MethodSpec(
     requires=(Role.K_QUASI,),
     guarantee=_guarantee,
     run=run_keps,
-    is_dp=lambda p: False,
+    is_dp=never_dp,
     needs_domain=False,
     uses_k=True,
     uses_epsilon=True,
     numeric_only=False,
     min_k=2,
-))
+    k_anonymous=True,
+    generalises=True,
+    clusters=True,
+)
 
-try:  # the measures hook of dpstudio.engine.measures.metrics (guarded: older cores lack it)
-    from dpstudio.engine.measures import metrics as _metrics
+from dpstudio.engine.measures import register_method_measures  # noqa: E402
 
-    if hasattr(_metrics, "register_method_measures"):
-        _metrics.register_method_measures("k-eps", keps_measures)
-except ImportError:  # pragma: no cover
-    pass
+register_method_measures("k-eps", keps_measures)

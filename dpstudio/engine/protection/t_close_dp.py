@@ -34,7 +34,9 @@ import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.types import Job, Output
-from dpstudio.engine.registry import DROP_MISSING_PARAM, MethodSpec, Param, epsilon_param, register
+from dpstudio.engine.params import Param, invalid_value
+from dpstudio.engine.protection._common import DROP_MISSING_PARAM, epsilon_param, never_dp
+from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 
 METHOD_ID = "t-close-dp"
@@ -353,14 +355,11 @@ def run(job: Job) -> Output:
     k_given = p.get("k")
     if k_given is not None:
         k_given = int(k_given)
-        if k_given < b:
-            raise ParameterError(
-                f"The 'k' parameter of method {METHOD_ID!r} must be at least the number of buckets "
-                f"b = ⌊e^ε⌋ + 1 = {b} (every group needs a record of every bucket). Got {k_given}.")
-        if k_given * b > n:
-            raise ParameterError(
-                f"The 'k' parameter of method {METHOD_ID!r} is too large: k·b = {k_given}·{b} exceeds "
-                f"the {n} records. Use k ≤ {n // b}.")
+        if not b <= k_given <= n // b:
+            raise invalid_value(
+                "k", METHOD_ID, f"an int in the range [{b}, {n // b}] (at least the number of "
+                f"buckets b = ⌊e^ε⌋ + 1 = {b}: every group needs a record of every bucket; at "
+                f"most n/b = {n // b} for {n} records)", k_given)
         l_ = max(1, n // (b * k_given))
     else:
         l_ = int(p.get("l") or 1)
@@ -472,10 +471,12 @@ def guarantee(p: dict) -> str:
         "distribution (uninformed intruders, thesis §7.3.1); for intruders who know more (e.g. "
         "the values of other members of a group) the protection is only approximate, not ε-DP. "
         + ("The bound concerns which bucket a person's value lies in; values inside a bucket are "
-           "released exactly." if exact else "Only the bucket (value range) is released."))
+           "released exactly." if exact else "Only the bucket (value range) is released.")
+        + (f" Protected attributes: {', '.join(p['_attributes'])}." if p.get("_attributes")
+           else ""))
 
 
-SPEC = register(MethodSpec(
+SPEC = MethodSpec(
     id=METHOD_ID,
     name="t-closeness → ε-DP (bucketized exp(ε)-closeness)",
     family="t-closeness",
@@ -489,10 +490,11 @@ SPEC = register(MethodSpec(
     requires=(Role.CONFIDENTIAL,),
     guarantee=guarantee,
     run=run,
-    is_dp=lambda p: False,
+    is_dp=never_dp,
     needs_domain=False,
     uses_k=True,
     uses_epsilon=True,
     numeric_only=False,
     min_k=1,
-))
+    clusters=True,
+)

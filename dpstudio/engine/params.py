@@ -1,0 +1,284 @@
+"""Method parameters (:class:`Param`) and the ONE validation path of the engine.
+
+Every check of a parameter value -- the method's own parameters (:meth:`Param.check`), k
+against the number of records (:func:`check_k`), ε (:func:`check_epsilon`), sweep grids and
+the command line's ``--param`` text -- goes through this module, and every message has the
+form of scikit-learn's parameter validation::
+
+    The 'k' parameter of method 'mdav' must be an int in the range [2, inf). Got 1 instead.
+
+A value of the wrong type raises :class:`ParameterTypeError` (a :class:`TypeError` and a
+:class:`~dpstudio.engine.errors.ParameterError`), a value of the right type outside its
+allowed range or set raises :class:`~dpstudio.engine.errors.ParameterError` (a
+:class:`ValueError`).  Both print as one line for the user.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpstudio.engine.errors import ParameterError, ParameterTypeError, PrivacyLeakWarning
+
+#: Textual spellings of booleans accepted from the command line and project files.
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+
+#: What each kind accepts, as said in messages.
+KIND_WORDS = {"int": "an int", "float": "a float", "choice": "a str", "bool": "a bool",
+              "mapping": "a dict (column -> value)", "str": "a str"}
+
+
+def where(name: str, method_id: str | None) -> str:
+    """``The 'k' parameter of method 'mdav'`` (or ``The 'k' parameter`` without a method)."""
+    return f"The {name!r} parameter" + (f" of method {method_id!r}" if method_id else "")
+
+
+def invalid_value(name: str, method_id: str | None, constraint: str, value: Any) -> ParameterError:
+    """The one message format, for a value of the right type that is not allowed."""
+    return ParameterError(f"{where(name, method_id)} must be {constraint}. Got {value!r} instead.")
+
+
+def invalid_type(name: str, method_id: str | None, constraint: str, value: Any) -> ParameterTypeError:
+    """The one message format, for a value of the wrong type."""
+    return ParameterTypeError(f"{where(name, method_id)} must be {constraint}. Got {value!r} instead.")
+
+
+def interval_text(lo: float | None, hi: float | None, lo_closed: bool = True,
+                  hi_closed: bool = True) -> str:
+    """``[2, inf)``, ``(0, inf)``, ``[0, 0.99]`` -- scikit-learn's interval notation."""
+    lo_s = "-inf" if lo is None else f"{lo:g}"
+    hi_s = "inf" if hi is None else f"{hi:g}"
+    left = "[" if (lo_closed and lo is not None) else "("
+    right = "]" if (hi_closed and hi is not None) else ")"
+    return f"{left}{lo_s}, {hi_s}{right}"
+
+
+def in_interval(v: float, lo: float | None, hi: float | None, lo_closed: bool = True,
+                hi_closed: bool = True) -> bool:
+    if not math.isfinite(v):
+        return False
+    if lo is not None and (v < lo or (v == lo and not lo_closed)):
+        return False
+    if hi is not None and (v > hi or (v == hi and not hi_closed)):
+        return False
+    return True
+
+
+def as_int(value: Any, name: str, method_id: str | None, constraint: str) -> int:
+    """``value`` as an int (ints, integral floats and their text); else :class:`ParameterTypeError`."""
+    if isinstance(value, (bool, np.bool_)):
+        raise invalid_type(name, method_id, constraint, value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    try:
+        f = float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        raise invalid_type(name, method_id, constraint, value) from None
+    if not math.isfinite(f) or f != int(f):
+        raise invalid_type(name, method_id, constraint, value)
+    return int(f)
+
+
+def as_float(value: Any, name: str, method_id: str | None, constraint: str) -> float:
+    """``value`` as a float (numbers and their text); else :class:`ParameterTypeError`."""
+    if isinstance(value, (bool, np.bool_)):
+        raise invalid_type(name, method_id, constraint, value)
+    try:
+        return float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        raise invalid_type(name, method_id, constraint, value) from None
+
+
+@dataclass(frozen=True)
+class Param:
+    """One method parameter.
+
+    ``kind`` is one of ``int``, ``float``, ``choice``, ``bool``, ``mapping`` (a dict
+    column -> value, e.g. budget weights or hierarchies), ``str``.  ``minimum``/``maximum``
+    bound ``int`` and ``float`` values (``min_inclusive``: whether the minimum itself is
+    allowed; the maximum always is).  A ``float`` must be finite.
+    """
+
+    name: str
+    kind: str
+    default: Any
+    help: str
+    label: str = ""
+    minimum: float | None = None
+    maximum: float | None = None
+    min_inclusive: bool = True
+    choices: tuple = ()
+    choice_labels: dict = field(default_factory=dict)
+    log_scale: bool = False
+    warning: dict = field(default_factory=dict)  # choice value -> warning text
+    advanced: bool = False
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "label": self.label or self.name,
+            "kind": self.kind,
+            "default": self.default,
+            "help": self.help,
+            "minimum": self.minimum,
+            "maximum": self.maximum,
+            "min_inclusive": self.min_inclusive,
+            "choices": list(self.choices),
+            "choice_labels": dict(self.choice_labels),
+            "log_scale": self.log_scale,
+            "warning": dict(self.warning),
+            "advanced": self.advanced,
+        }
+
+    def constraint(self) -> str:
+        """What a valid value is, in the words of the message (``an int in the range [2, inf)``)."""
+        if self.kind in ("int", "float"):
+            return (f"{KIND_WORDS[self.kind]} in the range "
+                    f"{interval_text(self.minimum, self.maximum, self.min_inclusive)}")
+        if self.kind == "choice":
+            return "a str among {" + ", ".join(map(repr, self.choices)) + "}"
+        if self.kind == "bool":
+            return "a bool (or one of " + ", ".join(map(repr, TRUE_WORDS + FALSE_WORDS)) + ")"
+        return KIND_WORDS.get(self.kind, "a value")
+
+    def check(self, value: Any, method_id: str | None = None) -> Any:
+        """Coerce and validate ``value`` (``None``: the default); raise naming the parameter."""
+        if value is None:
+            if self.default is None:
+                return None
+            value = self.default
+        c = self.constraint()
+        if self.kind == "int":
+            v = as_int(value, self.name, method_id, c)
+            if not in_interval(v, self.minimum, self.maximum, self.min_inclusive):
+                raise invalid_value(self.name, method_id, c, value)
+            return v
+        if self.kind == "float":
+            f = as_float(value, self.name, method_id, c)
+            if not in_interval(f, self.minimum, self.maximum, self.min_inclusive):
+                raise invalid_value(self.name, method_id, c, value)
+            return f
+        if self.kind == "choice":
+            if value in self.choices:
+                return value
+            if not isinstance(value, str):
+                raise invalid_type(self.name, method_id, c, value)
+            raise invalid_value(self.name, method_id, c, value)
+        if self.kind == "bool":
+            if isinstance(value, (bool, np.bool_)):
+                return bool(value)
+            if isinstance(value, numbers.Integral) and int(value) in (0, 1):
+                return bool(value)
+            if isinstance(value, str):
+                low = value.strip().lower()
+                if low in TRUE_WORDS:
+                    return True
+                if low in FALSE_WORDS:
+                    return False
+                raise invalid_value(self.name, method_id, c, value)
+            raise invalid_type(self.name, method_id, c, value)
+        if self.kind == "mapping":
+            if not isinstance(value, dict):
+                raise invalid_type(self.name, method_id, c, value)
+            return dict(value)
+        if self.kind == "str" and not isinstance(value, str):
+            raise invalid_type(self.name, method_id, c, value)
+        return value
+
+
+def check_params(params: tuple[Param, ...], given: dict, method_id: str) -> dict:
+    """Every parameter of a method, validated (unknown names are refused)."""
+    known = {p.name for p in params}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ParameterError(
+            f"Method {method_id!r} has no parameter(s) {', '.join(map(repr, unknown))}. "
+            f"Its parameters are: {', '.join(sorted(known))}."
+        )
+    return {p.name: p.check(given.get(p.name), method_id) for p in params}
+
+
+def check_k(k: Any, n: int, method_id: str | None, min_k: int = 1) -> int:
+    """k for ``n`` records: at least ``min_k``, and at most n/2 when k > 1 (two clusters)."""
+    c = f"an int in the range [{min_k}, inf)"
+    v = as_int(k, "k", method_id, c)
+    if v < min_k:
+        raise invalid_value("k", method_id, c, k)
+    if v > 1 and v > n // 2:
+        raise invalid_value("k", method_id,
+                            f"an int in the range [{min_k}, {n // 2}] (at most n/2 for n = {n} "
+                            "records: at least two clusters are needed)", k)
+    return v
+
+
+#: Above this composed total ε the guarantee is called weak.
+LARGE_EPSILON = 20.0
+
+
+def check_epsilon(eps: Any, m: int = 1, method_id: str | None = None) -> float:
+    """Validate ε (a float in (0, inf)); warn when the composed total is very large.  ``m`` > 1:
+    each of m attributes gets the whole ε (budget 'per-attribute'), so the release is (m·ε)-DP."""
+    c = "a float in the range (0, inf)"
+    e = as_float(eps, "epsilon", method_id, c)
+    if not in_interval(e, 0.0, None, lo_closed=False):
+        raise invalid_value("epsilon", method_id, c, eps)
+    m = max(int(m), 1)
+    total = m * e
+    if total > LARGE_EPSILON:
+        what = (f"ε = {e:g} given whole to each of {m} attributes composes to a total of "
+                f"{m}·{e:g} = {total:g}" if m > 1 else f"ε = {e:g}")
+        warnings.warn(f"{what}, which is very large: the differential-privacy guarantee is weak.",
+                      PrivacyLeakWarning, stacklevel=3)
+    return e
+
+
+def check_grid(spec, ks, epsilons, n: int, baselines: bool) -> None:
+    """The k × ε grid of a sweep for ``n`` records (the same checks as one run's k and ε)."""
+    if spec.uses_k:
+        if not ks:
+            raise ParameterError(f"Method {spec.id!r} needs at least one k to sweep.")
+        for k in ks:
+            check_k(k, n, spec.id, spec.min_k)
+    if spec.uses_epsilon:
+        if not epsilons and not (baselines and spec.uses_k):
+            raise ParameterError(f"Method {spec.id!r} needs at least one ε to sweep "
+                                 "(or baselines=True for the noise-free points only).")
+        for e in epsilons:
+            check_epsilon(e, method_id=spec.id)
+
+
+def invalid_values(p: Param) -> list[tuple[Any, type]]:
+    """Values that ``p`` must refuse, each with the exception type expected (like
+    scikit-learn's ``generate_invalid_param_val``): for the contract test of every method."""
+    out: list[tuple[Any, type]] = []
+    if p.kind == "int":
+        out += [("abc", TypeError), (2.5, TypeError), (True, TypeError), ([3], TypeError)]
+        if p.minimum is not None:
+            lo = math.floor(p.minimum)
+            out.append((lo - 1 if p.min_inclusive else lo, ValueError))
+        if p.maximum is not None:
+            out.append((math.floor(p.maximum) + 1, ValueError))
+    elif p.kind == "float":
+        out += [("abc", TypeError), (True, TypeError), ([0.5], TypeError),
+                (float("nan"), ValueError)]
+        if p.minimum is not None:
+            out.append((p.minimum - 1.0 if p.min_inclusive else p.minimum, ValueError))
+        if p.maximum is not None:
+            out.append((p.maximum + 1.0, ValueError))
+        else:
+            out.append((float("inf"), ValueError))
+    elif p.kind == "choice":
+        out += [("not-a-choice", ValueError), (3.5, TypeError)]
+    elif p.kind == "bool":
+        out += [("maybe", ValueError), (2.5, TypeError), ([True], TypeError)]
+    elif p.kind == "mapping":
+        out += [("x:1", TypeError), (3, TypeError)]
+    elif p.kind == "str":
+        out += [(3, TypeError)]
+    return out

@@ -1,0 +1,292 @@
+"""What several protection methods share: the parameter declarations used by more than one
+method, the clauses of the guarantee sentences (budget split, scope, record order), the
+budget split itself and the noise application helpers (replace columns, shuffle the release).
+
+Noise comes from :func:`dpstudio.engine.algorithms.noise.grid_noise` (exact integer noise on
+each attribute's output grid γ, issue 8 §3), so the 'staircase' noise choice works wherever
+Laplace does.  Clustered methods draw the noise on the integer cluster sums of the grid values
+t = rint(x/γ) − base and release the sum's mean rounded to the grid; the sensitivity passed is
+the L1 sensitivity of those sums (Δ/γ plus at most one step of rounding per record), and the
+noise is ε_i-DP for it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dpstudio.engine.algorithms import microaggregation as MA
+from dpstudio.engine.params import Param
+from dpstudio.engine.roles import Role
+from dpstudio.engine.types import Job, Output, epsilon_shares
+
+# --------------------------------------------------------------------------- shared parameters
+
+
+def k_param(default: int = 5, minimum: int = 1, help: str | None = None) -> Param:
+    return Param(
+        "k", "int", default,
+        help or "Minimum cluster / equivalence-class size. Larger k: less risk, more information loss.",
+        label="k", minimum=minimum, maximum=None,
+    )
+
+
+def epsilon_param(default: float = 1.0) -> Param:
+    return Param(
+        "epsilon", "float", default,
+        "Total privacy budget ε (> 0). Smaller ε: stronger privacy, more noise.",
+        label="ε", minimum=0.0, min_inclusive=False, log_scale=True,
+    )
+
+
+NOISE_PARAM = Param(
+    "noise", "choice", "laplace",
+    "Noise distribution. 'staircase' is the optimal (minimum-variance) ε-DP noise of "
+    "thesis ch. 4 for ONE released number: the same guarantee as Laplace with less variance. "
+    "When one record can move several released centroids of an attribute (ir-dp, "
+    "insensitive-dp, categorical-dp with k ≥ 2) each staircase draw gets ε_i/n_c; Laplace then "
+    "gives less noise for ir-dp.",
+    label="noise", choices=("laplace", "staircase"),
+    choice_labels={"laplace": "Laplace", "staircase": "Optimal (staircase)"},
+)
+
+BUDGET_PARAM = Param(
+    "budget", "choice", "equal",
+    "How the total ε is split over the protected attributes: 'equal' (ε/m each, release is "
+    "ε-DP), 'weights' (user weights normalised to sum ε), 'per-attribute' (each attribute "
+    "gets the whole ε: the release is only (m·ε)-DP; this is what the thesis's Census "
+    "experiments did).",
+    label="budget split", choices=("equal", "weights", "per-attribute"),
+    choice_labels={"equal": "Equal (ε/m each)", "weights": "User weights",
+                   "per-attribute": "Whole ε per attribute (m·ε-DP)"},
+    warning={"per-attribute": "Each attribute gets the whole ε: the release is only (m·ε)-DP."},
+)
+
+WEIGHTS_PARAM = Param(
+    "weights", "mapping", None,
+    "Budget weights per attribute (used with budget='weights'); normalised so that they sum to ε.",
+    label="budget weights", advanced=True,
+)
+
+DROP_MISSING_PARAM = Param(
+    "drop_missing", "bool", False,
+    "Drop records with missing values in the protected attributes (their number is reported). "
+    "Off: such records are refused with a count.",
+    label="drop records with missing values", advanced=True,
+)
+
+SHUFFLE_PARAM = Param(
+    "shuffle", "bool", True,
+    "Release the records in random order (default). Microaggregation gives the records of a "
+    "cluster the same value; kept in input order, the release would show which rows share a "
+    "cluster, which the noise does not hide and the ε-DP proof does not cover. Turn off only "
+    "for internal comparisons: the release then does not satisfy its DP guarantee.",
+    label="shuffle released records", advanced=True,
+)
+
+LAYOUT_PARAM = Param(
+    "layout", "choice", "records",
+    "How the protected attributes are released. 'records': one table with a row per record "
+    "(the protected attributes side by side, other non-identifier columns beside them "
+    "unchanged). When several attributes are clustered separately, or columns are released "
+    "unchanged beside clustered ones, the rows show which records were grouped together and "
+    "the records are NOT ε-DP (per attribute only). 'separate-tables': one one-column table per "
+    "protected attribute, each in its own independent random order; columns that are not "
+    "protected are NOT released. That release is ε-DP by sequential composition over the "
+    "tables (ε_i each, total ε).",
+    label="release layout", choices=("records", "separate-tables"),
+    choice_labels={"records": "Records (one table)",
+                   "separate-tables": "Separate table per attribute (ε-DP)"},
+    warning={"separate-tables": "One table per protected attribute, each shuffled on its own: "
+             "the rows of different tables do not belong together, and columns that are not "
+             "protected are not released."},
+)
+
+#: The parameters of every numeric DP method, and of the clustered ones.
+DP_PARAMS = (epsilon_param(), NOISE_PARAM, BUDGET_PARAM, WEIGHTS_PARAM, DROP_MISSING_PARAM)
+CLUSTERED_DP_PARAMS = DP_PARAMS + (SHUFFLE_PARAM, LAYOUT_PARAM)
+
+# --------------------------------------------------------------------------- guarantee clauses
+
+NOT_DP_LABEL = "does not satisfy ε-DP (see paper 002 §3)"
+
+BOUNDED = "bounded DP: neighbouring data sets differ in one record"
+
+#: How a guarantee that holds only per attribute starts (its scope comes first).
+SCOPE_LEAD = "Per-attribute only — not {what} for the records: "
+#: Separates the reasons of a scoped sentence from what holds per attribute.
+SCOPE_HOLDS = ". What holds for each protected attribute's column on its own: "
+
+
+def scoped_sentence(what: str, reasons: list[str], text: str) -> str:
+    """A guarantee that leads with its scope: not ``what`` for the records, because of
+    ``reasons``; then ``text``, which holds per attribute."""
+    return SCOPE_LEAD.format(what=what) + "; ".join(reasons) + SCOPE_HOLDS + text
+
+
+def add_scope_reason(sentence: str, what: str, reason: str) -> str:
+    """Add ``reason`` to a scoped sentence, or scope an unscoped one."""
+    if sentence.startswith("Per-attribute only — not") and SCOPE_HOLDS in sentence:
+        head, tail = sentence.split(SCOPE_HOLDS, 1)
+        return head + "; " + reason + SCOPE_HOLDS + tail
+    return scoped_sentence(what, [reason], sentence)
+
+
+def separate_tables(p: dict) -> bool:
+    return p.get("layout", "records") == "separate-tables"
+
+
+def order_clause(p: dict) -> str:
+    if separate_tables(p):
+        return (" Released as one table per protected attribute, each in its own independent "
+                "random order (rows of different tables do not belong together).")
+    if p.get("shuffle", True):
+        return " Records are released in random order."
+    return (" Records are released in INPUT ORDER (shuffle off), which shows which records share "
+            "a cluster: as released this does not satisfy the stated guarantee.")
+
+
+def named(p: dict) -> str:
+    """`` (a, b)``: the protected columns when the API passed them (``_attributes``), else ``""``."""
+    cols = p.get("_attributes")
+    return f" ({', '.join(cols)})" if cols else ""
+
+
+def fmt(x) -> str:
+    return f"{float(x):g}"
+
+
+def budget_clause(p: dict) -> str:
+    budget = p.get("budget", "equal")
+    cols = p.get("_attributes")
+    if cols and p.get("epsilon") is not None:  # the API passes the protected columns
+        return budget_detail(p, list(cols), epsilon_shares(p, list(cols)))
+    if budget == "per-attribute":
+        return (f"ε = {fmt(p['epsilon'])} given whole to each of the m protected attributes, so "
+                "the release as a whole is only (m·ε)-DP, m = number of ε-quasi-identifiers")
+    if budget == "weights":
+        return (f"ε = {fmt(p['epsilon'])} split over the protected attributes in proportion to "
+                "the user weights")
+    return f"ε = {fmt(p['epsilon'])}, split equally over the m protected attributes (ε/m each)"
+
+
+def budget_detail(p: dict, cols: list[str], eps: np.ndarray) -> str:
+    """The budget clause with the actual attributes (the guarantee text without them cannot
+    know m, the number of protected attributes)."""
+    m = len(cols)
+    names = ", ".join(cols)
+    total = fmt(eps.sum())
+    budget = p.get("budget", "equal")
+    if budget == "per-attribute":
+        return (f"ε = {fmt(p['epsilon'])} given whole to each of the {m} protected attributes "
+                f"({names}): the release is ({m}·{fmt(p['epsilon'])} = {total})-DP by "
+                "sequential composition")
+    shares = ", ".join(f"{c}: {fmt(e)}" for c, e in zip(cols, eps))
+    if m == 1:
+        return f"ε = {fmt(p['epsilon'])}, all of it for the one protected attribute {names}"
+    how = "equally" if budget == "equal" else "by the user weights"
+    return (f"ε = {fmt(p['epsilon'])} split {how} over the {m} protected attributes "
+            f"({shares}); total {total} by sequential composition")
+
+
+def dp_sentence(p: dict) -> str:
+    eps = fmt(p["epsilon"])
+    cols = p.get("_attributes")
+    if p.get("budget", "equal") == "per-attribute" and cols:
+        m = len(cols)
+        head = f"({m}·{eps} = {fmt(m * float(p['epsilon']))})-differential privacy"
+        return f"{head} ({budget_clause(p)}; {BOUNDED})"
+    if p.get("budget", "equal") == "per-attribute":
+        head = f"(m·{eps})-differential privacy, i.e. (m·ε)-DP"
+    else:
+        head = f"{eps}-differential privacy"
+    return f"{head} ({budget_clause(p)}; {BOUNDED})"
+
+
+def baseline_sentence(what: str) -> str:
+    return (f"Noise-free baseline ({what} only, ε not set): no differential privacy; for "
+            "comparison, never for release.")
+
+
+def noise_name(p: dict) -> str:
+    return "staircase (optimal)" if p.get("noise") == "staircase" else "Laplace"
+
+
+def is_dp_eps(p: dict) -> bool:
+    return p.get("epsilon") is not None
+
+
+def never_dp(p: dict) -> bool:
+    return False
+
+
+STAIRCASE_VECTOR_NOTE = (
+    "staircase noise is ε-DP for ONE released number of sensitivity Δ; it does not extend to a "
+    "vector of centroids whose changes add up to Δ (each coordinate could cost the full ε), so "
+    "when one record can move up to n_c centroids of an attribute every draw gets "
+    "sensitivity Δ(A_i)/k and budget ε_i/n_c (sequential composition over the clusters)")
+
+
+def staircase_split(kind: str, k: int, nc: int) -> bool:
+    """True when staircase draws must be calibrated per cluster with ε_i/n_c: one record can
+    move several of the n_c released centroids of an attribute (k ≥ 2, n_c ≥ 2)."""
+    return kind == "staircase" and int(k) > 1 and int(nc) > 1
+
+
+# --------------------------------------------------------------------------- run helpers
+
+
+def eps_quasi(job: Job) -> list[str]:
+    return job.columns(Role.EPS_QUASI)
+
+
+def eps_info(job: Job, cols: list[str]) -> tuple[np.ndarray | None, dict]:
+    """The budget split ε_i of ``cols`` (None for the noise-free baseline) and its info."""
+    if job.noise_free:
+        return None, {"epsilon": None, "noise": "none (noise-free baseline)"}
+    eps = job.epsilon_shares(cols)
+    return eps, {"epsilon": float(job.params["epsilon"]), "budget": job.params.get("budget"),
+                 "noise": job.params.get("noise", "laplace"),
+                 "epsilon_per_attribute": {c: float(e) for c, e in zip(cols, eps)},
+                 "epsilon_total_composed": float(eps.sum()),
+                 "budget_detail": budget_detail(job.params, cols, eps)}
+
+
+def frame_with(job: Job, new: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The job's data with the columns in ``new`` replaced (one frame construction: setting
+    columns one by one on a copy costs more than the whole method on small data)."""
+    data = job.data
+    cols = {c: (new[c] if c in new else data[c]) for c in data.columns}
+    return pd.DataFrame(cols, index=data.index, copy=False)
+
+
+def released(job: Job, new: dict[str, np.ndarray], **kw) -> Output:
+    """The Output for a clustered DP release: rows shuffled unless shuffle=False."""
+    data = frame_with(job, new)
+    row_map = None
+    if job.params.get("shuffle", True):
+        row_map = job.rng.permutation(job.n)
+        data = data.iloc[row_map].reset_index(drop=True)
+    return Output(data, row_map=row_map, **kw)
+
+
+def ir_sorted(job: Job, c: str) -> tuple[np.ndarray, np.ndarray]:
+    """Individual-ranking order of one attribute and its sorted values (cached per column;
+    shared by ir-dp, idp-ls, idp-cbls and ir-swap, independent of k)."""
+    key = ("num.ir-order", c)
+    if key not in job.cache:
+        x = job.data[c].to_numpy(dtype=np.float64)
+        order = MA.ir_order(x)
+        job.cache[key] = (order, x[order])
+    return job.cache[key]
+
+
+def chunks(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start positions and sizes of the consecutive chunks of individual ranking (the last
+    chunk takes the remainder: every chunk has k to 2k − 1 records)."""
+    nc = MA.n_clusters_for(n, k)
+    k = max(int(k), 1)
+    starts = np.arange(nc, dtype=np.int64) * k
+    sizes = np.full(nc, k, dtype=np.int64)
+    sizes[-1] = n - starts[-1]
+    return starts, sizes

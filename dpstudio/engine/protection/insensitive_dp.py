@@ -1,0 +1,192 @@
+"""``insensitive-dp``: insensitive microaggregation of all ε-quasi-identifiers jointly, one
+noise draw per cluster and attribute (paper 000, thesis ch. 6; correction in paper 002 §3).
+
+The clustering (deterministic, depends on k but not on ε) is kept in ``job.cache`` so that
+sweeps reuse it for every ε and repetition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpstudio.engine.algorithms import microaggregation as MA
+from dpstudio.engine.algorithms import noise as N
+from dpstudio.engine.errors import ParameterError
+from dpstudio.engine.params import Param
+from dpstudio.engine.protection._common import (BUDGET_PARAM, DROP_MISSING_PARAM, LAYOUT_PARAM,
+                                                NOISE_PARAM, NOT_DP_LABEL, SHUFFLE_PARAM,
+                                                WEIGHTS_PARAM, baseline_sentence, budget_clause,
+                                                dp_sentence, eps_info, eps_quasi, epsilon_param,
+                                                frame_with, k_param, noise_name, order_clause,
+                                                released, separate_tables, staircase_split)
+from dpstudio.engine.registry import MethodSpec
+from dpstudio.engine.roles import Role
+from dpstudio.engine.types import Job, Output
+
+VARIANT_PARAM = Param(
+    "variant", "choice", "multi",
+    "Insensitive microaggregation: 'single' = one total order by distance to one corner of the "
+    "domain box (insensitive MDAV, paper 000); 'multi' = clusters taken in turn around the "
+    "corners of the domain box in Hamming order (thesis Algorithm 6.1), usually more "
+    "homogeneous clusters.",
+    label="clustering", choices=("single", "multi"),
+    choice_labels={"single": "Insensitive MDAV (single order)",
+                   "multi": "Multi-reference (corners in Hamming order)"},
+)
+
+CALIBRATION_PARAM = Param(
+    "calibration", "choice", "rigorous",
+    "Noise calibration. 'rigorous': scale n_c·Δ/(k·ε_i), n_c = ⌊n/k⌋ clusters — changing one "
+    "record can move every centroid (paper 002 §3); this is ε-DP and beats plain Laplace only "
+    "when k² > n. 'as-published': scale Δ/(k·ε_i) as in paper 000 and thesis ch. 6; it "
+    + NOT_DP_LABEL + " and is offered only to reproduce the published figures.",
+    label="calibration", choices=("rigorous", "as-published"),
+    choice_labels={"rigorous": "Rigorous (ε-DP)",
+                   "as-published": "As published (NOT ε-DP)"},
+    warning={"as-published": "As-published calibration " + NOT_DP_LABEL + "."},
+)
+
+REFERENCE_PARAM = Param(
+    "reference", "choice", "lower",
+    "Reference corner of the domain box for the single-order variant: all lower bounds "
+    "(default) or all upper bounds.",
+    label="reference corner", choices=("lower", "upper"),
+    choice_labels={"lower": "Lower bounds", "upper": "Upper bounds"}, advanced=True,
+)
+
+
+def guarantee(p: dict) -> str:
+    k = p.get("k")
+    if p.get("epsilon") is None:
+        return baseline_sentence(f"insensitive microaggregation with k = {k}")
+    if p.get("calibration", "rigorous") == "as-published" and int(k or 1) > 1:
+        return (f"As-published calibration (noise scale Δ(A_i)/(k·ε_i) per cluster, k = {k}, "
+                f"{budget_clause(p)}): this {NOT_DP_LABEL}. Changing one record can move every "
+                "cluster centroid, so the noise is too small by a factor n_c = ⌊n/k⌋. The "
+                "microaggregated values are k-anonymous before noise.")
+    if p.get("calibration", "rigorous") == "as-published":   # k = 1: singletons, plain Laplace
+        return (dp_sentence(p) + "; with k = 1 every record is its own cluster and the "
+                f"as-published calibration is plain {noise_name(p)} noise of scale "
+                "Δ(A_i)/ε_i per record, clamped to the domain.")
+    if p.get("noise") == "staircase" and int(k or 1) > 1:
+        how = ("of sensitivity Δ(A_i)/k and budget ε_i/n_c each (sequential composition over "
+               "the clusters)")
+    else:
+        how = "of scale n_c·Δ(A_i)/(k·ε_i)"
+    return (dp_sentence(p) + f"; insensitive microaggregation with k = {k}, one "
+            f"{noise_name(p)} draw per cluster and attribute {how}, "
+            "n_c = ⌊n/k⌋ (rigorous calibration), clamped to the domain." + order_clause(p))
+
+
+def is_dp(p: dict) -> bool:
+    if p.get("epsilon") is None or not (p.get("shuffle", True) or separate_tables(p)):
+        return False
+    return p.get("calibration", "rigorous") == "rigorous" or int(p.get("k") or 1) <= 1
+
+
+def int_sums(t: np.ndarray, labels: np.ndarray, nc: int) -> np.ndarray:
+    """Exact int64 sums of the grid values per cluster (|sums| < 2⁵³ is checked by
+    :func:`dpstudio.engine.algorithms.noise.make_grid`, so the float bincount is exact)."""
+    return np.rint(np.bincount(labels, weights=t.astype(np.float64), minlength=nc)).astype(np.int64)
+
+
+def insensitive_labels(job: Job, cols: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster labels and centroids of the insensitive clustering (cached)."""
+    variant = job.params.get("variant", "multi")
+    reference = job.params.get("reference", "lower")
+    lb, ub = job.bounds(cols)
+    key = ("num.insensitive", variant, reference if variant == "single" else None, int(k),
+           tuple(cols), tuple(lb.tolist()), tuple(ub.tolist()))
+    if key not in job.cache:
+        X = job.matrix(cols)
+        if variant == "single":
+            labels = MA.insensitive_mdav(X, k, lb, ub, reference)
+        else:
+            if len(cols) > MA.MAX_MULTI_REFERENCE_ATTRIBUTES:
+                raise ParameterError(
+                    f"The multi-reference variant supports at most "
+                    f"{MA.MAX_MULTI_REFERENCE_ATTRIBUTES} protected attributes (got {len(cols)}); "
+                    "use variant='single'.")
+            labels = MA.multi_reference(X, k, lb, ub, check_cancel=job.check_cancel,
+                                        progress=job.progress)
+        nc = int(labels.max()) + 1
+        job.cache[key] = (labels, MA.cluster_means(X, labels, nc))
+    return job.cache[key]
+
+
+def run(job: Job) -> Output:
+    cols = eps_quasi(job)
+    k = int(job.params["k"])
+    labels, cent = insensitive_labels(job, cols, k)
+    nc = cent.shape[0]
+    lb, ub = job.bounds(cols)
+    eps, info = eps_info(job, cols)
+    calibration = job.params.get("calibration", "rigorous")
+    info.update(clusters=nc, n_c=nc, k=k, variant=job.params.get("variant", "multi"),
+                calibration=calibration)
+    warnings: list[str] = []
+    if eps is None:
+        vals = cent[labels]
+        return Output(frame_with(job, {c: vals[:, j] for j, c in enumerate(cols)}), info=info,
+                      protected=cols)
+    kind = job.params.get("noise", "laplace")
+    factor = 1.0 if (calibration == "as-published") else float(nc)
+    if calibration == "as-published" and k > 1:
+        warnings.append("As-published calibration " + NOT_DP_LABEL + ".")
+    if calibration == "rigorous" and k == 1:
+        warnings.append(
+            "With k = 1 the rigorous calibration n_c·Δ/(k·ε) = n·Δ/ε is n times the noise of "
+            "method 'laplace', which gives the same guarantee at k = 1: use 'laplace'.")
+    if calibration == "rigorous" and k > 1 and k * k <= job.n:
+        warnings.append(
+            f"With k = {k} and n = {job.n} (k² ≤ n) the rigorous noise n_c·Δ/(k·ε) is at least as "
+            "large as plain Laplace's Δ/ε: microaggregation does not help here.")
+    new = {}
+    per = {}
+    split = calibration == "rigorous" and staircase_split(kind, k, nc)
+    sizes = np.bincount(labels, minlength=nc)
+    X = job.matrix(cols)
+    for j, c in enumerate(cols):
+        job.check_cancel()
+        delta = ub[j] - lb[j]
+        # noise on the integer cluster SUMS of the grid values t = rint(x/γ) − base (each
+        # record's t lies in [0, span]), released as the sum's mean rounded to the grid:
+        # one record changes one member of a cluster, so |ΔS| ≤ span per cluster
+        g = N.job_grid(job, c)
+        sums = int_sums(g.to_units(X[:, j]), labels, nc)
+        if split:   # staircase: per-cluster sensitivity span (Δ/k as a centroid), ε_i/n_c
+            sens, eps_draw = g.span, float(eps[j]) / nc
+        else:       # Laplace: L1 sensitivity of the n_c sums n_c·span (as-published: span)
+            sens, eps_draw = int(factor) * g.span, float(eps[j])
+        noisy = sums + N.grid_noise(kind, job.rng, sens, eps_draw, nc)
+        new[c] = g.from_units(N.round_half_up_div(noisy, sizes))[labels]
+        per[c] = {"domain_width": float(delta), **N.grid_info(kind, g, sens, eps_draw, k),
+                  "epsilon_per_draw": eps_draw, "noise_on": "cluster sums (grid units)"}
+        job.progress((j + 1) / len(cols))
+    info.update(noise_per_attribute=per, draws_per_attribute=nc)
+    return released(job, new, info=info, protected=cols, warnings=warnings)
+
+
+SPEC = MethodSpec(
+    id="insensitive-dp",
+    name="Insensitive microaggregation + noise",
+    family="differential privacy",
+    description=("Clusters the records on all ε-quasi-identifiers jointly with a clustering whose "
+                 "clusters change by at most one record when one record changes (insensitive "
+                 "microaggregation), replaces values by cluster averages and adds one noise draw "
+                 "per cluster and attribute. With the rigorous calibration it is ε-DP but helps "
+                 "only when k² > n."),
+    paper="paper 000; thesis ch. 6 (004); correction in paper 002 §3",
+    params=(k_param(), epsilon_param(), NOISE_PARAM, BUDGET_PARAM, VARIANT_PARAM,
+            CALIBRATION_PARAM, REFERENCE_PARAM, WEIGHTS_PARAM, DROP_MISSING_PARAM, SHUFFLE_PARAM,
+            LAYOUT_PARAM),
+    protects=(Role.EPS_QUASI,),
+    requires=(Role.EPS_QUASI,),
+    guarantee=guarantee,
+    run=run,
+    is_dp=is_dp,
+    needs_domain=True,
+    uses_k=True,
+    uses_epsilon=True,
+    clusters=True,
+)

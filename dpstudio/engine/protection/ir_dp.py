@@ -1,0 +1,354 @@
+"""Individual ranking + noise, three methods (docs/methods.md §4):
+
+* ``ir-dp`` (DP-UM, paper 002): one noise draw per group of k consecutive values, calibrated
+  to the L1 sensitivity Δ/k of all centroids of an attribute -- ε-DP per attribute;
+* ``idp-ls`` (paper 001 §3.2.1): each group's noise scaled to its local sensitivity;
+* ``idp-cbls`` (paper 001 §3.2.2): extreme values pulled in to their neighbours first, noise
+  from the cluster-based local sensitivity (no domain needed).
+
+The three share the ranking, the cached per-group statistics and the noise on the integer
+group sums (:func:`_run_ranked`); each says what differs -- the bounds it uses, its
+noise-free centroids and its group sums with their sensitivity -- as functions.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from dpstudio.engine.algorithms import microaggregation as MA
+from dpstudio.engine.algorithms import noise as N
+from dpstudio.engine.errors import ParameterError
+from dpstudio.engine.protection._common import (CLUSTERED_DP_PARAMS, STAIRCASE_VECTOR_NOTE,
+                                                baseline_sentence, budget_clause, chunks,
+                                                dp_sentence, eps_info, eps_quasi, fmt, ir_sorted,
+                                                k_param, never_dp, noise_name, order_clause,
+                                                released, scoped_sentence, separate_tables,
+                                                staircase_split)
+from dpstudio.engine.registry import MethodSpec
+from dpstudio.engine.roles import Role
+from dpstudio.engine.types import Job, Output
+
+# --------------------------------------------------------------------------- guarantee texts
+
+IDP_MEANING = ("individual differential privacy: the release is almost as likely when any one "
+               "record of THIS data set is replaced by any other value, which protects every "
+               "actual respondent but, unlike ε-DP, not every possible data set; it is not ε-DP")
+
+JOINT_RANKING_REASON = (
+    "each of the {m} attributes is clustered separately, so released together in records the "
+    "pattern of which clusters a record combines is not hidden by the noise (neighbouring data "
+    "sets can even differ in the number of distinct records released; a gap in paper 002's "
+    "argument)")
+
+JOINT_RANKING_REMEDY = (
+    " For a record-level guarantee choose the release layout 'separate-tables' (each attribute "
+    "in its own independently shuffled one-column table: the guarantee then holds for the whole "
+    "release by sequential composition over the tables), or use insensitive-dp.")
+
+
+def joint_ranking_gap(p: dict) -> bool:
+    """Individual ranking of m >= 2 attributes released together in records with k >= 2
+    (not when each attribute is released in its own independently shuffled table)."""
+    return (len(p.get("_attributes") or ()) >= 2 and int(p.get("k") or 1) >= 2
+            and not separate_tables(p))
+
+
+def _scoped_if_joint(p: dict, what: str, text: str) -> str:
+    if joint_ranking_gap(p):
+        return (scoped_sentence(what, [JOINT_RANKING_REASON.format(m=len(p["_attributes"]))],
+                                text) + JOINT_RANKING_REMEDY)
+    return text
+
+
+def guarantee_ir_dp(p: dict) -> str:
+    k = p.get("k")
+    if p.get("epsilon") is None:
+        return baseline_sentence(f"individual ranking with k = {k}")
+    if p.get("noise") == "staircase" and int(k or 1) > 1:
+        core = (dp_sentence(p) + f"; individual ranking with k = {k}, one staircase draw per "
+                "cluster of sensitivity Δ(A_i)/k and budget ε_i/n_c, n_c = ⌊n/k⌋ (sequential "
+                "composition over the clusters: staircase noise does not take paper 002's L1 "
+                "bound), clamped to the domain.")
+    else:
+        core = (dp_sentence(p) + f"; individual ranking with k = {k}, one {noise_name(p)} draw "
+                "per cluster of scale Δ(A_i)/(k·ε_i) (paper 002 Lemma 1), clamped to the domain.")
+    return _scoped_if_joint(p, "ε-differential privacy", core + order_clause(p))
+
+
+def _idp_sentence(p: dict, how: str) -> str:
+    k = p.get("k")
+    eps = fmt(p["epsilon"])
+    head = (f"(m·{eps})-individual differential privacy" if p.get("budget") == "per-attribute"
+            else f"{eps}-individual differential privacy (ε-iDP)")
+    text = (f"{head} ({budget_clause(p)}): {IDP_MEANING}. Individual ranking with k = {k}; "
+            f"{how}. As in paper 001, the local sensitivity assumes each record stays in its "
+            "cluster; replacing a record can also shift others between clusters, which this "
+            "calibration does not bound (our neighbour tests found changes up to 1.4× LS for "
+            "iDP-LS and more for iDP-CBLS)." + order_clause(p))
+    return _scoped_if_joint(p, "individual differential privacy", text)
+
+
+def guarantee_idp_ls(p: dict) -> str:
+    if p.get("epsilon") is None:
+        return baseline_sentence(f"individual ranking with k = {p.get('k')}")
+    return _idp_sentence(p, f"{noise_name(p)} noise of scale LS(C)/ε_i per cluster, "
+                            "LS(C) = max(ub − min C, max C − lb)/|C|, clamped to the domain")
+
+
+def guarantee_idp_cbls(p: dict) -> str:
+    if p.get("epsilon") is None:
+        return baseline_sentence(
+            f"individual ranking with k = {p.get('k')} and extreme-value pre-processing")
+    return _idp_sentence(p, "each cluster's smallest and largest values are replaced by their "
+                            f"neighbours, then {noise_name(p)} noise of scale LS(C)/ε_i from "
+                            "the cluster-based local sensitivity (paper 001 Prop. 3)")
+
+
+def is_dp_ir(p: dict) -> bool:
+    """ε-DP of the whole release: each attribute's column is ε_i-DP (paper 002 Lemma 1, with
+    the rows shuffled), but with two or more attributes clustered separately the pattern of
+    which clusters a record combines is deterministic in the data (neighbouring data sets can
+    give different numbers of distinct released records), so the record-level release is not
+    ε-DP; see ``JOINT_RANKING_REASON``.  With ``layout='separate-tables'`` every attribute is
+    its own independently shuffled table: ε-DP by sequential composition."""
+    return (p.get("epsilon") is not None and bool(p.get("shuffle", True) or separate_tables(p))
+            and not joint_ranking_gap(p))
+
+
+# --------------------------------------------------------------------------- shared run
+
+
+def _ir_stats(job: Job, cols: list[str], k: int) -> list[dict]:
+    """Per attribute: order, sorted values, chunk starts/sizes, sums, min, max (cached)."""
+    starts, sizes = chunks(job.n, k)
+    out = []
+    for c in cols:
+        order, xs = ir_sorted(job, c)
+        key = ("num.ir-stats", int(k), c)
+        if key not in job.cache:
+            job.cache[key] = {
+                "sum": np.add.reduceat(xs, starts),
+                "min": xs[starts],
+                "max": xs[starts + sizes - 1],
+            }
+        st = dict(job.cache[key])
+        st.update(order=order, xs=xs, starts=starts, sizes=sizes)
+        out.append(st)
+    return out
+
+
+def _spread(values_per_cluster: np.ndarray, sizes: np.ndarray, order: np.ndarray, n: int) -> np.ndarray:
+    """Give every record of a sorted-order chunk its cluster's value."""
+    vals = np.asarray(values_per_cluster)
+    out = np.empty(n, dtype=vals.dtype if vals.dtype.kind in "iu" else np.float64)
+    out[order] = np.repeat(vals, sizes)
+    return out
+
+
+def _domain_bounds(job: Job, cols: list[str]) -> dict:
+    """The declared domain of every column (ir-dp, idp-ls: required)."""
+    lb, ub = job.bounds(cols)
+    return {c: (lb[j], ub[j]) for j, c in enumerate(cols)}
+
+
+def _declared_bounds(job: Job, cols: list[str]) -> dict:
+    """The declared domains, where given (idp-cbls: optional, used for clamping only)."""
+    return {c: job.domains[c] for c in cols if c in job.domains}
+
+
+def _mean_centroids(st: dict) -> np.ndarray:
+    return st["sum"] / st["sizes"].astype(np.float64)
+
+
+def _plain_sums(ts: np.ndarray, s0: np.ndarray, sz: np.ndarray) -> np.ndarray:
+    return np.add.reduceat(ts, s0)
+
+
+SumsFn = Callable[[np.ndarray, np.ndarray, np.ndarray, "N.Grid"], tuple]
+
+
+def _run_ranked(job: Job, *, bounds: Callable[[Job, list[str]], dict],
+                centroids: Callable[[dict], np.ndarray], grid_sums: SumsFn,
+                global_sensitivity: bool) -> Output:
+    """Individual ranking of every ε-quasi, then noise on each group's integer grid sum.
+
+    ``centroids(stats)``: the noise-free group values; ``grid_sums(t, starts, sizes, grid)``:
+    the integer group sums of the grid values and their sensitivity (grid units, scalar or
+    per group).  ``global_sensitivity``: the sensitivity bounds all groups of an attribute
+    together (ir-dp, paper 002 Lemma 1), so staircase noise must split ε_i over the groups."""
+    cols = eps_quasi(job)
+    k = int(job.params["k"])
+    n = job.n
+    stats = _ir_stats(job, cols, k)
+    eps, info = eps_info(job, cols)
+    nc = MA.n_clusters_for(n, k)
+    info.update(clusters_per_attribute=nc, k=k)
+    kind = job.params.get("noise", "laplace")
+    split = global_sensitivity and staircase_split(kind, k, nc)
+    bnds = bounds(job, cols)
+    new = {}
+    per = {}
+    for j, c in enumerate(cols):
+        job.check_cancel()
+        st = stats[j]
+        if eps is None:
+            vals = centroids(st)
+            per[c] = {}
+        else:
+            eps_draw = float(eps[j])
+            if split:
+                eps_draw /= nc   # staircase: sensitivity Δ/k per centroid, ε_i/n_c per draw
+            # the calibration on the integer cluster SUMS of the grid values
+            # t = rint(x/γ) − base (rint is monotone: the ranking, Lemma 1 and the local
+            # sensitivities carry over to t), released as the sum's mean rounded to the grid
+            g = N.job_grid(job, c)
+            if g.span is None and st["xs"].size and (
+                    float(np.abs(st["xs"]).max()) / g.gamma * n >= 2.0 ** 53):
+                raise ParameterError(
+                    f"Precision {g.gamma:g} of column {c!r} is too fine for its values (sums "
+                    "would overflow exact integer arithmetic); choose a coarser precision.")
+            ts = g.to_units(st["xs"])
+            sz = st["sizes"]
+            tsum, sens_u = grid_sums(ts, st["starts"], sz, g)
+            noisy = tsum + N.grid_noise(kind, job.rng, sens_u, eps_draw, nc)
+            vals = g.from_units(N.round_half_up_div(noisy, sz))
+            per[c] = N.grid_info(kind, g, sens_u, eps_draw, k if global_sensitivity else sz)
+            per[c]["noise_on"] = "cluster sums (grid units)"
+            per[c]["epsilon_per_draw"] = eps_draw
+            if c in bnds:
+                per[c]["domain_width"] = float(bnds[c][1] - bnds[c][0])
+            per[c]["clamped"] = c in bnds
+        new[c] = _spread(vals, st["sizes"], st["order"], n)
+        job.progress((j + 1) / len(cols))
+    warnings: list[str] = []
+    if eps is not None:
+        info.update(noise_per_attribute=per, draws_per_attribute=nc)
+        if split:
+            warnings.append(
+                f"Staircase noise with individual ranking: {STAIRCASE_VECTOR_NOTE}. Here that is "
+                f"ε_i/{nc} per draw, far more noise than Laplace (which needs no split): use "
+                "noise='laplace'.")
+    return released(job, new, info=info, protected=cols, warnings=warnings)
+
+
+# --------------------------------------------------------------------------- ir-dp
+
+
+def _ir_dp_sums(ts, s0, sz, g):
+    """L1 change of all sums ≤ span (paper 002 Lemma 1): one draw per group of that scale."""
+    return _plain_sums(ts, s0, sz), g.span
+
+
+def run_ir_dp(job: Job) -> Output:
+    return _run_ranked(job, bounds=_domain_bounds, centroids=_mean_centroids,
+                       grid_sums=_ir_dp_sums, global_sensitivity=True)
+
+
+# --------------------------------------------------------------------------- idp-ls
+
+
+def _local_sums(ts, s0, sz, g):
+    """LS(C) = max(ub − min C, max C − lb)/|C| as a change of the group sum, in grid units."""
+    return _plain_sums(ts, s0, sz), np.maximum(g.span - ts[s0], ts[s0 + sz - 1])
+
+
+def run_idp_ls(job: Job) -> Output:
+    return _run_ranked(job, bounds=_domain_bounds, centroids=_mean_centroids,
+                       grid_sums=_local_sums, global_sensitivity=False)
+
+
+# --------------------------------------------------------------------------- idp-cbls
+
+
+def _cbls_centroids(st: dict) -> np.ndarray:
+    """Group means with the smallest and largest value replaced by their neighbours."""
+    xs, s0 = st["xs"], st["starts"]
+    e = s0 + st["sizes"]
+    x1, x2 = xs[s0], xs[s0 + 1]
+    xc, xc1 = xs[e - 1], xs[e - 2]
+    return (st["sum"] - x1 + x2 - xc + xc1) / st["sizes"].astype(np.float64)
+
+
+def _cbls_sums(ts, s0, sz, g):
+    """The pulled-in group sums and their cluster-based local sensitivity (paper 001 Prop. 3)."""
+    e_ = s0 + sz
+    t1, t2, t3 = ts[s0], ts[s0 + 1], ts[s0 + 2]
+    tc, tc1, tc2 = ts[e_ - 1], ts[e_ - 2], ts[e_ - 3]
+    tsum = _plain_sums(ts, s0, sz) - t1 + t2 - tc + tc1
+    sens_u = np.maximum((tc - t2) + (t3 - t2) + (tc - tc1), (tc1 - t1) + (tc1 - tc2) + (t2 - t1))
+    return tsum, sens_u
+
+
+def run_idp_cbls(job: Job) -> Output:
+    return _run_ranked(job, bounds=_declared_bounds, centroids=_cbls_centroids,
+                       grid_sums=_cbls_sums, global_sensitivity=False)
+
+
+# --------------------------------------------------------------------------- specs
+
+IR_DP = MethodSpec(
+    id="ir-dp",
+    name="Individual ranking + noise (DP-UM)",
+    family="differential privacy",
+    description=("For each ε-quasi-identifier separately: sorts the values, forms groups of k "
+                 "consecutive values, replaces them by the group average and adds ONE noise draw "
+                 "per group (k times less noise than plain Laplace)."),
+    paper="paper 002; paper 001 §3.1",
+    params=(k_param(),) + CLUSTERED_DP_PARAMS,
+    protects=(Role.EPS_QUASI,),
+    requires=(Role.EPS_QUASI,),
+    guarantee=guarantee_ir_dp,
+    run=run_ir_dp,
+    is_dp=is_dp_ir,
+    needs_domain=True,
+    uses_k=True,
+    uses_epsilon=True,
+    clusters=True,
+    recommended=True,
+)
+
+IDP_LS = MethodSpec(
+    id="idp-ls",
+    name="Individual DP: individual ranking + local sensitivity (iDP-LS)",
+    family="individual differential privacy",
+    description=("As individual ranking + noise, but each group's noise is scaled to how much "
+                 "its average could change if one of ITS records were replaced (local "
+                 "sensitivity). Less noise; the guarantee is individual DP, weaker than ε-DP."),
+    paper="paper 001 §3.2.1",
+    params=(k_param(),) + CLUSTERED_DP_PARAMS,
+    protects=(Role.EPS_QUASI,),
+    requires=(Role.EPS_QUASI,),
+    guarantee=guarantee_idp_ls,
+    run=run_idp_ls,
+    is_dp=never_dp,
+    needs_domain=True,
+    uses_k=True,
+    uses_epsilon=True,
+    clusters=True,
+)
+
+IDP_CBLS = MethodSpec(
+    id="idp-cbls",
+    name="Individual DP: cluster-based local sensitivity (iDP-CBLS)",
+    family="individual differential privacy",
+    description=("Individual ranking groups; inside each group the smallest and largest values "
+                 "are pulled in to their neighbours before averaging, so the noise depends only "
+                 "on the spread inside the group (no domain needed). Individual DP, weaker than "
+                 "ε-DP. Needs k ≥ 3."),
+    paper="paper 001 §3.2.2, Prop. 3",
+    params=(k_param(minimum=3),) + CLUSTERED_DP_PARAMS,
+    protects=(Role.EPS_QUASI,),
+    requires=(Role.EPS_QUASI,),
+    guarantee=guarantee_idp_cbls,
+    run=run_idp_cbls,
+    is_dp=never_dp,
+    needs_domain=False,
+    uses_k=True,
+    uses_epsilon=True,
+    min_k=3,
+    clusters=True,
+)
+
+SPECS = (IR_DP, IDP_LS, IDP_CBLS)

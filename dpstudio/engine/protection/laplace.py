@@ -1,0 +1,67 @@
+"""``laplace``: plain Laplace (or staircase) noise on every value of the ε-quasi-identifiers,
+no microaggregation -- the k = 1 baseline of the clustered DP methods (docs/methods.md §4).
+
+The worked example of docs/ARCHITECTURE.md: a method is its guarantee sentence, its run
+function and its :class:`~dpstudio.engine.registry.MethodSpec`, in one file.
+"""
+
+from __future__ import annotations
+
+from dpstudio.engine.algorithms import noise as N
+from dpstudio.engine.protection._common import (DP_PARAMS, baseline_sentence, dp_sentence,
+                                                eps_info, eps_quasi, frame_with, is_dp_eps,
+                                                noise_name)
+from dpstudio.engine.registry import MethodSpec
+from dpstudio.engine.roles import Role
+from dpstudio.engine.types import Job, Output
+
+
+def guarantee(p: dict) -> str:
+    if p.get("epsilon") is None:
+        return baseline_sentence("original values")
+    return (dp_sentence(p) + f"; {noise_name(p)} noise of scale Δ(A_i)/ε_i added to every "
+            "value, clamped to the domain.")
+
+
+def run(job: Job) -> Output:
+    cols = eps_quasi(job)
+    eps, info = eps_info(job, cols)
+    if eps is None:
+        return Output(job.data.copy(), info=info, protected=cols,
+                      warnings=["No ε given: the original values are returned (baseline)."])
+    X = job.matrix(cols)
+    lb, ub = job.bounds(cols)
+    kind = job.params.get("noise", "laplace")
+    new = {}
+    per = {}
+    for j, c in enumerate(cols):
+        job.check_cancel()
+        delta = ub[j] - lb[j]
+        g = N.job_grid(job, c)   # exact integer noise on the grid γ (issue 8 §3)
+        t = g.to_units(X[:, j])
+        t += N.grid_noise(kind, job.rng, g.span, eps[j], job.n)
+        new[c] = g.from_units(t)
+        per[c] = {"domain_width": float(delta), **N.grid_info(kind, g, g.span, float(eps[j]))}
+        job.progress((j + 1) / len(cols))
+    info.update(noise_per_attribute=per, draws_per_attribute=job.n)
+    return Output(frame_with(job, new), info=info, protected=cols)
+
+
+SPEC = MethodSpec(
+    id="laplace",
+    name="Plain Laplace noise (no microaggregation)",
+    family="differential privacy",
+    description=("Adds random noise to every value of the ε-quasi-identifiers, calibrated to the "
+                 "width of each attribute's declared domain, and clamps the result to the "
+                 "domain. The k = 1 baseline of the microaggregation-based methods."),
+    paper="papers 000, 002",
+    params=DP_PARAMS,
+    protects=(Role.EPS_QUASI,),
+    requires=(Role.EPS_QUASI,),
+    guarantee=guarantee,
+    run=run,
+    is_dp=is_dp_eps,
+    needs_domain=True,
+    uses_k=False,
+    uses_epsilon=True,
+)

@@ -1,0 +1,67 @@
+"""``mdav-swap``: probabilistic k-anonymity -- MDAV clusters of the k-quasi-identifiers, their
+values permuted jointly at random inside each cluster (docs/methods.md §4)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpstudio.engine.protection._common import DROP_MISSING_PARAM, named, k_param, never_dp
+from dpstudio.engine.protection.mdav import DISTANCE_PARAM, mdav_labels
+from dpstudio.engine.registry import MethodSpec
+from dpstudio.engine.roles import Role
+from dpstudio.engine.types import Job, Output
+
+
+def guarantee(p: dict) -> str:
+    return (f"Probabilistic k-anonymity with k = {p.get('k')} on the k-quasi-identifiers{named(p)}: the "
+            "released k-quasi values are the original ones, permuted jointly at random inside "
+            "MDAV clusters of at least k records, so linking a record to its respondent succeeds "
+            "with probability at most 1/k. Not differential privacy.")
+
+
+def permute_within(rng: np.random.Generator, labels: np.ndarray) -> np.ndarray:
+    """src such that record i receives the values of record src[i]; a uniformly random
+    permutation inside each cluster."""
+    n = labels.size
+    base = np.argsort(labels, kind="stable")
+    shuffled = np.lexsort((rng.random(n), labels))
+    src = np.empty(n, dtype=np.int64)
+    src[base] = shuffled
+    return src
+
+
+def run(job: Job) -> Output:
+    cols = job.columns(Role.K_QUASI)
+    k = int(job.params["k"])
+    labels = mdav_labels(job, cols, k)
+    src = permute_within(job.rng, labels)
+    df = job.data.copy()
+    for c in cols:
+        df[c] = job.data[c].to_numpy()[src]  # keep the column's dtype (original values)
+    nc = int(labels.max()) + 1
+    job.progress(1.0)
+    return Output(df, info={"clusters": nc, "k": k,
+                            "records_moved": int(np.count_nonzero(src != np.arange(job.n)))},
+                  protected=cols)
+
+
+SPEC = MethodSpec(
+    id="mdav-swap",
+    name="Probabilistic k-anonymity: MDAV + swap",
+    family="probabilistic k-anonymity",
+    description=("Forms MDAV clusters of at least k records on the k-quasi-identifiers and "
+                 "shuffles their k-quasi values (jointly) among the records of each cluster. "
+                 "Values stay real and means/variances are preserved exactly, but which record "
+                 "they belong to is uncertain (at most 1/k chance of a correct link)."),
+    paper="thesis §3.3.1 (004)",
+    params=(k_param(), DISTANCE_PARAM, DROP_MISSING_PARAM),
+    protects=(Role.K_QUASI,),
+    requires=(Role.K_QUASI,),
+    guarantee=guarantee,
+    run=run,
+    is_dp=never_dp,
+    needs_domain=False,
+    uses_k=True,
+    uses_epsilon=False,
+    clusters=True,
+)
