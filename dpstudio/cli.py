@@ -218,6 +218,21 @@ def _read(path: str, args=None):
     return read_table(path, **kw)
 
 
+def _seed_arg(text: str) -> int:
+    """``--seed``: a whole number of any width, decimal or 0x-hex (argparse type)."""
+    from dpstudio.engine.errors import DPStudioError
+    from dpstudio.engine.rng import parse_seed
+
+    try:
+        return parse_seed(text, "--seed")
+    except DPStudioError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--seed: ")) from None
+
+
+_SEED_HELP = ("secret random seed, decimal or 0x-hex, any width (default: 128 bits of fresh OS "
+              "entropy); only to reproduce a run. Never written to any file; keep it secret")
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
         if math.isnan(v):
@@ -468,7 +483,7 @@ def _add_method_opts(p, sweep: bool = False) -> None:
                    help="attribute role: identifier, k-quasi, eps-quasi, confidential, other (repeatable)")
     p.add_argument("--domain", action="append", metavar="COL=LB:UB",
                    help="declared domain of a numeric attribute (repeatable)")
-    p.add_argument("--seed", type=int, help="random seed (keep it secret; never written to the release)")
+    p.add_argument("--seed", type=_seed_arg, help=_SEED_HELP)
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="any method parameter, e.g. budget=per-attribute (repeatable)")
     p.add_argument("--hierarchy", action="append", metavar="COL=FILE",
@@ -526,7 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run ir-dp on the bundled Census sample")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--epsilon", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed_arg, default=None, help=_SEED_HELP)
     p.set_defaults(func=cmd_demo)
     return parser
 
@@ -541,6 +556,11 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "command", None):
             parser.print_usage(sys.stderr)
             return 2
+        if getattr(args, "seed", None) is not None:
+            from dpstudio.engine.rng import seed_warning
+
+            if seed_warning(args.seed):  # never echo the seed itself
+                _warn("--seed: " + seed_warning(args.seed))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
