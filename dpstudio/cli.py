@@ -8,7 +8,7 @@ Examples::
 
     dpstudio methods
     dpstudio protect census.csv out.csv --method ir-dp --k 10 --epsilon 1 \\
-        --role FICA=eps-quasi --domain FICA=0:7500 --seed 42 --report out.html
+        --role FICA=eps-quasi --domain FICA=0:7500 --report out.html
     dpstudio evaluate census.csv out.csv --attributes FICA --json
     dpstudio sweep census.csv --method ir-dp --role FICA=eps-quasi --domain FICA=0:7500 \\
         --k 2:20 --epsilon 0.1,1,10 --repeats 10 --out sweep.csv

@@ -21,6 +21,15 @@ QUASI = ["FICA", "FEDTAX", "INTVAL", "POTHVAL"]
 PINNED = 0x5EED_C0DE_0BAD_F00D_1234_5678_9ABC_DEF1  # full width
 
 
+@pytest.fixture(autouse=True)
+def _no_close_question(monkeypatch):
+    """A failing assertion must not leave a modal "Save project?" question at teardown."""
+    from PySide6.QtWidgets import QMessageBox
+
+    monkeypatch.setattr(QMessageBox, "question",
+                        lambda *a, **k: QMessageBox.StandardButton.Discard)
+
+
 def _new_window(qtbot):
     from dpstudio.app.main_window import MainWindow
 
@@ -226,7 +235,6 @@ def test_seed_only_in_owner_only_private_files(qtbot, window, tmp_path, _config_
     assert win.save_project_to(str(proj))
     win.state.mark_dirty(True)
     win.autosave()
-    win.state.mark_dirty(False)  # (no "Save project?" question when the test closes it)
     win.save_ui()
     rec = app_settings.recovery_path()
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
