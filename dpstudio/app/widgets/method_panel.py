@@ -19,9 +19,8 @@ from dpstudio.engine.rng import format_seed, parse_seed, seed_warning
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 
-SEED_EXPLANATION = ("Keep the seed secret: with it anyone regenerates the noise and the "
-                    "shuffle and removes them. It is stored only in the private project file; "
-                    "pin one only to reproduce a release, and never reuse it for another.")
+SEED_EXPLANATION = ("Keep the seed secret: with it anyone removes the noise. It is stored "
+                    "only in the private project file.")
 
 
 class SeedEdit(QLineEdit):
@@ -35,7 +34,8 @@ class SeedEdit(QLineEdit):
         self.setPlaceholderText("0x… (hex) or decimal")
         self.setToolTip("Random seed (secret): the same seed, data and settings give the same "
                         "release. Hex (0x…) or decimal, any width; 128 random bits by default. "
-                        + SEED_EXPLANATION)
+                        + SEED_EXPLANATION + " Never reuse a pinned seed for another "
+                        "release.")
 
     def value(self) -> int | None:
         """The seed typed in, or None when the text is not a seed."""
