@@ -8,7 +8,7 @@ Examples::
 
     dpstudio methods
     dpstudio protect census.csv out.csv --method ir-dp --k 10 --epsilon 1 \\
-        --role FICA=eps-quasi --domain FICA=0:7500 --seed 42 --report out.html
+        --role FICA=eps-quasi --domain FICA=0:7500 --report out.html
     dpstudio evaluate census.csv out.csv --attributes FICA --json
     dpstudio sweep census.csv --method ir-dp --role FICA=eps-quasi --domain FICA=0:7500 \\
         --k 2:20 --epsilon 0.1,1,10 --repeats 10 --out sweep.csv
@@ -207,6 +207,21 @@ def _read(path: str, args=None):
         if kw["sep"] == "\\t":
             kw["sep"] = "\t"
     return read_table(path, **kw)
+
+
+def _seed_arg(text: str) -> int:
+    """``--seed``: a whole number of any width, decimal or 0x-hex (argparse type)."""
+    from dpstudio.engine.errors import DPStudioError
+    from dpstudio.engine.random import parse_seed
+
+    try:
+        return parse_seed(text, "--seed")
+    except DPStudioError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--seed: ")) from None
+
+
+_SEED_HELP = ("secret random seed, decimal or 0x-hex, any width (default: 128 bits of fresh OS "
+              "entropy); only to reproduce a run. Never written to any file; keep it secret")
 
 
 def _fmt(v: Any) -> str:
@@ -614,7 +629,7 @@ def _add_method_opts(p, sweep: bool = False) -> None:
                    help="output precision (grid) of a noisy numeric attribute, e.g. FICA=1 or "
                         "INCOME=0.01; noise is drawn exactly on that grid (repeatable; default 1 "
                         "for integer columns, else about a millionth of the declared domain)")
-    p.add_argument("--seed", type=int, help="random seed (keep it secret; never written to the release)")
+    p.add_argument("--seed", type=_seed_arg, help=_SEED_HELP)
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="any method parameter, e.g. budget=per-attribute (repeatable)")
     p.add_argument("--hierarchy", action="append", metavar="COL=FILE",
@@ -744,7 +759,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run ir-dp on the bundled Census sample")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--epsilon", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed_arg, default=None, help=_SEED_HELP)
     p.set_defaults(func=cmd_demo)
     return parser
 
@@ -759,6 +774,11 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "command", None):
             parser.print_usage(sys.stderr)
             return 2
+        if getattr(args, "seed", None) is not None:
+            from dpstudio.engine.random import seed_warning
+
+            if seed_warning(args.seed):  # never echo the seed itself
+                _warn("--seed: " + seed_warning(args.seed))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:

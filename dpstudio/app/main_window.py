@@ -354,6 +354,10 @@ class MainWindow(QMainWindow):
         if not self.method_panel.current_method():
             show_error(self, "Choose a method first.")
             return False
+        err = self.method_panel.seed_error()
+        if err:
+            show_error(self, err + " Correct the seed or press New next to it.")
+            return False
         return True
 
     def run_sweep(self) -> bool:
@@ -657,7 +661,15 @@ class MainWindow(QMainWindow):
             show_error(self, f"The project uses method {method!r}, which this version of "
                              "dpstudio does not have.")
         self.method_panel.set_values(data.get("params") or {})
-        st.set_seed(int(data.get("seed", 0)))
+        seed = data.get("seed")  # an int after project.migrate (None: not in the file)
+        if seed is None:
+            st.new_seed()
+        else:
+            st.set_seed(seed)
+        note = project.seed_note(st.recipe.seed)
+        self.method_panel.set_seed_note(note)
+        if note:
+            self.task_label.setText("⚠ " + note)
         sw = data.get("sweep") or {}
         ep = self.explore_panel
         if sw.get("ks"):

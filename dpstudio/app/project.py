@@ -3,6 +3,10 @@
 JSON with ``schema_version``: input file (and how it was read), roles, domains, hierarchies,
 method, parameters, seed and the sweep settings.  It contains the seed, so it is written with
 owner-only permissions and must not be published (the export writes only public metadata).
+
+Schema 2 stores the seed as hex text (``"0x…"``, 128 bits by default): JSON readers that map
+numbers to doubles would otherwise lose its low bits.  Schema-1 files (an int seed, 31 bits at
+most, often the old default 0) still load; :func:`seed_note` says when their seed is weak.
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from dpstudio import __version__, engine
+from dpstudio.engine.random import format_seed, parse_seed, seed_warning
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SUFFIX = ".dpsproj"
 
 
@@ -35,7 +40,7 @@ def to_dict(state, sweep: dict | None = None) -> dict:
         "hierarchies": hier,
         "method": state.recipe.method,
         "params": _jsonable(state.recipe.params),
-        "seed": int(state.recipe.seed),
+        "seed": format_seed(state.recipe.seed),
         "sweep": dict(sweep or {}),
     }
 
@@ -45,6 +50,10 @@ def save(path: str | os.PathLike, data: dict) -> None:
     p = Path(path)
     tmp = p.with_name(p.name + ".part")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:  # a stale .part left with other permissions: owner-only before the seed is written
+        os.fchmod(fd, 0o600)
+    except (OSError, AttributeError):  # pragma: no cover - e.g. Windows
+        pass
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=2, ensure_ascii=False)
     os.replace(tmp, p)
@@ -72,10 +81,30 @@ def migrate(data: dict) -> dict:
     data.setdefault("input", {"path": None, "read_options": {}})
     for key, default in (("roles", {}), ("types", {}), ("domains", {}), ("hierarchies", {}),
                          ("params", {}),
-                         ("seed", 0), ("sweep", {}), ("method", None)):
+                         ("sweep", {}), ("method", None)):
         data.setdefault(key, default)
+    # seed: hex text (schema 2) or an int (schema 1); missing -> None (the app draws a fresh one)
+    seed = data.get("seed")
+    if seed is not None:
+        try:
+            data["seed"] = parse_seed(seed, "seed of the project")
+        except engine.DPStudioError as exc:
+            raise engine.InputError(f"{exc} Correct the project file or remove its seed.") from None
+    else:
+        data["seed"] = None
     data["schema_version"] = SCHEMA_VERSION
     return data
+
+
+def seed_note(seed: int | None) -> str:
+    """A warning for a loaded project's weak seed ('' when it is strong or absent)."""
+    if seed is None:
+        return ""
+    if int(seed) == 0:
+        return ("This project uses seed 0 (the default of earlier versions): anyone can "
+                "regenerate its noise. Press New next to the seed before protecting.")
+    w = seed_warning(seed)
+    return (f"This project's seed is weak: {w} Press New next to the seed.") if w else ""
 
 
 def _jsonable(v: Any) -> Any:

@@ -1,7 +1,9 @@
 """UI preferences in QSettings (window geometry, splitters, recent files, last folder).
 
 Never the recipe (roles, method, parameters, seed): that lives in the private project file.
-``DPSTUDIO_CONFIG_DIR`` relocates the settings and the recovery file (used by the tests).
+The crash-recovery autosave (which holds the seed) lives in the user's private config folder
+(owner-only 0700; the file itself 0600).  ``DPSTUDIO_CONFIG_DIR`` relocates the settings and
+the recovery file (used by the tests).
 """
 
 from __future__ import annotations
@@ -21,7 +23,12 @@ def config_dir() -> Path:
     else:
         base = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppConfigLocation)
         p = Path(base or Path.home() / ".config") / "dpstudio"
-    p.mkdir(parents=True, exist_ok=True)
+    p.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not env:  # our own folder: owner-only (a folder named by the user is left as it is)
+        try:
+            os.chmod(p, 0o700)
+        except OSError:  # pragma: no cover - e.g. some network drives
+            pass
     return p
 
 

@@ -10,6 +10,7 @@ import pandas as pd
 from PySide6.QtCore import QObject, Signal
 
 from dpstudio.app.compute import ColumnStats, column_stats  # noqa: F401 (re-export)
+from dpstudio.engine.random import fresh_seed
 
 ROLE_VALUES = ("identifier", "k-quasi", "eps-quasi", "confidential", "other")
 
@@ -20,14 +21,16 @@ class Recipe:
 
     method: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
-    seed: int = 0
+    seed: int = field(default_factory=fresh_seed)
+    """Secret: 128 bits of OS entropy for every new session and every new data file, unless
+    the user pins one.  Only ever written to the owner-only project / recovery file."""
 
 
 class AppState(QObject):
     """Data, roles, domains, hierarchies, recipe and the last result."""
 
     sig_data_changed = Signal()
-    """A new table was loaded (or cleared)."""
+    """A new table was loaded (or cleared); the seed is then a fresh one."""
     sig_roles_changed = Signal()
     """Roles, domains or hierarchies changed."""
     sig_recipe_changed = Signal()
@@ -78,6 +81,9 @@ class AppState(QObject):
         self.hierarchy_sources = {}
         self.types = {}
         self.sweep_points = []
+        # a new data file is a new project: a fresh secret seed (a project being opened sets
+        # its own seed after loading)
+        self.recipe.seed = fresh_seed()
         self._clear_result()
         self.sig_data_changed.emit()
         self.sig_roles_changed.emit()
@@ -172,11 +178,19 @@ class AppState(QObject):
         self.mark_dirty()
 
     def set_seed(self, seed: int) -> None:
+        from dpstudio.engine.random import parse_seed
+
+        seed = parse_seed(seed)  # any width; negative or non-integer refused
         if seed == self.recipe.seed:
             return
-        self.recipe.seed = int(seed)
+        self.recipe.seed = seed
         self.sig_recipe_changed.emit()
         self.mark_dirty()
+
+    def new_seed(self) -> int:
+        """Draw a fresh seed from OS entropy (the app's "New" button)."""
+        self.set_seed(fresh_seed())
+        return self.recipe.seed
 
     def set_result(self, result: Any, evaluation: dict | None, recipe: dict | None) -> None:
         self.result = result

@@ -83,7 +83,7 @@ def test_project_roundtrip_private(tmp_path):
     assert stat.S_IMODE(os.stat(p).st_mode) == 0o600
     d = project.load(p)
     assert d["schema_version"] == project.SCHEMA_VERSION
-    assert d["roles"] == {"a": "eps-quasi"} and d["seed"] == 123
+    assert d["roles"] == {"a": "eps-quasi"} and d["seed"] == 123  # migrated back to an int
     assert d["params"] == {"k": 5, "epsilon": 1.0}
     assert d["domains"] == {"a": [0.0, 10.0]}
     (tmp_path / "bad.dpsproj").write_text("{not json")

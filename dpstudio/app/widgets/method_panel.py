@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import random
 import sys
 from typing import Any
 
@@ -16,6 +15,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout
 from dpstudio import engine
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner, LogSlider
+from dpstudio.engine.random import format_seed, parse_seed, seed_warning
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 
@@ -25,6 +25,34 @@ REMEDY_TEXT = ("The records are not ε-DP as released. Remedies: give the other 
 REMEDY_LAYOUT = (", or set 'release layout' to 'Separate table per attribute' (each protected "
                  "attribute in its own independently shuffled table: ε-DP by sequential "
                  "composition; the other columns are then not released).")
+
+SEED_EXPLANATION = ("Keep the seed secret: with it anyone removes the noise. It is stored "
+                    "only in the private project file.")
+
+
+class SeedEdit(QLineEdit):
+    """The secret seed of any width, as ``0x…`` hex or decimal text (a QSpinBox holds only
+    31 bits).  Hidden like a password unless "Show" is on."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("seed")
+        self.setEchoMode(QLineEdit.EchoMode.Password)
+        self.setPlaceholderText("0x… (hex) or decimal")
+        self.setToolTip("Random seed (secret): the same seed, data and settings give the same "
+                        "release. Hex (0x…) or decimal, any width; 128 random bits by default. "
+                        + SEED_EXPLANATION + " Never reuse a pinned seed for another "
+                        "release.")
+
+    def value(self) -> int | None:
+        """The seed typed in, or None when the text is not a seed."""
+        try:
+            return parse_seed(self.text())
+        except engine.DPStudioError:
+            return None
+
+    def setValue(self, seed: int) -> None:  # noqa: N802 - Qt naming, as QSpinBox
+        self.setText(format_seed(parse_seed(seed)))
 
 
 def list_methods() -> list[dict]:
@@ -256,22 +284,7 @@ class MethodPanel(QWidget):
         self.adv_form = QFormLayout(self.adv_box)
         self.adv_box.hide()
         lay.addWidget(self.adv_box)
-        seed_row = QHBoxLayout()
-        self.seed = QSpinBox()
-        self.seed.setObjectName("seed")
-        self.seed.setRange(0, 2**31 - 1)
-        self.seed.setToolTip("Random seed: the same seed, data and settings give the same "
-                             "release. It is PRIVATE: kept in the project file, never written "
-                             "to the released file or its metadata (with it the noise could be "
-                             "removed).")
-        self.seed.valueChanged.connect(self._on_seed_changed)
-        new_seed = QPushButton("New")
-        new_seed.setToolTip("Draw a new random seed.")
-        new_seed.clicked.connect(lambda: self.seed.setValue(random.SystemRandom().randrange(2**31 - 1)))
-        seed_row.addWidget(QLabel("Seed (private):"))
-        seed_row.addWidget(self.seed, 1)
-        seed_row.addWidget(new_seed)
-        lay.addLayout(seed_row)
+        self._build_seed_row(lay)
         self.protect_btn = QPushButton("▶  Protect with these parameters")
         self.protect_btn.setObjectName("protect_button")
         self.protect_btn.setToolTip("Run the method on the whole file (Ctrl+R).")
@@ -411,11 +424,97 @@ class MethodPanel(QWidget):
         self.state.set_params(self.values())
         self._update_info()
 
-    def _on_seed_changed(self, v: int) -> None:
-        if not self._loading:
-            self.state.set_seed(v)
+    def _build_seed_row(self, lay) -> None:
+        row = QHBoxLayout()
+        self.seed = SeedEdit()
+        self.seed.textChanged.connect(self._on_seed_text)
+        self.seed_new = QPushButton("New")
+        self.seed_new.setObjectName("seed_new")
+        self.seed_new.setToolTip("Draw a new random seed (128 bits of the operating system's "
+                                 "entropy).")
+        self.seed_new.clicked.connect(self.new_seed)
+        self.seed_show = QToolButton()
+        self.seed_show.setText("Show")
+        self.seed_show.setCheckable(True)
+        self.seed_show.setToolTip("Show the seed (to note or pin it). Keep it secret.")
+        self.seed_show.toggled.connect(lambda on: self.seed.setEchoMode(
+            QLineEdit.EchoMode.Normal if on else QLineEdit.EchoMode.Password))
+        label = QLabel("Seed (secret):")
+        label.setBuddy(self.seed)
+        row.addWidget(label)
+        row.addWidget(self.seed, 1)
+        row.addWidget(self.seed_show)
+        row.addWidget(self.seed_new)
+        lay.addLayout(row)
+        self.seed_explain = QLabel(SEED_EXPLANATION)
+        self.seed_explain.setWordWrap(True)
+        self.seed_explain.setStyleSheet("color:#555;")
+        lay.addWidget(self.seed_explain)
+        self.seed_msg = QLabel()
+        self.seed_msg.setObjectName("seed_message")
+        self.seed_msg.setWordWrap(True)
+        self.seed_msg.hide()
+        lay.addWidget(self.seed_msg)
+        self._seed_note: tuple[int, str] | None = None
+        self._sync_seed()
+
+    def new_seed(self) -> None:
+        """The "New" button: a fresh seed from OS entropy."""
+        self.state.new_seed()
+        self._sync_seed()
+
+    def seed_error(self) -> str:
+        """Why the seed text is not a seed ('' when it is one)."""
+        try:
+            parse_seed(self.seed.text())
+        except engine.DPStudioError as exc:
+            return str(exc)
+        return ""
+
+    def seed_message(self) -> str:
+        return self.seed_msg.text() if not self.seed_msg.isHidden() else ""
+
+    def set_seed_note(self, note: str) -> None:
+        """A note about the current seed (e.g. a loaded project's weak seed) shown until the
+        seed changes."""
+        self._seed_note = (self.state.recipe.seed, note) if note else None
+        self._update_seed_msg()
+
+    def _on_seed_text(self, text: str) -> None:
+        if self._loading:
+            return
+        try:
+            v = parse_seed(text)
+        except engine.DPStudioError:
+            self._update_seed_msg()  # the state keeps the last valid seed
+            return
+        self.state.set_seed(v)
+        self._update_seed_msg()
+
+    def _sync_seed(self) -> None:
+        """Show the state's seed (unless the field already holds it)."""
+        if self.seed.value() != self.state.recipe.seed:
+            self._loading = True
+            self.seed.setValue(self.state.recipe.seed)
+            self._loading = False
+        self._update_seed_msg()
+
+    def _update_seed_msg(self) -> None:
+        err = self.seed_error()
+        seed = self.state.recipe.seed
+        if err:
+            text, color = err + " The last valid seed is kept.", "#b00020"
+        elif self._seed_note and self._seed_note[0] == seed:
+            text, color = "⚠ " + self._seed_note[1], "#8a5a00"
+        else:
+            w = seed_warning(seed)
+            text, color = ("⚠ Weak seed: " + w + " Press New.") if w else "", "#8a5a00"
+        self.seed_msg.setText(text)
+        self.seed_msg.setStyleSheet(f"color:{color};")
+        self.seed_msg.setVisible(bool(text))
 
     def _on_state_data_changed(self) -> None:
+        self._sync_seed()  # new data: a fresh seed
         mid = self.current_method()
         if mid:
             vals = self.values()
@@ -431,10 +530,7 @@ class MethodPanel(QWidget):
             self._loading = False
         if r.params and r.params != self.values():
             self.set_values(r.params)
-        if self.seed.value() != r.seed:
-            self._loading = True
-            self.seed.setValue(r.seed)
-            self._loading = False
+        self._sync_seed()
 
     def _update_info(self) -> None:
         m = self.method_info()
