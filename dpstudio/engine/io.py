@@ -227,7 +227,9 @@ def sniff_csv(path: str | os.PathLike, nrows: int = 200, *, sep: str | None = No
             "or give the separator explicitly (--sep) if it really has that many columns.")
     body = [f for r in rows[1:] for f in r]
     if decimal is None:
-        dots = sum(1 for f in body if _NUM_DOT.match(f) and "." in f)
+        # 1.234 may be a thousands group as well as a decimal point: not evidence either way
+        dots = sum(1 for f in body if _NUM_DOT.match(f) and "." in f
+                   and not _NUM_THOUSANDS_DOT.match(f))
         commas = sum(1 for f in body if _NUM_COMMA.match(f) and "," in f)
         commas += sum(1 for f in body if _NUM_THOUSANDS_DOT.match(f) and "," in f)
         decimal = "," if (sep != "," and commas > dots) else "."
@@ -325,87 +327,95 @@ def _raw_frame(src, *, sep: str, encoding: str | None, header, nrows=None, chunk
     return pd.read_csv(src, nrows=nrows, chunksize=chunksize, **kw)
 
 
-def _as_object(s: pd.Series) -> np.ndarray:
-    return s.to_numpy(dtype=object, na_value="")
+_SMALL = 2000   # columns up to this many values are converted in plain Python (wide files)
+_NUM_TEXT = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
 
 
-def _written_text(values: pd.Series, dec: str) -> np.ndarray:
-    """How :func:`write_table` writes a typed column (missing values excluded by the caller)."""
-    if pd.api.types.is_bool_dtype(values):
-        return np.where(values.to_numpy(dtype=bool), "True", "False").astype(object)
-    if pd.api.types.is_integer_dtype(values):
-        return values.astype(np.int64).astype(str).to_numpy(dtype=object)
-    out = np.array([repr(float(v)) for v in values.to_numpy(dtype=np.float64)], dtype=object)
-    if dec != ".":
-        out = np.array([t.replace(".", dec) for t in out], dtype=object)
-    return out
+def _written_text(values: np.ndarray, dec: str) -> list:
+    """How :func:`write_table` writes typed values (missing values excluded by the caller)."""
+    if values.dtype == bool:
+        return ["True" if v else "False" for v in values]
+    if values.dtype.kind in "iu":
+        return [str(int(v)) for v in values]
+    out = [repr(float(v)) for v in values]
+    return [t.replace(".", dec) for t in out] if dec != "." else out
 
 
-def _convert_column(raw: np.ndarray, dec: str) -> tuple[pd.Series, bool]:
+def _to_float(texts: np.ndarray) -> np.ndarray | None:
+    """Floats of numeric texts ('.' decimal), or None if one is not a number."""
+    if texts.size <= _SMALL:
+        if not all(_NUM_TEXT.match(t) for t in texts):
+            return None
+        return np.array([float(t) for t in texts], dtype=np.float64)
+    num = pd.to_numeric(pd.Series(texts, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    if np.isnan(num).any():
+        return None
+    return num
+
+
+def _convert_column(raw: np.ndarray, dec: str) -> tuple[np.ndarray, bool]:
     """Typed values of one column of texts and whether the texts must be kept aside to be
     written back as read (True when writing the typed values would give other texts)."""
     n = raw.size
     na = np.fromiter((t in NA_TEXTS for t in raw), dtype=bool, count=n)
-    nonmiss = raw[~na]
-    na_text = bool(np.any(raw[na] != "")) if na.any() else False
+    any_na = bool(na.any())
+    nonmiss = raw[~na] if any_na else raw
+    na_text = any(t != "" for t in raw[na]) if any_na else False
     if nonmiss.size == 0:
-        return pd.Series(np.full(n, np.nan)), na_text
-    uniq = set(nonmiss[:2000].tolist())
-    if uniq <= _BOOL_TEXTS.keys() and set(nonmiss.tolist()) <= _BOOL_TEXTS.keys():
-        vals = np.array([_BOOL_TEXTS.get(t) for t in raw], dtype=object)
-        s = pd.Series(vals.astype(bool)) if not na.any() else pd.Series(vals)
-        return s, True
-    text = pd.Series(nonmiss, dtype=object)
-    if any(_LEADING_ZERO.match(t.strip()) and t.strip().lstrip("+-") != "0" and
-           not t.strip().lstrip("+-").startswith(("0.", "0,")) for t in nonmiss):
-        # codes with leading zeros (00001) are text, not numbers
-        return _text_series(raw, na), na_text
+        return np.full(n, np.nan), na_text
+    if set(nonmiss[:200].tolist()) <= _BOOL_TEXTS.keys() and set(nonmiss.tolist()) <= _BOOL_TEXTS.keys():
+        vals = np.array([_BOOL_TEXTS.get(t, np.nan) for t in raw], dtype=object)
+        return (vals.astype(bool) if not any_na else vals), True
+
+    def text() -> tuple[np.ndarray, bool]:
+        vals = raw.copy()
+        if any_na:
+            vals[na] = np.nan
+        return vals, na_text
+
+    if any(_LEADING_ZERO.match(t.strip()) and not t.strip().lstrip("+-").startswith(("0.", "0,"))
+           for t in nonmiss):
+        return text()   # codes with leading zeros (00001) are text, not numbers
+    texts = nonmiss
     if dec == ",":
         if not all(_COMMA_NUM.match(t) for t in nonmiss):
-            return _text_series(raw, na), na_text
-        has_dot = any("." in t for t in nonmiss)
-        if has_dot and not (any("," in t for t in nonmiss)
-                            or any(_MULTI_GROUP.search(t) for t in nonmiss)):
-            # only forms like 1.234: thousands separator or decimal point? never guess: text
-            return _text_series(raw, na), na_text
-        text = text.str.replace(".", "", regex=False).str.replace(",", ".", regex=False)
-    num = pd.to_numeric(text, errors="coerce")
-    if num.isna().any():
-        return _text_series(raw, na), na_text
-    ints = (not na.any()) and all(_INT_TEXT.match(t.strip()) for t in nonmiss)
-    if ints:
+            return text()
+        if any("." in t for t in nonmiss) and not (any("," in t for t in nonmiss)
+                                                    or any(_MULTI_GROUP.search(t) for t in nonmiss)):
+            return text()   # only forms like 1.234: thousands group or decimal point? never guess
+        texts = np.array([t.replace(".", "").replace(",", ".") for t in nonmiss], dtype=object)
+    num = _to_float(texts)
+    if num is None:
+        return text()
+    vals: np.ndarray | None = None
+    if not any_na and all(_INT_TEXT.match(t.strip()) for t in nonmiss):
         try:
             vals = np.array([int(t) for t in nonmiss], dtype=np.int64)
-            s = pd.Series(vals)
         except OverflowError:
-            ints = False
-    if not ints:
-        full = np.full(n, np.nan)
-        full[~na] = num.to_numpy(dtype=np.float64)
-        s = pd.Series(full)
-    written = _written_text(s[~na] if na.any() else s, dec)
-    keep = na_text or not np.array_equal(written, nonmiss.astype(object))
-    return s, keep
-
-
-def _text_series(raw: np.ndarray, na: np.ndarray) -> pd.Series:
-    vals = raw.copy()
-    vals[na] = None
-    return pd.Series(vals, dtype=object).where(~pd.Series(na), np.nan)
+            vals = None
+    if vals is None:
+        vals = np.full(n, np.nan)
+        vals[~na] = num
+    written = _written_text(vals[~na] if any_na else vals, dec)
+    keep = na_text or written != nonmiss.tolist()
+    return vals, keep
 
 
 def _convert(raw: pd.DataFrame, dec: str) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """Typed table from the texts + {column: texts} for the columns whose texts would not
     survive being written back from the typed values (leading zeros, 1.50, FALSE, NA...)."""
-    cols: dict[str, pd.Series] = {}
+    cols: dict[str, np.ndarray] = {}
     keep: dict[str, np.ndarray] = {}
-    for c in raw.columns:
-        r = _as_object(raw[c])
-        s, k = _convert_column(r, dec)
-        cols[str(c)] = s
+    arr = raw.to_numpy(dtype=object, na_value="") if raw.shape[1] else None
+    for j, c in enumerate(raw.columns):
+        r = arr[:, j].copy() if arr is not None else np.empty(0, dtype=object)
+        vals, k = _convert_column(r, dec)
+        cols[str(c)] = vals
         if k:
             keep[str(c)] = r
-    df = pd.DataFrame(cols, index=pd.RangeIndex(len(raw))) if cols else pd.DataFrame(index=raw.index)
+    if not cols:
+        return pd.DataFrame(index=pd.RangeIndex(len(raw))), keep
+    df = pd.DataFrame(cols, index=pd.RangeIndex(len(raw)), copy=False)
     return df, keep
 
 
