@@ -310,25 +310,31 @@ NA_TEXTS = frozenset(['', '#N/A', '#N/A N/A', '#NA', '-1.#IND', '-1.#QNAN', '-Na
                       'nan', 'null'])
 _BOOL_TEXTS = {"True": True, "TRUE": True, "true": True,
                "False": False, "FALSE": False, "false": False}
-_INT_TEXT = re.compile(r"^[-+]?\d+$")
-_LEADING_ZERO = re.compile(r"^[-+]?0\d")
+_INT_TEXT = re.compile(r"^[-+]?\d+$", re.ASCII)
+_LEADING_ZERO = re.compile(r"^[-+]?0\d", re.ASCII)
 # decimal-comma files: 1234,5  1.234,5  1.234.567  -,5 (a '.' only as a thousands separator)
-_COMMA_NUM = re.compile(r"^\s*[-+]?(\d+|\d{1,3}(\.\d{3})+)?(,\d*)?([eE][-+]?\d+)?\s*$")
+_COMMA_NUM = re.compile(r"^\s*[-+]?(\d+|\d{1,3}(\.\d{3})+)?(,\d*)?([eE][-+]?\d+)?\s*$", re.ASCII)
 _MULTI_GROUP = re.compile(r"\d\.\d{3}\.\d{3}")
 
 
 def _raw_frame(src, *, sep: str, encoding: str | None, header, nrows=None, chunksize=None):
     """The table as read, every field as its text ('' for an empty field): nothing converted."""
+    # index_col=False: a row longer than the header never turns the first columns into a
+    # (multi-)index -- 25,000 extra fields took pandas 15 s; the ragged check refuses them
     kw: dict[str, Any] = dict(sep=sep, header=header, engine="c", skip_blank_lines=True,
                               dtype=str, na_filter=False, keep_default_na=False,
-                              quoting=csv.QUOTE_MINIMAL)
+                              quoting=csv.QUOTE_MINIMAL, index_col=False)
     if encoding is not None:
         kw["encoding"] = encoding
-    return pd.read_csv(src, nrows=nrows, chunksize=chunksize, **kw)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pd.errors.ParserWarning)
+        return pd.read_csv(src, nrows=nrows, chunksize=chunksize, **kw)
 
 
 _SMALL = 2000   # columns up to this many values are converted in plain Python (wide files)
-_NUM_TEXT = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
+_NUM_TEXT = re.compile(r"^[ \t]*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[ \t]*$", re.ASCII)
 
 
 def _written_text(values: np.ndarray, dec: str) -> list:
@@ -346,7 +352,10 @@ def _to_float(texts: np.ndarray) -> np.ndarray | None:
     if texts.size <= _SMALL:
         if not all(_NUM_TEXT.match(t) for t in texts):
             return None
-        return np.array([float(t) for t in texts], dtype=np.float64)
+        try:
+            return np.array([float(t) for t in texts], dtype=np.float64)
+        except ValueError:  # pragma: no cover - the pattern admits only what float() reads
+            return None
     num = pd.to_numeric(pd.Series(texts, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
     if np.isnan(num).any():
         return None
