@@ -25,7 +25,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-COMMANDS = ("methods", "protect", "evaluate", "sweep", "demo", "query", "risk")
+COMMANDS = ("methods", "protect", "evaluate", "sweep", "demo", "query", "risk", "verify")
 
 #: Options that set a method parameter directly (option dest -> parameter name).
 #: Above this many records ``protect`` leaves record linkage out of its summary.
@@ -490,6 +490,15 @@ _RISK_ROLES = _RISK_KEY_ROLES | {"confidential", "sensitive", "weight", "househo
 _TYPES = {"numeric", "categorical", "ordinal", "date"}
 
 
+def cmd_verify(args) -> int:
+    """Check a release and its tables against the digests its metadata names (0 OK, 1 MISMATCH)."""
+    from dpstudio.engine.export import verify_release
+
+    ok, line = verify_release(args.release)
+    print(line)
+    return 0 if ok else 1
+
+
 def cmd_risk(args) -> int:
     """Re-identification risk of a file with categorical keys (sdcMicro's measures)."""
     from dpstudio.engine.errors import ParameterError
@@ -755,6 +764,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable public answer")
     _add_io_opts(p)
     p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("verify", help="check a release against its metadata (exit 0 OK, 1 MISMATCH)")
+    p.add_argument("release", metavar="RELEASE", help="the released file or its .metadata.json")
+    p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("demo", help="run ir-dp on the bundled Census sample")
     p.add_argument("--k", type=int, default=10)

@@ -28,8 +28,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.io import TableMeta, atomic_write, file_format, file_sha256, same_file, write_table
+from dpstudio.engine.io import (TableMeta, commit_write, discard, file_format,
+                                file_sha256, remove_stale_temps, same_file, stage_write,
+                                write_table)
 
 #: Keys that must never appear in released metadata nor in the audit trail.
 FORBIDDEN_KEYS = ("seed", "rng", "random_state", "entropy")
@@ -77,7 +81,8 @@ def _strip_forbidden(obj: Any) -> Any:
 
 
 def audit_trail(result, *, input_path: str | os.PathLike | None = None,
-                written: dict[str, str] | None = None) -> dict:
+                written: dict[str, str] | None = None,
+                digests: dict[str, str] | None = None) -> dict:
     """The PRIVATE audit trail of a release (what ``<stem>.private.json`` holds).
 
     Facts about the original data that must not be published: the input's name and digest,
@@ -111,8 +116,8 @@ def audit_trail(result, *, input_path: str | os.PathLike | None = None,
     if written:
         trail["files"] = {k: {"name": Path(v).name,
                               "published": is_public_kind(k),
-                              **({"sha256": file_sha256(v)} if is_public_kind(k) and k != "release_note"
-                                 else {})}
+                              **({"sha256": (digests or {}).get(k) or file_sha256(v)}
+                                 if is_public_kind(k) and k != "release_note" else {})}
                           for k, v in written.items()}
     return _strip_forbidden(trail)
 
@@ -187,47 +192,147 @@ def export_release(result, out_path: str | os.PathLike, *, input_path: str | os.
         raise ParameterError(f"The release note {Path(paths['release_note']).name} is public: "
                              "do not call it private or internal.")
 
-    def write_text(path: str, text: str, private: bool) -> str:
+    def stage_text(path: str, text: str, private: bool) -> str:
         def writer(tmp: str) -> None:
             with open(tmp, "w", encoding="utf-8") as fh:
                 fh.write(text)
 
-        return atomic_write(path, writer, protect=guard, private=private)
+        return stage_write(path, writer, protect=guard, private=private)
 
-    written: dict[str, str] = {}
+    # Every file is first written to a temporary file next to it (digests are taken from those),
+    # and only when all are written are they renamed into place: the metadata (which names the
+    # digest of every released table) last of the public files, after the old metadata was
+    # removed -- so after a kill or an error at any moment the folder never holds a metadata
+    # describing another release: old pair, new pair, or a release without metadata
+    # (`dpstudio verify` reports it).
+    for p in paths.values():
+        remove_stale_temps(p)   # left by an interrupted run into this folder
     f = file_format(paths["data"], fmt)
     # layout 'separate-tables': only the one-column tables are released (their rows do not
     # belong together); the side-by-side frame in result.data is not written
     separate = (getattr(result, "info", None) or {}).get("layout") == "separate-tables"
-    if not separate:
-        written["data"] = write_table(result.data, paths["data"], f, input_meta, protect=guard)
-    for name, table in tables.items():
-        key = f"table:{name}"
-        written[key] = write_table(table, paths[key], f, input_meta, protect=guard)
+    meta = dict(result.public_metadata())   # before anything is written
+    staged: dict[str, str] = {}
+    written: dict[str, str] = {}
+    try:
+        if not separate:
+            staged["data"] = write_table(result.data, paths["data"], f, input_meta, protect=guard,
+                                         rows=_source_rows(result, input_meta), stage=True)
+        for name, table in tables.items():
+            key = f"table:{name}"
+            staged[key] = write_table(table, paths[key], f, input_meta, protect=guard,
+                                      rows=np.full(len(table), -1), stage=True)
+        digests = {k: file_sha256(tmp) for k, tmp in staged.items()}
+        meta["files"] = {
+            "output": ({"name": None, "format": f, "layout": "separate-tables"} if separate else
+                       {"name": Path(paths["data"]).name, "format": f, "sha256": digests["data"]}),
+            "tables": {name: {"name": Path(paths[f"table:{name}"]).name,
+                              "sha256": digests[f"table:{name}"]} for name in tables},
+        }
+        meta = _strip_forbidden(meta)
+        text = json.dumps(meta, indent=2, ensure_ascii=False, allow_nan=True, default=str) + "\n"
+        staged["metadata"] = stage_text(paths["metadata"], text, private=False)
+        if "release_note" in paths:
+            staged["release_note"] = stage_text(paths["release_note"], render_release_note(result),
+                                                private=False)
+        if "assessment" in paths:
+            staged["assessment"] = stage_text(paths["assessment"], assessment_html, private=True)
+        if "private" in paths:
+            final = {k: paths[k] for k in staged}
+            digests.update({k: file_sha256(t) for k, t in staged.items() if k not in digests})
+            trail = audit_trail(result, input_path=input_path, written=final, digests=digests)
+            staged["private"] = stage_text(
+                paths["private"], json.dumps(trail, indent=2, ensure_ascii=False, allow_nan=True,
+                                             default=str) + "\n", private=True)
+        # commit: old metadata out, then tables, data, release note, new metadata, private files
+        old_meta = paths["metadata"]
+        if os.path.lexists(old_meta):
+            os.unlink(old_meta)
+        order = ([k for k in staged if k.startswith("table:")] + ["data", "release_note",
+                 "metadata", "assessment", "private"])
+        for k in order:
+            if k in staged:
+                written[k] = commit_write(staged.pop(k), paths[k])
+    except BaseException:
+        for tmp in staged.values():
+            discard(tmp)
+        raise
+    return {k: written[k] for k in ["data", *[k for k in written if k.startswith("table:")],
+                                     "metadata", "release_note", "assessment", "private"]
+            if k in written}
 
-    meta = dict(result.public_metadata())
-    meta["files"] = {
-        "output": ({"name": None, "format": f, "layout": "separate-tables"} if separate else
-                   {"name": Path(written["data"]).name, "format": f,
-                    "sha256": file_sha256(written["data"])}),
-        "tables": {name: {"name": Path(written[f"table:{name}"]).name,
-                          "sha256": file_sha256(written[f"table:{name}"])} for name in tables},
-    }
-    meta = _strip_forbidden(meta)
-    text = json.dumps(meta, indent=2, ensure_ascii=False, allow_nan=True, default=str) + "\n"
-    written["metadata"] = write_text(paths["metadata"], text, private=False)
-    if "release_note" in paths:
-        written["release_note"] = write_text(paths["release_note"], render_release_note(result),
-                                             private=False)
-    if "assessment" in paths:
-        written["assessment"] = write_text(paths["assessment"], assessment_html, private=True)
-    if "private" in paths:
-        trail = audit_trail(result, input_path=input_path, written=written)
-        written["private"] = write_text(
-            paths["private"], json.dumps(trail, indent=2, ensure_ascii=False, allow_nan=True,
-                                         default=str) + "\n", private=True)
-    return written
+
+def _source_rows(result, input_meta: TableMeta | None):
+    """The input row of every released row (to write unchanged columns back as read), or
+    None for 'the same rows'; rows that cannot be mapped are -1 (nothing written as read)."""
+    n_out = len(result.data)
+    if input_meta is None or not input_meta.texts:
+        return None
+    n_in = int(input_meta.n_rows)
+    dropped = sorted(int(i) for i in (getattr(result, "dropped_rows", None) or []))
+    kept = np.delete(np.arange(n_in), dropped) if dropped else np.arange(n_in)
+    rm = getattr(result, "row_map", None)
+    if rm is None:
+        return kept if kept.size == n_out else np.full(n_out, -1)
+    rm = np.asarray(rm, dtype=np.int64)
+    if rm.size != n_out or (rm.size and (rm.min() < 0 or rm.max() >= kept.size)):
+        return np.full(n_out, -1)
+    return kept[rm]
 
 
-__all__ = ["export_release", "sidecar_paths", "audit_trail", "is_public_kind", "marked_private",
+def _meta_path_for(release: Path) -> Path:
+    stem = release.with_suffix("") if release.suffix else release
+    return Path(f"{stem}.metadata.json")
+
+
+def verify_release(path: str | os.PathLike) -> tuple[bool, str]:
+    """Check a release (its data file, or its ``.metadata.json``) and its tables against the
+    digests its metadata names.  Returns (ok, one line 'OK: ...' or 'MISMATCH: ...');
+    raises InputError when the files cannot be read at all."""
+    p = Path(os.path.abspath(str(path)))
+    if not p.exists():
+        raise InputError(f"{p}: no such file.")
+    if p.is_dir():
+        raise InputError(f"{p} is a folder: give the release file or its .metadata.json.")
+    if p.name.endswith(".metadata.json"):
+        meta_path, release = p, None
+    else:
+        meta_path, release = _meta_path_for(p), p
+        if not meta_path.exists():
+            return False, (f"MISMATCH: {p.name} has no metadata ({meta_path.name} is missing): "
+                           "the release is incomplete; export it again.")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        files = meta["files"]
+        output = files.get("output") or {}
+        tables = files.get("tables") or {}
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        raise InputError(f"{meta_path.name}: not a dpstudio release metadata file (no "
+                         "'files' with digests).") from None
+    checks: list[tuple[Path, str]] = []
+    if output.get("name"):
+        if release is not None and output["name"] != release.name:
+            return False, (f"MISMATCH: {meta_path.name} describes {output['name']}, "
+                           f"not {release.name}.")
+        checks.append((meta_path.parent / str(output["name"]), str(output.get("sha256"))))
+    elif release is not None and output.get("layout") != "separate-tables":
+        return False, f"MISMATCH: {meta_path.name} names no released file."
+    for t in tables.values():
+        checks.append((meta_path.parent / str(t.get("name")), str(t.get("sha256"))))
+    if not checks:
+        return False, f"MISMATCH: {meta_path.name} names no released file."
+    for fp, want in checks:
+        if not fp.exists():
+            return False, f"MISMATCH: {fp.name} (named in {meta_path.name}) is missing."
+        got = file_sha256(fp)
+        if got != want:
+            return False, (f"MISMATCH: {fp.name} has SHA-256 {got[:16]}…, but {meta_path.name} "
+                           f"names {want[:16]}…: the metadata describes another release.")
+    main = checks[0]
+    extra = f" and {len(checks) - 1} table(s)" if len(checks) > 1 else ""
+    return True, (f"OK: {main[0].name}{extra} match{'' if extra else 'es'} {meta_path.name} "
+                  f"(SHA-256 {file_sha256(main[0])[:16]}…).")
+
+
+__all__ = ["export_release", "verify_release", "sidecar_paths", "audit_trail", "is_public_kind", "marked_private",
            "FORBIDDEN_KEYS", "PUBLIC_KINDS", "PRIVATE_KINDS"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,16 @@ WRITE_FORMATS = ("csv", "xlsx", "parquet", "dta", "sav")
 SEPARATORS = (",", ";", "\t", "|")
 ENCODINGS = ("utf-8-sig", "utf-8", "cp1252", "latin-1")
 _CHUNK_BYTES = 8 * 1024 * 1024
+#: A separator guessed (not given) that splits the header into more columns than this is
+#: questioned before the table is built (e.g. a Latin-1 file read as 52,018 columns).
+MAX_SNIFFED_COLUMNS = 10_000
+#: Encodings whose text is not ASCII-compatible (read through a UTF-8 copy).
+WIDE_ENCODINGS = ("utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be")
+
+# fields longer than the csv module's default 131,072 characters are legal (a free-text field)
+_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
+if csv.field_size_limit() < _FIELD_LIMIT:
+    csv.field_size_limit(_FIELD_LIMIT)
 
 
 @dataclass
@@ -58,6 +69,13 @@ class TableMeta:
     column_labels: dict[str, str] = field(default_factory=dict)
     n_rows: int = 0
     sheet: Any = None
+    #: line break of a CSV ("\n" or "\r\n"), kept when writing
+    lineterminator: str = "\n"
+    #: CSV columns whose texts the typed values would not reproduce (00001, 1.50, FALSE, NA):
+    #: {column: texts as read}; written back as read when a column is not changed
+    texts: dict = field(default_factory=dict, repr=False)
+    #: {column: the typed values read} for the columns in ``texts`` (to tell unchanged columns)
+    typed: dict = field(default_factory=dict, repr=False)
 
 
 def file_format(path: str | os.PathLike, fmt: str | None = None) -> str:
@@ -148,25 +166,70 @@ def _guess_sep(lines: list[str]) -> str:
     return best
 
 
+def _check_options(sep: str | None, decimal: str | None) -> None:
+    if sep is not None and (not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n'):
+        raise InputError(f"The separator must be one character such as , ; | or a tab "
+                         f"(written \\t). Got {sep!r}.")
+    if decimal is not None and decimal not in (".", ","):
+        raise InputError(f"The decimal mark must be '.' or ','. Got {decimal!r}.")
+    if sep is not None and decimal is not None and sep == decimal == ".":
+        raise InputError("The separator and the decimal mark cannot both be '.'.")
+
+
+def _wide_encoding(raw: bytes, encoding: str | None) -> str | None:
+    """The UTF-16/32 encoding of the file (given, or from its byte-order mark), else None."""
+    if encoding:
+        import codecs
+
+        try:
+            name = codecs.lookup(encoding).name
+        except LookupError:
+            raise InputError(f"Unknown encoding {encoding!r}.") from None
+        return name if name.startswith(("utf-16", "utf-32")) else None
+    if raw.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "utf-32"
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    return None
+
+
 def sniff_csv(path: str | os.PathLike, nrows: int = 200, *, sep: str | None = None,
               encoding: str | None = None, decimal: str | None = None) -> dict:
     """Guess ``sep`` (, ; tab |), ``encoding`` (utf-8, utf-8-sig, cp1252, latin-1), ``decimal``
     ('.' or ','), ``header`` (bool) and return a ``preview`` DataFrame of ``nrows`` rows."""
     path = str(path)
     name = Path(path).name
+    _check_options(sep, decimal)
     raw = _head(path)
+    wide = _wide_encoding(raw, encoding)
+    if wide:
+        with _utf8_copy(path, wide) as tmp:
+            info = sniff_csv(tmp, nrows, sep=sep, encoding="utf-8", decimal=decimal)
+        info["encoding"] = encoding or wide
+        return info
     _check_text(raw, name)
     text, enc = _decode(raw, name, encoding)
     lines = text.splitlines()
     if len(raw) >= 256 * 1024 and len(lines) > 1:
         lines = lines[:-1]  # the last line may be cut
     lines = [ln for ln in lines if ln.strip()][: max(nrows, 2) + 1]
-    if sep is None:
-        sep = _guess_sep(lines)
-    rows = [r for r in csv.reader(lines, delimiter=sep) if r]
+    guessed = sep is None
+    try:
+        if sep is None:
+            sep = _guess_sep(lines)
+        rows = [r for r in csv.reader(lines, delimiter=sep) if r]
+    except csv.Error as exc:
+        raise InputError(f"{name}: cannot be read as a table ({exc}).") from None
+    if guessed and rows and len(rows[0]) > MAX_SNIFFED_COLUMNS:
+        raise InputError(
+            f"{name}: the separator {sep!r} (guessed) splits the first line into "
+            f"{len(rows[0]):,} columns, which is implausible; check the file and its encoding, "
+            "or give the separator explicitly (--sep) if it really has that many columns.")
     body = [f for r in rows[1:] for f in r]
     if decimal is None:
-        dots = sum(1 for f in body if _NUM_DOT.match(f) and "." in f)
+        # 1.234 may be a thousands group as well as a decimal point: not evidence either way
+        dots = sum(1 for f in body if _NUM_DOT.match(f) and "." in f
+                   and not _NUM_THOUSANDS_DOT.match(f))
         commas = sum(1 for f in body if _NUM_COMMA.match(f) and "," in f)
         commas += sum(1 for f in body if _NUM_THOUSANDS_DOT.match(f) and "," in f)
         decimal = "," if (sep != "," and commas > dots) else "."
@@ -178,7 +241,40 @@ def sniff_csv(path: str | os.PathLike, nrows: int = 200, *, sep: str | None = No
     header = bool(first) and not any(isnum(f) for f in first if f.strip())
     preview = _read_csv_text(path, sep=sep, encoding=enc, decimal=decimal,
                              header=0 if header else None, nrows=nrows)
-    return {"sep": sep, "encoding": enc, "decimal": decimal, "header": header, "preview": preview}
+    lt = "\r\n" if b"\r\n" in raw else "\n"
+    return {"sep": sep, "encoding": enc, "decimal": decimal, "header": header, "preview": preview,
+            "lineterminator": lt}
+
+
+class _utf8_copy:
+    """A temporary UTF-8 copy of a UTF-16/32 text file (removed on exit)."""
+
+    def __init__(self, path: str, encoding: str):
+        self.path, self.encoding, self.tmp = path, encoding, None
+
+    def __enter__(self) -> str:
+        name = Path(self.path).name
+        try:
+            with open(self.path, encoding=self.encoding, newline="") as fh:
+                text = fh.read()
+        except UnicodeError:
+            raise InputError(f"{name}: cannot be decoded as {self.encoding}; choose another "
+                             "encoding.") from None
+        if not text.strip():
+            raise InputError(f"{name}: the file is empty.")
+        if "\x00" in text[:65536]:
+            raise InputError(f"{name}: this is not a text table (binary content).")
+        fd, self.tmp = tempfile.mkstemp(prefix=".dpstudio-utf8.", suffix=".csv")
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text.lstrip("\ufeff"))
+        return self.tmp
+
+    def __exit__(self, *exc) -> None:
+        if self.tmp:
+            try:
+                os.unlink(self.tmp)
+            except OSError:
+                pass
 
 
 # --------------------------------------------------------------------- reading
@@ -207,122 +303,343 @@ def _csv_error(path: str, exc: Exception) -> InputError:
     return InputError(f"{name}{_line_of(msg)}: cannot be read as a table ({msg}).")
 
 
+#: Texts read as a missing value (pandas' defaults; "" included).  The text itself is kept
+#: aside and written back unchanged when the column is not changed by the method.
+NA_TEXTS = frozenset(['', '#N/A', '#N/A N/A', '#NA', '-1.#IND', '-1.#QNAN', '-NaN', '-nan',
+                      '1.#IND', '1.#QNAN', '<NA>', 'N/A', 'NA', 'NULL', 'NaN', 'None', 'n/a',
+                      'nan', 'null'])
+_BOOL_TEXTS = {"True": True, "TRUE": True, "true": True,
+               "False": False, "FALSE": False, "false": False}
+_INT_TEXT = re.compile(r"^[-+]?\d+$", re.ASCII)
+_LEADING_ZERO = re.compile(r"^[-+]?0\d", re.ASCII)
+# decimal-comma files: 1234,5  1.234,5  1.234.567  -,5 (a '.' only as a thousands separator)
+_COMMA_NUM = re.compile(r"^\s*[-+]?(\d+|\d{1,3}(\.\d{3})+)?(,\d*)?([eE][-+]?\d+)?\s*$", re.ASCII)
+_MULTI_GROUP = re.compile(r"\d\.\d{3}\.\d{3}")
+
+
+def _raw_frame(src, *, sep: str, encoding: str | None, header, nrows=None, chunksize=None):
+    """The table as read, every field as its text ('' for an empty field): nothing converted."""
+    # index_col=False: a row longer than the header never turns the first columns into a
+    # (multi-)index -- 25,000 extra fields took pandas 15 s; the ragged check refuses them
+    kw: dict[str, Any] = dict(sep=sep, header=header, engine="c", skip_blank_lines=True,
+                              dtype=str, na_filter=False, keep_default_na=False,
+                              quoting=csv.QUOTE_MINIMAL, index_col=False)
+    if encoding is not None:
+        kw["encoding"] = encoding
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pd.errors.ParserWarning)
+        return pd.read_csv(src, nrows=nrows, chunksize=chunksize, **kw)
+
+
+_SMALL = 2000   # columns up to this many values are converted in plain Python (wide files)
+_NUM_TEXT = re.compile(r"^[ \t]*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[ \t]*$", re.ASCII)
+
+
+def _written_text(values: np.ndarray, dec: str) -> list:
+    """How :func:`write_table` writes typed values (missing values excluded by the caller)."""
+    if values.dtype == bool:
+        return ["True" if v else "False" for v in values]
+    if values.dtype.kind in "iu":
+        return [str(int(v)) for v in values]
+    out = [repr(float(v)) for v in values]
+    return [t.replace(".", dec) for t in out] if dec != "." else out
+
+
+def _to_float(texts: np.ndarray) -> np.ndarray | None:
+    """Floats of numeric texts ('.' decimal), or None if one is not a number."""
+    if texts.size <= _SMALL:
+        if not all(_NUM_TEXT.match(t) for t in texts):
+            return None
+        try:
+            return np.array([float(t) for t in texts], dtype=np.float64)
+        except ValueError:  # pragma: no cover - the pattern admits only what float() reads
+            return None
+    num = pd.to_numeric(pd.Series(texts, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    if np.isnan(num).any():
+        return None
+    return num
+
+
+def _convert_column(raw: np.ndarray, dec: str) -> tuple[np.ndarray, bool]:
+    """Typed values of one column of texts and whether the texts must be kept aside to be
+    written back as read (True when writing the typed values would give other texts)."""
+    n = raw.size
+    na = np.fromiter((t in NA_TEXTS for t in raw), dtype=bool, count=n)
+    any_na = bool(na.any())
+    nonmiss = raw[~na] if any_na else raw
+    na_text = any(t != "" for t in raw[na]) if any_na else False
+    if nonmiss.size == 0:
+        return np.full(n, np.nan), na_text
+    if set(nonmiss[:200].tolist()) <= _BOOL_TEXTS.keys() and set(nonmiss.tolist()) <= _BOOL_TEXTS.keys():
+        vals = np.array([_BOOL_TEXTS.get(t, np.nan) for t in raw], dtype=object)
+        return (vals.astype(bool) if not any_na else vals), True
+
+    def text() -> tuple[np.ndarray, bool]:
+        vals = raw.copy()
+        if any_na:
+            vals[na] = np.nan
+        return vals, na_text
+
+    if any(_LEADING_ZERO.match(t.strip()) and not t.strip().lstrip("+-").startswith(("0.", "0,"))
+           for t in nonmiss):
+        return text()   # codes with leading zeros (00001) are text, not numbers
+    texts = nonmiss
+    if dec == ",":
+        if not all(_COMMA_NUM.match(t) for t in nonmiss):
+            return text()
+        if any("." in t for t in nonmiss) and not (any("," in t for t in nonmiss)
+                                                    or any(_MULTI_GROUP.search(t) for t in nonmiss)):
+            return text()   # only forms like 1.234: thousands group or decimal point? never guess
+        texts = np.array([t.replace(".", "").replace(",", ".") for t in nonmiss], dtype=object)
+    num = _to_float(texts)
+    if num is None:
+        return text()
+    vals: np.ndarray | None = None
+    if not any_na and all(_INT_TEXT.match(t.strip()) for t in nonmiss):
+        try:
+            vals = np.array([int(t) for t in nonmiss], dtype=np.int64)
+        except OverflowError:
+            vals = None
+    if vals is None:
+        vals = np.full(n, np.nan)
+        vals[~na] = num
+    written = _written_text(vals[~na] if any_na else vals, dec)
+    keep = na_text or written != nonmiss.tolist()
+    return vals, keep
+
+
+def _convert(raw: pd.DataFrame, dec: str) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """Typed table from the texts + {column: texts} for the columns whose texts would not
+    survive being written back from the typed values (leading zeros, 1.50, FALSE, NA...)."""
+    cols: dict[str, np.ndarray] = {}
+    keep: dict[str, np.ndarray] = {}
+    arr = raw.to_numpy(dtype=object, na_value="") if raw.shape[1] else None
+    for j, c in enumerate(raw.columns):
+        r = arr[:, j].copy() if arr is not None else np.empty(0, dtype=object)
+        vals, k = _convert_column(r, dec)
+        cols[str(c)] = vals
+        if k:
+            keep[str(c)] = r
+    if not cols:
+        return pd.DataFrame(index=pd.RangeIndex(len(raw))), keep
+    df = pd.DataFrame(cols, index=pd.RangeIndex(len(raw)), copy=False)
+    return df, keep
+
+
 def _read_csv_text(path: str, *, sep: str, encoding: str, decimal: str, header, nrows=None,
                    chunksize=None, fh=None):
-    kw: dict[str, Any] = dict(sep=sep, encoding=encoding, decimal=decimal, header=header,
-                              engine="c", skip_blank_lines=True)
-    if decimal == ",":
-        kw["thousands"] = "."
+    """A preview / small read: typed values (texts kept aside are dropped)."""
     try:
-        return pd.read_csv(fh if fh is not None else path, nrows=nrows, chunksize=chunksize, **kw)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+        raw = _raw_frame(fh if fh is not None else path, sep=sep, encoding=encoding,
+                         header=header, nrows=nrows)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError,
+            csv.Error) as exc:
         raise _csv_error(path, exc) from None
+    df, _ = _convert(raw, decimal)
+    return df
 
 
 def _raw_header(path: str, sep: str, encoding: str) -> list[str]:
     with open(path, encoding=encoding, newline="", errors="replace") as fh:
-        for row in csv.reader(fh, delimiter=sep):
-            if any(f.strip() for f in row):
-                return row
+        try:
+            for row in csv.reader(fh, delimiter=sep):
+                if any(f.strip() for f in row):
+                    return row
+        except csv.Error as exc:
+            raise InputError(f"{Path(path).name}, line 1: cannot be read as a table ({exc}).") from None
     return []
 
 
 def _check_columns(cols: list[str], name: str) -> None:
     cols = [str(c) for c in cols]
-    dup = sorted({c for c in cols if cols.count(c) > 1})
+    counts: dict[str, int] = {}
+    for c in cols:  # linear (a 40,000-column header must not take a minute)
+        counts[c] = counts.get(c, 0) + 1
+    dup = sorted(c for c, n in counts.items() if n > 1)
     if dup:
-        raise InputError(f"{name}: duplicate column name(s) {', '.join(map(repr, dup))}. "
+        shown = ", ".join(map(repr, dup[:10])) + (f" and {len(dup) - 10} more" if len(dup) > 10 else "")
+        raise InputError(f"{name}: duplicate column name(s) {shown}. "
                          "Rename them so that every column name is unique.")
     empty = [i + 1 for i, c in enumerate(cols) if not c.strip()]
     if empty:
-        raise InputError(f"{name}: column(s) {', '.join(map(str, empty))} have no name in the header.")
+        shown = ", ".join(map(str, empty[:10])) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
+        raise InputError(f"{name}: column(s) {shown} have no name in the header.")
 
 
-def _check_ragged(path: str, sep: str, name: str, max_bytes: int = 512 * 1024 * 1024) -> None:
-    """Refuse rows whose number of fields differs from the first row's (vectorised count
-    of separators per line; skipped for files with quoted fields, which pandas checks)."""
-    if os.path.getsize(path) > max_bytes:
-        return
+def _ragged_error(name: str, line: int, got: int, expected: int, n_bad: int) -> InputError:
+    return InputError(
+        f"{name}, line {line}: {got} fields where the first row has {expected} "
+        f"(ragged row; {n_bad} such line(s)). Fix those lines or check the separator.")
+
+
+def _check_ragged_bytes(chunks, sep: str, name: str) -> None:
+    """Refuse lines whose number of fields differs from the first line's, for files without
+    quotes (vectorised, streamed over ``chunks`` of bytes; a bare CR ends a line as it does
+    for the parser)."""
+    qsep = ord(sep)
+    carry_seps, carry_nonblank = 0, False   # the unfinished line at the end of a chunk
+    expected = None
+    lines_before = 0
+    bad_first, n_bad = None, 0
+    for b in chunks:
+        if not b:
+            continue
+        a = np.frombuffer(b, dtype=np.uint8)
+        nxt = np.empty_like(a)
+        nxt[:-1] = a[1:]
+        nxt[-1] = 0
+        end = (a == 10) | ((a == 13) & (nxt != 10))
+        ws = np.isin(a, (9, 10, 13, 32)) if sep != "\t" else np.isin(a, (10, 13, 32))
+        ends = np.flatnonzero(end)
+        cs = np.cumsum(a == qsep)
+        cw = np.cumsum(~ws)
+        if ends.size:
+            cs_e, cw_e = cs[ends], cw[ends]
+            counts = cs_e - np.concatenate([[0], cs_e[:-1]])
+            counts[0] += carry_seps
+            real = (cw_e - np.concatenate([[0], cw_e[:-1]])) > 0
+            real[0] = real[0] or carry_nonblank
+            if expected is None and real.any():
+                expected = int(counts[np.flatnonzero(real)[0]])
+            if expected is not None:
+                badm = real & (counts != expected)
+                if badm.any():
+                    i = int(np.flatnonzero(badm)[0])
+                    if bad_first is None:
+                        bad_first = (lines_before + i + 1, int(counts[i]))
+                    n_bad += int(badm.sum())
+            last = int(ends[-1])
+            carry_seps = int(cs[-1] - cs[last])
+            carry_nonblank = bool(cw[-1] - cw[last] > 0)
+        else:
+            carry_seps += int(cs[-1])
+            carry_nonblank = carry_nonblank or bool(cw[-1] > 0)
+        lines_before += int(ends.size)
+    if carry_nonblank:  # the last line has no line break
+        if expected is None:
+            expected = carry_seps
+        elif carry_seps != expected:
+            n_bad += 1
+            if bad_first is None:
+                bad_first = (lines_before + 1, carry_seps)
+    if bad_first is not None:
+        raise _ragged_error(name, bad_first[0], bad_first[1] + 1, expected + 1, n_bad)
+
+
+def _check_ragged_quoted(path: str, sep: str, encoding: str, name: str) -> None:
+    """The same check for files with quoted fields, with the csv module's own rules (a
+    separator or line break inside quotes belongs to the field; a short row is never padded)."""
+    expected = None
+    bad_first, n_bad = None, 0
+    with open(path, encoding=encoding, newline="", errors="replace") as fh:
+        reader = csv.reader(fh, delimiter=sep, strict=False)
+        try:
+            line = 1
+            for row in reader:
+                if row and any(f.strip() for f in row):
+                    if expected is None:
+                        expected = len(row)
+                    elif len(row) != expected:
+                        n_bad += 1
+                        if bad_first is None:
+                            bad_first = (line, len(row))
+                line = reader.line_num + 1
+        except csv.Error as exc:
+            raise InputError(f"{name}, line {reader.line_num}: cannot be read as a table "
+                             f"({exc}).") from None
+    if bad_first is not None:
+        raise _ragged_error(name, bad_first[0], bad_first[1], expected, n_bad)
+
+
+def _byte_chunks(path: str, size: int = 16 * 1024 * 1024):
+    """Chunks of a file, each extended by the following byte (to tell CR LF from a bare CR)."""
     with open(path, "rb") as fh:
-        raw = fh.read()
-    if b'"' in raw:
-        return
-    b = np.frombuffer(raw, dtype=np.uint8)
-    nl = np.flatnonzero(b == 10)
-    ends = np.append(nl, b.size) if (b.size and b[-1] != 10) else nl
-    if ends.size == 0:
-        return
-    starts = np.concatenate([[0], ends[:-1] + 1])
-    csum = np.concatenate([[0], np.cumsum(b == ord(sep))])
-    counts = csum[ends] - csum[starts]
-    ws = np.isin(b, (9, 10, 13, 32)) if sep != "\t" else np.isin(b, (10, 13, 32))
-    wsum = np.concatenate([[0], np.cumsum(~ws)])
-    nonblank = (wsum[ends] - wsum[starts]) > 0
-    lines = np.flatnonzero(nonblank)
-    if lines.size < 2:
-        return
-    expected = counts[lines[0]]
-    bad = lines[counts[lines] != expected]
-    if bad.size:
-        ln = int(bad[0])
-        raise InputError(
-            f"{name}, line {ln + 1}: {int(counts[ln]) + 1} fields where the first row has "
-            f"{int(expected) + 1} (ragged row; {bad.size} such line(s)). Fix those lines or "
-            "check the separator."
-        )
+        buf = fh.read(size)
+        while buf:
+            more = fh.read(size)
+            if buf[-1:] == b"\r" and more[:1] == b"\n":
+                buf += b"\n"
+                more = more[1:]
+            yield buf
+            buf = more
 
+
+def _has_quote(path: str) -> bool:
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(16 * 1024 * 1024), b""):
+            if b'"' in block:
+                return True
+    return False
+
+
+def _check_ragged(path: str, sep: str, name: str, encoding: str = "latin-1") -> None:
+    if _has_quote(path):
+        _check_ragged_quoted(path, sep, encoding, name)
+    else:
+        _check_ragged_bytes(_byte_chunks(path), sep, name)
 
 def _read_csv(path: str, sep, encoding, decimal, progress) -> tuple[pd.DataFrame, TableMeta]:
     name = Path(path).name
+    _check_options(sep, decimal)
+    wide = _wide_encoding(_head(path, 4), encoding)
+    if wide:
+        with _utf8_copy(path, wide) as tmp:
+            df, meta = _read_csv(tmp, sep, "utf-8", decimal, progress)
+        meta.path, meta.encoding = os.path.abspath(path), (encoding or wide)
+        return df, meta
     info = sniff_csv(path, nrows=50, sep=sep, encoding=encoding, decimal=decimal)
     sep, enc, dec = info["sep"], info["encoding"], info["decimal"]
     if info["header"]:
         _check_columns(_raw_header(path, sep, enc), name)
     header = 0 if info["header"] else None
-    _check_ragged(path, sep, name)
+    _check_ragged(path, sep, name, enc)
 
     def load(enc: str) -> pd.DataFrame:
         size = max(os.path.getsize(path), 1)
-        if size <= _CHUNK_BYTES:
-            df = _read_csv_text(path, sep=sep, encoding=enc, decimal=dec, header=header)
-            if progress:
-                progress(1.0)
-        else:
+        try:
+            if size <= _CHUNK_BYTES:
+                raw = _raw_frame(path, sep=sep, encoding=enc, header=header)
+                if progress:
+                    progress(1.0)
+                return raw
             parts = []
             with open(path, "rb") as fh:
-                reader = _read_csv_text(path, sep=sep, encoding=enc, decimal=dec, header=header,
-                                        chunksize=200_000, fh=fh)
-                try:
-                    for chunk in reader:
-                        parts.append(chunk)
-                        if progress:
-                            progress(min(fh.tell() / size, 1.0))
-                except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-                    raise _csv_error(path, exc) from None
-            df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-            # chunks may infer different dtypes for a column: re-infer
-            df = df.infer_objects()
-            if progress:
-                progress(1.0)
-        return df
+                reader = _raw_frame(fh, sep=sep, encoding=enc, header=header, chunksize=200_000)
+                for chunk in reader:
+                    parts.append(chunk)
+                    if progress:
+                        progress(min(fh.tell() / size, 1.0) * 0.9)
+            return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError,
+                csv.Error) as exc:
+            raise _csv_error(path, exc) from None
 
     try:
-        df = load(enc)
+        raw = load(enc)
     except _DecodeError:
         if encoding is not None or enc not in ("utf-8", "utf-8-sig"):
             raise
         # the sniffed sample was valid UTF-8 but a later part of the file is not
         try:
             enc = "cp1252"
-            df = load(enc)
+            raw = load(enc)
         except _DecodeError:
             enc = "latin-1"
-            df = load(enc)
+            raw = load(enc)
+    df, texts = _convert(raw, dec)
+    del raw
+    if progress:
+        progress(1.0)
     if header is None:
-        df.columns = [f"V{i + 1}" for i in range(df.shape[1])]
+        names = [f"V{i + 1}" for i in range(df.shape[1])]
+        texts = {names[int(c)]: t for c, t in texts.items()}
+        df.columns = names
     df.columns = [str(c) for c in df.columns]
     meta = TableMeta(path=os.path.abspath(path), format="csv", sep=sep, encoding=enc, decimal=dec,
-                     n_rows=len(df))
+                     n_rows=len(df), lineterminator=info.get("lineterminator", "\n"),
+                     texts=texts, typed={c: df[c] for c in texts})
     return df, meta
 
 
@@ -427,17 +744,46 @@ def file_mode(private: bool = False) -> int:
     return PRIVATE_MODE if private else (0o666 & ~_umask())
 
 
-def atomic_write(path: str | os.PathLike, writer: Callable[[str], None], *, protect: tuple = (),
-                 private: bool = False) -> str:
-    """Call ``writer(tmp_path)`` on a temporary file next to ``path``, fsync it, then replace ``path``.
+def _target_error(exc: OSError, path: str) -> OSError:
+    """``exc`` re-worded to name the target file, not the hidden temporary file."""
+    import errno as _errno
 
-    On any failure the temporary file is removed and ``path`` is left as it was.
-    ``protect``: paths that must never be written (e.g. the input file).
-    ``private``: owner-only permissions (0600) for files that must not be published (the
-    temporary file is 0600 from its creation, so the content is never readable by others);
-    otherwise the file gets normal permissions (0666 minus the umask, e.g. 0644), also when it
-    replaces an existing file with other permissions.
-    """
+    name = Path(path).name
+    if exc.errno == _errno.ENOSPC:
+        return OSError(exc.errno, f"No space left on device while writing {name}", path)
+    return type(exc)(exc.errno, exc.strerror or str(exc), path) if exc.errno else \
+        OSError(f"{path}: {exc}")
+
+
+#: Our temporary files: ``.<stem>.<8 random characters>.tmp<suffix>`` next to the target.
+def temp_pattern(path: str | os.PathLike) -> re.Pattern:
+    p = Path(str(path))
+    return re.compile(r"^\." + re.escape(p.stem) + r"\.[A-Za-z0-9_]{8}\.tmp" + re.escape(p.suffix) + "$")
+
+
+def remove_stale_temps(path: str | os.PathLike) -> list[str]:
+    """Remove the temporary files an interrupted run left for ``path`` (only names of our own
+    pattern ``.<stem>.XXXXXXXX.tmp<suffix>`` in its folder); return the removed names."""
+    folder = os.path.dirname(os.path.abspath(str(path))) or "."
+    pat = temp_pattern(path)
+    gone = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return gone
+    for n in names:
+        if pat.match(n):
+            try:
+                os.unlink(os.path.join(folder, n))
+                gone.append(n)
+            except OSError:
+                pass
+    return gone
+
+
+def _check_target(path: str, protect: tuple) -> str:
+    import errno as _errno
+
     path = os.path.abspath(str(path))
     for p in protect:
         if same_file(path, p):
@@ -445,10 +791,25 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[str], None], *, prot
                              "choose another output name (the input is never overwritten).")
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):
-        raise FileNotFoundError(f"{folder}: no such folder")
+        raise FileNotFoundError(_errno.ENOENT, "no such folder", folder)
+    if os.path.isdir(path):
+        raise IsADirectoryError(_errno.EISDIR, "Is a directory", path)
+    return path
+
+
+def stage_write(path: str | os.PathLike, writer: Callable[[str], None], *, protect: tuple = (),
+                private: bool = False) -> str:
+    """First half of :func:`atomic_write`: ``writer(tmp)`` on a temporary file next to
+    ``path``, fsync'ed, with its final permissions; return the temporary path (nothing is
+    replaced yet: :func:`commit_write` does it, :func:`discard` removes it)."""
+    path = _check_target(path, protect)
+    folder = os.path.dirname(path) or "."
     p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.stem}.", suffix=f".tmp{p.suffix}", dir=folder)
-    os.close(fd)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.stem}.", suffix=f".tmp{p.suffix}", dir=folder)
+        os.close(fd)
+    except OSError as exc:
+        raise _target_error(exc, path) from None
     try:
         writer(tmp)
         with open(tmp, "rb+") as fh:
@@ -456,13 +817,24 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[str], None], *, prot
             os.fsync(fh.fileno())
         if os.name == "posix":  # mkstemp made it 0600; a writer may have recreated it
             os.chmod(tmp, file_mode(private))
-        os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
+        discard(tmp)
+        if isinstance(exc, OSError):
+            raise _target_error(exc, path) from None
+        raise
+    return tmp
+
+
+def discard(tmp: str | None) -> None:
+    """Remove a staged temporary file (no error if it is gone)."""
+    if tmp:
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        raise
+
+
+def _fsync_dir(folder: str) -> None:
     try:  # make the rename durable too
         dfd = os.open(folder, os.O_RDONLY)
         try:
@@ -471,7 +843,34 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[str], None], *, prot
             os.close(dfd)
     except OSError:
         pass
+
+
+def commit_write(tmp: str, path: str | os.PathLike) -> str:
+    """Second half of :func:`atomic_write`: rename the staged ``tmp`` onto ``path``."""
+    path = os.path.abspath(str(path))
+    try:
+        os.replace(tmp, path)
+    except OSError as exc:
+        discard(tmp)
+        raise _target_error(exc, path) from None
+    _fsync_dir(os.path.dirname(path) or ".")
     return path
+
+
+def atomic_write(path: str | os.PathLike, writer: Callable[[str], None], *, protect: tuple = (),
+                 private: bool = False) -> str:
+    """Call ``writer(tmp_path)`` on a temporary file next to ``path``, fsync it, then replace ``path``.
+
+    On any failure the temporary file is removed and ``path`` is left as it was; an OSError
+    names ``path`` (not the hidden temporary file).
+    ``protect``: paths that must never be written (e.g. the input file).
+    ``private``: owner-only permissions (0600) for files that must not be published (the
+    temporary file is 0600 from its creation, so the content is never readable by others);
+    otherwise the file gets normal permissions (0666 minus the umask, e.g. 0644), also when it
+    replaces an existing file with other permissions.
+    """
+    tmp = stage_write(path, writer, protect=protect, private=private)
+    return commit_write(tmp, path)
 
 
 def _stata_labels(df: pd.DataFrame, meta: TableMeta | None) -> tuple[dict, list | None]:
@@ -492,13 +891,73 @@ def _stata_labels(df: pd.DataFrame, meta: TableMeta | None) -> tuple[dict, list 
     return vl, cl
 
 
+def _same_values(out: pd.Series, ref: pd.Series, rows: np.ndarray | None) -> bool:
+    """True when ``out`` holds exactly the values ``ref`` holds at ``rows`` (missing = missing)."""
+    a = out.to_numpy(dtype=object, na_value=None)
+    b = ref.to_numpy(dtype=object, na_value=None)
+    if rows is not None:
+        if rows.size and (rows.min() < 0 or rows.max() >= b.size):
+            return False
+        b = b[rows]
+    if a.shape != b.shape:
+        return False
+    na_a = pd.isna(out.to_numpy())
+    na_b = pd.isna(ref.to_numpy())
+    if rows is not None:
+        na_b = na_b[rows]
+    if not np.array_equal(na_a, na_b):
+        return False
+    keep = ~na_a
+    try:
+        return bool(np.all(a[keep] == b[keep]))
+    except (TypeError, ValueError):
+        return False
+
+
+def _with_texts(df: pd.DataFrame, meta: TableMeta | None, rows) -> pd.DataFrame:
+    """``df`` with every column that holds the values read written as the texts read."""
+    if meta is None or not meta.texts:
+        return df
+    if rows is None and meta.n_rows != len(df):
+        return df
+    rows = None if rows is None else np.asarray(rows, dtype=np.int64)
+    out = None
+    for c, texts in meta.texts.items():
+        ref = meta.typed.get(c)
+        if c not in df.columns or ref is None or len(ref) != len(texts):
+            continue
+        if _same_values(df[c], ref, rows):
+            if out is None:
+                out = df.copy(deep=False)
+            t = texts if rows is None else texts[rows]
+            out[c] = pd.Series(t, index=df.index, dtype=object)
+    return df if out is None else out
+
+
+def _has_cr(df: pd.DataFrame) -> bool:
+    for c in df.columns:
+        s = df[c]
+        if s.dtype == object or pd.api.types.is_string_dtype(s):
+            try:
+                if s.astype(str).str.contains("\r", regex=False).any():
+                    return True
+            except (TypeError, ValueError):  # pragma: no cover
+                return True
+    return False
+
+
 def write_table(df: pd.DataFrame, path: str | os.PathLike, fmt: str | None = None,
-                meta: TableMeta | None = None, *, protect: tuple = (), private: bool = False) -> str:
+                meta: TableMeta | None = None, *, protect: tuple = (), private: bool = False,
+                rows=None, stage: bool = False) -> str:
     """Write ``df`` atomically as csv/xlsx/parquet/dta/sav (format from ``fmt`` or the extension).
 
     ``meta`` is the input's :class:`TableMeta`: the output keeps its CSV conventions
-    (separator, decimal mark, encoding) and its Stata/SPSS labels, and writing over
-    ``meta.path`` (the input) is refused with an :class:`InputError`.
+    (separator, decimal mark, encoding, line break) and its Stata/SPSS labels, and writing over
+    ``meta.path`` (the input) is refused with an :class:`InputError`.  A CSV column that
+    holds the values read (``rows``: the input row of each row of ``df``; default the same
+    rows) is written back as the texts read, byte for byte (00001, 1.50, FALSE, NA stay so).
+    A field holding a line break is always quoted, so the number of records never changes.
+    ``stage``: only write the temporary file and return its path (see :func:`commit_write`).
     """
     path = str(path)
     f = file_format(path, fmt)
@@ -515,9 +974,16 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike, fmt: str | None = Non
                 dec = meta.decimal if meta and meta.decimal else "."
                 if sep == "," and dec == ",":
                     dec = "."
-                enc = meta.encoding if meta and meta.encoding in ENCODINGS else "utf-8"
-                df.to_csv(tmp, sep=sep, decimal=dec, encoding=enc, index=False,
-                          lineterminator="\n")
+                enc = meta.encoding if meta and meta.encoding in ENCODINGS + WIDE_ENCODINGS \
+                    else "utf-8"
+                if enc in WIDE_ENCODINGS:
+                    enc = {"utf-16": "utf-16", "utf-32": "utf-32"}.get(enc, enc)
+                data = _with_texts(df, meta, rows) if meta is not None and meta.format == "csv" else df
+                lt = meta.lineterminator if meta and meta.lineterminator in ("\n", "\r\n") else "\n"
+                if lt == "\n" and _has_cr(data):
+                    lt = "\r\n"  # only then is a field with a bare CR quoted (records kept)
+                data.to_csv(tmp, sep=sep, decimal=dec, encoding=enc, index=False,
+                            lineterminator=lt)
             elif f == "xlsx":
                 df.to_excel(tmp, index=False, engine="openpyxl")
             elif f == "parquet":
@@ -541,6 +1007,8 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike, fmt: str | None = Non
             msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise InputError(f"{name}: cannot write the table as {f} ({msg}).") from None
 
+    if stage:
+        return stage_write(path, writer, protect=guard, private=private)
     return atomic_write(path, writer, protect=guard, private=private)
 
 
@@ -556,4 +1024,5 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 
 __all__ = ["TableMeta", "sniff_csv", "read_table", "write_table", "atomic_write", "same_file",
+           "stage_write", "commit_write", "discard", "remove_stale_temps", "temp_pattern",
            "file_sha256", "file_format", "file_mode", "PRIVATE_MODE"]

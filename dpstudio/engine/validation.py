@@ -36,8 +36,8 @@ def check_frame(df) -> None:
     if len(df) == 1:
         raise InputError("The data has a single record: it cannot be protected for release "
                          "(no method can hide one person among others). Add records.")
-    cols = [str(c) for c in df.columns]
-    dup = sorted({c for c in cols if cols.count(c) > 1})
+    cols = pd.Series([str(c) for c in df.columns])
+    dup = sorted(set(cols[cols.duplicated()]))  # linear: cols.count per column was quadratic
     if dup:
         raise InputError(f"Duplicate column name(s): {', '.join(map(repr, dup))}. "
                          "Rename them so that every column name is unique.")

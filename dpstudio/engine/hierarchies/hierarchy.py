@@ -71,12 +71,19 @@ class Hierarchy:
             text, source = path_or_text, "<text>"
         else:
             raise ParameterError(f"Hierarchy file not found: {path_or_text}")
+        if "\x00" in text[:65536]:
+            raise InputError(f"Hierarchy {os.path.basename(source)}: this is not a text file "
+                             "(binary content). Give an ARX hierarchy CSV.")
         first = text.lstrip().split("\n", 1)[0].strip().lower().replace(" ", "")
-        if first in ("child,parent", "child;parent"):  # parent-child taxonomy file
-            pairs = list(csv.reader(io.StringIO(text), delimiter=first[5]))[1:]
-            rows = parent_child_rows(pairs, name or os.path.basename(source))
-        else:
-            rows = list(csv.reader(io.StringIO(text), delimiter=";"))
+        try:
+            if first in ("child,parent", "child;parent"):  # parent-child taxonomy file
+                pairs = list(csv.reader(io.StringIO(text), delimiter=first[5]))[1:]
+                rows = parent_child_rows(pairs, name or os.path.basename(source))
+            else:
+                rows = list(csv.reader(io.StringIO(text), delimiter=";"))
+        except csv.Error as exc:
+            raise InputError(f"Hierarchy {os.path.basename(source)}: cannot be read as an ARX "
+                             f"hierarchy CSV ({exc}).") from None
         return cls.from_rows(rows, name=name or os.path.basename(source), source=source)
 
     def write_arx(self, path: "str | os.PathLike") -> None:
