@@ -103,6 +103,16 @@ def mismatch(a, b) -> np.ndarray:
     return (a != b).astype(np.float64)
 
 
+def label_mismatch(a, b) -> np.ndarray:
+    """0/1 distance on category labels, 1 and 1.0 alike and a missing (suppressed) value
+    differing from every value: the distance of keys a method suppresses."""
+    from dpstudio.engine.measures.categorical import _labels
+
+    la = _labels(pd.Series(np.asarray(a, dtype=object)).infer_objects()).to_numpy()
+    lb = _labels(pd.Series(np.asarray(b, dtype=object)).infer_objects()).to_numpy()
+    return (la != lb).astype(np.float64)
+
+
 class HierarchyDistance:
     """Semantic distance δ of a column's hierarchy (docs/measures.md: categorical dist = δ)
     as a ``categorical_distance`` callable.  Values are compared as printed labels
@@ -165,7 +175,8 @@ class MeasurePlan:
 
 
 def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
-                     roles: dict | None = None, hierarchies: dict | None = None) -> MeasurePlan:
+                     roles: dict | None = None, hierarchies: dict | None = None,
+                     types: dict | None = None) -> MeasurePlan:
     """The measurement policy (docs/measures.md "Distances"), the same for every caller
     (``protect``'s summary, ``evaluate``, every sweep point, CLI and app):
 
@@ -176,7 +187,10 @@ def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
       (not ``other``/``identifier``) are;
     * a numeric k-quasi that a generalising method (spec flag ``generalises``) turns into
       interval text: 0/1 on the printed values;
-    * Δ mean/variance and correlations: see :meth:`MeasurePlan.numeric_attributes`.
+    * Δ mean/variance and correlations: see :meth:`MeasurePlan.numeric_attributes`;
+    * categorical keys (frequency tables, suppressed cells, re-identification risk): the
+      k-quasis of a method that suppresses key values, and every k-quasi that is text, has a
+      semantic distance, or is typed categorical/ordinal in ``types``.
 
     >>> import pandas as pd
     >>> plan = measurement_plan(pd.DataFrame({"age": [30, 41]}), method="k-eps",
@@ -209,8 +223,13 @@ def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
 
     wildcard = bool(method) and missing_matches_any(method)
     kq = [c for c, r in roles.items() if r == "k-quasi" and c in original.columns]
-    keys = [c for c in kq if wildcard or c in dist
+    typed = {str(c): str(t) for c, t in (types or {}).items()}
+    keys = [c for c in kq if wildcard or c in dist or typed.get(c) in ("categorical", "ordinal")
             or not pd.api.types.is_numeric_dtype(original[c])]
+    if wildcard:   # a suppressed key value counts 1 in SSE and record linkage, never 0
+        for c in keys:
+            if c not in dist:
+                dist[c] = label_mismatch
     weight = next((c for c, r in roles.items() if r == "weight"), None)
     household = next((c for c, r in roles.items() if r == "household"), None)
     return MeasurePlan(dist, flat, keys, weight, household, wildcard)
@@ -227,7 +246,8 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
              plan: MeasurePlan | None = None, keys: Iterable[str] | None = None,
              weight: str | None = None, class_attribute: str | None = None,
              binarise: Any = "median", classification_seed: int = 0,
-             features: Iterable[str] | None = None, **opts: Any) -> dict:
+             features: Iterable[str] | None = None, types: dict | None = None,
+             **opts: Any) -> dict:
     """All requested measures in one flat dict, measured by the policy of
     :func:`measurement_plan` (docs/measures.md).
 
@@ -280,7 +300,7 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
         plan = measurement_plan(
             original, method=method if method is not None else getattr(result, "method", None),
             roles=roles if roles is not None else getattr(result, "roles", None),
-            hierarchies=hierarchies)
+            hierarchies=hierarchies, types=types)
     if plan.wildcard:
         measures = tuple(dict.fromkeys(measures + SUPPRESSION_MEASURES))
     keys = [str(k) for k in keys] if keys is not None else list(plan.keys)
