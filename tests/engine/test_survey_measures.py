@@ -19,7 +19,6 @@ from dpstudio.engine.measures.classification import classification_utility
 from dpstudio.engine.measures.utility import eigen_utility, il1s
 from dpstudio.engine.roles import Role, normalize_roles, normalize_types, suggest_types
 
-
 # --------------------------------------------------------------------------- IL1s, eigen
 
 def test_il1s_hand_computed():
@@ -119,7 +118,8 @@ def test_frequency_distance_hand_computed_and_suppression():
 
 
 def test_disjoint_tables_are_at_distance_one():
-    x = pd.DataFrame({"s": ["a", "a"]}); y = pd.DataFrame({"s": ["b", "b"]})
+    x = pd.DataFrame({"s": ["a", "a"]})
+    y = pd.DataFrame({"s": ["b", "b"]})
     d = C.frequency_distances(x, y, ["s"])
     assert d["tv"]["s"] == pytest.approx(1) and d["hellinger"]["s"] == pytest.approx(1)
 

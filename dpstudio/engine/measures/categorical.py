@@ -27,8 +27,8 @@ both 0 for identical tables and symmetric.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import combinations
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
@@ -132,7 +132,8 @@ def suppressed_cells(original: pd.DataFrame, protected: pd.DataFrame,
 def release_risk(protected: pd.DataFrame, keys: Iterable[str], weight: str | None = None,
                  household: str | None = None) -> dict:
     """Expected re-identifications (and global risk) of the release with sdcMicro's model
-    (missing key values match any value)."""
+    (missing key values match any value).
+    """
     from dpstudio.engine.measures.survey_risk import assess_risk
 
     keys = [str(k) for k in keys]

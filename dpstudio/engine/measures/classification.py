@@ -23,7 +23,8 @@ missing are left out.  Deterministic for a given ``seed``.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd

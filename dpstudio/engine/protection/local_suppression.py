@@ -72,7 +72,8 @@ def guarantee(p: dict) -> str:
 
 def parse_importance(text: str | None, keys: list[str]) -> list[str] | None:
     """``'SEX, AGE'`` -> ``['SEX', 'AGE']`` (most important first); every key must be named
-    once.  Empty: None (sdcMicro's default order)."""
+    once.  Empty: None (sdcMicro's default order).
+    """
     if text is None or not str(text).strip():
         return None
     names = [t.strip() for t in str(text).split(",") if t.strip()]
