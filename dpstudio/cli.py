@@ -106,6 +106,16 @@ def parse_precision(items: list[str] | None) -> dict[str, float]:
     return out
 
 
+def parse_types(items: list[str] | None) -> dict[str, str]:
+    """--type COL=TYPE (repeatable): numeric, categorical, ordinal or date (the engine checks
+    the type and the column)."""
+    out = {}
+    for it in items or []:
+        col, typ = _split_assign(it, "--type", "COLUMN=TYPE (e.g. SEX=categorical)", last=True)
+        out[col] = typ
+    return out
+
+
 def parse_hierarchies(items: list[str] | None) -> dict[str, str]:
     from dpstudio.engine.errors import ParameterError
 
@@ -299,6 +309,8 @@ def _prepare_and_run(df, args, method: str):
     hier = parse_hierarchies(args.hierarchy)
     prep = engine.prepare(df, method, roles, domains, hier or None,
                           precision=parse_precision(getattr(args, "precision", None)) or None,
+                          types=parse_types(getattr(args, "type", None)) or None,
+                          keep_household=bool(getattr(args, "keep_household", False)),
                           **params)
     if prep.dropped_rows:
         _warn(f"{len(prep.dropped_rows)} record(s) with missing values in protected attributes "
@@ -366,6 +378,10 @@ def cmd_protect(args) -> int:
         summ += f"; SSE normalized {_fmt(measures.get('sse_normalized', float('nan')))}"
         if "rl" in measures:
             summ += f", RL {measures['rl']:.3g} %"
+        if "suppressed_cells" in measures:
+            summ += (f"; suppressed cells {measures['suppressed_cells']} "
+                     f"({100 * measures['suppressed_share']:.3g} %), expected "
+                     f"re-identifications {_fmt(measures.get('expected_reidentifications'))}")
     print(summ)
     return 0
 
@@ -376,9 +392,19 @@ def cmd_evaluate(args) -> int:
 
     orig, _ = _read(args.original)
     prot, _ = _read(args.protected)
-    attrs = [a.strip() for a in args.attributes.split(",") if a.strip()]
-    if not attrs:
+    attrs = [a.strip() for a in (args.attributes or "").split(",") if a.strip()] or None
+    if args.attributes is not None and not attrs:
         raise ParameterError("--attributes: name at least one column (comma-separated).")
+    measures = tuple(m.strip() for m in (args.measures or "").split(",") if m.strip()) \
+        or ("sse", "rl", "delta", "corr")
+    keys = [a.strip() for a in (args.keys or "").split(",") if a.strip()] or None
+    binarise: Any = args.binarise
+    if binarise not in (None, "median", "mean"):
+        try:
+            binarise = float(binarise)
+        except ValueError:
+            raise ParameterError(f"--binarise must be median, mean or a number (the threshold). "
+                                 f"Got {args.binarise!r}.") from None
     conf = [a.strip() for a in (args.confidential or "").split(",") if a.strip()] or None
     if args.method:
         from dpstudio.engine.registry import get_method
@@ -388,7 +414,11 @@ def cmd_evaluate(args) -> int:
     # k-quasis 0/1), the roles and the hierarchies the release was made with
     out = engine.evaluate(orig, prot, attrs, confidential=conf, rl_distance=args.rl_distance,
                           method=args.method or None, roles=parse_roles(args.role) or None,
-                          hierarchies=parse_hierarchies(args.hierarchy) or None)
+                          hierarchies=parse_hierarchies(args.hierarchy) or None,
+                          measures=measures, keys=keys, weight=args.weight,
+                          class_attribute=args.class_attribute, binarise=binarise or "median",
+                          classification_seed=args.classification_seed,
+                          types=parse_types(args.type) or None)
     if args.json:
         print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
         return 0
@@ -423,13 +453,17 @@ def cmd_sweep(args) -> int:
     args.k = args.epsilon = None  # the grid sets them
     params = collect_params(spec, args)
     args.k, args.epsilon = saved_k, saved_eps
-    measures = tuple(m.strip() for m in args.measures.split(",") if m.strip())
+    from dpstudio.engine.measures import default_measures
+
+    measures = tuple(m.strip() for m in (args.measures or "").split(",") if m.strip()) \
+        or default_measures(spec.id)
     gen = engine.sweep(df, spec.id, parse_roles(args.role), parse_domains(args.domain),
                        ks=ks, epsilons=eps, repeats=args.repeats, seed=args.seed,
                        measures=measures, baselines=not args.no_baselines,
                        hierarchies=parse_hierarchies(args.hierarchy) or None,
                        precision=parse_precision(getattr(args, "precision", None)) or None,
-                       **params)
+                       types=parse_types(args.type) or None,
+                       keep_household=bool(args.keep_household), **params)
     rows = []
     for pt in gen:
         rows.append(pt.as_row())
@@ -438,7 +472,8 @@ def cmd_sweep(args) -> int:
                   f"method cannot run there: {pt.skipped}", file=sys.stderr, flush=True)
             continue
         vals = ", ".join(f"{n}={m:.4g}" for n, (m, s) in pt.values.items()
-                         if n in ("sse_normalized", "sse_raw", "rl"))
+                         if n in ("sse_normalized", "sse_raw", "rl", "suppressed_cells",
+                                  "expected_reidentifications"))
         eps_s = "none (baseline)" if pt.epsilon is None else f"{pt.epsilon:g}"
         print(f"[{pt.index + 1}/{pt.total}] k={pt.k} epsilon={eps_s} repeats={pt.repeats}: {vals} "
               f"({pt.elapsed:.1f} s)", file=sys.stderr, flush=True)
@@ -487,7 +522,6 @@ def cmd_demo(args) -> int:
 
 _RISK_KEY_ROLES = {"k-quasi", "eps-quasi", "key", "quasi", "quasi-identifier"}
 _RISK_ROLES = _RISK_KEY_ROLES | {"confidential", "sensitive", "weight", "household", "identifier", "other"}
-_TYPES = {"numeric", "categorical", "ordinal", "date"}
 
 
 def cmd_verify(args) -> int:
@@ -510,12 +544,9 @@ def cmd_risk(args) -> int:
         if role not in _RISK_ROLES:
             raise ParameterError(f"--role {col}={role}: unknown role; use one of "
                                  f"{', '.join(sorted(_RISK_ROLES))}")
-    for it in args.type or []:
-        col, typ = _split_assign(it, "--type", "COLUMN=TYPE (e.g. SEX=categorical)", last=True)
-        if typ not in _TYPES:
-            raise ParameterError(f"--type {col}={typ}: use one of {', '.join(sorted(_TYPES))}")
-        if col not in df.columns:
-            raise ParameterError(f"--type {col}: no such column in {args.input}")
+    from dpstudio.engine.roles import normalize_types
+
+    normalize_types(df.columns, parse_types(args.type))   # names the column / type
     weight = args.weight or next((c for c, r in roles.items() if r == "weight"), None)
     household = args.household or next((c for c, r in roles.items() if r == "household"), None)
     keys = [c for c, r in roles.items() if r in _RISK_KEY_ROLES]
@@ -631,7 +662,14 @@ def _add_method_opts(p, sweep: bool = False) -> None:
         p.add_argument("--k", help="k: minimum cluster / class size")
         p.add_argument("--epsilon", help="ε: total privacy budget (> 0)")
     p.add_argument("--role", action="append", metavar="COL=ROLE",
-                   help="attribute role: identifier, k-quasi, eps-quasi, confidential, other (repeatable)")
+                   help="attribute role: identifier, k-quasi, eps-quasi, confidential, other, "
+                        "weight (sampling weight, released unchanged), household (household id, "
+                        "not released unless --keep-household) (repeatable)")
+    p.add_argument("--type", action="append", metavar="COL=TYPE",
+                   help="column type: numeric, categorical, ordinal, date (repeatable); "
+                        "numeric-only methods refuse categorical/ordinal quasi-identifiers")
+    p.add_argument("--keep-household", action="store_true",
+                   help="release the household-id column unchanged (default: not released)")
     p.add_argument("--domain", action="append", metavar="COL=LB:UB",
                    help="declared domain of a numeric attribute (repeatable)")
     p.add_argument("--precision", action="append", metavar="COL=GAMMA",
@@ -692,7 +730,22 @@ def build_parser() -> argparse.ArgumentParser:
                     "their input: their measures are in the summary and report of 'protect'.")
     p.add_argument("original", metavar="ORIGINAL")
     p.add_argument("protected", metavar="PROTECTED")
-    p.add_argument("--attributes", required=True, help="comma-separated columns to compare")
+    p.add_argument("--attributes", help="comma-separated columns to compare (default: the "
+                                        "numeric columns in both files)")
+    p.add_argument("--measures", help="comma-separated: sse, rl, delta, corr (default), il1s, "
+                                      "eigen, freq, suppressed, reid, classification")
+    p.add_argument("--keys", help="comma-separated categorical key variables (freq, suppressed, "
+                                  "reid; default: k-quasis typed categorical or holding text)")
+    p.add_argument("--weight", metavar="COL", help="sampling weight column (reid)")
+    p.add_argument("--type", action="append", metavar="COL=TYPE",
+                   help="column type: numeric, categorical, ordinal, date (repeatable)")
+    p.add_argument("--class-attribute", metavar="COL",
+                   help="classification: the attribute to predict (random forest, paper 001 §4.2)")
+    p.add_argument("--binarise", metavar="median|mean|NUMBER",
+                   help="classification: how a numeric class attribute is made binary "
+                        "(default median)")
+    p.add_argument("--classification-seed", type=int, default=0,
+                   help="classification: the forests' seed (default 0)")
     p.add_argument("--confidential", help="comma-separated confidential columns (correlation loss)")
     p.add_argument("--rl-distance", choices=("standardized", "raw"), default="standardized")
     p.add_argument("--method", help="method id the release was made with (its measurement "
@@ -708,7 +761,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", metavar="IN")
     _add_method_opts(p, sweep=True)
     p.add_argument("--repeats", type=int, default=10, help="repetitions per point (default 10)")
-    p.add_argument("--measures", default="sse,rl", help="measures (default sse,rl)")
+    p.add_argument("--measures", help="measures (default: sse,rl; for local-suppression "
+                                      "suppressed,reid,freq,kanon)")
     p.add_argument("--no-baselines", action="store_true", help="skip the noise-free baselines")
     p.add_argument("--out", required=True, metavar="FILE.csv")
     p.set_defaults(func=cmd_sweep)

@@ -6,7 +6,7 @@ module does not import it: no import cycle)."""
 from __future__ import annotations
 
 import warnings as _warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -19,7 +19,8 @@ from dpstudio.engine import params as P
 from dpstudio.engine.protection._common import add_scope_reason, separate_tables
 from dpstudio.engine.registry import MethodSpec, all_methods, get_method
 from dpstudio.engine.random import as_rng
-from dpstudio.engine.roles import Role, normalize_roles
+from dpstudio.engine.roles import (NON_NUMERIC_TYPES, Role, normalize_roles, normalize_types,
+                                   single_column)
 
 QUASI_ROLES = (Role.K_QUASI, Role.EPS_QUASI)
 
@@ -43,6 +44,10 @@ class Prepared:
     guarantee_note: str = ""
     precision: dict | None = None
     precision_given: dict | None = None
+    #: the user's column types (issue 10)
+    types: dict = field(default_factory=dict)
+    #: release the household id unchanged (default: it is not released)
+    keep_household: bool = False
 
 
 def check_applicable(df: pd.DataFrame, method: str, roles: dict | None) -> None:
@@ -74,16 +79,25 @@ def _applicable(spec: MethodSpec, roles: dict[str, Role]) -> list[str]:
 
 def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dict | None = None,
             hierarchies: dict | None = None, *, precision: dict | None = None,
+            types: dict | None = None, keep_household: bool = False,
             **params: Any) -> Prepared:
     """Validate everything once (used by :func:`protect` and :func:`sweep`).
 
     ``precision`` maps a numeric noisy attribute to its output grid γ (default: 1 for integer
     columns, else from the declared domain; see :func:`dpstudio.engine.algorithms.noise.default_precision`).
+    ``types`` maps a column to ``numeric``, ``categorical``, ``ordinal`` or ``date`` (the user's
+    choice; numeric-only methods refuse categorical/ordinal quasi-identifiers).
+    ``keep_household``: release the household-id column unchanged (default: not released).
     """
     V.check_frame(df)
     spec = get_method(method)
     r = normalize_roles(df.columns, roles)
+    for role in (Role.WEIGHT, Role.HOUSEHOLD):
+        single_column(r, role)
+    ty = normalize_types(df.columns, types)
     protected = _applicable(spec, r)
+    if spec.numeric_only:
+        _refuse_non_numeric_types(spec, r, ty, protected)
     p = spec.check_params(params)
     warns: list[str] = []
 
@@ -97,7 +111,9 @@ def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
             if not pd.api.types.is_numeric_dtype(data[c]):
                 data[c] = pd.to_numeric(data[c])
     dropped: list[int] = []
-    miss = V.missing_rows(data, protected)
+    # a method whose guarantee holds with missing key values (they match any value) keeps them
+    miss = (np.zeros(0, dtype=np.int64) if spec.missing_matches_any
+            else V.missing_rows(data, protected))
     if miss.size:
         if not p.get("drop_missing"):
             raise InputError(V.missing_message(data, protected))
@@ -133,7 +149,8 @@ def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
                                     and pd.api.types.is_numeric_dtype(data[c])],
                              precision, doms, spec.uses_epsilon)
     prep = Prepared(spec, data, r, doms, p, protected, dropped, warns, dict(hierarchies or {}),
-                    guarantee_note=note, precision=prec)
+                    guarantee_note=note, precision=prec, types=ty,
+                    keep_household=bool(keep_household))
     prep.precision_given = {c: g for c, g in (precision or {}).items() if c in prec}
     return prep
 
@@ -151,13 +168,15 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         params["k"] = k
     job = Job(data=prep.data, roles=prep.roles, domains=prep.domains, params=params, rng=rng,
               method=spec.id, cache={} if cache is None else cache,
-              hierarchies=prep.hierarchies, precision=dict(prep.precision or {}))
+              hierarchies=prep.hierarchies, precision=dict(prep.precision or {}),
+              types=dict(prep.types))
     if progress is not None:
         job.progress = progress
     if check_cancel is not None:
         job.check_cancel = check_cancel
     out = spec.run(job)
-    ident = [c for c, role in prep.roles.items() if role is Role.IDENTIFIER]
+    ident = [c for c, role in prep.roles.items() if role is Role.IDENTIFIER
+             or (role is Role.HOUSEHOLD and not prep.keep_household)]
     drop = [c for c in ident if c in out.data.columns]
     released = out.data.drop(columns=drop) if drop else out.data
     if not isinstance(released.index, pd.RangeIndex) or released.index.start != 0:
@@ -218,6 +237,46 @@ def _shown(cols: list[str], limit: int = 6) -> str:
 
 def describe(spec: MethodSpec, params: dict, roles: dict, released_columns: list[str],
              protected: list[str], caveat: str = "") -> tuple[str, bool]:
+    """The guarantee sentence and the ε-DP flag (see :func:`_describe`), plus what it says
+    about the survey roles: the sampling weight released unchanged, the household id not
+    released (or released unchanged at the user's request)."""
+    text, is_dp = _describe(spec, params, roles, released_columns, protected, caveat)
+    return text + survey_clause(roles, released_columns), is_dp
+
+
+def survey_clause(roles: dict, released_columns: list[str]) -> str:
+    """The sentence naming the weight and household columns (empty when there are none)."""
+    roles = {c: (r if isinstance(r, Role) else Role(r)) for c, r in roles.items()}
+    out = ""
+    for c, r in roles.items():
+        if r is Role.WEIGHT and c in released_columns:
+            out += (f" The sampling weight {c} is released unchanged (not protected; the "
+                    "guarantee does not cover it).")
+        elif r is Role.HOUSEHOLD:
+            out += (f" The household id {c} is released unchanged at the user's request: it "
+                    "links the records of a household, which the guarantee does not cover."
+                    if c in released_columns else f" The household id {c} is not released.")
+    return out
+
+
+def _refuse_non_numeric_types(spec: MethodSpec, roles: dict[str, Role], types: dict[str, str],
+                              protected: list[str]) -> None:
+    """A numeric-only method would average category codes (sex 1.5): refuse, naming the
+    column and the methods that fit its role."""
+    bad = [c for c in protected if types.get(c) in NON_NUMERIC_TYPES]
+    if not bad:
+        return
+    c = bad[0]
+    fit = [m.id for m in all_methods() if not m.numeric_only and roles[c] in m.protects]
+    raise NotApplicableError(
+        f"Column {c!r} ({roles[c].label}) is typed {types[c]}, but method {spec.id!r} treats "
+        f"values as numbers (it would release codes such as 1.5). Use a method for categorical "
+        f"attributes ({', '.join(fit) or 'none protects this role'}), or type {c!r} numeric if "
+        "its values are quantities.")
+
+
+def _describe(spec: MethodSpec, params: dict, roles: dict, released_columns: list[str],
+              protected: list[str], caveat: str = "") -> tuple[str, bool]:
     """The guarantee sentence and the ε-DP flag of a release with ``released_columns``.
 
     A clustered DP release (k ≥ 2) with columns released unchanged beside the protected ones
@@ -279,14 +338,18 @@ def describe_release(columns: list[str], method: str, roles: dict | None = None,
     that depends on the method's run, such as t-close-dp's achieved t, can be added then)."""
     if data is not None:
         prep = prepare(data, method, roles, domains, hierarchies, precision=precision, **params)
-        released = [c for c in prep.data.columns if prep.roles.get(c) is not Role.IDENTIFIER]
+        released = [c for c in prep.data.columns if prep.roles.get(c) is not Role.IDENTIFIER
+                    and (prep.keep_household or prep.roles.get(c) is not Role.HOUSEHOLD)]
         text, is_dp = describe(prep.spec, prep.params, prep.roles, released, prep.protected)
         return _with_clauses(text, prep, prep.params), is_dp
     spec = get_method(method)
     r = normalize_roles(list(columns), roles)
+    keep_hh = bool(params.pop("keep_household", False))
+    params.pop("types", None)
     p = spec.check_params(params)
     protected = [c for c, role in r.items() if role in spec.protects]
-    released = [c for c in map(str, columns) if r.get(c) is not Role.IDENTIFIER]
+    released = [c for c in map(str, columns) if r.get(c) is not Role.IDENTIFIER
+                and (keep_hh or r.get(c) is not Role.HOUSEHOLD)]
     return describe(spec, p, r, released, protected)
 
 
@@ -318,7 +381,8 @@ def _grid_clause(prep: Prepared) -> str:
 
 def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dict | None = None,
             *, seed: int | np.random.Generator | None = None, hierarchies: dict | None = None,
-            precision: dict | None = None, progress: Callable[[float], None] | None = None,
+            precision: dict | None = None, types: dict | None = None,
+            keep_household: bool = False, progress: Callable[[float], None] | None = None,
             check_cancel: Callable[[], None] | None = None, **params: Any) -> ProtectionResult:
     """Protect ``df`` with ``method``.
 
@@ -341,6 +405,12 @@ def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
         Column -> output grid γ of a noisy numeric attribute (e.g. ``{"FICA": 1}``): noise is
         drawn exactly on that grid and the release carries no more digits (default: 1 for
         integer columns, 10^(⌊log10(ub − lb)⌋ − 6) from the declared domain otherwise).
+    types : dict
+        Column -> ``numeric``, ``categorical``, ``ordinal`` or ``date`` (the user's choice;
+        :func:`dpstudio.engine.roles.suggest_types` suggests them).  Numeric-only methods refuse
+        a categorical or ordinal quasi-identifier.
+    keep_household : bool
+        Release the column with role ``household`` unchanged (default: it is not released).
     **params
         Method parameters (``k``, ``epsilon``, ``noise``, ``calibration``, …).
 
@@ -351,7 +421,8 @@ def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
     >>> sorted(res.data["x"].tolist())
     [2.0, 2.0, 2.0, 5.0, 5.0, 5.0]
     """
-    prep = prepare(df, method, roles, domains, hierarchies, precision=precision, **params)
+    prep = prepare(df, method, roles, domains, hierarchies, precision=precision, types=types,
+                   keep_household=keep_household, **params)
     return run_prepared(prep, rng=as_rng(seed), progress=progress, check_cancel=check_cancel)
 
 

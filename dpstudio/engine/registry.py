@@ -36,6 +36,7 @@ METHOD_MODULES = (
     "dpstudio.engine.protection.insensitive_dp",
     "dpstudio.engine.protection.ir_dp",
     "dpstudio.engine.protection.k_eps",
+    "dpstudio.engine.protection.local_suppression",
     "dpstudio.engine.protection.categorical_dp",
     "dpstudio.engine.protection.t_close_dp",
 )
@@ -78,6 +79,10 @@ class MethodSpec:
     clusters: bool = False
     #: the method offered first to a new user
     recommended: bool = False
+    #: key values are suppressed (set to missing) and a missing value matches any value
+    #: (sdcMicro's rule): missing key values are allowed in the input, k-anonymity and the
+    #: categorical measures (suppressed cells, expected re-identifications) use that rule
+    missing_matches_any: bool = False
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -103,6 +108,7 @@ class MethodSpec:
             "generalises": self.generalises,
             "clusters": self.clusters,
             "recommended": self.recommended,
+            "missing_matches_any": self.missing_matches_any,
             "guarantee": self.guarantee({p.name: p.default for p in self.params}),
         }
 
@@ -168,6 +174,13 @@ def is_k_anonymous(method_id: str | None) -> bool:
     _load()
     spec = _REGISTRY.get(str(method_id))
     return bool(spec and spec.k_anonymous)
+
+
+def missing_matches_any(method_id: str | None) -> bool:
+    """Whether ``method_id`` suppresses key values under the missing-matches-any rule."""
+    _load()
+    spec = _REGISTRY.get(str(method_id))
+    return bool(spec and spec.missing_matches_any)
 
 
 def generalises(method_id: str | None) -> bool:

@@ -214,10 +214,12 @@ def render_release_note(result, *, now: str | None = None) -> str:
         dom_s = f"[{_fmt(float(dom[0]))}, {_fmt(float(dom[1]))}]" if dom is not None else "—"
         rows.append(f"<tr><td>{_e(col)}</td><td>{_e(data[col].dtype)}</td><td>{_e(role)}</td>"
                     f"<td class='num'>{dom_s}</td><td>{_released_how(result, col, role)}</td></tr>")
-    removed = [c for c, r in roles.items() if r == "identifier"]
+    removed = [c for c, r in roles.items() if r == "identifier"
+               or (r == "household" and c not in data.columns)]   # issue 10: not released
     parts.append("<h2>Schema of the release</h2><table><tr><th>column</th><th>type</th><th>role</th>"
                  "<th>declared domain</th><th>in the release</th></tr>" + "".join(rows) + "</table>"
-                 + (f"<p class='sub'>Identifier column(s) removed: {_e(', '.join(removed))}.</p>"
+                 + (f"<p class='sub'>Identifier / household-id column(s) removed: "
+                    f"{_e(', '.join(removed))}.</p>"
                     if removed else ""))
 
     stats_rows, cat_rows = [], []

@@ -167,7 +167,8 @@ def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsil
         prep.params["shuffle"] = False
     total = len(cells)
     # the measurement policy, planned once for the whole sweep
-    plan = measurement_plan(prep.data, method=spec.id, roles=prep.roles, hierarchies=hierarchies)
+    plan = measurement_plan(prep.data, method=spec.id, roles=prep.roles, hierarchies=hierarchies,
+                            types=prep.types)
     cache: dict = {}
     mcache: dict = {}  # measures' cache (e.g. the k-d tree of the original), whole sweep
     current_k = object()

@@ -48,6 +48,8 @@ class Job:
     hierarchies: dict = field(default_factory=dict)
     #: column -> output grid γ of the noisy numeric attributes (issue 8 §3)
     precision: dict = field(default_factory=dict)
+    #: column -> the user's type: numeric, categorical, ordinal, date (issue 10)
+    types: dict = field(default_factory=dict)
 
     @property
     def n(self) -> int:

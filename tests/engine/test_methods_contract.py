@@ -172,3 +172,22 @@ def test_a_listed_module_that_cannot_be_imported_fails_loudly(monkeypatch):
         registry.all_methods()
     with pytest.raises(ModuleNotFoundError):   # and again: never a half-loaded registry
         registry.get_method("mdav")
+
+
+NUMERIC_ONLY = [s.id for s in SPECS if s.numeric_only]
+
+
+@pytest.mark.parametrize("kind", ["categorical", "ordinal"])
+@pytest.mark.parametrize("method_id", NUMERIC_ONLY)
+def test_numeric_only_methods_refuse_a_categorical_column(data, method_id, kind):
+    """Issue 10: sex = 1/2 typed categorical is never averaged into 1.5."""
+    spec, roles, domains = setup(method_id)
+    col = next(iter(roles))
+    with pytest.raises(engine.NotApplicableError) as exc:
+        engine.protect(data, method_id, roles, domains, seed=1, types={col: kind})
+    msg = str(exc.value)
+    assert "\n" not in msg and repr(col) in msg and kind in msg, msg
+    fit = [m.id for m in SPECS if not m.numeric_only and Role(roles[col]) in m.protects]
+    assert fit and all(m in msg for m in fit), msg
+    # typed numeric it runs
+    engine.protect(data, method_id, roles, domains, seed=1, types={col: "numeric"})

@@ -38,7 +38,7 @@ sdcMicro suppresses 862 values; this suppresses fewer (see ``tests/engine/test_l
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -103,6 +103,7 @@ def local_suppression(
     importance: Sequence | None = None,
     missing_matches_any: bool = True,
     max_passes: int | None = None,
+    on_pass: Callable[[int], None] | None = None,
 ) -> tuple[pd.DataFrame, dict]:
     """Suppress key values (set them to missing) until the file is k-anonymous.
 
@@ -119,6 +120,9 @@ def local_suppression(
     missing_matches_any : bool
         True (sdcMicro): a missing value matches every value of its key.  False: missing is one
         more category (suppressed values then only match each other).
+    on_pass : callable, optional
+        Called with the number of passes done after each pass (progress; it may raise to
+        cancel).
 
     Returns
     -------
@@ -230,6 +234,8 @@ def local_suppression(
         rows = unsafe[do]
         cols = chosen[do]
         codes[rows, cols] = supp_code[cols]
+        if on_pass is not None:
+            on_pass(passes)
 
     suppressed = codes != original
     per_key = {key: int(suppressed[:, pos[key]].sum()) for key in keys}

@@ -34,8 +34,8 @@ from dpstudio.engine.errors import DPStudioError, ParameterError
 from dpstudio.engine.measures._base import _check_pair, _col, _is_numeric
 from dpstudio.engine.measures.kanon import k_anonymity_check
 from dpstudio.engine.measures.risk import TIE_RTOL, record_linkage
-from dpstudio.engine.measures.utility import (_sse_both, correlation_loss, delta_stats, score,
-                                              sse)
+from dpstudio.engine.measures.utility import (_sse_both, correlation_loss, delta_stats,
+                                              eigen_utility, il1s, score, sse)
 
 _METHOD_MEASURES: dict[str, list[Callable[..., dict]]] = {}
 
@@ -50,7 +50,28 @@ def is_k_anonymous(method: str | None) -> bool:
     return _flag(method)
 
 SCALAR_KEYS = ("sse_raw", "sse_normalized", "rl", "corr_loss_mean", "corr_loss_std",
-               "delta_mean_avg", "delta_var_avg")
+               "delta_mean_avg", "delta_var_avg", "il1s", "il1s_mean", "eigen",
+               "tv_mean", "hellinger_mean", "suppressed_cells", "suppressed_share",
+               "expected_reidentifications", "global_risk", "f1_macro_protected",
+               "f1_macro_original", "f1_ratio")
+
+#: Every measure name :func:`evaluate` knows (docs/measures.md).
+KNOWN_MEASURES = ("sse", "rl", "delta", "corr", "kanon", "il1s", "eigen", "freq", "suppressed",
+                  "reid", "classification")
+#: What the policy always adds for a method that suppresses key values (spec flag
+#: ``missing_matches_any``): its sweeps plot them against k.
+SUPPRESSION_MEASURES = ("suppressed", "reid")
+
+
+def default_measures(method: str | None) -> tuple[str, ...]:
+    """The measures a sweep of ``method`` reports when none are asked for: suppressed cells,
+    expected re-identifications, frequency-table distances and k-anonymity for a method that
+    suppresses categorical key values; SSE and record linkage otherwise."""
+    from dpstudio.engine.registry import missing_matches_any
+
+    if method and missing_matches_any(method):
+        return ("suppressed", "reid", "freq", "kanon")
+    return ("sse", "rl")
 
 #: Warning of :func:`evaluate` naming the numeric k-quasis measured with the 0/1 distance.
 GENERALISED_NOTE = ("Generalised to intervals by the method, so measured as categories in SSE "
@@ -80,6 +101,16 @@ def mismatch(a, b) -> np.ndarray:
     a = np.asarray(a, dtype=object).astype(str)
     b = np.asarray(b, dtype=object).astype(str)
     return (a != b).astype(np.float64)
+
+
+def label_mismatch(a, b) -> np.ndarray:
+    """0/1 distance on category labels, 1 and 1.0 alike and a missing (suppressed) value
+    differing from every value: the distance of keys a method suppresses."""
+    from dpstudio.engine.measures.categorical import _labels
+
+    la = _labels(pd.Series(np.asarray(a, dtype=object)).infer_objects()).to_numpy()
+    lb = _labels(pd.Series(np.asarray(b, dtype=object)).infer_objects()).to_numpy()
+    return (la != lb).astype(np.float64)
 
 
 class HierarchyDistance:
@@ -122,6 +153,14 @@ class MeasurePlan:
 
     distances: dict = field(default_factory=dict)
     flat: list = field(default_factory=list)
+    #: the categorical key variables (k-quasis compared as categories: frequency tables,
+    #: suppressed cells and re-identification risk are measured on them)
+    keys: list = field(default_factory=list)
+    #: sampling weight and household columns (roles ``weight`` / ``household``)
+    weight: str | None = None
+    household: str | None = None
+    #: the method sets key values to missing, a missing value matching any value
+    wildcard: bool = False
 
     def numeric_attributes(self, original: pd.DataFrame, protected: pd.DataFrame,
                            attrs: list[str]) -> list[str]:
@@ -136,7 +175,8 @@ class MeasurePlan:
 
 
 def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
-                     roles: dict | None = None, hierarchies: dict | None = None) -> MeasurePlan:
+                     roles: dict | None = None, hierarchies: dict | None = None,
+                     types: dict | None = None) -> MeasurePlan:
     """The measurement policy (docs/measures.md "Distances"), the same for every caller
     (``protect``'s summary, ``evaluate``, every sweep point, CLI and app):
 
@@ -147,7 +187,10 @@ def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
       (not ``other``/``identifier``) are;
     * a numeric k-quasi that a generalising method (spec flag ``generalises``) turns into
       interval text: 0/1 on the printed values;
-    * Δ mean/variance and correlations: see :meth:`MeasurePlan.numeric_attributes`.
+    * Δ mean/variance and correlations: see :meth:`MeasurePlan.numeric_attributes`;
+    * categorical keys (frequency tables, suppressed cells, re-identification risk): the
+      k-quasis of a method that suppresses key values, and every k-quasi that is text, has a
+      semantic distance, or is typed categorical/ordinal in ``types``.
 
     >>> import pandas as pd
     >>> plan = measurement_plan(pd.DataFrame({"age": [30, 41]}), method="k-eps",
@@ -176,7 +219,20 @@ def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
                     and pd.api.types.is_numeric_dtype(original[c])):
                 dist[c] = mismatch
                 flat.append(c)
-    return MeasurePlan(dist, flat)
+    from dpstudio.engine.registry import missing_matches_any
+
+    wildcard = bool(method) and missing_matches_any(method)
+    kq = [c for c, r in roles.items() if r == "k-quasi" and c in original.columns]
+    typed = {str(c): str(t) for c, t in (types or {}).items()}
+    keys = [c for c in kq if wildcard or c in dist or typed.get(c) in ("categorical", "ordinal")
+            or not pd.api.types.is_numeric_dtype(original[c])]
+    if wildcard:   # a suppressed key value counts 1 in SSE and record linkage, never 0
+        for c in keys:
+            if c not in dist:
+                dist[c] = label_mismatch
+    weight = next((c for c, r in roles.items() if r == "weight"), None)
+    household = next((c for c, r in roles.items() if r == "household"), None)
+    return MeasurePlan(dist, flat, keys, weight, household, wildcard)
 
 
 # --------------------------------------------------------------- evaluate
@@ -187,7 +243,11 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
              cache: dict | None = None, confidential: Iterable[str] | None = None,
              rl_distance: str = "standardized", hierarchies: dict | None = None,
              method: str | None = None, roles: dict | None = None,
-             plan: MeasurePlan | None = None, **opts: Any) -> dict:
+             plan: MeasurePlan | None = None, keys: Iterable[str] | None = None,
+             weight: str | None = None, class_attribute: str | None = None,
+             binarise: Any = "median", classification_seed: int = 0,
+             features: Iterable[str] | None = None, types: dict | None = None,
+             **opts: Any) -> dict:
     """All requested measures in one flat dict, measured by the policy of
     :func:`measurement_plan` (docs/measures.md).
 
@@ -205,9 +265,22 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
     are those the release was made with.  ``plan``: a precomputed :func:`measurement_plan`
     (sweeps plan once).  ``opts``: ``categorical_distance`` = {col: callable} (overrides
     the policy's distance of those columns).
+
+    Survey measures (issue 10): ``il1s`` (``il1s``, ``il1s_mean``) and ``eigen`` (sdcMicro's
+    dUtility) on the numeric attributes; ``freq`` (``tv``/``hellinger`` per key and key pair,
+    ``tv_mean``, ``hellinger_mean``), ``suppressed`` (``suppressed_cells``,
+    ``suppressed_share``) and ``reid`` (``expected_reidentifications``, ``global_risk`` of
+    the release) on the categorical ``keys`` (default: the policy's, i.e. the k-quasis
+    compared as categories), with the sampling ``weight`` (default: the column with role
+    weight); ``classification`` (``f1_*``, see
+    :func:`~dpstudio.engine.measures.classification.classification_utility`) predicting
+    ``class_attribute`` from ``features``, a numeric class made binary by ``binarise``,
+    forests seeded with ``classification_seed``.  For a method that suppresses key values
+    (spec flag ``missing_matches_any``) ``suppressed`` and ``reid`` are always measured and
+    ``kanon`` counts a missing value as matching any value.
     """
     measures = tuple(measures)
-    known = {"sse", "rl", "delta", "corr", "kanon"}
+    known = set(KNOWN_MEASURES)
     unknown = [m for m in measures if m not in known]
     # unknown names may be method-specific measures: only refuse when no method hook exists
     if unknown and not (result is not None and getattr(result, "method", None) in _METHOD_MEASURES):
@@ -223,12 +296,19 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
             pcols = {str(c) for c in protected.columns}
             attributes = [str(c) for c in original.columns
                           if str(c) in pcols and _is_numeric(_col(original, str(c)))]
-    attrs = _check_pair(original, protected, attributes)
     if plan is None:
         plan = measurement_plan(
             original, method=method if method is not None else getattr(result, "method", None),
             roles=roles if roles is not None else getattr(result, "roles", None),
-            hierarchies=hierarchies)
+            hierarchies=hierarchies, types=types)
+    if plan.wildcard:
+        measures = tuple(dict.fromkeys(measures + SUPPRESSION_MEASURES))
+    keys = [str(k) for k in keys] if keys is not None else list(plan.keys)
+    weight = weight if weight is not None else plan.weight
+    survey_only = set(measures) <= {"freq", "suppressed", "reid", "classification", "kanon"}
+    if survey_only and not attributes:
+        attributes = keys or [str(c) for c in original.columns if str(c) in protected.columns]
+    attrs = _check_pair(original, protected, attributes)
     cat_dist = ({**plan.distances, **given} if isinstance(given, dict)
                 else (given or plan.distances or None))
     num_attrs = plan.numeric_attributes(original, protected, attrs)
@@ -259,10 +339,41 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
         kq = [c for c, r in getattr(result, "roles", {}).items()
               if str(getattr(r, "value", r)) == "k-quasi" and c in protected.columns]
         k = (getattr(result, "params", {}) or {}).get("k")
-        if kq and k:
+        if kq and k and plan.wildcard:   # missing matches any value: f_k of each record
+            from dpstudio.engine.measures.survey_risk import encode_keys, wildcard_counts
+
+            fk, _ = wildcard_counts(*encode_keys(protected, kq, "any"))
+            out["k_min_class_size"] = int(fk.min())
+            out["k_share_below"] = float(np.mean(fk < int(k)))
+        elif kq and k:
             chk = k_anonymity_check(protected, kq, int(k))
             out["k_min_class_size"] = chk["min_class_size"]
             out["k_share_below"] = chk["share_below_k"]
+    if "il1s" in measures and num_attrs:
+        out.update(il1s(original, protected, num_attrs))
+    if "eigen" in measures and num_attrs:
+        out["eigen"] = eigen_utility(original, protected, num_attrs)
+    survey = [m for m in ("freq", "suppressed", "reid") if m in measures]
+    if survey and not keys:
+        warns.append("No categorical key variables (k-quasi-identifiers compared as "
+                     "categories): " + ", ".join(survey) + " not measured.")
+    elif survey:
+        from dpstudio.engine.measures import categorical as C
+
+        if "freq" in measures:
+            out.update(C.frequency_distances(original, protected, keys))
+        if "suppressed" in measures:
+            out.update(C.suppressed_cells(original, protected, keys))
+        if "reid" in measures:
+            out.update(C.release_risk(protected, keys, weight))
+    if "classification" in measures:
+        if class_attribute is None:
+            raise ParameterError("The classification measure needs the class attribute to "
+                                 "predict (class_attribute= / --class-attribute COL).")
+        from dpstudio.engine.measures.classification import classification_utility
+
+        out.update(classification_utility(original, protected, class_attribute, features,
+                                          binarise=binarise, seed=classification_seed))
     if result is not None:
         for fn in _METHOD_MEASURES.get(getattr(result, "method", None), []):
             extra = fn(original, protected, result, measures, cache)
@@ -277,4 +388,5 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
 __all__ = ["sse", "record_linkage", "delta_stats", "correlation_loss", "score",
            "k_anonymity_check", "evaluate", "register_method_measures", "TIE_RTOL",
            "measurement_plan", "MeasurePlan", "HierarchyDistance", "mismatch",
-           "generalises_numeric", "is_k_anonymous", "SCALAR_KEYS"]
+           "generalises_numeric", "is_k_anonymous", "SCALAR_KEYS", "KNOWN_MEASURES",
+           "default_measures", "il1s", "eigen_utility"]
