@@ -157,6 +157,8 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
     if check_cancel is not None:
         job.check_cancel = check_cancel
     out = spec.run(job)
+    if out.info.get("params_used"):   # parameters the method fixed itself (t-close-dp's k)
+        params.update(out.info["params_used"])
     ident = [c for c, role in prep.roles.items() if role is Role.IDENTIFIER]
     drop = [c for c in ident if c in out.data.columns]
     released = out.data.drop(columns=drop) if drop else out.data
@@ -226,14 +228,16 @@ def describe(spec: MethodSpec, params: dict, roles: dict, released_columns: list
     distinct rows).  The sentence then leads with its scope and offers the remedies."""
     roles = {c: (r if isinstance(r, Role) else Role(r)) for c, r in roles.items()}
     p = {**params, "_attributes": list(protected),
-         "_eps_quasi": [c for c, r_ in roles.items() if r_ is Role.EPS_QUASI]}
+         "_eps_quasi": [c for c, r_ in roles.items() if r_ is Role.EPS_QUASI],
+         "_roles": {c: r_.value for c, r_ in roles.items()}}
     sep = separate_tables(params)
     if sep:
         p["shuffle"] = True   # every table is shuffled on its own, whatever 'shuffle' says
     text = spec.guarantee(p) + caveat
     is_dp = bool(spec.is_dp(p))
-    unchanged = [c for c in released_columns if c not in protected
+    unchanged = [c for c in released_columns if c not in protected and c in roles
                  and roles.get(c) not in spec.protects and roles.get(c) is not Role.IDENTIFIER]
+    # (a column without a role was made by the method, e.g. Anatomy's group id)
     eps_set = spec.uses_epsilon and params.get("epsilon") is not None
     if sep:
         gone = [c for c, r_ in roles.items() if c not in protected and r_ is not Role.IDENTIFIER]
