@@ -213,9 +213,10 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
 DP_FAMILIES = ("differential privacy", "individual differential privacy")
 
 
-def _shown(cols: list[str], limit: int = 6) -> str:
-    return (", ".join(cols[:limit])
-            + (f" and {len(cols) - limit} more" if len(cols) > limit else ""))
+def _shown(cols: list[str]) -> str:
+    """Every column, named: a published sentence must name each column it does not cover
+    (issue 11: "sampling_weight and 1 more" was cut)."""
+    return ", ".join(map(str, cols))
 
 
 def describe(spec: MethodSpec, params: dict, roles: dict, released_columns: list[str],
