@@ -120,7 +120,16 @@ def _now() -> str:
 
 
 def _params(result) -> dict:
-    return {k: v for k, v in (getattr(result, "params", {}) or {}).items() if k not in _HIDDEN_PARAMS}
+    """The parameters as shown in a report: a parameter that is not set reads "—", never
+    "None"; ε not set is the noise-free baseline (issue 11)."""
+    out = {}
+    for k, v in (getattr(result, "params", {}) or {}).items():
+        if k in _HIDDEN_PARAMS:
+            continue
+        if v is None:
+            v = "no noise (baseline)" if k == "epsilon" else "— (not set)"
+        out[k] = v
+    return out
 
 
 def _guarantee_box(result) -> str:
@@ -140,6 +149,8 @@ def _released_how(result, col: str, role: str) -> str:
     protected = set(getattr(result, "protected_attributes", []) or [])
     if role == "identifier":
         return "removed"
+    if col in ((getattr(result, "info", None) or {}).get("released_exactly") or ()):
+        return "exact values (only the link to the confidential values is hidden)"
     # every quasi-identifier is protected (the engine refuses methods that would not)
     return "protected" if (col in protected or role in ("k-quasi", "eps-quasi")) else "as is (unprotected)"
 

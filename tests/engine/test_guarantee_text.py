@@ -37,3 +37,27 @@ def test_sentence_names_every_column_it_does_not_cover(method, params):
     note = render_release_note(res)
     for c in others:
         assert c in note, c
+
+
+def test_method_papers_cite_publications_not_internal_numbers():
+    """Issue 11 defect 10: "Paper: thesis §2.8 (004)" was an internal reference."""
+    for m in engine.methods():
+        paper = m["paper"]
+        assert not re.search(r"\(00\d\)|papers? 00\d", paper), (m["id"], paper)
+        assert re.search(r"\b(19|20)\d\d\b", paper), (m["id"], paper)          # a year
+        assert "“" in paper and "”" in paper, (m["id"], paper)                 # a title
+
+
+def test_report_shows_unset_parameters_plainly():
+    """Issue 11 defect 10: "epsilon None" / "weights None" in the report."""
+    from dpstudio.engine.report import render_assessment
+
+    df = _frame(extra=0)
+    prep = engine.prepare(df, "insensitive-dp", {"x": "eps-quasi", "y": "eps-quasi"},
+                          {"x": (0, 100), "y": (0, 100)}, k=5)
+    res = engine.run_prepared(prep, rng=np.random.default_rng(1), epsilon=None)  # sweep baseline
+    res.params["weights"] = None
+    assert res.params["epsilon"] is None
+    for page in (render_release_note(res), render_assessment(res, None)):
+        assert "None" not in page
+        assert "no noise (baseline)" in page

@@ -29,6 +29,7 @@ holds), and both calibrations coincide.
 
 from __future__ import annotations
 
+from dpstudio.engine.protection import _papers as _P
 import numpy as np
 import pandas as pd
 
@@ -508,7 +509,7 @@ SPEC = MethodSpec(
     description=("Multi-reference insensitive microaggregation of categorical (with taxonomies) "
                  "and numeric ε-quasi attributes, then exponential-mechanism centroids for "
                  "categorical attributes and noised means for numeric ones."),
-    paper="thesis §6.3.4–6.3.6 (004)",
+    paper=_P.SORIA_COMAS_2013_THESIS + ", §6.3.4–6.3.6",
     params=(k_param(5, 1), epsilon_param(1.0), CALIBRATION_PARAM, NOISE_PARAM, BUDGET_PARAM,
             WEIGHTS_PARAM, DROP_MISSING_PARAM, SHUFFLE_PARAM, LAYOUT_PARAM),
     protects=(Role.EPS_QUASI,),

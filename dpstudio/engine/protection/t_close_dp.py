@@ -27,6 +27,7 @@ probabilistic k-anonymity: C permuted inside each group, no group id released.
 
 from __future__ import annotations
 
+from dpstudio.engine.protection import _papers as _P
 import math
 
 import numpy as np
@@ -442,6 +443,7 @@ def run(job: Job) -> Output:
     # the parameters only, so the API puts them in the result's params and the sentence
     info["k_source"] = "given" if k_given is not None else f"from l = {l_}: k = ⌊N/(b·l)⌋"
     info["params_used"] = {"k": int(sizes.min()), "l": int(l_)}
+    info["released_exactly"] = list(quasi)   # roles only: the k-quasis are not changed
     return Output(data=out, info=info, warnings=warns, tables=tables, protected=quasi + conf)
 
 
@@ -513,7 +515,7 @@ SPEC = MethodSpec(
                  "groups homogeneous in the k-quasi-identifiers, each emphasising one bucket, so "
                  "that every group is e^ε-close to the whole data; releases Anatomy tables or "
                  "confidential values permuted within groups."),
-    paper="thesis ch. 7 (004)",
+    paper=_P.SORIA_COMAS_2013_THESIS + ", ch. 7",
     params=(epsilon_param(1.0), K_PARAM, L_PARAM, OUTPUT_PARAM, VALUES_PARAM, DROP_MISSING_PARAM),
     protects=(Role.K_QUASI, Role.CONFIDENTIAL),
     requires=(Role.CONFIDENTIAL,),
