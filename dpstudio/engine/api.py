@@ -187,6 +187,12 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
             warns.append("Layout 'separate-tables': rows of different tables do not belong "
                          "together, so record-level measures (SSE, record linkage, "
                          "correlations) describe no real record; judge utility per attribute.")
+    if spec.uses_epsilon and params.get("epsilon") is not None:
+        # clamping pile-up per noisy attribute: data-dependent, so a private note (issue 11)
+        from dpstudio.engine.pileup import bound_shares, pileup_notes
+
+        warns.extend(pileup_notes(bound_shares(released, protected_cols, prep.domains,
+                                               prep.precision), uses_k=spec.uses_k))
     guarantee, is_dp = describe(spec, params, prep.roles, list(released.columns), protected_cols,
                                 caveat=out.info.get("guarantee_caveat") or "")
     return ProtectionResult(

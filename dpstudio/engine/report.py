@@ -292,6 +292,33 @@ def _svg_histogram(orig, prot, label: str, bins: int = 20) -> str:
             + f"</svg><figcaption>{_e(label)}</figcaption></figure>")
 
 
+def _bounds_section(result) -> str:
+    """Private: the share of each noisy attribute's released values on its domain bounds
+    (clamping pile-up, issue 11), with what to do when it is large."""
+    from dpstudio.engine.pileup import NOTE_THRESHOLD, REMEDY, bound_shares
+
+    params = getattr(result, "params", {}) or {}
+    if params.get("epsilon") is None or not getattr(result, "domains", None):
+        return ""
+    shares = bound_shares(result.data, getattr(result, "protected_attributes", []) or [],
+                          result.domains, getattr(result, "precision", None))
+    if not shares:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_e(c)}</td><td class='num'>{_fmt(s['lb'])}</td>"
+        f"<td class='num'>{100 * s['lower']:.1f} %</td><td class='num'>{_fmt(s['ub'])}</td>"
+        f"<td class='num'>{100 * s['upper']:.1f} %</td><td>"
+        + ("<strong>pile-up</strong>" if s["total"] >= NOTE_THRESHOLD else "ok") + "</td></tr>"
+        for c, s in shares.items())
+    bad = any(s["total"] >= NOTE_THRESHOLD for s in shares.values())
+    return ("<h2>Values at the domain bounds (clamping)</h2><p class='sub'>Share of the released "
+            "values of each noisy attribute that lie on a bound of its declared domain; noise "
+            "clamped to the domain piles values there. "
+            + (_e(REMEDY) if bad else f"Below {100 * NOTE_THRESHOLD:.0f} % everywhere.")
+            + "</p><table><tr><th>attribute</th><th>lower bound</th><th>share at it</th>"
+            "<th>upper bound</th><th>share at it</th><th></th></tr>" + rows + "</table>")
+
+
 def render_assessment(result, measures: dict | None = None, *,
                       curves: Iterable[tuple[str, bytes]] = (), input_name: str | None = None,
                       chosen: dict | None = None, histograms: bool = True) -> str:
@@ -378,6 +405,7 @@ def render_assessment(result, measures: dict | None = None, *,
                                    f"{c}: original (grey) vs protected (blue)")
                     for c in num_cols[:12]]
             parts.append("<h2>Histograms</h2>" + "".join(figs))
+    parts.append(_bounds_section(result))
     curves = list(curves or ())
     if curves:
         parts.append("<h2>Trade-off curves</h2>")
