@@ -367,6 +367,14 @@ def cmd_protect(args) -> int:
         if "rl" in measures:
             summ += f", RL {measures['rl']:.3g} %"
     print(summ)
+    if measures:  # plain readings of the two headline measures (issue 11)
+        from dpstudio.engine.measures.readings import reading
+
+        ctx = {"n": len(res.data), "k": res.params.get("k")}
+        for key, name in (("sse_normalized", "SSE normalized"), ("rl", "RL")):
+            text = reading(key, measures.get(key), ctx)
+            if text:
+                print(f"  {name}: {text}")
     return 0
 
 

@@ -374,8 +374,16 @@ def render_assessment(result, measures: dict | None = None, *,
         scal = [(_MEASURE_LABELS.get(k, k), v) for k, v in measures.items()
                 if isinstance(v, (int, float)) and not isinstance(v, bool)]
         if scal:
+            from dpstudio.engine.measures.readings import reading
+
+            ctx = {"n": len(result.data), "k": (getattr(result, "params", {}) or {}).get("k")}
+            body = "".join(
+                f"<tr><th>{_e(_MEASURE_LABELS.get(k, k))}</th><td class='num'>{_fmt(v)}</td>"
+                f"<td>{_e(reading(k, v, ctx))}</td></tr>"
+                for k, v in measures.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool))
             parts.append("<h2>Utility and risk (against the original)</h2><table><tr><th>measure"
-                         "</th><th>value</th></tr>" + _rows(scal) + "</table>")
+                         "</th><th>value</th><th>reading</th></tr>" + body + "</table>")
         dm, dv = measures.get("delta_mean") or {}, measures.get("delta_var") or {}
         attrs = list(dict.fromkeys(list(dm) + list(dv)))
         if attrs:
