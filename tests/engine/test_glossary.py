@@ -61,3 +61,13 @@ def test_parse_keeps_keys_and_strips_markup():
                 '[a link](#b) and e<sup>ε</sup>.\n\n## No anchor\ntext\n')
     assert list(e) == ["a"]
     assert e["a"].measure_keys == ("x", "y") and e["a"].text == "Text with a link and e^ε."
+
+
+def test_user_guide_covers_every_method_and_role():
+    from dpstudio.engine.roles import Role
+
+    text = (Path(G.glossary_path()).parent / "user_guide.md").read_text(encoding="utf-8")
+    for m in engine.methods():
+        assert f"`{m['id']}`" in text, m["id"]
+    for r in Role:
+        assert f"**{r.value}**" in text, r
