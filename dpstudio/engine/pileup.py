@@ -33,7 +33,8 @@ def bound_shares(data: pd.DataFrame, columns, domains: dict, precision: dict | N
                  ) -> dict[str, dict]:
     """{column: {"lower", "upper", "total", "lb", "ub", "n"}} for every numeric column of
     ``data`` among ``columns`` that has a declared domain.  A value counts as on a bound when
-    it is within half a grid step (``precision``) of it, else within 1e-9 of the width."""
+    it is within half a grid step (``precision``) of it, else within 1e-9 of the width.
+    """
     out: dict[str, dict] = {}
     precision = precision or {}
     for c in columns:
@@ -63,7 +64,8 @@ def _num(v: float) -> str:
 def pileup_notes(shares: dict[str, dict], threshold: float = NOTE_THRESHOLD,
                  uses_k: bool = True) -> list[str]:
     """One private note per attribute with at least ``threshold`` of its values on a bound,
-    with what to do (``uses_k``: the method has a k to raise)."""
+    with what to do (``uses_k``: the method has a k to raise).
+    """
     notes = []
     for c, s in shares.items():
         if s["total"] < threshold:

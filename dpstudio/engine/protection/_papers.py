@@ -1,6 +1,7 @@
 """The publications the methods implement, cited as a reader can find them (author, title,
 venue, year).  A method's ``MethodSpec.paper`` is built from these; the section numbers
-point into the publication itself (issue 11: no internal file numbers)."""
+point into the publication itself (issue 11: no internal file numbers).
+"""
 
 SORIA_COMAS_2013_TRUSTCOM = (
     "J. Soria-Comas, J. Domingo-Ferrer, D. Sánchez, S. Martínez: “Improving the utility of "
