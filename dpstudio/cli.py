@@ -383,6 +383,14 @@ def cmd_protect(args) -> int:
                      f"({100 * measures['suppressed_share']:.3g} %), expected "
                      f"re-identifications {_fmt(measures.get('expected_reidentifications'))}")
     print(summ)
+    if measures:  # plain readings of the two headline measures (issue 11)
+        from dpstudio.engine.measures.readings import reading
+
+        ctx = {"n": len(res.data), "k": res.params.get("k")}
+        for key, name in (("sse_normalized", "SSE normalized"), ("rl", "RL")):
+            text = reading(key, measures.get(key), ctx)
+            if text:
+                print(f"  {name}: {text}")
     return 0
 
 

@@ -175,6 +175,8 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
     if check_cancel is not None:
         job.check_cancel = check_cancel
     out = spec.run(job)
+    if out.info.get("params_used"):   # parameters the method fixed itself (t-close-dp's k)
+        params.update(out.info["params_used"])
     ident = [c for c, role in prep.roles.items() if role is Role.IDENTIFIER
              or (role is Role.HOUSEHOLD and not prep.keep_household)]
     drop = [c for c in ident if c in out.data.columns]
@@ -204,6 +206,12 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
             warns.append("Layout 'separate-tables': rows of different tables do not belong "
                          "together, so record-level measures (SSE, record linkage, "
                          "correlations) describe no real record; judge utility per attribute.")
+    if spec.uses_epsilon and params.get("epsilon") is not None:
+        # clamping pile-up per noisy attribute: data-dependent, so a private note (issue 11)
+        from dpstudio.engine.pileup import bound_shares, pileup_notes
+
+        warns.extend(pileup_notes(bound_shares(released, protected_cols, prep.domains,
+                                               prep.precision), uses_k=spec.uses_k))
     guarantee, is_dp = describe(spec, params, prep.roles, list(released.columns), protected_cols,
                                 caveat=out.info.get("guarantee_caveat") or "")
     return ProtectionResult(
@@ -230,9 +238,10 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
 DP_FAMILIES = ("differential privacy", "individual differential privacy")
 
 
-def _shown(cols: list[str], limit: int = 6) -> str:
-    return (", ".join(cols[:limit])
-            + (f" and {len(cols) - limit} more" if len(cols) > limit else ""))
+def _shown(cols: list[str]) -> str:
+    """Every column, named: a published sentence must name each column it does not cover
+    (issue 11: "sampling_weight and 1 more" was cut)."""
+    return ", ".join(map(str, cols))
 
 
 def describe(spec: MethodSpec, params: dict, roles: dict, released_columns: list[str],
@@ -285,14 +294,16 @@ def _describe(spec: MethodSpec, params: dict, roles: dict, released_columns: lis
     distinct rows).  The sentence then leads with its scope and offers the remedies."""
     roles = {c: (r if isinstance(r, Role) else Role(r)) for c, r in roles.items()}
     p = {**params, "_attributes": list(protected),
-         "_eps_quasi": [c for c, r_ in roles.items() if r_ is Role.EPS_QUASI]}
+         "_eps_quasi": [c for c, r_ in roles.items() if r_ is Role.EPS_QUASI],
+         "_roles": {c: r_.value for c, r_ in roles.items()}}
     sep = separate_tables(params)
     if sep:
         p["shuffle"] = True   # every table is shuffled on its own, whatever 'shuffle' says
     text = spec.guarantee(p) + caveat
     is_dp = bool(spec.is_dp(p))
-    unchanged = [c for c in released_columns if c not in protected
+    unchanged = [c for c in released_columns if c not in protected and c in roles
                  and roles.get(c) not in spec.protects and roles.get(c) is not Role.IDENTIFIER]
+    # (a column without a role was made by the method, e.g. Anatomy's group id)
     eps_set = spec.uses_epsilon and params.get("epsilon") is not None
     if sep:
         gone = [c for c, r_ in roles.items() if c not in protected and r_ is not Role.IDENTIFIER]

@@ -21,6 +21,7 @@ import base64
 import datetime as _dt
 import html
 import math
+import re
 from typing import Any, Iterable
 
 _MEASURE_LABELS = {
@@ -48,6 +49,8 @@ h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; padding-bottom: 0.2em; mar
 .guarantee.notdp { border-color: #a86b1f; background: #fbf4ea; }
 .guarantee .label { font-size: 0.75em; text-transform: uppercase; letter-spacing: 0.06em;
                     color: #555; display: block; margin-bottom: 0.3em; }
+.guarantee .clause { margin: 0.25em 0; }
+.guarantee details.exact { font-size: 0.75em; color: #555; margin-top: 0.6em; }
 .warnings { border-left: 5px solid #c0392b; background: #fdf0ee; padding: 0.5em 1em; }
 .warnings li { margin: 0.3em 0; }
 table { border-collapse: collapse; margin: 0.6em 0; }
@@ -120,13 +123,84 @@ def _now() -> str:
 
 
 def _params(result) -> dict:
-    return {k: v for k, v in (getattr(result, "params", {}) or {}).items() if k not in _HIDDEN_PARAMS}
+    """The parameters as shown in a report: a parameter that is not set reads "—", never
+    "None"; ε not set is the noise-free baseline (issue 11)."""
+    out = {}
+    for k, v in (getattr(result, "params", {}) or {}).items():
+        if k in _HIDDEN_PARAMS:
+            continue
+        if v is None:
+            v = "no noise (baseline)" if k == "epsilon" else "— (not set)"
+        out[k] = v
+    return out
+
+
+#: labels inside a guarantee sentence that open a clause about its scope (shown in bold)
+_SCOPE_LABELS = ("What holds for each protected attribute's column on its own:", "Not covered:",
+                 "Not changed:", "Changed:", "CAVEAT:", "Not released in this layout:",
+                 "Remedies:")
+_CLAUSE_SPLIT = re.compile(r"(?<=[.])\s+(?=(?:[A-Z]|\d+-|ε-|k-|t-|\())")
+_SUP_PAREN = re.compile(r"(?<=[\w)])\^\(((?:[^()]|\([^()]*\))*)\)")
+_SUP_WORD = re.compile(r"(?<=[\w)])\^([\wεδ′−-]+)")
+_EXP = re.compile(r"\bexp\(ε\)")
+
+
+def _formulas(text: str) -> str:
+    """e^ε -> e<sup>ε</sup>, 10^(x − 6) -> 10<sup>x − 6</sup>, exp(ε) -> e<sup>ε</sup>
+    (on escaped text)."""
+    text = _EXP.sub("e<sup>ε</sup>", text)
+    text = _SUP_PAREN.sub(lambda m: f"<sup>{m.group(1)}</sup>", text)
+    return _SUP_WORD.sub(lambda m: f"<sup>{m.group(1)}</sup>", text)
+
+
+def guarantee_clauses(sentence: str) -> list[str]:
+    """The sentence cut into its clauses (sentences; the scope lead of a scoped guarantee
+    is its own clause), the text unchanged: ``"".join`` with single spaces gives it back."""
+    text = str(sentence or "").strip()
+    out: list[str] = []
+    for part in _CLAUSE_SPLIT.split(text):
+        if part.startswith("Per-attribute only — not") and ": " in part:
+            head, rest = part.split(": ", 1)
+            out += [head + ":", rest]
+        else:
+            out.append(part)
+    return [c for c in out if c]
+
+
+def guarantee_html(sentence: str) -> str:
+    """A guarantee sentence rendered readably (HTML fragment, pure function): one clause per
+    line, its scope in bold (the claim that leads it, "Per-attribute only — not … for the
+    records", "Not covered:", "Changed:", …), powers as formulas (e^ε as e<sup>ε</sup>).
+    The words are the sentence's own: nothing is added or dropped.
+
+    >>> guarantee_html("t-closeness with t = e^ε (ε = 1). Not covered: the 1 column(s) (o).")
+    "<div class='clause'><strong>t-closeness with t = e<sup>ε</sup></strong> (ε = 1).</div><div class='clause'><strong>Not covered:</strong> the 1 column(s) (o).</div>"
+    """
+    parts = []
+    for i, clause in enumerate(guarantee_clauses(sentence)):
+        label = next((lab for lab in _SCOPE_LABELS if clause.startswith(lab)), None)
+        if label:
+            body = f"<strong>{_formulas(_e(label))}</strong>{_formulas(_e(clause[len(label):]))}"
+        elif clause.startswith("Per-attribute only — not"):
+            body = f"<strong>{_formulas(_e(clause))}</strong>"
+        elif i == 0 or (i == 1 and parts and "Per-attribute only" in parts[0]):
+            m = re.search(r"\s\(|[;:,]", clause)   # the claim that leads the clause
+            cut = m.start() if m else len(clause)
+            body = (f"<strong>{_formulas(_e(clause[:cut]))}</strong>"
+                    f"{_formulas(_e(clause[cut:]))}")
+        else:
+            body = _formulas(_e(clause))
+        body = re.sub(r"\b(NOT|ONLY)\b", r"<strong>\1</strong>", body)
+        parts.append(f"<div class='clause'>{body}</div>")
+    return "".join(parts)
 
 
 def _guarantee_box(result) -> str:
     is_dp = bool(getattr(result, "is_dp", False))
     return (f"<div class='guarantee{'' if is_dp else ' notdp'}'><span class='label'>Guarantee"
-            f"{' — differential privacy' if is_dp else ''}</span>{_e(result.guarantee)}</div>")
+            f"{' — differential privacy' if is_dp else ''}</span>{guarantee_html(result.guarantee)}"
+            "<details class='exact'><summary>The sentence as published in the metadata"
+            f"</summary>{_e(result.guarantee)}</details></div>")
 
 
 def _warning_list(title: str, warns: list[str], note: str = "") -> str:
@@ -140,6 +214,8 @@ def _released_how(result, col: str, role: str) -> str:
     protected = set(getattr(result, "protected_attributes", []) or [])
     if role == "identifier":
         return "removed"
+    if col in ((getattr(result, "info", None) or {}).get("released_exactly") or ()):
+        return "exact values (only the link to the confidential values is hidden)"
     # every quasi-identifier is protected (the engine refuses methods that would not)
     return "protected" if (col in protected or role in ("k-quasi", "eps-quasi")) else "as is (unprotected)"
 
@@ -283,6 +359,33 @@ def _svg_histogram(orig, prot, label: str, bins: int = 20) -> str:
             + f"</svg><figcaption>{_e(label)}</figcaption></figure>")
 
 
+def _bounds_section(result) -> str:
+    """Private: the share of each noisy attribute's released values on its domain bounds
+    (clamping pile-up, issue 11), with what to do when it is large."""
+    from dpstudio.engine.pileup import NOTE_THRESHOLD, REMEDY, bound_shares
+
+    params = getattr(result, "params", {}) or {}
+    if params.get("epsilon") is None or not getattr(result, "domains", None):
+        return ""
+    shares = bound_shares(result.data, getattr(result, "protected_attributes", []) or [],
+                          result.domains, getattr(result, "precision", None))
+    if not shares:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_e(c)}</td><td class='num'>{_fmt(s['lb'])}</td>"
+        f"<td class='num'>{100 * s['lower']:.1f} %</td><td class='num'>{_fmt(s['ub'])}</td>"
+        f"<td class='num'>{100 * s['upper']:.1f} %</td><td>"
+        + ("<strong>pile-up</strong>" if s["total"] >= NOTE_THRESHOLD else "ok") + "</td></tr>"
+        for c, s in shares.items())
+    bad = any(s["total"] >= NOTE_THRESHOLD for s in shares.values())
+    return ("<h2>Values at the domain bounds (clamping)</h2><p class='sub'>Share of the released "
+            "values of each noisy attribute that lie on a bound of its declared domain; noise "
+            "clamped to the domain piles values there. "
+            + (_e(REMEDY) if bad else f"Below {100 * NOTE_THRESHOLD:.0f} % everywhere.")
+            + "</p><table><tr><th>attribute</th><th>lower bound</th><th>share at it</th>"
+            "<th>upper bound</th><th>share at it</th><th></th></tr>" + rows + "</table>")
+
+
 def render_assessment(result, measures: dict | None = None, *,
                       curves: Iterable[tuple[str, bytes]] = (), input_name: str | None = None,
                       chosen: dict | None = None, histograms: bool = True) -> str:
@@ -338,8 +441,16 @@ def render_assessment(result, measures: dict | None = None, *,
         scal = [(_MEASURE_LABELS.get(k, k), v) for k, v in measures.items()
                 if isinstance(v, (int, float)) and not isinstance(v, bool)]
         if scal:
+            from dpstudio.engine.measures.readings import reading
+
+            ctx = {"n": len(result.data), "k": (getattr(result, "params", {}) or {}).get("k")}
+            body = "".join(
+                f"<tr><th>{_e(_MEASURE_LABELS.get(k, k))}</th><td class='num'>{_fmt(v)}</td>"
+                f"<td>{_e(reading(k, v, ctx))}</td></tr>"
+                for k, v in measures.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool))
             parts.append("<h2>Utility and risk (against the original)</h2><table><tr><th>measure"
-                         "</th><th>value</th></tr>" + _rows(scal) + "</table>")
+                         "</th><th>value</th><th>reading</th></tr>" + body + "</table>")
         dm, dv = measures.get("delta_mean") or {}, measures.get("delta_var") or {}
         attrs = list(dict.fromkeys(list(dm) + list(dv)))
         if attrs:
@@ -369,6 +480,7 @@ def render_assessment(result, measures: dict | None = None, *,
                                    f"{c}: original (grey) vs protected (blue)")
                     for c in num_cols[:12]]
             parts.append("<h2>Histograms</h2>" + "".join(figs))
+    parts.append(_bounds_section(result))
     curves = list(curves or ())
     if curves:
         parts.append("<h2>Trade-off curves</h2>")
@@ -381,4 +493,5 @@ def render_assessment(result, measures: dict | None = None, *,
     return _page(title, parts, internal=True)
 
 
-__all__ = ["render_release_note", "render_assessment", "INTERNAL_MARK"]
+__all__ = ["render_release_note", "render_assessment", "INTERNAL_MARK", "guarantee_html",
+           "guarantee_clauses"]

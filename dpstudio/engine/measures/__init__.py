@@ -161,6 +161,18 @@ class MeasurePlan:
     household: str | None = None
     #: the method sets key values to missing, a missing value matching any value
     wildcard: bool = False
+    #: numeric columns with a hierarchy, measured |x − x′| while the release keeps them
+    #: numeric, by the hierarchy's δ when the release turns them into labels (issue 11)
+    if_labels: dict = field(default_factory=dict)
+
+    def distances_for(self, protected: pd.DataFrame, attrs: list[str]) -> dict:
+        """:attr:`distances` plus δ for the ``if_labels`` columns released as text."""
+        out = dict(self.distances)
+        for c, h in self.if_labels.items():
+            if c in attrs and c in protected.columns and \
+                    not pd.api.types.is_numeric_dtype(protected[c]):
+                out[c] = h
+        return out
 
     def numeric_attributes(self, original: pd.DataFrame, protected: pd.DataFrame,
                            attrs: list[str]) -> list[str]:
@@ -181,7 +193,8 @@ def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
     (``protect``'s summary, ``evaluate``, every sweep point, CLI and app):
 
     * a protected column with a loaded hierarchy: its semantic distance δ, unless it is
-      numeric and the method leaves it numeric (numeric values keep |x − x′|); a hierarchy
+      numeric and the method leaves it numeric (numeric values keep |x − x′|; when the
+      release holds text for it, e.g. concept labels, δ again: ``if_labels``); a hierarchy
       that cannot be read as a taxonomy is ignored (the method validates hierarchies
       itself; 0/1 then); with ``roles`` given, only columns protected by a role
       (not ``other``/``identifier``) are;
@@ -202,16 +215,21 @@ def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
     roles = {str(c): str(getattr(r, "value", r)) for c, r in (roles or {}).items()}
     gen = generalises_numeric(method)
     dist: dict = {}
+    if_labels: dict = {}
     for c, h in (hierarchies or {}).items():
         c = str(c)
         if (known and roles.get(c) in (None, "other", "identifier")) or c not in original.columns:
             continue
-        if pd.api.types.is_numeric_dtype(original[c]) and not (gen and roles.get(c) == "k-quasi"):
-            continue  # numeric values keep the numeric distance |x − x′|
+        keep_numeric = (pd.api.types.is_numeric_dtype(original[c])
+                         and not (gen and roles.get(c) == "k-quasi"))
         try:
-            dist[c] = HierarchyDistance(h, c)
+            d = HierarchyDistance(h, c)
         except DPStudioError:
-            pass
+            continue
+        if keep_numeric:
+            if_labels[c] = d  # numeric values keep |x − x′|; labels get δ
+        else:
+            dist[c] = d
     flat: list[str] = []
     if gen:
         for c, r in roles.items():
@@ -232,7 +250,7 @@ def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
                 dist[c] = label_mismatch
     weight = next((c for c, r in roles.items() if r == "weight"), None)
     household = next((c for c, r in roles.items() if r == "household"), None)
-    return MeasurePlan(dist, flat, keys, weight, household, wildcard)
+    return MeasurePlan(dist, flat, keys, weight, household, wildcard, if_labels=if_labels)
 
 
 # --------------------------------------------------------------- evaluate
@@ -309,9 +327,10 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
     if survey_only and not attributes:
         attributes = keys or [str(c) for c in original.columns if str(c) in protected.columns]
     attrs = _check_pair(original, protected, attributes)
-    cat_dist = ({**plan.distances, **given} if isinstance(given, dict)
-                else (given or plan.distances or None))
-    num_attrs = plan.numeric_attributes(original, protected, attrs)
+    planned = plan.distances_for(protected, attrs)
+    cat_dist = ({**planned, **given} if isinstance(given, dict)
+                else (given or planned or None))
+    num_attrs = MeasurePlan(planned).numeric_attributes(original, protected, attrs)
     warns: list[str] = []
     out: dict[str, Any] = {}
     if "sse" in measures:

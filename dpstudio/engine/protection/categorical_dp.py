@@ -2,7 +2,10 @@
 (thesis §6.3.4–6.3.6, docs/methods.md ``categorical-dp``).
 
 1. Every categorical ε-quasi attribute has a taxonomy (``hierarchies={col: file}``);
-   numeric ones have a domain [lb, ub].
+   numeric ones have a domain [lb, ub].  A numeric column with a declared domain is
+   always numeric, even when a hierarchy is given for it (the hierarchy is then not used:
+   the release is all numbers); a numeric column with a taxonomy and no domain is treated
+   as coded categories and released as concept labels only (measured with δ).
 2. Records are clustered by multi-reference insensitive microaggregation with the mixed
    record distance of eq. 6.7 (each attribute's distance divided by the distance between its
    domain boundaries: (a_b, a_t) for categorical, (lb, ub) for numeric); the references are
@@ -26,6 +29,7 @@ holds), and both calibrations coincide.
 
 from __future__ import annotations
 
+from dpstudio.engine.protection import _papers as _P
 import numpy as np
 import pandas as pd
 
@@ -73,9 +77,18 @@ class MixedSchema:
         self.tie = np.zeros((job.n, len(cols)))
         self.lb = np.zeros(len(cols))
         self.ub = np.ones(len(cols))
+        #: numeric columns with a declared domain whose hierarchy was not used (issue 11)
+        self.hierarchy_ignored: list[str] = []
         hier = job.hierarchies or {}
         for i, c in enumerate(cols):
-            if c in hier and hier[c] is not None:
+            has_h = c in hier and hier[c] is not None
+            if has_h and c in job.domains and pd.api.types.is_numeric_dtype(job.data[c]):
+                # a numeric ε-quasi with a declared domain stays numeric (noised cluster mean):
+                # a generated interval hierarchy would otherwise release a mix of plain
+                # values and interval labels that no numeric measure can read (issue 11)
+                self.hierarchy_ignored.append(c)
+                has_h = False
+            if has_h:
                 t = load_taxonomy(hier[c], c)
                 codes = t.codes(job.data[c], column=c)
                 self.tax.append(t)
@@ -422,6 +435,12 @@ def run(job: Job) -> Output:
         "taxonomies": {c: t.to_dict() for c, t in zip(cols, schema.tax) if t is not None},
     }
     warns = []
+    if schema.hierarchy_ignored:
+        warns.append(
+            f"The hierarchy of numeric ε-quasi attribute(s) {', '.join(map(repr, schema.hierarchy_ignored))} "
+            "was not used: with a declared domain they are released as numbers (noised cluster "
+            "means). To release a numerically coded categorical attribute as concepts of its "
+            "taxonomy, declare no domain for it.")
     if eps is not None and calibration == "as-published" and k > 1:
         warns.append("As-published calibration: ε_i is spent on every cluster; the release "
                      + NOT_DP_LABEL + ".")
@@ -490,7 +509,7 @@ SPEC = MethodSpec(
     description=("Multi-reference insensitive microaggregation of categorical (with taxonomies) "
                  "and numeric ε-quasi attributes, then exponential-mechanism centroids for "
                  "categorical attributes and noised means for numeric ones."),
-    paper="thesis §6.3.4–6.3.6 (004)",
+    paper=_P.SORIA_COMAS_2013_THESIS + ", §6.3.4–6.3.6",
     params=(k_param(5, 1), epsilon_param(1.0), CALIBRATION_PARAM, NOISE_PARAM, BUDGET_PARAM,
             WEIGHTS_PARAM, DROP_MISSING_PARAM, SHUFFLE_PARAM, LAYOUT_PARAM),
     protects=(Role.EPS_QUASI,),

@@ -7,6 +7,7 @@ sweeps reuse it for every ε and repetition.
 
 from __future__ import annotations
 
+from dpstudio.engine.protection import _papers as _P
 import numpy as np
 
 from dpstudio.engine.algorithms import microaggregation as MA
@@ -176,7 +177,7 @@ SPEC = MethodSpec(
                  "microaggregation), replaces values by cluster averages and adds one noise draw "
                  "per cluster and attribute. With the rigorous calibration it is ε-DP but helps "
                  "only when k² > n."),
-    paper="paper 000; thesis ch. 6 (004); correction in paper 002 §3",
+    paper=_P.cite(_P.SORIA_COMAS_2013_TRUSTCOM, _P.SORIA_COMAS_2013_THESIS + ", ch. 6", "sensitivity correction: " + _P.SANCHEZ_2014_PSD + ", §3"),
     params=(k_param(), epsilon_param(), NOISE_PARAM, BUDGET_PARAM, VARIANT_PARAM,
             CALIBRATION_PARAM, REFERENCE_PARAM, WEIGHTS_PARAM, DROP_MISSING_PARAM, SHUFFLE_PARAM,
             LAYOUT_PARAM),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from dpstudio.engine.protection import _papers as _P
 import numpy as np
 
 from dpstudio.engine.algorithms import microaggregation as MA
@@ -295,7 +296,7 @@ IR_DP = MethodSpec(
     description=("For each ε-quasi-identifier separately: sorts the values, forms groups of k "
                  "consecutive values, replaces them by the group average and adds ONE noise draw "
                  "per group (k times less noise than plain Laplace)."),
-    paper="paper 002; paper 001 §3.1",
+    paper=_P.cite(_P.SANCHEZ_2014_PSD, _P.SORIA_COMAS_2025_TDP + ", §3.1"),
     params=(k_param(),) + CLUSTERED_DP_PARAMS,
     protects=(Role.EPS_QUASI,),
     requires=(Role.EPS_QUASI,),
@@ -316,7 +317,7 @@ IDP_LS = MethodSpec(
     description=("As individual ranking + noise, but each group's noise is scaled to how much "
                  "its average could change if one of ITS records were replaced (local "
                  "sensitivity). Less noise; the guarantee is individual DP, weaker than ε-DP."),
-    paper="paper 001 §3.2.1",
+    paper=_P.SORIA_COMAS_2025_TDP + ", §3.2.1",
     params=(k_param(),) + CLUSTERED_DP_PARAMS,
     protects=(Role.EPS_QUASI,),
     requires=(Role.EPS_QUASI,),
@@ -337,7 +338,7 @@ IDP_CBLS = MethodSpec(
                  "are pulled in to their neighbours before averaging, so the noise depends only "
                  "on the spread inside the group (no domain needed). Individual DP, weaker than "
                  "ε-DP. Needs k ≥ 3."),
-    paper="paper 001 §3.2.2, Prop. 3",
+    paper=_P.SORIA_COMAS_2025_TDP + ", §3.2.2, Prop. 3",
     params=(k_param(minimum=3),) + CLUSTERED_DP_PARAMS,
     protects=(Role.EPS_QUASI,),
     requires=(Role.EPS_QUASI,),

@@ -3,6 +3,7 @@ into groups of k consecutive values, values permuted at random inside each group
 
 from __future__ import annotations
 
+from dpstudio.engine.protection import _papers as _P
 import numpy as np
 
 from dpstudio.engine.algorithms import microaggregation as MA
@@ -46,7 +47,7 @@ SPEC = MethodSpec(
     description=("For each confidential attribute separately: sorts its values, forms groups of "
                  "k consecutive values and shuffles the values inside each group. Values stay "
                  "real and each attribute's distribution is preserved exactly."),
-    paper="thesis §3.3.3 (004)",
+    paper=_P.SORIA_COMAS_2013_THESIS + ", §3.3.3",
     params=(k_param(), DROP_MISSING_PARAM),
     protects=(Role.CONFIDENTIAL,),
     requires=(Role.CONFIDENTIAL,),

@@ -19,6 +19,7 @@ k-quasis plus within-class noise.
 
 from __future__ import annotations
 
+from dpstudio.engine.protection import _papers as _P
 import numpy as np
 import pandas as pd
 
@@ -297,7 +298,7 @@ SPEC = MethodSpec(
                  "ε-quasi-identifiers inside each group, scaled to the group's own range of values, "
                  "and shuffles the records. Optional c-confident suppression of records whose noisy "
                  "values still point to few group members."),
-    paper="paper 003 (Holohan et al.)",
+    paper=_P.HOLOHAN_2017,
     params=_PARAMS,
     protects=(Role.K_QUASI, Role.EPS_QUASI),
     requires=(Role.K_QUASI,),

@@ -7,6 +7,7 @@ function and its :class:`~dpstudio.engine.registry.MethodSpec`, in one file.
 
 from __future__ import annotations
 
+from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.protection._common import (DP_PARAMS, baseline_sentence, dp_sentence,
                                                 eps_info, eps_quasi, frame_with, is_dp_eps,
@@ -54,7 +55,7 @@ SPEC = MethodSpec(
     description=("Adds random noise to every value of the ε-quasi-identifiers, calibrated to the "
                  "width of each attribute's declared domain, and clamps the result to the "
                  "domain. The k = 1 baseline of the microaggregation-based methods."),
-    paper="papers 000, 002",
+    paper=_P.cite(_P.SORIA_COMAS_2013_TRUSTCOM, _P.SANCHEZ_2014_PSD),
     params=DP_PARAMS,
     protects=(Role.EPS_QUASI,),
     requires=(Role.EPS_QUASI,),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dpstudio.engine.protection._papers import TEMPL_2015_JSS
 from dpstudio.engine.algorithms.local_suppression import local_suppression
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
@@ -164,7 +165,7 @@ SPEC = MethodSpec(
                 "(sdcMicro's localSuppression, with fewer suppressions). For survey files with "
                 "categorical keys (region, sex, age group, household type …). Optionally recodes "
                 "keys globally with their hierarchies first.",
-    paper="sdcMicro localSuppression (Templ, Kowarik & Meindl 2015)",
+    paper=TEMPL_2015_JSS,
     params=_PARAMS,
     protects=(Role.K_QUASI,),
     requires=(Role.K_QUASI,),

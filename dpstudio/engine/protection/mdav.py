@@ -6,6 +6,7 @@ that sweeps reuse it; ``mdav-swap`` (:mod:`.mdav_swap`) uses the same clustering
 
 from __future__ import annotations
 
+from dpstudio.engine.protection import _papers as _P
 import numpy as np
 
 from dpstudio.engine.algorithms import microaggregation as MA
@@ -78,7 +79,7 @@ SPEC = MethodSpec(
                  "microaggregation on the k-quasi-identifiers) and replaces each record's "
                  "k-quasi values by its cluster's average. Every released combination is then "
                  "shared by at least k records."),
-    paper="thesis §2.8, §3.4 (004)",
+    paper=_P.SORIA_COMAS_2013_THESIS + ", §2.8, §3.4",
     params=(k_param(), DISTANCE_PARAM, DROP_MISSING_PARAM),
     protects=(Role.K_QUASI,),
     requires=(Role.K_QUASI,),

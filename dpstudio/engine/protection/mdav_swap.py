@@ -3,6 +3,7 @@ values permuted jointly at random inside each cluster (docs/methods.md §4)."""
 
 from __future__ import annotations
 
+from dpstudio.engine.protection import _papers as _P
 import numpy as np
 
 from dpstudio.engine.protection._common import DROP_MISSING_PARAM, named, k_param, never_dp
@@ -53,7 +54,7 @@ SPEC = MethodSpec(
                  "shuffles their k-quasi values (jointly) among the records of each cluster. "
                  "Values stay real and means/variances are preserved exactly, but which record "
                  "they belong to is uncertain (at most 1/k chance of a correct link)."),
-    paper="thesis §3.3.1 (004)",
+    paper=_P.SORIA_COMAS_2013_THESIS + ", §3.3.1",
     params=(k_param(), DISTANCE_PARAM, DROP_MISSING_PARAM),
     protects=(Role.K_QUASI,),
     requires=(Role.K_QUASI,),

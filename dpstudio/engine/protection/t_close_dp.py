@@ -27,6 +27,7 @@ probabilistic k-anonymity: C permuted inside each group, no group id released.
 
 from __future__ import annotations
 
+from dpstudio.engine.protection import _papers as _P
 import math
 
 import numpy as np
@@ -438,6 +439,11 @@ def run(job: Job) -> Output:
     }
     if eps is not None and t_ach <= t * (1 + 1e-9):
         info["t_check"] = f"achieved t = {t_ach:.4g} ≤ e^ε = {t:.4g}"
+    # the k and l actually used (issue 11: k = auto showed "k None"); a function of N, ε and
+    # the parameters only, so the API puts them in the result's params and the sentence
+    info["k_source"] = "given" if k_given is not None else f"from l = {l_}: k = ⌊N/(b·l)⌋"
+    info["params_used"] = {"k": int(sizes.min()), "l": int(l_)}
+    info["released_exactly"] = list(quasi)   # roles only: the k-quasis are not changed
     return Output(data=out, info=info, warnings=warns, tables=tables, protected=quasi + conf)
 
 
@@ -455,9 +461,19 @@ def _bucket_labels(C: np.ndarray, bucket: np.ndarray, b: int, conf: list[str]) -
 
 def guarantee(p: dict) -> str:
     eps = p.get("epsilon")
+    roles = p.get("_roles") or {}
+    attrs = list(p.get("_attributes") or [])
+    quasi = [c for c in attrs if roles.get(c) == Role.K_QUASI.value]
+    conf = [c for c in attrs if roles.get(c) == Role.CONFIDENTIAL.value]
+    if attrs and not roles:  # roles unknown: name the attributes without claiming more
+        quasi, conf = [], attrs
+    k = p.get("k")
+    groups = (f"groups of at least k = {int(k)} records" if k is not None
+              else f"groups of at least ⌊N/(b·l)⌋ records (l = {int(p.get('l') or 1)}; the "
+                   "actual k is stated with the release)")
     if eps is None:
-        return ("Noise-free baseline: groups of k records on the k-quasi-identifiers without the "
-                "t-closeness quotas; no t-closeness, no differential privacy.")
+        return ("Noise-free baseline: " + groups + " on the k-quasi-identifiers without the "
+                "t-closeness quotas; no t-closeness, no differential privacy." + _scope(quasi, conf, p))
     t = math.exp(float(eps))
     b = n_buckets(eps)
     exact = p.get("sensitive_values", "exact") == "exact"
@@ -465,15 +481,30 @@ def guarantee(p: dict) -> str:
         else "released per group (Anatomy)"
     return (
         f"t-closeness with t = e^ε = {t:.4g} (ε = {float(eps):g}) for the confidential attribute "
-        f"cut into b = {b} equal-mass buckets, in groups of at least k records on the "
+        f"cut into b = {b} equal-mass buckets, in {groups} on the "
         f"k-quasi-identifiers; confidential values are {shown}. This is ε-differential privacy "
         "ONLY for intruders whose sole knowledge of the confidential attribute is its marginal "
         "distribution (uninformed intruders, thesis §7.3.1); for intruders who know more (e.g. "
         "the values of other members of a group) the protection is only approximate, not ε-DP. "
         + ("The bound concerns which bucket a person's value lies in; values inside a bucket are "
            "released exactly." if exact else "Only the bucket (value range) is released.")
-        + (f" Protected attributes: {', '.join(p['_attributes'])}." if p.get("_attributes")
-           else ""))
+        + _scope(quasi, conf, p))
+
+
+def _scope(quasi: list[str], conf: list[str], p: dict) -> str:
+    """What is changed and what is not (issue 11: untouched k-quasis were called protected)."""
+    out = ""
+    if conf:
+        how = ("moved to a separate table by group" if p.get("output", "anatomy") == "anatomy"
+               else "permuted among the records of each group")
+        if p.get("sensitive_values", "exact") == "bucket":
+            how += " and replaced by their bucket"
+        out += f" Changed: the confidential attribute(s) {', '.join(conf)} ({how})."
+    if quasi:
+        out += (f" Not changed: the k-quasi-identifiers {', '.join(quasi)} are released with "
+                "their exact values; only their link to the confidential values is hidden "
+                "inside the groups.")
+    return out
 
 
 SPEC = MethodSpec(
@@ -484,7 +515,7 @@ SPEC = MethodSpec(
                  "groups homogeneous in the k-quasi-identifiers, each emphasising one bucket, so "
                  "that every group is e^ε-close to the whole data; releases Anatomy tables or "
                  "confidential values permuted within groups."),
-    paper="thesis ch. 7 (004)",
+    paper=_P.SORIA_COMAS_2013_THESIS + ", ch. 7",
     params=(epsilon_param(1.0), K_PARAM, L_PARAM, OUTPUT_PARAM, VALUES_PARAM, DROP_MISSING_PARAM),
     protects=(Role.K_QUASI, Role.CONFIDENTIAL),
     requires=(Role.CONFIDENTIAL,),

@@ -228,3 +228,59 @@ def test_sweep_over_k_and_epsilon_with_baseline():
     base = {p.k: p.mean("sse_raw") for p in pts if p.epsilon is None}
     noisy = {p.k: p.mean("sse_raw") for p in pts if p.epsilon == 0.5}
     assert all(noisy[k] > base[k] for k in (3, 6))  # noise costs utility over the baseline
+
+
+# ----------------------------------------------------------- issue 11, defect 1
+
+def _ages_frame(n=240, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"age": rng.integers(18, 90, n), "sex": rng.choice(["m", "f"], n)})
+
+
+def _generated(df):
+    from dpstudio.engine.hierarchies.build import flat_hierarchy, interval_hierarchy
+
+    return {"age": interval_hierarchy(df["age"]), "sex": flat_hierarchy(df["sex"])}
+
+
+def test_numeric_eps_quasi_with_generated_hierarchy_and_domain_stays_numeric():
+    """A numeric ε-quasi with a declared domain is released as numbers even when a generated
+    interval hierarchy is given (issue 11: it was a mix of values and '[76, 85.5)' labels
+    that evaluation refused, and 70 of 72 sweep points were left out)."""
+    df = _ages_frame()
+    hier = _generated(df)
+    roles = {"age": "eps-quasi", "sex": "eps-quasi"}
+    res = engine.protect(df, "categorical-dp", roles, {"age": (0, 100)}, hierarchies=hier,
+                         k=5, epsilon=1.0, seed=3)
+    age = res.data["age"]
+    assert pd.api.types.is_numeric_dtype(age)
+    assert age.between(0, 100).all()
+    assert "age" not in res.info["taxonomies"] and "sex" in res.info["taxonomies"]
+    assert any("hierarchy of numeric ε-quasi attribute(s) 'age' was not used" in w
+               for w in res.private_notes)
+    m = engine.evaluate(res.aligned_original(), res.data, result=res, hierarchies=hier)
+    assert np.isfinite(m["sse_normalized"]) and 0 <= m["rl"] <= 100
+    pts = list(engine.sweep(df, "categorical-dp", roles, {"age": (0, 100)}, hierarchies=hier,
+                            ks=(2, 5, 10), epsilons=(0.5, 2.0), seed=1))
+    assert pts and not [p.skipped for p in pts if p.skipped]
+
+
+def test_numeric_column_with_taxonomy_and_no_domain_is_released_as_labels_only():
+    """Without a domain the hierarchy makes the column coded categories: every released value
+    is a concept label (text), and the measurement policy measures it with δ."""
+    df = _ages_frame()
+    hier = _generated(df)
+    roles = {"age": "eps-quasi", "sex": "eps-quasi"}
+    res = engine.protect(df, "categorical-dp", roles, hierarchies=hier, k=5, epsilon=1.0, seed=3)
+    assert res.data["age"].map(lambda v: isinstance(v, str)).all()
+    m = engine.evaluate(res.aligned_original(), res.data, result=res, hierarchies=hier)
+    assert np.isfinite(m["sse_normalized"]) and 0 <= m["rl"] <= 100
+    # the policy: |x − x′| while numeric, δ once the release holds labels
+    from dpstudio.engine.measures import measurement_plan
+
+    plan = measurement_plan(df, method="categorical-dp", roles=roles, hierarchies=hier)
+    assert "age" not in plan.distances and "age" in plan.if_labels
+    assert "age" in plan.distances_for(res.data, ["age", "sex"])
+    pts = list(engine.sweep(df, "categorical-dp", roles, hierarchies=hier, ks=(2, 5),
+                            epsilons=(1.0,), seed=1))
+    assert pts and not [p.skipped for p in pts if p.skipped]

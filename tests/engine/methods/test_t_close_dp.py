@@ -218,3 +218,29 @@ def test_refusal_suggests_values_of_k_that_work():
     for k in ks[:2]:
         r = api.protect(df, "t-close-dp", roles, epsilon=0.1, k=k, seed=1)
         assert r.info["t_achieved"] <= math.exp(0.1) * (1 + 1e-9)
+
+
+def test_auto_k_is_stated_and_untouched_quasis_are_not_called_protected():
+    """Issue 11 defect 6: with k = auto the sentence said "groups of at least k records" (no
+    number), the report "k None", and the k-quasis (released exactly) were "protected"."""
+    rng = np.random.default_rng(5)
+    df = frame(rng, 834)
+    r = api.protect(df, "t-close-dp", ROLES, seed=1, epsilon=0.8)   # b = 3, l = 1
+    g = r.tables["quasi"]["group_id"].to_numpy()
+    k_true = int(np.bincount(g).min())
+    assert k_true == 278
+    assert r.params["k"] == k_true and r.params["l"] == 1
+    assert f"groups of at least k = {k_true} records" in r.guarantee
+    assert "at least k records" not in r.guarantee
+    assert "Protected attributes" not in r.guarantee
+    assert "Not changed: the k-quasi-identifiers q1, q2" in r.guarantee
+    assert "Changed: the confidential attribute(s) C" in r.guarantee
+    # the quasi table really holds the k-quasis unchanged (what the sentence says)
+    q = r.tables["quasi"]
+    pd.testing.assert_frame_equal(q[["q1", "q2"]], df[["q1", "q2"]])
+    # the group id made by the method is not "a column released unchanged, not protected"
+    assert "group_id" not in r.guarantee
+    assert r.public_metadata()["parameters"]["k"] == k_true
+    from dpstudio.engine.report import render_release_note
+
+    assert "None" not in render_release_note(r)
