@@ -200,6 +200,8 @@ def protect_dask(source: Any, method: str, roles: dict | None = None, domains: d
     if shuffle:
         out = out.map_partitions(_with_sort_keys, root, meta=_keys_meta(out))
         out = out.sort_values(["__k0", "__k1"]).drop(columns=["__k0", "__k1", _ROW])
+    elif method == "laplace":          # computed in place: already in input order
+        out = out.drop(columns=[_ROW])
     else:
         out = out.sort_values(_ROW).drop(columns=[_ROW])
     released_cols = [c for c in ddf.columns if c != _ROW and c not in ident]
