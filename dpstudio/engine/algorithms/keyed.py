@@ -46,7 +46,8 @@ _CHUNK = 1 << 16
 
 def root_key(rng: np.random.Generator) -> tuple[int, int]:
     """The run's secret root key: 128 bits drawn once from the run's generator (a pinned seed
-    gives the same key on every path; ``seed=None`` gives OS entropy)."""
+    gives the same key on every path; ``seed=None`` gives OS entropy).
+    """
     w = rng.integers(0, 2 ** 64, size=2, dtype=np.uint64)
     return int(w[0]), int(w[1])
 
@@ -62,7 +63,8 @@ def _mulhilo(a: np.ndarray, m: np.uint64) -> tuple[np.ndarray, np.ndarray]:
 
 def philox_block(key: np.ndarray, c0, c1, c2, c3) -> np.ndarray:
     """Philox-4x64-10 of counters (c0, c1, c2, c3) (uint64 arrays or scalars) under ``key``
-    (2 uint64): an (m, 4) uint64 array, the same words numpy's ``Philox`` gives."""
+    (2 uint64): an (m, 4) uint64 array, the same words numpy's ``Philox`` gives.
+    """
     m = max(np.size(c0), np.size(c1), np.size(c2), np.size(c3))
     c0, c1, c2, c3 = (np.broadcast_to(np.asarray(c, dtype=np.uint64), (m,)).copy()
                       for c in (c0, c1, c2, c3))
@@ -110,7 +112,7 @@ class KeyedStream:
 
 
 def _uniform(w: np.ndarray) -> np.ndarray:
-    """numpy's double from a word: (w >> 11)·2⁻⁵³."""
+    """Numpy's double from a word: (w >> 11)·2⁻⁵³."""
     return (w >> np.uint64(11)).astype(np.float64) * _U53
 
 
@@ -124,7 +126,8 @@ def _bounded(w: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _geometric(words: np.ndarray, r: np.ndarray, extra) -> tuple[np.ndarray, np.ndarray]:
     """Exact geometric draws (rate r) from word columns 0 (the uniform) and 1 (the remainder of
-    small rates), as :func:`noise.geometric_exact`: (value, valid)."""
+    small rates), as :func:`noise.geometric_exact`: (value, valid).
+    """
     m = words.shape[0]
     r = np.asarray(r, dtype=np.float64)           # a scalar rate stays 0-d: scalar work only
     small = r < N._SMALL_RATE
@@ -264,7 +267,8 @@ def discrete_staircase(stream: KeyedStream, ids, sens, epsilon) -> np.ndarray:
 
 def grid_noise(kind: str, stream: KeyedStream, ids, sens, epsilon) -> np.ndarray:
     """Keyed :func:`noise.grid_noise`: one integer ε-DP draw per id, for integer sensitivity
-    ``sens`` (grid units) and ``epsilon`` (scalars or arrays aligned with ``ids``)."""
+    ``sens`` (grid units) and ``epsilon`` (scalars or arrays aligned with ``ids``).
+    """
     ids = np.asarray(ids, dtype=np.int64)
     sens_a = np.asarray(sens)
     eps_a = np.asarray(epsilon, dtype=np.float64)

@@ -25,7 +25,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -58,7 +58,8 @@ def _dd():
 
 def read_lazy(source: Any):
     """A ``dask.dataframe`` from a dask frame, a pandas frame, or a Parquet file/folder or CSV
-    path (read lazily)."""
+    path (read lazily).
+    """
     dd = _dd()
     if isinstance(source, dd.DataFrame):
         return source
@@ -100,7 +101,8 @@ class DaskRelease:
 
 def _validate(ddf, method, roles, domains, precision, params):
     """Validate on a sample with the engine's own ``prepare`` (one error format), then check
-    the whole data (missing values, domains) with one distributed pass."""
+    the whole data (missing values, domains) with one distributed pass.
+    """
     from dpstudio.engine import api
 
     spec = api.get_method(method)
@@ -156,7 +158,8 @@ def protect_dask(source: Any, method: str, roles: dict | None = None, domains: d
                  *, seed: int | np.random.Generator | None = None, precision: dict | None = None,
                  client: Any = None, **params: Any) -> DaskRelease:
     """Protect ``source`` on Dask; returns a :class:`DaskRelease` (lazy).  ``client``: a
-    ``distributed.Client`` (``None``: the current default scheduler)."""
+    ``distributed.Client`` (``None``: the current default scheduler).
+    """
     from dpstudio.engine import api
 
     ddf = read_lazy(source)
@@ -324,7 +327,8 @@ def write_release(rel: DaskRelease, out_dir: str | os.PathLike, *, input_path=No
                   fmt: str = "parquet", progress: bool = False) -> dict:
     """Write the release atomically: parts into a temporary folder next to ``out_dir``, renamed
     at the end (never over the input); public metadata beside the parts, the private audit
-    trail (0600) beside the folder."""
+    trail (0600) beside the folder.
+    """
     from dpstudio.engine import io as dio
 
     out_dir = os.path.abspath(os.fspath(out_dir))
@@ -375,11 +379,12 @@ def _dump(path: str, obj: dict) -> None:
 
 def _compute_with_progress(task) -> None:
     try:
-        from distributed import default_client, progress as dprogress
+        from distributed import default_client
+        from distributed import progress as dprogress
         client = default_client()
     except (ImportError, ValueError):
-        from dask.diagnostics import ProgressBar
         import dask
+        from dask.diagnostics import ProgressBar
         with ProgressBar():
             dask.compute(task)
         return
