@@ -319,10 +319,83 @@ def _prepare_and_run(df, args, method: str):
     return spec, res
 
 
+def _protect_dask(args) -> int:
+    """``protect --engine dask``: the Dask backend (issue 12); a LocalCluster started and stopped
+    here unless --scheduler names one; Ctrl-C cancels the computation and removes the
+    temporary folder."""
+    from dpstudio.engine.backends import dask_backend as DB
+    from dpstudio.engine.registry import get_method
+
+    spec = get_method(args.method)
+    if args.method not in DB.DASK_METHODS:
+        raise DB.NotOnDask(f"Method {args.method!r} does not run on Dask; use --engine memory.")
+    params = collect_params(spec, args)
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise DB.NotOnDask("--engine dask needs the optional extra: pip install 'dpstudio[scale]' "
+                           "(or use --engine memory).") from None
+    cluster = None
+    if args.scheduler:
+        client = Client(args.scheduler)
+    else:
+        cluster = LocalCluster(n_workers=args.workers or 2, threads_per_worker=1,
+                               memory_limit=args.memory_limit or "auto", dashboard_address=None)
+        client = Client(cluster)
+    try:
+        rel = DB.protect_dask(args.input, args.method, parse_roles(args.role),
+                              parse_domains(args.domain), seed=args.seed,
+                              precision=parse_precision(getattr(args, "precision", None)) or None,
+                              client=client, **params)
+        fmt = "csv" if (args.format or "").lower() == "csv" else "parquet"
+        written = DB.write_release(rel, args.output, input_path=args.input, fmt=fmt,
+                                   progress=sys.stderr.isatty())
+    except KeyboardInterrupt:
+        _warn("cancelled: nothing was written.")
+        return 130
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    for w in rel.public_warnings:
+        _warn(w)
+    print(f"Guarantee: {rel.guarantee}")
+    print(f"Release: {written['release']} ({rel.n:,} records, Dask)")
+    print(f"Private audit trail: {written['private']} (do not publish)")
+    return 0
+
+
+def _too_big_for_memory(path: str) -> str | None:
+    """A refusal when the input obviously does not fit in memory (issue 12): the file's size
+    (Parquet expands about 3× when loaded, text about 2×) against the available memory."""
+    try:
+        import psutil
+        avail = psutil.virtual_memory().available
+    except ImportError:
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return None
+    p = Path(path)
+    size = sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else p.stat().st_size
+    factor = 3 if str(path).lower().endswith((".parquet", ".pq")) or p.is_dir() else 2
+    if size * factor > avail:
+        return (f"{p.name} ({size / 2**30:.1f} GB on disk) needs about {size * factor / 2**30:.0f} GB "
+                f"in memory; {avail / 2**30:.1f} GB are available. Use --engine dask "
+                "(pip install 'dpstudio[scale]').")
+    return None
+
+
 def cmd_protect(args) -> int:
     from dpstudio.engine.export import export_release
     from dpstudio.engine.report import render_assessment
 
+    if getattr(args, "engine", "memory") == "dask":
+        return _protect_dask(args)
+    refusal = _too_big_for_memory(args.input) if os.path.exists(args.input) else None
+    if refusal:
+        from dpstudio.engine.errors import InputError
+        raise InputError(refusal)
     _input_guard(args.input, args.output)
     if args.assessment:
         from dpstudio.engine.errors import ParameterError
@@ -729,6 +802,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "(ε-DP for clustered methods where the records are not)")
     p.add_argument("--no-measures", action="store_true",
                    help="do not compute SSE / record linkage for the summary and the assessment")
+    p.add_argument("--engine", choices=("memory", "dask"), default="memory",
+                   help="memory (default) or dask: Parquet/CSV larger than memory, OUT a new "
+                        "folder of Parquet parts (sort-based methods only; pip install "
+                        "'dpstudio[scale]')")
+    p.add_argument("--scheduler", metavar="tcp://HOST:8786",
+                   help="with --engine dask: an existing Dask scheduler (default: a local cluster)")
+    p.add_argument("--workers", type=int, help="with --engine dask: local workers (default 2)")
+    p.add_argument("--memory-limit", metavar="2GB", help="with --engine dask: per local worker")
     p.set_defaults(func=cmd_protect)
 
     p = sub.add_parser(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.params import Param
 from dpstudio.engine.roles import Role
@@ -260,12 +261,25 @@ def frame_with(job: Job, new: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame(cols, index=data.index, copy=False)
 
 
+def job_stream(job: Job, purpose: int, index: int = 0) -> K.KeyedStream:
+    """The keyed, partition-independent stream of ``purpose`` (``K.PURPOSE_*``) and attribute
+    ``index`` (position in the method's column list) for this run (issue 12).  The run's root
+    key is drawn from ``job.rng`` at the first call (so a pinned seed gives the same streams on
+    the in-memory and the Dask path) and kept on the job, not in ``job.cache`` (shared by the
+    cells of a sweep)."""
+    root = job.__dict__.get("_keyed_root")
+    if root is None:
+        root = job.__dict__["_keyed_root"] = K.root_key(job.rng)
+    return K.KeyedStream(root, purpose, index)
+
+
 def released(job: Job, new: dict[str, np.ndarray], **kw) -> Output:
-    """The Output for a clustered DP release: rows shuffled unless shuffle=False."""
+    """The Output for a clustered DP release: rows shuffled unless shuffle=False (the order of
+    the records' keyed sort keys: the same permutation on every backend)."""
     data = frame_with(job, new)
     row_map = None
     if job.params.get("shuffle", True):
-        row_map = job.rng.permutation(job.n)
+        row_map = K.permutation(job_stream(job, K.PURPOSE_SHUFFLE), job.n)
         data = data.iloc[row_map].reset_index(drop=True)
     return Output(data, row_map=row_map, **kw)
 

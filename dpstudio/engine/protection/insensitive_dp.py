@@ -10,6 +10,7 @@ from __future__ import annotations
 from dpstudio.engine.protection import _papers as _P
 import numpy as np
 
+from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.errors import ParameterError
@@ -18,7 +19,7 @@ from dpstudio.engine.protection._common import (BUDGET_PARAM, DROP_MISSING_PARAM
                                                 NOISE_PARAM, NOT_DP_LABEL, SHUFFLE_PARAM,
                                                 WEIGHTS_PARAM, baseline_sentence, budget_clause,
                                                 dp_sentence, eps_info, eps_quasi, epsilon_param,
-                                                frame_with, k_param, noise_name, order_clause,
+                                                frame_with, job_stream, k_param, noise_name, order_clause,
                                                 released, separate_tables, staircase_split)
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
@@ -159,7 +160,8 @@ def run(job: Job) -> Output:
             sens, eps_draw = g.span, float(eps[j]) / nc
         else:       # Laplace: L1 sensitivity of the n_c sums n_c·span (as-published: span)
             sens, eps_draw = int(factor) * g.span, float(eps[j])
-        noisy = sums + N.grid_noise(kind, job.rng, sens, eps_draw, nc)
+        noisy = sums + K.grid_noise(kind, job_stream(job, K.PURPOSE_NOISE, j), np.arange(nc),
+                                    sens, eps_draw)
         new[c] = g.from_units(N.round_half_up_div(noisy, sizes))[labels]
         per[c] = {"domain_width": float(delta), **N.grid_info(kind, g, sens, eps_draw, k),
                   "epsilon_per_draw": eps_draw, "noise_on": "cluster sums (grid units)"}

@@ -18,12 +18,14 @@ from typing import Callable
 from dpstudio.engine.protection import _papers as _P
 import numpy as np
 
+from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.errors import ParameterError
 from dpstudio.engine.protection._common import (CLUSTERED_DP_PARAMS, STAIRCASE_VECTOR_NOTE,
                                                 baseline_sentence, budget_clause, chunks,
                                                 dp_sentence, eps_info, eps_quasi, fmt, ir_sorted,
+                                                job_stream,
                                                 k_param, never_dp, noise_name, order_clause,
                                                 released, scoped_sentence, separate_tables,
                                                 staircase_split)
@@ -213,7 +215,8 @@ def _run_ranked(job: Job, *, bounds: Callable[[Job, list[str]], dict],
             ts = g.to_units(st["xs"])
             sz = st["sizes"]
             tsum, sens_u = grid_sums(ts, st["starts"], sz, g)
-            noisy = tsum + N.grid_noise(kind, job.rng, sens_u, eps_draw, nc)
+            noisy = tsum + K.grid_noise(kind, job_stream(job, K.PURPOSE_NOISE, j),
+                                        np.arange(nc), sens_u, eps_draw)
             vals = g.from_units(N.round_half_up_div(noisy, sz))
             per[c] = N.grid_info(kind, g, sens_u, eps_draw, k if global_sensitivity else sz)
             per[c]["noise_on"] = "cluster sums (grid units)"

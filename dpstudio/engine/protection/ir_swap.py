@@ -6,8 +6,9 @@ from __future__ import annotations
 from dpstudio.engine.protection import _papers as _P
 import numpy as np
 
+from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
-from dpstudio.engine.protection._common import (DROP_MISSING_PARAM, named, chunks, ir_sorted, k_param,
+from dpstudio.engine.protection._common import (DROP_MISSING_PARAM, named, chunks, ir_sorted, job_stream, k_param,
                                                 never_dp)
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
@@ -30,7 +31,9 @@ def run(job: Job) -> Output:
     for j, c in enumerate(cols):
         job.check_cancel()
         order = ir_sorted(job, c)[0]
-        perm = np.lexsort((job.rng.random(n), chunk))   # random order inside each chunk
+        # random order inside each chunk: keyed sort keys per rank (partition-independent)
+        k0, k1 = K.sort_keys(job_stream(job, K.PURPOSE_SWAP, j), np.arange(n))
+        perm = np.lexsort((k1, k0, chunk))
         col = job.data[c].to_numpy()
         new = np.empty_like(col)
         new[order] = col[order[perm]]

@@ -7,10 +7,13 @@ function and its :class:`~dpstudio.engine.registry.MethodSpec`, in one file.
 
 from __future__ import annotations
 
+import numpy as np
+
+from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.protection._common import (DP_PARAMS, baseline_sentence, dp_sentence,
-                                                eps_info, eps_quasi, frame_with, is_dp_eps,
+                                                eps_info, eps_quasi, frame_with, is_dp_eps, job_stream,
                                                 noise_name)
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
@@ -40,7 +43,9 @@ def run(job: Job) -> Output:
         delta = ub[j] - lb[j]
         g = N.job_grid(job, c)   # exact integer noise on the grid γ (issue 8 §3)
         t = g.to_units(X[:, j])
-        t += N.grid_noise(kind, job.rng, g.span, eps[j], job.n)
+        # one keyed draw per record: record r of attribute j, whatever the partitioning
+        t += K.grid_noise(kind, job_stream(job, K.PURPOSE_NOISE, j), np.arange(job.n), g.span,
+                          eps[j])
         new[c] = g.from_units(t)
         per[c] = {"domain_width": float(delta), **N.grid_info(kind, g, g.span, float(eps[j]))}
         job.progress((j + 1) / len(cols))

@@ -1,0 +1,1 @@
+"""Execution backends beyond the in-memory engine (optional dependencies, imported lazily)."""

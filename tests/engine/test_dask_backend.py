@@ -1,0 +1,126 @@
+"""Dask backend (issue 12): the same release as in memory, value for value, under one seed.
+
+Runs on dask's synchronous scheduler with several partitions (the partitioning is what could
+change results; a LocalCluster adds process start-up time but no different arithmetic)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+import dask  # noqa: E402
+
+from dpstudio import engine  # noqa: E402
+from dpstudio.engine.backends import dask_backend as DB  # noqa: E402
+
+
+def _data(n=1003, seed=7):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "id": np.arange(n),
+        "age": rng.integers(18, 90, n),
+        "income": np.round(rng.gamma(2.0, 20000.0, n), 2),
+        "hours": rng.integers(0, 80, n).astype(float),
+        "region": rng.choice(list("abc"), n),
+    })
+
+
+ROLES = {"id": "identifier", "age": "eps-quasi", "income": "eps-quasi", "hours": "eps-quasi"}
+DOMAINS = {"age": (0, 120), "income": (0, 1_000_000), "hours": (0, 100)}
+
+CASES = [
+    ("laplace", {"epsilon": 1.0}),
+    ("laplace", {"epsilon": 2.0, "noise": "staircase"}),
+    ("ir-dp", {"k": 5, "epsilon": 1.0}),
+    ("ir-dp", {"k": 7, "epsilon": 1.0, "noise": "staircase"}),
+    ("ir-dp", {"k": 5, "epsilon": 1.0, "shuffle": False}),
+    ("idp-ls", {"k": 6, "epsilon": 1.0}),
+    ("idp-cbls", {"k": 5, "epsilon": 1.0}),
+]
+
+
+@pytest.mark.parametrize("method,params", CASES)
+@pytest.mark.parametrize("nparts", [1, 4])
+def test_dask_release_equals_in_memory(method, params, nparts):
+    df = _data()
+    mem = engine.protect(df, method, ROLES, DOMAINS, seed=11, **params).data
+    with dask.config.set(scheduler="synchronous"):
+        rel = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), method, ROLES, DOMAINS,
+                              seed=11, **params)
+        got = rel.compute()
+    assert list(got.columns) == list(mem.columns)
+    pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+    assert rel.guarantee == engine.protect(df, method, ROLES, DOMAINS, seed=11, **params).guarantee
+
+
+@pytest.mark.parametrize("nparts", [1, 3])
+def test_dask_ir_swap_equals_in_memory(nparts):
+    df = _data(501)
+    roles = {"id": "identifier", "income": "confidential", "hours": "confidential"}
+    mem = engine.protect(df, "ir-swap", roles, seed=5, k=4).data
+    with dask.config.set(scheduler="synchronous"):
+        got = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), "ir-swap", roles,
+                              seed=5, k=4).compute()
+    pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+
+
+def test_other_seed_differs():
+    df = _data(300)
+    with dask.config.set(scheduler="synchronous"):
+        a = DB.protect_dask(df, "ir-dp", ROLES, DOMAINS, seed=1, k=5, epsilon=1.0).compute()
+        b = DB.protect_dask(df, "ir-dp", ROLES, DOMAINS, seed=2, k=5, epsilon=1.0).compute()
+    assert not a.equals(b)
+
+
+@pytest.mark.parametrize("method", ["mdav", "t-close-dp", "categorical-dp"])
+def test_methods_not_on_dask_name_the_memory_engine(method):
+    with pytest.raises(DB.NotOnDask, match="--engine memory"):
+        DB.protect_dask(_data(50), method, ROLES, DOMAINS, seed=1, k=5)
+
+
+def test_missing_values_refused_with_column(tmp_path):
+    df = _data(200)
+    df.loc[3, "age"] = np.nan
+    with dask.config.set(scheduler="synchronous"), pytest.raises(engine.InputError, match="'age'"):
+        DB.protect_dask(df, "laplace", ROLES, DOMAINS, seed=1, epsilon=1.0)
+
+
+def test_write_release_atomic_and_public_metadata(tmp_path):
+    df = _data(400)
+    src = tmp_path / "in.parquet"
+    df.to_parquet(src)
+    out = tmp_path / "out"
+    with dask.config.set(scheduler="synchronous"):
+        rel = DB.protect_dask(str(src), "ir-dp", ROLES, DOMAINS, seed=3, k=5, epsilon=1.0)
+        paths = DB.write_release(rel, out, input_path=src)
+        with pytest.raises(engine.InputError, match="exists"):
+            DB.write_release(rel, out, input_path=src)
+    back = pd.read_parquet(out / "release").reset_index(drop=True)
+    mem = engine.protect(df, "ir-dp", ROLES, DOMAINS, seed=3, k=5, epsilon=1.0).data
+    pd.testing.assert_frame_equal(back, mem, check_dtype=False)
+    import json
+    meta = json.loads((out / "metadata.json").read_text())
+    assert "seed" not in meta["parameters"] and "records" not in meta   # no seed, no count
+    assert meta["guarantee"] == rel.guarantee
+    import os
+    import stat
+    assert stat.S_IMODE(os.stat(paths["private"]).st_mode) == 0o600
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".dpstudio-")]
+
+
+def test_cli_protect_engine_dask_equals_memory(tmp_path):
+    from dpstudio.cli import main
+
+    df = _data(600)
+    src = tmp_path / "big.parquet"
+    df.to_parquet(src)
+    args = [str(src), str(tmp_path / "out"), "--method", "ir-dp", "--k", "5", "--epsilon", "1",
+            "--seed", "9", "--role", "id=identifier", "--role", "age=eps-quasi",
+            "--role", "income=eps-quasi", "--role", "hours=eps-quasi",
+            "--domain", "age=0:120", "--domain", "income=0:1000000", "--domain", "hours=0:100"]
+    assert main(["protect", *args, "--engine", "dask", "--workers", "1"]) == 0
+    got = pd.read_parquet(tmp_path / "out" / "release").reset_index(drop=True)
+    mem = engine.protect(df, "ir-dp", ROLES, DOMAINS, seed=9, k=5, epsilon=1.0).data
+    pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+    assert main(["protect", *args[:1], str(tmp_path / "o2"), *args[2:], "--engine", "dask",
+                 "--method", "mdav"]) != 0
