@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # measure this checkout, not an installed copy
+    sys.path.insert(0, str(ROOT))
 CENSUS = ROOT / "resources" / "census.csv"
 
 

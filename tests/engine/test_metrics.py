@@ -125,7 +125,9 @@ def test_rl_constant_attribute_warns_and_is_unscaled():
     assert any("'c'" in w and "constant" in w for w in warns)
 
 
-def test_rl_cache_reuses_tree():
+def test_rl_cache_reuses_tree(monkeypatch):
+    # the tree is built lazily, only on the k-d tree path (many pairs): force that path
+    monkeypatch.setattr(R, "_BRUTE_MAX_PAIRS", 0)
     rng = np.random.default_rng(1)
     x = rng.normal(size=(200, 2))
     o, p, cols = frames(x, x + 0.1 * rng.normal(size=x.shape))
@@ -140,6 +142,23 @@ def test_rl_cache_reuses_tree():
     for _ in range(10):
         M.record_linkage(o.copy(), p, cols, cache=cache)
     assert len([v for v in cache.values() if isinstance(v, dict) and "tree" in v]) <= _base._CACHE_KEEP
+
+
+def test_rl_small_data_needs_no_tree():
+    """Census-sized data are decided by BLAS candidates: no k-d tree is built (nor scipy
+    imported for it), and the result equals the k-d tree path's."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(300, 4))
+    o, p, cols = frames(x, x + 0.2 * rng.normal(size=x.shape))
+    cache: dict = {}
+    r1 = M.record_linkage(o, p, cols, cache=cache)
+    assert not [v for v in cache.values() if isinstance(v, dict) and v.get("tree") is not None]
+    old = R._BRUTE_MAX_PAIRS
+    try:
+        R._BRUTE_MAX_PAIRS = 0
+        assert M.record_linkage(o, p, cols) == r1
+    finally:
+        R._BRUTE_MAX_PAIRS = old
 
 
 def test_rl_categorical_blockwise_matches_bruteforce(monkeypatch):

@@ -413,9 +413,15 @@ def geometric_exact(rng: np.random.Generator, rate, size) -> np.ndarray:
     decided by an integer comparison with 1 − 2⁻²³ ≤ e^{-r·i}, else exactly)."""
     size = (int(size),) if np.isscalar(size) else tuple(size)
     r = np.asarray(rate, dtype=np.float64)
-    if np.any(~(r >= _MIN_RATE)) or not np.all(np.isfinite(r)):
-        raise ValueError(f"geometric rate must be a finite number >= 2^-62 (got {np.min(r)!r})")
-    if r.ndim:
+    if r.ndim == 0:   # scalar rate: the same draws, without the array checks' overhead
+        rf0 = float(r)
+        if not (rf0 >= _MIN_RATE and rf0 < math.inf):
+            raise ValueError(f"geometric rate must be a finite number >= 2^-62 (got {rf0!r})")
+        if rf0 >= _SMALL_RATE:
+            return _geometric_direct(rng, r, size)
+    else:
+        if np.any(~(r >= _MIN_RATE)) or not np.all(np.isfinite(r)):
+            raise ValueError(f"geometric rate must be a finite number >= 2^-62 (got {np.min(r)!r})")
         r = np.broadcast_to(r, size)
     small = r < _SMALL_RATE
     if not np.any(small):
@@ -479,12 +485,15 @@ def discrete_laplace(rng: np.random.Generator, rate, size) -> np.ndarray:
     ``rate`` = ∞ gives 0 (no noise: sensitivity 0)."""
     size = (int(size),) if np.isscalar(size) else tuple(size)
     r = _as_rate_array(rate, size)
-    if np.any(np.isnan(r)) or np.any(r <= 0):
+    if r.ndim == 0:
+        if not float(r) > 0:   # also nan
+            raise ValueError("discrete Laplace rate must be > 0")
+    elif np.any(np.isnan(r)) or np.any(r <= 0):
         raise ValueError("discrete Laplace rate must be > 0")
     out = np.zeros(size, dtype=np.int64)
     flat = out.reshape(-1)
     if r.ndim == 0:
-        if not np.isfinite(r):
+        if float(r) == math.inf:
             return out
         pending = None
         rr = r
@@ -593,10 +602,17 @@ def grid_noise(kind: str, rng: np.random.Generator, sens, epsilon, size) -> np.n
     size = (int(size),) if np.isscalar(size) else tuple(size)
     sens_a = np.asarray(sens)
     eps_a = np.asarray(epsilon, dtype=np.float64)
-    if np.any(~(eps_a > 0)) or not np.all(np.isfinite(eps_a)):
-        raise ValueError("epsilon must be > 0")
-    if np.any(sens_a < 0) or np.any(sens_a > MAX_GRID_UNITS):
-        raise ValueError(f"grid sensitivity must be in [0, {MAX_GRID_UNITS}]")
+    if eps_a.ndim == 0 and sens_a.ndim == 0:   # scalars (ir-dp): plain comparisons
+        e0, s0 = float(eps_a), float(sens_a)
+        if not (e0 > 0 and e0 < math.inf):
+            raise ValueError("epsilon must be > 0")
+        if s0 < 0 or s0 > MAX_GRID_UNITS:
+            raise ValueError(f"grid sensitivity must be in [0, {MAX_GRID_UNITS}]")
+    else:
+        if np.any(~(eps_a > 0)) or not np.all(np.isfinite(eps_a)):
+            raise ValueError("epsilon must be > 0")
+        if np.any(sens_a < 0) or np.any(sens_a > MAX_GRID_UNITS):
+            raise ValueError(f"grid sensitivity must be in [0, {MAX_GRID_UNITS}]")
     if kind == "laplace":
         with np.errstate(divide="ignore"):
             rate = eps_a * (1.0 - EPS_SAFETY) / sens_a.astype(np.float64)
@@ -720,6 +736,12 @@ def job_grid(job, column: str) -> Grid:
 
     prec = getattr(job, "precision", None) or {}
     dom = job.domains.get(column)
+    cache = getattr(job, "cache", None)
+    # the grid is a function of the column's dtype, domain, precision and n: kept in the
+    # job's cache (a sweep reuses it for every ε and repetition)
+    key = ("noise.grid", column, prec.get(column), None if dom is None else tuple(dom), job.n)
+    if cache is not None and key in cache:
+        return cache[key]
     integer_dtype = bool(pd_is_integer(job.data[column]))
     gamma = prec.get(column)
     if gamma is None:
@@ -729,7 +751,10 @@ def job_grid(job, column: str) -> Grid:
             f"Column {column!r} needs an output precision (the grid its noisy values are rounded "
             f"to, e.g. 0.01 or 100) or a declared domain to derive one from: "
             f"--precision {column}=0.01 or --domain {column}=LOWER:UPPER.")
-    return make_grid(column, gamma, dom, integer_dtype, job.n)
+    g = make_grid(column, gamma, dom, integer_dtype, job.n)
+    if cache is not None:
+        cache[key] = g
+    return g
 
 
 def pd_is_integer(series) -> bool:
@@ -749,6 +774,20 @@ def grid_info(kind: str, grid: Grid, sens_units, epsilon: float, divisor=1) -> d
     units, the effective ε′, and in value units (γ·units/``divisor``: ``divisor`` = cluster
     size when the noise is drawn on a cluster sum and released as its mean) the sensitivity
     actually covered (Δ plus rounding), the Laplace-equivalent scale and the noise s.d."""
+    if np.ndim(sens_units) == 0 and np.ndim(divisor) == 0:
+        # scalars (ir-dp): memoised, a sweep asks the same question for every repetition
+        return dict(_grid_info_scalar(kind, grid, float(sens_units), float(epsilon),
+                                      float(divisor)))
+    return _grid_info(kind, grid, sens_units, epsilon, divisor)
+
+
+@functools.lru_cache(maxsize=1024)
+def _grid_info_scalar(kind: str, grid: Grid, sens_units: float, epsilon: float,
+                      divisor: float) -> dict:
+    return _grid_info(kind, grid, sens_units, epsilon, divisor)
+
+
+def _grid_info(kind: str, grid: Grid, sens_units, epsilon: float, divisor=1) -> dict:
     units = np.atleast_1d(np.asarray(sens_units, dtype=np.float64))
     div = np.broadcast_to(np.asarray(divisor, dtype=np.float64), units.shape)
     s = units / div
