@@ -238,18 +238,18 @@ def check_precision(df: pd.DataFrame, cols: list[str], precision: dict | None,
             raise ParameterError(f"Precision of column {c!r} must be a number > 0 in the range "
                                  f"{rng_txt} (e.g. 0.01 or 100). Got {g!r}.")
         dom = domains.get(c)
-        if dom is not None:   # advice relative to the domain first (a coarser γ that works)
-            make_grid(c, g, dom, pd_is_integer(df[c]), len(df))
+        if dom is not None:   # advice relative to the domain first: a coarser γ that works
+            top = max(abs(float(dom[0])), abs(float(dom[1])))
+            if top / g > MAX_BOUND_UNITS:
+                coarser = 10.0 ** math.ceil(math.log10(top / MAX_BOUND_UNITS))
+                raise ParameterError(
+                    f"Precision {g:g} of column {c!r} is too fine for its domain [{dom[0]:g}, "
+                    f"{dom[1]:g}]: a bound lies more than 2^53 grid steps from 0, beyond exact "
+                    f"integer arithmetic. Choose a coarser precision, e.g. --precision {c}={coarser:g}.")
+            make_grid(c, g, dom, pd_is_integer(df[c]), len(df))   # span and sums: usable?
         if not PRECISION_MIN <= g <= PRECISION_MAX:
             raise ParameterError(f"Precision of column {c!r} must be a number > 0 in the range "
                                  f"{rng_txt} (e.g. 0.01 or 100). Got {g!r}.")
-        if dom is not None and max(abs(float(dom[0])), abs(float(dom[1]))) / g > MAX_BOUND_UNITS:
-            coarser = 10.0 ** math.ceil(math.log10(max(abs(float(dom[0])), abs(float(dom[1])))
-                                                   / MAX_BOUND_UNITS))
-            raise ParameterError(
-                f"Precision {g:g} of column {c!r} is too fine for its domain [{dom[0]:g}, "
-                f"{dom[1]:g}]: a bound lies more than 2^53 grid steps from 0, beyond exact "
-                f"integer arithmetic. Choose a coarser precision, e.g. --precision {c}={coarser:g}.")
-        make_grid(c, g, domains.get(c), pd_is_integer(df[c]), len(df))   # usable?
+        make_grid(c, g, dom, pd_is_integer(df[c]), len(df))
         out[c] = g
     return out
