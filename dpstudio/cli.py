@@ -31,6 +31,9 @@ COMMANDS = ("methods", "protect", "evaluate", "sweep", "demo", "query", "risk", 
 #: Above this many records ``protect`` leaves record linkage out of its summary.
 RL_SUMMARY_MAX = 300_000
 
+#: Most values one sweep grid option (--k, --epsilon) may expand to.
+MAX_GRID_POINTS = 10_000
+
 COMMON_PARAMS = ("k", "epsilon", "algorithm", "suppression", "confidence", "noise",
                  "calibration", "budget", "layout")
 
@@ -157,14 +160,16 @@ def parse_param_value(spec, name: str, raw: str) -> Any:
         p = spec.param(name)
     except KeyError:
         return raw  # check_params names the unknown parameter and lists the known ones
-    if raw.strip().lower() in ("none", "null", "") and p.kind != "str":
-        return None
+    if raw.strip().lower() in ("none", "null") and p.kind != "str":
+        return None   # an empty value is NOT "not given": Param.check refuses it, naming it
     if p.kind == "choice":
         for c in p.choices:
             if raw == c or str(c) == raw:
                 return c
         return raw
     if p.kind == "mapping":
+        if not raw.strip():
+            return raw   # refused by Param.check (not a dict)
         try:
             return _parse_mapping(raw)
         except ValueError:
@@ -201,6 +206,17 @@ def _grid(text: str, integer: bool, what: str) -> list:
     from dpstudio.engine.errors import ParameterError
     from dpstudio.engine.sweeps import parse_grid
 
+    for part in str(text).replace(";", ",").replace(" ", ",").split(","):
+        bits = part.split(":")
+        try:   # a range a:b[:step] with more points than any sweep can run: refuse before building
+            a, b = float(bits[0]), float(bits[1])
+            step = float(bits[2]) if len(bits) == 3 else 1.0
+            too_many = len(bits) in (2, 3) and step > 0 and (b - a) / step > MAX_GRID_POINTS
+        except (ValueError, IndexError, ZeroDivisionError, OverflowError):
+            too_many = False   # parse_grid explains malformed items
+        if too_many:
+            raise ParameterError(f"{what} {part!r}: more than {MAX_GRID_POINTS:,} grid values; "
+                                 "give a shorter range or a larger step.")
     out = parse_grid(text, integer=integer, what=what)
     if not out:
         raise ParameterError(f"{what} is empty.")
@@ -638,6 +654,9 @@ def cmd_risk(args) -> int:
                       missing=args.missing)
     out = rep.to_dict()
     if args.threshold is not None:
+        if not 0.0 <= args.threshold <= 1.0:   # also refuses nan
+            raise ParameterError(f"--threshold must be a risk in the range [0, 1]. "
+                                 f"Got {args.threshold!r} instead.")
         out["records_risk_above_threshold"] = {"threshold": args.threshold,
                                                "records": rep.records_above(args.threshold)}
     if args.per_record:
@@ -675,6 +694,16 @@ def cmd_query(args) -> int:
     df, _ = _read(args.input, args)
     ranges = dict(_split_assign(it, "--range", "COLUMN=LOWER:UPPER[:STEP] or COLUMN=a,b,c",
                                 last=True) for it in args.range or [])
+    from dpstudio.engine.validation import check_domain_pair
+
+    for col, text in ranges.items():   # numeric bounds: the domains' rule (finite width, ±10¹⁵)
+        bits = text.split(":")
+        try:
+            pair = (float(bits[0]), float(bits[1])) if len(bits) in (2, 3) else None
+        except ValueError:
+            pair = None   # parse_range explains the syntax
+        if pair is not None:
+            check_domain_pair(col, pair)
     prior = qd.parse_prior(args.prior, qd.resolve_range(q, ranges, df, args.ordered))
     groups = None
     if args.groups:
@@ -903,7 +932,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also export the ledger's audit trail (private, 0600)")
     p.add_argument("--role", action="append", metavar="COL=ROLE",
                    help="attribute roles (identifiers may only be used in filters)")
-    p.add_argument("--seed", type=int, help="random seed (testing only; default OS entropy)")
+    p.add_argument("--seed", type=_seed_arg, help="random seed (testing only; default OS entropy)")
     p.add_argument("--json", action="store_true", help="machine-readable public answer")
     _add_io_opts(p)
     p.set_defaults(func=cmd_query)

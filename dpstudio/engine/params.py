@@ -34,6 +34,28 @@ KIND_WORDS = {"int": "an int", "float": "a float", "choice": "a str", "bool": "a
               "mapping": "a dict (column -> value)", "str": "a str"}
 
 
+#: The range of ε (total budget, and every sweep value).  Below 10⁻⁶ the discrete Laplace rate
+#: ε_i/Δ_Z falls under the sampler's 2⁻⁶² for fine grids and the staircase's (1 − e^{-ε})³
+#: heads for underflow; 10⁻⁶ releases (almost) only noise anyway.  The maximum 10⁴ is finite
+#: for Laplace (rate ε_i/Δ_Z, e^{-rate} underflows harmlessly to 0) and leaves room for the
+#: staircase split ε_i/n_c of clustered methods (ε = 10⁴, n_c = 100: 100 per draw); a single
+#: staircase draw needs ε_draw ≲ 740 (e^{-ε} > 0), which the noise code must cap (see the
+#: module notes of algorithms/noise.py).
+EPSILON_MIN = 1e-6
+EPSILON_MAX = 1e4
+
+#: Budget weights (budget='weights') are relative: within [10⁻³, 10³] the smallest share is at
+#: least ε/(1 + (m − 1)·10⁶), so the split never makes ε_i vanish or overflow.
+WEIGHT_MIN = 1e-3
+WEIGHT_MAX = 1e3
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters (a message stays one readable line)."""
+    r = repr(value)
+    return r if len(r) <= limit else r[:limit - 1] + "…"
+
+
 def where(name: str, method_id: str | None) -> str:
     """``The 'k' parameter of method 'mdav'`` (or ``The 'k' parameter`` without a method)."""
     return f"The {name!r} parameter" + (f" of method {method_id!r}" if method_id else "")
@@ -41,12 +63,12 @@ def where(name: str, method_id: str | None) -> str:
 
 def invalid_value(name: str, method_id: str | None, constraint: str, value: Any) -> ParameterError:
     """The one message format, for a value of the right type that is not allowed."""
-    return ParameterError(f"{where(name, method_id)} must be {constraint}. Got {value!r} instead.")
+    return ParameterError(f"{where(name, method_id)} must be {constraint}. Got {shown(value)} instead.")
 
 
 def invalid_type(name: str, method_id: str | None, constraint: str, value: Any) -> ParameterTypeError:
     """The one message format, for a value of the wrong type."""
-    return ParameterTypeError(f"{where(name, method_id)} must be {constraint}. Got {value!r} instead.")
+    return ParameterTypeError(f"{where(name, method_id)} must be {constraint}. Got {shown(value)} instead.")
 
 
 def interval_text(lo: float | None, hi: float | None, lo_closed: bool = True,
@@ -102,7 +124,8 @@ class Param:
     ``kind`` is one of ``int``, ``float``, ``choice``, ``bool``, ``mapping`` (a dict
     column -> value, e.g. budget weights or hierarchies), ``str``.  ``minimum``/``maximum``
     bound ``int`` and ``float`` values (``min_inclusive``: whether the minimum itself is
-    allowed; the maximum always is).  A ``float`` must be finite.
+    allowed; the maximum always is), and, for a ``mapping`` that declares them, each of its
+    values (a float).  A ``float`` must be finite.
     """
 
     name: str
@@ -141,6 +164,9 @@ class Param:
         if self.kind in ("int", "float"):
             return (f"{KIND_WORDS[self.kind]} in the range "
                     f"{interval_text(self.minimum, self.maximum, self.min_inclusive)}")
+        if self.kind == "mapping" and (self.minimum is not None or self.maximum is not None):
+            return ("a dict (column -> a float in the range "
+                    f"{interval_text(self.minimum, self.maximum, self.min_inclusive)})")
         if self.kind == "choice":
             return "a str among {" + ", ".join(map(repr, self.choices)) + "}"
         if self.kind == "bool":
@@ -186,7 +212,18 @@ class Param:
         if self.kind == "mapping":
             if not isinstance(value, dict):
                 raise invalid_type(self.name, method_id, c, value)
-            return dict(value)
+            if self.minimum is None and self.maximum is None:
+                return dict(value)
+            out = {}
+            for key, v in value.items():
+                try:
+                    f = as_float(v, self.name, method_id, c)
+                except ParameterTypeError:
+                    raise invalid_type(self.name, method_id, c, {key: v}) from None
+                if not in_interval(f, self.minimum, self.maximum, self.min_inclusive):
+                    raise invalid_value(self.name, method_id, c, {key: v})
+                out[str(key)] = f
+            return out
         if self.kind == "str" and not isinstance(value, str):
             raise invalid_type(self.name, method_id, c, value)
         return value
@@ -222,11 +259,12 @@ LARGE_EPSILON = 20.0
 
 
 def check_epsilon(eps: Any, m: int = 1, method_id: str | None = None) -> float:
-    """Validate ε (a float in (0, inf)); warn when the composed total is very large.  ``m`` > 1:
-    each of m attributes gets the whole ε (budget 'per-attribute'), so the release is (m·ε)-DP."""
-    c = "a float in the range (0, inf)"
+    """Validate ε (a float in [:data:`EPSILON_MIN`, :data:`EPSILON_MAX`]); warn when the composed
+    total is very large.  ``m`` > 1: each of m attributes gets the whole ε (budget
+    'per-attribute'), so the release is (m·ε)-DP."""
+    c = f"a float in the range {interval_text(EPSILON_MIN, EPSILON_MAX)}"
     e = as_float(eps, "epsilon", method_id, c)
-    if not in_interval(e, 0.0, None, lo_closed=False):
+    if not in_interval(e, EPSILON_MIN, EPSILON_MAX):
         raise invalid_value("epsilon", method_id, c, eps)
     m = max(int(m), 1)
     total = m * e
@@ -279,6 +317,12 @@ def invalid_values(p: Param) -> list[tuple[Any, type]]:
         out += [("maybe", ValueError), (2.5, TypeError), ([True], TypeError)]
     elif p.kind == "mapping":
         out += [("x:1", TypeError), (3, TypeError)]
+        if p.minimum is not None or p.maximum is not None:
+            out += [({"a": "x"}, TypeError), ({"a": float("nan")}, ValueError)]
+            if p.minimum is not None:
+                out.append(({"a": p.minimum / 2 if p.minimum > 0 else p.minimum - 1.0}, ValueError))
+            if p.maximum is not None:
+                out.append(({"a": p.maximum * 2 if p.maximum > 0 else p.maximum + 1.0}, ValueError))
     elif p.kind == "str":
         out += [(3, TypeError)]
     return out

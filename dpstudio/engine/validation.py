@@ -11,6 +11,16 @@ import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError, format_rows
 
+#: Declared domain bounds lie in [−DOMAIN_LIMIT, DOMAIN_LIMIT]: whole numbers up to 10¹⁵ are
+#: exact in a double (2⁵³ ≈ 9·10¹⁵), the width ub − lb stays finite and the grid arithmetic
+#: (bound/γ, sums over the records) stays within exact integers.
+DOMAIN_LIMIT = 1e15
+#: An output precision γ lies in [PRECISION_MIN, PRECISION_MAX] and, with a domain, each bound
+#: is at most 2⁵³ grid steps from 0 (offsets and sums in int64, exact in a double).
+PRECISION_MIN = 1e-12
+PRECISION_MAX = 1e15
+MAX_BOUND_UNITS = 2 ** 53
+
 
 class PublicWarning(str):
     """A warning that is a function of the parameters only (never of the data), e.g. "ε is
@@ -103,12 +113,7 @@ def check_domains(df: pd.DataFrame, cols: list[str], domains: dict, required: bo
                     "leak individuals' values), e.g. --domain " f"{c}=0:150000."
                 )
             continue
-        try:
-            lb, ub = (float(domains[c][0]), float(domains[c][1]))
-        except (TypeError, ValueError, IndexError):
-            raise ParameterError(f"Domain of column {c!r} must be a pair (lower, upper). Got {domains[c]!r}.") from None
-        if not (math.isfinite(lb) and math.isfinite(ub)) or not lb < ub:
-            raise ParameterError(f"Domain of column {c!r} must have finite lower < upper. Got [{lb}, {ub}].")
+        lb, ub = check_domain_pair(c, domains[c])
         vals = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=np.float64)
         out_rows = np.flatnonzero((vals < lb) | (vals > ub))
         if out_rows.size:
@@ -119,6 +124,26 @@ def check_domains(df: pd.DataFrame, cols: list[str], domains: dict, required: bo
             )
         out[c] = (lb, ub)
     return out
+
+
+def check_domain_pair(col: str, pair) -> tuple[float, float]:
+    """A declared domain (lower, upper) of ``col``: two numbers in [−10¹⁵, 10¹⁵], lower < upper."""
+    lim = f"[{-DOMAIN_LIMIT:g}, {DOMAIN_LIMIT:g}]"
+    try:
+        if isinstance(pair, (str, bytes)) or len(pair) != 2:
+            raise TypeError
+        lb, ub = (float(pair[0]), float(pair[1]))
+    except (TypeError, ValueError, IndexError, OverflowError):
+        raise ParameterError(f"Domain of column {col!r} must be a pair (lower, upper) of numbers "
+                             f"in the range {lim}. Got {pair!r}."[:300]) from None
+    if not (math.isfinite(lb) and math.isfinite(ub)) or not lb < ub:
+        raise ParameterError(f"Domain of column {col!r} must have finite lower < upper. Got [{lb:g}, {ub:g}].")
+    if abs(lb) > DOMAIN_LIMIT or abs(ub) > DOMAIN_LIMIT:
+        raise ParameterError(
+            f"Domain of column {col!r} must have bounds in the range {lim} (beyond, the grid "
+            f"arithmetic is not exact). Got [{lb:g}, {ub:g}]. Rescale the column (e.g. thousands) "
+            "or declare the range the attribute can really take.")
+    return lb, ub
 
 
 def _same(a: float, b: float) -> bool:
@@ -203,12 +228,28 @@ def check_precision(df: pd.DataFrame, cols: list[str], precision: dict | None,
             g = default_precision(domains.get(c), pd_is_integer(df[c]))
             if g is None:
                 continue
+        rng_txt = f"[{PRECISION_MIN:g}, {PRECISION_MAX:g}]"
         try:
-            g = float(g)
+            g = float(g.strip() if isinstance(g, str) else g)
         except (TypeError, ValueError):
-            raise ParameterError(f"Precision of column {c!r} must be a number > 0 (e.g. 0.01 or 100). Got {g!r}.") from None
+            raise ParameterError(f"Precision of column {c!r} must be a number > 0 in the range "
+                                 f"{rng_txt} (e.g. 0.01 or 100). Got {g!r}.") from None
         if not (math.isfinite(g) and g > 0):
-            raise ParameterError(f"Precision of column {c!r} must be a finite number > 0 (e.g. 0.01 or 100). Got {g!r}.")
-        make_grid(c, g, domains.get(c), pd_is_integer(df[c]), len(df))   # usable?
+            raise ParameterError(f"Precision of column {c!r} must be a number > 0 in the range "
+                                 f"{rng_txt} (e.g. 0.01 or 100). Got {g!r}.")
+        dom = domains.get(c)
+        if dom is not None:   # advice relative to the domain first: a coarser γ that works
+            top = max(abs(float(dom[0])), abs(float(dom[1])))
+            if top / g > MAX_BOUND_UNITS:
+                coarser = 10.0 ** math.ceil(math.log10(top / MAX_BOUND_UNITS))
+                raise ParameterError(
+                    f"Precision {g:g} of column {c!r} is too fine for its domain [{dom[0]:g}, "
+                    f"{dom[1]:g}]: a bound lies more than 2^53 grid steps from 0, beyond exact "
+                    f"integer arithmetic. Choose a coarser precision, e.g. --precision {c}={coarser:g}.")
+            make_grid(c, g, dom, pd_is_integer(df[c]), len(df))   # span and sums: usable?
+        if not PRECISION_MIN <= g <= PRECISION_MAX:
+            raise ParameterError(f"Precision of column {c!r} must be a number > 0 in the range "
+                                 f"{rng_txt} (e.g. 0.01 or 100). Got {g!r}.")
+        make_grid(c, g, dom, pd_is_integer(df[c]), len(df))
         out[c] = g
     return out

@@ -17,7 +17,7 @@ import pandas as pd
 
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
-from dpstudio.engine.params import Param
+from dpstudio.engine.params import EPSILON_MAX, EPSILON_MIN, WEIGHT_MAX, WEIGHT_MIN, Param
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output, epsilon_shares
 
@@ -35,8 +35,9 @@ def k_param(default: int = 5, minimum: int = 1, help: str | None = None) -> Para
 def epsilon_param(default: float = 1.0) -> Param:
     return Param(
         "epsilon", "float", default,
-        "Total privacy budget ε (> 0). Smaller ε: stronger privacy, more noise.",
-        label="ε", minimum=0.0, min_inclusive=False, log_scale=True,
+        f"Total privacy budget ε ({EPSILON_MIN:g} to {EPSILON_MAX:g}). Smaller ε: stronger "
+        "privacy, more noise.",
+        label="ε", minimum=EPSILON_MIN, maximum=EPSILON_MAX, log_scale=True,
     )
 
 
@@ -65,8 +66,9 @@ BUDGET_PARAM = Param(
 
 WEIGHTS_PARAM = Param(
     "weights", "mapping", None,
-    "Budget weights per attribute (used with budget='weights'); normalised so that they sum to ε.",
-    label="budget weights", advanced=True,
+    "Budget weights per attribute (used with budget='weights'; each "
+    f"{WEIGHT_MIN:g} to {WEIGHT_MAX:g}); normalised so that they sum to ε.",
+    label="budget weights", minimum=WEIGHT_MIN, maximum=WEIGHT_MAX, advanced=True,
 )
 
 DROP_MISSING_PARAM = Param(
