@@ -330,3 +330,22 @@ def test_sweep_passes_the_precision():
                             seed=1, precision={"income": 1000}, measures=("sse",),
                             baselines=False))
     assert pts
+
+
+@pytest.mark.parametrize("eps", [50.0, 1000.0, 1e4])
+def test_staircase_refuses_instead_of_dividing_by_zero_or_freezing(eps):
+    """ε per draw beyond e^{-ε} underflow is capped, and a sampler that would need more than
+    10,000 tries per value is refused with one clear message (issue 15), never hangs."""
+    from dpstudio import engine
+
+    df = pd.DataFrame({"x": np.arange(200, dtype=np.int64)})
+    with pytest.raises(engine.ParameterError, match="staircase"):
+        engine.protect(df, "laplace", {"x": "eps-quasi"}, {"x": (0, 1_000_000)},
+                       epsilon=eps, noise="staircase")
+
+
+def test_staircase_large_eps_small_sensitivity_still_samples():
+    from dpstudio.engine.algorithms import noise as N
+
+    z = N.discrete_staircase(np.random.default_rng(1), 3, 1000.0, 1000)
+    assert np.all(z == 0)   # ε capped at 700: all mass on the centre

@@ -246,7 +246,7 @@ def discrete_staircase(stream: KeyedStream, ids, sens, epsilon) -> np.ndarray:
     if sel.size == 0:
         return out
     ids_l, S_l, E_l = ids[sel], S[sel], E[sel]
-    C_l = N._staircase_centers(S_l, E_l)
+    E_l, C_l = N.staircase_parameters(S_l, E_l)
 
     def draw(pos, rnd):
         cid, s, e, c = ids_l[pos], S_l[pos], E_l[pos], C_l[pos]

@@ -564,6 +564,34 @@ def discrete_staircase_pmf(z, sens: int, epsilon: float, c: int) -> np.ndarray:
     return np.exp(-float(epsilon) * level) / W
 
 
+#: Largest ε one staircase draw uses: above it e^{-ε} underflows.  Using less ε than given is
+#: privacy-safe (the draw is then noisier than it needs to be, never less).
+STAIRCASE_MAX_EPS = 700.0
+#: Below this acceptance probability the exact staircase sampler would take too long.
+STAIRCASE_MIN_ACCEPT = 1e-4
+
+
+def staircase_parameters(S: np.ndarray, E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-draw ε capped at :data:`STAIRCASE_MAX_EPS` and the central half-widths c; refuse
+    (``ParameterError``) when the exact sampler's acceptance e^{-ε} + (1 − e^{-ε})(2c+1)/(2Δ)
+    is below :data:`STAIRCASE_MIN_ACCEPT` (large ε per draw with a sensitivity of many grid
+    steps): Laplace noise, a coarser precision or a smaller ε per draw avoid it."""
+    from dpstudio.engine.errors import ParameterError
+
+    E = np.minimum(E, STAIRCASE_MAX_EPS)
+    C = _staircase_centers(S, E)
+    if S.size:
+        b = np.exp(-E)
+        acc = b + (1.0 - b) * (2.0 * C + 1.0) / (2.0 * np.maximum(S, 1))
+        if float(acc.min()) < STAIRCASE_MIN_ACCEPT:
+            raise ParameterError(
+                "The 'noise' parameter 'staircase' cannot be sampled exactly at this ε per draw "
+                f"(up to {float(E.max()):g}) with a sensitivity of up to {int(S.max())} grid steps "
+                "(the exact sampler would need over 10,000 tries per value). Use noise='laplace', "
+                "a coarser precision or a smaller ε.")
+    return E, C
+
+
 def discrete_staircase(rng: np.random.Generator, sens, epsilon, size) -> np.ndarray:
     """Exact discrete staircase draws (int64) for integer sensitivity ``sens`` ≥ 0 and
     ``epsilon`` (both broadcast to ``size``; sensitivity 0 gives 0).
@@ -578,9 +606,11 @@ def discrete_staircase(rng: np.random.Generator, sens, epsilon, size) -> np.ndar
         raise ValueError("staircase needs sensitivity >= 0 and epsilon > 0")
     out = np.zeros(S.size, dtype=np.int64)
     pending = np.flatnonzero(S > 0)
+    E = E.copy()
+    Cs = np.zeros(S.size, dtype=np.int64)
+    E[pending], Cs[pending] = staircase_parameters(S[pending], E[pending])
     while pending.size:
-        s, e = S[pending], E[pending]
-        c = _staircase_centers(s, e)
+        s, e, c = S[pending], E[pending], Cs[pending]
         level = geometric_exact(rng, e, pending.size)
         accept = (level > 0) | (rng.integers(0, 2 * s) < 2 * c + 1)
         idx, s, c, level = pending[accept], s[accept], c[accept], level[accept]
