@@ -9,8 +9,9 @@ main window shows (status line, error dialogs, the sweep's curves).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -104,7 +105,8 @@ class Controller(QObject):
 
     def open_adult_sample(self) -> bool:
         """The Adult sample, with its bundled ARX hierarchies attached to every column (roles
-        stay 'other': the user still chooses what to protect)."""
+        stay 'other': the user still chooses what to protect).
+        """
         def attach() -> None:
             hdir = adult_sample_path().parent / "hierarchies"
             done = []
@@ -181,7 +183,8 @@ class Controller(QObject):
     def settings_signature(self) -> tuple:
         """What a sweep's curves depend on besides k and ε: data, method, roles, types,
         domains, precision, hierarchies, the other parameters.  The report shows the curves
-        only when the release was made under the same signature."""
+        only when the release was made under the same signature.
+        """
         st = self.state
         params = {k: v for k, v in st.recipe.params.items() if k not in ("k", "epsilon")}
         return (st.path, id(st.df), st.recipe.method,
@@ -340,7 +343,8 @@ class Controller(QObject):
         Public: the release, ``<stem>.metadata.json`` and, if ``release_note``, the release
         note.  Private (0600): the audit trail ``<stem>.private.json`` (``audit``) and, if
         ``assessment``, ``<stem>.assessment.private.html`` with the measures against the
-        original and the trade-off curves (rendered here)."""
+        original and the trade-off curves (rendered here).
+        """
         st = self.state
         res = st.result
         if res is None:
@@ -427,7 +431,8 @@ class Controller(QObject):
 
     def apply_recipe(self, rec: Recipe) -> None:
         """Roles, types, domains, precision, hierarchies, method, parameters, seed and sweep
-        settings of ``rec`` into the state (for the loaded table)."""
+        settings of ``rec`` into the state (for the loaded table).
+        """
         # the one generator the roles panel offers ("Generate"), so a project reproduces it
         from dpstudio.app.widgets.roles_panel import generate_hierarchy
 

@@ -23,7 +23,8 @@ SUFFIX = ".dpsproj"
 
 def save(path: str | os.PathLike, recipe: Recipe) -> None:
     """Write atomically with owner-only permissions (the file holds the seed).  Keys of an
-    existing file at ``path`` that the recipe does not know are kept."""
+    existing file at ``path`` that the recipe does not know are kept.
+    """
     p = Path(path)
     data = recipe.to_dict()
     try:  # keys written meanwhile by another tool (e.g. dpstudio query's ledger) are kept

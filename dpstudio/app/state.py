@@ -37,7 +37,8 @@ class AppState(QObject):
     The seed (issue 8): unless the user pins it, every Protect run draws a fresh one
     (:meth:`record_run_seed` stores the seed of the run that made the current release, which
     is what the project file records); a pinned seed is reused and a second, different release
-    exported with it is warned about (:meth:`note_export`)."""
+    exported with it is warned about (:meth:`note_export`).
+    """
 
     sig_data_changed = Signal()
     """A new table was loaded (or cleared); the seed is then a fresh one."""
@@ -107,7 +108,8 @@ class AppState(QObject):
                  stats: dict[str, ColumnStats] | None = None) -> None:
         """Install a new table (``stats``: precomputed in the loading worker).  A new data
         file is a new project: roles, domains, precision, hierarchies and types are reset and
-        the seed is a fresh, unpinned one (a project being opened sets its own afterwards)."""
+        the seed is a fresh, unpinned one (a project being opened sets its own afterwards).
+        """
         self.df = df
         self.input_meta = meta
         self.stats = stats if stats is not None else column_stats(df)
@@ -145,7 +147,8 @@ class AppState(QObject):
     def set_type(self, column: str, kind: str) -> None:
         """Treat ``column`` as ``"numeric"`` or ``"text"`` (converts the loaded values; the
         file is not touched).  Text → numeric refuses, naming the rows, when a value is not a
-        number (no value is silently lost); numeric → text keeps 39 as '39'."""
+        number (no value is silently lost); numeric → text keeps 39 as '39'.
+        """
         from dpstudio.engine.errors import InputError, format_rows
 
         if kind not in ("numeric", "text"):
@@ -194,7 +197,8 @@ class AppState(QObject):
 
     def set_precision(self, column: str, gamma: float | None) -> None:
         """The output grid γ of a noisy numeric column (``None``: the engine's default, 1 for
-        integer columns, else from the declared domain)."""
+        integer columns, else from the declared domain).
+        """
         if gamma is None:
             if self.precision.pop(column, None) is None:
                 return
@@ -242,7 +246,8 @@ class AppState(QObject):
 
     def set_seed(self, seed: int, *, pinned: bool | None = True) -> None:
         """Use ``seed`` (any width; negative or non-integer refused).  A seed the user types
-        is pinned (reused by every run); ``pinned=None`` keeps the current pinning."""
+        is pinned (reused by every run); ``pinned=None`` keeps the current pinning.
+        """
         seed = parse_seed(seed)
         r = self.recipe
         pin = r.seed_pinned if pinned is None else bool(pinned)
@@ -259,13 +264,15 @@ class AppState(QObject):
 
     def new_seed(self) -> int:
         """Draw a fresh seed from OS entropy, not pinned (the app's "New" button): every run
-        draws a fresh one again until the user pins one."""
+        draws a fresh one again until the user pins one.
+        """
         self.set_seed(fresh_seed(), pinned=False)
         return self.recipe.seed
 
     def run_seed(self) -> int:
         """The seed for a new Protect run: the pinned one, else a fresh one from OS entropy
-        (two releases of the same data never share noise)."""
+        (two releases of the same data never share noise).
+        """
         return self.recipe.seed if self.recipe.seed_pinned else fresh_seed()
 
     def record_run_seed(self, seed: int) -> None:
@@ -275,7 +282,8 @@ class AppState(QObject):
     def note_export(self, release_digest: str) -> bool:
         """Record that the release with ``release_digest`` was exported with the current seed.
         True when the seed is pinned and was already used for a *different* exported release
-        (the two share noise: the caller warns)."""
+        (the two share noise: the caller warns).
+        """
         r = self.recipe
         reused = bool(r.seed_pinned and r.seed_releases and release_digest not in r.seed_releases)
         if release_digest not in r.seed_releases:
@@ -294,7 +302,8 @@ class AppState(QObject):
 
     def set_input_error(self, key: str, message: str | None) -> None:
         """A field (``key``) holds text that is not a value (``message``) or is fine again
-        (``None``); runs are refused while any is set."""
+        (``None``); runs are refused while any is set.
+        """
         if (self.input_errors.get(key) or None) == (message or None):
             return
         if message:
@@ -309,7 +318,8 @@ class AppState(QObject):
 
     def sweep_request(self) -> dict:
         """The sweep settings parsed: ``ks``, ``epsilons``, ``repeats`` (ValueError with a
-        readable message naming the field)."""
+        readable message naming the field).
+        """
         from dpstudio.engine.sweeps import parse_grid
 
         sw = self.recipe.sweep

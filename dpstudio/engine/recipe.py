@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from dpstudio.engine.errors import InputError
 from dpstudio.engine.random import format_seed, parse_seed
@@ -96,7 +97,8 @@ class Recipe:
 
     def public_dict(self) -> dict[str, Any]:
         """What may be published with a release: method, parameters, roles, domains,
-        precision (all public choices).  Never the seed, the input path or unknown keys."""
+        precision (all public choices).  Never the seed, the input path or unknown keys.
+        """
         d = self.to_dict()
         return {k: d[k] for k in ("schema_version", "software_version", "roles", "types",
                                   "domains", "precision", "method", "params")}
@@ -104,7 +106,8 @@ class Recipe:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Recipe:
         """A recipe from a dict of any schema up to :data:`SCHEMA_VERSION` (migrated first).
-        Raises :class:`~dpstudio.engine.errors.InputError` naming the bad key."""
+        Raises :class:`~dpstudio.engine.errors.InputError` naming the bad key.
+        """
         d = migrate(data)
         inp = d.get("input") or {}
         if not isinstance(inp, dict):
@@ -141,7 +144,8 @@ def _v1_to_v2(d: dict[str, Any]) -> dict[str, Any]:
 
 def _v2_to_v3(d: dict[str, Any]) -> dict[str, Any]:
     """Schema 2 -> 3: precision and seed_pinned; an old file's seed made its release, so it
-    counts as pinned (it reproduces that release)."""
+    counts as pinned (it reproduces that release).
+    """
     d.setdefault("precision", {})
     d.setdefault("seed_pinned", d.get("seed") is not None)
     d.setdefault("seed_releases", [])
@@ -154,7 +158,8 @@ _STEPS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` (not changed) upgraded step by step to :data:`SCHEMA_VERSION`, with every
     known key present.  A file without ``schema_version`` is read as schema 1; a newer
-    schema is refused with a message saying to update."""
+    schema is refused with a message saying to update.
+    """
     if not isinstance(data, dict):
         raise InputError(f"A recipe must be a JSON object. Got {type(data).__name__} instead.")
     d = copy.deepcopy(data)

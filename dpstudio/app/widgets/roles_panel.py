@@ -140,8 +140,8 @@ class RolesPanel(QWidget):
         hh = self.table.horizontalHeader()
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         hh.setStretchLastSection(True)
-        for c, w in ((C_NAME, 110), (C_ROLE, 150), (C_TYPE, 92), (C_LO, 90), (C_HI, 90),
-                     (C_PREC, 80), (C_HIER, 90)):
+        for c, w in ((C_NAME, 100), (C_ROLE, 140), (C_TYPE, 84), (C_LO, 84), (C_HI, 84),
+                     (C_PREC, 70), (C_HIER, 80)):
             self.table.setColumnWidth(c, w)
         tips = {C_ROLE: "What the attribute is: identifier, k-quasi, ε-quasi, confidential "
                         "or other.",
