@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import traceback
 
-from dpstudio.app.main_window import resources_dir, sample_path  # noqa: F401
+from dpstudio.app.resources import resources_dir, sample_path  # noqa: F401
 
 _window = None
 
@@ -61,11 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     if files:
         target = files[0]
         if target.endswith(".dpsproj"):
-            win.open_project(target)
+            win.controller.open_project(target)
         else:
-            win.open_file(target)
+            win.controller.open_file(target)
     else:
-        win.open_sample()
+        win.controller.open_sample()
     if smoke:
         return _smoke(app, win)
     rc = app.exec()
@@ -93,14 +93,13 @@ def _smoke(app, win) -> int:
     if ok and n_methods:
         cols = [c for c in win.state.df.columns[-4:]]
         win.state.set_roles({c: "k-quasi" for c in cols})
-        win.method_panel.select_method("mdav")
-        win.explore_panel.ks.setText("2, 5")
-        win.explore_panel.repeats.setValue(1)
-        win.run_sweep()  # runs in a child process: checks that those start in a frozen app
-        ok = wait(lambda: not win.sweep_runner.busy)
+        win.state.set_method("mdav")
+        win.state.set_sweep(ks="2, 5", repeats=1)
+        win.controller.run_sweep()  # in a child process: checks that those start when frozen
+        ok = wait(lambda: not win.controller.sweep_runner.busy)
         n_points = len(win.explore_panel.points)
         ok = ok and n_points == 2
-        win.run_protect()
+        win.controller.run_protect()
         ok = ok and wait(lambda: win.state.result is not None)
     win.shutdown()
     print(f"dpstudio {__version__} smoke test: {'OK' if ok else 'FAILED'} "

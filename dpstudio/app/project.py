@@ -1,12 +1,11 @@
-"""The private project file: everything needed to reproduce a release exactly.
+"""The private project file (``.dpsproj``): a :class:`~dpstudio.engine.recipe.Recipe` as JSON.
 
-JSON with ``schema_version``: input file (and how it was read), roles, domains, hierarchies,
-method, parameters, seed and the sweep settings.  It contains the seed, so it is written with
-owner-only permissions and must not be published (the export writes only public metadata).
-
-Schema 2 stores the seed as hex text (``"0x…"``, 128 bits by default): JSON readers that map
-numbers to doubles would otherwise lose its low bits.  Schema-1 files (an int seed, 31 bits at
-most, often the old default 0) still load; :func:`seed_note` says when their seed is weak.
+Everything needed to reproduce a release exactly: input file (and how it was read), roles,
+types, domains, precision, hierarchies, method, parameters, seed (and whether it is pinned)
+and the sweep settings.  It contains the seed, so it is written with owner-only permissions
+and must not be published (the export writes only public metadata).  The schema, its
+migrations (schema 1: an int seed; 2: hex seed; 3: precision and seed pinning) and the
+keeping of unknown keys (e.g. ``query_ledger``) are the engine's (:mod:`dpstudio.engine.recipe`).
 """
 
 from __future__ import annotations
@@ -14,40 +13,28 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
-from dpstudio import __version__, engine
-from dpstudio.engine.random import format_seed, parse_seed, seed_warning
+from dpstudio import engine
+from dpstudio.engine.random import seed_warning
+from dpstudio.engine.recipe import KNOWN_KEYS, SCHEMA_VERSION, Recipe  # noqa: F401 (re-export)
 
-SCHEMA_VERSION = 2
 SUFFIX = ".dpsproj"
 
 
-def to_dict(state, sweep: dict | None = None) -> dict:
-    hier: dict[str, Any] = {}
-    for col, src in state.hierarchy_sources.items():
-        if isinstance(src, str):
-            hier[col] = {"path": src}
-        elif isinstance(src, dict):
-            hier[col] = dict(src)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "software_version": __version__,
-        "input": {"path": state.path, "read_options": dict(state.read_options or {})},
-        "roles": {c: r for c, r in state.roles.items() if r != "other"},
-        "types": dict(getattr(state, "types", {}) or {}),
-        "domains": {c: [float(a), float(b)] for c, (a, b) in state.domains.items()},
-        "hierarchies": hier,
-        "method": state.recipe.method,
-        "params": _jsonable(state.recipe.params),
-        "seed": format_seed(state.recipe.seed),
-        "sweep": dict(sweep or {}),
-    }
-
-
-def save(path: str | os.PathLike, data: dict) -> None:
-    """Write atomically with owner-only permissions (the file holds the seed)."""
+def save(path: str | os.PathLike, recipe: Recipe) -> None:
+    """Write atomically with owner-only permissions (the file holds the seed).  Keys of an
+    existing file at ``path`` that the recipe does not know are kept.
+    """
     p = Path(path)
+    data = recipe.to_dict()
+    try:  # keys written meanwhile by another tool (e.g. dpstudio query's ledger) are kept
+        old = json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        old = {}
+    if isinstance(old, dict):
+        for k, v in old.items():
+            if k not in KNOWN_KEYS and k not in data:
+                data[k] = v
     tmp = p.with_name(p.name + ".part")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:  # a stale .part left with other permissions: owner-only before the seed is written
@@ -63,37 +50,18 @@ def save(path: str | os.PathLike, data: dict) -> None:
         pass
 
 
-def load(path: str | os.PathLike) -> dict:
+def load(path: str | os.PathLike) -> Recipe:
+    """Read and migrate a project file (one-line :class:`InputError` when it is not one)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise engine.InputError(f"Cannot read project file {Path(path).name}: {exc}") from None
     if not isinstance(data, dict) or "schema_version" not in data:
         raise engine.InputError(f"{Path(path).name} is not a dpstudio project file.")
-    return migrate(data)
-
-
-def migrate(data: dict) -> dict:
-    v = int(data.get("schema_version", 0))
-    if v > SCHEMA_VERSION:
-        raise engine.InputError(
-            f"This project was saved by a newer dpstudio (schema {v}); update dpstudio to open it.")
-    data.setdefault("input", {"path": None, "read_options": {}})
-    for key, default in (("roles", {}), ("types", {}), ("domains", {}), ("hierarchies", {}),
-                         ("params", {}),
-                         ("sweep", {}), ("method", None)):
-        data.setdefault(key, default)
-    # seed: hex text (schema 2) or an int (schema 1); missing -> None (the app draws a fresh one)
-    seed = data.get("seed")
-    if seed is not None:
-        try:
-            data["seed"] = parse_seed(seed, "seed of the project")
-        except engine.DPStudioError as exc:
-            raise engine.InputError(f"{exc} Correct the project file or remove its seed.") from None
-    else:
-        data["seed"] = None
-    data["schema_version"] = SCHEMA_VERSION
-    return data
+    try:
+        return Recipe.from_dict(data)
+    except engine.InputError as exc:
+        raise engine.InputError(f"{Path(path).name}: {exc}") from None
 
 
 def seed_note(seed: int | None) -> str:
@@ -105,13 +73,3 @@ def seed_note(seed: int | None) -> str:
                 "regenerate its noise. Press New next to the seed before protecting.")
     w = seed_warning(seed)
     return (f"This project's seed is weak: {w} Press New next to the seed.") if w else ""
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if hasattr(v, "item"):
-        return v.item()
-    return v

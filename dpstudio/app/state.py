@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -10,51 +9,63 @@ import pandas as pd
 from PySide6.QtCore import QObject, Signal
 
 from dpstudio.app.compute import ColumnStats, column_stats  # noqa: F401 (re-export)
-from dpstudio.engine.random import fresh_seed
+from dpstudio.engine.random import fresh_seed, parse_seed
+from dpstudio.engine.recipe import Recipe
+
+#: The sweep settings of a new session.
+DEFAULT_SWEEP = {"ks": "2-10, 12, 15, 20, 25, 30, 40, 50, 75, 100", "epsilons": "0.1, 1, 10",
+                 "repeats": 3}
 
 ROLE_VALUES = ("identifier", "k-quasi", "eps-quasi", "confidential", "other")
 
 
-@dataclass
-class Recipe:
-    """Everything that defines a release (saved in the private project file)."""
-
-    method: str | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    seed: int = field(default_factory=fresh_seed)
-    """Secret: 128 bits of OS entropy for every new session and every new data file, unless
-    the user pins one.  Only ever written to the owner-only project / recovery file."""
+def new_recipe() -> Recipe:
+    """An empty recipe with a fresh secret seed (128 bits of OS entropy), not pinned."""
+    return Recipe(seed=fresh_seed(), seed_pinned=False)
 
 
 class AppState(QObject):
-    """Data, roles, domains, hierarchies, recipe and the last result."""
+    """The loaded table and the one :class:`~dpstudio.engine.recipe.Recipe` (roles, types,
+    domains, precision, hierarchies, method, parameters, seed, sweep settings) and the last
+    result.  Panels write only here and observe the signals; nothing else holds a copy.
+
+    ``roles``, ``domains``, ``types``, ``precision``, ``hierarchy_sources``, ``path`` and
+    ``read_options`` are views of ``recipe`` (the same objects); ``hierarchies`` holds the
+    loaded :class:`~dpstudio.engine.hierarchies.hierarchy.Hierarchy` objects of
+    ``recipe.hierarchies``.
+
+    The seed (issue 8): unless the user pins it, every Protect run draws a fresh one
+    (:meth:`record_run_seed` stores the seed of the run that made the current release, which
+    is what the project file records); a pinned seed is reused and a second, different release
+    exported with it is warned about (:meth:`note_export`).
+    """
 
     sig_data_changed = Signal()
     """A new table was loaded (or cleared); the seed is then a fresh one."""
     sig_roles_changed = Signal()
-    """Roles, domains or hierarchies changed."""
+    """Roles, types, domains, precision or hierarchies changed."""
     sig_recipe_changed = Signal()
-    """Method, parameters or seed changed."""
+    """Method, parameters or seed (or its pinning) changed."""
+    sig_sweep_changed = Signal()
+    """The trade-off sweep settings (k values, ε values, repeats) changed."""
     sig_result_changed = Signal()
     """A protection run finished (or the result was invalidated)."""
     sig_dirty_changed = Signal(bool)
     """The project has (or no longer has) unsaved changes."""
     sig_types_changed = Signal(str)
     """A column's type was changed by the user (its values in ``df`` converted)."""
+    sig_input_errors_changed = Signal()
+    """A field holds text that is not a valid value (or no longer does)."""
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.df: pd.DataFrame | None = None
-        self.path: str | None = None
         self.input_meta: Any = None
-        self.read_options: dict = {}
         self.stats: dict[str, ColumnStats] = {}
-        self.roles: dict[str, str] = {}
-        self.domains: dict[str, tuple[float, float]] = {}
-        self.hierarchies: dict[str, Any] = {}  # column -> Hierarchy
-        self.hierarchy_sources: dict[str, Any] = {}  # column -> path or {"generated": ...}
-        self.types: dict[str, str] = {}  # column -> "numeric" | "text" chosen by the user
-        self.recipe = Recipe()
+        self.hierarchies: dict[str, Any] = {}  # column -> Hierarchy (sources in the recipe)
+        self.recipe: Recipe = new_recipe()
+        self.recipe.sweep = dict(DEFAULT_SWEEP)
+        self.input_errors: dict[str, str] = {}
         self.result = None
         self.result_recipe: dict | None = None
         self.evaluation: dict | None = None
@@ -62,28 +73,58 @@ class AppState(QObject):
         self.sweep_points: list = []
         self._dirty = False
 
+    # --- views of the recipe
+    @property
+    def path(self) -> str | None:
+        return self.recipe.input_path
+
+    @property
+    def read_options(self) -> dict:
+        return self.recipe.read_options
+
+    @property
+    def roles(self) -> dict[str, str]:
+        return self.recipe.roles
+
+    @property
+    def domains(self) -> dict[str, tuple[float, float]]:
+        return self.recipe.domains
+
+    @property
+    def types(self) -> dict[str, str]:
+        return self.recipe.types
+
+    @property
+    def precision(self) -> dict[str, float]:
+        return self.recipe.precision
+
+    @property
+    def hierarchy_sources(self) -> dict[str, Any]:
+        return self.recipe.hierarchies
+
     # --- Public API
     def set_data(self, df: pd.DataFrame, path: str | None, meta: Any = None,
                  read_options: dict | None = None, roles: dict | None = None,
                  stats: dict[str, ColumnStats] | None = None) -> None:
-        """Install a new table (``stats``: precomputed in the loading worker)."""
+        """Install a new table (``stats``: precomputed in the loading worker).  A new data
+        file is a new project: roles, domains, precision, hierarchies and types are reset and
+        the seed is a fresh, unpinned one (a project being opened sets its own afterwards).
+        """
         self.df = df
-        self.path = path
         self.input_meta = meta
-        self.read_options = dict(read_options or {})
         self.stats = stats if stats is not None else column_stats(df)
+        r = self.recipe
+        r.input_path = path
+        r.read_options = dict(read_options or {})
         cols = [str(c) for c in df.columns]
-        self.roles = {c: "other" for c in cols}
+        r.roles = {c: "other" for c in cols}
         if roles:
-            self.roles.update({c: r for c, r in roles.items() if c in self.roles})
-        self.domains = {}
+            r.roles.update({c: v for c, v in roles.items() if c in r.roles})
+        r.domains, r.precision, r.hierarchies, r.types = {}, {}, {}, {}
         self.hierarchies = {}
-        self.hierarchy_sources = {}
-        self.types = {}
         self.sweep_points = []
-        # a new data file is a new project: a fresh secret seed (a project being opened sets
-        # its own seed after loading)
-        self.recipe.seed = fresh_seed()
+        self.input_errors = {}
+        r.seed, r.seed_pinned, r.seed_releases = fresh_seed(), False, []
         self._clear_result()
         self.sig_data_changed.emit()
         self.sig_roles_changed.emit()
@@ -106,7 +147,8 @@ class AppState(QObject):
     def set_type(self, column: str, kind: str) -> None:
         """Treat ``column`` as ``"numeric"`` or ``"text"`` (converts the loaded values; the
         file is not touched).  Text → numeric refuses, naming the rows, when a value is not a
-        number (no value is silently lost); numeric → text keeps 39 as '39'."""
+        number (no value is silently lost); numeric → text keeps 39 as '39'.
+        """
         from dpstudio.engine.errors import InputError, format_rows
 
         if kind not in ("numeric", "text"):
@@ -137,6 +179,7 @@ class AppState(QObject):
         self.stats[column] = column_stats(self.df[[column]])[column]
         if kind == "text":
             self.domains.pop(column, None)
+            self.precision.pop(column, None)
         self.sweep_points = []
         self._clear_result()
         self.sig_types_changed.emit(column)
@@ -152,18 +195,37 @@ class AppState(QObject):
         self.sig_roles_changed.emit()
         self.mark_dirty()
 
+    def set_precision(self, column: str, gamma: float | None) -> None:
+        """The output grid γ of a noisy numeric column (``None``: the engine's default, 1 for
+        integer columns, else from the declared domain).
+        """
+        if gamma is None:
+            if self.precision.pop(column, None) is None:
+                return
+        else:
+            if self.precision.get(column) == float(gamma):
+                return
+            self.precision[column] = float(gamma)
+        self._clear_result()
+        self.sig_roles_changed.emit()
+        self.mark_dirty()
+
     def set_hierarchy(self, column: str, hierarchy: Any, source: Any) -> None:
+        """``source``: the ARX file's path or ``{"generated": True}``."""
         if hierarchy is None:
             self.hierarchies.pop(column, None)
             self.hierarchy_sources.pop(column, None)
         else:
             self.hierarchies[column] = hierarchy
-            self.hierarchy_sources[column] = source
+            self.hierarchy_sources[column] = ({"path": str(source)} if isinstance(source, str)
+                                              else dict(source or {}))
         self._clear_result()
         self.sig_roles_changed.emit()
         self.mark_dirty()
 
     def set_method(self, method: str | None, params: dict | None = None) -> None:
+        if method == self.recipe.method and (params is None or params == self.recipe.params):
+            return
         self.recipe.method = method
         if params is not None:
             self.recipe.params = dict(params)
@@ -171,26 +233,118 @@ class AppState(QObject):
         self.mark_dirty()
 
     def set_params(self, params: dict) -> None:
+        """Replace the method's parameters."""
         if params == self.recipe.params:
             return
         self.recipe.params = dict(params)
         self.sig_recipe_changed.emit()
         self.mark_dirty()
 
-    def set_seed(self, seed: int) -> None:
-        from dpstudio.engine.random import parse_seed
+    def update_params(self, **params: Any) -> None:
+        """Change some parameters, keep the others."""
+        self.set_params({**self.recipe.params, **params})
 
-        seed = parse_seed(seed)  # any width; negative or non-integer refused
-        if seed == self.recipe.seed:
+    def set_seed(self, seed: int, *, pinned: bool | None = True) -> None:
+        """Use ``seed`` (any width; negative or non-integer refused).  A seed the user types
+        is pinned (reused by every run); ``pinned=None`` keeps the current pinning.
+        """
+        seed = parse_seed(seed)
+        r = self.recipe
+        pin = r.seed_pinned if pinned is None else bool(pinned)
+        if seed == r.seed and pin == r.seed_pinned:
             return
-        self.recipe.seed = seed
+        if seed != r.seed:
+            r.seed_releases = []
+        r.seed, r.seed_pinned = seed, pin
         self.sig_recipe_changed.emit()
         self.mark_dirty()
 
+    def set_seed_pinned(self, pinned: bool) -> None:
+        self.set_seed(self.recipe.seed, pinned=pinned)
+
     def new_seed(self) -> int:
-        """Draw a fresh seed from OS entropy (the app's "New" button)."""
-        self.set_seed(fresh_seed())
+        """Draw a fresh seed from OS entropy, not pinned (the app's "New" button): every run
+        draws a fresh one again until the user pins one.
+        """
+        self.set_seed(fresh_seed(), pinned=False)
         return self.recipe.seed
+
+    def run_seed(self) -> int:
+        """The seed for a new Protect run: the pinned one, else a fresh one from OS entropy
+        (two releases of the same data never share noise).
+        """
+        return self.recipe.seed if self.recipe.seed_pinned else fresh_seed()
+
+    def record_run_seed(self, seed: int) -> None:
+        """The run that made the current release used ``seed``: the project records it."""
+        self.set_seed(seed, pinned=None)
+
+    def note_export(self, release_digest: str) -> bool:
+        """Record that the release with ``release_digest`` was exported with the current seed.
+        True when the seed is pinned and was already used for a *different* exported release
+        (the two share noise: the caller warns).
+        """
+        r = self.recipe
+        reused = bool(r.seed_pinned and r.seed_releases and release_digest not in r.seed_releases)
+        if release_digest not in r.seed_releases:
+            r.seed_releases.append(release_digest)
+            self.mark_dirty()
+        return reused
+
+    def set_sweep(self, **settings: Any) -> None:
+        """The sweep settings: ``ks`` and ``epsilons`` (grid text), ``repeats`` (int)."""
+        new = {**self.recipe.sweep, **settings}
+        if new == self.recipe.sweep:
+            return
+        self.recipe.sweep = new
+        self.sig_sweep_changed.emit()
+        self.mark_dirty()
+
+    def set_input_error(self, key: str, message: str | None) -> None:
+        """A field (``key``) holds text that is not a value (``message``) or is fine again
+        (``None``); runs are refused while any is set.
+        """
+        if (self.input_errors.get(key) or None) == (message or None):
+            return
+        if message:
+            self.input_errors[key] = message
+        else:
+            self.input_errors.pop(key, None)
+        self.sig_input_errors_changed.emit()
+
+    def input_error(self) -> str:
+        """The first invalid field's message ('' when every field is valid)."""
+        return next(iter(self.input_errors.values()), "")
+
+    def sweep_request(self) -> dict:
+        """The sweep settings parsed: ``ks``, ``epsilons``, ``repeats`` (ValueError with a
+        readable message naming the field).
+        """
+        from dpstudio.engine.sweeps import parse_grid
+
+        sw = self.recipe.sweep
+        try:
+            ks = parse_grid(str(sw.get("ks", "")), integer=True, what="")
+        except ValueError as exc:
+            raise ValueError(f"k values: {exc}") from None
+        try:
+            eps = parse_grid(str(sw.get("epsilons", "")), what="")
+        except ValueError as exc:
+            raise ValueError(f"ε values: {exc}") from None
+        if not ks:
+            raise ValueError("Give at least one k value.")
+        n = len(self.df) if self.df is not None else 0
+        ks = [k for k in ks if k >= 1 and (n == 0 or k <= n // 2)]
+        if not ks:
+            raise ValueError(f"No k value in 1 … n/2 = {n // 2}.")
+        if any(e <= 0 for e in eps):
+            raise ValueError("ε values must be positive.")
+        return {"ks": ks, "epsilons": eps or [1.0], "repeats": int(sw.get("repeats", 1))}
+
+    def active_precision(self) -> dict[str, float]:
+        """Precisions of columns the engine may protect."""
+        return {c: g for c, g in self.precision.items()
+                if self.roles.get(c, "other") not in ("other", "identifier")}
 
     def set_result(self, result: Any, evaluation: dict | None, recipe: dict | None) -> None:
         self.result = result

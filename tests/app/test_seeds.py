@@ -46,12 +46,12 @@ def _close(w):
 
 def _open_sample(qtbot, win):
     with qtbot.waitSignal(win.sig_loaded, timeout=20000):
-        win.open_sample()
+        win.controller.open_sample()
 
 
 def _wait_idle(qtbot, win, timeout=30000):
-    qtbot.waitUntil(lambda: not any(r.busy for r in win.runners), timeout=timeout)
-    for r in win.runners:
+    qtbot.waitUntil(lambda: not any(r.busy for r in win.controller.runners), timeout=timeout)
+    for r in win.controller.runners:
         assert r.wait(10)
     qtbot.wait(20)
 
@@ -112,14 +112,14 @@ def test_pinning_a_seed_hex_decimal_weak_and_bad(qtbot, window):
     # protecting with a bad seed text is refused with a message, not a traceback
     _open_sample(qtbot, win)
     mp.seed.setText("-7")
-    assert not win.run_protect()
+    assert not win.controller.run_protect()
     assert win.errors and "seed" in win.errors[-1][0] and "Traceback" not in win.errors[-1][0]
     mp.seed.setText(hex(PINNED))
     assert mp.seed_error() == "" and win.state.recipe.seed == PINNED
 
 
 def _save_old_project(path: Path, seed) -> None:
-    from dpstudio.app.main_window import sample_path
+    from dpstudio.app.resources import sample_path
 
     data = {"schema_version": 1, "software_version": "0.9", "input": {"path": str(sample_path()),
             "read_options": {}}, "roles": {"FICA": "eps-quasi"}, "domains": {},
@@ -134,7 +134,7 @@ def test_old_project_with_seed_zero_loads_with_a_warning(qtbot, window, tmp_path
     old = tmp_path / "old.dpsproj"
     _save_old_project(old, 0)
     with qtbot.waitSignal(win.sig_loaded, timeout=20000):
-        assert win.open_project(str(old))
+        assert win.controller.open_project(str(old))
     qtbot.waitUntil(lambda: win.state.roles.get("FICA") == "eps-quasi", timeout=5000)
     assert win.state.recipe.seed == 0  # kept: it reproduces the old release ...
     msg = win.method_panel.seed_message()
@@ -144,9 +144,9 @@ def test_old_project_with_seed_zero_loads_with_a_warning(qtbot, window, tmp_path
     assert win.state.recipe.seed >= STRONG_SEED and win.method_panel.seed_message() == ""
     # saved again: schema 2, the seed as hex text, owner-only
     new = tmp_path / "new.dpsproj"
-    assert win.save_project_to(str(new))
+    assert win.controller.save_project_to(str(new))
     d = json.loads(new.read_text())
-    assert d["schema_version"] == project.SCHEMA_VERSION == 2
+    assert d["schema_version"] == project.SCHEMA_VERSION == 3
     assert d["seed"] == format_seed(win.state.recipe.seed)
     assert stat.S_IMODE(os.stat(new).st_mode) == 0o600
 
@@ -156,32 +156,27 @@ def test_old_projects_small_seed_and_missing_seed(qtbot, window, tmp_path):
     old = tmp_path / "small.dpsproj"
     _save_old_project(old, 918273645)
     with qtbot.waitSignal(win.sig_loaded, timeout=20000):
-        assert win.open_project(str(old))
+        assert win.controller.open_project(str(old))
     qtbot.waitUntil(lambda: win.state.recipe.seed == 918273645, timeout=5000)
     assert "weak" in win.method_panel.seed_message()
     nos = tmp_path / "noseed.dpsproj"
     _save_old_project(nos, None)
     with qtbot.waitSignal(win.sig_loaded, timeout=20000):
-        assert win.open_project(str(nos))
+        assert win.controller.open_project(str(nos))
     qtbot.waitUntil(lambda: win.state.roles.get("FICA") == "eps-quasi", timeout=5000)
     qtbot.wait(50)
     assert win.state.recipe.seed >= STRONG_SEED and win.method_panel.seed_message() == ""
 
 
 def test_project_seed_round_trip_and_bad_seed(tmp_path):
+    from dpstudio.engine.recipe import Recipe
+
     for seed in (PINNED, 2 ** 256 - 1, 0, 7):
-        class S:
-            path, read_options, roles, domains, hierarchy_sources = "x.csv", {}, {}, {}, {}
-
-            class recipe:
-                method, params = "ir-dp", {}
-
-        S.recipe.seed = seed
         p = tmp_path / "p.dpsproj"
-        project.save(p, project.to_dict(S))
+        project.save(p, Recipe(input_path="x.csv", method="ir-dp", seed=seed))
         raw = json.loads(p.read_text())
         assert isinstance(raw["seed"], str) and raw["seed"].startswith("0x")
-        assert project.load(p)["seed"] == seed  # exact, whatever the width
+        assert project.load(p).seed == seed  # exact, whatever the width
     p.write_text(json.dumps({"schema_version": 2, "seed": "0xnothex"}))
     with pytest.raises(engine.InputError, match="seed"):
         project.load(p)
@@ -220,28 +215,33 @@ def test_seed_only_in_owner_only_private_files(qtbot, window, tmp_path, _config_
     ep.ks.setText("2, 5")
     ep.eps.setText("1")
     ep.repeats.setValue(1)
-    assert win.run_sweep()
+    assert win.controller.run_sweep()
     _wait_idle(qtbot, win)
     with qtbot.waitSignal(win.state.sig_result_changed, timeout=30000):
-        assert win.run_protect()
+        assert win.controller.run_protect()
     _wait_idle(qtbot, win)
+    # unpinned: the run drew a fresh seed, which the project now records (issue 8 follow-up)
+    before, seed = seed, win.state.recipe.seed
+    assert seed != before and seed >= STRONG_SEED
+    assert win.state.result_recipe["seed"] == seed and not win.state.recipe.seed_pinned
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    assert win.export(str(out_dir / "release.csv"), fmt="csv", release_note=True, assessment=True)
+    assert win.controller.export(str(out_dir / "release.csv"), fmt="csv", release_note=True, assessment=True)
     _wait_idle(qtbot, win)
-    assert win.export(str(out_dir / "release.xlsx"), fmt="xlsx", release_note=True, assessment=True)
+    assert win.controller.export(str(out_dir / "release.xlsx"), fmt="xlsx", release_note=True, assessment=True)
     _wait_idle(qtbot, win)
     proj = tmp_path / "study.dpsproj"
-    assert win.save_project_to(str(proj))
+    assert win.controller.save_project_to(str(proj))
     win.state.mark_dirty(True)
-    win.autosave()
+    win.controller.autosave()
     win.save_ui()
     rec = app_settings.recovery_path()
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len([p for p in written if p.parent == out_dir]) >= 4  # releases, metadata, reports
     assert any(p.suffix == ".ini" for p in written)
     assert _holding(tmp_path, seed) == {proj, rec}
+    assert _holding(tmp_path, before) == set()  # the unused pre-run seed is written nowhere
     for p in (proj, rec):
         assert stat.S_IMODE(os.stat(p).st_mode) == 0o600
-        assert project.load(p)["seed"] == seed
+        assert project.load(p).seed == seed
     assert rec.parent == _config_dir

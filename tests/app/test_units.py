@@ -66,26 +66,23 @@ def test_flatten_measures():
 
 
 def test_project_roundtrip_private(tmp_path):
-    class S:
-        path = "/data/x.csv"
-        read_options = {"sep": ";"}
-        roles = {"a": "eps-quasi", "b": "other"}
-        domains = {"a": (0.0, 10.0)}
-        hierarchy_sources = {"c": {"generated": True}}
+    from dpstudio.engine.recipe import Recipe
 
-        class recipe:
-            method = "ir-dp"
-            params = {"k": np.int64(5), "epsilon": 1.0}
-            seed = 123
-
+    rec = Recipe(input_path="/data/x.csv", read_options={"sep": ";"},
+                 roles={"a": "eps-quasi", "b": "other"}, domains={"a": (0.0, 10.0)},
+                 hierarchies={"c": {"generated": True}}, method="ir-dp",
+                 params={"k": np.int64(5), "epsilon": 1.0}, seed=123, sweep={"ks": "2-5"})
     p = tmp_path / "p.dpsproj"
-    project.save(p, project.to_dict(S, {"ks": "2-5"}))
+    project.save(p, rec)
     assert stat.S_IMODE(os.stat(p).st_mode) == 0o600
-    d = project.load(p)
+    d = json.loads(p.read_text())
     assert d["schema_version"] == project.SCHEMA_VERSION
-    assert d["roles"] == {"a": "eps-quasi"} and d["seed"] == 123  # migrated back to an int
+    assert d["roles"] == {"a": "eps-quasi"}
     assert d["params"] == {"k": 5, "epsilon": 1.0}
     assert d["domains"] == {"a": [0.0, 10.0]}
+    back = project.load(p)
+    assert back.seed == 123 and back.roles == {"a": "eps-quasi"}  # the seed back as an int
+    assert back.domains == {"a": (0.0, 10.0)} and back.sweep == {"ks": "2-5"}
     (tmp_path / "bad.dpsproj").write_text("{not json")
     with pytest.raises(engine.InputError):
         project.load(tmp_path / "bad.dpsproj")

@@ -47,14 +47,14 @@ def test_drop_csv_file_opens_it(qtbot, window, tmp_path, monkeypatch):
 
 def test_drop_project_file_opens_project(qtbot, window, tmp_path):
     from dpstudio.app import project
-    from dpstudio.app.main_window import sample_path
+    from dpstudio.app.resources import sample_path
 
     with qtbot.waitSignal(window.sig_loaded, timeout=20000):
-        window.open_sample()
+        window.controller.open_sample()
     window.state.set_roles({"FICA": "eps-quasi"})
     window.state.set_seed(1234)
     pp = tmp_path / ("p" + project.SUFFIX)
-    assert window.save_project_to(str(pp))
+    assert window.controller.save_project_to(str(pp))
     window.state.set_seed(1)
     with qtbot.waitSignal(window.sig_loaded, timeout=20000):
         assert _drop(window, pp)
@@ -75,7 +75,7 @@ def test_drag_without_files_is_refused(qtbot, window):
 
 def test_method_panel_guarantee_names_the_protected_columns(qtbot, window):
     with qtbot.waitSignal(window.sig_loaded, timeout=20000):
-        window.open_sample()
+        window.controller.open_sample()
     mp = window.method_panel
     cols = ["FICA", "FEDTAX", "INTVAL"]
     window.state.set_roles({c: "eps-quasi" for c in cols})
@@ -163,7 +163,7 @@ def test_keps_sweep_with_numeric_k_quasi_runs_through():
 
 def _open_census(qtbot, win):
     with qtbot.waitSignal(win.sig_loaded, timeout=20000):
-        win.open_sample()
+        win.controller.open_sample()
 
 
 def test_tclose_defaults_run_and_sweep_skips_infeasible_cells(qtbot, window):
@@ -178,16 +178,16 @@ def test_tclose_defaults_run_and_sweep_skips_infeasible_cells(qtbot, window):
     assert mp.values()["k"] is None
     assert mp.fields["k"].editor.text() == "auto"
     with qtbot.waitSignal(win.state.sig_result_changed, timeout=30000):
-        assert win.run_protect()
+        assert win.controller.run_protect()
     assert win.state.result is not None and not win.errors
     ep = win.explore_panel
     ep.ks.setText("2, 10")
     ep.eps.setText("1, 10")
     ep.repeats.setValue(1)
     ep.hover_label.setText("Chosen: k = 75 from an older sweep")
-    assert win.run_sweep()
+    assert win.controller.run_sweep()
     assert "older sweep" not in ep.hover_label.text()  # stale choice cleared
-    qtbot.waitUntil(lambda: not win.sweep_runner.busy, timeout=60000)
+    qtbot.waitUntil(lambda: not win.controller.sweep_runner.busy, timeout=60000)
     qtbot.wait(50)
     assert "failed" not in ep.status.text(), ep.status.text()
     assert {(p.k, p.epsilon) for p in ep.points} >= {(2, None), (10, None), (10, 1.0)}
@@ -245,14 +245,14 @@ def test_project_keeps_types(qtbot, window, tmp_path):
     win.state.set_type("AGI", "text")
     win.state.set_roles({"AGI": "eps-quasi"})
     pp = tmp_path / "t.dpsproj"
-    assert win.save_project_to(str(pp))
+    assert win.controller.save_project_to(str(pp))
     from dpstudio.app.main_window import MainWindow
 
     win2 = MainWindow(offer_recovery=False)
     qtbot.addWidget(win2)
     try:
         with qtbot.waitSignal(win2.sig_loaded, timeout=20000):
-            assert win2.open_project(str(pp))
+            assert win2.controller.open_project(str(pp))
         qtbot.waitUntil(lambda: win2.state.types.get("AGI") == "text", timeout=5000)
         assert not pd.api.types.is_numeric_dtype(win2.state.df["AGI"])
     finally:
@@ -306,7 +306,7 @@ def test_hierarchy_distance_is_a_safe_semantic_distance(xs, ys):
 
 
 def test_hierarchy_dialog_starts_at_the_adult_hierarchy(tmp_path):
-    from dpstudio.app.main_window import adult_sample_path
+    from dpstudio.app.resources import adult_sample_path
     from dpstudio.app.widgets.roles_panel import suggest_hierarchy_path
 
     p = suggest_hierarchy_path(str(adult_sample_path()), "occupation")
@@ -339,16 +339,16 @@ def test_report_leaves_out_curves_of_other_settings(qtbot, window, tmp_path):
     ep.ks.setText("2, 5")
     ep.eps.setText("1")
     ep.repeats.setValue(1)
-    assert win.run_sweep()
-    qtbot.waitUntil(lambda: not win.sweep_runner.busy, timeout=60000)
+    assert win.controller.run_sweep()
+    qtbot.waitUntil(lambda: not win.controller.sweep_runner.busy, timeout=60000)
 
     def report(name):
         with qtbot.waitSignal(win.state.sig_result_changed, timeout=30000):
-            assert win.run_protect()
-        qtbot.waitUntil(lambda: not win.run_runner.busy, timeout=30000)
+            assert win.controller.run_protect()
+        qtbot.waitUntil(lambda: not win.controller.run_runner.busy, timeout=30000)
         out = tmp_path / f"{name}.csv"
-        assert win.export(str(out), fmt="csv", assessment=True)
-        qtbot.waitUntil(lambda: not win.export_runner.busy, timeout=30000)
+        assert win.controller.export(str(out), fmt="csv", assessment=True)
+        qtbot.waitUntil(lambda: not win.controller.export_runner.busy, timeout=30000)
         return (tmp_path / f"{name}.assessment.private.html").read_text(encoding="utf-8")
 
     assert "<img" in report("same")  # same settings: the curves are in
@@ -370,8 +370,8 @@ def test_empty_file_does_not_replace_the_data(qtbot, window, tmp_path):
     win.state.set_roles({"FICA": "eps-quasi"})
     p = tmp_path / "empty.csv"
     p.write_text("hello\n", encoding="utf-8")
-    assert win.open_file(str(p), confirm=False)
-    qtbot.waitUntil(lambda: not win.load_runner.busy, timeout=10000)
+    assert win.controller.open_file(str(p), confirm=False)
+    qtbot.waitUntil(lambda: not win.controller.load_runner.busy, timeout=10000)
     qtbot.waitUntil(lambda: bool(win.errors), timeout=5000)
     assert "no records" in win.errors[-1][0]
     assert len(win.state.df) == 1080 and win.state.roles["FICA"] == "eps-quasi"

@@ -30,7 +30,7 @@ def _method():
 
 def _open_sample(qtbot, win):
     with qtbot.waitSignal(win.sig_loaded, timeout=20000):
-        win.open_sample()
+        win.controller.open_sample()
     assert win.state.df is not None and len(win.state.df) == 1080
 
 
@@ -46,8 +46,8 @@ def _classify(win):
 
 
 def _wait_idle(qtbot, win, timeout=30000):
-    qtbot.waitUntil(lambda: not any(r.busy for r in win.runners), timeout=timeout)
-    for r in win.runners:
+    qtbot.waitUntil(lambda: not any(r.busy for r in win.controller.runners), timeout=timeout)
+    for r in win.controller.runners:
         assert r.wait(10)
     qtbot.wait(20)
 
@@ -65,7 +65,7 @@ def test_full_workflow(qtbot, window, tmp_path):
     ep.ks.setText("2, 5, 10")
     ep.eps.setText("1")
     ep.repeats.setValue(1)
-    assert win.run_sweep()
+    assert win.controller.run_sweep()
     qtbot.waitUntil(lambda: ep.n_plotted() > 0, timeout=20000)
     _wait_idle(qtbot, win)
     assert ep.n_plotted() == 6  # 3 k × (baseline + ε = 1)
@@ -91,9 +91,9 @@ def test_full_workflow(qtbot, window, tmp_path):
     ep.ks.setText("2-100")
     ep.eps.setText("0.1, 1, 10")
     ep.repeats.setValue(3)
-    assert win.run_sweep()
+    assert win.controller.run_sweep()
     qtbot.waitUntil(lambda: ep.n_plotted() > 0, timeout=20000)
-    win.cancel_all()
+    win.controller.cancel_all()
     _wait_idle(qtbot, win)
     n = ep.n_plotted()
     qtbot.wait(200)
@@ -103,7 +103,7 @@ def test_full_workflow(qtbot, window, tmp_path):
 
     # --- run
     with qtbot.waitSignal(win.state.sig_result_changed, timeout=30000):
-        assert win.run_protect()
+        assert win.controller.run_protect()
     _wait_idle(qtbot, win)
     res = win.state.result
     assert res is not None and "AFNLWGT" not in res.data.columns
@@ -112,7 +112,7 @@ def test_full_workflow(qtbot, window, tmp_path):
 
     # --- export (CSV) with metadata, release note and (private) assessment
     out = tmp_path / "release.csv"
-    assert win.export(str(out), fmt="csv", assessment=True)
+    assert win.controller.export(str(out), fmt="csv", assessment=True)
     _wait_idle(qtbot, win)
     assert out.exists()
     released = pd.read_csv(out)
@@ -153,12 +153,12 @@ def test_full_workflow(qtbot, window, tmp_path):
         assert str(SEED) not in text and f"{SEED:x}" not in text.lower(), p.name
         assert '"seed"' not in text, p.name
     # never over the input
-    assert not win.export(win.state.path)
+    assert not win.controller.export(win.state.path)
     assert any("overwrite" in m for m, _ in win.errors)
 
     # --- save the project, reload it in a new window: same output under the same seed
     proj = tmp_path / "study.dpsproj"
-    assert win.save_project_to(str(proj))
+    assert win.controller.save_project_to(str(proj))
     assert int(json.loads(proj.read_text())["seed"], 16) == SEED
     from dpstudio.app.main_window import MainWindow
 
@@ -166,13 +166,13 @@ def test_full_workflow(qtbot, window, tmp_path):
     qtbot.addWidget(win2)
     try:
         with qtbot.waitSignal(win2.sig_loaded, timeout=20000):
-            assert win2.open_project(str(proj))
+            assert win2.controller.open_project(str(proj))
         qtbot.wait(20)
         assert win2.state.roles["FICA"] == "eps-quasi"
         assert win2.state.recipe.seed == SEED
         assert win2.method_panel.current_method() == "ir-dp"
         with qtbot.waitSignal(win2.state.sig_result_changed, timeout=30000):
-            assert win2.run_protect()
+            assert win2.controller.run_protect()
         _wait_idle(qtbot, win2)
         pd.testing.assert_frame_equal(win2.state.result.data, res.data)
     finally:
@@ -185,7 +185,7 @@ def test_autosave_recovery_file(qtbot, window, _config_dir):
     win = window
     _open_sample(qtbot, win)
     _classify(win)
-    win.autosave()
+    win.controller.autosave()
     rec = _config_dir / "recovery.dpsproj"
     assert rec.exists()
     data = json.loads(rec.read_text())
@@ -196,7 +196,7 @@ def test_bad_csv(qtbot, window, tmp_path):
     win = window
     bad = tmp_path / "bad.csv"
     bad.write_bytes(b'a,b\n1,2\n"unterminated,3\n4,5,6,7\n\x00\xff\xfe')
-    win.open_file(str(bad), confirm=False)
+    win.controller.open_file(str(bad), confirm=False)
     _wait_idle(qtbot, win)
     qtbot.waitUntil(lambda: bool(win.errors), timeout=5000)
     assert win.state.df is None  # nothing half-loaded
@@ -205,11 +205,11 @@ def test_bad_csv(qtbot, window, tmp_path):
     # the app stays usable
     _open_sample(qtbot, win)
     missing = tmp_path / "nope.csv"
-    assert not win.open_file(str(missing), confirm=False)
+    assert not win.controller.open_file(str(missing), confirm=False)
 
 
 def test_missing_values(qtbot, window, tmp_path, monkeypatch):
-    import dpstudio.app.main_window as mw
+    import dpstudio.app.controller as mw
 
     # treat this file as big: read and protect in child processes (the path for big data)
     monkeypatch.setattr(mw, "BIG_FILE_BYTES", 0)
@@ -221,12 +221,12 @@ def test_missing_values(qtbot, window, tmp_path, monkeypatch):
     path = tmp_path / "holes.csv"
     df.to_csv(path, index=False)
     with qtbot.waitSignal(win.sig_loaded, timeout=20000):
-        win.open_file(str(path), confirm=False)
+        win.controller.open_file(str(path), confirm=False)
     assert "2 missing" in win.data_panel.info.text().replace(",", "")
     _classify(win)
     assert "missing" in win.roles_panel.row_check("FICA")
     win.errors.clear()
-    win.run_protect()
+    win.controller.run_protect()
     _wait_idle(qtbot, win)
     qtbot.waitUntil(lambda: bool(win.errors), timeout=5000)
     assert "missing" in win.errors[0][0]
@@ -234,7 +234,7 @@ def test_missing_values(qtbot, window, tmp_path, monkeypatch):
     # with drop_missing the run succeeds and says so
     win.method_panel.set_values({"drop_missing": True})
     with qtbot.waitSignal(win.state.sig_result_changed, timeout=30000):
-        win.run_protect()
+        win.controller.run_protect()
     _wait_idle(qtbot, win)
     assert len(win.state.result.data) == len(df) - 2
     assert any("dropped" in w for w in win.state.result.warnings)
@@ -250,7 +250,7 @@ def test_method_not_applicable(qtbot, window):
     reason = win.method_panel.applicability_error()
     assert "k-quasi" in reason
     assert not win.method_panel.protect_btn.isEnabled()
-    assert not win.run_protect()
+    assert not win.controller.run_protect()
     assert any("k-quasi" in m for m, _ in win.errors)
     # fixing the roles makes it applicable
     win.state.set_roles({c: "k-quasi" for c in QUASI})
@@ -258,7 +258,7 @@ def test_method_not_applicable(qtbot, window):
     assert win.method_panel.protect_btn.isEnabled()
     # a sweep of a method without ε: one curve over k, no baseline
     win.explore_panel.ks.setText("2, 5")
-    assert win.run_sweep()
+    assert win.controller.run_sweep()
     _wait_idle(qtbot, win)
     qtbot.waitUntil(lambda: "done" in win.explore_panel.status.text(), timeout=20000)
     assert [p.epsilon for p in win.explore_panel.points] == [None, None]
@@ -266,7 +266,7 @@ def test_method_not_applicable(qtbot, window):
     # MDAV claims k-anonymity: the results panel shows the engine's class check
     win.method_panel.set_values({"k": 5})
     with qtbot.waitSignal(win.state.sig_result_changed, timeout=30000):
-        assert win.run_protect()
+        assert win.controller.run_protect()
     _wait_idle(qtbot, win)
     assert "smallest class" in win.results_panel.kanon.text()
     assert "0.00 %" in win.results_panel.kanon.text()
@@ -318,7 +318,7 @@ def test_recovery_offered_after_a_crash(qtbot, window, _config_dir, monkeypatch)
     win = window
     _open_sample(qtbot, win)
     _classify(win)
-    win.autosave()  # what the debounced timer does; then the app "crashes" (no closeEvent)
+    win.controller.autosave()  # what the debounced timer does; then the app "crashes" (no closeEvent)
     assert (_config_dir / "recovery.dpsproj").exists()
     asked = []
     monkeypatch.setattr(QMessageBox, "question",
@@ -340,11 +340,11 @@ def test_recovery_offered_after_a_crash(qtbot, window, _config_dir, monkeypatch)
 def test_adult_sample_opens_with_its_hierarchies(qtbot, window):
     """File › Open sample (Adult): the semicolon/CRLF ARX extract is sniffed and loaded, and
     every bundled ARX hierarchy covers its column."""
-    from dpstudio.app.main_window import adult_sample_path
+    from dpstudio.app.resources import adult_sample_path
     from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 
     with qtbot.waitSignal(window.sig_loaded, timeout=30000):
-        window.open_adult_sample()
+        window.controller.open_adult_sample()
     df = window.state.df
     assert df.shape == (30162, 9)
     assert list(df.columns)[:3] == ["sex", "age", "race"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import math
 
 from PySide6.QtCore import Qt, Signal
@@ -92,3 +94,19 @@ class LogSlider(QSlider):
         self.blockSignals(True)
         self.setValue(pos)
         self.blockSignals(False)
+
+
+if __name__ == "__main__":  # preview: a banner and a log slider
+    from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
+
+    app = QApplication(sys.argv)
+    w = QWidget()
+    lay = QVBoxLayout(w)
+    b = Banner(w)
+    b.show_message("Bounds suggested from the data leak information about individuals.",
+                   "warning")
+    lay.addWidget(b)
+    lay.addWidget(LogSlider(1e-3, 100.0))
+    w.resize(500, 120)
+    w.show()
+    app.exec()

@@ -102,7 +102,7 @@ if __name__ == "__main__":  # preview
     from PySide6.QtWidgets import QApplication
 
     app = QApplication(sys.argv)
-    from dpstudio.app.main import sample_path
+    from dpstudio.app.resources import sample_path
 
     d = CsvPreviewDialog(str(sys.argv[1] if len(sys.argv) > 1 else sample_path()))
     d.show()

@@ -74,7 +74,7 @@ if __name__ == "__main__":
     import pandas as pd
     from PySide6.QtWidgets import QApplication
 
-    from dpstudio.app.main import sample_path
+    from dpstudio.app.resources import sample_path
 
     app = QApplication(sys.argv)
     st = AppState()

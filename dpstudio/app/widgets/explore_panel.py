@@ -91,17 +91,21 @@ class ExplorePanel(QWidget):
         box = QGroupBox("Sweep")
         g = QGridLayout(box)
         g.setContentsMargins(6, 4, 6, 4)
-        self.ks = QLineEdit("2-10, 12, 15, 20, 25, 30, 40, 50, 75, 100")
+        sw = state.recipe.sweep
+        self.ks = QLineEdit(str(sw.get("ks", "")))
         self.ks.setObjectName("sweep_ks")
         self.ks.setToolTip("Values of k to try: '2-10' = every k from 2 to 10, '20:100:10' = "
                            "20, 30 … 100, or a list.")
-        self.eps = QLineEdit("0.1, 1, 10")
+        self.eps = QLineEdit(str(sw.get("epsilons", "")))
         self.eps.setObjectName("sweep_eps")
         self.eps.setToolTip("Values of ε to try (one curve each); the noise-free baseline is "
                             "added automatically.")
         self.repeats = QSpinBox()
         self.repeats.setRange(1, 100)
-        self.repeats.setValue(3)
+        self.repeats.setValue(int(sw.get("repeats", 3)))
+        self.ks.textChanged.connect(lambda t: self.state.set_sweep(ks=t))
+        self.eps.textChanged.connect(lambda t: self.state.set_sweep(epsilons=t))
+        self.repeats.valueChanged.connect(lambda v: self.state.set_sweep(repeats=int(v)))
         self.repeats.setToolTip("Repetitions per (k, ε) point; the error bars show ± 1 standard "
                                 "deviation over them (the papers use 10).")
         self.sse_scale = QComboBox()
@@ -211,27 +215,38 @@ class ExplorePanel(QWidget):
         state.sig_data_changed.connect(self.clear)
         state.sig_types_changed.connect(lambda _c: self.clear())
         state.sig_roles_changed.connect(self._on_inputs_changed)
+        state.sig_sweep_changed.connect(self._on_state_sweep_changed)
+        state.sig_recipe_changed.connect(self._on_state_recipe_changed)
+        self._status_before_stale = ""
 
     # --- Public API
     def request(self) -> dict:
-        """The sweep settings (raises ValueError with a readable message)."""
-        try:
-            ks = parse_numbers(self.ks.text(), integer=True)
-        except ValueError as exc:
-            raise ValueError(f"k values: {exc}") from None
-        try:
-            eps = parse_numbers(self.eps.text())
-        except ValueError as exc:
-            raise ValueError(f"ε values: {exc}") from None
-        if not ks:
-            raise ValueError("Give at least one k value.")
-        n = len(self.state.df) if self.state.df is not None else 0
-        ks = [k for k in ks if k >= 1 and (n == 0 or k <= n // 2)]
-        if not ks:
-            raise ValueError(f"No k value in 1 … n/2 = {n // 2}.")
-        if any(e <= 0 for e in eps):
-            raise ValueError("ε values must be positive.")
-        return {"ks": ks, "epsilons": eps or [1.0], "repeats": int(self.repeats.value())}
+        """The sweep settings of the state, parsed (ValueError with a readable message)."""
+        return self.state.sweep_request()
+
+    def set_stale(self, stale: bool) -> None:
+        """Say so when the plotted curves no longer match the settings (they stay visible)."""
+        note = ("⚠ The settings changed since this sweep: the curves show the earlier "
+                "settings. Run the sweep again (Ctrl+E).")
+        if stale and self.points and not self.status.text().startswith("⚠"):
+            self._status_before_stale = self.status.text()
+            self.status.setText(note)
+            self.status.setStyleSheet("color:#8a5a00;")
+        elif not stale and self.status.text().startswith("⚠"):
+            self.status.setText(self._status_before_stale)
+            self.status.setStyleSheet("")
+
+    def _on_state_sweep_changed(self) -> None:
+        sw = self.state.recipe.sweep
+        for edit, key in ((self.ks, "ks"), (self.eps, "epsilons")):
+            if edit.text() != str(sw.get(key, "")):
+                edit.setText(str(sw.get(key, "")))
+        if self.repeats.value() != int(sw.get("repeats", 1)):
+            self.repeats.setValue(int(sw.get("repeats", 1)))
+
+    def _on_state_recipe_changed(self) -> None:
+        p = self.state.recipe.params
+        self.set_chosen(p.get("k"), p.get("epsilon"), self.state.recipe.method)
 
     def clear(self) -> None:
         self.points = []
@@ -549,7 +564,7 @@ class ExplorePanel(QWidget):
                 ax.setTicks(None)
 
     def _on_inputs_changed(self) -> None:
-        if self.points:
+        if self.points and not self.status.text().startswith("⚠"):  # set_stale says more
             self.status.setText("Roles or domains changed: the curves below are from the "
                                 "previous settings. Run the sweep again.")
 
@@ -588,8 +603,20 @@ def _pos(a: np.ndarray) -> np.ndarray:
 if __name__ == "__main__":
     from PySide6.QtWidgets import QApplication
 
+    import pandas as pd
+
+    from dpstudio.app.resources import sample_path
+    from dpstudio.engine import sweep
+
     app = QApplication(sys.argv)
-    w = ExplorePanel(AppState())
+    st = AppState()
+    st.set_data(pd.read_csv(sample_path()), str(sample_path()))
+    w = ExplorePanel(st)
+    cols = ["FICA", "FEDTAX"]  # a preview sweep on the sample: MDAV over a few k
+    w.begin([], False, method="mdav")
+    w.add_points(list(sweep(st.df, "mdav", {c: "k-quasi" for c in cols}, ks=[2, 5, 10, 20],
+                            seed=1)))
+    w.finish()
     w.resize(1200, 700)
     w.show()
     app.exec()

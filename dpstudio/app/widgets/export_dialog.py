@@ -20,7 +20,9 @@ from dpstudio.app.widgets.common import Banner
 
 class ExportDialog(QDialog):
     def __init__(self, result, input_path: str | None, parent: QWidget | None = None,
-                 roles: dict | None = None) -> None:
+                 roles: dict | None = None, sample_folder: str | None = None) -> None:
+        """``sample_folder``: the folder of the bundled samples (a release of a sample is
+        proposed in the home folder instead)."""
         super().__init__(parent)
         self.setWindowTitle("Export protected file")
         self.resize(720, 460)
@@ -104,9 +106,7 @@ class ExportDialog(QDialog):
         lay.addWidget(bb)
         if input_path:
             p = Path(input_path)
-            from dpstudio.app.main_window import resources_dir
-
-            if p.parent.resolve() == resources_dir().resolve():  # the bundled sample
+            if sample_folder and p.parent.resolve() == Path(sample_folder).resolve():
                 p = Path.home() / p.name
             self.path.setText(str(p.with_name(p.stem + "_protected" + self._ext())))
         self._validate()
@@ -154,7 +154,16 @@ class ExportDialog(QDialog):
 
 
 if __name__ == "__main__":  # pragma: no cover - manual preview
+    import pandas as pd
     from PySide6.QtWidgets import QApplication
 
+    from dpstudio import engine
+    from dpstudio.app.resources import resources_dir, sample_path
+
     app = QApplication(sys.argv)
-    print("run the app: python -m dpstudio")
+    df = pd.read_csv(sample_path())
+    res = engine.protect(df, "mdav", {"FICA": "k-quasi", "FEDTAX": "k-quasi",
+                                      "AFNLWGT": "identifier"}, k=5)
+    w = ExportDialog(res, str(sample_path()), sample_folder=str(resources_dir()))
+    w.show()
+    app.exec()

@@ -6,7 +6,7 @@ import html
 import sys
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox,
                                QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem,
                                QPushButton, QSlider, QSpinBox, QTextBrowser, QToolButton,
@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout
 from dpstudio import engine
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner, LogSlider
+from dpstudio.app.workers import TaskRunner
 from dpstudio.engine.random import format_seed, parse_seed, seed_warning
 
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -27,7 +28,11 @@ REMEDY_LAYOUT = (", or set 'release layout' to 'Separate table per attribute' (e
                  "composition; the other columns are then not released).")
 
 SEED_EXPLANATION = ("Keep the seed secret: with it anyone removes the noise. It is stored "
-                    "only in the private project file.")
+                    "only in the private project file. Unpinned, every Protect draws a fresh one.")
+
+#: The guarantee preview runs the engine's ``prepare`` (a copy of the table): debounced, in a
+#: worker thread.
+PREVIEW_DEBOUNCE_MS = 300
 
 
 class SeedEdit(QLineEdit):
@@ -243,8 +248,13 @@ class ParamField(QWidget):
 
 
 class MethodPanel(QWidget):
+    """The method list and its parameter form.  Edits go to ``state.recipe`` (method,
+    params, seed); the form shows ``state.recipe`` (it observes ``sig_recipe_changed``)."""
+
     sig_protect_requested = Signal()
     """The user asked to run the method with the current parameters."""
+    sig_guarantee_changed = Signal(str)
+    """The guarantee sentence shown changed (the release's own once computed on the data)."""
 
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -252,6 +262,12 @@ class MethodPanel(QWidget):
         self.fields: dict[str, ParamField] = {}
         self._methods = {m["id"]: m for m in list_methods()}
         self._loading = False
+        self.guarantee_text = ""
+        self.preview_runner = TaskRunner("preview", self)
+        self._preview_timer = QTimer(self)
+        self._preview_timer.setSingleShot(True)
+        self._preview_timer.setInterval(PREVIEW_DEBOUNCE_MS)
+        self._preview_timer.timeout.connect(self._start_preview)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         self.list = QListWidget()
@@ -295,6 +311,7 @@ class MethodPanel(QWidget):
         self._fill_list()
         state.sig_roles_changed.connect(self.update_applicability)
         state.sig_roles_changed.connect(self._update_info)
+        state.sig_input_errors_changed.connect(self._update_seed_msg)
         state.sig_data_changed.connect(self._on_state_data_changed)
         state.sig_recipe_changed.connect(self._on_state_recipe_changed)
         if self.state.recipe.method is None and self.list.count():
@@ -314,24 +331,13 @@ class MethodPanel(QWidget):
         return False
 
     def values(self) -> dict:
-        return {n: f.value() for n, f in self.fields.items()}
+        """The method's parameters: the state's recipe (the form shows them)."""
+        return dict(self.state.recipe.params)
 
     def set_values(self, params: dict) -> None:
-        self._loading = True
-        for n, v in params.items():
-            if n in self.fields:
-                self.fields[n].set_value(v)
-        self._loading = False
-        self._on_params_changed()
-
-    def set_k_epsilon(self, k: int | None, epsilon: float | None) -> None:
-        """Set k and ε (clicking a point in the explore plots)."""
-        vals = {}
-        if k is not None and "k" in self.fields:
-            vals["k"] = k
-        if epsilon is not None and "epsilon" in self.fields:
-            vals["epsilon"] = epsilon
-        self.set_values(vals)
+        """Change some parameters of the current method (written to the state; the form
+        follows)."""
+        self.state.update_params(**{n: v for n, v in params.items() if n in self.fields})
 
     def protected_columns(self, method_id: str | None = None) -> list[str]:
         """The columns the method would change under the current roles (data order)."""
@@ -388,9 +394,22 @@ class MethodPanel(QWidget):
         mid = cur.data(ID_ROLE)
         self._build_form(mid)
         if not self._loading:
-            self.state.set_method(mid, self.values())
+            self.state.set_method(mid, self._form_values())
         self.update_applicability()
         self._update_info()
+
+    def _form_values(self) -> dict:
+        return {n: f.value() for n, f in self.fields.items()}
+
+    def _show_params(self, params: dict) -> None:
+        """Put ``params`` into the form without writing back."""
+        self._loading = True
+        try:
+            for n, v in params.items():
+                if n in self.fields:
+                    self.fields[n].set_value(v)
+        finally:
+            self._loading = False
 
     def _build_form(self, mid: str) -> None:
         for form in (self.form, self.adv_form):
@@ -421,8 +440,7 @@ class MethodPanel(QWidget):
     def _on_params_changed(self) -> None:
         if self._loading:
             return
-        self.state.set_params(self.values())
-        self._update_info()
+        self.state.set_params(self._form_values())
 
     def _build_seed_row(self, lay) -> None:
         row = QHBoxLayout()
@@ -439,13 +457,25 @@ class MethodPanel(QWidget):
         self.seed_show.setToolTip("Show the seed (to note or pin it). Keep it secret.")
         self.seed_show.toggled.connect(lambda on: self.seed.setEchoMode(
             QLineEdit.EchoMode.Normal if on else QLineEdit.EchoMode.Password))
+        self.seed_pin = QCheckBox("Pin")
+        self.seed_pin.setObjectName("seed_pin")
+        self.seed_pin.setToolTip("Pinned: every run uses this seed (to reproduce a release). "
+                                 "Unpinned: every Protect draws a fresh seed from the operating "
+                                 "system's entropy, so two releases never share noise; the "
+                                 "project records the seed of the current release. Typing a "
+                                 "seed pins it.")
+        self.seed_pin.toggled.connect(self._on_pin_toggled)
         label = QLabel("Seed (secret):")
         label.setBuddy(self.seed)
         row.addWidget(label)
         row.addWidget(self.seed, 1)
-        row.addWidget(self.seed_show)
-        row.addWidget(self.seed_new)
         lay.addLayout(row)
+        row2 = QHBoxLayout()  # a second line: the panel is narrow beside the plots
+        row2.addWidget(self.seed_pin)
+        row2.addStretch(1)
+        row2.addWidget(self.seed_show)
+        row2.addWidget(self.seed_new)
+        lay.addLayout(row2)
         self.seed_explain = QLabel(SEED_EXPLANATION)
         self.seed_explain.setWordWrap(True)
         self.seed_explain.setStyleSheet("color:#555;")
@@ -459,9 +489,14 @@ class MethodPanel(QWidget):
         self._sync_seed()
 
     def new_seed(self) -> None:
-        """The "New" button: a fresh seed from OS entropy."""
+        """The "New" button: a fresh seed from OS entropy (unpinned)."""
+        self.state.set_input_error("seed", None)
         self.state.new_seed()
         self._sync_seed()
+
+    def _on_pin_toggled(self, on: bool) -> None:
+        if not self._loading:
+            self.state.set_seed_pinned(on)
 
     def seed_error(self) -> str:
         """Why the seed text is not a seed ('' when it is one)."""
@@ -485,17 +520,24 @@ class MethodPanel(QWidget):
             return
         try:
             v = parse_seed(text)
-        except engine.DPStudioError:
-            self._update_seed_msg()  # the state keeps the last valid seed
+        except engine.DPStudioError as exc:
+            # the state keeps the last valid seed; runs are refused until the text is a seed
+            self.state.set_input_error("seed", str(exc))
+            self._update_seed_msg()
             return
-        self.state.set_seed(v)
+        self.state.set_input_error("seed", None)
+        self.state.set_seed(v)  # a typed seed is pinned
         self._update_seed_msg()
 
     def _sync_seed(self) -> None:
         """Show the state's seed (unless the field already holds it)."""
-        if self.seed.value() != self.state.recipe.seed:
-            self._loading = True
-            self.seed.setValue(self.state.recipe.seed)
+        self._loading = True
+        try:
+            if self.seed.value() != self.state.recipe.seed:
+                self.seed.setValue(self.state.recipe.seed)
+                self.state.set_input_error("seed", None)
+            self.seed_pin.setChecked(bool(self.state.recipe.seed_pinned))
+        finally:
             self._loading = False
         self._update_seed_msg()
 
@@ -517,48 +559,104 @@ class MethodPanel(QWidget):
         self._sync_seed()  # new data: a fresh seed
         mid = self.current_method()
         if mid:
-            vals = self.values()
-            self._build_form(mid)
-            self.set_values(vals)
+            self._build_form(mid)  # limits depend on the number of records
+            self._show_params(self.state.recipe.params)
+            self._write_back_form()
         self.update_applicability()
+        self._update_info()
 
     def _on_state_recipe_changed(self) -> None:
         r = self.state.recipe
         if r.method and r.method != self.current_method():
             self._loading = True
-            self.select_method(r.method)
-            self._loading = False
-        if r.params and r.params != self.values():
-            self.set_values(r.params)
+            try:
+                self.select_method(r.method)
+            finally:
+                self._loading = False
+            self.update_applicability()
+        self._show_params(r.params)
+        self._write_back_form()
         self._sync_seed()
+        self._update_info()
+
+    def _write_back_form(self) -> None:
+        """The form completes or clamps the recipe's parameters (defaults of missing ones,
+        limits): the state gets what the form shows."""
+        form = self._form_values()
+        if self.current_method() == self.state.recipe.method and form != self.state.recipe.params:
+            self.state.set_params(form)
 
     def _update_info(self) -> None:
+        """Show the method and its guarantee: at once the sentence from the parameters and
+        roles; then (debounced, in a worker: it runs the engine's ``prepare`` on the table)
+        exactly the sentence the release will carry."""
         m = self.method_info()
         if not m:
             return
         guarantee = m["guarantee"]
-        remedy = ""
         self.param_error.hide()
+        self._preview_timer.stop()
+        self.preview_runner.cancel()
         try:
             spec = _get_spec(m["id"])
-            checked = spec.check_params({k: v for k, v in self.values().items()})
+            checked = spec.check_params(self._form_values())
             cols = self.protected_columns()
             # the concrete sentence (names the columns, m, the per-attribute budget) once
             # columns have a role the method protects; the generic one before that
             guarantee = spec.guarantee({**checked, "_attributes": cols} if cols else checked)
             if cols and self.state.df is not None:
-                # with the data's columns: the sentence the release will carry (scope first
-                # when columns released unchanged reveal the grouping, issue 8 §5)
                 from dpstudio.engine.api import describe_release
 
                 guarantee, is_dp = describe_release(list(self.state.df.columns), m["id"],
                                                     self.state.active_roles(), **checked)
-                if not is_dp and guarantee.startswith("Per-attribute only"):
-                    remedy = REMEDY_TEXT + (REMEDY_LAYOUT if "layout" in checked else ".")
+                self._show_info(m, guarantee, self._remedy(guarantee, is_dp, checked))
+                self._preview_timer.start()
+                return
         except engine.DPStudioError as exc:
             self.param_error.show_message(str(exc), "error")
         except Exception:  # noqa: BLE001 - fall back to the default sentence
             pass
+        self._show_info(m, guarantee, "")
+
+    def preview_pending(self) -> bool:
+        """The release's own sentence is still being computed."""
+        return self._preview_timer.isActive() or self.preview_runner.busy
+
+    def _start_preview(self) -> None:
+        st, m = self.state, self.method_info()
+        if st.df is None or not m:
+            return
+        from dpstudio.engine.api import describe_release
+
+        df, mid, roles = st.df, m["id"], st.active_roles()
+        domains, precision = st.active_domains(), st.active_precision()
+        hierarchies = st.active_hierarchies() or None
+        params = self._form_values()
+
+        def work(_progress, _check_cancel):
+            checked = _get_spec(mid).check_params(params)
+            text, is_dp = describe_release(list(df.columns), mid, roles, data=df,
+                                           domains=domains, precision=precision or None,
+                                           hierarchies=hierarchies, **checked)
+            return text, is_dp, checked
+
+        def done(out):
+            text, is_dp, checked = out
+            self._show_info(m, text, self._remedy(text, is_dp, checked))
+
+        def errored(msg, _details):
+            self.param_error.show_message(msg.splitlines()[0], "error")
+
+        self.preview_runner.start(work, finished=done, errored=errored)
+
+    @staticmethod
+    def _remedy(guarantee: str, is_dp: bool, checked: dict) -> str:
+        # scope first when columns released unchanged reveal the grouping (issue 8 §5)
+        if not is_dp and guarantee.startswith("Per-attribute only"):
+            return REMEDY_TEXT + (REMEDY_LAYOUT if "layout" in checked else ".")
+        return ""
+
+    def _show_info(self, m: dict, guarantee: str, remedy: str) -> None:
         paper = html.escape(m.get("paper") or "")
         self.info.setHtml(
             f"<b>{html.escape(m['name'])}</b> <span style='color:#777'>({m['id']})</span>"
@@ -566,7 +664,9 @@ class MethodPanel(QWidget):
             f"<p style='margin:4px 0; color:#0b4f8a'><b>Guarantee:</b> {html.escape(guarantee)}</p>"
             + (f"<p style='margin:4px 0; color:#8a5a00'>⚠ {html.escape(remedy)}</p>" if remedy else "")
             + (f"<p style='margin:4px 0; color:#666'><i>Paper:</i> {paper}</p>" if paper else ""))
-        self.guarantee_text = guarantee
+        if guarantee != self.guarantee_text:
+            self.guarantee_text = guarantee
+            self.sig_guarantee_changed.emit(guarantee)
 
     def update_applicability(self) -> None:
         st = self.state
@@ -607,7 +707,7 @@ if __name__ == "__main__":
     import pandas as pd
     from PySide6.QtWidgets import QApplication
 
-    from dpstudio.app.main import sample_path
+    from dpstudio.app.resources import sample_path
 
     app = QApplication(sys.argv)
     st = AppState()

@@ -383,8 +383,18 @@ class ResultsPanel(QWidget):
 if __name__ == "__main__":
     from PySide6.QtWidgets import QApplication
 
+    import pandas as pd
+
+    from dpstudio.app import compute
+    from dpstudio.app.resources import sample_path
+
     app = QApplication(sys.argv)
-    w = ResultsPanel(AppState())
+    st = AppState()
+    st.set_data(pd.read_csv(sample_path()), str(sample_path()))
+    w = ResultsPanel(st)
+    roles = {"FICA": "k-quasi", "FEDTAX": "k-quasi", "AFNLWGT": "identifier"}
+    res, ev = compute.protect_and_evaluate(st.df, "mdav", roles, {}, {}, None, {"k": 5})
+    st.set_result(res, ev, {"method": "mdav", "params": {"k": 5}})
     w.resize(1000, 600)
     w.show()
     app.exec()

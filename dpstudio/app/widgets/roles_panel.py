@@ -12,7 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormLayout,
-                               QGroupBox, QHBoxLayout, QHeaderView, QLabel, QMenu,
+                               QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMenu,
                                QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
                                QToolButton, QVBoxLayout, QWidget)
 
@@ -36,8 +36,9 @@ ROLE_HELP = {
 ROLE_LABELS = {"identifier": "Identifier", "k-quasi": "k-quasi-identifier",
                "eps-quasi": "ε-quasi-identifier", "confidential": "Confidential",
                "other": "Other"}
-COLS = ["Column", "Role", "Type", "Lower bound", "Upper bound", "Hierarchy", "Check"]
-C_NAME, C_ROLE, C_TYPE, C_LO, C_HI, C_HIER, C_CHECK = range(7)
+COLS = ["Column", "Role", "Type", "Lower bound", "Upper bound", "Precision", "Hierarchy", "Check"]
+C_NAME, C_ROLE, C_TYPE, C_LO, C_HI, C_PREC, C_HIER, C_CHECK = range(8)
+BAD_STYLE = "background:#fde2e1;"
 LEAK_WARNING = ("Bounds suggested from the data (0 … 1.5 × max) are derived from individuals' "
                 "values and leak information about them; the papers use them for experiments. "
                 "For a real release, replace them with public bounds (e.g. legal or "
@@ -139,20 +140,23 @@ class RolesPanel(QWidget):
         hh = self.table.horizontalHeader()
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         hh.setStretchLastSection(True)
-        for c, w in ((C_NAME, 110), (C_ROLE, 150), (C_TYPE, 92), (C_LO, 90), (C_HI, 90),
-                     (C_HIER, 110)):
+        for c, w in ((C_NAME, 100), (C_ROLE, 140), (C_TYPE, 84), (C_LO, 84), (C_HI, 84),
+                     (C_PREC, 70), (C_HIER, 80)):
             self.table.setColumnWidth(c, w)
         tips = {C_ROLE: "What the attribute is: identifier, k-quasi, ε-quasi, confidential "
                         "or other.",
                 C_LO: "Smallest value the attribute can take in the population (public "
                       "knowledge, not this file's minimum).",
                 C_HI: "Largest value the attribute can take in the population.",
+                C_PREC: "Output precision γ of a noisy numeric attribute: noise is drawn on "
+                        "the grid of multiples of γ and the release carries no finer digits. "
+                        "Empty: the default (1 for whole-number columns, else about a "
+                        "millionth of the declared domain's width).",
                 C_HIER: "Generalisation hierarchy / taxonomy (for (k,ε)-anonymity and "
                         "categorical methods): load an ARX CSV or generate one.",
                 C_CHECK: "Problems found with the current roles and domains."}
         for c, t in tips.items():
             self.table.horizontalHeaderItem(c).setToolTip(t)
-        self.table.itemChanged.connect(self._on_item_changed)
         self.table.itemSelectionChanged.connect(self._on_selection_changed)
         ll.addWidget(self.table, 1)
         self.splitter.addWidget(left)
@@ -272,12 +276,21 @@ class RolesPanel(QWidget):
                 lambda _i, c=tc, n=name: self._on_type_combo(n, c))
             self.table.setCellWidget(r, C_TYPE, tc)
             self._show_type(r, name)
-            for c in (C_LO, C_HI):
-                di = QTableWidgetItem("")
-                di.setToolTip(
-                    "Declared domain bound (public knowledge). Type a number; leave both empty "
-                    "for no domain.")
-                self.table.setItem(r, c, di)
+            for c, what in ((C_LO, "lower"), (C_HI, "upper")):
+                le = QLineEdit()
+                le.setObjectName(f"{what}_{name}")
+                le.setFrame(False)
+                le.setToolTip(
+                    "Declared domain bound (public knowledge), kept exactly as typed. Type a "
+                    "number; leave both empty for no domain.")
+                le.editingFinished.connect(lambda n=name: self._on_bounds_edited(n))
+                self.table.setCellWidget(r, c, le)
+            pe = QLineEdit()
+            pe.setObjectName(f"precision_{name}")
+            pe.setFrame(False)
+            pe.setToolTip(self.table.horizontalHeaderItem(C_PREC).toolTip())
+            pe.editingFinished.connect(lambda n=name: self._on_precision_edited(n))
+            self.table.setCellWidget(r, C_PREC, pe)
             hb = QToolButton()
             hb.setText("none")
             hb.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
@@ -316,10 +329,16 @@ class RolesPanel(QWidget):
                 combo.blockSignals(False)
             dom = st.domains.get(name)
             for c, v in ((C_LO, dom[0] if dom else None), (C_HI, dom[1] if dom else None)):
-                item = self.table.item(r, c)
-                txt = "" if v is None else f"{v:g}"
-                if item.text() != txt and not item.data(Qt.ItemDataRole.UserRole):
-                    item.setText(txt)
+                le = self.table.cellWidget(r, c)
+                if f"bounds:{name}" not in st.input_errors and not _same_number(le.text(), v):
+                    le.setText(format_exact(v))
+            pe = self.table.cellWidget(r, C_PREC)
+            g = st.precision.get(name)
+            if f"precision:{name}" not in st.input_errors and not _same_number(pe.text(), g):
+                pe.setText(format_exact(g))
+            default = self._default_precision(name)
+            pe.setPlaceholderText(f"auto: {format_exact(default)}" if default else "")
+            pe.setEnabled(bool(st.stats[name].numeric))
             h = st.hierarchies.get(name)
             self.table.cellWidget(r, C_HIER).setText(
                 (f"{h.height} levels" if h is not None else "none"))
@@ -411,29 +430,60 @@ class RolesPanel(QWidget):
         if not self._updating:
             self.state.set_role(name, role)
 
-    def _on_item_changed(self, item: QTableWidgetItem) -> None:
-        if self._updating or item.column() not in (C_LO, C_HI):
+    def _row_of(self, name: str) -> int:
+        for r in range(self.table.rowCount()):
+            if self.table.item(r, C_NAME).text() == name:
+                return r
+        return -1
+
+    def _on_bounds_edited(self, name: str) -> None:
+        """Both bounds as typed: numbers -> the state's domain (exact); empty -> no domain."""
+        if self._updating:
             return
-        r = item.row()
-        name = self.table.item(r, C_NAME).text()
-        lo_t = self.table.item(r, C_LO).text().strip()
-        hi_t = self.table.item(r, C_HI).text().strip()
-        bad = False
-        for c, t in ((C_LO, lo_t), (C_HI, hi_t)):
-            it = self.table.item(r, c)
-            ok = t == "" or _is_number(t)
-            bad |= not ok
-            self._updating = True
-            it.setBackground(QBrush(QColor("#fde2e1" if not ok else "#ffffff")))
-            it.setData(Qt.ItemDataRole.UserRole, None if ok else "invalid")
-            self._updating = False
-        if bad:
+        r = self._row_of(name)
+        eds = [self.table.cellWidget(r, c) for c in (C_LO, C_HI)]
+        texts = [e.text().strip() for e in eds]
+        vals = [parse_exact(t) for t in texts]
+        bad = [t != "" and v is None for t, v in zip(texts, vals)]
+        for e, b in zip(eds, bad):
+            e.setStyleSheet(BAD_STYLE if b else "")
+        if any(bad):
+            self.state.set_input_error(
+                f"bounds:{name}", f"The domain bounds of column {name!r} must be numbers "
+                f"(e.g. 0 and 150000). Got {texts[bad.index(True)]!r}.")
             self.table.item(r, C_CHECK).setText("bounds must be numbers")
             return
-        if lo_t == "" and hi_t == "":
+        self.state.set_input_error(f"bounds:{name}", None)
+        if texts == ["", ""]:
             self.state.set_domain(name, None)
-        elif lo_t != "" and hi_t != "":
-            self.state.set_domain(name, (float(lo_t), float(hi_t)))
+        elif "" not in texts:
+            self.state.set_domain(name, (vals[0], vals[1]))
+
+    def _on_precision_edited(self, name: str) -> None:
+        if self._updating:
+            return
+        r = self._row_of(name)
+        pe = self.table.cellWidget(r, C_PREC)
+        t = pe.text().strip()
+        v = parse_exact(t)
+        if t and (v is None or v <= 0):
+            pe.setStyleSheet(BAD_STYLE)
+            self.state.set_input_error(
+                f"precision:{name}", f"The precision of column {name!r} must be a number > 0 "
+                f"(e.g. 1, 0.01 or 100). Got {t!r}.")
+            return
+        pe.setStyleSheet("")
+        self.state.set_input_error(f"precision:{name}", None)
+        self.state.set_precision(name, v if t else None)
+
+    def _default_precision(self, name: str) -> float | None:
+        """The engine's default γ for ``name`` (shown greyed in the empty field)."""
+        from dpstudio.engine.algorithms.noise import default_precision, pd_is_integer
+
+        st = self.state
+        if not st.stats[name].numeric:
+            return None
+        return default_precision(st.domains.get(name), pd_is_integer(st.df[name]))
 
     def _on_selection_changed(self) -> None:
         self._update_stats()
@@ -513,17 +563,40 @@ class RolesPanel(QWidget):
         self.state.set_hierarchy(name, h, {"generated": True})
 
 
-def _is_number(t: str) -> bool:
+def parse_exact(text: str) -> float | None:
+    """The finite number typed (``None`` if it is not one).  Parsed to the nearest double, as
+    the engine uses it, with no rounding to display digits."""
+    t = text.strip().replace("_", "").replace(" ", "")
+    if not t:
+        return None
     try:
-        return math.isfinite(float(t))
+        v = float(t)
     except ValueError:
-        return False
+        return None
+    return v if math.isfinite(v) else None
+
+
+def format_exact(v: float | None) -> str:
+    """``v`` in the shortest text that reads back as the same double (123456789 stays
+    '123456789', 0.1 stays '0.1'; never rounded to 6 digits); '' for ``None``."""
+    if v is None:
+        return ""
+    f = float(v)
+    if f == int(f) and abs(f) < 1e16:
+        return str(int(f))
+    return repr(f)
+
+
+def _same_number(text: str, v: float | None) -> bool:
+    p = parse_exact(text)
+    return (p is None and v is None and not text.strip()) or (p is not None and v is not None
+                                                               and p == float(v))
 
 
 if __name__ == "__main__":
     from PySide6.QtWidgets import QApplication
 
-    from dpstudio.app.main import sample_path
+    from dpstudio.app.resources import sample_path
 
     app = QApplication(sys.argv)
     st = AppState()

@@ -1,0 +1,235 @@
+"""The recipe: everything that defines a release, as versioned JSON (style.md §10).
+
+A recipe names the input file (and how it was read), the columns' roles, types, declared
+domains, output precisions and hierarchies, the method and its parameters, the seed (and
+whether the user pinned it) and the trade-off sweep settings.  The app's private project file
+(``.dpsproj``) is a recipe; the command line may read one.
+
+The seed is a secret (with it anyone regenerates and subtracts the noise): a recipe is a
+*private* file, written owner-only (0600) by whoever saves it.  :meth:`Recipe.public_dict`
+is the part that may go next to a release (no seed, no input path).
+
+Keys this version does not know (e.g. ``query_ledger``, written by ``dpstudio query``) are
+kept on a load/save round trip.
+
+Schema history (:func:`migrate` upgrades step by step):
+
+1. the seed as a JSON int (31 bits at most, often the old default 0);
+2. the seed as hex text ``"0x…"`` (JSON readers that map numbers to doubles lose the low bits
+   of a 128-bit int);
+3. ``precision`` (column -> output grid γ) and ``seed_pinned``.  Earlier files reproduced
+   their release with their seed, so a migrated seed counts as pinned; ``seed_releases``
+   (digests of the releases exported with the pinned seed).
+
+>>> r = Recipe(method="mdav", params={"k": 3}, roles={"x": "k-quasi"}, seed=5, seed_pinned=True)
+>>> d = r.to_dict()
+>>> d["schema_version"], d["seed"]
+(3, '0x5')
+>>> Recipe.from_dict({**d, "query_ledger": {"spent": 1.0}}).extra
+{'query_ledger': {'spent': 1.0}}
+>>> migrate({"schema_version": 1, "seed": 7})["seed"]
+'0x7'
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dpstudio.engine.errors import InputError
+from dpstudio.engine.random import format_seed, parse_seed
+
+SCHEMA_VERSION = 3
+
+#: The keys a schema-3 recipe knows; every other top-level key is kept as it is.
+KNOWN_KEYS = ("schema_version", "software_version", "input", "roles", "types", "domains",
+              "precision", "hierarchies", "method", "params", "seed", "seed_pinned",
+              "seed_releases", "sweep")
+
+
+@dataclass
+class Recipe:
+    """A release's settings (see the module docstring); ``seed`` is ``None`` when not set."""
+
+    input_path: str | None = None
+    read_options: dict[str, Any] = field(default_factory=dict)
+    roles: dict[str, str] = field(default_factory=dict)
+    types: dict[str, str] = field(default_factory=dict)
+    domains: dict[str, tuple[float, float]] = field(default_factory=dict)
+    precision: dict[str, float] = field(default_factory=dict)
+    hierarchies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    method: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    seed_pinned: bool = False
+    seed_releases: list[str] = field(default_factory=list)
+    sweep: dict[str, Any] = field(default_factory=dict)
+    software_version: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Top-level keys this version does not know, written back unchanged."""
+
+    # --- Public API
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict (schema :data:`SCHEMA_VERSION`; the seed as hex text)."""
+        from dpstudio import __version__
+
+        d: dict[str, Any] = copy.deepcopy(self.extra)
+        d.update({
+            "schema_version": SCHEMA_VERSION,
+            "software_version": self.software_version or __version__,
+            "input": {"path": self.input_path, "read_options": jsonable(self.read_options)},
+            "roles": {str(c): str(r) for c, r in self.roles.items() if r != "other"},
+            "types": dict(self.types),
+            "domains": {str(c): [float(a), float(b)] for c, (a, b) in self.domains.items()},
+            "precision": {str(c): float(g) for c, g in self.precision.items()},
+            "hierarchies": jsonable(self.hierarchies),
+            "method": self.method,
+            "params": jsonable(self.params),
+            "seed": None if self.seed is None else format_seed(self.seed),
+            "seed_pinned": bool(self.seed_pinned),
+            "seed_releases": list(self.seed_releases),
+            "sweep": jsonable(self.sweep),
+        })
+        return d
+
+    def public_dict(self) -> dict[str, Any]:
+        """What may be published with a release: method, parameters, roles, domains,
+        precision (all public choices).  Never the seed, the input path or unknown keys.
+        """
+        d = self.to_dict()
+        return {k: d[k] for k in ("schema_version", "software_version", "roles", "types",
+                                  "domains", "precision", "method", "params")}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Recipe:
+        """A recipe from a dict of any schema up to :data:`SCHEMA_VERSION` (migrated first).
+        Raises :class:`~dpstudio.engine.errors.InputError` naming the bad key.
+        """
+        d = migrate(data)
+        inp = d.get("input") or {}
+        if not isinstance(inp, dict):
+            raise InputError("The recipe's 'input' must be an object with 'path' and "
+                             f"'read_options'. Got {inp!r} instead.")
+        seed = d.get("seed")
+        return cls(
+            input_path=inp.get("path"),
+            read_options=dict(inp.get("read_options") or {}),
+            roles={str(c): str(r) for c, r in _mapping(d, "roles").items()},
+            types={str(c): str(t) for c, t in _mapping(d, "types").items()},
+            domains={str(c): _bounds(c, b) for c, b in _mapping(d, "domains").items()},
+            precision={str(c): _positive(c, g) for c, g in _mapping(d, "precision").items()},
+            hierarchies={str(c): (dict(h) if isinstance(h, dict) else {"path": str(h)})
+                         for c, h in _mapping(d, "hierarchies").items()},
+            method=d.get("method"),
+            params=dict(_mapping(d, "params")),
+            seed=None if seed is None else _seed(seed),
+            seed_pinned=bool(d.get("seed_pinned", False)) and seed is not None,
+            seed_releases=[str(x) for x in (d.get("seed_releases") or [])],
+            sweep=dict(_mapping(d, "sweep")),
+            software_version=d.get("software_version"),
+            extra={k: copy.deepcopy(v) for k, v in d.items() if k not in KNOWN_KEYS},
+        )
+
+
+# --- migrations: one step per schema version --------------------------------------------------
+def _v1_to_v2(d: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 -> 2: the int seed becomes hex text (exact at any width)."""
+    if d.get("seed") is not None:
+        d["seed"] = format_seed(_seed(d["seed"]))
+    return d
+
+
+def _v2_to_v3(d: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 -> 3: precision and seed_pinned; an old file's seed made its release, so it
+    counts as pinned (it reproduces that release).
+    """
+    d.setdefault("precision", {})
+    d.setdefault("seed_pinned", d.get("seed") is not None)
+    d.setdefault("seed_releases", [])
+    return d
+
+
+_STEPS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
+
+
+def migrate(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (not changed) upgraded step by step to :data:`SCHEMA_VERSION`, with every
+    known key present.  A file without ``schema_version`` is read as schema 1; a newer
+    schema is refused with a message saying to update.
+    """
+    if not isinstance(data, dict):
+        raise InputError(f"A recipe must be a JSON object. Got {type(data).__name__} instead.")
+    d = copy.deepcopy(data)
+    try:
+        v = int(d.get("schema_version", 1))
+    except (TypeError, ValueError):
+        raise InputError("The recipe's 'schema_version' must be a whole number. "
+                         f"Got {d.get('schema_version')!r} instead.") from None
+    if v > SCHEMA_VERSION:
+        raise InputError(f"This recipe was saved by a newer dpstudio (schema {v}); update "
+                         "dpstudio to open it.")
+    while v < SCHEMA_VERSION:
+        d = _STEPS[max(v, 1)](d)
+        v = max(v, 1) + 1
+    d["schema_version"] = SCHEMA_VERSION
+    d.setdefault("input", {"path": None, "read_options": {}})
+    for key, default in (("roles", {}), ("types", {}), ("domains", {}), ("precision", {}),
+                         ("hierarchies", {}), ("params", {}), ("sweep", {}), ("method", None),
+                         ("seed", None), ("seed_pinned", False), ("seed_releases", [])):
+        if d.get(key) is None:
+            d[key] = copy.deepcopy(default)
+    if d["seed"] is not None:
+        _seed(d["seed"])  # refuse a bad seed here, with the key named
+    return d
+
+
+# --- helpers ----------------------------------------------------------------------------------
+def jsonable(v: Any) -> Any:
+    """``v`` with numpy scalars turned into Python ones and tuples into lists."""
+    if isinstance(v, dict):
+        return {str(k): jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x) for x in v]
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        return v.item()
+    return v
+
+
+def _mapping(d: dict[str, Any], key: str) -> dict[str, Any]:
+    v = d.get(key) or {}
+    if not isinstance(v, dict):
+        raise InputError(f"The recipe's {key!r} must be an object (column -> value). "
+                         f"Got {v!r} instead.")
+    return v
+
+
+def _seed(v: Any) -> int:
+    try:
+        return parse_seed(v, "seed of the recipe")
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"{exc} Correct the file or remove its seed.") from None
+
+
+def _bounds(column: str, b: Any) -> tuple[float, float]:
+    try:
+        lo, hi = (float(b[0]), float(b[1]))
+        if len(b) != 2 or not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ValueError
+    except (TypeError, ValueError, IndexError, KeyError):
+        raise InputError(f"The recipe's domain of column {column!r} must be [lower, upper] "
+                         f"with two finite numbers. Got {b!r} instead.") from None
+    return lo, hi
+
+
+def _positive(column: str, g: Any) -> float:
+    try:
+        v = float(g)
+    except (TypeError, ValueError):
+        v = float("nan")
+    if not (math.isfinite(v) and v > 0):
+        raise InputError(f"The recipe's precision of column {column!r} must be a number > 0. "
+                         f"Got {g!r} instead.")
+    return v
