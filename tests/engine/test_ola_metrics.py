@@ -14,8 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpstudio.engine.algorithms.generalization import ola
-from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy
-from tests.conftest import shared_path
+from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 
 C_LEAVES = ["a1", "a2", "a3", "b1", "b2", "c1", "c2"]
 C_H = Hierarchy.from_rows([[x, x[0], "*"] for x in C_LEAVES], name="c")
@@ -43,7 +42,7 @@ def _metric(name, cols, lv, gen, orig, keep, sizes_kept, n):
     d = len(cols)
     sup = [i for i in range(n) if not keep[i]]
     if name == "precision":
-        base = np.mean([l / (HS[c].height - 1) for c, l in zip(cols, lv)])
+        base = np.mean([lev / (HS[c].height - 1) for c, lev in zip(cols, lv)])
         return (1 - len(sup) / n) * base + len(sup) / n
     if name == "discernibility":
         return (sum(s * s for s in sizes_kept) + n * len(sup)) / n ** 2
@@ -51,8 +50,8 @@ def _metric(name, cols, lv, gen, orig, keep, sizes_kept, n):
         return n / (len(sizes_kept) + (1 if sup else 0))
     if name == "loss":
         agg = 1.0
-        for c, l in zip(cols, lv):
-            rows = HS[c].table[:, l].tolist()
+        for c, lev in zip(cols, lv):
+            rows = HS[c].table[:, lev].tolist()
             share = {v: m / len(rows) for v, m in Counter(rows).items()}
             tot = sum(share[g] if keep[i] else 1.0 for i, g in enumerate(gen[c]))
             lo = n / len(rows)
@@ -75,7 +74,7 @@ def _brute_force(df, cols, k, suppression, metric):
     orig = {c: df[c].astype(str).tolist() for c in cols}
     best = math.inf
     for lv in itertools.product(*[range(HS[c].height) for c in cols]):
-        gen = {c: list(HS[c].generalize(df[c].astype(str), l)) for c, l in zip(cols, lv)}
+        gen = {c: list(HS[c].generalize(df[c].astype(str), lev)) for c, lev in zip(cols, lv)}
         keys = list(zip(*[gen[c] for c in cols]))
         size = Counter(keys)
         keep = [size[key] >= k for key in keys]

@@ -280,11 +280,11 @@ class ARXLoss(_FrequencyLoss):
 
     def __call__(self, levels, class_sizes, n_suppressed, n, suppressed=None) -> float:
         lv = [int(x) for x in levels]
-        per_dim = np.array([b[l] for b, l in zip(self.base, lv)])
+        per_dim = np.array([b[lev] for b, lev in zip(self.base, lv)])
         if suppressed is not None and suppressed.any():
             c = self.counts[suppressed]
-            per_dim = per_dim + np.array([np.dot(c, 1.0 - self.share[j][l][suppressed])
-                                          for j, l in enumerate(lv)])
+            per_dim = per_dim + np.array([np.dot(c, 1.0 - self.share[j][lev][suppressed])
+                                          for j, lev in enumerate(lv)])
         return float(self._aggregate(per_dim))
 
 
@@ -305,7 +305,7 @@ class EntropyLoss(_FrequencyLoss):
         super().prepare(quasis, up, bottom, counts)
         cnt = counts.astype(np.float64)
         self.counts = cnt
-        self.codes: list[list[np.ndarray]] = []   # codes[j][l][b]: level-l code of combo b
+        self.codes: list[list[np.ndarray]] = []   # codes[j][lev][b]: level-l code of combo b
         self.base: list[np.ndarray] = []
         for j, qq in enumerate(quasis):
             a = np.bincount(bottom[j], weights=cnt, minlength=qq.card(0))
@@ -325,12 +325,12 @@ class EntropyLoss(_FrequencyLoss):
 
     def __call__(self, levels, class_sizes, n_suppressed, n, suppressed=None) -> float:
         lv = [int(x) for x in levels]
-        tot = float(sum(b[l] for b, l in zip(self.base, lv)))
+        tot = float(sum(b[lev] for b, lev in zip(self.base, lv)))
         if suppressed is not None and suppressed.any():
             c = self.counts[suppressed]
             S = c.sum()
-            for j, l in enumerate(lv):
-                cv = np.bincount(self.codes[j][l][suppressed], weights=c)
+            for j, lev in enumerate(lv):
+                cv = np.bincount(self.codes[j][lev][suppressed], weights=c)
                 cv = cv[cv > 0]
                 tot += float(np.sum(cv * np.log2(S / cv)))
         return tot
