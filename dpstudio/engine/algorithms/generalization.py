@@ -255,11 +255,10 @@ class ARXLoss(_FrequencyLoss):
             self.rows.append(rows)
             per_l, base = [], np.zeros(qq.height)
             for lv in range(qq.height):
-                _, inv = qq.hierarchy.level_codes(lv)       # leaf -> level-l code
-                per_code = np.bincount(inv, minlength=qq.card(lv)) / rows
+                per_code = np.bincount(qq.codes[lv], minlength=qq.card(lv)) / rows
                 sh = per_code[up[j][(0, lv)][bottom[j]]]
                 per_l.append(sh)
-                base[lv] = float(np.dot(cnt, sh))
+                base[lv] = float((cnt * sh).sum())
             self.share.append(per_l)
             self.base.append(base)
         self.counts = cnt
@@ -283,7 +282,7 @@ class ARXLoss(_FrequencyLoss):
         per_dim = np.array([b[lev] for b, lev in zip(self.base, lv)])
         if suppressed is not None and suppressed.any():
             c = self.counts[suppressed]
-            per_dim = per_dim + np.array([np.dot(c, 1.0 - self.share[j][lev][suppressed])
+            per_dim = per_dim + np.array([(c * (1.0 - self.share[j][lev][suppressed])).sum()
                                           for j, lev in enumerate(lv)])
         return float(self._aggregate(per_dim))
 
@@ -435,16 +434,20 @@ class GeneralisationResult:
         return d
 
 
-def verify_k_anonymity(labels: dict[str, np.ndarray], keep: np.ndarray, k: int) -> int:
+def verify_k_anonymity(labels: dict[str, np.ndarray], keep: np.ndarray, k: int,
+                       weights: np.ndarray | None = None) -> int:
     """Smallest class size of the released (kept) records grouped by their generalised
     values; raise ``RuntimeError`` if it is below ``k`` (an internal error: it must never
-    happen)."""
+    happen).  With ``weights``, each row stands for ``weights[row]`` records (a frequency
+    set: distinct combinations and their record counts)."""
     idx = np.flatnonzero(keep)
     if idx.size == 0:
         return 0
     from dpstudio.engine.measures.kanon import class_sizes
 
-    _, counts = class_sizes((lab[idx] for lab in labels.values()), n=idx.size)
+    codes, counts = class_sizes((lab[idx] for lab in labels.values()), n=idx.size)
+    if weights is not None:
+        counts = np.bincount(codes, weights=np.asarray(weights)[idx]).astype(np.int64)
     smallest = int(counts.min())
     if smallest < k:
         raise RuntimeError(f"internal error: generalised output has a class of {smallest} < k = {k} "
@@ -514,13 +517,24 @@ class _Lattice:
                     maps[(a, b)] = qq.codes[b][rep].astype(np.int64)
             self.up.append(maps)
         # the bottom table: distinct leaf combinations and their counts
+        # (the frequency set: one group-by of the records; everything after works on it)
         cols = [qq.codes[0][qq.leaf] for qq in quasis]
-        key, _, _ = _combine(cols, [qq.card(0) for qq in quasis])
-        uk, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
-        first = np.zeros(len(uk), dtype=np.int64)
-        first[inv[::-1]] = np.arange(len(inv))[::-1]
+        cards0 = [qq.card(0) for qq in quasis]
+        key, rng0, exact = _combine(cols, cards0)
+        if exact and rng0 <= 4 * len(key) + 4096:
+            present = np.bincount(key, minlength=rng0)
+            nz = np.flatnonzero(present)
+            counts = present[nz]
+            dense = np.zeros(rng0, dtype=np.int64)
+            dense[nz] = np.arange(len(nz))
+            inv = dense[key]
+            bottom = [c.astype(np.int64) for c in np.unravel_index(nz, tuple(cards0))]
+        else:
+            uk, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+            first = np.zeros(len(uk), dtype=np.int64)
+            first[inv[::-1]] = np.arange(len(inv))[::-1]
+            bottom = [np.ascontiguousarray(c[first]) for c in cols]
         self.record_combo = inv.astype(np.int64)
-        bottom = [np.ascontiguousarray(c[first]) for c in cols]
         self.n = int(len(inv))
         self._n = self.n
         self.tables: dict[int, tuple[list[np.ndarray], np.ndarray]] = {0: (bottom, counts.astype(np.int64))}
@@ -661,6 +675,8 @@ class _Lattice:
             ida, na = self._group_ids(0, self.L[node])
             idb, nb = self._group_ids(1, self.L[node])
             key = ida * nb + idb
+            if na * nb <= 4 * len(key) + 4096:
+                return np.bincount(key, weights=counts, minlength=na * nb).astype(np.int64)[key]
         else:
             lv = self.L[node]
             bottom = self.tables[0][0]
@@ -796,24 +812,29 @@ def ola(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: dict |
             best, best_node = v, node
     node = best_node
     lv = lat.L[node]
-    # record-level classes at the chosen node (via the distinct combinations)
+    # the chosen node on the frequency set (distinct leaf combinations and their counts);
+    # records only get their combination's class and labels by one gather each
     bottom, bottom_counts = lat.tables[0]
     cols = [lat.up[j][(0, int(lv[j]))][bottom[j]] for j in range(lat.d)]
     key, _, _ = _combine(cols, [qs[j].card(int(lv[j])) for j in range(lat.d)])
     _, combo_cls = np.unique(key, return_inverse=True)
     cls_size = np.bincount(combo_cls, weights=bottom_counts).astype(np.int64)
-    rec_cls = combo_cls[lat.record_combo]
-    rec_size = cls_size[rec_cls]
-    keep = rec_size >= k
-    cls = np.full(n, -1, dtype=np.int64)
-    _, cls[keep] = np.unique(rec_cls[keep], return_inverse=True)
+    combo_keep = cls_size[combo_cls] >= k
+    combo_out = np.full(len(combo_cls), -1, dtype=np.int64)
+    _, combo_out[combo_keep] = np.unique(combo_cls[combo_keep], return_inverse=True)
+    rc = lat.record_combo
+    cls = combo_out[rc]
+    keep = cls >= 0
+    combo_labels = {qq.name: qq.labels[int(lv[j])][cols[j]] for j, qq in enumerate(qs)}
+    # the release check, on the frequency set: the released labels of a record are its
+    # combination's labels (gathered below), so classes of released labels have these sizes
+    smallest = verify_k_anonymity(combo_labels, combo_keep, k,
+                                  weights=np.bincount(rc[keep], minlength=len(combo_cls)))
     labels = {}
-    for j, qq in enumerate(qs):
-        lev = int(lv[j])
-        lab = qq.labels[lev][qq.codes[lev][qq.leaf]].astype(object)
-        lab[~keep] = None
-        labels[qq.name] = lab
-    smallest = verify_k_anonymity(labels, keep, k)
+    for name, lab in combo_labels.items():
+        lab = np.asarray(lab, dtype=object).copy()
+        lab[~combo_keep] = None
+        labels[name] = lab[rc]
     if int((~keep).sum()) > max_sup:  # pragma: no cover - guaranteed by the search
         raise RuntimeError("internal error: OLA exceeded the suppression limit")
     cell = np.ones(n)   # precision per record, whatever metric was optimised
