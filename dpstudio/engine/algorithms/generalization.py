@@ -55,7 +55,8 @@ from dpstudio.engine.hierarchies.build import _fmt_number, auto_hierarchy, facto
 
 __all__ = [
     "EncodedQuasi", "encode_quasis", "GeneralisationResult", "ola", "mondrian",
-    "verify_k_anonymity", "PrecisionLoss", "DiscernibilityLoss", "LOSSES", "resolve_hierarchies",
+    "verify_k_anonymity", "PrecisionLoss", "DiscernibilityLoss", "ARXLoss", "AECSLoss",
+    "EntropyLoss", "LOSSES", "resolve_hierarchies",
 ]
 
 _MAX_LATTICE = 5_000_000
@@ -163,23 +164,179 @@ class PrecisionLoss:
         return (1.0 - s) * b + s
 
 
-class DiscernibilityLoss:
-    """Discernibility metric normalised by n²: (Σ |E|² + n·|suppressed|) / n²."""
+class _FrequencyLoss:
+    """Base of the metrics that need the frequency set (the distinct leaf combinations of
+    the k-quasis and their record counts): :meth:`prepare` receives it once, before the
+    search.  ``uses_suppressed`` metrics also get, for a node, the mask of the bottom
+    combinations whose records are suppressed there."""
+
+    uses_suppressed = False
+
+    def __init__(self, heights: Sequence[int]):
+        self.heights = [int(h) for h in heights]
+
+    def prepare(self, quasis: list[EncodedQuasi], up: list[dict], bottom: list[np.ndarray],
+                counts: np.ndarray) -> None:
+        self.n = float(counts.sum())
+        self.n_combos = len(counts)
+        # cards[j][l]: number of distinct codes of attribute j at level l (class-count bound)
+        self.cards = [np.array([qq.card(lv) for lv in range(qq.height)], dtype=np.float64)
+                      for qq in quasis]
+
+    def _max_classes(self, levels: np.ndarray) -> np.ndarray:
+        """Upper bound on the number of classes at ``levels``: min(distinct bottom
+        combinations, product of the attributes' numbers of codes at their levels)."""
+        lv = np.asarray(levels)
+        prod = np.ones(lv.shape[:-1])
+        for j, c in enumerate(self.cards):
+            prod = prod * c[lv[..., j]]
+        return np.minimum(prod, self.n_combos)
+
+
+class DiscernibilityLoss(_FrequencyLoss):
+    """ARX's (non-monotonic) discernibility metric DM (``MetricSDNMDiscernability``),
+    normalised by n²: (Σ_kept |E|² + n·|suppressed|) / n² — a suppressed record counts as
+    if it shared its class with all n records.  Lower bound: Σ_all |E|² ≥ n²/#classes
+    (Cauchy–Schwarz; a suppressed class of size s < n adds n·s ≥ s²), so 1/#classes with
+    #classes bounded by :meth:`_max_classes`."""
 
     name = "discernibility"
 
-    def __init__(self, heights: Sequence[int]):
-        pass
-
     def lower_bound(self, levels: np.ndarray) -> np.ndarray:
-        return np.full(np.asarray(levels).shape[:-1], -np.inf)
+        if not hasattr(self, "cards"):
+            return np.full(np.asarray(levels).shape[:-1], -np.inf)
+        return 1.0 / self._max_classes(levels)
 
     def __call__(self, levels, class_sizes: np.ndarray, n_suppressed: int, n: int) -> float:
         cs = np.asarray(class_sizes, dtype=np.float64)
         return float((np.sum(cs * cs) + n * n_suppressed) / (n * n))
 
 
-LOSSES = {"precision": PrecisionLoss, "discernibility": DiscernibilityLoss}
+class AECSLoss(_FrequencyLoss):
+    """ARX's average equivalence class size (``MetricSDAECS``, generalisation/suppression
+    factor 0.5): n / (#kept classes + 1 if any record is suppressed) — all suppressed
+    records together count as one class, and n includes them.  Not normalised by k (as in
+    ARX).  Lower bound: n / #classes (ignoring suppression), #classes bounded by
+    :meth:`_max_classes`."""
+
+    name = "aecs"
+
+    def lower_bound(self, levels: np.ndarray) -> np.ndarray:
+        if not hasattr(self, "cards"):
+            return np.full(np.asarray(levels).shape[:-1], -np.inf)
+        return self.n / self._max_classes(levels)
+
+    def __call__(self, levels, class_sizes: np.ndarray, n_suppressed: int, n: int) -> float:
+        return float(n / (len(class_sizes) + (1 if n_suppressed else 0)))
+
+
+class ARXLoss(_FrequencyLoss):
+    """ARX's default "Loss" metric (``MetricMDNMLoss``, gs-factor 0.5, geometric mean).
+
+    For attribute j at level l a generalised value v covers the share
+    ``share_l(v) = (#hierarchy rows whose level-l label is v) / (#hierarchy rows)`` of the
+    domain (level 0: 1/#rows).  Per attribute, ``L_j = Σ_records share`` with a
+    **suppressed record counting 1** (its whole domain); normalised as in ARX,
+    ``(L_j − n/#rows) / (n − n/#rows)`` clipped at 0 (0 when the hierarchy has one row);
+    aggregated by ARX's geometric mean ``(Π_j (1 + L_j))^(1/d) − 1``.  Lower bound: the
+    same without suppression (precomputed for every level, monotone)."""
+
+    name = "loss"
+    uses_suppressed = True
+
+    def prepare(self, quasis, up, bottom, counts) -> None:
+        super().prepare(quasis, up, bottom, counts)
+        cnt = counts.astype(np.float64)
+        self.share: list[list[np.ndarray]] = []   # share[j][l][b], per bottom combination
+        self.base: list[np.ndarray] = []          # base[j][l] = Σ_records share (no suppression)
+        self.rows = []
+        for j, qq in enumerate(quasis):
+            rows = len(qq.hierarchy.leaves)
+            self.rows.append(rows)
+            per_l, base = [], np.zeros(qq.height)
+            for lv in range(qq.height):
+                per_code = np.bincount(qq.codes[lv], minlength=qq.card(lv)) / rows
+                sh = per_code[up[j][(0, lv)][bottom[j]]]
+                per_l.append(sh)
+                base[lv] = float((cnt * sh).sum())
+            self.share.append(per_l)
+            self.base.append(base)
+        self.counts = cnt
+
+    def _aggregate(self, per_dim: np.ndarray) -> np.ndarray:
+        rows = np.array(self.rows, dtype=np.float64)
+        lo = self.n / rows
+        den = self.n - lo
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.where(den > 0, (per_dim - lo) / np.where(den > 0, den, 1.0), 0.0)
+        v = np.maximum(v, 0.0)
+        return np.exp(np.mean(np.log1p(v), axis=-1)) - 1.0
+
+    def lower_bound(self, levels: np.ndarray) -> np.ndarray:
+        lv = np.asarray(levels)
+        per_dim = np.stack([b[lv[..., j]] for j, b in enumerate(self.base)], axis=-1)
+        return self._aggregate(per_dim)
+
+    def __call__(self, levels, class_sizes, n_suppressed, n, suppressed=None) -> float:
+        lv = [int(x) for x in levels]
+        per_dim = np.array([b[lev] for b, lev in zip(self.base, lv)])
+        if suppressed is not None and suppressed.any():
+            c = self.counts[suppressed]
+            per_dim = per_dim + np.array([(c * (1.0 - self.share[j][lev][suppressed])).sum()
+                                          for j, lev in enumerate(lv)])
+        return float(self._aggregate(per_dim))
+
+
+class EntropyLoss(_FrequencyLoss):
+    """ARX's non-uniform entropy (``MetricMDNUNMEntropy``, gs-factor 0.5, sum over the
+    attributes), in bits.  Attribute j at level l loses ``Σ_records −log2(a/b)`` where a
+    is the number of records with the record's original value and b the number with its
+    level-l value — over **all** records, suppressed ones included; then the
+    **suppressed records** add, per attribute, the entropy of replacing their level-l
+    values by the suppression: ``Σ_v c_v·log2(S/c_v)``, c_v = suppressed records with
+    level-l value v, S = all suppressed records (ARX's non-monotonic variant).  Lower
+    bound: the first term alone (precomputed for every level, monotone)."""
+
+    name = "entropy"
+    uses_suppressed = True
+
+    def prepare(self, quasis, up, bottom, counts) -> None:
+        super().prepare(quasis, up, bottom, counts)
+        cnt = counts.astype(np.float64)
+        self.counts = cnt
+        self.codes: list[list[np.ndarray]] = []   # codes[j][lev][b]: level-l code of combo b
+        self.base: list[np.ndarray] = []
+        for j, qq in enumerate(quasis):
+            a = np.bincount(bottom[j], weights=cnt, minlength=qq.card(0))
+            nz = np.flatnonzero(a)
+            per_l, base = [], np.zeros(qq.height)
+            for lv in range(qq.height):
+                m = up[j][(0, lv)]
+                per_l.append(m[bottom[j]])
+                b = np.bincount(m[nz], weights=a[nz], minlength=qq.card(lv))
+                base[lv] = float(np.sum(a[nz] * np.log2(b[m[nz]] / a[nz])))
+            self.codes.append(per_l)
+            self.base.append(base)
+
+    def lower_bound(self, levels: np.ndarray) -> np.ndarray:
+        lv = np.asarray(levels)
+        return sum(b[lv[..., j]] for j, b in enumerate(self.base))
+
+    def __call__(self, levels, class_sizes, n_suppressed, n, suppressed=None) -> float:
+        lv = [int(x) for x in levels]
+        tot = float(sum(b[lev] for b, lev in zip(self.base, lv)))
+        if suppressed is not None and suppressed.any():
+            c = self.counts[suppressed]
+            S = c.sum()
+            for j, lev in enumerate(lv):
+                cv = np.bincount(self.codes[j][lev][suppressed], weights=c)
+                cv = cv[cv > 0]
+                tot += float(np.sum(cv * np.log2(S / cv)))
+        return tot
+
+
+LOSSES = {"precision": PrecisionLoss, "loss": ARXLoss, "discernibility": DiscernibilityLoss,
+          "aecs": AECSLoss, "entropy": EntropyLoss}
 
 
 class _CallableLoss:
@@ -277,16 +434,20 @@ class GeneralisationResult:
         return d
 
 
-def verify_k_anonymity(labels: dict[str, np.ndarray], keep: np.ndarray, k: int) -> int:
+def verify_k_anonymity(labels: dict[str, np.ndarray], keep: np.ndarray, k: int,
+                       weights: np.ndarray | None = None) -> int:
     """Smallest class size of the released (kept) records grouped by their generalised
     values; raise ``RuntimeError`` if it is below ``k`` (an internal error: it must never
-    happen)."""
+    happen).  With ``weights``, each row stands for ``weights[row]`` records (a frequency
+    set: distinct combinations and their record counts)."""
     idx = np.flatnonzero(keep)
     if idx.size == 0:
         return 0
     from dpstudio.engine.measures.kanon import class_sizes
 
-    _, counts = class_sizes((lab[idx] for lab in labels.values()), n=idx.size)
+    codes, counts = class_sizes((lab[idx] for lab in labels.values()), n=idx.size)
+    if weights is not None:
+        counts = np.bincount(codes, weights=np.asarray(weights)[idx]).astype(np.int64)
     smallest = int(counts.min())
     if smallest < k:
         raise RuntimeError(f"internal error: generalised output has a class of {smallest} < k = {k} "
@@ -356,13 +517,24 @@ class _Lattice:
                     maps[(a, b)] = qq.codes[b][rep].astype(np.int64)
             self.up.append(maps)
         # the bottom table: distinct leaf combinations and their counts
+        # (the frequency set: one group-by of the records; everything after works on it)
         cols = [qq.codes[0][qq.leaf] for qq in quasis]
-        key, _, _ = _combine(cols, [qq.card(0) for qq in quasis])
-        uk, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
-        first = np.zeros(len(uk), dtype=np.int64)
-        first[inv[::-1]] = np.arange(len(inv))[::-1]
+        cards0 = [qq.card(0) for qq in quasis]
+        key, rng0, exact = _combine(cols, cards0)
+        if exact and rng0 <= 4 * len(key) + 4096:
+            present = np.bincount(key, minlength=rng0)
+            nz = np.flatnonzero(present)
+            counts = present[nz]
+            dense = np.zeros(rng0, dtype=np.int64)
+            dense[nz] = np.arange(len(nz))
+            inv = dense[key]
+            bottom = [c.astype(np.int64) for c in np.unravel_index(nz, tuple(cards0))]
+        else:
+            uk, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+            first = np.zeros(len(uk), dtype=np.int64)
+            first[inv[::-1]] = np.arange(len(inv))[::-1]
+            bottom = [np.ascontiguousarray(c[first]) for c in cols]
         self.record_combo = inv.astype(np.int64)
-        bottom = [np.ascontiguousarray(c[first]) for c in cols]
         self.n = int(len(inv))
         self._n = self.n
         self.tables: dict[int, tuple[list[np.ndarray], np.ndarray]] = {0: (bottom, counts.astype(np.int64))}
@@ -372,6 +544,8 @@ class _Lattice:
         self._n_tabs = 1
         self._cells = len(counts) * self.d
         self._setup_split()
+        if hasattr(loss, "prepare"):
+            loss.prepare(quasis, self.up, bottom, counts.astype(np.int64))
 
     # -- split evaluation: two groups of attributes, dense ids per group level vector ------
     def _setup_split(self) -> None:
@@ -494,6 +668,23 @@ class _Lattice:
             return self._split_counts(node)
         return self._table(node)[1]
 
+    def _combo_sizes(self, node: int) -> np.ndarray:
+        """Class size at ``node`` of every bottom combination (distinct leaf combination)."""
+        counts = self.tables[0][1]
+        if self._split is not None and self.n < 2 ** 31:
+            ida, na = self._group_ids(0, self.L[node])
+            idb, nb = self._group_ids(1, self.L[node])
+            key = ida * nb + idb
+            if na * nb <= 4 * len(key) + 4096:
+                return np.bincount(key, weights=counts, minlength=na * nb).astype(np.int64)[key]
+        else:
+            lv = self.L[node]
+            bottom = self.tables[0][0]
+            cols = [self.up[j][(0, int(lv[j]))][bottom[j]] for j in range(self.d)]
+            key, _, _ = _combine(cols, [self.q[j].card(int(lv[j])) for j in range(self.d)])
+        _, inv = np.unique(key, return_inverse=True)
+        return np.bincount(inv, weights=counts).astype(np.int64)[inv]
+
     def evaluate(self, node: int) -> bool:
         """Suppression needed at ``node`` (cached); tag the lattice; True if within the limit."""
         if self.sup[node] < 0:
@@ -524,7 +715,12 @@ class _Lattice:
             self.evaluate(node)
             counts = self._class_counts(node)
             kept = counts[counts >= self.k]
-            self.loss_val[node] = self.loss(self.L[node], kept, int(self.sup[node]), self.n)
+            if getattr(self.loss, "uses_suppressed", False):
+                sup = self._combo_sizes(node) < self.k
+                v = self.loss(self.L[node], kept, int(self.sup[node]), self.n, suppressed=sup)
+            else:
+                v = self.loss(self.L[node], kept, int(self.sup[node]), self.n)
+            self.loss_val[node] = v
         return float(self.loss_val[node])
 
     # -- search -----------------------------------------------------------
@@ -574,7 +770,9 @@ def ola(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: dict |
     suppression : float
         Largest share of records that may be suppressed, in [0, 1) (default 0.05).
     loss : str or callable, optional
-        ``"precision"`` (default), ``"discernibility"``, or ``fn(levels, class_sizes,
+        ``"precision"`` (default), ARX's ``"loss"``, ``"discernibility"``, ``"aecs"``
+        (average equivalence class size), ``"entropy"`` (non-uniform entropy) — see their
+        classes for how suppressed records count — or ``fn(levels, class_sizes,
         n_suppressed, n) -> float``.  A loss without a ``lower_bound`` method is
         evaluated on every k-anonymous node (slower, still exact).
     """
@@ -614,29 +812,33 @@ def ola(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: dict |
             best, best_node = v, node
     node = best_node
     lv = lat.L[node]
-    # record-level classes at the chosen node (via the distinct combinations)
+    # the chosen node on the frequency set (distinct leaf combinations and their counts);
+    # records only get their combination's class and labels by one gather each
     bottom, bottom_counts = lat.tables[0]
     cols = [lat.up[j][(0, int(lv[j]))][bottom[j]] for j in range(lat.d)]
     key, _, _ = _combine(cols, [qs[j].card(int(lv[j])) for j in range(lat.d)])
     _, combo_cls = np.unique(key, return_inverse=True)
     cls_size = np.bincount(combo_cls, weights=bottom_counts).astype(np.int64)
-    rec_cls = combo_cls[lat.record_combo]
-    rec_size = cls_size[rec_cls]
-    keep = rec_size >= k
-    cls = np.full(n, -1, dtype=np.int64)
-    _, cls[keep] = np.unique(rec_cls[keep], return_inverse=True)
+    combo_keep = cls_size[combo_cls] >= k
+    combo_out = np.full(len(combo_cls), -1, dtype=np.int64)
+    _, combo_out[combo_keep] = np.unique(combo_cls[combo_keep], return_inverse=True)
+    rc = lat.record_combo
+    cls = combo_out[rc]
+    keep = cls >= 0
+    combo_labels = {qq.name: qq.labels[int(lv[j])][cols[j]] for j, qq in enumerate(qs)}
+    # the release check, on the frequency set: the released labels of a record are its
+    # combination's labels (gathered below), so classes of released labels have these sizes
+    smallest = verify_k_anonymity(combo_labels, combo_keep, k,
+                                  weights=np.bincount(rc[keep], minlength=len(combo_cls)))
     labels = {}
-    for j, qq in enumerate(qs):
-        lev = int(lv[j])
-        lab = qq.labels[lev][qq.codes[lev][qq.leaf]].astype(object)
-        lab[~keep] = None
-        labels[qq.name] = lab
-    smallest = verify_k_anonymity(labels, keep, k)
+    for name, lab in combo_labels.items():
+        lab = np.asarray(lab, dtype=object).copy()
+        lab[~combo_keep] = None
+        labels[name] = lab[rc]
     if int((~keep).sum()) > max_sup:  # pragma: no cover - guaranteed by the search
         raise RuntimeError("internal error: OLA exceeded the suppression limit")
-    cell = np.ones(n)
-    if isinstance(lossf, PrecisionLoss):
-        cell[keep] = float(lossf.base(lv))
+    cell = np.ones(n)   # precision per record, whatever metric was optimised
+    cell[keep] = float(PrecisionLoss([qq.height for qq in qs]).base(lv))
     info = {
         "lattice_size": lat.size, "nodes_evaluated": int(lat.evaluated),
         "max_suppressed": max_sup, "suppression_limit": float(suppression),

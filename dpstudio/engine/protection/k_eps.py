@@ -65,10 +65,17 @@ CONFIDENCE_PARAM = Param(
 
 LOSS_PARAM = Param(
     "loss", "choice", "precision",
-    "OLA's utility metric: 'precision' (paper 003 §III-A: level/(height−1) per cell, suppressed "
-    "records count as fully generalised) or 'discernibility' (Σ class size² + n per suppressed "
-    "record).",
-    label="OLA loss", choices=("precision", "discernibility"), advanced=True,
+    "OLA's utility metric, the one the search minimises: 'precision' (paper 003 §III-A: "
+    "level/(height−1) per cell, suppressed records count as fully generalised); ARX's metrics "
+    "'loss' (ARX's default: share of the domain each value covers, geometric mean over the "
+    "attributes), 'discernibility' (Σ class size² + n per suppressed record), 'aecs' (average "
+    "equivalence class size, the suppressed records as one class) and 'entropy' (non-uniform "
+    "entropy). Suppressed records count as in ARX.",
+    label="OLA utility metric", choices=("precision", "loss", "discernibility", "aecs", "entropy"),
+    choice_labels={"precision": "precision", "loss": "loss (ARX default)",
+                   "discernibility": "discernibility", "aecs": "average class size (AECS)",
+                   "entropy": "non-uniform entropy"},
+    advanced=True,
 )
 
 _PARAMS = (k_param(default=5, minimum=2), epsilon_param(1.0), ALGORITHM_PARAM, SUPPRESSION_PARAM,
