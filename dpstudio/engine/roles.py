@@ -13,6 +13,10 @@ class Role(str, Enum):
     EPS_QUASI = "eps-quasi"
     CONFIDENTIAL = "confidential"
     OTHER = "other"
+    #: sampling weight: released unchanged, read by the risk models (issue 10)
+    WEIGHT = "weight"
+    #: household (cluster) id: not released unless the user asks (``keep_household``)
+    HOUSEHOLD = "household"
 
     @property
     def label(self) -> str:
@@ -22,6 +26,8 @@ class Role(str, Enum):
             "eps-quasi": "ε-quasi-identifier",
             "confidential": "confidential",
             "other": "other",
+            "weight": "sampling weight",
+            "household": "household id",
         }[self.value]
 
 
@@ -39,6 +45,11 @@ _ALIASES = {
     "confidential": Role.CONFIDENTIAL,
     "sensitive": Role.CONFIDENTIAL,
     "other": Role.OTHER,
+    "weight": Role.WEIGHT,
+    "sampling-weight": Role.WEIGHT,
+    "household": Role.HOUSEHOLD,
+    "hid": Role.HOUSEHOLD,
+    "cluster": Role.HOUSEHOLD,
 }
 
 
@@ -72,3 +83,82 @@ def normalize_roles(columns, roles: dict | None) -> dict[str, Role]:
 
 def columns_with(roles: dict[str, Role], *wanted: Role) -> list[str]:
     return [c for c, r in roles.items() if r in wanted]
+
+
+def single_column(roles: dict[str, Role], role: Role) -> str | None:
+    """The one column with ``role`` (None when there is none); two or more are refused."""
+    cols = columns_with(roles, role)
+    if len(cols) > 1:
+        raise ParameterError(
+            f"Only one column can be the {role.label}; marked: {', '.join(map(repr, cols))}. "
+            "Give the others another role.")
+    return cols[0] if cols else None
+
+
+# --------------------------------------------------------------------------- column types
+
+#: The column types a user can choose (issue 10): how a column's values are compared.
+TYPES = ("numeric", "categorical", "ordinal", "date")
+#: Types whose codes are labels, not quantities: numeric-only methods refuse them.
+NON_NUMERIC_TYPES = ("categorical", "ordinal")
+_TYPE_ALIASES = {"numeric": "numeric", "number": "numeric", "continuous": "numeric",
+                 "categorical": "categorical", "nominal": "categorical", "category": "categorical",
+                 "ordinal": "ordinal", "ordered": "ordinal", "date": "date"}
+#: An integer column with at most this many distinct values is suggested as categorical.
+SUGGEST_MAX_CATEGORIES = 20
+
+
+def normalize_types(columns, types: dict | None) -> dict[str, str]:
+    """The user's column types (``{column: type}``), validated: known columns, known types.
+    Columns not listed have no declared type (the engine then goes by the data's dtype)."""
+    cols = [str(c) for c in columns]
+    out: dict[str, str] = {}
+    for c, t in dict(types or {}).items():
+        c = str(c)
+        if c not in cols:
+            raise ParameterError(f"Type given for column {c!r}, which is not in the data. "
+                                 f"Available columns: {', '.join(cols)}.")
+        key = str(getattr(t, "value", t)).strip().lower()
+        if key not in _TYPE_ALIASES:
+            raise ParameterError(f"Column {c!r}: unknown type {t!r}. Use one of: "
+                                 + ", ".join(TYPES) + ".")
+        out[c] = _TYPE_ALIASES[key]
+    return out
+
+
+def suggest_types(df, max_categories: int = SUGGEST_MAX_CATEGORIES) -> dict[str, str]:
+    """A suggested type for every column of ``df`` (the app offers it; the user decides).
+
+    * datetime columns: ``date``;
+    * booleans, text and pandas categoricals: ``categorical`` (``ordinal`` for an ordered
+      pandas categorical);
+    * integer-valued numeric columns (integer dtype, or floats that are all whole numbers) with
+      at most ``max_categories`` distinct values: ``categorical`` -- codes such as sex = 1/2 or
+      roof type = 1..9, which a numeric method would average into 1.5;
+    * every other numeric column: ``numeric``.
+
+    Pure: reads the frame, changes nothing.
+
+    >>> import pandas as pd
+    >>> suggest_types(pd.DataFrame({"SEX": [1, 2, 1], "INCOME": [10.5, 3.2, 8.0],
+    ...                             "NAME": ["a", "b", "c"]}))
+    {'SEX': 'categorical', 'INCOME': 'numeric', 'NAME': 'categorical'}
+    """
+    import numpy as np
+    import pandas as pd
+
+    out: dict[str, str] = {}
+    for c in df.columns:
+        s = df[c]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            out[str(c)] = "ordinal" if s.dtype.ordered else "categorical"
+        elif pd.api.types.is_datetime64_any_dtype(s):
+            out[str(c)] = "date"
+        elif pd.api.types.is_bool_dtype(s) or not pd.api.types.is_numeric_dtype(s):
+            out[str(c)] = "categorical"
+        else:
+            v = s.dropna().to_numpy(dtype=np.float64)
+            whole = pd.api.types.is_integer_dtype(s) or bool(np.all(v == np.round(v)))
+            few = pd.unique(v).size <= max_categories
+            out[str(c)] = "categorical" if (whole and few and v.size) else "numeric"
+    return out
