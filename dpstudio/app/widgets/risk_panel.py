@@ -22,8 +22,18 @@ import numpy as np
 import pandas as pd
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderView, QLabel,
-                               QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpstudio import engine
 from dpstudio.app.state import AppState
@@ -61,7 +71,8 @@ class RiskSettings:
 
 def risk_settings(roles: dict[str, str]) -> RiskSettings:
     """Keys = k-quasi-identifiers, weight / household = their (single) columns, sensitive =
-    confidential.  Raises :class:`engine.ParameterError` with a one-line message otherwise."""
+    confidential.  Raises :class:`engine.ParameterError` with a one-line message otherwise.
+    """
     def role_value(r: Any) -> str:
         return str(getattr(r, "value", r))
 
@@ -89,7 +100,8 @@ def riskiest_combinations(df: pd.DataFrame, report: Any, n: int = TOP_COMBINATIO
                           ) -> pd.DataFrame:
     """The ``n`` key combinations with the highest individual risk: key values, ``records``
     (records with exactly these values), ``fk``, ``Fk``, ``risk``.  Records with the same key
-    values (missing ones included) share ``fk``, ``Fk`` and the risk."""
+    values (missing ones included) share ``fk``, ``Fk`` and the risk.
+    """
     keys = list(report.keys)
     t = df[keys].copy().reset_index(drop=True)
     t["fk"] = np.asarray(report.fk)
@@ -106,7 +118,8 @@ def riskiest_combinations(df: pd.DataFrame, report: Any, n: int = TOP_COMBINATIO
 def compute_risk(df: pd.DataFrame, settings: RiskSettings, release: pd.DataFrame | None = None,
                  check_cancel=lambda: None) -> dict:
     """Assess the original (and the release, with the same keys): the reports, the riskiest
-    combinations and notes on what the release assessment could not use."""
+    combinations and notes on what the release assessment could not use.
+    """
     out: dict = {"settings": settings}
     rep = engine.assess_risk(df, settings.keys, **settings.kwargs())
     out[ORIGINAL] = rep
@@ -181,7 +194,8 @@ def figure_rows(rep: Any) -> list[tuple[str, str, str]]:
 
 def label_value(v: Any, labels: dict | None) -> str:
     """A key value as shown: ``code = label`` when the file has a value label for it;
-    ``(missing)`` for a missing value (it matches any value)."""
+    ``(missing)`` for a missing value (it matches any value).
+    """
     if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
         return "(missing)"
     text = f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
@@ -205,7 +219,8 @@ def label_value(v: Any, labels: dict | None) -> str:
 
 class RiskPanel(QWidget):
     """Risk figures, the individual-risk histogram and the riskiest key combinations of the
-    loaded file (and of the release, side by side, after Protect)."""
+    loaded file (and of the release, side by side, after Protect).
+    """
 
     sig_updated = Signal()
     """New figures are shown (or cleared)."""
@@ -252,11 +267,13 @@ class RiskPanel(QWidget):
         self.figures.setObjectName("risk_figures")
         self.figures.setHorizontalHeaderLabels(["Measure", "Original", "Release"])
         self.figures.verticalHeader().setVisible(False)
+        self.figures.verticalHeader().setDefaultSectionSize(22)
+        self.figures.setWordWrap(False)
         self.figures.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         hh = self.figures.horizontalHeader()
-        hh.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        hh.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        hh.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        hh.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        hh.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        hh.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         self.figures.setColumnHidden(2, True)
         self.splitter.addWidget(self.figures)
 
@@ -286,6 +303,7 @@ class RiskPanel(QWidget):
         self.combos.setObjectName("risk_combinations")
         self.combos.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.combos.verticalHeader().setVisible(False)
+        self.combos.verticalHeader().setDefaultSectionSize(22)
         cl.addWidget(self.combos, 1)
         right.addWidget(cw)
         right.setStretchFactor(0, 1)
@@ -293,7 +311,7 @@ class RiskPanel(QWidget):
         self.splitter.addWidget(right)
         self.splitter.setStretchFactor(0, 2)
         self.splitter.setStretchFactor(1, 3)
-        self.splitter.setSizes([460, 700])
+        self.splitter.setSizes([540, 620])
         lay.addWidget(self.splitter, 1)
 
         for sig in (state.sig_data_changed, state.sig_roles_changed, state.sig_result_changed):
@@ -319,7 +337,8 @@ class RiskPanel(QWidget):
 
     def figure(self, key: str, which: str = ORIGINAL) -> str:
         """The text shown for figure ``key`` (a JSON field name such as ``sample_uniques`` or
-        ``individual_risk.max``) in the original or release column."""
+        ``individual_risk.max``) in the original or release column.
+        """
         col = 1 if which == ORIGINAL else 2
         for r in range(self.figures.rowCount()):
             it = self.figures.item(r, 0)
@@ -472,7 +491,7 @@ class RiskPanel(QWidget):
         legend = self.hist.plotItem.legend
         if legend is not None:
             legend.clear()
-            for i, (w, _r) in enumerate(reps):
+            for w, _r in reps:
                 color, name = styles[w]
                 legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=1,
                                                brush=pg.mkBrush(color)), name)
