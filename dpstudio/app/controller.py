@@ -123,6 +123,18 @@ class Controller(QObject):
 
         return self.open_file(str(adult_sample_path()), confirm=False, then=attach)
 
+    def open_free1_sample(self) -> bool:
+        """sdcMicro's free1 survey sample, with the roles of sdcMicro's reference (keys SEX,
+        AGE, MARSTAT, KINDPERS, NUMYOUNG, NUMOLD; weight WEIGHT; EDUC1 confidential)."""
+        from dpstudio.app.resources import FREE1_ROLES, free1_sample_path
+
+        def preset() -> None:
+            self.state.set_roles({c: r for c, r in FREE1_ROLES.items() if c in self.state.roles})
+            self.sig_status.emit(f"Opened the free1 survey sample: {len(self.state.df):,} "
+                                 "records; key variables, weight and EDUC1 preset (see Risk).")
+
+        return self.open_file(str(free1_sample_path()), confirm=False, then=preset)
+
     def open_file(self, path: str, *, confirm: bool = True, options: dict | None = None,
                   then: Callable[[], None] | None = None) -> bool:
         """Load ``path`` in the background (CSV: confirm delimiter etc. first)."""

@@ -37,6 +37,7 @@ from dpstudio.app.widgets.explore_panel import ExplorePanel
 from dpstudio.app.widgets.export_dialog import ExportDialog
 from dpstudio.app.widgets.method_panel import MethodPanel
 from dpstudio.app.widgets.results_panel import ResultsPanel
+from dpstudio.app.widgets.risk_panel import RiskPanel
 from dpstudio.app.widgets.roles_panel import RolesPanel
 from dpstudio.engine.registry import get_method
 
@@ -80,6 +81,9 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.roles_panel, "2 · Attributes")
         self.tabs.addTab(self.method_splitter, "3 · Method && trade-offs")
         self.tabs.addTab(self.results_panel, "4 · Results && export")
+        self.risk_panel = RiskPanel(self.state)  # issue 10: risk of the file / release
+        self.tabs.addTab(self.risk_panel, "Risk")
+        self.tabs.setTabToolTip(4, "Re-identification risk of the file and the release (Ctrl+5)")
         for i, tip in enumerate(["Open a file and look at it (Ctrl+1)",
                                  "Give each attribute a role and a domain (Ctrl+2)",
                                  "Choose the method, explore k and ε (Ctrl+3)",
@@ -164,6 +168,10 @@ class MainWindow(QMainWindow):
         self.act_sample_adult = act(fm, "Open sample (&Adult)", self.controller.open_adult_sample, None,
                                     "The bundled UCI Adult sample (ARX extract, 30,162 records); "
                                     "its ARX hierarchies are in resources/adult/hierarchies")
+        self.act_sample_free1 = act(fm, "Open sample (&free1 survey)",
+                                    self.controller.open_free1_sample, None,
+                                    "sdcMicro's free1 survey file (4,000 records, integer codes, "
+                                    "sampling weight) with its key variables preset")
         self.recent_menu = fm.addMenu("Open &recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         fm.addSeparator()
@@ -189,6 +197,7 @@ class MainWindow(QMainWindow):
                                   "Results && export"]):
             act(vm, f"&{i + 1} {name}", lambda _=False, i=i: self.tabs.setCurrentIndex(i),
                 f"Ctrl+{i + 1}")
+        act(vm, "&5 Risk", lambda _=False: self.tabs.setCurrentWidget(self.risk_panel), "Ctrl+5")
         hm = mb.addMenu("&Help")
         act(hm, "&About dpstudio", self._about)
 
@@ -375,6 +384,8 @@ class MainWindow(QMainWindow):
         self.controller.shutdown(timeout)
         self.method_panel.preview_runner.cancel()
         self.method_panel.preview_runner.wait(timeout)
+        self.risk_panel.runner.cancel()
+        self.risk_panel.runner.wait(timeout)
 
     def closeEvent(self, ev) -> None:  # noqa: N802 - Qt API
         if self.state.dirty and self.state.df is not None and self.state.project_path:

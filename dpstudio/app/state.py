@@ -16,7 +16,7 @@ from dpstudio.engine.recipe import Recipe
 DEFAULT_SWEEP = {"ks": "2-10, 12, 15, 20, 25, 30, 40, 50, 75, 100", "epsilons": "0.1, 1, 10",
                  "repeats": 3}
 
-ROLE_VALUES = ("identifier", "k-quasi", "eps-quasi", "confidential", "other")
+ROLE_VALUES = ("identifier", "k-quasi", "eps-quasi", "confidential", "other", "weight", "household")
 
 
 def new_recipe() -> Recipe:

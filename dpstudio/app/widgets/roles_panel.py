@@ -32,10 +32,12 @@ ROLE_HELP = {
     "confidential": "Confidential: the sensitive value (income, diagnosis). Kept as is unless "
                     "the method protects it too.",
     "other": "Other: released unchanged and not used by the method.",
+    "weight": "Sampling weight: released unchanged; the risk models use it (one column).",
+    "household": "Household id: used for household risk; not released as is (one column).",
 }
 ROLE_LABELS = {"identifier": "Identifier", "k-quasi": "k-quasi-identifier",
                "eps-quasi": "ε-quasi-identifier", "confidential": "Confidential",
-               "other": "Other"}
+               "other": "Other", "weight": "Sampling weight", "household": "Household id"}
 COLS = ["Column", "Role", "Type", "Lower bound", "Upper bound", "Precision", "Hierarchy", "Check"]
 C_NAME, C_ROLE, C_TYPE, C_LO, C_HI, C_PREC, C_HIER, C_CHECK = range(8)
 BAD_STYLE = "background:#fde2e1;"
