@@ -91,6 +91,9 @@ class DaskRelease:
     info: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
     public_warnings: list = field(default_factory=list)
+    #: the release with the record id column (``__dp_row``, the input position), before the
+    #: shuffle: private, for pairing with the original in the measures
+    aligned: Any = field(default=None, repr=False)
 
     def compute(self) -> pd.DataFrame:
         return self.data.compute().reset_index(drop=True)
@@ -200,6 +203,7 @@ def protect_dask(source: Any, method: str, roles: dict | None = None, domains: d
     ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
     if ident:
         out = out.drop(columns=ident)
+    aligned = out
     if shuffle:
         out = out.map_partitions(_with_sort_keys, root, meta=_keys_meta(out))
         out = out.sort_values(["__k0", "__k1"]).drop(columns=["__k0", "__k1", _ROW])
@@ -212,7 +216,7 @@ def protect_dask(source: Any, method: str, roles: dict | None = None, domains: d
     guarantee = api._with_clauses(guarantee, prep, p)
     # only the warnings that depend on the parameters: the others were computed on the sample
     warns = [w for w in prep.warnings if api._is_public_warning(w)]
-    return DaskRelease(out, spec.id, guarantee, is_dp, p, cols, n, info, warns, warns)
+    return DaskRelease(out, spec.id, guarantee, is_dp, p, cols, n, info, warns, warns, aligned)
 
 
 def _eps(p: dict, cols: list[str]) -> np.ndarray:
