@@ -151,3 +151,41 @@ def test_wilson_interval():
     assert lo < 0.004 < hi and hi - lo == pytest.approx(2 * 1.96 * (0.004 * 0.996 / 1e5) ** 0.5,
                                                         rel=0.02)
     assert DM._wilson(0.3, 500, 500, 0.95) == pytest.approx((0.3, 0.3))
+
+
+def test_api_backend_dask_dispatches_and_refuses():
+    df = _data(500)
+    rel = engine.protect(df, "ir-dp", ROLES, DOMAINS, seed=4, k=5, epsilon=1.0, backend="dask")
+    assert isinstance(rel, DB.DaskRelease)
+    mem = engine.protect(df, "ir-dp", ROLES, DOMAINS, seed=4, k=5, epsilon=1.0)
+    pd.testing.assert_frame_equal(rel.compute(), mem.data, check_dtype=False)
+    ev = engine.evaluate(df, rel, ATTRS, measures=("sse",), backend="dask")
+    _close(ev["sse_raw"], engine.evaluate(mem.aligned_original(), mem.data, ATTRS,
+                                          measures=("sse",))["sse_raw"])
+    with pytest.raises(DB.NotOnDask, match="--engine memory"):
+        engine.protect(df, "mdav", {"age": "k-quasi"}, k=5, seed=1, backend="dask")
+    with pytest.raises(engine.ParameterError, match="backend"):
+        engine.protect(df, "ir-dp", ROLES, DOMAINS, seed=4, k=5, epsilon=1.0, backend="spark")
+
+
+def test_cli_evaluate_engine_dask(tmp_path, capsys):
+    import json
+
+    from dpstudio.cli import main
+
+    df = _data(600)
+    res = engine.protect(df, "ir-dp", ROLES, DOMAINS, seed=2, k=5, epsilon=1.0, shuffle=False)
+    src, out = tmp_path / "o.parquet", tmp_path / "p.parquet"
+    df.to_parquet(src)
+    res.data.to_parquet(out)
+    args = ["evaluate", str(src), str(out), "--attributes", "age,income,hours",
+            "--confidential", "hours", "--json"]
+    assert main(args) == 0
+    mem = json.loads(capsys.readouterr().out)
+    assert main([*args, "--engine", "dask", "--workers", "1", "--rl-sample", "200"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    for key in ("sse_raw", "sse_normalized", "delta_mean_avg", "corr_loss_mean"):
+        _close(got[key], mem[key])
+    assert got["rl_sample"] == 200 and got["rl_label"].startswith("RL on a 200-record sample")
+    assert main([*args, "--engine", "dask", "--measures", "eigen"]) != 0
+    assert "--engine memory" in capsys.readouterr().err
