@@ -1,7 +1,8 @@
 """The Dask backend (issue 12): the sort-based methods on data larger than memory.
 
-``protect_dask(source, method, ...)`` runs ``laplace``, ``ir-dp``, ``idp-ls``, ``idp-cbls`` and
-``ir-swap`` on a ``dask.dataframe`` (or a Parquet file/folder or CSV path, read lazily) and
+``protect_dask(source, method, ...)`` runs ``laplace``, ``ir-dp``, ``idp-ls``, ``idp-cbls``,
+``ir-swap`` and single-order ``insensitive-dp`` (one distributed sort by the distance to the
+domain corner) on a ``dask.dataframe`` (or a Parquet file/folder or CSV path, read lazily) and
 gives the release the in-memory engine gives for the same seed, value for value:
 
 * the run's root key is the first draw of ``as_rng(seed)``, as in memory
@@ -38,7 +39,7 @@ from dpstudio.engine.random import as_rng
 from dpstudio.engine.roles import Role
 
 #: Methods the Dask backend runs (all sort-based); the rest need ``--engine memory``.
-DASK_METHODS = ("laplace", "ir-dp", "idp-ls", "idp-cbls", "ir-swap")
+DASK_METHODS = ("laplace", "ir-dp", "idp-ls", "idp-cbls", "ir-swap", "insensitive-dp")
 SAMPLE_ROWS = 10_000
 _ROW = "__dp_row"
 
@@ -114,6 +115,10 @@ def _validate(ddf, method, roles, domains, precision, params):
                         f"use --engine memory (Dask runs: {', '.join(DASK_METHODS)}).")
     if params.get("layout", "records") == "separate-tables":
         raise NotOnDask("Layout 'separate-tables' does not run on Dask yet; use --engine memory.")
+    if method == "insensitive-dp" and params.get("variant", "multi") != "single":
+        raise NotOnDask("insensitive-dp runs on Dask with the single-order variant only "
+                        "(variant='single', --variant single); the multi-reference variant "
+                        "needs --engine memory.")
     if params.get("drop_missing"):
         raise NotOnDask("drop_missing does not run on Dask yet; remove the records with missing "
                         "values first or use --engine memory.")
@@ -187,6 +192,11 @@ def protect_dask(source: Any, method: str, roles: dict | None = None, domains: d
                 _laplace_part, c, g, kind, root, j, float(eps[j]), meta=(c, _out_dtype(g)))
         out = ddf.assign(**new)
         shuffle = False
+    elif method == "insensitive-dp":
+        grids = [_grid(prep, is_int[c], c, n) for c in cols]
+        vals = _insensitive(ddf, cols, int(p["k"]), n, p, grids, root, _eps(p, cols), prep)
+        out = ddf.drop(columns=cols).merge(vals, on=_ROW, how="inner")[[*ddf.columns]]
+        shuffle = bool(p.get("shuffle", True))
     else:
         k = int(p["k"])
         eps = None if method == "ir-swap" else _eps(p, cols)
@@ -322,6 +332,77 @@ def _ranked(ddf, c: str, j: int, k: int, n: int, method: str, p: dict, g, root, 
                           c: np.array([], _out_dtype(g))})
     vals = stats.map_partitions(values, meta=vmeta)
     return tagged[[_ROW, "__cl"]].merge(vals, on="__cl", how="inner")[[_ROW, c]]
+
+
+def _insensitive(ddf, cols, k, n, p, grids, root, eps, prep):
+    """(record id, released values) of single-order insensitive-dp: the records sorted by
+    (squared scaled distance to the reference corner, x_1, …, x_m, record id) -- the order of
+    :func:`~dpstudio.engine.algorithms.microaggregation.insensitive_order` -- by one
+    distributed sort, clusters = rank // k (the last takes the remainder), one group-by of the
+    integer grid sums, one keyed draw per cluster and attribute (as in memory).
+    """
+    from dpstudio.engine.protection._common import staircase_split
+
+    lb = np.array([prep.domains[c][0] for c in cols], dtype=np.float64)
+    ub = np.array([prep.domains[c][1] for c in cols], dtype=np.float64)
+    bits = [p.get("reference", "lower") == "upper"] * len(cols)
+    nc = MA.n_clusters_for(n, k)
+    kk = max(int(k), 1)
+    xs = [f"__x{j}" for j in range(len(cols))]
+    ts = [f"__t{j}" for j in range(len(cols))]
+
+    def key(part):
+        X = np.ascontiguousarray(part[cols].to_numpy(dtype=np.float64))
+        d = MA._corner_key(MA._scaled(X, lb, ub), bits)
+        return pd.DataFrame({"__d": d, **{x: X[:, j] for j, x in enumerate(xs)},
+                             _ROW: part[_ROW].to_numpy(dtype=np.int64)}, index=part.index)
+
+    meta = pd.DataFrame({"__d": np.array([], np.float64),
+                         **{x: np.array([], np.float64) for x in xs},
+                         _ROW: np.array([], np.int64)})
+    s = ddf[[*cols, _ROW]].map_partitions(key, meta=meta)
+    if k > 1:
+        s = s.sort_values(["__d", *xs, _ROW])
+        ones = s[_ROW].isna().map_partitions(lambda v: (~v).astype("int64"), meta=("x", "int64"))
+        s = s.assign(__rank=ones.cumsum() - 1)
+    else:                       # k = 1: every record its own cluster, id = record id (memory)
+        s = s.assign(__rank=s[_ROW])
+
+    def tag(part):
+        rank = part["__rank"].to_numpy(dtype=np.int64)
+        cl = np.minimum(rank // kk, nc - 1)
+        out = {_ROW: part[_ROW].to_numpy(dtype=np.int64), "__cl": cl}
+        for j, g in enumerate(grids):
+            out[ts[j]] = g.to_units(part[xs[j]].to_numpy(dtype=np.float64))
+        return pd.DataFrame(out, index=part.index)
+
+    tmeta = pd.DataFrame({_ROW: np.array([], np.int64), "__cl": np.array([], np.int64),
+                          **{t: np.array([], np.int64) for t in ts}})
+    tagged = s.map_partitions(tag, meta=tmeta)
+    stats = tagged.groupby("__cl")[ts].sum(split_out=max(1, ddf.npartitions // 4))
+    kind = p.get("noise", "laplace")
+    calibration = p.get("calibration", "rigorous")
+    factor = 1 if calibration == "as-published" else nc
+    split = calibration == "rigorous" and staircase_split(kind, k, nc)
+
+    def values(st: pd.DataFrame) -> pd.DataFrame:
+        cid = st.index.to_numpy(dtype=np.int64)
+        sz = np.where(cid == nc - 1, n - (nc - 1) * kk, kk)
+        out = {"__cl": cid}
+        for j, (c, g) in enumerate(zip(cols, grids)):
+            if split:
+                sens, eps_draw = g.span, float(eps[j]) / nc
+            else:
+                sens, eps_draw = int(factor) * g.span, float(eps[j])
+            noisy = st[ts[j]].to_numpy(dtype=np.int64) + K.grid_noise(
+                kind, K.KeyedStream(root, K.PURPOSE_NOISE, j), cid, sens, eps_draw)
+            out[c] = g.from_units(N.round_half_up_div(noisy, sz))
+        return pd.DataFrame(out)
+
+    vmeta = pd.DataFrame({"__cl": np.array([], np.int64),
+                          **{c: np.array([], _out_dtype(g)) for c, g in zip(cols, grids)}})
+    vals = stats.map_partitions(values, meta=vmeta)
+    return tagged[[_ROW, "__cl"]].merge(vals, on="__cl", how="inner")[[_ROW, *cols]]
 
 
 # --------------------------------------------------------------------------- writing
