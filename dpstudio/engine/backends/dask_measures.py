@@ -27,8 +27,9 @@ hierarchies, wildcard keys, il1s/eigen/freq/classification) refuses with a messa
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from statistics import NormalDist
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -68,7 +69,8 @@ def _frames(original, release):
 
 def _wilson(p: float, m: int, n: int, confidence: float) -> tuple[float, float]:
     """Wilson score interval of a proportion estimated from a sample of m of n records
-    without replacement (z scaled by the finite-population correction √((n − m)/(n − 1)))."""
+    without replacement (z scaled by the finite-population correction √((n − m)/(n − 1))).
+    """
     if m <= 0:
         return 0.0, 1.0
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
@@ -237,6 +239,17 @@ def _num(s) -> bool:
 
 def _numeric_measures(o, p, attrs, measures, confidential, rl_distance, rl_sample, rl_seed,
                       confidence, warns) -> dict:
+    import warnings
+
+    # dask infers the result types on empty frames (RuntimeWarnings of var/corr of nothing)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _numeric_measures_(o, p, attrs, measures, confidential, rl_distance, rl_sample,
+                                  rl_seed, confidence, warns)
+
+
+def _numeric_measures_(o, p, attrs, measures, confidential, rl_distance, rl_sample, rl_seed,
+                       confidence, warns) -> dict:
     import dask
 
     left = o[[_ROW, *attrs]]
@@ -349,7 +362,8 @@ def _numeric_measures(o, p, attrs, measures, confidential, rl_distance, rl_sampl
 
 def kanon_dask(release: Any, k_quasis: list[str], k: int) -> dict:
     """Smallest class on ``k_quasis`` and the share of records in classes below ``k`` (one
-    group-by), as :func:`dpstudio.engine.measures.kanon.k_anonymity_check`."""
+    group-by), as :func:`dpstudio.engine.measures.kanon.k_anonymity_check`.
+    """
     import dask
 
     ddf = read_lazy(release) if not hasattr(release, "groupby") else release
@@ -370,7 +384,8 @@ def kanon_dask(release: Any, k_quasis: list[str], k: int) -> dict:
 def risk_dask(frame: Any, keys: list[str], weight: str | None = None) -> dict:
     """f_k, F_k and the Benedetti-Franconi risk of :mod:`..measures.survey_risk` from one
     group-by of the key combinations (with counts and weight sums).  Missing key values match
-    any value in sdcMicro's model: that is not a group-by, so it refuses them."""
+    any value in sdcMicro's model: that is not a group-by, so it refuses them.
+    """
     import dask
 
     from dpstudio.engine.measures.survey_risk import bf_individual_risk
