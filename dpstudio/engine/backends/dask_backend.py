@@ -303,9 +303,6 @@ def _ranked(ddf, c: str, j: int, k: int, n: int, method: str, p: dict, g, root, 
                          "__t": np.array([], np.int64),
                          **{f"__{x}{i}": np.array([], np.int64) for x in "ab" for i in range(3)}})
     tagged = s.map_partitions(tag, meta=meta)
-    agg = {"__t": "sum", **{f"__{x}{i}": "max" for x in "ab" for i in range(3)}}
-    stats = tagged.groupby("__cl").agg(agg, split_out=max(1, ddf.npartitions // 4))
-    stats.columns = ["sum", "a0", "a1", "a2", "b0", "b1", "b2"]
     split = method == "ir-dp" and kind == "staircase" and k > 1 and nc > 1
     eps_draw = None if eps_j is None else (eps_j / nc if split else eps_j)
 
@@ -328,10 +325,67 @@ def _ranked(ddf, c: str, j: int, k: int, n: int, method: str, p: dict, g, root, 
             vals = g.from_units(N.round_half_up_div(noisy, sz))
         return pd.DataFrame({"__cl": cid, c: vals})
 
-    vmeta = pd.DataFrame({"__cl": np.array([], np.int64),
-                          c: np.array([], _out_dtype(g))})
-    vals = stats.map_partitions(values, meta=vmeta)
-    return tagged[[_ROW, "__cl"]].merge(vals, on="__cl", how="inner")[[_ROW, c]]
+    # The sorted partitions hold consecutive ranks, so every cluster lies in one partition
+    # except those cut by a partition boundary: per partition the statistics of its clusters
+    # (one pass), the first and last cluster's partial statistics combined over the
+    # partitions (a few rows), then the values computed in place -- no group-by, no join.
+    import dask
+
+    edges = [dask.delayed(_edge_stats)(part) for part in tagged.to_delayed()]
+    combined = dask.delayed(_combine_edges)(*edges)
+
+    def assign(part: pd.DataFrame, comb: pd.DataFrame) -> pd.DataFrame:
+        st = _local_stats(part)
+        if len(st) and len(comb):
+            hit = st.index.isin(comb.index)
+            if hit.any():
+                st.loc[hit] = comb.loc[st.index[hit]].to_numpy()
+        v = values(st)
+        cl = part["__cl"].to_numpy(dtype=np.int64)
+        pos = np.searchsorted(v["__cl"].to_numpy(dtype=np.int64), cl)
+        return pd.DataFrame({_ROW: part[_ROW].to_numpy(), c: v[c].to_numpy()[pos]},
+                            index=part.index)
+
+    ometa = pd.DataFrame({_ROW: np.array([], np.int64), c: np.array([], _out_dtype(g))})
+    return tagged.map_partitions(assign, combined, meta=ometa)
+
+
+_STATS = ["sum", "a0", "a1", "a2", "b0", "b1", "b2"]
+
+
+def _local_stats(part: pd.DataFrame) -> pd.DataFrame:
+    """Per-cluster sum of t and max of the a/b columns of one sorted partition (cluster ids
+    ascending, each cluster's rows contiguous)."""
+    cl = part["__cl"].to_numpy(dtype=np.int64)
+    if cl.size == 0:
+        return pd.DataFrame({k: np.array([], np.int64) for k in _STATS},
+                            index=pd.Index(np.array([], np.int64)))
+    start = np.flatnonzero(np.r_[True, cl[1:] != cl[:-1]])
+    out = {"sum": np.add.reduceat(part["__t"].to_numpy(dtype=np.int64), start)}
+    for x in "ab":
+        for i in range(3):
+            out[f"{x}{i}"] = np.maximum.reduceat(part[f"__{x}{i}"].to_numpy(dtype=np.int64), start)
+    return pd.DataFrame(out, index=pd.Index(cl[start]))
+
+
+def _edge_stats(part: pd.DataFrame) -> pd.DataFrame:
+    """The partial statistics of the first and the last cluster of a sorted partition."""
+    st = _local_stats(part)
+    return st.iloc[[0, -1]] if len(st) > 1 else st
+
+
+def _combine_edges(*edges: pd.DataFrame) -> pd.DataFrame:
+    """Statistics of the clusters at partition boundaries, combined over the partitions (sum
+    of the sums, max of the a/b columns); only clusters seen in more than one partition."""
+    if not edges:
+        return _local_stats(pd.DataFrame({"__cl": []}))
+    t = pd.concat([e for e in edges if len(e)], axis=0) if any(len(e) for e in edges) else edges[0]
+    if not len(t):
+        return t
+    g = t.groupby(level=0)
+    multi = g.size()
+    out = g.agg({"sum": "sum", **{k: "max" for k in _STATS[1:]}})
+    return out.loc[multi.index[multi.to_numpy() > 1]][_STATS]
 
 
 def _insensitive(ddf, cols, k, n, p, grids, root, eps, prep):
