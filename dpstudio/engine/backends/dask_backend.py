@@ -329,10 +329,11 @@ def _ranked(ddf, c: str, j: int, k: int, n: int, method: str, p: dict, g, root, 
     # except those cut by a partition boundary: per partition the statistics of its clusters
     # (one pass), the first and last cluster's partial statistics combined over the
     # partitions (a few rows), then the values computed in place -- no group-by, no join.
-    import dask
-
-    edges = [dask.delayed(_edge_stats)(part) for part in tagged.to_delayed()]
-    combined = dask.delayed(_combine_edges)(*edges)
+    emeta = _local_stats(tagged._meta)
+    # one expression with the release (a separate to_delayed graph would sort twice); a
+    # one-partition frame is broadcast to every partition of map_partitions
+    combined = tagged.map_partitions(_edge_stats, meta=emeta).repartition(npartitions=1) \
+        .map_partitions(_combine_edges, meta=emeta)
 
     def assign(part: pd.DataFrame, comb: pd.DataFrame) -> pd.DataFrame:
         st = _local_stats(part)
@@ -347,7 +348,7 @@ def _ranked(ddf, c: str, j: int, k: int, n: int, method: str, p: dict, g, root, 
                             index=part.index)
 
     ometa = pd.DataFrame({_ROW: np.array([], np.int64), c: np.array([], _out_dtype(g))})
-    return tagged.map_partitions(assign, combined, meta=ometa)
+    return tagged.map_partitions(assign, combined, meta=ometa, align_dataframes=False)
 
 
 _STATS = ["sum", "a0", "a1", "a2", "b0", "b1", "b2"]
@@ -355,7 +356,8 @@ _STATS = ["sum", "a0", "a1", "a2", "b0", "b1", "b2"]
 
 def _local_stats(part: pd.DataFrame) -> pd.DataFrame:
     """Per-cluster sum of t and max of the a/b columns of one sorted partition (cluster ids
-    ascending, each cluster's rows contiguous)."""
+    ascending, each cluster's rows contiguous).
+    """
     cl = part["__cl"].to_numpy(dtype=np.int64)
     if cl.size == 0:
         return pd.DataFrame({k: np.array([], np.int64) for k in _STATS},
@@ -376,7 +378,8 @@ def _edge_stats(part: pd.DataFrame) -> pd.DataFrame:
 
 def _combine_edges(*edges: pd.DataFrame) -> pd.DataFrame:
     """Statistics of the clusters at partition boundaries, combined over the partitions (sum
-    of the sums, max of the a/b columns); only clusters seen in more than one partition."""
+    of the sums, max of the a/b columns); only clusters seen in more than one partition.
+    """
     if not edges:
         return _local_stats(pd.DataFrame({"__cl": []}))
     t = pd.concat([e for e in edges if len(e)], axis=0) if any(len(e) for e in edges) else edges[0]
