@@ -483,9 +483,67 @@ def cmd_protect(args) -> int:
     return 0
 
 
+def _evaluate_dask(args) -> int:
+    """``evaluate --engine dask`` (issue 12): the measures of evaluate_dask, records paired by
+    position as in memory; record linkage on a uniform sample of --rl-sample records."""
+    from dpstudio.engine.backends import dask_backend as DB
+    from dpstudio.engine.backends.dask_measures import DASK_MEASURES, evaluate_dask
+
+    measures = tuple(m.strip() for m in (args.measures or "").split(",") if m.strip()) \
+        or ("sse", "rl", "delta", "corr")
+    unsupported = [o for o, v in (("--method", args.method), ("--hierarchy", args.hierarchy),
+                                  ("--type", args.type), ("--class-attribute",
+                                                          args.class_attribute)) if v]
+    bad = [m for m in measures if m not in DASK_MEASURES or m == "kanon"]
+    if bad or unsupported:
+        raise DB.NotOnDask(f"{', '.join(bad + unsupported)}: not on Dask; use --engine memory "
+                           f"(Dask measures: sse, rl, delta, corr, reid).")
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise DB.NotOnDask("--engine dask needs the optional extra: pip install 'dpstudio[scale]' "
+                           "(or use --engine memory).") from None
+    attrs = [a.strip() for a in (args.attributes or "").split(",") if a.strip()] or None
+    conf = [a.strip() for a in (args.confidential or "").split(",") if a.strip()] or None
+    keys = [a.strip() for a in (args.keys or "").split(",") if a.strip()] or None
+    cluster = None
+    if args.scheduler:
+        client = Client(args.scheduler)
+    else:
+        cluster = LocalCluster(n_workers=args.workers or 2, threads_per_worker=1,
+                               memory_limit=args.memory_limit or "auto", dashboard_address=None)
+        client = Client(cluster)
+    try:
+        out = evaluate_dask(args.original, args.protected, attrs, measures=measures,
+                            confidential=conf, rl_distance=args.rl_distance,
+                            rl_sample=args.rl_sample, rl_seed=args.rl_seed, keys=keys,
+                            weight=args.weight)
+    except KeyboardInterrupt:
+        _warn("cancelled.")
+        return 130
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    if args.json:
+        print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
+        return 0
+    for w in out.get("warnings", []):
+        _warn(w)
+    for k, v in out.items():
+        if k not in ("warnings", "rl_label"):
+            print(f"{k}: {_fmt(v)}")
+    if "rl_label" in out:
+        print(out["rl_label"])
+    return 0
+
+
 def cmd_evaluate(args) -> int:
     from dpstudio import engine
     from dpstudio.engine.errors import ParameterError
+
+    if getattr(args, "engine", "memory") == "dask":
+        return _evaluate_dask(args)
 
     orig, _ = _read(args.original)
     prot, _ = _read(args.protected)
@@ -873,6 +931,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hierarchy", action="append", metavar="COL=FILE",
                    help="hierarchy of a column: its semantic distance is used (repeatable)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--engine", choices=("memory", "dask"), default="memory",
+                   help="memory (default) or dask: Parquet/CSV larger than memory (sse, rl, "
+                        "delta, corr, reid; pip install 'dpstudio[scale]')")
+    p.add_argument("--scheduler", metavar="tcp://HOST:8786",
+                   help="with --engine dask: an existing Dask scheduler (default: a local cluster)")
+    p.add_argument("--workers", type=int, help="with --engine dask: local workers (default 2)")
+    p.add_argument("--memory-limit", metavar="2GB", help="with --engine dask: per local worker")
+    p.add_argument("--rl-sample", type=int, default=100_000, metavar="N",
+                   help="with --engine dask: record linkage on a uniform sample of N records, "
+                        "reported with its 95 %% confidence interval (default 100000)")
+    p.add_argument("--rl-seed", type=int, default=0,
+                   help="with --engine dask: the record-linkage sample's seed (default 0)")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("sweep", help="trade-off sweep over k and ε")

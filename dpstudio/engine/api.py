@@ -394,7 +394,8 @@ def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
             *, seed: int | np.random.Generator | None = None, hierarchies: dict | None = None,
             precision: dict | None = None, types: dict | None = None,
             keep_household: bool = False, progress: Callable[[float], None] | None = None,
-            check_cancel: Callable[[], None] | None = None, **params: Any) -> ProtectionResult:
+            check_cancel: Callable[[], None] | None = None, backend: str = "memory",
+            client: Any = None, **params: Any) -> ProtectionResult:
     """Protect ``df`` with ``method``.
 
     Parameters
@@ -422,6 +423,12 @@ def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
         a categorical or ordinal quasi-identifier.
     keep_household : bool
         Release the column with role ``household`` unchanged (default: it is not released).
+    backend : {"memory", "dask"}
+        ``"dask"``: run on Dask (issue 12; ``df`` may be a ``dask.dataframe`` or a Parquet/CSV
+        path, ``client`` a ``distributed.Client``); returns a lazy
+        :class:`~dpstudio.engine.backends.dask_backend.DaskRelease` equal to the in-memory
+        release for the same seed.  Sort-based methods only; the others refuse, naming
+        ``backend="memory"`` / ``--engine memory``.
     **params
         Method parameters (``k``, ``epsilon``, ``noise``, ``calibration``, …).
 
@@ -432,9 +439,28 @@ def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
     >>> sorted(res.data["x"].tolist())
     [2.0, 2.0, 2.0, 5.0, 5.0, 5.0]
     """
+    if backend == "dask":
+        return _protect_on_dask(df, method, roles, domains, seed=seed, precision=precision,
+                                client=client, hierarchies=hierarchies, types=types,
+                                keep_household=keep_household, **params)
+    if backend != "memory":
+        raise ParameterError(f"backend must be 'memory' or 'dask'. Got {backend!r}.")
     prep = prepare(df, method, roles, domains, hierarchies, precision=precision, types=types,
                    keep_household=keep_household, **params)
     return run_prepared(prep, rng=as_rng(seed), progress=progress, check_cancel=check_cancel)
+
+
+def _protect_on_dask(df, method, roles, domains, *, hierarchies=None, types=None,
+                     keep_household=False, **kw):
+    """``protect(..., backend="dask")``: :func:`~dpstudio.engine.backends.dask_backend.protect_dask`."""
+    from dpstudio.engine.backends import dask_backend as DB
+
+    if hierarchies or keep_household:
+        raise DB.NotOnDask("Hierarchies and keep_household do not run on Dask; use "
+                           "backend='memory' (--engine memory).")
+    if types:   # checked by prepare on the sample (numeric-only methods refuse categorical)
+        kw["types"] = types
+    return DB.protect_dask(df, method, roles, domains, **kw)
 
 
 def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: list[str] | None = None,
@@ -446,6 +472,13 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: list[s
     ``result`` and the ``hierarchies`` of the release: the engine's measurement policy then
     picks each attribute's distance (:func:`dpstudio.engine.measures.measurement_plan`).
     """
+    if options.get("backend", "memory") == "dask":   # issue 12: measures on Dask
+        from dpstudio.engine.backends.dask_measures import evaluate_dask
+
+        options.pop("backend")
+        options.pop("client", None)
+        return evaluate_dask(original, protected, attributes, **options)
+    options.pop("backend", None)
     from dpstudio.engine.measures import evaluate as _evaluate
 
     return _evaluate(original, protected, attributes, **options)

@@ -124,3 +124,29 @@ def test_cli_protect_engine_dask_equals_memory(tmp_path):
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
     assert main(["protect", *args[:1], str(tmp_path / "o2"), *args[2:], "--engine", "dask",
                  "--method", "mdav"]) != 0
+
+
+@pytest.mark.parametrize("params", [
+    {"k": 5, "epsilon": 1.0},
+    {"k": 7, "epsilon": 1.0, "noise": "staircase", "reference": "upper"},
+    {"k": 4, "epsilon": 2.0, "calibration": "as-published", "shuffle": False},
+    {"k": 1, "epsilon": 1.0},
+])
+@pytest.mark.parametrize("nparts", [1, 5])
+def test_dask_insensitive_single_equals_in_memory(params, nparts):
+    df = _data()
+    df.loc[::3, "hours"] = 40.0              # ties in the distance: the lexicographic tie-break
+    df.loc[::3, "age"] = 30
+    df.loc[::3, "income"] = 50000.0
+    mem = engine.protect(df, "insensitive-dp", ROLES, DOMAINS, seed=13, variant="single", **params)
+    with dask.config.set(scheduler="synchronous"):
+        rel = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), "insensitive-dp", ROLES,
+                              DOMAINS, seed=13, variant="single", **params)
+        got = rel.compute()
+    pd.testing.assert_frame_equal(got, mem.data, check_dtype=False)
+    assert rel.guarantee == mem.guarantee
+
+
+def test_dask_insensitive_multi_refused():
+    with pytest.raises(DB.NotOnDask, match="--engine memory"):
+        DB.protect_dask(_data(50), "insensitive-dp", ROLES, DOMAINS, seed=1, k=5, epsilon=1.0)

@@ -1,7 +1,8 @@
 """The Dask backend (issue 12): the sort-based methods on data larger than memory.
 
-``protect_dask(source, method, ...)`` runs ``laplace``, ``ir-dp``, ``idp-ls``, ``idp-cbls`` and
-``ir-swap`` on a ``dask.dataframe`` (or a Parquet file/folder or CSV path, read lazily) and
+``protect_dask(source, method, ...)`` runs ``laplace``, ``ir-dp``, ``idp-ls``, ``idp-cbls``,
+``ir-swap`` and single-order ``insensitive-dp`` (one distributed sort by the distance to the
+domain corner) on a ``dask.dataframe`` (or a Parquet file/folder or CSV path, read lazily) and
 gives the release the in-memory engine gives for the same seed, value for value:
 
 * the run's root key is the first draw of ``as_rng(seed)``, as in memory
@@ -38,7 +39,7 @@ from dpstudio.engine.random import as_rng
 from dpstudio.engine.roles import Role
 
 #: Methods the Dask backend runs (all sort-based); the rest need ``--engine memory``.
-DASK_METHODS = ("laplace", "ir-dp", "idp-ls", "idp-cbls", "ir-swap")
+DASK_METHODS = ("laplace", "ir-dp", "idp-ls", "idp-cbls", "ir-swap", "insensitive-dp")
 SAMPLE_ROWS = 10_000
 _ROW = "__dp_row"
 
@@ -91,6 +92,9 @@ class DaskRelease:
     info: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
     public_warnings: list = field(default_factory=list)
+    #: the release with the record id column (``__dp_row``, the input position), before the
+    #: shuffle: private, for pairing with the original in the measures
+    aligned: Any = field(default=None, repr=False)
 
     def compute(self) -> pd.DataFrame:
         return self.data.compute().reset_index(drop=True)
@@ -111,6 +115,10 @@ def _validate(ddf, method, roles, domains, precision, params):
                         f"use --engine memory (Dask runs: {', '.join(DASK_METHODS)}).")
     if params.get("layout", "records") == "separate-tables":
         raise NotOnDask("Layout 'separate-tables' does not run on Dask yet; use --engine memory.")
+    if method == "insensitive-dp" and params.get("variant", "multi") != "single":
+        raise NotOnDask("insensitive-dp runs on Dask with the single-order variant only "
+                        "(variant='single', --variant single); the multi-reference variant "
+                        "needs --engine memory.")
     if params.get("drop_missing"):
         raise NotOnDask("drop_missing does not run on Dask yet; remove the records with missing "
                         "values first or use --engine memory.")
@@ -184,6 +192,11 @@ def protect_dask(source: Any, method: str, roles: dict | None = None, domains: d
                 _laplace_part, c, g, kind, root, j, float(eps[j]), meta=(c, _out_dtype(g)))
         out = ddf.assign(**new)
         shuffle = False
+    elif method == "insensitive-dp":
+        grids = [_grid(prep, is_int[c], c, n) for c in cols]
+        vals = _insensitive(ddf, cols, int(p["k"]), n, p, grids, root, _eps(p, cols), prep)
+        out = ddf.drop(columns=cols).merge(vals, on=_ROW, how="inner")[[*ddf.columns]]
+        shuffle = bool(p.get("shuffle", True))
     else:
         k = int(p["k"])
         eps = None if method == "ir-swap" else _eps(p, cols)
@@ -200,6 +213,7 @@ def protect_dask(source: Any, method: str, roles: dict | None = None, domains: d
     ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
     if ident:
         out = out.drop(columns=ident)
+    aligned = out
     if shuffle:
         out = out.map_partitions(_with_sort_keys, root, meta=_keys_meta(out))
         out = out.sort_values(["__k0", "__k1"]).drop(columns=["__k0", "__k1", _ROW])
@@ -212,7 +226,7 @@ def protect_dask(source: Any, method: str, roles: dict | None = None, domains: d
     guarantee = api._with_clauses(guarantee, prep, p)
     # only the warnings that depend on the parameters: the others were computed on the sample
     warns = [w for w in prep.warnings if api._is_public_warning(w)]
-    return DaskRelease(out, spec.id, guarantee, is_dp, p, cols, n, info, warns, warns)
+    return DaskRelease(out, spec.id, guarantee, is_dp, p, cols, n, info, warns, warns, aligned)
 
 
 def _eps(p: dict, cols: list[str]) -> np.ndarray:
@@ -289,9 +303,6 @@ def _ranked(ddf, c: str, j: int, k: int, n: int, method: str, p: dict, g, root, 
                          "__t": np.array([], np.int64),
                          **{f"__{x}{i}": np.array([], np.int64) for x in "ab" for i in range(3)}})
     tagged = s.map_partitions(tag, meta=meta)
-    agg = {"__t": "sum", **{f"__{x}{i}": "max" for x in "ab" for i in range(3)}}
-    stats = tagged.groupby("__cl").agg(agg, split_out=max(1, ddf.npartitions // 4))
-    stats.columns = ["sum", "a0", "a1", "a2", "b0", "b1", "b2"]
     split = method == "ir-dp" and kind == "staircase" and k > 1 and nc > 1
     eps_draw = None if eps_j is None else (eps_j / nc if split else eps_j)
 
@@ -314,10 +325,141 @@ def _ranked(ddf, c: str, j: int, k: int, n: int, method: str, p: dict, g, root, 
             vals = g.from_units(N.round_half_up_div(noisy, sz))
         return pd.DataFrame({"__cl": cid, c: vals})
 
+    # The sorted partitions hold consecutive ranks, so every cluster lies in one partition
+    # except those cut by a partition boundary: per partition the statistics of its clusters
+    # (one pass), the first and last cluster's partial statistics combined over the
+    # partitions (a few rows), then the values computed in place -- no group-by, no join.
+    emeta = _local_stats(tagged._meta)
+    # one expression with the release (a separate to_delayed graph would sort twice); a
+    # one-partition frame is broadcast to every partition of map_partitions
+    combined = tagged.map_partitions(_edge_stats, meta=emeta).repartition(npartitions=1) \
+        .map_partitions(_combine_edges, meta=emeta)
+
+    def assign(part: pd.DataFrame, comb: pd.DataFrame) -> pd.DataFrame:
+        st = _local_stats(part)
+        if len(st) and len(comb):
+            hit = st.index.isin(comb.index)
+            if hit.any():
+                st.loc[hit] = comb.loc[st.index[hit]].to_numpy()
+        v = values(st)
+        cl = part["__cl"].to_numpy(dtype=np.int64)
+        pos = np.searchsorted(v["__cl"].to_numpy(dtype=np.int64), cl)
+        return pd.DataFrame({_ROW: part[_ROW].to_numpy(), c: v[c].to_numpy()[pos]},
+                            index=part.index)
+
+    ometa = pd.DataFrame({_ROW: np.array([], np.int64), c: np.array([], _out_dtype(g))})
+    return tagged.map_partitions(assign, combined, meta=ometa, align_dataframes=False)
+
+
+_STATS = ["sum", "a0", "a1", "a2", "b0", "b1", "b2"]
+
+
+def _local_stats(part: pd.DataFrame) -> pd.DataFrame:
+    """Per-cluster sum of t and max of the a/b columns of one sorted partition (cluster ids
+    ascending, each cluster's rows contiguous).
+    """
+    cl = part["__cl"].to_numpy(dtype=np.int64)
+    if cl.size == 0:
+        return pd.DataFrame({k: np.array([], np.int64) for k in _STATS},
+                            index=pd.Index(np.array([], np.int64)))
+    start = np.flatnonzero(np.r_[True, cl[1:] != cl[:-1]])
+    out = {"sum": np.add.reduceat(part["__t"].to_numpy(dtype=np.int64), start)}
+    for x in "ab":
+        for i in range(3):
+            out[f"{x}{i}"] = np.maximum.reduceat(part[f"__{x}{i}"].to_numpy(dtype=np.int64), start)
+    return pd.DataFrame(out, index=pd.Index(cl[start]))
+
+
+def _edge_stats(part: pd.DataFrame) -> pd.DataFrame:
+    """The partial statistics of the first and the last cluster of a sorted partition."""
+    st = _local_stats(part)
+    return st.iloc[[0, -1]] if len(st) > 1 else st
+
+
+def _combine_edges(*edges: pd.DataFrame) -> pd.DataFrame:
+    """Statistics of the clusters at partition boundaries, combined over the partitions (sum
+    of the sums, max of the a/b columns); only clusters seen in more than one partition.
+    """
+    if not edges:
+        return _local_stats(pd.DataFrame({"__cl": []}))
+    t = pd.concat([e for e in edges if len(e)], axis=0) if any(len(e) for e in edges) else edges[0]
+    if not len(t):
+        return t
+    g = t.groupby(level=0)
+    multi = g.size()
+    out = g.agg({"sum": "sum", **{k: "max" for k in _STATS[1:]}})
+    return out.loc[multi.index[multi.to_numpy() > 1]][_STATS]
+
+
+def _insensitive(ddf, cols, k, n, p, grids, root, eps, prep):
+    """(record id, released values) of single-order insensitive-dp: the records sorted by
+    (squared scaled distance to the reference corner, x_1, …, x_m, record id) -- the order of
+    :func:`~dpstudio.engine.algorithms.microaggregation.insensitive_order` -- by one
+    distributed sort, clusters = rank // k (the last takes the remainder), one group-by of the
+    integer grid sums, one keyed draw per cluster and attribute (as in memory).
+    """
+    from dpstudio.engine.protection._common import staircase_split
+
+    lb = np.array([prep.domains[c][0] for c in cols], dtype=np.float64)
+    ub = np.array([prep.domains[c][1] for c in cols], dtype=np.float64)
+    bits = [p.get("reference", "lower") == "upper"] * len(cols)
+    nc = MA.n_clusters_for(n, k)
+    kk = max(int(k), 1)
+    xs = [f"__x{j}" for j in range(len(cols))]
+    ts = [f"__t{j}" for j in range(len(cols))]
+
+    def key(part):
+        X = np.ascontiguousarray(part[cols].to_numpy(dtype=np.float64))
+        d = MA._corner_key(MA._scaled(X, lb, ub), bits)
+        return pd.DataFrame({"__d": d, **{x: X[:, j] for j, x in enumerate(xs)},
+                             _ROW: part[_ROW].to_numpy(dtype=np.int64)}, index=part.index)
+
+    meta = pd.DataFrame({"__d": np.array([], np.float64),
+                         **{x: np.array([], np.float64) for x in xs},
+                         _ROW: np.array([], np.int64)})
+    s = ddf[[*cols, _ROW]].map_partitions(key, meta=meta)
+    if k > 1:
+        s = s.sort_values(["__d", *xs, _ROW])
+        ones = s[_ROW].isna().map_partitions(lambda v: (~v).astype("int64"), meta=("x", "int64"))
+        s = s.assign(__rank=ones.cumsum() - 1)
+    else:                       # k = 1: every record its own cluster, id = record id (memory)
+        s = s.assign(__rank=s[_ROW])
+
+    def tag(part):
+        rank = part["__rank"].to_numpy(dtype=np.int64)
+        cl = np.minimum(rank // kk, nc - 1)
+        out = {_ROW: part[_ROW].to_numpy(dtype=np.int64), "__cl": cl}
+        for j, g in enumerate(grids):
+            out[ts[j]] = g.to_units(part[xs[j]].to_numpy(dtype=np.float64))
+        return pd.DataFrame(out, index=part.index)
+
+    tmeta = pd.DataFrame({_ROW: np.array([], np.int64), "__cl": np.array([], np.int64),
+                          **{t: np.array([], np.int64) for t in ts}})
+    tagged = s.map_partitions(tag, meta=tmeta)
+    stats = tagged.groupby("__cl")[ts].sum(split_out=max(1, ddf.npartitions // 4))
+    kind = p.get("noise", "laplace")
+    calibration = p.get("calibration", "rigorous")
+    factor = 1 if calibration == "as-published" else nc
+    split = calibration == "rigorous" and staircase_split(kind, k, nc)
+
+    def values(st: pd.DataFrame) -> pd.DataFrame:
+        cid = st.index.to_numpy(dtype=np.int64)
+        sz = np.where(cid == nc - 1, n - (nc - 1) * kk, kk)
+        out = {"__cl": cid}
+        for j, (c, g) in enumerate(zip(cols, grids)):
+            if split:
+                sens, eps_draw = g.span, float(eps[j]) / nc
+            else:
+                sens, eps_draw = int(factor) * g.span, float(eps[j])
+            noisy = st[ts[j]].to_numpy(dtype=np.int64) + K.grid_noise(
+                kind, K.KeyedStream(root, K.PURPOSE_NOISE, j), cid, sens, eps_draw)
+            out[c] = g.from_units(N.round_half_up_div(noisy, sz))
+        return pd.DataFrame(out)
+
     vmeta = pd.DataFrame({"__cl": np.array([], np.int64),
-                          c: np.array([], _out_dtype(g))})
+                          **{c: np.array([], _out_dtype(g)) for c, g in zip(cols, grids)}})
     vals = stats.map_partitions(values, meta=vmeta)
-    return tagged[[_ROW, "__cl"]].merge(vals, on="__cl", how="inner")[[_ROW, c]]
+    return tagged[[_ROW, "__cl"]].merge(vals, on="__cl", how="inner")[[_ROW, *cols]]
 
 
 # --------------------------------------------------------------------------- writing
