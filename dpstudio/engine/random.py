@@ -36,10 +36,18 @@ def point_rng(seed: "int | None", *key: int) -> np.random.Generator:
 
 def fresh_seed() -> int:
     """A new seed from the operating system's entropy (128 bits)."""
-    s = int(np.random.SeedSequence().entropy)
+    s = _os_entropy()
     while s < STRONG_SEED:  # probability 2^-64: never in practice, but keep the promise
-        s = int(np.random.SeedSequence().entropy)
+        s = _os_entropy()
     return s
+
+
+def _os_entropy() -> int:
+    e = np.random.SeedSequence().entropy
+    # SeedSequence() without entropy always draws a 128-bit int from the OS (the stubs also allow
+    # the user-supplied forms Sequence[int] | None, which cannot occur here).
+    assert isinstance(e, int)
+    return e
 
 
 def format_seed(seed: int) -> str:

@@ -701,7 +701,8 @@ class Grid:
             return (u + self.base) * int(self.gamma)
         G = round(self.gamma * 10 ** self.decimals)
         big = 2 ** 53 // max(G, 1)
-        if (self.lo is not None and abs(self.base) + abs(self.lo) + abs(self.hi) < big
+        if (self.lo is not None and self.hi is not None
+                and abs(self.base) + abs(self.lo) + abs(self.hi) < big
                 and abs(G - self.gamma * 10 ** self.decimals) < 1e-6):
             w = u + self.base
             if G != 1:

@@ -135,7 +135,7 @@ class Taxonomy:
         inner_sorted = sorted(inner, key=lambda c: (-depth[c], c))
         concepts = leaves + inner_sorted
         idx = {c: i for i, c in enumerate(concepts)}
-        parent = np.array([-1 if par[c] is None else idx[par[c]] for c in concepts], dtype=np.int64)
+        parent = np.array([-1 if (p := par[c]) is None else idx[p] for c in concepts], dtype=np.int64)
         return cls(concepts, parent, len(leaves), name=name, source=source)
 
     @classmethod

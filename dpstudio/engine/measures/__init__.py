@@ -394,7 +394,7 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
         out.update(classification_utility(original, protected, class_attribute, features,
                                           binarise=binarise, seed=classification_seed))
     if result is not None:
-        for fn in _METHOD_MEASURES.get(getattr(result, "method", None), []):
+        for fn in _METHOD_MEASURES.get(getattr(result, "method", ""), []):
             extra = fn(original, protected, result, measures, cache)
             if extra:
                 out.update(extra)

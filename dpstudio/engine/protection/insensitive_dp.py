@@ -155,11 +155,13 @@ def run(job: Job) -> Output:
         # record's t lies in [0, span]), released as the sum's mean rounded to the grid:
         # one record changes one member of a cluster, so |ΔS| ≤ span per cluster
         g = N.job_grid(job, c)
+        span = g.span
+        assert span is not None  # job.bounds() above requires a domain, so the grid has a span
         sums = int_sums(g.to_units(X[:, j]), labels, nc)
         if split:   # staircase: per-cluster sensitivity span (Δ/k as a centroid), ε_i/n_c
-            sens, eps_draw = g.span, float(eps[j]) / nc
+            sens, eps_draw = span, float(eps[j]) / nc
         else:       # Laplace: L1 sensitivity of the n_c sums n_c·span (as-published: span)
-            sens, eps_draw = int(factor) * g.span, float(eps[j])
+            sens, eps_draw = int(factor) * span, float(eps[j])
         noisy = sums + K.grid_noise(kind, job_stream(job, K.PURPOSE_NOISE, j), np.arange(nc),
                                     sens, eps_draw)
         new[c] = g.from_units(N.round_half_up_div(noisy, sizes))[labels]

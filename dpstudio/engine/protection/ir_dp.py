@@ -13,7 +13,7 @@ noise-free centroids and its group sums with their sensitivity -- as functions.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from dpstudio.engine.protection import _papers as _P
 import numpy as np
@@ -192,7 +192,7 @@ def _run_ranked(job: Job, *, bounds: Callable[[Job, list[str]], dict],
     split = global_sensitivity and staircase_split(kind, k, nc)
     bnds = bounds(job, cols)
     new = {}
-    per = {}
+    per: dict[str, dict[str, Any]] = {}
     for j, c in enumerate(cols):
         job.check_cancel()
         st = stats[j]

@@ -265,7 +265,9 @@ def form_groups(Z: np.ndarray, bucket: np.ndarray, plan: np.ndarray, check_cance
             size = members[j].size
             kq = min(size, q + max(q, 16))
             while True:
-                _, idx = trees[j].query(seed, k=kq)
+                tree = trees[j]
+                assert tree is not None  # the plan takes q > 0 records from bucket j: it has live members
+                _, idx = tree.query(seed, k=kq)
                 idx = np.atleast_1d(idx)
                 cand = members[j][idx[idx < size]]
                 cand = cand[~taken[cand]]
