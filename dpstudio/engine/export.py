@@ -235,7 +235,7 @@ def export_release(result, out_path: str | os.PathLike, *, input_path: str | os.
         if "release_note" in paths:
             staged["release_note"] = stage_text(paths["release_note"], render_release_note(result),
                                                 private=False)
-        if "assessment" in paths:
+        if "assessment" in paths and assessment_html is not None:  # set together above
             staged["assessment"] = stage_text(paths["assessment"], assessment_html, private=True)
         if "private" in paths:
             final = {k: paths[k] for k in staged}
