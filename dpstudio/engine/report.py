@@ -176,7 +176,7 @@ def guarantee_html(sentence: str) -> str:
     >>> guarantee_html("t-closeness with t = e^ε (ε = 1). Not covered: the 1 column(s) (o).")
     "<div class='clause'><strong>t-closeness with t = e<sup>ε</sup></strong> (ε = 1).</div><div class='clause'><strong>Not covered:</strong> the 1 column(s) (o).</div>"
     """
-    parts = []
+    parts: list[str] = []
     for i, clause in enumerate(guarantee_clauses(sentence)):
         label = next((lab for lab in _SCOPE_LABELS if clause.startswith(lab)), None)
         if label:
@@ -462,12 +462,13 @@ def render_assessment(result, measures: dict | None = None, *,
                 + "</table>")
     prot_cols = [c for c in (getattr(result, "protected_attributes", []) or [])
                  if orig is not None and c in orig.columns and c in result.data.columns]
-    num_cols = [c for c in prot_cols if _num_stats(orig[c]) is not None
+    num_cols = [c for c in prot_cols if orig is not None and _num_stats(orig[c]) is not None
                 and _num_stats(result.data[c]) is not None]
-    if num_cols:
+    if num_cols and orig is not None:  # prot_cols (and so num_cols) is empty without the original
         rows = []
         for c in num_cols:
             so, sp = _num_stats(orig[c]), _num_stats(result.data[c])
+            assert so is not None and sp is not None  # num_cols keeps only columns with stats
             rows.append(f"<tr><td>{_e(c)}</td>" + "".join(
                 f"<td class='num'>{_fmt(v)}</td>" for v in (so[1], sp[1], so[2], sp[2])) + "</tr>")
         parts.append("<h2>Original vs protected</h2><table><tr><th>attribute</th><th>mean "
