@@ -250,7 +250,8 @@ class _utf8_copy:
     """A temporary UTF-8 copy of a UTF-16/32 text file (removed on exit)."""
 
     def __init__(self, path: str, encoding: str):
-        self.path, self.encoding, self.tmp = path, encoding, None
+        self.path, self.encoding = path, encoding
+        self.tmp: str | None = None
 
     def __enter__(self) -> str:
         name = Path(self.path).name
@@ -264,10 +265,11 @@ class _utf8_copy:
             raise InputError(f"{name}: the file is empty.")
         if "\x00" in text[:65536]:
             raise InputError(f"{name}: this is not a text table (binary content).")
-        fd, self.tmp = tempfile.mkstemp(prefix=".dpstudio-utf8.", suffix=".csv")
+        fd, tmp = tempfile.mkstemp(prefix=".dpstudio-utf8.", suffix=".csv")
+        self.tmp = tmp
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text.lstrip("\ufeff"))
-        return self.tmp
+        return tmp
 
     def __exit__(self, *exc) -> None:
         if self.tmp:
@@ -373,8 +375,8 @@ def _convert_column(raw: np.ndarray, dec: str) -> tuple[np.ndarray, bool]:
     if nonmiss.size == 0:
         return np.full(n, np.nan), na_text
     if set(nonmiss[:200].tolist()) <= _BOOL_TEXTS.keys() and set(nonmiss.tolist()) <= _BOOL_TEXTS.keys():
-        vals = np.array([_BOOL_TEXTS.get(t, np.nan) for t in raw], dtype=object)
-        return (vals.astype(bool) if not any_na else vals), True
+        flags = np.array([_BOOL_TEXTS.get(t, np.nan) for t in raw], dtype=object)
+        return (flags.astype(bool) if not any_na else flags), True
 
     def text() -> tuple[np.ndarray, bool]:
         vals = raw.copy()
@@ -525,6 +527,7 @@ def _check_ragged_bytes(chunks, sep: str, name: str) -> None:
             if bad_first is None:
                 bad_first = (lines_before + 1, carry_seps)
     if bad_first is not None:
+        assert expected is not None  # a line is only counted as bad against an expected width
         raise _ragged_error(name, bad_first[0], bad_first[1] + 1, expected + 1, n_bad)
 
 
@@ -550,6 +553,7 @@ def _check_ragged_quoted(path: str, sep: str, encoding: str, name: str) -> None:
             raise InputError(f"{name}, line {reader.line_num}: cannot be read as a table "
                              f"({exc}).") from None
     if bad_first is not None:
+        assert expected is not None  # a row is only counted as bad against an expected width
         raise _ragged_error(name, bad_first[0], bad_first[1], expected, n_bad)
 
 
@@ -681,8 +685,10 @@ def read_table(path: str | os.PathLike, *, sep: str | None = None, encoding: str
         else:
             import pyreadstat
 
-            reader = {"dta": pyreadstat.read_dta, "sav": pyreadstat.read_sav,
-                      "sas7bdat": pyreadstat.read_sas7bdat}[fmt]
+            readers: dict[str, Callable[..., tuple[pd.DataFrame, Any]]] = {
+                "dta": pyreadstat.read_dta, "sav": pyreadstat.read_sav,
+                "sas7bdat": pyreadstat.read_sas7bdat}
+            reader = readers[fmt]
             kw = {"encoding": encoding} if encoding else {}
             df, rmeta = reader(path, **kw)
             meta.value_labels = {str(k): dict(v) for k, v in
@@ -766,7 +772,7 @@ def remove_stale_temps(path: str | os.PathLike) -> list[str]:
     pattern ``.<stem>.XXXXXXXX.tmp<suffix>`` in its folder); return the removed names."""
     folder = os.path.dirname(os.path.abspath(str(path))) or "."
     pat = temp_pattern(path)
-    gone = []
+    gone: list[str] = []
     try:
         names = os.listdir(folder)
     except OSError:
@@ -781,7 +787,7 @@ def remove_stale_temps(path: str | os.PathLike) -> list[str]:
     return gone
 
 
-def _check_target(path: str, protect: tuple) -> str:
+def _check_target(path: str | os.PathLike, protect: tuple) -> str:
     import errno as _errno
 
     path = os.path.abspath(str(path))
@@ -893,8 +899,9 @@ def _stata_labels(df: pd.DataFrame, meta: TableMeta | None) -> tuple[dict, list 
 
 def _same_values(out: pd.Series, ref: pd.Series, rows: np.ndarray | None) -> bool:
     """True when ``out`` holds exactly the values ``ref`` holds at ``rows`` (missing = missing)."""
-    a = out.to_numpy(dtype=object, na_value=None)
-    b = ref.to_numpy(dtype=object, na_value=None)
+    # pandas accepts na_value=None (missing as None); the pandas-stubs do not list None
+    a = out.to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
+    b = ref.to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
     if rows is not None:
         if rows.size and (rows.min() < 0 or rows.max() >= b.size):
             return False
