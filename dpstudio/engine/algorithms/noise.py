@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import SupportsInt, TypedDict, cast
 
 import numpy as np
 
@@ -324,11 +325,17 @@ def _exp_neg_bounds(x: Fraction, prec: int) -> tuple[Fraction, Fraction]:
     return Fraction(e_lo) * (1 - widen), Fraction(e_hi) * (1 + widen)
 
 
+class _UState(TypedDict):
+    lo: Fraction    # U lies in [lo, lo + w)
+    w: Fraction
+    prec: int       # decimal digits of the bounds on e^{-x}
+
+
 def _geometric_one(rng: np.random.Generator, a: int, nbits: int, rate: Fraction,
                    guess: int) -> int:
     """Exact Y = max{y ≥ 0 : U ≤ e^{-rate·y}} for U whose first ``nbits`` bits are ``a``
     (the rest drawn from ``rng`` as needed)."""
-    state = {"lo": Fraction(a, 1 << nbits), "w": Fraction(1, 1 << nbits), "prec": 40}
+    state: _UState = {"lo": Fraction(a, 1 << nbits), "w": Fraction(1, 1 << nbits), "prec": 40}
 
     def below(j: int) -> bool:      # U ≤ e^{-rate·j}?
         if j <= 0:
@@ -403,6 +410,14 @@ def _geometric_direct(rng: np.random.Generator, r, size: tuple) -> np.ndarray:
     return y
 
 
+def _shape(size) -> tuple[int, ...]:
+    """``size`` as a shape tuple (a scalar count n gives (n,))."""
+    if np.isscalar(size):
+        # np.isscalar's guard also admits complex/str scalars; int() rejects those at run time
+        return (int(cast(SupportsInt, size)),)
+    return tuple(size)
+
+
 def geometric_exact(rng: np.random.Generator, rate, size) -> np.ndarray:
     """Exact geometric draws on {0, 1, …}: P(Y = y) = (1 − e^{-r})·e^{-r·y}, ``rate`` r > 0
     (a scalar or an array of shape ``size``; the double value is the exact rate).
@@ -411,7 +426,7 @@ def geometric_exact(rng: np.random.Generator, rate, size) -> np.ndarray:
     M = 2^j, r·M ∈ [2⁻²⁴, 2⁻²³), G geometric of rate r·M and R on [0, M) with
     P(R = i) ∝ e^{-r·i}, drawn by rejection from the uniform (accepted iff U ≤ e^{-r·i},
     decided by an integer comparison with 1 − 2⁻²³ ≤ e^{-r·i}, else exactly)."""
-    size = (int(size),) if np.isscalar(size) else tuple(size)
+    size = _shape(size)
     r = np.asarray(rate, dtype=np.float64)
     if r.ndim == 0:   # scalar rate: the same draws, without the array checks' overhead
         rf0 = float(r)
@@ -483,7 +498,7 @@ def _as_rate_array(rate, size) -> np.ndarray:
 def discrete_laplace(rng: np.random.Generator, rate, size) -> np.ndarray:
     """Exact discrete Laplace draws (int64): P(z) = (1−q)/(1+q)·q^{|z|}, q = e^{-rate}.
     ``rate`` = ∞ gives 0 (no noise: sensitivity 0)."""
-    size = (int(size),) if np.isscalar(size) else tuple(size)
+    size = _shape(size)
     r = _as_rate_array(rate, size)
     if r.ndim == 0:
         if not float(r) > 0:   # also nan
@@ -543,16 +558,14 @@ def _staircase_centers(sens: np.ndarray, eps: np.ndarray) -> np.ndarray:
 def discrete_staircase_variance(sens: int, epsilon: float, c: int | None = None) -> float:
     """Variance of discrete staircase noise (closed form; see module notes)."""
     D = float(sens)
-    if c is None:
-        c = staircase_center(sens, epsilon)
-    c = float(c)
+    C = float(staircase_center(sens, epsilon) if c is None else c)
     b, one_b = _q(float(epsilon))
     s0, s1, s2 = b / one_b, b * b / one_b ** 2, b * b * (1 + b) / one_b ** 3
     K = D * (D + 1) * (2 * D + 1) / 6
-    W = (2 * c + 1) + 2 * D * s0
-    second = (2 * c * (c + 1) * (2 * c + 1) / 6
-              + 2 * (D ** 3 * s2 + (2 * c * D * D + D * D * (D + 1)) * s1
-                     + (D * c * c + c * D * (D + 1) + K) * s0))
+    W = (2 * C + 1) + 2 * D * s0
+    second = (2 * C * (C + 1) * (2 * C + 1) / 6
+              + 2 * (D ** 3 * s2 + (2 * C * D * D + D * D * (D + 1)) * s1
+                     + (D * C * C + C * D * (D + 1) + K) * s0))
     return second / W
 
 
@@ -599,7 +612,7 @@ def discrete_staircase(rng: np.random.Generator, sens, epsilon, size) -> np.ndar
     Level L geometric with rate ε (exact); L = 0 accepted with probability (2c+1)/(2Δ)
     (an exact integer comparison), else redrawn; then a uniform integer of the level's set
     (|z| ≤ c, or c + (L−1)Δ < |z| ≤ c + LΔ with a random sign).  P(z) ∝ e^{-ε·L(z)}."""
-    size = (int(size),) if np.isscalar(size) else tuple(size)
+    size = _shape(size)
     S = np.broadcast_to(np.asarray(sens, dtype=np.int64), size).reshape(-1)
     E = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), size).reshape(-1)
     if np.any(S < 0) or np.any(~(E > 0)) or not np.all(np.isfinite(E)):
@@ -629,7 +642,7 @@ def grid_noise(kind: str, rng: np.random.Generator, sens, epsilon, size) -> np.n
     """Integer ε-DP noise for integer sensitivity ``sens`` (grid units; arrays broadcast to
     ``size``): discrete Laplace of rate ε·(1−2⁻⁴⁰)/Δ or discrete staircase.  Sensitivity 0
     gives 0."""
-    size = (int(size),) if np.isscalar(size) else tuple(size)
+    size = _shape(size)
     sens_a = np.asarray(sens)
     eps_a = np.asarray(epsilon, dtype=np.float64)
     if eps_a.ndim == 0 and sens_a.ndim == 0:   # scalars (ir-dp): plain comparisons
