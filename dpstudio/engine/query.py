@@ -56,7 +56,7 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -171,24 +171,30 @@ class NumericRange:
         object.__setattr__(self, "step", step)
 
     @property
+    def _step(self) -> float:
+        """The grid step (``__post_init__`` always sets one: the declared or the default)."""
+        assert self.step is not None
+        return self.step
+
+    @property
     def size(self) -> int:
-        return math.floor((self.hi - self.lo) / self.step * (1 + 1e-12)) + 1
+        return math.floor((self.hi - self.lo) / self._step * (1 + 1e-12)) + 1
 
     def values(self) -> np.ndarray:
-        return self.lo + self.step * np.arange(self.size)
+        return self.lo + self._step * np.arange(self.size)
 
     def value(self, i: int) -> float | int:
-        if float(self.lo).is_integer() and float(self.step).is_integer():
-            return int(self.lo) + int(self.step) * int(i)
-        v = self.lo + self.step * int(i)
-        d = max(0, -math.floor(math.log10(self.step)) + 1) if self.step < 1 else 0
+        if float(self.lo).is_integer() and float(self._step).is_integer():
+            return int(self.lo) + int(self._step) * int(i)
+        v = self.lo + self._step * int(i)
+        d = max(0, -math.floor(math.log10(self._step)) + 1) if self._step < 1 else 0
         return round(v, d + 6) + 0.0
 
     def index_of(self, x: float) -> tuple[int, bool]:
         """Nearest grid index of x clamped into the range; and whether x had to be clamped."""
         clamped = not (self.lo <= x <= self.hi)
         x = min(max(float(x), self.lo), self.hi)
-        return int(min(max(round((x - self.lo) / self.step), 0), self.size - 1)), clamped
+        return int(min(max(round((x - self.lo) / self._step), 0), self.size - 1)), clamped
 
     def describe(self) -> str:
         return f"[{self.lo:g}, {self.hi:g}] step {self.step:g}"
@@ -383,7 +389,8 @@ _KEYWORDS = {"and", "or", "not", "in", "where", "by"}
 
 
 def _tokenize(text: str) -> list[tuple[str, Any]]:
-    out, pos = [], 0
+    out: list[tuple[str, Any]] = []
+    pos = 0
     text = str(text)
     while pos < len(text):
         if text[pos:].strip() == "":
@@ -395,6 +402,7 @@ def _tokenize(text: str) -> list[tuple[str, Any]]:
                                  "==, !=, <, <=, >, >=, in (…), and, or, not.")
         pos = m.end()
         kind = m.lastgroup
+        assert kind is not None  # every alternative of _TOKEN is a named group and one matched
         val = m.group(kind)
         if kind == "num":
             f = float(val)
@@ -536,7 +544,7 @@ def _compare(s: pd.Series, op: str, lit) -> pd.Series:
             vals = pd.to_numeric(s, errors="coerce")
     else:
         vals = s
-    ops = {"==": vals.__eq__, "!=": vals.__ne__, "<": vals.__lt__, "<=": vals.__le__,
+    ops: dict[str, Callable[[Any], pd.Series]] = {"==": vals.__eq__, "!=": vals.__ne__, "<": vals.__lt__, "<=": vals.__le__,
            ">": vals.__gt__, ">=": vals.__ge__}
     try:
         return ops[op](lit).fillna(False).astype(bool)
@@ -642,6 +650,8 @@ def true_answer(df: pd.DataFrame, query: Query, mask: np.ndarray | None = None):
         return int(mask.sum())
     if agg == "proportion":
         return float(mask.sum()) / len(df) if len(df) else None
+    if query.column is None:
+        raise ParameterError(f"Query: {agg}(…) needs a column.")
     s = _col(df, query.column)[mask]
     if agg == "value":
         if len(s) != 1 or pd.isna(s.iloc[0]):
@@ -655,14 +665,14 @@ def true_answer(df: pd.DataFrame, query: Query, mask: np.ndarray | None = None):
     x = pd.to_numeric(s, errors="coerce")
     if x.isna().all() and len(x) and not pd.api.types.is_numeric_dtype(s):
         raise ParameterError(f"Query: {agg}({query.column}) needs a numeric column.")
-    x = x.dropna().to_numpy(dtype=np.float64)
+    xs = x.dropna().to_numpy(dtype=np.float64)
     if agg == "sum":
-        return float(math.fsum(x))
-    if not len(x):
+        return float(math.fsum(xs))
+    if not len(xs):
         return None
     if agg == "mean":
-        return float(math.fsum(x) / len(x))
-    return float(np.median(x))
+        return float(math.fsum(xs) / len(xs))
+    return float(np.median(xs))
 
 
 # =========================================================================== refinement
@@ -846,7 +856,7 @@ def _check_epsilon(epsilon) -> float:
 
 
 def _validate(df: pd.DataFrame, query: Query, prior: Prior, kind: str | None,
-              groups) -> tuple[str, Any]:
+              groups) -> tuple[str, list | None]:
     if kind is None:
         kind = query.kind
     if kind not in ("statistical", "individual"):
