@@ -1,4 +1,4 @@
-"""Reading and writing tables: CSV/TSV/TXT, Excel, Parquet, Stata, SPSS, SAS (read only).
+r"""Reading and writing tables: CSV/TSV/TXT, Excel, Parquet, Stata, SPSS, SAS (read only).
 
 Every problem with a file becomes an :class:`~dpstudio.engine.errors.InputError`
 naming the file (and the line, for text files).  Writing is atomic: a temporary
@@ -8,7 +8,7 @@ file is never overwritten.
 >>> import os, tempfile, pandas as pd
 >>> d = tempfile.mkdtemp()
 >>> p = os.path.join(d, "t.csv")
->>> _ = open(p, "w").write("a;b\\n1,5;2\\n3,25;4\\n")
+>>> _ = open(p, "w").write("a;b\n1,5;2\n3,25;4\n")
 >>> info = sniff_csv(p)
 >>> info["sep"], info["decimal"]
 (';', ',')
@@ -24,9 +24,10 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -196,7 +197,8 @@ def _wide_encoding(raw: bytes, encoding: str | None) -> str | None:
 def sniff_csv(path: str | os.PathLike, nrows: int = 200, *, sep: str | None = None,
               encoding: str | None = None, decimal: str | None = None) -> dict:
     """Guess ``sep`` (, ; tab |), ``encoding`` (utf-8, utf-8-sig, cp1252, latin-1), ``decimal``
-    ('.' or ','), ``header`` (bool) and return a ``preview`` DataFrame of ``nrows`` rows."""
+    ('.' or ','), ``header`` (bool) and return a ``preview`` DataFrame of ``nrows`` rows.
+    """
     path = str(path)
     name = Path(path).name
     _check_options(sep, decimal)
@@ -366,7 +368,8 @@ def _to_float(texts: np.ndarray) -> np.ndarray | None:
 
 def _convert_column(raw: np.ndarray, dec: str) -> tuple[np.ndarray, bool]:
     """Typed values of one column of texts and whether the texts must be kept aside to be
-    written back as read (True when writing the typed values would give other texts)."""
+    written back as read (True when writing the typed values would give other texts).
+    """
     n = raw.size
     na = np.fromiter((t in NA_TEXTS for t in raw), dtype=bool, count=n)
     any_na = bool(na.any())
@@ -414,7 +417,8 @@ def _convert_column(raw: np.ndarray, dec: str) -> tuple[np.ndarray, bool]:
 
 def _convert(raw: pd.DataFrame, dec: str) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """Typed table from the texts + {column: texts} for the columns whose texts would not
-    survive being written back from the typed values (leading zeros, 1.50, FALSE, NA...)."""
+    survive being written back from the typed values (leading zeros, 1.50, FALSE, NA...).
+    """
     cols: dict[str, np.ndarray] = {}
     keep: dict[str, np.ndarray] = {}
     arr = raw.to_numpy(dtype=object, na_value="") if raw.shape[1] else None
@@ -479,7 +483,8 @@ def _ragged_error(name: str, line: int, got: int, expected: int, n_bad: int) -> 
 def _check_ragged_bytes(chunks, sep: str, name: str) -> None:
     """Refuse lines whose number of fields differs from the first line's, for files without
     quotes (vectorised, streamed over ``chunks`` of bytes; a bare CR ends a line as it does
-    for the parser)."""
+    for the parser).
+    """
     qsep = ord(sep)
     carry_seps, carry_nonblank = 0, False   # the unfinished line at the end of a chunk
     expected = None
@@ -533,7 +538,8 @@ def _check_ragged_bytes(chunks, sep: str, name: str) -> None:
 
 def _check_ragged_quoted(path: str, sep: str, encoding: str, name: str) -> None:
     """The same check for files with quoted fields, with the csv module's own rules (a
-    separator or line break inside quotes belongs to the field; a short row is never padded)."""
+    separator or line break inside quotes belongs to the field; a short row is never padded).
+    """
     expected = None
     bad_first, n_bad = None, 0
     with open(path, encoding=encoding, newline="", errors="replace") as fh:
@@ -769,7 +775,8 @@ def temp_pattern(path: str | os.PathLike) -> re.Pattern:
 
 def remove_stale_temps(path: str | os.PathLike) -> list[str]:
     """Remove the temporary files an interrupted run left for ``path`` (only names of our own
-    pattern ``.<stem>.XXXXXXXX.tmp<suffix>`` in its folder); return the removed names."""
+    pattern ``.<stem>.XXXXXXXX.tmp<suffix>`` in its folder); return the removed names.
+    """
     folder = os.path.dirname(os.path.abspath(str(path))) or "."
     pat = temp_pattern(path)
     gone: list[str] = []
@@ -807,7 +814,8 @@ def stage_write(path: str | os.PathLike, writer: Callable[[str], None], *, prote
                 private: bool = False) -> str:
     """First half of :func:`atomic_write`: ``writer(tmp)`` on a temporary file next to
     ``path``, fsync'ed, with its final permissions; return the temporary path (nothing is
-    replaced yet: :func:`commit_write` does it, :func:`discard` removes it)."""
+    replaced yet: :func:`commit_write` does it, :func:`discard` removes it).
+    """
     path = _check_target(path, protect)
     folder = os.path.dirname(path) or "."
     p = Path(path)

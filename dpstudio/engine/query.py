@@ -113,7 +113,8 @@ def exp_bounds(x: Fraction, prec: int = 60) -> tuple[Fraction, Fraction]:
 def eps_fraction(epsilon) -> Fraction:
     """The ε a user typed as an exact decimal fraction (0.1 is 1/10, not the binary double):
     the factors are calibrated to it and the ledger adds it, so 0.5 + 0.2 + 0.2 + 0.1 is
-    exactly 1."""
+    exactly 1.
+    """
     return Fraction(repr(float(epsilon)))
 
 
@@ -423,7 +424,8 @@ def _tokenize(text: str) -> list[tuple[str, Any]]:
 class _Parser:
     """Recursive descent:  or_expr := and_expr ('or' and_expr)* ;
     and_expr := not_expr ('and' not_expr)* ; not_expr := 'not' not_expr | atom ;
-    atom := '(' or_expr ')' | NAME OP LIT | NAME ['not'] 'in' (LIT, …)."""
+    atom := '(' or_expr ')' | NAME OP LIT | NAME ['not'] 'in' (LIT, …).
+    """
 
     def __init__(self, tokens):
         self.t, self.i = tokens, 0
@@ -554,7 +556,8 @@ def _compare(s: pd.Series, op: str, lit) -> pd.Series:
 
 def evaluate_filter(df: pd.DataFrame, node) -> np.ndarray:
     """Boolean mask of the records matching a parsed filter (missing values never match a
-    comparison, except ``!=``)."""
+    comparison, except ``!=``).
+    """
     if node is None:
         return np.ones(len(df), dtype=bool)
     tag = node[0]
@@ -642,7 +645,8 @@ def parse_query(text: str) -> Query:
 
 def true_answer(df: pd.DataFrame, query: Query, mask: np.ndarray | None = None):
     """f(D) for one component (``None`` when undefined: no records / no unique record).
-    PRIVATE: never shown to the researcher."""
+    PRIVATE: never shown to the researcher.
+    """
     if mask is None:
         mask = evaluate_filter(df, parse_filter(query.where))
     agg = query.agg
@@ -936,7 +940,8 @@ def _component(df, query: Query, sup, w, mask, au: int, ad: int):
 def exact_distribution(df: pd.DataFrame, query, prior: Prior, epsilon: float,
                        kind: str | None = None, split: float = 0.5) -> list[Fraction]:
     """The exact refined distribution (fractions over the support) that :func:`refine_query`
-    samples for a query without groups.  PRIVATE: it discloses the true answer."""
+    samples for a query without groups.  PRIVATE: it discloses the true answer.
+    """
     if not isinstance(query, Query):
         query = parse_query(query)
     eps = _check_epsilon(epsilon)
@@ -1133,7 +1138,8 @@ def _now() -> str:
 
 def load_ledger(path) -> BudgetLedger | None:
     """Read a ledger from a ledger JSON file or from a project file's ``query_ledger`` key
-    (``None`` when the project has none yet)."""
+    (``None`` when the project has none yet).
+    """
     from pathlib import Path
 
     try:
@@ -1150,7 +1156,8 @@ def load_ledger(path) -> BudgetLedger | None:
 
 def save_ledger(path, ledger: BudgetLedger) -> str:
     """Write the ledger (private, 0600): into the project file's ``query_ledger`` key when
-    ``path`` is a project file, else as a ledger JSON file."""
+    ``path`` is a project file, else as a ledger JSON file.
+    """
     from pathlib import Path
 
     from dpstudio.engine.io import atomic_write
@@ -1246,7 +1253,8 @@ def resolve_range(query: Query, ranges: dict[str, str], df: pd.DataFrame | None 
     """The declared range of ``query``'s answer from ``{name: spec}`` (CLI ``--range``): the key
     is the query's column, or ``count`` / ``proportion`` / ``answer``.  A proportion defaults
     to 0:1:0.001; everything else must be declared (never read from the data).  Integer
-    columns and counts get step 1 unless a step is given."""
+    columns and counts get step 1 unless a step is given.
+    """
     if df is not None and query.column:
         _col(df, query.column)
     keys = [k for k in (query.column, query.agg if query.agg in ("count", "proportion") else None,

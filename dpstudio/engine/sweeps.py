@@ -19,12 +19,12 @@ between points.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
-from dpstudio.engine import validation as V
 from dpstudio.engine.api import prepare, run_prepared
 from dpstudio.engine.errors import DPStudioError, ParameterError
 from dpstudio.engine.measures import evaluate, measurement_plan
@@ -231,7 +231,8 @@ def _aligned(res, n: int):
     permutation of all records) is put back in input order, so the original stays the same
     object across runs and the measures' cache (k-d tree, scaling) is reused; all measures
     are sums or means over records, unchanged by a joint permutation.  Releases that drop
-    records (suppression) use the original rows that were released."""
+    records (suppression) use the original rows that were released.
+    """
     rm = res.row_map
     if rm is None:
         return res.original, res.data

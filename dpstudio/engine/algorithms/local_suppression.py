@@ -38,7 +38,7 @@ sdcMicro suppresses 862 values; this suppresses fewer (see ``tests/engine/test_l
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd

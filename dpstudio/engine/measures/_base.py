@@ -1,10 +1,11 @@
 """Helpers shared by the measures (docs/measures.md): input checks, column access,
-categorical distances and the per-sweep cache of the original's derived arrays."""
+categorical distances and the per-sweep cache of the original's derived arrays.
+"""
 
 from __future__ import annotations
 
-import math
-from typing import Any, Callable, Iterable, cast
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd

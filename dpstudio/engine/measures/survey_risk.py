@@ -40,8 +40,9 @@ missing values this is a single group-by.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -94,7 +95,8 @@ def _group_ids(cols: list[np.ndarray], cards: list[int], n: int) -> tuple[np.nda
 
 def _patterns(codes: np.ndarray) -> tuple[np.ndarray, list[int], list[np.ndarray]]:
     """Missing-key pattern of each row (bit j set = key j missing), the distinct patterns and
-    the rows of each."""
+    the rows of each.
+    """
     m = codes.shape[1]
     if m > 62:
         raise ParameterError(f"at most 62 key variables are supported (got {m})")
@@ -307,8 +309,9 @@ def _weights(df: pd.DataFrame, weight: str) -> np.ndarray:
 
 
 def _ldiversity(group: np.ndarray, G: int, s: pd.Series, c: float = 2.0) -> dict:
-    """sdcMicro's per-group distinct / entropy / recursive (c, l)-diversity of one attribute,
-    returned per record (``measure_risk_cpp``'s ``compute_group_ldiversity``)."""
+    """The sdcMicro per-group distinct / entropy / recursive (c, l)-diversity of one attribute,
+    returned per record (``measure_risk_cpp``'s ``compute_group_ldiversity``).
+    """
     v, _ = pd.factorize(s, use_na_sentinel=True)
     isna = v < 0
     size = np.bincount(group, minlength=G).astype(np.float64)

@@ -29,22 +29,30 @@ holds), and both calibrations coincide.
 
 from __future__ import annotations
 
-from dpstudio.engine.protection import _papers as _P
 import numpy as np
 import pandas as pd
 
-from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine import validation as V
+from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.types import Job, Output
+from dpstudio.engine.hierarchies.taxonomy import Taxonomy, load_taxonomy
 from dpstudio.engine.params import Param
-from dpstudio.engine.protection._common import (BUDGET_PARAM, DROP_MISSING_PARAM, LAYOUT_PARAM,
-                                                NOISE_PARAM, NOT_DP_LABEL, SHUFFLE_PARAM,
-                                                WEIGHTS_PARAM, epsilon_param, k_param)
+from dpstudio.engine.protection import _papers as _P
+from dpstudio.engine.protection._common import (
+    BUDGET_PARAM,
+    DROP_MISSING_PARAM,
+    LAYOUT_PARAM,
+    NOISE_PARAM,
+    NOT_DP_LABEL,
+    SHUFFLE_PARAM,
+    WEIGHTS_PARAM,
+    epsilon_param,
+    k_param,
+)
 from dpstudio.engine.protection._common import order_clause as _order_clause
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
-from dpstudio.engine.hierarchies.taxonomy import Taxonomy, load_taxonomy
+from dpstudio.engine.types import Job, Output
 
 METHOD_ID = "categorical-dp"
 MAX_ATTRIBUTES = 12  # 2^m corners; beyond this the corner sequence is impractical
@@ -397,7 +405,6 @@ def run(job: Job) -> Output:
         else:
             x = schema.values[:, i]
             means = np.bincount(labels, weights=x, minlength=n_c) / sizes
-            delta = schema.ub[i] - schema.lb[i]
             if shares is None:  # eps is None
                 vals = means
                 sens = None
