@@ -55,10 +55,15 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static checkers see the eager imports
-    from dpstudio.engine.api import (check_applicable, evaluate, methods, prepare,  # noqa: F401
-                                     protect, run_prepared)
-    from dpstudio.engine.errors import (Cancelled, DPStudioError, InputError,  # noqa: F401
-                                        NotApplicableError, ParameterError, PrivacyLeakWarning)
+    from dpstudio.engine.api import check_applicable, evaluate, methods, prepare, protect, run_prepared  # noqa: F401
+    from dpstudio.engine.errors import (  # noqa: F401
+        Cancelled,
+        DPStudioError,
+        InputError,
+        NotApplicableError,
+        ParameterError,
+        PrivacyLeakWarning,
+    )
     from dpstudio.engine.measures.survey_risk import RiskReport, assess_risk  # noqa: F401
     from dpstudio.engine.query import BudgetLedger, QueryAnswer, refine_query  # noqa: F401
     from dpstudio.engine.roles import Role  # noqa: F401

@@ -118,7 +118,7 @@ def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
         if not p.get("drop_missing"):
             raise InputError(V.missing_message(data, protected))
         dropped = [int(i) for i in miss]
-        data = data.drop(index=miss).reset_index(drop=True)
+        data = data.drop(index=dropped).reset_index(drop=True)
         warns.append(f"{len(dropped)} record(s) with missing values in protected attributes were "
                      "dropped and are not in the release.")
         if len(data) < 2:

@@ -24,7 +24,8 @@ class ParameterTypeError(ParameterError, TypeError):
     """A parameter value of the wrong type (text where a number is needed, ...).
 
     Both a :class:`ParameterError` (so a :class:`ValueError`, caught like every user error)
-    and a :class:`TypeError`, as scikit-learn's ``InvalidParameterError``."""
+    and a :class:`TypeError`, as scikit-learn's ``InvalidParameterError``.
+    """
 
 
 class NotApplicableError(ParameterError):

@@ -31,9 +31,17 @@ from typing import Any
 import numpy as np
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.io import (TableMeta, commit_write, discard, file_format,
-                                file_sha256, remove_stale_temps, same_file, stage_write,
-                                write_table)
+from dpstudio.engine.io import (
+    TableMeta,
+    commit_write,
+    discard,
+    file_format,
+    file_sha256,
+    remove_stale_temps,
+    same_file,
+    stage_write,
+    write_table,
+)
 
 #: Keys that must never appear in released metadata nor in the audit trail.
 FORBIDDEN_KEYS = ("seed", "rng", "random_state", "entropy")
@@ -98,7 +106,7 @@ def audit_trail(result, *, input_path: str | os.PathLike | None = None,
                    "(input digest, record counts); keep it with the project file.",
         "software": "dpstudio",
         "software_version": __version__,
-        "written_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "written_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "method": result.method,
         "input": None,
         "records_in_input": (len(orig) + dropped) if orig is not None else None,
@@ -235,7 +243,7 @@ def export_release(result, out_path: str | os.PathLike, *, input_path: str | os.
         if "release_note" in paths:
             staged["release_note"] = stage_text(paths["release_note"], render_release_note(result),
                                                 private=False)
-        if "assessment" in paths:
+        if "assessment" in paths and assessment_html is not None:  # set together above
             staged["assessment"] = stage_text(paths["assessment"], assessment_html, private=True)
         if "private" in paths:
             final = {k: paths[k] for k in staged}
@@ -264,7 +272,8 @@ def export_release(result, out_path: str | os.PathLike, *, input_path: str | os.
 
 def _source_rows(result, input_meta: TableMeta | None):
     """The input row of every released row (to write unchanged columns back as read), or
-    None for 'the same rows'; rows that cannot be mapped are -1 (nothing written as read)."""
+    None for 'the same rows'; rows that cannot be mapped are -1 (nothing written as read).
+    """
     n_out = len(result.data)
     if input_meta is None or not input_meta.texts:
         return None
@@ -288,7 +297,8 @@ def _meta_path_for(release: Path) -> Path:
 def verify_release(path: str | os.PathLike) -> tuple[bool, str]:
     """Check a release (its data file, or its ``.metadata.json``) and its tables against the
     digests its metadata names.  Returns (ok, one line 'OK: ...' or 'MISMATCH: ...');
-    raises InputError when the files cannot be read at all."""
+    raises InputError when the files cannot be read at all.
+    """
     p = Path(os.path.abspath(str(path)))
     if not p.exists():
         raise InputError(f"{p}: no such file.")

@@ -1,4 +1,4 @@
-"""Reading and writing tables: CSV/TSV/TXT, Excel, Parquet, Stata, SPSS, SAS (read only).
+r"""Reading and writing tables: CSV/TSV/TXT, Excel, Parquet, Stata, SPSS, SAS (read only).
 
 Every problem with a file becomes an :class:`~dpstudio.engine.errors.InputError`
 naming the file (and the line, for text files).  Writing is atomic: a temporary
@@ -8,7 +8,7 @@ file is never overwritten.
 >>> import os, tempfile, pandas as pd
 >>> d = tempfile.mkdtemp()
 >>> p = os.path.join(d, "t.csv")
->>> _ = open(p, "w").write("a;b\\n1,5;2\\n3,25;4\\n")
+>>> _ = open(p, "w").write("a;b\n1,5;2\n3,25;4\n")
 >>> info = sniff_csv(p)
 >>> info["sep"], info["decimal"]
 (';', ',')
@@ -24,9 +24,10 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -196,7 +197,8 @@ def _wide_encoding(raw: bytes, encoding: str | None) -> str | None:
 def sniff_csv(path: str | os.PathLike, nrows: int = 200, *, sep: str | None = None,
               encoding: str | None = None, decimal: str | None = None) -> dict:
     """Guess ``sep`` (, ; tab |), ``encoding`` (utf-8, utf-8-sig, cp1252, latin-1), ``decimal``
-    ('.' or ','), ``header`` (bool) and return a ``preview`` DataFrame of ``nrows`` rows."""
+    ('.' or ','), ``header`` (bool) and return a ``preview`` DataFrame of ``nrows`` rows.
+    """
     path = str(path)
     name = Path(path).name
     _check_options(sep, decimal)
@@ -250,7 +252,8 @@ class _utf8_copy:
     """A temporary UTF-8 copy of a UTF-16/32 text file (removed on exit)."""
 
     def __init__(self, path: str, encoding: str):
-        self.path, self.encoding, self.tmp = path, encoding, None
+        self.path, self.encoding = path, encoding
+        self.tmp: str | None = None
 
     def __enter__(self) -> str:
         name = Path(self.path).name
@@ -264,10 +267,11 @@ class _utf8_copy:
             raise InputError(f"{name}: the file is empty.")
         if "\x00" in text[:65536]:
             raise InputError(f"{name}: this is not a text table (binary content).")
-        fd, self.tmp = tempfile.mkstemp(prefix=".dpstudio-utf8.", suffix=".csv")
+        fd, tmp = tempfile.mkstemp(prefix=".dpstudio-utf8.", suffix=".csv")
+        self.tmp = tmp
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text.lstrip("\ufeff"))
-        return self.tmp
+        return tmp
 
     def __exit__(self, *exc) -> None:
         if self.tmp:
@@ -364,7 +368,8 @@ def _to_float(texts: np.ndarray) -> np.ndarray | None:
 
 def _convert_column(raw: np.ndarray, dec: str) -> tuple[np.ndarray, bool]:
     """Typed values of one column of texts and whether the texts must be kept aside to be
-    written back as read (True when writing the typed values would give other texts)."""
+    written back as read (True when writing the typed values would give other texts).
+    """
     n = raw.size
     na = np.fromiter((t in NA_TEXTS for t in raw), dtype=bool, count=n)
     any_na = bool(na.any())
@@ -373,8 +378,8 @@ def _convert_column(raw: np.ndarray, dec: str) -> tuple[np.ndarray, bool]:
     if nonmiss.size == 0:
         return np.full(n, np.nan), na_text
     if set(nonmiss[:200].tolist()) <= _BOOL_TEXTS.keys() and set(nonmiss.tolist()) <= _BOOL_TEXTS.keys():
-        vals = np.array([_BOOL_TEXTS.get(t, np.nan) for t in raw], dtype=object)
-        return (vals.astype(bool) if not any_na else vals), True
+        flags = np.array([_BOOL_TEXTS.get(t, np.nan) for t in raw], dtype=object)
+        return (flags.astype(bool) if not any_na else flags), True
 
     def text() -> tuple[np.ndarray, bool]:
         vals = raw.copy()
@@ -412,7 +417,8 @@ def _convert_column(raw: np.ndarray, dec: str) -> tuple[np.ndarray, bool]:
 
 def _convert(raw: pd.DataFrame, dec: str) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """Typed table from the texts + {column: texts} for the columns whose texts would not
-    survive being written back from the typed values (leading zeros, 1.50, FALSE, NA...)."""
+    survive being written back from the typed values (leading zeros, 1.50, FALSE, NA...).
+    """
     cols: dict[str, np.ndarray] = {}
     keep: dict[str, np.ndarray] = {}
     arr = raw.to_numpy(dtype=object, na_value="") if raw.shape[1] else None
@@ -477,7 +483,8 @@ def _ragged_error(name: str, line: int, got: int, expected: int, n_bad: int) -> 
 def _check_ragged_bytes(chunks, sep: str, name: str) -> None:
     """Refuse lines whose number of fields differs from the first line's, for files without
     quotes (vectorised, streamed over ``chunks`` of bytes; a bare CR ends a line as it does
-    for the parser)."""
+    for the parser).
+    """
     qsep = ord(sep)
     carry_seps, carry_nonblank = 0, False   # the unfinished line at the end of a chunk
     expected = None
@@ -525,12 +532,14 @@ def _check_ragged_bytes(chunks, sep: str, name: str) -> None:
             if bad_first is None:
                 bad_first = (lines_before + 1, carry_seps)
     if bad_first is not None:
+        assert expected is not None  # a line is only counted as bad against an expected width
         raise _ragged_error(name, bad_first[0], bad_first[1] + 1, expected + 1, n_bad)
 
 
 def _check_ragged_quoted(path: str, sep: str, encoding: str, name: str) -> None:
     """The same check for files with quoted fields, with the csv module's own rules (a
-    separator or line break inside quotes belongs to the field; a short row is never padded)."""
+    separator or line break inside quotes belongs to the field; a short row is never padded).
+    """
     expected = None
     bad_first, n_bad = None, 0
     with open(path, encoding=encoding, newline="", errors="replace") as fh:
@@ -550,6 +559,7 @@ def _check_ragged_quoted(path: str, sep: str, encoding: str, name: str) -> None:
             raise InputError(f"{name}, line {reader.line_num}: cannot be read as a table "
                              f"({exc}).") from None
     if bad_first is not None:
+        assert expected is not None  # a row is only counted as bad against an expected width
         raise _ragged_error(name, bad_first[0], bad_first[1], expected, n_bad)
 
 
@@ -681,8 +691,10 @@ def read_table(path: str | os.PathLike, *, sep: str | None = None, encoding: str
         else:
             import pyreadstat
 
-            reader = {"dta": pyreadstat.read_dta, "sav": pyreadstat.read_sav,
-                      "sas7bdat": pyreadstat.read_sas7bdat}[fmt]
+            readers: dict[str, Callable[..., tuple[pd.DataFrame, Any]]] = {
+                "dta": pyreadstat.read_dta, "sav": pyreadstat.read_sav,
+                "sas7bdat": pyreadstat.read_sas7bdat}
+            reader = readers[fmt]
             kw = {"encoding": encoding} if encoding else {}
             df, rmeta = reader(path, **kw)
             meta.value_labels = {str(k): dict(v) for k, v in
@@ -763,10 +775,11 @@ def temp_pattern(path: str | os.PathLike) -> re.Pattern:
 
 def remove_stale_temps(path: str | os.PathLike) -> list[str]:
     """Remove the temporary files an interrupted run left for ``path`` (only names of our own
-    pattern ``.<stem>.XXXXXXXX.tmp<suffix>`` in its folder); return the removed names."""
+    pattern ``.<stem>.XXXXXXXX.tmp<suffix>`` in its folder); return the removed names.
+    """
     folder = os.path.dirname(os.path.abspath(str(path))) or "."
     pat = temp_pattern(path)
-    gone = []
+    gone: list[str] = []
     try:
         names = os.listdir(folder)
     except OSError:
@@ -781,7 +794,7 @@ def remove_stale_temps(path: str | os.PathLike) -> list[str]:
     return gone
 
 
-def _check_target(path: str, protect: tuple) -> str:
+def _check_target(path: str | os.PathLike, protect: tuple) -> str:
     import errno as _errno
 
     path = os.path.abspath(str(path))
@@ -801,7 +814,8 @@ def stage_write(path: str | os.PathLike, writer: Callable[[str], None], *, prote
                 private: bool = False) -> str:
     """First half of :func:`atomic_write`: ``writer(tmp)`` on a temporary file next to
     ``path``, fsync'ed, with its final permissions; return the temporary path (nothing is
-    replaced yet: :func:`commit_write` does it, :func:`discard` removes it)."""
+    replaced yet: :func:`commit_write` does it, :func:`discard` removes it).
+    """
     path = _check_target(path, protect)
     folder = os.path.dirname(path) or "."
     p = Path(path)
@@ -893,8 +907,9 @@ def _stata_labels(df: pd.DataFrame, meta: TableMeta | None) -> tuple[dict, list 
 
 def _same_values(out: pd.Series, ref: pd.Series, rows: np.ndarray | None) -> bool:
     """True when ``out`` holds exactly the values ``ref`` holds at ``rows`` (missing = missing)."""
-    a = out.to_numpy(dtype=object, na_value=None)
-    b = ref.to_numpy(dtype=object, na_value=None)
+    # pandas accepts na_value=None (missing as None); the pandas-stubs do not list None
+    a = out.to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
+    b = ref.to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]
     if rows is not None:
         if rows.size and (rows.min() < 0 or rows.max() >= b.size):
             return False

@@ -242,7 +242,7 @@ def check_params(params: tuple[Param, ...], given: dict, method_id: str) -> dict
 
 
 def check_k(k: Any, n: int, method_id: str | None, min_k: int = 1) -> int:
-    """k for ``n`` records: at least ``min_k``, and at most n/2 when k > 1 (two clusters)."""
+    """The k for ``n`` records: at least ``min_k``, and at most n/2 when k > 1 (two clusters)."""
     c = f"an int in the range [{min_k}, inf)"
     v = as_int(k, "k", method_id, c)
     if v < min_k:
@@ -261,7 +261,8 @@ LARGE_EPSILON = 20.0
 def check_epsilon(eps: Any, m: int = 1, method_id: str | None = None) -> float:
     """Validate ε (a float in [:data:`EPSILON_MIN`, :data:`EPSILON_MAX`]); warn when the composed
     total is very large.  ``m`` > 1: each of m attributes gets the whole ε (budget
-    'per-attribute'), so the release is (m·ε)-DP."""
+    'per-attribute'), so the release is (m·ε)-DP.
+    """
     c = f"a float in the range {interval_text(EPSILON_MIN, EPSILON_MAX)}"
     e = as_float(eps, "epsilon", method_id, c)
     if not in_interval(e, EPSILON_MIN, EPSILON_MAX):
@@ -293,7 +294,8 @@ def check_grid(spec, ks, epsilons, n: int, baselines: bool) -> None:
 
 def invalid_values(p: Param) -> list[tuple[Any, type]]:
     """Values that ``p`` must refuse, each with the exception type expected (like
-    scikit-learn's ``generate_invalid_param_val``): for the contract test of every method."""
+    scikit-learn's ``generate_invalid_param_val``): for the contract test of every method.
+    """
     out: list[tuple[Any, type]] = []
     if p.kind == "int":
         out += [("abc", TypeError), (2.5, TypeError), (True, TypeError), ([3], TypeError)]

@@ -56,7 +56,7 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -113,7 +113,8 @@ def exp_bounds(x: Fraction, prec: int = 60) -> tuple[Fraction, Fraction]:
 def eps_fraction(epsilon) -> Fraction:
     """The ε a user typed as an exact decimal fraction (0.1 is 1/10, not the binary double):
     the factors are calibrated to it and the ledger adds it, so 0.5 + 0.2 + 0.2 + 0.1 is
-    exactly 1."""
+    exactly 1.
+    """
     return Fraction(repr(float(epsilon)))
 
 
@@ -171,24 +172,30 @@ class NumericRange:
         object.__setattr__(self, "step", step)
 
     @property
+    def _step(self) -> float:
+        """The grid step (``__post_init__`` always sets one: the declared or the default)."""
+        assert self.step is not None
+        return self.step
+
+    @property
     def size(self) -> int:
-        return math.floor((self.hi - self.lo) / self.step * (1 + 1e-12)) + 1
+        return math.floor((self.hi - self.lo) / self._step * (1 + 1e-12)) + 1
 
     def values(self) -> np.ndarray:
-        return self.lo + self.step * np.arange(self.size)
+        return self.lo + self._step * np.arange(self.size)
 
     def value(self, i: int) -> float | int:
-        if float(self.lo).is_integer() and float(self.step).is_integer():
-            return int(self.lo) + int(self.step) * int(i)
-        v = self.lo + self.step * int(i)
-        d = max(0, -math.floor(math.log10(self.step)) + 1) if self.step < 1 else 0
+        if float(self.lo).is_integer() and float(self._step).is_integer():
+            return int(self.lo) + int(self._step) * int(i)
+        v = self.lo + self._step * int(i)
+        d = max(0, -math.floor(math.log10(self._step)) + 1) if self._step < 1 else 0
         return round(v, d + 6) + 0.0
 
     def index_of(self, x: float) -> tuple[int, bool]:
         """Nearest grid index of x clamped into the range; and whether x had to be clamped."""
         clamped = not (self.lo <= x <= self.hi)
         x = min(max(float(x), self.lo), self.hi)
-        return int(min(max(round((x - self.lo) / self.step), 0), self.size - 1)), clamped
+        return int(min(max(round((x - self.lo) / self._step), 0), self.size - 1)), clamped
 
     def describe(self) -> str:
         return f"[{self.lo:g}, {self.hi:g}] step {self.step:g}"
@@ -383,7 +390,8 @@ _KEYWORDS = {"and", "or", "not", "in", "where", "by"}
 
 
 def _tokenize(text: str) -> list[tuple[str, Any]]:
-    out, pos = [], 0
+    out: list[tuple[str, Any]] = []
+    pos = 0
     text = str(text)
     while pos < len(text):
         if text[pos:].strip() == "":
@@ -395,6 +403,7 @@ def _tokenize(text: str) -> list[tuple[str, Any]]:
                                  "==, !=, <, <=, >, >=, in (…), and, or, not.")
         pos = m.end()
         kind = m.lastgroup
+        assert kind is not None  # every alternative of _TOKEN is a named group and one matched
         val = m.group(kind)
         if kind == "num":
             f = float(val)
@@ -415,7 +424,8 @@ def _tokenize(text: str) -> list[tuple[str, Any]]:
 class _Parser:
     """Recursive descent:  or_expr := and_expr ('or' and_expr)* ;
     and_expr := not_expr ('and' not_expr)* ; not_expr := 'not' not_expr | atom ;
-    atom := '(' or_expr ')' | NAME OP LIT | NAME ['not'] 'in' (LIT, …)."""
+    atom := '(' or_expr ')' | NAME OP LIT | NAME ['not'] 'in' (LIT, …).
+    """
 
     def __init__(self, tokens):
         self.t, self.i = tokens, 0
@@ -536,7 +546,7 @@ def _compare(s: pd.Series, op: str, lit) -> pd.Series:
             vals = pd.to_numeric(s, errors="coerce")
     else:
         vals = s
-    ops = {"==": vals.__eq__, "!=": vals.__ne__, "<": vals.__lt__, "<=": vals.__le__,
+    ops: dict[str, Callable[[Any], pd.Series]] = {"==": vals.__eq__, "!=": vals.__ne__, "<": vals.__lt__, "<=": vals.__le__,
            ">": vals.__gt__, ">=": vals.__ge__}
     try:
         return ops[op](lit).fillna(False).astype(bool)
@@ -546,7 +556,8 @@ def _compare(s: pd.Series, op: str, lit) -> pd.Series:
 
 def evaluate_filter(df: pd.DataFrame, node) -> np.ndarray:
     """Boolean mask of the records matching a parsed filter (missing values never match a
-    comparison, except ``!=``)."""
+    comparison, except ``!=``).
+    """
     if node is None:
         return np.ones(len(df), dtype=bool)
     tag = node[0]
@@ -634,7 +645,8 @@ def parse_query(text: str) -> Query:
 
 def true_answer(df: pd.DataFrame, query: Query, mask: np.ndarray | None = None):
     """f(D) for one component (``None`` when undefined: no records / no unique record).
-    PRIVATE: never shown to the researcher."""
+    PRIVATE: never shown to the researcher.
+    """
     if mask is None:
         mask = evaluate_filter(df, parse_filter(query.where))
     agg = query.agg
@@ -642,6 +654,8 @@ def true_answer(df: pd.DataFrame, query: Query, mask: np.ndarray | None = None):
         return int(mask.sum())
     if agg == "proportion":
         return float(mask.sum()) / len(df) if len(df) else None
+    if query.column is None:
+        raise ParameterError(f"Query: {agg}(…) needs a column.")
     s = _col(df, query.column)[mask]
     if agg == "value":
         if len(s) != 1 or pd.isna(s.iloc[0]):
@@ -655,14 +669,14 @@ def true_answer(df: pd.DataFrame, query: Query, mask: np.ndarray | None = None):
     x = pd.to_numeric(s, errors="coerce")
     if x.isna().all() and len(x) and not pd.api.types.is_numeric_dtype(s):
         raise ParameterError(f"Query: {agg}({query.column}) needs a numeric column.")
-    x = x.dropna().to_numpy(dtype=np.float64)
+    xs = x.dropna().to_numpy(dtype=np.float64)
     if agg == "sum":
-        return float(math.fsum(x))
-    if not len(x):
+        return float(math.fsum(xs))
+    if not len(xs):
         return None
     if agg == "mean":
-        return float(math.fsum(x) / len(x))
-    return float(np.median(x))
+        return float(math.fsum(xs) / len(xs))
+    return float(np.median(xs))
 
 
 # =========================================================================== refinement
@@ -846,7 +860,7 @@ def _check_epsilon(epsilon) -> float:
 
 
 def _validate(df: pd.DataFrame, query: Query, prior: Prior, kind: str | None,
-              groups) -> tuple[str, Any]:
+              groups) -> tuple[str, list | None]:
     if kind is None:
         kind = query.kind
     if kind not in ("statistical", "individual"):
@@ -926,7 +940,8 @@ def _component(df, query: Query, sup, w, mask, au: int, ad: int):
 def exact_distribution(df: pd.DataFrame, query, prior: Prior, epsilon: float,
                        kind: str | None = None, split: float = 0.5) -> list[Fraction]:
     """The exact refined distribution (fractions over the support) that :func:`refine_query`
-    samples for a query without groups.  PRIVATE: it discloses the true answer."""
+    samples for a query without groups.  PRIVATE: it discloses the true answer.
+    """
     if not isinstance(query, Query):
         query = parse_query(query)
     eps = _check_epsilon(epsilon)
@@ -1123,7 +1138,8 @@ def _now() -> str:
 
 def load_ledger(path) -> BudgetLedger | None:
     """Read a ledger from a ledger JSON file or from a project file's ``query_ledger`` key
-    (``None`` when the project has none yet)."""
+    (``None`` when the project has none yet).
+    """
     from pathlib import Path
 
     try:
@@ -1140,7 +1156,8 @@ def load_ledger(path) -> BudgetLedger | None:
 
 def save_ledger(path, ledger: BudgetLedger) -> str:
     """Write the ledger (private, 0600): into the project file's ``query_ledger`` key when
-    ``path`` is a project file, else as a ledger JSON file."""
+    ``path`` is a project file, else as a ledger JSON file.
+    """
     from pathlib import Path
 
     from dpstudio.engine.io import atomic_write
@@ -1236,7 +1253,8 @@ def resolve_range(query: Query, ranges: dict[str, str], df: pd.DataFrame | None 
     """The declared range of ``query``'s answer from ``{name: spec}`` (CLI ``--range``): the key
     is the query's column, or ``count`` / ``proportion`` / ``answer``.  A proportion defaults
     to 0:1:0.001; everything else must be declared (never read from the data).  Integer
-    columns and counts get step 1 unless a step is given."""
+    columns and counts get step 1 unless a step is given.
+    """
     if df is not None and query.column:
         _col(df, query.column)
     keys = [k for k in (query.column, query.agg if query.agg in ("count", "proportion") else None,

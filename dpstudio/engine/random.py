@@ -14,7 +14,7 @@ import numpy as np
 STRONG_SEED = 2 ** 64
 
 
-def as_rng(seed: "int | np.random.Generator | None") -> np.random.Generator:
+def as_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
     """A Generator from a seed of any width (``None``: fresh OS entropy)."""
     if isinstance(seed, np.random.Generator):
         return seed
@@ -23,11 +23,12 @@ def as_rng(seed: "int | np.random.Generator | None") -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def point_rng(seed: "int | None", *key: int) -> np.random.Generator:
+def point_rng(seed: int | None, *key: int) -> np.random.Generator:
     """An independent stream for one grid point of a sweep (order-independent).
 
     ``seed`` may be of any width (SeedSequence takes big integers); ``None`` gives every point
-    fresh OS entropy."""
+    fresh OS entropy.
+    """
     if seed is None:
         return np.random.default_rng()
     ss = np.random.SeedSequence(entropy=_check(seed), spawn_key=tuple(int(k) for k in key))
@@ -36,10 +37,18 @@ def point_rng(seed: "int | None", *key: int) -> np.random.Generator:
 
 def fresh_seed() -> int:
     """A new seed from the operating system's entropy (128 bits)."""
-    s = int(np.random.SeedSequence().entropy)
+    s = _os_entropy()
     while s < STRONG_SEED:  # probability 2^-64: never in practice, but keep the promise
-        s = int(np.random.SeedSequence().entropy)
+        s = _os_entropy()
     return s
+
+
+def _os_entropy() -> int:
+    e = np.random.SeedSequence().entropy
+    # SeedSequence() without entropy always draws a 128-bit int from the OS (the stubs also allow
+    # the user-supplied forms Sequence[int] | None, which cannot occur here).
+    assert isinstance(e, int)
+    return e
 
 
 def format_seed(seed: int) -> str:
@@ -47,9 +56,10 @@ def format_seed(seed: int) -> str:
     return hex(_check(seed))
 
 
-def parse_seed(text: "str | int", what: str = "seed") -> int:
+def parse_seed(text: str | int, what: str = "seed") -> int:
     """A seed from ``0x…`` hex or decimal text (or an int).  Raises ParameterError naming
-    ``what`` for anything else (negative, empty, not a number, a float)."""
+    ``what`` for anything else (negative, empty, not a number, a float).
+    """
     from dpstudio.engine.errors import ParameterError
 
     if isinstance(text, bool):
@@ -81,7 +91,7 @@ def is_weak_seed(seed: int) -> bool:
     return int(seed) < STRONG_SEED
 
 
-def seed_warning(seed: "int | None") -> str:
+def seed_warning(seed: int | None) -> str:
     """A one-line warning for a weak seed ('' for a strong one or for ``None``)."""
     if seed is None or not is_weak_seed(seed):
         return ""

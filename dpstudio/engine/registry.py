@@ -20,8 +20,9 @@ clusters of at least k: columns released unchanged beside them can show the grou
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from dpstudio.engine.errors import ParameterError
 from dpstudio.engine.params import Param, check_params
@@ -134,7 +135,7 @@ def module_specs(module: Any) -> tuple[MethodSpec, ...]:
     """The specs a method module declares (``SPECS`` or ``SPEC``)."""
     specs = getattr(module, "SPECS", None)
     if specs is None:
-        specs = (getattr(module, "SPEC"),)
+        specs = (module.SPEC,)
     return tuple(specs)
 
 

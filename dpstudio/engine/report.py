@@ -22,7 +22,8 @@ import datetime as _dt
 import html
 import math
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 _MEASURE_LABELS = {
     "sse_raw": "SSE (raw: Σ squared errors)",
@@ -119,12 +120,13 @@ INTERNAL_MARK = "INTERNAL — do not publish"
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _params(result) -> dict:
     """The parameters as shown in a report: a parameter that is not set reads "—", never
-    "None"; ε not set is the noise-free baseline (issue 11)."""
+    "None"; ε not set is the noise-free baseline (issue 11).
+    """
     out = {}
     for k, v in (getattr(result, "params", {}) or {}).items():
         if k in _HIDDEN_PARAMS:
@@ -147,7 +149,8 @@ _EXP = re.compile(r"\bexp\(ε\)")
 
 def _formulas(text: str) -> str:
     """e^ε -> e<sup>ε</sup>, 10^(x − 6) -> 10<sup>x − 6</sup>, exp(ε) -> e<sup>ε</sup>
-    (on escaped text)."""
+    (on escaped text).
+    """
     text = _EXP.sub("e<sup>ε</sup>", text)
     text = _SUP_PAREN.sub(lambda m: f"<sup>{m.group(1)}</sup>", text)
     return _SUP_WORD.sub(lambda m: f"<sup>{m.group(1)}</sup>", text)
@@ -155,7 +158,8 @@ def _formulas(text: str) -> str:
 
 def guarantee_clauses(sentence: str) -> list[str]:
     """The sentence cut into its clauses (sentences; the scope lead of a scoped guarantee
-    is its own clause), the text unchanged: ``"".join`` with single spaces gives it back."""
+    is its own clause), the text unchanged: ``"".join`` with single spaces gives it back.
+    """
     text = str(sentence or "").strip()
     out: list[str] = []
     for part in _CLAUSE_SPLIT.split(text):
@@ -176,7 +180,7 @@ def guarantee_html(sentence: str) -> str:
     >>> guarantee_html("t-closeness with t = e^ε (ε = 1). Not covered: the 1 column(s) (o).")
     "<div class='clause'><strong>t-closeness with t = e<sup>ε</sup></strong> (ε = 1).</div><div class='clause'><strong>Not covered:</strong> the 1 column(s) (o).</div>"
     """
-    parts = []
+    parts: list[str] = []
     for i, clause in enumerate(guarantee_clauses(sentence)):
         label = next((lab for lab in _SCOPE_LABELS if clause.startswith(lab)), None)
         if label:
@@ -361,7 +365,8 @@ def _svg_histogram(orig, prot, label: str, bins: int = 20) -> str:
 
 def _bounds_section(result) -> str:
     """Private: the share of each noisy attribute's released values on its domain bounds
-    (clamping pile-up, issue 11), with what to do when it is large."""
+    (clamping pile-up, issue 11), with what to do when it is large.
+    """
     from dpstudio.engine.pileup import NOTE_THRESHOLD, REMEDY, bound_shares
 
     params = getattr(result, "params", {}) or {}
@@ -462,12 +467,13 @@ def render_assessment(result, measures: dict | None = None, *,
                 + "</table>")
     prot_cols = [c for c in (getattr(result, "protected_attributes", []) or [])
                  if orig is not None and c in orig.columns and c in result.data.columns]
-    num_cols = [c for c in prot_cols if _num_stats(orig[c]) is not None
+    num_cols = [c for c in prot_cols if orig is not None and _num_stats(orig[c]) is not None
                 and _num_stats(result.data[c]) is not None]
-    if num_cols:
+    if num_cols and orig is not None:  # prot_cols (and so num_cols) is empty without the original
         rows = []
         for c in num_cols:
             so, sp = _num_stats(orig[c]), _num_stats(result.data[c])
+            assert so is not None and sp is not None  # num_cols keeps only columns with stats
             rows.append(f"<tr><td>{_e(c)}</td>" + "".join(
                 f"<td class='num'>{_fmt(v)}</td>" for v in (so[1], sp[1], so[2], sp[2])) + "</tr>")
         parts.append("<h2>Original vs protected</h2><table><tr><th>attribute</th><th>mean "

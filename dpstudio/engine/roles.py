@@ -53,7 +53,7 @@ _ALIASES = {
 }
 
 
-def parse_role(value: "str | Role", column: str = "?") -> Role:
+def parse_role(value: str | Role, column: str = "?") -> Role:
     if isinstance(value, Role):
         return value
     key = str(value).strip().lower()
@@ -110,7 +110,8 @@ SUGGEST_MAX_CATEGORIES = 20
 
 def normalize_types(columns, types: dict | None) -> dict[str, str]:
     """The user's column types (``{column: type}``), validated: known columns, known types.
-    Columns not listed have no declared type (the engine then goes by the data's dtype)."""
+    Columns not listed have no declared type (the engine then goes by the data's dtype).
+    """
     cols = [str(c) for c in columns]
     out: dict[str, str] = {}
     for c, t in dict(types or {}).items():

@@ -19,12 +19,12 @@ between points.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
-from dpstudio.engine import validation as V
 from dpstudio.engine.api import prepare, run_prepared
 from dpstudio.engine.errors import DPStudioError, ParameterError
 from dpstudio.engine.measures import evaluate, measurement_plan
@@ -104,11 +104,11 @@ def parse_grid(text: str, integer: bool = False, what: str = "--k") -> list:
                 bits = [float(b) for b in part.split(":")]
                 if len(bits) not in (2, 3):
                     raise ValueError
-                a, b, step = bits[0], bits[1], (bits[2] if len(bits) == 3 else 1.0)
-                if not step > 0 or b < a or (integer and not all(v.is_integer() for v in bits)):
+                lo, hi, step = bits[0], bits[1], (bits[2] if len(bits) == 3 else 1.0)
+                if not step > 0 or hi < lo or (integer and not all(v.is_integer() for v in bits)):
                     raise ValueError
-                count = int(np.floor((b - a) / step + 1e-9)) + 1
-                vals = [a + i * step for i in range(count)]
+                count = int(np.floor((hi - lo) / step + 1e-9)) + 1
+                vals = [lo + i * step for i in range(count)]
                 out.extend(int(round(v)) for v in vals) if integer else out.extend(vals)
             else:
                 v = float(part)
@@ -130,7 +130,7 @@ def grid(spec, ks, epsilons, baselines: bool) -> list[tuple[int, int | None, int
     ks_ = list(ks) if spec.uses_k else [None]
     eps_: list[float | None] = list(epsilons) if spec.uses_epsilon else [None]
     if spec.uses_epsilon and baselines and spec.uses_k:
-        eps_ = [None] + eps_
+        eps_ = [None, *eps_]
     cells = []
     for ki, k in enumerate(ks_):
         for ei, e in enumerate(eps_):
@@ -231,7 +231,8 @@ def _aligned(res, n: int):
     permutation of all records) is put back in input order, so the original stays the same
     object across runs and the measures' cache (k-d tree, scaling) is reused; all measures
     are sums or means over records, unchanged by a joint permutation.  Releases that drop
-    records (suppression) use the original rows that were released."""
+    records (suppression) use the original rows that were released.
+    """
     rm = res.row_map
     if rm is None:
         return res.original, res.data

@@ -1,12 +1,14 @@
 """What a method receives (:class:`Job`) and returns (:class:`Output`), and the
-public :class:`ProtectionResult` that :func:`dpstudio.engine.protect` returns."""
+public :class:`ProtectionResult` that :func:`dpstudio.engine.protect` returns.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -217,7 +219,8 @@ def frame_sha256(df: pd.DataFrame) -> str:
 def jsonable(v: Any) -> Any:
     """``v`` ready for JSON: numpy scalars as Python numbers, tuples as lists, keys as text,
     NaN as ``null`` and ±infinity as ``"inf"``/``"-inf"`` (JSON has neither), anything else
-    JSON cannot hold as its ``str``.  For metadata, project files and ``--json`` output."""
+    JSON cannot hold as its ``str``.  For metadata, project files and ``--json`` output.
+    """
     if isinstance(v, dict):
         return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):

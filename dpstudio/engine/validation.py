@@ -1,6 +1,7 @@
 """Input checks shared by every method: the frame, its columns, domains and output grids.
 Each error names the column/rows and says what to do.  Parameter values (k, ε, a method's
-own parameters) are checked in :mod:`dpstudio.engine.params`, the one validation path."""
+own parameters) are checked in :mod:`dpstudio.engine.params`, the one validation path.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ class PublicWarning(str):
     """A warning that is a function of the parameters only (never of the data), e.g. "ε is
     very large": it may be published in the metadata and the release note.  Every other warning
     is a fact about the original data ("column X is constant", "12 records dropped") and stays
-    on the private side (:attr:`ProtectionResult.private_notes`)."""
+    on the private side (:attr:`ProtectionResult.private_notes`).
+    """
 
     __slots__ = ()
 
@@ -154,7 +156,8 @@ def data_derived_domains(df: pd.DataFrame, domains: dict[str, tuple[float, float
                          ) -> dict[str, str]:
     """Declared domains whose bounds coincide with bounds derived from the data: the column's
     maximum, its minimum (unless 0, the natural lower bound of counts and amounts), or the
-    '0 … 1.5 × max' suggestion of the app.  Column -> what coincides."""
+    '0 … 1.5 × max' suggestion of the app.  Column -> what coincides.
+    """
     out: dict[str, str] = {}
     for c, (lb, ub) in domains.items():
         v = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=np.float64)
@@ -188,7 +191,8 @@ def data_derived_domain_warning(col: str, why: str) -> str:
 
 def data_derived_domain_note(derived: dict[str, str]) -> str:
     """The public sentence appended to the guarantee (a fact about the original data that the
-    guarantee does not cover, published so that users can judge the release)."""
+    guarantee does not cover, published so that users can judge the release).
+    """
     cols = ", ".join(f"{c} ({why})" for c, why in derived.items())
     return (f" Warning: the declared domain of {len(derived)} attribute(s) coincides with bounds "
             f"derived from the original data — {cols}. The published bounds therefore reveal "
@@ -212,7 +216,8 @@ def check_precision(df: pd.DataFrame, cols: list[str], precision: dict | None,
                     domains: dict, uses_noise: bool) -> dict[str, float]:
     """Output grid γ > 0 of every noisy numeric attribute: the declared one, else the default
     from public facts (integer type: 1; else the declared domain); columns with neither are
-    left out (the method asks for one when it draws noise)."""
+    left out (the method asks for one when it draws noise).
+    """
     from dpstudio.engine.algorithms.noise import default_precision, make_grid, pd_is_integer
 
     given = dict(precision or {})

@@ -35,7 +35,7 @@ LEAF = 16
 
 @njit(cache=True)
 def _pw_block(a, lo, n):
-    """numpy's pairwise sum for n <= 128 (eight accumulators), bit for bit."""
+    """NumPy's pairwise sum for n <= 128 (eight accumulators), bit for bit."""
     if n < 8:
         res = -0.0
         for i in range(n):
@@ -70,9 +70,10 @@ def _pw_block(a, lo, n):
 
 @njit(cache=True)
 def _pairwise(a, lo, n):
-    """numpy's pairwise summation of a[lo:lo+n] (contiguous reduction), bit for bit: blocks
+    """NumPy's pairwise summation of a[lo:lo+n] (contiguous reduction), bit for bit: blocks
     of at most 128 summed by :func:`_pw_block`, halves (cut at a multiple of 8) added.
-    Iterative, because numba's cache mishandles self-recursive functions."""
+    Iterative, because numba's cache mishandles self-recursive functions.
+    """
     if n <= 128:
         return _pw_block(a, lo, n)
     f_lo = np.empty(192, np.int64)      # frames: (lo, n, combine?)
@@ -124,7 +125,8 @@ def pairwise_sum(a):
 @njit(cache=True)
 def _select(perm, Z, lo, hi, kth, dim):
     """Reorder perm[lo:hi] so that position kth holds the record of rank kth by Z[:, dim]
-    (smaller before, larger-or-equal after); three-way partitions cope with many ties."""
+    (smaller before, larger-or-equal after); three-way partitions cope with many ties.
+    """
     while hi - lo > 1:
         a = Z[perm[lo], dim]
         b = Z[perm[(lo + hi) // 2], dim]
@@ -161,7 +163,8 @@ def build_tree(Z, depth):
     """Implicit balanced k-d tree with 2**depth leaves; node 1 is the root, children 2i, 2i+1.
 
     Returns perm (position -> record), the records in tree order Zp, node bounds [start, end),
-    boxes lo/hi, alive counts, and the leaf of every position."""
+    boxes lo/hi, alive counts, and the leaf of every position.
+    """
     n, m = Z.shape
     perm = np.arange(n)
     nn = 1 << (depth + 1)
@@ -359,7 +362,8 @@ def _heap_less(d1, i1, d2, i2):
 @njit(cache=True)
 def nearest(c, kk, Zp, perm, alive, start, end, lo, hi, cnt, first_leaf, stack, hd, hq, out):
     """out[0] = c, out[1:kk+1] = positions of the kk alive records other than c nearest to c
-    (ties to the lowest record index).  hd/hq: scratch max-heap of size kk."""
+    (ties to the lowest record index).  hd/hq: scratch max-heap of size kk.
+    """
     p = Zp[c]
     size = 0
     sp = 0
@@ -429,7 +433,8 @@ def nearest(c, kk, Zp, perm, alive, start, end, lo, hi, cnt, first_leaf, stack, 
 @njit(cache=True)
 def _far_refresh(c, Zp, pos_of, alive, idx, size, n_alive, fs, c0, cl, cd, tmp):
     """Rebuild the candidate list: alive positions sorted by distance to c0 = c, descending,
-    keeping every record whose distance is at least the T-th largest (ties included)."""
+    keeping every record whose distance is at least the T-th largest (ties included).
+    """
     m = Zp.shape[1]
     for j in range(m):
         c0[j] = c[j]
@@ -481,9 +486,10 @@ def far_centroid(c, Zp, perm, pos_of, alive, idx, size, n_alive, fs, fcut, c0, c
     |z - c| < |z* - c| for the record z* at D0, so z cannot be the farthest: only the head
     of the list down to that bound (less a tolerance far above rounding errors) is
     evaluated, with the exact distance formula.  Falls back to the tree search when the list
-    cannot vouch for completeness."""
+    cannot vouch for completeness.
+    """
     m = Zp.shape[1]
-    for attempt in range(2):
+    for _attempt in range(2):
         if fs[3] == 0:
             fcut[0] = _far_refresh(c, Zp, pos_of, alive, idx, size, n_alive, fs, c0, cl, cd, tmp)
         head = fs[1]
@@ -540,7 +546,8 @@ def mdav_run(Z, k, depth, max_steps, st, labels, total, idx, tree, scratch):
     """Run at most max_steps MDAV steps (two clusters each) from the state st.
 
     st = [label, n_dead, size, alive, phase]; phase 0 = main loop, 1 = done.
-    tree = (perm, Zp, start, end, lo, hi, cnt, leaf_of, alive, pos_of)."""
+    tree = (perm, Zp, start, end, lo, hi, cnt, leaf_of, alive, pos_of).
+    """
     perm, Zp, start, end, lo, hi, cnt, leaf_of, alive, pos_of = tree
     stack, hd, hq, take, buf, sums, fs, fcut, c0, cl, cd = scratch
     m = Z.shape[1]

@@ -38,7 +38,7 @@ sdcMicro suppresses 862 values; this suppresses fewer (see ``tests/engine/test_l
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -208,8 +208,8 @@ def local_suppression(
                 if sub.shape[1] > 1 else pd.factorize(sub[:, 0])[0]
             cell[cand, j] = cid
             cellval[cand, j] = pd.MultiIndex.from_arrays([cid, U[cand, j]]).factorize()[0]
-        tot = [dict() for _ in range(m)]
-        per_val = [dict() for _ in range(m)]
+        tot: list[dict[int, int]] = [dict() for _ in range(m)]
+        per_val: list[dict[int, int]] = [dict() for _ in range(m)]
         prio = np.lexsort((unsafe, fk[unsafe]))     # lowest f_k first
         cell_l, cv_l, fk_l, ch_l = cell.tolist(), cellval.tolist(), fk[unsafe].tolist(), chosen.tolist()
         has_cand_l = has_cand.tolist()

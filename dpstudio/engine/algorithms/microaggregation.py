@@ -17,7 +17,7 @@ the values for the insensitive methods), so results never depend on anything but
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -165,7 +165,8 @@ def _kernel_pays(n: int, m: int, k: int) -> bool:
     before that, a call whose numpy cost (a rough model fitted on this machine: 80 µs per
     cluster plus 1 ns per distance term) is below the kernel's load time runs in numpy, until
     the process has spent that load time in numpy MDAV (an app, a sweep, a benchmark).  So a
-    one-shot CLI run on a Census-sized table does not pay half a second for numba."""
+    one-shot CLI run on a Census-sized table does not pay half a second for numba.
+    """
     if _KERNEL:
         return True
     est = 80e-6 * n / k + 1e-9 * n * n * m / k
@@ -175,7 +176,8 @@ def _kernel_pays(n: int, m: int, k: int) -> bool:
 def _mdav_kernel():
     """The numba kernel module, or None when numba is unavailable or
     ``DPSTUDIO_MDAV_NUMPY=1`` asks for the pure-numpy path (imported lazily: numba costs
-    about a second to import, which ``import dpstudio.engine`` and the CLI must not pay)."""
+    about a second to import, which ``import dpstudio.engine`` and the CLI must not pay).
+    """
     import os
 
     if os.environ.get("DPSTUDIO_MDAV_NUMPY", "") not in ("", "0"):
@@ -308,7 +310,8 @@ def _lex_order(dist: np.ndarray, X: np.ndarray, rows: np.ndarray | None = None) 
 def insensitive_order(X, lb, ub, reference: str = "lower") -> np.ndarray:
     """The total order of insensitive MDAV: record positions sorted by distance (on
     domain-scaled attributes) to the lower (or upper) corner of the domain box, ties
-    lexicographically on the values, then by index."""
+    lexicographically on the values, then by index.
+    """
     X = _as_matrix(X)
     U = _scaled(X, lb, ub)
     if reference not in ("lower", "upper"):

@@ -28,6 +28,9 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, localcontext
+from fractions import Fraction
+from typing import SupportsInt, TypedDict, cast
 
 import numpy as np
 
@@ -299,9 +302,6 @@ def clamp(x, lb, ub) -> np.ndarray:
 # place).  So the output distribution is exactly the discrete one for the rate r, which is the
 # double nearest below ε·(1 − 2⁻⁴⁰)/Δ: the budget actually spent, r·Δ, is < ε.
 
-from decimal import Decimal, localcontext, ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, MAX_EMAX, MIN_EMIN
-from fractions import Fraction
-
 EPS_SAFETY = 2.0 ** -40     # ε' = ε·(1 − 2⁻⁴⁰): float rounding of the rate can never exceed ε
 MAX_GRID_UNITS = 2 ** 50    # largest sensitivity / range in grid units (int64 and double exact)
 _TWO64 = float(2 ** 64)
@@ -324,11 +324,18 @@ def _exp_neg_bounds(x: Fraction, prec: int) -> tuple[Fraction, Fraction]:
     return Fraction(e_lo) * (1 - widen), Fraction(e_hi) * (1 + widen)
 
 
+class _UState(TypedDict):
+    lo: Fraction    # U lies in [lo, lo + w)
+    w: Fraction
+    prec: int       # decimal digits of the bounds on e^{-x}
+
+
 def _geometric_one(rng: np.random.Generator, a: int, nbits: int, rate: Fraction,
                    guess: int) -> int:
     """Exact Y = max{y ≥ 0 : U ≤ e^{-rate·y}} for U whose first ``nbits`` bits are ``a``
-    (the rest drawn from ``rng`` as needed)."""
-    state = {"lo": Fraction(a, 1 << nbits), "w": Fraction(1, 1 << nbits), "prec": 40}
+    (the rest drawn from ``rng`` as needed).
+    """
+    state: _UState = {"lo": Fraction(a, 1 << nbits), "w": Fraction(1, 1 << nbits), "prec": 40}
 
     def below(j: int) -> bool:      # U ≤ e^{-rate·j}?
         if j <= 0:
@@ -377,7 +384,8 @@ def _geometric_direct(rng: np.random.Generator, r, size: tuple) -> np.ndarray:
     U ∈ [u, u + 2⁻⁵³) and X ∈ (x − d, x] with x = −ln(u)/r, d ≤ 2⁻⁵³/(u·r).  The computed x̃
     differs from x by at most e = x̃·2⁻⁴⁹ (ln within a few ulp, one division), so
     X ∈ (x̃ − e − d, x̃ + e]: when that interval holds no integer (or ⌊x̃⌋ = 0 and x̃ + e < 1:
-    X ≥ 0 always), Y = ⌊x̃⌋ exactly.  Both bounds are checked with a factor 2 to spare."""
+    X ≥ 0 always), Y = ⌊x̃⌋ exactly.  Both bounds are checked with a factor 2 to spare.
+    """
     u = rng.random(size)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
         x = np.log(u)
@@ -403,6 +411,14 @@ def _geometric_direct(rng: np.random.Generator, r, size: tuple) -> np.ndarray:
     return y
 
 
+def _shape(size) -> tuple[int, ...]:
+    """``size`` as a shape tuple (a scalar count n gives (n,))."""
+    if np.isscalar(size):
+        # np.isscalar's guard also admits complex/str scalars; int() rejects those at run time
+        return (int(cast(SupportsInt, size)),)
+    return tuple(size)
+
+
 def geometric_exact(rng: np.random.Generator, rate, size) -> np.ndarray:
     """Exact geometric draws on {0, 1, …}: P(Y = y) = (1 − e^{-r})·e^{-r·y}, ``rate`` r > 0
     (a scalar or an array of shape ``size``; the double value is the exact rate).
@@ -410,8 +426,9 @@ def geometric_exact(rng: np.random.Generator, rate, size) -> np.ndarray:
     Rates below 2⁻²⁴ (scales above 1.7·10⁷ grid units) are split exactly: Y = M·G + R with
     M = 2^j, r·M ∈ [2⁻²⁴, 2⁻²³), G geometric of rate r·M and R on [0, M) with
     P(R = i) ∝ e^{-r·i}, drawn by rejection from the uniform (accepted iff U ≤ e^{-r·i},
-    decided by an integer comparison with 1 − 2⁻²³ ≤ e^{-r·i}, else exactly)."""
-    size = (int(size),) if np.isscalar(size) else tuple(size)
+    decided by an integer comparison with 1 − 2⁻²³ ≤ e^{-r·i}, else exactly).
+    """
+    size = _shape(size)
     r = np.asarray(rate, dtype=np.float64)
     if r.ndim == 0:   # scalar rate: the same draws, without the array checks' overhead
         rf0 = float(r)
@@ -482,8 +499,9 @@ def _as_rate_array(rate, size) -> np.ndarray:
 
 def discrete_laplace(rng: np.random.Generator, rate, size) -> np.ndarray:
     """Exact discrete Laplace draws (int64): P(z) = (1−q)/(1+q)·q^{|z|}, q = e^{-rate}.
-    ``rate`` = ∞ gives 0 (no noise: sensitivity 0)."""
-    size = (int(size),) if np.isscalar(size) else tuple(size)
+    ``rate`` = ∞ gives 0 (no noise: sensitivity 0).
+    """
+    size = _shape(size)
     r = _as_rate_array(rate, size)
     if r.ndim == 0:
         if not float(r) > 0:   # also nan
@@ -526,7 +544,8 @@ def discrete_laplace_pmf(z, rate: float) -> np.ndarray:
 
 def staircase_center(sens: int, epsilon: float) -> int:
     """Half-width c ∈ [0, Δ−1] of the discrete staircase's central step: the c near the
-    continuous optimum d* (thesis Theorem 1) with the least variance."""
+    continuous optimum d* (thesis Theorem 1) with the least variance.
+    """
     sens = int(sens)
     d = staircase_optimal_d(float(sens), float(epsilon))
     cands = {min(max(int(math.floor(d)) + j, 0), sens - 1) for j in (-1, 0, 1)}
@@ -543,16 +562,14 @@ def _staircase_centers(sens: np.ndarray, eps: np.ndarray) -> np.ndarray:
 def discrete_staircase_variance(sens: int, epsilon: float, c: int | None = None) -> float:
     """Variance of discrete staircase noise (closed form; see module notes)."""
     D = float(sens)
-    if c is None:
-        c = staircase_center(sens, epsilon)
-    c = float(c)
+    C = float(staircase_center(sens, epsilon) if c is None else c)
     b, one_b = _q(float(epsilon))
     s0, s1, s2 = b / one_b, b * b / one_b ** 2, b * b * (1 + b) / one_b ** 3
     K = D * (D + 1) * (2 * D + 1) / 6
-    W = (2 * c + 1) + 2 * D * s0
-    second = (2 * c * (c + 1) * (2 * c + 1) / 6
-              + 2 * (D ** 3 * s2 + (2 * c * D * D + D * D * (D + 1)) * s1
-                     + (D * c * c + c * D * (D + 1) + K) * s0))
+    W = (2 * C + 1) + 2 * D * s0
+    second = (2 * C * (C + 1) * (2 * C + 1) / 6
+              + 2 * (D ** 3 * s2 + (2 * C * D * D + D * D * (D + 1)) * s1
+                     + (D * C * C + C * D * (D + 1) + K) * s0))
     return second / W
 
 
@@ -575,7 +592,8 @@ def staircase_parameters(S: np.ndarray, E: np.ndarray) -> tuple[np.ndarray, np.n
     """Per-draw ε capped at :data:`STAIRCASE_MAX_EPS` and the central half-widths c; refuse
     (``ParameterError``) when the exact sampler's acceptance e^{-ε} + (1 − e^{-ε})(2c+1)/(2Δ)
     is below :data:`STAIRCASE_MIN_ACCEPT` (large ε per draw with a sensitivity of many grid
-    steps): Laplace noise, a coarser precision or a smaller ε per draw avoid it."""
+    steps): Laplace noise, a coarser precision or a smaller ε per draw avoid it.
+    """
     from dpstudio.engine.errors import ParameterError
 
     E = np.minimum(E, STAIRCASE_MAX_EPS)
@@ -598,8 +616,9 @@ def discrete_staircase(rng: np.random.Generator, sens, epsilon, size) -> np.ndar
 
     Level L geometric with rate ε (exact); L = 0 accepted with probability (2c+1)/(2Δ)
     (an exact integer comparison), else redrawn; then a uniform integer of the level's set
-    (|z| ≤ c, or c + (L−1)Δ < |z| ≤ c + LΔ with a random sign).  P(z) ∝ e^{-ε·L(z)}."""
-    size = (int(size),) if np.isscalar(size) else tuple(size)
+    (|z| ≤ c, or c + (L−1)Δ < |z| ≤ c + LΔ with a random sign).  P(z) ∝ e^{-ε·L(z)}.
+    """
+    size = _shape(size)
     S = np.broadcast_to(np.asarray(sens, dtype=np.int64), size).reshape(-1)
     E = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), size).reshape(-1)
     if np.any(S < 0) or np.any(~(E > 0)) or not np.all(np.isfinite(E)):
@@ -628,8 +647,9 @@ def discrete_staircase(rng: np.random.Generator, sens, epsilon, size) -> np.ndar
 def grid_noise(kind: str, rng: np.random.Generator, sens, epsilon, size) -> np.ndarray:
     """Integer ε-DP noise for integer sensitivity ``sens`` (grid units; arrays broadcast to
     ``size``): discrete Laplace of rate ε·(1−2⁻⁴⁰)/Δ or discrete staircase.  Sensitivity 0
-    gives 0."""
-    size = (int(size),) if np.isscalar(size) else tuple(size)
+    gives 0.
+    """
+    size = _shape(size)
     sens_a = np.asarray(sens)
     eps_a = np.asarray(epsilon, dtype=np.float64)
     if eps_a.ndim == 0 and sens_a.ndim == 0:   # scalars (ir-dp): plain comparisons
@@ -693,7 +713,8 @@ class Grid:
     def from_units(self, u) -> np.ndarray:
         """Clamp to the domain's grid points and convert to values with no more digits than γ:
         (base + u)·G / 10^d with the integer G = γ·10^d, one correctly rounded division, so
-        the double is the one nearest the decimal value (printed without spurious digits)."""
+        the double is the one nearest the decimal value (printed without spurious digits).
+        """
         u = np.asarray(u, dtype=np.int64)
         if self.lo is not None:
             u = np.clip(u, self.lo, self.hi)
@@ -701,7 +722,8 @@ class Grid:
             return (u + self.base) * int(self.gamma)
         G = round(self.gamma * 10 ** self.decimals)
         big = 2 ** 53 // max(G, 1)
-        if (self.lo is not None and abs(self.base) + abs(self.lo) + abs(self.hi) < big
+        if (self.lo is not None and self.hi is not None
+                and abs(self.base) + abs(self.lo) + abs(self.hi) < big
                 and abs(G - self.gamma * 10 ** self.decimals) < 1e-6):
             w = u + self.base
             if G != 1:
@@ -723,7 +745,8 @@ def decimals_of(gamma: float) -> int:
 def default_precision(domain, integer_dtype: bool) -> float | None:
     """The default grid γ from public facts only: 1 for integer columns; for others
     10^(⌊log10(ub − lb)⌋ − 6) of the declared domain (about a millionth of its width);
-    ``None`` without a domain (the user must declare one or the other)."""
+    ``None`` without a domain (the user must declare one or the other).
+    """
     if integer_dtype:
         return 1.0
     if domain is None:
@@ -803,7 +826,8 @@ def grid_info(kind: str, grid: Grid, sens_units, epsilon: float, divisor=1) -> d
     """Public description of one attribute's grid noise: precision γ, sensitivity in grid
     units, the effective ε′, and in value units (γ·units/``divisor``: ``divisor`` = cluster
     size when the noise is drawn on a cluster sum and released as its mean) the sensitivity
-    actually covered (Δ plus rounding), the Laplace-equivalent scale and the noise s.d."""
+    actually covered (Δ plus rounding), the Laplace-equivalent scale and the noise s.d.
+    """
     if np.ndim(sens_units) == 0 and np.ndim(divisor) == 0:
         # scalars (ir-dp): memoised, a sweep asks the same question for every repetition
         return dict(_grid_info_scalar(kind, grid, float(sens_units), float(epsilon),

@@ -172,6 +172,7 @@ def interval_hierarchy(values, *, width: float | None = None, start: float | Non
                 if start + W > hi or (levels is not None and W >= width * 2 ** (int(levels) - 1)):
                     break
                 W *= 2
+        assert start is not None  # the loop above ran at least once and set it
         start = float(start)
         if start > lo:
             raise ParameterError(f"Interval start {start:g} for column {name!r} lies above the "

@@ -41,7 +41,7 @@ class Hierarchy:
 
     # ---- construction -------------------------------------------------
     @classmethod
-    def from_rows(cls, rows: list[list[str]], name: str = "", source: str = "") -> "Hierarchy":
+    def from_rows(cls, rows: list[list[str]], name: str = "", source: str = "") -> Hierarchy:
         rows = [[str(x).strip() for x in r] for r in rows if any(str(x).strip() for x in r)]
         if not rows:
             raise InputError(f"Hierarchy {name or source!r} has no rows.")
@@ -56,7 +56,7 @@ class Hierarchy:
         return cls(np.array(rows, dtype=object), name=name, source=source)
 
     @classmethod
-    def read_arx(cls, path_or_text: "str | os.PathLike", name: str = "") -> "Hierarchy":
+    def read_arx(cls, path_or_text: str | os.PathLike, name: str = "") -> Hierarchy:
         """Read an ARX hierarchy CSV (a path, or the text itself if it contains a newline)."""
         if isinstance(path_or_text, (str, os.PathLike)) and os.path.exists(str(path_or_text)):
             path = str(path_or_text)
@@ -86,7 +86,7 @@ class Hierarchy:
                              f"hierarchy CSV ({exc}).") from None
         return cls.from_rows(rows, name=name or os.path.basename(source), source=source)
 
-    def write_arx(self, path: "str | os.PathLike") -> None:
+    def write_arx(self, path: str | os.PathLike) -> None:
         tmp = str(path) + ".tmp"
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
             w = csv.writer(fh, delimiter=";", lineterminator="\n")
@@ -202,7 +202,8 @@ def parent_child_rows(pairs, name: str = "") -> list[list[str]]:
 
 def ancestor_paths(par: dict, name: str = "") -> dict[str, list[str]]:
     """Node -> [node, parent, …, root] for a child -> parent map (a falsy parent marks a
-    root); raises :class:`InputError` naming the nodes of a cycle."""
+    root); raises :class:`InputError` naming the nodes of a cycle.
+    """
     paths: dict[str, list[str]] = {}
     for c in par:
         path, seen = [c], {c}

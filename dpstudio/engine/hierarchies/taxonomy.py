@@ -118,7 +118,7 @@ class Taxonomy:
     # ---- construction ------------------------------------------------------
     @classmethod
     def from_parent_map(cls, parent_of: dict, leaf_order: list | None = None, name: str = "",
-                        source: str = "") -> "Taxonomy":
+                        source: str = "") -> Taxonomy:
         """From ``{concept: parent or None}`` (nodes that appear only as a parent are added)."""
         par = {str(c): (None if p is None or str(p) == "" else str(p)) for c, p in parent_of.items()}
         for p in list(par.values()):
@@ -135,14 +135,15 @@ class Taxonomy:
         inner_sorted = sorted(inner, key=lambda c: (-depth[c], c))
         concepts = leaves + inner_sorted
         idx = {c: i for i, c in enumerate(concepts)}
-        parent = np.array([-1 if par[c] is None else idx[par[c]] for c in concepts], dtype=np.int64)
+        parent = np.array([-1 if (p := par[c]) is None else idx[p] for c in concepts], dtype=np.int64)
         return cls(concepts, parent, len(leaves), name=name, source=source)
 
     @classmethod
-    def from_hierarchy(cls, h: Hierarchy, name: str = "") -> "Taxonomy":
+    def from_hierarchy(cls, h: Hierarchy, name: str = "") -> Taxonomy:
         """From an ARX hierarchy: rows are leaf → … → top.  A label that repeats its child
         (``x;x;group;*``) is the same concept (the chain is collapsed).  A label that appears
-        at two different places of the tree is refused (it would be ambiguous)."""
+        at two different places of the tree is refused (it would be ambiguous).
+        """
         name = name or h.name
         par: dict[str, str | None] = {}
         leaf_order: list[str] = []
@@ -195,7 +196,8 @@ class Taxonomy:
 
     def distance(self, a, b):
         """δ(a, b) for two labels, or elementwise for two arrays of labels (any concepts);
-        usable as ``categorical_distance={col: taxonomy}`` in :func:`dpstudio.engine.evaluate`."""
+        usable as ``categorical_distance={col: taxonomy}`` in :func:`dpstudio.engine.evaluate`.
+        """
         if np.ndim(a) == 0 and np.ndim(b) == 0:
             return float(self.dist[self.code(a), self.code(b)])
         ca = self.codes(np.asarray(a, dtype=object).ravel(), leaves_only=False)
@@ -204,7 +206,8 @@ class Taxonomy:
 
     def codes(self, values, column: str = "", leaves_only: bool = True) -> np.ndarray:
         """Concept codes of ``values`` (vectorised); raises naming the column, row and value
-        for a value absent from the taxonomy (or an inner concept when ``leaves_only``)."""
+        for a value absent from the taxonomy (or an inner concept when ``leaves_only``).
+        """
         s = pd.Series(values).reset_index(drop=True)
         allowed = self._index if not leaves_only else {c: i for i, c in enumerate(self.leaves)}
         if pd.api.types.is_float_dtype(s) and np.all(np.mod(s.dropna(), 1) == 0):
@@ -237,7 +240,7 @@ class Taxonomy:
                 "boundary_distance": self.boundary_distance, "sensitivity": self.sensitivity}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Taxonomy":
+    def from_dict(cls, d: dict) -> Taxonomy:
         return cls(d["concepts"], np.asarray(d["parent"]), int(d["n_leaves"]), name=d.get("name", ""),
                    source=d.get("source", ""))
 
@@ -251,7 +254,8 @@ def _argbest(values: np.ndarray, rank: np.ndarray) -> int:
 
 def load_taxonomy(obj, column: str = "") -> Taxonomy:
     """A :class:`Taxonomy` from a Taxonomy, a Hierarchy, an ARX file, a parent–child CSV
-    (header ``child,parent``), rows, or a ``{child: parent}`` dict."""
+    (header ``child,parent``), rows, or a ``{child: parent}`` dict.
+    """
     if isinstance(obj, Taxonomy):
         return obj
     if isinstance(obj, dict):
@@ -270,7 +274,8 @@ def boundaries(taxonomies: list[Taxonomy | None], lb: np.ndarray, ub: np.ndarray
 
 def mixed_distance_to(values: np.ndarray, taxonomies: list[Taxonomy | None], point, scale) -> np.ndarray:
     """Squared eq. 6.7 distance of every record (rows of ``values``: codes for categorical
-    columns, numbers otherwise) to one ``point``; ``scale[i]`` = dist_i(b_i, t_i)."""
+    columns, numbers otherwise) to one ``point``; ``scale[i]`` = dist_i(b_i, t_i).
+    """
     n, m = values.shape
     out = np.zeros(n)
     for i, t in enumerate(taxonomies):  # loop over attributes

@@ -24,8 +24,9 @@ every sweep point, the CLI and the app.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,8 +35,15 @@ from dpstudio.engine.errors import DPStudioError, ParameterError
 from dpstudio.engine.measures._base import _check_pair, _col, _is_numeric
 from dpstudio.engine.measures.kanon import k_anonymity_check
 from dpstudio.engine.measures.risk import TIE_RTOL, record_linkage
-from dpstudio.engine.measures.utility import (_sse_both, correlation_loss, delta_stats,
-                                              eigen_utility, il1s, score, sse)
+from dpstudio.engine.measures.utility import (
+    _sse_both,
+    correlation_loss,
+    delta_stats,
+    eigen_utility,
+    il1s,
+    score,
+    sse,
+)
 
 _METHOD_MEASURES: dict[str, list[Callable[..., dict]]] = {}
 
@@ -44,7 +52,8 @@ def is_k_anonymous(method: str | None) -> bool:
     """Does the release of ``method`` claim k-anonymity on the k-quasi-identifiers (the spec
     flag ``k_anonymous``)?  The ``kanon`` measure is computed for those only: for
     probabilistic k-anonymity and t-closeness the released k-quasi values are not meant to
-    form classes of k, and the check would mislead."""
+    form classes of k, and the check would mislead.
+    """
     from dpstudio.engine.registry import is_k_anonymous as _flag
 
     return _flag(method)
@@ -66,7 +75,8 @@ SUPPRESSION_MEASURES = ("suppressed", "reid")
 def default_measures(method: str | None) -> tuple[str, ...]:
     """The measures a sweep of ``method`` reports when none are asked for: suppressed cells,
     expected re-identifications, frequency-table distances and k-anonymity for a method that
-    suppresses categorical key values; SSE and record linkage otherwise."""
+    suppresses categorical key values; SSE and record linkage otherwise.
+    """
     from dpstudio.engine.registry import missing_matches_any
 
     if method and missing_matches_any(method):
@@ -105,7 +115,8 @@ def mismatch(a, b) -> np.ndarray:
 
 def label_mismatch(a, b) -> np.ndarray:
     """0/1 distance on category labels, 1 and 1.0 alike and a missing (suppressed) value
-    differing from every value: the distance of keys a method suppresses."""
+    differing from every value: the distance of keys a method suppresses.
+    """
     from dpstudio.engine.measures.categorical import _labels
 
     la = _labels(pd.Series(np.asarray(a, dtype=object)).infer_objects()).to_numpy()
@@ -117,7 +128,8 @@ class HierarchyDistance:
     """Semantic distance δ of a column's hierarchy (docs/measures.md: categorical dist = δ)
     as a ``categorical_distance`` callable.  Values are compared as printed labels
     (39 → '39'); a label the hierarchy does not know counts as the largest distance when it
-    differs."""
+    differs.
+    """
 
     def __init__(self, hierarchy, column: str = "") -> None:
         from dpstudio.engine.hierarchies.taxonomy import load_taxonomy
@@ -137,9 +149,10 @@ class HierarchyDistance:
 
 
 def generalises_numeric(method: str | None) -> bool:
-    """Does ``method`` turn a numeric k-quasi-identifier into interval text?
+    """Whether ``method`` turns a numeric k-quasi-identifier into interval text.
 
-    Read from the method's spec flag ``generalises`` (False for unknown ids)."""
+    Read from the method's spec flag ``generalises`` (False for unknown ids).
+    """
     from dpstudio.engine.registry import generalises
 
     return bool(method) and generalises(method)
@@ -149,7 +162,8 @@ def generalises_numeric(method: str | None) -> bool:
 class MeasurePlan:
     """Which distance each attribute is measured with in SSE and record linkage
     (``distances``; attributes not listed use |x − x′| when numeric, else 0/1) and which of
-    them are generalised numeric k-quasis measured 0/1 (``flat``)."""
+    them are generalised numeric k-quasis measured 0/1 (``flat``).
+    """
 
     distances: dict = field(default_factory=dict)
     flat: list = field(default_factory=list)
@@ -178,7 +192,8 @@ class MeasurePlan:
                            attrs: list[str]) -> list[str]:
         """The attributes Δ statistics and correlations are measured on: all of them, or,
         when some carry a semantic or 0/1 distance, only those still numeric on both sides
-        (a numeric column measured by δ may be generalised)."""
+        (a numeric column measured by δ may be generalised).
+        """
         if not self.distances:
             return list(attrs)
         return [a for a in attrs if a not in self.distances
@@ -190,7 +205,9 @@ def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
                      roles: dict | None = None, hierarchies: dict | None = None,
                      types: dict | None = None) -> MeasurePlan:
     """The measurement policy (docs/measures.md "Distances"), the same for every caller
-    (``protect``'s summary, ``evaluate``, every sweep point, CLI and app):
+    (``protect``'s summary, ``evaluate``, every sweep point, CLI and app).
+
+    Per column:
 
     * a protected column with a loaded hierarchy: its semantic distance δ, unless it is
       numeric and the method leaves it numeric (numeric values keep |x − x′|; when the
@@ -394,7 +411,7 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
         out.update(classification_utility(original, protected, class_attribute, features,
                                           binarise=binarise, seed=classification_seed))
     if result is not None:
-        for fn in _METHOD_MEASURES.get(getattr(result, "method", None), []):
+        for fn in _METHOD_MEASURES.get(getattr(result, "method", ""), []):
             extra = fn(original, protected, result, measures, cache)
             if extra:
                 out.update(extra)

@@ -1,10 +1,11 @@
 """Helpers shared by the measures (docs/measures.md): input checks, column access,
-categorical distances and the per-sweep cache of the original's derived arrays."""
+categorical distances and the per-sweep cache of the original's derived arrays.
+"""
 
 from __future__ import annotations
 
-import math
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -127,7 +128,8 @@ def _matrix(df: pd.DataFrame, cols: list[str], which: str) -> np.ndarray:
              and not pd.api.types.is_bool_dtype(t) for t in dt.values()]
     if all(plain) and df.columns.is_unique and len(dt) <= 4 * len(cols):
         # one conversion of the whole (numeric) frame, then the wanted columns
-        pos = [df.columns.get_loc(c) for c in cols]
+        # the columns are unique (checked above), so get_loc gives one int position per column
+        pos = [cast(int, df.columns.get_loc(c)) for c in cols]
         return np.ascontiguousarray(df.to_numpy(dtype=np.float64)[:, pos])
     out = np.empty((len(df), len(cols)))
     for i, a in enumerate(cols):

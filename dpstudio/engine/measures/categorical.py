@@ -68,7 +68,8 @@ def _labels(s: pd.Series) -> pd.Series:
 
 def _table(frames: list[pd.Series]) -> pd.Series:
     """Relative frequency of each (joint) category."""
-    key = frames[0] if len(frames) == 1 else frames[0].str.cat(frames[1:], sep="\x01")
+    # pandas documents a list of Series for ``others``; the pandas-stubs only accept list[str]
+    key = frames[0] if len(frames) == 1 else frames[0].str.cat(frames[1:], sep="\x01")  # type: ignore[arg-type]
     return key.value_counts(normalize=True, sort=False)
 
 

@@ -9,7 +9,7 @@ The one implementation of the class count: the k-anonymity measure, the (k, ε) 
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd

@@ -74,7 +74,7 @@ def noise_abs_mean(kind: str, epsilon: float) -> float:
 
 @functools.lru_cache(maxsize=256)
 def confidence_radius(kind: str, epsilon: float, c: float) -> float:
-    """r with P(|Z| ≤ r) = c for sensitivity 1 (Laplace: −ln(1 − c)/ε, paper 003 §V-C)."""
+    """The radius r with P(|Z| ≤ r) = c for sensitivity 1 (Laplace: −ln(1 − c)/ε, paper 003 §V-C)."""
     c = float(c)
     if not 0.0 < c < 1.0:
         raise ValueError("confidence must be in (0, 1)")
@@ -135,7 +135,8 @@ def _ranked_keys(cls_data, v, cls_q, *queries):
 def count_within(cls_data: np.ndarray, data: np.ndarray, cls_q: np.ndarray, centre: np.ndarray,
                  radius: np.ndarray) -> np.ndarray:
     """For each query i: #{j : cls_data[j] == cls_q[i], centre[i] − radius[i] ≤ data[j] ≤
-    centre[i] + radius[i]} (the paper's closed interval; a box for several columns)."""
+    centre[i] + radius[i]} (the paper's closed interval; a box for several columns).
+    """
     data = np.asarray(data, dtype=np.float64)
     centre = np.asarray(centre, dtype=np.float64)
     radius = np.broadcast_to(np.asarray(radius, dtype=np.float64), (len(cls_q),))
@@ -155,7 +156,8 @@ def nearest_member_linked(cls_data: np.ndarray, data: np.ndarray, released: np.n
                           own: np.ndarray) -> np.ndarray:
     """Linking indicator of paper 003 §V-B: query i (class ``cls_data[i]``, released value
     ``released[i]``, own original ``own[i]`` = data[i]) is linked when its original is (one
-    of) the closest class members to its released value (L1 for several columns)."""
+    of) the closest class members to its released value (L1 for several columns).
+    """
     data = np.asarray(data, dtype=np.float64)
     rel = np.asarray(released, dtype=np.float64)
     if data.ndim == 1 or data.shape[1] == 1:
@@ -188,7 +190,8 @@ def nearest_member_linked(cls_data: np.ndarray, data: np.ndarray, released: np.n
 
 def _per_class(cls_data, data, cls_q, queries, fn, radius, dtype=np.int64):
     """Apply ``fn(members, queries, radius)`` class by class (several ε-quasis only: a loop
-    over classes, blocks of at most ~4M distances)."""
+    over classes, blocks of at most ~4M distances).
+    """
     out = np.zeros(len(cls_q), dtype=dtype)
     od = np.argsort(cls_data, kind="stable")
     oq = np.argsort(cls_q, kind="stable")

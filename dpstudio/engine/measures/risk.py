@@ -10,17 +10,23 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
-
-from dpstudio.engine.measures._base import (_cache_entry, _check_pair, _col, _distance_fn,
-                                            _dtypes, _matrix, _num_dtype, _pair_distances,
-                                            _warn)
-
+from dpstudio.engine.measures._base import (
+    _cache_entry,
+    _check_pair,
+    _col,
+    _distance_fn,
+    _dtypes,
+    _matrix,
+    _num_dtype,
+    _pair_distances,
+    _warn,
+)
 
 #: Relative tolerance under which two distances count as a tie (docs/measures.md).
 TIE_RTOL = 1e-12
@@ -87,7 +93,6 @@ def _pr_by_candidates(xs: np.ndarray, yq: np.ndarray, d_own: np.ndarray) -> np.n
     differences, and the nearest distance, the ties and whether x_j is among them are
     decided on those (x_j left out of the superset is farther than d_min·(1 + 1e-12)).
     """
-    n = xs.shape[0]
     center = xs.mean(axis=0)
     xc = xs - center
     xn = np.einsum("ij,ij->i", xc, xc)
@@ -124,7 +129,8 @@ def _pr_by_candidates(xs: np.ndarray, yq: np.ndarray, d_own: np.ndarray) -> np.n
 
 def _sample_bound(u: np.ndarray, xsamp: np.ndarray) -> np.ndarray:
     """Exact distance from each row of ``u`` to its (estimated) nearest row of ``xsamp``:
-    an upper bound of its nearest distance to the originals."""
+    an upper bound of its nearest distance to the originals.
+    """
     center = xsamp.mean(axis=0)
     xsc = xsamp - center
     xn = np.einsum("ij,ij->i", xsc, xsc)
@@ -292,7 +298,7 @@ def _rl_bruteforce(xnum: np.ndarray, ynum: np.ndarray, ocat: list[np.ndarray], p
 
 
 def _kdtree(x: np.ndarray):
-    from scipy.spatial import cKDTree   # imported when needed (a third of a second)
+    from scipy.spatial import cKDTree  # imported when needed (a third of a second)
 
     return cKDTree(x, balanced_tree=False, compact_nodes=False)
 

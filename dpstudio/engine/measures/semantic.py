@@ -88,7 +88,8 @@ def semantic_rl(original: pd.DataFrame, protected: pd.DataFrame, attrs: list[str
                 distance: str = "standardized", return_probabilities: bool = False):
     """Record linkage (percent): Pr_j = 1/|G_j| if x_j ∈ G_j (the originals at minimum
     distance from x′_j, ties within a relative 1e-12), RL = 100·ΣPr_j/n.  Distance:
-    sqrt(Σ numeric ((x−y)/sd)² + Σ categorical δ²)."""
+    sqrt(Σ numeric ((x−y)/sd)² + Σ categorical δ²).
+    """
     if distance not in ("standardized", "raw"):
         raise ParameterError(f"Record-linkage distance must be 'standardized' or 'raw'. Got {distance!r}.")
     n = len(original)

@@ -40,8 +40,9 @@ missing values this is a single group-by.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -94,7 +95,8 @@ def _group_ids(cols: list[np.ndarray], cards: list[int], n: int) -> tuple[np.nda
 
 def _patterns(codes: np.ndarray) -> tuple[np.ndarray, list[int], list[np.ndarray]]:
     """Missing-key pattern of each row (bit j set = key j missing), the distinct patterns and
-    the rows of each."""
+    the rows of each.
+    """
     m = codes.shape[1]
     if m > 62:
         raise ParameterError(f"at most 62 key variables are supported (got {m})")
@@ -128,7 +130,7 @@ def wildcard_counts(
     ``f_k`` of a file), in which a row counts itself.
     """
     self_count = d_codes is None
-    if self_count:
+    if d_codes is None:
         d_codes = q_codes
     nq, m = q_codes.shape
     fk = np.zeros(nq, dtype=np.float64)
@@ -145,7 +147,7 @@ def wildcard_counts(
             S = [j for j in range(m) if not ((P | Q) >> j) & 1]
             if not S:  # every pair is compatible
                 fk[rp] += len(rd)
-                if Fk is not None:
+                if Fk is not None and d_weights is not None:  # set together above
                     Fk[rp] += d_weights[rd].sum()
                 continue
             same = self_count and P == Q
@@ -158,7 +160,7 @@ def wildcard_counts(
             nd = 0 if same else len(rd)
             idd, idq = (ids, ids) if same else (ids[:nd], ids[nd:])
             fk[rp] += np.bincount(idd, minlength=G)[idq]
-            if Fk is not None:
+            if Fk is not None and d_weights is not None:  # set together above
                 Fk[rp] += np.bincount(idd, weights=d_weights[rd if not same else rp], minlength=G)[idq]
     return fk, Fk
 
@@ -241,7 +243,7 @@ class RiskReport:
         return int(np.count_nonzero(self.individual_risk > threshold))
 
     def to_dict(self, per_record: bool = False) -> dict:
-        out = {
+        out: dict[str, Any] = {
             "records": self.records,
             "key_combinations": self.key_combinations,
             "sample_uniques": self.sample_uniques,
@@ -307,8 +309,9 @@ def _weights(df: pd.DataFrame, weight: str) -> np.ndarray:
 
 
 def _ldiversity(group: np.ndarray, G: int, s: pd.Series, c: float = 2.0) -> dict:
-    """sdcMicro's per-group distinct / entropy / recursive (c, l)-diversity of one attribute,
-    returned per record (``measure_risk_cpp``'s ``compute_group_ldiversity``)."""
+    """The sdcMicro per-group distinct / entropy / recursive (c, l)-diversity of one attribute,
+    returned per record (``measure_risk_cpp``'s ``compute_group_ldiversity``).
+    """
     v, _ = pd.factorize(s, use_na_sentinel=True)
     isna = v < 0
     size = np.bincount(group, minlength=G).astype(np.float64)
@@ -332,7 +335,7 @@ def _ldiversity(group: np.ndarray, G: int, s: pd.Series, c: float = 2.0) -> dict
     distinct = distinct + (has & (n_na > 0))
     entropy_l = np.exp(ent)
     # recursive (c, l): l = 1 + #{j >= 2 : c * (r_j + ... + r_n) > r_1}, counts sorted descending
-    recursive = np.zeros(G)
+    recursive: np.ndarray = np.zeros(G)
     if len(pg):
         o = np.lexsort((-cnt, pg))
         pg_s, cnt_s = pg[o], cnt[o].astype(np.float64)
@@ -394,6 +397,7 @@ def assess_risk(
 
     codes, cards = encode_keys(df, keys, missing)
     fk, Fk = wildcard_counts(codes, cards, d_weights=w if w is not None else np.ones(n))
+    assert Fk is not None  # d_weights was given, so the weighted counts are returned
     rk = bf_individual_risk(fk, Fk if w is not None else None)
 
     # exact key combinations (a missing value is its own category), for key_combinations and

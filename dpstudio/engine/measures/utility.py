@@ -11,16 +11,25 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 
-from dpstudio.engine.errors import InputError, ParameterError
-
-from dpstudio.engine.measures._base import (_cache_entry, _categorical_sq, _check_pair, _col,
-                                            _distance_fn, _dtypes, _is_numeric, _matrix,
-                                            _num_dtype, _numeric, _warn)
+from dpstudio.engine.errors import ParameterError
+from dpstudio.engine.measures._base import (
+    _cache_entry,
+    _categorical_sq,
+    _check_pair,
+    _col,
+    _distance_fn,
+    _dtypes,
+    _is_numeric,
+    _matrix,
+    _num_dtype,
+    _numeric,
+    _warn,
+)
 
 
 def _sse_both(original: pd.DataFrame, protected: pd.DataFrame, attrs: list[str],
@@ -194,9 +203,11 @@ def score(sse0: float, rl0: float, sse: float, rl: float) -> dict[str, float]:
 
 def il1s(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[str]
          ) -> dict[str, float]:
-    """sdcMicro's IL1s (``dUtility(method="IL1s")``, sdcMicro ≥ 5.6): the absolute
+    """The sdcMicro IL1s (``dUtility(method="IL1s")``, sdcMicro ≥ 5.6): the absolute
     differences scaled by the original standard deviation times √2, summed over records and
-    attributes::
+    attributes.
+
+    In full::
 
         IL1s = Σ_j Σ_i |x_ij − x′_ij| / (√2 · S_j)
 
@@ -227,7 +238,9 @@ def il1s(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[s
 
 def eigen_utility(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[str]
                   ) -> float:
-    """sdcMicro's eigenvalue measure (``dUtility(method="eigen")``)::
+    """The sdcMicro eigenvalue measure (``dUtility(method="eigen")``).
+
+    In full::
 
         Σ_i |λ_i − λ′_i| / λ_i
 

@@ -123,7 +123,8 @@ SCOPE_HOLDS = ". What holds for each protected attribute's column on its own: "
 
 def scoped_sentence(what: str, reasons: list[str], text: str) -> str:
     """A guarantee that leads with its scope: not ``what`` for the records, because of
-    ``reasons``; then ``text``, which holds per attribute."""
+    ``reasons``; then ``text``, which holds per attribute.
+    """
     return SCOPE_LEAD.format(what=what) + "; ".join(reasons) + SCOPE_HOLDS + text
 
 
@@ -175,7 +176,8 @@ def budget_clause(p: dict) -> str:
 
 def budget_detail(p: dict, cols: list[str], eps: np.ndarray) -> str:
     """The budget clause with the actual attributes (the guarantee text without them cannot
-    know m, the number of protected attributes)."""
+    know m, the number of protected attributes).
+    """
     m = len(cols)
     names = ", ".join(cols)
     total = fmt(eps.sum())
@@ -232,7 +234,8 @@ STAIRCASE_VECTOR_NOTE = (
 
 def staircase_split(kind: str, k: int, nc: int) -> bool:
     """True when staircase draws must be calibrated per cluster with ε_i/n_c: one record can
-    move several of the n_c released centroids of an attribute (k ≥ 2, n_c ≥ 2)."""
+    move several of the n_c released centroids of an attribute (k ≥ 2, n_c ≥ 2).
+    """
     return kind == "staircase" and int(k) > 1 and int(nc) > 1
 
 
@@ -257,7 +260,8 @@ def eps_info(job: Job, cols: list[str]) -> tuple[np.ndarray | None, dict]:
 
 def frame_with(job: Job, new: dict[str, np.ndarray]) -> pd.DataFrame:
     """The job's data with the columns in ``new`` replaced (one frame construction: setting
-    columns one by one on a copy costs more than the whole method on small data)."""
+    columns one by one on a copy costs more than the whole method on small data).
+    """
     data = job.data
     cols = {c: (new[c] if c in new else data[c]) for c in data.columns}
     return pd.DataFrame(cols, index=data.index, copy=False)
@@ -268,7 +272,8 @@ def job_stream(job: Job, purpose: int, index: int = 0) -> K.KeyedStream:
     ``index`` (position in the method's column list) for this run (issue 12).  The run's root
     key is drawn from ``job.rng`` at the first call (so a pinned seed gives the same streams on
     the in-memory and the Dask path) and kept on the job, not in ``job.cache`` (shared by the
-    cells of a sweep)."""
+    cells of a sweep).
+    """
     root = job.__dict__.get("_keyed_root")
     if root is None:
         root = job.__dict__["_keyed_root"] = K.root_key(job.rng)
@@ -277,7 +282,8 @@ def job_stream(job: Job, purpose: int, index: int = 0) -> K.KeyedStream:
 
 def released(job: Job, new: dict[str, np.ndarray], **kw) -> Output:
     """The Output for a clustered DP release: rows shuffled unless shuffle=False (the order of
-    the records' keyed sort keys: the same permutation on every backend)."""
+    the records' keyed sort keys: the same permutation on every backend).
+    """
     data = frame_with(job, new)
     row_map = None
     if job.params.get("shuffle", True):
@@ -288,7 +294,8 @@ def released(job: Job, new: dict[str, np.ndarray], **kw) -> Output:
 
 def ir_sorted(job: Job, c: str) -> tuple[np.ndarray, np.ndarray]:
     """Individual-ranking order of one attribute and its sorted values (cached per column;
-    shared by ir-dp, idp-ls, idp-cbls and ir-swap, independent of k)."""
+    shared by ir-dp, idp-ls, idp-cbls and ir-swap, independent of k).
+    """
     key = ("num.ir-order", c)
     if key not in job.cache:
         x = job.data[c].to_numpy(dtype=np.float64)
@@ -299,7 +306,8 @@ def ir_sorted(job: Job, c: str) -> tuple[np.ndarray, np.ndarray]:
 
 def chunks(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Start positions and sizes of the consecutive chunks of individual ranking (the last
-    chunk takes the remainder: every chunk has k to 2k − 1 records)."""
+    chunk takes the remainder: every chunk has k to 2k − 1 records).
+    """
     nc = MA.n_clusters_for(n, k)
     k = max(int(k), 1)
     starts = np.arange(nc, dtype=np.int64) * k

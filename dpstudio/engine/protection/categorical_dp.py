@@ -29,22 +29,30 @@ holds), and both calibrations coincide.
 
 from __future__ import annotations
 
-from dpstudio.engine.protection import _papers as _P
 import numpy as np
 import pandas as pd
 
-from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine import validation as V
+from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.types import Job, Output
+from dpstudio.engine.hierarchies.taxonomy import Taxonomy, load_taxonomy
 from dpstudio.engine.params import Param
-from dpstudio.engine.protection._common import (BUDGET_PARAM, DROP_MISSING_PARAM, LAYOUT_PARAM,
-                                                NOISE_PARAM, NOT_DP_LABEL, SHUFFLE_PARAM,
-                                                WEIGHTS_PARAM, epsilon_param, k_param)
+from dpstudio.engine.protection import _papers as _P
+from dpstudio.engine.protection._common import (
+    BUDGET_PARAM,
+    DROP_MISSING_PARAM,
+    LAYOUT_PARAM,
+    NOISE_PARAM,
+    NOT_DP_LABEL,
+    SHUFFLE_PARAM,
+    WEIGHTS_PARAM,
+    epsilon_param,
+    k_param,
+)
 from dpstudio.engine.protection._common import order_clause as _order_clause
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
-from dpstudio.engine.hierarchies.taxonomy import Taxonomy, load_taxonomy
+from dpstudio.engine.types import Job, Output
 
 METHOD_ID = "categorical-dp"
 MAX_ATTRIBUTES = 12  # 2^m corners; beyond this the corner sequence is impractical
@@ -250,6 +258,8 @@ def categorical_centroids(codes: np.ndarray, labels: np.ndarray, n_c: int, tax: 
             cand = within & (mm <= best + 1e-12 * np.maximum(1.0, np.abs(best)))
             out[a:b] = np.where(cand, tax.rank[None, :], np.iinfo(np.int64).max).argmin(axis=1)
         else:
+            if rng is None:
+                raise ValueError("categorical_centroids: a noisy centroid (epsilon given) needs rng")
             out[a:b] = N.exponential_mechanism(rng, -marg, float(epsilon), tax.sensitivity)
     return out
 
@@ -377,7 +387,7 @@ def run(job: Job) -> Output:
     attr_info: dict = {}
     for i, c in enumerate(cols):  # loop over attributes
         t = schema.tax[i]
-        if eps is None:
+        if shares is None:  # eps is None
             eps_cluster = None
         elif k <= 1 or calibration == "as-published":
             eps_cluster = float(shares[i])
@@ -395,8 +405,7 @@ def run(job: Job) -> Output:
         else:
             x = schema.values[:, i]
             means = np.bincount(labels, weights=x, minlength=n_c) / sizes
-            delta = schema.ub[i] - schema.lb[i]
-            if eps is None:
+            if shares is None:  # eps is None
                 vals = means
                 sens = None
             else:
@@ -405,7 +414,9 @@ def run(job: Job) -> Output:
                 g = N.job_grid(job, c)
                 tsum = np.rint(np.bincount(labels, weights=g.to_units(x).astype(np.float64),
                                            minlength=n_c)).astype(np.int64)
-                sens_u = g.span
+                span = g.span
+                assert span is not None  # the schema has bounds for numeric columns: the grid has a domain
+                sens_u = span
                 eps_draw = float(shares[i])
                 if k > 1 and calibration == "rigorous":
                     if kind == "staircase" and n_c > 1:
@@ -413,7 +424,7 @@ def run(job: Job) -> Output:
                         # (each moving by ≤ Δ/k) gets ε_i/n_c (sequential composition)
                         eps_draw = float(shares[i]) / n_c
                     else:
-                        sens_u = n_c * g.span   # Laplace: L1 sensitivity of all n_c sums
+                        sens_u = n_c * span   # Laplace: L1 sensitivity of all n_c sums
                 noisy = tsum + N.grid_noise(kind, job.rng, sens_u, eps_draw, n_c)
                 vals = g.from_units(N.round_half_up_div(noisy, sizes))
                 sens = sens_u * g.gamma / max(k, 1)

@@ -7,7 +7,6 @@ sweeps reuse it for every ε and repetition.
 
 from __future__ import annotations
 
-from dpstudio.engine.protection import _papers as _P
 import numpy as np
 
 from dpstudio.engine.algorithms import keyed as K
@@ -15,12 +14,30 @@ from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.errors import ParameterError
 from dpstudio.engine.params import Param
-from dpstudio.engine.protection._common import (BUDGET_PARAM, DROP_MISSING_PARAM, LAYOUT_PARAM,
-                                                NOISE_PARAM, NOT_DP_LABEL, SHUFFLE_PARAM,
-                                                WEIGHTS_PARAM, baseline_sentence, budget_clause,
-                                                dp_sentence, eps_info, eps_quasi, epsilon_param,
-                                                frame_with, job_stream, k_param, noise_name, order_clause,
-                                                released, separate_tables, staircase_split)
+from dpstudio.engine.protection import _papers as _P
+from dpstudio.engine.protection._common import (
+    BUDGET_PARAM,
+    DROP_MISSING_PARAM,
+    LAYOUT_PARAM,
+    NOISE_PARAM,
+    NOT_DP_LABEL,
+    SHUFFLE_PARAM,
+    WEIGHTS_PARAM,
+    baseline_sentence,
+    budget_clause,
+    dp_sentence,
+    eps_info,
+    eps_quasi,
+    epsilon_param,
+    frame_with,
+    job_stream,
+    k_param,
+    noise_name,
+    order_clause,
+    released,
+    separate_tables,
+    staircase_split,
+)
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
@@ -88,7 +105,8 @@ def is_dp(p: dict) -> bool:
 
 def int_sums(t: np.ndarray, labels: np.ndarray, nc: int) -> np.ndarray:
     """Exact int64 sums of the grid values per cluster (|sums| < 2⁵³ is checked by
-    :func:`dpstudio.engine.algorithms.noise.make_grid`, so the float bincount is exact)."""
+    :func:`dpstudio.engine.algorithms.noise.make_grid`, so the float bincount is exact).
+    """
     return np.rint(np.bincount(labels, weights=t.astype(np.float64), minlength=nc)).astype(np.int64)
 
 
@@ -155,11 +173,13 @@ def run(job: Job) -> Output:
         # record's t lies in [0, span]), released as the sum's mean rounded to the grid:
         # one record changes one member of a cluster, so |ΔS| ≤ span per cluster
         g = N.job_grid(job, c)
+        span = g.span
+        assert span is not None  # job.bounds() above requires a domain, so the grid has a span
         sums = int_sums(g.to_units(X[:, j]), labels, nc)
         if split:   # staircase: per-cluster sensitivity span (Δ/k as a centroid), ε_i/n_c
-            sens, eps_draw = g.span, float(eps[j]) / nc
+            sens, eps_draw = span, float(eps[j]) / nc
         else:       # Laplace: L1 sensitivity of the n_c sums n_c·span (as-published: span)
-            sens, eps_draw = int(factor) * g.span, float(eps[j])
+            sens, eps_draw = int(factor) * span, float(eps[j])
         noisy = sums + K.grid_noise(kind, job_stream(job, K.PURPOSE_NOISE, j), np.arange(nc),
                                     sens, eps_draw)
         new[c] = g.from_units(N.round_half_up_div(noisy, sizes))[labels]

@@ -1,4 +1,4 @@
-"""Individual ranking + noise, three methods (docs/methods.md §4):
+"""Individual ranking + noise: three methods (docs/methods.md §4).
 
 * ``ir-dp`` (DP-UM, paper 002): one noise draw per group of k consecutive values, calibrated
   to the L1 sensitivity Δ/k of all centroids of an attribute -- ε-DP per attribute;
@@ -13,22 +13,37 @@ noise-free centroids and its group sums with their sensitivity -- as functions.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
-from dpstudio.engine.protection import _papers as _P
 import numpy as np
 
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.errors import ParameterError
-from dpstudio.engine.protection._common import (CLUSTERED_DP_PARAMS, STAIRCASE_VECTOR_NOTE,
-                                                baseline_sentence, budget_clause, chunks,
-                                                dp_sentence, eps_info, eps_quasi, fmt, ir_sorted,
-                                                job_stream,
-                                                k_param, never_dp, noise_name, order_clause,
-                                                released, scoped_sentence, separate_tables,
-                                                staircase_split)
+from dpstudio.engine.protection import _papers as _P
+from dpstudio.engine.protection._common import (
+    CLUSTERED_DP_PARAMS,
+    STAIRCASE_VECTOR_NOTE,
+    baseline_sentence,
+    budget_clause,
+    chunks,
+    dp_sentence,
+    eps_info,
+    eps_quasi,
+    fmt,
+    ir_sorted,
+    job_stream,
+    k_param,
+    never_dp,
+    noise_name,
+    order_clause,
+    released,
+    scoped_sentence,
+    separate_tables,
+    staircase_split,
+)
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
@@ -53,7 +68,8 @@ JOINT_RANKING_REMEDY = (
 
 def joint_ranking_gap(p: dict) -> bool:
     """Individual ranking of m >= 2 attributes released together in records with k >= 2
-    (not when each attribute is released in its own independently shuffled table)."""
+    (not when each attribute is released in its own independently shuffled table).
+    """
     return (len(p.get("_attributes") or ()) >= 2 and int(p.get("k") or 1) >= 2
             and not separate_tables(p))
 
@@ -115,7 +131,8 @@ def is_dp_ir(p: dict) -> bool:
     which clusters a record combines is deterministic in the data (neighbouring data sets can
     give different numbers of distinct released records), so the record-level release is not
     ε-DP; see ``JOINT_RANKING_REASON``.  With ``layout='separate-tables'`` every attribute is
-    its own independently shuffled table: ε-DP by sequential composition."""
+    its own independently shuffled table: ε-DP by sequential composition.
+    """
     return (p.get("epsilon") is not None and bool(p.get("shuffle", True) or separate_tables(p))
             and not joint_ranking_gap(p))
 
@@ -180,7 +197,8 @@ def _run_ranked(job: Job, *, bounds: Callable[[Job, list[str]], dict],
     ``centroids(stats)``: the noise-free group values; ``grid_sums(t, starts, sizes, grid)``:
     the integer group sums of the grid values and their sensitivity (grid units, scalar or
     per group).  ``global_sensitivity``: the sensitivity bounds all groups of an attribute
-    together (ir-dp, paper 002 Lemma 1), so staircase noise must split ε_i over the groups."""
+    together (ir-dp, paper 002 Lemma 1), so staircase noise must split ε_i over the groups.
+    """
     cols = eps_quasi(job)
     k = int(job.params["k"])
     n = job.n
@@ -192,7 +210,7 @@ def _run_ranked(job: Job, *, bounds: Callable[[Job, list[str]], dict],
     split = global_sensitivity and staircase_split(kind, k, nc)
     bnds = bounds(job, cols)
     new = {}
-    per = {}
+    per: dict[str, dict[str, Any]] = {}
     for j, c in enumerate(cols):
         job.check_cancel()
         st = stats[j]

@@ -1,15 +1,23 @@
 """``ir-swap``: probabilistic k-anonymity of each confidential attribute -- individual ranking
-into groups of k consecutive values, values permuted at random inside each group (docs/methods.md §4)."""
+into groups of k consecutive values, values permuted at random inside each group (docs/methods.md §4).
+"""
 
 from __future__ import annotations
 
-from dpstudio.engine.protection import _papers as _P
 import numpy as np
 
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
-from dpstudio.engine.protection._common import (DROP_MISSING_PARAM, named, chunks, ir_sorted, job_stream, k_param,
-                                                never_dp)
+from dpstudio.engine.protection import _papers as _P
+from dpstudio.engine.protection._common import (
+    DROP_MISSING_PARAM,
+    chunks,
+    ir_sorted,
+    job_stream,
+    k_param,
+    named,
+    never_dp,
+)
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output

@@ -10,11 +10,19 @@ from __future__ import annotations
 import numpy as np
 
 from dpstudio.engine.algorithms import keyed as K
-from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.algorithms import noise as N
-from dpstudio.engine.protection._common import (DP_PARAMS, baseline_sentence, dp_sentence,
-                                                eps_info, eps_quasi, frame_with, is_dp_eps, job_stream,
-                                                noise_name)
+from dpstudio.engine.protection import _papers as _P
+from dpstudio.engine.protection._common import (
+    DP_PARAMS,
+    baseline_sentence,
+    dp_sentence,
+    eps_info,
+    eps_quasi,
+    frame_with,
+    is_dp_eps,
+    job_stream,
+    noise_name,
+)
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output

@@ -23,13 +23,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpstudio.engine.protection._papers import TEMPL_2015_JSS
 from dpstudio.engine.algorithms.local_suppression import local_suppression
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
 from dpstudio.engine.measures.survey_risk import encode_keys, wildcard_counts
 from dpstudio.engine.params import Param
 from dpstudio.engine.protection._common import k_param
+from dpstudio.engine.protection._papers import TEMPL_2015_JSS
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output

@@ -6,13 +6,13 @@ that sweeps reuse it; ``mdav-swap`` (:mod:`.mdav_swap`) uses the same clustering
 
 from __future__ import annotations
 
-from dpstudio.engine.protection import _papers as _P
 import numpy as np
 
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.errors import ParameterError
 from dpstudio.engine.params import Param
-from dpstudio.engine.protection._common import DROP_MISSING_PARAM, named, frame_with, k_param, never_dp
+from dpstudio.engine.protection import _papers as _P
+from dpstudio.engine.protection._common import DROP_MISSING_PARAM, frame_with, k_param, named, never_dp
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output

@@ -1,12 +1,13 @@
 """``mdav-swap``: probabilistic k-anonymity -- MDAV clusters of the k-quasi-identifiers, their
-values permuted jointly at random inside each cluster (docs/methods.md §4)."""
+values permuted jointly at random inside each cluster (docs/methods.md §4).
+"""
 
 from __future__ import annotations
 
-from dpstudio.engine.protection import _papers as _P
 import numpy as np
 
-from dpstudio.engine.protection._common import DROP_MISSING_PARAM, named, k_param, never_dp
+from dpstudio.engine.protection import _papers as _P
+from dpstudio.engine.protection._common import DROP_MISSING_PARAM, k_param, named, never_dp
 from dpstudio.engine.protection.mdav import DISTANCE_PARAM, mdav_labels
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
@@ -21,8 +22,9 @@ def guarantee(p: dict) -> str:
 
 
 def permute_within(rng: np.random.Generator, labels: np.ndarray) -> np.ndarray:
-    """src such that record i receives the values of record src[i]; a uniformly random
-    permutation inside each cluster."""
+    """The permutation src such that record i receives the values of record src[i]; a uniformly random
+    permutation inside each cluster.
+    """
     n = labels.size
     base = np.argsort(labels, kind="stable")
     shuffled = np.lexsort((rng.random(n), labels))

@@ -27,18 +27,18 @@ probabilistic k-anonymity: C permuted inside each group, no group id released.
 
 from __future__ import annotations
 
-from dpstudio.engine.protection import _papers as _P
 import math
 
 import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.types import Job, Output
 from dpstudio.engine.params import Param, invalid_value
+from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import DROP_MISSING_PARAM, epsilon_param, never_dp
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
+from dpstudio.engine.types import Job, Output
 
 METHOD_ID = "t-close-dp"
 
@@ -70,13 +70,14 @@ VALUES_PARAM = Param(
 # --------------------------------------------------------------------------- pieces
 
 def n_buckets(epsilon: float) -> int:
-    """b = ⌊e^ε⌋ + 1."""
+    """The number of buckets b = ⌊e^ε⌋ + 1."""
     return int(math.floor(math.exp(float(epsilon)))) + 1
 
 
 def bucketize_values(c: np.ndarray, b: int, column: str = "C") -> np.ndarray:
     """Bucket index 0..b−1 of every value: b runs of consecutive values of ≈ N/b records,
-    cut points moved to the nearest change of value (equal values share a bucket)."""
+    cut points moved to the nearest change of value (equal values share a bucket).
+    """
     n = c.size
     order = np.lexsort((np.arange(n), c))
     sc = c[order]
@@ -116,9 +117,10 @@ def bucketize_values(c: np.ndarray, b: int, column: str = "C") -> np.ndarray:
 
 
 def bucketize_compound(C: np.ndarray, b: int) -> np.ndarray:
-    """b buckets of ≈ N/b records by MDAV-style microaggregation of the standardised
+    """The b buckets of ≈ N/b records by MDAV-style microaggregation of the standardised
     confidential attributes (farthest remaining record from the remaining centroid, plus its
-    nearest neighbours; ties by index)."""
+    nearest neighbours; ties by index).
+    """
     n = C.shape[0]
     sd = C.std(axis=0, ddof=1) if n > 1 else np.ones(C.shape[1])
     Z = (C - C.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
@@ -147,7 +149,8 @@ def group_sizes(n: int, groups: int) -> np.ndarray:
 
 def _feasible_k(n: int, supply: np.ndarray, t: float, start: int, limit: int = 5) -> list[int]:
     """The first few values of k ≥ ``start`` for which the quota plan exists, computed exactly
-    as the method does (l = ⌊n/(b·k)⌋, G = b·l groups of sizes round(iN/G) − …)."""
+    as the method does (l = ⌊n/(b·k)⌋, G = b·l groups of sizes round(iN/G) − …).
+    """
     b = supply.size
     p_ = supply / n
     out = []
@@ -210,7 +213,8 @@ def quota_plan(sizes: np.ndarray, supply: np.ndarray, t: float) -> np.ndarray:
 
 def achieved_t(counts: np.ndarray, supply: np.ndarray) -> float:
     """Definition 15 / Prop. 10 between each group's bucket distribution and the whole data's:
-    max over groups and buckets of max(P_g/P, P/P_g) (∞ when a bucket is missing)."""
+    max over groups and buckets of max(P_g/P, P/P_g) (∞ when a bucket is missing).
+    """
     counts = np.asarray(counts, dtype=np.float64)
     pg = counts / counts.sum(axis=1, keepdims=True)
     p = np.asarray(supply, dtype=np.float64) / float(np.sum(supply))
@@ -265,7 +269,9 @@ def form_groups(Z: np.ndarray, bucket: np.ndarray, plan: np.ndarray, check_cance
             size = members[j].size
             kq = min(size, q + max(q, 16))
             while True:
-                _, idx = trees[j].query(seed, k=kq)
+                tree = trees[j]
+                assert tree is not None  # the plan takes q > 0 records from bucket j: it has live members
+                _, idx = tree.query(seed, k=kq)
                 idx = np.atleast_1d(idx)
                 cand = members[j][idx[idx < size]]
                 cand = cand[~taken[cand]]
@@ -284,7 +290,8 @@ def form_groups(Z: np.ndarray, bucket: np.ndarray, plan: np.ndarray, check_cance
 
 def permute_within(group: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Index array π with π[r] = the record whose confidential values record r receives:
-    a uniform random permutation inside every group."""
+    a uniform random permutation inside every group.
+    """
     n = group.size
     pos = np.argsort(group, kind="stable")
     shuffled = np.lexsort((rng.random(n), group))
