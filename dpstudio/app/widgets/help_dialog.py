@@ -43,7 +43,7 @@ def measure_tooltip(key: str) -> str:
         tip = g.tooltip(str(key))
     except Exception:  # noqa: BLE001 - help never breaks the results
         return ""
-    return (tip + "\n\n(Help ▸ Glossary)") if tip else ""
+    return (tip + "\n\n(Double-click: the glossary)") if tip else ""
 
 
 def measure_term(key: str) -> str | None:
@@ -176,12 +176,10 @@ class HelpDialog(QDialog):
         block = doc.begin()
         while block.isValid():
             if block.blockFormat().headingLevel() and block.text().strip() == entry.title:
-                cur = QTextCursor(block)
-                self.browser.setTextCursor(cur)
+                self.browser.setTextCursor(QTextCursor(block))
                 # the heading at the top of the view, not just somewhere visible
-                sb = self.browser.verticalScrollBar()
-                sb.setValue(sb.maximum())
-                self.browser.ensureCursorVisible()
+                top = doc.documentLayout().blockBoundingRect(block).top()
+                self.browser.verticalScrollBar().setValue(int(top))
                 return True
             block = block.next()
         return False
@@ -222,11 +220,24 @@ def open_help(parent: QWidget | None, doc: str, term: str | None = None) -> Help
         dialogs[doc] = dlg
     else:
         dlg.show_doc(doc)
-    if term:
-        dlg.show_term(term)
     dlg.show()
     dlg.raise_()
+    if term:
+        dlg.show_term(term)  # after show: the document is laid out at the window's width
     return dlg
+
+
+def open_measure_help(parent: QWidget | None, item: QTableWidgetItem | None) -> HelpDialog | None:
+    """The glossary at the entry of the measure in ``item``'s row (set by
+    :func:`annotate_measure_row`); None when the measure has no entry."""
+    if item is None:
+        return None
+    table = item.tableWidget()
+    lab = table.item(item.row(), 0) if table is not None else item
+    key = lab.data(Qt.ItemDataRole.UserRole) if lab is not None else None
+    if not key or not measure_term(str(key)):
+        return None
+    return open_help(parent, "glossary.md", str(key))
 
 
 if __name__ == "__main__":

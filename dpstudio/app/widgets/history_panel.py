@@ -50,7 +50,8 @@ MEASURE_COLUMNS = {
     "keps_conf_suppressed_pct": "suppressed (%)",
     "keps_gen_loss": "gen. loss",
 }
-FIXED_COLUMNS = ["#", "Pinned", "Time", "Method", "Parameters", "DP", "Guarantee"]
+FIXED_COLUMNS = ["#", "Pinned", "Time", "Method", "Parameters", "DP"]
+GUARANTEE = "Guarantee"  # the last column (after the measures)
 PIN_COL = FIXED_COLUMNS.index("Pinned")
 HIGHLIGHT = "#d62728"
 
@@ -153,6 +154,7 @@ class HistoryPanel(QWidget):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
         self.table.setSortingEnabled(True)
+        self.table.horizontalHeader().setSortIndicator(0, Qt.SortOrder.AscendingOrder)
         self.table.itemChanged.connect(self._on_item_changed)
         self.table.itemSelectionChanged.connect(self._draw_plane)
         self.table.itemDoubleClicked.connect(lambda _it: self.restore_selected())
@@ -348,14 +350,14 @@ class HistoryPanel(QWidget):
         t.blockSignals(True)
         t.setSortingEnabled(False)
         mcols = self.measure_columns()
-        headers = FIXED_COLUMNS + [MEASURE_COLUMNS[k] for k in mcols]
+        headers = FIXED_COLUMNS + [MEASURE_COLUMNS[k] for k in mcols] + [GUARANTEE]
         t.clear()
         t.setColumnCount(len(headers))
         t.setHorizontalHeaderLabels(headers)
         try:
             from dpstudio.app.widgets.help_dialog import annotate_headers
 
-            annotate_headers(t, [""] * len(FIXED_COLUMNS) + mcols)
+            annotate_headers(t, [""] * len(FIXED_COLUMNS) + mcols + [""])
         except ImportError:  # pragma: no cover
             pass
         t.setRowCount(len(self.candidates))
@@ -364,31 +366,37 @@ class HistoryPanel(QWidget):
             vals: list[tuple[str, Any]] = [
                 (f"#{c.number}", c.number), ("", None), (c.time.strftime("%H:%M:%S"), None),
                 (res.method_name, None), (c.params_text(), None),
-                ("yes" if res.is_dp else "no", None), (res.guarantee, None)]
+                ("yes" if res.is_dp else "no", None)]
             vals += [(_fmt(c.measure(k)), c.measure(k)) for k in mcols]
+            vals += [(res.guarantee, None)]
+            gcol = len(vals) - 1
             for j, (text, num) in enumerate(vals):
                 it = _SortItem(text)
                 if j == 0:
                     it.setData(Qt.ItemDataRole.UserRole, c.number)
                 elif num is not None:
                     it.setData(Qt.ItemDataRole.UserRole, float(num))
-                if j >= len(FIXED_COLUMNS):
+                if len(FIXED_COLUMNS) <= j < gcol:
                     it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if j == PIN_COL:
                     it.setFlags(it.flags() | Qt.ItemFlag.ItemIsUserCheckable)
                     it.setCheckState(Qt.CheckState.Checked if c.pinned
                                      else Qt.CheckState.Unchecked)
                     it.setData(Qt.ItemDataRole.UserRole, 1.0 if c.pinned else 0.0)
-                if j == FIXED_COLUMNS.index("Guarantee"):
+                if j in (3, 4):  # method, parameters: the whole text (the column is narrow)
+                    it.setToolTip(text)
+                if j == gcol:
                     it.setToolTip(f"<p>{html.escape(res.guarantee)}</p>")
                 if c.pinned:
                     it.setBackground(QBrush(QColor("#fff4d6")))
                 t.setItem(i, j, it)
         t.setSortingEnabled(True)
         t.resizeColumnsToContents()
-        gcol = FIXED_COLUMNS.index("Guarantee")
-        t.setColumnWidth(gcol, min(t.columnWidth(gcol), 260))
+        gcol = t.columnCount() - 1
+        t.setColumnWidth(gcol, min(t.columnWidth(gcol), 420))
         t.horizontalHeader().setSectionResizeMode(gcol, QHeaderView.ResizeMode.Interactive)
+        pcol = FIXED_COLUMNS.index("Parameters")
+        t.setColumnWidth(pcol, min(t.columnWidth(pcol), 220))
         t.blockSignals(False)
         self._update_caption()
         self._update_buttons()

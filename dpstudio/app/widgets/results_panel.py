@@ -19,7 +19,8 @@ from dpstudio.app.models.dataframe_model import format_value
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner
 from dpstudio.app.widgets.roles_panel import short_label
-from dpstudio.app.widgets.help_dialog import annotate_headers, annotate_measure_row, guarantee_rich
+from dpstudio.app.widgets.help_dialog import (annotate_headers, annotate_measure_row,
+                                              guarantee_rich, open_measure_help)
 
 MEASURE_LABELS = {
     "sse_normalized": "SSE (normalised, per record & attribute)",
@@ -169,6 +170,7 @@ class ResultsPanel(QWidget):
         self.measures.verticalHeader().setVisible(False)
         self.measures.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.measures.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.measures.itemDoubleClicked.connect(lambda it: open_measure_help(self.window(), it))
         ll.addWidget(QLabel("<b>Measures</b> (protected vs original)"))
         ll.addWidget(self.measures, 2)
         self.per_attr = QTableWidget(0, 0)
