@@ -68,6 +68,14 @@ def frequency_table(orig: pd.Series | None, prot: pd.Series, top: int = FREQ_TOP
     return out
 
 
+def _aligned(res) -> pd.DataFrame | None:
+    """The result's original in the release's row order, or None when it is not kept."""
+    try:
+        return res.aligned_original()
+    except (AttributeError, ValueError):
+        return None
+
+
 class PairedFrameModel(DataFrameModel):
     """A :class:`DataFrameModel` that shows its rows in a shared order (``order``) and, when
     given the aligned original, marks changed cells (colour + tooltip "was …")."""
@@ -215,6 +223,11 @@ class ReleaseView(QWidget):
         a, b = self.release_table.verticalScrollBar(), self.original_table.verticalScrollBar()
         a.valueChanged.connect(b.setValue)
         b.valueChanged.connect(a.setValue)
+        # the two tables have the same columns in the same order: scroll sideways together
+        ha, hb = (self.release_table.horizontalScrollBar(),
+                  self.original_table.horizontalScrollBar())
+        ha.valueChanged.connect(hb.setValue)
+        hb.valueChanged.connect(ha.setValue)
         self.release_model.sig_order_changed.connect(
             lambda: self._sync_indicator(self.release_table, self.original_table))
         self.original_model.sig_order_changed.connect(
@@ -256,10 +269,7 @@ class ReleaseView(QWidget):
         res = self.state.result
         if res is None:
             return []
-        try:
-            orig = res.aligned_original()
-        except ValueError:
-            orig = None
+        orig = _aligned(res)
         out = []
         for c in res.data.columns:
             s = res.data[c]
@@ -285,10 +295,7 @@ class ReleaseView(QWidget):
                                  "press Protect (Ctrl+R).")
             return
         data = res.data
-        try:
-            orig = res.aligned_original()
-        except ValueError:
-            orig = None
+        orig = _aligned(res)
         self.release_model.set_frame(data)
         self.release_model.set_roles(dict(res.roles))
         if orig is not None and len(orig) == len(data):
@@ -300,7 +307,7 @@ class ReleaseView(QWidget):
             changed = [f"{c} {100 * s:.3g} %" for c, s in share.items() if s > 0]
             same = [c for c, s in share.items() if s == 0]
             self.summary.setText(
-                f"<b>{len(data):,} records released</b> by {res.method_name}. Cells changed: "
+                f"<b>{len(data):,} records released</b> by {getattr(res, 'method_name', '')}. Cells changed: "
                 + (", ".join(changed) if changed else "none")
                 + (f"; unchanged columns: {', '.join(same)}" if same else "")
                 + ". Sorting either table sorts both; the row number is the record's.")
@@ -309,7 +316,7 @@ class ReleaseView(QWidget):
             why = ("the original is not kept with this result" if orig is None else
                    "the release does not keep one record per original record")
             self.summary.setText(f"<b>{len(data):,} records released</b> by "
-                                 f"{res.method_name}. No side-by-side comparison: {why}.")
+                                 f"{getattr(res, 'method_name', '')}. No side-by-side comparison: {why}.")
         cats = self.categorical_attributes()
         cur = self.freq_attr.currentText()
         self.freq_attr.blockSignals(True)
@@ -371,10 +378,7 @@ class ReleaseView(QWidget):
                                    if res is not None else "")
             self.freq.setSortingEnabled(True)
             return
-        try:
-            orig_full = res.aligned_original()
-        except ValueError:
-            orig_full = None
+        orig_full = _aligned(res)
         orig = orig_full[attr] if orig_full is not None and attr in orig_full.columns else None
         t = frequency_table(orig, res.data[attr])
         self.freq.setRowCount(len(t))
