@@ -89,6 +89,19 @@ class MainWindow(QMainWindow):
                                  "Choose the method, explore k and ε (Ctrl+3)",
                                  "Inspect the protected data and export it (Ctrl+4)"]):
             self.tabs.setTabToolTip(i, tip)
+        # --- issue 11: the release next to the original; the session's candidate releases
+        from dpstudio.app.widgets.history_panel import HistoryPanel
+        from dpstudio.app.widgets.release_view import ReleaseView
+
+        self.release_view = ReleaseView(self.state)
+        self.history_panel = HistoryPanel(self.state, ctl, plane=self.explore_panel.plane,
+                                          sse_key=lambda: self.explore_panel._sse_key)
+        self.tabs.addTab(self.release_view, "5 · Release data")
+        self.tabs.setTabToolTip(4, "The protected records next to the original ones, changed "
+                                   "cells marked; category frequencies before and after")
+        self.tabs.addTab(self.history_panel, "6 · Candidates")
+        self.tabs.setTabToolTip(5, "Every Protect run of this session: compare, pin, restore, "
+                                   "export")
         self.setCentralWidget(self.tabs)
 
         # --- status bar: progress + Cancel always visible
@@ -130,6 +143,9 @@ class MainWindow(QMainWindow):
         ctl.sig_error.connect(self._on_controller_error)
         ctl.sig_loaded.connect(self.sig_loaded)
         ctl.sig_protected.connect(lambda: self.tabs.setCurrentIndex(TAB_RESULTS))
+        ctl.sig_protected.connect(self.history_panel.add_current)  # issue 11: candidates
+        self.history_panel.sig_export_requested.connect(self.export_dialog)
+        self.explore_panel.sse_scale.currentIndexChanged.connect(self.history_panel._draw_plane)
         ctl.sig_sweep_started.connect(self._on_controller_sweep_started)
         ctl.sig_sweep_points.connect(self.explore_panel.add_points)
         ctl.sig_sweep_finished.connect(self._on_controller_sweep_finished)
@@ -199,6 +215,15 @@ class MainWindow(QMainWindow):
                 f"Ctrl+{i + 1}")
         act(vm, "&5 Risk", lambda _=False: self.tabs.setCurrentWidget(self.risk_panel), "Ctrl+5")
         hm = mb.addMenu("&Help")
+        # issue 11: the user guide and the glossary (docs/*.md)
+        from dpstudio.app.widgets.help_dialog import open_help
+
+        self.act_user_guide = act(hm, "&User guide", lambda: open_help(self, "user_guide.md"),
+                                  QKeySequence.StandardKey.HelpContents,
+                                  "The workflow, each role, each method in plain words")
+        self.act_glossary = act(hm, "&Glossary", lambda: open_help(self, "glossary.md"), None,
+                                "Every measure and term in plain words")
+        hm.addSeparator()
         act(hm, "&About dpstudio", self._about)
 
     def _update_actions(self) -> None:

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout
 from dpstudio import engine
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner, LogSlider
+from dpstudio.app.widgets.help_dialog import guarantee_rich
 from dpstudio.app.workers import TaskRunner
 from dpstudio.engine.random import format_seed, parse_seed, seed_warning
 
@@ -661,7 +662,7 @@ class MethodPanel(QWidget):
         self.info.setHtml(
             f"<b>{html.escape(m['name'])}</b> <span style='color:#777'>({m['id']})</span>"
             f"<p style='margin:4px 0'>{html.escape(m['description'])}</p>"
-            f"<p style='margin:4px 0; color:#0b4f8a'><b>Guarantee:</b> {html.escape(guarantee)}</p>"
+            f"<div style='margin:4px 0; color:#0b4f8a'><b>Guarantee:</b> {guarantee_rich(guarantee)}</div>"
             + (f"<p style='margin:4px 0; color:#8a5a00'>⚠ {html.escape(remedy)}</p>" if remedy else "")
             + (f"<p style='margin:4px 0; color:#666'><i>Paper:</i> {paper}</p>" if paper else ""))
         if guarantee != self.guarantee_text:

@@ -19,6 +19,8 @@ from dpstudio.app.models.dataframe_model import format_value
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner
 from dpstudio.app.widgets.roles_panel import short_label
+from dpstudio.app.widgets.help_dialog import (annotate_headers, annotate_measure_row,
+                                              guarantee_rich, open_measure_help)
 
 MEASURE_LABELS = {
     "sse_normalized": "SSE (normalised, per record & attribute)",
@@ -44,6 +46,9 @@ MEASURE_LABELS = {
     "keps_min_class_size": "Smallest class on the released k-quasis",
     "keps_share_below_k": "Share of records in classes < k (released k-quasis)",
 }
+
+
+_LABEL_KEYS = {v: k for k, v in MEASURE_LABELS.items()}  # label -> measure key
 
 
 PER_ATTR_CAPTION = "<b>Per attribute</b> (Δ mean, Δ variance: relative change)"
@@ -165,6 +170,7 @@ class ResultsPanel(QWidget):
         self.measures.verticalHeader().setVisible(False)
         self.measures.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.measures.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.measures.itemDoubleClicked.connect(lambda it: open_measure_help(self.window(), it))
         ll.addWidget(QLabel("<b>Measures</b> (protected vs original)"))
         ll.addWidget(self.measures, 2)
         self.per_attr = QTableWidget(0, 0)
@@ -231,7 +237,7 @@ class ResultsPanel(QWidget):
                            and not str(k).startswith("_"))
         self.header.setText(
             f"<b>{html.escape(res.method_name)}</b> — {html.escape(params)}<br>"
-            f"<span style='color:#0b4f8a'><b>Guarantee:</b> {html.escape(res.guarantee)}</span>"
+            f"<div style='color:#0b4f8a'><b>Guarantee:</b> {guarantee_rich(res.guarantee)}</div>"
             f"<br>{len(res.data):,} records released; protected: "
             f"{html.escape(', '.join(res.protected_attributes))}")
         warns = compact_warnings(list(res.warnings) + [w for w in (ev.get("warnings") or [])
@@ -251,6 +257,9 @@ class ResultsPanel(QWidget):
             it = QTableWidgetItem(v)
             it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.measures.setItem(i, 1, it)
+            key = _LABEL_KEYS.get(k, k)  # issue 11: glossary tooltip, plain reading
+            annotate_measure_row(self.measures, i, key, ev.get(key),
+                                 {"n": len(res.data), "k": res.params.get("k")})
         self.measures.resizeColumnToContents(1)
         if table is not None:
             self.per_attr.setRowCount(table.shape[0])
@@ -258,6 +267,7 @@ class ResultsPanel(QWidget):
             self.per_attr.setHorizontalHeaderLabels([MEASURE_LABELS.get(str(c), str(c))
                                                      for c in table.columns])
             self.per_attr.setVerticalHeaderLabels([str(i) for i in table.index])
+            annotate_headers(self.per_attr, [str(c) for c in table.columns])
             for i in range(table.shape[0]):
                 for j in range(table.shape[1]):
                     self.per_attr.setItem(i, j, QTableWidgetItem(_fmt(table.iat[i, j])))
