@@ -82,8 +82,8 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.method_splitter, "3 · Method && trade-offs")
         self.tabs.addTab(self.results_panel, "4 · Results && export")
         self.risk_panel = RiskPanel(self.state)  # issue 10: risk of the file / release
-        self.tabs.addTab(self.risk_panel, "Risk")
-        self.tabs.setTabToolTip(4, "Re-identification risk of the file and the release (Ctrl+5)")
+        self.tabs.addTab(self.risk_panel, "5 · Risk")
+        self.tabs.setTabToolTip(self.tabs.indexOf(self.risk_panel), "Re-identification risk of the file and the release (Ctrl+5)")
         for i, tip in enumerate(["Open a file and look at it (Ctrl+1)",
                                  "Give each attribute a role and a domain (Ctrl+2)",
                                  "Choose the method, explore k and ε (Ctrl+3)",
@@ -96,11 +96,11 @@ class MainWindow(QMainWindow):
         self.release_view = ReleaseView(self.state)
         self.history_panel = HistoryPanel(self.state, ctl, plane=self.explore_panel.plane,
                                           sse_key=lambda: self.explore_panel._sse_key)
-        self.tabs.addTab(self.release_view, "5 · Release data")
-        self.tabs.setTabToolTip(4, "The protected records next to the original ones, changed "
+        self.tabs.addTab(self.release_view, "6 · Release data")
+        self.tabs.setTabToolTip(self.tabs.indexOf(self.release_view), "The protected records next to the original ones, changed "
                                    "cells marked; category frequencies before and after")
-        self.tabs.addTab(self.history_panel, "6 · Candidates")
-        self.tabs.setTabToolTip(5, "Every Protect run of this session: compare, pin, restore, "
+        self.tabs.addTab(self.history_panel, "7 · Candidates")
+        self.tabs.setTabToolTip(self.tabs.indexOf(self.history_panel), "Every Protect run of this session: compare, pin, restore, "
                                    "export")
         self.setCentralWidget(self.tabs)
 
@@ -214,6 +214,10 @@ class MainWindow(QMainWindow):
             act(vm, f"&{i + 1} {name}", lambda _=False, i=i: self.tabs.setCurrentIndex(i),
                 f"Ctrl+{i + 1}")
         act(vm, "&5 Risk", lambda _=False: self.tabs.setCurrentWidget(self.risk_panel), "Ctrl+5")
+        act(vm, "&6 Release data", lambda _=False: self.tabs.setCurrentWidget(self.release_view),
+            "Ctrl+6")
+        act(vm, "&7 Candidates", lambda _=False: self.tabs.setCurrentWidget(self.history_panel),
+            "Ctrl+7")
         hm = mb.addMenu("&Help")
         # issue 11: the user guide and the glossary (docs/*.md)
         from dpstudio.app.widgets.help_dialog import open_help
