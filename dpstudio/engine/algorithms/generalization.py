@@ -43,15 +43,16 @@ True
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy
 from dpstudio.engine.hierarchies.build import _fmt_number, auto_hierarchy, factorize_strings
+from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy
 
 __all__ = [
     "EncodedQuasi", "encode_quasis", "GeneralisationResult", "ola", "mondrian",
@@ -65,6 +66,16 @@ _MAX_LATTICE = 5_000_000
 # ---------------------------------------------------------------------------
 # encoding
 # ---------------------------------------------------------------------------
+
+
+class _SplitGroup(TypedDict):
+    """One attribute group of :meth:`_Lattice._setup_split`."""
+
+    attrs: list[int]                                      # attribute indices, sorted
+    row_id: np.ndarray                                    # group combo id of every bottom row
+    distinct: list[np.ndarray]                            # level-0 codes of the group's combos
+    cache: dict[tuple[int, ...], tuple[np.ndarray, int]]  # level vector -> (dense ids, count)
+
 
 @dataclass
 class EncodedQuasi:
@@ -142,7 +153,8 @@ def encode_quasis(df: pd.DataFrame, columns: Sequence[str], hierarchies: dict | 
 class PrecisionLoss:
     """Paper 003 §III-A categorical precision: a cell at level l of a hierarchy of h levels
     loses l/(h−1); averaged over the cells of all k-quasis; a suppressed record loses 1
-    in every cell.  ``lower_bound`` (no suppression) is monotone in the lattice."""
+    in every cell.  ``lower_bound`` (no suppression) is monotone in the lattice.
+    """
 
     name = "precision"
 
@@ -168,7 +180,8 @@ class _FrequencyLoss:
     """Base of the metrics that need the frequency set (the distinct leaf combinations of
     the k-quasis and their record counts): :meth:`prepare` receives it once, before the
     search.  ``uses_suppressed`` metrics also get, for a node, the mask of the bottom
-    combinations whose records are suppressed there."""
+    combinations whose records are suppressed there.
+    """
 
     uses_suppressed = False
 
@@ -185,7 +198,8 @@ class _FrequencyLoss:
 
     def _max_classes(self, levels: np.ndarray) -> np.ndarray:
         """Upper bound on the number of classes at ``levels``: min(distinct bottom
-        combinations, product of the attributes' numbers of codes at their levels)."""
+        combinations, product of the attributes' numbers of codes at their levels).
+        """
         lv = np.asarray(levels)
         prod = np.ones(lv.shape[:-1])
         for j, c in enumerate(self.cards):
@@ -198,7 +212,8 @@ class DiscernibilityLoss(_FrequencyLoss):
     normalised by n²: (Σ_kept |E|² + n·|suppressed|) / n² — a suppressed record counts as
     if it shared its class with all n records.  Lower bound: Σ_all |E|² ≥ n²/#classes
     (Cauchy–Schwarz; a suppressed class of size s < n adds n·s ≥ s²), so 1/#classes with
-    #classes bounded by :meth:`_max_classes`."""
+    #classes bounded by :meth:`_max_classes`.
+    """
 
     name = "discernibility"
 
@@ -217,7 +232,8 @@ class AECSLoss(_FrequencyLoss):
     factor 0.5): n / (#kept classes + 1 if any record is suppressed) — all suppressed
     records together count as one class, and n includes them.  Not normalised by k (as in
     ARX).  Lower bound: n / #classes (ignoring suppression), #classes bounded by
-    :meth:`_max_classes`."""
+    :meth:`_max_classes`.
+    """
 
     name = "aecs"
 
@@ -239,7 +255,8 @@ class ARXLoss(_FrequencyLoss):
     **suppressed record counting 1** (its whole domain); normalised as in ARX,
     ``(L_j − n/#rows) / (n − n/#rows)`` clipped at 0 (0 when the hierarchy has one row);
     aggregated by ARX's geometric mean ``(Π_j (1 + L_j))^(1/d) − 1``.  Lower bound: the
-    same without suppression (precomputed for every level, monotone)."""
+    same without suppression (precomputed for every level, monotone).
+    """
 
     name = "loss"
     uses_suppressed = True
@@ -295,7 +312,8 @@ class EntropyLoss(_FrequencyLoss):
     **suppressed records** add, per attribute, the entropy of replacing their level-l
     values by the suppression: ``Σ_v c_v·log2(S/c_v)``, c_v = suppressed records with
     level-l value v, S = all suppressed records (ARX's non-monotonic variant).  Lower
-    bound: the first term alone (precomputed for every level, monotone)."""
+    bound: the first term alone (precomputed for every level, monotone).
+    """
 
     name = "entropy"
     uses_suppressed = True
@@ -439,7 +457,8 @@ def verify_k_anonymity(labels: dict[str, np.ndarray], keep: np.ndarray, k: int,
     """Smallest class size of the released (kept) records grouped by their generalised
     values; raise ``RuntimeError`` if it is below ``k`` (an internal error: it must never
     happen).  With ``weights``, each row stands for ``weights[row]`` records (a frequency
-    set: distinct combinations and their record counts)."""
+    set: distinct combinations and their record counts).
+    """
     idx = np.flatnonzero(keep)
     if idx.size == 0:
         return 0
@@ -480,7 +499,8 @@ def _combine(cols: list[np.ndarray], cards: list[int]) -> tuple[np.ndarray, int,
 
 class _Lattice:
     """The generalisation lattice of level vectors, with predictive tagging and a cache of
-    frequency tables (distinct code combinations at a node and their record counts)."""
+    frequency tables (distinct code combinations at a node and their record counts).
+    """
 
     _CACHE_CELLS = 2_000_000
 
@@ -551,8 +571,9 @@ class _Lattice:
     def _setup_split(self) -> None:
         """Split the attributes into two groups of similar lattice size; a node's classes are
         then ``id_A · n_B + id_B`` with per-group dense ids cached by level vector (shared by
-        many nodes), counted with ``bincount`` when the key range is small."""
-        self._split = None
+        many nodes), counted with ``bincount`` when the key range is small.
+        """
+        self._split: list[_SplitGroup] | None = None
         if self.d < 2:
             return
         order = np.argsort(-self.heights, kind="stable")
@@ -575,12 +596,14 @@ class _Lattice:
                                 "cache": {}})
 
     def _group_ids(self, gi: int, lv: np.ndarray) -> tuple[np.ndarray, int]:
+        assert self._split is not None  # only called from _split_counts, behind that check
         g = self._split[gi]
         vec = tuple(int(lv[j]) for j in g["attrs"])
         hit = g["cache"].get(vec)
         if hit is None:
-            cols = [self.up[j][(0, l)][c] if l else c for j, l, c in zip(g["attrs"], vec, g["distinct"])]
-            key, _, _ = _combine(cols, [self.q[j].card(l) for j, l in zip(g["attrs"], vec)])
+            cols = [self.up[j][(0, lvl)][c] if lvl else c
+                    for j, lvl, c in zip(g["attrs"], vec, g["distinct"])]
+            key, _, _ = _combine(cols, [self.q[j].card(lvl) for j, lvl in zip(g["attrs"], vec)])
             _, dense = np.unique(key, return_inverse=True)
             nv = int(dense.max()) + 1 if dense.size else 1
             hit = (dense.astype(np.int64)[g["row_id"]], nv)
@@ -606,7 +629,8 @@ class _Lattice:
     # -- evaluation -------------------------------------------------------
     def _table(self, node: int) -> tuple[list[np.ndarray], np.ndarray]:
         """(code columns, counts) of the distinct combinations at ``node``, rolled up from
-        the smallest cached table of a specialisation of ``node``."""
+        the smallest cached table of a specialisation of ``node``.
+        """
         if node in self.tables:
             return self.tables[node]
         lv = self.L[node]
@@ -660,7 +684,7 @@ class _Lattice:
         return [], new_counts
 
     def _worth_caching(self, g: int) -> bool:
-        """Room in the roll-up cache for a table of (at most) ``g`` rows?"""
+        """Whether the roll-up cache has room for a table of (at most) ``g`` rows."""
         return self._cells + g * self.d <= self._CACHE_CELLS
 
     def _class_counts(self, node: int) -> np.ndarray:
@@ -726,7 +750,8 @@ class _Lattice:
     # -- search -----------------------------------------------------------
     def path_bound(self) -> int:
         """Binary search along one generalisation strategy path (bottom → top, raising the
-        attribute with the lowest relative level first) for its lowest k-anonymous node."""
+        attribute with the lowest relative level first) for its lowest k-anonymous node.
+        """
         lv = np.zeros(self.d, dtype=np.int64)
         path = [0]
         top = self.heights - 1
@@ -894,7 +919,7 @@ def mondrian(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: d
     if k > n:
         raise ParameterError(f"k = {k} exceeds the number of records ({n}).")
     hierarchies = dict(hierarchies or {})
-    dims = []
+    dims: list[dict[str, Any]] = []   # per-attribute arrays and scalars, keyed by name
     for c in columns:
         s = df[c]
         if s.isna().any():
@@ -923,7 +948,7 @@ def mondrian(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: d
                          "Cmax": int(T.max()) + 1})
     d = len(dims)
     final_cls = np.full(n, -1, dtype=np.int64)
-    labels = {dd["name"]: np.empty(n, dtype=object) for dd in dims}
+    labels: dict[str, np.ndarray] = {dd["name"]: np.empty(n, dtype=object) for dd in dims}
     cell = np.zeros(n)
     act = np.arange(n, dtype=np.int64)
     seg = np.zeros(n, dtype=np.int64)
@@ -937,7 +962,7 @@ def mondrian(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: d
         sizes = np.bincount(seg, minlength=S).astype(np.int64)
         starts, ends = _seg_bounds(sizes)
         W = np.full((d, S), -1.0)
-        stats = []
+        stats: list[dict[str, Any]] = []
         for j, dd in enumerate(dims):
             if dd["kind"] == "num":
                 R = dd["R"]

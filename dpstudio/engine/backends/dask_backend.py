@@ -34,7 +34,7 @@ import pandas as pd
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.algorithms import noise as N
-from dpstudio.engine.errors import InputError, NotApplicableError
+from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
 from dpstudio.engine.random import as_rng
 from dpstudio.engine.roles import Role
 
@@ -156,6 +156,11 @@ def _grid(prep, sample_dtype_int: bool, c: str, n: int):
     gamma = (prep.precision or {}).get(c)
     if gamma is None:
         gamma = N.default_precision(dom, sample_dtype_int)
+    if gamma is None:   # as noise.job_grid in memory (idp-cbls needs no domain)
+        raise ParameterError(
+            f"Column {c!r} needs an output precision (the grid its noisy values are rounded "
+            f"to, e.g. 0.01 or 100) or a declared domain to derive one from: "
+            f"--precision {c}=0.01 or --domain {c}=LOWER:UPPER.")
     return N.make_grid(c, gamma, dom, sample_dtype_int, n)
 
 
@@ -199,12 +204,12 @@ def protect_dask(source: Any, method: str, roles: dict | None = None, domains: d
         shuffle = bool(p.get("shuffle", True))
     else:
         k = int(p["k"])
-        eps = None if method == "ir-swap" else _eps(p, cols)
+        eps_r = None if method == "ir-swap" else _eps(p, cols)
         parts = {}
         for j, c in enumerate(cols):
             g = _grid(prep, is_int[c], c, n) if method != "ir-swap" else None
             parts[c] = _ranked(ddf, c, j, k, n, method, p, g, root,
-                               None if eps is None else float(eps[j]))
+                               None if eps_r is None else float(eps_r[j]))
         out = ddf.drop(columns=cols)
         for c in cols:
             out = out.merge(parts[c], on=_ROW, how="inner")

@@ -309,7 +309,8 @@ def _numeric_measures_(o, p, attrs, measures, confidential, rl_distance, rl_samp
         out["sse_raw"] = float(colsum.sum())
         out["sse_normalized"] = float((colsum / var).sum()) / (n * m)
     if "delta" in measures:
-        dm, dv = {}, {}
+        dm: dict[str, float] = {}
+        dv: dict[str, float] = {}
         for a in attrs:
             for d, th, th2, label in ((dm, got["mean_o"][a], got["mean_p"][a + _P], "mean"),
                                       (dv, got["var_o"][a], got["var_p"][a + _P], "variance")):

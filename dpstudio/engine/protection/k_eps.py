@@ -19,23 +19,32 @@ k-quasis plus within-class noise.
 
 from __future__ import annotations
 
-from dpstudio.engine.protection import _papers as _P
 import numpy as np
 import pandas as pd
 
 from dpstudio.engine import validation as V
-from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.algorithms.generalization import encode_quasis, mondrian, ola
-from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
-from dpstudio.engine.types import Job, Output
-from dpstudio.engine.measures.keps import (class_diameters, confidence_radius, confident_suppression,
-                                          keps_measures)
 from dpstudio.engine.algorithms import noise as N
+from dpstudio.engine.algorithms.generalization import encode_quasis, mondrian, ola
+from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
+from dpstudio.engine.measures.keps import (
+    class_diameters,
+    confidence_radius,
+    confident_suppression,
+    keps_measures,
+)
 from dpstudio.engine.params import Param
-from dpstudio.engine.protection._common import (DROP_MISSING_PARAM, NOISE_PARAM, epsilon_param,
-                                                k_param, never_dp)
+from dpstudio.engine.protection import _papers as _P
+from dpstudio.engine.protection._common import (
+    DROP_MISSING_PARAM,
+    NOISE_PARAM,
+    epsilon_param,
+    k_param,
+    never_dp,
+)
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
+from dpstudio.engine.types import Job, Output
 
 ALGORITHM_PARAM = Param(
     "algorithm", "choice", "ola",
@@ -132,10 +141,12 @@ def _hierarchies(job: Job, kq: list[str]) -> tuple[dict, list[str]]:
 
 def _generalise(job: Job, kq: list[str]) -> tuple:
     """The k-anonymous generalisation for this k (cached in ``job.cache``: sweeps reuse it
-    for every ε and repetition)."""
+    for every ε and repetition).
+    """
     p = job.params
     k, alg = int(p["k"]), p.get("algorithm") or "ola"
-    sup = float(p.get("suppression") if p.get("suppression") is not None else 0.05)
+    sup_given = p.get("suppression")
+    sup = float(sup_given if sup_given is not None else 0.05)
     hkey = tuple(sorted((c, h if isinstance(h, str) else id(h)) for c, h in (job.hierarchies or {}).items()))
     key = ("k-eps", "generalisation", k, alg, sup, p.get("loss") or "precision", tuple(kq), hkey)
     if key in job.cache:
@@ -198,6 +209,7 @@ def run_keps(job: Job) -> Output:
     sens_cls = diam.sum(axis=1)  # record-level L1 sensitivity per class
     sens = sens_cls[cls]
     if grids is not None:
+        assert eps is not None  # grids are built only when eps is not None (above)
         if len(eq) == 1:
             Z = N.grid_noise(kind, job.rng, diam_t[cls, 0], float(eps), len(kept))[:, None]
         else:   # Laplace only (staircase refused above): rate γ_j·ε′/S per coordinate
