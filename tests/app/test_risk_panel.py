@@ -205,3 +205,14 @@ def test_label_value_uses_value_labels():
     assert RP.label_value(3, {1: "male"}) == "3"
     assert RP.label_value(np.nan, {1: "male"}) == "(missing)"
     assert RP.label_value(pd.NA, None) == "(missing)"
+
+
+def test_first_visit_shows_an_applicable_method(qtbot, window):
+    """Issue 11 (defect 10): on a file whose roles rule out the recommended method, the method
+    panel shows an applicable one instead of a 'not applicable' default."""
+    win = window
+    win.controller.open_free1_sample()
+    qtbot.waitUntil(lambda: win.state.df is not None, timeout=20000)
+    qtbot.waitUntil(lambda: win.method_panel.applicability_error() == "", timeout=5000)
+    assert win.method_panel.current_method() != "ir-dp"
+    assert win.method_panel.protect_btn.isEnabled()

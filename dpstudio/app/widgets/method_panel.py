@@ -276,6 +276,9 @@ class MethodPanel(QWidget):
         self.list.setMinimumHeight(120)
         self.list.setMaximumHeight(190)
         self.list.currentItemChanged.connect(self._on_list_current_changed)
+        #: until the user picks a method, the panel moves to an applicable one (issue 11)
+        self._auto_method = True
+        self.list.itemClicked.connect(self._on_list_clicked)
         lay.addWidget(QLabel("<b>Method</b>"))
         lay.addWidget(self.list)
         self.info = QTextBrowser()
@@ -316,7 +319,7 @@ class MethodPanel(QWidget):
         state.sig_data_changed.connect(self._on_state_data_changed)
         state.sig_recipe_changed.connect(self._on_state_recipe_changed)
         if self.state.recipe.method is None and self.list.count():
-            self.select_method(self._default_method())
+            self._select(self._default_method())
 
     # --- Public API
     def current_method(self) -> str | None:
@@ -324,6 +327,11 @@ class MethodPanel(QWidget):
         return it.data(ID_ROLE) if it is not None else None
 
     def select_method(self, method_id: str | None) -> bool:
+        """Choose ``method_id`` (a choice: the panel no longer moves to another method)."""
+        self._auto_method = False
+        return self._select(method_id)
+
+    def _select(self, method_id: str | None) -> bool:
         for i in range(self.list.count()):
             it = self.list.item(i)
             if it.data(ID_ROLE) == method_id:
@@ -358,7 +366,7 @@ class MethodPanel(QWidget):
         self._methods = {m["id"]: m for m in list_methods()}
         cur = self.current_method()
         self._fill_list()
-        self.select_method(cur or self._default_method())
+        self._select(cur or self._default_method())
 
     # --- Internals
     def _default_method(self) -> str | None:
@@ -556,7 +564,11 @@ class MethodPanel(QWidget):
         self.seed_msg.setStyleSheet(f"color:{color};")
         self.seed_msg.setVisible(bool(text))
 
+    def _on_list_clicked(self, _item) -> None:
+        self._auto_method = False
+
     def _on_state_data_changed(self) -> None:
+        self._auto_method = True  # new data: show an applicable method first
         self._sync_seed()  # new data: a fresh seed
         mid = self.current_method()
         if mid:
@@ -569,9 +581,10 @@ class MethodPanel(QWidget):
     def _on_state_recipe_changed(self) -> None:
         r = self.state.recipe
         if r.method and r.method != self.current_method():
+            self._auto_method = False  # chosen elsewhere (a project, a restore, the API)
             self._loading = True
             try:
-                self.select_method(r.method)
+                self._select(r.method)
             finally:
                 self._loading = False
             self.update_applicability()
@@ -679,6 +692,7 @@ class MethodPanel(QWidget):
             except engine.DPStudioError as exc:
                 reason = str(exc)
         # mark every method in the list
+        usable: list[str] = []
         for i in range(self.list.count()):
             it = self.list.item(i)
             oid = it.data(ID_ROLE)
@@ -691,10 +705,18 @@ class MethodPanel(QWidget):
                     engine.check_applicable(st.df, oid, st.active_roles())
                 except engine.DPStudioError as exc:
                     why = str(exc)
+            if not why:
+                usable.append(oid)
             it.setText(name + ("   (not applicable)" if why else ""))
             it.setForeground(Qt.GlobalColor.gray if why else Qt.GlobalColor.black)
             it.setToolTip(self._methods[oid]["description"] + (f"\n\nNot applicable: {why}"
                                                                if why else ""))
+        if reason and self._auto_method and st.df is not None and usable:
+            # the user has not chosen yet: show the recommended method if it applies, else the
+            # first applicable one in the list, instead of a 'not applicable' default
+            rec = self._default_method()
+            self._select(rec if rec in usable else usable[0])
+            return
         if reason:
             self.applicable.show_message("Cannot run on the current roles: " + reason, "error")
         else:
