@@ -649,7 +649,6 @@ class QueryPanel(QWidget):
             w = 0.28
             self.plot.addItem(pg.BarGraphItem(x=x + (slot - 1) * w, height=y, width=w,
                                               brush=color, name=name))
-            self.legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=0, brush=color), name)
         else:
             self.plot.plot(x, np.asarray(y, dtype=np.float64), pen=pg.mkPen(color, width=2),
                            name=name)
