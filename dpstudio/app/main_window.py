@@ -36,6 +36,7 @@ from dpstudio.app.widgets.data_panel import DataPanel
 from dpstudio.app.widgets.explore_panel import ExplorePanel
 from dpstudio.app.widgets.export_dialog import ExportDialog
 from dpstudio.app.widgets.method_panel import MethodPanel
+from dpstudio.app.widgets.query_panel import QueryPanel
 from dpstudio.app.widgets.results_panel import ResultsPanel
 from dpstudio.app.widgets.risk_panel import RiskPanel
 from dpstudio.app.widgets.roles_panel import RolesPanel
@@ -103,6 +104,12 @@ class MainWindow(QMainWindow):
         self.tabs.setTabToolTip(self.tabs.indexOf(self.history_panel), "Every Protect run of this session: compare, pin, restore, "
                                    "export")
         self.setCentralWidget(self.tabs)
+        # --- query desk (issue 14): its own tab, off the release workflow
+        self.query_panel = QueryPanel(self.state)
+        self.tab_query = self.tabs.addTab(self.query_panel, "8 · Query desk")
+        self.tabs.setTabToolTip(self.tab_query, "Answer researchers' statistics under ε-DP "
+                                "(knowledge refinement) with the data set's budget ledger")
+        self.query_panel.sig_status.connect(lambda t: self.task_label.setText(t))
 
         # --- status bar: progress + Cancel always visible
         sb = self.statusBar()
@@ -208,6 +215,9 @@ class MainWindow(QMainWindow):
         self.act_protect = act(rm, "&Protect", self.controller.run_protect, "Ctrl+R",
                                "Run the method with the chosen parameters")
         self.act_cancel = act(rm, "&Cancel", self.controller.cancel_all, "Esc", "Stop the running task")
+        self.act_query = act(rm, "&Query desk…", lambda: self.tabs.setCurrentIndex(self.tab_query),
+                             "Ctrl+Shift+Q", "Answer one statistic under ε-DP and see the "
+                             "privacy-budget ledger")
         vm = mb.addMenu("&View")
         for i, name in enumerate(["Data", "Attributes", "Method && trade-offs",
                                   "Results && export"]):
@@ -415,6 +425,8 @@ class MainWindow(QMainWindow):
         self.method_panel.preview_runner.wait(timeout)
         self.risk_panel.runner.cancel()
         self.risk_panel.runner.wait(timeout)
+        self.query_panel.runner.cancel()
+        self.query_panel.runner.wait(timeout)
 
     def closeEvent(self, ev) -> None:  # noqa: N802 - Qt API
         if self.state.dirty and self.state.df is not None and self.state.project_path:

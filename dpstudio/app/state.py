@@ -56,6 +56,8 @@ class AppState(QObject):
     """A column's type was changed by the user (its values in ``df`` converted)."""
     sig_input_errors_changed = Signal()
     """A field holds text that is not a valid value (or no longer does)."""
+    sig_query_ledger_changed = Signal()
+    """The query desk's budget ledger (``recipe.extra["query_ledger"]``) changed."""
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -345,6 +347,19 @@ class AppState(QObject):
         """Precisions of columns the engine may protect."""
         return {c: g for c, g in self.precision.items()
                 if self.roles.get(c, "other") not in ("other", "identifier")}
+
+    # --- query desk (issue 14): the private budget ledger, kept in the recipe's extra keys
+    def query_ledger(self) -> dict | None:
+        """The project's query ledger (engine ``BudgetLedger.to_dict()``), or None."""
+        return self.recipe.extra.get("query_ledger")
+
+    def set_query_ledger(self, data: dict | None) -> None:
+        if data is None:
+            self.recipe.extra.pop("query_ledger", None)
+        else:
+            self.recipe.extra["query_ledger"] = data
+        self.sig_query_ledger_changed.emit()
+        self.mark_dirty()
 
     def set_result(self, result: Any, evaluation: dict | None, recipe: dict | None) -> None:
         self.result = result

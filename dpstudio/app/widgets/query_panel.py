@@ -1,0 +1,752 @@
+"""The Query desk (issue 14, thesis ch. 5): answer one researcher's statistic under ε-DP by
+knowledge refinement, with the data set's privacy-budget ledger.
+
+The office builds the query from the loaded data's columns, types the researcher's DECLARED
+range (never filled from the data) and prior, ε and the kind, and presses Answer: the engine
+(:func:`dpstudio.engine.query.refine_query`, off the UI thread) spends ε in the ledger and
+returns one draw; the panel shows the public answer text to copy to the researcher, and —
+marked office only — the refined distribution against the prior and against Laplace noise
+of the same ε (thesis Figures 5.5–5.6; the Laplace density is computed analytically).
+
+The ledger lives in the project (``Recipe.extra["query_ledger"]``, written through
+:meth:`AppState.set_query_ledger`); with a saved project it is written into the project file
+(engine ``save_ledger``, 0600) before the answer is shown.  It is bound to the input file's
+SHA-256 (as the CLI's): a ledger of other data is never used or reset silently.
+
+Run ``python -m dpstudio.app.widgets.query_panel`` for a preview on the Census sample.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox,
+                               QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPlainTextEdit,
+                               QPushButton, QScrollArea, QSplitter, QTableWidget,
+                               QTableWidgetItem, QVBoxLayout, QWidget)
+
+from dpstudio.app.state import AppState
+from dpstudio.app.widgets.common import Banner
+from dpstudio.app.workers import TaskRunner
+from dpstudio.engine import query as qd
+from dpstudio.engine.errors import DPStudioError
+
+AGGREGATES = ("count", "proportion", "mean", "sum", "median", "mode", "value")
+NEEDS_COLUMN = ("mean", "sum", "median", "mode", "value")
+PRIOR_KINDS = ("uniform", "normal", "histogram", "categorical")
+PRIOR_HINTS = {"uniform": "", "normal": "MEAN:SD  e.g. 30000:10000",
+               "histogram": "E0,E1,…,Ek:W1,…,Wk  e.g. 0,10,20:1,3",
+               "categorical": "VALUE=P,…  e.g. 1=0.2,2=0.8"}
+OFFICE_ONLY = ("OFFICE ONLY — the refined distribution reveals the true answer; never send "
+               "it (nor this plot) to the researcher.")
+RANGE_NOTE = ("Declared by the researcher or the office, never filled from the data: the "
+              "range itself would disclose the data.")
+LEDGER_COLUMNS = ("#", "time (UTC)", "requester", "query", "ε", "remaining")
+DEFAULT_BUDGET = "1"
+
+
+def laplace_density(x: np.ndarray, center: float, scale: float) -> np.ndarray:
+    """Density of Laplace(center, scale) at ``x`` (analytic)."""
+    return np.exp(-np.abs(np.asarray(x, dtype=np.float64) - center) / scale) / (2.0 * scale)
+
+
+def laplace_in_range(center: float, scale: float, lo: float, hi: float) -> float:
+    """P(center + Laplace(0, scale) ∈ [lo, hi]) for lo ≤ center ≤ hi (analytic)."""
+    return 1.0 - 0.5 * math.exp(-(center - lo) / scale) - 0.5 * math.exp(-(hi - center) / scale)
+
+
+def parse_epsilon(text: str) -> float:
+    """ε as typed (one-line error naming the field)."""
+    try:
+        e = float(str(text).strip())
+    except ValueError:
+        e = float("nan")
+    if not (math.isfinite(e) and 1e-9 <= e <= qd.MAX_EPSILON):
+        raise qd.ParameterError(f"ε: a number between 1e-9 and {qd.MAX_EPSILON:g}, got "
+                                f"{str(text).strip()!r}.")
+    return e
+
+
+def _filter_columns(node) -> set[str]:
+    """Column names in a parsed filter tree (the engine's tuple format)."""
+    if node is None:
+        return set()
+    if node[0] in ("and", "or"):
+        return _filter_columns(node[1]) | _filter_columns(node[2])
+    if node[0] == "not":
+        return _filter_columns(node[1])
+    return {node[2] if node[0] == "cmp" else node[1]}
+
+
+def input_digest(state: AppState) -> tuple[str, str]:
+    """(data set name, SHA-256) the ledger is bound to: the input file's bytes (as the CLI),
+    or the loaded table's content when there is no file."""
+    from dpstudio.engine.io import file_sha256
+    from dpstudio.engine.types import frame_sha256
+
+    if state.path and Path(state.path).is_file():
+        return Path(state.path).name, file_sha256(state.path)
+    return "table in memory", frame_sha256(state.df)
+
+
+class QueryPanel(QWidget):
+    """Query builder, office-only refinement plot, public answer and the budget ledger."""
+
+    sig_answered = Signal(dict)
+    """A query was answered: the public answer (what the researcher may see)."""
+    sig_status = Signal(str)
+
+    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.runner = TaskRunner("query", self)
+        self.last_answer: qd.QueryAnswer | None = None
+        self._digest: tuple[str, str, str] | None = None  # (path, name, sha) cache
+        self._build()
+        state.sig_data_changed.connect(self._on_data_changed)
+        state.sig_types_changed.connect(lambda _c: self._on_data_changed())
+        state.sig_query_ledger_changed.connect(self.refresh_ledger)
+        self.runner.sig_busy_changed.connect(self._on_busy)
+        self._on_data_changed()
+
+    # ------------------------------------------------------------------ layout
+    def _build(self) -> None:
+        outer = QHBoxLayout(self)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("query_splitter")
+        outer.addWidget(self.splitter)
+
+        # --- left: the request
+        form_w = QWidget()
+        left = QVBoxLayout(form_w)
+        gq = QGroupBox("Query")
+        fq = QFormLayout(gq)
+        self.agg_combo = QComboBox()
+        self.agg_combo.addItems(AGGREGATES)
+        self.agg_combo.setCurrentText("mean")
+        self.agg_combo.setToolTip("count / proportion of records matching the filter; mean, sum, "
+                                  "median of a numeric column; mode (most frequent declared "
+                                  "category); value of one record (individual query)")
+        self.col_combo = QComboBox()
+        self.filter_edit = QLineEdit()
+        self.filter_edit.setPlaceholderText("e.g. FEDTAX > 1000 and STATETAX <= 500 (optional)")
+        self.filter_error = QLabel()
+        self.filter_error.setObjectName("filter_error")
+        self.filter_error.setStyleSheet("color:#b00020;")
+        self.filter_error.setWordWrap(True)
+        self.query_text = QLabel()
+        self.query_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.query_text.setStyleSheet("font-family:monospace;")
+        self.query_text.setWordWrap(True)
+        self.requester_edit = QLineEdit()
+        self.requester_edit.setPlaceholderText("who asked (for the ledger; optional)")
+        fq.addRow("Aggregate", self.agg_combo)
+        fq.addRow("Attribute", self.col_combo)
+        fq.addRow("Filter", self.filter_edit)
+        fq.addRow("", self.filter_error)
+        fq.addRow("Query", self.query_text)
+        fq.addRow("Requester", self.requester_edit)
+        left.addWidget(gq)
+
+        gr = QGroupBox("Declared range of the answer")
+        fr = QFormLayout(gr)
+        note = QLabel("⚠ " + RANGE_NOTE)
+        note.setObjectName("range_note")
+        note.setWordWrap(True)
+        note.setStyleSheet("color:#6a4a00;")
+        fr.addRow(note)
+        self.lo_edit, self.hi_edit, self.step_edit = QLineEdit(), QLineEdit(), QLineEdit()
+        self.lo_edit.setPlaceholderText("lower")
+        self.hi_edit.setPlaceholderText("upper")
+        self.step_edit.setPlaceholderText("default")
+        for w in (self.lo_edit, self.hi_edit, self.step_edit):
+            w.setMinimumWidth(50)
+        self.num_row = QWidget()
+        h = QHBoxLayout(self.num_row)
+        h.setContentsMargins(0, 0, 0, 0)
+        for w in (self.lo_edit, QLabel("to"), self.hi_edit, QLabel("step"), self.step_edit):
+            h.addWidget(w)
+        self.cats_edit = QLineEdit()
+        self.cats_edit.setPlaceholderText("categories a,b,c")
+        self.ordered_check = QCheckBox("ordered")
+        self.ordered_check.setToolTip("Ordinal categories: distance |i − j| (else 0/1)")
+        self.cat_row = QWidget()
+        h2 = QHBoxLayout(self.cat_row)
+        h2.setContentsMargins(0, 0, 0, 0)
+        h2.addWidget(self.cats_edit, 1)
+        h2.addWidget(self.ordered_check)
+        self.categorical_check = QCheckBox("categorical answer")
+        self.categorical_check.setToolTip("value(…) of a category instead of a number")
+        fr.addRow("Numeric", self.num_row)
+        fr.addRow("Categories", self.cat_row)
+        fr.addRow("", self.categorical_check)
+        left.addWidget(gr)
+
+        gp = QGroupBox("Researcher's prior and privacy")
+        fp = QFormLayout(gp)
+        self.prior_combo = QComboBox()
+        self.prior_combo.addItems(PRIOR_KINDS)
+        self.prior_edit = QLineEdit()
+        self.eps_edit = QLineEdit("0.5")
+        self.eps_edit.setToolTip("ε spent by this answer (added exactly as typed in the ledger)")
+        self.kind_combo = QComboBox()
+        self.kind_combo.addItems(["statistical", "individual"])
+        self.kind_combo.setToolTip("statistical: αu/αd ≤ e^ε (any two data sets); individual "
+                                   "(value of one record): αu ≤ e^ε, αd ≥ e^−ε")
+        self.delta_edit = QLineEdit()
+        self.delta_edit.setPlaceholderText("default: the range width")
+        self.delta_edit.setToolTip("Sensitivity Δ of the Laplace curve drawn for comparison "
+                                   "(scale Δ/ε); only the plot uses it")
+        fp.addRow("Prior", self.prior_combo)
+        fp.addRow("Parameters", self.prior_edit)
+        fp.addRow("ε", self.eps_edit)
+        fp.addRow("Kind", self.kind_combo)
+        fp.addRow("Laplace Δ (plot)", self.delta_edit)
+        left.addWidget(gp)
+
+        self.error_label = QLabel()
+        self.error_label.setObjectName("query_error")
+        self.error_label.setWordWrap(True)
+        self.error_label.setStyleSheet("color:#b00020;")
+        left.addWidget(self.error_label)
+        bh = QHBoxLayout()
+        self.preview_btn = QPushButton("Preview (spends nothing)")
+        self.preview_btn.setToolTip("Draw the refined distribution without answering")
+        self.answer_btn = QPushButton("Answer — spend ε")
+        self.answer_btn.setObjectName("answer_button")
+        self.answer_btn.setDefault(True)
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.setEnabled(False)
+        self.cancel_btn.setToolTip("A cancelled answer spends nothing and shows nothing")
+        bh.addWidget(self.preview_btn)
+        bh.addWidget(self.answer_btn)
+        bh.addWidget(self.cancel_btn)
+        left.addLayout(bh)
+        left.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(form_w)
+        scroll.setMinimumWidth(400)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.splitter.addWidget(scroll)
+
+        # --- right: plot, answer, ledger
+        right_w = QWidget()
+        right = QVBoxLayout(right_w)
+        self.office_label = QLabel("⚠ " + OFFICE_ONLY)
+        self.office_label.setObjectName("office_only")
+        self.office_label.setWordWrap(True)
+        self.office_label.setStyleSheet("background:#fde2e1; border:1px solid #e08a85; "
+                                        "color:#5c0b06; padding:4px; font-weight:bold;")
+        right.addWidget(self.office_label)
+        self.plot = pg.PlotWidget(background="w")
+        self.plot.setMinimumHeight(220)
+        self.plot.showGrid(x=True, y=True, alpha=0.25)
+        self.plot.setLabel("left", "probability per point")
+        self.plot.getAxis("left").enableAutoSIPrefix(False)
+        self.legend = self.plot.addLegend(offset=(-10, 10))
+        right.addWidget(self.plot, 3)
+        self.stats_label = QLabel()
+        self.stats_label.setObjectName("plot_stats")
+        self.stats_label.setWordWrap(True)
+        right.addWidget(self.stats_label)
+
+        ga = QGroupBox("Public answer — copy this to the researcher")
+        va = QVBoxLayout(ga)
+        self.answer_text = QPlainTextEdit()
+        self.answer_text.setObjectName("public_answer")
+        self.answer_text.setReadOnly(True)
+        self.answer_text.setMaximumHeight(110)
+        self.copy_btn = QPushButton("Copy answer")
+        self.copy_btn.setEnabled(False)
+        va.addWidget(self.answer_text)
+        va.addWidget(self.copy_btn, 0, Qt.AlignmentFlag.AlignRight)
+        right.addWidget(ga, 1)
+
+        gl = QGroupBox("Privacy-budget ledger of this data set (private)")
+        vl = QVBoxLayout(gl)
+        hb = QHBoxLayout()
+        self.budget_edit = QLineEdit(DEFAULT_BUDGET)
+        self.budget_edit.setMaximumWidth(80)
+        self.budget_edit.setToolTip("The data set's total ε for all answers (sequential "
+                                    "composition); fixed once the ledger exists")
+        self.budget_label = QLabel()
+        self.budget_label.setObjectName("budget_label")
+        self.new_ledger_btn = QPushButton("New ledger for this data")
+        self.new_ledger_btn.setToolTip("Only when the project's ledger belongs to other data: "
+                                       "replaces it (export it first)")
+        self.export_btn = QPushButton("Export audit trail…")
+        hb.addWidget(QLabel("Total budget ε"))
+        hb.addWidget(self.budget_edit)
+        hb.addWidget(self.budget_label, 1)
+        hb.addWidget(self.new_ledger_btn)
+        hb.addWidget(self.export_btn)
+        vl.addLayout(hb)
+        self.banner = Banner(closable=False)
+        vl.addWidget(self.banner)
+        self.ledger_table = QTableWidget(0, len(LEDGER_COLUMNS))
+        self.ledger_table.setObjectName("ledger_table")
+        self.ledger_table.setHorizontalHeaderLabels(LEDGER_COLUMNS)
+        self.ledger_table.verticalHeader().setVisible(False)
+        self.ledger_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        hh = self.ledger_table.horizontalHeader()
+        hh.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        hh.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        vl.addWidget(self.ledger_table)
+        right.addWidget(gl, 2)
+        self.splitter.addWidget(right_w)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([480, 880])
+
+        # --- wiring
+        self.agg_combo.currentTextChanged.connect(self._on_agg_changed)
+        for w in (self.col_combo, self.prior_combo, self.kind_combo):
+            w.currentTextChanged.connect(self._validate)
+        self.prior_combo.currentTextChanged.connect(
+            lambda k: self.prior_edit.setPlaceholderText(PRIOR_HINTS.get(k, "")))
+        for w in (self.filter_edit, self.lo_edit, self.hi_edit, self.step_edit, self.cats_edit,
+                  self.prior_edit, self.eps_edit, self.delta_edit, self.budget_edit):
+            w.textChanged.connect(self._validate)
+        for w in (self.ordered_check, self.categorical_check):
+            w.toggled.connect(self._validate)
+        self.answer_btn.clicked.connect(self.answer)
+        self.preview_btn.clicked.connect(self.preview)
+        self.cancel_btn.clicked.connect(self.runner.cancel)
+        self.copy_btn.clicked.connect(self.copy_answer)
+        self.export_btn.clicked.connect(self.export_dialog)
+        self.new_ledger_btn.clicked.connect(self.new_ledger)
+
+    # ------------------------------------------------------------------ the request
+    def _on_data_changed(self) -> None:
+        df = self.state.df
+        cur = self.col_combo.currentText()
+        self.col_combo.blockSignals(True)
+        self.col_combo.clear()
+        if df is not None:
+            self.col_combo.addItems([str(c) for c in df.columns])
+            if cur in [str(c) for c in df.columns]:
+                self.col_combo.setCurrentText(cur)
+        self.col_combo.blockSignals(False)
+        self._digest = None
+        self._on_agg_changed(self.agg_combo.currentText())
+        self.refresh_ledger()
+
+    def _on_agg_changed(self, agg: str) -> None:
+        self.col_combo.setEnabled(agg in NEEDS_COLUMN)
+        self.kind_combo.setCurrentText("individual" if agg == "value" else "statistical")
+        if agg == "proportion" and not (self.lo_edit.text() or self.hi_edit.text()):
+            # a proportion's range is [0, 1] whatever the data (the engine's default)
+            self.lo_edit.setText("0")
+            self.hi_edit.setText("1")
+            self.step_edit.setText("0.001")
+        self._validate()
+
+    def categorical(self) -> bool:
+        agg = self.agg_combo.currentText()
+        return agg == "mode" or (agg == "value" and self.categorical_check.isChecked())
+
+    def query_string(self) -> str:
+        agg = self.agg_combo.currentText()
+        col = self.col_combo.currentText()
+        if agg in NEEDS_COLUMN:
+            head = f"{agg}({col if col.isidentifier() else '`' + col + '`'})"
+        else:
+            head = agg
+        flt = self.filter_edit.text().strip()
+        return head + (f" where {flt}" if flt else "")
+
+    def range_spec(self) -> str:
+        if self.categorical():
+            return self.cats_edit.text().strip()
+        parts = [self.lo_edit.text().strip(), self.hi_edit.text().strip()]
+        if self.step_edit.text().strip():
+            parts.append(self.step_edit.text().strip())
+        return ":".join(parts)
+
+    def build_request(self) -> dict[str, Any]:
+        """The engine objects of the current form (ParameterError naming the field)."""
+        df = self.state.df
+        if df is None:
+            raise qd.ParameterError("Open a data file first (Ctrl+O).")
+        agg = self.agg_combo.currentText()
+        if agg in NEEDS_COLUMN and not self.col_combo.currentText():
+            raise qd.ParameterError(f"Attribute: {agg} needs a column.")
+        q = qd.parse_query(self.query_string())
+        col = q.column
+        if col and self.state.roles.get(col) == "identifier":
+            raise qd.ParameterError(f"Attribute {col!r} is an identifier: use it in the filter "
+                                    f"(value(COL) where {col} == …), not as the answer.")
+        spec = self.range_spec()
+        if not spec or spec.startswith(":") or spec.endswith(":") or "::" in spec:
+            raise qd.ParameterError("Range: declare " + ("the categories a,b,c" if
+                                    self.categorical() else "LOWER and UPPER")
+                                    + " (never taken from the data).")
+        try:
+            rng = qd.resolve_range(q, {"answer": spec}, df, self.ordered_check.isChecked())
+        except qd.ParameterError as exc:
+            raise qd.ParameterError(f"Range: {exc}") from None
+        if self.categorical() and not isinstance(rng, qd.CategoricalRange):
+            raise qd.ParameterError("Range: declare categories a,b,c for a categorical answer.")
+        pk, pp = self.prior_combo.currentText(), self.prior_edit.text().strip()
+        if pk != "uniform" and not pp:
+            raise qd.ParameterError(f"Prior: give the {pk} prior's parameters "
+                                    f"({PRIOR_HINTS[pk]}).")
+        prior = qd.parse_prior(pk + (f":{pp}" if pk != "uniform" else ""), rng)
+        prior.weights()
+        eps = parse_epsilon(self.eps_edit.text())
+        try:
+            total = float(self.budget_edit.text())
+        except ValueError:
+            total = float("nan")
+        if not (total > 0 and math.isfinite(total)):
+            raise qd.ParameterError("Total budget ε: a number > 0.")
+        return {"query": q, "prior": prior, "epsilon": eps, "total": total,
+                "kind": self.kind_combo.currentText(),
+                "requester": self.requester_edit.text().strip() or None}
+
+    def _validate(self, *_a, replot: bool = True) -> bool:
+        self.query_text.setText(self.query_string())
+        ferr = ""
+        df = self.state.df
+        try:
+            node = qd.parse_filter(self.filter_edit.text())
+            if df is not None:
+                missing = [c for c in sorted(_filter_columns(node))
+                           if c not in [str(x) for x in df.columns]]
+                if missing:
+                    ferr = f"Column {missing[0]!r} is not in the data."
+        except DPStudioError as exc:
+            ferr = str(exc)
+        self.filter_error.setText(ferr)
+        self.filter_error.setVisible(bool(ferr))
+        cat = self.categorical()
+        self.num_row.setEnabled(not cat)
+        self.cat_row.setEnabled(cat)
+        self.categorical_check.setVisible(self.agg_combo.currentText() == "value")
+        err = ""
+        prior = None
+        try:
+            req = self.build_request()
+            prior = req["prior"]
+        except DPStudioError as exc:
+            err = str(exc)
+        if ferr:
+            err = "Filter: " + ferr
+        self.error_label.setText(err)
+        busy = self.runner.busy
+        self.answer_btn.setEnabled(not err and not busy)
+        self.preview_btn.setEnabled(not err and not busy)
+        if prior is not None and not busy and replot:
+            self._plot_prior(prior)  # the prior alone is data independent: safe to draw
+        return not err
+
+    # ------------------------------------------------------------------ the ledger
+    def ledger(self) -> qd.BudgetLedger | None:
+        d = self.state.query_ledger()
+        return None if d is None else qd.BudgetLedger.from_dict(d)
+
+    def _dataset(self) -> tuple[str, str]:
+        key = self.state.path or ""
+        if self._digest is None or self._digest[0] != key:
+            name, sha = input_digest(self.state)
+            self._digest = (key, name, sha)
+        return self._digest[1], self._digest[2]
+
+    def _ledger_for_data(self) -> tuple[qd.BudgetLedger | None, str]:
+        """(ledger, '') or (None, why it cannot be used for the loaded data)."""
+        led = self.ledger()
+        if led is None or self.state.df is None:
+            return led, ""
+        name, sha = self._dataset()
+        if led.digest and led.digest != sha:
+            return None, (f"The project's query ledger belongs to another data set "
+                          f"({led.dataset}), not to {name}: queries are refused. Open "
+                          f"{led.dataset}, or export that ledger and press 'New ledger for "
+                          "this data'.")
+        return led, ""
+
+    def refresh_ledger(self) -> None:
+        led, why = self._ledger_for_data() if self.state.df is not None else (self.ledger(), "")
+        other = self.state.query_ledger() is not None and led is None
+        self.new_ledger_btn.setVisible(other)
+        self.export_btn.setEnabled(self.state.query_ledger() is not None)
+        entries = led.entries if led is not None else []
+        self.ledger_table.setRowCount(len(entries))
+        for r, e in enumerate(entries):
+            vals = [e.get("n"), e.get("time"), e.get("requester") or "", e.get("query"),
+                    f"{e.get('epsilon'):g}", f"{e.get('remaining', float('nan')):g}"]
+            for c, v in enumerate(vals):
+                self.ledger_table.setItem(r, c, QTableWidgetItem(str(v)))
+        self.ledger_table.scrollToBottom()
+        if led is not None:
+            self.budget_edit.setText(f"{led.total:g}")
+            self.budget_edit.setReadOnly(True)
+            self.budget_label.setText(f"spent {led.spent:g} on {len(entries)} answers · "
+                                      f"<b>remaining {led.remaining:g}</b>")
+        else:
+            self.budget_edit.setReadOnly(False)
+            self.budget_label.setText("no answers yet: the ledger starts with the first answer"
+                                      if not other else "")
+        if why:
+            self.banner.show_message(why, "error")
+        elif led is not None and not self.state.project_path:
+            self.banner.show_message("The ledger is kept in the project: save the project "
+                                     "(Ctrl+S) or its spending is lost when dpstudio closes.",
+                                     "warning")
+        else:
+            self.banner.hide()
+
+    def new_ledger(self) -> None:
+        """Drop the project's ledger of OTHER data (never the loaded data's own ledger)."""
+        led, why = self._ledger_for_data()
+        if not why:
+            return
+        self.state.set_query_ledger(None)
+
+    def export_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export query ledger (private audit trail)",
+                                              "query_ledger.csv",
+                                              "CSV (*.csv);;JSON (*.json)")
+        if path:
+            self.export_ledger(path)
+
+    def export_ledger(self, path: str) -> str | None:
+        led = self.ledger()
+        if led is None:
+            self.error_label.setText("No ledger yet: nothing to export.")
+            return None
+        try:
+            out = led.export(path)
+        except (DPStudioError, OSError) as exc:
+            self.error_label.setText(f"Export: {exc}")
+            return None
+        self.sig_status.emit(f"Ledger exported (private, owner-only): {Path(out).name}")
+        return out
+
+    # ------------------------------------------------------------------ answering
+    def _start(self, spend: bool) -> bool:
+        if not self._validate(replot=False):
+            return False
+        req = self.build_request()
+        led, why = self._ledger_for_data()
+        if why:
+            self.error_label.setText(why)
+            return False
+        df = self.state.df
+        st = self.state
+        if spend:
+            name, sha = self._dataset()
+            led_dict = (led.to_dict() if led is not None
+                        else qd.BudgetLedger(req["total"], dataset=name, digest=sha).to_dict())
+            try:  # refused before anything runs, with the remaining budget named
+                qd.BudgetLedger.from_dict(led_dict).check(req["epsilon"])
+            except DPStudioError as exc:
+                self.error_label.setText(str(exc))
+                return False
+        else:
+            led_dict = None
+
+        def work(progress, check_cancel):
+            ledger = None if led_dict is None else qd.BudgetLedger.from_dict(led_dict)
+            ans = qd.refine_query(df, req["query"], req["prior"], req["epsilon"], req["kind"],
+                                  ledger=ledger, requester=req["requester"])
+            check_cancel()
+            return ans, (None if ledger is None else ledger.to_dict())
+
+        def done(out):
+            ans, new_led = out
+            if new_led is not None:
+                st.set_query_ledger(new_led)
+                if st.project_path:  # written before the answer is shown
+                    try:
+                        qd.save_ledger(st.project_path, qd.BudgetLedger.from_dict(new_led))
+                    except (DPStudioError, OSError) as exc:
+                        self.error_label.setText(f"The ledger could not be written to the "
+                                                 f"project ({exc}); the answer is withheld.")
+                        return
+                self.show_answer(ans)
+            self.plot_answer(ans, preview=new_led is None)
+
+        def errored(msg, _details):
+            self.error_label.setText(msg)
+
+        self.error_label.setText("Answering…" if spend else "Refining (preview)…")
+        self.runner.start(work, finished=done, errored=errored,
+                          cancelled=lambda: self.error_label.setText(
+                              "Cancelled: nothing was spent or shown."))
+        return True
+
+    def answer(self) -> bool:
+        """Answer the query: spend ε in the ledger (refused beyond the budget)."""
+        return self._start(spend=True)
+
+    def preview(self) -> bool:
+        """The refined distribution for the office only; nothing is answered or spent."""
+        return self._start(spend=False)
+
+    def _on_busy(self, busy: bool) -> None:
+        self.cancel_btn.setEnabled(busy)
+        if not busy:
+            msg = self.error_label.text()
+            if msg in ("Answering…", "Refining (preview)…"):
+                self.error_label.setText("")
+        self._validate(replot=False)  # keep the answer's plot
+
+    def show_answer(self, ans: qd.QueryAnswer) -> None:
+        self.last_answer = ans
+        pub = ans.public()
+        resp = pub["response"]
+        resp_txt = (", ".join(f"{g}: {v}" for g, v in resp.items()) if isinstance(resp, dict)
+                    else str(resp))
+        rem = pub.get("remaining_budget")
+        text = (f"Query: {pub['query']}\nAnswer: {resp_txt}\nPrior used: {pub['prior']}\n"
+                f"ε spent: {pub['epsilon']:g}"
+                + (f"; remaining budget of this data set: {rem:g}" if rem is not None else "")
+                + f"\nGuarantee: {pub['guarantee']}")
+        self.answer_text.setPlainText(text)
+        self.copy_btn.setEnabled(True)
+        self.sig_answered.emit(pub)
+        self.sig_status.emit(f"Answered {pub['query']}: {resp_txt} (ε {pub['epsilon']:g} spent)")
+
+    def copy_answer(self) -> None:
+        QGuiApplication.clipboard().setText(self.answer_text.toPlainText())
+
+    # ------------------------------------------------------------------ plots
+    def _x(self, support: list) -> tuple[np.ndarray, list | None]:
+        if support and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                           for v in support) and not self.categorical():
+            return np.asarray(support, dtype=np.float64), None
+        return np.arange(len(support), dtype=np.float64), [str(v) for v in support]
+
+    def _clear_plot(self, support: list) -> tuple[np.ndarray, list | None]:
+        self.plot.clear()
+        self.legend.clear()
+        x, labels = self._x(support)
+        ax = self.plot.getAxis("bottom")
+        if labels is not None:
+            ax.setTicks([list(zip(x.tolist(), labels))] if len(labels) <= 40 else None)
+        else:
+            ax.setTicks(None)
+        self.plot.setLabel("bottom", self.query_string())
+        return x, labels
+
+    def _plot_prior(self, prior: qd.Prior) -> None:
+        sup = [v.item() if isinstance(v, np.generic) else v for v in prior.support.values()]
+        x, labels = self._clear_plot(sup)
+        self._curve(x, prior.probabilities(), "prior", "#7f7f7f", labels is not None, 0)
+        self.stats_label.setText("The prior alone (data independent). Preview or Answer draws "
+                                 "the refined distribution.")
+
+    def _curve(self, x, y, name, color, bars, slot) -> None:
+        if bars:
+            w = 0.28
+            self.plot.addItem(pg.BarGraphItem(x=x + (slot - 1) * w, height=y, width=w,
+                                              brush=color, name=name))
+        else:
+            self.plot.plot(x, np.asarray(y, dtype=np.float64), pen=pg.mkPen(color, width=2),
+                           name=name)
+
+    def plot_answer(self, ans: qd.QueryAnswer, preview: bool = False) -> None:
+        """Prior, refined (office only) and Laplace of the same ε (analytic density × step)."""
+        if ans.groups is not None:
+            refined = ans.refined[0]
+        else:
+            refined = ans.refined
+        x, labels = self._clear_plot(ans.support)
+        cat = labels is not None
+        self._curve(x, ans.prior_probs, "prior", "#7f7f7f", cat, 0)
+        self._curve(x, refined, "refined (office only)", "#d62728", cat, 1)
+        tv = ans.true_value if ans.groups is None else ans.true_value[0]
+        stats = []
+        try:
+            f = None if tv is None or cat else float(tv)
+        except (TypeError, ValueError):
+            f = None
+        if f is not None and len(x) > 1:
+            lo, hi = float(x[0]), float(x[-1])
+            f = min(max(f, lo), hi)
+            step = float(x[1] - x[0])
+            try:
+                delta = float(self.delta_edit.text()) if self.delta_edit.text().strip() \
+                    else hi - lo
+            except ValueError:
+                delta = hi - lo
+            if delta > 0:
+                b = delta / ans.epsilon
+                self.plot.plot(x, laplace_density(x, f, b) * step,
+                               pen=pg.mkPen("#1f77b4", width=2, style=Qt.PenStyle.DashLine),
+                               name=f"Laplace, same ε (Δ = {delta:g})")
+                p_in = laplace_in_range(f, b, lo, hi)
+                stats.append(f"Laplace b = Δ/ε = {b:.4g}: variance {2 * b * b:.4g}, "
+                             f"P(answer in range) = {p_in:.3f}")
+            r = np.asarray(refined, dtype=np.float64)
+            var = float(np.sum(r * (x - f) ** 2))
+            stats.append(f"refined: variance around the true answer {var:.4g}, "
+                         "P(in range) = 1")
+            self.plot.addItem(pg.InfiniteLine(f, pen=pg.mkPen("#d62728", width=1,
+                                              style=Qt.PenStyle.DotLine)))
+        elif cat:
+            stats.append("Laplace noise does not apply to a categorical answer.")
+        else:
+            stats.append("No true answer (empty filter): the response is a draw from the prior.")
+        if not preview and ans.groups is None:
+            if not cat:
+                xr = float(ans.response)
+            else:
+                xr = float(ans.support.index(ans.response)) if ans.response in ans.support \
+                    else None
+            if xr is not None:
+                self.plot.addItem(pg.InfiniteLine(xr, pen=pg.mkPen("#2ca02c", width=2),
+                                                  label="answer sent",
+                                                  labelOpts={"position": 0.9}))
+        head = "Preview — nothing answered, nothing spent. " if preview else ""
+        notes = (" Office note: " + "; ".join(ans.notes)) if ans.notes else ""
+        self.stats_label.setText(head + " · ".join(stats) + notes)
+
+
+def _preview() -> int:  # pragma: no cover - manual look
+    import tempfile
+
+    from PySide6.QtWidgets import QApplication
+
+    from dpstudio.app.compute import load_table
+    from dpstudio.app.resources import sample_path
+
+    app = QApplication.instance() or QApplication(sys.argv)
+    st = AppState()
+    df, meta, stats = load_table(str(sample_path()), {}, check_cancel=lambda: None,
+                                 progress=lambda f: None)
+    st.set_data(df, str(sample_path()), meta, stats=stats)
+    st.project_path = None
+    w = QueryPanel(st)
+    w.resize(1366, 760)
+    w.agg_combo.setCurrentText("mean")
+    w.col_combo.setCurrentText("FEDTAX")
+    w.filter_edit.setText("STATETAX > 1000")
+    w.lo_edit.setText("0")
+    w.hi_edit.setText("20000")
+    w.step_edit.setText("10")
+    w.prior_combo.setCurrentText("normal")
+    w.prior_edit.setText("6000:4000")
+    w.eps_edit.setText("0.5")
+    w.show()
+    w.answer()
+    w.runner.wait(30)
+    out = sys.argv[1] if len(sys.argv) > 1 else str(Path(tempfile.gettempdir()) / "query.png")
+    if "--shot" in sys.argv or len(sys.argv) > 1:
+        app.processEvents()
+        w.grab().save(out)
+        print(out)
+        return 0
+    return app.exec()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(_preview())
