@@ -16,8 +16,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from dpstudio.app.main import main as app_main
     except ImportError as exc:  # Qt libraries missing on this machine
-        print(f"dpstudio: the desktop app cannot start here ({exc}); running the command-line "
-              "demo instead ('dpstudio --help' lists the commands).", file=sys.stderr)
+        print(
+            f"dpstudio: the desktop app cannot start here ({exc}); running the command-line "
+            "demo instead ('dpstudio --help' lists the commands).",
+            file=sys.stderr,
+        )
         from dpstudio.cli import main as cli_main
 
         return cli_main(["demo"])

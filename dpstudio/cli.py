@@ -1,4 +1,4 @@
-"""Command line: ``dpstudio methods | protect | evaluate | sweep | demo``.  Engine only, no Qt.
+r"""Command line: ``dpstudio methods | protect | evaluate | sweep | demo``.  Engine only, no Qt.
 
 Every error caused by the input (a bad file, value, role, domain or parameter) is
 printed as one line ``dpstudio: error: ...`` on stderr with exit code 2, never a
@@ -7,10 +7,10 @@ traceback.  The input file is never modified.
 Examples::
 
     dpstudio methods
-    dpstudio protect census.csv out.csv --method ir-dp --k 10 --epsilon 1 \\
+    dpstudio protect census.csv out.csv --method ir-dp --k 10 --epsilon 1 \
         --role FICA=eps-quasi --domain FICA=0:7500 --report out.html
     dpstudio evaluate census.csv out.csv --attributes FICA --json
-    dpstudio sweep census.csv --method ir-dp --role FICA=eps-quasi --domain FICA=0:7500 \\
+    dpstudio sweep census.csv --method ir-dp --role FICA=eps-quasi --domain FICA=0:7500 \
         --k 2:20 --epsilon 0.1,1,10 --repeats 10 --out sweep.csv
 """
 
@@ -34,8 +34,17 @@ RL_SUMMARY_MAX = 300_000
 #: Most values one sweep grid option (--k, --epsilon) may expand to.
 MAX_GRID_POINTS = 10_000
 
-COMMON_PARAMS = ("k", "epsilon", "algorithm", "suppression", "confidence", "noise",
-                 "calibration", "budget", "layout")
+COMMON_PARAMS = (
+    "k",
+    "epsilon",
+    "algorithm",
+    "suppression",
+    "confidence",
+    "noise",
+    "calibration",
+    "budget",
+    "layout",
+)
 
 
 class _UsageError(Exception):
@@ -87,8 +96,9 @@ def parse_domains(items: list[str] | None) -> dict[str, tuple[float, float]]:
                 raise ValueError
             lb, ub = float(parts[0]), float(parts[1])
         except ValueError:
-            raise ParameterError(f"--domain {it!r}: write the range as LOWER:UPPER with two numbers, "
-                                 f"e.g. {col}=0:150000.") from None
+            raise ParameterError(
+                f"--domain {it!r}: write the range as LOWER:UPPER with two numbers, e.g. {col}=0:150000."
+            ) from None
         out[col] = (lb, ub)
     return out
 
@@ -99,19 +109,20 @@ def parse_precision(items: list[str] | None) -> dict[str, float]:
 
     out = {}
     for it in items or []:
-        col, val = _split_assign(it, "--precision", "COLUMN=GAMMA (e.g. FICA=1 or INCOME=0.01)",
-                                 last=True)
+        col, val = _split_assign(it, "--precision", "COLUMN=GAMMA (e.g. FICA=1 or INCOME=0.01)", last=True)
         try:
             out[col] = float(val)
         except ValueError:
-            raise ParameterError(f"--precision {it!r}: the precision must be a number > 0, "
-                                 f"e.g. {col}=0.01.") from None
+            raise ParameterError(
+                f"--precision {it!r}: the precision must be a number > 0, e.g. {col}=0.01."
+            ) from None
     return out
 
 
 def parse_types(items: list[str] | None) -> dict[str, str]:
     """--type COL=TYPE (repeatable): numeric, categorical, ordinal or date (the engine checks
-    the type and the column)."""
+    the type and the column).
+    """
     out = {}
     for it in items or []:
         col, typ = _split_assign(it, "--type", "COLUMN=TYPE (e.g. SEX=categorical)", last=True)
@@ -161,7 +172,7 @@ def parse_param_value(spec, name: str, raw: str) -> Any:
     except KeyError:
         return raw  # check_params names the unknown parameter and lists the known ones
     if raw.strip().lower() in ("none", "null") and p.kind != "str":
-        return None   # an empty value is NOT "not given": Param.check refuses it, naming it
+        return None  # an empty value is NOT "not given": Param.check refuses it, naming it
     if p.kind == "choice":
         for c in p.choices:
             if raw == c or str(c) == raw:
@@ -169,12 +180,13 @@ def parse_param_value(spec, name: str, raw: str) -> Any:
         return raw
     if p.kind == "mapping":
         if not raw.strip():
-            return raw   # refused by Param.check (not a dict)
+            return raw  # refused by Param.check (not a dict)
         try:
             return _parse_mapping(raw)
         except ValueError:
-            raise ParameterError(f"--param {name}: write a mapping as COL:VALUE,COL:VALUE "
-                                 f"(or JSON). Got {raw!r}.") from None
+            raise ParameterError(
+                f"--param {name}: write a mapping as COL:VALUE,COL:VALUE (or JSON). Got {raw!r}."
+            ) from None
     return raw  # int / float / bool / str: Param.check coerces and validates text
 
 
@@ -194,7 +206,8 @@ def collect_params(spec, args) -> dict[str, Any]:
 
 def parse_ints(text: str, what: str = "--k") -> list[int]:
     """``2:100`` (inclusive), ``2:100:5``, ``2,5,10``, ``2-10`` or a mix: the engine's grid
-    grammar (:func:`dpstudio.engine.sweeps.parse_grid`, shared with the app)."""
+    grammar (:func:`dpstudio.engine.sweeps.parse_grid`, shared with the app).
+    """
     return _grid(text, True, what)
 
 
@@ -208,15 +221,17 @@ def _grid(text: str, integer: bool, what: str) -> list:
 
     for part in str(text).replace(";", ",").replace(" ", ",").split(","):
         bits = part.split(":")
-        try:   # a range a:b[:step] with more points than any sweep can run: refuse before building
+        try:  # a range a:b[:step] with more points than any sweep can run: refuse before building
             a, b = float(bits[0]), float(bits[1])
             step = float(bits[2]) if len(bits) == 3 else 1.0
             too_many = len(bits) in (2, 3) and step > 0 and (b - a) / step > MAX_GRID_POINTS
         except (ValueError, IndexError, ZeroDivisionError, OverflowError):
-            too_many = False   # parse_grid explains malformed items
+            too_many = False  # parse_grid explains malformed items
         if too_many:
-            raise ParameterError(f"{what} {part!r}: more than {MAX_GRID_POINTS:,} grid values; "
-                                 "give a shorter range or a larger step.")
+            raise ParameterError(
+                f"{what} {part!r}: more than {MAX_GRID_POINTS:,} grid values; "
+                "give a shorter range or a larger step."
+            )
     out = parse_grid(text, integer=integer, what=what)
     if not out:
         raise ParameterError(f"{what} is empty.")
@@ -228,8 +243,12 @@ def _read(path: str, args=None):
 
     kw = {}
     if args is not None:
-        kw = {"sep": getattr(args, "sep", None), "encoding": getattr(args, "encoding", None),
-              "decimal": getattr(args, "decimal", None), "sheet": getattr(args, "sheet", None)}
+        kw = {
+            "sep": getattr(args, "sep", None),
+            "encoding": getattr(args, "encoding", None),
+            "decimal": getattr(args, "decimal", None),
+            "sheet": getattr(args, "sheet", None),
+        }
         if kw["sep"] == "\\t":
             kw["sep"] = "\t"
     return read_table(path, **kw)
@@ -246,8 +265,10 @@ def _seed_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--seed: ")) from None
 
 
-_SEED_HELP = ("secret random seed, decimal or 0x-hex, any width (default: 128 bits of fresh OS "
-              "entropy); only to reproduce a run. Never written to any file; keep it secret")
+_SEED_HELP = (
+    "secret random seed, decimal or 0x-hex, any width (default: 128 bits of fresh OS "
+    "entropy); only to reproduce a run. Never written to any file; keep it secret"
+)
 
 
 def _fmt(v: Any) -> str:
@@ -266,16 +287,24 @@ def _jsonable(v: Any) -> Any:
     return jsonable(v)
 
 
-def _evaluate_result(res, measures=("sse", "rl", "delta", "corr", "kanon"),
-                     hierarchies: dict | None = None) -> dict | None:
+def _evaluate_result(
+    res, measures=("sse", "rl", "delta", "corr", "kanon"), hierarchies: dict | None = None
+) -> dict | None:
     """Measures of a fresh result by the engine's measurement policy (the same as the app's);
-    None (with a warning) when they do not apply."""
+    None (with a warning) when they do not apply.
+    """
     from dpstudio import engine
     from dpstudio.engine.errors import DPStudioError
 
     try:
-        return engine.evaluate(res.aligned_original(), res.data, res.protected_attributes,
-                               measures=measures, result=res, hierarchies=hierarchies or None)
+        return engine.evaluate(
+            res.aligned_original(),
+            res.data,
+            res.protected_attributes,
+            measures=measures,
+            result=res,
+            hierarchies=hierarchies or None,
+        )
     except (DPStudioError, KeyError, ValueError, TypeError) as exc:
         _warn(f"utility/risk measures not computed for this release: {exc}")
         return None
@@ -286,8 +315,10 @@ def _input_guard(inp: str, out: str) -> None:
     from dpstudio.engine.io import same_file
 
     if same_file(inp, out):
-        raise InputError(f"The output {out} is the input file: choose another output name "
-                         "(the input is never overwritten).")
+        raise InputError(
+            f"The output {out} is the input file: choose another output name "
+            "(the input is never overwritten)."
+        )
     folder = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(folder):
         raise FileNotFoundError(2, "no such folder", folder)
@@ -306,31 +337,42 @@ def cmd_methods(args) -> int:
     for m in ms:
         params = ", ".join(
             f"{p['name']}={p['default']}" + (f" [{'|'.join(map(str, p['choices']))}]" if p["choices"] else "")
-            for p in m["params"])
+            for p in m["params"]
+        )
         print(f"{m['id']:<16} {m['name']}")
-        print(f"{'':<16} protects: {', '.join(m['protects'])}"
-              f"{'; needs declared domains' if m['needs_domain'] else ''}; params: {params}")
+        print(
+            f"{'':<16} protects: {', '.join(m['protects'])}"
+            f"{'; needs declared domains' if m['needs_domain'] else ''}; params: {params}"
+        )
     return 0
 
 
 def _prepare_and_run(df, args, method: str):
     from dpstudio import engine
-    from dpstudio.engine.registry import get_method
     from dpstudio.engine.random import as_rng
+    from dpstudio.engine.registry import get_method
 
     spec = get_method(method)
     params = collect_params(spec, args)
     roles = parse_roles(args.role)
     domains = parse_domains(args.domain)
     hier = parse_hierarchies(args.hierarchy)
-    prep = engine.prepare(df, method, roles, domains, hier or None,
-                          precision=parse_precision(getattr(args, "precision", None)) or None,
-                          types=parse_types(getattr(args, "type", None)) or None,
-                          keep_household=bool(getattr(args, "keep_household", False)),
-                          **params)
+    prep = engine.prepare(
+        df,
+        method,
+        roles,
+        domains,
+        hier or None,
+        precision=parse_precision(getattr(args, "precision", None)) or None,
+        types=parse_types(getattr(args, "type", None)) or None,
+        keep_household=bool(getattr(args, "keep_household", False)),
+        **params,
+    )
     if prep.dropped_rows:
-        _warn(f"{len(prep.dropped_rows)} record(s) with missing values in protected attributes "
-              "were dropped (--drop-missing) and are not in the release.")
+        _warn(
+            f"{len(prep.dropped_rows)} record(s) with missing values in protected attributes "
+            "were dropped (--drop-missing) and are not in the release."
+        )
     res = engine.run_prepared(prep, rng=as_rng(args.seed))
     return spec, res
 
@@ -338,7 +380,8 @@ def _prepare_and_run(df, args, method: str):
 def _protect_dask(args) -> int:
     """``protect --engine dask``: the Dask backend (issue 12); a LocalCluster started and stopped
     here unless --scheduler names one; Ctrl-C cancels the computation and removes the
-    temporary folder."""
+    temporary folder.
+    """
     from dpstudio.engine.backends import dask_backend as DB
     from dpstudio.engine.registry import get_method
 
@@ -349,23 +392,35 @@ def _protect_dask(args) -> int:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        raise DB.NotOnDask("--engine dask needs the optional extra: pip install 'dpstudio[scale]' "
-                           "(or use --engine memory).") from None
+        raise DB.NotOnDask(
+            "--engine dask needs the optional extra: pip install 'dpstudio[scale]' (or use --engine memory)."
+        ) from None
     cluster = None
     if args.scheduler:
         client = Client(args.scheduler)
     else:
-        cluster = LocalCluster(n_workers=args.workers or 2, threads_per_worker=1,
-                               memory_limit=args.memory_limit or "auto", dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=args.workers or 2,
+            threads_per_worker=1,
+            memory_limit=args.memory_limit or "auto",
+            dashboard_address=None,
+        )
         client = Client(cluster)
     try:
-        rel = DB.protect_dask(args.input, args.method, parse_roles(args.role),
-                              parse_domains(args.domain), seed=args.seed,
-                              precision=parse_precision(getattr(args, "precision", None)) or None,
-                              client=client, **params)
+        rel = DB.protect_dask(
+            args.input,
+            args.method,
+            parse_roles(args.role),
+            parse_domains(args.domain),
+            seed=args.seed,
+            precision=parse_precision(getattr(args, "precision", None)) or None,
+            client=client,
+            **params,
+        )
         fmt = "csv" if (args.format or "").lower() == "csv" else "parquet"
-        written = DB.write_release(rel, args.output, input_path=args.input, fmt=fmt,
-                                   progress=sys.stderr.isatty())
+        written = DB.write_release(
+            rel, args.output, input_path=args.input, fmt=fmt, progress=sys.stderr.isatty()
+        )
     except KeyboardInterrupt:
         _warn("cancelled: nothing was written.")
         return 130
@@ -383,9 +438,11 @@ def _protect_dask(args) -> int:
 
 def _too_big_for_memory(path: str) -> str | None:
     """A refusal when the input obviously does not fit in memory (issue 12): the file's size
-    (Parquet expands about 3× when loaded, text about 2×) against the available memory."""
+    (Parquet expands about 3× when loaded, text about 2×) against the available memory.
+    """
     try:
         import psutil
+
         avail = psutil.virtual_memory().available
     except ImportError:
         try:
@@ -396,9 +453,11 @@ def _too_big_for_memory(path: str) -> str | None:
     size = sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else p.stat().st_size
     factor = 3 if str(path).lower().endswith((".parquet", ".pq")) or p.is_dir() else 2
     if size * factor > avail:
-        return (f"{p.name} ({size / 2**30:.1f} GB on disk) needs about {size * factor / 2**30:.0f} GB "
-                f"in memory; {avail / 2**30:.1f} GB are available. Use --engine dask "
-                "(pip install 'dpstudio[scale]').")
+        return (
+            f"{p.name} ({size / 2**30:.1f} GB on disk) needs about {size * factor / 2**30:.0f} GB "
+            f"in memory; {avail / 2**30:.1f} GB are available. Use --engine dask "
+            "(pip install 'dpstudio[scale]')."
+        )
     return None
 
 
@@ -411,6 +470,7 @@ def cmd_protect(args) -> int:
     refusal = _too_big_for_memory(args.input) if os.path.exists(args.input) else None
     if refusal:
         from dpstudio.engine.errors import InputError
+
         raise InputError(refusal)
     _input_guard(args.input, args.output)
     if args.assessment:
@@ -421,7 +481,8 @@ def cmd_protect(args) -> int:
             raise ParameterError(
                 f"--assessment {Path(args.assessment).name}: the assessment is private, so its "
                 "file name must say so (contain 'private' or 'internal'), e.g. "
-                "out.assessment.private.html.")
+                "out.assessment.private.html."
+            )
     for extra in (args.report, args.assessment):
         if extra:
             _input_guard(args.input, extra)
@@ -431,46 +492,69 @@ def cmd_protect(args) -> int:
     measures = None
     if not args.no_measures:
         if len(res.data) > RL_SUMMARY_MAX:
-            _warn(f"record linkage is not computed in the summary for more than "
-                  f"{RL_SUMMARY_MAX:,} records; run 'dpstudio evaluate' for it.")
+            _warn(
+                f"record linkage is not computed in the summary for more than "
+                f"{RL_SUMMARY_MAX:,} records; run 'dpstudio evaluate' for it."
+            )
             measures = _evaluate_result(res, ("sse", "delta", "corr", "kanon"), hier)
         else:
             measures = _evaluate_result(res, hierarchies=hier)
     assessment = None
     if args.assessment:  # PRIVATE: measured against the original data
         assessment = render_assessment(res, measures, input_name=Path(args.input).name)
-    written = export_release(res, args.output, input_path=args.input, input_meta=meta,
-                             fmt=args.format, release_note=args.report or False,
-                             assessment_html=assessment, assessment_path=args.assessment,
-                             audit=not args.no_audit_trail)
+    written = export_release(
+        res,
+        args.output,
+        input_path=args.input,
+        input_meta=meta,
+        fmt=args.format,
+        release_note=args.report or False,
+        assessment_html=assessment,
+        assessment_path=args.assessment,
+        audit=not args.no_audit_trail,
+    )
     for w in res.warnings:
         if "dropped" in w and "missing" in w:
             continue  # already reported
         _warn(w)
     print(f"Guarantee: {res.guarantee}")
-    if not res.is_dp and res.guarantee.startswith("Per-attribute only") \
-            and res.params.get("layout") == "records":
-        _warn("the records are not ε-DP (see the guarantee). Remedies: drop the other columns "
-              "(e.g. --role COL=identifier) or protect them too, or release each protected "
-              "attribute as its own shuffled table with --layout separate-tables.")
+    if (
+        not res.is_dp
+        and res.guarantee.startswith("Per-attribute only")
+        and res.params.get("layout") == "records"
+    ):
+        _warn(
+            "the records are not ε-DP (see the guarantee). Remedies: drop the other columns "
+            "(e.g. --role COL=identifier) or protect them too, or release each protected "
+            "attribute as its own shuffled table with --layout separate-tables."
+        )
     shown = {k: v for k, v in res.params.items() if v is not None and k not in ("drop_missing",)}
     public = [Path(written[k]).name for k in written if k != "data" and k not in ("private", "assessment")]
     private = [Path(written[k]).name for k in ("private", "assessment") if k in written]
-    summ = (f"{spec.id}: {len(res.data)} records"
-            + (f" ({len(res.dropped_rows)} dropped)" if res.dropped_rows else "")
-            + f", {', '.join(f'{k}={_fmt(v)}' for k, v in shown.items())}"
-            + (f" -> {written['data']} (public: {', '.join(public)}" if "data" in written
-               else " -> " + ", ".join(v for k, v in written.items() if k.startswith("table:"))
-               + f" (one table per attribute; public: {', '.join(public)}")
-            + (f"; private, keep internal: {', '.join(private)}" if private else "") + ")")
+    summ = (
+        f"{spec.id}: {len(res.data)} records"
+        + (f" ({len(res.dropped_rows)} dropped)" if res.dropped_rows else "")
+        + f", {', '.join(f'{k}={_fmt(v)}' for k, v in shown.items())}"
+        + (
+            f" -> {written['data']} (public: {', '.join(public)}"
+            if "data" in written
+            else " -> "
+            + ", ".join(v for k, v in written.items() if k.startswith("table:"))
+            + f" (one table per attribute; public: {', '.join(public)}"
+        )
+        + (f"; private, keep internal: {', '.join(private)}" if private else "")
+        + ")"
+    )
     if measures:
         summ += f"; SSE normalized {_fmt(measures.get('sse_normalized', float('nan')))}"
         if "rl" in measures:
             summ += f", RL {measures['rl']:.3g} %"
         if "suppressed_cells" in measures:
-            summ += (f"; suppressed cells {measures['suppressed_cells']} "
-                     f"({100 * measures['suppressed_share']:.3g} %), expected "
-                     f"re-identifications {_fmt(measures.get('expected_reidentifications'))}")
+            summ += (
+                f"; suppressed cells {measures['suppressed_cells']} "
+                f"({100 * measures['suppressed_share']:.3g} %), expected "
+                f"re-identifications {_fmt(measures.get('expected_reidentifications'))}"
+            )
     print(summ)
     if measures:  # plain readings of the two headline measures (issue 11)
         from dpstudio.engine.measures.readings import reading
@@ -485,24 +569,39 @@ def cmd_protect(args) -> int:
 
 def _evaluate_dask(args) -> int:
     """``evaluate --engine dask`` (issue 12): the measures of evaluate_dask, records paired by
-    position as in memory; record linkage on a uniform sample of --rl-sample records."""
+    position as in memory; record linkage on a uniform sample of --rl-sample records.
+    """
     from dpstudio.engine.backends import dask_backend as DB
     from dpstudio.engine.backends.dask_measures import DASK_MEASURES, evaluate_dask
 
-    measures = tuple(m.strip() for m in (args.measures or "").split(",") if m.strip()) \
-        or ("sse", "rl", "delta", "corr")
-    unsupported = [o for o, v in (("--method", args.method), ("--hierarchy", args.hierarchy),
-                                  ("--type", args.type), ("--class-attribute",
-                                                          args.class_attribute)) if v]
+    measures = tuple(m.strip() for m in (args.measures or "").split(",") if m.strip()) or (
+        "sse",
+        "rl",
+        "delta",
+        "corr",
+    )
+    unsupported = [
+        o
+        for o, v in (
+            ("--method", args.method),
+            ("--hierarchy", args.hierarchy),
+            ("--type", args.type),
+            ("--class-attribute", args.class_attribute),
+        )
+        if v
+    ]
     bad = [m for m in measures if m not in DASK_MEASURES or m == "kanon"]
     if bad or unsupported:
-        raise DB.NotOnDask(f"{', '.join(bad + unsupported)}: not on Dask; use --engine memory "
-                           f"(Dask measures: sse, rl, delta, corr, reid).")
+        raise DB.NotOnDask(
+            f"{', '.join(bad + unsupported)}: not on Dask; use --engine memory "
+            f"(Dask measures: sse, rl, delta, corr, reid)."
+        )
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        raise DB.NotOnDask("--engine dask needs the optional extra: pip install 'dpstudio[scale]' "
-                           "(or use --engine memory).") from None
+        raise DB.NotOnDask(
+            "--engine dask needs the optional extra: pip install 'dpstudio[scale]' (or use --engine memory)."
+        ) from None
     attrs = [a.strip() for a in (args.attributes or "").split(",") if a.strip()] or None
     conf = [a.strip() for a in (args.confidential or "").split(",") if a.strip()] or None
     keys = [a.strip() for a in (args.keys or "").split(",") if a.strip()] or None
@@ -510,14 +609,26 @@ def _evaluate_dask(args) -> int:
     if args.scheduler:
         client = Client(args.scheduler)
     else:
-        cluster = LocalCluster(n_workers=args.workers or 2, threads_per_worker=1,
-                               memory_limit=args.memory_limit or "auto", dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=args.workers or 2,
+            threads_per_worker=1,
+            memory_limit=args.memory_limit or "auto",
+            dashboard_address=None,
+        )
         client = Client(cluster)
     try:
-        out = evaluate_dask(args.original, args.protected, attrs, measures=measures,
-                            confidential=conf, rl_distance=args.rl_distance,
-                            rl_sample=args.rl_sample, rl_seed=args.rl_seed, keys=keys,
-                            weight=args.weight)
+        out = evaluate_dask(
+            args.original,
+            args.protected,
+            attrs,
+            measures=measures,
+            confidential=conf,
+            rl_distance=args.rl_distance,
+            rl_sample=args.rl_sample,
+            rl_seed=args.rl_seed,
+            keys=keys,
+            weight=args.weight,
+        )
     except KeyboardInterrupt:
         _warn("cancelled.")
         return 130
@@ -550,16 +661,21 @@ def cmd_evaluate(args) -> int:
     attrs = [a.strip() for a in (args.attributes or "").split(",") if a.strip()] or None
     if args.attributes is not None and not attrs:
         raise ParameterError("--attributes: name at least one column (comma-separated).")
-    measures = tuple(m.strip() for m in (args.measures or "").split(",") if m.strip()) \
-        or ("sse", "rl", "delta", "corr")
+    measures = tuple(m.strip() for m in (args.measures or "").split(",") if m.strip()) or (
+        "sse",
+        "rl",
+        "delta",
+        "corr",
+    )
     keys = [a.strip() for a in (args.keys or "").split(",") if a.strip()] or None
     binarise: Any = args.binarise
     if binarise not in (None, "median", "mean"):
         try:
             binarise = float(binarise)
         except ValueError:
-            raise ParameterError(f"--binarise must be median, mean or a number (the threshold). "
-                                 f"Got {args.binarise!r}.") from None
+            raise ParameterError(
+                f"--binarise must be median, mean or a number (the threshold). Got {args.binarise!r}."
+            ) from None
     conf = [a.strip() for a in (args.confidential or "").split(",") if a.strip()] or None
     if args.method:
         from dpstudio.engine.registry import get_method
@@ -567,13 +683,23 @@ def cmd_evaluate(args) -> int:
         get_method(args.method)  # a clear error for an unknown id
     # the engine's measurement policy: the method (a generalising one measures its numeric
     # k-quasis 0/1), the roles and the hierarchies the release was made with
-    out = engine.evaluate(orig, prot, attrs, confidential=conf, rl_distance=args.rl_distance,
-                          method=args.method or None, roles=parse_roles(args.role) or None,
-                          hierarchies=parse_hierarchies(args.hierarchy) or None,
-                          measures=measures, keys=keys, weight=args.weight,
-                          class_attribute=args.class_attribute, binarise=binarise or "median",
-                          classification_seed=args.classification_seed,
-                          types=parse_types(args.type) or None)
+    out = engine.evaluate(
+        orig,
+        prot,
+        attrs,
+        confidential=conf,
+        rl_distance=args.rl_distance,
+        method=args.method or None,
+        roles=parse_roles(args.role) or None,
+        hierarchies=parse_hierarchies(args.hierarchy) or None,
+        measures=measures,
+        keys=keys,
+        weight=args.weight,
+        class_attribute=args.class_attribute,
+        binarise=binarise or "median",
+        classification_seed=args.classification_seed,
+        types=parse_types(args.type) or None,
+    )
     if args.json:
         print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
         return 0
@@ -610,31 +736,53 @@ def cmd_sweep(args) -> int:
     args.k, args.epsilon = saved_k, saved_eps
     from dpstudio.engine.measures import default_measures
 
-    measures = tuple(m.strip() for m in (args.measures or "").split(",") if m.strip()) \
-        or default_measures(spec.id)
-    gen = engine.sweep(df, spec.id, parse_roles(args.role), parse_domains(args.domain),
-                       ks=ks, epsilons=eps, repeats=args.repeats, seed=args.seed,
-                       measures=measures, baselines=not args.no_baselines,
-                       hierarchies=parse_hierarchies(args.hierarchy) or None,
-                       precision=parse_precision(getattr(args, "precision", None)) or None,
-                       types=parse_types(args.type) or None,
-                       keep_household=bool(args.keep_household), **params)
+    measures = tuple(m.strip() for m in (args.measures or "").split(",") if m.strip()) or default_measures(
+        spec.id
+    )
+    gen = engine.sweep(
+        df,
+        spec.id,
+        parse_roles(args.role),
+        parse_domains(args.domain),
+        ks=ks,
+        epsilons=eps,
+        repeats=args.repeats,
+        seed=args.seed,
+        measures=measures,
+        baselines=not args.no_baselines,
+        hierarchies=parse_hierarchies(args.hierarchy) or None,
+        precision=parse_precision(getattr(args, "precision", None)) or None,
+        types=parse_types(args.type) or None,
+        keep_household=bool(args.keep_household),
+        **params,
+    )
     rows = []
     for pt in gen:
         rows.append(pt.as_row())
         if pt.skipped:
-            print(f"[{pt.index + 1}/{pt.total}] k={pt.k} epsilon={pt.epsilon}: skipped, the "
-                  f"method cannot run there: {pt.skipped}", file=sys.stderr, flush=True)
+            print(
+                f"[{pt.index + 1}/{pt.total}] k={pt.k} epsilon={pt.epsilon}: skipped, the "
+                f"method cannot run there: {pt.skipped}",
+                file=sys.stderr,
+                flush=True,
+            )
             continue
-        vals = ", ".join(f"{n}={m:.4g}" for n, (m, s) in pt.values.items()
-                         if n in ("sse_normalized", "sse_raw", "rl", "suppressed_cells",
-                                  "expected_reidentifications"))
+        vals = ", ".join(
+            f"{n}={m:.4g}"
+            for n, (m, s) in pt.values.items()
+            if n in ("sse_normalized", "sse_raw", "rl", "suppressed_cells", "expected_reidentifications")
+        )
         eps_s = "none (baseline)" if pt.epsilon is None else f"{pt.epsilon:g}"
-        print(f"[{pt.index + 1}/{pt.total}] k={pt.k} epsilon={eps_s} repeats={pt.repeats}: {vals} "
-              f"({pt.elapsed:.1f} s)", file=sys.stderr, flush=True)
+        print(
+            f"[{pt.index + 1}/{pt.total}] k={pt.k} epsilon={eps_s} repeats={pt.repeats}: {vals} "
+            f"({pt.elapsed:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
         # rewrite after every point: an interrupted sweep keeps what it computed
-        write_table(pd.DataFrame(rows), args.out, "csv", protect=(args.input,),
-                    private=True)  # measured against the original: keep internal (0600)
+        write_table(
+            pd.DataFrame(rows), args.out, "csv", protect=(args.input,), private=True
+        )  # measured against the original: keep internal (0600)
     print(f"{len(rows)} point(s) written to {os.path.abspath(args.out)}")
     return 0
 
@@ -661,17 +809,21 @@ def cmd_demo(args) -> int:
     # declare domains from knowledge of the population, not from the file.
     domains = {c: (0.0, 1.5 * float(df[c].max())) for c in cols}
     k, eps = args.k, args.epsilon
-    res = engine.protect(df, "ir-dp", {c: "eps-quasi" for c in cols}, domains, seed=args.seed,
-                         k=k, epsilon=eps)
+    res = engine.protect(
+        df, "ir-dp", {c: "eps-quasi" for c in cols}, domains, seed=args.seed, k=k, epsilon=eps
+    )
     m = _evaluate_result(res, ("sse", "rl"))
-    print(f"dpstudio demo: individual ranking + Laplace (ir-dp) on the bundled Census sample "
-          f"({len(df)} records), attributes {', '.join(cols)}, k={k}, ε={eps:g}.")
-    print("(Demo only: domains are [0, 1.5 × max of the file], the papers' convention; "
-          "declare real domains for a release.)")
+    print(
+        f"dpstudio demo: individual ranking + Laplace (ir-dp) on the bundled Census sample "
+        f"({len(df)} records), attributes {', '.join(cols)}, k={k}, ε={eps:g}."
+    )
+    print(
+        "(Demo only: domains are [0, 1.5 × max of the file], the papers' convention; "
+        "declare real domains for a release.)"
+    )
     print(f"Guarantee: {res.guarantee}")
     if m:
-        print(f"SSE raw {m['sse_raw']:.4g}; SSE normalized {m['sse_normalized']:.4g}; "
-              f"RL {m['rl']:.3g} %")
+        print(f"SSE raw {m['sse_raw']:.4g}; SSE normalized {m['sse_normalized']:.4g}; RL {m['rl']:.3g} %")
     return 0
 
 
@@ -697,26 +849,29 @@ def cmd_risk(args) -> int:
     roles = parse_roles(args.role)
     for col, role in roles.items():
         if role not in _RISK_ROLES:
-            raise ParameterError(f"--role {col}={role}: unknown role; use one of "
-                                 f"{', '.join(sorted(_RISK_ROLES))}")
+            raise ParameterError(
+                f"--role {col}={role}: unknown role; use one of {', '.join(sorted(_RISK_ROLES))}"
+            )
     from dpstudio.engine.roles import normalize_types
 
-    normalize_types(df.columns, parse_types(args.type))   # names the column / type
+    normalize_types(df.columns, parse_types(args.type))  # names the column / type
     weight = args.weight or next((c for c, r in roles.items() if r == "weight"), None)
     household = args.household or next((c for c, r in roles.items() if r == "household"), None)
     keys = [c for c, r in roles.items() if r in _RISK_KEY_ROLES]
     sens = [c for c, r in roles.items() if r in ("confidential", "sensitive")]
     if not keys:
         raise ParameterError("name the key variables: --role COL=k-quasi (repeatable)")
-    rep = assess_risk(df, keys, weight=weight, household=household, sensitive=sens,
-                      missing=args.missing)
+    rep = assess_risk(df, keys, weight=weight, household=household, sensitive=sens, missing=args.missing)
     out = rep.to_dict()
     if args.threshold is not None:
-        if not 0.0 <= args.threshold <= 1.0:   # also refuses nan
-            raise ParameterError(f"--threshold must be a risk in the range [0, 1]. "
-                                 f"Got {args.threshold!r} instead.")
-        out["records_risk_above_threshold"] = {"threshold": args.threshold,
-                                               "records": rep.records_above(args.threshold)}
+        if not 0.0 <= args.threshold <= 1.0:  # also refuses nan
+            raise ParameterError(
+                f"--threshold must be a risk in the range [0, 1]. Got {args.threshold!r} instead."
+            )
+        out["records_risk_above_threshold"] = {
+            "threshold": args.threshold,
+            "records": rep.records_above(args.threshold),
+        }
     if args.per_record:
         import pandas as pd
 
@@ -747,50 +902,73 @@ def cmd_query(args) -> int:
         raise ParameterError("--epsilon: give one ε for the query.")
     roles = parse_roles(args.role)
     if q.column and roles.get(q.column) == "identifier":
-        raise ParameterError(f"Column {q.column!r} is an identifier: use it in the filter "
-                             f"(value(COL) where {q.column} == …), not as the answer.")
+        raise ParameterError(
+            f"Column {q.column!r} is an identifier: use it in the filter "
+            f"(value(COL) where {q.column} == …), not as the answer."
+        )
     df, _ = _read(args.input, args)
-    ranges = dict(_split_assign(it, "--range", "COLUMN=LOWER:UPPER[:STEP] or COLUMN=a,b,c",
-                                last=True) for it in args.range or [])
+    ranges = dict(
+        _split_assign(it, "--range", "COLUMN=LOWER:UPPER[:STEP] or COLUMN=a,b,c", last=True)
+        for it in args.range or []
+    )
     from dpstudio.engine.validation import check_domain_pair
 
-    for col, text in ranges.items():   # numeric bounds: the domains' rule (finite width, ±10¹⁵)
+    for col, text in ranges.items():  # numeric bounds: the domains' rule (finite width, ±10¹⁵)
         bits = text.split(":")
         try:
             pair = (float(bits[0]), float(bits[1])) if len(bits) in (2, 3) else None
         except ValueError:
-            pair = None   # parse_range explains the syntax
+            pair = None  # parse_range explains the syntax
         if pair is not None:
             check_domain_pair(col, pair)
     prior = qd.parse_prior(args.prior, qd.resolve_range(q, ranges, df, args.ordered))
     groups = None
     if args.groups:
-        gcol, gvals = _split_assign(args.groups, "--groups", "COLUMN=a,b,c (e.g. region=1,2,3)",
-                                    last=True)
+        gcol, gvals = _split_assign(args.groups, "--groups", "COLUMN=a,b,c (e.g. region=1,2,3)", last=True)
         if gcol != q.by:
-            raise ParameterError(f"--groups {gcol}=…: the query groups by {q.by!r}; write "
-                                 f"'… by {gcol}' in the query or --groups {q.by}=….")
+            raise ParameterError(
+                f"--groups {gcol}=…: the query groups by {q.by!r}; write "
+                f"'… by {gcol}' in the query or --groups {q.by}=…."
+            )
         groups = list(qd.parse_range(gvals).categories if "," in gvals else [qd._literal(gvals)])
-    if args.audit and (not args.ledger or Path(args.audit).suffix.lower() not in (".csv", ".json")
-                       or not os.path.isdir(os.path.dirname(os.path.abspath(args.audit)))):
-        raise ParameterError("--audit FILE.csv|FILE.json exports the ledger: give --ledger and "
-                             "a .csv or .json name in an existing folder.")
+    if args.audit and (
+        not args.ledger
+        or Path(args.audit).suffix.lower() not in (".csv", ".json")
+        or not os.path.isdir(os.path.dirname(os.path.abspath(args.audit)))
+    ):
+        raise ParameterError(
+            "--audit FILE.csv|FILE.json exports the ledger: give --ledger and "
+            "a .csv or .json name in an existing folder."
+        )
     ledger, digest = None, file_sha256(args.input)
     if args.ledger:
         ledger = qd.load_ledger(args.ledger) if os.path.exists(args.ledger) else None
         if ledger is None:
             if args.budget is None:
-                raise ParameterError(f"Ledger {args.ledger} holds no budget yet: give the data "
-                                     "set's total query budget once with --budget TOTAL_EPSILON.")
-            ledger = qd.BudgetLedger(args.budget, dataset=os.path.basename(args.input),
-                                     digest=digest)
+                raise ParameterError(
+                    f"Ledger {args.ledger} holds no budget yet: give the data "
+                    "set's total query budget once with --budget TOTAL_EPSILON."
+                )
+            ledger = qd.BudgetLedger(args.budget, dataset=os.path.basename(args.input), digest=digest)
         elif ledger.digest and ledger.digest != digest:
-            raise ParameterError(f"Ledger {args.ledger} belongs to another data set "
-                                 f"({ledger.dataset}); use the ledger of {args.input}.")
-    ans = qd.refine_query(df, q, prior, eps[0], args.kind, args.seed, ledger=ledger,
-                          groups=groups, split=args.split, requester=args.requester)
+            raise ParameterError(
+                f"Ledger {args.ledger} belongs to another data set "
+                f"({ledger.dataset}); use the ledger of {args.input}."
+            )
+    ans = qd.refine_query(
+        df,
+        q,
+        prior,
+        eps[0],
+        args.kind,
+        args.seed,
+        ledger=ledger,
+        groups=groups,
+        split=args.split,
+        requester=args.requester,
+    )
     if ledger is not None:
-        qd.save_ledger(args.ledger, ledger)      # saved before the answer is shown
+        qd.save_ledger(args.ledger, ledger)  # saved before the answer is shown
         if args.audit:
             ledger.export(args.audit)
     else:
@@ -804,8 +982,9 @@ def cmd_query(args) -> int:
     print(f"query: {pub['query']}")
     print(f"response: {_fmt(pub['response'])}")
     print(f"prior: {pub['prior']}")
-    rem = "not tracked (no --ledger)" if ledger is None else \
-        f"{_fmt(ledger.remaining)} of {_fmt(ledger.total)}"
+    rem = (
+        "not tracked (no --ledger)" if ledger is None else f"{_fmt(ledger.remaining)} of {_fmt(ledger.total)}"
+    )
     print(f"epsilon spent: {_fmt(pub['epsilon'])}; remaining budget: {rem}")
     print(f"guarantee: {pub['guarantee']}")
     return 0
@@ -829,30 +1008,60 @@ def _add_method_opts(p, sweep: bool = False) -> None:
     else:
         p.add_argument("--k", help="k: minimum cluster / class size")
         p.add_argument("--epsilon", help="ε: total privacy budget (> 0)")
-    p.add_argument("--role", action="append", metavar="COL=ROLE",
-                   help="attribute role: identifier, k-quasi, eps-quasi, confidential, other, "
-                        "weight (sampling weight, released unchanged), household (household id, "
-                        "not released unless --keep-household) (repeatable)")
-    p.add_argument("--type", action="append", metavar="COL=TYPE",
-                   help="column type: numeric, categorical, ordinal, date (repeatable); "
-                        "numeric-only methods refuse categorical/ordinal quasi-identifiers")
-    p.add_argument("--keep-household", action="store_true",
-                   help="release the household-id column unchanged (default: not released)")
-    p.add_argument("--domain", action="append", metavar="COL=LB:UB",
-                   help="declared domain of a numeric attribute (repeatable)")
-    p.add_argument("--precision", action="append", metavar="COL=GAMMA",
-                   help="output precision (grid) of a noisy numeric attribute, e.g. FICA=1 or "
-                        "INCOME=0.01; noise is drawn exactly on that grid (repeatable; default 1 "
-                        "for integer columns, else about a millionth of the declared domain)")
+    p.add_argument(
+        "--role",
+        action="append",
+        metavar="COL=ROLE",
+        help="attribute role: identifier, k-quasi, eps-quasi, confidential, other, "
+        "weight (sampling weight, released unchanged), household (household id, "
+        "not released unless --keep-household) (repeatable)",
+    )
+    p.add_argument(
+        "--type",
+        action="append",
+        metavar="COL=TYPE",
+        help="column type: numeric, categorical, ordinal, date (repeatable); "
+        "numeric-only methods refuse categorical/ordinal quasi-identifiers",
+    )
+    p.add_argument(
+        "--keep-household",
+        action="store_true",
+        help="release the household-id column unchanged (default: not released)",
+    )
+    p.add_argument(
+        "--domain",
+        action="append",
+        metavar="COL=LB:UB",
+        help="declared domain of a numeric attribute (repeatable)",
+    )
+    p.add_argument(
+        "--precision",
+        action="append",
+        metavar="COL=GAMMA",
+        help="output precision (grid) of a noisy numeric attribute, e.g. FICA=1 or "
+        "INCOME=0.01; noise is drawn exactly on that grid (repeatable; default 1 "
+        "for integer columns, else about a millionth of the declared domain)",
+    )
     p.add_argument("--seed", type=_seed_arg, help=_SEED_HELP)
-    p.add_argument("--param", action="append", metavar="NAME=VALUE",
-                   help="any method parameter, e.g. budget=per-attribute (repeatable)")
-    p.add_argument("--hierarchy", action="append", metavar="COL=FILE",
-                   help="ARX generalisation hierarchy / taxonomy CSV for a column (repeatable)")
+    p.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME=VALUE",
+        help="any method parameter, e.g. budget=per-attribute (repeatable)",
+    )
+    p.add_argument(
+        "--hierarchy",
+        action="append",
+        metavar="COL=FILE",
+        help="ARX generalisation hierarchy / taxonomy CSV for a column (repeatable)",
+    )
     for name in ("algorithm", "suppression", "confidence", "noise", "calibration", "budget"):
         p.add_argument(f"--{name}", help=f"method parameter '{name}' (see 'dpstudio methods')")
-    p.add_argument("--drop-missing", action="store_true",
-                   help="drop records with missing values in protected attributes (reported)")
+    p.add_argument(
+        "--drop-missing",
+        action="store_true",
+        help="drop records with missing values in protected attributes (reported)",
+    )
     _add_io_opts(p)
 
 
@@ -872,136 +1081,247 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("output", metavar="OUT")
     _add_method_opts(p)
     p.add_argument("--format", help="output format: csv, xlsx, parquet, dta, sav (default: from OUT)")
-    p.add_argument("--report", metavar="FILE.html",
-                   help="also write the PUBLIC release note (method, parameters, guarantee, what "
-                        "it does not cover, schema, statistics of the release only): publish it "
-                        "with the release")
-    p.add_argument("--assessment", metavar="FILE.private.html",
-                   help="also write the PRIVATE assessment report (measures against the original "
-                        "data, histograms; owner-only 0600, marked 'INTERNAL - do not publish'; "
-                        "the name must contain 'private' or 'internal'): never publish it")
-    p.add_argument("--no-audit-trail", action="store_true",
-                   help="do not write the PRIVATE audit trail OUT-stem.private.json (input name "
-                        "and SHA-256, record counts; 0600)")
-    p.add_argument("--layout", choices=("records", "separate-tables"),
-                   help="records (default): one table; separate-tables: one independently "
-                        "shuffled table per protected attribute, other columns not released "
-                        "(ε-DP for clustered methods where the records are not)")
-    p.add_argument("--no-measures", action="store_true",
-                   help="do not compute SSE / record linkage for the summary and the assessment")
-    p.add_argument("--engine", choices=("memory", "dask"), default="memory",
-                   help="memory (default) or dask: Parquet/CSV larger than memory, OUT a new "
-                        "folder of Parquet parts (sort-based methods only; pip install "
-                        "'dpstudio[scale]')")
-    p.add_argument("--scheduler", metavar="tcp://HOST:8786",
-                   help="with --engine dask: an existing Dask scheduler (default: a local cluster)")
+    p.add_argument(
+        "--report",
+        metavar="FILE.html",
+        help="also write the PUBLIC release note (method, parameters, guarantee, what "
+        "it does not cover, schema, statistics of the release only): publish it "
+        "with the release",
+    )
+    p.add_argument(
+        "--assessment",
+        metavar="FILE.private.html",
+        help="also write the PRIVATE assessment report (measures against the original "
+        "data, histograms; owner-only 0600, marked 'INTERNAL - do not publish'; "
+        "the name must contain 'private' or 'internal'): never publish it",
+    )
+    p.add_argument(
+        "--no-audit-trail",
+        action="store_true",
+        help="do not write the PRIVATE audit trail OUT-stem.private.json (input name "
+        "and SHA-256, record counts; 0600)",
+    )
+    p.add_argument(
+        "--layout",
+        choices=("records", "separate-tables"),
+        help="records (default): one table; separate-tables: one independently "
+        "shuffled table per protected attribute, other columns not released "
+        "(ε-DP for clustered methods where the records are not)",
+    )
+    p.add_argument(
+        "--no-measures",
+        action="store_true",
+        help="do not compute SSE / record linkage for the summary and the assessment",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("memory", "dask"),
+        default="memory",
+        help="memory (default) or dask: Parquet/CSV larger than memory, OUT a new "
+        "folder of Parquet parts (sort-based methods only; pip install "
+        "'dpstudio[scale]')",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="tcp://HOST:8786",
+        help="with --engine dask: an existing Dask scheduler (default: a local cluster)",
+    )
     p.add_argument("--workers", type=int, help="with --engine dask: local workers (default 2)")
     p.add_argument("--memory-limit", metavar="2GB", help="with --engine dask: per local worker")
     p.set_defaults(func=cmd_protect)
 
     p = sub.add_parser(
-        "evaluate", help="utility and risk measures of a protected file",
+        "evaluate",
+        help="utility and risk measures of a protected file",
         description="Compares record j of PROTECTED with record j of ORIGINAL. Releases of methods "
-                    "that shuffle or suppress records (k-eps, t-close-dp) are not aligned with "
-                    "their input: their measures are in the summary and report of 'protect'.")
+        "that shuffle or suppress records (k-eps, t-close-dp) are not aligned with "
+        "their input: their measures are in the summary and report of 'protect'.",
+    )
     p.add_argument("original", metavar="ORIGINAL")
     p.add_argument("protected", metavar="PROTECTED")
-    p.add_argument("--attributes", help="comma-separated columns to compare (default: the "
-                                        "numeric columns in both files)")
-    p.add_argument("--measures", help="comma-separated: sse, rl, delta, corr (default), il1s, "
-                                      "eigen, freq, suppressed, reid, classification")
-    p.add_argument("--keys", help="comma-separated categorical key variables (freq, suppressed, "
-                                  "reid; default: k-quasis typed categorical or holding text)")
+    p.add_argument(
+        "--attributes", help="comma-separated columns to compare (default: the numeric columns in both files)"
+    )
+    p.add_argument(
+        "--measures",
+        help="comma-separated: sse, rl, delta, corr (default), il1s, "
+        "eigen, freq, suppressed, reid, classification",
+    )
+    p.add_argument(
+        "--keys",
+        help="comma-separated categorical key variables (freq, suppressed, "
+        "reid; default: k-quasis typed categorical or holding text)",
+    )
     p.add_argument("--weight", metavar="COL", help="sampling weight column (reid)")
-    p.add_argument("--type", action="append", metavar="COL=TYPE",
-                   help="column type: numeric, categorical, ordinal, date (repeatable)")
-    p.add_argument("--class-attribute", metavar="COL",
-                   help="classification: the attribute to predict (random forest, paper 001 §4.2)")
-    p.add_argument("--binarise", metavar="median|mean|NUMBER",
-                   help="classification: how a numeric class attribute is made binary "
-                        "(default median)")
-    p.add_argument("--classification-seed", type=int, default=0,
-                   help="classification: the forests' seed (default 0)")
+    p.add_argument(
+        "--type",
+        action="append",
+        metavar="COL=TYPE",
+        help="column type: numeric, categorical, ordinal, date (repeatable)",
+    )
+    p.add_argument(
+        "--class-attribute",
+        metavar="COL",
+        help="classification: the attribute to predict (random forest, paper 001 §4.2)",
+    )
+    p.add_argument(
+        "--binarise",
+        metavar="median|mean|NUMBER",
+        help="classification: how a numeric class attribute is made binary (default median)",
+    )
+    p.add_argument(
+        "--classification-seed", type=int, default=0, help="classification: the forests' seed (default 0)"
+    )
     p.add_argument("--confidential", help="comma-separated confidential columns (correlation loss)")
     p.add_argument("--rl-distance", choices=("standardized", "raw"), default="standardized")
-    p.add_argument("--method", help="method id the release was made with (its measurement "
-                                    "policy: k-eps measures generalised numeric k-quasis 0/1)")
-    p.add_argument("--role", action="append", metavar="COL=ROLE",
-                   help="role of a column in the release (repeatable)")
-    p.add_argument("--hierarchy", action="append", metavar="COL=FILE",
-                   help="hierarchy of a column: its semantic distance is used (repeatable)")
+    p.add_argument(
+        "--method",
+        help="method id the release was made with (its measurement "
+        "policy: k-eps measures generalised numeric k-quasis 0/1)",
+    )
+    p.add_argument(
+        "--role", action="append", metavar="COL=ROLE", help="role of a column in the release (repeatable)"
+    )
+    p.add_argument(
+        "--hierarchy",
+        action="append",
+        metavar="COL=FILE",
+        help="hierarchy of a column: its semantic distance is used (repeatable)",
+    )
     p.add_argument("--json", action="store_true")
-    p.add_argument("--engine", choices=("memory", "dask"), default="memory",
-                   help="memory (default) or dask: Parquet/CSV larger than memory (sse, rl, "
-                        "delta, corr, reid; pip install 'dpstudio[scale]')")
-    p.add_argument("--scheduler", metavar="tcp://HOST:8786",
-                   help="with --engine dask: an existing Dask scheduler (default: a local cluster)")
+    p.add_argument(
+        "--engine",
+        choices=("memory", "dask"),
+        default="memory",
+        help="memory (default) or dask: Parquet/CSV larger than memory (sse, rl, "
+        "delta, corr, reid; pip install 'dpstudio[scale]')",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="tcp://HOST:8786",
+        help="with --engine dask: an existing Dask scheduler (default: a local cluster)",
+    )
     p.add_argument("--workers", type=int, help="with --engine dask: local workers (default 2)")
     p.add_argument("--memory-limit", metavar="2GB", help="with --engine dask: per local worker")
-    p.add_argument("--rl-sample", type=int, default=100_000, metavar="N",
-                   help="with --engine dask: record linkage on a uniform sample of N records, "
-                        "reported with its 95 %% confidence interval (default 100000)")
-    p.add_argument("--rl-seed", type=int, default=0,
-                   help="with --engine dask: the record-linkage sample's seed (default 0)")
+    p.add_argument(
+        "--rl-sample",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="with --engine dask: record linkage on a uniform sample of N records, "
+        "reported with its 95 %% confidence interval (default 100000)",
+    )
+    p.add_argument(
+        "--rl-seed",
+        type=int,
+        default=0,
+        help="with --engine dask: the record-linkage sample's seed (default 0)",
+    )
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("sweep", help="trade-off sweep over k and ε")
     p.add_argument("input", metavar="IN")
     _add_method_opts(p, sweep=True)
     p.add_argument("--repeats", type=int, default=10, help="repetitions per point (default 10)")
-    p.add_argument("--measures", help="measures (default: sse,rl; for local-suppression "
-                                      "suppressed,reid,freq,kanon)")
+    p.add_argument(
+        "--measures", help="measures (default: sse,rl; for local-suppression suppressed,reid,freq,kanon)"
+    )
     p.add_argument("--no-baselines", action="store_true", help="skip the noise-free baselines")
     p.add_argument("--out", required=True, metavar="FILE.csv")
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("risk", help="re-identification risk of a file with categorical keys "
-                                    "(sdcMicro's f_k, F_k, individual/global/household risk, l-diversity)")
+    p = sub.add_parser(
+        "risk",
+        help="re-identification risk of a file with categorical keys "
+        "(sdcMicro's f_k, F_k, individual/global/household risk, l-diversity)",
+    )
     p.add_argument("input", metavar="IN")
-    p.add_argument("--role", action="append", metavar="COL=ROLE",
-                   help="k-quasi (key), confidential, weight, household, identifier, other (repeatable)")
-    p.add_argument("--type", action="append", metavar="COL=TYPE",
-                   help="column type: categorical, ordinal, numeric, date (keys are always "
-                        "compared as categories here)")
+    p.add_argument(
+        "--role",
+        action="append",
+        metavar="COL=ROLE",
+        help="k-quasi (key), confidential, weight, household, identifier, other (repeatable)",
+    )
+    p.add_argument(
+        "--type",
+        action="append",
+        metavar="COL=TYPE",
+        help="column type: categorical, ordinal, numeric, date (keys are always compared as categories here)",
+    )
     p.add_argument("--weight", metavar="COL", help="sampling weight column")
     p.add_argument("--household", metavar="COL", help="household (cluster) id column")
-    p.add_argument("--missing", choices=("any", "category"), default="any",
-                   help="a missing key value matches any value (sdcMicro, default) or is a category")
+    p.add_argument(
+        "--missing",
+        choices=("any", "category"),
+        default="any",
+        help="a missing key value matches any value (sdcMicro, default) or is a category",
+    )
     p.add_argument("--threshold", type=float, help="also count records with individual risk above this")
-    p.add_argument("--per-record", metavar="FILE.csv",
-                   help="write f_k, F_k and risks per record to a private file (mode 0600)")
+    p.add_argument(
+        "--per-record",
+        metavar="FILE.csv",
+        help="write f_k, F_k and risks per record to a private file (mode 0600)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     _add_io_opts(p)
     p.set_defaults(func=cmd_risk)
 
-    p = sub.add_parser("query", help="answer one statistic under ε-DP by knowledge refinement "
-                                     "(thesis ch. 5), spending ε from a private budget ledger")
+    p = sub.add_parser(
+        "query",
+        help="answer one statistic under ε-DP by knowledge refinement "
+        "(thesis ch. 5), spending ε from a private budget ledger",
+    )
     p.add_argument("input", metavar="FILE")
-    p.add_argument("query", metavar="QUERY",
-                   help="e.g. \"mean(income) where region == 3\"; aggregates count, proportion, "
-                        "mean, sum, median, mode, value (one record); filters use ==, !=, <, <=, "
-                        ">, >=, in (…), and, or, not; '… by COL' with --groups")
+    p.add_argument(
+        "query",
+        metavar="QUERY",
+        help='e.g. "mean(income) where region == 3"; aggregates count, proportion, '
+        "mean, sum, median, mode, value (one record); filters use ==, !=, <, <=, "
+        ">, >=, in (…), and, or, not; '… by COL' with --groups",
+    )
     p.add_argument("--epsilon", required=True, help="ε spent by this answer (> 0)")
-    p.add_argument("--prior", default="uniform",
-                   help="the researcher's prior: uniform (default), normal:MEAN:SD, "
-                        "histogram:E0,…,Ek:W1,…,Wk, categorical:VALUE=P,…")
-    p.add_argument("--range", action="append", metavar="COL=LB:UB[:STEP] | COL=a,b,c",
-                   help="DECLARED range of the answer (never taken from the data); the key is "
-                        "the query's column, or count/proportion")
+    p.add_argument(
+        "--prior",
+        default="uniform",
+        help="the researcher's prior: uniform (default), normal:MEAN:SD, "
+        "histogram:E0,…,Ek:W1,…,Wk, categorical:VALUE=P,…",
+    )
+    p.add_argument(
+        "--range",
+        action="append",
+        metavar="COL=LB:UB[:STEP] | COL=a,b,c",
+        help="DECLARED range of the answer (never taken from the data); the key is "
+        "the query's column, or count/proportion",
+    )
     p.add_argument("--ordered", action="store_true", help="declared categories are ordinal")
     p.add_argument("--groups", metavar="COL=a,b,c", help="declared groups of a '… by COL' query")
-    p.add_argument("--kind", choices=("statistical", "individual"),
-                   help="default: individual for value(…), else statistical")
-    p.add_argument("--split", type=float, default=0.5,
-                   help="statistical queries: αu = e^(tε), αd = e^(−(1−t)ε) (default t = 0.5)")
-    p.add_argument("--ledger", metavar="FILE.json|PROJECT",
-                   help="PRIVATE budget ledger (a ledger JSON or the project file; 0600)")
+    p.add_argument(
+        "--kind",
+        choices=("statistical", "individual"),
+        help="default: individual for value(…), else statistical",
+    )
+    p.add_argument(
+        "--split",
+        type=float,
+        default=0.5,
+        help="statistical queries: αu = e^(tε), αd = e^(−(1−t)ε) (default t = 0.5)",
+    )
+    p.add_argument(
+        "--ledger",
+        metavar="FILE.json|PROJECT",
+        help="PRIVATE budget ledger (a ledger JSON or the project file; 0600)",
+    )
     p.add_argument("--budget", type=float, help="total ε of a new ledger")
     p.add_argument("--requester", help="who asked (recorded in the ledger)")
-    p.add_argument("--audit", metavar="FILE.csv|FILE.json",
-                   help="also export the ledger's audit trail (private, 0600)")
-    p.add_argument("--role", action="append", metavar="COL=ROLE",
-                   help="attribute roles (identifiers may only be used in filters)")
+    p.add_argument(
+        "--audit", metavar="FILE.csv|FILE.json", help="also export the ledger's audit trail (private, 0600)"
+    )
+    p.add_argument(
+        "--role",
+        action="append",
+        metavar="COL=ROLE",
+        help="attribute roles (identifiers may only be used in filters)",
+    )
     p.add_argument("--seed", type=_seed_arg, help="random seed (testing only; default OS entropy)")
     p.add_argument("--json", action="store_true", help="machine-readable public answer")
     _add_io_opts(p)

@@ -49,16 +49,22 @@ def column_stats(df: pd.DataFrame) -> dict[str, ColumnStats]:
             non_numeric = int((conv.isna() & s.notna()).sum())
             if conv.notna().any():
                 mn, mx = float(conv.min()), float(conv.max())
-        out[str(c)] = ColumnStats(str(c), str(s.dtype), numeric, missing, distinct, mn, mx,
-                                  non_numeric)
+        out[str(c)] = ColumnStats(str(c), str(s.dtype), numeric, missing, distinct, mn, mx, non_numeric)
     return out
 
 
-def correlation_difference(orig: pd.DataFrame, prot: pd.DataFrame, cols: list[str]
-                           ) -> tuple[list[str], np.ndarray]:
+def correlation_difference(
+    orig: pd.DataFrame, prot: pd.DataFrame, cols: list[str]
+) -> tuple[list[str], np.ndarray]:
     """corr(protected) − corr(original) over the numeric ``cols`` (m × m)."""
-    cols = [c for c in cols if c in orig.columns and c in prot.columns
-            and pd.api.types.is_numeric_dtype(orig[c]) and pd.api.types.is_numeric_dtype(prot[c])]
+    cols = [
+        c
+        for c in cols
+        if c in orig.columns
+        and c in prot.columns
+        and pd.api.types.is_numeric_dtype(orig[c])
+        and pd.api.types.is_numeric_dtype(prot[c])
+    ]
     if len(cols) < 2:
         return cols, np.zeros((len(cols), len(cols)))
     a = orig[cols].to_numpy(dtype=float)
@@ -74,30 +80,68 @@ def correlation_difference(orig: pd.DataFrame, prot: pd.DataFrame, cols: list[st
 from dpstudio.engine.measures import HierarchyDistance  # noqa: E402,F401  (used by tests)
 
 
-def protect_and_evaluate(df, method: str, roles: dict, domains: dict, hierarchies: dict,
-                         seed: int, params: dict, progress=None, check_cancel=None) -> tuple:
+def protect_and_evaluate(
+    df,
+    method: str,
+    roles: dict,
+    domains: dict,
+    hierarchies: dict,
+    seed: int,
+    params: dict,
+    progress=None,
+    check_cancel=None,
+) -> tuple:
     """Worker body of Protect: run, evaluate (the engine's policy), correlation difference."""
-    res = engine.protect(df, method, roles, domains, seed=seed, hierarchies=hierarchies or None,
-                         progress=progress, check_cancel=check_cancel, **params)
+    res = engine.protect(
+        df,
+        method,
+        roles,
+        domains,
+        seed=seed,
+        hierarchies=hierarchies or None,
+        progress=progress,
+        check_cancel=check_cancel,
+        **params,
+    )
     if check_cancel:
         check_cancel()
     orig = res.aligned_original()
-    ev = dict(engine.evaluate(orig, res.data, res.protected_attributes, result=res,
-                              method=method, hierarchies=hierarchies or None,
-                              measures=("sse", "rl", "delta", "corr", "kanon")))
+    ev = dict(
+        engine.evaluate(
+            orig,
+            res.data,
+            res.protected_attributes,
+            result=res,
+            method=method,
+            hierarchies=hierarchies or None,
+            measures=("sse", "rl", "delta", "corr", "kanon"),
+        )
+    )
     conf = [c for c, r in res.roles.items() if r == "confidential"]
     cols = list(dict.fromkeys(list(res.protected_attributes) + conf))
     ev["_app"] = {"corr": correlation_difference(orig, res.data, cols)}
     return res, ev
 
 
-def sweep_points(df, method, roles, domains, *, ks, epsilons, repeats, seed, hierarchies,
-                 params, check_cancel, progress):
+def sweep_points(
+    df, method, roles, domains, *, ks, epsilons, repeats, seed, hierarchies, params, check_cancel, progress
+):
     """A trade-off sweep (run in a child process): the engine's SweepPoints, one by one
-    (cells the method cannot run arrive with ``point.skipped`` set)."""
-    for pt in engine.sweep(df, method, roles, domains, ks=ks, epsilons=epsilons,
-                           repeats=repeats, seed=seed, hierarchies=hierarchies or None,
-                           check_cancel=check_cancel, **params):
+    (cells the method cannot run arrive with ``point.skipped`` set).
+    """
+    for pt in engine.sweep(
+        df,
+        method,
+        roles,
+        domains,
+        ks=ks,
+        epsilons=epsilons,
+        repeats=repeats,
+        seed=seed,
+        hierarchies=hierarchies or None,
+        check_cancel=check_cancel,
+        **params,
+    ):
         pt.runs = []  # per-repetition dicts are not needed by the app
         progress((pt.index + 1) / max(pt.total, 1))
         yield pt

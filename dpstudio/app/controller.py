@@ -29,10 +29,12 @@ from dpstudio.engine.registry import get_method
 BIG_FILE_BYTES = 16 * 1024 * 1024  # files above this are read in a child process
 BIG_TABLE_CELLS = 2_000_000  # tables above this are protected in a child process
 
-SEED_REUSE_WARNING = ("This pinned seed was already used for another exported release: the two "
-                      "releases share their noise, and comparing them can remove it. Unpin the "
-                      "seed (or press New) and protect again unless the releases are meant to "
-                      "be identical.")
+SEED_REUSE_WARNING = (
+    "This pinned seed was already used for another exported release: the two "
+    "releases share their noise, and comparing them can remove it. Unpin the "
+    "seed (or press New) and protect again unless the releases are meant to "
+    "be identical."
+)
 
 
 def release_digest(result: Any) -> str:
@@ -95,8 +97,12 @@ class Controller(QObject):
         self.autosave_timer.setSingleShot(True)
         self.autosave_timer.setInterval(1500)
         self.autosave_timer.timeout.connect(self.autosave)
-        for sig in (state.sig_roles_changed, state.sig_recipe_changed, state.sig_data_changed,
-                    state.sig_sweep_changed):
+        for sig in (
+            state.sig_roles_changed,
+            state.sig_recipe_changed,
+            state.sig_data_changed,
+            state.sig_sweep_changed,
+        ):
             sig.connect(self.autosave_timer.start)
 
     # ------------------------------------------------------------------ opening data
@@ -107,6 +113,7 @@ class Controller(QObject):
         """The Adult sample, with its bundled ARX hierarchies attached to every column (roles
         stay 'other': the user still chooses what to protect).
         """
+
         def attach() -> None:
             hdir = adult_sample_path().parent / "hierarchies"
             done = []
@@ -118,25 +125,36 @@ class Controller(QObject):
                         done.append(col)
                     except engine.DPStudioError:
                         pass
-            self.sig_status.emit(f"Opened the Adult sample: {len(self.state.df):,} records; "
-                                 f"ARX hierarchies attached to {len(done)} columns.")
+            self.sig_status.emit(
+                f"Opened the Adult sample: {len(self.state.df):,} records; "
+                f"ARX hierarchies attached to {len(done)} columns."
+            )
 
         return self.open_file(str(adult_sample_path()), confirm=False, then=attach)
 
     def open_free1_sample(self) -> bool:
-        """sdcMicro's free1 survey sample, with the roles of sdcMicro's reference (keys SEX,
-        AGE, MARSTAT, KINDPERS, NUMYOUNG, NUMOLD; weight WEIGHT; EDUC1 confidential)."""
+        """Open sdcMicro's free1 survey sample, with the roles of sdcMicro's reference (keys SEX,
+        AGE, MARSTAT, KINDPERS, NUMYOUNG, NUMOLD; weight WEIGHT; EDUC1 confidential).
+        """
         from dpstudio.app.resources import FREE1_ROLES, free1_sample_path
 
         def preset() -> None:
             self.state.set_roles({c: r for c, r in FREE1_ROLES.items() if c in self.state.roles})
-            self.sig_status.emit(f"Opened the free1 survey sample: {len(self.state.df):,} "
-                                 "records; key variables, weight and EDUC1 preset (see Risk).")
+            self.sig_status.emit(
+                f"Opened the free1 survey sample: {len(self.state.df):,} "
+                "records; key variables, weight and EDUC1 preset (see Risk)."
+            )
 
         return self.open_file(str(free1_sample_path()), confirm=False, then=preset)
 
-    def open_file(self, path: str, *, confirm: bool = True, options: dict | None = None,
-                  then: Callable[[], None] | None = None) -> bool:
+    def open_file(
+        self,
+        path: str,
+        *,
+        confirm: bool = True,
+        options: dict | None = None,
+        then: Callable[[], None] | None = None,
+    ) -> bool:
         """Load ``path`` in the background (CSV: confirm delimiter etc. first)."""
         p = Path(path)
         if not p.is_file():
@@ -163,11 +181,14 @@ class Controller(QObject):
 
         def work(progress, check_cancel):
             if not in_child:  # small: a thread is quicker than starting a process
-                return compute.load_table(str(p), opts, check_cancel=check_cancel,
-                                          progress=progress)
+                return compute.load_table(str(p), opts, check_cancel=check_cancel, progress=progress)
             # big: in a child process (the CSV parser holds the GIL for seconds)
-            for out in subproc.stream("dpstudio.app.compute:load_table", (str(p), opts),
-                                      check_cancel=check_cancel, progress=progress):
+            for out in subproc.stream(
+                "dpstudio.app.compute:load_table",
+                (str(p), opts),
+                check_cancel=check_cancel,
+                progress=progress,
+            ):
                 return out
             raise engine.InputError(f"{p.name}: nothing was read.")
 
@@ -176,19 +197,22 @@ class Controller(QObject):
             if len(df) == 0 or df.shape[1] == 0:
                 # nothing to protect: keep the current table and its roles
                 self.sig_status.emit(f"{p.name}: no records; nothing was opened.")
-                self.sig_error.emit(f"{p.name} holds no records (at most a header line), so "
-                                    "there is nothing to protect. The current data is kept.", "")
+                self.sig_error.emit(
+                    f"{p.name} holds no records (at most a header line), so "
+                    "there is nothing to protect. The current data is kept.",
+                    "",
+                )
                 return
             self.state.set_data(df, str(p), meta, opts, stats=stats)
             app_settings.add_recent_file(str(p))
-            self.sig_status.emit(f"Opened {p.name}: {len(df):,} records × {df.shape[1]} "
-                                 "columns.")
+            self.sig_status.emit(f"Opened {p.name}: {len(df):,} records × {df.shape[1]} columns.")
             if then is not None:
                 then()
             self.sig_loaded.emit(str(p))
 
-        self.load_runner.start(work, finished=done,
-                               cancelled=lambda: self.sig_status.emit("Opening cancelled."))
+        self.load_runner.start(
+            work, finished=done, cancelled=lambda: self.sig_status.emit("Opening cancelled.")
+        )
         return True
 
     # ------------------------------------------------------------------ running
@@ -199,12 +223,17 @@ class Controller(QObject):
         """
         st = self.state
         params = {k: v for k, v in st.recipe.params.items() if k not in ("k", "epsilon")}
-        return (st.path, id(st.df), st.recipe.method,
-                tuple(sorted(st.active_roles().items())), tuple(sorted(st.types.items())),
-                tuple(sorted(st.active_domains().items())),
-                tuple(sorted(st.active_precision().items())),
-                tuple(sorted((c, str(src)) for c, src in st.hierarchy_sources.items())),
-                repr(sorted(params.items())))
+        return (
+            st.path,
+            id(st.df),
+            st.recipe.method,
+            tuple(sorted(st.active_roles().items())),
+            tuple(sorted(st.types.items())),
+            tuple(sorted(st.active_domains().items())),
+            tuple(sorted(st.active_precision().items())),
+            tuple(sorted((c, str(src)) for c, src in st.hierarchy_sources.items())),
+            repr(sorted(params.items())),
+        )
 
     def guard(self) -> bool:
         """Whether a run can start (else an error is reported)."""
@@ -241,8 +270,7 @@ class Controller(QObject):
             self.sig_sweep_invalid.emit(str(exc))
             return False
         spec = get_method(mid)
-        params = self._engine_params({k: v for k, v in st.recipe.params.items()
-                                      if k not in ("k", "epsilon")})
+        params = self._engine_params({k: v for k, v in st.recipe.params.items() if k not in ("k", "epsilon")})
         uses_eps, uses_k = bool(spec.uses_epsilon), bool(spec.uses_k)
         df, roles, domains = st.df, st.active_roles(), st.active_domains()
         hier = st.active_hierarchies()
@@ -255,13 +283,21 @@ class Controller(QObject):
         def work(progress, check_cancel):
             # in a child process: a worker thread would compete with the plots for the GIL
             yield from subproc.stream(
-                "dpstudio.app.compute:sweep_points", (df, mid, roles, domains),
+                "dpstudio.app.compute:sweep_points",
+                (df, mid, roles, domains),
                 # a grid axis the method does not have stays empty (else the engine would
                 # pass that parameter to it)
-                dict(ks=req["ks"] if uses_k else [],
-                     epsilons=req["epsilons"] if uses_eps else [], repeats=req["repeats"],
-                     seed=seed, hierarchies=hier, params=params),
-                check_cancel=check_cancel, progress=progress)
+                dict(
+                    ks=req["ks"] if uses_k else [],
+                    epsilons=req["epsilons"] if uses_eps else [],
+                    repeats=req["repeats"],
+                    seed=seed,
+                    hierarchies=hier,
+                    params=params,
+                ),
+                check_cancel=check_cancel,
+                progress=progress,
+            )
 
         def finished(_points):
             self.sig_sweep_finished.emit(False, "")
@@ -274,8 +310,14 @@ class Controller(QObject):
             self.sig_sweep_finished.emit(False, msg)
             self.sig_status.emit("Sweep failed: " + msg.splitlines()[0][:120])
 
-        self.sweep_runner.start(work, generator=True, yielded=self.sig_sweep_points.emit,
-                                finished=finished, cancelled=cancelled, errored=errored)
+        self.sweep_runner.start(
+            work,
+            generator=True,
+            yielded=self.sig_sweep_points.emit,
+            finished=finished,
+            cancelled=cancelled,
+            errored=errored,
+        )
         return True
 
     def run_protect(self) -> bool:
@@ -294,8 +336,13 @@ class Controller(QObject):
         pinned = st.recipe.seed_pinned
         seed = st.run_seed()  # unpinned: fresh OS entropy for every run (issue 8)
         run_params = self._engine_params(params)
-        recipe = {"method": mid, "params": params, "seed": seed, "seed_pinned": pinned,
-                  "precision": dict(st.active_precision())}
+        recipe = {
+            "method": mid,
+            "params": params,
+            "seed": seed,
+            "seed_pinned": pinned,
+            "precision": dict(st.active_precision()),
+        }
         run_sig = self.settings_signature()
         self.sig_status.emit("Protecting…")
         in_child = df.size > BIG_TABLE_CELLS
@@ -303,10 +350,13 @@ class Controller(QObject):
         def work(progress, check_cancel):
             args = (df, mid, roles, domains, hier, seed, run_params)
             if not in_child:  # small: a thread is quicker than starting a process
-                return compute.protect_and_evaluate(*args, progress=progress,
-                                                    check_cancel=check_cancel)
-            for out in subproc.stream("dpstudio.app.compute:protect_and_evaluate", args,
-                                      check_cancel=check_cancel, progress=progress):
+                return compute.protect_and_evaluate(*args, progress=progress, check_cancel=check_cancel)
+            for out in subproc.stream(
+                "dpstudio.app.compute:protect_and_evaluate",
+                args,
+                check_cancel=check_cancel,
+                progress=progress,
+            ):
                 return out
             raise engine.InputError("The protection produced no result.")
 
@@ -315,13 +365,17 @@ class Controller(QObject):
             st.record_run_seed(seed)  # the project records the seed of the current release
             st.set_result(res, ev, recipe)
             self.result_sig = run_sig
-            self.sig_status.emit(f"Protected with {res.method_name}: {len(res.data):,} "
-                                 "records. Inspect the results, then export (Ctrl+Shift+E).")
+            self.sig_status.emit(
+                f"Protected with {res.method_name}: {len(res.data):,} "
+                "records. Inspect the results, then export (Ctrl+Shift+E)."
+            )
             self.sig_protected.emit()
 
-        self.run_runner.start(work, finished=done,
-                              cancelled=lambda: self.sig_status.emit("Protection cancelled; "
-                                                                     "nothing changed."))
+        self.run_runner.start(
+            work,
+            finished=done,
+            cancelled=lambda: self.sig_status.emit("Protection cancelled; nothing changed."),
+        )
         return True
 
     def cancel_all(self) -> None:
@@ -348,8 +402,15 @@ class Controller(QObject):
         self._set_stale(self.sweep_sig != self.settings_signature())
 
     # ------------------------------------------------------------------ export
-    def export(self, out_path: str, *, fmt: str | None = None, release_note: bool = True,
-               assessment: bool = False, audit: bool = True) -> bool:
+    def export(
+        self,
+        out_path: str,
+        *,
+        fmt: str | None = None,
+        release_note: bool = True,
+        assessment: bool = False,
+        audit: bool = True,
+    ) -> bool:
         """Write the release (in the background).
 
         Public: the release, ``<stem>.metadata.json`` and, if ``release_note``, the release
@@ -362,8 +423,9 @@ class Controller(QObject):
         if res is None:
             self.sig_error.emit("Nothing to export yet: press Protect (Ctrl+R) first.", "")
             return False
-        if st.path and (Path(out_path).resolve() == Path(st.path).resolve()
-                        or io_adapter.same_file(out_path, st.path)):
+        if st.path and (
+            Path(out_path).resolve() == Path(st.path).resolve() or io_adapter.same_file(out_path, st.path)
+        ):
             self.sig_error.emit("The protected file cannot overwrite the input file.", "")
             return False
         html_text = None
@@ -376,17 +438,31 @@ class Controller(QObject):
             p = res.params
             chosen = {"k": p.get("k"), "epsilon": p.get("epsilon")}
             html_text = io_adapter.render_assessment(
-                res, measures, curves=curves, input_name=Path(st.path).name if st.path else None,
-                chosen=chosen)
+                res,
+                measures,
+                curves=curves,
+                input_name=Path(st.path).name if st.path else None,
+                chosen=chosen,
+            )
         input_path, input_meta = st.path, st.input_meta
         rr = st.result_recipe or {}
-        reused = bool(rr.get("seed_pinned")) and rr.get("seed") == st.recipe.seed \
+        reused = (
+            bool(rr.get("seed_pinned"))
+            and rr.get("seed") == st.recipe.seed
             and st.note_export(release_digest(res))
+        )
 
         def work(progress, check_cancel):
-            return io_adapter.export_release(res, out_path, input_path=input_path, fmt=fmt,
-                                             input_meta=input_meta, release_note=release_note,
-                                             assessment_html=html_text, audit=audit)
+            return io_adapter.export_release(
+                res,
+                out_path,
+                input_path=input_path,
+                fmt=fmt,
+                input_meta=input_meta,
+                release_note=release_note,
+                assessment_html=html_text,
+                audit=audit,
+            )
 
         def done(paths):
             from dpstudio.engine.export import is_public_kind
@@ -394,9 +470,11 @@ class Controller(QObject):
             self.last_export = dict(paths)
             pub = ", ".join(Path(v).name for k, v in paths.items() if is_public_kind(k))
             priv = ", ".join(Path(v).name for k, v in paths.items() if not is_public_kind(k))
-            self.sig_status.emit(("⚠ " + SEED_REUSE_WARNING + " " if reused else "")
-                                 + f"Exported — public: {pub}"
-                                 + (f" · private, keep internal: {priv}" if priv else ""))
+            self.sig_status.emit(
+                ("⚠ " + SEED_REUSE_WARNING + " " if reused else "")
+                + f"Exported — public: {pub}"
+                + (f" · private, keep internal: {priv}" if priv else "")
+            )
             self.sig_exported.emit(dict(paths))
 
         if reused:
@@ -429,8 +507,11 @@ class Controller(QObject):
         """Open the recipe's data file, then apply the recipe to the state."""
         fpath = rec.input_path
         if not fpath or not Path(fpath).is_file():
-            self.sig_error.emit(f"The project's data file is missing: {fpath}. Move it back or "
-                                "open the data and set the roles again.", "")
+            self.sig_error.emit(
+                f"The project's data file is missing: {fpath}. Move it back or "
+                "open the data and set the roles again.",
+                "",
+            )
             return False
 
         def then():
@@ -438,8 +519,7 @@ class Controller(QObject):
             self.state.project_path = project_path
             self.state.mark_dirty(project_path is None)
 
-        return self.open_file(fpath, confirm=False, options=rec.read_options or None,
-                              then=then)
+        return self.open_file(fpath, confirm=False, options=rec.read_options or None, then=then)
 
     def apply_recipe(self, rec: Recipe) -> None:
         """Roles, types, domains, precision, hierarchies, method, parameters, seed and sweep
@@ -476,11 +556,14 @@ class Controller(QObject):
                 self.sig_error.emit(f"Hierarchy of {c!r}: {exc}", "")
         known = {m["id"] for m in engine.methods()}
         if rec.method and rec.method not in known:
-            self.sig_error.emit(f"The project uses method {rec.method!r}, which this version "
-                                "of dpstudio does not have.", "")
+            self.sig_error.emit(
+                f"The project uses method {rec.method!r}, which this version of dpstudio does not have.", ""
+            )
         elif rec.method:
-            st.set_method(rec.method, {**st.recipe.params, **rec.params}
-                          if rec.method == st.recipe.method else dict(rec.params))
+            st.set_method(
+                rec.method,
+                {**st.recipe.params, **rec.params} if rec.method == st.recipe.method else dict(rec.params),
+            )
         if rec.seed is None:
             st.new_seed()
         else:
@@ -494,8 +577,7 @@ class Controller(QObject):
             self.sig_status.emit("⚠ " + note)
         st.set_sweep(**{k: v for k, v in rec.sweep.items() if v})
         if unknown:
-            self.sig_error.emit("Column(s) of the project not in the data: "
-                                + ", ".join(unknown), "")
+            self.sig_error.emit("Column(s) of the project not in the data: " + ", ".join(unknown), "")
 
     def autosave(self) -> None:
         if self.state.df is None or not self.state.dirty or not self.state.active_roles():

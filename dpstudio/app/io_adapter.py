@@ -7,8 +7,9 @@ export format) on top of the engine functions.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
@@ -16,8 +17,15 @@ from dpstudio.engine import export as engine_export
 from dpstudio.engine import io as engine_io
 from dpstudio.engine import report as engine_report
 
-LABELS = {"csv": "CSV (comma/semicolon separated)", "xlsx": "Excel workbook", "xls": "Excel 97",
-          "parquet": "Parquet", "dta": "Stata", "sav": "SPSS", "sas7bdat": "SAS"}
+LABELS = {
+    "csv": "CSV (comma/semicolon separated)",
+    "xlsx": "Excel workbook",
+    "xls": "Excel 97",
+    "parquet": "Parquet",
+    "dta": "Stata",
+    "sav": "SPSS",
+    "sas7bdat": "SAS",
+}
 
 
 def _exts(fmt: str) -> tuple[str, ...]:
@@ -59,41 +67,68 @@ def sniff_csv(path: str) -> dict:
     return engine_io.sniff_csv(path)
 
 
-def preview_frame(path: str, sep: str, encoding: str, decimal: str, nrows: int = 50
-                  ) -> pd.DataFrame:
+def preview_frame(path: str, sep: str, encoding: str, decimal: str, nrows: int = 50) -> pd.DataFrame:
     """The first rows of a CSV as they will be read with these options."""
-    return engine_io.sniff_csv(path, nrows=nrows, sep=sep, encoding=encoding,
-                               decimal=decimal)["preview"]
+    return engine_io.sniff_csv(path, nrows=nrows, sep=sep, encoding=encoding, decimal=decimal)["preview"]
 
 
-def read_table(path: str, *, sep: str | None = None, encoding: str | None = None,
-               decimal: str | None = None, sheet: Any = None,
-               progress: Callable[[float], None] | None = None) -> tuple[pd.DataFrame, Any]:
-    return engine_io.read_table(path, sep=sep, encoding=encoding, decimal=decimal, sheet=sheet,
-                                progress=progress)
+def read_table(
+    path: str,
+    *,
+    sep: str | None = None,
+    encoding: str | None = None,
+    decimal: str | None = None,
+    sheet: Any = None,
+    progress: Callable[[float], None] | None = None,
+) -> tuple[pd.DataFrame, Any]:
+    return engine_io.read_table(
+        path, sep=sep, encoding=encoding, decimal=decimal, sheet=sheet, progress=progress
+    )
 
 
-def export_release(result, out_path: str, *, input_path: str | None = None,
-                   fmt: str | None = None, input_meta: Any = None, release_note: bool = True,
-                   assessment_html: str | None = None, audit: bool = True) -> dict[str, str]:
+def export_release(
+    result,
+    out_path: str,
+    *,
+    input_path: str | None = None,
+    fmt: str | None = None,
+    input_meta: Any = None,
+    release_note: bool = True,
+    assessment_html: str | None = None,
+    audit: bool = True,
+) -> dict[str, str]:
     """Public: protected file + ``<stem>.metadata.json`` (+ ``<stem>.release-note.html``);
     private (0600): ``<stem>.private.json`` (+ ``<stem>.assessment.private.html``).
-    Atomically, never over the input."""
+    Atomically, never over the input.
+    """
     if input_path and engine_io.same_file(out_path, input_path):
         from dpstudio.engine import InputError
 
-        raise InputError("The protected file cannot overwrite the input file. Choose another "
-                         "name.")
-    return engine_export.export_release(result, out_path, input_path=input_path, fmt=fmt,
-                                        input_meta=input_meta, release_note=release_note,
-                                        assessment_html=assessment_html, audit=audit)
+        raise InputError("The protected file cannot overwrite the input file. Choose another name.")
+    return engine_export.export_release(
+        result,
+        out_path,
+        input_path=input_path,
+        fmt=fmt,
+        input_meta=input_meta,
+        release_note=release_note,
+        assessment_html=assessment_html,
+        audit=audit,
+    )
 
 
-def render_assessment(result, measures: dict, *, curves: list[tuple[str, bytes]] | None = None,
-                      input_name: str | None = None, chosen: dict | None = None) -> str:
+def render_assessment(
+    result,
+    measures: dict,
+    *,
+    curves: list[tuple[str, bytes]] | None = None,
+    input_name: str | None = None,
+    chosen: dict | None = None,
+) -> str:
     """The PRIVATE assessment report (measures against the original): never publish it."""
-    return engine_report.render_assessment(result, measures, curves=curves or [],
-                                           input_name=input_name, chosen=chosen)
+    return engine_report.render_assessment(
+        result, measures, curves=curves or [], input_name=input_name, chosen=chosen
+    )
 
 
 def same_file(a: str | None, b: str | None) -> bool:

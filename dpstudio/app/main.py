@@ -21,9 +21,12 @@ def _excepthook(exc_type, exc, tb) -> None:
         from dpstudio import engine
         from dpstudio.app.widgets.common import show_error
 
-        msg = str(exc) if isinstance(exc, engine.DPStudioError) else \
-            f"Unexpected error: {exc_type.__name__}: {exc}\n\nYour data and settings are " \
+        msg = (
+            str(exc)
+            if isinstance(exc, engine.DPStudioError)
+            else f"Unexpected error: {exc_type.__name__}: {exc}\n\nYour data and settings are "
             "unchanged. Please report this with the details."
+        )
         show_error(_window, msg, details)
     except Exception:  # noqa: BLE001 - never fail inside the hook
         pass
@@ -39,8 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtGui import QGuiApplication, QIcon
     from PySide6.QtWidgets import QApplication
 
-    QGuiApplication.setHighDpiScaleFactorRoundingPolicy(
-        Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
+    QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
     app = QApplication.instance() or QApplication([sys.argv[0]] + argv)
     app.setApplicationName("dpstudio")
     app.setOrganizationName("dpstudio")
@@ -102,9 +104,11 @@ def _smoke(app, win) -> int:
         win.controller.run_protect()
         ok = ok and wait(lambda: win.state.result is not None)
     win.shutdown()
-    print(f"dpstudio {__version__} smoke test: {'OK' if ok else 'FAILED'} "
-          f"({n_methods} methods, sample {'loaded' if win.state.df is not None else 'missing'}, "
-          f"sweep points: {n_points}, protected: {win.state.result is not None})")
+    print(
+        f"dpstudio {__version__} smoke test: {'OK' if ok else 'FAILED'} "
+        f"({n_methods} methods, sample {'loaded' if win.state.df is not None else 'missing'}, "
+        f"sweep points: {n_points}, protected: {win.state.result is not None})"
+    )
     win.state.mark_dirty(False)
     win.close()
     return 0 if ok else 1

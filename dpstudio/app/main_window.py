@@ -84,31 +84,46 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.results_panel, "4 · Results && export")
         self.risk_panel = RiskPanel(self.state)  # issue 10: risk of the file / release
         self.tabs.addTab(self.risk_panel, "5 · Risk")
-        self.tabs.setTabToolTip(self.tabs.indexOf(self.risk_panel), "Re-identification risk of the file and the release (Ctrl+5)")
-        for i, tip in enumerate(["Open a file and look at it (Ctrl+1)",
-                                 "Give each attribute a role and a domain (Ctrl+2)",
-                                 "Choose the method, explore k and ε (Ctrl+3)",
-                                 "Inspect the protected data and export it (Ctrl+4)"]):
+        self.tabs.setTabToolTip(
+            self.tabs.indexOf(self.risk_panel), "Re-identification risk of the file and the release (Ctrl+5)"
+        )
+        for i, tip in enumerate(
+            [
+                "Open a file and look at it (Ctrl+1)",
+                "Give each attribute a role and a domain (Ctrl+2)",
+                "Choose the method, explore k and ε (Ctrl+3)",
+                "Inspect the protected data and export it (Ctrl+4)",
+            ]
+        ):
             self.tabs.setTabToolTip(i, tip)
         # --- issue 11: the release next to the original; the session's candidate releases
         from dpstudio.app.widgets.history_panel import HistoryPanel
         from dpstudio.app.widgets.release_view import ReleaseView
 
         self.release_view = ReleaseView(self.state)
-        self.history_panel = HistoryPanel(self.state, ctl, plane=self.explore_panel.plane,
-                                          sse_key=lambda: self.explore_panel._sse_key)
+        self.history_panel = HistoryPanel(
+            self.state, ctl, plane=self.explore_panel.plane, sse_key=lambda: self.explore_panel._sse_key
+        )
         self.tabs.addTab(self.release_view, "6 · Release data")
-        self.tabs.setTabToolTip(self.tabs.indexOf(self.release_view), "The protected records next to the original ones, changed "
-                                   "cells marked; category frequencies before and after")
+        self.tabs.setTabToolTip(
+            self.tabs.indexOf(self.release_view),
+            "The protected records next to the original ones, changed "
+            "cells marked; category frequencies before and after",
+        )
         self.tabs.addTab(self.history_panel, "7 · Candidates")
-        self.tabs.setTabToolTip(self.tabs.indexOf(self.history_panel), "Every Protect run of this session: compare, pin, restore, "
-                                   "export")
+        self.tabs.setTabToolTip(
+            self.tabs.indexOf(self.history_panel),
+            "Every Protect run of this session: compare, pin, restore, export",
+        )
         self.setCentralWidget(self.tabs)
         # --- query desk (issue 14): its own tab, off the release workflow
         self.query_panel = QueryPanel(self.state)
         self.tab_query = self.tabs.addTab(self.query_panel, "8 · Query desk")
-        self.tabs.setTabToolTip(self.tab_query, "Answer researchers' statistics under ε-DP "
-                                "(knowledge refinement) with the data set's budget ledger")
+        self.tabs.setTabToolTip(
+            self.tab_query,
+            "Answer researchers' statistics under ε-DP "
+            "(knowledge refinement) with the data set's budget ledger",
+        )
         self.query_panel.sig_status.connect(lambda t: self.task_label.setText(t))
 
         # --- status bar: progress + Cancel always visible
@@ -123,8 +138,7 @@ class MainWindow(QMainWindow):
         self.progress.setFormat("%p %")
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.setObjectName("cancel_button")
-        self.cancel_btn.setToolTip("Stop the running task (Esc). Nothing is changed by a "
-                                   "cancelled task.")
+        self.cancel_btn.setToolTip("Stop the running task (Esc). Nothing is changed by a cancelled task.")
         self.cancel_btn.setEnabled(False)
         self.cancel_btn.clicked.connect(self.controller.cancel_all)
         sb.addWidget(self.task_label, 1)
@@ -143,8 +157,7 @@ class MainWindow(QMainWindow):
         self.explore_panel.sig_point_chosen.connect(self._on_explore_point_chosen)
         self.results_panel.export_btn.clicked.connect(self.export_dialog)
         ctl.confirm_csv = self._confirm_csv
-        ctl.curve_images = lambda: (self.explore_panel.export_images()
-                                    if self.explore_panel.points else [])
+        ctl.curve_images = lambda: self.explore_panel.export_images() if self.explore_panel.points else []
         ctl.sig_status.connect(self.task_label.setText)
         ctl.sig_status.connect(lambda _t: self._update_title())  # e.g. a project was saved
         ctl.sig_error.connect(self._on_controller_error)
@@ -184,59 +197,100 @@ class MainWindow(QMainWindow):
             menu.addAction(a)
             return a
 
-        self.act_open = act(fm, "&Open data…", self.open_dialog, QKeySequence.StandardKey.Open,
-                            "Open CSV, Excel, Parquet, Stata or SPSS data")
-        self.act_sample = act(fm, "Open &sample (Census)", self.controller.open_sample, "Ctrl+Shift+M",
-                              "The bundled CASC Census sample")
-        self.act_sample_adult = act(fm, "Open sample (&Adult)", self.controller.open_adult_sample, None,
-                                    "The bundled UCI Adult sample (ARX extract, 30,162 records); "
-                                    "its ARX hierarchies are in resources/adult/hierarchies")
-        self.act_sample_free1 = act(fm, "Open sample (&free1 survey)",
-                                    self.controller.open_free1_sample, None,
-                                    "sdcMicro's free1 survey file (4,000 records, integer codes, "
-                                    "sampling weight) with its key variables preset")
+        self.act_open = act(
+            fm,
+            "&Open data…",
+            self.open_dialog,
+            QKeySequence.StandardKey.Open,
+            "Open CSV, Excel, Parquet, Stata or SPSS data",
+        )
+        self.act_sample = act(
+            fm,
+            "Open &sample (Census)",
+            self.controller.open_sample,
+            "Ctrl+Shift+M",
+            "The bundled CASC Census sample",
+        )
+        self.act_sample_adult = act(
+            fm,
+            "Open sample (&Adult)",
+            self.controller.open_adult_sample,
+            None,
+            "The bundled UCI Adult sample (ARX extract, 30,162 records); "
+            "its ARX hierarchies are in resources/adult/hierarchies",
+        )
+        self.act_sample_free1 = act(
+            fm,
+            "Open sample (&free1 survey)",
+            self.controller.open_free1_sample,
+            None,
+            "sdcMicro's free1 survey file (4,000 records, integer codes, "
+            "sampling weight) with its key variables preset",
+        )
         self.recent_menu = fm.addMenu("Open &recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         fm.addSeparator()
-        self.act_open_project = act(fm, "Open &project…", self.open_project_dialog,
-                                    "Ctrl+Shift+O", "Open a saved project (.dpsproj)")
-        self.act_save_project = act(fm, "Save project", self.save_project, "Ctrl+S",
-                                    "Save roles, domains, method, parameters and seed")
+        self.act_open_project = act(
+            fm, "Open &project…", self.open_project_dialog, "Ctrl+Shift+O", "Open a saved project (.dpsproj)"
+        )
+        self.act_save_project = act(
+            fm,
+            "Save project",
+            self.save_project,
+            "Ctrl+S",
+            "Save roles, domains, method, parameters and seed",
+        )
         act(fm, "Save project &as…", self.save_project_as, "Ctrl+Shift+S")
         fm.addSeparator()
-        self.act_export = act(fm, "&Export protected file…", self.export_dialog, "Ctrl+Shift+E",
-                              "Write the release and its public metadata / release note, and the "
-                              "private audit trail / assessment")
+        self.act_export = act(
+            fm,
+            "&Export protected file…",
+            self.export_dialog,
+            "Ctrl+Shift+E",
+            "Write the release and its public metadata / release note, and the "
+            "private audit trail / assessment",
+        )
         fm.addSeparator()
         act(fm, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         rm = mb.addMenu("&Run")
-        self.act_sweep = act(rm, "Run trade-off &sweep", self.controller.run_sweep, "Ctrl+E",
-                             "Sweep k × ε and draw the curves")
-        self.act_protect = act(rm, "&Protect", self.controller.run_protect, "Ctrl+R",
-                               "Run the method with the chosen parameters")
+        self.act_sweep = act(
+            rm, "Run trade-off &sweep", self.controller.run_sweep, "Ctrl+E", "Sweep k × ε and draw the curves"
+        )
+        self.act_protect = act(
+            rm, "&Protect", self.controller.run_protect, "Ctrl+R", "Run the method with the chosen parameters"
+        )
         self.act_cancel = act(rm, "&Cancel", self.controller.cancel_all, "Esc", "Stop the running task")
-        self.act_query = act(rm, "&Query desk…", lambda: self.tabs.setCurrentIndex(self.tab_query),
-                             "Ctrl+Shift+Q", "Answer one statistic under ε-DP and see the "
-                             "privacy-budget ledger")
+        self.act_query = act(
+            rm,
+            "&Query desk…",
+            lambda: self.tabs.setCurrentIndex(self.tab_query),
+            "Ctrl+Shift+Q",
+            "Answer one statistic under ε-DP and see the privacy-budget ledger",
+        )
         vm = mb.addMenu("&View")
-        for i, name in enumerate(["Data", "Attributes", "Method && trade-offs",
-                                  "Results && export"]):
-            act(vm, f"&{i + 1} {name}", lambda _=False, i=i: self.tabs.setCurrentIndex(i),
-                f"Ctrl+{i + 1}")
+        for i, name in enumerate(["Data", "Attributes", "Method && trade-offs", "Results && export"]):
+            act(vm, f"&{i + 1} {name}", lambda _=False, i=i: self.tabs.setCurrentIndex(i), f"Ctrl+{i + 1}")
         act(vm, "&5 Risk", lambda _=False: self.tabs.setCurrentWidget(self.risk_panel), "Ctrl+5")
-        act(vm, "&6 Release data", lambda _=False: self.tabs.setCurrentWidget(self.release_view),
-            "Ctrl+6")
-        act(vm, "&7 Candidates", lambda _=False: self.tabs.setCurrentWidget(self.history_panel),
-            "Ctrl+7")
+        act(vm, "&6 Release data", lambda _=False: self.tabs.setCurrentWidget(self.release_view), "Ctrl+6")
+        act(vm, "&7 Candidates", lambda _=False: self.tabs.setCurrentWidget(self.history_panel), "Ctrl+7")
         hm = mb.addMenu("&Help")
         # issue 11: the user guide and the glossary (docs/*.md)
         from dpstudio.app.widgets.help_dialog import open_help
 
-        self.act_user_guide = act(hm, "&User guide", lambda: open_help(self, "user_guide.md"),
-                                  QKeySequence.StandardKey.HelpContents,
-                                  "The workflow, each role, each method in plain words")
-        self.act_glossary = act(hm, "&Glossary", lambda: open_help(self, "glossary.md"), None,
-                                "Every measure and term in plain words")
+        self.act_user_guide = act(
+            hm,
+            "&User guide",
+            lambda: open_help(self, "user_guide.md"),
+            QKeySequence.StandardKey.HelpContents,
+            "The workflow, each role, each method in plain words",
+        )
+        self.act_glossary = act(
+            hm,
+            "&Glossary",
+            lambda: open_help(self, "glossary.md"),
+            None,
+            "Every measure and term in plain words",
+        )
         hm.addSeparator()
         act(hm, "&About dpstudio", self._about)
 
@@ -249,20 +303,23 @@ class MainWindow(QMainWindow):
     def _update_title(self) -> None:
         name = Path(self.state.path).name if self.state.path else "no data"
         proj = f" — {Path(self.state.project_path).name}" if self.state.project_path else ""
-        self.setWindowTitle(f"dpstudio {__version__} — {name}{proj}"
-                            + (" *" if self.state.dirty else ""))
+        self.setWindowTitle(f"dpstudio {__version__} — {name}{proj}" + (" *" if self.state.dirty else ""))
         self._update_actions()
 
     def _about(self) -> None:
-        QMessageBox.about(self, "About dpstudio",
-                          f"<b>dpstudio {__version__}</b><p>Protect microdata before release: "
-                          "k-anonymity by microaggregation, differential privacy, and their "
-                          "combinations, with live risk–utility curves.</p>")
+        QMessageBox.about(
+            self,
+            "About dpstudio",
+            f"<b>dpstudio {__version__}</b><p>Protect microdata before release: "
+            "k-anonymity by microaggregation, differential privacy, and their "
+            "combinations, with live risk–utility curves.</p>",
+        )
 
     # ------------------------------------------------------------------ opening data
     def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open data", app_settings.last_folder(),
-                                              io_adapter.open_filter())
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open data", app_settings.last_folder(), io_adapter.open_filter()
+        )
         if path:
             self.controller.open_file(path)
 
@@ -304,8 +361,9 @@ class MainWindow(QMainWindow):
     def _on_controller_error(self, msg: str, details: str) -> None:
         show_error(self, msg, details)
 
-    def _on_controller_sweep_started(self, epsilons: list, uses_eps: bool, baselines: bool,
-                                     method: str) -> None:
+    def _on_controller_sweep_started(
+        self, epsilons: list, uses_eps: bool, baselines: bool, method: str
+    ) -> None:
         self.explore_panel.begin(epsilons, uses_eps, baselines=baselines, method=method)
         self.tabs.setCurrentIndex(TAB_METHOD)
 
@@ -313,9 +371,10 @@ class MainWindow(QMainWindow):
         ep = self.explore_panel
         ep.finish(cancelled=cancelled, error=error)
         if not cancelled and not error:
-            self.task_label.setText(f"Sweep done: {len(ep.points)} points"
-                                    + (f" ({len(ep.skipped)} left out: the method cannot run "
-                                       "there)." if ep.skipped else "."))
+            self.task_label.setText(
+                f"Sweep done: {len(ep.points)} points"
+                + (f" ({len(ep.skipped)} left out: the method cannot run there)." if ep.skipped else ".")
+            )
 
     def _on_explore_point_chosen(self, k, eps) -> None:
         """A point of the curves: its k and ε into the recipe (the method form follows)."""
@@ -328,11 +387,16 @@ class MainWindow(QMainWindow):
         st.update_params(**vals)
         uses_eps = bool(st.recipe.method and get_method(st.recipe.method).uses_epsilon)
         if eps is None and uses_eps:
-            self.task_label.setText(f"k = {k} set. That point is the noise-free baseline (not "
-                                    "differentially private); ε is unchanged.")
+            self.task_label.setText(
+                f"k = {k} set. That point is the noise-free baseline (not "
+                "differentially private); ε is unchanged."
+            )
         else:
-            self.task_label.setText(f"k = {k}" + (f", ε = {eps:g}" if eps is not None else "")
-                                    + " set in the method form. Protect with Ctrl+R.")
+            self.task_label.setText(
+                f"k = {k}"
+                + (f", ε = {eps:g}" if eps is not None else "")
+                + " set in the method form. Protect with Ctrl+R."
+            )
 
     # ------------------------------------------------------------------ export
     def export_dialog(self) -> None:
@@ -340,13 +404,19 @@ class MainWindow(QMainWindow):
         if res is None:
             show_error(self, "Nothing to export yet: press Protect (Ctrl+R) first.")
             return
-        dlg = ExportDialog(res, self.state.path, self, roles=self.state.roles,
-                           sample_folder=str(resources_dir()))
+        dlg = ExportDialog(
+            res, self.state.path, self, roles=self.state.roles, sample_folder=str(resources_dir())
+        )
         if dlg.exec() != QDialog.DialogCode.Accepted:
             return
         o = dlg.options()
-        self.controller.export(o["path"], fmt=o["fmt"], release_note=o["release_note"],
-                    assessment=o["assessment"], audit=o["audit"])
+        self.controller.export(
+            o["path"],
+            fmt=o["fmt"],
+            release_note=o["release_note"],
+            assessment=o["assessment"],
+            audit=o["audit"],
+        )
 
     # ------------------------------------------------------------------ project
     def save_project(self) -> bool:
@@ -358,8 +428,9 @@ class MainWindow(QMainWindow):
         start = app_settings.last_folder()
         if self.state.path:
             start = str(Path(self.state.path).with_suffix(project.SUFFIX))
-        path, _ = QFileDialog.getSaveFileName(self, "Save project", start,
-                                              f"dpstudio project (*{project.SUFFIX})")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save project", start, f"dpstudio project (*{project.SUFFIX})"
+        )
         if not path:
             return False
         if not path.endswith(project.SUFFIX):
@@ -367,9 +438,12 @@ class MainWindow(QMainWindow):
         return self.controller.save_project_to(path)
 
     def open_project_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open project", app_settings.last_folder(),
-                                              f"dpstudio project (*{project.SUFFIX});;"
-                                              "All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self,
+            "Open project",
+            app_settings.last_folder(),
+            f"dpstudio project (*{project.SUFFIX});;All files (*)",
+        )
         if path:
             self.controller.open_project(path)
 
@@ -379,9 +453,11 @@ class MainWindow(QMainWindow):
             return
         name = Path(rec.input_path or "?").name
         ans = QMessageBox.question(
-            self, "Recover unsaved work?",
+            self,
+            "Recover unsaved work?",
             f"dpstudio was not closed normally. Recover the unsaved settings for {name} "
-            f"(method {rec.method}, {len(rec.roles)} roles)?")
+            f"(method {rec.method}, {len(rec.roles)} roles)?",
+        )
         if ans == QMessageBox.StandardButton.Yes:
             self.controller.apply_project(rec, project_path=None)
         else:
@@ -408,8 +484,12 @@ class MainWindow(QMainWindow):
         self.resize(w, h)
 
     def _splitters(self) -> list[QSplitter]:
-        return [self.method_splitter, self.roles_panel.splitter, self.explore_panel.splitter,
-                self.results_panel.splitter]
+        return [
+            self.method_splitter,
+            self.roles_panel.splitter,
+            self.explore_panel.splitter,
+            self.results_panel.splitter,
+        ]
 
     def save_ui(self) -> None:
         s = app_settings.settings()
@@ -431,9 +511,13 @@ class MainWindow(QMainWindow):
     def closeEvent(self, ev) -> None:  # noqa: N802 - Qt API
         if self.state.dirty and self.state.df is not None and self.state.project_path:
             ans = QMessageBox.question(
-                self, "Save project?", "Save the changes to the project before closing?",
-                QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
-                | QMessageBox.StandardButton.Cancel)
+                self,
+                "Save project?",
+                "Save the changes to the project before closing?",
+                QMessageBox.StandardButton.Save
+                | QMessageBox.StandardButton.Discard
+                | QMessageBox.StandardButton.Cancel,
+            )
             if ans == QMessageBox.StandardButton.Cancel:
                 ev.ignore()
                 return

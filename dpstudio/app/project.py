@@ -69,7 +69,9 @@ def seed_note(seed: int | None) -> str:
     if seed is None:
         return ""
     if int(seed) == 0:
-        return ("This project uses seed 0 (the default of earlier versions): anyone can "
-                "regenerate its noise. Press New next to the seed before protecting.")
+        return (
+            "This project uses seed 0 (the default of earlier versions): anyone can "
+            "regenerate its noise. Press New next to the seed before protecting."
+        )
     w = seed_warning(seed)
     return (f"This project's seed is weak: {w} Press New next to the seed.") if w else ""

@@ -31,6 +31,13 @@ def free1_sample_path() -> Path:
 
 
 #: The roles of sdcMicro's free1 reference (``resources/free1/make_reference.R``).
-FREE1_ROLES = {"SEX": "k-quasi", "AGE": "k-quasi", "MARSTAT": "k-quasi", "KINDPERS": "k-quasi",
-               "NUMYOUNG": "k-quasi", "NUMOLD": "k-quasi", "WEIGHT": "weight",
-               "EDUC1": "confidential"}
+FREE1_ROLES = {
+    "SEX": "k-quasi",
+    "AGE": "k-quasi",
+    "MARSTAT": "k-quasi",
+    "KINDPERS": "k-quasi",
+    "NUMYOUNG": "k-quasi",
+    "NUMOLD": "k-quasi",
+    "WEIGHT": "weight",
+    "EDUC1": "confidential",
+}

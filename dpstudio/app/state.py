@@ -13,8 +13,7 @@ from dpstudio.engine.random import fresh_seed, parse_seed
 from dpstudio.engine.recipe import Recipe
 
 #: The sweep settings of a new session.
-DEFAULT_SWEEP = {"ks": "2-10, 12, 15, 20, 25, 30, 40, 50, 75, 100", "epsilons": "0.1, 1, 10",
-                 "repeats": 3}
+DEFAULT_SWEEP = {"ks": "2-10, 12, 15, 20, 25, 30, 40, 50, 75, 100", "epsilons": "0.1, 1, 10", "repeats": 3}
 
 ROLE_VALUES = ("identifier", "k-quasi", "eps-quasi", "confidential", "other", "weight", "household")
 
@@ -105,9 +104,15 @@ class AppState(QObject):
         return self.recipe.hierarchies
 
     # --- Public API
-    def set_data(self, df: pd.DataFrame, path: str | None, meta: Any = None,
-                 read_options: dict | None = None, roles: dict | None = None,
-                 stats: dict[str, ColumnStats] | None = None) -> None:
+    def set_data(
+        self,
+        df: pd.DataFrame,
+        path: str | None,
+        meta: Any = None,
+        read_options: dict | None = None,
+        roles: dict | None = None,
+        stats: dict[str, ColumnStats] | None = None,
+    ) -> None:
         """Install a new table (``stats``: precomputed in the loading worker).  A new data
         file is a new project: roles, domains, precision, hierarchies and types are reset and
         the seed is a fresh, unpinned one (a project being opened sets its own afterwards).
@@ -164,7 +169,8 @@ class AppState(QObject):
                 raise InputError(
                     f"Column {column!r} cannot be numeric: row(s) {format_rows(bad)} hold text "
                     f"such as {str(s.iloc[bad[0]])!r}. Correct the file (or the decimal mark "
-                    "when opening it), or keep the type text.")
+                    "when opening it), or keep the type text."
+                )
             new = conv
         elif kind == "text" and is_num:
             v = s
@@ -219,8 +225,9 @@ class AppState(QObject):
             self.hierarchy_sources.pop(column, None)
         else:
             self.hierarchies[column] = hierarchy
-            self.hierarchy_sources[column] = ({"path": str(source)} if isinstance(source, str)
-                                              else dict(source or {}))
+            self.hierarchy_sources[column] = (
+                {"path": str(source)} if isinstance(source, str) else dict(source or {})
+            )
         self._clear_result()
         self.sig_roles_changed.emit()
         self.mark_dirty()
@@ -345,8 +352,11 @@ class AppState(QObject):
 
     def active_precision(self) -> dict[str, float]:
         """Precisions of columns the engine may protect."""
-        return {c: g for c, g in self.precision.items()
-                if self.roles.get(c, "other") not in ("other", "identifier")}
+        return {
+            c: g
+            for c, g in self.precision.items()
+            if self.roles.get(c, "other") not in ("other", "identifier")
+        }
 
     # --- query desk (issue 14): the private budget ledger, kept in the recipe's extra keys
     def query_ledger(self) -> dict | None:
@@ -373,12 +383,16 @@ class AppState(QObject):
 
     def active_domains(self) -> dict[str, tuple[float, float]]:
         """Domains of columns the engine may protect (never of 'other' columns)."""
-        return {c: b for c, b in self.domains.items()
-                if self.roles.get(c, "other") not in ("other", "identifier")}
+        return {
+            c: b for c, b in self.domains.items() if self.roles.get(c, "other") not in ("other", "identifier")
+        }
 
     def active_hierarchies(self) -> dict[str, Any]:
-        return {c: h for c, h in self.hierarchies.items()
-                if self.roles.get(c, "other") not in ("other", "identifier")}
+        return {
+            c: h
+            for c, h in self.hierarchies.items()
+            if self.roles.get(c, "other") not in ("other", "identifier")
+        }
 
     @property
     def dirty(self) -> bool:

@@ -17,7 +17,8 @@ import importlib
 import multiprocessing as mp
 import queue
 import traceback
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from dpstudio import engine
 
@@ -60,9 +61,15 @@ def _child(q, cancel_ev, target: str, args: tuple, kwargs: dict) -> None:
         q.put(("error", (f"{type(exc).__name__}: {exc}", traceback.format_exc())))
 
 
-def stream(target: str, args: tuple = (), kwargs: dict | None = None, *,
-           check_cancel: Callable[[], None], progress: Callable[[float], None] | None = None,
-           poll: float = 0.05) -> Iterator[Any]:
+def stream(
+    target: str,
+    args: tuple = (),
+    kwargs: dict | None = None,
+    *,
+    check_cancel: Callable[[], None],
+    progress: Callable[[float], None] | None = None,
+    poll: float = 0.05,
+) -> Iterator[Any]:
     """Yield the items of ``target(*args, check_cancel=…, progress=…, **kwargs)`` run in a child.
 
     ``target`` is ``"module:function"``; it returns a generator (items streamed) or a value
@@ -70,8 +77,9 @@ def stream(target: str, args: tuple = (), kwargs: dict | None = None, *,
     """
     q = _CTX.Queue()
     ev = _CTX.Event()
-    p = _CTX.Process(target=_child, args=(q, ev, target, args, dict(kwargs or {})),
-                     daemon=True, name="dpstudio-worker")
+    p = _CTX.Process(
+        target=_child, args=(q, ev, target, args, dict(kwargs or {})), daemon=True, name="dpstudio-worker"
+    )
     p.start()
     try:
         while True:
@@ -84,8 +92,10 @@ def stream(target: str, args: tuple = (), kwargs: dict | None = None, *,
                 kind, payload = q.get(timeout=poll)
             except queue.Empty:
                 if not p.is_alive():
-                    raise ChildError(f"The worker process stopped unexpectedly (exit code "
-                                     f"{p.exitcode}); out of memory?", "") from None
+                    raise ChildError(
+                        f"The worker process stopped unexpectedly (exit code {p.exitcode}); out of memory?",
+                        "",
+                    ) from None
                 continue
             if kind == "item":
                 yield payload

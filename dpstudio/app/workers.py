@@ -21,7 +21,8 @@ import queue
 import threading
 import time
 import traceback
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
@@ -56,8 +57,7 @@ class Worker(QRunnable):
     through ``yielded``; ``finished`` then carries the list of all items.
     """
 
-    def __init__(self, fn: Callable[[ProgressFn, CancelFn], Any], *, generator: bool = False
-                 ) -> None:
+    def __init__(self, fn: Callable[[ProgressFn, CancelFn], Any], *, generator: bool = False) -> None:
         super().__init__()
         self.setAutoDelete(False)
         self.fn = fn
@@ -150,8 +150,15 @@ class Worker(QRunnable):
         except engine.DPStudioError as exc:
             post(("cancelled", None) if self._abort.is_set() else ("errored", (str(exc), "")))
         except MemoryError:
-            post(("errored", ("Not enough memory for this task. Try a smaller file or fewer "
-                              "grid points.", traceback.format_exc())))
+            post(
+                (
+                    "errored",
+                    (
+                        "Not enough memory for this task. Try a smaller file or fewer grid points.",
+                        traceback.format_exc(),
+                    ),
+                )
+            )
         except Exception as exc:  # noqa: BLE001 - shown to the user with details
             details = getattr(exc, "details", "") or traceback.format_exc()
             msg = str(exc) if hasattr(exc, "details") else f"{type(exc).__name__}: {exc}"
@@ -171,8 +178,7 @@ class TaskRunner(QObject):
     sig_error = Signal(str, str)
     """The current task failed: message, details."""
 
-    def __init__(self, name: str, parent: QObject | None = None,
-                 pool: QThreadPool | None = None) -> None:
+    def __init__(self, name: str, parent: QObject | None = None, pool: QThreadPool | None = None) -> None:
         super().__init__(parent)
         self.name = name
         self.pool = pool or QThreadPool.globalInstance()
@@ -186,15 +192,21 @@ class TaskRunner(QObject):
     def busy(self) -> bool:
         return self._worker is not None
 
-    def start(self, fn: Callable[[ProgressFn, CancelFn], Any], *, generator: bool = False,
-              finished: Callable | None = None, yielded: Callable | None = None,
-              progress: Callable | None = None, errored: Callable | None = None,
-              cancelled: Callable | None = None) -> Worker:
+    def start(
+        self,
+        fn: Callable[[ProgressFn, CancelFn], Any],
+        *,
+        generator: bool = False,
+        finished: Callable | None = None,
+        yielded: Callable | None = None,
+        progress: Callable | None = None,
+        errored: Callable | None = None,
+        cancelled: Callable | None = None,
+    ) -> Worker:
         """Cancel the running task (if any), then start ``fn`` in the pool."""
         self.cancel()
         w = Worker(fn, generator=generator)
-        cb = dict(finished=finished, yielded=yielded, progress=progress, errored=errored,
-                  cancelled=cancelled)
+        cb = dict(finished=finished, yielded=yielded, progress=progress, errored=errored, cancelled=cancelled)
         s = w.signals
         s.progress.connect(lambda f, w=w: self._on_progress(w, f))
         s.yielded.connect(lambda b, w=w: self._current(w) and cb["yielded"] and cb["yielded"](b))

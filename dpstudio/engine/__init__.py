@@ -46,8 +46,8 @@ def __getattr__(name: str) -> Any:
     if mod is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(mod), name)
-    globals()[name] = value   # later look-ups skip this function (and win over a submodule
-    return value              # of the same name, as the eager import did)
+    globals()[name] = value  # later look-ups skip this function (and win over a submodule
+    return value  # of the same name, as the eager import did)
 
 
 def __dir__() -> list[str]:

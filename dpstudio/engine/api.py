@@ -1,26 +1,27 @@
 """The public engine API: ``methods``, ``check``, ``protect``, ``evaluate``.
 
 ``engine.sweep`` lives in :mod:`dpstudio.engine.sweeps`, which builds on this module (this
-module does not import it: no import cycle)."""
+module does not import it: no import cycle).
+"""
 
 from __future__ import annotations
 
 import warnings as _warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dpstudio.engine import params as P
 from dpstudio.engine import validation as V
 from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
-from dpstudio.engine.types import Job, ProtectionResult
-from dpstudio.engine import params as P
 from dpstudio.engine.protection._common import add_scope_reason, separate_tables
-from dpstudio.engine.registry import MethodSpec, all_methods, get_method
 from dpstudio.engine.random import as_rng
-from dpstudio.engine.roles import (NON_NUMERIC_TYPES, Role, normalize_roles, normalize_types,
-                                   single_column)
+from dpstudio.engine.registry import MethodSpec, all_methods, get_method
+from dpstudio.engine.roles import NON_NUMERIC_TYPES, Role, normalize_roles, normalize_types, single_column
+from dpstudio.engine.types import Job, ProtectionResult
 
 QUASI_ROLES = (Role.K_QUASI, Role.EPS_QUASI)
 
@@ -77,10 +78,18 @@ def _applicable(spec: MethodSpec, roles: dict[str, Role]) -> list[str]:
     return [c for c, role in roles.items() if role in spec.protects]
 
 
-def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dict | None = None,
-            hierarchies: dict | None = None, *, precision: dict | None = None,
-            types: dict | None = None, keep_household: bool = False,
-            **params: Any) -> Prepared:
+def prepare(
+    df: pd.DataFrame,
+    method: str,
+    roles: dict | None = None,
+    domains: dict | None = None,
+    hierarchies: dict | None = None,
+    *,
+    precision: dict | None = None,
+    types: dict | None = None,
+    keep_household: bool = False,
+    **params: Any,
+) -> Prepared:
     """Validate everything once (used by :func:`protect` and :func:`sweep`).
 
     ``precision`` maps a numeric noisy attribute to its output grid γ (default: 1 for integer
@@ -112,15 +121,16 @@ def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
                 data[c] = pd.to_numeric(data[c])
     dropped: list[int] = []
     # a method whose guarantee holds with missing key values (they match any value) keeps them
-    miss = (np.zeros(0, dtype=np.int64) if spec.missing_matches_any
-            else V.missing_rows(data, protected))
+    miss = np.zeros(0, dtype=np.int64) if spec.missing_matches_any else V.missing_rows(data, protected)
     if miss.size:
         if not p.get("drop_missing"):
             raise InputError(V.missing_message(data, protected))
         dropped = [int(i) for i in miss]
         data = data.drop(index=dropped).reset_index(drop=True)
-        warns.append(f"{len(dropped)} record(s) with missing values in protected attributes were "
-                     "dropped and are not in the release.")
+        warns.append(
+            f"{len(dropped)} record(s) with missing values in protected attributes were "
+            "dropped and are not in the release."
+        )
         if len(data) < 2:
             raise InputError("After dropping records with missing values fewer than two records remain.")
     n = len(data)
@@ -130,12 +140,16 @@ def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
         with _warnings.catch_warnings(record=True) as caught:
             _warnings.simplefilter("always")
             p["epsilon"] = P.check_epsilon(
-                p["epsilon"], m=len(protected) if p.get("budget") == "per-attribute" else 1,
-                method_id=spec.id)
+                p["epsilon"], m=len(protected) if p.get("budget") == "per-attribute" else 1, method_id=spec.id
+            )
         warns.extend(V.public_warning(str(w.message)) for w in caught)  # depends on ε only
-    doms = V.check_domains(data, [c for c in protected if spec.numeric_only
-                                  or pd.api.types.is_numeric_dtype(data[c])],
-                           domains or {}, spec.needs_domain, spec.id)
+    doms = V.check_domains(
+        data,
+        [c for c in protected if spec.numeric_only or pd.api.types.is_numeric_dtype(data[c])],
+        domains or {},
+        spec.needs_domain,
+        spec.id,
+    )
     derived = V.data_derived_domains(data, doms)
     note = ""
     if derived:
@@ -143,42 +157,77 @@ def prepare(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
         note = V.data_derived_domain_note(derived)
     const = V.constant_columns(data, protected)
     if const:
-        warns.append(f"Column(s) {', '.join(map(repr, const))} are constant in the data: "
-                     "they carry no information to mask but are still treated as protected.")
-    prec = V.check_precision(data, [c for c in protected if r[c] is Role.EPS_QUASI
-                                    and pd.api.types.is_numeric_dtype(data[c])],
-                             precision, doms, spec.uses_epsilon)
-    prep = Prepared(spec, data, r, doms, p, protected, dropped, warns, dict(hierarchies or {}),
-                    guarantee_note=note, precision=prec, types=ty,
-                    keep_household=bool(keep_household))
+        warns.append(
+            f"Column(s) {', '.join(map(repr, const))} are constant in the data: "
+            "they carry no information to mask but are still treated as protected."
+        )
+    prec = V.check_precision(
+        data,
+        [c for c in protected if r[c] is Role.EPS_QUASI and pd.api.types.is_numeric_dtype(data[c])],
+        precision,
+        doms,
+        spec.uses_epsilon,
+    )
+    prep = Prepared(
+        spec,
+        data,
+        r,
+        doms,
+        p,
+        protected,
+        dropped,
+        warns,
+        dict(hierarchies or {}),
+        guarantee_note=note,
+        precision=prec,
+        types=ty,
+        keep_household=bool(keep_household),
+    )
     prep.precision_given = {c: g for c, g in (precision or {}).items() if c in prec}
     return prep
 
 
-def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "param",
-                 k: int | None = None, cache: dict | None = None,
-                 progress: Callable[[float], None] | None = None,
-                 check_cancel: Callable[[], None] | None = None, keep_original: bool = True
-                 ) -> ProtectionResult:
+def run_prepared(
+    prep: Prepared,
+    *,
+    rng: np.random.Generator,
+    epsilon: Any = "param",
+    k: int | None = None,
+    cache: dict | None = None,
+    progress: Callable[[float], None] | None = None,
+    check_cancel: Callable[[], None] | None = None,
+    keep_original: bool = True,
+) -> ProtectionResult:
     spec = prep.spec
     params = dict(prep.params)
     if epsilon != "param":
         params["epsilon"] = epsilon
     if k is not None:
         params["k"] = k
-    job = Job(data=prep.data, roles=prep.roles, domains=prep.domains, params=params, rng=rng,
-              method=spec.id, cache={} if cache is None else cache,
-              hierarchies=prep.hierarchies, precision=dict(prep.precision or {}),
-              types=dict(prep.types))
+    job = Job(
+        data=prep.data,
+        roles=prep.roles,
+        domains=prep.domains,
+        params=params,
+        rng=rng,
+        method=spec.id,
+        cache={} if cache is None else cache,
+        hierarchies=prep.hierarchies,
+        precision=dict(prep.precision or {}),
+        types=dict(prep.types),
+    )
     if progress is not None:
         job.progress = progress
     if check_cancel is not None:
         job.check_cancel = check_cancel
     out = spec.run(job)
-    if out.info.get("params_used"):   # parameters the method fixed itself (t-close-dp's k)
+    if out.info.get("params_used"):  # parameters the method fixed itself (t-close-dp's k)
         params.update(out.info["params_used"])
-    ident = [c for c, role in prep.roles.items() if role is Role.IDENTIFIER
-             or (role is Role.HOUSEHOLD and not prep.keep_household)]
+    ident = [
+        c
+        for c, role in prep.roles.items()
+        if role is Role.IDENTIFIER or (role is Role.HOUSEHOLD and not prep.keep_household)
+    ]
     drop = [c for c in ident if c in out.data.columns]
     released = out.data.drop(columns=drop) if drop else out.data
     if not isinstance(released.index, pd.RangeIndex) or released.index.start != 0:
@@ -193,27 +242,46 @@ def run_prepared(prep: Prepared, *, rng: np.random.Generator, epsilon: Any = "pa
         # one one-column table per protected attribute, each in its own independent random
         # order (drawn after the method's own draws: same clustering and noise as 'records')
         not_released = [c for c in released.columns if c not in protected_cols]
-        tables = {c: released[[c]].iloc[rng.permutation(len(released))].reset_index(drop=True)
-                  for c in protected_cols}
+        tables = {
+            c: released[[c]].iloc[rng.permutation(len(released))].reset_index(drop=True)
+            for c in protected_cols
+        }
         released = pd.DataFrame({c: tables[c][c] for c in protected_cols})
-        row_map = None   # rows of different tables do not belong together
-        info = {**out.info, "layout": "separate-tables", "tables": list(protected_cols),
-                "columns_not_released": not_released}
+        row_map = None  # rows of different tables do not belong together
+        info = {
+            **out.info,
+            "layout": "separate-tables",
+            "tables": list(protected_cols),
+            "columns_not_released": not_released,
+        }
         if not_released:
-            warns.append(f"Layout 'separate-tables': column(s) {_shown(not_released)} are not "
-                         "released; only the protected attributes, each in its own table.")
+            warns.append(
+                f"Layout 'separate-tables': column(s) {_shown(not_released)} are not "
+                "released; only the protected attributes, each in its own table."
+            )
         if len(protected_cols) > 1:
-            warns.append("Layout 'separate-tables': rows of different tables do not belong "
-                         "together, so record-level measures (SSE, record linkage, "
-                         "correlations) describe no real record; judge utility per attribute.")
+            warns.append(
+                "Layout 'separate-tables': rows of different tables do not belong "
+                "together, so record-level measures (SSE, record linkage, "
+                "correlations) describe no real record; judge utility per attribute."
+            )
     if spec.uses_epsilon and params.get("epsilon") is not None:
         # clamping pile-up per noisy attribute: data-dependent, so a private note (issue 11)
         from dpstudio.engine.pileup import bound_shares, pileup_notes
 
-        warns.extend(pileup_notes(bound_shares(released, protected_cols, prep.domains,
-                                               prep.precision), uses_k=spec.uses_k))
-    guarantee, is_dp = describe(spec, params, prep.roles, list(released.columns), protected_cols,
-                                caveat=out.info.get("guarantee_caveat") or "")
+        warns.extend(
+            pileup_notes(
+                bound_shares(released, protected_cols, prep.domains, prep.precision), uses_k=spec.uses_k
+            )
+        )
+    guarantee, is_dp = describe(
+        spec,
+        params,
+        prep.roles,
+        list(released.columns),
+        protected_cols,
+        caveat=out.info.get("guarantee_caveat") or "",
+    )
     return ProtectionResult(
         data=released,
         method=spec.id,
@@ -240,15 +308,23 @@ DP_FAMILIES = ("differential privacy", "individual differential privacy")
 
 def _shown(cols: list[str]) -> str:
     """Every column, named: a published sentence must name each column it does not cover
-    (issue 11: "sampling_weight and 1 more" was cut)."""
+    (issue 11: "sampling_weight and 1 more" was cut).
+    """
     return ", ".join(map(str, cols))
 
 
-def describe(spec: MethodSpec, params: dict, roles: dict, released_columns: list[str],
-             protected: list[str], caveat: str = "") -> tuple[str, bool]:
+def describe(
+    spec: MethodSpec,
+    params: dict,
+    roles: dict,
+    released_columns: list[str],
+    protected: list[str],
+    caveat: str = "",
+) -> tuple[str, bool]:
     """The guarantee sentence and the ε-DP flag (see :func:`_describe`), plus what it says
     about the survey roles: the sampling weight released unchanged, the household id not
-    released (or released unchanged at the user's request)."""
+    released (or released unchanged at the user's request).
+    """
     text, is_dp = _describe(spec, params, roles, released_columns, protected, caveat)
     return text + survey_clause(roles, released_columns), is_dp
 
@@ -259,19 +335,26 @@ def survey_clause(roles: dict, released_columns: list[str]) -> str:
     out = ""
     for c, r in roles.items():
         if r is Role.WEIGHT and c in released_columns:
-            out += (f" The sampling weight {c} is released unchanged (not protected; the "
-                    "guarantee does not cover it).")
+            out += (
+                f" The sampling weight {c} is released unchanged (not protected; the "
+                "guarantee does not cover it)."
+            )
         elif r is Role.HOUSEHOLD:
-            out += (f" The household id {c} is released unchanged at the user's request: it "
-                    "links the records of a household, which the guarantee does not cover."
-                    if c in released_columns else f" The household id {c} is not released.")
+            out += (
+                f" The household id {c} is released unchanged at the user's request: it "
+                "links the records of a household, which the guarantee does not cover."
+                if c in released_columns
+                else f" The household id {c} is not released."
+            )
     return out
 
 
-def _refuse_non_numeric_types(spec: MethodSpec, roles: dict[str, Role], types: dict[str, str],
-                              protected: list[str]) -> None:
+def _refuse_non_numeric_types(
+    spec: MethodSpec, roles: dict[str, Role], types: dict[str, str], protected: list[str]
+) -> None:
     """A numeric-only method would average category codes (sex 1.5): refuse, naming the
-    column and the methods that fit its role."""
+    column and the methods that fit its role.
+    """
     bad = [c for c in protected if types.get(c) in NON_NUMERIC_TYPES]
     if not bad:
         return
@@ -281,76 +364,117 @@ def _refuse_non_numeric_types(spec: MethodSpec, roles: dict[str, Role], types: d
         f"Column {c!r} ({roles[c].label}) is typed {types[c]}, but method {spec.id!r} treats "
         f"values as numbers (it would release codes such as 1.5). Use a method for categorical "
         f"attributes ({', '.join(fit) or 'none protects this role'}), or type {c!r} numeric if "
-        "its values are quantities.")
+        "its values are quantities."
+    )
 
 
-def _describe(spec: MethodSpec, params: dict, roles: dict, released_columns: list[str],
-              protected: list[str], caveat: str = "") -> tuple[str, bool]:
+def _describe(
+    spec: MethodSpec,
+    params: dict,
+    roles: dict,
+    released_columns: list[str],
+    protected: list[str],
+    caveat: str = "",
+) -> tuple[str, bool]:
     """The guarantee sentence and the ε-DP flag of a release with ``released_columns``.
 
     A clustered DP release (k ≥ 2) with columns released unchanged beside the protected ones
     is not ε-DP for the records: which records were grouped together shows in the unchanged
     columns (neighbours differing in one protected value can release different numbers of
-    distinct rows).  The sentence then leads with its scope and offers the remedies."""
+    distinct rows).  The sentence then leads with its scope and offers the remedies.
+    """
     roles = {c: (r if isinstance(r, Role) else Role(r)) for c, r in roles.items()}
-    p = {**params, "_attributes": list(protected),
-         "_eps_quasi": [c for c, r_ in roles.items() if r_ is Role.EPS_QUASI],
-         "_roles": {c: r_.value for c, r_ in roles.items()}}
+    p = {
+        **params,
+        "_attributes": list(protected),
+        "_eps_quasi": [c for c, r_ in roles.items() if r_ is Role.EPS_QUASI],
+        "_roles": {c: r_.value for c, r_ in roles.items()},
+    }
     sep = separate_tables(params)
     if sep:
-        p["shuffle"] = True   # every table is shuffled on its own, whatever 'shuffle' says
+        p["shuffle"] = True  # every table is shuffled on its own, whatever 'shuffle' says
     text = spec.guarantee(p) + caveat
     is_dp = bool(spec.is_dp(p))
-    unchanged = [c for c in released_columns if c not in protected and c in roles
-                 and roles.get(c) not in spec.protects and roles.get(c) is not Role.IDENTIFIER]
+    unchanged = [
+        c
+        for c in released_columns
+        if c not in protected
+        and c in roles
+        and roles.get(c) not in spec.protects
+        and roles.get(c) is not Role.IDENTIFIER
+    ]
     # (a column without a role was made by the method, e.g. Anatomy's group id)
     eps_set = spec.uses_epsilon and params.get("epsilon") is not None
     if sep:
         gone = [c for c, r_ in roles.items() if c not in protected and r_ is not Role.IDENTIFIER]
         if gone:
-            text += (f" Not released in this layout: the {len(gone)} other column(s) "
-                     f"({_shown(gone)}).")
+            text += f" Not released in this layout: the {len(gone)} other column(s) ({_shown(gone)})."
         return text, is_dp
     if not (unchanged and eps_set):
         return text, is_dp
     clustered = spec.clusters and int(params.get("k") or 1) > 1
     scoped = text.startswith("Per-attribute only")
-    if clustered and spec.family in DP_FAMILIES and (is_dp or scoped
-                                                     or spec.family != DP_FAMILIES[0]):
-        what = ("individual differential privacy" if spec.family == DP_FAMILIES[1]
-                else "ε-differential privacy")
-        reason = (f"the {len(unchanged)} column(s) released unchanged beside the protected ones "
-                  f"({_shown(unchanged)}) show which records were grouped together "
-                  "(neighbouring data sets that differ in one protected value can release "
-                  "different numbers of distinct records)")
+    if clustered and spec.family in DP_FAMILIES and (is_dp or scoped or spec.family != DP_FAMILIES[0]):
+        what = (
+            "individual differential privacy" if spec.family == DP_FAMILIES[1] else "ε-differential privacy"
+        )
+        reason = (
+            f"the {len(unchanged)} column(s) released unchanged beside the protected ones "
+            f"({_shown(unchanged)}) show which records were grouped together "
+            "(neighbouring data sets that differ in one protected value can release "
+            "different numbers of distinct records)"
+        )
         has_layout = any(q.name == "layout" for q in spec.params)
-        remedy = (" Remedies: drop the column(s) released unchanged or protect them too"
-                  + (", or choose the release layout 'separate-tables' (each protected "
-                     "attribute in its own independently shuffled one-column table, ε-DP by "
-                     "sequential composition; the other columns are then not released)"
-                     if has_layout and "separate-tables" not in text else "") + ".")
+        remedy = (
+            " Remedies: drop the column(s) released unchanged or protect them too"
+            + (
+                ", or choose the release layout 'separate-tables' (each protected "
+                "attribute in its own independently shuffled one-column table, ε-DP by "
+                "sequential composition; the other columns are then not released)"
+                if has_layout and "separate-tables" not in text
+                else ""
+            )
+            + "."
+        )
         return add_scope_reason(text, what, reason) + remedy, False
-    text += (f" Not covered: the {len(unchanged)} column(s) released unchanged "
-             f"({_shown(unchanged)}); they are not protected"
-             + (", and released beside the protected ones they can reveal which records "
-                "were grouped together." if clustered else "."))
+    text += (
+        f" Not covered: the {len(unchanged)} column(s) released unchanged "
+        f"({_shown(unchanged)}); they are not protected"
+        + (
+            ", and released beside the protected ones they can reveal which records were grouped together."
+            if clustered
+            else "."
+        )
+    )
     return text, is_dp
 
 
-def describe_release(columns: list[str], method: str, roles: dict | None = None, *,
-                     data: pd.DataFrame | None = None, domains: dict | None = None,
-                     precision: dict | None = None, hierarchies: dict | None = None,
-                     **params: Any) -> tuple[str, bool]:
+def describe_release(
+    columns: list[str],
+    method: str,
+    roles: dict | None = None,
+    *,
+    data: pd.DataFrame | None = None,
+    domains: dict | None = None,
+    precision: dict | None = None,
+    hierarchies: dict | None = None,
+    **params: Any,
+) -> tuple[str, bool]:
     """:func:`describe` for a data set with ``columns`` before it is protected (what the
     app's method panel shows); raises like :func:`prepare` on bad parameters.
 
     With ``data`` (and its ``domains``/``precision``) the sentence is exactly the one
     :func:`protect` will publish, grid and declared-domain clauses included (only a caveat
-    that depends on the method's run, such as t-close-dp's achieved t, can be added then)."""
+    that depends on the method's run, such as t-close-dp's achieved t, can be added then).
+    """
     if data is not None:
         prep = prepare(data, method, roles, domains, hierarchies, precision=precision, **params)
-        released = [c for c in prep.data.columns if prep.roles.get(c) is not Role.IDENTIFIER
-                    and (prep.keep_household or prep.roles.get(c) is not Role.HOUSEHOLD)]
+        released = [
+            c
+            for c in prep.data.columns
+            if prep.roles.get(c) is not Role.IDENTIFIER
+            and (prep.keep_household or prep.roles.get(c) is not Role.HOUSEHOLD)
+        ]
         text, is_dp = describe(prep.spec, prep.params, prep.roles, released, prep.protected)
         return _with_clauses(text, prep, prep.params), is_dp
     spec = get_method(method)
@@ -359,15 +483,17 @@ def describe_release(columns: list[str], method: str, roles: dict | None = None,
     params.pop("types", None)
     p = spec.check_params(params)
     protected = [c for c, role in r.items() if role in spec.protects]
-    released = [c for c in map(str, columns) if r.get(c) is not Role.IDENTIFIER
-                and (keep_hh or r.get(c) is not Role.HOUSEHOLD)]
+    released = [
+        c
+        for c in map(str, columns)
+        if r.get(c) is not Role.IDENTIFIER and (keep_hh or r.get(c) is not Role.HOUSEHOLD)
+    ]
     return describe(spec, p, r, released, protected)
 
 
 def _with_clauses(guarantee: str, prep: Prepared, params: dict) -> str:
     """The guarantee sentence plus the grid clause (noisy releases) and the declared-domain note."""
-    return (guarantee + (_grid_clause(prep) if params.get("epsilon") is not None else "")
-            + prep.guarantee_note)
+    return guarantee + (_grid_clause(prep) if params.get("epsilon") is not None else "") + prep.guarantee_note
 
 
 #: Method warnings whose text is a function of the parameters only (checked by prefix; a
@@ -384,18 +510,30 @@ _PARAMETER_ONLY_WARNINGS = (
 def _is_public_warning(w: str) -> bool:
     return isinstance(w, V.PublicWarning) or any(w.startswith(p) for p in _PARAMETER_ONLY_WARNINGS)
 
+
 def _grid_clause(prep: Prepared) -> str:
     from dpstudio.engine.algorithms.noise import grid_clause
 
     return grid_clause(dict(prep.precision or {}), getattr(prep, "precision_given", None))
 
 
-def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: dict | None = None,
-            *, seed: int | np.random.Generator | None = None, hierarchies: dict | None = None,
-            precision: dict | None = None, types: dict | None = None,
-            keep_household: bool = False, progress: Callable[[float], None] | None = None,
-            check_cancel: Callable[[], None] | None = None, backend: str = "memory",
-            client: Any = None, **params: Any) -> ProtectionResult:
+def protect(
+    df: pd.DataFrame,
+    method: str,
+    roles: dict | None = None,
+    domains: dict | None = None,
+    *,
+    seed: int | np.random.Generator | None = None,
+    hierarchies: dict | None = None,
+    precision: dict | None = None,
+    types: dict | None = None,
+    keep_household: bool = False,
+    progress: Callable[[float], None] | None = None,
+    check_cancel: Callable[[], None] | None = None,
+    backend: str = "memory",
+    client: Any = None,
+    **params: Any,
+) -> ProtectionResult:
     """Protect ``df`` with ``method``.
 
     Parameters
@@ -440,31 +578,51 @@ def protect(df: pd.DataFrame, method: str, roles: dict | None = None, domains: d
     [2.0, 2.0, 2.0, 5.0, 5.0, 5.0]
     """
     if backend == "dask":
-        return _protect_on_dask(df, method, roles, domains, seed=seed, precision=precision,
-                                client=client, hierarchies=hierarchies, types=types,
-                                keep_household=keep_household, **params)
+        return _protect_on_dask(
+            df,
+            method,
+            roles,
+            domains,
+            seed=seed,
+            precision=precision,
+            client=client,
+            hierarchies=hierarchies,
+            types=types,
+            keep_household=keep_household,
+            **params,
+        )
     if backend != "memory":
         raise ParameterError(f"backend must be 'memory' or 'dask'. Got {backend!r}.")
-    prep = prepare(df, method, roles, domains, hierarchies, precision=precision, types=types,
-                   keep_household=keep_household, **params)
+    prep = prepare(
+        df,
+        method,
+        roles,
+        domains,
+        hierarchies,
+        precision=precision,
+        types=types,
+        keep_household=keep_household,
+        **params,
+    )
     return run_prepared(prep, rng=as_rng(seed), progress=progress, check_cancel=check_cancel)
 
 
-def _protect_on_dask(df, method, roles, domains, *, hierarchies=None, types=None,
-                     keep_household=False, **kw):
+def _protect_on_dask(df, method, roles, domains, *, hierarchies=None, types=None, keep_household=False, **kw):
     """``protect(..., backend="dask")``: :func:`~dpstudio.engine.backends.dask_backend.protect_dask`."""
     from dpstudio.engine.backends import dask_backend as DB
 
     if hierarchies or keep_household:
-        raise DB.NotOnDask("Hierarchies and keep_household do not run on Dask; use "
-                           "backend='memory' (--engine memory).")
-    if types:   # checked by prepare on the sample (numeric-only methods refuse categorical)
+        raise DB.NotOnDask(
+            "Hierarchies and keep_household do not run on Dask; use backend='memory' (--engine memory)."
+        )
+    if types:  # checked by prepare on the sample (numeric-only methods refuse categorical)
         kw["types"] = types
     return DB.protect_dask(df, method, roles, domains, **kw)
 
 
-def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: list[str] | None = None,
-             **options: Any) -> dict:
+def evaluate(
+    original: pd.DataFrame, protected: pd.DataFrame, attributes: list[str] | None = None, **options: Any
+) -> dict:
     """Utility and risk measures of ``protected`` against ``original`` (see docs/measures.md).
 
     Rows are compared position by position (record j of ``protected`` protects record j of
@@ -472,7 +630,7 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: list[s
     ``result`` and the ``hierarchies`` of the release: the engine's measurement policy then
     picks each attribute's distance (:func:`dpstudio.engine.measures.measurement_plan`).
     """
-    if options.get("backend", "memory") == "dask":   # issue 12: measures on Dask
+    if options.get("backend", "memory") == "dask":  # issue 12: measures on Dask
         from dpstudio.engine.backends.dask_measures import evaluate_dask
 
         options.pop("backend")
@@ -484,5 +642,16 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: list[s
     return _evaluate(original, protected, attributes, **options)
 
 
-__all__ = ["methods", "protect", "evaluate", "check_applicable", "prepare",
-           "run_prepared", "describe", "describe_release", "InputError", "ParameterError", "NotApplicableError"]
+__all__ = [
+    "methods",
+    "protect",
+    "evaluate",
+    "check_applicable",
+    "prepare",
+    "run_prepared",
+    "describe",
+    "describe_release",
+    "InputError",
+    "ParameterError",
+    "NotApplicableError",
+]

@@ -88,9 +88,13 @@ def _strip_forbidden(obj: Any) -> Any:
     return obj
 
 
-def audit_trail(result, *, input_path: str | os.PathLike | None = None,
-                written: dict[str, str] | None = None,
-                digests: dict[str, str] | None = None) -> dict:
+def audit_trail(
+    result,
+    *,
+    input_path: str | os.PathLike | None = None,
+    written: dict[str, str] | None = None,
+    digests: dict[str, str] | None = None,
+) -> dict:
     """The PRIVATE audit trail of a release (what ``<stem>.private.json`` holds).
 
     Facts about the original data that must not be published: the input's name and digest,
@@ -103,7 +107,7 @@ def audit_trail(result, *, input_path: str | os.PathLike | None = None,
     dropped = len(getattr(result, "dropped_rows", []) or [])
     trail: dict[str, Any] = {
         "warning": "PRIVATE audit trail: do not publish. It describes the original data "
-                   "(input digest, record counts); keep it with the project file.",
+        "(input digest, record counts); keep it with the project file.",
         "software": "dpstudio",
         "software_version": __version__,
         "written_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
@@ -113,29 +117,47 @@ def audit_trail(result, *, input_path: str | os.PathLike | None = None,
         "records_dropped_for_missing_values": dropped,
         "records_not_released_by_method": (len(orig) - len(result.data)) if orig is not None else None,
         "records_released": int(len(result.data)),
-        "private_notes": [str(w) for w in result.private_notes] if hasattr(result, "private_notes")
+        "private_notes": [str(w) for w in result.private_notes]
+        if hasattr(result, "private_notes")
         else [str(w) for w in getattr(result, "warnings", [])],
         "public_warnings": [str(w) for w in getattr(result, "public_warnings", []) or []],
     }
     if input_path and os.path.exists(str(input_path)):
         p = Path(str(input_path))
-        trail["input"] = {"name": p.name, "path": str(p.resolve()), "bytes": p.stat().st_size,
-                          "sha256": file_sha256(str(p))}
+        trail["input"] = {
+            "name": p.name,
+            "path": str(p.resolve()),
+            "bytes": p.stat().st_size,
+            "sha256": file_sha256(str(p)),
+        }
     if written:
-        trail["files"] = {k: {"name": Path(v).name,
-                              "published": is_public_kind(k),
-                              **({"sha256": (digests or {}).get(k) or file_sha256(v)}
-                                 if is_public_kind(k) and k != "release_note" else {})}
-                          for k, v in written.items()}
+        trail["files"] = {
+            k: {
+                "name": Path(v).name,
+                "published": is_public_kind(k),
+                **(
+                    {"sha256": (digests or {}).get(k) or file_sha256(v)}
+                    if is_public_kind(k) and k != "release_note"
+                    else {}
+                ),
+            }
+            for k, v in written.items()
+        }
     return _strip_forbidden(trail)
 
 
-def export_release(result, out_path: str | os.PathLike, *, input_path: str | os.PathLike | None = None,
-                   fmt: str | None = None, input_meta: TableMeta | None = None,
-                   release_note: bool | str | os.PathLike = False,
-                   assessment_html: str | None = None,
-                   assessment_path: str | os.PathLike | None = None,
-                   audit: bool = True) -> dict[str, str]:
+def export_release(
+    result,
+    out_path: str | os.PathLike,
+    *,
+    input_path: str | os.PathLike | None = None,
+    fmt: str | None = None,
+    input_meta: TableMeta | None = None,
+    release_note: bool | str | os.PathLike = False,
+    assessment_html: str | None = None,
+    assessment_path: str | os.PathLike | None = None,
+    audit: bool = True,
+) -> dict[str, str]:
     """Write the release of ``result`` next to ``out_path``; return {kind: path}.
 
     Parameters
@@ -171,34 +193,44 @@ def export_release(result, out_path: str | os.PathLike, *, input_path: str | os.
     defaults = sidecar_paths(out_path, tables.keys(), fmt)
     paths = {k: v for k, v in defaults.items() if k in ("data", "metadata") or k.startswith("table:")}
     if release_note:
-        paths["release_note"] = (os.path.abspath(str(release_note))
-                                 if not isinstance(release_note, bool) else defaults["release_note"])
+        paths["release_note"] = (
+            os.path.abspath(str(release_note))
+            if not isinstance(release_note, bool)
+            else defaults["release_note"]
+        )
     if assessment_html is not None:
         if assessment_path and not marked_private(assessment_path):
             raise ParameterError(
                 f"The assessment report {Path(str(assessment_path)).name} is private: its file "
                 "name must say so (contain 'private' or 'internal'), e.g. "
-                "out.assessment.private.html.")
-        paths["assessment"] = (os.path.abspath(str(assessment_path)) if assessment_path
-                               else defaults["assessment"])
+                "out.assessment.private.html."
+            )
+        paths["assessment"] = (
+            os.path.abspath(str(assessment_path)) if assessment_path else defaults["assessment"]
+        )
     if audit:
         paths["private"] = defaults["private"]
     # refuse before writing anything
     for kind, p in paths.items():
         for g in guard:
             if same_file(p, g):
-                raise InputError(f"Refusing to write the {kind} file over the input file {g}: "
-                                 "choose another output name (the input is never overwritten).")
+                raise InputError(
+                    f"Refusing to write the {kind} file over the input file {g}: "
+                    "choose another output name (the input is never overwritten)."
+                )
     seen: dict[str, str] = {}
     for kind, p in paths.items():
         key = os.path.normcase(os.path.realpath(p))
         if key in seen:
-            raise ParameterError(f"The {kind} file and the {seen[key]} file would both be {p}: "
-                                 "choose different names.")
+            raise ParameterError(
+                f"The {kind} file and the {seen[key]} file would both be {p}: choose different names."
+            )
         seen[key] = kind
     if "release_note" in paths and marked_private(paths["release_note"]):
-        raise ParameterError(f"The release note {Path(paths['release_note']).name} is public: "
-                             "do not call it private or internal.")
+        raise ParameterError(
+            f"The release note {Path(paths['release_note']).name} is public: "
+            "do not call it private or internal."
+        )
 
     def stage_text(path: str, text: str, private: bool) -> str:
         def writer(tmp: str) -> None:
@@ -214,35 +246,49 @@ def export_release(result, out_path: str | os.PathLike, *, input_path: str | os.
     # describing another release: old pair, new pair, or a release without metadata
     # (`dpstudio verify` reports it).
     for p in paths.values():
-        remove_stale_temps(p)   # left by an interrupted run into this folder
+        remove_stale_temps(p)  # left by an interrupted run into this folder
     f = file_format(paths["data"], fmt)
     # layout 'separate-tables': only the one-column tables are released (their rows do not
     # belong together); the side-by-side frame in result.data is not written
     separate = (getattr(result, "info", None) or {}).get("layout") == "separate-tables"
-    meta = dict(result.public_metadata())   # before anything is written
+    meta = dict(result.public_metadata())  # before anything is written
     staged: dict[str, str] = {}
     written: dict[str, str] = {}
     try:
         if not separate:
-            staged["data"] = write_table(result.data, paths["data"], f, input_meta, protect=guard,
-                                         rows=_source_rows(result, input_meta), stage=True)
+            staged["data"] = write_table(
+                result.data,
+                paths["data"],
+                f,
+                input_meta,
+                protect=guard,
+                rows=_source_rows(result, input_meta),
+                stage=True,
+            )
         for name, table in tables.items():
             key = f"table:{name}"
-            staged[key] = write_table(table, paths[key], f, input_meta, protect=guard,
-                                      rows=np.full(len(table), -1), stage=True)
+            staged[key] = write_table(
+                table, paths[key], f, input_meta, protect=guard, rows=np.full(len(table), -1), stage=True
+            )
         digests = {k: file_sha256(tmp) for k, tmp in staged.items()}
         meta["files"] = {
-            "output": ({"name": None, "format": f, "layout": "separate-tables"} if separate else
-                       {"name": Path(paths["data"]).name, "format": f, "sha256": digests["data"]}),
-            "tables": {name: {"name": Path(paths[f"table:{name}"]).name,
-                              "sha256": digests[f"table:{name}"]} for name in tables},
+            "output": (
+                {"name": None, "format": f, "layout": "separate-tables"}
+                if separate
+                else {"name": Path(paths["data"]).name, "format": f, "sha256": digests["data"]}
+            ),
+            "tables": {
+                name: {"name": Path(paths[f"table:{name}"]).name, "sha256": digests[f"table:{name}"]}
+                for name in tables
+            },
         }
         meta = _strip_forbidden(meta)
         text = json.dumps(meta, indent=2, ensure_ascii=False, allow_nan=True, default=str) + "\n"
         staged["metadata"] = stage_text(paths["metadata"], text, private=False)
         if "release_note" in paths:
-            staged["release_note"] = stage_text(paths["release_note"], render_release_note(result),
-                                                private=False)
+            staged["release_note"] = stage_text(
+                paths["release_note"], render_release_note(result), private=False
+            )
         if "assessment" in paths and assessment_html is not None:  # set together above
             staged["assessment"] = stage_text(paths["assessment"], assessment_html, private=True)
         if "private" in paths:
@@ -250,14 +296,21 @@ def export_release(result, out_path: str | os.PathLike, *, input_path: str | os.
             digests.update({k: file_sha256(t) for k, t in staged.items() if k not in digests})
             trail = audit_trail(result, input_path=input_path, written=final, digests=digests)
             staged["private"] = stage_text(
-                paths["private"], json.dumps(trail, indent=2, ensure_ascii=False, allow_nan=True,
-                                             default=str) + "\n", private=True)
+                paths["private"],
+                json.dumps(trail, indent=2, ensure_ascii=False, allow_nan=True, default=str) + "\n",
+                private=True,
+            )
         # commit: old metadata out, then tables, data, release note, new metadata, private files
         old_meta = paths["metadata"]
         if os.path.lexists(old_meta):
             os.unlink(old_meta)
-        order = ([k for k in staged if k.startswith("table:")] + ["data", "release_note",
-                 "metadata", "assessment", "private"])
+        order = [k for k in staged if k.startswith("table:")] + [
+            "data",
+            "release_note",
+            "metadata",
+            "assessment",
+            "private",
+        ]
         for k in order:
             if k in staged:
                 written[k] = commit_write(staged.pop(k), paths[k])
@@ -265,9 +318,18 @@ def export_release(result, out_path: str | os.PathLike, *, input_path: str | os.
         for tmp in staged.values():
             discard(tmp)
         raise
-    return {k: written[k] for k in ["data", *[k for k in written if k.startswith("table:")],
-                                     "metadata", "release_note", "assessment", "private"]
-            if k in written}
+    return {
+        k: written[k]
+        for k in [
+            "data",
+            *[k for k in written if k.startswith("table:")],
+            "metadata",
+            "release_note",
+            "assessment",
+            "private",
+        ]
+        if k in written
+    }
 
 
 def _source_rows(result, input_meta: TableMeta | None):
@@ -309,21 +371,23 @@ def verify_release(path: str | os.PathLike) -> tuple[bool, str]:
     else:
         meta_path, release = _meta_path_for(p), p
         if not meta_path.exists():
-            return False, (f"MISMATCH: {p.name} has no metadata ({meta_path.name} is missing): "
-                           "the release is incomplete; export it again.")
+            return False, (
+                f"MISMATCH: {p.name} has no metadata ({meta_path.name} is missing): "
+                "the release is incomplete; export it again."
+            )
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         files = meta["files"]
         output = files.get("output") or {}
         tables = files.get("tables") or {}
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
-        raise InputError(f"{meta_path.name}: not a dpstudio release metadata file (no "
-                         "'files' with digests).") from None
+        raise InputError(
+            f"{meta_path.name}: not a dpstudio release metadata file (no 'files' with digests)."
+        ) from None
     checks: list[tuple[Path, str]] = []
     if output.get("name"):
         if release is not None and output["name"] != release.name:
-            return False, (f"MISMATCH: {meta_path.name} describes {output['name']}, "
-                           f"not {release.name}.")
+            return False, (f"MISMATCH: {meta_path.name} describes {output['name']}, not {release.name}.")
         checks.append((meta_path.parent / str(output["name"]), str(output.get("sha256"))))
     elif release is not None and output.get("layout") != "separate-tables":
         return False, f"MISMATCH: {meta_path.name} names no released file."
@@ -336,13 +400,26 @@ def verify_release(path: str | os.PathLike) -> tuple[bool, str]:
             return False, f"MISMATCH: {fp.name} (named in {meta_path.name}) is missing."
         got = file_sha256(fp)
         if got != want:
-            return False, (f"MISMATCH: {fp.name} has SHA-256 {got[:16]}…, but {meta_path.name} "
-                           f"names {want[:16]}…: the metadata describes another release.")
+            return False, (
+                f"MISMATCH: {fp.name} has SHA-256 {got[:16]}…, but {meta_path.name} "
+                f"names {want[:16]}…: the metadata describes another release."
+            )
     main = checks[0]
     extra = f" and {len(checks) - 1} table(s)" if len(checks) > 1 else ""
-    return True, (f"OK: {main[0].name}{extra} match{'' if extra else 'es'} {meta_path.name} "
-                  f"(SHA-256 {file_sha256(main[0])[:16]}…).")
+    return True, (
+        f"OK: {main[0].name}{extra} match{'' if extra else 'es'} {meta_path.name} "
+        f"(SHA-256 {file_sha256(main[0])[:16]}…)."
+    )
 
 
-__all__ = ["export_release", "verify_release", "sidecar_paths", "audit_trail", "is_public_kind", "marked_private",
-           "FORBIDDEN_KEYS", "PUBLIC_KINDS", "PRIVATE_KINDS"]
+__all__ = [
+    "export_release",
+    "verify_release",
+    "sidecar_paths",
+    "audit_trail",
+    "is_public_kind",
+    "marked_private",
+    "FORBIDDEN_KEYS",
+    "PUBLIC_KINDS",
+    "PRIVATE_KINDS",
+]

@@ -30,9 +30,9 @@ _KEYS = re.compile(r"^\*Measure keys:\*\s*(.+)$")
 
 @dataclass(frozen=True)
 class Entry:
-    term: str          # the stable anchor
+    term: str  # the stable anchor
     title: str
-    text: str          # plain text (markdown kept; HTML tags removed)
+    text: str  # plain text (markdown kept; HTML tags removed)
     measure_keys: tuple[str, ...] = field(default=())
 
 
@@ -66,7 +66,7 @@ def parse(text: str) -> dict[str, Entry]:
             lines.append(line)
         plain = re.sub(r"<sup>(.*?)</sup>", r"^\1", "\n".join(lines))
         plain = re.sub(r"<[^>]+>", "", plain)
-        plain = re.sub(r"\[([^\]]+)\]\(#[^)]+\)", r"\1", plain)   # internal links -> words
+        plain = re.sub(r"\[([^\]]+)\]\(#[^)]+\)", r"\1", plain)  # internal links -> words
         plain = re.sub(r"\n{3,}", "\n\n", plain).strip()
         out[m.group(1)] = Entry(m.group(1), head.strip(), plain, keys)
     return out

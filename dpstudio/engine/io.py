@@ -36,10 +36,20 @@ from dpstudio.engine.errors import InputError
 
 TEXT_EXT = {".csv", ".tsv", ".txt", ".dat", ".tab"}
 FORMATS = {
-    ".csv": "csv", ".tsv": "csv", ".txt": "csv", ".dat": "csv", ".tab": "csv",
-    ".xlsx": "xlsx", ".xlsm": "xlsx", ".xls": "xls",
-    ".parquet": "parquet", ".pq": "parquet",
-    ".dta": "dta", ".sav": "sav", ".zsav": "sav", ".sas7bdat": "sas7bdat",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".txt": "csv",
+    ".dat": "csv",
+    ".tab": "csv",
+    ".xlsx": "xlsx",
+    ".xlsm": "xlsx",
+    ".xls": "xls",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".dta": "dta",
+    ".sav": "sav",
+    ".zsav": "sav",
+    ".sas7bdat": "sas7bdat",
 }
 WRITE_FORMATS = ("csv", "xlsx", "parquet", "dta", "sav")
 SEPARATORS = (",", ";", "\t", "|")
@@ -83,8 +93,9 @@ def file_format(path: str | os.PathLike, fmt: str | None = None) -> str:
     """The format name of ``path`` (from ``fmt`` or the extension)."""
     if fmt:
         f = str(fmt).lower().lstrip(".")
-        f = {"tsv": "csv", "txt": "csv", "excel": "xlsx", "stata": "dta", "spss": "sav",
-             "pq": "parquet"}.get(f, f)
+        f = {"tsv": "csv", "txt": "csv", "excel": "xlsx", "stata": "dta", "spss": "sav", "pq": "parquet"}.get(
+            f, f
+        )
         if f not in set(FORMATS.values()):
             raise InputError(f"Unknown file format {fmt!r}. Use one of: csv, xlsx, parquet, dta, sav.")
         return f
@@ -110,8 +121,10 @@ def _check_text(raw: bytes, name: str) -> None:
         raise InputError(f"{name}: the file is empty.")
     sample = raw[:65536]
     if b"\x00" in sample:
-        raise InputError(f"{name}: this is not a text table (binary content). Open a CSV/TSV "
-                         "text file, or a .xlsx/.parquet/.dta/.sav file by its extension.")
+        raise InputError(
+            f"{name}: this is not a text table (binary content). Open a CSV/TSV "
+            "text file, or a .xlsx/.parquet/.dta/.sav file by its extension."
+        )
     ctrl = sum(1 for b in sample if b < 32 and b not in (9, 10, 13))
     if ctrl > 0.01 * len(sample):
         raise InputError(f"{name}: this is not a text table (binary content).")
@@ -123,9 +136,9 @@ def _decode(raw: bytes, name: str, encoding: str | None = None) -> tuple[str, st
             return raw.decode(encoding), encoding
         except UnicodeDecodeError as exc:
             if len(raw) - exc.start > 4:  # not only a character cut at the end of the sample
-                line = raw[:exc.start].count(b"\n") + 1
+                line = raw[: exc.start].count(b"\n") + 1
                 raise InputError(f"{name}, line {line}: cannot be decoded as {encoding}.") from None
-            return raw[:exc.start].decode(encoding), encoding
+            return raw[: exc.start].decode(encoding), encoding
         except LookupError:
             raise InputError(f"Unknown encoding {encoding!r}.") from None
     if raw.startswith(b"\xef\xbb\xbf"):
@@ -137,7 +150,7 @@ def _decode(raw: bytes, name: str, encoding: str | None = None) -> tuple[str, st
             if enc == "utf-8" and len(raw) - exc.start <= 4 and exc.start > 0:
                 # the sample may cut a multi-byte character
                 try:
-                    return raw[:exc.start].decode(enc), enc
+                    return raw[: exc.start].decode(enc), enc
                 except UnicodeDecodeError:
                     pass
             continue
@@ -169,8 +182,9 @@ def _guess_sep(lines: list[str]) -> str:
 
 def _check_options(sep: str | None, decimal: str | None) -> None:
     if sep is not None and (not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n'):
-        raise InputError(f"The separator must be one character such as , ; | or a tab "
-                         f"(written \\t). Got {sep!r}.")
+        raise InputError(
+            f"The separator must be one character such as , ; | or a tab (written \\t). Got {sep!r}."
+        )
     if decimal is not None and decimal not in (".", ","):
         raise InputError(f"The decimal mark must be '.' or ','. Got {decimal!r}.")
     if sep is not None and decimal is not None and sep == decimal == ".":
@@ -194,8 +208,14 @@ def _wide_encoding(raw: bytes, encoding: str | None) -> str | None:
     return None
 
 
-def sniff_csv(path: str | os.PathLike, nrows: int = 200, *, sep: str | None = None,
-              encoding: str | None = None, decimal: str | None = None) -> dict:
+def sniff_csv(
+    path: str | os.PathLike,
+    nrows: int = 200,
+    *,
+    sep: str | None = None,
+    encoding: str | None = None,
+    decimal: str | None = None,
+) -> dict:
     """Guess ``sep`` (, ; tab |), ``encoding`` (utf-8, utf-8-sig, cp1252, latin-1), ``decimal``
     ('.' or ','), ``header`` (bool) and return a ``preview`` DataFrame of ``nrows`` rows.
     """
@@ -226,12 +246,12 @@ def sniff_csv(path: str | os.PathLike, nrows: int = 200, *, sep: str | None = No
         raise InputError(
             f"{name}: the separator {sep!r} (guessed) splits the first line into "
             f"{len(rows[0]):,} columns, which is implausible; check the file and its encoding, "
-            "or give the separator explicitly (--sep) if it really has that many columns.")
+            "or give the separator explicitly (--sep) if it really has that many columns."
+        )
     body = [f for r in rows[1:] for f in r]
     if decimal is None:
         # 1.234 may be a thousands group as well as a decimal point: not evidence either way
-        dots = sum(1 for f in body if _NUM_DOT.match(f) and "." in f
-                   and not _NUM_THOUSANDS_DOT.match(f))
+        dots = sum(1 for f in body if _NUM_DOT.match(f) and "." in f and not _NUM_THOUSANDS_DOT.match(f))
         commas = sum(1 for f in body if _NUM_COMMA.match(f) and "," in f)
         commas += sum(1 for f in body if _NUM_THOUSANDS_DOT.match(f) and "," in f)
         decimal = "," if (sep != "," and commas > dots) else "."
@@ -241,11 +261,18 @@ def sniff_csv(path: str | os.PathLike, nrows: int = 200, *, sep: str | None = No
         return bool(_NUM_DOT.match(f) or _NUM_COMMA.match(f))
 
     header = bool(first) and not any(isnum(f) for f in first if f.strip())
-    preview = _read_csv_text(path, sep=sep, encoding=enc, decimal=decimal,
-                             header=0 if header else None, nrows=nrows)
+    preview = _read_csv_text(
+        path, sep=sep, encoding=enc, decimal=decimal, header=0 if header else None, nrows=nrows
+    )
     lt = "\r\n" if b"\r\n" in raw else "\n"
-    return {"sep": sep, "encoding": enc, "decimal": decimal, "header": header, "preview": preview,
-            "lineterminator": lt}
+    return {
+        "sep": sep,
+        "encoding": enc,
+        "decimal": decimal,
+        "header": header,
+        "preview": preview,
+        "lineterminator": lt,
+    }
 
 
 class _utf8_copy:
@@ -261,8 +288,9 @@ class _utf8_copy:
             with open(self.path, encoding=self.encoding, newline="") as fh:
                 text = fh.read()
         except UnicodeError:
-            raise InputError(f"{name}: cannot be decoded as {self.encoding}; choose another "
-                             "encoding.") from None
+            raise InputError(
+                f"{name}: cannot be decoded as {self.encoding}; choose another encoding."
+            ) from None
         if not text.strip():
             raise InputError(f"{name}: the file is empty.")
         if "\x00" in text[:65536]:
@@ -298,8 +326,10 @@ def _csv_error(path: str, exc: Exception) -> InputError:
     msg = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
     m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", msg)
     if m:
-        return InputError(f"{name}, line {m.group(2)}: {m.group(3)} fields where the header has "
-                          f"{m.group(1)} (ragged row). Fix that line or check the separator.")
+        return InputError(
+            f"{name}, line {m.group(2)}: {m.group(3)} fields where the header has "
+            f"{m.group(1)} (ragged row). Fix that line or check the separator."
+        )
     if isinstance(exc, pd.errors.EmptyDataError):
         return InputError(f"{name}: the file is empty (no columns).")
     if isinstance(exc, UnicodeDecodeError):
@@ -309,11 +339,30 @@ def _csv_error(path: str, exc: Exception) -> InputError:
 
 #: Texts read as a missing value (pandas' defaults; "" included).  The text itself is kept
 #: aside and written back unchanged when the column is not changed by the method.
-NA_TEXTS = frozenset(['', '#N/A', '#N/A N/A', '#NA', '-1.#IND', '-1.#QNAN', '-NaN', '-nan',
-                      '1.#IND', '1.#QNAN', '<NA>', 'N/A', 'NA', 'NULL', 'NaN', 'None', 'n/a',
-                      'nan', 'null'])
-_BOOL_TEXTS = {"True": True, "TRUE": True, "true": True,
-               "False": False, "FALSE": False, "false": False}
+NA_TEXTS = frozenset(
+    [
+        "",
+        "#N/A",
+        "#N/A N/A",
+        "#NA",
+        "-1.#IND",
+        "-1.#QNAN",
+        "-NaN",
+        "-nan",
+        "1.#IND",
+        "1.#QNAN",
+        "<NA>",
+        "N/A",
+        "NA",
+        "NULL",
+        "NaN",
+        "None",
+        "n/a",
+        "nan",
+        "null",
+    ]
+)
+_BOOL_TEXTS = {"True": True, "TRUE": True, "true": True, "False": False, "FALSE": False, "false": False}
 _INT_TEXT = re.compile(r"^[-+]?\d+$", re.ASCII)
 _LEADING_ZERO = re.compile(r"^[-+]?0\d", re.ASCII)
 # decimal-comma files: 1234,5  1.234,5  1.234.567  -,5 (a '.' only as a thousands separator)
@@ -325,9 +374,17 @@ def _raw_frame(src, *, sep: str, encoding: str | None, header, nrows=None, chunk
     """The table as read, every field as its text ('' for an empty field): nothing converted."""
     # index_col=False: a row longer than the header never turns the first columns into a
     # (multi-)index -- 25,000 extra fields took pandas 15 s; the ragged check refuses them
-    kw: dict[str, Any] = dict(sep=sep, header=header, engine="c", skip_blank_lines=True,
-                              dtype=str, na_filter=False, keep_default_na=False,
-                              quoting=csv.QUOTE_MINIMAL, index_col=False)
+    kw: dict[str, Any] = dict(
+        sep=sep,
+        header=header,
+        engine="c",
+        skip_blank_lines=True,
+        dtype=str,
+        na_filter=False,
+        keep_default_na=False,
+        quoting=csv.QUOTE_MINIMAL,
+        index_col=False,
+    )
     if encoding is not None:
         kw["encoding"] = encoding
     import warnings
@@ -337,7 +394,7 @@ def _raw_frame(src, *, sep: str, encoding: str | None, header, nrows=None, chunk
         return pd.read_csv(src, nrows=nrows, chunksize=chunksize, **kw)
 
 
-_SMALL = 2000   # columns up to this many values are converted in plain Python (wide files)
+_SMALL = 2000  # columns up to this many values are converted in plain Python (wide files)
 _NUM_TEXT = re.compile(r"^[ \t]*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[ \t]*$", re.ASCII)
 
 
@@ -387,16 +444,19 @@ def _convert_column(raw: np.ndarray, dec: str) -> tuple[np.ndarray, bool]:
             vals[na] = np.nan
         return vals, na_text
 
-    if any(_LEADING_ZERO.match(t.strip()) and not t.strip().lstrip("+-").startswith(("0.", "0,"))
-           for t in nonmiss):
-        return text()   # codes with leading zeros (00001) are text, not numbers
+    if any(
+        _LEADING_ZERO.match(t.strip()) and not t.strip().lstrip("+-").startswith(("0.", "0,"))
+        for t in nonmiss
+    ):
+        return text()  # codes with leading zeros (00001) are text, not numbers
     texts = nonmiss
     if dec == ",":
         if not all(_COMMA_NUM.match(t) for t in nonmiss):
             return text()
-        if any("." in t for t in nonmiss) and not (any("," in t for t in nonmiss)
-                                                    or any(_MULTI_GROUP.search(t) for t in nonmiss)):
-            return text()   # only forms like 1.234: thousands group or decimal point? never guess
+        if any("." in t for t in nonmiss) and not (
+            any("," in t for t in nonmiss) or any(_MULTI_GROUP.search(t) for t in nonmiss)
+        ):
+            return text()  # only forms like 1.234: thousands group or decimal point? never guess
         texts = np.array([t.replace(".", "").replace(",", ".") for t in nonmiss], dtype=object)
     num = _to_float(texts)
     if num is None:
@@ -434,14 +494,21 @@ def _convert(raw: pd.DataFrame, dec: str) -> tuple[pd.DataFrame, dict[str, np.nd
     return df, keep
 
 
-def _read_csv_text(path: str, *, sep: str, encoding: str, decimal: str, header, nrows=None,
-                   chunksize=None, fh=None):
+def _read_csv_text(
+    path: str, *, sep: str, encoding: str, decimal: str, header, nrows=None, chunksize=None, fh=None
+):
     """A preview / small read: typed values (texts kept aside are dropped)."""
     try:
-        raw = _raw_frame(fh if fh is not None else path, sep=sep, encoding=encoding,
-                         header=header, nrows=nrows)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError,
-            csv.Error) as exc:
+        raw = _raw_frame(
+            fh if fh is not None else path, sep=sep, encoding=encoding, header=header, nrows=nrows
+        )
+    except (
+        pd.errors.ParserError,
+        pd.errors.EmptyDataError,
+        UnicodeDecodeError,
+        ValueError,
+        csv.Error,
+    ) as exc:
         raise _csv_error(path, exc) from None
     df, _ = _convert(raw, decimal)
     return df
@@ -466,8 +533,9 @@ def _check_columns(cols: list[str], name: str) -> None:
     dup = sorted(c for c, n in counts.items() if n > 1)
     if dup:
         shown = ", ".join(map(repr, dup[:10])) + (f" and {len(dup) - 10} more" if len(dup) > 10 else "")
-        raise InputError(f"{name}: duplicate column name(s) {shown}. "
-                         "Rename them so that every column name is unique.")
+        raise InputError(
+            f"{name}: duplicate column name(s) {shown}. Rename them so that every column name is unique."
+        )
     empty = [i + 1 for i, c in enumerate(cols) if not c.strip()]
     if empty:
         shown = ", ".join(map(str, empty[:10])) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
@@ -477,7 +545,8 @@ def _check_columns(cols: list[str], name: str) -> None:
 def _ragged_error(name: str, line: int, got: int, expected: int, n_bad: int) -> InputError:
     return InputError(
         f"{name}, line {line}: {got} fields where the first row has {expected} "
-        f"(ragged row; {n_bad} such line(s)). Fix those lines or check the separator.")
+        f"(ragged row; {n_bad} such line(s)). Fix those lines or check the separator."
+    )
 
 
 def _check_ragged_bytes(chunks, sep: str, name: str) -> None:
@@ -486,7 +555,7 @@ def _check_ragged_bytes(chunks, sep: str, name: str) -> None:
     for the parser).
     """
     qsep = ord(sep)
-    carry_seps, carry_nonblank = 0, False   # the unfinished line at the end of a chunk
+    carry_seps, carry_nonblank = 0, False  # the unfinished line at the end of a chunk
     expected = None
     lines_before = 0
     bad_first, n_bad = None, 0
@@ -556,8 +625,7 @@ def _check_ragged_quoted(path: str, sep: str, encoding: str, name: str) -> None:
                             bad_first = (line, len(row))
                 line = reader.line_num + 1
         except csv.Error as exc:
-            raise InputError(f"{name}, line {reader.line_num}: cannot be read as a table "
-                             f"({exc}).") from None
+            raise InputError(f"{name}, line {reader.line_num}: cannot be read as a table ({exc}).") from None
     if bad_first is not None:
         assert expected is not None  # a row is only counted as bad against an expected width
         raise _ragged_error(name, bad_first[0], bad_first[1], expected, n_bad)
@@ -589,6 +657,7 @@ def _check_ragged(path: str, sep: str, name: str, encoding: str = "latin-1") -> 
         _check_ragged_quoted(path, sep, encoding, name)
     else:
         _check_ragged_bytes(_byte_chunks(path), sep, name)
+
 
 def _read_csv(path: str, sep, encoding, decimal, progress) -> tuple[pd.DataFrame, TableMeta]:
     name = Path(path).name
@@ -622,8 +691,13 @@ def _read_csv(path: str, sep, encoding, decimal, progress) -> tuple[pd.DataFrame
                     if progress:
                         progress(min(fh.tell() / size, 1.0) * 0.9)
             return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError,
-                csv.Error) as exc:
+        except (
+            pd.errors.ParserError,
+            pd.errors.EmptyDataError,
+            UnicodeDecodeError,
+            ValueError,
+            csv.Error,
+        ) as exc:
             raise _csv_error(path, exc) from None
 
     try:
@@ -647,15 +721,29 @@ def _read_csv(path: str, sep, encoding, decimal, progress) -> tuple[pd.DataFrame
         texts = {names[int(c)]: t for c, t in texts.items()}
         df.columns = names
     df.columns = [str(c) for c in df.columns]
-    meta = TableMeta(path=os.path.abspath(path), format="csv", sep=sep, encoding=enc, decimal=dec,
-                     n_rows=len(df), lineterminator=info.get("lineterminator", "\n"),
-                     texts=texts, typed={c: df[c] for c in texts})
+    meta = TableMeta(
+        path=os.path.abspath(path),
+        format="csv",
+        sep=sep,
+        encoding=enc,
+        decimal=dec,
+        n_rows=len(df),
+        lineterminator=info.get("lineterminator", "\n"),
+        texts=texts,
+        typed={c: df[c] for c in texts},
+    )
     return df, meta
 
 
-def read_table(path: str | os.PathLike, *, sep: str | None = None, encoding: str | None = None,
-               decimal: str | None = None, sheet: Any = None,
-               progress: Callable[[float], None] | None = None) -> tuple[pd.DataFrame, TableMeta]:
+def read_table(
+    path: str | os.PathLike,
+    *,
+    sep: str | None = None,
+    encoding: str | None = None,
+    decimal: str | None = None,
+    sheet: Any = None,
+    progress: Callable[[float], None] | None = None,
+) -> tuple[pd.DataFrame, TableMeta]:
     """Read a data file into a DataFrame and its :class:`TableMeta`.
 
     CSV/TSV/TXT (separator, encoding and decimal mark guessed unless given; big
@@ -692,16 +780,19 @@ def read_table(path: str | os.PathLike, *, sep: str | None = None, encoding: str
             import pyreadstat
 
             readers: dict[str, Callable[..., tuple[pd.DataFrame, Any]]] = {
-                "dta": pyreadstat.read_dta, "sav": pyreadstat.read_sav,
-                "sas7bdat": pyreadstat.read_sas7bdat}
+                "dta": pyreadstat.read_dta,
+                "sav": pyreadstat.read_sav,
+                "sas7bdat": pyreadstat.read_sas7bdat,
+            }
             reader = readers[fmt]
             kw = {"encoding": encoding} if encoding else {}
             df, rmeta = reader(path, **kw)
-            meta.value_labels = {str(k): dict(v) for k, v in
-                                 (getattr(rmeta, "variable_value_labels", None) or {}).items()}
-            meta.column_labels = {str(k): str(v) for k, v in
-                                  (getattr(rmeta, "column_names_to_labels", None) or {}).items()
-                                  if v}
+            meta.value_labels = {
+                str(k): dict(v) for k, v in (getattr(rmeta, "variable_value_labels", None) or {}).items()
+            }
+            meta.column_labels = {
+                str(k): str(v) for k, v in (getattr(rmeta, "column_names_to_labels", None) or {}).items() if v
+            }
             meta.encoding = getattr(rmeta, "file_encoding", None)
     except InputError:
         raise
@@ -763,8 +854,7 @@ def _target_error(exc: OSError, path: str) -> OSError:
     name = Path(path).name
     if exc.errno == _errno.ENOSPC:
         return OSError(exc.errno, f"No space left on device while writing {name}", path)
-    return type(exc)(exc.errno, exc.strerror or str(exc), path) if exc.errno else \
-        OSError(f"{path}: {exc}")
+    return type(exc)(exc.errno, exc.strerror or str(exc), path) if exc.errno else OSError(f"{path}: {exc}")
 
 
 #: Our temporary files: ``.<stem>.<8 random characters>.tmp<suffix>`` next to the target.
@@ -800,8 +890,10 @@ def _check_target(path: str | os.PathLike, protect: tuple) -> str:
     path = os.path.abspath(str(path))
     for p in protect:
         if same_file(path, p):
-            raise InputError(f"Refusing to write {Path(path).name} over the input file {p}: "
-                             "choose another output name (the input is never overwritten).")
+            raise InputError(
+                f"Refusing to write {Path(path).name} over the input file {p}: "
+                "choose another output name (the input is never overwritten)."
+            )
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):
         raise FileNotFoundError(_errno.ENOENT, "no such folder", folder)
@@ -810,8 +902,9 @@ def _check_target(path: str | os.PathLike, protect: tuple) -> str:
     return path
 
 
-def stage_write(path: str | os.PathLike, writer: Callable[[str], None], *, protect: tuple = (),
-                private: bool = False) -> str:
+def stage_write(
+    path: str | os.PathLike, writer: Callable[[str], None], *, protect: tuple = (), private: bool = False
+) -> str:
     """First half of :func:`atomic_write`: ``writer(tmp)`` on a temporary file next to
     ``path``, fsync'ed, with its final permissions; return the temporary path (nothing is
     replaced yet: :func:`commit_write` does it, :func:`discard` removes it).
@@ -871,8 +964,9 @@ def commit_write(tmp: str, path: str | os.PathLike) -> str:
     return path
 
 
-def atomic_write(path: str | os.PathLike, writer: Callable[[str], None], *, protect: tuple = (),
-                 private: bool = False) -> str:
+def atomic_write(
+    path: str | os.PathLike, writer: Callable[[str], None], *, protect: tuple = (), private: bool = False
+) -> str:
     """Call ``writer(tmp_path)`` on a temporary file next to ``path``, fsync it, then replace ``path``.
 
     On any failure the temporary file is removed and ``path`` is left as it was; an OSError
@@ -961,9 +1055,17 @@ def _has_cr(df: pd.DataFrame) -> bool:
     return False
 
 
-def write_table(df: pd.DataFrame, path: str | os.PathLike, fmt: str | None = None,
-                meta: TableMeta | None = None, *, protect: tuple = (), private: bool = False,
-                rows=None, stage: bool = False) -> str:
+def write_table(
+    df: pd.DataFrame,
+    path: str | os.PathLike,
+    fmt: str | None = None,
+    meta: TableMeta | None = None,
+    *,
+    protect: tuple = (),
+    private: bool = False,
+    rows=None,
+    stage: bool = False,
+) -> str:
     """Write ``df`` atomically as csv/xlsx/parquet/dta/sav (format from ``fmt`` or the extension).
 
     ``meta`` is the input's :class:`TableMeta`: the output keeps its CSV conventions
@@ -985,20 +1087,19 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike, fmt: str | None = Non
         try:
             if f == "csv":
                 sep = (meta.sep if meta and meta.sep else None) or (
-                    "\t" if Path(path).suffix.lower() == ".tsv" else ",")
+                    "\t" if Path(path).suffix.lower() == ".tsv" else ","
+                )
                 dec = meta.decimal if meta and meta.decimal else "."
                 if sep == "," and dec == ",":
                     dec = "."
-                enc = meta.encoding if meta and meta.encoding in ENCODINGS + WIDE_ENCODINGS \
-                    else "utf-8"
+                enc = meta.encoding if meta and meta.encoding in ENCODINGS + WIDE_ENCODINGS else "utf-8"
                 if enc in WIDE_ENCODINGS:
                     enc = {"utf-16": "utf-16", "utf-32": "utf-32"}.get(enc, enc)
                 data = _with_texts(df, meta, rows) if meta is not None and meta.format == "csv" else df
                 lt = meta.lineterminator if meta and meta.lineterminator in ("\n", "\r\n") else "\n"
                 if lt == "\n" and _has_cr(data):
                     lt = "\r\n"  # only then is a field with a bare CR quoted (records kept)
-                data.to_csv(tmp, sep=sep, decimal=dec, encoding=enc, index=False,
-                            lineterminator=lt)
+                data.to_csv(tmp, sep=sep, decimal=dec, encoding=enc, index=False, lineterminator=lt)
             elif f == "xlsx":
                 df.to_excel(tmp, index=False, engine="openpyxl")
             elif f == "parquet":
@@ -1038,6 +1139,20 @@ def file_sha256(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-__all__ = ["TableMeta", "sniff_csv", "read_table", "write_table", "atomic_write", "same_file",
-           "stage_write", "commit_write", "discard", "remove_stale_temps", "temp_pattern",
-           "file_sha256", "file_format", "file_mode", "PRIVATE_MODE"]
+__all__ = [
+    "TableMeta",
+    "sniff_csv",
+    "read_table",
+    "write_table",
+    "atomic_write",
+    "same_file",
+    "stage_write",
+    "commit_write",
+    "discard",
+    "remove_stale_temps",
+    "temp_pattern",
+    "file_sha256",
+    "file_format",
+    "file_mode",
+    "PRIVATE_MODE",
+]

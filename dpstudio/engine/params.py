@@ -30,8 +30,14 @@ TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
 
 #: What each kind accepts, as said in messages.
-KIND_WORDS = {"int": "an int", "float": "a float", "choice": "a str", "bool": "a bool",
-              "mapping": "a dict (column -> value)", "str": "a str"}
+KIND_WORDS = {
+    "int": "an int",
+    "float": "a float",
+    "choice": "a str",
+    "bool": "a bool",
+    "mapping": "a dict (column -> value)",
+    "str": "a str",
+}
 
 
 #: The range of ε (total budget, and every sweep value).  Below 10⁻⁶ the discrete Laplace rate
@@ -53,7 +59,7 @@ WEIGHT_MAX = 1e3
 def shown(value: Any, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters (a message stays one readable line)."""
     r = repr(value)
-    return r if len(r) <= limit else r[:limit - 1] + "…"
+    return r if len(r) <= limit else r[: limit - 1] + "…"
 
 
 def where(name: str, method_id: str | None) -> str:
@@ -71,8 +77,7 @@ def invalid_type(name: str, method_id: str | None, constraint: str, value: Any) 
     return ParameterTypeError(f"{where(name, method_id)} must be {constraint}. Got {shown(value)} instead.")
 
 
-def interval_text(lo: float | None, hi: float | None, lo_closed: bool = True,
-                  hi_closed: bool = True) -> str:
+def interval_text(lo: float | None, hi: float | None, lo_closed: bool = True, hi_closed: bool = True) -> str:
     """``[2, inf)``, ``(0, inf)``, ``[0, 0.99]`` -- scikit-learn's interval notation."""
     lo_s = "-inf" if lo is None else f"{lo:g}"
     hi_s = "inf" if hi is None else f"{hi:g}"
@@ -81,8 +86,9 @@ def interval_text(lo: float | None, hi: float | None, lo_closed: bool = True,
     return f"{left}{lo_s}, {hi_s}{right}"
 
 
-def in_interval(v: float, lo: float | None, hi: float | None, lo_closed: bool = True,
-                hi_closed: bool = True) -> bool:
+def in_interval(
+    v: float, lo: float | None, hi: float | None, lo_closed: bool = True, hi_closed: bool = True
+) -> bool:
     if not math.isfinite(v):
         return False
     if lo is not None and (v < lo or (v == lo and not lo_closed)):
@@ -162,11 +168,15 @@ class Param:
     def constraint(self) -> str:
         """What a valid value is, in the words of the message (``an int in the range [2, inf)``)."""
         if self.kind in ("int", "float"):
-            return (f"{KIND_WORDS[self.kind]} in the range "
-                    f"{interval_text(self.minimum, self.maximum, self.min_inclusive)}")
+            return (
+                f"{KIND_WORDS[self.kind]} in the range "
+                f"{interval_text(self.minimum, self.maximum, self.min_inclusive)}"
+            )
         if self.kind == "mapping" and (self.minimum is not None or self.maximum is not None):
-            return ("a dict (column -> a float in the range "
-                    f"{interval_text(self.minimum, self.maximum, self.min_inclusive)})")
+            return (
+                "a dict (column -> a float in the range "
+                f"{interval_text(self.minimum, self.maximum, self.min_inclusive)})"
+            )
         if self.kind == "choice":
             return "a str among {" + ", ".join(map(repr, self.choices)) + "}"
         if self.kind == "bool":
@@ -248,9 +258,13 @@ def check_k(k: Any, n: int, method_id: str | None, min_k: int = 1) -> int:
     if v < min_k:
         raise invalid_value("k", method_id, c, k)
     if v > 1 and v > n // 2:
-        raise invalid_value("k", method_id,
-                            f"an int in the range [{min_k}, {n // 2}] (at most n/2 for n = {n} "
-                            "records: at least two clusters are needed)", k)
+        raise invalid_value(
+            "k",
+            method_id,
+            f"an int in the range [{min_k}, {n // 2}] (at most n/2 for n = {n} "
+            "records: at least two clusters are needed)",
+            k,
+        )
     return v
 
 
@@ -270,10 +284,16 @@ def check_epsilon(eps: Any, m: int = 1, method_id: str | None = None) -> float:
     m = max(int(m), 1)
     total = m * e
     if total > LARGE_EPSILON:
-        what = (f"ε = {e:g} given whole to each of {m} attributes composes to a total of "
-                f"{m}·{e:g} = {total:g}" if m > 1 else f"ε = {e:g}")
-        warnings.warn(f"{what}, which is very large: the differential-privacy guarantee is weak.",
-                      PrivacyLeakWarning, stacklevel=3)
+        what = (
+            f"ε = {e:g} given whole to each of {m} attributes composes to a total of {m}·{e:g} = {total:g}"
+            if m > 1
+            else f"ε = {e:g}"
+        )
+        warnings.warn(
+            f"{what}, which is very large: the differential-privacy guarantee is weak.",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
     return e
 
 
@@ -286,8 +306,10 @@ def check_grid(spec, ks, epsilons, n: int, baselines: bool) -> None:
             check_k(k, n, spec.id, spec.min_k)
     if spec.uses_epsilon:
         if not epsilons and not (baselines and spec.uses_k):
-            raise ParameterError(f"Method {spec.id!r} needs at least one ε to sweep "
-                                 "(or baselines=True for the noise-free points only).")
+            raise ParameterError(
+                f"Method {spec.id!r} needs at least one ε to sweep "
+                "(or baselines=True for the noise-free points only)."
+            )
         for e in epsilons:
             check_epsilon(e, method_id=spec.id)
 
@@ -305,8 +327,7 @@ def invalid_values(p: Param) -> list[tuple[Any, type]]:
         if p.maximum is not None:
             out.append((math.floor(p.maximum) + 1, ValueError))
     elif p.kind == "float":
-        out += [("abc", TypeError), (True, TypeError), ([0.5], TypeError),
-                (float("nan"), ValueError)]
+        out += [("abc", TypeError), (True, TypeError), ([0.5], TypeError), (float("nan"), ValueError)]
         if p.minimum is not None:
             out.append((p.minimum - 1.0 if p.min_inclusive else p.minimum, ValueError))
         if p.maximum is not None:

@@ -22,15 +22,20 @@ import pandas as pd
 #: a note is written when at least this share of an attribute's values is on a bound
 NOTE_THRESHOLD = 0.05
 
-REMEDY = ("To reduce it: a larger ε (less noise), a larger k (the noise of a cluster mean "
-          "shrinks with k), or a tighter declared domain (the noise scale grows with its width).")
-REMEDY_NO_K = ("To reduce it: a larger ε (less noise), a tighter declared domain (the noise "
-               "scale grows with its width), or a method that microaggregates first (its noise "
-               "shrinks with k).")
+REMEDY = (
+    "To reduce it: a larger ε (less noise), a larger k (the noise of a cluster mean "
+    "shrinks with k), or a tighter declared domain (the noise scale grows with its width)."
+)
+REMEDY_NO_K = (
+    "To reduce it: a larger ε (less noise), a tighter declared domain (the noise "
+    "scale grows with its width), or a method that microaggregates first (its noise "
+    "shrinks with k)."
+)
 
 
-def bound_shares(data: pd.DataFrame, columns, domains: dict, precision: dict | None = None
-                 ) -> dict[str, dict]:
+def bound_shares(
+    data: pd.DataFrame, columns, domains: dict, precision: dict | None = None
+) -> dict[str, dict]:
     """{column: {"lower", "upper", "total", "lb", "ub", "n"}} for every numeric column of
     ``data`` among ``columns`` that has a declared domain.  A value counts as on a bound when
     it is within half a grid step (``precision``) of it, else within 1e-9 of the width.
@@ -61,8 +66,9 @@ def _num(v: float) -> str:
     return f"{v:g}"
 
 
-def pileup_notes(shares: dict[str, dict], threshold: float = NOTE_THRESHOLD,
-                 uses_k: bool = True) -> list[str]:
+def pileup_notes(
+    shares: dict[str, dict], threshold: float = NOTE_THRESHOLD, uses_k: bool = True
+) -> list[str]:
     """One private note per attribute with at least ``threshold`` of its values on a bound,
     with what to do (``uses_k``: the method has a k to raise).
     """
@@ -75,7 +81,8 @@ def pileup_notes(shares: dict[str, dict], threshold: float = NOTE_THRESHOLD,
             f"lie on a bound of its declared domain ({_pct(s['lower'])} at {_num(s['lb'])}, "
             f"{_pct(s['upper'])} at {_num(s['ub'])}): the noise is large against the domain and "
             "clamping piles values onto its ends, which biases the mean and the variance. "
-            + (REMEDY if uses_k else REMEDY_NO_K))
+            + (REMEDY if uses_k else REMEDY_NO_K)
+        )
     return notes
 
 

@@ -88,9 +88,9 @@ __all__ = [
 
 AGGREGATES = ("count", "proportion", "mean", "sum", "median", "mode", "value")
 STATISTICAL = ("count", "proportion", "mean", "sum", "median", "mode")
-PRIOR_TOTAL = 1 << 52          # the prior is quantised to integer weights summing to about this
-ALPHA_BITS = 64                # αu, αd are A / 2^64
-MAX_SUPPORT = 200_001          # grid points of a numeric range
+PRIOR_TOTAL = 1 << 52  # the prior is quantised to integer weights summing to about this
+ALPHA_BITS = 64  # αu, αd are A / 2^64
+MAX_SUPPORT = 200_001  # grid points of a numeric range
 MAX_EPSILON = 50.0
 
 
@@ -100,12 +100,13 @@ class BudgetExceeded(ParameterError):
 
 # =========================================================================== exact factors
 
+
 def exp_bounds(x: Fraction, prec: int = 60) -> tuple[Fraction, Fraction]:
     """Rigorous rational bounds lo ≤ e^x ≤ hi for a rational x (any sign)."""
     from dpstudio.engine.algorithms.noise import _exp_neg_bounds
 
     if x >= 0:
-        lo, hi = _exp_neg_bounds(x, prec)       # bounds of e^{-x}
+        lo, hi = _exp_neg_bounds(x, prec)  # bounds of e^{-x}
         return 1 / hi, 1 / lo
     return _exp_neg_bounds(-x, prec)
 
@@ -142,6 +143,7 @@ def factors(epsilon: float, kind: str, split: float = 0.5) -> tuple[int, int]:
 
 # =========================================================================== ranges and priors
 
+
 @dataclass(frozen=True)
 class NumericRange:
     """The declared range of a numeric answer: the grid lo, lo + step, …, ≤ hi."""
@@ -153,8 +155,9 @@ class NumericRange:
     def __post_init__(self):
         lo, hi = float(self.lo), float(self.hi)
         if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
-            raise ParameterError(f"Declared range {lo:g}:{hi:g} is empty: write LOWER:UPPER with "
-                                 "LOWER < UPPER.")
+            raise ParameterError(
+                f"Declared range {lo:g}:{hi:g} is empty: write LOWER:UPPER with LOWER < UPPER."
+            )
         step = self.step
         if step is None:
             step = 10.0 ** (math.floor(math.log10(hi - lo)) - 3)
@@ -166,7 +169,8 @@ class NumericRange:
             raise ParameterError(
                 f"Range {lo:g}:{hi:g} with step {step:g} has {n:,} points (at most "
                 f"{MAX_SUPPORT:,}): declare a coarser step, e.g. {lo:g}:{hi:g}:"
-                f"{(hi - lo) / (MAX_SUPPORT - 1):.3g}.")
+                f"{(hi - lo) / (MAX_SUPPORT - 1):.3g}."
+            )
         object.__setattr__(self, "lo", lo)
         object.__setattr__(self, "hi", hi)
         object.__setattr__(self, "step", step)
@@ -241,8 +245,11 @@ class CategoricalRange:
         return f"{kind}categories {{{', '.join(map(str, self.categories))}}}"
 
     def to_dict(self) -> dict:
-        return {"type": "categorical", "categories": [_plain(c) for c in self.categories],
-                "ordered": self.ordered}
+        return {
+            "type": "categorical",
+            "categories": [_plain(c) for c in self.categories],
+            "ordered": self.ordered,
+        }
 
 
 def _key(x):
@@ -286,8 +293,7 @@ class Prior:
         return cls("normal", support, (float(mean), float(sd)))
 
     @classmethod
-    def histogram(cls, edges: Sequence[float], weights: Sequence[float],
-                  support: NumericRange) -> Prior:
+    def histogram(cls, edges: Sequence[float], weights: Sequence[float], support: NumericRange) -> Prior:
         return cls("histogram", support, (tuple(map(float, edges)), tuple(map(float, weights))))
 
     @classmethod
@@ -321,11 +327,12 @@ class Prior:
             if len(edges) != len(bw) + 1 or len(bw) < 1:
                 raise ParameterError("A histogram prior needs k + 1 increasing edges and k weights.")
             if any(b <= a for a, b in itertools.pairwise(edges)) or any(
-                    not (x >= 0 and math.isfinite(x)) for x in bw):
+                not (x >= 0 and math.isfinite(x)) for x in bw
+            ):
                 raise ParameterError("Histogram prior: edges must increase and weights be >= 0.")
             x = sup.values()
             b = np.searchsorted(np.asarray(edges), x, side="right") - 1
-            b = np.where(x == edges[-1], len(bw) - 1, b)     # the last bin is closed
+            b = np.where(x == edges[-1], len(bw) - 1, b)  # the last bin is closed
             inside = (b >= 0) & (b < len(bw))
             counts = np.bincount(b[inside], minlength=len(bw))
             w = np.zeros(n)
@@ -339,18 +346,23 @@ class Prior:
                 if not (v >= 0 and math.isfinite(v)):
                     raise ParameterError(f"Prior probability of {k!r} must be a number >= 0.")
                 i, _ = sup.index_of(k)
-                if i is None or (isinstance(sup, NumericRange)
-                                 and abs(sup.value(i) - float(k)) > 1e-9 * max(1, abs(float(k)))):
-                    raise ParameterError(f"Prior value {k!r} is not a point of the declared "
-                                         f"range ({sup.describe()}).")
+                if i is None or (
+                    isinstance(sup, NumericRange)
+                    and abs(sup.value(i) - float(k)) > 1e-9 * max(1, abs(float(k)))
+                ):
+                    raise ParameterError(
+                        f"Prior value {k!r} is not a point of the declared range ({sup.describe()})."
+                    )
                 w[i] += v
         else:
-            raise ParameterError(f"Unknown prior {self.kind!r}: use uniform, normal, histogram "
-                                 "or categorical.")
+            raise ParameterError(
+                f"Unknown prior {self.kind!r}: use uniform, normal, histogram or categorical."
+            )
         total = float(w.sum())
         if not total > 0 or not math.isfinite(total):
-            raise ParameterError("The prior puts no probability on the declared range: widen the "
-                                 "range or move the prior.")
+            raise ParameterError(
+                "The prior puts no probability on the declared range: widen the range or move the prior."
+            )
         ints = [int(v) for v in np.rint(w / total * PRIOR_TOTAL)]
         if sum(ints) == 0:
             raise ParameterError("The prior puts no probability on the declared range.")
@@ -378,13 +390,16 @@ class Prior:
 
 # =========================================================================== filter language
 
-_TOKEN = re.compile(r"""\s*(?:
+_TOKEN = re.compile(
+    r"""\s*(?:
     (?P<num>-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)
   | (?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
   | (?P<bq>`[^`]+`)
   | (?P<op>==|!=|<=|>=|<|>|\(|\)|\[|\]|,|\*)
   | (?P<name>[A-Za-z_][A-Za-z0-9_.]*)
-)""", re.VERBOSE)
+)""",
+    re.VERBOSE,
+)
 
 _KEYWORDS = {"and", "or", "not", "in", "where", "by"}
 
@@ -398,9 +413,11 @@ def _tokenize(text: str) -> list[tuple[str, Any]]:
             break
         m = _TOKEN.match(text, pos)
         if not m or m.end() == pos:
-            raise ParameterError(f"Query: cannot read {text[pos:].strip()[:20]!r} (position "
-                                 f"{pos + 1}); use column names, numbers, 'quoted text', "
-                                 "==, !=, <, <=, >, >=, in (…), and, or, not.")
+            raise ParameterError(
+                f"Query: cannot read {text[pos:].strip()[:20]!r} (position "
+                f"{pos + 1}); use column names, numbers, 'quoted text', "
+                "==, !=, <, <=, >, >=, in (…), and, or, not."
+            )
         pos = m.end()
         kind = m.lastgroup
         assert kind is not None  # every alternative of _TOKEN is a named group and one matched
@@ -494,8 +511,7 @@ class _Parser:
             return ("not", node) if neg else node
         op = self.take("op")[1]
         if op not in ("==", "!=", "<", "<=", ">", ">="):
-            raise ParameterError(f"Query filter: {op!r} is not a comparison; use ==, !=, <, <=, "
-                                 ">, >= or in.")
+            raise ParameterError(f"Query filter: {op!r} is not a comparison; use ==, !=, <, <=, >, >= or in.")
         return ("cmp", op, name, self.take("lit")[1])
 
 
@@ -522,8 +538,9 @@ def _columns_of(node) -> set[str]:
 
 def _col(df: pd.DataFrame, name: str) -> pd.Series:
     if name not in df.columns:
-        raise ParameterError(f"Query: column {name!r} is not in the data (columns: "
-                             f"{', '.join(map(str, df.columns[:20]))}).")
+        raise ParameterError(
+            f"Query: column {name!r} is not in the data (columns: {', '.join(map(str, df.columns[:20]))})."
+        )
     return df[name]
 
 
@@ -533,8 +550,9 @@ def _compare(s: pd.Series, op: str, lit) -> pd.Series:
         try:
             lit = float(lit)
         except ValueError:
-            raise ParameterError(f"Query filter: column {s.name!r} is numeric; compare it with a "
-                                 f"number, not {lit!r}.") from None
+            raise ParameterError(
+                f"Query filter: column {s.name!r} is numeric; compare it with a number, not {lit!r}."
+            ) from None
     if not numeric and op in ("==", "!="):
         k = _key(lit)
         eq = s.map(lambda v: (not pd.isna(v)) and _key(v) == k).astype(bool)
@@ -546,8 +564,14 @@ def _compare(s: pd.Series, op: str, lit) -> pd.Series:
             vals = pd.to_numeric(s, errors="coerce")
     else:
         vals = s
-    ops: dict[str, Callable[[Any], pd.Series]] = {"==": vals.__eq__, "!=": vals.__ne__, "<": vals.__lt__, "<=": vals.__le__,
-           ">": vals.__gt__, ">=": vals.__ge__}
+    ops: dict[str, Callable[[Any], pd.Series]] = {
+        "==": vals.__eq__,
+        "!=": vals.__ne__,
+        "<": vals.__lt__,
+        "<=": vals.__le__,
+        ">": vals.__gt__,
+        ">=": vals.__ge__,
+    }
     try:
         return ops[op](lit).fillna(False).astype(bool)
     except TypeError:
@@ -579,6 +603,7 @@ def evaluate_filter(df: pd.DataFrame, node) -> np.ndarray:
 
 # =========================================================================== queries
 
+
 @dataclass(frozen=True)
 class Query:
     """``agg(column) [where filter] [by column]``; ``agg`` one of :data:`AGGREGATES`."""
@@ -594,13 +619,18 @@ class Query:
         return "individual" if self.agg == "value" else "statistical"
 
     def describe(self) -> str:
-        return self.text or (f"{self.agg}({self.column or '*'})"
-                             + (f" where {self.where}" if self.where else "")
-                             + (f" by {self.by}" if self.by else ""))
+        return self.text or (
+            f"{self.agg}({self.column or '*'})"
+            + (f" where {self.where}" if self.where else "")
+            + (f" by {self.by}" if self.by else "")
+        )
 
 
-_QUERY = re.compile(r"^\s*(?P<agg>[A-Za-z_]+)\s*(?:\(\s*(?P<col>`[^`]+`|[^()\s]*)\s*\))?"
-                    r"(?P<rest>.*)$", re.DOTALL)
+_QUERY = re.compile(
+    r"^\s*(?P<agg>[A-Za-z_]+)\s*(?:\(\s*(?P<col>`[^`]+`|[^()\s]*)\s*\))?"
+    r"(?P<rest>.*)$",
+    re.DOTALL,
+)
 
 
 def parse_query(text: str) -> Query:
@@ -613,12 +643,12 @@ def parse_query(text: str) -> Query:
     """
     m = _QUERY.match(str(text or ""))
     if not m:
-        raise ParameterError("Query: write AGGREGATE(COLUMN) [where FILTER], e.g. "
-                             "'mean(income) where region == 3'.")
+        raise ParameterError(
+            "Query: write AGGREGATE(COLUMN) [where FILTER], e.g. 'mean(income) where region == 3'."
+        )
     agg = m.group("agg").lower()
     if agg not in AGGREGATES:
-        raise ParameterError(f"Query: unknown aggregate {agg!r}; use one of "
-                             f"{', '.join(AGGREGATES)}.")
+        raise ParameterError(f"Query: unknown aggregate {agg!r}; use one of {', '.join(AGGREGATES)}.")
     col = m.group("col")
     col = col.strip("`") if col else None
     if col in ("", "*"):
@@ -630,14 +660,14 @@ def parse_query(text: str) -> Query:
     bm = re.search(r"\bby\s+(`[^`]+`|[A-Za-z_][A-Za-z0-9_.]*)\s*$", rest)
     if bm:
         by = bm.group(1).strip("`")
-        rest = rest[:bm.start()].strip()
+        rest = rest[: bm.start()].strip()
     if rest:
         if not re.match(r"where\b", rest, re.IGNORECASE):
             raise ParameterError(f"Query: expected 'where' before {rest[:20]!r}.")
         where = rest[5:].strip()
         if not where:
             raise ParameterError("Query: 'where' needs a filter, e.g. where region == 3.")
-        parse_filter(where)                            # syntax check now, before any spending
+        parse_filter(where)  # syntax check now, before any spending
     if by and agg == "value":
         raise ParameterError("Query: an individual query (value) cannot be grouped with 'by'.")
     return Query(agg, col, where, by, " ".join(str(text).split()))
@@ -665,7 +695,7 @@ def true_answer(df: pd.DataFrame, query: Query, mask: np.ndarray | None = None):
         s = s.dropna()
         if not len(s):
             return None
-        return s.map(_key).value_counts()       # modal category chosen among the declared ones
+        return s.map(_key).value_counts()  # modal category chosen among the declared ones
     x = pd.to_numeric(s, errors="coerce")
     if x.isna().all() and len(x) and not pd.api.types.is_numeric_dtype(s):
         raise ParameterError(f"Query: {agg}({query.column}) needs a numeric column.")
@@ -681,8 +711,10 @@ def true_answer(df: pd.DataFrame, query: Query, mask: np.ndarray | None = None):
 
 # =========================================================================== refinement
 
-def refine_weights(prior_w: Sequence[int], dist: Sequence[int], au: int, ad: int,
-                   one: int = 1 << ALPHA_BITS) -> tuple[list[int], list[int], dict]:
+
+def refine_weights(
+    prior_w: Sequence[int], dist: Sequence[int], au: int, ad: int, one: int = 1 << ALPHA_BITS
+) -> tuple[list[int], list[int], dict]:
     """Algorithm 5.1 in integer arithmetic.
 
     ``prior_w``: integer prior weights; ``dist``: integer distance of each point to f(D);
@@ -701,19 +733,19 @@ def refine_weights(prior_w: Sequence[int], dist: Sequence[int], au: int, ad: int
     W = sum(w)
     if W <= 0:
         raise ParameterError("The prior has no mass.")
-    if au == ad:                           # ε so small that both factors round to 1
+    if au == ad:  # ε so small that both factors round to 1
         return [2] * len(w), [0, 0, one * W], {"branch": "identity", "pu": None}
     levels: dict[int, int] = {}
     for wi, di in zip(w, d):
         levels[di] = levels.get(di, 0) + wi
-    num, den = (one - ad), (au - ad)       # pu = num/den
+    num, den = (one - ad), (au - ad)  # pu = num/den
     cum = 0
     r_mid = None
     exact = False
     inner = 0
     for r in sorted(levels):
         c = cum + levels[r]
-        lhs, rhs = c * den, num * W         # compare P(ball r) = c/W with pu
+        lhs, rhs = c * den, num * W  # compare P(ball r) = c/W with pu
         if lhs == rhs:
             r_mid, exact, inner = r, True, c
             break
@@ -721,7 +753,7 @@ def refine_weights(prior_w: Sequence[int], dist: Sequence[int], au: int, ad: int
             r_mid, inner = r, cum
             break
         cum = c
-    if r_mid is None:                      # cannot happen (pu < 1); keep the prior
+    if r_mid is None:  # cannot happen (pu < 1); keep the prior
         return [2] * len(w), [0, 0, one * W], {"branch": "identity", "pu": None}
     if exact:
         cls = [0 if di <= r_mid else 2 for di in d]
@@ -733,8 +765,7 @@ def refine_weights(prior_w: Sequence[int], dist: Sequence[int], au: int, ad: int
         cls = [0 if di < r_mid else (1 if di == r_mid else 2) for di in d]
         m_mid = one * W - au * inner - ad * outer
         mass = [au * inner, m_mid, ad * outer]
-        info = {"branch": "else", "radius": r_mid,
-                "alpha_ud": Fraction(m_mid, one * mid) if mid else None}
+        info = {"branch": "else", "radius": r_mid, "alpha_ud": Fraction(m_mid, one * mid) if mid else None}
     assert sum(mass) == one * W
     info.update(pu=Fraction(num, den), alpha_u=Fraction(au, one), alpha_d=Fraction(ad, one))
     return cls, mass, info
@@ -746,8 +777,9 @@ def refined_probabilities(prior_w, cls, mass) -> list[Fraction]:
     for wi, c in zip(prior_w, cls):
         tot[c] += int(wi)
     total = sum(mass)
-    return [Fraction(mass[c] * int(wi), tot[c] * total) if tot[c] else Fraction(0)
-            for wi, c in zip(prior_w, cls)]
+    return [
+        Fraction(mass[c] * int(wi), tot[c] * total) if tot[c] else Fraction(0) for wi, c in zip(prior_w, cls)
+    ]
 
 
 def _uniform_int(rng: np.random.Generator, n: int) -> int:
@@ -783,6 +815,7 @@ def _distances(support, center: int) -> list[int]:
 
 # =========================================================================== the answer
 
+
 @dataclass
 class QueryAnswer:
     """The result of :func:`refine_query`.
@@ -800,53 +833,74 @@ class QueryAnswer:
     prior: str
     support: list = field(default_factory=list)
     prior_probs: list = field(default_factory=list)
-    refined: list = field(default_factory=list)       # PRIVATE
-    true_value: Any = None                             # PRIVATE
-    notes: list = field(default_factory=list)          # PRIVATE
+    refined: list = field(default_factory=list)  # PRIVATE
+    true_value: Any = None  # PRIVATE
+    notes: list = field(default_factory=list)  # PRIVATE
     groups: list | None = None
     remaining: float | None = None
 
     def public(self) -> dict:
-        return {"query": self.query, "kind": self.kind, "epsilon": self.epsilon,
-                "response": _plain(self.response) if self.groups is None else
-                {str(g): _plain(r) for g, r in zip(self.groups, self.response)},
-                "prior": self.prior, "guarantee": self.guarantee,
-                "remaining_budget": self.remaining}
+        return {
+            "query": self.query,
+            "kind": self.kind,
+            "epsilon": self.epsilon,
+            "response": _plain(self.response)
+            if self.groups is None
+            else {str(g): _plain(r) for g, r in zip(self.groups, self.response)},
+            "prior": self.prior,
+            "guarantee": self.guarantee,
+            "remaining_budget": self.remaining,
+        }
 
 
 def _guarantee(kind: str, eps: float, support, groups: list | None, split: float) -> str:
     rng_txt = "the declared range " + support.describe()
-    outside = ("a true answer outside it was clamped into it" if isinstance(support, NumericRange)
-               else "a true answer that is not a declared category is answered from the prior")
+    outside = (
+        "a true answer outside it was clamped into it"
+        if isinstance(support, NumericRange)
+        else "a true answer that is not a declared category is answered from the prior"
+    )
     if kind == "individual":
-        core = (f"ε-differential privacy with ε = {eps:g} with respect to adding or removing one "
-                "record (changing the queried record's value is covered with 2ε): the prior was "
-                "refined with αu ≤ e^ε on the values nearest the record's value and αd ≥ e^−ε on "
-                "the others (thesis Proposition 3); when no single record matches the filter the "
-                "response is a draw from the prior.")
+        core = (
+            f"ε-differential privacy with ε = {eps:g} with respect to adding or removing one "
+            "record (changing the queried record's value is covered with 2ε): the prior was "
+            "refined with αu ≤ e^ε on the values nearest the record's value and αd ≥ e^−ε on "
+            "the others (thesis Proposition 3); when no single record matches the filter the "
+            "response is a draw from the prior."
+        )
     else:
-        core = (f"ε-differential privacy with ε = {eps:g}, independent of the query's "
-                "sensitivity: the prior was refined with factors αu ≤ e^(tε), αd ≥ e^(−(1−t)ε) "
-                f"(t = {split:g}), so for any two data sets the probability of every response "
-                "differs by at most e^ε (thesis Proposition 2).")
+        core = (
+            f"ε-differential privacy with ε = {eps:g}, independent of the query's "
+            "sensitivity: the prior was refined with factors αu ≤ e^(tε), αd ≥ e^(−(1−t)ε) "
+            f"(t = {split:g}), so for any two data sets the probability of every response "
+            "differs by at most e^ε (thesis Proposition 2)."
+        )
     grp = ""
     if groups is not None:
-        grp = (f" The {len(groups)} group answers come from disjoint sets of records and are "
-               "drawn independently, so together they are ε-DP with respect to adding or removing "
-               "one record (thesis Proposition 4).")
-    return ("Answered by knowledge refinement (Soria-Comas, thesis ch. 5): one draw from the "
-            "researcher's prior after refinement towards the true answer; " + core + grp
-            + f" The response lies in {rng_txt}; {outside}. "
-            "The draw is exact: integer arithmetic and uniform random integers only, no "
-            "floating-point approximation of the distribution. Sequential composition: this "
-            f"answer spends ε = {eps:g} of the data set's query budget.")
+        grp = (
+            f" The {len(groups)} group answers come from disjoint sets of records and are "
+            "drawn independently, so together they are ε-DP with respect to adding or removing "
+            "one record (thesis Proposition 4)."
+        )
+    return (
+        "Answered by knowledge refinement (Soria-Comas, thesis ch. 5): one draw from the "
+        "researcher's prior after refinement towards the true answer; "
+        + core
+        + grp
+        + f" The response lies in {rng_txt}; {outside}. "
+        "The draw is exact: integer arithmetic and uniform random integers only, no "
+        "floating-point approximation of the distribution. Sequential composition: this "
+        f"answer spends ε = {eps:g} of the data set's query budget."
+    )
 
 
 def _as_prior(prior, query: Query) -> Prior:
     if isinstance(prior, Prior):
         return prior
-    raise ParameterError("prior must be a dpstudio Prior (e.g. Prior.uniform(NumericRange(0, 1))) "
-                         "or parsed with parse_prior().")
+    raise ParameterError(
+        "prior must be a dpstudio Prior (e.g. Prior.uniform(NumericRange(0, 1))) "
+        "or parsed with parse_prior()."
+    )
 
 
 def _check_epsilon(epsilon) -> float:
@@ -859,16 +913,19 @@ def _check_epsilon(epsilon) -> float:
     return e
 
 
-def _validate(df: pd.DataFrame, query: Query, prior: Prior, kind: str | None,
-              groups) -> tuple[str, list | None]:
+def _validate(
+    df: pd.DataFrame, query: Query, prior: Prior, kind: str | None, groups
+) -> tuple[str, list | None]:
     if kind is None:
         kind = query.kind
     if kind not in ("statistical", "individual"):
         raise ParameterError(f"kind must be 'statistical' or 'individual', got {kind!r}.")
     if kind == "individual" and query.kind != "individual":
-        raise ParameterError(f"{query.agg} is a statistical query (it depends on many records): "
-                             "answer it with kind='statistical'; the individual factors would "
-                             "spend 2ε.")
+        raise ParameterError(
+            f"{query.agg} is a statistical query (it depends on many records): "
+            "answer it with kind='statistical'; the individual factors would "
+            "spend 2ε."
+        )
     cols = _columns_of(parse_filter(query.where))
     if query.column:
         cols.add(query.column)
@@ -877,27 +934,29 @@ def _validate(df: pd.DataFrame, query: Query, prior: Prior, kind: str | None,
     for c in cols:
         _col(df, c)
     sup = prior.support
-    if query.agg in ("count", "proportion", "mean", "sum", "median") and not isinstance(
-            sup, NumericRange):
-        raise ParameterError(f"{query.agg} has a numeric answer: declare a numeric range "
-                             "LOWER:UPPER[:STEP].")
+    if query.agg in ("count", "proportion", "mean", "sum", "median") and not isinstance(sup, NumericRange):
+        raise ParameterError(f"{query.agg} has a numeric answer: declare a numeric range LOWER:UPPER[:STEP].")
     if query.agg == "mode" and not isinstance(sup, CategoricalRange):
-        raise ParameterError(f"mode({query.column}) answers a category: declare the categories "
-                             f"(e.g. --range {query.column}=1,2,3).")
-    if (query.agg in ("mean", "sum", "median") or (query.agg == "value" and isinstance(
-            sup, NumericRange))) and not pd.api.types.is_numeric_dtype(df[query.column]):
-        raise ParameterError(f"{query.agg}({query.column}): column {query.column!r} is not "
-                             "numeric.")
+        raise ParameterError(
+            f"mode({query.column}) answers a category: declare the categories "
+            f"(e.g. --range {query.column}=1,2,3)."
+        )
+    if (
+        query.agg in ("mean", "sum", "median") or (query.agg == "value" and isinstance(sup, NumericRange))
+    ) and not pd.api.types.is_numeric_dtype(df[query.column]):
+        raise ParameterError(f"{query.agg}({query.column}): column {query.column!r} is not numeric.")
     if query.by:
         if groups is None or len(list(groups)) == 0:
-            raise ParameterError(f"'by {query.by}' needs the groups declared (not read from the "
-                                 f"data), e.g. --groups {query.by}=1,2,3.")
+            raise ParameterError(
+                f"'by {query.by}' needs the groups declared (not read from the "
+                f"data), e.g. --groups {query.by}=1,2,3."
+            )
         groups = list(groups)
         if len(set(map(_key, groups))) != len(groups):
             raise ParameterError(f"The declared groups of {query.by!r} contain duplicates.")
     else:
         groups = None
-    prior.weights()                      # prior errors now, before any spending
+    prior.weights()  # prior errors now, before any spending
     return kind, groups
 
 
@@ -926,8 +985,10 @@ def _component(df, query: Query, sup, w, mask, au: int, ad: int):
             else:
                 center, clamped = sup.index_of(x)
                 if clamped:
-                    note = (f"the true answer {x:g} lies outside the declared range and was "
-                            f"clamped to {sup.value(center):g}.")
+                    note = (
+                        f"the true answer {x:g} lies outside the declared range and was "
+                        f"clamped to {sup.value(center):g}."
+                    )
     else:
         why = "no single record matches" if query.agg == "value" else "no record matches"
         note = f"{why} the filter: answered from the prior."
@@ -937,8 +998,9 @@ def _component(df, query: Query, sup, w, mask, au: int, ad: int):
     return cls, mass, center, tv, note
 
 
-def exact_distribution(df: pd.DataFrame, query, prior: Prior, epsilon: float,
-                       kind: str | None = None, split: float = 0.5) -> list[Fraction]:
+def exact_distribution(
+    df: pd.DataFrame, query, prior: Prior, epsilon: float, kind: str | None = None, split: float = 0.5
+) -> list[Fraction]:
     """The exact refined distribution (fractions over the support) that :func:`refine_query`
     samples for a query without groups.  PRIVATE: it discloses the true answer.
     """
@@ -953,10 +1015,19 @@ def exact_distribution(df: pd.DataFrame, query, prior: Prior, epsilon: float,
     return refined_probabilities(w, cls, mass)
 
 
-def refine_query(df: pd.DataFrame, query, prior: Prior, epsilon: float,
-                 kind: str | None = None, rng=None, *, ledger: BudgetLedger | None = None,
-                 groups: Iterable | None = None, split: float = 0.5,
-                 requester: str | None = None) -> QueryAnswer:
+def refine_query(
+    df: pd.DataFrame,
+    query,
+    prior: Prior,
+    epsilon: float,
+    kind: str | None = None,
+    rng=None,
+    *,
+    ledger: BudgetLedger | None = None,
+    groups: Iterable | None = None,
+    split: float = 0.5,
+    requester: str | None = None,
+) -> QueryAnswer:
     """Answer ``query`` on ``df`` by knowledge refinement of ``prior`` (ε-DP, thesis ch. 5).
 
     ``query``: a :class:`Query` or its text (:func:`parse_query`); ``prior``: a :class:`Prior`
@@ -992,22 +1063,34 @@ def refine_query(df: pd.DataFrame, query, prior: Prior, epsilon: float,
             notes.append(label + note)
         i = sample_refined(rng, w, cls, mass)
         responses.append(sup.value(i))
-        trues.append(tv if query.agg != "mode" or tv is None
-                     else (sup.value(center) if center is not None else None))
+        trues.append(
+            tv if query.agg != "mode" or tv is None else (sup.value(center) if center is not None else None)
+        )
         refined_all.append([float(p) for p in refined_probabilities(w, cls, mass)])
     support_vals = [_plain(v) for v in sup.values()]
     ans = QueryAnswer(
-        query=query.describe(), kind=kind, epsilon=eps,
+        query=query.describe(),
+        kind=kind,
+        epsilon=eps,
         response=responses[0] if groups is None else responses,
         guarantee=_guarantee(kind, eps, sup, groups, float(split)),
-        prior=prior.describe(), support=support_vals,
+        prior=prior.describe(),
+        support=support_vals,
         prior_probs=[float(x) for x in prior.probabilities()],
         refined=refined_all[0] if groups is None else refined_all,
-        true_value=trues[0] if groups is None else trues, notes=notes,
-        groups=None if groups is None else [_plain(g) for g in groups])
+        true_value=trues[0] if groups is None else trues,
+        notes=notes,
+        groups=None if groups is None else [_plain(g) for g in groups],
+    )
     if ledger is not None:
-        ledger.spend(eps, query=ans.query, kind=kind, prior=ans.prior,
-                     response=ans.public()["response"], requester=requester)
+        ledger.spend(
+            eps,
+            query=ans.query,
+            kind=kind,
+            prior=ans.prior,
+            response=ans.public()["response"],
+            requester=requester,
+        )
         ans.remaining = ledger.remaining
     return ans
 
@@ -1027,8 +1110,15 @@ class BudgetLedger:
     the total be overrun.
     """
 
-    def __init__(self, total: float, *, dataset: str | None = None, digest: str | None = None,
-                 entries: list | None = None, created: str | None = None):
+    def __init__(
+        self,
+        total: float,
+        *,
+        dataset: str | None = None,
+        digest: str | None = None,
+        entries: list | None = None,
+        created: str | None = None,
+    ):
         t = _check_epsilon_total(total)
         self.total = t
         self.dataset = dataset
@@ -1036,8 +1126,9 @@ class BudgetLedger:
         self.entries: list[dict] = list(entries or [])
         self.created = created or _now()
         if self._spent() > eps_fraction(self.total):
-            raise ParameterError("Ledger: the recorded queries spend more than the total budget; "
-                                 "the ledger file is corrupt.")
+            raise ParameterError(
+                "Ledger: the recorded queries spend more than the total budget; the ledger file is corrupt."
+            )
 
     def _spent(self) -> Fraction:
         return sum((eps_fraction(e["epsilon"]) for e in self.entries), Fraction(0))
@@ -1056,7 +1147,8 @@ class BudgetLedger:
             raise BudgetExceeded(
                 f"Query refused: it needs ε = {float(epsilon):g} but only {self.remaining:g} of "
                 f"the data set's total budget {self.total:g} remains (spent {self.spent:g} on "
-                f"{len(self.entries)} queries). Nothing was spent; ask for a smaller ε.")
+                f"{len(self.entries)} queries). Nothing was spent; ask for a smaller ε."
+            )
 
     def spend(self, epsilon: float, **record) -> dict:
         self.check(epsilon)
@@ -1068,19 +1160,30 @@ class BudgetLedger:
 
     # ---- persistence
     def to_dict(self) -> dict:
-        return {"format": LEDGER_FORMAT, "version": 1, "total": self.total,
-                "dataset": self.dataset, "digest": self.digest, "created": self.created,
-                "spent": self.spent, "remaining": self.remaining,
-                "entries": [dict(e) for e in self.entries]}
+        return {
+            "format": LEDGER_FORMAT,
+            "version": 1,
+            "total": self.total,
+            "dataset": self.dataset,
+            "digest": self.digest,
+            "created": self.created,
+            "spent": self.spent,
+            "remaining": self.remaining,
+            "entries": [dict(e) for e in self.entries],
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> BudgetLedger:
         if not isinstance(data, dict) or data.get("format") != LEDGER_FORMAT:
             raise ParameterError("Not a dpstudio query ledger.")
         try:
-            return cls(float(data["total"]), dataset=data.get("dataset"),
-                       digest=data.get("digest"), entries=list(data.get("entries") or []),
-                       created=data.get("created"))
+            return cls(
+                float(data["total"]),
+                dataset=data.get("dataset"),
+                digest=data.get("digest"),
+                entries=list(data.get("entries") or []),
+                created=data.get("created"),
+            )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, DPStudioError):
                 raise
@@ -1097,14 +1200,19 @@ class BudgetLedger:
             raise ParameterError(f"Ledger file is not valid JSON ({exc}).") from None
 
     def audit_csv(self) -> str:
-        cols = ["n", "time", "requester", "query", "kind", "epsilon", "remaining", "prior",
-                "response"]
+        cols = ["n", "time", "requester", "query", "kind", "epsilon", "remaining", "prior", "response"]
         buf = _io.StringIO()
         wr = csv.writer(buf)
         wr.writerow(cols)
         for e in self.entries:
-            wr.writerow([json.dumps(e.get(c), ensure_ascii=False) if isinstance(e.get(c), dict)
-                         else ("" if e.get(c) is None else e.get(c)) for c in cols])
+            wr.writerow(
+                [
+                    json.dumps(e.get(c), ensure_ascii=False)
+                    if isinstance(e.get(c), dict)
+                    else ("" if e.get(c) is None else e.get(c))
+                    for c in cols
+                ]
+            )
         return buf.getvalue()
 
     def export(self, path, fmt: str | None = None) -> str:
@@ -1119,6 +1227,7 @@ class BudgetLedger:
         def writer(tmp):
             with open(tmp, "w", encoding="utf-8", newline="") as fh:
                 fh.write(text)
+
         return atomic_write(path, writer, private=True)
 
 
@@ -1176,10 +1285,12 @@ def save_ledger(path, ledger: BudgetLedger) -> str:
     def writer(tmp):
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(data, fh, indent=2, ensure_ascii=False)
+
     return atomic_write(p, writer, private=True)
 
 
 # =========================================================================== text specs (CLI)
+
 
 def parse_range(text: str, *, integer: bool = False, ordered: bool = False):
     """``LO:HI[:STEP]`` → :class:`NumericRange`; ``a,b,c`` → :class:`CategoricalRange`.
@@ -1195,8 +1306,10 @@ def parse_range(text: str, *, integer: bool = False, ordered: bool = False):
                 raise ValueError
             nums = [float(p) for p in parts]
         except ValueError:
-            raise ParameterError(f"Range {t!r}: write LOWER:UPPER or LOWER:UPPER:STEP with "
-                                 "numbers (e.g. 0:500000:100), or categories a,b,c.") from None
+            raise ParameterError(
+                f"Range {t!r}: write LOWER:UPPER or LOWER:UPPER:STEP with "
+                "numbers (e.g. 0:500000:100), or categories a,b,c."
+            ) from None
         step = nums[2] if len(nums) == 3 else (1.0 if integer else None)
         return NumericRange(nums[0], nums[1], step)
     cats = [c.strip() for c in t.split(",") if c.strip()]
@@ -1229,8 +1342,9 @@ def parse_prior(text: str | None, support) -> Prior:
             return Prior.normal(mean, sd, support)
         if head == "histogram":
             e, wts = rest.split(":")
-            return Prior.histogram([float(x) for x in e.split(",")],
-                                   [float(x) for x in wts.split(",")], support)
+            return Prior.histogram(
+                [float(x) for x in e.split(",")], [float(x) for x in wts.split(",")], support
+            )
         if head == "categorical":
             probs = {}
             for part in filter(None, (p.strip() for p in rest.split(","))):
@@ -1243,13 +1357,15 @@ def parse_prior(text: str | None, support) -> Prior:
             return Prior.categorical(probs, support)
     except ValueError:
         pass
-    raise ParameterError(f"--prior {t!r}: use uniform, normal:MEAN:SD, "
-                         "histogram:E0,E1,…,Ek:W1,…,Wk or categorical:VALUE=P,VALUE=P.")
+    raise ParameterError(
+        f"--prior {t!r}: use uniform, normal:MEAN:SD, "
+        "histogram:E0,E1,…,Ek:W1,…,Wk or categorical:VALUE=P,VALUE=P."
+    )
 
 
-
-def resolve_range(query: Query, ranges: dict[str, str], df: pd.DataFrame | None = None,
-                  ordered: bool = False):
+def resolve_range(
+    query: Query, ranges: dict[str, str], df: pd.DataFrame | None = None, ordered: bool = False
+):
     """The declared range of ``query``'s answer from ``{name: spec}`` (CLI ``--range``): the key
     is the query's column, or ``count`` / ``proportion`` / ``answer``.  A proportion defaults
     to 0:1:0.001; everything else must be declared (never read from the data).  Integer
@@ -1257,21 +1373,27 @@ def resolve_range(query: Query, ranges: dict[str, str], df: pd.DataFrame | None 
     """
     if df is not None and query.column:
         _col(df, query.column)
-    keys = [k for k in (query.column, query.agg if query.agg in ("count", "proportion") else None,
-                        "answer") if k]
+    keys = [
+        k for k in (query.column, query.agg if query.agg in ("count", "proportion") else None, "answer") if k
+    ]
     spec = next((ranges[k] for k in keys if k in ranges), None)
     unknown = [k for k in ranges if k not in keys]
     if unknown:
-        raise ParameterError(f"--range {unknown[0]}=…: the query {query.describe()!r} answers "
-                             f"{keys[0]!r}; declare --range {keys[0]}=LOWER:UPPER[:STEP].")
+        raise ParameterError(
+            f"--range {unknown[0]}=…: the query {query.describe()!r} answers "
+            f"{keys[0]!r}; declare --range {keys[0]}=LOWER:UPPER[:STEP]."
+        )
     if spec is None:
         if query.agg == "proportion":
             return NumericRange(0.0, 1.0, 0.001)
         example = "1,2,3" if query.agg == "mode" else "LOWER:UPPER[:STEP]"
-        raise ParameterError(f"Declare the range of the answer (never taken from the data): "
-                             f"--range {keys[0]}={example}.")
+        raise ParameterError(
+            f"Declare the range of the answer (never taken from the data): --range {keys[0]}={example}."
+        )
     integer = query.agg == "count" or (
-        df is not None and query.column in getattr(df, "columns", ())
+        df is not None
+        and query.column in getattr(df, "columns", ())
         and query.agg in ("value", "median")
-        and pd.api.types.is_integer_dtype(df[query.column]))
+        and pd.api.types.is_integer_dtype(df[query.column])
+    )
     return parse_range(spec, integer=integer, ordered=ordered)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 #: Seeds below this can be searched exhaustively by a determined intruder: warn.
-STRONG_SEED = 2 ** 64
+STRONG_SEED = 2**64
 
 
 def as_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
@@ -81,7 +81,8 @@ def parse_seed(text: str | int, what: str = "seed") -> int:
             raise ParameterError(
                 f"{what}: {str(text)[:40]!r} is not a seed; give a whole number, decimal "
                 "(e.g. 340282366920938463463374607431768211455) or hex (e.g. 0x9f3c…), or "
-                "leave it out for a fresh random seed.") from None
+                "leave it out for a fresh random seed."
+            ) from None
     if v < 0:
         raise ParameterError(f"{what}: a seed cannot be negative.")
     return v
@@ -95,8 +96,10 @@ def seed_warning(seed: int | None) -> str:
     """A one-line warning for a weak seed ('' for a strong one or for ``None``)."""
     if seed is None or not is_weak_seed(seed):
         return ""
-    return (f"the seed has only {max(int(seed).bit_length(), 1)} bits (below 2^64): an intruder "
-            "who guesses it removes the noise. Use a fresh random seed (128 bits) for a release.")
+    return (
+        f"the seed has only {max(int(seed).bit_length(), 1)} bits (below 2^64): an intruder "
+        "who guesses it removes the noise. Use a fresh random seed (128 bits) for a release."
+    )
 
 
 def _check(seed) -> int:

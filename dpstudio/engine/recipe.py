@@ -45,9 +45,22 @@ from dpstudio.engine.random import format_seed, parse_seed
 SCHEMA_VERSION = 3
 
 #: The keys a schema-3 recipe knows; every other top-level key is kept as it is.
-KNOWN_KEYS = ("schema_version", "software_version", "input", "roles", "types", "domains",
-              "precision", "hierarchies", "method", "params", "seed", "seed_pinned",
-              "seed_releases", "sweep")
+KNOWN_KEYS = (
+    "schema_version",
+    "software_version",
+    "input",
+    "roles",
+    "types",
+    "domains",
+    "precision",
+    "hierarchies",
+    "method",
+    "params",
+    "seed",
+    "seed_pinned",
+    "seed_releases",
+    "sweep",
+)
 
 
 @dataclass
@@ -77,22 +90,24 @@ class Recipe:
         from dpstudio import __version__
 
         d: dict[str, Any] = copy.deepcopy(self.extra)
-        d.update({
-            "schema_version": SCHEMA_VERSION,
-            "software_version": self.software_version or __version__,
-            "input": {"path": self.input_path, "read_options": jsonable(self.read_options)},
-            "roles": {str(c): str(r) for c, r in self.roles.items() if r != "other"},
-            "types": dict(self.types),
-            "domains": {str(c): [float(a), float(b)] for c, (a, b) in self.domains.items()},
-            "precision": {str(c): float(g) for c, g in self.precision.items()},
-            "hierarchies": jsonable(self.hierarchies),
-            "method": self.method,
-            "params": jsonable(self.params),
-            "seed": None if self.seed is None else format_seed(self.seed),
-            "seed_pinned": bool(self.seed_pinned),
-            "seed_releases": list(self.seed_releases),
-            "sweep": jsonable(self.sweep),
-        })
+        d.update(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "software_version": self.software_version or __version__,
+                "input": {"path": self.input_path, "read_options": jsonable(self.read_options)},
+                "roles": {str(c): str(r) for c, r in self.roles.items() if r != "other"},
+                "types": dict(self.types),
+                "domains": {str(c): [float(a), float(b)] for c, (a, b) in self.domains.items()},
+                "precision": {str(c): float(g) for c, g in self.precision.items()},
+                "hierarchies": jsonable(self.hierarchies),
+                "method": self.method,
+                "params": jsonable(self.params),
+                "seed": None if self.seed is None else format_seed(self.seed),
+                "seed_pinned": bool(self.seed_pinned),
+                "seed_releases": list(self.seed_releases),
+                "sweep": jsonable(self.sweep),
+            }
+        )
         return d
 
     def public_dict(self) -> dict[str, Any]:
@@ -100,8 +115,19 @@ class Recipe:
         precision (all public choices).  Never the seed, the input path or unknown keys.
         """
         d = self.to_dict()
-        return {k: d[k] for k in ("schema_version", "software_version", "roles", "types",
-                                  "domains", "precision", "method", "params")}
+        return {
+            k: d[k]
+            for k in (
+                "schema_version",
+                "software_version",
+                "roles",
+                "types",
+                "domains",
+                "precision",
+                "method",
+                "params",
+            )
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Recipe:
@@ -111,8 +137,9 @@ class Recipe:
         d = migrate(data)
         inp = d.get("input") or {}
         if not isinstance(inp, dict):
-            raise InputError("The recipe's 'input' must be an object with 'path' and "
-                             f"'read_options'. Got {inp!r} instead.")
+            raise InputError(
+                f"The recipe's 'input' must be an object with 'path' and 'read_options'. Got {inp!r} instead."
+            )
         seed = d.get("seed")
         return cls(
             input_path=inp.get("path"),
@@ -121,8 +148,10 @@ class Recipe:
             types={str(c): str(t) for c, t in _mapping(d, "types").items()},
             domains={str(c): _bounds(c, b) for c, b in _mapping(d, "domains").items()},
             precision={str(c): _positive(c, g) for c, g in _mapping(d, "precision").items()},
-            hierarchies={str(c): (dict(h) if isinstance(h, dict) else {"path": str(h)})
-                         for c, h in _mapping(d, "hierarchies").items()},
+            hierarchies={
+                str(c): (dict(h) if isinstance(h, dict) else {"path": str(h)})
+                for c, h in _mapping(d, "hierarchies").items()
+            },
             method=d.get("method"),
             params=dict(_mapping(d, "params")),
             seed=None if seed is None else _seed(seed),
@@ -166,19 +195,31 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
     try:
         v = int(d.get("schema_version", 1))
     except (TypeError, ValueError):
-        raise InputError("The recipe's 'schema_version' must be a whole number. "
-                         f"Got {d.get('schema_version')!r} instead.") from None
+        raise InputError(
+            f"The recipe's 'schema_version' must be a whole number. Got {d.get('schema_version')!r} instead."
+        ) from None
     if v > SCHEMA_VERSION:
-        raise InputError(f"This recipe was saved by a newer dpstudio (schema {v}); update "
-                         "dpstudio to open it.")
+        raise InputError(
+            f"This recipe was saved by a newer dpstudio (schema {v}); update dpstudio to open it."
+        )
     while v < SCHEMA_VERSION:
         d = _STEPS[max(v, 1)](d)
         v = max(v, 1) + 1
     d["schema_version"] = SCHEMA_VERSION
     d.setdefault("input", {"path": None, "read_options": {}})
-    for key, default in (("roles", {}), ("types", {}), ("domains", {}), ("precision", {}),
-                         ("hierarchies", {}), ("params", {}), ("sweep", {}), ("method", None),
-                         ("seed", None), ("seed_pinned", False), ("seed_releases", [])):
+    for key, default in (
+        ("roles", {}),
+        ("types", {}),
+        ("domains", {}),
+        ("precision", {}),
+        ("hierarchies", {}),
+        ("params", {}),
+        ("sweep", {}),
+        ("method", None),
+        ("seed", None),
+        ("seed_pinned", False),
+        ("seed_releases", []),
+    ):
         if d.get(key) is None:
             d[key] = copy.deepcopy(default)
     if d["seed"] is not None:
@@ -201,8 +242,7 @@ def jsonable(v: Any) -> Any:
 def _mapping(d: dict[str, Any], key: str) -> dict[str, Any]:
     v = d.get(key) or {}
     if not isinstance(v, dict):
-        raise InputError(f"The recipe's {key!r} must be an object (column -> value). "
-                         f"Got {v!r} instead.")
+        raise InputError(f"The recipe's {key!r} must be an object (column -> value). Got {v!r} instead.")
     return v
 
 
@@ -219,8 +259,10 @@ def _bounds(column: str, b: Any) -> tuple[float, float]:
         if len(b) != 2 or not (math.isfinite(lo) and math.isfinite(hi)):
             raise ValueError
     except (TypeError, ValueError, IndexError, KeyError):
-        raise InputError(f"The recipe's domain of column {column!r} must be [lower, upper] "
-                         f"with two finite numbers. Got {b!r} instead.") from None
+        raise InputError(
+            f"The recipe's domain of column {column!r} must be [lower, upper] "
+            f"with two finite numbers. Got {b!r} instead."
+        ) from None
     return lo, hi
 
 
@@ -230,6 +272,7 @@ def _positive(column: str, g: Any) -> float:
     except (TypeError, ValueError):
         v = float("nan")
     if not (math.isfinite(v) and v > 0):
-        raise InputError(f"The recipe's precision of column {column!r} must be a number > 0. "
-                         f"Got {g!r} instead.")
+        raise InputError(
+            f"The recipe's precision of column {column!r} must be a number > 0. Got {g!r} instead."
+        )
     return v

@@ -145,7 +145,7 @@ def _load() -> None:
         return
     _LOADED = True
     try:
-        for name in METHOD_MODULES:   # an import error here is a bug: let it raise
+        for name in METHOD_MODULES:  # an import error here is a bug: let it raise
             for spec in module_specs(importlib.import_module(name)):
                 if spec.id in _REGISTRY and _REGISTRY[spec.id] is not spec:
                     raise RuntimeError(f"method {spec.id!r} registered twice")
@@ -165,9 +165,7 @@ def get_method(method_id: str) -> MethodSpec:
     try:
         return _REGISTRY[method_id]
     except KeyError:
-        raise ParameterError(
-            f"Unknown method {method_id!r}. Available: {', '.join(_REGISTRY)}."
-        ) from None
+        raise ParameterError(f"Unknown method {method_id!r}. Available: {', '.join(_REGISTRY)}.") from None
 
 
 def is_k_anonymous(method_id: str | None) -> bool:

@@ -138,9 +138,15 @@ def _params(result) -> dict:
 
 
 #: labels inside a guarantee sentence that open a clause about its scope (shown in bold)
-_SCOPE_LABELS = ("What holds for each protected attribute's column on its own:", "Not covered:",
-                 "Not changed:", "Changed:", "CAVEAT:", "Not released in this layout:",
-                 "Remedies:")
+_SCOPE_LABELS = (
+    "What holds for each protected attribute's column on its own:",
+    "Not covered:",
+    "Not changed:",
+    "Changed:",
+    "CAVEAT:",
+    "Not released in this layout:",
+    "Remedies:",
+)
 _CLAUSE_SPLIT = re.compile(r"(?<=[.])\s+(?=(?:[A-Z]|\d+-|ε-|k-|t-|\())")
 _SUP_PAREN = re.compile(r"(?<=[\w)])\^\(((?:[^()]|\([^()]*\))*)\)")
 _SUP_WORD = re.compile(r"(?<=[\w)])\^([\wεδ′−-]+)")
@@ -184,14 +190,13 @@ def guarantee_html(sentence: str) -> str:
     for i, clause in enumerate(guarantee_clauses(sentence)):
         label = next((lab for lab in _SCOPE_LABELS if clause.startswith(lab)), None)
         if label:
-            body = f"<strong>{_formulas(_e(label))}</strong>{_formulas(_e(clause[len(label):]))}"
+            body = f"<strong>{_formulas(_e(label))}</strong>{_formulas(_e(clause[len(label) :]))}"
         elif clause.startswith("Per-attribute only — not"):
             body = f"<strong>{_formulas(_e(clause))}</strong>"
         elif i == 0 or (i == 1 and parts and "Per-attribute only" in parts[0]):
-            m = re.search(r"\s\(|[;:,]", clause)   # the claim that leads the clause
+            m = re.search(r"\s\(|[;:,]", clause)  # the claim that leads the clause
             cut = m.start() if m else len(clause)
-            body = (f"<strong>{_formulas(_e(clause[:cut]))}</strong>"
-                    f"{_formulas(_e(clause[cut:]))}")
+            body = f"<strong>{_formulas(_e(clause[:cut]))}</strong>{_formulas(_e(clause[cut:]))}"
         else:
             body = _formulas(_e(clause))
         body = re.sub(r"\b(NOT|ONLY)\b", r"<strong>\1</strong>", body)
@@ -201,17 +206,24 @@ def guarantee_html(sentence: str) -> str:
 
 def _guarantee_box(result) -> str:
     is_dp = bool(getattr(result, "is_dp", False))
-    return (f"<div class='guarantee{'' if is_dp else ' notdp'}'><span class='label'>Guarantee"
-            f"{' — differential privacy' if is_dp else ''}</span>{guarantee_html(result.guarantee)}"
-            "<details class='exact'><summary>The sentence as published in the metadata"
-            f"</summary>{_e(result.guarantee)}</details></div>")
+    return (
+        f"<div class='guarantee{'' if is_dp else ' notdp'}'><span class='label'>Guarantee"
+        f"{' — differential privacy' if is_dp else ''}</span>{guarantee_html(result.guarantee)}"
+        "<details class='exact'><summary>The sentence as published in the metadata"
+        f"</summary>{_e(result.guarantee)}</details></div>"
+    )
 
 
 def _warning_list(title: str, warns: list[str], note: str = "") -> str:
     if not warns:
         return ""
-    return (f"<h2>{_e(title)}</h2>" + (f"<p class='sub'>{note}</p>" if note else "")
-            + "<ul class='warnings'>" + "".join(f"<li>{_e(w)}</li>" for w in warns) + "</ul>")
+    return (
+        f"<h2>{_e(title)}</h2>"
+        + (f"<p class='sub'>{note}</p>" if note else "")
+        + "<ul class='warnings'>"
+        + "".join(f"<li>{_e(w)}</li>" for w in warns)
+        + "</ul>"
+    )
 
 
 def _released_how(result, col: str, role: str) -> str:
@@ -227,13 +239,19 @@ def _released_how(result, col: str, role: str) -> str:
 def _page(title: str, parts: list[str], internal: bool = False) -> str:
     fixed = ""
     if internal:
-        fixed = (f"<div class='internal-fixed top'>{_e(INTERNAL_MARK)}</div>"
-                 f"<div class='internal-fixed bottom'>{_e(INTERNAL_MARK)} — private assessment, "
-                 "keep with the project file</div>")
-    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            f"<title>{title}</title><style>{_CSS}</style></head>"
-            + ("<body class='internal'>" if internal else "<body>") + fixed
-            + "\n".join(parts) + "</body></html>\n")
+        fixed = (
+            f"<div class='internal-fixed top'>{_e(INTERNAL_MARK)}</div>"
+            f"<div class='internal-fixed bottom'>{_e(INTERNAL_MARK)} — private assessment, "
+            "keep with the project file</div>"
+        )
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{title}</title><style>{_CSS}</style></head>"
+        + ("<body class='internal'>" if internal else "<body>")
+        + fixed
+        + "\n".join(parts)
+        + "</body></html>\n"
+    )
 
 
 def _num_stats(s) -> list[Any] | None:
@@ -260,20 +278,25 @@ def render_release_note(result, *, now: str | None = None) -> str:
 
     data = result.data
     title = f"Release note — {_e(getattr(result, 'method_name', result.method))}"
-    parts = [f"<h1>{title}</h1>",
-             f"<p class='sub'>method <code>{_e(result.method)}</code> · dpstudio {_e(__version__)}"
-             f" · {_e(now or _now())} · public: may be published with the release</p>",
-             _guarantee_box(result),
-             _warning_list("Warnings", [str(w) for w in getattr(result, "public_warnings", []) or []]),
-             "<h2>Parameters</h2><table>" + _rows(_params(result).items()) + "</table>"]
+    parts = [
+        f"<h1>{title}</h1>",
+        f"<p class='sub'>method <code>{_e(result.method)}</code> · dpstudio {_e(__version__)}"
+        f" · {_e(now or _now())} · public: may be published with the release</p>",
+        _guarantee_box(result),
+        _warning_list("Warnings", [str(w) for w in getattr(result, "public_warnings", []) or []]),
+        "<h2>Parameters</h2><table>" + _rows(_params(result).items()) + "</table>",
+    ]
 
     roles = {c: getattr(r, "value", r) for c, r in (getattr(result, "roles", {}) or {}).items()}
     domains = dict(getattr(result, "domains", {}) or {})
-    unchanged = [c for c in data.columns if _released_how(result, c, roles.get(c, "other")).startswith("as is")]
+    unchanged = [
+        c for c in data.columns if _released_how(result, c, roles.get(c, "other")).startswith("as is")
+    ]
     not_cov = []
     if unchanged:
-        not_cov.append("Columns released unchanged, not protected: "
-                       + ", ".join(_e(c) for c in unchanged) + ".")
+        not_cov.append(
+            "Columns released unchanged, not protected: " + ", ".join(_e(c) for c in unchanged) + "."
+        )
     not_cov += [
         "The schema (column names, types and order), the number of released records and any "
         "extra released tables are published as they are.",
@@ -284,23 +307,33 @@ def render_release_note(result, *, now: str | None = None) -> str:
         "Measures of utility and risk against the original data are deliberately not in this "
         "note: they are computed from the original data and would undo the protection.",
     ]
-    parts.append("<h2>What the guarantee does not cover</h2><ul>"
-                 + "".join(f"<li>{t}</li>" for t in not_cov) + "</ul>")
+    parts.append(
+        "<h2>What the guarantee does not cover</h2><ul>" + "".join(f"<li>{t}</li>" for t in not_cov) + "</ul>"
+    )
 
     rows = []
     for col in data.columns:
         role = roles.get(col, "other")
         dom = domains.get(col)
         dom_s = f"[{_fmt(float(dom[0]))}, {_fmt(float(dom[1]))}]" if dom is not None else "—"
-        rows.append(f"<tr><td>{_e(col)}</td><td>{_e(data[col].dtype)}</td><td>{_e(role)}</td>"
-                    f"<td class='num'>{dom_s}</td><td>{_released_how(result, col, role)}</td></tr>")
-    removed = [c for c, r in roles.items() if r == "identifier"
-               or (r == "household" and c not in data.columns)]   # issue 10: not released
-    parts.append("<h2>Schema of the release</h2><table><tr><th>column</th><th>type</th><th>role</th>"
-                 "<th>declared domain</th><th>in the release</th></tr>" + "".join(rows) + "</table>"
-                 + (f"<p class='sub'>Identifier / household-id column(s) removed: "
-                    f"{_e(', '.join(removed))}.</p>"
-                    if removed else ""))
+        rows.append(
+            f"<tr><td>{_e(col)}</td><td>{_e(data[col].dtype)}</td><td>{_e(role)}</td>"
+            f"<td class='num'>{dom_s}</td><td>{_released_how(result, col, role)}</td></tr>"
+        )
+    removed = [
+        c for c, r in roles.items() if r == "identifier" or (r == "household" and c not in data.columns)
+    ]  # issue 10: not released
+    parts.append(
+        "<h2>Schema of the release</h2><table><tr><th>column</th><th>type</th><th>role</th>"
+        "<th>declared domain</th><th>in the release</th></tr>"
+        + "".join(rows)
+        + "</table>"
+        + (
+            f"<p class='sub'>Identifier / household-id column(s) removed: {_e(', '.join(removed))}.</p>"
+            if removed
+            else ""
+        )
+    )
 
     stats_rows, cat_rows = [], []
     for col in data.columns:
@@ -308,24 +341,40 @@ def render_release_note(result, *, now: str | None = None) -> str:
         if st is None:
             cat_rows.append((col, int(data[col].nunique(dropna=True)), int(data[col].isna().sum())))
         else:
-            stats_rows.append(f"<tr><td>{_e(col)}</td>" + "".join(
-                f"<td class='num'>{_fmt(v)}</td>" for v in st) + "</tr>")
-    parts.append("<h2>Statistics of the release</h2><p class='sub'>Computed from the released "
-                 "file only (post-processing of the release).</p><table>"
-                 + _rows([("records released", int(len(data)))]
-                         + [(f"records in table {name}", int(len(t)))
-                            for name, t in (getattr(result, "tables", {}) or {}).items()])
-                 + "</table>")
+            stats_rows.append(
+                f"<tr><td>{_e(col)}</td>" + "".join(f"<td class='num'>{_fmt(v)}</td>" for v in st) + "</tr>"
+            )
+    parts.append(
+        "<h2>Statistics of the release</h2><p class='sub'>Computed from the released "
+        "file only (post-processing of the release).</p><table>"
+        + _rows(
+            [("records released", int(len(data)))]
+            + [
+                (f"records in table {name}", int(len(t)))
+                for name, t in (getattr(result, "tables", {}) or {}).items()
+            ]
+        )
+        + "</table>"
+    )
     if stats_rows:
-        parts.append("<table><tr><th>numeric column</th><th>values</th><th>mean</th><th>std. dev."
-                     "</th><th>min</th><th>max</th></tr>" + "".join(stats_rows) + "</table>")
+        parts.append(
+            "<table><tr><th>numeric column</th><th>values</th><th>mean</th><th>std. dev."
+            "</th><th>min</th><th>max</th></tr>" + "".join(stats_rows) + "</table>"
+        )
     if cat_rows:
-        parts.append("<table><tr><th>other column</th><th>distinct values</th><th>missing</th></tr>"
-                     + "".join(f"<tr><td>{_e(c)}</td><td class='num'>{d}</td><td class='num'>{m}"
-                               "</td></tr>" for c, d, m in cat_rows) + "</table>")
-    parts.append("<footer>Generated by dpstudio from the parameters and the released file only. "
-                 "The random seed is deliberately not recorded: with it, the noise could be "
-                 "regenerated and removed.</footer>")
+        parts.append(
+            "<table><tr><th>other column</th><th>distinct values</th><th>missing</th></tr>"
+            + "".join(
+                f"<tr><td>{_e(c)}</td><td class='num'>{d}</td><td class='num'>{m}</td></tr>"
+                for c, d, m in cat_rows
+            )
+            + "</table>"
+        )
+    parts.append(
+        "<footer>Generated by dpstudio from the parameters and the released file only. "
+        "The random seed is deliberately not recorded: with it, the noise could be "
+        "regenerated and removed.</footer>"
+    )
     return _page(title, parts)
 
 
@@ -352,15 +401,23 @@ def _svg_histogram(orig, prot, label: str, bins: int = 20) -> str:
         x = pad + i * bw
         for j, (c, color) in enumerate(((ca[i], "#9e9e9e"), (cb[i], "#1f5fa8"))):
             bh = (h - 2 * pad) * c / top
-            bars.append(f"<rect x='{x + j * bw / 2:.1f}' y='{h - pad - bh:.1f}' width='{bw / 2:.1f}'"
-                        f" height='{bh:.1f}' fill='{color}'/>")
-    axis = (f"<text x='{pad}' y='{h - 4}' font-size='10'>{_fmt(lo)}</text>"
-            f"<text x='{w - pad}' y='{h - 4}' font-size='10' text-anchor='end'>{_fmt(hi)}</text>"
-            f"<text x='{pad}' y='12' font-size='10'>max count {top} · grey: original · blue: "
-            "protected</text>")
-    return (f"<figure><svg width='{w}' height='{h}' "
-            f"role='img' aria-label='{_e(label)}'>" + "".join(bars) + axis
-            + f"</svg><figcaption>{_e(label)}</figcaption></figure>")
+            bars.append(
+                f"<rect x='{x + j * bw / 2:.1f}' y='{h - pad - bh:.1f}' width='{bw / 2:.1f}'"
+                f" height='{bh:.1f}' fill='{color}'/>"
+            )
+    axis = (
+        f"<text x='{pad}' y='{h - 4}' font-size='10'>{_fmt(lo)}</text>"
+        f"<text x='{w - pad}' y='{h - 4}' font-size='10' text-anchor='end'>{_fmt(hi)}</text>"
+        f"<text x='{pad}' y='12' font-size='10'>max count {top} · grey: original · blue: "
+        "protected</text>"
+    )
+    return (
+        f"<figure><svg width='{w}' height='{h}' "
+        f"role='img' aria-label='{_e(label)}'>"
+        + "".join(bars)
+        + axis
+        + f"</svg><figcaption>{_e(label)}</figcaption></figure>"
+    )
 
 
 def _bounds_section(result) -> str:
@@ -372,28 +429,42 @@ def _bounds_section(result) -> str:
     params = getattr(result, "params", {}) or {}
     if params.get("epsilon") is None or not getattr(result, "domains", None):
         return ""
-    shares = bound_shares(result.data, getattr(result, "protected_attributes", []) or [],
-                          result.domains, getattr(result, "precision", None))
+    shares = bound_shares(
+        result.data,
+        getattr(result, "protected_attributes", []) or [],
+        result.domains,
+        getattr(result, "precision", None),
+    )
     if not shares:
         return ""
     rows = "".join(
         f"<tr><td>{_e(c)}</td><td class='num'>{_fmt(s['lb'])}</td>"
         f"<td class='num'>{100 * s['lower']:.1f} %</td><td class='num'>{_fmt(s['ub'])}</td>"
         f"<td class='num'>{100 * s['upper']:.1f} %</td><td>"
-        + ("<strong>pile-up</strong>" if s["total"] >= NOTE_THRESHOLD else "ok") + "</td></tr>"
-        for c, s in shares.items())
+        + ("<strong>pile-up</strong>" if s["total"] >= NOTE_THRESHOLD else "ok")
+        + "</td></tr>"
+        for c, s in shares.items()
+    )
     bad = any(s["total"] >= NOTE_THRESHOLD for s in shares.values())
-    return ("<h2>Values at the domain bounds (clamping)</h2><p class='sub'>Share of the released "
-            "values of each noisy attribute that lie on a bound of its declared domain; noise "
-            "clamped to the domain piles values there. "
-            + (_e(REMEDY) if bad else f"Below {100 * NOTE_THRESHOLD:.0f} % everywhere.")
-            + "</p><table><tr><th>attribute</th><th>lower bound</th><th>share at it</th>"
-            "<th>upper bound</th><th>share at it</th><th></th></tr>" + rows + "</table>")
+    return (
+        "<h2>Values at the domain bounds (clamping)</h2><p class='sub'>Share of the released "
+        "values of each noisy attribute that lie on a bound of its declared domain; noise "
+        "clamped to the domain piles values there. "
+        + (_e(REMEDY) if bad else f"Below {100 * NOTE_THRESHOLD:.0f} % everywhere.")
+        + "</p><table><tr><th>attribute</th><th>lower bound</th><th>share at it</th>"
+        "<th>upper bound</th><th>share at it</th><th></th></tr>" + rows + "</table>"
+    )
 
 
-def render_assessment(result, measures: dict | None = None, *,
-                      curves: Iterable[tuple[str, bytes]] = (), input_name: str | None = None,
-                      chosen: dict | None = None, histograms: bool = True) -> str:
+def render_assessment(
+    result,
+    measures: dict | None = None,
+    *,
+    curves: Iterable[tuple[str, bytes]] = (),
+    input_name: str | None = None,
+    chosen: dict | None = None,
+    histograms: bool = True,
+) -> str:
     """The PRIVATE assessment report of ``result`` (HTML): keep it internal, never publish it.
 
     ``measures``: the dict of :func:`dpstudio.engine.measures.evaluate` (against the original).
@@ -412,20 +483,26 @@ def render_assessment(result, measures: dict | None = None, *,
     if input_name:
         sub.insert(0, f"input <strong>{_e(input_name)}</strong>")
     parts.append(f"<p class='sub'>{' · '.join(sub)}</p>")
-    parts.append(f"<div class='internal-banner'>{_e(INTERNAL_MARK)}. This assessment measures the "
-                 "release against the original data. Its figures are not protected: together "
-                 "with the release they can reveal individual records (e.g. Δ mean and the "
-                 "released mean give the original mean). Keep it with the project file; publish "
-                 "the release note instead.</div>")
+    parts.append(
+        f"<div class='internal-banner'>{_e(INTERNAL_MARK)}. This assessment measures the "
+        "release against the original data. Its figures are not protected: together "
+        "with the release they can reveal individual records (e.g. Δ mean and the "
+        "released mean give the original mean). Keep it with the project file; publish "
+        "the release note instead.</div>"
+    )
     parts.append(_guarantee_box(result))
     pub = set(getattr(result, "public_warnings", []) or [])
     warns = list(getattr(result, "warnings", []) or [])
     if measures and measures.get("warnings"):
         warns += [w for w in measures["warnings"] if w not in warns]
-    parts.append(_warning_list("Warnings", [w for w in warns if w in pub],
-                               "Functions of the parameters only (also in the release note)."))
-    parts.append(_warning_list("Notes about the original data (private)",
-                               [w for w in warns if w not in pub]))
+    parts.append(
+        _warning_list(
+            "Warnings",
+            [w for w in warns if w in pub],
+            "Functions of the parameters only (also in the release note).",
+        )
+    )
+    parts.append(_warning_list("Notes about the original data (private)", [w for w in warns if w not in pub]))
     parts.append("<h2>Parameters</h2><table>" + _rows(_params(result).items()) + "</table>")
     if chosen:
         parts.append("<h2>Chosen trade-off point</h2><table>" + _rows(chosen.items()) + "</table>")
@@ -434,17 +511,22 @@ def render_assessment(result, measures: dict | None = None, *,
     dropped = len(getattr(result, "dropped_rows", []) or [])
     counts = []
     if orig is not None:
-        counts += [("records in the input", len(orig) + dropped),
-                   ("records dropped for missing values", dropped),
-                   ("records not released by the method (suppressed)", len(orig) - len(result.data))]
+        counts += [
+            ("records in the input", len(orig) + dropped),
+            ("records dropped for missing values", dropped),
+            ("records not released by the method (suppressed)", len(orig) - len(result.data)),
+        ]
     else:
         counts += [("records dropped for missing values", dropped)]
     counts.append(("records released", len(result.data)))
     parts.append("<h2>Records</h2><table>" + _rows(counts) + "</table>")
 
     if measures:
-        scal = [(_MEASURE_LABELS.get(k, k), v) for k, v in measures.items()
-                if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        scal = [
+            (_MEASURE_LABELS.get(k, k), v)
+            for k, v in measures.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        ]
         if scal:
             from dpstudio.engine.measures.readings import reading
 
@@ -453,38 +535,61 @@ def render_assessment(result, measures: dict | None = None, *,
                 f"<tr><th>{_e(_MEASURE_LABELS.get(k, k))}</th><td class='num'>{_fmt(v)}</td>"
                 f"<td>{_e(reading(k, v, ctx))}</td></tr>"
                 for k, v in measures.items()
-                if isinstance(v, (int, float)) and not isinstance(v, bool))
-            parts.append("<h2>Utility and risk (against the original)</h2><table><tr><th>measure"
-                         "</th><th>value</th><th>reading</th></tr>" + body + "</table>")
+                if isinstance(v, (int, float)) and not isinstance(v, bool)
+            )
+            parts.append(
+                "<h2>Utility and risk (against the original)</h2><table><tr><th>measure"
+                "</th><th>value</th><th>reading</th></tr>" + body + "</table>"
+            )
         dm, dv = measures.get("delta_mean") or {}, measures.get("delta_var") or {}
         attrs = list(dict.fromkeys(list(dm) + list(dv)))
         if attrs:
             parts.append(
                 "<h3>Relative change of the mean and the variance (|Θ′ − Θ| / |Θ|)</h3>"
                 "<table><tr><th>attribute</th><th>Δ mean</th><th>Δ variance</th></tr>"
-                + "".join(f"<tr><td>{_e(a)}</td><td class='num'>{_fmt(dm.get(a, float('nan')))}</td>"
-                          f"<td class='num'>{_fmt(dv.get(a, float('nan')))}</td></tr>" for a in attrs)
-                + "</table>")
-    prot_cols = [c for c in (getattr(result, "protected_attributes", []) or [])
-                 if orig is not None and c in orig.columns and c in result.data.columns]
-    num_cols = [c for c in prot_cols if orig is not None and _num_stats(orig[c]) is not None
-                and _num_stats(result.data[c]) is not None]
+                + "".join(
+                    f"<tr><td>{_e(a)}</td><td class='num'>{_fmt(dm.get(a, float('nan')))}</td>"
+                    f"<td class='num'>{_fmt(dv.get(a, float('nan')))}</td></tr>"
+                    for a in attrs
+                )
+                + "</table>"
+            )
+    prot_cols = [
+        c
+        for c in (getattr(result, "protected_attributes", []) or [])
+        if orig is not None and c in orig.columns and c in result.data.columns
+    ]
+    num_cols = [
+        c
+        for c in prot_cols
+        if orig is not None and _num_stats(orig[c]) is not None and _num_stats(result.data[c]) is not None
+    ]
     if num_cols and orig is not None:  # prot_cols (and so num_cols) is empty without the original
         rows = []
         for c in num_cols:
             so, sp = _num_stats(orig[c]), _num_stats(result.data[c])
             assert so is not None and sp is not None  # num_cols keeps only columns with stats
-            rows.append(f"<tr><td>{_e(c)}</td>" + "".join(
-                f"<td class='num'>{_fmt(v)}</td>" for v in (so[1], sp[1], so[2], sp[2])) + "</tr>")
-        parts.append("<h2>Original vs protected</h2><table><tr><th>attribute</th><th>mean "
-                     "(original)</th><th>mean (protected)</th><th>std. dev. (original)</th>"
-                     "<th>std. dev. (protected)</th></tr>" + "".join(rows) + "</table>")
+            rows.append(
+                f"<tr><td>{_e(c)}</td>"
+                + "".join(f"<td class='num'>{_fmt(v)}</td>" for v in (so[1], sp[1], so[2], sp[2]))
+                + "</tr>"
+            )
+        parts.append(
+            "<h2>Original vs protected</h2><table><tr><th>attribute</th><th>mean "
+            "(original)</th><th>mean (protected)</th><th>std. dev. (original)</th>"
+            "<th>std. dev. (protected)</th></tr>" + "".join(rows) + "</table>"
+        )
         if histograms:
-            figs = [_svg_histogram(orig[c].to_numpy(dtype=np.float64, na_value=np.nan),
-                                   pd.to_numeric(result.data[c], errors="coerce").to_numpy(
-                                       dtype=np.float64, na_value=np.nan),
-                                   f"{c}: original (grey) vs protected (blue)")
-                    for c in num_cols[:12]]
+            figs = [
+                _svg_histogram(
+                    orig[c].to_numpy(dtype=np.float64, na_value=np.nan),
+                    pd.to_numeric(result.data[c], errors="coerce").to_numpy(
+                        dtype=np.float64, na_value=np.nan
+                    ),
+                    f"{c}: original (grey) vs protected (blue)",
+                )
+                for c in num_cols[:12]
+            ]
             parts.append("<h2>Histograms</h2>" + "".join(figs))
     parts.append(_bounds_section(result))
     curves = list(curves or ())
@@ -492,12 +597,15 @@ def render_assessment(result, measures: dict | None = None, *,
         parts.append("<h2>Trade-off curves</h2>")
         for caption, png in curves:
             b64 = base64.b64encode(bytes(png)).decode("ascii")
-            parts.append(f"<figure><img alt='{_e(caption)}' src='data:image/png;base64,{b64}'>"
-                         f"<figcaption>{_e(caption)}</figcaption></figure>")
-    parts.append(f"<footer>{_e(INTERNAL_MARK)}. Generated by dpstudio. The random seed is "
-                 "deliberately not recorded here either.</footer>")
+            parts.append(
+                f"<figure><img alt='{_e(caption)}' src='data:image/png;base64,{b64}'>"
+                f"<figcaption>{_e(caption)}</figcaption></figure>"
+            )
+    parts.append(
+        f"<footer>{_e(INTERNAL_MARK)}. Generated by dpstudio. The random seed is "
+        "deliberately not recorded here either.</footer>"
+    )
     return _page(title, parts, internal=True)
 
 
-__all__ = ["render_release_note", "render_assessment", "INTERNAL_MARK", "guarantee_html",
-           "guarantee_clauses"]
+__all__ = ["render_release_note", "render_assessment", "INTERNAL_MARK", "guarantee_html", "guarantee_clauses"]

@@ -60,8 +60,7 @@ def parse_role(value: str | Role, column: str = "?") -> Role:
     if key in _ALIASES:
         return _ALIASES[key]
     raise ParameterError(
-        f"Column {column!r}: unknown role {value!r}. Use one of: "
-        + ", ".join(r.value for r in Role) + "."
+        f"Column {column!r}: unknown role {value!r}. Use one of: " + ", ".join(r.value for r in Role) + "."
     )
 
 
@@ -91,7 +90,8 @@ def single_column(roles: dict[str, Role], role: Role) -> str | None:
     if len(cols) > 1:
         raise ParameterError(
             f"Only one column can be the {role.label}; marked: {', '.join(map(repr, cols))}. "
-            "Give the others another role.")
+            "Give the others another role."
+        )
     return cols[0] if cols else None
 
 
@@ -101,9 +101,17 @@ def single_column(roles: dict[str, Role], role: Role) -> str | None:
 TYPES = ("numeric", "categorical", "ordinal", "date")
 #: Types whose codes are labels, not quantities: numeric-only methods refuse them.
 NON_NUMERIC_TYPES = ("categorical", "ordinal")
-_TYPE_ALIASES = {"numeric": "numeric", "number": "numeric", "continuous": "numeric",
-                 "categorical": "categorical", "nominal": "categorical", "category": "categorical",
-                 "ordinal": "ordinal", "ordered": "ordinal", "date": "date"}
+_TYPE_ALIASES = {
+    "numeric": "numeric",
+    "number": "numeric",
+    "continuous": "numeric",
+    "categorical": "categorical",
+    "nominal": "categorical",
+    "category": "categorical",
+    "ordinal": "ordinal",
+    "ordered": "ordinal",
+    "date": "date",
+}
 #: An integer column with at most this many distinct values is suggested as categorical.
 SUGGEST_MAX_CATEGORIES = 20
 
@@ -117,12 +125,13 @@ def normalize_types(columns, types: dict | None) -> dict[str, str]:
     for c, t in dict(types or {}).items():
         c = str(c)
         if c not in cols:
-            raise ParameterError(f"Type given for column {c!r}, which is not in the data. "
-                                 f"Available columns: {', '.join(cols)}.")
+            raise ParameterError(
+                f"Type given for column {c!r}, which is not in the data. "
+                f"Available columns: {', '.join(cols)}."
+            )
         key = str(getattr(t, "value", t)).strip().lower()
         if key not in _TYPE_ALIASES:
-            raise ParameterError(f"Column {c!r}: unknown type {t!r}. Use one of: "
-                                 + ", ".join(TYPES) + ".")
+            raise ParameterError(f"Column {c!r}: unknown type {t!r}. Use one of: " + ", ".join(TYPES) + ".")
         out[c] = _TYPE_ALIASES[key]
     return out
 

@@ -120,8 +120,8 @@ def parse_grid(text: str, integer: bool = False, what: str = "--k") -> list:
         except ValueError:
             raise ParameterError(
                 f"{(what + ' ') if what else ''}{text!r}: {part!r} is not valid. Give {kind} as a list (2,5,10), a "
-                "range a:b or a:b:step with a ≤ b and step > 0"
-                + (", or a-b" if integer else "") + ".") from None
+                "range a:b or a:b:step with a ≤ b and step > 0" + (", or a-b" if integer else "") + "."
+            ) from None
     return sorted(set(out))
 
 
@@ -138,11 +138,23 @@ def grid(spec, ks, epsilons, baselines: bool) -> list[tuple[int, int | None, int
     return cells
 
 
-def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsilons=(1.0,),
-              repeats: int = 1, seed: int | None = None, measures=("sse", "rl"),
-              baselines: bool = True, hierarchies=None,
-              check_cancel: Callable[[], None] | None = None,
-              evaluate_options: dict | None = None, **params: Any) -> Iterator[SweepPoint]:
+def run_sweep(
+    df,
+    method: str,
+    roles=None,
+    domains=None,
+    *,
+    ks=(2, 5, 10),
+    epsilons=(1.0,),
+    repeats: int = 1,
+    seed: int | None = None,
+    measures=("sse", "rl"),
+    baselines: bool = True,
+    hierarchies=None,
+    check_cancel: Callable[[], None] | None = None,
+    evaluate_options: dict | None = None,
+    **params: Any,
+) -> Iterator[SweepPoint]:
     if int(repeats) < 1:
         raise ParameterError(f"repeats must be at least 1. Got {repeats}.")
     spec0 = get_method(method)
@@ -167,8 +179,9 @@ def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsil
         prep.params["shuffle"] = False
     total = len(cells)
     # the measurement policy, planned once for the whole sweep
-    plan = measurement_plan(prep.data, method=spec.id, roles=prep.roles, hierarchies=hierarchies,
-                            types=prep.types)
+    plan = measurement_plan(
+        prep.data, method=spec.id, roles=prep.roles, hierarchies=hierarchies, types=prep.types
+    )
     cache: dict = {}
     mcache: dict = {}  # measures' cache (e.g. the k-d tree of the original), whole sweep
     current_k = object()
@@ -184,19 +197,40 @@ def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsil
         try:
             for r in range(reps):
                 rng = point_rng(seed, ki, ei, r)
-                res = run_prepared(prep, rng=rng, epsilon=eps if spec.uses_epsilon else "param",
-                                   k=int(k) if k is not None else None, cache=cache,
-                                   check_cancel=check_cancel)
+                res = run_prepared(
+                    prep,
+                    rng=rng,
+                    epsilon=eps if spec.uses_epsilon else "param",
+                    k=int(k) if k is not None else None,
+                    cache=cache,
+                    check_cancel=check_cancel,
+                )
                 orig, prot = _aligned(res, n)
-                runs.append(evaluate(orig, prot, res.protected_attributes, measures=measures,
-                                     result=res, cache=mcache, plan=plan,
-                                     **(evaluate_options or {})))
+                runs.append(
+                    evaluate(
+                        orig,
+                        prot,
+                        res.protected_attributes,
+                        measures=measures,
+                        result=res,
+                        cache=mcache,
+                        plan=plan,
+                        **(evaluate_options or {}),
+                    )
+                )
         except DPStudioError as exc:
             if idx == 0:
                 raise  # the settings, not one cell, are wrong
-            yield SweepPoint(k=None if k is None else int(k), epsilon=eps, repeats=0, values={},
-                             index=idx, total=total, elapsed=time.perf_counter() - t0,
-                             skipped=(str(exc).splitlines() or [type(exc).__name__])[0])
+            yield SweepPoint(
+                k=None if k is None else int(k),
+                epsilon=eps,
+                repeats=0,
+                values={},
+                index=idx,
+                total=total,
+                elapsed=time.perf_counter() - t0,
+                skipped=(str(exc).splitlines() or [type(exc).__name__])[0],
+            )
             continue
         values = {}
         for name in runs[0]:
@@ -204,15 +238,35 @@ def run_sweep(df, method: str, roles=None, domains=None, *, ks=(2, 5, 10), epsil
             if len(vals) == len(runs):
                 arr = np.asarray(vals, dtype=float)
                 values[name] = (float(arr.mean()), float(arr.std(ddof=1)) if len(arr) > 1 else 0.0)
-        yield SweepPoint(k=None if k is None else int(k), epsilon=eps, repeats=reps, values=values,
-                         index=idx, total=total, elapsed=time.perf_counter() - t0, runs=runs)
+        yield SweepPoint(
+            k=None if k is None else int(k),
+            epsilon=eps,
+            repeats=reps,
+            values=values,
+            index=idx,
+            total=total,
+            elapsed=time.perf_counter() - t0,
+            runs=runs,
+        )
 
 
-def sweep(df, method: str, roles: dict | None = None, domains: dict | None = None,
-          *, ks=(2, 5, 10), epsilons=(1.0,), repeats: int = 1, seed: int | None = None,
-          measures=("sse", "rl"), baselines: bool = True, hierarchies: dict | None = None,
-          check_cancel: Callable[[], None] | None = None, evaluate_options: dict | None = None,
-          **params: Any) -> Iterator[SweepPoint]:
+def sweep(
+    df,
+    method: str,
+    roles: dict | None = None,
+    domains: dict | None = None,
+    *,
+    ks=(2, 5, 10),
+    epsilons=(1.0,),
+    repeats: int = 1,
+    seed: int | None = None,
+    measures=("sse", "rl"),
+    baselines: bool = True,
+    hierarchies: dict | None = None,
+    check_cancel: Callable[[], None] | None = None,
+    evaluate_options: dict | None = None,
+    **params: Any,
+) -> Iterator[SweepPoint]:
     """Run ``method`` over a k × ε grid; yield one :class:`SweepPoint` per cell.
 
     Every point is measured by the engine's measurement policy (the distances of
@@ -221,9 +275,22 @@ def sweep(df, method: str, roles: dict | None = None, domains: dict | None = Non
     ``evaluate_options`` are passed to :func:`~dpstudio.engine.measures.evaluate`
     (e.g. ``{"rl_distance": "raw"}``).
     """
-    return run_sweep(df, method, roles, domains, ks=ks, epsilons=epsilons, repeats=repeats,
-                     seed=seed, measures=measures, baselines=baselines, hierarchies=hierarchies,
-                     check_cancel=check_cancel, evaluate_options=evaluate_options, **params)
+    return run_sweep(
+        df,
+        method,
+        roles,
+        domains,
+        ks=ks,
+        epsilons=epsilons,
+        repeats=repeats,
+        seed=seed,
+        measures=measures,
+        baselines=baselines,
+        hierarchies=hierarchies,
+        check_cancel=check_cancel,
+        evaluate_options=evaluate_options,
+        **params,
+    )
 
 
 def _aligned(res, n: int):

@@ -100,7 +100,8 @@ def epsilon_shares(params: dict, cols: list[str]) -> np.ndarray:
         if missing:
             raise ParameterError(
                 "budget='weights' needs a weight for every protected attribute; missing: "
-                + ", ".join(missing) + "."
+                + ", ".join(missing)
+                + "."
             )
         try:
             arr = np.array([float(w[c]) for c in cols])

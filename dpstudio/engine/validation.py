@@ -20,7 +20,7 @@ DOMAIN_LIMIT = 1e15
 #: is at most 2⁵³ grid steps from 0 (offsets and sums in int64, exact in a double).
 PRECISION_MIN = 1e-12
 PRECISION_MAX = 1e15
-MAX_BOUND_UNITS = 2 ** 53
+MAX_BOUND_UNITS = 2**53
 
 
 class PublicWarning(str):
@@ -46,27 +46,34 @@ def check_frame(df) -> None:
     if len(df) == 0:
         raise InputError("The data has no records: there is nothing to protect.")
     if len(df) == 1:
-        raise InputError("The data has a single record: it cannot be protected for release "
-                         "(no method can hide one person among others). Add records.")
+        raise InputError(
+            "The data has a single record: it cannot be protected for release "
+            "(no method can hide one person among others). Add records."
+        )
     cols = pd.Series([str(c) for c in df.columns])
     dup = sorted(set(cols[cols.duplicated()]))  # linear: cols.count per column was quadratic
     if dup:
-        raise InputError(f"Duplicate column name(s): {', '.join(map(repr, dup))}. "
-                         "Rename them so that every column name is unique.")
+        raise InputError(
+            f"Duplicate column name(s): {', '.join(map(repr, dup))}. "
+            "Rename them so that every column name is unique."
+        )
 
 
 def numeric_column(df: pd.DataFrame, col: str, role_label: str) -> None:
     """Raise if ``col`` holds non-numeric values (naming the first offending rows)."""
     s = df[col]
     if pd.api.types.is_bool_dtype(s):
-        raise InputError(f"Column {col!r} ({role_label}) is boolean; this method needs numbers. "
-                         "Recode it as 0/1 or give it another role.")
+        raise InputError(
+            f"Column {col!r} ({role_label}) is boolean; this method needs numbers. "
+            "Recode it as 0/1 or give it another role."
+        )
     if pd.api.types.is_numeric_dtype(s):
         vals = s.to_numpy(dtype=np.float64, na_value=np.nan)
         inf = np.flatnonzero(np.isinf(vals))
         if inf.size:
-            raise InputError(f"Column {col!r} has infinite values in row(s) {format_rows(inf)}. "
-                             "Fix or remove them.")
+            raise InputError(
+                f"Column {col!r} has infinite values in row(s) {format_rows(inf)}. Fix or remove them."
+            )
         return
     conv = pd.to_numeric(s, errors="coerce")
     bad = np.flatnonzero(conv.isna().to_numpy() & s.notna().to_numpy())
@@ -92,14 +99,17 @@ def missing_message(df: pd.DataFrame, cols: list[str]) -> str:
             rows = np.flatnonzero(df[c].isna().to_numpy())
             parts.append(f"{c!r}: {n} (rows {format_rows(rows, 5)})")
     total = len(missing_rows(df, cols))
-    return (f"{total} record(s) have missing values in protected attributes — "
-            + "; ".join(parts)
-            + ". Impute them before protection, or enable 'drop records with missing values' "
-              "(drop_missing=True / --drop-missing) to release without those records.")
+    return (
+        f"{total} record(s) have missing values in protected attributes — "
+        + "; ".join(parts)
+        + ". Impute them before protection, or enable 'drop records with missing values' "
+        "(drop_missing=True / --drop-missing) to release without those records."
+    )
 
 
-def check_domains(df: pd.DataFrame, cols: list[str], domains: dict, required: bool,
-                  method_id: str) -> dict[str, tuple[float, float]]:
+def check_domains(
+    df: pd.DataFrame, cols: list[str], domains: dict, required: bool, method_id: str
+) -> dict[str, tuple[float, float]]:
     out: dict[str, tuple[float, float]] = {}
     domains = dict(domains or {})
     unknown = [c for c in domains if c not in df.columns]
@@ -112,7 +122,8 @@ def check_domains(df: pd.DataFrame, cols: list[str], domains: dict, required: bo
                     f"Column {c!r} has no declared domain [lower, upper], which method "
                     f"{method_id!r} needs to calibrate its noise. Declare the range of values the "
                     "attribute can take in the population (not the min/max of this file, which "
-                    "leak individuals' values), e.g. --domain " f"{c}=0:150000."
+                    "leak individuals' values), e.g. --domain "
+                    f"{c}=0:150000."
                 )
             continue
         lb, ub = check_domain_pair(c, domains[c])
@@ -136,15 +147,20 @@ def check_domain_pair(col: str, pair) -> tuple[float, float]:
             raise TypeError
         lb, ub = (float(pair[0]), float(pair[1]))
     except (TypeError, ValueError, IndexError, OverflowError):
-        raise ParameterError(f"Domain of column {col!r} must be a pair (lower, upper) of numbers "
-                             f"in the range {lim}. Got {pair!r}."[:300]) from None
+        raise ParameterError(
+            f"Domain of column {col!r} must be a pair (lower, upper) of numbers "
+            f"in the range {lim}. Got {pair!r}."[:300]
+        ) from None
     if not (math.isfinite(lb) and math.isfinite(ub)) or not lb < ub:
-        raise ParameterError(f"Domain of column {col!r} must have finite lower < upper. Got [{lb:g}, {ub:g}].")
+        raise ParameterError(
+            f"Domain of column {col!r} must have finite lower < upper. Got [{lb:g}, {ub:g}]."
+        )
     if abs(lb) > DOMAIN_LIMIT or abs(ub) > DOMAIN_LIMIT:
         raise ParameterError(
             f"Domain of column {col!r} must have bounds in the range {lim} (beyond, the grid "
             f"arithmetic is not exact). Got [{lb:g}, {ub:g}]. Rescale the column (e.g. thousands) "
-            "or declare the range the attribute can really take.")
+            "or declare the range the attribute can really take."
+        )
     return lb, ub
 
 
@@ -152,8 +168,7 @@ def _same(a: float, b: float) -> bool:
     return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
 
 
-def data_derived_domains(df: pd.DataFrame, domains: dict[str, tuple[float, float]]
-                         ) -> dict[str, str]:
+def data_derived_domains(df: pd.DataFrame, domains: dict[str, tuple[float, float]]) -> dict[str, str]:
     """Declared domains whose bounds coincide with bounds derived from the data: the column's
     maximum, its minimum (unless 0, the natural lower bound of counts and amounts), or the
     '0 … 1.5 × max' suggestion of the app.  Column -> what coincides.
@@ -173,7 +188,7 @@ def data_derived_domains(df: pd.DataFrame, domains: dict[str, tuple[float, float
             out[c] = "the '0 … 1.5 × max' suggestion computed from the data's maximum"
         elif _same(lb, lo) and _same(ub, hi):
             out[c] = "the data's minimum and maximum"
-        elif _same(lb, lo) and lo != 0.0:   # a lower bound of 0 is usually the natural one
+        elif _same(lb, lo) and lo != 0.0:  # a lower bound of 0 is usually the natural one
             out[c] = "the data's minimum (lower bound)"
         elif _same(ub, hi):
             out[c] = "the data's maximum (upper bound)"
@@ -181,12 +196,14 @@ def data_derived_domains(df: pd.DataFrame, domains: dict[str, tuple[float, float
 
 
 def data_derived_domain_warning(col: str, why: str) -> str:
-    return (f"The declared domain of {col!r} coincides with {why}. It is accepted, but the "
-            "domain is published with the release, so it reveals that value of an individual, "
-            "and bounds taken from the data weaken the guarantee (the noise is calibrated to "
-            "this data set, not to the population). Declare the range the attribute can take "
-            "in the population instead; if these are its real limits (e.g. 0–100 for a "
-            "percentage) you may ignore this warning.")
+    return (
+        f"The declared domain of {col!r} coincides with {why}. It is accepted, but the "
+        "domain is published with the release, so it reveals that value of an individual, "
+        "and bounds taken from the data weaken the guarantee (the noise is calibrated to "
+        "this data set, not to the population). Declare the range the attribute can take "
+        "in the population instead; if these are its real limits (e.g. 0–100 for a "
+        "percentage) you may ignore this warning."
+    )
 
 
 def data_derived_domain_note(derived: dict[str, str]) -> str:
@@ -194,9 +211,11 @@ def data_derived_domain_note(derived: dict[str, str]) -> str:
     guarantee does not cover, published so that users can judge the release).
     """
     cols = ", ".join(f"{c} ({why})" for c, why in derived.items())
-    return (f" Warning: the declared domain of {len(derived)} attribute(s) coincides with bounds "
-            f"derived from the original data — {cols}. The published bounds therefore reveal "
-            "those extreme values and the guarantee is weaker than stated (not covered by it).")
+    return (
+        f" Warning: the declared domain of {len(derived)} attribute(s) coincides with bounds "
+        f"derived from the original data — {cols}. The published bounds therefore reveal "
+        "those extreme values and the guarantee is weaker than stated (not covered by it)."
+    )
 
 
 def constant_columns(df: pd.DataFrame, cols: list[str]) -> list[str]:
@@ -212,8 +231,9 @@ def constant_columns(df: pd.DataFrame, cols: list[str]) -> list[str]:
     return out
 
 
-def check_precision(df: pd.DataFrame, cols: list[str], precision: dict | None,
-                    domains: dict, uses_noise: bool) -> dict[str, float]:
+def check_precision(
+    df: pd.DataFrame, cols: list[str], precision: dict | None, domains: dict, uses_noise: bool
+) -> dict[str, float]:
     """Output grid γ > 0 of every noisy numeric attribute: the declared one, else the default
     from public facts (integer type: 1; else the declared domain); columns with neither are
     left out (the method asks for one when it draws noise).
@@ -223,7 +243,9 @@ def check_precision(df: pd.DataFrame, cols: list[str], precision: dict | None,
     given = dict(precision or {})
     unknown = [c for c in given if c not in df.columns]
     if unknown:
-        raise ParameterError(f"Precision given for column(s) not in the data: {', '.join(map(repr, unknown))}.")
+        raise ParameterError(
+            f"Precision given for column(s) not in the data: {', '.join(map(repr, unknown))}."
+        )
     out: dict[str, float] = {}
     if not uses_noise:
         return out
@@ -237,24 +259,31 @@ def check_precision(df: pd.DataFrame, cols: list[str], precision: dict | None,
         try:
             g = float(g.strip() if isinstance(g, str) else g)
         except (TypeError, ValueError):
-            raise ParameterError(f"Precision of column {c!r} must be a number > 0 in the range "
-                                 f"{rng_txt} (e.g. 0.01 or 100). Got {g!r}.") from None
+            raise ParameterError(
+                f"Precision of column {c!r} must be a number > 0 in the range "
+                f"{rng_txt} (e.g. 0.01 or 100). Got {g!r}."
+            ) from None
         if not (math.isfinite(g) and g > 0):
-            raise ParameterError(f"Precision of column {c!r} must be a number > 0 in the range "
-                                 f"{rng_txt} (e.g. 0.01 or 100). Got {g!r}.")
+            raise ParameterError(
+                f"Precision of column {c!r} must be a number > 0 in the range "
+                f"{rng_txt} (e.g. 0.01 or 100). Got {g!r}."
+            )
         dom = domains.get(c)
-        if dom is not None:   # advice relative to the domain first: a coarser γ that works
+        if dom is not None:  # advice relative to the domain first: a coarser γ that works
             top = max(abs(float(dom[0])), abs(float(dom[1])))
             if top / g > MAX_BOUND_UNITS:
                 coarser = 10.0 ** math.ceil(math.log10(top / MAX_BOUND_UNITS))
                 raise ParameterError(
                     f"Precision {g:g} of column {c!r} is too fine for its domain [{dom[0]:g}, "
                     f"{dom[1]:g}]: a bound lies more than 2^53 grid steps from 0, beyond exact "
-                    f"integer arithmetic. Choose a coarser precision, e.g. --precision {c}={coarser:g}.")
-            make_grid(c, g, dom, pd_is_integer(df[c]), len(df))   # span and sums: usable?
+                    f"integer arithmetic. Choose a coarser precision, e.g. --precision {c}={coarser:g}."
+                )
+            make_grid(c, g, dom, pd_is_integer(df[c]), len(df))  # span and sums: usable?
         if not PRECISION_MIN <= g <= PRECISION_MAX:
-            raise ParameterError(f"Precision of column {c!r} must be a number > 0 in the range "
-                                 f"{rng_txt} (e.g. 0.01 or 100). Got {g!r}.")
+            raise ParameterError(
+                f"Precision of column {c!r} must be a number > 0 in the range "
+                f"{rng_txt} (e.g. 0.01 or 100). Got {g!r}."
+            )
         make_grid(c, g, dom, pd_is_integer(df[c]), len(df))
         out[c] = g
     return out

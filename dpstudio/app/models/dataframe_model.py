@@ -89,8 +89,7 @@ class DataFrameModel(QAbstractTableModel):
                 r = self._roles.get(name, "other")
                 return name if r == "other" else f"{name}\n[{r}]"
             if role == Qt.ItemDataRole.ToolTipRole:
-                return f"{name} ({self._df.dtypes.iloc[section]}), role: " \
-                       f"{self._roles.get(name, 'other')}"
+                return f"{name} ({self._df.dtypes.iloc[section]}), role: {self._roles.get(name, 'other')}"
             return None
         if role == Qt.ItemDataRole.DisplayRole:
             return str(section + 1)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import sys
 
-import math
-
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QSlider, QToolButton,
-                               QWidget)
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QSlider, QToolButton, QWidget
 
 BANNER_STYLES = {
     "info": "background:#e8f1fb; border:1px solid #9cc3ea; color:#123;",
@@ -18,8 +16,9 @@ BANNER_STYLES = {
 }
 
 
-def show_error(parent: QWidget | None, message: str, details: str = "",
-               title: str = "dpstudio") -> QMessageBox:
+def show_error(
+    parent: QWidget | None, message: str, details: str = "", title: str = "dpstudio"
+) -> QMessageBox:
     """A readable message with the details (traceback) on demand; non-blocking."""
     box = QMessageBox(parent)
     box.setIcon(QMessageBox.Icon.Warning)
@@ -59,8 +58,7 @@ class Banner(QWidget):
             self.hide()
             return
         self.label.setText(text)
-        self.label.setStyleSheet(BANNER_STYLES.get(kind, BANNER_STYLES["info"])
-                                 + "border-radius:3px;")
+        self.label.setStyleSheet(BANNER_STYLES.get(kind, BANNER_STYLES["info"]) + "border-radius:3px;")
         self.show()
 
     def text(self) -> str:
@@ -72,8 +70,9 @@ class LogSlider(QSlider):
 
     valueChangedFloat = Signal(float)
 
-    def __init__(self, lo: float = 1e-3, hi: float = 100.0, steps: int = 500,
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self, lo: float = 1e-3, hi: float = 100.0, steps: int = 500, parent: QWidget | None = None
+    ) -> None:
         super().__init__(Qt.Orientation.Horizontal, parent)
         self._lo, self._hi = math.log10(lo), math.log10(hi)
         self.setRange(0, steps)
@@ -103,8 +102,7 @@ if __name__ == "__main__":  # preview: a banner and a log slider
     w = QWidget()
     lay = QVBoxLayout(w)
     b = Banner(w)
-    b.show_message("Bounds suggested from the data leak information about individuals.",
-                   "warning")
+    b.show_message("Bounds suggested from the data leak information about individuals.", "warning")
     lay.addWidget(b)
     lay.addWidget(LogSlider(1e-3, 100.0))
     w.resize(500, 120)

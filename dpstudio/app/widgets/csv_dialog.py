@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import sys
 
-from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel,
-                               QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpstudio.app import io_adapter
 from dpstudio.app.models import DataFrameModel
 
-SEPARATORS = [(",", "Comma  ,"), (";", "Semicolon  ;"), ("\t", "Tab"), ("|", "Pipe  |"),
-              (" ", "Space")]
+SEPARATORS = [(",", "Comma  ,"), (";", "Semicolon  ;"), ("\t", "Tab"), ("|", "Pipe  |"), (" ", "Space")]
 ENCODINGS = ["utf-8", "utf-8-sig", "cp1252", "latin-1", "utf-16"]
 DECIMALS = [(".", "Point  1.5"), (",", "Comma  1,5")]
 
@@ -19,8 +26,7 @@ DECIMALS = [(".", "Point  1.5"), (",", "Comma  1,5")]
 class CsvPreviewDialog(QDialog):
     """Shows the first rows as they will be read; returns the chosen options."""
 
-    def __init__(self, path: str, sniffed: dict | None = None,
-                 parent: QWidget | None = None) -> None:
+    def __init__(self, path: str, sniffed: dict | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(f"Open CSV — {path}")
         self.resize(820, 520)
@@ -54,8 +60,7 @@ class CsvPreviewDialog(QDialog):
         self.view = QTableView()
         self.view.setModel(self.model)
         lay.addWidget(self.view, 1)
-        bb = QDialogButtonBox(QDialogButtonBox.StandardButton.Open
-                              | QDialogButtonBox.StandardButton.Cancel)
+        bb = QDialogButtonBox(QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel)
         bb.accepted.connect(self.accept)
         bb.rejected.connect(self.reject)
         self.buttons = bb
@@ -74,8 +79,11 @@ class CsvPreviewDialog(QDialog):
         combo.setCurrentIndex(i)
 
     def options(self) -> dict:
-        return {"sep": self.sep.currentData(), "encoding": self.enc.currentText().strip(),
-                "decimal": self.dec.currentData()}
+        return {
+            "sep": self.sep.currentData(),
+            "encoding": self.enc.currentText().strip(),
+            "decimal": self.dec.currentData(),
+        }
 
     def refresh(self) -> None:
         o = self.options()
@@ -84,9 +92,11 @@ class CsvPreviewDialog(QDialog):
             df = io_adapter.preview_frame(self.path, o["sep"], o["encoding"], o["decimal"])
         except Exception as exc:  # noqa: BLE001 - shown in the dialog
             self.model.set_frame(None)
-            self.status.setText(f"<span style='color:#a00'>Cannot read with these settings: "
-                                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-                                "</span>")
+            self.status.setText(
+                f"<span style='color:#a00'>Cannot read with these settings: "
+                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                "</span>"
+            )
             ok.setEnabled(False)
             return
         self.model.set_frame(df)

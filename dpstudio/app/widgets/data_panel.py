@@ -6,8 +6,7 @@ import sys
 from pathlib import Path
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableView,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableView, QVBoxLayout, QWidget
 
 from dpstudio.app.models import DataFrameModel
 from dpstudio.app.state import AppState
@@ -24,17 +23,18 @@ class DataPanel(QWidget):
         self.state = state
         lay = QVBoxLayout(self)
         top = QHBoxLayout()
-        self.info = QLabel("No data loaded. Open a file (Ctrl+O), drop one here, or open the "
-                           "sample.")
+        self.info = QLabel("No data loaded. Open a file (Ctrl+O), drop one here, or open the sample.")
         self.info.setWordWrap(True)
         top.addWidget(self.info, 1)
         self.open_btn = QPushButton("&Open file…")
-        self.open_btn.setToolTip("Open CSV, Excel, Parquet, Stata or SPSS data (Ctrl+O). "
-                                 "You can also drag a file onto the window.")
+        self.open_btn.setToolTip(
+            "Open CSV, Excel, Parquet, Stata or SPSS data (Ctrl+O). You can also drag a file onto the window."
+        )
         self.open_btn.clicked.connect(self.sig_open_requested)
         self.sample_btn = QPushButton("Open &sample")
-        self.sample_btn.setToolTip("Open the bundled CASC Census sample (1,080 records, "
-                                   "13 numeric attributes).")
+        self.sample_btn.setToolTip(
+            "Open the bundled CASC Census sample (1,080 records, 13 numeric attributes)."
+        )
         self.sample_btn.clicked.connect(self.sig_sample_requested)
         top.addWidget(self.open_btn)
         top.addWidget(self.sample_btn)
@@ -60,11 +60,13 @@ class DataPanel(QWidget):
             return
         n_missing = sum(s.missing for s in st.stats.values())
         miss = f", {n_missing:,} missing cells (shaded)" if n_missing else ""
-        self.info.setText(f"<b>{Path(st.path).name if st.path else 'data'}</b> — "
-                          f"{len(st.df):,} records × {st.df.shape[1]} columns{miss}"
-                          f"<br><span style='color:#666'>{st.path or ''}</span>"
-                          "<br><span style='color:#0b4f8a'>Next: give the attributes their roles "
-                          "in <b>2 · Attributes</b> (Ctrl+2).</span>")
+        self.info.setText(
+            f"<b>{Path(st.path).name if st.path else 'data'}</b> — "
+            f"{len(st.df):,} records × {st.df.shape[1]} columns{miss}"
+            f"<br><span style='color:#666'>{st.path or ''}</span>"
+            "<br><span style='color:#0b4f8a'>Next: give the attributes their roles "
+            "in <b>2 · Attributes</b> (Ctrl+2).</span>"
+        )
 
     def _on_state_roles_changed(self) -> None:
         self.model.set_roles(self.state.roles)

@@ -16,16 +16,38 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QTimer, Signal
 from PySide6.QtGui import QCursor
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout, QGroupBox,
-                               QLabel, QLineEdit, QPushButton, QSpinBox,
-                               QSplitter, QToolTip, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QGridLayout,
+    QGroupBox,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner
 from dpstudio.engine.sweeps import parse_grid
 
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
-           "#e377c2", "#bcbd22", "#7f7f7f"]
+PALETTE = [
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#17becf",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#7f7f7f",
+]
 BASELINE_COLOR = "#222222"
 SSE_KEYS = {"normalized": "sse_normalized", "raw": "sse_raw"}
 REDRAW_MS = 400  # curves are redrawn at most 2.5 times a second while a sweep runs
@@ -94,26 +116,32 @@ class ExplorePanel(QWidget):
         sw = state.recipe.sweep
         self.ks = QLineEdit(str(sw.get("ks", "")))
         self.ks.setObjectName("sweep_ks")
-        self.ks.setToolTip("Values of k to try: '2-10' = every k from 2 to 10, '20:100:10' = "
-                           "20, 30 … 100, or a list.")
+        self.ks.setToolTip(
+            "Values of k to try: '2-10' = every k from 2 to 10, '20:100:10' = 20, 30 … 100, or a list."
+        )
         self.eps = QLineEdit(str(sw.get("epsilons", "")))
         self.eps.setObjectName("sweep_eps")
-        self.eps.setToolTip("Values of ε to try (one curve each); the noise-free baseline is "
-                            "added automatically.")
+        self.eps.setToolTip(
+            "Values of ε to try (one curve each); the noise-free baseline is added automatically."
+        )
         self.repeats = QSpinBox()
         self.repeats.setRange(1, 100)
         self.repeats.setValue(int(sw.get("repeats", 3)))
         self.ks.textChanged.connect(lambda t: self.state.set_sweep(ks=t))
         self.eps.textChanged.connect(lambda t: self.state.set_sweep(epsilons=t))
         self.repeats.valueChanged.connect(lambda v: self.state.set_sweep(repeats=int(v)))
-        self.repeats.setToolTip("Repetitions per (k, ε) point; the error bars show ± 1 standard "
-                                "deviation over them (the papers use 10).")
+        self.repeats.setToolTip(
+            "Repetitions per (k, ε) point; the error bars show ± 1 standard "
+            "deviation over them (the papers use 10)."
+        )
         self.sse_scale = QComboBox()
         self.sse_scale.addItem("normalised SSE", "normalized")
         self.sse_scale.addItem("raw SSE", "raw")
-        self.sse_scale.setToolTip("normalised: squared errors divided by each attribute's "
-                                  "variance, per record and attribute (1 ≈ error as large as "
-                                  "the spread); raw: as in the papers.")
+        self.sse_scale.setToolTip(
+            "normalised: squared errors divided by each attribute's "
+            "variance, per record and attribute (1 ≈ error as large as "
+            "the spread); raw: as in the papers."
+        )
         self.sse_scale.currentIndexChanged.connect(self._on_scale_changed)
         self.log_y = QCheckBox("log k, SSE")
         self.log_y.setChecked(True)
@@ -121,8 +149,10 @@ class ExplorePanel(QWidget):
         self.log_y.toggled.connect(self._on_log_toggled)
         self.run_btn = QPushButton("▶  Run sweep")
         self.run_btn.setObjectName("sweep_button")
-        self.run_btn.setToolTip("Run the method over the k × ε grid (Ctrl+E). The curves "
-                                "fill in as points are computed; Esc cancels.")
+        self.run_btn.setToolTip(
+            "Run the method over the k × ε grid (Ctrl+E). The curves "
+            "fill in as points are computed; Esc cancels."
+        )
         self.run_btn.clicked.connect(self.sig_sweep_requested)
         g.addWidget(QLabel("k:"), 0, 0)
         g.addWidget(self.ks, 0, 1)
@@ -138,8 +168,7 @@ class ExplorePanel(QWidget):
         lay.addWidget(box)
         self.banner = Banner(self)
         lay.addWidget(self.banner)
-        self.status = QLabel("Run a sweep to see how information loss and risk change with "
-                             "k and ε.")
+        self.status = QLabel("Run a sweep to see how information loss and risk change with k and ε.")
         self.status.setObjectName("sweep_status")
         lay.addWidget(self.status)
 
@@ -158,9 +187,15 @@ class ExplorePanel(QWidget):
         self._set_k_ticks()
         self.markers = {}
         for name, plot in (("sse", self.sse_plot), ("rl", self.rl_plot), ("plane", self.plane)):
-            m = pg.PlotDataItem([], [], pen=None, symbol="star", symbolSize=22,
-                                symbolBrush=pg.mkBrush("#ffd400"),
-                                symbolPen=pg.mkPen("#000", width=1.2))
+            m = pg.PlotDataItem(
+                [],
+                [],
+                pen=None,
+                symbol="star",
+                symbolSize=22,
+                symbolBrush=pg.mkBrush("#ffd400"),
+                symbolPen=pg.mkPen("#000", width=1.2),
+            )
             m.setZValue(100)
             plot.addItem(m)
             self.markers[name] = m
@@ -181,17 +216,21 @@ class ExplorePanel(QWidget):
         self.target_kind = QComboBox()
         self.target_kind.addItem("max RL (%) → least SSE", "rl")
         self.target_kind.addItem("max SSE → least RL", "sse")
-        self.target_kind.setToolTip("Solve the other way round: the computed point that meets "
-                                    "the limit with the least loss (or the least risk).")
+        self.target_kind.setToolTip(
+            "Solve the other way round: the computed point that meets "
+            "the limit with the least loss (or the least risk)."
+        )
         self.target_value = QDoubleSpinBox()
         self.target_value.setDecimals(4)
         self.target_value.setRange(0, 1e18)
         self.target_value.setValue(5.0)
-        self.target_value.setToolTip("The limit: maximum record-linkage risk in percent, or "
-                                     "maximum SSE (in the SSE scale shown).")
+        self.target_value.setToolTip(
+            "The limit: maximum record-linkage risk in percent, or maximum SSE (in the SSE scale shown)."
+        )
         self.target_btn = QPushButton("Find")
-        self.target_btn.setToolTip("Pick the best computed point under the limit and put its "
-                                   "k and ε in the form.")
+        self.target_btn.setToolTip(
+            "Pick the best computed point under the limit and put its k and ε in the form."
+        )
         self.target_btn.clicked.connect(self._on_target_clicked)
         self.target_result = QLabel("")
         self.target_result.setWordWrap(True)
@@ -226,8 +265,10 @@ class ExplorePanel(QWidget):
 
     def set_stale(self, stale: bool) -> None:
         """Say so when the plotted curves no longer match the settings (they stay visible)."""
-        note = ("⚠ The settings changed since this sweep: the curves show the earlier "
-                "settings. Run the sweep again (Ctrl+E).")
+        note = (
+            "⚠ The settings changed since this sweep: the curves show the earlier "
+            "settings. Run the sweep again (Ctrl+E)."
+        )
         if stale and self.points and not self.status.text().startswith("⚠"):
             self._status_before_stale = self.status.text()
             self.status.setText(note)
@@ -253,9 +294,13 @@ class ExplorePanel(QWidget):
         self.skipped = []
         self.sweep_method = None
         for s in self.series.values():
-            for plot, item in ((self.sse_plot, s.sse), (self.rl_plot, s.rl),
-                               (self.sse_plot, s.sse_err), (self.rl_plot, s.rl_err),
-                               (self.plane, s.plane)):
+            for plot, item in (
+                (self.sse_plot, s.sse),
+                (self.rl_plot, s.rl),
+                (self.sse_plot, s.sse_err),
+                (self.rl_plot, s.rl_err),
+                (self.plane, s.plane),
+            ):
                 plot.removeItem(item)
         self.series = {}
         self.legend.clear()
@@ -267,8 +312,9 @@ class ExplorePanel(QWidget):
         self.banner.hide()
         self.banner.label.setToolTip("")
 
-    def begin(self, epsilons: list, uses_eps: bool, baselines: bool = True,
-              method: str | None = None) -> None:
+    def begin(
+        self, epsilons: list, uses_eps: bool, baselines: bool = True, method: str | None = None
+    ) -> None:
         """Prepare one curve per ε (plus the baseline) before points arrive."""
         self.clear()
         self.sweep_method = method
@@ -278,17 +324,31 @@ class ExplorePanel(QWidget):
             style = Qt.PenStyle.DashLine if (e is None and uses_eps) else Qt.PenStyle.SolidLine
             pen = pg.mkPen(color, width=2, style=style)
             name = _fmt_eps(e) if uses_eps else "method"
-            sse = pg.PlotDataItem([], [], pen=pen, symbol="o", symbolSize=5,
-                                  symbolBrush=color, symbolPen=color)
-            rl = pg.PlotDataItem([], [], pen=pen, symbol="o", symbolSize=5,
-                                 symbolBrush=color, symbolPen=color)
+            sse = pg.PlotDataItem(
+                [], [], pen=pen, symbol="o", symbolSize=5, symbolBrush=color, symbolPen=color
+            )
+            rl = pg.PlotDataItem(
+                [], [], pen=pen, symbol="o", symbolSize=5, symbolBrush=color, symbolPen=color
+            )
             sse_err = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), pen=pg.mkPen(color, width=1))
             rl_err = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), pen=pg.mkPen(color, width=1))
-            plane = pg.PlotDataItem([], [], pen=None, symbol="o", symbolSize=7, name=name,
-                                    symbolBrush=pg.mkBrush(color),
-                                    symbolPen=pg.mkPen("w", width=0.5))
-            for plot, item in ((self.sse_plot, sse), (self.rl_plot, rl), (self.sse_plot, sse_err),
-                               (self.rl_plot, rl_err), (self.plane, plane)):
+            plane = pg.PlotDataItem(
+                [],
+                [],
+                pen=None,
+                symbol="o",
+                symbolSize=7,
+                name=name,
+                symbolBrush=pg.mkBrush(color),
+                symbolPen=pg.mkPen("w", width=0.5),
+            )
+            for plot, item in (
+                (self.sse_plot, sse),
+                (self.rl_plot, rl),
+                (self.sse_plot, sse_err),
+                (self.rl_plot, rl_err),
+                (self.plane, plane),
+            ):
                 plot.addItem(item)
             self.series[e] = _Series(e, color, sse, rl, sse_err, rl_err, plane)
         self.status.setText("Sweep running…")
@@ -301,8 +361,7 @@ class ExplorePanel(QWidget):
         if not self._redraw_timer.isActive():
             self._redraw_timer.start()
         last = batch[-1]
-        self.status.setText(f"Sweep: {last.index + 1} / {last.total} points "
-                            f"({last.elapsed:.1f} s)")
+        self.status.setText(f"Sweep: {last.index + 1} / {last.total} points ({last.elapsed:.1f} s)")
 
     def finish(self, cancelled: bool = False, error: str = "") -> None:
         self._redraw_timer.stop()
@@ -315,8 +374,10 @@ class ExplorePanel(QWidget):
             self.status.setText(f"Sweep cancelled: {n} point(s) computed.")
         else:
             t = self.points[-1].elapsed if self.points else 0.0
-            self.status.setText(f"Sweep done: {n} points in {t:.1f} s. Hover a point for its "
-                                "values; click it to use its k and ε.")
+            self.status.setText(
+                f"Sweep done: {n} points in {t:.1f} s. Hover a point for its "
+                "values; click it to use its k and ε."
+            )
         if self.skipped and not error:
             # one short line (the plots need the room); the full list on hover
             full = self.skipped_message()
@@ -324,7 +385,9 @@ class ExplorePanel(QWidget):
             reason = first.skipped if len(first.skipped) <= 150 else first.skipped[:149] + "…"
             self.banner.show_message(
                 f"{len(self.skipped)} (k, ε) point(s) left out: the method cannot run there, "
-                f"e.g. {reason} (hover for the list)", "warning")
+                f"e.g. {reason} (hover for the list)",
+                "warning",
+            )
             self.banner.label.setToolTip(full)
         self._update_marker()
 
@@ -353,16 +416,16 @@ class ExplorePanel(QWidget):
         if self._redraw_timer.isActive():
             self._redraw_timer.stop()
             self._redraw()
-        return sum(len(s.sse.xData) if s.sse.xData is not None else 0
-                   for s in self.series.values())
+        return sum(len(s.sse.xData) if s.sse.xData is not None else 0 for s in self.series.values())
 
     def find_target(self, kind: str, limit: float):
         """Best computed point under the limit: ``kind='rl'``: RL ≤ limit, least SSE."""
         uses_eps = any(p.epsilon is not None for p in self.points)
         cands = [p for p in self.points if (p.epsilon is not None or not uses_eps)]
         key_lim, key_min = ("rl", self._sse_key) if kind == "rl" else (self._sse_key, "rl")
-        ok = [p for p in cands if key_lim in p.values and key_min in p.values
-              and p.values[key_lim][0] <= limit]
+        ok = [
+            p for p in cands if key_lim in p.values and key_min in p.values and p.values[key_lim][0] <= limit
+        ]
         if not ok:
             return None
         return min(ok, key=lambda p: (p.values[key_min][0], -(p.epsilon or 0), p.k or 0))
@@ -372,8 +435,11 @@ class ExplorePanel(QWidget):
         from pyqtgraph.exporters import ImageExporter
 
         out = []
-        for title, plot in (("SSE vs k", self.sse_plot), ("RL vs k", self.rl_plot),
-                            ("Risk–utility plane", self.plane)):
+        for title, plot in (
+            ("SSE vs k", self.sse_plot),
+            ("RL vs k", self.rl_plot),
+            ("Risk–utility plane", self.plane),
+        ):
             exp = ImageExporter(plot.getPlotItem())
             exp.parameters()["width"] = 900
             img = exp.export(toBytes=True)
@@ -420,7 +486,7 @@ class ExplorePanel(QWidget):
             s = self.series.get(e)
             if s is None:
                 continue
-            pts = sorted(pts, key=lambda p: (p.k if p.k is not None else 0))
+            pts = sorted(pts, key=lambda p: p.k if p.k is not None else 0)
             ks = np.array([p.k if p.k is not None else 1 for p in pts], dtype=float)
             sse = np.array([(self._sse_value(p) or (np.nan, 0))[0] for p in pts], dtype=float)
             sse_sd = np.array([(self._sse_value(p) or (np.nan, 0))[1] for p in pts], dtype=float)
@@ -531,9 +597,11 @@ class ExplorePanel(QWidget):
         p = self.find_target(kind, limit)
         if p is None:
             what = "RL" if kind == "rl" else "SSE"
-            self.target_result.setText(f"<span style='color:#b00020'>No computed point has "
-                                       f"{what} ≤ {limit:g}. Try larger k / smaller ε, or a "
-                                       "wider grid.</span>")
+            self.target_result.setText(
+                f"<span style='color:#b00020'>No computed point has "
+                f"{what} ≤ {limit:g}. Try larger k / smaller ε, or a "
+                "wider grid.</span>"
+            )
             return
         self.target_result.setText("Best: " + self.describe(p))
         self.choose(p)
@@ -558,15 +626,16 @@ class ExplorePanel(QWidget):
             if self.log_y.isChecked():
                 vals = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000]
                 minor = [3, 4, 6, 7, 8, 9, 30, 40, 60, 70, 80, 90, 300, 400, 600, 700, 800, 900]
-                ax.setTicks([[(math.log10(v), str(v)) for v in vals],
-                             [(math.log10(v), "") for v in minor]])
+                ax.setTicks([[(math.log10(v), str(v)) for v in vals], [(math.log10(v), "") for v in minor]])
             else:
                 ax.setTicks(None)
 
     def _on_inputs_changed(self) -> None:
         if self.points and not self.status.text().startswith("⚠"):  # set_stale says more
-            self.status.setText("Roles or domains changed: the curves below are from the "
-                                "previous settings. Run the sweep again.")
+            self.status.setText(
+                "Roles or domains changed: the curves below are from the "
+                "previous settings. Run the sweep again."
+            )
 
     def _update_marker(self) -> None:
         for m in self.markers.values():
@@ -574,9 +643,15 @@ class ExplorePanel(QWidget):
         if not self.chosen:
             return
         k, eps = self.chosen
-        match = [p for p in self.points if p.k == k and
-                 ((p.epsilon is None and eps is None) or
-                  (p.epsilon is not None and eps is not None and math.isclose(p.epsilon, eps)))]
+        match = [
+            p
+            for p in self.points
+            if p.k == k
+            and (
+                (p.epsilon is None and eps is None)
+                or (p.epsilon is not None and eps is not None and math.isclose(p.epsilon, eps))
+            )
+        ]
         if not match:
             return
         p = match[0]
@@ -590,6 +665,7 @@ class ExplorePanel(QWidget):
                     continue
             self.markers[name].setData([x], [y])
 
+
 def _log(v: float) -> float:
     return math.log10(v) if v is not None and v > 0 else float("nan")
 
@@ -601,9 +677,8 @@ def _pos(a: np.ndarray) -> np.ndarray:
 
 
 if __name__ == "__main__":
-    from PySide6.QtWidgets import QApplication
-
     import pandas as pd
+    from PySide6.QtWidgets import QApplication
 
     from dpstudio.app.resources import sample_path
     from dpstudio.engine import sweep
@@ -614,8 +689,7 @@ if __name__ == "__main__":
     w = ExplorePanel(st)
     cols = ["FICA", "FEDTAX"]  # a preview sweep on the sample: MDAV over a few k
     w.begin([], False, method="mdav")
-    w.add_points(list(sweep(st.df, "mdav", {c: "k-quasi" for c in cols}, ks=[2, 5, 10, 20],
-                            seed=1)))
+    w.add_points(list(sweep(st.df, "mdav", {c: "k-quasi" for c in cols}, ks=[2, 5, 10, 20], seed=1)))
     w.finish()
     w.resize(1200, 700)
     w.show()

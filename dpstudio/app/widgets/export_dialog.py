@@ -2,7 +2,8 @@
 
 Two clearly separated groups: **Public — publish these** (the protected file, its metadata,
 the release note) and **Private — keep internal** (the audit trail and the assessment report,
-written owner-only 0600 with "private" in their names)."""
+written owner-only 0600 with "private" in their names).
+"""
 
 from __future__ import annotations
 
@@ -10,19 +11,38 @@ import html
 import sys
 from pathlib import Path
 
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
-                               QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpstudio.app import io_adapter
 from dpstudio.app.widgets.common import Banner
 
 
 class ExportDialog(QDialog):
-    def __init__(self, result, input_path: str | None, parent: QWidget | None = None,
-                 roles: dict | None = None, sample_folder: str | None = None) -> None:
+    def __init__(
+        self,
+        result,
+        input_path: str | None,
+        parent: QWidget | None = None,
+        roles: dict | None = None,
+        sample_folder: str | None = None,
+    ) -> None:
         """``sample_folder``: the folder of the bundled samples (a release of a sample is
-        proposed in the home folder instead)."""
+        proposed in the home folder instead).
+        """
         super().__init__(parent)
         self.setWindowTitle("Export protected file")
         self.resize(720, 460)
@@ -58,19 +78,22 @@ class ExportDialog(QDialog):
         pl = QVBoxLayout(pub)
         self.summary = QLabel(
             f"<b>The protected file</b>: {len(result.data):,} records, {len(kept)} columns"
-            + (f"; identifier column(s) <b>{html.escape(', '.join(ident))}</b> are dropped"
-               if ident else "")
+            + (f"; identifier column(s) <b>{html.escape(', '.join(ident))}</b> are dropped" if ident else "")
             + ".<br><b>&lt;name&gt;.metadata.json</b>: method, parameters, "
-              "guarantee, software version and the digest of the released file — nothing "
-              "computed from the original data, never the seed.")
+            "guarantee, software version and the digest of the released file — nothing "
+            "computed from the original data, never the seed."
+        )
         self.summary.setWordWrap(True)
         pl.addWidget(self.summary)
-        self.release_note = QCheckBox("Release note <name>.release-note.html: method, parameters, "
-                                  "guarantee, what it does not cover, schema, statistics of "
-                                  "the release only")
+        self.release_note = QCheckBox(
+            "Release note <name>.release-note.html: method, parameters, "
+            "guarantee, what it does not cover, schema, statistics of "
+            "the release only"
+        )
         self.release_note.setObjectName("release_note")
-        self.release_note.setToolTip("Public. Built from the parameters and the released file "
-                                     "only; prints cleanly to PDF.")
+        self.release_note.setToolTip(
+            "Public. Built from the parameters and the released file only; prints cleanly to PDF."
+        )
         self.release_note.setChecked(True)
         pl.addWidget(self.release_note)
         lay.addWidget(pub)
@@ -79,27 +102,31 @@ class ExportDialog(QDialog):
         priv.setObjectName("private_group")
         priv.setStyleSheet("QGroupBox::title { color: #b00020; font-weight: bold; }")
         vl = QVBoxLayout(priv)
-        self.audit = QCheckBox("Audit trail <name>.private.json: input file name and SHA-256, "
-                               "records in the input and dropped, notes about the data")
+        self.audit = QCheckBox(
+            "Audit trail <name>.private.json: input file name and SHA-256, "
+            "records in the input and dropped, notes about the data"
+        )
         self.audit.setObjectName("audit")
-        self.audit.setToolTip("Private (0600): facts about the original data. Keep it with the "
-                              "project file.")
+        self.audit.setToolTip("Private (0600): facts about the original data. Keep it with the project file.")
         self.audit.setChecked(True)
         vl.addWidget(self.audit)
-        self.assessment = QCheckBox("Assessment report <name>.assessment.private.html: measures "
-                                    "against the original (SSE, record linkage, Δ mean), "
-                                    "histograms, curves with the chosen point")
+        self.assessment = QCheckBox(
+            "Assessment report <name>.assessment.private.html: measures "
+            "against the original (SSE, record linkage, Δ mean), "
+            "histograms, curves with the chosen point"
+        )
         self.assessment.setObjectName("assessment")
-        self.assessment.setToolTip("Private (0600), marked 'INTERNAL — do not publish' on every "
-                                   "page: with the release, its figures reveal records.")
+        self.assessment.setToolTip(
+            "Private (0600), marked 'INTERNAL — do not publish' on every "
+            "page: with the release, its figures reveal records."
+        )
         self.assessment.setChecked(True)
         vl.addWidget(self.assessment)
         lay.addWidget(priv)
         self.banner = Banner(self, closable=False)
         lay.addWidget(self.banner)
         lay.addStretch(1)
-        bb = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
-                              | QDialogButtonBox.StandardButton.Cancel)
+        bb = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
         bb.accepted.connect(self._on_accept)
         bb.rejected.connect(self.reject)
         self.buttons = bb
@@ -122,8 +149,9 @@ class ExportDialog(QDialog):
     def _browse(self) -> None:
         fid = self.fmt.currentData()
         label, exts = io_adapter.FORMATS[fid]
-        path, _ = QFileDialog.getSaveFileName(self, "Export protected file", self.path.text(),
-                                              f"{label} ({' '.join('*' + e for e in exts)})")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export protected file", self.path.text(), f"{label} ({' '.join('*' + e for e in exts)})"
+        )
         if path:
             if not Path(path).suffix:
                 path += self._ext()
@@ -134,8 +162,9 @@ class ExportDialog(QDialog):
         err = ""
         if not t:
             err = "Choose where to write the protected file."
-        elif self.input_path and (Path(t).resolve() == Path(self.input_path).resolve()
-                                  or io_adapter.same_file(t, self.input_path)):
+        elif self.input_path and (
+            Path(t).resolve() == Path(self.input_path).resolve() or io_adapter.same_file(t, self.input_path)
+        ):
             err = "This is the input file: the release is never written over the original."
         elif not Path(t).parent.exists():
             err = f"Folder {Path(t).parent} does not exist."
@@ -148,9 +177,13 @@ class ExportDialog(QDialog):
             self.accept()
 
     def options(self) -> dict:
-        return {"path": self.path.text().strip(), "fmt": self.fmt.currentData(),
-                "release_note": self.release_note.isChecked(),
-                "assessment": self.assessment.isChecked(), "audit": self.audit.isChecked()}
+        return {
+            "path": self.path.text().strip(),
+            "fmt": self.fmt.currentData(),
+            "release_note": self.release_note.isChecked(),
+            "assessment": self.assessment.isChecked(),
+            "audit": self.audit.isChecked(),
+        }
 
 
 if __name__ == "__main__":  # pragma: no cover - manual preview
@@ -162,8 +195,7 @@ if __name__ == "__main__":  # pragma: no cover - manual preview
 
     app = QApplication(sys.argv)
     df = pd.read_csv(sample_path())
-    res = engine.protect(df, "mdav", {"FICA": "k-quasi", "FEDTAX": "k-quasi",
-                                      "AFNLWGT": "identifier"}, k=5)
+    res = engine.protect(df, "mdav", {"FICA": "k-quasi", "FEDTAX": "k-quasi", "AFNLWGT": "identifier"}, k=5)
     w = ExportDialog(res, str(sample_path()), sample_folder=str(resources_dir()))
     w.show()
     app.exec()

@@ -17,8 +17,15 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QTextCursor
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QTableWidget, QTableWidgetItem,
-                               QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 #: measures that get a plain reading next to their value
 READING_KEYS = ("sse_normalized", "rl")
@@ -68,7 +75,8 @@ def measure_reading(key: str, value, context: dict | None = None) -> str:
 
 def guarantee_rich(sentence: str) -> str:
     """The guarantee sentence as readable HTML (one clause per line, scope in bold, e^ε as a
-    formula): the engine's :func:`guarantee_html`, else the sentence escaped."""
+    formula): the engine's :func:`guarantee_html`, else the sentence escaped.
+    """
     try:
         from dpstudio.engine.report import guarantee_html
     except ImportError:  # pragma: no cover - an engine without it
@@ -76,10 +84,10 @@ def guarantee_rich(sentence: str) -> str:
     return guarantee_html(str(sentence or ""))
 
 
-def annotate_measure_row(table: QTableWidget, row: int, key: str, value,
-                         context: dict | None = None) -> None:
+def annotate_measure_row(table: QTableWidget, row: int, key: str, value, context: dict | None = None) -> None:
     """Tooltip from the glossary on the measure's label (and value) of ``row``; for the
-    measures in :data:`READING_KEYS`, the plain reading in a "Reading" column."""
+    measures in :data:`READING_KEYS`, the plain reading in a "Reading" column.
+    """
     tip = measure_tooltip(key)
     for col in (0, 1):
         it = table.item(row, col)
@@ -121,7 +129,8 @@ def docs_dir() -> Path | None:
 
 def doc_markdown(name: str) -> str | None:
     """The text of ``docs/<name>`` ready for Qt's markdown (HTML anchor lines removed), or
-    None when it is not there."""
+    None when it is not there.
+    """
     d = docs_dir()
     p = d / name if d else None
     if p is None or not p.is_file():
@@ -132,7 +141,8 @@ def doc_markdown(name: str) -> str | None:
 
 class HelpDialog(QDialog):
     """One of the documents (``user_guide.md`` or ``glossary.md``) in a browser; links to the
-    other document or to a glossary term (``glossary.md#rl``) are followed inside."""
+    other document or to a glossary term (``glossary.md#rl``) are followed inside.
+    """
 
     def __init__(self, doc: str = "user_guide.md", parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -157,8 +167,10 @@ class HelpDialog(QDialog):
         title = {"user_guide.md": "User guide", "glossary.md": "Glossary"}.get(name, name)
         self.setWindowTitle(f"dpstudio — {title}")
         if text is None:
-            self.browser.setHtml(f"<p>The {html.escape(title.lower())} ({html.escape(name)}) is "
-                                 "not installed with this copy of dpstudio.</p>")
+            self.browser.setHtml(
+                f"<p>The {html.escape(title.lower())} ({html.escape(name)}) is "
+                "not installed with this copy of dpstudio.</p>"
+            )
             return False
         self.browser.setMarkdown(text)
         return True
@@ -229,7 +241,8 @@ def open_help(parent: QWidget | None, doc: str, term: str | None = None) -> Help
 
 def open_measure_help(parent: QWidget | None, item: QTableWidgetItem | None) -> HelpDialog | None:
     """The glossary at the entry of the measure in ``item``'s row (set by
-    :func:`annotate_measure_row`); None when the measure has no entry."""
+    :func:`annotate_measure_row`); None when the measure has no entry.
+    """
     if item is None:
         return None
     table = item.tableWidget()

@@ -28,8 +28,17 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpstudio.app.state import AppState
 
@@ -133,8 +142,14 @@ class HistoryPanel(QWidget):
     sig_restored = Signal(int)
     """A run (its number) was restored into the state."""
 
-    def __init__(self, state: AppState, controller=None, plane: pg.PlotWidget | None = None,
-                 sse_key=lambda: "sse_normalized", parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        state: AppState,
+        controller=None,
+        plane: pg.PlotWidget | None = None,
+        sse_key=lambda: "sse_normalized",
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.state = state
         self.controller = controller
@@ -162,18 +177,23 @@ class HistoryPanel(QWidget):
         bl = QHBoxLayout()
         self.restore_btn = QPushButton("Restore settings")
         self.restore_btn.setObjectName("history_restore")
-        self.restore_btn.setToolTip("Put this run's roles, domains, method, parameters and seed "
-                                    "back into the form, and its release back as the current "
-                                    "result (double-click a row does the same).")
+        self.restore_btn.setToolTip(
+            "Put this run's roles, domains, method, parameters and seed "
+            "back into the form, and its release back as the current "
+            "result (double-click a row does the same)."
+        )
         self.restore_btn.clicked.connect(self.restore_selected)
         self.export_btn = QPushButton("Export this release…")
         self.export_btn.setObjectName("history_export")
-        self.export_btn.setToolTip("Restore this run and export its release (the usual export "
-                                   "dialog: public release and metadata, private audit trail).")
+        self.export_btn.setToolTip(
+            "Restore this run and export its release (the usual export "
+            "dialog: public release and metadata, private audit trail)."
+        )
         self.export_btn.clicked.connect(self.export_selected)
         self.pin_btn = QPushButton("Pin / unpin")
-        self.pin_btn.setToolTip("A pinned run is kept when older runs are dropped and when "
-                                "unpinned runs are cleared.")
+        self.pin_btn.setToolTip(
+            "A pinned run is kept when older runs are dropped and when unpinned runs are cleared."
+        )
         self.pin_btn.clicked.connect(self._toggle_pin_selected)
         self.remove_btn = QPushButton("Remove")
         self.remove_btn.clicked.connect(self.remove_selected)
@@ -196,13 +216,25 @@ class HistoryPanel(QWidget):
             plane.setMinimumHeight(220)
             lay.addWidget(plane, 1)
         self.plane = plane
-        self.points = pg.PlotDataItem([], [], pen=None, symbol="d", symbolSize=11,
-                                      symbolBrush=pg.mkBrush(255, 255, 255, 230),
-                                      symbolPen=pg.mkPen(HIGHLIGHT, width=2),
-                                      name="candidate releases")
-        self.selected_point = pg.PlotDataItem([], [], pen=None, symbol="o", symbolSize=22,
-                                              symbolBrush=None,
-                                              symbolPen=pg.mkPen(HIGHLIGHT, width=3))
+        self.points = pg.PlotDataItem(
+            [],
+            [],
+            pen=None,
+            symbol="d",
+            symbolSize=11,
+            symbolBrush=pg.mkBrush(255, 255, 255, 230),
+            symbolPen=pg.mkPen(HIGHLIGHT, width=2),
+            name="candidate releases",
+        )
+        self.selected_point = pg.PlotDataItem(
+            [],
+            [],
+            pen=None,
+            symbol="o",
+            symbolSize=22,
+            symbolBrush=None,
+            symbolPen=pg.mkPen(HIGHLIGHT, width=3),
+        )
         for it in (self.points, self.selected_point):
             it.setZValue(90)
             plane.addItem(it)
@@ -217,12 +249,17 @@ class HistoryPanel(QWidget):
         st = self.state
         if st.result is None:
             return None
-        c = Candidate(self._next, st.result, dict(st.evaluation or {}),
-                      dict(st.result_recipe or {}), snapshot_settings(st))
+        c = Candidate(
+            self._next,
+            st.result,
+            dict(st.evaluation or {}),
+            dict(st.result_recipe or {}),
+            snapshot_settings(st),
+        )
         self._next += 1
         self.candidates.append(c)
         unpinned = [x for x in self.candidates if not x.pinned]
-        for old in unpinned[:max(len(unpinned) - MAX_UNPINNED, 0)]:
+        for old in unpinned[: max(len(unpinned) - MAX_UNPINNED, 0)]:
             self.candidates.remove(old)
         self._rebuild()
         self.select(c.number)
@@ -257,8 +294,7 @@ class HistoryPanel(QWidget):
 
     def measure_columns(self) -> list[str]:
         """The measure keys shown as columns (those some run has)."""
-        return [k for k in MEASURE_COLUMNS
-                if any(c.measure(k) is not None for c in self.candidates)]
+        return [k for k in MEASURE_COLUMNS if any(c.measure(k) is not None for c in self.candidates)]
 
     def column_of(self, key: str) -> int:
         """The table column of a measure key or fixed header (-1 when not shown)."""
@@ -267,7 +303,8 @@ class HistoryPanel(QWidget):
 
     def restore(self, number: int) -> bool:
         """Re-apply run ``number``'s settings to the state and make its release the current
-        result (so it can be inspected and exported as made)."""
+        result (so it can be inspected and exported as made).
+        """
         c = self.candidate(number)
         st = self.state
         if c is None or st.df is None:
@@ -304,7 +341,8 @@ class HistoryPanel(QWidget):
             self.controller.result_sig = self.controller.settings_signature()
             self.controller.sig_status.emit(
                 f"Run #{c.number} restored: its settings are in the form and its release is "
-                "the current result.")
+                "the current result."
+            )
         self.sig_restored.emit(c.number)
         return True
 
@@ -364,9 +402,13 @@ class HistoryPanel(QWidget):
         for i, c in enumerate(self.candidates):
             res = c.result
             vals: list[tuple[str, Any]] = [
-                (f"#{c.number}", c.number), ("", None), (c.time.strftime("%H:%M:%S"), None),
-                (res.method_name, None), (c.params_text(), None),
-                ("yes" if res.is_dp else "no", None)]
+                (f"#{c.number}", c.number),
+                ("", None),
+                (c.time.strftime("%H:%M:%S"), None),
+                (res.method_name, None),
+                (c.params_text(), None),
+                ("yes" if res.is_dp else "no", None),
+            ]
             vals += [(_fmt(c.measure(k)), c.measure(k)) for k in mcols]
             vals += [(res.guarantee, None)]
             gcol = len(vals) - 1
@@ -380,8 +422,7 @@ class HistoryPanel(QWidget):
                     it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if j == PIN_COL:
                     it.setFlags(it.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-                    it.setCheckState(Qt.CheckState.Checked if c.pinned
-                                     else Qt.CheckState.Unchecked)
+                    it.setCheckState(Qt.CheckState.Checked if c.pinned else Qt.CheckState.Unchecked)
                     it.setData(Qt.ItemDataRole.UserRole, 1.0 if c.pinned else 0.0)
                 if j in (3, 4):  # method, parameters: the whole text (the column is narrow)
                     it.setToolTip(text)
@@ -407,8 +448,7 @@ class HistoryPanel(QWidget):
             return
         num = self.table.item(it.row(), 0)
         if num is not None:
-            self.set_pinned(int(num.data(Qt.ItemDataRole.UserRole)),
-                            it.checkState() == Qt.CheckState.Checked)
+            self.set_pinned(int(num.data(Qt.ItemDataRole.UserRole)), it.checkState() == Qt.CheckState.Checked)
 
     def _toggle_pin_selected(self) -> None:
         c = self.selected()
@@ -424,16 +464,23 @@ class HistoryPanel(QWidget):
     def _update_caption(self) -> None:
         n, p = len(self.candidates), sum(c.pinned for c in self.candidates)
         if not n:
-            self.caption.setText("<b>Candidate releases</b>: every Protect run of this session "
-                                 "appears here, to compare, pin, restore and export. Nothing is "
-                                 "written to disk until you export.")
+            self.caption.setText(
+                "<b>Candidate releases</b>: every Protect run of this session "
+                "appears here, to compare, pin, restore and export. Nothing is "
+                "written to disk until you export."
+            )
             return
-        where = ("below" if self.own_plane else
-                 "on the risk–utility plane of tab 3 (◆ numbered; the selected one ringed)")
-        self.caption.setText(f"<b>{n} candidate release{'s' if n != 1 else ''}</b>"
-                             f"{f', {p} pinned' if p else ''} — in memory only. Click a column "
-                             f"to sort; the runs are also shown {where}. Keeps the last "
-                             f"{MAX_UNPINNED} unpinned runs.")
+        where = (
+            "below"
+            if self.own_plane
+            else "on the risk–utility plane of tab 3 (◆ numbered; the selected one ringed)"
+        )
+        self.caption.setText(
+            f"<b>{n} candidate release{'s' if n != 1 else ''}</b>"
+            f"{f', {p} pinned' if p else ''} — in memory only. Click a column "
+            f"to sort; the runs are also shown {where}. Keeps the last "
+            f"{MAX_UNPINNED} unpinned runs."
+        )
 
     def _draw_plane(self) -> None:
         for lab in self.labels:
@@ -481,8 +528,11 @@ if __name__ == "__main__":
     for k in (3, 5, 10):
         st.set_method("mdav", {"k": k})
         res = engine.protect(df, "mdav", {c: "k-quasi" for c in cols}, k=k)
-        st.set_result(res, evaluate(res.aligned_original(), res.data, res.protected_attributes,
-                                    result=res), {"method": "mdav", "params": {"k": k}})
+        st.set_result(
+            res,
+            evaluate(res.aligned_original(), res.data, res.protected_attributes, result=res),
+            {"method": "mdav", "params": {"k": k}},
+        )
         w.add_current()
     w.resize(1100, 600)
     w.show()

@@ -7,10 +7,25 @@ import sys
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox,
-                               QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem,
-                               QPushButton, QSlider, QSpinBox, QTextBrowser, QToolButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QTextBrowser,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpstudio import engine
 from dpstudio.app.state import AppState
@@ -22,14 +37,20 @@ from dpstudio.engine.random import format_seed, parse_seed, seed_warning
 ID_ROLE = Qt.ItemDataRole.UserRole
 
 #: Shown under the guarantee when the records are not ε-DP (issue 8 §5).
-REMEDY_TEXT = ("The records are not ε-DP as released. Remedies: give the other columns the role "
-               "'identifier' (dropped from the release) or protect them too")
-REMEDY_LAYOUT = (", or set 'release layout' to 'Separate table per attribute' (each protected "
-                 "attribute in its own independently shuffled table: ε-DP by sequential "
-                 "composition; the other columns are then not released).")
+REMEDY_TEXT = (
+    "The records are not ε-DP as released. Remedies: give the other columns the role "
+    "'identifier' (dropped from the release) or protect them too"
+)
+REMEDY_LAYOUT = (
+    ", or set 'release layout' to 'Separate table per attribute' (each protected "
+    "attribute in its own independently shuffled table: ε-DP by sequential "
+    "composition; the other columns are then not released)."
+)
 
-SEED_EXPLANATION = ("Keep the seed secret: with it anyone removes the noise. It is stored "
-                    "only in the private project file. Unpinned, every Protect draws a fresh one.")
+SEED_EXPLANATION = (
+    "Keep the seed secret: with it anyone removes the noise. It is stored "
+    "only in the private project file. Unpinned, every Protect draws a fresh one."
+)
 
 #: The guarantee preview runs the engine's ``prepare`` (a copy of the table): debounced, in a
 #: worker thread.
@@ -38,17 +59,21 @@ PREVIEW_DEBOUNCE_MS = 300
 
 class SeedEdit(QLineEdit):
     """The secret seed of any width, as ``0x…`` hex or decimal text (a QSpinBox holds only
-    31 bits).  Hidden like a password unless "Show" is on."""
+    31 bits).  Hidden like a password unless "Show" is on.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("seed")
         self.setEchoMode(QLineEdit.EchoMode.Password)
         self.setPlaceholderText("0x… (hex) or decimal")
-        self.setToolTip("Random seed (secret): the same seed, data and settings give the same "
-                        "release. Hex (0x…) or decimal, any width; 128 random bits by default. "
-                        + SEED_EXPLANATION + " Never reuse a pinned seed for another "
-                        "release.")
+        self.setToolTip(
+            "Random seed (secret): the same seed, data and settings give the same "
+            "release. Hex (0x…) or decimal, any width; 128 random bits by default. "
+            + SEED_EXPLANATION
+            + " Never reuse a pinned seed for another "
+            "release."
+        )
 
     def value(self) -> int | None:
         """The seed typed in, or None when the text is not a seed."""
@@ -98,7 +123,7 @@ class ParamField(QWidget):
         if self.kind == "int":
             sb = QSpinBox()
             sb.setObjectName(f"param_{self.name}")
-            low = int(lo) if lo is not None else -10**9
+            low = int(lo) if lo is not None else -(10**9)
             if lo is not None and not p.get("min_inclusive", True):
                 low += 1
             high = int(hi) if hi is not None else 10**9
@@ -125,8 +150,9 @@ class ParamField(QWidget):
                 sl.setValue(sb.value())
                 sl.setToolTip(tip)
                 sl.valueChanged.connect(sb.setValue)
-                sb.valueChanged.connect(lambda v, sl=sl: (sl.blockSignals(True), sl.setValue(v),
-                                                          sl.blockSignals(False)))
+                sb.valueChanged.connect(
+                    lambda v, sl=sl: (sl.blockSignals(True), sl.setValue(v), sl.blockSignals(False))
+                )
                 lay.addWidget(sl, 1)
                 self.slider = sl
         elif self.kind == "float":
@@ -250,7 +276,8 @@ class ParamField(QWidget):
 
 class MethodPanel(QWidget):
     """The method list and its parameter form.  Edits go to ``state.recipe`` (method,
-    params, seed); the form shows ``state.recipe`` (it observes ``sig_recipe_changed``)."""
+    params, seed); the form shows ``state.recipe`` (it observes ``sig_recipe_changed``).
+    """
 
     sig_protect_requested = Signal()
     """The user asked to run the method with the current parameters."""
@@ -345,7 +372,8 @@ class MethodPanel(QWidget):
 
     def set_values(self, params: dict) -> None:
         """Change some parameters of the current method (written to the state; the form
-        follows)."""
+        follows).
+        """
         self.state.update_params(**{n: v for n, v in params.items() if n in self.fields})
 
     def protected_columns(self, method_id: str | None = None) -> list[str]:
@@ -370,8 +398,9 @@ class MethodPanel(QWidget):
 
     # --- Internals
     def _default_method(self) -> str | None:
-        return next((mid for mid, m in self._methods.items() if m.get("recommended")),
-                    next(iter(self._methods), None))
+        return next(
+            (mid for mid, m in self._methods.items() if m.get("recommended")), next(iter(self._methods), None)
+        )
 
     def _fill_list(self) -> None:
         self.list.blockSignals(True)
@@ -457,22 +486,24 @@ class MethodPanel(QWidget):
         self.seed.textChanged.connect(self._on_seed_text)
         self.seed_new = QPushButton("New")
         self.seed_new.setObjectName("seed_new")
-        self.seed_new.setToolTip("Draw a new random seed (128 bits of the operating system's "
-                                 "entropy).")
+        self.seed_new.setToolTip("Draw a new random seed (128 bits of the operating system's entropy).")
         self.seed_new.clicked.connect(self.new_seed)
         self.seed_show = QToolButton()
         self.seed_show.setText("Show")
         self.seed_show.setCheckable(True)
         self.seed_show.setToolTip("Show the seed (to note or pin it). Keep it secret.")
-        self.seed_show.toggled.connect(lambda on: self.seed.setEchoMode(
-            QLineEdit.EchoMode.Normal if on else QLineEdit.EchoMode.Password))
+        self.seed_show.toggled.connect(
+            lambda on: self.seed.setEchoMode(QLineEdit.EchoMode.Normal if on else QLineEdit.EchoMode.Password)
+        )
         self.seed_pin = QCheckBox("Pin")
         self.seed_pin.setObjectName("seed_pin")
-        self.seed_pin.setToolTip("Pinned: every run uses this seed (to reproduce a release). "
-                                 "Unpinned: every Protect draws a fresh seed from the operating "
-                                 "system's entropy, so two releases never share noise; the "
-                                 "project records the seed of the current release. Typing a "
-                                 "seed pins it.")
+        self.seed_pin.setToolTip(
+            "Pinned: every run uses this seed (to reproduce a release). "
+            "Unpinned: every Protect draws a fresh seed from the operating "
+            "system's entropy, so two releases never share noise; the "
+            "project records the seed of the current release. Typing a "
+            "seed pins it."
+        )
         self.seed_pin.toggled.connect(self._on_pin_toggled)
         label = QLabel("Seed (secret):")
         label.setBuddy(self.seed)
@@ -520,7 +551,8 @@ class MethodPanel(QWidget):
 
     def set_seed_note(self, note: str) -> None:
         """A note about the current seed (e.g. a loaded project's weak seed) shown until the
-        seed changes."""
+        seed changes.
+        """
         self._seed_note = (self.state.recipe.seed, note) if note else None
         self._update_seed_msg()
 
@@ -595,7 +627,8 @@ class MethodPanel(QWidget):
 
     def _write_back_form(self) -> None:
         """The form completes or clamps the recipe's parameters (defaults of missing ones,
-        limits): the state gets what the form shows."""
+        limits): the state gets what the form shows.
+        """
         form = self._form_values()
         if self.current_method() == self.state.recipe.method and form != self.state.recipe.params:
             self.state.set_params(form)
@@ -603,7 +636,8 @@ class MethodPanel(QWidget):
     def _update_info(self) -> None:
         """Show the method and its guarantee: at once the sentence from the parameters and
         roles; then (debounced, in a worker: it runs the engine's ``prepare`` on the table)
-        exactly the sentence the release will carry."""
+        exactly the sentence the release will carry.
+        """
         m = self.method_info()
         if not m:
             return
@@ -621,8 +655,9 @@ class MethodPanel(QWidget):
             if cols and self.state.df is not None:
                 from dpstudio.engine.api import describe_release
 
-                guarantee, is_dp = describe_release(list(self.state.df.columns), m["id"],
-                                                    self.state.active_roles(), **checked)
+                guarantee, is_dp = describe_release(
+                    list(self.state.df.columns), m["id"], self.state.active_roles(), **checked
+                )
                 self._show_info(m, guarantee, self._remedy(guarantee, is_dp, checked))
                 self._preview_timer.start()
                 return
@@ -649,9 +684,16 @@ class MethodPanel(QWidget):
 
         def work(_progress, _check_cancel):
             checked = _get_spec(mid).check_params(params)
-            text, is_dp = describe_release(list(df.columns), mid, roles, data=df,
-                                           domains=domains, precision=precision or None,
-                                           hierarchies=hierarchies, **checked)
+            text, is_dp = describe_release(
+                list(df.columns),
+                mid,
+                roles,
+                data=df,
+                domains=domains,
+                precision=precision or None,
+                hierarchies=hierarchies,
+                **checked,
+            )
             return text, is_dp, checked
 
         def done(out):
@@ -677,7 +719,8 @@ class MethodPanel(QWidget):
             f"<p style='margin:4px 0'>{html.escape(m['description'])}</p>"
             f"<div style='margin:4px 0; color:#0b4f8a'><b>Guarantee:</b> {guarantee_rich(guarantee)}</div>"
             + (f"<p style='margin:4px 0; color:#8a5a00'>⚠ {html.escape(remedy)}</p>" if remedy else "")
-            + (f"<p style='margin:4px 0; color:#666'><i>Paper:</i> {paper}</p>" if paper else ""))
+            + (f"<p style='margin:4px 0; color:#666'><i>Paper:</i> {paper}</p>" if paper else "")
+        )
         if guarantee != self.guarantee_text:
             self.guarantee_text = guarantee
             self.sig_guarantee_changed.emit(guarantee)
@@ -709,8 +752,7 @@ class MethodPanel(QWidget):
                 usable.append(oid)
             it.setText(name + ("   (not applicable)" if why else ""))
             it.setForeground(Qt.GlobalColor.gray if why else Qt.GlobalColor.black)
-            it.setToolTip(self._methods[oid]["description"] + (f"\n\nNot applicable: {why}"
-                                                               if why else ""))
+            it.setToolTip(self._methods[oid]["description"] + (f"\n\nNot applicable: {why}" if why else ""))
         if reason and self._auto_method and st.df is not None and usable:
             # the user has not chosen yet: show the recommended method if it applies, else the
             # first applicable one in the list, instead of a 'not applicable' default
@@ -722,8 +764,9 @@ class MethodPanel(QWidget):
         else:
             self.applicable.hide()
         self.protect_btn.setEnabled(st.df is not None and bool(mid) and not reason)
-        self.protect_btn.setToolTip("Run the method on the whole file (Ctrl+R)."
-                                    + (f"\nNot possible: {reason}" if reason else ""))
+        self.protect_btn.setToolTip(
+            "Run the method on the whole file (Ctrl+R)." + (f"\nNot possible: {reason}" if reason else "")
+        )
 
 
 if __name__ == "__main__":

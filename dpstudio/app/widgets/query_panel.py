@@ -27,10 +27,25 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox,
-                               QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPlainTextEdit,
-                               QPushButton, QScrollArea, QSplitter, QTableWidget,
-                               QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner
@@ -41,13 +56,20 @@ from dpstudio.engine.errors import DPStudioError
 AGGREGATES = ("count", "proportion", "mean", "sum", "median", "mode", "value")
 NEEDS_COLUMN = ("mean", "sum", "median", "mode", "value")
 PRIOR_KINDS = ("uniform", "normal", "histogram", "categorical")
-PRIOR_HINTS = {"uniform": "", "normal": "MEAN:SD  e.g. 30000:10000",
-               "histogram": "E0,E1,…,Ek:W1,…,Wk  e.g. 0,10,20:1,3",
-               "categorical": "VALUE=P,…  e.g. 1=0.2,2=0.8"}
-OFFICE_ONLY = ("OFFICE ONLY — the refined distribution reveals the true answer; never send "
-               "it (nor this plot) to the researcher.")
-RANGE_NOTE = ("Declared by the researcher or the office, never filled from the data: the "
-              "range itself would disclose the data.")
+PRIOR_HINTS = {
+    "uniform": "",
+    "normal": "MEAN:SD  e.g. 30000:10000",
+    "histogram": "E0,E1,…,Ek:W1,…,Wk  e.g. 0,10,20:1,3",
+    "categorical": "VALUE=P,…  e.g. 1=0.2,2=0.8",
+}
+OFFICE_ONLY = (
+    "OFFICE ONLY — the refined distribution reveals the true answer; never send "
+    "it (nor this plot) to the researcher."
+)
+RANGE_NOTE = (
+    "Declared by the researcher or the office, never filled from the data: the "
+    "range itself would disclose the data."
+)
 LEDGER_COLUMNS = ("#", "time (UTC)", "requester", "query", "ε", "remaining")
 DEFAULT_BUDGET = "1"
 
@@ -69,8 +91,9 @@ def parse_epsilon(text: str) -> float:
     except ValueError:
         e = float("nan")
     if not (math.isfinite(e) and 1e-9 <= e <= qd.MAX_EPSILON):
-        raise qd.ParameterError(f"ε: a number between 1e-9 and {qd.MAX_EPSILON:g}, got "
-                                f"{str(text).strip()!r}.")
+        raise qd.ParameterError(
+            f"ε: a number between 1e-9 and {qd.MAX_EPSILON:g}, got {str(text).strip()!r}."
+        )
     return e
 
 
@@ -87,7 +110,8 @@ def _filter_columns(node) -> set[str]:
 
 def input_digest(state: AppState) -> tuple[str, str]:
     """(data set name, SHA-256) the ledger is bound to: the input file's bytes (as the CLI),
-    or the loaded table's content when there is no file."""
+    or the loaded table's content when there is no file.
+    """
     from dpstudio.engine.io import file_sha256
     from dpstudio.engine.types import frame_sha256
 
@@ -131,9 +155,11 @@ class QueryPanel(QWidget):
         self.agg_combo = QComboBox()
         self.agg_combo.addItems(AGGREGATES)
         self.agg_combo.setCurrentText("mean")
-        self.agg_combo.setToolTip("count / proportion of records matching the filter; mean, sum, "
-                                  "median of a numeric column; mode (most frequent declared "
-                                  "category); value of one record (individual query)")
+        self.agg_combo.setToolTip(
+            "count / proportion of records matching the filter; mean, sum, "
+            "median of a numeric column; mode (most frequent declared "
+            "category); value of one record (individual query)"
+        )
         self.col_combo = QComboBox()
         self.filter_edit = QLineEdit()
         self.filter_edit.setPlaceholderText("e.g. FEDTAX > 1000 and STATETAX <= 500 (optional)")
@@ -198,12 +224,15 @@ class QueryPanel(QWidget):
         self.eps_edit.setToolTip("ε spent by this answer (added exactly as typed in the ledger)")
         self.kind_combo = QComboBox()
         self.kind_combo.addItems(["statistical", "individual"])
-        self.kind_combo.setToolTip("statistical: αu/αd ≤ e^ε (any two data sets); individual "
-                                   "(value of one record): αu ≤ e^ε, αd ≥ e^−ε")
+        self.kind_combo.setToolTip(
+            "statistical: αu/αd ≤ e^ε (any two data sets); individual "
+            "(value of one record): αu ≤ e^ε, αd ≥ e^−ε"
+        )
         self.delta_edit = QLineEdit()
         self.delta_edit.setPlaceholderText("default: the range width")
-        self.delta_edit.setToolTip("Sensitivity Δ of the Laplace curve drawn for comparison "
-                                   "(scale Δ/ε); only the plot uses it")
+        self.delta_edit.setToolTip(
+            "Sensitivity Δ of the Laplace curve drawn for comparison (scale Δ/ε); only the plot uses it"
+        )
         fp.addRow("Prior", self.prior_combo)
         fp.addRow("Parameters", self.prior_edit)
         fp.addRow("ε", self.eps_edit)
@@ -243,8 +272,9 @@ class QueryPanel(QWidget):
         self.office_label = QLabel("⚠ " + OFFICE_ONLY)
         self.office_label.setObjectName("office_only")
         self.office_label.setWordWrap(True)
-        self.office_label.setStyleSheet("background:#fde2e1; border:1px solid #e08a85; "
-                                        "color:#5c0b06; padding:4px; font-weight:bold;")
+        self.office_label.setStyleSheet(
+            "background:#fde2e1; border:1px solid #e08a85; color:#5c0b06; padding:4px; font-weight:bold;"
+        )
         right.addWidget(self.office_label)
         self.plot = pg.PlotWidget(background="w")
         self.plot.setMinimumHeight(220)
@@ -275,13 +305,15 @@ class QueryPanel(QWidget):
         hb = QHBoxLayout()
         self.budget_edit = QLineEdit(DEFAULT_BUDGET)
         self.budget_edit.setMaximumWidth(80)
-        self.budget_edit.setToolTip("The data set's total ε for all answers (sequential "
-                                    "composition); fixed once the ledger exists")
+        self.budget_edit.setToolTip(
+            "The data set's total ε for all answers (sequential composition); fixed once the ledger exists"
+        )
         self.budget_label = QLabel()
         self.budget_label.setObjectName("budget_label")
         self.new_ledger_btn = QPushButton("New ledger for this data")
-        self.new_ledger_btn.setToolTip("Only when the project's ledger belongs to other data: "
-                                       "replaces it (export it first)")
+        self.new_ledger_btn.setToolTip(
+            "Only when the project's ledger belongs to other data: replaces it (export it first)"
+        )
         self.export_btn = QPushButton("Export audit trail…")
         hb.addWidget(QLabel("Total budget ε"))
         hb.addWidget(self.budget_edit)
@@ -310,9 +342,19 @@ class QueryPanel(QWidget):
         for w in (self.col_combo, self.prior_combo, self.kind_combo):
             w.currentTextChanged.connect(self._validate)
         self.prior_combo.currentTextChanged.connect(
-            lambda k: self.prior_edit.setPlaceholderText(PRIOR_HINTS.get(k, "")))
-        for w in (self.filter_edit, self.lo_edit, self.hi_edit, self.step_edit, self.cats_edit,
-                  self.prior_edit, self.eps_edit, self.delta_edit, self.budget_edit):
+            lambda k: self.prior_edit.setPlaceholderText(PRIOR_HINTS.get(k, ""))
+        )
+        for w in (
+            self.filter_edit,
+            self.lo_edit,
+            self.hi_edit,
+            self.step_edit,
+            self.cats_edit,
+            self.prior_edit,
+            self.eps_edit,
+            self.delta_edit,
+            self.budget_edit,
+        ):
             w.textChanged.connect(self._validate)
         for w in (self.ordered_check, self.categorical_check):
             w.toggled.connect(self._validate)
@@ -381,13 +423,17 @@ class QueryPanel(QWidget):
         q = qd.parse_query(self.query_string())
         col = q.column
         if col and self.state.roles.get(col) == "identifier":
-            raise qd.ParameterError(f"Attribute {col!r} is an identifier: use it in the filter "
-                                    f"(value(COL) where {col} == …), not as the answer.")
+            raise qd.ParameterError(
+                f"Attribute {col!r} is an identifier: use it in the filter "
+                f"(value(COL) where {col} == …), not as the answer."
+            )
         spec = self.range_spec()
         if not spec or spec.startswith(":") or spec.endswith(":") or "::" in spec:
-            raise qd.ParameterError("Range: declare " + ("the categories a,b,c" if
-                                    self.categorical() else "LOWER and UPPER")
-                                    + " (never taken from the data).")
+            raise qd.ParameterError(
+                "Range: declare "
+                + ("the categories a,b,c" if self.categorical() else "LOWER and UPPER")
+                + " (never taken from the data)."
+            )
         try:
             rng = qd.resolve_range(q, {"answer": spec}, df, self.ordered_check.isChecked())
         except qd.ParameterError as exc:
@@ -396,8 +442,7 @@ class QueryPanel(QWidget):
             raise qd.ParameterError("Range: declare categories a,b,c for a categorical answer.")
         pk, pp = self.prior_combo.currentText(), self.prior_edit.text().strip()
         if pk != "uniform" and not pp:
-            raise qd.ParameterError(f"Prior: give the {pk} prior's parameters "
-                                    f"({PRIOR_HINTS[pk]}).")
+            raise qd.ParameterError(f"Prior: give the {pk} prior's parameters ({PRIOR_HINTS[pk]}).")
         prior = qd.parse_prior(pk + (f":{pp}" if pk != "uniform" else ""), rng)
         prior.weights()
         eps = parse_epsilon(self.eps_edit.text())
@@ -407,9 +452,14 @@ class QueryPanel(QWidget):
             total = float("nan")
         if not (total > 0 and math.isfinite(total)):
             raise qd.ParameterError("Total budget ε: a number > 0.")
-        return {"query": q, "prior": prior, "epsilon": eps, "total": total,
-                "kind": self.kind_combo.currentText(),
-                "requester": self.requester_edit.text().strip() or None}
+        return {
+            "query": q,
+            "prior": prior,
+            "epsilon": eps,
+            "total": total,
+            "kind": self.kind_combo.currentText(),
+            "requester": self.requester_edit.text().strip() or None,
+        }
 
     def _validate(self, *_a, replot: bool = True) -> bool:
         self.query_text.setText(self.query_string())
@@ -418,8 +468,7 @@ class QueryPanel(QWidget):
         try:
             node = qd.parse_filter(self.filter_edit.text())
             if df is not None:
-                missing = [c for c in sorted(_filter_columns(node))
-                           if c not in [str(x) for x in df.columns]]
+                missing = [c for c in sorted(_filter_columns(node)) if c not in [str(x) for x in df.columns]]
                 if missing:
                     ferr = f"Column {missing[0]!r} is not in the data."
         except DPStudioError as exc:
@@ -466,10 +515,12 @@ class QueryPanel(QWidget):
             return led, ""
         name, sha = self._dataset()
         if led.digest and led.digest != sha:
-            return None, (f"The project's query ledger belongs to another data set "
-                          f"({led.dataset}), not to {name}: queries are refused. Open "
-                          f"{led.dataset}, or export that ledger and press 'New ledger for "
-                          "this data'.")
+            return None, (
+                f"The project's query ledger belongs to another data set "
+                f"({led.dataset}), not to {name}: queries are refused. Open "
+                f"{led.dataset}, or export that ledger and press 'New ledger for "
+                "this data'."
+            )
         return led, ""
 
     def refresh_ledger(self) -> None:
@@ -480,26 +531,36 @@ class QueryPanel(QWidget):
         entries = led.entries if led is not None else []
         self.ledger_table.setRowCount(len(entries))
         for r, e in enumerate(entries):
-            vals = [e.get("n"), e.get("time"), e.get("requester") or "", e.get("query"),
-                    f"{e.get('epsilon'):g}", f"{e.get('remaining', float('nan')):g}"]
+            vals = [
+                e.get("n"),
+                e.get("time"),
+                e.get("requester") or "",
+                e.get("query"),
+                f"{e.get('epsilon'):g}",
+                f"{e.get('remaining', float('nan')):g}",
+            ]
             for c, v in enumerate(vals):
                 self.ledger_table.setItem(r, c, QTableWidgetItem(str(v)))
         self.ledger_table.scrollToBottom()
         if led is not None:
             self.budget_edit.setText(f"{led.total:g}")
             self.budget_edit.setReadOnly(True)
-            self.budget_label.setText(f"spent {led.spent:g} on {len(entries)} answers · "
-                                      f"<b>remaining {led.remaining:g}</b>")
+            self.budget_label.setText(
+                f"spent {led.spent:g} on {len(entries)} answers · <b>remaining {led.remaining:g}</b>"
+            )
         else:
             self.budget_edit.setReadOnly(False)
-            self.budget_label.setText("no answers yet: the ledger starts with the first answer"
-                                      if not other else "")
+            self.budget_label.setText(
+                "no answers yet: the ledger starts with the first answer" if not other else ""
+            )
         if why:
             self.banner.show_message(why, "error")
         elif led is not None and not self.state.project_path:
-            self.banner.show_message("The ledger is kept in the project: save the project "
-                                     "(Ctrl+S) or its spending is lost when dpstudio closes.",
-                                     "warning")
+            self.banner.show_message(
+                "The ledger is kept in the project: save the project "
+                "(Ctrl+S) or its spending is lost when dpstudio closes.",
+                "warning",
+            )
         else:
             self.banner.hide()
 
@@ -511,9 +572,12 @@ class QueryPanel(QWidget):
         self.state.set_query_ledger(None)
 
     def export_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export query ledger (private audit trail)",
-                                              "query_ledger.csv",
-                                              "CSV (*.csv);;JSON (*.json)")
+        path, _ = QFileDialog.getSaveFileName(
+            self,
+            "Export query ledger (private audit trail)",
+            "query_ledger.csv",
+            "CSV (*.csv);;JSON (*.json)",
+        )
         if path:
             self.export_ledger(path)
 
@@ -543,8 +607,11 @@ class QueryPanel(QWidget):
         st = self.state
         if spend:
             name, sha = self._dataset()
-            led_dict = (led.to_dict() if led is not None
-                        else qd.BudgetLedger(req["total"], dataset=name, digest=sha).to_dict())
+            led_dict = (
+                led.to_dict()
+                if led is not None
+                else qd.BudgetLedger(req["total"], dataset=name, digest=sha).to_dict()
+            )
             try:  # refused before anything runs, with the remaining budget named
                 qd.BudgetLedger.from_dict(led_dict).check(req["epsilon"])
             except DPStudioError as exc:
@@ -555,8 +622,15 @@ class QueryPanel(QWidget):
 
         def work(progress, check_cancel):
             ledger = None if led_dict is None else qd.BudgetLedger.from_dict(led_dict)
-            ans = qd.refine_query(df, req["query"], req["prior"], req["epsilon"], req["kind"],
-                                  ledger=ledger, requester=req["requester"])
+            ans = qd.refine_query(
+                df,
+                req["query"],
+                req["prior"],
+                req["epsilon"],
+                req["kind"],
+                ledger=ledger,
+                requester=req["requester"],
+            )
             check_cancel()
             return ans, (None if ledger is None else ledger.to_dict())
 
@@ -568,8 +642,9 @@ class QueryPanel(QWidget):
                     try:
                         qd.save_ledger(st.project_path, qd.BudgetLedger.from_dict(new_led))
                     except (DPStudioError, OSError) as exc:
-                        self.error_label.setText(f"The ledger could not be written to the "
-                                                 f"project ({exc}); the answer is withheld.")
+                        self.error_label.setText(
+                            f"The ledger could not be written to the project ({exc}); the answer is withheld."
+                        )
                         return
                 self.show_answer(ans)
             self.plot_answer(ans, preview=new_led is None)
@@ -578,9 +653,12 @@ class QueryPanel(QWidget):
             self.error_label.setText(msg)
 
         self.error_label.setText("Answering…" if spend else "Refining (preview)…")
-        self.runner.start(work, finished=done, errored=errored,
-                          cancelled=lambda: self.error_label.setText(
-                              "Cancelled: nothing was spent or shown."))
+        self.runner.start(
+            work,
+            finished=done,
+            errored=errored,
+            cancelled=lambda: self.error_label.setText("Cancelled: nothing was spent or shown."),
+        )
         return True
 
     def answer(self) -> bool:
@@ -603,13 +681,14 @@ class QueryPanel(QWidget):
         self.last_answer = ans
         pub = ans.public()
         resp = pub["response"]
-        resp_txt = (", ".join(f"{g}: {v}" for g, v in resp.items()) if isinstance(resp, dict)
-                    else str(resp))
+        resp_txt = ", ".join(f"{g}: {v}" for g, v in resp.items()) if isinstance(resp, dict) else str(resp)
         rem = pub.get("remaining_budget")
-        text = (f"Query: {pub['query']}\nAnswer: {resp_txt}\nPrior used: {pub['prior']}\n"
-                f"ε spent: {pub['epsilon']:g}"
-                + (f"; remaining budget of this data set: {rem:g}" if rem is not None else "")
-                + f"\nGuarantee: {pub['guarantee']}")
+        text = (
+            f"Query: {pub['query']}\nAnswer: {resp_txt}\nPrior used: {pub['prior']}\n"
+            f"ε spent: {pub['epsilon']:g}"
+            + (f"; remaining budget of this data set: {rem:g}" if rem is not None else "")
+            + f"\nGuarantee: {pub['guarantee']}"
+        )
         self.answer_text.setPlainText(text)
         self.copy_btn.setEnabled(True)
         self.sig_answered.emit(pub)
@@ -620,8 +699,11 @@ class QueryPanel(QWidget):
 
     # ------------------------------------------------------------------ plots
     def _x(self, support: list) -> tuple[np.ndarray, list | None]:
-        if support and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                           for v in support) and not self.categorical():
+        if (
+            support
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in support)
+            and not self.categorical()
+        ):
             return np.asarray(support, dtype=np.float64), None
         return np.arange(len(support), dtype=np.float64), [str(v) for v in support]
 
@@ -641,17 +723,18 @@ class QueryPanel(QWidget):
         sup = [v.item() if isinstance(v, np.generic) else v for v in prior.support.values()]
         x, labels = self._clear_plot(sup)
         self._curve(x, prior.probabilities(), "prior", "#7f7f7f", labels is not None, 0)
-        self.stats_label.setText("The prior alone (data independent). Preview or Answer draws "
-                                 "the refined distribution.")
+        self.stats_label.setText(
+            "The prior alone (data independent). Preview or Answer draws the refined distribution."
+        )
 
     def _curve(self, x, y, name, color, bars, slot) -> None:
         if bars:
             w = 0.28
-            self.plot.addItem(pg.BarGraphItem(x=x + (slot - 1) * w, height=y, width=w,
-                                              brush=color, name=name))
+            self.plot.addItem(
+                pg.BarGraphItem(x=x + (slot - 1) * w, height=y, width=w, brush=color, name=name)
+            )
         else:
-            self.plot.plot(x, np.asarray(y, dtype=np.float64), pen=pg.mkPen(color, width=2),
-                           name=name)
+            self.plot.plot(x, np.asarray(y, dtype=np.float64), pen=pg.mkPen(color, width=2), name=name)
 
     def plot_answer(self, ans: qd.QueryAnswer, preview: bool = False) -> None:
         """Prior, refined (office only) and Laplace of the same ε (analytic density × step)."""
@@ -674,24 +757,25 @@ class QueryPanel(QWidget):
             f = min(max(f, lo), hi)
             step = float(x[1] - x[0])
             try:
-                delta = float(self.delta_edit.text()) if self.delta_edit.text().strip() \
-                    else hi - lo
+                delta = float(self.delta_edit.text()) if self.delta_edit.text().strip() else hi - lo
             except ValueError:
                 delta = hi - lo
             if delta > 0:
                 b = delta / ans.epsilon
-                self.plot.plot(x, laplace_density(x, f, b) * step,
-                               pen=pg.mkPen("#1f77b4", width=2, style=Qt.PenStyle.DashLine),
-                               name=f"Laplace, same ε (Δ = {delta:g})")
+                self.plot.plot(
+                    x,
+                    laplace_density(x, f, b) * step,
+                    pen=pg.mkPen("#1f77b4", width=2, style=Qt.PenStyle.DashLine),
+                    name=f"Laplace, same ε (Δ = {delta:g})",
+                )
                 p_in = laplace_in_range(f, b, lo, hi)
-                stats.append(f"Laplace b = Δ/ε = {b:.4g}: variance {2 * b * b:.4g}, "
-                             f"P(answer in range) = {p_in:.3f}")
+                stats.append(
+                    f"Laplace b = Δ/ε = {b:.4g}: variance {2 * b * b:.4g}, P(answer in range) = {p_in:.3f}"
+                )
             r = np.asarray(refined, dtype=np.float64)
             var = float(np.sum(r * (x - f) ** 2))
-            stats.append(f"refined: variance around the true answer {var:.4g}, "
-                         "P(in range) = 1")
-            self.plot.addItem(pg.InfiniteLine(f, pen=pg.mkPen("#d62728", width=1,
-                                              style=Qt.PenStyle.DotLine)))
+            stats.append(f"refined: variance around the true answer {var:.4g}, P(in range) = 1")
+            self.plot.addItem(pg.InfiniteLine(f, pen=pg.mkPen("#d62728", width=1, style=Qt.PenStyle.DotLine)))
         elif cat:
             stats.append("Laplace noise does not apply to a categorical answer.")
         else:
@@ -700,12 +784,13 @@ class QueryPanel(QWidget):
             if not cat:
                 xr = float(ans.response)
             else:
-                xr = float(ans.support.index(ans.response)) if ans.response in ans.support \
-                    else None
+                xr = float(ans.support.index(ans.response)) if ans.response in ans.support else None
             if xr is not None:
-                self.plot.addItem(pg.InfiniteLine(xr, pen=pg.mkPen("#2ca02c", width=2),
-                                                  label="answer sent",
-                                                  labelOpts={"position": 0.9}))
+                self.plot.addItem(
+                    pg.InfiniteLine(
+                        xr, pen=pg.mkPen("#2ca02c", width=2), label="answer sent", labelOpts={"position": 0.9}
+                    )
+                )
         head = "Preview — nothing answered, nothing spent. " if preview else ""
         notes = (" Office note: " + "; ".join(ans.notes)) if ans.notes else ""
         self.stats_label.setText(head + " · ".join(stats) + notes)
@@ -721,8 +806,7 @@ def _preview() -> int:  # pragma: no cover - manual look
 
     app = QApplication.instance() or QApplication(sys.argv)
     st = AppState()
-    df, meta, stats = load_table(str(sample_path()), {}, check_cancel=lambda: None,
-                                 progress=lambda f: None)
+    df, meta, stats = load_table(str(sample_path()), {}, check_cancel=lambda: None, progress=lambda f: None)
     st.set_data(df, str(sample_path()), meta, stats=stats)
     st.project_path = None
     w = QueryPanel(st)

@@ -17,9 +17,20 @@ import numpy as np
 import pandas as pd
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel,
-                               QSplitter, QTableView, QTableWidget, QTableWidgetItem, QTabWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QSplitter,
+    QTableView,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpstudio.app.models.dataframe_model import DataFrameModel, format_value
 from dpstudio.app.state import AppState
@@ -31,12 +42,17 @@ FREQ_TOP = 200  # categories listed in the frequency table (most frequent of eit
 
 def changed_mask(orig: pd.Series, prot: pd.Series) -> np.ndarray:
     """True where the released value differs from the original (missing == missing; numbers
-    compared as numbers, 39 == 39.0; anything else as text)."""
+    compared as numbers, 39 == 39.0; anything else as text).
+    """
     n = min(len(orig), len(prot))
     a, b = orig.iloc[:n].reset_index(drop=True), prot.iloc[:n].reset_index(drop=True)
     na_a, na_b = a.isna().to_numpy(), b.isna().to_numpy()
-    num = (pd.api.types.is_numeric_dtype(a) and pd.api.types.is_numeric_dtype(b)
-           and not pd.api.types.is_bool_dtype(a) and not pd.api.types.is_bool_dtype(b))
+    num = (
+        pd.api.types.is_numeric_dtype(a)
+        and pd.api.types.is_numeric_dtype(b)
+        and not pd.api.types.is_bool_dtype(a)
+        and not pd.api.types.is_bool_dtype(b)
+    )
     if num:
         x = a.to_numpy(dtype=np.float64, na_value=np.nan)
         y = b.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -47,10 +63,11 @@ def changed_mask(orig: pd.Series, prot: pd.Series) -> np.ndarray:
     return np.where(na_a | na_b, na_a != na_b, diff)
 
 
-def frequency_table(orig: pd.Series | None, prot: pd.Series, top: int = FREQ_TOP
-                    ) -> pd.DataFrame:
+def frequency_table(orig: pd.Series | None, prot: pd.Series, top: int = FREQ_TOP) -> pd.DataFrame:
     """Counts and shares per category, original vs released (categories of either side, most
-    frequent first; missing values as '(missing)')."""
+    frequent first; missing values as '(missing)').
+    """
+
     def counts(s):
         return s.astype(object).where(s.notna(), "(missing)").astype(str).value_counts()
 
@@ -78,7 +95,8 @@ def _aligned(res) -> pd.DataFrame | None:
 
 class PairedFrameModel(DataFrameModel):
     """A :class:`DataFrameModel` that shows its rows in a shared order (``order``) and, when
-    given the aligned original, marks changed cells (colour + tooltip "was …")."""
+    given the aligned original, marks changed cells (colour + tooltip "was …").
+    """
 
     sig_order_changed = Signal()
 
@@ -109,8 +127,7 @@ class PairedFrameModel(DataFrameModel):
 
     def changed_share(self) -> dict[str, float]:
         """Column -> share of its cells changed (columns compared with the original only)."""
-        return {self._names[j]: float(m.mean()) if m.size else 0.0
-                for j, m in self._changed.items()}
+        return {self._names[j]: float(m.mean()) if m.size else 0.0 for j, m in self._changed.items()}
 
     def is_changed(self, row: int, col: int) -> bool:
         m = self._changed.get(col)
@@ -164,8 +181,9 @@ def sort_order(s: pd.Series, descending: bool = False) -> np.ndarray:
     s = s.reset_index(drop=True)
     if not (pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)):
         s = s.astype(str).where(s.notna(), None)
-    return s.sort_values(ascending=not descending, kind="stable",
-                         na_position="last").index.to_numpy(dtype=np.int64)
+    return s.sort_values(ascending=not descending, kind="stable", na_position="last").index.to_numpy(
+        dtype=np.int64
+    )
 
 
 class _NumItem(QTableWidgetItem):
@@ -180,7 +198,8 @@ class _NumItem(QTableWidgetItem):
 
 class ReleaseView(QWidget):
     """The release next to the original (shared row order, changed cells marked) and, for
-    categorical attributes, the before/after frequency table."""
+    categorical attributes, the before/after frequency table.
+    """
 
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -205,9 +224,10 @@ class ReleaseView(QWidget):
         self.original_model.partner = self.release_model
         self.release_table = self._make_view(self.release_model, "release_table")
         self.original_table = self._make_view(self.original_model, "original_table")
-        for title, view in (("<b>Released</b> (changed cells marked; hover: the original "
-                             "value)", self.release_table),
-                            ("<b>Original</b> (the same records; private)", self.original_table)):
+        for title, view in (
+            ("<b>Released</b> (changed cells marked; hover: the original value)", self.release_table),
+            ("<b>Original</b> (the same records; private)", self.original_table),
+        ):
             w = QWidget()
             wl = QVBoxLayout(w)
             wl.setContentsMargins(0, 0, 0, 0)
@@ -224,14 +244,15 @@ class ReleaseView(QWidget):
         a.valueChanged.connect(b.setValue)
         b.valueChanged.connect(a.setValue)
         # the two tables have the same columns in the same order: scroll sideways together
-        ha, hb = (self.release_table.horizontalScrollBar(),
-                  self.original_table.horizontalScrollBar())
+        ha, hb = (self.release_table.horizontalScrollBar(), self.original_table.horizontalScrollBar())
         ha.valueChanged.connect(hb.setValue)
         hb.valueChanged.connect(ha.setValue)
         self.release_model.sig_order_changed.connect(
-            lambda: self._sync_indicator(self.release_table, self.original_table))
+            lambda: self._sync_indicator(self.release_table, self.original_table)
+        )
         self.original_model.sig_order_changed.connect(
-            lambda: self._sync_indicator(self.original_table, self.release_table))
+            lambda: self._sync_indicator(self.original_table, self.release_table)
+        )
         self.tabs.addTab(rec, "Records")
         # --- frequencies
         fw = QWidget()
@@ -241,8 +262,10 @@ class ReleaseView(QWidget):
         hl.addWidget(QLabel("Categorical attribute:"))
         self.freq_attr = QComboBox()
         self.freq_attr.setObjectName("freq_attr")
-        self.freq_attr.setToolTip("A categorical attribute of the release: how often each "
-                                  "category occurs before and after protection.")
+        self.freq_attr.setToolTip(
+            "A categorical attribute of the release: how often each "
+            "category occurs before and after protection."
+        )
         self.freq_attr.currentTextChanged.connect(self._draw_freq)
         hl.addWidget(self.freq_attr, 1)
         fl.addLayout(hl)
@@ -251,8 +274,9 @@ class ReleaseView(QWidget):
         fl.addWidget(self.freq_note)
         self.freq = QTableWidget(0, 6)
         self.freq.setObjectName("freq_table")
-        self.freq.setHorizontalHeaderLabels(["Category", "Original", "Original %", "Released",
-                                             "Released %", "Δ (pp)"])
+        self.freq.setHorizontalHeaderLabels(
+            ["Category", "Original", "Original %", "Released", "Released %", "Δ (pp)"]
+        )
         self.freq.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.freq.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.freq.setSortingEnabled(True)
@@ -265,7 +289,8 @@ class ReleaseView(QWidget):
     # --- Public API
     def categorical_attributes(self) -> list[str]:
         """Columns of the release that hold categories: text in the release or the original,
-        or typed 'text' by the user (protected ones first)."""
+        or typed 'text' by the user (protected ones first).
+        """
         res = self.state.result
         if res is None:
             return []
@@ -274,9 +299,11 @@ class ReleaseView(QWidget):
         for c in res.data.columns:
             s = res.data[c]
             o = orig[c] if orig is not None and c in orig.columns else None
-            text = (not pd.api.types.is_numeric_dtype(s)
-                    or (o is not None and not pd.api.types.is_numeric_dtype(o))
-                    or self.state.types.get(str(c)) == "text")
+            text = (
+                not pd.api.types.is_numeric_dtype(s)
+                or (o is not None and not pd.api.types.is_numeric_dtype(o))
+                or self.state.types.get(str(c)) == "text"
+            )
             if text:
                 out.append(str(c))
         prot = set(map(str, res.protected_attributes))
@@ -291,8 +318,9 @@ class ReleaseView(QWidget):
             self.original_model.set_frame(None)
             self.freq_attr.clear()
             self.freq.setRowCount(0)
-            self.summary.setText("No release yet (or the settings changed since the last run): "
-                                 "press Protect (Ctrl+R).")
+            self.summary.setText(
+                "No release yet (or the settings changed since the last run): press Protect (Ctrl+R)."
+            )
             return
         data = res.data
         orig = _aligned(res)
@@ -310,13 +338,19 @@ class ReleaseView(QWidget):
                 f"<b>{len(data):,} records released</b> by {getattr(res, 'method_name', '')}. Cells changed: "
                 + (", ".join(changed) if changed else "none")
                 + (f"; unchanged columns: {', '.join(same)}" if same else "")
-                + ". Sorting either table sorts both; the row number is the record's.")
+                + ". Sorting either table sorts both; the row number is the record's."
+            )
         else:
             self.original_model.set_frame(None)
-            why = ("the original is not kept with this result" if orig is None else
-                   "the release does not keep one record per original record")
-            self.summary.setText(f"<b>{len(data):,} records released</b> by "
-                                 f"{getattr(res, 'method_name', '')}. No side-by-side comparison: {why}.")
+            why = (
+                "the original is not kept with this result"
+                if orig is None
+                else "the release does not keep one record per original record"
+            )
+            self.summary.setText(
+                f"<b>{len(data):,} records released</b> by "
+                f"{getattr(res, 'method_name', '')}. No side-by-side comparison: {why}."
+            )
         cats = self.categorical_attributes()
         cur = self.freq_attr.currentText()
         self.freq_attr.blockSignals(True)
@@ -355,14 +389,20 @@ class ReleaseView(QWidget):
     def _sync_indicator(self, src: QTableView, dst: QTableView) -> None:
         sh = src.horizontalHeader()
         sh.setSortIndicatorShown(True)
-        name = src.model().headerData(sh.sortIndicatorSection(), Qt.Orientation.Horizontal,
-                                      Qt.ItemDataRole.ToolTipRole)
+        name = src.model().headerData(
+            sh.sortIndicatorSection(), Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole
+        )
         dh = dst.horizontalHeader()
         dm = dst.model()
         # the same column on the other side, if it has it
-        col = next((j for j in range(dm.columnCount())
-                    if dm.headerData(j, Qt.Orientation.Horizontal,
-                                     Qt.ItemDataRole.ToolTipRole) == name), -1)
+        col = next(
+            (
+                j
+                for j in range(dm.columnCount())
+                if dm.headerData(j, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole) == name
+            ),
+            -1,
+        )
         dh.blockSignals(True)
         dh.setSortIndicatorShown(col >= 0)
         if col >= 0:
@@ -374,8 +414,7 @@ class ReleaseView(QWidget):
         self.freq.setRowCount(0)
         res = self.state.result
         if res is None or not attr or attr not in res.data.columns:
-            self.freq_note.setText("No categorical attribute in this release."
-                                   if res is not None else "")
+            self.freq_note.setText("No categorical attribute in this release." if res is not None else "")
             self.freq.setSortingEnabled(True)
             return
         orig_full = _aligned(res)
@@ -384,18 +423,27 @@ class ReleaseView(QWidget):
         self.freq.setRowCount(len(t))
         for i, (cat, row) in enumerate(t.iterrows()):
             self.freq.setItem(i, 0, QTableWidgetItem(str(cat)))
-            for j, (col, kind) in enumerate((("original", "i"), ("original %", "f"),
-                                             ("released", "i"), ("released %", "f"),
-                                             ("Δ pp", "f")), start=1):
+            for j, (col, kind) in enumerate(
+                (
+                    ("original", "i"),
+                    ("original %", "f"),
+                    ("released", "i"),
+                    ("released %", "f"),
+                    ("Δ pp", "f"),
+                ),
+                start=1,
+            ):
                 v = row[col]
-                it = _NumItem(f"{v:,.0f}" if kind == "i" else f"{v:+.2f}" if col == "Δ pp"
-                              else f"{v:.2f}")
+                it = _NumItem(f"{v:,.0f}" if kind == "i" else f"{v:+.2f}" if col == "Δ pp" else f"{v:.2f}")
                 it.setData(Qt.ItemDataRole.UserRole, float(v))
                 it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if col == "Δ pp" and abs(v) >= 0.005:
                     a = min(abs(v) / 10.0, 1.0)
-                    c = (QColor(255, int(255 - 90 * a), int(255 - 90 * a)) if v < 0
-                         else QColor(int(255 - 90 * a), int(255 - 90 * a), 255))
+                    c = (
+                        QColor(255, int(255 - 90 * a), int(255 - 90 * a))
+                        if v < 0
+                        else QColor(int(255 - 90 * a), int(255 - 90 * a), 255)
+                    )
                     it.setBackground(QBrush(c))
                 self.freq.setItem(i, j, it)
         self.freq.setSortingEnabled(True)
@@ -403,18 +451,25 @@ class ReleaseView(QWidget):
         self.freq.sortByColumn(1 if orig is not None else 3, Qt.SortOrder.DescendingOrder)
         new = [str(c) for c in t.index if t.at[c, "original"] == 0] if orig is not None else []
         gone = [str(c) for c in t.index if t.at[c, "released"] == 0]
-        bits = [f"{len(t)} categor{'y' if len(t) == 1 else 'ies'} shown"
-                + (f" (the {FREQ_TOP} most frequent)" if len(t) >= FREQ_TOP else "")]
+        bits = [
+            f"{len(t)} categor{'y' if len(t) == 1 else 'ies'} shown"
+            + (f" (the {FREQ_TOP} most frequent)" if len(t) >= FREQ_TOP else "")
+        ]
         if orig is None:
             bits.append("the original is not available: released counts only")
         if new:
-            bits.append("only in the release: " + ", ".join(new[:8])
-                        + (f" and {len(new) - 8} more" if len(new) > 8 else ""))
+            bits.append(
+                "only in the release: "
+                + ", ".join(new[:8])
+                + (f" and {len(new) - 8} more" if len(new) > 8 else "")
+            )
         if gone:
-            bits.append("no longer in the release: " + ", ".join(gone[:8])
-                        + (f" and {len(gone) - 8} more" if len(gone) > 8 else ""))
-        self.freq_note.setText("; ".join(bits) + ". Δ: released % − original % "
-                               "(percentage points).")
+            bits.append(
+                "no longer in the release: "
+                + ", ".join(gone[:8])
+                + (f" and {len(gone) - 8} more" if len(gone) > 8 else "")
+            )
+        self.freq_note.setText("; ".join(bits) + ". Δ: released % − original % (percentage points).")
         self.freq.resizeColumnsToContents()
 
 

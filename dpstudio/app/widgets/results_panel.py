@@ -10,17 +10,31 @@ import pandas as pd
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QSplitter, QTableWidget, QTableWidgetItem, QTabWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpstudio.app.compute import correlation_difference  # noqa: F401 (re-export)
 from dpstudio.app.models.dataframe_model import format_value
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner
+from dpstudio.app.widgets.help_dialog import (
+    annotate_headers,
+    annotate_measure_row,
+    guarantee_rich,
+    open_measure_help,
+)
 from dpstudio.app.widgets.roles_panel import short_label
-from dpstudio.app.widgets.help_dialog import (annotate_headers, annotate_measure_row,
-                                              guarantee_rich, open_measure_help)
 
 MEASURE_LABELS = {
     "sse_normalized": "SSE (normalised, per record & attribute)",
@@ -52,13 +66,13 @@ _LABEL_KEYS = {v: k for k, v in MEASURE_LABELS.items()}  # label -> measure key
 
 
 PER_ATTR_CAPTION = "<b>Per attribute</b> (Δ mean, Δ variance: relative change)"
-CORR_CAPTION = ("corr(protected) − corr(original); red: correlation lost or reversed, "
-                "blue: added.")
+CORR_CAPTION = "corr(protected) − corr(original); red: correlation lost or reversed, blue: added."
 
 
 def compact_warnings(warns: list[str]) -> list[str]:
     """Merge warnings that differ only in the attribute named ("Attribute 'a' is …",
-    "Attribute 'b' is …" → one line naming both), keeping the first occurrence's order."""
+    "Attribute 'b' is …" → one line naming both), keeping the first occurrence's order.
+    """
     import re
 
     groups: dict[str, list[str]] = {}
@@ -83,8 +97,12 @@ def compact_warnings(warns: list[str]) -> list[str]:
             if len(names) == 1:
                 out.append(f"Attribute '{names[0]}'{v}")
             else:
-                out.append("Attributes " + ", ".join(f"'{n}'" for n in names)
-                           + (" (each)" if not v.startswith(":") else "") + v)
+                out.append(
+                    "Attributes "
+                    + ", ".join(f"'{n}'" for n in names)
+                    + (" (each)" if not v.startswith(":") else "")
+                    + v
+                )
     return out
 
 
@@ -94,8 +112,9 @@ def flatten_measures(ev: dict) -> tuple[list[tuple[str, str]], pd.DataFrame | No
     per_attr: dict[str, dict] = {}
     for key, v in (ev or {}).items():
         if isinstance(v, dict):
-            if v and all(isinstance(x, (int, float, np.floating, np.integer)) or x is None
-                         for x in v.values()):
+            if v and all(
+                isinstance(x, (int, float, np.floating, np.integer)) or x is None for x in v.values()
+            ):
                 for attr, x in v.items():
                     per_attr.setdefault(str(attr), {})[key] = x
             elif v and all(isinstance(x, dict) for x in v.values()):
@@ -220,8 +239,9 @@ class ResultsPanel(QWidget):
         self.hist_attr.blockSignals(False)
         self.hist.clear()
         if res is None:
-            self.header.setText("No result yet (or the settings changed since the last run): "
-                                "press Protect (Ctrl+R).")
+            self.header.setText(
+                "No result yet (or the settings changed since the last run): press Protect (Ctrl+R)."
+            )
             self.measures.setRowCount(0)
             self.per_attr.setRowCount(0)
             self.corr.setRowCount(0)
@@ -231,23 +251,26 @@ class ResultsPanel(QWidget):
         ev = dict(st.evaluation or {})
         extra = ev.pop("_app", {})
         labels = _param_labels(getattr(res, "method", ""))
-        params = ", ".join(f"{labels.get(k, k)} = {_fmt(v) if isinstance(v, float) else v}"
-                           for k, v in res.params.items()
-                           if v is not None and not isinstance(v, dict)
-                           and not str(k).startswith("_"))
+        params = ", ".join(
+            f"{labels.get(k, k)} = {_fmt(v) if isinstance(v, float) else v}"
+            for k, v in res.params.items()
+            if v is not None and not isinstance(v, dict) and not str(k).startswith("_")
+        )
         self.header.setText(
             f"<b>{html.escape(res.method_name)}</b> — {html.escape(params)}<br>"
             f"<div style='color:#0b4f8a'><b>Guarantee:</b> {guarantee_rich(res.guarantee)}</div>"
             f"<br>{len(res.data):,} records released; protected: "
-            f"{html.escape(', '.join(res.protected_attributes))}")
-        warns = compact_warnings(list(res.warnings) + [w for w in (ev.get("warnings") or [])
-                                                       if w not in res.warnings])
+            f"{html.escape(', '.join(res.protected_attributes))}"
+        )
+        warns = compact_warnings(
+            list(res.warnings) + [w for w in (ev.get("warnings") or []) if w not in res.warnings]
+        )
         if warns:
             # always rich text (a lone warning without a tag would be shown as plain text,
             # with its escaped quotes as '&#x27;')
-            self.warn.show_message("<span>⚠ " + "<br>⚠ ".join(html.escape(w, quote=False)
-                                                           for w in warns) + "</span>",
-                                   "warning")
+            self.warn.show_message(
+                "<span>⚠ " + "<br>⚠ ".join(html.escape(w, quote=False) for w in warns) + "</span>", "warning"
+            )
         else:
             self.warn.hide()
         rows, table = flatten_measures(ev)
@@ -258,14 +281,16 @@ class ResultsPanel(QWidget):
             it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.measures.setItem(i, 1, it)
             key = _LABEL_KEYS.get(k, k)  # issue 11: glossary tooltip, plain reading
-            annotate_measure_row(self.measures, i, key, ev.get(key),
-                                 {"n": len(res.data), "k": res.params.get("k")})
+            annotate_measure_row(
+                self.measures, i, key, ev.get(key), {"n": len(res.data), "k": res.params.get("k")}
+            )
         self.measures.resizeColumnToContents(1)
         if table is not None:
             self.per_attr.setRowCount(table.shape[0])
             self.per_attr.setColumnCount(table.shape[1])
-            self.per_attr.setHorizontalHeaderLabels([MEASURE_LABELS.get(str(c), str(c))
-                                                     for c in table.columns])
+            self.per_attr.setHorizontalHeaderLabels(
+                [MEASURE_LABELS.get(str(c), str(c)) for c in table.columns]
+            )
             self.per_attr.setVerticalHeaderLabels([str(i) for i in table.index])
             annotate_headers(self.per_attr, [str(c) for c in table.columns])
             for i in range(table.shape[0]):
@@ -275,9 +300,10 @@ class ResultsPanel(QWidget):
         else:
             self.per_attr.setRowCount(0)
             self.per_attr.setColumnCount(0)
-        self.per_attr_caption.setText(PER_ATTR_CAPTION + ("" if table is not None else
-                                      " — none: no protected attribute is numeric in the "
-                                      "release"))
+        self.per_attr_caption.setText(
+            PER_ATTR_CAPTION
+            + ("" if table is not None else " — none: no protected attribute is numeric in the release")
+        )
         kq = [c for c, r in res.roles.items() if r == "k-quasi"]
         if "k_min_class_size" in ev:
             k = res.params.get("k")
@@ -288,10 +314,13 @@ class ResultsPanel(QWidget):
                 f"<span style='color:{col}'><b>k-anonymity check</b> on the k-quasi-identifiers "
                 f"of the output: smallest class {smallest:,} records (k = {k}); share of "
                 f"records in classes smaller than k: {100 * share:.2f} %"
-                f"{' ✔' if ok else ' ✘'}</span>")
+                f"{' ✔' if ok else ' ✘'}</span>"
+            )
         elif kq:
-            self.kanon.setText("k-anonymity check: not applicable — this method does not claim "
-                               "classes of k identical k-quasi values.")
+            self.kanon.setText(
+                "k-anonymity check: not applicable — this method does not claim "
+                "classes of k identical k-quasi values."
+            )
         else:
             self.kanon.setText("k-anonymity check: no k-quasi-identifier in this release.")
         self.corr_cols, self.corr_diff = extra.get("corr", ([], np.zeros((0, 0))))
@@ -300,9 +329,12 @@ class ResultsPanel(QWidget):
 
     def _draw_corr(self) -> None:
         cols, d = self.corr_cols, self.corr_diff
-        self.corr_caption.setText(CORR_CAPTION if len(cols) >= 2 else
-                                  "No correlation matrix: it needs at least two numeric "
-                                  "protected or confidential attributes in the release.")
+        self.corr_caption.setText(
+            CORR_CAPTION
+            if len(cols) >= 2
+            else "No correlation matrix: it needs at least two numeric "
+            "protected or confidential attributes in the release."
+        )
         self.corr.setRowCount(len(cols))
         self.corr.setColumnCount(len(cols))
         self.corr.setHorizontalHeaderLabels(cols)
@@ -313,8 +345,11 @@ class ResultsPanel(QWidget):
                 it = QTableWidgetItem("" if i == j else (f"{v:+.2f}" if np.isfinite(v) else "n/a"))
                 if i != j and np.isfinite(v):
                     a = min(abs(v), 1.0)
-                    c = QColor(255, int(255 * (1 - a)), int(255 * (1 - a))) if v < 0 else \
-                        QColor(int(255 * (1 - a)), int(255 * (1 - a)), 255)
+                    c = (
+                        QColor(255, int(255 * (1 - a)), int(255 * (1 - a)))
+                        if v < 0
+                        else QColor(int(255 * (1 - a)), int(255 * (1 - a)), 255)
+                    )
                     it.setBackground(QBrush(c))
                 it.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
                 self.corr.setItem(i, j, it)
@@ -332,15 +367,17 @@ class ResultsPanel(QWidget):
             if orig is not None and pd.api.types.is_numeric_dtype(orig):
                 # generalised to intervals: the numeric original has no bar per interval
                 self._draw_bars(attr, None, prot)
-                self.hist.setTitle(attr + " (released as intervals; the original is numeric)",
-                                   color="#222")
+                self.hist.setTitle(attr + " (released as intervals; the original is numeric)", color="#222")
                 return
             self._draw_bars(attr, orig, prot)
             return
         self.hist.getAxis("bottom").setTicks(None)
         try:
-            a = pd.to_numeric(orig, errors="coerce").to_numpy(dtype=float) if orig is not None \
+            a = (
+                pd.to_numeric(orig, errors="coerce").to_numpy(dtype=float)
+                if orig is not None
                 else np.zeros(0)
+            )
             b = pd.to_numeric(prot, errors="coerce").to_numpy(dtype=float)
         except (TypeError, ValueError):
             return
@@ -350,50 +387,79 @@ class ResultsPanel(QWidget):
         edges = np.histogram_bin_edges(allv, bins=40)
         if a.size:
             ca, _ = np.histogram(a[np.isfinite(a)], bins=edges)
-            self.hist.plot(edges, ca, stepMode="center", fillLevel=0,
-                           brush=(120, 120, 120, 90), pen=pg.mkPen("#555"), name="original")
+            self.hist.plot(
+                edges,
+                ca,
+                stepMode="center",
+                fillLevel=0,
+                brush=(120, 120, 120, 90),
+                pen=pg.mkPen("#555"),
+                name="original",
+            )
         cb, _ = np.histogram(b[np.isfinite(b)], bins=edges)
-        self.hist.plot(edges, cb, stepMode="center", pen=pg.mkPen("#1f77b4", width=2),
-                       name="protected")
+        self.hist.plot(edges, cb, stepMode="center", pen=pg.mkPen("#1f77b4", width=2), name="protected")
         self.hist.setTitle(attr, color="#222")
 
     def _draw_bars(self, attr: str, orig, prot, top: int = 20) -> None:
         """Categorical attribute: counts per category, original vs protected (most frequent
-        ``top`` categories of either; generalised values such as '*' appear as their own bar)."""
+        ``top`` categories of either; generalised values such as '*' appear as their own bar).
+        """
         b = prot.astype(str).value_counts()
         a = orig.astype(str).value_counts() if orig is not None else pd.Series(dtype=float)
         cats = list((a.add(b, fill_value=0)).sort_values(ascending=False).index[:top])
         if orig is None:  # intervals: in label order (numbers first by value)
+
             def _key(c):
-                num = pd.to_numeric(pd.Series([str(c).lstrip("[(").split("-")[0].split(",")[0]]),
-                                    errors="coerce").iloc[0]
+                num = pd.to_numeric(
+                    pd.Series([str(c).lstrip("[(").split("-")[0].split(",")[0]]), errors="coerce"
+                ).iloc[0]
                 return (0, float(num), str(c)) if pd.notna(num) else (1, 0.0, str(c))
+
             cats = sorted(cats, key=_key)
         if not cats:
             return
         x = np.arange(len(cats), dtype=float)
         if len(a):
-            self.hist.addItem(pg.BarGraphItem(x=x - 0.2, height=a.reindex(cats).fillna(0)
-                                              .to_numpy(float), width=0.4,
-                                              brush=(120, 120, 120, 160), pen=pg.mkPen("#555"),
-                                              name="original"))
-        self.hist.addItem(pg.BarGraphItem(x=x + 0.2, height=b.reindex(cats).fillna(0)
-                                          .to_numpy(float), width=0.4, brush="#1f77b4",
-                                          pen=pg.mkPen("#1f77b4"), name="protected"))
+            self.hist.addItem(
+                pg.BarGraphItem(
+                    x=x - 0.2,
+                    height=a.reindex(cats).fillna(0).to_numpy(float),
+                    width=0.4,
+                    brush=(120, 120, 120, 160),
+                    pen=pg.mkPen("#555"),
+                    name="original",
+                )
+            )
+        self.hist.addItem(
+            pg.BarGraphItem(
+                x=x + 0.2,
+                height=b.reindex(cats).fillna(0).to_numpy(float),
+                width=0.4,
+                brush="#1f77b4",
+                pen=pg.mkPen("#1f77b4"),
+                name="protected",
+            )
+        )
         self.hist.getAxis("bottom").setTicks(
-            [[(float(i), short_label(c, len(cats), max(self.hist.width(), 300) // 8))
-              for i, c in enumerate(cats)]])
-        self.hist.setToolTip("\n".join(
-            f"{c}: original {int(a.get(c, 0)):,}, protected {int(b.get(c, 0)):,}" for c in cats))
+            [
+                [
+                    (float(i), short_label(c, len(cats), max(self.hist.width(), 300) // 8))
+                    for i, c in enumerate(cats)
+                ]
+            ]
+        )
+        self.hist.setToolTip(
+            "\n".join(f"{c}: original {int(a.get(c, 0)):,}, protected {int(b.get(c, 0)):,}" for c in cats)
+        )
         more = max(len(a.index.union(b.index)) - len(cats), 0)
-        self.hist.setTitle(attr + (f" (top {len(cats)} categories; {more} more)" if more
-                                   else " (categories)"), color="#222")
+        self.hist.setTitle(
+            attr + (f" (top {len(cats)} categories; {more} more)" if more else " (categories)"), color="#222"
+        )
 
 
 if __name__ == "__main__":
-    from PySide6.QtWidgets import QApplication
-
     import pandas as pd
+    from PySide6.QtWidgets import QApplication
 
     from dpstudio.app import compute
     from dpstudio.app.resources import sample_path

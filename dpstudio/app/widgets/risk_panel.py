@@ -65,14 +65,16 @@ class RiskSettings:
     sensitive: list[str] = field(default_factory=list)
 
     def kwargs(self) -> dict:
-        return dict(weight=self.weight, household=self.household, sensitive=list(self.sensitive),
-                    missing=MISSING_RULE)
+        return dict(
+            weight=self.weight, household=self.household, sensitive=list(self.sensitive), missing=MISSING_RULE
+        )
 
 
 def risk_settings(roles: dict[str, str]) -> RiskSettings:
     """Keys = k-quasi-identifiers, weight / household = their (single) columns, sensitive =
     confidential.  Raises :class:`engine.ParameterError` with a one-line message otherwise.
     """
+
     def role_value(r: Any) -> str:
         return str(getattr(r, "value", r))
 
@@ -83,21 +85,26 @@ def risk_settings(roles: dict[str, str]) -> RiskSettings:
     if not keys:
         raise engine.ParameterError(
             "No key variables: give the categorical key variables (sex, age, region, …) the "
-            "role k-quasi-identifier in the Attributes tab to see the file's risk.")
+            "role k-quasi-identifier in the Attributes tab to see the file's risk."
+        )
     single = {}
     for role, label in (("weight", "sampling weight"), ("household", "household id")):
         cols = by.get(role, [])
         if len(cols) > 1:
             raise engine.ParameterError(
                 f"Only one column can be the {label}; marked: {', '.join(map(repr, cols))}. "
-                "Give the others another role.")
+                "Give the others another role."
+            )
         single[role] = cols[0] if cols else None
-    return RiskSettings(keys=keys, weight=single["weight"], household=single["household"],
-                        sensitive=by.get("confidential", []))
+    return RiskSettings(
+        keys=keys,
+        weight=single["weight"],
+        household=single["household"],
+        sensitive=by.get("confidential", []),
+    )
 
 
-def riskiest_combinations(df: pd.DataFrame, report: Any, n: int = TOP_COMBINATIONS
-                          ) -> pd.DataFrame:
+def riskiest_combinations(df: pd.DataFrame, report: Any, n: int = TOP_COMBINATIONS) -> pd.DataFrame:
     """The ``n`` key combinations with the highest individual risk: key values, ``records``
     (records with exactly these values), ``fk``, ``Fk``, ``risk``.  Records with the same key
     values (missing ones included) share ``fk``, ``Fk`` and the risk.
@@ -115,8 +122,9 @@ def riskiest_combinations(df: pd.DataFrame, report: Any, n: int = TOP_COMBINATIO
     return out.head(n).reset_index(drop=True)[keys + ["records", "fk", "Fk", "risk"]]
 
 
-def compute_risk(df: pd.DataFrame, settings: RiskSettings, release: pd.DataFrame | None = None,
-                 check_cancel=lambda: None) -> dict:
+def compute_risk(
+    df: pd.DataFrame, settings: RiskSettings, release: pd.DataFrame | None = None, check_cancel=lambda: None
+) -> dict:
     """Assess the original (and the release, with the same keys): the reports, the riskiest
     combinations and notes on what the release assessment could not use.
     """
@@ -129,8 +137,10 @@ def compute_risk(df: pd.DataFrame, settings: RiskSettings, release: pd.DataFrame
         notes = []
         gone = [k for k in settings.keys if k not in release.columns]
         if gone:
-            out["release_error"] = (f"The release has no key column(s) {', '.join(gone)}: its "
-                                    "risk cannot be compared with the same keys.")
+            out["release_error"] = (
+                f"The release has no key column(s) {', '.join(gone)}: its "
+                "risk cannot be compared with the same keys."
+            )
             return out
         kw = settings.kwargs()
         if settings.weight and settings.weight not in release.columns:
@@ -138,8 +148,7 @@ def compute_risk(df: pd.DataFrame, settings: RiskSettings, release: pd.DataFrame
             notes.append(f"the weight {settings.weight} is not in the release: risk 1/f_k")
         if settings.household and settings.household not in release.columns:
             kw["household"] = None
-            notes.append(f"the household id {settings.household} is not released: no "
-                         "household risk")
+            notes.append(f"the household id {settings.household} is not released: no household risk")
         kw["sensitive"] = [s for s in kw["sensitive"] if s in release.columns]
         rrep = engine.assess_risk(release, settings.keys, **kw)
         out[RELEASE] = rrep
@@ -172,23 +181,44 @@ def figure_rows(rep: Any) -> list[tuple[str, str, str]]:
         ("records_fk_lt_3", "Records with f_k < 3", fmt_int(rep.records_fk_lt_3)),
         ("records_fk_lt_5", "Records with f_k < 5", fmt_int(rep.records_fk_lt_5)),
         ("global_risk", "Global risk", fmt_share(rep.global_risk)),
-        ("expected_reidentifications", "Expected re-identifications",
-         fmt_float(rep.expected_reidentifications)),
+        (
+            "expected_reidentifications",
+            "Expected re-identifications",
+            fmt_float(rep.expected_reidentifications),
+        ),
     ]
     if rep.household is not None:
-        rows.append(("household_expected_reidentifications",
-                     "Expected re-identifications (household)",
-                     fmt_float(rep.household_expected_reidentifications)))
-    for k, lab in (("max", "maximum"), ("mean", "mean"), ("q50", "median"),
-                   ("q90", "90 % quantile"), ("q99", "99 % quantile")):
+        rows.append(
+            (
+                "household_expected_reidentifications",
+                "Expected re-identifications (household)",
+                fmt_float(rep.household_expected_reidentifications),
+            )
+        )
+    for k, lab in (
+        ("max", "maximum"),
+        ("mean", "mean"),
+        ("q50", "median"),
+        ("q90", "90 % quantile"),
+        ("q99", "99 % quantile"),
+    ):
         rows.append((f"individual_risk.{k}", f"Individual risk, {lab}", fmt_float(s[k])))
     for col, d in rep.l_diversity.items():
-        rows.append((f"l_diversity.{col}.distinct_min", f"{col}: distinct l-diversity, minimum",
-                     fmt_int(d["distinct_min"])))
-        rows.append((f"l_diversity.{col}.records_l1", f"{col}: records with l = 1",
-                     fmt_int(d["records_l1"])))
-        rows.append((f"l_diversity.{col}.entropy_min", f"{col}: entropy l-diversity, minimum",
-                     fmt_float(d["entropy_min"])))
+        rows.append(
+            (
+                f"l_diversity.{col}.distinct_min",
+                f"{col}: distinct l-diversity, minimum",
+                fmt_int(d["distinct_min"]),
+            )
+        )
+        rows.append((f"l_diversity.{col}.records_l1", f"{col}: records with l = 1", fmt_int(d["records_l1"])))
+        rows.append(
+            (
+                f"l_diversity.{col}.entropy_min",
+                f"{col}: entropy l-diversity, minimum",
+                fmt_float(d["entropy_min"]),
+            )
+        )
     return rows
 
 
@@ -252,8 +282,9 @@ class RiskPanel(QWidget):
         self.threshold.setRange(0.0, 1.0)
         self.threshold.setSingleStep(0.01)
         self.threshold.setValue(DEFAULT_THRESHOLD)
-        self.threshold.setToolTip("sdcApp's threshold: how many records have an individual "
-                                  "re-identification risk above this value.")
+        self.threshold.setToolTip(
+            "sdcApp's threshold: how many records have an individual re-identification risk above this value."
+        )
         self.threshold.valueChanged.connect(self._update_threshold)
         row.addWidget(self.threshold)
         self.threshold_label = QLabel("–")
@@ -316,8 +347,9 @@ class RiskPanel(QWidget):
 
         for sig in (state.sig_data_changed, state.sig_roles_changed, state.sig_result_changed):
             sig.connect(self.schedule)
-        self._show_message("Open a file and give the key variables the role "
-                           "k-quasi-identifier to see its risk.", "info")
+        self._show_message(
+            "Open a file and give the key variables the role k-quasi-identifier to see its risk.", "info"
+        )
         if state.df is not None:
             self.schedule()
 
@@ -377,14 +409,18 @@ class RiskPanel(QWidget):
         self.runner.start(work, finished=self._show, errored=errored)
 
     def _settings_text(self, s: RiskSettings) -> str:
-        parts = [f"Keys: {', '.join(s.keys)}",
-                 f"weight: {s.weight}" if s.weight else "no sampling weight (risk 1/f_k)"]
+        parts = [
+            f"Keys: {', '.join(s.keys)}",
+            f"weight: {s.weight}" if s.weight else "no sampling weight (risk 1/f_k)",
+        ]
         if s.household:
             parts.append(f"household: {s.household}")
         if s.sensitive:
             parts.append(f"confidential: {', '.join(s.sensitive)}")
-        return ("; ".join(parts) + ". A missing key value matches any value (sdcMicro's rule); "
-                "individual risk: Benedetti–Franconi model as sdcMicro's measure_risk.")
+        return (
+            "; ".join(parts) + ". A missing key value matches any value (sdcMicro's rule); "
+            "individual risk: Benedetti–Franconi model as sdcMicro's measure_risk."
+        )
 
     def _clear(self) -> None:
         self.result = None
@@ -407,11 +443,14 @@ class RiskPanel(QWidget):
         if out.get("release_error"):
             self._show_message(out["release_error"], "warning")
         elif rel is not None and out.get("release_notes"):
-            self._show_message("Release assessed with the same keys; "
-                               + "; ".join(out["release_notes"]) + ".", "info")
+            self._show_message(
+                "Release assessed with the same keys; " + "; ".join(out["release_notes"]) + ".", "info"
+            )
         elif rel is not None:
-            self._show_message("Before / after: the release assessed with the same keys, "
-                               "weight and missing-value rule.", "ok")
+            self._show_message(
+                "Before / after: the release assessed with the same keys, weight and missing-value rule.",
+                "ok",
+            )
         else:
             self.banner.hide()
         rows = figure_rows(orig)
@@ -462,8 +501,7 @@ class RiskPanel(QWidget):
         """Records above the threshold in the original and the release (None: not shown)."""
         out = self.result or {}
         t = float(self.threshold.value())
-        return tuple(out[w].records_above(t) if out.get(w) is not None else None
-                     for w in (ORIGINAL, RELEASE))
+        return tuple(out[w].records_above(t) if out.get(w) is not None else None for w in (ORIGINAL, RELEASE))
 
     def _draw_hist(self) -> None:
         self.hist.clear()
@@ -475,26 +513,34 @@ class RiskPanel(QWidget):
         hi = max(hi, float(self.threshold.value()), 1e-6)
         edges = np.linspace(0.0, hi * 1.0001, 41)
         width = edges[1] - edges[0]
-        styles = {ORIGINAL: ((120, 120, 120, 170), "original"),
-                  RELEASE: ((31, 119, 180, 170), "release")}
+        styles = {ORIGINAL: ((120, 120, 120, 170), "original"), RELEASE: ((31, 119, 180, 170), "release")}
         n = len(reps)
         for i, (w, r) in enumerate(reps):
             counts, _ = np.histogram(r.individual_risk, bins=edges)
             color, name = styles[w]
             x = edges[:-1] + width * (i + 0.5) / n
-            self.hist.addItem(pg.BarGraphItem(x=x, height=counts, width=width / n * 0.95,
-                                              brush=pg.mkBrush(color), pen=pg.mkPen(None),
-                                              name=name))
-        line = pg.InfiniteLine(pos=float(self.threshold.value()), angle=90,
-                               pen=pg.mkPen((200, 40, 40), width=2, style=Qt.PenStyle.DashLine))
+            self.hist.addItem(
+                pg.BarGraphItem(
+                    x=x,
+                    height=counts,
+                    width=width / n * 0.95,
+                    brush=pg.mkBrush(color),
+                    pen=pg.mkPen(None),
+                    name=name,
+                )
+            )
+        line = pg.InfiniteLine(
+            pos=float(self.threshold.value()),
+            angle=90,
+            pen=pg.mkPen((200, 40, 40), width=2, style=Qt.PenStyle.DashLine),
+        )
         self.hist.addItem(line)
         legend = self.hist.plotItem.legend
         if legend is not None:
             legend.clear()
             for w, _r in reps:
                 color, name = styles[w]
-                legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=1,
-                                               brush=pg.mkBrush(color)), name)
+                legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=1, brush=pg.mkBrush(color)), name)
         self.hist.setXRange(0, edges[-1], padding=0.02)
 
     def _fill_combinations(self) -> None:
@@ -508,8 +554,12 @@ class RiskPanel(QWidget):
         keys = list(out["settings"].keys)
         labels = getattr(self.state.input_meta, "value_labels", None) or {}
         rep = out[which]
-        heads = keys + ["records", "f_k", "F_k" if rep.weight else "F_k (= f_k, no weight)",
-                        "individual risk"]
+        heads = keys + [
+            "records",
+            "f_k",
+            "F_k" if rep.weight else "F_k (= f_k, no weight)",
+            "individual risk",
+        ]
         self.combos.clear()
         self.combos.setColumnCount(len(heads))
         self.combos.setHorizontalHeaderLabels(heads)
@@ -518,19 +568,28 @@ class RiskPanel(QWidget):
             vals = list(row)
             for j, k in enumerate(keys):
                 self.combos.setItem(i, j, QTableWidgetItem(label_value(vals[j], labels.get(k))))
-            for j, v in enumerate((fmt_int(vals[len(keys)]), fmt_int(vals[len(keys) + 1]),
-                                   f"{float(vals[len(keys) + 2]):,.1f}",
-                                   fmt_float(vals[len(keys) + 3]))):
+            for j, v in enumerate(
+                (
+                    fmt_int(vals[len(keys)]),
+                    fmt_int(vals[len(keys) + 1]),
+                    f"{float(vals[len(keys) + 2]):,.1f}",
+                    fmt_float(vals[len(keys) + 3]),
+                )
+            ):
                 it = QTableWidgetItem(v)
                 it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.combos.setItem(i, len(keys) + j, it)
         self.combos.resizeColumnsToContents()
-        self.combos.setToolTip(html.escape(
-            "f_k: records in the file matching the combination (a missing value matches any "
-            "value); F_k: the weighted estimate of matching people in the population."))
+        self.combos.setToolTip(
+            html.escape(
+                "f_k: records in the file matching the combination (a missing value matches any "
+                "value); F_k: the weighted estimate of matching people in the population."
+            )
+        )
 
 
 # --------------------------------------------------------------------------- preview
+
 
 def _preview(out_png: str | None = None) -> None:  # pragma: no cover - manual look
     import sys
@@ -548,6 +607,7 @@ def _preview(out_png: str | None = None) -> None:  # pragma: no cover - manual l
     w.resize(1280, 720)
     w.show()
     if out_png:
+
         def grab():
             if w.pending():
                 QTimer.singleShot(100, grab)
@@ -555,6 +615,7 @@ def _preview(out_png: str | None = None) -> None:  # pragma: no cover - manual l
             app.processEvents()
             w.grab().save(out_png)
             app.quit()
+
         QTimer.singleShot(100, grab)
     app.exec()
 

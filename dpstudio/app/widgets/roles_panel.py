@@ -11,10 +11,25 @@ import pandas as pd
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormLayout,
-                               QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMenu,
-                               QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpstudio import engine
 from dpstudio.app import settings as app_settings
@@ -24,27 +39,35 @@ from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 
 ROLE_HELP = {
     "identifier": "Identifier: directly identifies a person (name, ID number, phone). Removed "
-                  "from every output.",
+    "from every output.",
     "k-quasi": "k-quasi-identifier: could be linked with outside data (age, zip code…). "
-               "Protected by the k-anonymity step (microaggregation or generalisation).",
+    "Protected by the k-anonymity step (microaggregation or generalisation).",
     "eps-quasi": "ε-quasi-identifier: protected by differential-privacy noise (possibly after "
-                 "microaggregation). Needs a declared domain.",
+    "microaggregation). Needs a declared domain.",
     "confidential": "Confidential: the sensitive value (income, diagnosis). Kept as is unless "
-                    "the method protects it too.",
+    "the method protects it too.",
     "other": "Other: released unchanged and not used by the method.",
     "weight": "Sampling weight: released unchanged; the risk models use it (one column).",
     "household": "Household id: used for household risk; not released as is (one column).",
 }
-ROLE_LABELS = {"identifier": "Identifier", "k-quasi": "k-quasi-identifier",
-               "eps-quasi": "ε-quasi-identifier", "confidential": "Confidential",
-               "other": "Other", "weight": "Sampling weight", "household": "Household id"}
+ROLE_LABELS = {
+    "identifier": "Identifier",
+    "k-quasi": "k-quasi-identifier",
+    "eps-quasi": "ε-quasi-identifier",
+    "confidential": "Confidential",
+    "other": "Other",
+    "weight": "Sampling weight",
+    "household": "Household id",
+}
 COLS = ["Column", "Role", "Type", "Lower bound", "Upper bound", "Precision", "Hierarchy", "Check"]
 C_NAME, C_ROLE, C_TYPE, C_LO, C_HI, C_PREC, C_HIER, C_CHECK = range(8)
 BAD_STYLE = "background:#fde2e1;"
-LEAK_WARNING = ("Bounds suggested from the data (0 … 1.5 × max) are derived from individuals' "
-                "values and leak information about them; the papers use them for experiments. "
-                "For a real release, replace them with public bounds (e.g. legal or "
-                "administrative limits).")
+LEAK_WARNING = (
+    "Bounds suggested from the data (0 … 1.5 × max) are derived from individuals' "
+    "values and leak information about them; the papers use them for experiments. "
+    "For a real release, replace them with public bounds (e.g. legal or "
+    "administrative limits)."
+)
 
 
 def generate_hierarchy(series: pd.Series, column: str, levels: int = 10) -> Hierarchy:
@@ -52,8 +75,10 @@ def generate_hierarchy(series: pd.Series, column: str, levels: int = 10) -> Hier
     s = series.dropna()
     values = pd.unique(s)
     if len(values) > 20000:
-        raise engine.InputError(f"Column {column!r} has {len(values):,} distinct values: too many "
-                                "for a generated hierarchy. Load an ARX hierarchy file instead.")
+        raise engine.InputError(
+            f"Column {column!r} has {len(values):,} distinct values: too many "
+            "for a generated hierarchy. Load an ARX hierarchy file instead."
+        )
     if len(values) == 0:
         raise engine.InputError(f"Column {column!r} has no values to build a hierarchy from.")
     if pd.api.types.is_numeric_dtype(s):
@@ -63,8 +88,10 @@ def generate_hierarchy(series: pd.Series, column: str, levels: int = 10) -> Hier
         lo, hi = float(vals[0]), float(vals[-1])
         edges = np.linspace(lo, hi, levels + 1) if hi > lo else np.array([lo, lo + 1])
         idx = np.clip(np.searchsorted(edges, vals, side="right") - 1, 0, len(edges) - 2)
-        labels = [f"[{edges[i]:g}, {edges[i + 1]:g}{']' if i == len(edges) - 2 else ')'}"
-                  for i in range(len(edges) - 1)]
+        labels = [
+            f"[{edges[i]:g}, {edges[i + 1]:g}{']' if i == len(edges) - 2 else ')'}"
+            for i in range(len(edges) - 1)
+        ]
         rows = [[leaf, labels[i], "*"] for leaf, i in zip(leaves, idx)]
     else:
         rows = [[str(v), "*"] for v in sorted(map(str, values))]
@@ -81,14 +108,16 @@ def short_label(v, n: int, room: int = 84) -> str:
 def suggest_hierarchy_path(data_path: str | None, column: str) -> str:
     """Where the hierarchy dialog opens: an ARX file named after the column (as ARX names
     them, ``*_hierarchy_<column>.csv``) next to the data or in its ``hierarchies`` folder;
-    else that folder; '' when the data has no folder."""
+    else that folder; '' when the data has no folder.
+    """
     if not data_path:
         return ""
     d = Path(data_path).parent
     folders = [f for f in (d / "hierarchies", d) if f.is_dir()]
     for f in folders:
-        hits = sorted(p for p in f.glob("*.csv")
-                      if p.stem.lower().endswith(column.lower()) and p != Path(data_path))
+        hits = sorted(
+            p for p in f.glob("*.csv") if p.stem.lower().endswith(column.lower()) and p != Path(data_path)
+        )
         if hits:
             return str(hits[0])
     return str(folders[0]) if folders else ""
@@ -116,9 +145,11 @@ class RolesPanel(QWidget):
         ll.setContentsMargins(0, 0, 0, 0)
         tools = QHBoxLayout()
         self.suggest_btn = QPushButton("Suggest domain 0 … 1.5 × max")
-        self.suggest_btn.setToolTip("Fill empty bounds of the selected numeric columns (or of all "
-                                    "protected ones) with 0 … 1.5 × max, as in the papers. "
-                                    "Warning: bounds from the data leak.")
+        self.suggest_btn.setToolTip(
+            "Fill empty bounds of the selected numeric columns (or of all "
+            "protected ones) with 0 … 1.5 × max, as in the papers. "
+            "Warning: bounds from the data leak."
+        )
         self.suggest_btn.clicked.connect(self._on_suggest_clicked)
         tools.addWidget(self.suggest_btn)
         self.set_role_btn = QToolButton()
@@ -142,21 +173,29 @@ class RolesPanel(QWidget):
         hh = self.table.horizontalHeader()
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         hh.setStretchLastSection(True)
-        for c, w in ((C_NAME, 100), (C_ROLE, 140), (C_TYPE, 84), (C_LO, 84), (C_HI, 84),
-                     (C_PREC, 70), (C_HIER, 80)):
+        for c, w in (
+            (C_NAME, 100),
+            (C_ROLE, 140),
+            (C_TYPE, 84),
+            (C_LO, 84),
+            (C_HI, 84),
+            (C_PREC, 70),
+            (C_HIER, 80),
+        ):
             self.table.setColumnWidth(c, w)
-        tips = {C_ROLE: "What the attribute is: identifier, k-quasi, ε-quasi, confidential "
-                        "or other.",
-                C_LO: "Smallest value the attribute can take in the population (public "
-                      "knowledge, not this file's minimum).",
-                C_HI: "Largest value the attribute can take in the population.",
-                C_PREC: "Output precision γ of a noisy numeric attribute: noise is drawn on "
-                        "the grid of multiples of γ and the release carries no finer digits. "
-                        "Empty: the default (1 for whole-number columns, else about a "
-                        "millionth of the declared domain's width).",
-                C_HIER: "Generalisation hierarchy / taxonomy (for (k,ε)-anonymity and "
-                        "categorical methods): load an ARX CSV or generate one.",
-                C_CHECK: "Problems found with the current roles and domains."}
+        tips = {
+            C_ROLE: "What the attribute is: identifier, k-quasi, ε-quasi, confidential or other.",
+            C_LO: "Smallest value the attribute can take in the population (public "
+            "knowledge, not this file's minimum).",
+            C_HI: "Largest value the attribute can take in the population.",
+            C_PREC: "Output precision γ of a noisy numeric attribute: noise is drawn on "
+            "the grid of multiples of γ and the release carries no finer digits. "
+            "Empty: the default (1 for whole-number columns, else about a "
+            "millionth of the declared domain's width).",
+            C_HIER: "Generalisation hierarchy / taxonomy (for (k,ε)-anonymity and "
+            "categorical methods): load an ARX CSV or generate one.",
+            C_CHECK: "Problems found with the current roles and domains.",
+        }
         for c, t in tips.items():
             self.table.horizontalHeaderItem(c).setToolTip(t)
         self.table.itemSelectionChanged.connect(self._on_selection_changed)
@@ -242,10 +281,11 @@ class RolesPanel(QWidget):
         cols = self.selected_columns() or None
         done = self.suggest_domains(cols)
         if not done:
-            self.banner.show_message("No numeric column without a domain among the "
-                                     + ("selected columns." if cols else
-                                        "protected columns (give columns a role first)."),
-                                     "info")
+            self.banner.show_message(
+                "No numeric column without a domain among the "
+                + ("selected columns." if cols else "protected columns (give columns a role first)."),
+                "info",
+            )
 
     def _on_state_data_changed(self) -> None:
         st = self.state
@@ -268,14 +308,14 @@ class RolesPanel(QWidget):
                 combo.setItemData(i, ROLE_HELP[role], Qt.ItemDataRole.ToolTipRole)
             combo.setToolTip(f"Role of {name}. " + " ".join(ROLE_HELP.values()))
             combo.currentIndexChanged.connect(
-                lambda _i, c=combo, n=name: self._on_role_combo(n, c.currentData()))
+                lambda _i, c=combo, n=name: self._on_role_combo(n, c.currentData())
+            )
             self.table.setCellWidget(r, C_ROLE, combo)
             tc = QComboBox()
             tc.setObjectName(f"type_{name}")
             tc.addItem("numeric", "numeric")
             tc.addItem("text", "text")
-            tc.currentIndexChanged.connect(
-                lambda _i, c=tc, n=name: self._on_type_combo(n, c))
+            tc.currentIndexChanged.connect(lambda _i, c=tc, n=name: self._on_type_combo(n, c))
             self.table.setCellWidget(r, C_TYPE, tc)
             self._show_type(r, name)
             for c, what in ((C_LO, "lower"), (C_HI, "upper")):
@@ -284,7 +324,8 @@ class RolesPanel(QWidget):
                 le.setFrame(False)
                 le.setToolTip(
                     "Declared domain bound (public knowledge), kept exactly as typed. Type a "
-                    "number; leave both empty for no domain.")
+                    "number; leave both empty for no domain."
+                )
                 le.editingFinished.connect(lambda n=name: self._on_bounds_edited(n))
                 self.table.setCellWidget(r, c, le)
             pe = QLineEdit()
@@ -296,8 +337,10 @@ class RolesPanel(QWidget):
             hb = QToolButton()
             hb.setText("none")
             hb.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-            hb.setToolTip(f"Hierarchy of {name}: load an ARX hierarchy CSV or generate a simple "
-                          "one (value → interval → *).")
+            hb.setToolTip(
+                f"Hierarchy of {name}: load an ARX hierarchy CSV or generate a simple "
+                "one (value → interval → *)."
+            )
             m = QMenu(hb)
             m.addAction("Load ARX hierarchy…", lambda n=name: self._load_hierarchy(n))
             m.addAction("Generate", lambda n=name: self._generate_hierarchy(n))
@@ -342,8 +385,7 @@ class RolesPanel(QWidget):
             pe.setPlaceholderText(f"auto: {format_exact(default)}" if default else "")
             pe.setEnabled(bool(st.stats[name].numeric))
             h = st.hierarchies.get(name)
-            self.table.cellWidget(r, C_HIER).setText(
-                (f"{h.height} levels" if h is not None else "none"))
+            self.table.cellWidget(r, C_HIER).setText(f"{h.height} levels" if h is not None else "none")
             msg, level = self._check(name, role)
             ck = self.table.item(r, C_CHECK)
             ck.setText(msg)
@@ -355,10 +397,14 @@ class RolesPanel(QWidget):
         self._updating = False
         parts = [f"{n} {ROLE_LABELS[r].lower()}" for r, n in counts.items() if n and r != "other"]
         self.summary.setText(
-            ("Roles: " + ", ".join(parts) if parts else
-             "Give each attribute a role (select rows and use “Set role of selected”, or the "
-             "Role column). Hover a role for what it means.")
-            + (f" — <b style='color:#b00020'>{problems} problem(s)</b>" if problems else ""))
+            (
+                "Roles: " + ", ".join(parts)
+                if parts
+                else "Give each attribute a role (select rows and use “Set role of selected”, or the "
+                "Role column). Hover a role for what it means."
+            )
+            + (f" — <b style='color:#b00020'>{problems} problem(s)</b>" if problems else "")
+        )
         self._update_stats()
 
     def _check(self, name: str, role: str) -> tuple[str, str]:
@@ -405,13 +451,17 @@ class RolesPanel(QWidget):
         tc.blockSignals(False)
         hint = ""
         if not s.numeric and s.minimum is not None:
-            hint = (f" Looks numeric: {s.non_numeric:,} cell(s) are not numbers."
-                    if s.non_numeric else " All values are numbers: switch to numeric to "
-                    "measure and mask them as numbers.")
-        tc.setToolTip(f"Type of {name} (pandas {s.dtype}). numeric: masked and measured as "
-                      "numbers (domain bounds apply). text: treated as categories (a hierarchy "
-                      "gives them a distance); choose it for numeric codes such as a region "
-                      "number." + hint)
+            hint = (
+                f" Looks numeric: {s.non_numeric:,} cell(s) are not numbers."
+                if s.non_numeric
+                else " All values are numbers: switch to numeric to measure and mask them as numbers."
+            )
+        tc.setToolTip(
+            f"Type of {name} (pandas {s.dtype}). numeric: masked and measured as "
+            "numbers (domain bounds apply). text: treated as categories (a hierarchy "
+            "gives them a distance); choose it for numeric codes such as a region "
+            "number." + hint
+        )
 
     def _on_type_combo(self, name: str, combo: QComboBox) -> None:
         if self._updating:
@@ -451,8 +501,10 @@ class RolesPanel(QWidget):
             e.setStyleSheet(BAD_STYLE if b else "")
         if any(bad):
             self.state.set_input_error(
-                f"bounds:{name}", f"The domain bounds of column {name!r} must be numbers "
-                f"(e.g. 0 and 150000). Got {texts[bad.index(True)]!r}.")
+                f"bounds:{name}",
+                f"The domain bounds of column {name!r} must be numbers "
+                f"(e.g. 0 and 150000). Got {texts[bad.index(True)]!r}.",
+            )
             self.table.item(r, C_CHECK).setText("bounds must be numbers")
             return
         self.state.set_input_error(f"bounds:{name}", None)
@@ -471,8 +523,9 @@ class RolesPanel(QWidget):
         if t and (v is None or v <= 0):
             pe.setStyleSheet(BAD_STYLE)
             self.state.set_input_error(
-                f"precision:{name}", f"The precision of column {name!r} must be a number > 0 "
-                f"(e.g. 1, 0.01 or 100). Got {t!r}.")
+                f"precision:{name}",
+                f"The precision of column {name!r} must be a number > 0 (e.g. 1, 0.01 or 100). Got {t!r}.",
+            )
             return
         pe.setStyleSheet("")
         self.state.set_input_error(f"precision:{name}", None)
@@ -504,8 +557,9 @@ class RolesPanel(QWidget):
         L = self.stat_labels
         L["Column"].setText(f"<b>{name}</b> ({ROLE_LABELS[st.roles.get(name, 'other')]})")
         L["Type"].setText(("numeric" if s.numeric else "text") + f" ({s.dtype})")
-        L["Missing"].setText(f"{s.missing:,}" + (f" ({100 * s.missing / len(st.df):.1f} %)"
-                                                  if s.missing else ""))
+        L["Missing"].setText(
+            f"{s.missing:,}" + (f" ({100 * s.missing / len(st.df):.1f} %)" if s.missing else "")
+        )
         L["Distinct"].setText(f"{s.distinct:,}")
         L["Minimum"].setText("–" if s.minimum is None else f"{s.minimum:g}")
         L["Maximum"].setText("–" if s.maximum is None else f"{s.maximum:g}")
@@ -515,17 +569,22 @@ class RolesPanel(QWidget):
             vals = vals[np.isfinite(vals)]
             if vals.size:
                 counts, edges = np.histogram(vals, bins=30)
-                self.hist.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts,
-                                                  brush="#5b8fd0", pen="#3a6aa8"))
+                self.hist.addItem(
+                    pg.BarGraphItem(
+                        x0=edges[:-1], x1=edges[1:], height=counts, brush="#5b8fd0", pen="#3a6aa8"
+                    )
+                )
                 dom = st.domains.get(name)
                 if dom:
                     for b in dom:
-                        self.hist.addItem(pg.InfiniteLine(b, pen=pg.mkPen("#c0392b", width=1,
-                                                                          style=Qt.PenStyle.DashLine)))
+                        self.hist.addItem(
+                            pg.InfiniteLine(b, pen=pg.mkPen("#c0392b", width=1, style=Qt.PenStyle.DashLine))
+                        )
         else:
             vc = col.astype(str).value_counts().head(20)
-            self.hist.addItem(pg.BarGraphItem(x=np.arange(len(vc)), height=vc.to_numpy(),
-                                              width=0.8, brush="#5b8fd0"))
+            self.hist.addItem(
+                pg.BarGraphItem(x=np.arange(len(vc)), height=vc.to_numpy(), width=0.8, brush="#5b8fd0")
+            )
             ax = self.hist.getAxis("bottom")
             room = max(self.hist.width(), 240) // 8
             ax.setTicks([[(i, short_label(v, len(vc), room)) for i, v in enumerate(vc.index)]])
@@ -534,12 +593,15 @@ class RolesPanel(QWidget):
         self.hier_label.setText(
             f"Hierarchy: {h.height} levels, {len(h.leaves)} leaves"
             f" ({st.hierarchy_sources.get(name, {}) if isinstance(st.hierarchy_sources.get(name), str) else 'generated'})"
-            if h is not None else "")
+            if h is not None
+            else ""
+        )
 
     def _load_hierarchy(self, name: str) -> None:
         start = suggest_hierarchy_path(self.state.path, name) or app_settings.last_folder()
-        path, _ = QFileDialog.getOpenFileName(self, f"Hierarchy for {name}", start,
-                                              "ARX hierarchy (*.csv);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, f"Hierarchy for {name}", start, "ARX hierarchy (*.csv);;All files (*)"
+        )
         if not path:
             return
         self.load_hierarchy_file(name, path)
@@ -567,7 +629,8 @@ class RolesPanel(QWidget):
 
 def parse_exact(text: str) -> float | None:
     """The finite number typed (``None`` if it is not one).  Parsed to the nearest double, as
-    the engine uses it, with no rounding to display digits."""
+    the engine uses it, with no rounding to display digits.
+    """
     t = text.strip().replace("_", "").replace(" ", "")
     if not t:
         return None
@@ -580,7 +643,8 @@ def parse_exact(text: str) -> float | None:
 
 def format_exact(v: float | None) -> str:
     """``v`` in the shortest text that reads back as the same double (123456789 stays
-    '123456789', 0.1 stays '0.1'; never rounded to 6 digits); '' for ``None``."""
+    '123456789', 0.1 stays '0.1'; never rounded to 6 digits); '' for ``None``.
+    """
     if v is None:
         return ""
     f = float(v)
@@ -591,8 +655,9 @@ def format_exact(v: float | None) -> str:
 
 def _same_number(text: str, v: float | None) -> bool:
     p = parse_exact(text)
-    return (p is None and v is None and not text.strip()) or (p is not None and v is not None
-                                                               and p == float(v))
+    return (p is None and v is None and not text.strip()) or (
+        p is not None and v is not None and p == float(v)
+    )
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ LEAF = 16
 
 # ----------------------------------------------------------------------------- sums
 
+
 @njit(cache=True)
 def _pw_block(a, lo, n):
     """NumPy's pairwise sum for n <= 128 (eight accumulators), bit for bit."""
@@ -76,7 +77,7 @@ def _pairwise(a, lo, n):
     """
     if n <= 128:
         return _pw_block(a, lo, n)
-    f_lo = np.empty(192, np.int64)      # frames: (lo, n, combine?)
+    f_lo = np.empty(192, np.int64)  # frames: (lo, n, combine?)
     f_n = np.empty(192, np.int64)
     f_c = np.empty(192, np.bool_)
     vals = np.empty(192)
@@ -122,6 +123,7 @@ def pairwise_sum(a):
 
 # ----------------------------------------------------------------------------- k-d tree
 
+
 @njit(cache=True)
 def _select(perm, Z, lo, hi, kth, dim):
     """Reorder perm[lo:hi] so that position kth holds the record of rank kth by Z[:, dim]
@@ -131,7 +133,7 @@ def _select(perm, Z, lo, hi, kth, dim):
         a = Z[perm[lo], dim]
         b = Z[perm[(lo + hi) // 2], dim]
         c = Z[perm[hi - 1], dim]
-        pv = max(min(a, b), min(max(a, b), c))     # median of three
+        pv = max(min(a, b), min(max(a, b), c))  # median of three
         lt = lo
         i = lo
         gt = hi
@@ -266,6 +268,7 @@ def _remove(q, Zp, alive, start, end, lo, hi, cnt, leaf_of):
 
 
 # ----------------------------------------------------------------------------- queries
+
 
 @njit(cache=True)
 def _sqd(Zp, q, p):
@@ -430,6 +433,7 @@ def nearest(c, kk, Zp, perm, alive, start, end, lo, hi, cnt, first_leaf, stack, 
 
 # ----------------------------------------------------------------------------- farthest from the centroid
 
+
 @njit(cache=True)
 def _far_refresh(c, Zp, pos_of, alive, idx, size, n_alive, fs, c0, cl, cd, tmp):
     """Rebuild the candidate list: alive positions sorted by distance to c0 = c, descending,
@@ -457,7 +461,7 @@ def _far_refresh(c, Zp, pos_of, alive, idx, size, n_alive, fs, c0, cl, cd, tmp):
                 cd[u] = cd[i]
                 u += 1
         w = u
-        fs[4] = 1                  # incomplete list: valid down to cut
+        fs[4] = 1  # incomplete list: valid down to cut
         cut_v = v
     else:
         fs[4] = 0
@@ -470,16 +474,37 @@ def _far_refresh(c, Zp, pos_of, alive, idx, size, n_alive, fs, c0, cl, cd, tmp):
     ord_q = cl[:w][order]
     for i in range(w):
         cl[i] = ord_q[i]
-    fs[0] = w                      # list length
-    fs[1] = 0                      # head
-    fs[2] = 0                      # entries scanned since the refresh
-    fs[3] = 1                      # valid
+    fs[0] = w  # list length
+    fs[1] = 0  # head
+    fs[2] = 0  # entries scanned since the refresh
+    fs[3] = 1  # valid
     return cut_v
 
 
 @njit(cache=True)
-def far_centroid(c, Zp, perm, pos_of, alive, idx, size, n_alive, fs, fcut, c0, cl, cd, tmp,
-                 start, end, lo, hi, cnt, first_leaf, stack):
+def far_centroid(
+    c,
+    Zp,
+    perm,
+    pos_of,
+    alive,
+    idx,
+    size,
+    n_alive,
+    fs,
+    fcut,
+    c0,
+    cl,
+    cd,
+    tmp,
+    start,
+    end,
+    lo,
+    hi,
+    cnt,
+    first_leaf,
+    stack,
+):
     """Position of the alive record farthest from c (lowest record index on ties).
 
     If |z - c0| < D0 - 2|c - c0| (D0: the largest |z - c0| among alive records), then
@@ -525,12 +550,13 @@ def far_centroid(c, Zp, perm, pos_of, alive, idx, size, n_alive, fs, fcut, c0, c
             i += 1
         fs[2] += i - head
         if fs[2] > n_alive:
-            fs[3] = 0              # scanning has cost as much as a refresh: refresh next time
+            fs[3] = 0  # scanning has cost as much as a refresh: refresh next time
         return best_q
     return farthest(c, Zp, perm, alive, start, end, lo, hi, cnt, first_leaf, stack)
 
 
 # ----------------------------------------------------------------------------- MDAV
+
 
 @njit(cache=True)
 def _recompute_total(Zp, pos_of, idx, size, total, buf):
@@ -561,8 +587,29 @@ def mdav_run(Z, k, depth, max_steps, st, labels, total, idx, tree, scratch):
     while n_alive >= 3 * k and steps < max_steps:
         for j in range(m):
             p[j] = total[j] / n_alive
-        r = far_centroid(p, Zp, perm, pos_of, alive, idx, size, n_alive, fs, fcut, c0, cl, cd, buf,
-                         start, end, lo, hi, cnt, first_leaf, stack)
+        r = far_centroid(
+            p,
+            Zp,
+            perm,
+            pos_of,
+            alive,
+            idx,
+            size,
+            n_alive,
+            fs,
+            fcut,
+            c0,
+            cl,
+            cd,
+            buf,
+            start,
+            end,
+            lo,
+            hi,
+            cnt,
+            first_leaf,
+            stack,
+        )
         nearest(r, k - 1, Zp, perm, alive, start, end, lo, hi, cnt, first_leaf, stack, hd, hq, take[:k])
         for i in range(k):
             _remove(take[i], Zp, alive, start, end, lo, hi, cnt, leaf_of)
@@ -574,7 +621,7 @@ def mdav_run(Z, k, depth, max_steps, st, labels, total, idx, tree, scratch):
         for h in range(2):
             for i in range(h * k, (h + 1) * k):
                 take[i] = perm[take[i]]
-            seg = take[h * k:(h + 1) * k]
+            seg = take[h * k : (h + 1) * k]
             seg.sort()
             for i in range(h * k, (h + 1) * k):
                 labels[take[i]] = label + h
@@ -593,7 +640,7 @@ def mdav_run(Z, k, depth, max_steps, st, labels, total, idx, tree, scratch):
         n_dead += 2 * k
         n_alive -= 2 * k
         steps += 1
-        if n_dead > max(64 * k, size // 8):        # numpy version compacts here
+        if n_dead > max(64 * k, size // 8):  # numpy version compacts here
             w = 0
             for i in range(size):
                 if alive[pos_of[idx[i]]]:
@@ -642,12 +689,21 @@ def run(Z: np.ndarray, k: int, check_cancel=None, progress=None) -> np.ndarray:
     pos_of = np.empty(n, dtype=np.int64)
     pos_of[perm] = np.arange(n, dtype=np.int64)
     tree = (perm, Zp, start, end, lo, hi, cnt, leaf_of, alive, pos_of)
-    scratch = (np.empty(2 * (depth + 2) + 8, np.int64), np.empty(max(k - 1, 1)),
-               np.empty(max(k - 1, 1), np.int64), np.empty(2 * k, np.int64),
-               np.empty(max(n, 2 * k)), np.empty(m), np.zeros(5, np.int64), np.zeros(1),
-               np.empty(m), np.empty(n, np.int64), np.empty(n))
+    scratch = (
+        np.empty(2 * (depth + 2) + 8, np.int64),
+        np.empty(max(k - 1, 1)),
+        np.empty(max(k - 1, 1), np.int64),
+        np.empty(2 * k, np.int64),
+        np.empty(max(n, 2 * k)),
+        np.empty(m),
+        np.zeros(5, np.int64),
+        np.zeros(1),
+        np.empty(m),
+        np.empty(n, np.int64),
+        np.empty(n),
+    )
     labels = np.empty(n, dtype=np.int64)
-    total = Z.T.copy().sum(axis=1)        # numpy's own pairwise row sums, as the numpy version
+    total = Z.T.copy().sum(axis=1)  # numpy's own pairwise row sums, as the numpy version
     idx = np.arange(n, dtype=np.int64)
     st = np.array([0, 0, n, n, 0], dtype=np.int64)
     chunk = 64 if (check_cancel is not None or progress is not None) else 1 << 62

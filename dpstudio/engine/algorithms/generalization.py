@@ -55,9 +55,19 @@ from dpstudio.engine.hierarchies.build import _fmt_number, auto_hierarchy, facto
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy
 
 __all__ = [
-    "EncodedQuasi", "encode_quasis", "GeneralisationResult", "ola", "mondrian",
-    "verify_k_anonymity", "PrecisionLoss", "DiscernibilityLoss", "ARXLoss", "AECSLoss",
-    "EntropyLoss", "LOSSES", "resolve_hierarchies",
+    "EncodedQuasi",
+    "encode_quasis",
+    "GeneralisationResult",
+    "ola",
+    "mondrian",
+    "verify_k_anonymity",
+    "PrecisionLoss",
+    "DiscernibilityLoss",
+    "ARXLoss",
+    "AECSLoss",
+    "EntropyLoss",
+    "LOSSES",
+    "resolve_hierarchies",
 ]
 
 _MAX_LATTICE = 5_000_000
@@ -71,9 +81,9 @@ _MAX_LATTICE = 5_000_000
 class _SplitGroup(TypedDict):
     """One attribute group of :meth:`_Lattice._setup_split`."""
 
-    attrs: list[int]                                      # attribute indices, sorted
-    row_id: np.ndarray                                    # group combo id of every bottom row
-    distinct: list[np.ndarray]                            # level-0 codes of the group's combos
+    attrs: list[int]  # attribute indices, sorted
+    row_id: np.ndarray  # group combo id of every bottom row
+    distinct: list[np.ndarray]  # level-0 codes of the group's combos
     cache: dict[tuple[int, ...], tuple[np.ndarray, int]]  # level vector -> (dense ids, count)
 
 
@@ -99,14 +109,16 @@ class EncodedQuasi:
         return len(self.labels[level])
 
 
-def resolve_hierarchies(df: pd.DataFrame, columns: Sequence[str], hierarchies: dict | None
-                        ) -> dict[str, Hierarchy]:
+def resolve_hierarchies(
+    df: pd.DataFrame, columns: Sequence[str], hierarchies: dict | None
+) -> dict[str, Hierarchy]:
     """Column → :class:`Hierarchy`: the given ones (paths or objects), automatic ones otherwise."""
     hierarchies = dict(hierarchies or {})
     unknown = [c for c in hierarchies if c not in df.columns]
     if unknown:
-        raise ParameterError(f"Hierarchy given for column(s) not in the data: "
-                             f"{', '.join(map(repr, unknown))}.")
+        raise ParameterError(
+            f"Hierarchy given for column(s) not in the data: {', '.join(map(repr, unknown))}."
+        )
     out = {}
     for c in columns:
         h = hierarchies.get(c)
@@ -118,8 +130,9 @@ def _encode_one(name: str, values: pd.Series, h: Hierarchy) -> EncodedQuasi:
     codes, labels = factorize_strings(values)
     if (codes < 0).any():
         row = int(np.flatnonzero(codes < 0)[0])
-        raise InputError(f"Column {name!r} has a missing value in row {row + 1}; impute it or "
-                         "enable drop_missing.")
+        raise InputError(
+            f"Column {name!r} has a missing value in row {row + 1}; impute it or enable drop_missing."
+        )
     index = {v: i for i, v in enumerate(h.leaves)}
     lut = np.fromiter((index.get(str(v), -1) for v in labels), dtype=np.int64, count=len(labels))
     if (lut < 0).any():
@@ -128,8 +141,10 @@ def _encode_one(name: str, values: pd.Series, h: Hierarchy) -> EncodedQuasi:
         src = f" ({h.source})" if h.source and not h.source.startswith("auto") else ""
         raise InputError(
             f"Column {name!r}: value {labels[bad[0]]!r} (row {first + 1}) is not in its "
-            f"hierarchy{src}" + (f"; {len(bad)} distinct values are missing in all" if len(bad) > 1 else "")
-            + ". Add them to the hierarchy file, or remove the file to let dpstudio build one.")
+            f"hierarchy{src}"
+            + (f"; {len(bad)} distinct values are missing in all" if len(bad) > 1 else "")
+            + ". Add them to the hierarchy file, or remove the file to let dpstudio build one."
+        )
     leaf = lut[codes]
     lv_codes, lv_labels = [], []
     for lvl in range(h.height):
@@ -139,8 +154,9 @@ def _encode_one(name: str, values: pd.Series, h: Hierarchy) -> EncodedQuasi:
     return EncodedQuasi(name, h, leaf, lv_codes, lv_labels)
 
 
-def encode_quasis(df: pd.DataFrame, columns: Sequence[str], hierarchies: dict | None = None
-                  ) -> list[EncodedQuasi]:
+def encode_quasis(
+    df: pd.DataFrame, columns: Sequence[str], hierarchies: dict | None = None
+) -> list[EncodedQuasi]:
     """Encode ``columns`` of ``df`` against their hierarchies (automatic where none given)."""
     hs = resolve_hierarchies(df, columns, hierarchies)
     return [_encode_one(c, df[c], hs[c]) for c in columns]
@@ -149,6 +165,7 @@ def encode_quasis(df: pd.DataFrame, columns: Sequence[str], hierarchies: dict | 
 # ---------------------------------------------------------------------------
 # losses
 # ---------------------------------------------------------------------------
+
 
 class PrecisionLoss:
     """Paper 003 §III-A categorical precision: a cell at level l of a hierarchy of h levels
@@ -188,13 +205,13 @@ class _FrequencyLoss:
     def __init__(self, heights: Sequence[int]):
         self.heights = [int(h) for h in heights]
 
-    def prepare(self, quasis: list[EncodedQuasi], up: list[dict], bottom: list[np.ndarray],
-                counts: np.ndarray) -> None:
+    def prepare(
+        self, quasis: list[EncodedQuasi], up: list[dict], bottom: list[np.ndarray], counts: np.ndarray
+    ) -> None:
         self.n = float(counts.sum())
         self.n_combos = len(counts)
         # cards[j][l]: number of distinct codes of attribute j at level l (class-count bound)
-        self.cards = [np.array([qq.card(lv) for lv in range(qq.height)], dtype=np.float64)
-                      for qq in quasis]
+        self.cards = [np.array([qq.card(lv) for lv in range(qq.height)], dtype=np.float64) for qq in quasis]
 
     def _max_classes(self, levels: np.ndarray) -> np.ndarray:
         """Upper bound on the number of classes at ``levels``: min(distinct bottom
@@ -264,8 +281,8 @@ class ARXLoss(_FrequencyLoss):
     def prepare(self, quasis, up, bottom, counts) -> None:
         super().prepare(quasis, up, bottom, counts)
         cnt = counts.astype(np.float64)
-        self.share: list[list[np.ndarray]] = []   # share[j][l][b], per bottom combination
-        self.base: list[np.ndarray] = []          # base[j][l] = Σ_records share (no suppression)
+        self.share: list[list[np.ndarray]] = []  # share[j][l][b], per bottom combination
+        self.base: list[np.ndarray] = []  # base[j][l] = Σ_records share (no suppression)
         self.rows = []
         for j, qq in enumerate(quasis):
             rows = len(qq.hierarchy.leaves)
@@ -299,8 +316,9 @@ class ARXLoss(_FrequencyLoss):
         per_dim = np.array([b[lev] for b, lev in zip(self.base, lv)])
         if suppressed is not None and suppressed.any():
             c = self.counts[suppressed]
-            per_dim = per_dim + np.array([(c * (1.0 - self.share[j][lev][suppressed])).sum()
-                                          for j, lev in enumerate(lv)])
+            per_dim = per_dim + np.array(
+                [(c * (1.0 - self.share[j][lev][suppressed])).sum() for j, lev in enumerate(lv)]
+            )
         return float(self._aggregate(per_dim))
 
 
@@ -322,7 +340,7 @@ class EntropyLoss(_FrequencyLoss):
         super().prepare(quasis, up, bottom, counts)
         cnt = counts.astype(np.float64)
         self.counts = cnt
-        self.codes: list[list[np.ndarray]] = []   # codes[j][lev][b]: level-l code of combo b
+        self.codes: list[list[np.ndarray]] = []  # codes[j][lev][b]: level-l code of combo b
         self.base: list[np.ndarray] = []
         for j, qq in enumerate(quasis):
             a = np.bincount(bottom[j], weights=cnt, minlength=qq.card(0))
@@ -353,8 +371,13 @@ class EntropyLoss(_FrequencyLoss):
         return tot
 
 
-LOSSES = {"precision": PrecisionLoss, "loss": ARXLoss, "discernibility": DiscernibilityLoss,
-          "aecs": AECSLoss, "entropy": EntropyLoss}
+LOSSES = {
+    "precision": PrecisionLoss,
+    "loss": ARXLoss,
+    "discernibility": DiscernibilityLoss,
+    "aecs": AECSLoss,
+    "entropy": EntropyLoss,
+}
 
 
 class _CallableLoss:
@@ -387,6 +410,7 @@ def _make_loss(loss, heights):
 # ---------------------------------------------------------------------------
 # results and verification
 # ---------------------------------------------------------------------------
+
 
 @dataclass
 class GeneralisationResult:
@@ -440,9 +464,14 @@ class GeneralisationResult:
 
     def summary(self) -> dict:
         d = {
-            "algorithm": self.algorithm, "k": self.k, "loss": self.loss, "loss_name": self.loss_name,
-            "suppressed_records": self.n_suppressed, "suppression_share": self.suppression_share,
-            "classes": self.n_classes, "min_class_size": self.min_class_size,
+            "algorithm": self.algorithm,
+            "k": self.k,
+            "loss": self.loss,
+            "loss_name": self.loss_name,
+            "suppressed_records": self.n_suppressed,
+            "suppression_share": self.suppression_share,
+            "classes": self.n_classes,
+            "min_class_size": self.min_class_size,
         }
         if self.node is not None:
             d["node"] = list(self.node)
@@ -452,8 +481,9 @@ class GeneralisationResult:
         return d
 
 
-def verify_k_anonymity(labels: dict[str, np.ndarray], keep: np.ndarray, k: int,
-                       weights: np.ndarray | None = None) -> int:
+def verify_k_anonymity(
+    labels: dict[str, np.ndarray], keep: np.ndarray, k: int, weights: np.ndarray | None = None
+) -> int:
     """Smallest class size of the released (kept) records grouped by their generalised
     values; raise ``RuntimeError`` if it is below ``k`` (an internal error: it must never
     happen).  With ``weights``, each row stands for ``weights[row]`` records (a frequency
@@ -469,14 +499,17 @@ def verify_k_anonymity(labels: dict[str, np.ndarray], keep: np.ndarray, k: int,
         counts = np.bincount(codes, weights=np.asarray(weights)[idx]).astype(np.int64)
     smallest = int(counts.min())
     if smallest < k:
-        raise RuntimeError(f"internal error: generalised output has a class of {smallest} < k = {k} "
-                           "records; please report this.")
+        raise RuntimeError(
+            f"internal error: generalised output has a class of {smallest} < k = {k} "
+            "records; please report this."
+        )
     return smallest
 
 
 # ---------------------------------------------------------------------------
 # OLA
 # ---------------------------------------------------------------------------
+
 
 def _combine(cols: list[np.ndarray], cards: list[int]) -> tuple[np.ndarray, int, bool]:
     """Combined int64 key of code columns; (key, key range, exact mixed radix?)."""
@@ -486,7 +519,7 @@ def _combine(cols: list[np.ndarray], cards: list[int]) -> tuple[np.ndarray, int,
     rng_ = int(cards[0])
     exact = True
     for c, m in zip(cols[1:], cards[1:]):
-        if rng_ * m >= 2 ** 62:
+        if rng_ * m >= 2**62:
             _, key = np.unique(key, return_inverse=True)
             key = key.astype(np.int64)
             rng_ = int(key.max()) + 1 if key.size else 1
@@ -515,7 +548,8 @@ class _Lattice:
             raise ParameterError(
                 f"The generalisation lattice has {size:,} nodes (hierarchy levels "
                 f"{' × '.join(str(h) for h in self.heights)}); OLA handles at most "
-                f"{_MAX_LATTICE:,}. Use fewer k-quasis, shorter hierarchies, or algorithm='mondrian'.")
+                f"{_MAX_LATTICE:,}. Use fewer k-quasis, shorter hierarchies, or algorithm='mondrian'."
+            )
         self.size = size
         self.L = np.stack(np.unravel_index(np.arange(size), tuple(self.heights)), axis=1).astype(np.int16)
         self.height_of = self.L.sum(axis=1).astype(np.int64)
@@ -592,8 +626,9 @@ class _Lattice:
             first = np.zeros(len(uk), dtype=np.int64)
             first[inv] = np.arange(len(inv))
             distinct = [bottom[j][first] for j in grp]  # level-0 codes of the group's combos
-            self._split.append({"attrs": grp, "row_id": inv.astype(np.int64), "distinct": distinct,
-                                "cache": {}})
+            self._split.append(
+                {"attrs": grp, "row_id": inv.astype(np.int64), "distinct": distinct, "cache": {}}
+            )
 
     def _group_ids(self, gi: int, lv: np.ndarray) -> tuple[np.ndarray, int]:
         assert self._split is not None  # only called from _split_counts, behind that check
@@ -601,8 +636,9 @@ class _Lattice:
         vec = tuple(int(lv[j]) for j in g["attrs"])
         hit = g["cache"].get(vec)
         if hit is None:
-            cols = [self.up[j][(0, lvl)][c] if lvl else c
-                    for j, lvl, c in zip(g["attrs"], vec, g["distinct"])]
+            cols = [
+                self.up[j][(0, lvl)][c] if lvl else c for j, lvl, c in zip(g["attrs"], vec, g["distinct"])
+            ]
             key, _, _ = _combine(cols, [self.q[j].card(lvl) for j, lvl in zip(g["attrs"], vec)])
             _, dense = np.unique(key, return_inverse=True)
             nv = int(dense.max()) + 1 if dense.size else 1
@@ -653,7 +689,7 @@ class _Lattice:
             nz = np.flatnonzero(tot)
             new_counts = tot[nz].astype(np.int64)
             first = None
-        elif rng_ < 2 ** 31 and self._n < 2 ** 32:
+        elif rng_ < 2**31 and self._n < 2**32:
             # counts only (such tables are not cached: roll-ups from them did not pay off):
             # sort (key << 32 | count) packed in one int64, cheaper than an argsort
             packed = np.sort((key << 32) | counts)
@@ -688,14 +724,14 @@ class _Lattice:
         return self._cells + g * self.d <= self._CACHE_CELLS
 
     def _class_counts(self, node: int) -> np.ndarray:
-        if self._split is not None and self.n < 2 ** 31:
+        if self._split is not None and self.n < 2**31:
             return self._split_counts(node)
         return self._table(node)[1]
 
     def _combo_sizes(self, node: int) -> np.ndarray:
         """Class size at ``node`` of every bottom combination (distinct leaf combination)."""
         counts = self.tables[0][1]
-        if self._split is not None and self.n < 2 ** 31:
+        if self._split is not None and self.n < 2**31:
             ida, na = self._group_ids(0, self.L[node])
             idb, nb = self._group_ids(1, self.L[node])
             key = ida * nb + idb
@@ -772,9 +808,17 @@ class _Lattice:
         return path[hi]
 
 
-def ola(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: dict | None = None,
-        suppression: float = 0.05, loss=None, quasis: list[EncodedQuasi] | None = None,
-        check_cancel: Callable[[], None] | None = None) -> GeneralisationResult:
+def ola(
+    df: pd.DataFrame,
+    columns: Sequence[str],
+    k: int,
+    *,
+    hierarchies: dict | None = None,
+    suppression: float = 0.05,
+    loss=None,
+    quasis: list[EncodedQuasi] | None = None,
+    check_cancel: Callable[[], None] | None = None,
+) -> GeneralisationResult:
     """Optimal full-domain generalisation (OLA) of ``columns`` with record suppression.
 
     The lattice search (see the module docstring) returns the node of least ``loss``
@@ -815,8 +859,11 @@ def ola(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: dict |
     lat = _Lattice(qs, k, max_sup, lossf)
     top = lat.size - 1
     if not lat.is_anon(top):
-        raise ParameterError(_k_too_large_message(k, lat._class_counts(top), n, max_sup,
-                                                  float(suppression), [qq.name for qq in qs]))
+        raise ParameterError(
+            _k_too_large_message(
+                k, lat._class_counts(top), n, max_sup, float(suppression), [qq.name for qq in qs]
+            )
+        )
     start = lat.path_bound()
     best, best_node = lat.node_loss(start), start
     # branch and bound: every node whose lower bound beats the best so far, from the top of
@@ -832,8 +879,9 @@ def ola(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: dict |
         if not lat.is_anon(node):
             continue
         v = lat.node_loss(node)
-        if v < best - 1e-12 or (abs(v - best) <= 1e-12 and
-                                (lat.height_of[node], node) < (lat.height_of[best_node], best_node)):
+        if v < best - 1e-12 or (
+            abs(v - best) <= 1e-12 and (lat.height_of[node], node) < (lat.height_of[best_node], best_node)
+        ):
             best, best_node = v, node
     node = best_node
     lv = lat.L[node]
@@ -853,8 +901,9 @@ def ola(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: dict |
     combo_labels = {qq.name: qq.labels[int(lv[j])][cols[j]] for j, qq in enumerate(qs)}
     # the release check, on the frequency set: the released labels of a record are its
     # combination's labels (gathered below), so classes of released labels have these sizes
-    smallest = verify_k_anonymity(combo_labels, combo_keep, k,
-                                  weights=np.bincount(rc[keep], minlength=len(combo_cls)))
+    smallest = verify_k_anonymity(
+        combo_labels, combo_keep, k, weights=np.bincount(rc[keep], minlength=len(combo_cls))
+    )
     labels = {}
     for name, lab in combo_labels.items():
         lab = np.asarray(lab, dtype=object).copy()
@@ -862,18 +911,29 @@ def ola(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: dict |
         labels[name] = lab[rc]
     if int((~keep).sum()) > max_sup:  # pragma: no cover - guaranteed by the search
         raise RuntimeError("internal error: OLA exceeded the suppression limit")
-    cell = np.ones(n)   # precision per record, whatever metric was optimised
+    cell = np.ones(n)  # precision per record, whatever metric was optimised
     cell[keep] = float(PrecisionLoss([qq.height for qq in qs]).base(lv))
     info = {
-        "lattice_size": lat.size, "nodes_evaluated": int(lat.evaluated),
-        "max_suppressed": max_sup, "suppression_limit": float(suppression),
+        "lattice_size": lat.size,
+        "nodes_evaluated": int(lat.evaluated),
+        "max_suppressed": max_sup,
+        "suppression_limit": float(suppression),
         "smallest_class_verified": smallest,
     }
     return GeneralisationResult(
-        algorithm="ola", k=k, columns=[qq.name for qq in qs], class_id=cls, labels=labels,
-        loss=float(best), loss_name=lossf.name, cell_loss=cell, node=tuple(int(x) for x in lv),
+        algorithm="ola",
+        k=k,
+        columns=[qq.name for qq in qs],
+        class_id=cls,
+        labels=labels,
+        loss=float(best),
+        loss_name=lossf.name,
+        cell_loss=cell,
+        node=tuple(int(x) for x in lv),
         levels={qq.name: int(lv[j]) for j, qq in enumerate(qs)},
-        heights={qq.name: qq.height for qq in qs}, info=info)
+        heights={qq.name: qq.height for qq in qs},
+        info=info,
+    )
 
 
 def _k_too_large_message(k, counts, n, max_sup, suppression, cols) -> str:
@@ -884,24 +944,33 @@ def _k_too_large_message(k, counts, n, max_sup, suppression, cols) -> str:
     feasible = cs[below <= max_sup]
     ok_k = int(feasible.max()) if feasible.size else 1
     need = int(cs[cs < k].sum())
-    return (f"k = {k} cannot be reached on {', '.join(map(repr, cols))} within the suppression limit "
-            f"of {suppression:.1%} ({max_sup} of {n} records), even at full generalisation: "
-            f"{need} records ({need / n:.1%}) would have to be suppressed. The largest k that works "
-            f"with these hierarchies is {ok_k}; or raise the suppression limit to at least "
-            f"{math.ceil(1000 * need / n) / 1000:.1%}, or use hierarchies that end in a single '*'.")
+    return (
+        f"k = {k} cannot be reached on {', '.join(map(repr, cols))} within the suppression limit "
+        f"of {suppression:.1%} ({max_sup} of {n} records), even at full generalisation: "
+        f"{need} records ({need / n:.1%}) would have to be suppressed. The largest k that works "
+        f"with these hierarchies is {ok_k}; or raise the suppression limit to at least "
+        f"{math.ceil(1000 * need / n) / 1000:.1%}, or use hierarchies that end in a single '*'."
+    )
 
 
 # ---------------------------------------------------------------------------
 # Mondrian
 # ---------------------------------------------------------------------------
 
+
 def _seg_bounds(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ends = np.cumsum(sizes)
     return ends - sizes, ends
 
 
-def mondrian(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: dict | None = None,
-             check_cancel: Callable[[], None] | None = None) -> GeneralisationResult:
+def mondrian(
+    df: pd.DataFrame,
+    columns: Sequence[str],
+    k: int,
+    *,
+    hierarchies: dict | None = None,
+    check_cancel: Callable[[], None] | None = None,
+) -> GeneralisationResult:
     """Strict multidimensional Mondrian k-anonymity.
 
     Numeric columns are cut at the median and released as ranges ``"lo-hi"`` (the
@@ -919,33 +988,55 @@ def mondrian(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: d
     if k > n:
         raise ParameterError(f"k = {k} exceeds the number of records ({n}).")
     hierarchies = dict(hierarchies or {})
-    dims: list[dict[str, Any]] = []   # per-attribute arrays and scalars, keyed by name
+    dims: list[dict[str, Any]] = []  # per-attribute arrays and scalars, keyed by name
     for c in columns:
         s = df[c]
         if s.isna().any():
             row = int(np.flatnonzero(s.isna().to_numpy())[0])
-            raise InputError(f"Column {c!r} has a missing value in row {row + 1}; impute it or "
-                             "enable drop_missing.")
+            raise InputError(
+                f"Column {c!r} has a missing value in row {row + 1}; impute it or enable drop_missing."
+            )
         if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
             vals = s.to_numpy(dtype=np.float64)
             uniq, rank = np.unique(vals, return_inverse=True)
             span = float(uniq[-1] - uniq[0])
-            dims.append({"kind": "num", "name": c, "rank": rank.astype(np.int64), "uniq": uniq,
-                         "span": span, "R": len(uniq)})
+            dims.append(
+                {
+                    "kind": "num",
+                    "name": c,
+                    "rank": rank.astype(np.int64),
+                    "uniq": uniq,
+                    "span": span,
+                    "R": len(uniq),
+                }
+            )
         else:
-            qq = _encode_one(c, s, load_hierarchy(hierarchies[c], c) if c in hierarchies
-                             else auto_hierarchy(s, name=c, kind="flat"))
+            qq = _encode_one(
+                c,
+                s,
+                load_hierarchy(hierarchies[c], c)
+                if c in hierarchies
+                else auto_hierarchy(s, name=c, kind="flat"),
+            )
             h = qq.height
             # leaves in depth-first order: every node covers a contiguous range of positions
             order = np.lexsort(tuple(qq.codes[lv] for lv in range(h)))  # last key = top level
             pos = np.empty(len(order), dtype=np.int64)
             pos[order] = np.arange(len(order))
             T = np.stack([qq.codes[lv][order] for lv in range(h)]).astype(np.int64)  # (h, leaves)
-            dims.append({"kind": "cat", "name": c, "pos": pos[qq.leaf], "T": T, "h": h,
-                         "labels": qq.labels, "R": len(order),
-                         "leaves_under": [np.bincount(T[lv], minlength=len(qq.labels[lv]))
-                                          for lv in range(h)],
-                         "Cmax": int(T.max()) + 1})
+            dims.append(
+                {
+                    "kind": "cat",
+                    "name": c,
+                    "pos": pos[qq.leaf],
+                    "T": T,
+                    "h": h,
+                    "labels": qq.labels,
+                    "R": len(order),
+                    "leaves_under": [np.bincount(T[lv], minlength=len(qq.labels[lv])) for lv in range(h)],
+                    "Cmax": int(T.max()) + 1,
+                }
+            )
     d = len(dims)
     final_cls = np.full(n, -1, dtype=np.int64)
     labels: dict[str, np.ndarray] = {dd["name"]: np.empty(n, dtype=object) for dd in dims}
@@ -1027,16 +1118,26 @@ def mondrian(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: d
                 if dd["kind"] == "num":
                     lo_v = dd["uniq"][st["lo"]]
                     hi_v = dd["uniq"][st["hi"]]
-                    lab = np.array([_fmt_number(a) if a == b else f"{_fmt_number(a)}-{_fmt_number(b)}"
-                                    for a, b in zip(lo_v[fin_seg], hi_v[fin_seg])], dtype=object)
+                    lab = np.array(
+                        [
+                            _fmt_number(a) if a == b else f"{_fmt_number(a)}-{_fmt_number(b)}"
+                            for a, b in zip(lo_v[fin_seg], hi_v[fin_seg])
+                        ],
+                        dtype=object,
+                    )
                     loss_seg += st["width"]
                 else:
                     h = dd["h"]
                     lca = st["lca"]
                     lv = np.minimum(lca, h - 1)
                     codes = dd["T"][lv, st["pmin"]]
-                    lab = np.array([("*" if l_ >= h else dd["labels"][l_][c])
-                                    for l_, c in zip(lca[fin_seg], codes[fin_seg])], dtype=object)
+                    lab = np.array(
+                        [
+                            ("*" if l_ >= h else dd["labels"][l_][c])
+                            for l_, c in zip(lca[fin_seg], codes[fin_seg])
+                        ],
+                        dtype=object,
+                    )
                     if h > 1:
                         loss_seg += np.where(lca >= h, 1.0, lca / (h - 1))
                 seg_lab = np.empty(S, dtype=object)
@@ -1068,9 +1169,16 @@ def mondrian(df: pd.DataFrame, columns: Sequence[str], k: int, *, hierarchies: d
         raise RuntimeError("internal error: Mondrian left records unassigned")
     smallest = verify_k_anonymity(labels, keep, k)
     return GeneralisationResult(
-        algorithm="mondrian", k=k, columns=[dd["name"] for dd in dims], class_id=final_cls,
-        labels=labels, loss=float(cell.mean()), loss_name="precision", cell_loss=cell,
-        info={"rounds": rounds, "smallest_class_verified": smallest})
+        algorithm="mondrian",
+        k=k,
+        columns=[dd["name"] for dd in dims],
+        class_id=final_cls,
+        labels=labels,
+        loss=float(cell.mean()),
+        loss_name="precision",
+        cell_loss=cell,
+        info={"rounds": rounds, "smallest_class_verified": smallest},
+    )
 
 
 def _leaves_under(dd, levels: np.ndarray, codes: np.ndarray) -> np.ndarray:

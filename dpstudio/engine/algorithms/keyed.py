@@ -40,7 +40,7 @@ _W0 = np.uint64(0x9E3779B97F4A7C15)
 _W1 = np.uint64(0xBB67AE8584CAA73B)
 _LO = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
-_U53 = 2.0 ** -53
+_U53 = 2.0**-53
 _CHUNK = 1 << 16
 
 
@@ -48,7 +48,7 @@ def root_key(rng: np.random.Generator) -> tuple[int, int]:
     """The run's secret root key: 128 bits drawn once from the run's generator (a pinned seed
     gives the same key on every path; ``seed=None`` gives OS entropy).
     """
-    w = rng.integers(0, 2 ** 64, size=2, dtype=np.uint64)
+    w = rng.integers(0, 2**64, size=2, dtype=np.uint64)
     return int(w[0]), int(w[1])
 
 
@@ -66,8 +66,7 @@ def philox_block(key: np.ndarray, c0, c1, c2, c3) -> np.ndarray:
     (2 uint64): an (m, 4) uint64 array, the same words numpy's ``Philox`` gives.
     """
     m = max(np.size(c0), np.size(c1), np.size(c2), np.size(c3))
-    c0, c1, c2, c3 = (np.broadcast_to(np.asarray(c, dtype=np.uint64), (m,)).copy()
-                      for c in (c0, c1, c2, c3))
+    c0, c1, c2, c3 = (np.broadcast_to(np.asarray(c, dtype=np.uint64), (m,)).copy() for c in (c0, c1, c2, c3))
     k0, k1 = np.uint64(key[0]), np.uint64(key[1])
     with np.errstate(over="ignore"):
         for r in range(10):
@@ -84,8 +83,9 @@ class KeyedStream:
     """The words of one (root, purpose, attribute) stream, addressed by id and round."""
 
     def __init__(self, root: tuple[int, int], purpose: int, index: int):
-        ss = np.random.SeedSequence(entropy=[int(root[0]), int(root[1])],
-                                    spawn_key=(int(purpose), int(index)))
+        ss = np.random.SeedSequence(
+            entropy=[int(root[0]), int(root[1])], spawn_key=(int(purpose), int(index))
+        )
         self.key = ss.generate_state(2, np.uint64)
 
     def block(self, ids: np.ndarray, rnd: int = 0, lane: int = 0) -> np.ndarray:
@@ -99,13 +99,14 @@ class KeyedStream:
             # contiguous: numpy's C Philox (it increments the counter before each block)
             bg = np.random.Philox(key=self.key, counter=np.array([first, rnd, lane, 0], np.uint64))
             # the full-range integers are the raw words (and faster than random_raw)
-            return np.random.Generator(bg).integers(0, 2 ** 64, size=(m, 4), dtype=np.uint64)
+            return np.random.Generator(bg).integers(0, 2**64, size=(m, 4), dtype=np.uint64)
         return philox_block(self.key, ids.astype(np.uint64) + np.uint64(1), rnd, lane, 0)
 
     def extra(self, cid: int, rnd: int) -> np.random.Generator:
         """A generator for the rare draws that need more bits (counter (j, c+1, rnd, 1))."""
-        return np.random.Generator(np.random.Philox(
-            key=self.key, counter=np.array([0, int(cid) + 1, rnd, 1], np.uint64)))
+        return np.random.Generator(
+            np.random.Philox(key=self.key, counter=np.array([0, int(cid) + 1, rnd, 1], np.uint64))
+        )
 
 
 # --------------------------------------------------------------------------- samplers
@@ -119,7 +120,7 @@ def _uniform(w: np.ndarray) -> np.ndarray:
 def _bounded(w: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Uniform integers on [0, s) from words by exact rejection: (value, valid)."""
     s = np.asarray(s, dtype=np.uint64)
-    top = np.uint64(2 ** 64 - 1)
+    top = np.uint64(2**64 - 1)
     lim = (top // s) * s
     return (w % s).astype(np.int64), w < lim
 
@@ -129,7 +130,7 @@ def _geometric(words: np.ndarray, r: np.ndarray, extra) -> tuple[np.ndarray, np.
     small rates), as :func:`noise.geometric_exact`: (value, valid).
     """
     m = words.shape[0]
-    r = np.asarray(r, dtype=np.float64)           # a scalar rate stays 0-d: scalar work only
+    r = np.asarray(r, dtype=np.float64)  # a scalar rate stays 0-d: scalar work only
     small = r < N._SMALL_RATE
     j = np.where(small, np.ceil(np.log2(N._SMALL_RATE / r)), 0.0)
     scaled = np.ldexp(r, j.astype(np.int64))
@@ -142,21 +143,21 @@ def _geometric(words: np.ndarray, r: np.ndarray, extra) -> tuple[np.ndarray, np.
         x /= -scaled
         y0 = np.floor(x)
         frac = x - y0
-        e = x * 2.0 ** -48
+        e = x * 2.0**-48
         ok = frac < 1.0 - e
-        d = (2.0 ** -52 / scaled) / u
+        d = (2.0**-52 / scaled) / u
         d += e
         ok &= (frac > d) | (y0 == 0.0)
-        ok &= y0 < 2.0 ** 52
+        ok &= y0 < 2.0**52
         y = np.where(ok, y0, 0.0).astype(np.int64)
-    for i in np.flatnonzero(~ok):        # ~10⁻⁹ of the draws: decide with more bits
+    for i in np.flatnonzero(~ok):  # ~10⁻⁹ of the draws: decide with more bits
         k = int(words[i, 0] >> np.uint64(11))
         g = float(y0[i])
-        g = int(g) if np.isfinite(g) and g < 2.0 ** 52 else 0
+        g = int(g) if np.isfinite(g) and g < 2.0**52 else 0
         y[i] = N._geometric_one(extra(i), k, 53, Fraction(float(np.broadcast_to(scaled, (m,))[i])), g)
     valid = np.ones(m, dtype=bool)
     if np.any(small):
-        y <<= ji                            # times M = 2^j
+        y <<= ji  # times M = 2^j
         ju = ji.astype(np.uint64)
         raw = words[:, 1]
         R = (raw & ((np.uint64(1) << ju) - np.uint64(1))).astype(np.int64)
@@ -164,7 +165,7 @@ def _geometric(words: np.ndarray, r: np.ndarray, extra) -> tuple[np.ndarray, np.
         limit = (np.uint64(1) << (np.uint64(64) - ju)) - (np.uint64(1) << (np.uint64(41) - ju))
         acc = (a < limit) | ~small
         rb, jb = np.broadcast_to(r, (m,)), np.broadcast_to(ji, (m,))
-        for i in np.flatnonzero(~acc):   # 2⁻²³ of the draws: decide exactly
+        for i in np.flatnonzero(~acc):  # 2⁻²³ of the draws: decide exactly
             x_ = Fraction(float(rb[i])) * int(R[i])
             acc[i] = N._uniform_below_exp(extra(i), int(a[i]), x_, 64 - int(jb[i]))
         y += np.where(small, R, 0) if np.ndim(small) else R
@@ -193,6 +194,7 @@ def _extra(stream: KeyedStream, cids: np.ndarray, rnd: int):
         if i not in cache:
             cache[i] = stream.extra(int(cids[i]), rnd)
         return cache[i]
+
     return get
 
 
@@ -223,7 +225,7 @@ def discrete_laplace(stream: KeyedStream, ids, rate) -> np.ndarray:
         w = stream.block(cid, rnd, 0)
         y, ok = _geometric(w, r if r.ndim == 0 else r_l[pos], _extra(stream, cid, rnd))
         neg = (w[:, 2] & np.uint64(1)).astype(bool)
-        ok &= ~(neg & (y == 0))         # "−0": redraw (CKS Algorithm 2)
+        ok &= ~(neg & (y == 0))  # "−0": redraw (CKS Algorithm 2)
         np.negative(y, out=y, where=neg)
         return y, ok
 
@@ -272,12 +274,17 @@ def grid_noise(kind: str, stream: KeyedStream, ids, sens, epsilon) -> np.ndarray
     ids = np.asarray(ids, dtype=np.int64)
     sens_a = np.asarray(sens)
     eps_a = np.asarray(epsilon, dtype=np.float64)
-    if ids.size > _CHUNK:   # blocks of ids: less memory, cache-friendly; same draws per id
+    if ids.size > _CHUNK:  # blocks of ids: less memory, cache-friendly; same draws per id
         out = np.empty(ids.size, dtype=np.int64)
         for a in range(0, ids.size, _CHUNK):
             sl = slice(a, a + _CHUNK)
-            out[sl] = grid_noise(kind, stream, ids[sl], sens_a[sl] if sens_a.ndim else sens_a,
-                                 eps_a[sl] if eps_a.ndim else eps_a)
+            out[sl] = grid_noise(
+                kind,
+                stream,
+                ids[sl],
+                sens_a[sl] if sens_a.ndim else sens_a,
+                eps_a[sl] if eps_a.ndim else eps_a,
+            )
         return out
     if np.any(~(eps_a > 0)) or not np.all(np.isfinite(eps_a)):
         raise ValueError("epsilon must be > 0")

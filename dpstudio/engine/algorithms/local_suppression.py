@@ -73,8 +73,9 @@ def suppression_order(df: pd.DataFrame, keys: list[str], importance=None) -> lis
         return [keys[i] for i in np.argsort(-np.asarray(imp), kind="stable")]
     names = [str(v) for v in imp]
     if sorted(names) != sorted(keys):
-        raise ParameterError("importance must name each key variable once, most important first "
-                             f"(keys: {', '.join(keys)})")
+        raise ParameterError(
+            f"importance must name each key variable once, most important first (keys: {', '.join(keys)})"
+        )
     return list(reversed(names))
 
 
@@ -147,9 +148,9 @@ def local_suppression(
         raise InputError(f"the file has {n} records, fewer than k = {k}: no k-anonymous release exists")
     order = suppression_order(df, keys, importance)
     pos = {key: i for i, key in enumerate(keys)}
-    order_idx = [pos[key] for key in order]           # least important first
+    order_idx = [pos[key] for key in order]  # least important first
     rank = np.empty(len(keys), dtype=np.int64)
-    rank[order_idx] = np.arange(len(keys))            # 0 = suppressed first
+    rank[order_idx] = np.arange(len(keys))  # 0 = suppressed first
 
     codes, cards, supp_code = _encode(df, keys, missing_matches_any)
     if max_passes is None:
@@ -204,13 +205,16 @@ def local_suppression(
             sub = U[cand].copy()
             sub[:, j] = 0
             sub = np.column_stack([sub, pat[cand]])
-            cid = pd.MultiIndex.from_arrays([sub[:, i] for i in range(sub.shape[1])]).factorize()[0] \
-                if sub.shape[1] > 1 else pd.factorize(sub[:, 0])[0]
+            cid = (
+                pd.MultiIndex.from_arrays([sub[:, i] for i in range(sub.shape[1])]).factorize()[0]
+                if sub.shape[1] > 1
+                else pd.factorize(sub[:, 0])[0]
+            )
             cell[cand, j] = cid
             cellval[cand, j] = pd.MultiIndex.from_arrays([cid, U[cand, j]]).factorize()[0]
         tot: list[dict[int, int]] = [dict() for _ in range(m)]
         per_val: list[dict[int, int]] = [dict() for _ in range(m)]
-        prio = np.lexsort((unsafe, fk[unsafe]))     # lowest f_k first
+        prio = np.lexsort((unsafe, fk[unsafe]))  # lowest f_k first
         cell_l, cv_l, fk_l, ch_l = cell.tolist(), cellval.tolist(), fk[unsafe].tolist(), chosen.tolist()
         has_cand_l = has_cand.tolist()
         do = np.zeros(nu, dtype=bool)

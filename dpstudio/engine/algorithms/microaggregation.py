@@ -63,6 +63,7 @@ def _as_matrix(X) -> np.ndarray:
 
 # --------------------------------------------------------------------------- MDAV
 
+
 def standardize(X) -> np.ndarray:
     """Centre on the mean and divide by the sample standard deviation (scale 1 if constant)."""
     X = _as_matrix(X)
@@ -119,9 +120,14 @@ def _k_smallest_exact(d: np.ndarray, k: int) -> np.ndarray:
     return np.sort(np.concatenate([less, eq]))
 
 
-def mdav(X, k: int, *, standardized: bool = False,
-         check_cancel: Callable[[], None] | None = None,
-         progress: Callable[[float], None] | None = None) -> np.ndarray:
+def mdav(
+    X,
+    k: int,
+    *,
+    standardized: bool = False,
+    check_cancel: Callable[[], None] | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> np.ndarray:
     """MDAV clusters (thesis Algorithm 2.1); returns one label per record.
 
     Distances are Euclidean on attributes standardised by their sample standard deviation
@@ -155,9 +161,9 @@ def mdav(X, k: int, *, standardized: bool = False,
     return labels
 
 
-_KERNEL: list = []          # [module or None], filled on first use
-_NUMPY_SECONDS = [0.0]      # time this process has spent in the numpy path
-_KERNEL_LOAD_S = 0.5        # importing numba and loading the cached kernel (measured ~0.5 s)
+_KERNEL: list = []  # [module or None], filled on first use
+_NUMPY_SECONDS = [0.0]  # time this process has spent in the numpy path
+_KERNEL_LOAD_S = 0.5  # importing numba and loading the cached kernel (measured ~0.5 s)
 
 
 def _kernel_pays(n: int, m: int, k: int) -> bool:
@@ -187,7 +193,7 @@ def _mdav_kernel():
 
         try:
             mod = importlib.import_module("dpstudio.engine.algorithms._mdav_kernel")
-        except Exception:          # numba missing or unusable with this numpy
+        except Exception:  # numba missing or unusable with this numpy
             mod = None
         _KERNEL.append(mod)
     return _KERNEL[0]
@@ -197,18 +203,21 @@ def _mdav_backend_name() -> str:
     return "numba" if _mdav_kernel() is not None else "numpy"
 
 
-def _mdav_numpy(Z: np.ndarray, k: int,
-                check_cancel: Callable[[], None] | None = None,
-                progress: Callable[[float], None] | None = None) -> np.ndarray:
+def _mdav_numpy(
+    Z: np.ndarray,
+    k: int,
+    check_cancel: Callable[[], None] | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> np.ndarray:
     """Pure-numpy MDAV on standardised Z (n >= 2k, k >= 2): the reference the kernel follows."""
     n = Z.shape[0]
     labels = np.empty(n, dtype=np.int64)
-    Zt = np.ascontiguousarray(Z.T)           # (m, n'): candidate records, in index order
-    idx = np.arange(n, dtype=np.int64)       # original index of each column of Zt
-    dead = np.zeros(n, dtype=bool)           # columns of Zt already clustered
+    Zt = np.ascontiguousarray(Z.T)  # (m, n'): candidate records, in index order
+    idx = np.arange(n, dtype=np.int64)  # original index of each column of Zt
+    dead = np.zeros(n, dtype=bool)  # columns of Zt already clustered
     n_dead = 0
     alive = n
-    total = Zt.sum(axis=1)                   # running sum of the alive records
+    total = Zt.sum(axis=1)  # running sum of the alive records
     label = 0
     it = 0
 
@@ -216,7 +225,7 @@ def _mdav_numpy(Z: np.ndarray, k: int,
         d = _sqdist(Zt, total / alive)
         if n_dead:
             d[dead] = -np.inf
-        return int(np.argmax(d))             # first maximum = lowest index
+        return int(np.argmax(d))  # first maximum = lowest index
 
     def k_nearest(p: int, excluded: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         d = _sqdist(Zt, Zt[:, p].copy())
@@ -225,7 +234,7 @@ def _mdav_numpy(Z: np.ndarray, k: int,
         if excluded is not None:
             d[excluded] = np.inf
         d_self = d[p]
-        d[p] = -np.inf                       # the centre belongs to its own cluster
+        d[p] = -np.inf  # the centre belongs to its own cluster
         take = _k_smallest(d, k)
         d[p] = d_self
         return take, d
@@ -236,7 +245,7 @@ def _mdav_numpy(Z: np.ndarray, k: int,
         dr[take_r] = -np.inf
         if n_dead:
             dr[dead] = -np.inf
-        s = int(np.argmax(dr))               # farthest from r among what remains
+        s = int(np.argmax(dr))  # farthest from r among what remains
         take_s, _ = k_nearest(s, take_r)
         labels[idx[take_r]] = label
         labels[idx[take_s]] = label + 1
@@ -247,13 +256,13 @@ def _mdav_numpy(Z: np.ndarray, k: int,
         alive -= both.size
         total = total - Zt[:, both].sum(axis=1)
         it += 1
-        if n_dead > max(64 * k, idx.size // 8):   # compact now and then
+        if n_dead > max(64 * k, idx.size // 8):  # compact now and then
             keep = ~dead
             Zt = np.ascontiguousarray(Zt[:, keep])
             idx = idx[keep]
             dead = np.zeros(idx.size, dtype=bool)
             n_dead = 0
-            total = Zt.sum(axis=1)               # exact again (no drift)
+            total = Zt.sum(axis=1)  # exact again (no drift)
         if it % 64 == 0:
             if check_cancel is not None:
                 check_cancel()
@@ -278,6 +287,7 @@ def _mdav_numpy(Z: np.ndarray, k: int,
 
 
 # --------------------------------------------------------------------------- insensitive orders
+
 
 def _scaled(X: np.ndarray, lb, ub) -> np.ndarray:
     """(X - lb) / Δ per attribute (Δ = ub - lb; Δ = 0 treated as 1)."""
@@ -352,8 +362,9 @@ def corner_sequence(m: int, length: int | None = None) -> np.ndarray:
     [0, 3, 1, 2]
     """
     if m > MAX_MULTI_REFERENCE_ATTRIBUTES:
-        raise ValueError(f"multi-reference microaggregation supports at most "
-                         f"{MAX_MULTI_REFERENCE_ATTRIBUTES} attributes")
+        raise ValueError(
+            f"multi-reference microaggregation supports at most {MAX_MULTI_REFERENCE_ATTRIBUTES} attributes"
+        )
     total = 1 << m
     steps = total if length is None else min(int(length), total)
     codes = np.arange(total, dtype=np.int64)
@@ -362,7 +373,7 @@ def corner_sequence(m: int, length: int | None = None) -> np.ndarray:
     for j in range(m):
         pop += (codes >> j) & 1
     pop8 = pop.astype(np.int8)
-    order = codes.copy()             # all corners, best first under the current ranking
+    order = codes.copy()  # all corners, best first under the current ranking
     used = np.zeros(total, dtype=bool)
     seq = [0]
     used[0] = True
@@ -383,9 +394,16 @@ def corner_sequence(m: int, length: int | None = None) -> np.ndarray:
     return out
 
 
-def multi_reference(X, k: int, lb, ub, *, memory_entries: int = 40_000_000,
-                    check_cancel: Callable[[], None] | None = None,
-                    progress: Callable[[float], None] | None = None) -> np.ndarray:
+def multi_reference(
+    X,
+    k: int,
+    lb,
+    ub,
+    *,
+    memory_entries: int = 40_000_000,
+    check_cancel: Callable[[], None] | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> np.ndarray:
     """Multi-reference insensitive microaggregation (thesis Algorithm 6.1, docs/methods.md §2).
 
     Cluster i = the k remaining records closest to corner R_i of the domain box (distance on
@@ -413,13 +431,13 @@ def multi_reference(X, k: int, lb, ub, *, memory_entries: int = 40_000_000,
     nc = n_clusters_for(n, k)
     seq = corner_sequence(m, nc - 1) if nc > 1 else np.zeros(0, dtype=np.int64)
     n_corners = int(np.unique(seq).size) if seq.size else 1
-    visits = -(-max(nc - 1, 1) // n_corners)          # clusters per corner
+    visits = -(-max(nc - 1, 1) // n_corners)  # clusters per corner
     # lists long enough for the corner's own clusters with a margin for records taken by
     # the other corners; rebuilt (exactly) when they run out
     L_default = max(4 * k, min(n, memory_entries // max(n_corners, 1), max(64 * k, 8 * k * visits)))
     U = _scaled(X, lb, ub)
     taken = np.zeros(n, dtype=bool)
-    cache: dict[int, list] = {}     # corner -> [sorted positions, pointer]
+    cache: dict[int, list] = {}  # corner -> [sorted positions, pointer]
     remaining = n
 
     def build(code: int) -> list:
@@ -429,7 +447,7 @@ def multi_reference(X, k: int, lb, ub, *, memory_entries: int = 40_000_000,
         L = min(rows.size, L_default)
         if L < rows.size:
             thr = np.partition(d, L - 1)[L - 1]
-            sel = d <= thr              # all ties at the threshold are kept: exact prefix
+            sel = d <= thr  # all ties at the threshold are kept: exact prefix
             rows_sel = rows[sel]
             d_full = np.empty(n)
             d_full[rows_sel] = d[sel]
@@ -449,7 +467,7 @@ def multi_reference(X, k: int, lb, ub, *, memory_entries: int = 40_000_000,
         got = None
         w = 2 * k
         while True:
-            window = order[ptr: ptr + w]
+            window = order[ptr : ptr + w]
             free = window[~taken[window]]
             if free.size >= k:
                 got = free[:k]
@@ -480,6 +498,7 @@ def multi_reference(X, k: int, lb, ub, *, memory_entries: int = 40_000_000,
 
 # --------------------------------------------------------------------------- individual ranking
 
+
 def ir_order(x) -> np.ndarray:
     """Positions sorting one attribute ascending, ties by index (stable)."""
     return np.argsort(np.asarray(x, dtype=np.float64), kind="stable")
@@ -504,6 +523,7 @@ def individual_ranking(X, k: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- centroids
+
 
 def cluster_sizes(labels, n_clusters: int | None = None) -> np.ndarray:
     labels = np.asarray(labels, dtype=np.int64)

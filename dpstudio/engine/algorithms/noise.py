@@ -53,6 +53,7 @@ NOISE_KINDS = ("laplace", "staircase")
 
 # --------------------------------------------------------------------------- Laplace
 
+
 def laplace_noise(rng: np.random.Generator, scale, size=None) -> np.ndarray:
     """Laplace(0, ``scale``) draws of shape ``size`` (``scale`` broadcasts; scale 0 gives 0).
 
@@ -70,6 +71,7 @@ def laplace_noise(rng: np.random.Generator, scale, size=None) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- staircase
+
 
 def _q(epsilon: float) -> tuple[float, float]:
     """(q, 1 - q) with q = e^{-ε}, computed stably."""
@@ -106,8 +108,9 @@ def staircase_variance(sensitivity: float, epsilon: float, d: float | None = Non
     s2 = q * q * (1.0 + q) / one_q**3
     # (d+iΔ+Δ)^3 - (d+iΔ)^3 = 3(d+iΔ)^2 Δ + 3(d+iΔ)Δ^2 + Δ^3
     #   = i^2 (3Δ^3) + i (6dΔ^2 + 3Δ^3) + (3d^2Δ + 3dΔ^2 + Δ^3)
-    outer = (s2 * 3 * D**3 + s1 * (6 * d * D**2 + 3 * D**3)
-             + s0 * (3 * d * d * D + 3 * d * D**2 + D**3)) / 3.0
+    outer = (
+        s2 * 3 * D**3 + s1 * (6 * d * D**2 + 3 * D**3) + s0 * (3 * d * d * D + 3 * d * D**2 + D**3)
+    ) / 3.0
     return float(2.0 * m0 * (d**3 / 3.0 + outer))
 
 
@@ -116,8 +119,12 @@ def _optimal_d_unit(epsilon: float) -> float:
     """Optimal d for Δ = 1 (d scales linearly with Δ)."""
     from scipy.optimize import minimize_scalar
 
-    res = minimize_scalar(lambda d: staircase_variance(1.0, epsilon, d), bounds=(0.0, 1.0),
-                          method="bounded", options={"xatol": 1e-10})
+    res = minimize_scalar(
+        lambda d: staircase_variance(1.0, epsilon, d),
+        bounds=(0.0, 1.0),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
     d = float(res.x)
     # the bounded method never evaluates the end points: compare them explicitly
     best = min((staircase_variance(1.0, epsilon, x), x) for x in (0.0, d, 1.0))
@@ -216,6 +223,7 @@ def staircase_pdf(x, sensitivity: float, epsilon: float, d: float | None = None)
 
 # --------------------------------------------------------------------------- dispatch
 
+
 def sample_noise(kind: str, rng: np.random.Generator, sensitivity, epsilon, size=None) -> np.ndarray:
     """ε-DP noise for L1 sensitivity ``sensitivity``: ``kind`` 'laplace' (scale Δ/ε) or 'staircase'.
 
@@ -243,6 +251,7 @@ def noise_variance(kind: str, sensitivity: float, epsilon: float) -> float:
 
 
 # --------------------------------------------------------------------------- exponential mechanism
+
 
 def exponential_mechanism(rng: np.random.Generator, quality, epsilon: float, sensitivity: float):
     """Sample candidate indices with Pr(t) ∝ exp(ε·q(t) / (2Δq)).
@@ -276,6 +285,7 @@ def exponential_mechanism(rng: np.random.Generator, quality, epsilon: float, sen
 
 # --------------------------------------------------------------------------- clamp
 
+
 def clamp(x, lb, ub) -> np.ndarray:
     """Clamp to [lb, ub] (post-processing, keeps DP); bounds broadcast (e.g. per column)."""
     return np.clip(np.asarray(x, dtype=np.float64), lb, ub)
@@ -302,9 +312,9 @@ def clamp(x, lb, ub) -> np.ndarray:
 # place).  So the output distribution is exactly the discrete one for the rate r, which is the
 # double nearest below ε·(1 − 2⁻⁴⁰)/Δ: the budget actually spent, r·Δ, is < ε.
 
-EPS_SAFETY = 2.0 ** -40     # ε' = ε·(1 − 2⁻⁴⁰): float rounding of the rate can never exceed ε
-MAX_GRID_UNITS = 2 ** 50    # largest sensitivity / range in grid units (int64 and double exact)
-_TWO64 = float(2 ** 64)
+EPS_SAFETY = 2.0**-40  # ε' = ε·(1 − 2⁻⁴⁰): float rounding of the rate can never exceed ε
+MAX_GRID_UNITS = 2**50  # largest sensitivity / range in grid units (int64 and double exact)
+_TWO64 = float(2**64)
 
 
 def _exp_neg_bounds(x: Fraction, prec: int) -> tuple[Fraction, Fraction]:
@@ -318,26 +328,25 @@ def _exp_neg_bounds(x: Fraction, prec: int) -> tuple[Fraction, Fraction]:
         ctx.rounding = ROUND_CEILING
         x_hi = num / den
         ctx.rounding = ROUND_HALF_EVEN
-        e_hi = (-x_lo).exp()     # e^{-x_lo} ≥ e^{-x}
+        e_hi = (-x_lo).exp()  # e^{-x_lo} ≥ e^{-x}
         e_lo = (-x_hi).exp()
-    widen = Fraction(1, 10 ** (prec - 2))   # ≥ 10 units in the last place
+    widen = Fraction(1, 10 ** (prec - 2))  # ≥ 10 units in the last place
     return Fraction(e_lo) * (1 - widen), Fraction(e_hi) * (1 + widen)
 
 
 class _UState(TypedDict):
-    lo: Fraction    # U lies in [lo, lo + w)
+    lo: Fraction  # U lies in [lo, lo + w)
     w: Fraction
-    prec: int       # decimal digits of the bounds on e^{-x}
+    prec: int  # decimal digits of the bounds on e^{-x}
 
 
-def _geometric_one(rng: np.random.Generator, a: int, nbits: int, rate: Fraction,
-                   guess: int) -> int:
+def _geometric_one(rng: np.random.Generator, a: int, nbits: int, rate: Fraction, guess: int) -> int:
     """Exact Y = max{y ≥ 0 : U ≤ e^{-rate·y}} for U whose first ``nbits`` bits are ``a``
     (the rest drawn from ``rng`` as needed).
     """
     state: _UState = {"lo": Fraction(a, 1 << nbits), "w": Fraction(1, 1 << nbits), "prec": 40}
 
-    def below(j: int) -> bool:      # U ≤ e^{-rate·j}?
+    def below(j: int) -> bool:  # U ≤ e^{-rate·j}?
         if j <= 0:
             return True
         x = rate * j
@@ -345,7 +354,7 @@ def _geometric_one(rng: np.random.Generator, a: int, nbits: int, rate: Fraction,
             q_lo, q_hi = _exp_neg_bounds(x, state["prec"])
             if state["lo"] + state["w"] <= q_lo:
                 return True
-            if state["lo"] >= q_hi:   # U = e^{-x} exactly has probability 0
+            if state["lo"] >= q_hi:  # U = e^{-x} exactly has probability 0
                 return False
             bits = int(rng.integers(0, 1 << 32, dtype=np.uint64))
             state["lo"] += state["w"] * Fraction(bits, 1 << 32)
@@ -353,7 +362,7 @@ def _geometric_one(rng: np.random.Generator, a: int, nbits: int, rate: Fraction,
             state["prec"] += 12
 
     lo = max(int(guess), 0)
-    if below(lo):                   # gallop up to a bracket [lo true, hi false]
+    if below(lo):  # gallop up to a bracket [lo true, hi false]
         step = 1
         while below(lo + step):
             lo, step = lo + step, step * 2
@@ -364,7 +373,7 @@ def _geometric_one(rng: np.random.Generator, a: int, nbits: int, rate: Fraction,
         while not below(lo):
             hi, step = lo, step * 2
             lo = max(hi - step, 0)
-    while hi - lo > 1:              # binary search: below(lo), not below(hi)
+    while hi - lo > 1:  # binary search: below(lo), not below(hi)
         mid = (lo + hi) // 2
         if below(mid):
             lo = mid
@@ -373,8 +382,8 @@ def _geometric_one(rng: np.random.Generator, a: int, nbits: int, rate: Fraction,
     return lo
 
 
-_SMALL_RATE = 2.0 ** -24
-_MIN_RATE = 2.0 ** -62
+_SMALL_RATE = 2.0**-24
+_MIN_RATE = 2.0**-62
 
 
 def _geometric_direct(rng: np.random.Generator, r, size: tuple) -> np.ndarray:
@@ -389,24 +398,24 @@ def _geometric_direct(rng: np.random.Generator, r, size: tuple) -> np.ndarray:
     u = rng.random(size)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
         x = np.log(u)
-        x /= -r                            # x̃ = −ln(u)/r (u = 0 → inf: not ok below)
+        x /= -r  # x̃ = −ln(u)/r (u = 0 → inf: not ok below)
         y0 = np.floor(x)
-        frac = x - y0                      # exact
-        e = x * 2.0 ** -48                 # 2·e
-        ok = frac < 1.0 - e                # X ≤ x̃ + e < ⌊x̃⌋ + 1
-        d = (2.0 ** -52 / r) / u           # 2·d
+        frac = x - y0  # exact
+        e = x * 2.0**-48  # 2·e
+        ok = frac < 1.0 - e  # X ≤ x̃ + e < ⌊x̃⌋ + 1
+        d = (2.0**-52 / r) / u  # 2·d
         d += e
-        ok &= (frac > d) | (y0 == 0.0)     # X > x̃ − e − d > ⌊x̃⌋  (or Y ≥ 0 = ⌊x̃⌋)
-        ok &= y0 < 2.0 ** 52               # False for inf and nan
-        y = y0.astype(np.int64)            # undecided entries are overwritten below
+        ok &= (frac > d) | (y0 == 0.0)  # X > x̃ − e − d > ⌊x̃⌋  (or Y ≥ 0 = ⌊x̃⌋)
+        ok &= y0 < 2.0**52  # False for inf and nan
+        y = y0.astype(np.int64)  # undecided entries are overwritten below
     if not ok.all():
         bad = np.flatnonzero(~ok.reshape(-1))
         yf, uf = y.reshape(-1), u.reshape(-1)
         rf = np.broadcast_to(r, size).reshape(-1)
         for i in bad:
-            k = int(uf[i] * 2.0 ** 53)
+            k = int(uf[i] * 2.0**53)
             guess = float(y0.reshape(-1)[i])
-            guess = int(guess) if math.isfinite(guess) and guess < 2.0 ** 52 else 0
+            guess = int(guess) if math.isfinite(guess) and guess < 2.0**52 else 0
             yf[i] = _geometric_one(rng, k, 53, Fraction(float(rf[i])), guess)
     return y
 
@@ -430,7 +439,7 @@ def geometric_exact(rng: np.random.Generator, rate, size) -> np.ndarray:
     """
     size = _shape(size)
     r = np.asarray(rate, dtype=np.float64)
-    if r.ndim == 0:   # scalar rate: the same draws, without the array checks' overhead
+    if r.ndim == 0:  # scalar rate: the same draws, without the array checks' overhead
         rf0 = float(r)
         if not (rf0 >= _MIN_RATE and rf0 < math.inf):
             raise ValueError(f"geometric rate must be a finite number >= 2^-62 (got {rf0!r})")
@@ -444,8 +453,8 @@ def geometric_exact(rng: np.random.Generator, rate, size) -> np.ndarray:
     if not np.any(small):
         return _geometric_direct(rng, r, size)
     j = np.where(small, np.ceil(np.log2(_SMALL_RATE / r)), 0.0)
-    scaled = np.ldexp(r, j.astype(np.int64))            # exact: times a power of two
-    j = np.where(scaled < _SMALL_RATE, j + 1, j)         # guard the float log2
+    scaled = np.ldexp(r, j.astype(np.int64))  # exact: times a power of two
+    j = np.where(scaled < _SMALL_RATE, j + 1, j)  # guard the float log2
     scaled = np.ldexp(r, j.astype(np.int64))
     M = np.ldexp(1.0, j.astype(np.int64)).astype(np.int64)
     y = _geometric_direct(rng, scaled, size) * M
@@ -459,14 +468,14 @@ def geometric_exact(rng: np.random.Generator, rate, size) -> np.ndarray:
     pending = None if M.ndim == 0 else np.flatnonzero(jf > 0)
     while pending is None or pending.size:
         idx = np.arange(flat_y.size) if pending is None else pending
-        jj = (np.uint64(int(jf[0])) if pending is None else jf[idx].astype(np.uint64))
-        raw = rng.integers(0, 2 ** 64, size=idx.size, dtype=np.uint64)
+        jj = np.uint64(int(jf[0])) if pending is None else jf[idx].astype(np.uint64)
+        raw = rng.integers(0, 2**64, size=idx.size, dtype=np.uint64)
         R = (raw & ((np.uint64(1) << jj) - np.uint64(1))).astype(np.int64)
         a = raw >> jj
         limit = (np.uint64(1) << (np.uint64(64) - jj)) - (np.uint64(1) << (np.uint64(41) - jj))
         acc = a < limit
         if not acc.all():
-            for t in np.flatnonzero(~acc):              # rare (2⁻²³): decide exactly
+            for t in np.flatnonzero(~acc):  # rare (2⁻²³): decide exactly
                 x = Fraction(float(rf[idx[t]])) * int(R[t])
                 nb = 64 - int(jf[idx[t]])
                 acc[t] = _uniform_below_exp(rng, int(a[t]), x, nb)
@@ -504,7 +513,7 @@ def discrete_laplace(rng: np.random.Generator, rate, size) -> np.ndarray:
     size = _shape(size)
     r = _as_rate_array(rate, size)
     if r.ndim == 0:
-        if not float(r) > 0:   # also nan
+        if not float(r) > 0:  # also nan
             raise ValueError("discrete Laplace rate must be > 0")
     elif np.any(np.isnan(r)) or np.any(r <= 0):
         raise ValueError("discrete Laplace rate must be > 0")
@@ -522,9 +531,9 @@ def discrete_laplace(rng: np.random.Generator, rate, size) -> np.ndarray:
     while m:
         y = geometric_exact(rng, rr, m)
         neg = rng.integers(0, 2, size=m, dtype=bool)
-        reject = neg & (y == 0)            # "−0": redraw (CKS Algorithm 2)
+        reject = neg & (y == 0)  # "−0": redraw (CKS Algorithm 2)
         np.negative(y, out=y, where=neg)
-        if pending is None:                # first pass over everything: no fancy indexing
+        if pending is None:  # first pass over everything: no fancy indexing
             flat[:] = y
             pending = np.flatnonzero(reject)
         else:
@@ -554,8 +563,11 @@ def staircase_center(sens: int, epsilon: float) -> int:
 
 def _staircase_centers(sens: np.ndarray, eps: np.ndarray) -> np.ndarray:
     """Vectorised c = min(⌊Δ·d*(ε)/1⌋, Δ−1) (d* scales linearly with Δ)."""
-    d_unit = np.vectorize(_optimal_d_unit, otypes=[np.float64])(eps) if eps.ndim else \
-        np.float64(_optimal_d_unit(float(eps)))
+    d_unit = (
+        np.vectorize(_optimal_d_unit, otypes=[np.float64])(eps)
+        if eps.ndim
+        else np.float64(_optimal_d_unit(float(eps)))
+    )
     return np.minimum(np.floor(sens * d_unit).astype(np.int64), sens - 1)
 
 
@@ -564,18 +576,18 @@ def discrete_staircase_variance(sens: int, epsilon: float, c: int | None = None)
     D = float(sens)
     C = float(staircase_center(sens, epsilon) if c is None else c)
     b, one_b = _q(float(epsilon))
-    s0, s1, s2 = b / one_b, b * b / one_b ** 2, b * b * (1 + b) / one_b ** 3
+    s0, s1, s2 = b / one_b, b * b / one_b**2, b * b * (1 + b) / one_b**3
     K = D * (D + 1) * (2 * D + 1) / 6
     W = (2 * C + 1) + 2 * D * s0
-    second = (2 * C * (C + 1) * (2 * C + 1) / 6
-              + 2 * (D ** 3 * s2 + (2 * C * D * D + D * D * (D + 1)) * s1
-                     + (D * C * C + C * D * (D + 1) + K) * s0))
+    second = 2 * C * (C + 1) * (2 * C + 1) / 6 + 2 * (
+        D**3 * s2 + (2 * C * D * D + D * D * (D + 1)) * s1 + (D * C * C + C * D * (D + 1) + K) * s0
+    )
     return second / W
 
 
 def discrete_staircase_pmf(z, sens: int, epsilon: float, c: int) -> np.ndarray:
     a = np.abs(np.asarray(z, dtype=np.int64))
-    level = np.where(a <= c, 0, -((c - a) // int(sens)))      # ⌈(|z|−c)/Δ⌉
+    level = np.where(a <= c, 0, -((c - a) // int(sens)))  # ⌈(|z|−c)/Δ⌉
     b, one_b = _q(float(epsilon))
     W = (2 * c + 1) + 2 * sens * b / one_b
     return np.exp(-float(epsilon) * level) / W
@@ -606,7 +618,8 @@ def staircase_parameters(S: np.ndarray, E: np.ndarray) -> tuple[np.ndarray, np.n
                 "The 'noise' parameter 'staircase' cannot be sampled exactly at this ε per draw "
                 f"(up to {float(E.max()):g}) with a sensitivity of up to {int(S.max())} grid steps "
                 "(the exact sampler would need over 10,000 tries per value). Use noise='laplace', "
-                "a coarser precision or a smaller ε.")
+                "a coarser precision or a smaller ε."
+            )
     return E, C
 
 
@@ -635,7 +648,7 @@ def discrete_staircase(rng: np.random.Generator, sens, epsilon, size) -> np.ndar
         idx, s, c, level = pending[accept], s[accept], c[accept], level[accept]
         centre = level == 0
         m = idx.size
-        u = rng.integers(0, 2 * s)            # one draw: sign and position within the step
+        u = rng.integers(0, 2 * s)  # one draw: sign and position within the step
         sign = np.where(u % 2 == 0, 1, -1)
         step = c + (level - 1) * s + u // 2 + 1
         z_c = rng.integers(-c, c + 1, size=m)
@@ -652,7 +665,7 @@ def grid_noise(kind: str, rng: np.random.Generator, sens, epsilon, size) -> np.n
     size = _shape(size)
     sens_a = np.asarray(sens)
     eps_a = np.asarray(epsilon, dtype=np.float64)
-    if eps_a.ndim == 0 and sens_a.ndim == 0:   # scalars (ir-dp): plain comparisons
+    if eps_a.ndim == 0 and sens_a.ndim == 0:  # scalars (ir-dp): plain comparisons
         e0, s0 = float(eps_a), float(sens_a)
         if not (e0 > 0 and e0 < math.inf):
             raise ValueError("epsilon must be > 0")
@@ -687,6 +700,7 @@ def grid_noise_variance(kind: str, sens: int, epsilon: float) -> float:
 
 # --------------------------------------------------------------------------- output grids
 
+
 @dataclass(frozen=True)
 class Grid:
     """The declared output grid of one attribute: values k·γ for integers k.
@@ -720,15 +734,18 @@ class Grid:
             u = np.clip(u, self.lo, self.hi)
         if self.integer:
             return (u + self.base) * int(self.gamma)
-        G = round(self.gamma * 10 ** self.decimals)
-        big = 2 ** 53 // max(G, 1)
-        if (self.lo is not None and self.hi is not None
-                and abs(self.base) + abs(self.lo) + abs(self.hi) < big
-                and abs(G - self.gamma * 10 ** self.decimals) < 1e-6):
+        G = round(self.gamma * 10**self.decimals)
+        big = 2**53 // max(G, 1)
+        if (
+            self.lo is not None
+            and self.hi is not None
+            and abs(self.base) + abs(self.lo) + abs(self.hi) < big
+            and abs(G - self.gamma * 10**self.decimals) < 1e-6
+        ):
             w = u + self.base
             if G != 1:
                 w *= G
-            return w / float(10 ** self.decimals)
+            return w / float(10**self.decimals)
         v = (u + self.base).astype(np.float64) * self.gamma
         return np.round(v, self.decimals) + 0.0
 
@@ -736,7 +753,7 @@ class Grid:
 def decimals_of(gamma: float) -> int:
     """Digits after the point that multiples of ``gamma`` need (0.01 → 2, 0.25 → 2, 100 → 0)."""
     for d in range(0, 16):
-        s = gamma * 10 ** d
+        s = gamma * 10**d
         if abs(s - round(s)) <= 1e-9 * max(s, 1.0):
             return d
     return 15
@@ -755,8 +772,9 @@ def default_precision(domain, integer_dtype: bool) -> float | None:
     return float(10.0 ** (math.floor(math.log10(width)) - 6))
 
 
-def make_grid(column: str, gamma: float, domain=None, integer_dtype: bool = False,
-              n: int | None = None) -> Grid:
+def make_grid(
+    column: str, gamma: float, domain=None, integer_dtype: bool = False, n: int | None = None
+) -> Grid:
     """The :class:`Grid` of ``column``; ``ParameterError`` with advice when γ is unusable."""
     from dpstudio.engine.errors import ParameterError
 
@@ -769,17 +787,20 @@ def make_grid(column: str, gamma: float, domain=None, integer_dtype: bool = Fals
     base = int(np.rint(lb / g))
     span = int(np.rint(ub / g)) - base
     lo, hi = int(math.ceil(lb / g)) - base, int(math.floor(ub / g)) - base
-    if span > MAX_GRID_UNITS or (n is not None and span * max(int(n), 1) >= 2 ** 53):
-        coarser = 10.0 ** math.ceil(math.log10((ub - lb) / (MAX_GRID_UNITS / max(int(n or 1), 1)
-                                                             if n else MAX_GRID_UNITS)))
+    if span > MAX_GRID_UNITS or (n is not None and span * max(int(n), 1) >= 2**53):
+        coarser = 10.0 ** math.ceil(
+            math.log10((ub - lb) / (MAX_GRID_UNITS / max(int(n or 1), 1) if n else MAX_GRID_UNITS))
+        )
         raise ParameterError(
             f"Precision {g:g} of column {column!r} is too fine for its domain [{lb:g}, {ub:g}] "
             f"({span:,} grid steps; sums over the records would overflow exact integer "
-            f"arithmetic). Choose a coarser precision, e.g. --precision {column}={coarser:g}.")
+            f"arithmetic). Choose a coarser precision, e.g. --precision {column}={coarser:g}."
+        )
     if lo > hi:
         raise ParameterError(
             f"Precision {g:g} of column {column!r} leaves no grid point inside its domain "
-            f"[{lb:g}, {ub:g}]; choose a finer precision.")
+            f"[{lb:g}, {ub:g}]; choose a finer precision."
+        )
     return Grid(column, g, base, span, lo, hi, dec, integer)
 
 
@@ -803,7 +824,8 @@ def job_grid(job, column: str) -> Grid:
         raise ParameterError(
             f"Column {column!r} needs an output precision (the grid its noisy values are rounded "
             f"to, e.g. 0.01 or 100) or a declared domain to derive one from: "
-            f"--precision {column}=0.01 or --domain {column}=LOWER:UPPER.")
+            f"--precision {column}=0.01 or --domain {column}=LOWER:UPPER."
+        )
     g = make_grid(column, gamma, dom, integer_dtype, job.n)
     if cache is not None:
         cache[key] = g
@@ -830,14 +852,12 @@ def grid_info(kind: str, grid: Grid, sens_units, epsilon: float, divisor=1) -> d
     """
     if np.ndim(sens_units) == 0 and np.ndim(divisor) == 0:
         # scalars (ir-dp): memoised, a sweep asks the same question for every repetition
-        return dict(_grid_info_scalar(kind, grid, float(sens_units), float(epsilon),
-                                      float(divisor)))
+        return dict(_grid_info_scalar(kind, grid, float(sens_units), float(epsilon), float(divisor)))
     return _grid_info(kind, grid, sens_units, epsilon, divisor)
 
 
 @functools.lru_cache(maxsize=1024)
-def _grid_info_scalar(kind: str, grid: Grid, sens_units: float, epsilon: float,
-                      divisor: float) -> dict:
+def _grid_info_scalar(kind: str, grid: Grid, sens_units: float, epsilon: float, divisor: float) -> dict:
     return _grid_info(kind, grid, sens_units, epsilon, divisor)
 
 
@@ -846,25 +866,33 @@ def _grid_info(kind: str, grid: Grid, sens_units, epsilon: float, divisor=1) -> 
     div = np.broadcast_to(np.asarray(divisor, dtype=np.float64), units.shape)
     s = units / div
     e = float(epsilon) * (1.0 - EPS_SAFETY)
-    out = {"precision": grid.gamma, "epsilon_effective": e,
-           "sensitivity_grid_units": int(units.max()) if units.size else 0}
+    out = {
+        "precision": grid.gamma,
+        "epsilon_effective": e,
+        "sensitivity_grid_units": int(units.max()) if units.size else 0,
+    }
     if kind == "laplace":
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             q = np.exp(-e / units)
             sd = np.where(units > 0, np.sqrt(2 * q) / (1 - q), 0.0) * grid.gamma / div
     elif units.size == 1:
-        sd = (np.array([math.sqrt(grid_noise_variance(kind, int(units[0]), float(epsilon)))])
-              * grid.gamma / div)
-    else:   # many sensitivities: the continuous staircase's sd (within a grid step)
+        sd = (
+            np.array([math.sqrt(grid_noise_variance(kind, int(units[0]), float(epsilon)))]) * grid.gamma / div
+        )
+    else:  # many sensitivities: the continuous staircase's sd (within a grid step)
         sd = s * math.sqrt(staircase_variance(1.0, e)) * grid.gamma
     if s.size == 1:
-        out.update(sensitivity=float(s[0]) * grid.gamma,
-                   scale=float(s[0]) * grid.gamma / e, noise_sd=float(sd[0]))
+        out.update(
+            sensitivity=float(s[0]) * grid.gamma, scale=float(s[0]) * grid.gamma / e, noise_sd=float(sd[0])
+        )
     else:
-        out.update(sensitivity_mean=float(s.mean()) * grid.gamma,
-                   sensitivity_max=float(s.max()) * grid.gamma,
-                   scale_mean=float(s.mean()) * grid.gamma / e,
-                   scale_max=float(s.max()) * grid.gamma / e, noise_sd_mean=float(sd.mean()))
+        out.update(
+            sensitivity_mean=float(s.mean()) * grid.gamma,
+            sensitivity_max=float(s.max()) * grid.gamma,
+            scale_mean=float(s.mean()) * grid.gamma / e,
+            scale_max=float(s.max()) * grid.gamma / e,
+            noise_sd_mean=float(sd.mean()),
+        )
     return out
 
 
@@ -873,14 +901,15 @@ def grid_clause(precision: dict, explicit: dict | None = None) -> str:
     if not precision:
         return ""
     explicit = explicit or {}
-    parts = ", ".join(f"{c} {g:g}" + ("" if c in explicit else " (default)")
-                      for c, g in precision.items())
-    return (f" Floating-point-safe noise: every noisy value is an integer number of steps of its "
-            f"attribute's output precision γ ({parts}; the default is 1 for integer columns, "
-            "else 10^(⌊log10(ub − lb)⌋ − 6) of the declared domain), sampled exactly (no "
-            "floating-point approximation of the distribution) from a discrete Laplace or staircase distribution calibrated to the "
-            "sensitivity in grid steps (Δ/γ, plus one step when a domain bound is not on the "
-            "grid, which covers the rounding of the true value) with ε′ = ε·(1 − 2⁻⁴⁰) ≤ ε; "
-            "clustered methods add it to the cluster sums and release the mean rounded to the "
-            "grid. Released values lie on the grid, inside the domain, with no more digits "
-            "than γ.")
+    parts = ", ".join(f"{c} {g:g}" + ("" if c in explicit else " (default)") for c, g in precision.items())
+    return (
+        f" Floating-point-safe noise: every noisy value is an integer number of steps of its "
+        f"attribute's output precision γ ({parts}; the default is 1 for integer columns, "
+        "else 10^(⌊log10(ub − lb)⌋ − 6) of the declared domain), sampled exactly (no "
+        "floating-point approximation of the distribution) from a discrete Laplace or staircase distribution calibrated to the "
+        "sensitivity in grid steps (Δ/γ, plus one step when a domain bound is not on the "
+        "grid, which covers the rounding of the true value) with ε′ = ε·(1 − 2⁻⁴⁰) ≤ ε; "
+        "clustered methods add it to the cluster sums and release the mean rounded to the "
+        "grid. Released values lie on the grid, inside the domain, with no more digits "
+        "than γ."
+    )

@@ -52,8 +52,10 @@ def _dd():
     try:
         import dask.dataframe as dd
     except ImportError:  # pragma: no cover - depends on the installation
-        raise InputError("The Dask backend needs the optional extra: pip install 'dpstudio[scale]'"
-                         " (or run with --engine memory).") from None
+        raise InputError(
+            "The Dask backend needs the optional extra: pip install 'dpstudio[scale]'"
+            " (or run with --engine memory)."
+        ) from None
     return dd
 
 
@@ -74,8 +76,10 @@ def read_lazy(source: Any):
         return dd.read_parquet(path)
     if low.endswith((".csv", ".txt", ".tsv")):
         return dd.read_csv(path, sep="\t" if low.endswith(".tsv") else ",", blocksize="64MB")
-    raise InputError(f"The Dask backend reads Parquet (a file or a folder of parts) and CSV; "
-                     f"{os.path.basename(path)!r} is neither. Convert it or use --engine memory.")
+    raise InputError(
+        f"The Dask backend reads Parquet (a file or a folder of parts) and CSV; "
+        f"{os.path.basename(path)!r} is neither. Convert it or use --engine memory."
+    )
 
 
 @dataclass
@@ -111,17 +115,23 @@ def _validate(ddf, method, roles, domains, precision, params):
 
     spec = api.get_method(method)
     if method not in DASK_METHODS:
-        raise NotOnDask(f"Method {method!r} does not run on Dask (it is not sort-based); "
-                        f"use --engine memory (Dask runs: {', '.join(DASK_METHODS)}).")
+        raise NotOnDask(
+            f"Method {method!r} does not run on Dask (it is not sort-based); "
+            f"use --engine memory (Dask runs: {', '.join(DASK_METHODS)})."
+        )
     if params.get("layout", "records") == "separate-tables":
         raise NotOnDask("Layout 'separate-tables' does not run on Dask yet; use --engine memory.")
     if method == "insensitive-dp" and params.get("variant", "multi") != "single":
-        raise NotOnDask("insensitive-dp runs on Dask with the single-order variant only "
-                        "(variant='single', --variant single); the multi-reference variant "
-                        "needs --engine memory.")
+        raise NotOnDask(
+            "insensitive-dp runs on Dask with the single-order variant only "
+            "(variant='single', --variant single); the multi-reference variant "
+            "needs --engine memory."
+        )
     if params.get("drop_missing"):
-        raise NotOnDask("drop_missing does not run on Dask yet; remove the records with missing "
-                        "values first or use --engine memory.")
+        raise NotOnDask(
+            "drop_missing does not run on Dask yet; remove the records with missing "
+            "values first or use --engine memory."
+        )
     sample = ddf.head(SAMPLE_ROWS, npartitions=-1)
     prep = api.prepare(sample, method, roles, domains, precision=precision, **params)
     cols = list(prep.protected)
@@ -138,15 +148,20 @@ def _validate(ddf, method, roles, domains, precision, params):
     got = dict(zip(keys, vals[1:]))
     for c in cols:
         if got[(c, "na")]:
-            raise InputError(f"Column {c!r} has {int(got[(c, 'na')]):,} missing value(s); the Dask "
-                             "backend refuses them: remove those records first.")
+            raise InputError(
+                f"Column {c!r} has {int(got[(c, 'na')]):,} missing value(s); the Dask "
+                "backend refuses them: remove those records first."
+            )
         if c in prep.domains:
             lb, ub = prep.domains[c]
             if got[(c, "min")] < lb or got[(c, "max")] > ub:
-                raise InputError(f"Column {c!r}: values lie outside the declared domain "
-                                 f"[{lb:g}, {ub:g}]; widen --domain {c}=LOWER:UPPER.")
+                raise InputError(
+                    f"Column {c!r}: values lie outside the declared domain "
+                    f"[{lb:g}, {ub:g}]; widen --domain {c}=LOWER:UPPER."
+                )
     if "k" in prep.params and prep.params.get("k") is not None:
         from dpstudio.engine import params as P
+
         P.check_k(prep.params["k"], n, spec.id, spec.min_k)
     return spec, prep, cols, n
 
@@ -156,20 +171,29 @@ def _grid(prep, sample_dtype_int: bool, c: str, n: int):
     gamma = (prep.precision or {}).get(c)
     if gamma is None:
         gamma = N.default_precision(dom, sample_dtype_int)
-    if gamma is None:   # as noise.job_grid in memory (idp-cbls needs no domain)
+    if gamma is None:  # as noise.job_grid in memory (idp-cbls needs no domain)
         raise ParameterError(
             f"Column {c!r} needs an output precision (the grid its noisy values are rounded "
             f"to, e.g. 0.01 or 100) or a declared domain to derive one from: "
-            f"--precision {c}=0.01 or --domain {c}=LOWER:UPPER.")
+            f"--precision {c}=0.01 or --domain {c}=LOWER:UPPER."
+        )
     return N.make_grid(c, gamma, dom, sample_dtype_int, n)
 
 
 # --------------------------------------------------------------------------- the run
 
 
-def protect_dask(source: Any, method: str, roles: dict | None = None, domains: dict | None = None,
-                 *, seed: int | np.random.Generator | None = None, precision: dict | None = None,
-                 client: Any = None, **params: Any) -> DaskRelease:
+def protect_dask(
+    source: Any,
+    method: str,
+    roles: dict | None = None,
+    domains: dict | None = None,
+    *,
+    seed: int | np.random.Generator | None = None,
+    precision: dict | None = None,
+    client: Any = None,
+    **params: Any,
+) -> DaskRelease:
     """Protect ``source`` on Dask; returns a :class:`DaskRelease` (lazy).  ``client``: a
     ``distributed.Client`` (``None``: the current default scheduler).
     """
@@ -180,9 +204,11 @@ def protect_dask(source: Any, method: str, roles: dict | None = None, domains: d
     spec, prep, cols, n = _validate(ddf, method, roles, domains, precision, params)
     p = dict(prep.params)
     if spec.uses_epsilon and p.get("epsilon") is None:
-        raise NotOnDask("The noise-free baseline (no ε) is for sweeps and does not run on Dask; "
-                        "give --epsilon or use --engine memory.")
-    root = K.root_key(as_rng(seed))             # the first draw, as job_stream in memory
+        raise NotOnDask(
+            "The noise-free baseline (no ε) is for sweeps and does not run on Dask; "
+            "give --epsilon or use --engine memory."
+        )
+    root = K.root_key(as_rng(seed))  # the first draw, as job_stream in memory
     ones = ddf[cols[0]].isna().map_partitions(lambda s: (~s).astype("int64"), meta=("x", "int64"))
     ddf = ddf.assign(**{_ROW: ones.cumsum() - 1})
     info: dict = {"backend": "dask", "npartitions": int(ddf.npartitions)}
@@ -194,7 +220,8 @@ def protect_dask(source: Any, method: str, roles: dict | None = None, domains: d
         for j, c in enumerate(cols):
             g = _grid(prep, is_int[c], c, n)
             new[c] = ddf[[c, _ROW]].map_partitions(
-                _laplace_part, c, g, kind, root, j, float(eps[j]), meta=(c, _out_dtype(g)))
+                _laplace_part, c, g, kind, root, j, float(eps[j]), meta=(c, _out_dtype(g))
+            )
         out = ddf.assign(**new)
         shuffle = False
     elif method == "insensitive-dp":
@@ -208,8 +235,9 @@ def protect_dask(source: Any, method: str, roles: dict | None = None, domains: d
         parts = {}
         for j, c in enumerate(cols):
             g = _grid(prep, is_int[c], c, n) if method != "ir-swap" else None
-            parts[c] = _ranked(ddf, c, j, k, n, method, p, g, root,
-                               None if eps_r is None else float(eps_r[j]))
+            parts[c] = _ranked(
+                ddf, c, j, k, n, method, p, g, root, None if eps_r is None else float(eps_r[j])
+            )
         out = ddf.drop(columns=cols)
         for c in cols:
             out = out.merge(parts[c], on=_ROW, how="inner")
@@ -222,7 +250,7 @@ def protect_dask(source: Any, method: str, roles: dict | None = None, domains: d
     if shuffle:
         out = out.map_partitions(_with_sort_keys, root, meta=_keys_meta(out))
         out = out.sort_values(["__k0", "__k1"]).drop(columns=["__k0", "__k1", _ROW])
-    elif method == "laplace":          # computed in place: already in input order
+    elif method == "laplace":  # computed in place: already in input order
         out = out.drop(columns=[_ROW])
     else:
         out = out.sort_values(_ROW).drop(columns=[_ROW])
@@ -246,8 +274,9 @@ def _out_dtype(g: N.Grid):
 
 def _laplace_part(part: pd.DataFrame, c, g, kind, root, j, eps) -> pd.Series:
     t = g.to_units(part[c].to_numpy(dtype=np.float64))
-    t += K.grid_noise(kind, K.KeyedStream(root, K.PURPOSE_NOISE, j),
-                      part[_ROW].to_numpy(dtype=np.int64), g.span, eps)
+    t += K.grid_noise(
+        kind, K.KeyedStream(root, K.PURPOSE_NOISE, j), part[_ROW].to_numpy(dtype=np.int64), g.span, eps
+    )
     return pd.Series(g.from_units(t), index=part.index, name=c)
 
 
@@ -259,8 +288,7 @@ def _keys_meta(ddf) -> pd.DataFrame:
 
 
 def _with_sort_keys(part: pd.DataFrame, root) -> pd.DataFrame:
-    k0, k1 = K.sort_keys(K.KeyedStream(root, K.PURPOSE_SHUFFLE, 0),
-                         part[_ROW].to_numpy(dtype=np.int64))
+    k0, k1 = K.sort_keys(K.KeyedStream(root, K.PURPOSE_SHUFFLE, 0), part[_ROW].to_numpy(dtype=np.int64))
     return part.assign(__k0=k0, __k1=k1)
 
 
@@ -276,14 +304,15 @@ def _ranked(ddf, c: str, j: int, k: int, n: int, method: str, p: dict, g, root, 
             rank = part["__rank"].to_numpy(dtype=np.int64)
             k0, k1 = K.sort_keys(K.KeyedStream(root, K.PURPOSE_SWAP, j), rank)
             return part.assign(__cl=np.minimum(rank // k, nc - 1), __k0=k0, __k1=k1)
-        meta = s._meta.assign(__cl=np.array([], np.int64), __k0=np.array([], np.uint64),
-                              __k1=np.array([], np.uint64))
+
+        meta = s._meta.assign(
+            __cl=np.array([], np.int64), __k0=np.array([], np.uint64), __k1=np.array([], np.uint64)
+        )
         s = s.map_partitions(keyed, meta=meta)
         # as in memory: the record at rank r receives the value at rank perm[r], perm = the
         # ranks ordered by (chunk, keyed sort key)
         order = s[["__cl", "__k0", "__k1", "__rank"]].sort_values(["__cl", "__k0", "__k1"])
-        ones2 = order["__rank"].isna().map_partitions(lambda v: (~v).astype("int64"),
-                                                      meta=("x", "int64"))
+        ones2 = order["__rank"].isna().map_partitions(lambda v: (~v).astype("int64"), meta=("x", "int64"))
         order = order.assign(__pos=ones2.cumsum() - 1)[["__pos", "__rank"]]
         src = order.merge(s[["__rank", c]], on="__rank", how="inner")[["__pos", c]]
         dst = s[["__rank", _ROW]].rename(columns={"__rank": "__pos"})
@@ -297,16 +326,21 @@ def _ranked(ddf, c: str, j: int, k: int, n: int, method: str, p: dict, g, root, 
         size = np.where(cl == nc - 1, n - (nc - 1) * k, k)
         t = g.to_units(part[c].to_numpy(dtype=np.float64))
         cols = {"__cl": cl, "__t": t}
-        low = np.iinfo(np.int64).min     # the 1st..3rd smallest and largest t of each cluster
+        low = np.iinfo(np.int64).min  # the 1st..3rd smallest and largest t of each cluster
         for i in range(3):
             cols[f"__a{i}"] = np.where(pos == i, t, low)
         for i in range(3):
             cols[f"__b{i}"] = np.where(pos == size - 1 - i, t, low)
         return pd.DataFrame({_ROW: part[_ROW].to_numpy(), **cols}, index=part.index)
 
-    meta = pd.DataFrame({_ROW: np.array([], np.int64), "__cl": np.array([], np.int64),
-                         "__t": np.array([], np.int64),
-                         **{f"__{x}{i}": np.array([], np.int64) for x in "ab" for i in range(3)}})
+    meta = pd.DataFrame(
+        {
+            _ROW: np.array([], np.int64),
+            "__cl": np.array([], np.int64),
+            "__t": np.array([], np.int64),
+            **{f"__{x}{i}": np.array([], np.int64) for x in "ab" for i in range(3)},
+        }
+    )
     tagged = s.map_partitions(tag, meta=meta)
     split = method == "ir-dp" and kind == "staircase" and k > 1 and nc > 1
     eps_draw = None if eps_j is None else (eps_j / nc if split else eps_j)
@@ -321,12 +355,11 @@ def _ranked(ddf, c: str, j: int, k: int, n: int, method: str, p: dict, g, root, 
             sens = g.span
         elif method == "idp-ls":
             sens = np.maximum(g.span - a0, b0)
-        else:   # idp-cbls: pulled-in sums, cluster-based local sensitivity
+        else:  # idp-cbls: pulled-in sums, cluster-based local sensitivity
             tsum = tsum - a0 + a1 - b0 + b1
             sens = np.maximum((b0 - a1) + (a2 - a1) + (b0 - b1), (b1 - a0) + (b1 - b2) + (a1 - a0))
         if True:
-            noisy = tsum + K.grid_noise(kind, K.KeyedStream(root, K.PURPOSE_NOISE, j), cid, sens,
-                                        eps_draw)
+            noisy = tsum + K.grid_noise(kind, K.KeyedStream(root, K.PURPOSE_NOISE, j), cid, sens, eps_draw)
             vals = g.from_units(N.round_half_up_div(noisy, sz))
         return pd.DataFrame({"__cl": cid, c: vals})
 
@@ -337,8 +370,11 @@ def _ranked(ddf, c: str, j: int, k: int, n: int, method: str, p: dict, g, root, 
     emeta = _local_stats(tagged._meta)
     # one expression with the release (a separate to_delayed graph would sort twice); a
     # one-partition frame is broadcast to every partition of map_partitions
-    combined = tagged.map_partitions(_edge_stats, meta=emeta).repartition(npartitions=1) \
+    combined = (
+        tagged.map_partitions(_edge_stats, meta=emeta)
+        .repartition(npartitions=1)
         .map_partitions(_combine_edges, meta=emeta)
+    )
 
     def assign(part: pd.DataFrame, comb: pd.DataFrame) -> pd.DataFrame:
         st = _local_stats(part)
@@ -349,8 +385,7 @@ def _ranked(ddf, c: str, j: int, k: int, n: int, method: str, p: dict, g, root, 
         v = values(st)
         cl = part["__cl"].to_numpy(dtype=np.int64)
         pos = np.searchsorted(v["__cl"].to_numpy(dtype=np.int64), cl)
-        return pd.DataFrame({_ROW: part[_ROW].to_numpy(), c: v[c].to_numpy()[pos]},
-                            index=part.index)
+        return pd.DataFrame({_ROW: part[_ROW].to_numpy(), c: v[c].to_numpy()[pos]}, index=part.index)
 
     ometa = pd.DataFrame({_ROW: np.array([], np.int64), c: np.array([], _out_dtype(g))})
     return tagged.map_partitions(assign, combined, meta=ometa, align_dataframes=False)
@@ -365,8 +400,9 @@ def _local_stats(part: pd.DataFrame) -> pd.DataFrame:
     """
     cl = part["__cl"].to_numpy(dtype=np.int64)
     if cl.size == 0:
-        return pd.DataFrame({k: np.array([], np.int64) for k in _STATS},
-                            index=pd.Index(np.array([], np.int64)))
+        return pd.DataFrame(
+            {k: np.array([], np.int64) for k in _STATS}, index=pd.Index(np.array([], np.int64))
+        )
     start = np.flatnonzero(np.r_[True, cl[1:] != cl[:-1]])
     out = {"sum": np.add.reduceat(part["__t"].to_numpy(dtype=np.int64), start)}
     for x in "ab":
@@ -416,18 +452,24 @@ def _insensitive(ddf, cols, k, n, p, grids, root, eps, prep):
     def key(part):
         X = np.ascontiguousarray(part[cols].to_numpy(dtype=np.float64))
         d = MA._corner_key(MA._scaled(X, lb, ub), bits)
-        return pd.DataFrame({"__d": d, **{x: X[:, j] for j, x in enumerate(xs)},
-                             _ROW: part[_ROW].to_numpy(dtype=np.int64)}, index=part.index)
+        return pd.DataFrame(
+            {"__d": d, **{x: X[:, j] for j, x in enumerate(xs)}, _ROW: part[_ROW].to_numpy(dtype=np.int64)},
+            index=part.index,
+        )
 
-    meta = pd.DataFrame({"__d": np.array([], np.float64),
-                         **{x: np.array([], np.float64) for x in xs},
-                         _ROW: np.array([], np.int64)})
+    meta = pd.DataFrame(
+        {
+            "__d": np.array([], np.float64),
+            **{x: np.array([], np.float64) for x in xs},
+            _ROW: np.array([], np.int64),
+        }
+    )
     s = ddf[[*cols, _ROW]].map_partitions(key, meta=meta)
     if k > 1:
         s = s.sort_values(["__d", *xs, _ROW])
         ones = s[_ROW].isna().map_partitions(lambda v: (~v).astype("int64"), meta=("x", "int64"))
         s = s.assign(__rank=ones.cumsum() - 1)
-    else:                       # k = 1: every record its own cluster, id = record id (memory)
+    else:  # k = 1: every record its own cluster, id = record id (memory)
         s = s.assign(__rank=s[_ROW])
 
     def tag(part):
@@ -438,8 +480,13 @@ def _insensitive(ddf, cols, k, n, p, grids, root, eps, prep):
             out[ts[j]] = g.to_units(part[xs[j]].to_numpy(dtype=np.float64))
         return pd.DataFrame(out, index=part.index)
 
-    tmeta = pd.DataFrame({_ROW: np.array([], np.int64), "__cl": np.array([], np.int64),
-                          **{t: np.array([], np.int64) for t in ts}})
+    tmeta = pd.DataFrame(
+        {
+            _ROW: np.array([], np.int64),
+            "__cl": np.array([], np.int64),
+            **{t: np.array([], np.int64) for t in ts},
+        }
+    )
     tagged = s.map_partitions(tag, meta=tmeta)
     stats = tagged.groupby("__cl")[ts].sum(split_out=max(1, ddf.npartitions // 4))
     kind = p.get("noise", "laplace")
@@ -457,12 +504,14 @@ def _insensitive(ddf, cols, k, n, p, grids, root, eps, prep):
             else:
                 sens, eps_draw = int(factor) * g.span, float(eps[j])
             noisy = st[ts[j]].to_numpy(dtype=np.int64) + K.grid_noise(
-                kind, K.KeyedStream(root, K.PURPOSE_NOISE, j), cid, sens, eps_draw)
+                kind, K.KeyedStream(root, K.PURPOSE_NOISE, j), cid, sens, eps_draw
+            )
             out[c] = g.from_units(N.round_half_up_div(noisy, sz))
         return pd.DataFrame(out)
 
-    vmeta = pd.DataFrame({"__cl": np.array([], np.int64),
-                          **{c: np.array([], _out_dtype(g)) for c, g in zip(cols, grids)}})
+    vmeta = pd.DataFrame(
+        {"__cl": np.array([], np.int64), **{c: np.array([], _out_dtype(g)) for c, g in zip(cols, grids)}}
+    )
     vals = stats.map_partitions(values, meta=vmeta)
     return tagged[[_ROW, "__cl"]].merge(vals, on="__cl", how="inner")[[_ROW, *cols]]
 
@@ -470,8 +519,14 @@ def _insensitive(ddf, cols, k, n, p, grids, root, eps, prep):
 # --------------------------------------------------------------------------- writing
 
 
-def write_release(rel: DaskRelease, out_dir: str | os.PathLike, *, input_path=None,
-                  fmt: str = "parquet", progress: bool = False) -> dict:
+def write_release(
+    rel: DaskRelease,
+    out_dir: str | os.PathLike,
+    *,
+    input_path=None,
+    fmt: str = "parquet",
+    progress: bool = False,
+) -> dict:
     """Write the release atomically: parts into a temporary folder next to ``out_dir``, renamed
     at the end (never over the input); public metadata beside the parts, the private audit
     trail (0600) beside the folder.
@@ -479,8 +534,10 @@ def write_release(rel: DaskRelease, out_dir: str | os.PathLike, *, input_path=No
     from dpstudio.engine import io as dio
 
     out_dir = os.path.abspath(os.fspath(out_dir))
-    if input_path is not None and (dio.same_file(out_dir, input_path)
-                                   or os.path.abspath(os.fspath(input_path)).startswith(out_dir + os.sep)):
+    if input_path is not None and (
+        dio.same_file(out_dir, input_path)
+        or os.path.abspath(os.fspath(input_path)).startswith(out_dir + os.sep)
+    ):
         raise InputError("The output folder must not be the input or contain it; choose another.")
     if os.path.exists(out_dir):
         raise InputError(f"Output {out_dir!r} exists; choose a new folder (nothing is overwritten).")
@@ -488,22 +545,29 @@ def write_release(rel: DaskRelease, out_dir: str | os.PathLike, *, input_path=No
     tmp = tempfile.mkdtemp(prefix=".dpstudio-", dir=parent)
     try:
         if fmt == "csv":
-            task = rel.data.to_csv(os.path.join(tmp, "release.csv"), single_file=True, index=False,
-                                   compute=False)
+            task = rel.data.to_csv(
+                os.path.join(tmp, "release.csv"), single_file=True, index=False, compute=False
+            )
         else:
-            task = rel.data.to_parquet(os.path.join(tmp, "release"), write_index=False,
-                                       compute=False)
+            task = rel.data.to_parquet(os.path.join(tmp, "release"), write_index=False, compute=False)
         if progress:
             _compute_with_progress(task)
         else:
             import dask
+
             dask.compute(task)
-        meta = {"method": rel.method, "guarantee": rel.guarantee, "is_dp": rel.is_dp,
-                "parameters": {k: v for k, v in rel.params.items()
-                               if not k.startswith("_") and k not in ("seed", "rng")},
-                "protected_attributes": rel.protected_attributes,
-                "public_warnings": rel.public_warnings, "backend": "dask",
-                "columns": [str(c) for c in rel.data.columns]}
+        meta = {
+            "method": rel.method,
+            "guarantee": rel.guarantee,
+            "is_dp": rel.is_dp,
+            "parameters": {
+                k: v for k, v in rel.params.items() if not k.startswith("_") and k not in ("seed", "rng")
+            },
+            "protected_attributes": rel.protected_attributes,
+            "public_warnings": rel.public_warnings,
+            "backend": "dask",
+            "columns": [str(c) for c in rel.data.columns],
+        }
         with open(os.path.join(tmp, "metadata.json"), "w", encoding="utf-8") as fh:
             json.dump(meta, fh, indent=2, default=str)
         os.chmod(os.path.join(tmp, "metadata.json"), dio.file_mode(False))
@@ -512,11 +576,14 @@ def write_release(rel: DaskRelease, out_dir: str | os.PathLike, *, input_path=No
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     private = out_dir.rstrip(os.sep) + ".private.json"
-    trail = {"records": rel.n, "warnings": rel.warnings, "info": rel.info,
-             "input": os.fspath(input_path) if input_path is not None else None}
+    trail = {
+        "records": rel.n,
+        "warnings": rel.warnings,
+        "info": rel.info,
+        "input": os.fspath(input_path) if input_path is not None else None,
+    }
     dio.atomic_write(private, lambda p: _dump(p, trail), private=True)
-    return {"release": out_dir, "metadata": os.path.join(out_dir, "metadata.json"),
-            "private": private}
+    return {"release": out_dir, "metadata": os.path.join(out_dir, "metadata.json"), "private": private}
 
 
 def _dump(path: str, obj: dict) -> None:
@@ -528,10 +595,12 @@ def _compute_with_progress(task) -> None:
     try:
         from distributed import default_client
         from distributed import progress as dprogress
+
         client = default_client()
     except (ImportError, ValueError):
         import dask
         from dask.diagnostics import ProgressBar
+
         with ProgressBar():
             dask.compute(task)
         return

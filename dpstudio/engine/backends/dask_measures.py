@@ -42,12 +42,13 @@ from dpstudio.engine.measures.risk import TIE_RTOL
 DASK_MEASURES = ("sse", "rl", "delta", "corr", "kanon", "reid")
 #: Default size of the record-linkage sample.
 RL_SAMPLE = 100_000
-_P = "__p"   # suffix of the protected columns in the joined frame
+_P = "__p"  # suffix of the protected columns in the joined frame
 
 
 def _with_ids(ddf):
     ones = ddf[ddf.columns[0]].map_partitions(
-        lambda s: pd.Series(np.ones(len(s), np.int64), index=s.index), meta=("x", "int64"))
+        lambda s: pd.Series(np.ones(len(s), np.int64), index=s.index), meta=("x", "int64")
+    )
     return ddf.assign(**{_ROW: ones.cumsum() - 1})
 
 
@@ -56,8 +57,10 @@ def _frames(original, release):
     o = o.rename(columns={c: str(c) for c in o.columns})
     if isinstance(release, DaskRelease):
         if release.aligned is None:
-            raise InputError("This Dask release carries no record ids; evaluate it position by "
-                             "position (pass its data frame).")
+            raise InputError(
+                "This Dask release carries no record ids; evaluate it position by "
+                "position (pass its data frame)."
+            )
         p = release.aligned
     else:
         p = read_lazy(release)
@@ -84,13 +87,15 @@ def _wilson(p: float, m: int, n: int, confidence: float) -> tuple[float, float]:
 
 
 def rl_label(out: dict) -> str:
-    """"RL on a 100,000-record sample: 0.4 % (95 % CI 0.36–0.44 %)" (or "on all … records")."""
+    """Label RL as sampled: "RL on a 100,000-record sample: 0.4 % (95 % CI 0.36–0.44 %)"."""
     m, n = out["rl_sample"], out["rl_records"]
     conf = round(100 * out["rl_confidence"])
     if m >= n:
         return f"RL on all {n:,} records: {out['rl']:.4g} %"
-    return (f"RL on a {m:,}-record sample: {out['rl']:.4g} % ({conf} % CI "
-            f"{out['rl_ci_low']:.4g}–{out['rl_ci_high']:.4g} %)")
+    return (
+        f"RL on a {m:,}-record sample: {out['rl']:.4g} % ({conf} % CI "
+        f"{out['rl_ci_low']:.4g}–{out['rl_ci_high']:.4g} %)"
+    )
 
 
 def _sample_ids(n: int, m: int, seed: int) -> np.ndarray:
@@ -135,8 +140,10 @@ def _rl_sampled(o, joined, attrs, sc, n, m, seed, warns) -> dict:
     pr = np.zeros(len(s))
     ok = np.isfinite(y).all(axis=1)
     if (~ok).any():
-        warns.append(f"{int((~ok).sum())} sampled protected record(s) have missing or infinite "
-                     "values and count as not linked.")
+        warns.append(
+            f"{int((~ok).sum())} sampled protected record(s) have missing or infinite "
+            "values and count as not linked."
+        )
     idx = np.flatnonzero(ok)
     ys = np.ascontiguousarray(y[idx])
     diff = x[idx] - ys
@@ -158,12 +165,22 @@ def _rl_sampled(o, joined, attrs, sc, n, m, seed, warns) -> dict:
     return {"pr": pr, "ids": s[_ROW].to_numpy()}
 
 
-def evaluate_dask(original: Any, release: Any, attributes: Iterable[str] | None = None, *,
-                  measures: Iterable[str] = ("sse", "rl", "delta", "corr"),
-                  confidential: Iterable[str] | None = None, rl_distance: str = "standardized",
-                  rl_sample: int = RL_SAMPLE, rl_seed: int = 0, confidence: float = 0.95,
-                  k_quasis: Iterable[str] | None = None, k: int | None = None,
-                  keys: Iterable[str] | None = None, weight: str | None = None) -> dict:
+def evaluate_dask(
+    original: Any,
+    release: Any,
+    attributes: Iterable[str] | None = None,
+    *,
+    measures: Iterable[str] = ("sse", "rl", "delta", "corr"),
+    confidential: Iterable[str] | None = None,
+    rl_distance: str = "standardized",
+    rl_sample: int = RL_SAMPLE,
+    rl_seed: int = 0,
+    confidence: float = 0.95,
+    k_quasis: Iterable[str] | None = None,
+    k: int | None = None,
+    keys: Iterable[str] | None = None,
+    weight: str | None = None,
+) -> dict:
     """The measures of :func:`dpstudio.engine.evaluate` on Dask (see the module docstring).
 
     ``original``/``release``: dask or pandas frames, Parquet/CSV paths, or a
@@ -178,11 +195,12 @@ def evaluate_dask(original: Any, release: Any, attributes: Iterable[str] | None 
     measures = tuple(measures)
     bad = [x for x in measures if x not in DASK_MEASURES]
     if bad:
-        raise NotOnDask(f"Measure(s) {', '.join(map(repr, bad))} do not run on Dask; use "
-                        f"--engine memory (Dask measures: {', '.join(DASK_MEASURES)}).")
+        raise NotOnDask(
+            f"Measure(s) {', '.join(map(repr, bad))} do not run on Dask; use "
+            f"--engine memory (Dask measures: {', '.join(DASK_MEASURES)})."
+        )
     if rl_distance not in ("standardized", "raw"):
-        raise ParameterError(f"Record-linkage distance must be 'standardized' or 'raw'. "
-                             f"Got {rl_distance!r}.")
+        raise ParameterError(f"Record-linkage distance must be 'standardized' or 'raw'. Got {rl_distance!r}.")
     if int(rl_sample) < 1:
         raise ParameterError(f"rl_sample must be a positive number of records. Got {rl_sample!r}.")
     if not 0 < float(confidence) < 1:
@@ -199,35 +217,58 @@ def evaluate_dask(original: Any, release: Any, attributes: Iterable[str] | None 
     for name, cols in (("original", ocols), ("protected", pcols)):
         missing = [a for a in attrs if a not in cols]
         if missing:
-            raise InputError(f"Column(s) {', '.join(map(repr, missing))} are not in the {name} "
-                             f"data. Its columns are: {', '.join(cols)}.")
+            raise InputError(
+                f"Column(s) {', '.join(map(repr, missing))} are not in the {name} "
+                f"data. Its columns are: {', '.join(cols)}."
+            )
     for a in attrs:
         for name, f in (("original", o), ("protected", p)):
             if not _num(f._meta[a]):
-                raise NotOnDask(f"Column {a!r} of the {name} data is not numeric: categorical "
-                                "distances are not on Dask; use --engine memory.")
+                raise NotOnDask(
+                    f"Column {a!r} of the {name} data is not numeric: categorical "
+                    "distances are not on Dask; use --engine memory."
+                )
     out: dict[str, Any] = {}
     warns: list[str] = []
     numeric_measures = [x for x in measures if x in ("sse", "rl", "delta", "corr")]
     if numeric_measures and not attrs:
         raise ParameterError("No attributes to evaluate: name at least one column.")
     if numeric_measures:
-        out.update(_numeric_measures(o, p, attrs, measures, confidential, rl_distance,
-                                     int(rl_sample), int(rl_seed), float(confidence), warns))
+        out.update(
+            _numeric_measures(
+                o,
+                p,
+                attrs,
+                measures,
+                confidential,
+                rl_distance,
+                int(rl_sample),
+                int(rl_seed),
+                float(confidence),
+                warns,
+            )
+        )
     if "kanon" in measures:
         if not k_quasis or not k:
-            raise ParameterError("The kanon measure on Dask needs the k-quasi-identifiers and k "
-                                 "(k_quasis=, k=).")
+            raise ParameterError(
+                "The kanon measure on Dask needs the k-quasi-identifiers and k (k_quasis=, k=)."
+            )
         out.update(kanon_dask(p, list(k_quasis), int(k)))
     if "reid" in measures:
         if not keys:
-            warns.append("No categorical key variables (k-quasi-identifiers compared as "
-                         "categories): reid not measured.")
+            warns.append(
+                "No categorical key variables (k-quasi-identifiers compared as "
+                "categories): reid not measured."
+            )
         else:
             rep = risk_dask(p, list(keys), weight if weight in pcols else None)
-            out.update({"expected_reidentifications": rep["expected_reidentifications"],
-                        "global_risk": rep["global_risk"],
-                        "sample_uniques": float(rep["sample_uniques"])})
+            out.update(
+                {
+                    "expected_reidentifications": rep["expected_reidentifications"],
+                    "global_risk": rep["global_risk"],
+                    "sample_uniques": float(rep["sample_uniques"]),
+                }
+            )
     out["warnings"] = warns
     del dask
     return out
@@ -237,34 +278,42 @@ def _num(s) -> bool:
     return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
 
 
-def _numeric_measures(o, p, attrs, measures, confidential, rl_distance, rl_sample, rl_seed,
-                      confidence, warns) -> dict:
+def _numeric_measures(
+    o, p, attrs, measures, confidential, rl_distance, rl_sample, rl_seed, confidence, warns
+) -> dict:
     import warnings
 
     # dask infers the result types on empty frames (RuntimeWarnings of var/corr of nothing)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _numeric_measures_(o, p, attrs, measures, confidential, rl_distance, rl_sample,
-                                  rl_seed, confidence, warns)
+        return _numeric_measures_(
+            o, p, attrs, measures, confidential, rl_distance, rl_sample, rl_seed, confidence, warns
+        )
 
 
-def _numeric_measures_(o, p, attrs, measures, confidential, rl_distance, rl_sample, rl_seed,
-                       confidence, warns) -> dict:
+def _numeric_measures_(
+    o, p, attrs, measures, confidential, rl_distance, rl_sample, rl_seed, confidence, warns
+) -> dict:
     import dask
 
     left = o[[_ROW, *attrs]]
     right = p[[_ROW, *attrs]].rename(columns={a: a + _P for a in attrs})
     joined = left.merge(right, on=_ROW, how="inner")
     pa = [a + _P for a in attrs]
-    todo: dict[str, Any] = {"n_o": o.shape[0], "n_p": p.shape[0], "n_j": joined.shape[0],
-                            "na": o[attrs].isna().sum()}
+    todo: dict[str, Any] = {
+        "n_o": o.shape[0],
+        "n_p": p.shape[0],
+        "n_j": joined.shape[0],
+        "na": o[attrs].isna().sum(),
+    }
     todo["var_o"] = joined[attrs].var(ddof=1)
     todo["std_o"] = joined[attrs].std(ddof=1)
     if "sse" in measures:
         sq = joined[attrs].astype("float64") - joined[pa].astype("float64").rename(
-            columns=dict(zip(pa, attrs)))
+            columns=dict(zip(pa, attrs))
+        )
         sq = sq * sq
-        todo["sse"] = sq.sum()              # NaN left out, as in memory
+        todo["sse"] = sq.sum()  # NaN left out, as in memory
         todo["sse_nan"] = sq.isna().sum()
     if "delta" in measures:
         todo["mean_o"] = joined[attrs].mean()
@@ -273,9 +322,11 @@ def _numeric_measures_(o, p, attrs, measures, confidential, rl_distance, rl_samp
     conf = [str(c) for c in (confidential or []) if str(c) in attrs]
     extra_conf = [str(c) for c in (confidential or []) if str(c) not in attrs]
     if extra_conf:
-        raise NotOnDask(f"Confidential column(s) {', '.join(map(repr, extra_conf))} outside the "
-                        "attributes: on Dask name them in the attributes too (or use --engine "
-                        "memory).")
+        raise NotOnDask(
+            f"Confidential column(s) {', '.join(map(repr, extra_conf))} outside the "
+            "attributes: on Dask name them in the attributes too (or use --engine "
+            "memory)."
+        )
     if "corr" in measures and conf and len(attrs) >= 2:
         todo["corr_o"] = joined[attrs].astype("float64").corr()
         todo["corr_p"] = joined[pa].astype("float64").corr()
@@ -283,40 +334,50 @@ def _numeric_measures_(o, p, attrs, measures, confidential, rl_distance, rl_samp
     got = dict(zip(keys, dask.compute(*[todo[k] for k in keys])))
     n, n_p, n_j = int(got["n_o"]), int(got["n_p"]), int(got["n_j"])
     if n != n_p or n_j != n:
-        raise InputError(f"The original data has {n} records but the protected data has {n_p} "
-                         f"({n_j} paired): measures compare each record with its release.")
+        raise InputError(
+            f"The original data has {n} records but the protected data has {n_p} "
+            f"({n_j} paired): measures compare each record with its release."
+        )
     if n == 0:
         raise InputError("The data have no records: there is nothing to evaluate.")
     na = got["na"]
     if "rl" in measures and (na > 0).any():
         bad = [a for a in attrs if na[a] > 0]
-        raise InputError(f"The original data have missing values in {', '.join(map(repr, bad))}: "
-                         "record linkage needs complete original records.")
+        raise InputError(
+            f"The original data have missing values in {', '.join(map(repr, bad))}: "
+            "record linkage needs complete original records."
+        )
     out: dict[str, Any] = {}
     m = len(attrs)
     if "sse" in measures:
         var = got["var_o"].reindex(attrs).to_numpy(dtype=np.float64)
         badv = ~(var > 0) | ~np.isfinite(var)
         for a in np.asarray(attrs)[badv]:
-            warns.append(f"Attribute {a!r} is constant in the original data: its SSE is not "
-                         "divided by its variance (scale 1).")
+            warns.append(
+                f"Attribute {a!r} is constant in the original data: its SSE is not "
+                "divided by its variance (scale 1)."
+            )
         var = np.where(badv, 1.0, var)
         colsum = got["sse"].reindex(attrs).to_numpy(dtype=np.float64)
         for a, c in zip(attrs, got["sse_nan"].reindex(attrs)):
             if c:
-                warns.append(f"Attribute {a!r}: {int(c)} record(s) with a missing value are left "
-                             "out of the SSE.")
+                warns.append(
+                    f"Attribute {a!r}: {int(c)} record(s) with a missing value are left out of the SSE."
+                )
         out["sse_raw"] = float(colsum.sum())
         out["sse_normalized"] = float((colsum / var).sum()) / (n * m)
     if "delta" in measures:
         dm: dict[str, float] = {}
         dv: dict[str, float] = {}
         for a in attrs:
-            for d, th, th2, label in ((dm, got["mean_o"][a], got["mean_p"][a + _P], "mean"),
-                                      (dv, got["var_o"][a], got["var_p"][a + _P], "variance")):
+            for d, th, th2, label in (
+                (dm, got["mean_o"][a], got["mean_p"][a + _P], "mean"),
+                (dv, got["var_o"][a], got["var_p"][a + _P], "variance"),
+            ):
                 if th == 0 or not np.isfinite(th):
-                    warns.append(f"Attribute {a!r} has original {label} 0: its relative Δ "
-                                 f"{label} is undefined.")
+                    warns.append(
+                        f"Attribute {a!r} has original {label} 0: its relative Δ {label} is undefined."
+                    )
                     d[a] = float("nan")
                 else:
                     d[a] = float(abs(th2 - th) / abs(th))
@@ -333,8 +394,10 @@ def _numeric_measures_(o, p, attrs, measures, confidential, rl_distance, rl_samp
         d = np.abs(cy - cx)[iu[sel], ju[sel]]
         badc = ~np.isfinite(d)
         if badc.any():
-            warns.append(f"{int(badc.sum())} attribute pair(s) with a constant attribute have no "
-                         "correlation and are left out of the correlation loss.")
+            warns.append(
+                f"{int(badc.sum())} attribute pair(s) with a constant attribute have no "
+                "correlation and are left out of the correlation loss."
+            )
             d = d[~badc]
         out["corr_loss_mean"] = float(d.mean()) if d.size else float("nan")
         out["corr_loss_std"] = float(d.std()) if d.size else float("nan")
@@ -345,19 +408,31 @@ def _numeric_measures_(o, p, attrs, measures, confidential, rl_distance, rl_samp
             sd = got["std_o"].reindex(attrs).to_numpy(dtype=np.float64)
             bads = ~(sd > 0) | ~np.isfinite(sd)
             for a in np.asarray(attrs)[bads]:
-                warns.append(f"Attribute {a!r} is constant in the original data: record linkage "
-                             "does not standardise it (scale 1).")
+                warns.append(
+                    f"Attribute {a!r} is constant in the original data: record linkage "
+                    "does not standardise it (scale 1)."
+                )
             sc = np.where(bads, 1.0, sd)
         msz = min(int(rl_sample), n)
         res = _rl_sampled(o, joined, attrs, sc, n, msz, rl_seed, warns)
         phat = float(res["pr"].mean())
         lo, hi = _wilson(phat, msz, n, confidence)
-        out.update({"rl": 100.0 * phat, "rl_ci_low": 100.0 * lo, "rl_ci_high": 100.0 * hi,
-                    "rl_sample": msz, "rl_records": n, "rl_confidence": confidence})
+        out.update(
+            {
+                "rl": 100.0 * phat,
+                "rl_ci_low": 100.0 * lo,
+                "rl_ci_high": 100.0 * hi,
+                "rl_sample": msz,
+                "rl_records": n,
+                "rl_confidence": confidence,
+            }
+        )
         out["rl_label"] = rl_label(out)
         if msz < n:
-            warns.append(out["rl_label"] + " (a uniform sample; each sampled record linked "
-                         "against all original records).")
+            warns.append(
+                out["rl_label"] + " (a uniform sample; each sampled record linked "
+                "against all original records)."
+            )
     return out
 
 
@@ -371,15 +446,20 @@ def kanon_dask(release: Any, k_quasis: list[str], k: int) -> dict:
     q = [str(c) for c in k_quasis]
     missing = [c for c in q if c not in ddf.columns]
     if missing:
-        raise InputError(f"k-quasi-identifier column(s) {', '.join(map(repr, missing))} are not "
-                         "in the release.")
-    sz = ddf[q].assign(__one=1).groupby(q, dropna=False)["__one"].count(
-        split_out=max(1, ddf.npartitions // 4))
+        raise InputError(
+            f"k-quasi-identifier column(s) {', '.join(map(repr, missing))} are not in the release."
+        )
+    sz = (
+        ddf[q].assign(__one=1).groupby(q, dropna=False)["__one"].count(split_out=max(1, ddf.npartitions // 4))
+    )
     mn, below, classes, n = dask.compute(sz.min(), sz[sz < k].sum(), sz.count(), ddf.shape[0])
     n = int(n)
-    return {"k_min_class_size": int(mn) if classes else n,
-            "k_share_below": int(below) / n if n else 0.0,
-            "k_classes": int(classes), "k_records_below": int(below)}
+    return {
+        "k_min_class_size": int(mn) if classes else n,
+        "k_share_below": int(below) / n if n else 0.0,
+        "k_classes": int(classes),
+        "k_records_below": int(below),
+    }
 
 
 def risk_dask(frame: Any, keys: list[str], weight: str | None = None) -> dict:
@@ -404,37 +484,62 @@ def risk_dask(frame: Any, keys: list[str], weight: str | None = None) -> dict:
     got = dict(zip(todo, dask.compute(*todo.values())))
     bad = [c for c in keys if got["na"][c] > 0]
     if bad:
-        raise NotOnDask(f"Key column(s) {', '.join(map(repr, bad))} have missing values, which match "
-                        "any value in the risk model (not a group-by); use --engine memory.")
+        raise NotOnDask(
+            f"Key column(s) {', '.join(map(repr, bad))} have missing values, which match "
+            "any value in the risk model (not a group-by); use --engine memory."
+        )
     if weight:
         if got["w_bad"]:
-            raise InputError(f"weight column '{weight}': {int(got['w_bad'])} record(s) have a "
-                             "missing or non-numeric weight; give every record its sampling weight")
+            raise InputError(
+                f"weight column '{weight}': {int(got['w_bad'])} record(s) have a "
+                "missing or non-numeric weight; give every record its sampling weight"
+            )
         if got["w_min"] < 1:
-            raise InputError(f"weight column '{weight}': a weight below 1 (minimum "
-                             f"{got['w_min']:g}); a sampling weight is at least 1 -- check the column")
+            raise InputError(
+                f"weight column '{weight}': a weight below 1 (minimum "
+                f"{got['w_min']:g}); a sampling weight is at least 1 -- check the column"
+            )
     n = int(got["n"])
     base = ddf[keys].assign(__w=ddf[weight].astype("float64") if weight else 1.0)
-    g = base.groupby(keys, dropna=False)["__w"].agg(["count", "sum"],
-                                                  split_out=max(1, ddf.npartitions // 4))
+    g = base.groupby(keys, dropna=False)["__w"].agg(["count", "sum"], split_out=max(1, ddf.npartitions // 4))
 
     def per_group(t: pd.DataFrame) -> pd.DataFrame:
         fk = t["count"].to_numpy(dtype=np.float64)
         rk = bf_individual_risk(fk, t["sum"].to_numpy(dtype=np.float64) if weight else None)
-        return pd.DataFrame({"fk": fk, "er": fk * rk, "u": (fk == 1).astype(np.int64),
-                             "lt2": np.where(fk < 2, fk, 0), "lt3": np.where(fk < 3, fk, 0),
-                             "lt5": np.where(fk < 5, fk, 0)})
+        return pd.DataFrame(
+            {
+                "fk": fk,
+                "er": fk * rk,
+                "u": (fk == 1).astype(np.int64),
+                "lt2": np.where(fk < 2, fk, 0),
+                "lt3": np.where(fk < 3, fk, 0),
+                "lt5": np.where(fk < 5, fk, 0),
+            }
+        )
 
-    meta = pd.DataFrame({"fk": np.array([], np.float64), "er": np.array([], np.float64),
-                         "u": np.array([], np.int64), "lt2": np.array([], np.float64),
-                         "lt3": np.array([], np.float64), "lt5": np.array([], np.float64)})
+    meta = pd.DataFrame(
+        {
+            "fk": np.array([], np.float64),
+            "er": np.array([], np.float64),
+            "u": np.array([], np.int64),
+            "lt2": np.array([], np.float64),
+            "lt3": np.array([], np.float64),
+            "lt5": np.array([], np.float64),
+        }
+    )
     t = g.map_partitions(per_group, meta=meta)
     s, G = dask.compute(t.sum(), t.shape[0])
     er = float(s["er"])
-    return {"records": n, "key_combinations": int(G), "sample_uniques": int(s["u"]),
-            "records_fk_lt_2": int(s["lt2"]), "records_fk_lt_3": int(s["lt3"]),
-            "records_fk_lt_5": int(s["lt5"]), "expected_reidentifications": er,
-            "global_risk": er / n if n else float("nan")}
+    return {
+        "records": n,
+        "key_combinations": int(G),
+        "sample_uniques": int(s["u"]),
+        "records_fk_lt_2": int(s["lt2"]),
+        "records_fk_lt_3": int(s["lt3"]),
+        "records_fk_lt_5": int(s["lt5"]),
+        "expected_reidentifications": er,
+        "global_risk": er / n if n else float("nan"),
+    }
 
 
 __all__ = ["evaluate_dask", "kanon_dask", "risk_dask", "rl_label", "DASK_MEASURES", "RL_SAMPLE"]

@@ -30,8 +30,13 @@ from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 
 __all__ = [
-    "value_strings", "factorize_strings", "interval_hierarchy", "date_hierarchy",
-    "masking_hierarchy", "flat_hierarchy", "auto_hierarchy",
+    "value_strings",
+    "factorize_strings",
+    "interval_hierarchy",
+    "date_hierarchy",
+    "masking_hierarchy",
+    "flat_hierarchy",
+    "auto_hierarchy",
 ]
 
 
@@ -39,9 +44,10 @@ __all__ = [
 # canonical value strings
 # ---------------------------------------------------------------------------
 
+
 def _fmt_number(v: float) -> str:
     v = float(v)
-    if math.isfinite(v) and v.is_integer() and abs(v) < 2 ** 53:
+    if math.isfinite(v) and v.is_integer() and abs(v) < 2**53:
         return str(int(v))
     return repr(v)
 
@@ -90,8 +96,10 @@ def _distinct(values, column: str) -> pd.Series:
     s = values if isinstance(values, pd.Series) else pd.Series(values)
     if s.isna().any():
         rows = np.flatnonzero(s.isna().to_numpy())
-        raise InputError(f"Column {column!r} has missing values (row {int(rows[0]) + 1}); "
-                         "a hierarchy cannot be built for them. Impute or drop those records.")
+        raise InputError(
+            f"Column {column!r} has missing values (row {int(rows[0]) + 1}); "
+            "a hierarchy cannot be built for them. Impute or drop those records."
+        )
     if len(s) == 0:
         raise InputError(f"Column {column!r} is empty: no hierarchy can be built.")
     return s
@@ -103,8 +111,8 @@ def _nice(x: float) -> float:
         return 1.0
     p = math.floor(math.log10(x))
     for m in (1, 2, 5, 10):
-        if m * 10 ** p >= x * (1 - 1e-12):
-            return float(m * 10 ** p)
+        if m * 10**p >= x * (1 - 1e-12):
+            return float(m * 10**p)
     return float(10 ** (p + 1))  # pragma: no cover
 
 
@@ -117,9 +125,16 @@ def _rows(leaves: np.ndarray, levels: list[np.ndarray]) -> list[list[str]]:
 # numeric intervals
 # ---------------------------------------------------------------------------
 
-def interval_hierarchy(values, *, width: float | None = None, start: float | None = None,
-                       method: str = "fixed", levels: int | None = None,
-                       name: str = "") -> Hierarchy:
+
+def interval_hierarchy(
+    values,
+    *,
+    width: float | None = None,
+    start: float | None = None,
+    method: str = "fixed",
+    levels: int | None = None,
+    name: str = "",
+) -> Hierarchy:
     """Interval hierarchy for a numeric column.
 
     Parameters
@@ -175,8 +190,9 @@ def interval_hierarchy(values, *, width: float | None = None, start: float | Non
         assert start is not None  # the loop above ran at least once and set it
         start = float(start)
         if start > lo:
-            raise ParameterError(f"Interval start {start:g} for column {name!r} lies above the "
-                                 f"smallest value {lo:g}.")
+            raise ParameterError(
+                f"Interval start {start:g} for column {name!r} lies above the smallest value {lo:g}."
+            )
         int_w = integer and float(width).is_integer() and float(start).is_integer()
         max_levels = 64 if levels is None else int(levels)
         w = width
@@ -207,8 +223,12 @@ def interval_hierarchy(values, *, width: float | None = None, start: float | Non
             # label = smallest-largest value in the bin (bins are disjoint → unique labels)
             mins = pd.Series(uniq).groupby(idx).transform("min").to_numpy()
             maxs = pd.Series(uniq).groupby(idx).transform("max").to_numpy()
-            lab = [(_fmt_number(x) if x == y else f"{_fmt_number(x)}-{_fmt_number(y)}")
-                   if integer else f"[{_fmt_bound(x)}, {_fmt_bound(y)}]" for x, y in zip(mins, maxs)]
+            lab = [
+                (_fmt_number(x) if x == y else f"{_fmt_number(x)}-{_fmt_number(y)}")
+                if integer
+                else f"[{_fmt_bound(x)}, {_fmt_bound(y)}]"
+                for x, y in zip(mins, maxs)
+            ]
             lvls.append(np.asarray(lab, dtype=object))
             idx = idx // 2
     else:
@@ -221,8 +241,10 @@ def interval_hierarchy(values, *, width: float | None = None, start: float | Non
 # dates
 # ---------------------------------------------------------------------------
 
-def date_hierarchy(values, *, year_spans: tuple[int, ...] | None = None, name: str = "",
-                   date_format: str | None = None) -> Hierarchy:
+
+def date_hierarchy(
+    values, *, year_spans: tuple[int, ...] | None = None, name: str = "", date_format: str | None = None
+) -> Hierarchy:
     """Date hierarchy: day → month (``YYYY-MM``) → year → multi-year periods → ``*``.
 
     ``year_spans`` (default 2, 4, 8, … until one period covers all years) are the
@@ -238,14 +260,18 @@ def date_hierarchy(values, *, year_spans: tuple[int, ...] | None = None, name: s
     if dates.isna().any():
         bad = leaves[np.flatnonzero(dates.isna().to_numpy())[0]]
         row = int(np.flatnonzero(codes == np.flatnonzero(dates.isna().to_numpy())[0])[0])
-        raise InputError(f"Column {name!r}: value {bad!r} (row {row + 1}) is not a date; correct "
-                         "it or give the column another hierarchy.")
+        raise InputError(
+            f"Column {name!r}: value {bad!r} (row {row + 1}) is not a date; correct "
+            "it or give the column another hierarchy."
+        )
     order = np.argsort(dates.to_numpy(), kind="stable")
     leaves = leaves[order]
     dates = dates.iloc[order].reset_index(drop=True)
     years = dates.dt.year.to_numpy()
-    lvls = [np.asarray(dates.dt.strftime("%Y-%m").to_numpy(), dtype=object),
-            np.asarray([str(y) for y in years], dtype=object)]
+    lvls = [
+        np.asarray(dates.dt.strftime("%Y-%m").to_numpy(), dtype=object),
+        np.asarray([str(y) for y in years], dtype=object),
+    ]
     if year_spans is None:
         spans, sp = [], 2
         while True:
@@ -270,6 +296,7 @@ def date_hierarchy(values, *, year_spans: tuple[int, ...] | None = None, name: s
 # codes (ZIP-like)
 # ---------------------------------------------------------------------------
 
+
 def masking_hierarchy(values, *, mask: str = "*", name: str = "") -> Hierarchy:
     """Mask trailing characters one per level: ``12345 → 1234* → 123** → … → *``.
 
@@ -282,12 +309,14 @@ def masking_hierarchy(values, *, mask: str = "*", name: str = "") -> Hierarchy:
     maxlen = int(lens.max()) if len(lens) else 0
     lvls = []
     for lvl in range(1, maxlen):
-        lvls.append(np.asarray([x[: max(len(x) - lvl, 0)] + mask * min(lvl, len(x)) for x in leaves],
-                               dtype=object))
+        lvls.append(
+            np.asarray([x[: max(len(x) - lvl, 0)] + mask * min(lvl, len(x)) for x in leaves], dtype=object)
+        )
     lvls.append(np.full(len(leaves), mask, dtype=object))
     order = np.argsort(leaves.astype(str), kind="stable")
-    return Hierarchy.from_rows(_rows(leaves[order], [v[order] for v in lvls]), name=name,
-                               source="auto:masking")
+    return Hierarchy.from_rows(
+        _rows(leaves[order], [v[order] for v in lvls]), name=name, source="auto:masking"
+    )
 
 
 def flat_hierarchy(values, *, name: str = "") -> Hierarchy:
@@ -295,8 +324,9 @@ def flat_hierarchy(values, *, name: str = "") -> Hierarchy:
     s = _distinct(values, name)
     codes, leaves = factorize_strings(s)
     leaves = np.sort(leaves.astype(str)).astype(object)
-    return Hierarchy.from_rows(_rows(leaves, [np.full(len(leaves), "*", dtype=object)]),
-                               name=name, source="auto:flat")
+    return Hierarchy.from_rows(
+        _rows(leaves, [np.full(len(leaves), "*", dtype=object)]), name=name, source="auto:flat"
+    )
 
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -322,8 +352,9 @@ def auto_hierarchy(values, name: str = "", kind: str = "auto") -> Hierarchy:
     if kind == "flat":
         return flat_hierarchy(s, name=name)
     if kind != "auto":
-        raise ParameterError(f"Unknown hierarchy kind {kind!r}: use auto, intervals, quantiles, "
-                             "dates, masking or flat.")
+        raise ParameterError(
+            f"Unknown hierarchy kind {kind!r}: use auto, intervals, quantiles, dates, masking or flat."
+        )
     if pd.api.types.is_bool_dtype(s):
         return flat_hierarchy(s, name=name)
     if pd.api.types.is_numeric_dtype(s):

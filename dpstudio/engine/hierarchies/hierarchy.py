@@ -72,8 +72,10 @@ class Hierarchy:
         else:
             raise ParameterError(f"Hierarchy file not found: {path_or_text}")
         if "\x00" in text[:65536]:
-            raise InputError(f"Hierarchy {os.path.basename(source)}: this is not a text file "
-                             "(binary content). Give an ARX hierarchy CSV.")
+            raise InputError(
+                f"Hierarchy {os.path.basename(source)}: this is not a text file "
+                "(binary content). Give an ARX hierarchy CSV."
+            )
         first = text.lstrip().split("\n", 1)[0].strip().lower().replace(" ", "")
         try:
             if first in ("child,parent", "child;parent"):  # parent-child taxonomy file
@@ -82,8 +84,9 @@ class Hierarchy:
             else:
                 rows = list(csv.reader(io.StringIO(text), delimiter=";"))
         except csv.Error as exc:
-            raise InputError(f"Hierarchy {os.path.basename(source)}: cannot be read as an ARX "
-                             f"hierarchy CSV ({exc}).") from None
+            raise InputError(
+                f"Hierarchy {os.path.basename(source)}: cannot be read as an ARX hierarchy CSV ({exc})."
+            ) from None
         return cls.from_rows(rows, name=name or os.path.basename(source), source=source)
 
     def write_arx(self, path: str | os.PathLike) -> None:
@@ -101,8 +104,9 @@ class Hierarchy:
         seen: dict[str, int] = {}
         for i, v in enumerate(leaves):
             if v in seen:
-                raise InputError(f"Hierarchy {self.name!r}: value {v!r} appears twice "
-                                 f"(rows {seen[v] + 1} and {i + 1}).")
+                raise InputError(
+                    f"Hierarchy {self.name!r}: value {v!r} appears twice (rows {seen[v] + 1} and {i + 1})."
+                )
             seen[v] = i
         for lvl in range(1, t.shape[1]):
             parent: dict[str, str] = {}
@@ -181,8 +185,10 @@ def parent_child_rows(pairs, name: str = "") -> list[list[str]]:
             raise InputError(f"Taxonomy {name!r}: line {i + 2} must be 'child,parent'; got {pr!r}.")
         child, parent = pr
         if child in par and par[child] != parent:
-            raise InputError(f"Taxonomy {name!r}: {child!r} has two parents, {par[child]!r} and "
-                             f"{parent!r} (line {i + 2}). A taxonomy must be a tree.")
+            raise InputError(
+                f"Taxonomy {name!r}: {child!r} has two parents, {par[child]!r} and "
+                f"{parent!r} (line {i + 2}). A taxonomy must be a tree."
+            )
         par[child] = parent
     for p in list(par.values()):
         if p and p not in par:
@@ -190,10 +196,13 @@ def parent_child_rows(pairs, name: str = "") -> list[list[str]]:
     roots = sorted(c for c, p in par.items() if not p)
     paths = ancestor_paths(par, name)
     if len(roots) != 1:
-        raise InputError(f"Taxonomy {name!r} must have exactly one root (a node without parent); "
-                         f"it has {len(roots)}: {', '.join(map(repr, roots[:10]))}. "
-                         "Add a common top concept (e.g. '*') as their parent." if roots else
-                         f"Taxonomy {name!r} has no root.")
+        raise InputError(
+            f"Taxonomy {name!r} must have exactly one root (a node without parent); "
+            f"it has {len(roots)}: {', '.join(map(repr, roots[:10]))}. "
+            "Add a common top concept (e.g. '*') as their parent."
+            if roots
+            else f"Taxonomy {name!r} has no root."
+        )
     inner = set(p for p in par.values() if p)
     leaves = [c for c in par if c not in inner]
     height = max(len(paths[c]) for c in leaves)
@@ -210,9 +219,10 @@ def ancestor_paths(par: dict, name: str = "") -> dict[str, list[str]]:
         while par[path[-1]]:
             nxt = par[path[-1]]
             if nxt in seen:
-                cyc = path[path.index(nxt):] + [nxt]
-                raise InputError(f"Taxonomy {name!r} has a cycle: {' -> '.join(cyc)}. "
-                                 "A taxonomy must be a tree.")
+                cyc = path[path.index(nxt) :] + [nxt]
+                raise InputError(
+                    f"Taxonomy {name!r} has a cycle: {' -> '.join(cyc)}. A taxonomy must be a tree."
+                )
             path.append(nxt)
             seen.add(nxt)
         paths[c] = path
@@ -229,5 +239,6 @@ def load_hierarchy(obj, column: str = "") -> Hierarchy:
         return Hierarchy.from_rows([list(r) for r in obj], name=column)
     if isinstance(obj, pd.DataFrame):
         return Hierarchy.from_rows(obj.astype(str).values.tolist(), name=column)
-    raise ParameterError(f"Hierarchy for column {column!r} must be a file path or a Hierarchy; "
-                         f"got {type(obj).__name__}.")
+    raise ParameterError(
+        f"Hierarchy for column {column!r} must be a file path or a Hierarchy; got {type(obj).__name__}."
+    )

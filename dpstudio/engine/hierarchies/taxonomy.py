@@ -38,8 +38,7 @@ import pandas as pd
 from dpstudio.engine.errors import InputError, ParameterError, format_rows
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy, ancestor_paths, load_hierarchy
 
-__all__ = ["Taxonomy", "load_taxonomy", "semantic_distance_matrix", "mixed_distance_to",
-           "boundaries"]
+__all__ = ["Taxonomy", "load_taxonomy", "semantic_distance_matrix", "mixed_distance_to", "boundaries"]
 
 
 def semantic_distance_matrix(anc: np.ndarray) -> np.ndarray:
@@ -87,7 +86,8 @@ class Taxonomy:
             raise InputError(
                 f"Taxonomy {self.name!r} must have exactly one root; it has {len(roots)}"
                 + (f": {', '.join(map(repr, roots[:10]))}" if roots else "")
-                + ". Add a common top concept (e.g. '*') above them.")
+                + ". Add a common top concept (e.g. '*') above them."
+            )
         for i in range(nc):  # loop over concepts (taxonomies are small), never over records
             j, steps = i, 0
             while j >= 0:
@@ -95,14 +95,17 @@ class Taxonomy:
                 j = int(self.parent[j])
                 steps += 1
                 if steps > nc:
-                    raise InputError(f"Taxonomy {self.name!r} has a cycle through "
-                                     f"{self.concepts[i]!r}. A taxonomy must be a tree.")
+                    raise InputError(
+                        f"Taxonomy {self.name!r} has a cycle through "
+                        f"{self.concepts[i]!r}. A taxonomy must be a tree."
+                    )
             depth[i] = steps - 1
         self.anc = anc
         self.depth = depth
         self.dist = semantic_distance_matrix(anc)
-        self.rank = np.argsort(np.argsort(np.array(self.concepts, dtype=object), kind="stable"),
-                               kind="stable").astype(np.int64)  # alphabetical rank
+        self.rank = np.argsort(
+            np.argsort(np.array(self.concepts, dtype=object), kind="stable"), kind="stable"
+        ).astype(np.int64)  # alphabetical rank
         leaves = np.arange(self.n_leaves)
         # marginality of every concept towards the domain (the leaves), eq. 6.1
         self.domain_marginality = self.dist[leaves].sum(axis=0)
@@ -117,16 +120,18 @@ class Taxonomy:
 
     # ---- construction ------------------------------------------------------
     @classmethod
-    def from_parent_map(cls, parent_of: dict, leaf_order: list | None = None, name: str = "",
-                        source: str = "") -> Taxonomy:
+    def from_parent_map(
+        cls, parent_of: dict, leaf_order: list | None = None, name: str = "", source: str = ""
+    ) -> Taxonomy:
         """From ``{concept: parent or None}`` (nodes that appear only as a parent are added)."""
         par = {str(c): (None if p is None or str(p) == "" else str(p)) for c, p in parent_of.items()}
         for p in list(par.values()):
             if p is not None and p not in par:
                 par[p] = None
         inner = {p for p in par.values() if p is not None}
-        leaves = [str(x) for x in leaf_order] if leaf_order is not None else \
-            [c for c in par if c not in inner]
+        leaves = (
+            [str(x) for x in leaf_order] if leaf_order is not None else [c for c in par if c not in inner]
+        )
         bad = [x for x in leaves if x in inner or x not in par]
         if bad:
             raise InputError(f"Taxonomy {name!r}: {bad[0]!r} is listed as a value but is not a leaf.")
@@ -158,14 +163,17 @@ class Taxonomy:
                 if child in par and par[child] != p:
                     raise InputError(
                         f"Taxonomy {name!r}: label {child!r} appears at two places of the hierarchy "
-                        f"(under {par[child]!r} and under {p!r}). Give the concepts distinct labels.")
+                        f"(under {par[child]!r} and under {p!r}). Give the concepts distinct labels."
+                    )
                 par[child] = p
         # leaves that are also generalisations of other leaves (x;x;... with siblings under x)
         inner = {p for p in par.values() if p is not None}
         clash = [x for x in leaf_order if x in inner]
         if clash:
-            raise InputError(f"Taxonomy {name!r}: value {clash[0]!r} is both a leaf and a "
-                             "generalisation of other values. Rename one of them.")
+            raise InputError(
+                f"Taxonomy {name!r}: value {clash[0]!r} is both a leaf and a "
+                "generalisation of other values. Rename one of them."
+            )
         return cls.from_parent_map(par, leaf_order, name=name, source=h.source)
 
     # ---- basic queries -------------------------------------------------------
@@ -222,7 +230,8 @@ class Taxonomy:
                 f"Column {column or self.name!r}: value {v!r} (row(s) {format_rows(bad, 5)}) is not "
                 f"{what} its taxonomy{(' ' + repr(self.source)) if self.source else ''}"
                 + (f" ({nbad} distinct values are missing)" if nbad > 1 else "")
-                + ". Add it to the taxonomy/hierarchy file or correct the data.")
+                + ". Add it to the taxonomy/hierarchy file or correct the data."
+            )
         return mapped.to_numpy(dtype=np.int64)
 
     def labels(self, codes) -> np.ndarray:
@@ -234,15 +243,27 @@ class Taxonomy:
 
     def to_dict(self) -> dict:
         """JSON-friendly description (enough to rebuild it with :meth:`from_dict`)."""
-        return {"name": self.name, "source": self.source, "concepts": list(self.concepts),
-                "parent": [int(p) for p in self.parent], "n_leaves": int(self.n_leaves),
-                "a_b": self.concepts[self.a_b], "a_t": self.concepts[self.a_t],
-                "boundary_distance": self.boundary_distance, "sensitivity": self.sensitivity}
+        return {
+            "name": self.name,
+            "source": self.source,
+            "concepts": list(self.concepts),
+            "parent": [int(p) for p in self.parent],
+            "n_leaves": int(self.n_leaves),
+            "a_b": self.concepts[self.a_b],
+            "a_t": self.concepts[self.a_t],
+            "boundary_distance": self.boundary_distance,
+            "sensitivity": self.sensitivity,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> Taxonomy:
-        return cls(d["concepts"], np.asarray(d["parent"]), int(d["n_leaves"]), name=d.get("name", ""),
-                   source=d.get("source", ""))
+        return cls(
+            d["concepts"],
+            np.asarray(d["parent"]),
+            int(d["n_leaves"]),
+            name=d.get("name", ""),
+            source=d.get("source", ""),
+        )
 
 
 def _argbest(values: np.ndarray, rank: np.ndarray) -> int:

@@ -58,15 +58,43 @@ def is_k_anonymous(method: str | None) -> bool:
 
     return _flag(method)
 
-SCALAR_KEYS = ("sse_raw", "sse_normalized", "rl", "corr_loss_mean", "corr_loss_std",
-               "delta_mean_avg", "delta_var_avg", "il1s", "il1s_mean", "eigen",
-               "tv_mean", "hellinger_mean", "suppressed_cells", "suppressed_share",
-               "expected_reidentifications", "global_risk", "f1_macro_protected",
-               "f1_macro_original", "f1_ratio")
+
+SCALAR_KEYS = (
+    "sse_raw",
+    "sse_normalized",
+    "rl",
+    "corr_loss_mean",
+    "corr_loss_std",
+    "delta_mean_avg",
+    "delta_var_avg",
+    "il1s",
+    "il1s_mean",
+    "eigen",
+    "tv_mean",
+    "hellinger_mean",
+    "suppressed_cells",
+    "suppressed_share",
+    "expected_reidentifications",
+    "global_risk",
+    "f1_macro_protected",
+    "f1_macro_original",
+    "f1_ratio",
+)
 
 #: Every measure name :func:`evaluate` knows (docs/measures.md).
-KNOWN_MEASURES = ("sse", "rl", "delta", "corr", "kanon", "il1s", "eigen", "freq", "suppressed",
-                  "reid", "classification")
+KNOWN_MEASURES = (
+    "sse",
+    "rl",
+    "delta",
+    "corr",
+    "kanon",
+    "il1s",
+    "eigen",
+    "freq",
+    "suppressed",
+    "reid",
+    "classification",
+)
 #: What the policy always adds for a method that suppresses key values (spec flag
 #: ``missing_matches_any``): its sweeps plot them against k.
 SUPPRESSION_MEASURES = ("suppressed", "reid")
@@ -83,9 +111,12 @@ def default_measures(method: str | None) -> tuple[str, ...]:
         return ("suppressed", "reid", "freq", "kanon")
     return ("sse", "rl")
 
+
 #: Warning of :func:`evaluate` naming the numeric k-quasis measured with the 0/1 distance.
-GENERALISED_NOTE = ("Generalised to intervals by the method, so measured as categories in SSE "
-                    "and record linkage (a changed value counts 1, no numeric distance): ")
+GENERALISED_NOTE = (
+    "Generalised to intervals by the method, so measured as categories in SSE "
+    "and record linkage (a changed value counts 1, no numeric distance): "
+)
 
 
 def register_method_measures(method_id: str, fn: Callable[..., dict]) -> Callable[..., dict]:
@@ -183,27 +214,35 @@ class MeasurePlan:
         """:attr:`distances` plus δ for the ``if_labels`` columns released as text."""
         out = dict(self.distances)
         for c, h in self.if_labels.items():
-            if c in attrs and c in protected.columns and \
-                    not pd.api.types.is_numeric_dtype(protected[c]):
+            if c in attrs and c in protected.columns and not pd.api.types.is_numeric_dtype(protected[c]):
                 out[c] = h
         return out
 
-    def numeric_attributes(self, original: pd.DataFrame, protected: pd.DataFrame,
-                           attrs: list[str]) -> list[str]:
+    def numeric_attributes(
+        self, original: pd.DataFrame, protected: pd.DataFrame, attrs: list[str]
+    ) -> list[str]:
         """The attributes Δ statistics and correlations are measured on: all of them, or,
         when some carry a semantic or 0/1 distance, only those still numeric on both sides
         (a numeric column measured by δ may be generalised).
         """
         if not self.distances:
             return list(attrs)
-        return [a for a in attrs if a not in self.distances
-                or (pd.api.types.is_numeric_dtype(original[a])
-                    and pd.api.types.is_numeric_dtype(protected[a]))]
+        return [
+            a
+            for a in attrs
+            if a not in self.distances
+            or (pd.api.types.is_numeric_dtype(original[a]) and pd.api.types.is_numeric_dtype(protected[a]))
+        ]
 
 
-def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
-                     roles: dict | None = None, hierarchies: dict | None = None,
-                     types: dict | None = None) -> MeasurePlan:
+def measurement_plan(
+    original: pd.DataFrame,
+    *,
+    method: str | None = None,
+    roles: dict | None = None,
+    hierarchies: dict | None = None,
+    types: dict | None = None,
+) -> MeasurePlan:
     """The measurement policy (docs/measures.md "Distances"), the same for every caller
     (``protect``'s summary, ``evaluate``, every sweep point, CLI and app).
 
@@ -237,8 +276,7 @@ def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
         c = str(c)
         if (known and roles.get(c) in (None, "other", "identifier")) or c not in original.columns:
             continue
-        keep_numeric = (pd.api.types.is_numeric_dtype(original[c])
-                         and not (gen and roles.get(c) == "k-quasi"))
+        keep_numeric = pd.api.types.is_numeric_dtype(original[c]) and not (gen and roles.get(c) == "k-quasi")
         try:
             d = HierarchyDistance(h, c)
         except DPStudioError:
@@ -250,8 +288,12 @@ def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
     flat: list[str] = []
     if gen:
         for c, r in roles.items():
-            if (r == "k-quasi" and c not in dist and c in original.columns
-                    and pd.api.types.is_numeric_dtype(original[c])):
+            if (
+                r == "k-quasi"
+                and c not in dist
+                and c in original.columns
+                and pd.api.types.is_numeric_dtype(original[c])
+            ):
                 dist[c] = mismatch
                 flat.append(c)
     from dpstudio.engine.registry import missing_matches_any
@@ -259,9 +301,15 @@ def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
     wildcard = bool(method) and missing_matches_any(method)
     kq = [c for c, r in roles.items() if r == "k-quasi" and c in original.columns]
     typed = {str(c): str(t) for c, t in (types or {}).items()}
-    keys = [c for c in kq if wildcard or c in dist or typed.get(c) in ("categorical", "ordinal")
-            or not pd.api.types.is_numeric_dtype(original[c])]
-    if wildcard:   # a suppressed key value counts 1 in SSE and record linkage, never 0
+    keys = [
+        c
+        for c in kq
+        if wildcard
+        or c in dist
+        or typed.get(c) in ("categorical", "ordinal")
+        or not pd.api.types.is_numeric_dtype(original[c])
+    ]
+    if wildcard:  # a suppressed key value counts 1 in SSE and record linkage, never 0
         for c in keys:
             if c not in dist:
                 dist[c] = label_mismatch
@@ -273,16 +321,29 @@ def measurement_plan(original: pd.DataFrame, *, method: str | None = None,
 # --------------------------------------------------------------- evaluate
 
 
-def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[str] | None = None,
-             *, measures: Iterable[str] = ("sse", "rl", "delta", "corr"), result: Any = None,
-             cache: dict | None = None, confidential: Iterable[str] | None = None,
-             rl_distance: str = "standardized", hierarchies: dict | None = None,
-             method: str | None = None, roles: dict | None = None,
-             plan: MeasurePlan | None = None, keys: Iterable[str] | None = None,
-             weight: str | None = None, class_attribute: str | None = None,
-             binarise: Any = "median", classification_seed: int = 0,
-             features: Iterable[str] | None = None, types: dict | None = None,
-             **opts: Any) -> dict:
+def evaluate(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    attributes: Iterable[str] | None = None,
+    *,
+    measures: Iterable[str] = ("sse", "rl", "delta", "corr"),
+    result: Any = None,
+    cache: dict | None = None,
+    confidential: Iterable[str] | None = None,
+    rl_distance: str = "standardized",
+    hierarchies: dict | None = None,
+    method: str | None = None,
+    roles: dict | None = None,
+    plan: MeasurePlan | None = None,
+    keys: Iterable[str] | None = None,
+    weight: str | None = None,
+    class_attribute: str | None = None,
+    binarise: Any = "median",
+    classification_seed: int = 0,
+    features: Iterable[str] | None = None,
+    types: dict | None = None,
+    **opts: Any,
+) -> dict:
     """All requested measures in one flat dict, measured by the policy of
     :func:`measurement_plan` (docs/measures.md).
 
@@ -319,8 +380,9 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
     unknown = [m for m in measures if m not in known]
     # unknown names may be method-specific measures: only refuse when no method hook exists
     if unknown and not (result is not None and getattr(result, "method", None) in _METHOD_MEASURES):
-        raise ParameterError(f"Unknown measure(s) {', '.join(map(repr, unknown))}. "
-                             f"Known: {', '.join(sorted(known))}.")
+        raise ParameterError(
+            f"Unknown measure(s) {', '.join(map(repr, unknown))}. Known: {', '.join(sorted(known))}."
+        )
     given = opts.pop("categorical_distance", None)
     if opts:
         raise ParameterError(f"Unknown evaluation option(s): {', '.join(sorted(opts))}.")
@@ -329,13 +391,17 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
             attributes = list(result.protected_attributes)
         else:
             pcols = {str(c) for c in protected.columns}
-            attributes = [str(c) for c in original.columns
-                          if str(c) in pcols and _is_numeric(_col(original, str(c)))]
+            attributes = [
+                str(c) for c in original.columns if str(c) in pcols and _is_numeric(_col(original, str(c)))
+            ]
     if plan is None:
         plan = measurement_plan(
-            original, method=method if method is not None else getattr(result, "method", None),
+            original,
+            method=method if method is not None else getattr(result, "method", None),
             roles=roles if roles is not None else getattr(result, "roles", None),
-            hierarchies=hierarchies, types=types)
+            hierarchies=hierarchies,
+            types=types,
+        )
     if plan.wildcard:
         measures = tuple(dict.fromkeys(measures + SUPPRESSION_MEASURES))
     keys = [str(k) for k in keys] if keys is not None else list(plan.keys)
@@ -345,17 +411,16 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
         attributes = keys or [str(c) for c in original.columns if str(c) in protected.columns]
     attrs = _check_pair(original, protected, attributes)
     planned = plan.distances_for(protected, attrs)
-    cat_dist = ({**planned, **given} if isinstance(given, dict)
-                else (given or planned or None))
+    cat_dist = {**planned, **given} if isinstance(given, dict) else (given or planned or None)
     num_attrs = MeasurePlan(planned).numeric_attributes(original, protected, attrs)
     warns: list[str] = []
     out: dict[str, Any] = {}
     if "sse" in measures:
-        out["sse_raw"], out["sse_normalized"] = _sse_both(original, protected, attrs, cat_dist,
-                                                          warns, cache)
+        out["sse_raw"], out["sse_normalized"] = _sse_both(original, protected, attrs, cat_dist, warns, cache)
     if "rl" in measures:
-        out["rl"] = record_linkage(original, protected, attrs, rl_distance, cache,
-                                   categorical_distance=cat_dist, warnings=warns)
+        out["rl"] = record_linkage(
+            original, protected, attrs, rl_distance, cache, categorical_distance=cat_dist, warnings=warns
+        )
     if "delta" in measures and num_attrs:
         ds = delta_stats(original, protected, num_attrs, warnings=warns)
         out.update(ds)
@@ -364,18 +429,23 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
             out[f"{key}_avg"] = float(np.mean(vals)) if vals else float("nan")
     if "corr" in measures and num_attrs:
         if confidential is None and result is not None:
-            confidential = [c for c, r in getattr(result, "roles", {}).items()
-                            if str(getattr(r, "value", r)) == "confidential"]
+            confidential = [
+                c
+                for c, r in getattr(result, "roles", {}).items()
+                if str(getattr(r, "value", r)) == "confidential"
+            ]
         conf = [c for c in (confidential or []) if c in original.columns and c in protected.columns]
         if conf:
             mean, std = correlation_loss(original, protected, conf, num_attrs, warnings=warns)
             out["corr_loss_mean"], out["corr_loss_std"] = mean, std
-    if "kanon" in measures and result is not None and \
-            is_k_anonymous(getattr(result, "method", None)):
-        kq = [c for c, r in getattr(result, "roles", {}).items()
-              if str(getattr(r, "value", r)) == "k-quasi" and c in protected.columns]
+    if "kanon" in measures and result is not None and is_k_anonymous(getattr(result, "method", None)):
+        kq = [
+            c
+            for c, r in getattr(result, "roles", {}).items()
+            if str(getattr(r, "value", r)) == "k-quasi" and c in protected.columns
+        ]
         k = (getattr(result, "params", {}) or {}).get("k")
-        if kq and k and plan.wildcard:   # missing matches any value: f_k of each record
+        if kq and k and plan.wildcard:  # missing matches any value: f_k of each record
             from dpstudio.engine.measures.survey_risk import encode_keys, wildcard_counts
 
             fk, _ = wildcard_counts(*encode_keys(protected, kq, "any"))
@@ -391,8 +461,10 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
         out["eigen"] = eigen_utility(original, protected, num_attrs)
     survey = [m for m in ("freq", "suppressed", "reid") if m in measures]
     if survey and not keys:
-        warns.append("No categorical key variables (k-quasi-identifiers compared as "
-                     "categories): " + ", ".join(survey) + " not measured.")
+        warns.append(
+            "No categorical key variables (k-quasi-identifiers compared as "
+            "categories): " + ", ".join(survey) + " not measured."
+        )
     elif survey:
         from dpstudio.engine.measures import categorical as C
 
@@ -404,12 +476,17 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
             out.update(C.release_risk(protected, keys, weight))
     if "classification" in measures:
         if class_attribute is None:
-            raise ParameterError("The classification measure needs the class attribute to "
-                                 "predict (class_attribute= / --class-attribute COL).")
+            raise ParameterError(
+                "The classification measure needs the class attribute to "
+                "predict (class_attribute= / --class-attribute COL)."
+            )
         from dpstudio.engine.measures.classification import classification_utility
 
-        out.update(classification_utility(original, protected, class_attribute, features,
-                                          binarise=binarise, seed=classification_seed))
+        out.update(
+            classification_utility(
+                original, protected, class_attribute, features, binarise=binarise, seed=classification_seed
+            )
+        )
     if result is not None:
         for fn in _METHOD_MEASURES.get(getattr(result, "method", ""), []):
             extra = fn(original, protected, result, measures, cache)
@@ -421,8 +498,25 @@ def evaluate(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterab
     return out
 
 
-__all__ = ["sse", "record_linkage", "delta_stats", "correlation_loss", "score",
-           "k_anonymity_check", "evaluate", "register_method_measures", "TIE_RTOL",
-           "measurement_plan", "MeasurePlan", "HierarchyDistance", "mismatch",
-           "generalises_numeric", "is_k_anonymous", "SCALAR_KEYS", "KNOWN_MEASURES",
-           "default_measures", "il1s", "eigen_utility"]
+__all__ = [
+    "sse",
+    "record_linkage",
+    "delta_stats",
+    "correlation_loss",
+    "score",
+    "k_anonymity_check",
+    "evaluate",
+    "register_method_measures",
+    "TIE_RTOL",
+    "measurement_plan",
+    "MeasurePlan",
+    "HierarchyDistance",
+    "mismatch",
+    "generalises_numeric",
+    "is_k_anonymous",
+    "SCALAR_KEYS",
+    "KNOWN_MEASURES",
+    "default_measures",
+    "il1s",
+    "eigen_utility",
+]

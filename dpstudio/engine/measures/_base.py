@@ -32,8 +32,10 @@ def _check_pair(original: pd.DataFrame, protected: pd.DataFrame, attributes: Ite
         if not df.columns.is_unique:
             dup = sorted({a for a in attrs if cols.count(a) > 1})
             if dup:
-                raise InputError(f"Duplicate column name(s) {', '.join(map(repr, dup))} in the {name} "
-                                 "data: rename the columns so that they are unique.")
+                raise InputError(
+                    f"Duplicate column name(s) {', '.join(map(repr, dup))} in the {name} "
+                    "data: rename the columns so that they are unique."
+                )
         missing = [a for a in attrs if a not in cols]
         if missing:
             raise InputError(
@@ -71,8 +73,10 @@ def _numeric(df: pd.DataFrame, a: str, which: str) -> np.ndarray:
     if bad.size:
         from dpstudio.engine.errors import format_rows
 
-        raise InputError(f"Column {a!r} of the {which} data must be numeric; row(s) "
-                         f"{format_rows(bad)} hold text. Give a distance for it or leave it out.")
+        raise InputError(
+            f"Column {a!r} of the {which} data must be numeric; row(s) "
+            f"{format_rows(bad)} hold text. Give a distance for it or leave it out."
+        )
     return conv.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
@@ -116,7 +120,7 @@ def _categorical_sq(orig: pd.Series, prot: pd.Series, fn: Callable | None) -> np
     up, inv = np.unique(pair, return_inverse=True)
     vals = np.asarray(uniq, dtype=object)
     d = _pair_distances(fn, vals[up // k], vals[up % k])
-    return (d ** 2)[inv]
+    return (d**2)[inv]
 
 
 def _matrix(df: pd.DataFrame, cols: list[str], which: str) -> np.ndarray:
@@ -124,8 +128,12 @@ def _matrix(df: pd.DataFrame, cols: list[str], which: str) -> np.ndarray:
     if not cols:
         return np.zeros((len(df), 0))
     dt = _dtypes(df)
-    plain = [pd.api.types.is_numeric_dtype(t) and not isinstance(t, pd.api.extensions.ExtensionDtype)
-             and not pd.api.types.is_bool_dtype(t) for t in dt.values()]
+    plain = [
+        pd.api.types.is_numeric_dtype(t)
+        and not isinstance(t, pd.api.extensions.ExtensionDtype)
+        and not pd.api.types.is_bool_dtype(t)
+        for t in dt.values()
+    ]
     if all(plain) and df.columns.is_unique and len(dt) <= 4 * len(cols):
         # one conversion of the whole (numeric) frame, then the wanted columns
         # the columns are unique (checked above), so get_loc gives one int position per column
@@ -169,4 +177,3 @@ def _cache_entry(cache: dict | None, original: pd.DataFrame, key: tuple) -> dict
         while len(order) > _CACHE_KEEP:
             cache.pop(order.pop(0), None)
     return ent
-

@@ -35,8 +35,7 @@ import pandas as pd
 
 from dpstudio.engine.errors import ParameterError
 
-__all__ = ["total_variation", "hellinger", "frequency_distances", "suppressed_cells",
-           "release_risk"]
+__all__ = ["total_variation", "hellinger", "frequency_distances", "suppressed_cells", "release_risk"]
 
 _MISSING = "\x00missing"
 
@@ -58,8 +57,9 @@ def _labels(s: pd.Series) -> pd.Series:
     if pd.api.types.is_float_dtype(s):
         v = s.to_numpy(dtype=np.float64, na_value=np.nan)
         whole = np.isfinite(v) & (v == np.round(v))
-        out = np.where(whole, np.char.mod("%d", np.where(whole, v, 0).astype(np.int64)),
-                       s.astype(str).to_numpy())
+        out = np.where(
+            whole, np.char.mod("%d", np.where(whole, v, 0).astype(np.int64)), s.astype(str).to_numpy()
+        )
         out = np.where(np.isnan(v), _MISSING, out)
         return pd.Series(out, index=s.index)
     lab = s.astype(str)
@@ -73,8 +73,9 @@ def _table(frames: list[pd.Series]) -> pd.Series:
     return key.value_counts(normalize=True, sort=False)
 
 
-def frequency_distances(original: pd.DataFrame, protected: pd.DataFrame, keys: Iterable[str],
-                        pairs: bool = True) -> dict:
+def frequency_distances(
+    original: pd.DataFrame, protected: pd.DataFrame, keys: Iterable[str], pairs: bool = True
+) -> dict:
     """TV and Hellinger distance of the frequency table of each key (and each key pair).
 
     Returns ``{"tv": {name: d}, "hellinger": {name: d}, "tv_mean", "tv_max",
@@ -107,8 +108,7 @@ def frequency_distances(original: pd.DataFrame, protected: pd.DataFrame, keys: I
     return out
 
 
-def suppressed_cells(original: pd.DataFrame, protected: pd.DataFrame,
-                     keys: Iterable[str]) -> dict:
+def suppressed_cells(original: pd.DataFrame, protected: pd.DataFrame, keys: Iterable[str]) -> dict:
     """Key values present in the original and missing in the release, record by record (row j
     of ``protected`` protects row j of ``original``).
 
@@ -117,8 +117,10 @@ def suppressed_cells(original: pd.DataFrame, protected: pd.DataFrame,
     """
     keys = [str(k) for k in keys]
     if len(original) != len(protected):
-        raise ParameterError(f"Suppressed cells compare records one by one: the original has "
-                             f"{len(original)} records and the release {len(protected)}.")
+        raise ParameterError(
+            f"Suppressed cells compare records one by one: the original has "
+            f"{len(original)} records and the release {len(protected)}."
+        )
     per = {}
     for k in keys:
         a = original[k].notna().to_numpy()
@@ -126,12 +128,16 @@ def suppressed_cells(original: pd.DataFrame, protected: pd.DataFrame,
         per[k] = int(np.count_nonzero(a & b))
     total = sum(per.values())
     cells = len(original) * len(keys)
-    return {"suppressed_cells": total, "suppressed_share": total / cells if cells else 0.0,
-            "suppressed_per_key": per}
+    return {
+        "suppressed_cells": total,
+        "suppressed_share": total / cells if cells else 0.0,
+        "suppressed_per_key": per,
+    }
 
 
-def release_risk(protected: pd.DataFrame, keys: Iterable[str], weight: str | None = None,
-                 household: str | None = None) -> dict:
+def release_risk(
+    protected: pd.DataFrame, keys: Iterable[str], weight: str | None = None, household: str | None = None
+) -> dict:
     """Expected re-identifications (and global risk) of the release with sdcMicro's model
     (missing key values match any value).
     """
@@ -141,8 +147,11 @@ def release_risk(protected: pd.DataFrame, keys: Iterable[str], weight: str | Non
     w = weight if weight is not None and weight in protected.columns else None
     h = household if household is not None and household in protected.columns else None
     rep = assess_risk(protected, keys, weight=w, household=h)
-    out = {"expected_reidentifications": rep.expected_reidentifications,
-           "global_risk": rep.global_risk, "sample_uniques": float(rep.sample_uniques)}
+    out = {
+        "expected_reidentifications": rep.expected_reidentifications,
+        "global_risk": rep.global_risk,
+        "sample_uniques": float(rep.sample_uniques),
+    }
     if rep.household_expected_reidentifications is not None:
         out["household_expected_reidentifications"] = rep.household_expected_reidentifications
     return out

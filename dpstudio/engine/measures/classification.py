@@ -48,23 +48,30 @@ def _binarise(orig: pd.Series, prot: pd.Series, how: Any, name: str) -> tuple[np
         try:
             thr = float(how)
         except (TypeError, ValueError):
-            raise ParameterError(f"The 'binarise' parameter must be 'median', 'mean' or a number "
-                                 f"(the threshold of {name!r}). Got {how!r} instead.") from None
+            raise ParameterError(
+                f"The 'binarise' parameter must be 'median', 'mean' or a number "
+                f"(the threshold of {name!r}). Got {how!r} instead."
+            ) from None
     lab = [f"{name} < {thr:g}", f"{name} ≥ {thr:g}"]
     cx = np.where(np.isnan(x), -1, (x >= thr).astype(np.int64))
     cy = np.where(np.isnan(y), -1, (y >= thr).astype(np.int64))
     return cx, cy, lab
 
 
-def _features(original: pd.DataFrame, protected: pd.DataFrame, cols: list[str]
-              ) -> tuple[np.ndarray, np.ndarray]:
+def _features(
+    original: pd.DataFrame, protected: pd.DataFrame, cols: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
     n = len(original)
     X = np.empty((n, len(cols)))
     Y = np.empty((n, len(cols)))
     for j, c in enumerate(cols):
         a, b = original[c], protected[c]
-        if (pd.api.types.is_numeric_dtype(a) and not pd.api.types.is_bool_dtype(a)
-                and pd.api.types.is_numeric_dtype(b) and not pd.api.types.is_bool_dtype(b)):
+        if (
+            pd.api.types.is_numeric_dtype(a)
+            and not pd.api.types.is_bool_dtype(a)
+            and pd.api.types.is_numeric_dtype(b)
+            and not pd.api.types.is_bool_dtype(b)
+        ):
             X[:, j] = a.to_numpy(dtype=np.float64, na_value=np.nan)
             Y[:, j] = b.to_numpy(dtype=np.float64, na_value=np.nan)
             continue
@@ -78,10 +85,18 @@ def _features(original: pd.DataFrame, protected: pd.DataFrame, cols: list[str]
     return X, Y
 
 
-def classification_utility(original: pd.DataFrame, protected: pd.DataFrame, target: str,
-                           features: Iterable[str] | None = None, *, binarise: Any = "median",
-                           categorical_target: bool | None = None, seed: int = 0,
-                           train_share: float = TRAIN_SHARE, n_estimators: int = 100) -> dict:
+def classification_utility(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    target: str,
+    features: Iterable[str] | None = None,
+    *,
+    binarise: Any = "median",
+    categorical_target: bool | None = None,
+    seed: int = 0,
+    train_share: float = TRAIN_SHARE,
+    n_estimators: int = 100,
+) -> dict:
     """F-measure per class of a random forest trained on the release vs on the original.
 
     Parameters
@@ -114,12 +129,16 @@ def classification_utility(original: pd.DataFrame, protected: pd.DataFrame, targ
     target = str(target)
     for what, df in (("original", original), ("protected", protected)):
         if target not in df.columns:
-            raise ParameterError(f"The class attribute {target!r} is not a column of the {what} "
-                                 "data; pick the attribute to predict (--class-attribute).")
+            raise ParameterError(
+                f"The class attribute {target!r} is not a column of the {what} "
+                "data; pick the attribute to predict (--class-attribute)."
+            )
     if len(original) != len(protected):
-        raise InputError(f"Classification utility compares record j with record j: the original "
-                         f"has {len(original)} records and the release {len(protected)}. Pass "
-                         "the original records aligned with the release.")
+        raise InputError(
+            f"Classification utility compares record j with record j: the original "
+            f"has {len(original)} records and the release {len(protected)}. Pass "
+            "the original records aligned with the release."
+        )
     if not 0 < float(train_share) < 1:
         raise ParameterError(f"train_share must be in (0, 1). Got {train_share!r}.")
     if features is None:
@@ -139,7 +158,7 @@ def classification_utility(original: pd.DataFrame, protected: pd.DataFrame, targ
         both = pd.concat([to.astype(object), tp.astype(object)], ignore_index=True)
         lab = both.where(both.isna(), both.astype(str))
         codes, uniq = pd.factorize(lab, use_na_sentinel=True)
-        cx, cy, names = codes[:len(to)], codes[len(to):], [str(u) for u in uniq]
+        cx, cy, names = codes[: len(to)], codes[len(to) :], [str(u) for u in uniq]
     else:
         cx, cy, names = _binarise(to, tp, binarise, target)
     X, Y = _features(original, protected, feats)
@@ -157,12 +176,13 @@ def classification_utility(original: pd.DataFrame, protected: pd.DataFrame, targ
         tr = np.arange(cut)
         tr = tr[c[tr] >= 0]
         if tr.size == 0 or len(set(c[tr].tolist())) < 2:
-            raise InputError(f"The training records hold fewer than two classes of {target!r}: "
-                             "pick another class attribute or binarisation.")
-        model = RandomForestClassifier(n_estimators=n_estimators, random_state=int(seed),
-                                       n_jobs=1)
+            raise InputError(
+                f"The training records hold fewer than two classes of {target!r}: "
+                "pick another class attribute or binarisation."
+            )
+        model = RandomForestClassifier(n_estimators=n_estimators, random_state=int(seed), n_jobs=1)
         model.fit(F[tr], c[tr])
-        pred = model.predict(X[test])   # tested on the ORIGINAL records
+        pred = model.predict(X[test])  # tested on the ORIGINAL records
         return f1_score(cx[test], pred, labels=labels, average=None, zero_division=0)
 
     f_prot = fit_score(Y, cy)

@@ -25,8 +25,7 @@ def class_codes(columns: Iterable) -> np.ndarray:
     """
     codes: np.ndarray | None = None
     for col in columns:
-        s = col if isinstance(col, pd.Series) else pd.Series(np.asarray(col, dtype=object),
-                                                             dtype=object)
+        s = col if isinstance(col, pd.Series) else pd.Series(np.asarray(col, dtype=object), dtype=object)
         cc, uniq = pd.factorize(s, use_na_sentinel=False)
         cc = cc.astype(np.int64)
         if codes is None:
@@ -62,8 +61,12 @@ def k_anonymity_check(protected: pd.DataFrame, k_quasis: Iterable[str], k: int) 
         return {"min_class_size": n, "classes": 1 if n else 0, "records_below_k": 0, "share_below_k": 0.0}
     codes, sizes = class_sizes(_col(protected, c) for c in q)
     below = int((sizes[codes] < int(k)).sum())
-    return {"min_class_size": int(sizes.min()), "classes": int(sizes.size),
-            "records_below_k": below, "share_below_k": below / n}
+    return {
+        "min_class_size": int(sizes.min()),
+        "classes": int(sizes.size),
+        "records_below_k": below,
+        "share_below_k": below / n,
+    }
 
 
 __all__ = ["class_codes", "class_sizes", "k_anonymity_check"]

@@ -40,19 +40,36 @@ import pandas as pd
 
 from dpstudio.engine.measures.kanon import class_sizes
 
-__all__ = ["keps_measures", "count_within", "nearest_member_linked", "class_diameters",
-           "noise_abs_mean", "confidence_radius", "confident_suppression", "KEPS_MEASURE_KEYS"]
+__all__ = [
+    "keps_measures",
+    "count_within",
+    "nearest_member_linked",
+    "class_diameters",
+    "noise_abs_mean",
+    "confidence_radius",
+    "confident_suppression",
+    "KEPS_MEASURE_KEYS",
+]
 
 KEPS_MEASURE_KEYS = (
-    "keps_rel_error", "keps_rel_error_zeros", "keps_rel_error_expected", "keps_linking_risk",
-    "keps_conf_suppressed_pct", "keps_conf_suppressed_classes_pct", "keps_conf_c",
-    "keps_gen_loss", "keps_ola_suppressed_pct", "keps_min_class_size", "keps_share_below_k",
+    "keps_rel_error",
+    "keps_rel_error_zeros",
+    "keps_rel_error_expected",
+    "keps_linking_risk",
+    "keps_conf_suppressed_pct",
+    "keps_conf_suppressed_classes_pct",
+    "keps_conf_c",
+    "keps_gen_loss",
+    "keps_ola_suppressed_pct",
+    "keps_min_class_size",
+    "keps_share_below_k",
 )
 
 
 # ---------------------------------------------------------------------------
 # noise facts (unit sensitivity; both scale linearly with the sensitivity)
 # ---------------------------------------------------------------------------
+
 
 @functools.lru_cache(maxsize=256)
 def noise_abs_mean(kind: str, epsilon: float) -> float:
@@ -100,6 +117,7 @@ def confidence_radius(kind: str, epsilon: float, c: float) -> float:
 # within-class helpers
 # ---------------------------------------------------------------------------
 
+
 def class_diameters(cls: np.ndarray, X: np.ndarray, n_classes: int | None = None) -> np.ndarray:
     """(n_classes, m) max − min of each column of ``X`` inside each class."""
     X = np.asarray(X, dtype=np.float64).reshape(len(cls), -1)
@@ -119,21 +137,23 @@ def class_diameters(cls: np.ndarray, X: np.ndarray, n_classes: int | None = None
 
 def _ranked_keys(cls_data, v, cls_q, *queries):
     """int64 keys (class, joint rank of value) for data and for each query array."""
-    allv = np.concatenate([np.asarray(v, dtype=np.float64)] + [np.asarray(q, dtype=np.float64)
-                                                                 for q in queries])
+    allv = np.concatenate(
+        [np.asarray(v, dtype=np.float64)] + [np.asarray(q, dtype=np.float64) for q in queries]
+    )
     _, rank = np.unique(allv, return_inverse=True)
     R = int(rank.max()) + 1 if rank.size else 1
     n = len(v)
     dk = cls_data.astype(np.int64) * R + rank[:n]
     out, pos = [], n
     for q in queries:
-        out.append(cls_q.astype(np.int64) * R + rank[pos: pos + len(q)])
+        out.append(cls_q.astype(np.int64) * R + rank[pos : pos + len(q)])
         pos += len(q)
     return dk, out
 
 
-def count_within(cls_data: np.ndarray, data: np.ndarray, cls_q: np.ndarray, centre: np.ndarray,
-                 radius: np.ndarray) -> np.ndarray:
+def count_within(
+    cls_data: np.ndarray, data: np.ndarray, cls_q: np.ndarray, centre: np.ndarray, radius: np.ndarray
+) -> np.ndarray:
     """For each query i: #{j : cls_data[j] == cls_q[i], centre[i] − radius[i] ≤ data[j] ≤
     centre[i] + radius[i]} (the paper's closed interval; a box for several columns).
     """
@@ -146,14 +166,26 @@ def count_within(cls_data: np.ndarray, data: np.ndarray, cls_q: np.ndarray, cent
         dk, (lk, hk) = _ranked_keys(cls_data, v, cls_q, c - radius, c + radius)
         sk = np.sort(dk)
         return (np.searchsorted(sk, hk, side="right") - np.searchsorted(sk, lk, side="left")).astype(np.int64)
-    return _per_class(cls_data, data, cls_q, centre,
-                      lambda D, Q, r: ((D[None, :, :] >= (Q - r[:, None])[:, None, :])
-                                       & (D[None, :, :] <= (Q + r[:, None])[:, None, :])).all(axis=2).sum(1),
-                      radius)
+    return _per_class(
+        cls_data,
+        data,
+        cls_q,
+        centre,
+        lambda D, Q, r: (
+            (
+                (D[None, :, :] >= (Q - r[:, None])[:, None, :])
+                & (D[None, :, :] <= (Q + r[:, None])[:, None, :])
+            )
+            .all(axis=2)
+            .sum(1)
+        ),
+        radius,
+    )
 
 
-def nearest_member_linked(cls_data: np.ndarray, data: np.ndarray, released: np.ndarray,
-                          own: np.ndarray) -> np.ndarray:
+def nearest_member_linked(
+    cls_data: np.ndarray, data: np.ndarray, released: np.ndarray, own: np.ndarray
+) -> np.ndarray:
     """Linking indicator of paper 003 §V-B: query i (class ``cls_data[i]``, released value
     ``released[i]``, own original ``own[i]`` = data[i]) is linked when its original is (one
     of) the closest class members to its released value (L1 for several columns).
@@ -182,9 +214,15 @@ def nearest_member_linked(cls_data: np.ndarray, data: np.ndarray, released: np.n
         mine = np.abs(r - v)
         return mine <= best * (1 + 1e-12) + 1e-300
     mine = np.abs(rel - data).sum(axis=1)
-    nearest = _per_class(cls_data, data, cls_data, rel,
-                         lambda D, Q, _r: np.abs(Q[:, None, :] - D[None, :, :]).sum(axis=2).min(axis=1),
-                         np.zeros(len(cls_data)), dtype=np.float64)
+    nearest = _per_class(
+        cls_data,
+        data,
+        cls_data,
+        rel,
+        lambda D, Q, _r: np.abs(Q[:, None, :] - D[None, :, :]).sum(axis=2).min(axis=1),
+        np.zeros(len(cls_data)),
+        dtype=np.float64,
+    )
     return mine <= nearest * (1 + 1e-12) + 1e-300
 
 
@@ -200,17 +238,18 @@ def _per_class(cls_data, data, cls_q, queries, fn, radius, dtype=np.int64):
     ds = np.searchsorted(cd, ids, "left"), np.searchsorted(cd, ids, "right")
     qs = np.searchsorted(cq, ids, "left"), np.searchsorted(cq, ids, "right")
     for i in range(len(ids)):  # loop over classes (unavoidable for multi-column boxes)
-        D = data[od[ds[0][i]: ds[1][i]]]
-        qi = oq[qs[0][i]: qs[1][i]]
+        D = data[od[ds[0][i] : ds[1][i]]]
+        qi = oq[qs[0][i] : qs[1][i]]
         step = max(1, 4_000_000 // max(len(D) * data.shape[1], 1))
         for s in range(0, len(qi), step):
-            sl = qi[s: s + step]
+            sl = qi[s : s + step]
             out[sl] = fn(D, queries[sl], radius[sl])
     return out
 
 
-def confident_suppression(cls: np.ndarray, orig: np.ndarray, released: np.ndarray,
-                          radius: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def confident_suppression(
+    cls: np.ndarray, orig: np.ndarray, released: np.ndarray, radius: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
     """c-confident k-anonymity (paper 003 §V-C, docs/methods.md step 5).
 
     ``radius[i]`` = r_c of record i's class.  Returns (records to suppress (bool), classes
@@ -231,6 +270,7 @@ def confident_suppression(cls: np.ndarray, orig: np.ndarray, released: np.ndarra
 # ---------------------------------------------------------------------------
 # the measures hook
 # ---------------------------------------------------------------------------
+
 
 def keps_measures(original: pd.DataFrame, protected: pd.DataFrame, result, measures=(), cache=None) -> dict:
     """Scalar (k, ε)-anonymity measures of a ``k-eps`` result (see the module docstring)."""
@@ -254,14 +294,17 @@ def keps_measures(original: pd.DataFrame, protected: pd.DataFrame, result, measu
         Y = protected[eq].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
         nz = X != 0
         zeros = int((~nz).sum())
-        out["keps_rel_error"] = float(np.mean(np.abs(Y - X)[nz] / np.abs(X[nz]))) if nz.any() else float("nan")
+        out["keps_rel_error"] = (
+            float(np.mean(np.abs(Y - X)[nz] / np.abs(X[nz]))) if nz.any() else float("nan")
+        )
         out["keps_rel_error_zeros"] = zeros
         if eps is None:
             out["keps_rel_error_expected"] = 0.0
         else:
             ez = scale * noise_abs_mean(kind, float(eps))  # E|Z| per record
-            out["keps_rel_error_expected"] = (float(np.mean((ez[:, None] / np.abs(np.where(nz, X, 1.0)))[nz]))
-                                              if nz.any() else float("nan"))
+            out["keps_rel_error_expected"] = (
+                float(np.mean((ez[:, None] / np.abs(np.where(nz, X, 1.0)))[nz])) if nz.any() else float("nan")
+            )
         linked = nearest_member_linked(cls, X, Y, X)
         out["keps_linking_risk"] = float(linked.mean())
         conf = info.get("confidence_step")

@@ -43,8 +43,10 @@ def _sse_normalized(v: float, ctx: dict) -> str:
 
 
 def _sse_raw(v: float, ctx: dict) -> str:
-    return ("sum of squared errors in the attributes' own units (squared); it grows with the "
-            "number of records and the attributes' scale: compare releases of the same data only")
+    return (
+        "sum of squared errors in the attributes' own units (squared); it grows with the "
+        "number of records and the attributes' scale: compare releases of the same data only"
+    )
 
 
 def _rl(v: float, ctx: dict) -> str:
@@ -61,12 +63,12 @@ def _rl(v: float, ctx: dict) -> str:
 def _delta(what: str):
     def f(v: float, ctx: dict) -> str:
         return f"the {what} of the protected attributes moves by {_pct(100 * v)} on average (relative)"
+
     return f
 
 
 def _corr_mean(v: float, ctx: dict) -> str:
-    return (f"correlations with the confidential attributes move by {_g(v)} on average "
-            "(on the −1…1 scale)")
+    return f"correlations with the confidential attributes move by {_g(v)} on average (on the −1…1 scale)"
 
 
 def _corr_std(v: float, ctx: dict) -> str:
@@ -86,8 +88,10 @@ def _share_below(v: float, ctx: dict) -> str:
 
 
 def _linking(v: float, ctx: dict) -> str:
-    return (f"{_pct(100 * v)} of records are closest to their own released value within their "
-            "equivalence class (an intruder who knows the class links them)")
+    return (
+        f"{_pct(100 * v)} of records are closest to their own released value within their "
+        "equivalence class (an intruder who knows the class links them)"
+    )
 
 
 def _rel_error(v: float, ctx: dict) -> str:
@@ -99,8 +103,7 @@ def _suppressed(v: float, ctx: dict) -> str:
 
 
 def _global_risk(v: float, ctx: dict) -> str:
-    return (f"average re-identification probability {_pct(100 * v)} per record "
-            "(mean individual risk)")
+    return f"average re-identification probability {_pct(100 * v)} per record (mean individual risk)"
 
 
 def _expected(v: float, ctx: dict) -> str:

@@ -74,8 +74,11 @@ def _scales(x: np.ndarray, attrs: list[str], distance: str, warns: list[str]) ->
     sd = np.nanstd(x, axis=0, ddof=1) if x.shape[0] > 1 else np.zeros(x.shape[1])
     bad = ~(sd > 0) | ~np.isfinite(sd)
     for i in np.flatnonzero(bad):
-        _warn(warns, f"Attribute {attrs[i]!r} is constant in the original data: record linkage "
-                     "does not standardise it (scale 1).")
+        _warn(
+            warns,
+            f"Attribute {attrs[i]!r} is constant in the original data: record linkage "
+            "does not standardise it (scale 1).",
+        )
     return np.where(bad, 1.0, sd)
 
 
@@ -96,7 +99,7 @@ def _pr_by_candidates(xs: np.ndarray, yq: np.ndarray, d_own: np.ndarray) -> np.n
     center = xs.mean(axis=0)
     xc = xs - center
     xn = np.einsum("ij,ij->i", xc, xc)
-    xcT2 = np.ascontiguousarray(-2.0 * xc.T)   # exact (a power of two)
+    xcT2 = np.ascontiguousarray(-2.0 * xc.T)  # exact (a power of two)
     xnmax = xn.max()
     out = np.zeros(yq.shape[0])
     r2 = (d_own * (1.0 + TIE_RTOL)) ** 2
@@ -140,9 +143,9 @@ def _sample_bound(u: np.ndarray, xsamp: np.ndarray) -> np.ndarray:
     block = 64
     best = np.empty(u.shape[0], dtype=np.int64)
     for lo in range(0, u.shape[0], block):
-        uu = u[lo:lo + block] - center
+        uu = u[lo : lo + block] - center
         d2 = (np.einsum("ij,ij->i", uu, uu)[:, None] + xn[None, :]) - 2.0 * (uu @ xscT)
-        best[lo:lo + block] = np.argmin(d2, axis=1)
+        best[lo : lo + block] = np.argmin(d2, axis=1)
     return _own_distance(u, xsamp[best])
 
 
@@ -198,7 +201,7 @@ def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int | None = N
         pr[idx_ok[rec]] = _pr_by_candidates(xs, yq, dq)
         return pr
     if callable(tree) and not hasattr(tree, "query"):
-        tree = tree()   # built lazily: small data never need it (nor the scipy import)
+        tree = tree()  # built lazily: small data never need it (nor the scipy import)
     if uq.size > 2000:
         # A cheap approximate search ((1+eps)-nearest: its distance is still the
         # distance to a real original, hence an upper bound of d_min) rejects most
@@ -228,8 +231,9 @@ def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int | None = N
     # count: the two cost about the same in a k-d tree.)
     rec = np.flatnonzero(undecided_rec)
     own_r = d_own[rec] * (1.0 + TIE_RTOL)
-    cnt = np.asarray(tree.query_ball_point(ys[idx_ok[rec]], own_r, return_length=True,
-                                           workers=workers), dtype=np.int64)
+    cnt = np.asarray(
+        tree.query_ball_point(ys[idx_ok[rec]], own_r, return_length=True, workers=workers), dtype=np.int64
+    )
     single = cnt <= 1
     pr[idx_ok[rec[single]]] = 1.0
     multi = rec[~single]
@@ -244,8 +248,9 @@ def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int | None = N
         return pr
     lu_idx = np.unique(minv[is_linked])
     counts_u = np.ones(mu.size, dtype=np.int64)
-    counts_u[lu_idx] = tree.query_ball_point(uniq[mu[lu_idx]], dq[lu_idx] * (1.0 + TIE_RTOL),
-                                             return_length=True, workers=workers)
+    counts_u[lu_idx] = tree.query_ball_point(
+        uniq[mu[lu_idx]], dq[lu_idx] * (1.0 + TIE_RTOL), return_length=True, workers=workers
+    )
     counts = np.ones(nu, dtype=np.int64)
     counts[mu] = counts_u
     c = np.maximum(counts[inv[linked]], 1)
@@ -253,8 +258,9 @@ def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int | None = N
     return pr
 
 
-def _rl_bruteforce(xnum: np.ndarray, ynum: np.ndarray, ocat: list[np.ndarray], pcat: list[np.ndarray],
-                   dcat: list[np.ndarray]) -> np.ndarray:
+def _rl_bruteforce(
+    xnum: np.ndarray, ynum: np.ndarray, ocat: list[np.ndarray], pcat: list[np.ndarray], dcat: list[np.ndarray]
+) -> np.ndarray:
     """Pr_j with categorical attributes: blockwise exact distances (never n × n at once).
 
     ``ocat``/``pcat`` are integer codes into the square matrix of squared distances ``dcat``.
@@ -280,7 +286,7 @@ def _rl_bruteforce(xnum: np.ndarray, ynum: np.ndarray, ocat: list[np.ndarray], p
     cnt = np.empty(nu, dtype=np.int64)
     block = max(1, _BLOCK_ENTRIES // max(n, 1))
     for lo in range(0, nu, block):
-        u = uniq[lo:lo + block]
+        u = uniq[lo : lo + block]
         d2 = np.zeros((u.shape[0], n))
         for i in range(mnum):
             d2 += (u[:, i][:, None] - xnum[None, :, i]) ** 2
@@ -288,13 +294,12 @@ def _rl_bruteforce(xnum: np.ndarray, ynum: np.ndarray, ocat: list[np.ndarray], p
             uc = u[:, mnum + ci].astype(np.int64)
             d2 += dm[uc[:, None], oc[None, :]]
         mn = d2.min(axis=1)
-        dmin2[lo:lo + block] = mn
-        cnt[lo:lo + block] = (d2 <= (mn * (1.0 + TIE_RTOL) ** 2)[:, None]).sum(axis=1)
+        dmin2[lo : lo + block] = mn
+        cnt[lo : lo + block] = (d2 <= (mn * (1.0 + TIE_RTOL) ** 2)[:, None]).sum(axis=1)
     thr = dmin2[inv] * (1.0 + TIE_RTOL) ** 2
     linked = d_own2 <= thr
     pr[idx_ok[linked]] = 1.0 / np.maximum(cnt[inv[linked]], 1)
     return pr
-
 
 
 def _kdtree(x: np.ndarray):
@@ -303,10 +308,17 @@ def _kdtree(x: np.ndarray):
     return cKDTree(x, balanced_tree=False, compact_nodes=False)
 
 
-def record_linkage(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[str],
-                   distance: str = "standardized", cache: dict | None = None, *,
-                   categorical_distance: dict | None = None, warnings: list[str] | None = None,
-                   return_probabilities: bool = False):
+def record_linkage(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    attributes: Iterable[str],
+    distance: str = "standardized",
+    cache: dict | None = None,
+    *,
+    categorical_distance: dict | None = None,
+    warnings: list[str] | None = None,
+    return_probabilities: bool = False,
+):
     """Distance-based record linkage RL, in percent (docs/measures.md).
 
     For each protected record x′_j, G_j is the set of original records at minimum
@@ -343,8 +355,10 @@ def record_linkage(original: pd.DataFrame, protected: pd.DataFrame, attributes: 
         if nan_rows.size:
             from dpstudio.engine.errors import format_rows
 
-            raise InputError(f"The original data have missing or infinite values in row(s) {format_rows(nan_rows)}: "
-                             "record linkage needs complete original records.")
+            raise InputError(
+                f"The original data have missing or infinite values in row(s) {format_rows(nan_rows)}: "
+                "record linkage needs complete original records."
+            )
         sw: list[str] = []
         sc = _scales(x, num, distance, sw)
         ent["scale"], ent["xs"], ent["scale_warnings"] = sc, np.ascontiguousarray(x / sc), sw
@@ -359,8 +373,11 @@ def record_linkage(original: pd.DataFrame, protected: pd.DataFrame, attributes: 
         for a in cat:
             fn = _distance_fn(categorical_distance, a)
             if fn is None:
-                _warn(warns, f"Attribute {a!r} is not numeric and has no semantic distance: record "
-                             "linkage counts a changed category as distance 1.")
+                _warn(
+                    warns,
+                    f"Attribute {a!r} is not numeric and has no semantic distance: record "
+                    "linkage counts a changed category as distance 1.",
+                )
             o = _col(original, a).astype(object).to_numpy()
             p = _col(protected, a).astype(object).to_numpy()
             codes, uniq = pd.factorize(np.concatenate([o, p]), use_na_sentinel=False)
@@ -383,11 +400,11 @@ def record_linkage(original: pd.DataFrame, protected: pd.DataFrame, attributes: 
             xo = [xs] + [np.eye(d.shape[0])[oc] * h for oc, d in zip(ocat, dcat)]
             yo = [ys] + [np.eye(d.shape[0])[pc] * h for pc, d in zip(pcat, dcat)]
             xe = np.ascontiguousarray(np.column_stack(xo))
-            pr = _rl_numeric(xe, np.ascontiguousarray(np.column_stack(yo)),
-                             lambda: _kdtree(xe))
+            pr = _rl_numeric(xe, np.ascontiguousarray(np.column_stack(yo)), lambda: _kdtree(xe))
         else:
             pr = _rl_bruteforce(xs, ys, ocat, pcat, dcat)
     else:
+
         def tree():
             if ent.get("tree") is None:
                 ent["tree"] = _kdtree(xs)

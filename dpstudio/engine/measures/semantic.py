@@ -39,24 +39,34 @@ def _unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return a[first], inv.ravel(), cnt
 
 
-def _encode(df: pd.DataFrame, attrs: list[str], tax: dict, which: str, leaves_only: bool,
-            scale: np.ndarray | None = None) -> np.ndarray:
+def _encode(
+    df: pd.DataFrame,
+    attrs: list[str],
+    tax: dict,
+    which: str,
+    leaves_only: bool,
+    scale: np.ndarray | None = None,
+) -> np.ndarray:
     out = np.empty((len(df), len(attrs)))
     for i, a in enumerate(attrs):
         if a in tax:
-            out[:, i] = tax[a].codes(df[a].reset_index(drop=True), column=f"{a} ({which})",
-                                     leaves_only=leaves_only)
+            out[:, i] = tax[a].codes(
+                df[a].reset_index(drop=True), column=f"{a} ({which})", leaves_only=leaves_only
+            )
         else:
             x = pd.to_numeric(df[a], errors="coerce").to_numpy(dtype=np.float64)
             if np.isnan(x).any():
-                raise InputError(f"Column {a!r} ({which}) has missing or non-numeric values; SSE/RL "
-                                 "need complete numeric values (or a taxonomy).")
+                raise InputError(
+                    f"Column {a!r} ({which}) has missing or non-numeric values; SSE/RL "
+                    "need complete numeric values (or a taxonomy)."
+                )
             out[:, i] = x if scale is None else x / scale[i]
     return out
 
 
-def semantic_sse(original: pd.DataFrame, protected: pd.DataFrame, attrs: list[str], tax: dict,
-                 scaling: str = "raw") -> float:
+def semantic_sse(
+    original: pd.DataFrame, protected: pd.DataFrame, attrs: list[str], tax: dict, scaling: str = "raw"
+) -> float:
     """SSE = Σ_j Σ_i dist(x_ji, x′_ji)² with δ for the attributes in ``tax``.
 
     ``normalized``: numeric squared errors divided by the original's sample variance,
@@ -84,8 +94,14 @@ def semantic_sse(original: pd.DataFrame, protected: pd.DataFrame, attrs: list[st
     return total / (n * m) if scaling == "normalized" else total
 
 
-def semantic_rl(original: pd.DataFrame, protected: pd.DataFrame, attrs: list[str], tax: dict,
-                distance: str = "standardized", return_probabilities: bool = False):
+def semantic_rl(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    attrs: list[str],
+    tax: dict,
+    distance: str = "standardized",
+    return_probabilities: bool = False,
+):
     """Record linkage (percent): Pr_j = 1/|G_j| if x_j ∈ G_j (the originals at minimum
     distance from x′_j, ties within a relative 1e-12), RL = 100·ΣPr_j/n.  Distance:
     sqrt(Σ numeric ((x−y)/sd)² + Σ categorical δ²).
@@ -116,15 +132,15 @@ def semantic_rl(original: pd.DataFrame, protected: pd.DataFrame, attrs: list[str
     block = max(1, _BLOCK_ENTRIES // max(no, 1))
     ocodes = {i: uo[:, i].astype(np.int64) for i, _ in cat}
     for lo in range(0, npr, block):
-        u = up[lo:lo + block]
+        u = up[lo : lo + block]
         d2 = np.zeros((u.shape[0], no))
         for i in num_idx:
             d2 += (u[:, i][:, None] - uo[None, :, i]) ** 2
         for i, t in cat:
             d2 += t.dist[u[:, i].astype(np.int64)[:, None], ocodes[i][None, :]] ** 2
         mn = d2.min(axis=1)
-        dmin[lo:lo + block] = mn
-        gsize[lo:lo + block] = ((d2 <= (mn * (1.0 + TIE_RTOL) ** 2)[:, None]) * cnt_o[None, :]).sum(axis=1)
+        dmin[lo : lo + block] = mn
+        gsize[lo : lo + block] = ((d2 <= (mn * (1.0 + TIE_RTOL) ** 2)[:, None]) * cnt_o[None, :]).sum(axis=1)
     linked = d_own <= dmin[inv_p] * (1.0 + TIE_RTOL) ** 2
     pr = np.where(linked, 1.0 / np.maximum(gsize[inv_p], 1.0), 0.0)
     rl = 100.0 * float(pr.sum()) / n
@@ -152,8 +168,11 @@ def measures_hook(original, protected, result, measures, cache) -> dict:
     tax = taxonomies_of(result)
     if not tax:
         return {}
-    attrs = [a for a in (getattr(result, "protected_attributes", None) or [])
-             if a in original.columns and a in protected.columns]
+    attrs = [
+        a
+        for a in (getattr(result, "protected_attributes", None) or [])
+        if a in original.columns and a in protected.columns
+    ]
     out: dict = {}
     if "sse" in measures:
         out["sse_raw"] = semantic_sse(original, protected, attrs, tax, "raw")

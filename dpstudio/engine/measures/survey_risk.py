@@ -194,8 +194,8 @@ def bf_individual_risk(fk: np.ndarray, Fk: np.ndarray | None) -> np.ndarray:
         small = q < 1e-4
         qs = np.where(small, 1.0, q)
         # L/q and S = (L - q)/q^2, exact or by series
-        L_over_q = np.where(small, 1 + q / 2 + q * q / 3 + q ** 3 / 4, L / qs)
-        S = np.where(small, 0.5 + q / 3 + q * q / 4 + q ** 3 / 5, (L - q) / (qs * qs))
+        L_over_q = np.where(small, 1 + q / 2 + q * q / 3 + q**3 / 4, L / qs)
+        S = np.where(small, 0.5 + q / 3 + q * q / 4 + q**3 / 5, (L - q) / (qs * qs))
         r1 = (1 - q) * L_over_q
         r2 = (1 - q) * (1 - (1 - q) * S)
         r3 = p / (fk - (1 - p))
@@ -257,10 +257,17 @@ class RiskReport:
             out["household_expected_reidentifications"] = self.household_expected_reidentifications
         out["individual_risk"] = dict(self.individual_risk_summary)
         out["l_diversity"] = {k: dict(v) for k, v in self.l_diversity.items()}
-        out["settings"] = {"keys": list(self.keys), "weight": self.weight,
-                           "household": self.household, "missing": self.missing,
-                           "model": ("Benedetti-Franconi negative binomial (sdcMicro indivRisk approx)"
-                                     if self.weight else "1/f_k (no sampling weight)")}
+        out["settings"] = {
+            "keys": list(self.keys),
+            "weight": self.weight,
+            "household": self.household,
+            "missing": self.missing,
+            "model": (
+                "Benedetti-Franconi negative binomial (sdcMicro indivRisk approx)"
+                if self.weight
+                else "1/f_k (no sampling weight)"
+            ),
+        }
         if per_record:
             out["fk"] = self.fk.tolist()
             out["Fk"] = self.Fk.tolist()
@@ -277,8 +284,9 @@ def _check_columns(df: pd.DataFrame, keys, weight, household, sensitive) -> None
     for what, names in (("key", keys), ("sensitive", sensitive)):
         for c in names:
             if c not in df.columns:
-                raise ParameterError(f"{what} column '{c}' is not in the file (columns: "
-                                     f"{', '.join(sorted(cols))[:200]})")
+                raise ParameterError(
+                    f"{what} column '{c}' is not in the file (columns: {', '.join(sorted(cols))[:200]})"
+                )
     if len(set(keys)) != len(keys):
         raise ParameterError("a key column is listed twice")
     for what, c in (("weight", weight), ("household", household)):
@@ -299,12 +307,16 @@ def _weights(df: pd.DataFrame, weight: str) -> np.ndarray:
     w = pd.to_numeric(df[weight], errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(w)
     if bad.any():
-        raise InputError(f"weight column '{weight}': {int(bad.sum())} record(s) have a missing or "
-                         "non-numeric weight; give every record its sampling weight")
+        raise InputError(
+            f"weight column '{weight}': {int(bad.sum())} record(s) have a missing or "
+            "non-numeric weight; give every record its sampling weight"
+        )
     if (w < 1).any():
-        raise InputError(f"weight column '{weight}': {int((w < 1).sum())} record(s) have a weight "
-                         f"below 1 (minimum {w.min():g}); a sampling weight is the number of "
-                         "population units a record stands for, so at least 1 -- check the column")
+        raise InputError(
+            f"weight column '{weight}': {int((w < 1).sum())} record(s) have a weight "
+            f"below 1 (minimum {w.min():g}); a sampling weight is the number of "
+            "population units a record stands for, so at least 1 -- check the column"
+        )
     return w
 
 
@@ -350,7 +362,11 @@ def _ldiversity(group: np.ndarray, G: int, s: pd.Series, c: float = 2.0) -> dict
         hit = (~first) & (c * tail > r1)
         recursive = 1 + np.bincount(pg_s[hit], minlength=G)
         recursive = np.where(distinct > 0, recursive, 0)
-    return {"distinct": distinct[group], "entropy": entropy_l[group], "recursive": recursive[group].astype(float)}
+    return {
+        "distinct": distinct[group],
+        "entropy": entropy_l[group],
+        "recursive": recursive[group].astype(float),
+    }
 
 
 def assess_risk(
@@ -414,9 +430,11 @@ def assess_risk(
     if household is not None:
         h = df[household]
         if h.isna().any():
-            raise InputError(f"household column '{household}': {int(h.isna().sum())} record(s) have "
-                             "no household id; give every record one (a person living alone is "
-                             "a household of one)")
+            raise InputError(
+                f"household column '{household}': {int(h.isna().sum())} record(s) have "
+                "no household id; give every record one (a person living alone is "
+                "a household of one)"
+            )
         hid, hu = pd.factorize(h)
         with np.errstate(divide="ignore"):
             logsurv = np.bincount(hid, weights=np.log1p(-np.minimum(rk, 1.0)), minlength=len(hu))
@@ -449,10 +467,21 @@ def assess_risk(
         global_risk=er / n,
         expected_reidentifications=er,
         household_expected_reidentifications=hh_er,
-        individual_risk_summary={"max": float(rk.max()), "mean": float(rk.mean()),
-                                 "q50": float(q50), "q90": float(q90), "q99": float(q99)},
+        individual_risk_summary={
+            "max": float(rk.max()),
+            "mean": float(rk.mean()),
+            "q50": float(q50),
+            "q90": float(q90),
+            "q99": float(q99),
+        },
         l_diversity=ldiv,
-        keys=keys, weight=weight, household=household, missing=missing,
-        fk=fk, Fk=Fk if w is not None else fk.copy(), individual_risk=rk,
-        household_risk=hh_risk, l_diversity_per_record=ldiv_rec,
+        keys=keys,
+        weight=weight,
+        household=household,
+        missing=missing,
+        fk=fk,
+        Fk=Fk if w is not None else fk.copy(),
+        individual_risk=rk,
+        household_risk=hh_risk,
+        l_diversity_per_record=ldiv_rec,
     )

@@ -32,16 +32,25 @@ from dpstudio.engine.measures._base import (
 )
 
 
-def _sse_both(original: pd.DataFrame, protected: pd.DataFrame, attrs: list[str],
-              categorical_distance: dict | None, warns: list[str], cache: dict | None = None,
-              normalized_warnings: bool = True) -> tuple[float, float]:
+def _sse_both(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    attrs: list[str],
+    categorical_distance: dict | None,
+    warns: list[str],
+    cache: dict | None = None,
+    normalized_warnings: bool = True,
+) -> tuple[float, float]:
     """(raw SSE, normalized SSE) in one pass; the original's matrix and variances are cached."""
     n, m = len(original), len(attrs)
     odt, pdt = _dtypes(original), _dtypes(protected)
     num, other = [], []
     for a in attrs:
-        if _distance_fn(categorical_distance, a) is None and _num_dtype(odt[a]) and (
-                _num_dtype(pdt[a]) or _col(protected, a).isna().all()):
+        if (
+            _distance_fn(categorical_distance, a) is None
+            and _num_dtype(odt[a])
+            and (_num_dtype(pdt[a]) or _col(protected, a).isna().all())
+        ):
             num.append(a)
         else:
             other.append(a)
@@ -56,14 +65,20 @@ def _sse_both(original: pd.DataFrame, protected: pd.DataFrame, attrs: list[str],
             ent["const"] = [num[i] for i in np.flatnonzero(bad)]
         if normalized_warnings:
             for a in ent["const"]:
-                _warn(warns, f"Attribute {a!r} is constant in the original data: its SSE is "
-                             "not divided by its variance (scale 1).")
+                _warn(
+                    warns,
+                    f"Attribute {a!r} is constant in the original data: its SSE is "
+                    "not divided by its variance (scale 1).",
+                )
         sq = (ent["x"] - _matrix(protected, num, "protected")) ** 2
         nan = np.isnan(sq)
         if nan.any():
             for i in np.flatnonzero(nan.any(axis=0)):
-                _warn(warns, f"Attribute {num[i]!r}: {int(nan[:, i].sum())} record(s) with a missing "
-                             "value are left out of the SSE.")
+                _warn(
+                    warns,
+                    f"Attribute {num[i]!r}: {int(nan[:, i].sum())} record(s) with a missing "
+                    "value are left out of the SSE.",
+                )
             sq = np.where(nan, 0.0, sq)
         colsum = sq.sum(axis=0)
         raw += float(colsum.sum())
@@ -71,22 +86,34 @@ def _sse_both(original: pd.DataFrame, protected: pd.DataFrame, attrs: list[str],
     for a in other:
         fn = _distance_fn(categorical_distance, a)
         if fn is None:
-            _warn(warns, f"Attribute {a!r} is not numeric and has no semantic distance: SSE "
-                         "counts a changed category as distance 1.")
+            _warn(
+                warns,
+                f"Attribute {a!r} is not numeric and has no semantic distance: SSE "
+                "counts a changed category as distance 1.",
+            )
         sq = _categorical_sq(_col(original, a), _col(protected, a), fn)
         nan = np.isnan(sq)
         if nan.any():
-            _warn(warns, f"Attribute {a!r}: {int(nan.sum())} record(s) with a missing value are "
-                         "left out of the SSE.")
+            _warn(
+                warns,
+                f"Attribute {a!r}: {int(nan.sum())} record(s) with a missing value are left out of the SSE.",
+            )
             sq = np.where(nan, 0.0, sq)
         raw += float(sq.sum())
         norm += float(sq.sum())
     return raw, norm / (n * m)
 
 
-def sse(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[str],
-        scaling: str = "raw", *, categorical_distance: dict | None = None,
-        warnings: list[str] | None = None, cache: dict | None = None) -> float:
+def sse(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    attributes: Iterable[str],
+    scaling: str = "raw",
+    *,
+    categorical_distance: dict | None = None,
+    warnings: list[str] | None = None,
+    cache: dict | None = None,
+) -> float:
     """Sum of squared errors over the protected attributes.
 
     ``scaling='raw'``: ``Σ_j Σ_i dist(x_ji, x′_ji)²`` (the papers' figures).
@@ -106,16 +133,27 @@ def sse(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[st
     if scaling not in ("raw", "normalized"):
         raise ParameterError(f"SSE scaling must be 'raw' or 'normalized'. Got {scaling!r}.")
     warns = warnings if warnings is not None else []
-    raw, norm = _sse_both(original, protected, attrs, categorical_distance, warns, cache,
-                          normalized_warnings=scaling == "normalized")
+    raw, norm = _sse_both(
+        original,
+        protected,
+        attrs,
+        categorical_distance,
+        warns,
+        cache,
+        normalized_warnings=scaling == "normalized",
+    )
     return raw if scaling == "raw" else norm
 
 
 # --------------------------------------------------------------- statistics
 
 
-def delta_stats(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[str],
-                warnings: list[str] | None = None) -> dict[str, dict[str, float]]:
+def delta_stats(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    attributes: Iterable[str],
+    warnings: list[str] | None = None,
+) -> dict[str, dict[str, float]]:
     """``|Θ′ − Θ| / |Θ|`` per numeric attribute for the mean and the (sample) variance.
 
     Returns ``{"delta_mean": {attr: v}, "delta_var": {attr: v}}``; ``nan`` when Θ = 0
@@ -130,19 +168,25 @@ def delta_stats(original: pd.DataFrame, protected: pd.DataFrame, attributes: Ite
             continue
         x = _numeric(original, a, "original")
         y = _numeric(protected, a, "protected")
-        for out, th, th2, label in ((dm, np.nanmean(x), np.nanmean(y), "mean"),
-                                    (dv, np.nanvar(x, ddof=1), np.nanvar(y, ddof=1), "variance")):
+        for out, th, th2, label in (
+            (dm, np.nanmean(x), np.nanmean(y), "mean"),
+            (dv, np.nanvar(x, ddof=1), np.nanvar(y, ddof=1), "variance"),
+        ):
             if th == 0 or not np.isfinite(th):
-                _warn(warns, f"Attribute {a!r} has original {label} 0: its relative Δ {label} "
-                             "is undefined.")
+                _warn(warns, f"Attribute {a!r} has original {label} 0: its relative Δ {label} is undefined.")
                 out[a] = float("nan")
             else:
                 out[a] = float(abs(th2 - th) / abs(th))
     return {"delta_mean": dm, "delta_var": dv}
 
 
-def correlation_loss(original: pd.DataFrame, protected: pd.DataFrame, confidential: Iterable[str],
-                     attributes: Iterable[str], warnings: list[str] | None = None) -> tuple[float, float]:
+def correlation_loss(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    confidential: Iterable[str],
+    attributes: Iterable[str],
+    warnings: list[str] | None = None,
+) -> tuple[float, float]:
     """Mean and (population) standard deviation of ``|corr′ − corr|`` (thesis Tables 3.10–3.11).
 
     Pairs: the upper triangle (diagonal excluded) of the Pearson correlation matrix
@@ -168,8 +212,11 @@ def correlation_loss(original: pd.DataFrame, protected: pd.DataFrame, confidenti
     d = np.abs(cy - cx)[iu[sel], ju[sel]]
     bad = ~np.isfinite(d)
     if bad.any():
-        _warn(warns, f"{int(bad.sum())} attribute pair(s) with a constant attribute have no "
-                     "correlation and are left out of the correlation loss.")
+        _warn(
+            warns,
+            f"{int(bad.sum())} attribute pair(s) with a constant attribute have no "
+            "correlation and are left out of the correlation loss.",
+        )
         d = d[~bad]
     if d.size == 0:
         return float("nan"), float("nan")
@@ -187,6 +234,7 @@ def score(sse0: float, rl0: float, sse: float, rl: float) -> dict[str, float]:
     >>> round(r["score"], 1)
     5.4
     """
+
     def div(a: float, b: float) -> float:
         a, b = float(a), float(b)
         if b == 0:
@@ -201,8 +249,7 @@ def score(sse0: float, rl0: float, sse: float, rl: float) -> dict[str, float]:
 # --------------------------------------------------------------- sdcMicro's dUtility
 
 
-def il1s(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[str]
-         ) -> dict[str, float]:
+def il1s(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[str]) -> dict[str, float]:
     """The sdcMicro IL1s (``dUtility(method="IL1s")``, sdcMicro ≥ 5.6): the absolute
     differences scaled by the original standard deviation times √2, summed over records and
     attributes.
@@ -220,8 +267,7 @@ def il1s(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[s
     >>> round(il1s(x, y, ["a"])["il1s"], 6)   # |3 − 4| / (√2 · 1)
     0.707107
     """
-    attrs = [a for a in _check_pair(original, protected, attributes)
-             if _is_numeric(_col(original, a))]
+    attrs = [a for a in _check_pair(original, protected, attributes) if _is_numeric(_col(original, a))]
     total, n_attr = 0.0, 0
     for a in attrs:
         x = _numeric(original, a, "original")
@@ -232,12 +278,13 @@ def il1s(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[s
         total += float(np.nansum(np.abs(x - y)) / (math.sqrt(2.0) * sd))
         n_attr += 1
     n = len(original)
-    return {"il1s": total if n_attr else float("nan"),
-            "il1s_mean": total / (n * n_attr) if n_attr and n else float("nan")}
+    return {
+        "il1s": total if n_attr else float("nan"),
+        "il1s_mean": total / (n * n_attr) if n_attr and n else float("nan"),
+    }
 
 
-def eigen_utility(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[str]
-                  ) -> float:
+def eigen_utility(original: pd.DataFrame, protected: pd.DataFrame, attributes: Iterable[str]) -> float:
     """The sdcMicro eigenvalue measure (``dUtility(method="eigen")``).
 
     In full::
@@ -254,14 +301,13 @@ def eigen_utility(original: pd.DataFrame, protected: pd.DataFrame, attributes: I
     >>> eigen_utility(x, x, ["a", "b"])
     0.0
     """
-    attrs = [a for a in _check_pair(original, protected, attributes)
-             if _is_numeric(_col(original, a))]
+    attrs = [a for a in _check_pair(original, protected, attributes) if _is_numeric(_col(original, a))]
     if len(attrs) < 2:
         return float("nan")
     X = pd.DataFrame({a: _numeric(original, a, "original") for a in attrs})
     Y = pd.DataFrame({a: _numeric(protected, a, "protected") for a in attrs})
     with np.errstate(invalid="ignore", divide="ignore"):
-        cx = X.corr().to_numpy()      # var(scale(x)) = the correlation matrix (pairwise)
+        cx = X.corr().to_numpy()  # var(scale(x)) = the correlation matrix (pairwise)
         cy = Y.corr().to_numpy()
     if not (np.all(np.isfinite(cx)) and np.all(np.isfinite(cy))):
         return float("nan")

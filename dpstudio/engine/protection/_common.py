@@ -26,69 +26,100 @@ from dpstudio.engine.types import Job, Output, epsilon_shares
 
 def k_param(default: int = 5, minimum: int = 1, help: str | None = None) -> Param:
     return Param(
-        "k", "int", default,
+        "k",
+        "int",
+        default,
         help or "Minimum cluster / equivalence-class size. Larger k: less risk, more information loss.",
-        label="k", minimum=minimum, maximum=None,
+        label="k",
+        minimum=minimum,
+        maximum=None,
     )
 
 
 def epsilon_param(default: float = 1.0) -> Param:
     return Param(
-        "epsilon", "float", default,
+        "epsilon",
+        "float",
+        default,
         f"Total privacy budget ε ({EPSILON_MIN:g} to {EPSILON_MAX:g}). Smaller ε: stronger "
         "privacy, more noise.",
-        label="ε", minimum=EPSILON_MIN, maximum=EPSILON_MAX, log_scale=True,
+        label="ε",
+        minimum=EPSILON_MIN,
+        maximum=EPSILON_MAX,
+        log_scale=True,
     )
 
 
 NOISE_PARAM = Param(
-    "noise", "choice", "laplace",
+    "noise",
+    "choice",
+    "laplace",
     "Noise distribution. 'staircase' is the optimal (minimum-variance) ε-DP noise of "
     "thesis ch. 4 for ONE released number: the same guarantee as Laplace with less variance. "
     "When one record can move several released centroids of an attribute (ir-dp, "
     "insensitive-dp, categorical-dp with k ≥ 2) each staircase draw gets ε_i/n_c; Laplace then "
     "gives less noise for ir-dp.",
-    label="noise", choices=("laplace", "staircase"),
+    label="noise",
+    choices=("laplace", "staircase"),
     choice_labels={"laplace": "Laplace", "staircase": "Optimal (staircase)"},
 )
 
 BUDGET_PARAM = Param(
-    "budget", "choice", "equal",
+    "budget",
+    "choice",
+    "equal",
     "How the total ε is split over the protected attributes: 'equal' (ε/m each, release is "
     "ε-DP), 'weights' (user weights normalised to sum ε), 'per-attribute' (each attribute "
     "gets the whole ε: the release is only (m·ε)-DP; this is what the thesis's Census "
     "experiments did).",
-    label="budget split", choices=("equal", "weights", "per-attribute"),
-    choice_labels={"equal": "Equal (ε/m each)", "weights": "User weights",
-                   "per-attribute": "Whole ε per attribute (m·ε-DP)"},
+    label="budget split",
+    choices=("equal", "weights", "per-attribute"),
+    choice_labels={
+        "equal": "Equal (ε/m each)",
+        "weights": "User weights",
+        "per-attribute": "Whole ε per attribute (m·ε-DP)",
+    },
     warning={"per-attribute": "Each attribute gets the whole ε: the release is only (m·ε)-DP."},
 )
 
 WEIGHTS_PARAM = Param(
-    "weights", "mapping", None,
+    "weights",
+    "mapping",
+    None,
     "Budget weights per attribute (used with budget='weights'; each "
     f"{WEIGHT_MIN:g} to {WEIGHT_MAX:g}); normalised so that they sum to ε.",
-    label="budget weights", minimum=WEIGHT_MIN, maximum=WEIGHT_MAX, advanced=True,
+    label="budget weights",
+    minimum=WEIGHT_MIN,
+    maximum=WEIGHT_MAX,
+    advanced=True,
 )
 
 DROP_MISSING_PARAM = Param(
-    "drop_missing", "bool", False,
+    "drop_missing",
+    "bool",
+    False,
     "Drop records with missing values in the protected attributes (their number is reported). "
     "Off: such records are refused with a count.",
-    label="drop records with missing values", advanced=True,
+    label="drop records with missing values",
+    advanced=True,
 )
 
 SHUFFLE_PARAM = Param(
-    "shuffle", "bool", True,
+    "shuffle",
+    "bool",
+    True,
     "Release the records in random order (default). Microaggregation gives the records of a "
     "cluster the same value; kept in input order, the release would show which rows share a "
     "cluster, which the noise does not hide and the ε-DP proof does not cover. Turn off only "
     "for internal comparisons: the release then does not satisfy its DP guarantee.",
-    label="shuffle released records", advanced=True,
+    label="shuffle released records",
+    advanced=True,
 )
 
 LAYOUT_PARAM = Param(
-    "layout", "choice", "records",
+    "layout",
+    "choice",
+    "records",
     "How the protected attributes are released. 'records': one table with a row per record "
     "(the protected attributes side by side, other non-identifier columns beside them "
     "unchanged). When several attributes are clustered separately, or columns are released "
@@ -97,12 +128,17 @@ LAYOUT_PARAM = Param(
     "protected attribute, each in its own independent random order; columns that are not "
     "protected are NOT released. That release is ε-DP by sequential composition over the "
     "tables (ε_i each, total ε).",
-    label="release layout", choices=("records", "separate-tables"),
-    choice_labels={"records": "Records (one table)",
-                   "separate-tables": "Separate table per attribute (ε-DP)"},
-    warning={"separate-tables": "One table per protected attribute, each shuffled on its own: "
-             "the rows of different tables do not belong together, and columns that are not "
-             "protected are not released."},
+    label="release layout",
+    choices=("records", "separate-tables"),
+    choice_labels={
+        "records": "Records (one table)",
+        "separate-tables": "Separate table per attribute (ε-DP)",
+    },
+    warning={
+        "separate-tables": "One table per protected attribute, each shuffled on its own: "
+        "the rows of different tables do not belong together, and columns that are not "
+        "protected are not released."
+    },
 )
 
 #: The parameters of every numeric DP method, and of the clustered ones.
@@ -142,12 +178,16 @@ def separate_tables(p: dict) -> bool:
 
 def order_clause(p: dict) -> str:
     if separate_tables(p):
-        return (" Released as one table per protected attribute, each in its own independent "
-                "random order (rows of different tables do not belong together).")
+        return (
+            " Released as one table per protected attribute, each in its own independent "
+            "random order (rows of different tables do not belong together)."
+        )
     if p.get("shuffle", True):
         return " Records are released in random order."
-    return (" Records are released in INPUT ORDER (shuffle off), which shows which records share "
-            "a cluster: as released this does not satisfy the stated guarantee.")
+    return (
+        " Records are released in INPUT ORDER (shuffle off), which shows which records share "
+        "a cluster: as released this does not satisfy the stated guarantee."
+    )
 
 
 def named(p: dict) -> str:
@@ -166,11 +206,14 @@ def budget_clause(p: dict) -> str:
     if cols and p.get("epsilon") is not None:  # the API passes the protected columns
         return budget_detail(p, list(cols), epsilon_shares(p, list(cols)))
     if budget == "per-attribute":
-        return (f"ε = {fmt(p['epsilon'])} given whole to each of the m protected attributes, so "
-                "the release as a whole is only (m·ε)-DP, m = number of ε-quasi-identifiers")
+        return (
+            f"ε = {fmt(p['epsilon'])} given whole to each of the m protected attributes, so "
+            "the release as a whole is only (m·ε)-DP, m = number of ε-quasi-identifiers"
+        )
     if budget == "weights":
-        return (f"ε = {fmt(p['epsilon'])} split over the protected attributes in proportion to "
-                "the user weights")
+        return (
+            f"ε = {fmt(p['epsilon'])} split over the protected attributes in proportion to the user weights"
+        )
     return f"ε = {fmt(p['epsilon'])}, split equally over the m protected attributes (ε/m each)"
 
 
@@ -183,15 +226,19 @@ def budget_detail(p: dict, cols: list[str], eps: np.ndarray) -> str:
     total = fmt(eps.sum())
     budget = p.get("budget", "equal")
     if budget == "per-attribute":
-        return (f"ε = {fmt(p['epsilon'])} given whole to each of the {m} protected attributes "
-                f"({names}): the release is ({m}·{fmt(p['epsilon'])} = {total})-DP by "
-                "sequential composition")
+        return (
+            f"ε = {fmt(p['epsilon'])} given whole to each of the {m} protected attributes "
+            f"({names}): the release is ({m}·{fmt(p['epsilon'])} = {total})-DP by "
+            "sequential composition"
+        )
     shares = ", ".join(f"{c}: {fmt(e)}" for c, e in zip(cols, eps))
     if m == 1:
         return f"ε = {fmt(p['epsilon'])}, all of it for the one protected attribute {names}"
     how = "equally" if budget == "equal" else "by the user weights"
-    return (f"ε = {fmt(p['epsilon'])} split {how} over the {m} protected attributes "
-            f"({shares}); total {total} by sequential composition")
+    return (
+        f"ε = {fmt(p['epsilon'])} split {how} over the {m} protected attributes "
+        f"({shares}); total {total} by sequential composition"
+    )
 
 
 def dp_sentence(p: dict) -> str:
@@ -209,8 +256,10 @@ def dp_sentence(p: dict) -> str:
 
 
 def baseline_sentence(what: str) -> str:
-    return (f"Noise-free baseline ({what} only, ε not set): no differential privacy; for "
-            "comparison, never for release.")
+    return (
+        f"Noise-free baseline ({what} only, ε not set): no differential privacy; for "
+        "comparison, never for release."
+    )
 
 
 def noise_name(p: dict) -> str:
@@ -229,7 +278,8 @@ STAIRCASE_VECTOR_NOTE = (
     "staircase noise is ε-DP for ONE released number of sensitivity Δ; it does not extend to a "
     "vector of centroids whose changes add up to Δ (each coordinate could cost the full ε), so "
     "when one record can move up to n_c centroids of an attribute every draw gets "
-    "sensitivity Δ(A_i)/k and budget ε_i/n_c (sequential composition over the clusters)")
+    "sensitivity Δ(A_i)/k and budget ε_i/n_c (sequential composition over the clusters)"
+)
 
 
 def staircase_split(kind: str, k: int, nc: int) -> bool:
@@ -251,11 +301,14 @@ def eps_info(job: Job, cols: list[str]) -> tuple[np.ndarray | None, dict]:
     if job.noise_free:
         return None, {"epsilon": None, "noise": "none (noise-free baseline)"}
     eps = job.epsilon_shares(cols)
-    return eps, {"epsilon": float(job.params["epsilon"]), "budget": job.params.get("budget"),
-                 "noise": job.params.get("noise", "laplace"),
-                 "epsilon_per_attribute": {c: float(e) for c, e in zip(cols, eps)},
-                 "epsilon_total_composed": float(eps.sum()),
-                 "budget_detail": budget_detail(job.params, cols, eps)}
+    return eps, {
+        "epsilon": float(job.params["epsilon"]),
+        "budget": job.params.get("budget"),
+        "noise": job.params.get("noise", "laplace"),
+        "epsilon_per_attribute": {c: float(e) for c, e in zip(cols, eps)},
+        "epsilon_total_composed": float(eps.sum()),
+        "budget_detail": budget_detail(job.params, cols, eps),
+    }
 
 
 def frame_with(job: Job, new: dict[str, np.ndarray]) -> pd.DataFrame:

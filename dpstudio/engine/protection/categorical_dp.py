@@ -59,17 +59,22 @@ MAX_ATTRIBUTES = 12  # 2^m corners; beyond this the corner sequence is impractic
 _BLOCK_ENTRIES = 4_000_000  # clusters × concepts processed at once
 
 CALIBRATION_PARAM = Param(
-    "calibration", "choice", "rigorous",
+    "calibration",
+    "choice",
+    "rigorous",
     "'rigorous': every cluster gets ε_i/n_c (changing one record can change all n_c clusters), "
     "the release is ε-DP. 'as-published': ε_i per cluster as in thesis §6.3.4; it "
-    + NOT_DP_LABEL + "; offered only to reproduce the published figures.",
-    label="calibration", choices=("rigorous", "as-published"),
+    + NOT_DP_LABEL
+    + "; offered only to reproduce the published figures.",
+    label="calibration",
+    choices=("rigorous", "as-published"),
     choice_labels={"rigorous": "Rigorous (ε-DP)", "as-published": "As published (not ε-DP)"},
     warning={"as-published": "As-published calibration " + NOT_DP_LABEL + "."},
 )
 
 
 # --------------------------------------------------------------------------- schema
+
 
 class MixedSchema:
     """The protected attributes of one job: taxonomy (categorical) or domain (numeric)."""
@@ -78,7 +83,8 @@ class MixedSchema:
         if len(cols) > MAX_ATTRIBUTES:
             raise ParameterError(
                 f"Method {METHOD_ID!r} handles at most {MAX_ATTRIBUTES} ε-quasi attributes "
-                f"(multi-reference microaggregation uses the 2^m corners); {len(cols)} are marked.")
+                f"(multi-reference microaggregation uses the 2^m corners); {len(cols)} are marked."
+            )
         self.cols = cols
         self.tax: list[Taxonomy | None] = []
         self.values = np.zeros((job.n, len(cols)))
@@ -112,14 +118,16 @@ class MixedSchema:
                         f"Column {c!r} is categorical (e.g. {str(s[conv.isna()].iloc[0])!r}) but has no "
                         f"taxonomy: method {METHOD_ID!r} needs one for every categorical ε-quasi "
                         f"attribute. Pass hierarchies={{{c!r}: 'file.csv'}} (command line: "
-                        f"--hierarchy {c}=FILE), an ARX hierarchy or a child,parent CSV.")
+                        f"--hierarchy {c}=FILE), an ARX hierarchy or a child,parent CSV."
+                    )
             V.numeric_column(job.data, c, Role.EPS_QUASI.label)
             if c not in job.domains:
                 raise ParameterError(
                     f"Column {c!r} is numeric and has no declared domain [lower, upper], which method "
                     f"{METHOD_ID!r} needs to calibrate its noise and to scale distances. Declare the "
                     "range of values the attribute can take in the population (not the min/max of "
-                    f"this file), e.g. --domain {c}=0:150000.")
+                    f"this file), e.g. --domain {c}=0:150000."
+                )
             self.tax.append(None)
             x = pd.to_numeric(s).to_numpy(dtype=np.float64)
             self.values[:, i] = x
@@ -132,8 +140,13 @@ class MixedSchema:
 
     def boundary_scale(self) -> np.ndarray:
         """dist_i(b_i, t_i): the denominators of eq. 6.7."""
-        return np.array([t.boundary_distance if t is not None else self.ub[i] - self.lb[i]
-                         for i, t in enumerate(self.tax)], dtype=np.float64)
+        return np.array(
+            [
+                t.boundary_distance if t is not None else self.ub[i] - self.lb[i]
+                for i, t in enumerate(self.tax)
+            ],
+            dtype=np.float64,
+        )
 
     def corner_sq_distances(self) -> tuple[np.ndarray, np.ndarray]:
         """(n, m) squared scaled distances of every value to its b and t boundary."""
@@ -155,6 +168,7 @@ class MixedSchema:
 
 # --------------------------------------------------------------------------- clustering
 
+
 def corner_sequence(m: int, length: int) -> np.ndarray:
     """The Hamming-order corner sequence shared with ``insensitive-dp``."""
     from dpstudio.engine.algorithms.microaggregation import corner_sequence as _cs
@@ -162,8 +176,9 @@ def corner_sequence(m: int, length: int) -> np.ndarray:
     return _cs(m, length)
 
 
-def multi_reference_mixed(db: np.ndarray, dt: np.ndarray, tie: np.ndarray, k: int,
-                          check_cancel=None) -> np.ndarray:
+def multi_reference_mixed(
+    db: np.ndarray, dt: np.ndarray, tie: np.ndarray, k: int, check_cancel=None
+) -> np.ndarray:
     """Multi-reference insensitive microaggregation over precomputed per-attribute squared
     distances to the b (``db``) and t (``dt``) boundaries (eq. 6.7).
 
@@ -226,14 +241,21 @@ def multi_reference_mixed(db: np.ndarray, dt: np.ndarray, tie: np.ndarray, k: in
 
 # --------------------------------------------------------------------------- centroids
 
+
 def _blocks(n_c: int, nc: int):
     step = max(1, _BLOCK_ENTRIES // max(nc, 1))
     for a in range(0, n_c, step):
         yield a, min(n_c, a + step)
 
 
-def categorical_centroids(codes: np.ndarray, labels: np.ndarray, n_c: int, tax: Taxonomy,
-                          rng: np.random.Generator | None, epsilon: float | None) -> np.ndarray:
+def categorical_centroids(
+    codes: np.ndarray,
+    labels: np.ndarray,
+    n_c: int,
+    tax: Taxonomy,
+    rng: np.random.Generator | None,
+    epsilon: float | None,
+) -> np.ndarray:
     """Concept code of each cluster's centroid.
 
     ``epsilon`` None: the marginality centroid (eq. 6.4) over τ(S), the concepts that are
@@ -247,7 +269,7 @@ def categorical_centroids(codes: np.ndarray, labels: np.ndarray, n_c: int, tax: 
     out = np.empty(n_c, dtype=np.int64)
     anc_f = tax.anc.astype(np.float64)
     for a, b in _blocks(n_c, nc):
-        rows = order[starts[a]:starts[b]]
+        rows = order[starts[a] : starts[b]]
         counts = np.bincount((labels[rows] - a) * nc + codes[rows], minlength=(b - a) * nc)
         counts = counts.reshape(b - a, nc).astype(np.float64)
         marg = tax.marginality(counts)
@@ -265,6 +287,7 @@ def categorical_centroids(codes: np.ndarray, labels: np.ndarray, n_c: int, tax: 
 
 
 # --------------------------------------------------------------------------- MDAV baseline
+
 
 def _k_smallest(d: np.ndarray, k: int) -> np.ndarray:
     """Positions of the k smallest values of ``d``; ties go to the lowest position."""
@@ -294,8 +317,7 @@ def mdav_mixed(values: np.ndarray, taxonomies: list, scale: np.ndarray, k: int) 
         return labels
     cat = [i for i in range(m) if taxonomies[i] is not None]
     codes = {i: values[:, i].astype(np.int64) for i in cat}
-    counts = {i: np.bincount(codes[i], minlength=taxonomies[i].n_concepts).astype(np.float64)
-              for i in cat}
+    counts = {i: np.bincount(codes[i], minlength=taxonomies[i].n_concepts).astype(np.float64) for i in cat}
     sums = values.sum(axis=0)
     alive = np.arange(n)
 
@@ -334,7 +356,7 @@ def mdav_mixed(values: np.ndarray, taxonomies: list, scale: np.ndarray, k: int) 
         dr = dist_to(rv, alive)
         dr[r] = -1.0
         labels[remove(_k_smallest(dr, k))] = label
-        s = int(np.argmax(dist_to(rv, alive)))       # farthest from r among what remains
+        s = int(np.argmax(dist_to(rv, alive)))  # farthest from r among what remains
         ds = dist_to(values[alive[s]], alive)
         ds[s] = -1.0
         labels[remove(_k_smallest(ds, k))] = label + 1
@@ -360,10 +382,17 @@ def _centroid_from_counts(counts: np.ndarray, tax: Taxonomy) -> int:
 
 # --------------------------------------------------------------------------- run
 
+
 def _clustering(job: Job, schema: MixedSchema, k: int) -> np.ndarray:
-    key = (METHOD_ID, "clusters", int(k), tuple(schema.cols),
-           tuple(None if t is None else tuple(t.concepts) for t in schema.tax),
-           tuple(schema.lb.tolist()), tuple(schema.ub.tolist()))
+    key = (
+        METHOD_ID,
+        "clusters",
+        int(k),
+        tuple(schema.cols),
+        tuple(None if t is None else tuple(t.concepts) for t in schema.tax),
+        tuple(schema.lb.tolist()),
+        tuple(schema.ub.tolist()),
+    )
     if key not in job.cache:
         db, dt = schema.corner_sq_distances()
         job.cache[key] = multi_reference_mixed(db, dt, schema.tie, k, job.check_cancel)
@@ -397,11 +426,15 @@ def run(job: Job) -> Output:
             codes = schema.values[:, i].astype(np.int64)
             cent = categorical_centroids(codes, labels, n_c, t, job.rng, eps_cluster)
             out[c] = pd.Series(t.labels(cent)[labels], dtype=object)
-            attr_info[c] = {"type": "categorical", "taxonomy_concepts": t.n_concepts,
-                            "a_b": t.concepts[t.a_b], "a_t": t.concepts[t.a_t],
-                            "delta_q": t.sensitivity, "epsilon_attribute":
-                            None if shares is None else float(shares[i]),
-                            "epsilon_per_cluster": eps_cluster}
+            attr_info[c] = {
+                "type": "categorical",
+                "taxonomy_concepts": t.n_concepts,
+                "a_b": t.concepts[t.a_b],
+                "a_t": t.concepts[t.a_t],
+                "delta_q": t.sensitivity,
+                "epsilon_attribute": None if shares is None else float(shares[i]),
+                "epsilon_per_cluster": eps_cluster,
+            }
         else:
             x = schema.values[:, i]
             means = np.bincount(labels, weights=x, minlength=n_c) / sizes
@@ -412,8 +445,9 @@ def run(job: Job) -> Output:
                 # exact integer noise on the cluster sums of the grid values
                 # t = rint(x/γ) − base ∈ [0, span] (issue 8 §3), released as the rounded mean
                 g = N.job_grid(job, c)
-                tsum = np.rint(np.bincount(labels, weights=g.to_units(x).astype(np.float64),
-                                           minlength=n_c)).astype(np.int64)
+                tsum = np.rint(
+                    np.bincount(labels, weights=g.to_units(x).astype(np.float64), minlength=n_c)
+                ).astype(np.int64)
                 span = g.span
                 assert span is not None  # the schema has bounds for numeric columns: the grid has a domain
                 sens_u = span
@@ -424,23 +458,28 @@ def run(job: Job) -> Output:
                         # (each moving by ≤ Δ/k) gets ε_i/n_c (sequential composition)
                         eps_draw = float(shares[i]) / n_c
                     else:
-                        sens_u = n_c * span   # Laplace: L1 sensitivity of all n_c sums
+                        sens_u = n_c * span  # Laplace: L1 sensitivity of all n_c sums
                 noisy = tsum + N.grid_noise(kind, job.rng, sens_u, eps_draw, n_c)
                 vals = g.from_units(N.round_half_up_div(noisy, sizes))
                 sens = sens_u * g.gamma / max(k, 1)
                 attr_info.setdefault(c, {}).update(N.grid_info(kind, g, sens_u, eps_draw, max(k, 1)))
             out[c] = vals[labels]
-            attr_info[c] = {**attr_info.get(c, {}), "type": "numeric", "domain": [float(schema.lb[i]), float(schema.ub[i])],
-                            "sensitivity": sens, "epsilon_attribute":
-                            None if shares is None else float(shares[i]),
-                            "epsilon_per_draw": None if eps is None else eps_draw,
-                            "noise": None if eps is None else kind}
+            attr_info[c] = {
+                **attr_info.get(c, {}),
+                "type": "numeric",
+                "domain": [float(schema.lb[i]), float(schema.ub[i])],
+                "sensitivity": sens,
+                "epsilon_attribute": None if shares is None else float(shares[i]),
+                "epsilon_per_draw": None if eps is None else eps_draw,
+                "noise": None if eps is None else kind,
+            }
     job.progress(1.0)
     info = {
         "clusters": n_c,
         "cluster_size_min": int(sizes.min()) if n_c else 0,
         "cluster_size_max": int(sizes.max()) if n_c else 0,
-        "calibration": calibration if eps is None or calibration == "rigorous" or k <= 1
+        "calibration": calibration
+        if eps is None or calibration == "rigorous" or k <= 1
         else f"as-published — {NOT_DP_LABEL}",
         "attributes": attr_info,
         "taxonomies": {c: t.to_dict() for c, t in zip(cols, schema.tax) if t is not None},
@@ -451,14 +490,18 @@ def run(job: Job) -> Output:
             f"The hierarchy of numeric ε-quasi attribute(s) {', '.join(map(repr, schema.hierarchy_ignored))} "
             "was not used: with a declared domain they are released as numbers (noised cluster "
             "means). To release a numerically coded categorical attribute as concepts of its "
-            "taxonomy, declare no domain for it.")
+            "taxonomy, declare no domain for it."
+        )
     if eps is not None and calibration == "as-published" and k > 1:
-        warns.append("As-published calibration: ε_i is spent on every cluster; the release "
-                     + NOT_DP_LABEL + ".")
+        warns.append(
+            "As-published calibration: ε_i is spent on every cluster; the release " + NOT_DP_LABEL + "."
+        )
     if eps is not None and calibration == "rigorous" and k > 1 and n_c > 50:
-        warns.append(f"Rigorous calibration spreads each attribute's ε over {n_c} clusters "
-                     f"(ε_i/{n_c} per cluster): unless ε is large the centroids are close to "
-                     "random. A larger k (fewer clusters) or a larger ε keeps more utility.")
+        warns.append(
+            f"Rigorous calibration spreads each attribute's ε over {n_c} clusters "
+            f"(ε_i/{n_c} per cluster): unless ε is large the centroids are close to "
+            "random. A larger k (fewer clusters) or a larger ε keeps more utility."
+        )
     row_map = None
     if p.get("shuffle", True):  # row order would show which records share a cluster
         row_map = job.rng.permutation(job.n)
@@ -473,32 +516,43 @@ def guarantee(p: dict) -> str:
 def _guarantee(p: dict) -> str:
     eps = p.get("epsilon")
     if eps is None:
-        return ("Noise-free baseline: k-anonymity of the ε-quasi attributes by insensitive "
-                "microaggregation only; no differential privacy.")
+        return (
+            "Noise-free baseline: k-anonymity of the ε-quasi attributes by insensitive "
+            "microaggregation only; no differential privacy."
+        )
     budget = p.get("budget", "equal")
     eps_s = f"{eps:g}" if isinstance(eps, (int, float)) else str(eps)
     cols = p.get("_attributes")
     if budget == "per-attribute" and cols and isinstance(eps, (int, float)):
         m = len(cols)
-        tot = (f"(m·ε)-DP with m = {m}, i.e. ({m}·{eps_s} = {m * float(eps):g})-DP: ε = {eps_s} "
-               f"given whole to each of the {m} ε-quasi attributes,")
+        tot = (
+            f"(m·ε)-DP with m = {m}, i.e. ({m}·{eps_s} = {m * float(eps):g})-DP: ε = {eps_s} "
+            f"given whole to each of the {m} ε-quasi attributes,"
+        )
     elif budget == "per-attribute":
         tot = f"(m·ε)-DP with ε = {eps_s} per attribute (m = number of ε-quasi attributes)"
     else:
         tot = f"ε-DP with ε = {eps_s}"
     if p.get("calibration", "rigorous") == "as-published" and int(p.get("k") or 1) > 1:
-        return ("As-published calibration (ε_i per cluster, thesis §6.3.4): "
-                + NOT_DP_LABEL + ". Clusters are k-anonymous before the exponential mechanism "
-                "and noise are applied.")
+        return (
+            "As-published calibration (ε_i per cluster, thesis §6.3.4): "
+            + NOT_DP_LABEL
+            + ". Clusters are k-anonymous before the exponential mechanism "
+            "and noise are applied."
+        )
     if int(p.get("k") or 1) <= 1:
-        return (f"{tot} for the ε-quasi attributes{_named(p)} (k = 1: every record is its own cluster, its "
-                "categorical values drawn by the exponential mechanism and its numeric values "
-                "noised with ε_i each; parallel composition over records, sequential over "
-                "attributes).")
-    return (f"{tot} for the ε-quasi attributes{_named(p)} (rigorous calibration: insensitive "
-            "microaggregation, then every cluster's categorical centroid drawn by the "
-            "exponential mechanism and numeric centroid noised with budget ε_i/n_c, "
-            "sequential composition over clusters and attributes).")
+        return (
+            f"{tot} for the ε-quasi attributes{_named(p)} (k = 1: every record is its own cluster, its "
+            "categorical values drawn by the exponential mechanism and its numeric values "
+            "noised with ε_i each; parallel composition over records, sequential over "
+            "attributes)."
+        )
+    return (
+        f"{tot} for the ε-quasi attributes{_named(p)} (rigorous calibration: insensitive "
+        "microaggregation, then every cluster's categorical centroid drawn by the "
+        "exponential mechanism and numeric centroid noised with budget ε_i/n_c, "
+        "sequential composition over clusters and attributes)."
+    )
 
 
 def _named(p: dict) -> str:
@@ -507,8 +561,7 @@ def _named(p: dict) -> str:
 
 
 def is_dp(p: dict) -> bool:
-    if p.get("epsilon") is None or not (p.get("shuffle", True)
-                                        or p.get("layout") == "separate-tables"):
+    if p.get("epsilon") is None or not (p.get("shuffle", True) or p.get("layout") == "separate-tables"):
         return False
     return p.get("calibration", "rigorous") == "rigorous" or int(p.get("k") or 1) <= 1
 
@@ -517,12 +570,23 @@ SPEC = MethodSpec(
     id=METHOD_ID,
     name="Categorical / mixed DP (insensitive microaggregation + exponential mechanism)",
     family="differential privacy",
-    description=("Multi-reference insensitive microaggregation of categorical (with taxonomies) "
-                 "and numeric ε-quasi attributes, then exponential-mechanism centroids for "
-                 "categorical attributes and noised means for numeric ones."),
+    description=(
+        "Multi-reference insensitive microaggregation of categorical (with taxonomies) "
+        "and numeric ε-quasi attributes, then exponential-mechanism centroids for "
+        "categorical attributes and noised means for numeric ones."
+    ),
     paper=_P.SORIA_COMAS_2013_THESIS + ", §6.3.4–6.3.6",
-    params=(k_param(5, 1), epsilon_param(1.0), CALIBRATION_PARAM, NOISE_PARAM, BUDGET_PARAM,
-            WEIGHTS_PARAM, DROP_MISSING_PARAM, SHUFFLE_PARAM, LAYOUT_PARAM),
+    params=(
+        k_param(5, 1),
+        epsilon_param(1.0),
+        CALIBRATION_PARAM,
+        NOISE_PARAM,
+        BUDGET_PARAM,
+        WEIGHTS_PARAM,
+        DROP_MISSING_PARAM,
+        SHUFFLE_PARAM,
+        LAYOUT_PARAM,
+    ),
     protects=(Role.EPS_QUASI,),
     requires=(Role.EPS_QUASI,),
     guarantee=guarantee,

@@ -43,34 +43,46 @@ from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
 
 VARIANT_PARAM = Param(
-    "variant", "choice", "multi",
+    "variant",
+    "choice",
+    "multi",
     "Insensitive microaggregation: 'single' = one total order by distance to one corner of the "
     "domain box (insensitive MDAV, paper 000); 'multi' = clusters taken in turn around the "
     "corners of the domain box in Hamming order (thesis Algorithm 6.1), usually more "
     "homogeneous clusters.",
-    label="clustering", choices=("single", "multi"),
-    choice_labels={"single": "Insensitive MDAV (single order)",
-                   "multi": "Multi-reference (corners in Hamming order)"},
+    label="clustering",
+    choices=("single", "multi"),
+    choice_labels={
+        "single": "Insensitive MDAV (single order)",
+        "multi": "Multi-reference (corners in Hamming order)",
+    },
 )
 
 CALIBRATION_PARAM = Param(
-    "calibration", "choice", "rigorous",
+    "calibration",
+    "choice",
+    "rigorous",
     "Noise calibration. 'rigorous': scale n_c·Δ/(k·ε_i), n_c = ⌊n/k⌋ clusters — changing one "
     "record can move every centroid (paper 002 §3); this is ε-DP and beats plain Laplace only "
     "when k² > n. 'as-published': scale Δ/(k·ε_i) as in paper 000 and thesis ch. 6; it "
-    + NOT_DP_LABEL + " and is offered only to reproduce the published figures.",
-    label="calibration", choices=("rigorous", "as-published"),
-    choice_labels={"rigorous": "Rigorous (ε-DP)",
-                   "as-published": "As published (NOT ε-DP)"},
+    + NOT_DP_LABEL
+    + " and is offered only to reproduce the published figures.",
+    label="calibration",
+    choices=("rigorous", "as-published"),
+    choice_labels={"rigorous": "Rigorous (ε-DP)", "as-published": "As published (NOT ε-DP)"},
     warning={"as-published": "As-published calibration " + NOT_DP_LABEL + "."},
 )
 
 REFERENCE_PARAM = Param(
-    "reference", "choice", "lower",
+    "reference",
+    "choice",
+    "lower",
     "Reference corner of the domain box for the single-order variant: all lower bounds "
     "(default) or all upper bounds.",
-    label="reference corner", choices=("lower", "upper"),
-    choice_labels={"lower": "Lower bounds", "upper": "Upper bounds"}, advanced=True,
+    label="reference corner",
+    choices=("lower", "upper"),
+    choice_labels={"lower": "Lower bounds", "upper": "Upper bounds"},
+    advanced=True,
 )
 
 
@@ -79,22 +91,27 @@ def guarantee(p: dict) -> str:
     if p.get("epsilon") is None:
         return baseline_sentence(f"insensitive microaggregation with k = {k}")
     if p.get("calibration", "rigorous") == "as-published" and int(k or 1) > 1:
-        return (f"As-published calibration (noise scale Δ(A_i)/(k·ε_i) per cluster, k = {k}, "
-                f"{budget_clause(p)}): this {NOT_DP_LABEL}. Changing one record can move every "
-                "cluster centroid, so the noise is too small by a factor n_c = ⌊n/k⌋. The "
-                "microaggregated values are k-anonymous before noise.")
-    if p.get("calibration", "rigorous") == "as-published":   # k = 1: singletons, plain Laplace
-        return (dp_sentence(p) + "; with k = 1 every record is its own cluster and the "
-                f"as-published calibration is plain {noise_name(p)} noise of scale "
-                "Δ(A_i)/ε_i per record, clamped to the domain.")
+        return (
+            f"As-published calibration (noise scale Δ(A_i)/(k·ε_i) per cluster, k = {k}, "
+            f"{budget_clause(p)}): this {NOT_DP_LABEL}. Changing one record can move every "
+            "cluster centroid, so the noise is too small by a factor n_c = ⌊n/k⌋. The "
+            "microaggregated values are k-anonymous before noise."
+        )
+    if p.get("calibration", "rigorous") == "as-published":  # k = 1: singletons, plain Laplace
+        return (
+            dp_sentence(p) + "; with k = 1 every record is its own cluster and the "
+            f"as-published calibration is plain {noise_name(p)} noise of scale "
+            "Δ(A_i)/ε_i per record, clamped to the domain."
+        )
     if p.get("noise") == "staircase" and int(k or 1) > 1:
-        how = ("of sensitivity Δ(A_i)/k and budget ε_i/n_c each (sequential composition over "
-               "the clusters)")
+        how = "of sensitivity Δ(A_i)/k and budget ε_i/n_c each (sequential composition over the clusters)"
     else:
         how = "of scale n_c·Δ(A_i)/(k·ε_i)"
-    return (dp_sentence(p) + f"; insensitive microaggregation with k = {k}, one "
-            f"{noise_name(p)} draw per cluster and attribute {how}, "
-            "n_c = ⌊n/k⌋ (rigorous calibration), clamped to the domain." + order_clause(p))
+    return (
+        dp_sentence(p) + f"; insensitive microaggregation with k = {k}, one "
+        f"{noise_name(p)} draw per cluster and attribute {how}, "
+        "n_c = ⌊n/k⌋ (rigorous calibration), clamped to the domain." + order_clause(p)
+    )
 
 
 def is_dp(p: dict) -> bool:
@@ -115,8 +132,15 @@ def insensitive_labels(job: Job, cols: list[str], k: int) -> tuple[np.ndarray, n
     variant = job.params.get("variant", "multi")
     reference = job.params.get("reference", "lower")
     lb, ub = job.bounds(cols)
-    key = ("num.insensitive", variant, reference if variant == "single" else None, int(k),
-           tuple(cols), tuple(lb.tolist()), tuple(ub.tolist()))
+    key = (
+        "num.insensitive",
+        variant,
+        reference if variant == "single" else None,
+        int(k),
+        tuple(cols),
+        tuple(lb.tolist()),
+        tuple(ub.tolist()),
+    )
     if key not in job.cache:
         X = job.matrix(cols)
         if variant == "single":
@@ -126,9 +150,9 @@ def insensitive_labels(job: Job, cols: list[str], k: int) -> tuple[np.ndarray, n
                 raise ParameterError(
                     f"The multi-reference variant supports at most "
                     f"{MA.MAX_MULTI_REFERENCE_ATTRIBUTES} protected attributes (got {len(cols)}); "
-                    "use variant='single'.")
-            labels = MA.multi_reference(X, k, lb, ub, check_cancel=job.check_cancel,
-                                        progress=job.progress)
+                    "use variant='single'."
+                )
+            labels = MA.multi_reference(X, k, lb, ub, check_cancel=job.check_cancel, progress=job.progress)
         nc = int(labels.max()) + 1
         job.cache[key] = (labels, MA.cluster_means(X, labels, nc))
     return job.cache[key]
@@ -142,13 +166,11 @@ def run(job: Job) -> Output:
     lb, ub = job.bounds(cols)
     eps, info = eps_info(job, cols)
     calibration = job.params.get("calibration", "rigorous")
-    info.update(clusters=nc, n_c=nc, k=k, variant=job.params.get("variant", "multi"),
-                calibration=calibration)
+    info.update(clusters=nc, n_c=nc, k=k, variant=job.params.get("variant", "multi"), calibration=calibration)
     warnings: list[str] = []
     if eps is None:
         vals = cent[labels]
-        return Output(frame_with(job, {c: vals[:, j] for j, c in enumerate(cols)}), info=info,
-                      protected=cols)
+        return Output(frame_with(job, {c: vals[:, j] for j, c in enumerate(cols)}), info=info, protected=cols)
     kind = job.params.get("noise", "laplace")
     factor = 1.0 if (calibration == "as-published") else float(nc)
     if calibration == "as-published" and k > 1:
@@ -156,11 +178,13 @@ def run(job: Job) -> Output:
     if calibration == "rigorous" and k == 1:
         warnings.append(
             "With k = 1 the rigorous calibration n_c·Δ/(k·ε) = n·Δ/ε is n times the noise of "
-            "method 'laplace', which gives the same guarantee at k = 1: use 'laplace'.")
+            "method 'laplace', which gives the same guarantee at k = 1: use 'laplace'."
+        )
     if calibration == "rigorous" and k > 1 and k * k <= job.n:
         warnings.append(
             f"With k = {k} and n = {job.n} (k² ≤ n) the rigorous noise n_c·Δ/(k·ε) is at least as "
-            "large as plain Laplace's Δ/ε: microaggregation does not help here.")
+            "large as plain Laplace's Δ/ε: microaggregation does not help here."
+        )
     new = {}
     per = {}
     split = calibration == "rigorous" and staircase_split(kind, k, nc)
@@ -176,15 +200,18 @@ def run(job: Job) -> Output:
         span = g.span
         assert span is not None  # job.bounds() above requires a domain, so the grid has a span
         sums = int_sums(g.to_units(X[:, j]), labels, nc)
-        if split:   # staircase: per-cluster sensitivity span (Δ/k as a centroid), ε_i/n_c
+        if split:  # staircase: per-cluster sensitivity span (Δ/k as a centroid), ε_i/n_c
             sens, eps_draw = span, float(eps[j]) / nc
-        else:       # Laplace: L1 sensitivity of the n_c sums n_c·span (as-published: span)
+        else:  # Laplace: L1 sensitivity of the n_c sums n_c·span (as-published: span)
             sens, eps_draw = int(factor) * span, float(eps[j])
-        noisy = sums + K.grid_noise(kind, job_stream(job, K.PURPOSE_NOISE, j), np.arange(nc),
-                                    sens, eps_draw)
+        noisy = sums + K.grid_noise(kind, job_stream(job, K.PURPOSE_NOISE, j), np.arange(nc), sens, eps_draw)
         new[c] = g.from_units(N.round_half_up_div(noisy, sizes))[labels]
-        per[c] = {"domain_width": float(delta), **N.grid_info(kind, g, sens, eps_draw, k),
-                  "epsilon_per_draw": eps_draw, "noise_on": "cluster sums (grid units)"}
+        per[c] = {
+            "domain_width": float(delta),
+            **N.grid_info(kind, g, sens, eps_draw, k),
+            "epsilon_per_draw": eps_draw,
+            "noise_on": "cluster sums (grid units)",
+        }
         job.progress((j + 1) / len(cols))
     info.update(noise_per_attribute=per, draws_per_attribute=nc)
     return released(job, new, info=info, protected=cols, warnings=warnings)
@@ -194,15 +221,31 @@ SPEC = MethodSpec(
     id="insensitive-dp",
     name="Insensitive microaggregation + noise",
     family="differential privacy",
-    description=("Clusters the records on all ε-quasi-identifiers jointly with a clustering whose "
-                 "clusters change by at most one record when one record changes (insensitive "
-                 "microaggregation), replaces values by cluster averages and adds one noise draw "
-                 "per cluster and attribute. With the rigorous calibration it is ε-DP but helps "
-                 "only when k² > n."),
-    paper=_P.cite(_P.SORIA_COMAS_2013_TRUSTCOM, _P.SORIA_COMAS_2013_THESIS + ", ch. 6", "sensitivity correction: " + _P.SANCHEZ_2014_PSD + ", §3"),
-    params=(k_param(), epsilon_param(), NOISE_PARAM, BUDGET_PARAM, VARIANT_PARAM,
-            CALIBRATION_PARAM, REFERENCE_PARAM, WEIGHTS_PARAM, DROP_MISSING_PARAM, SHUFFLE_PARAM,
-            LAYOUT_PARAM),
+    description=(
+        "Clusters the records on all ε-quasi-identifiers jointly with a clustering whose "
+        "clusters change by at most one record when one record changes (insensitive "
+        "microaggregation), replaces values by cluster averages and adds one noise draw "
+        "per cluster and attribute. With the rigorous calibration it is ε-DP but helps "
+        "only when k² > n."
+    ),
+    paper=_P.cite(
+        _P.SORIA_COMAS_2013_TRUSTCOM,
+        _P.SORIA_COMAS_2013_THESIS + ", ch. 6",
+        "sensitivity correction: " + _P.SANCHEZ_2014_PSD + ", §3",
+    ),
+    params=(
+        k_param(),
+        epsilon_param(),
+        NOISE_PARAM,
+        BUDGET_PARAM,
+        VARIANT_PARAM,
+        CALIBRATION_PARAM,
+        REFERENCE_PARAM,
+        WEIGHTS_PARAM,
+        DROP_MISSING_PARAM,
+        SHUFFLE_PARAM,
+        LAYOUT_PARAM,
+    ),
     protects=(Role.EPS_QUASI,),
     requires=(Role.EPS_QUASI,),
     guarantee=guarantee,

@@ -50,34 +50,39 @@ from dpstudio.engine.types import Job, Output
 
 # --------------------------------------------------------------------------- guarantee texts
 
-IDP_MEANING = ("individual differential privacy: the release is almost as likely when any one "
-               "record of THIS data set is replaced by any other value, which protects every "
-               "actual respondent but, unlike ε-DP, not every possible data set; it is not ε-DP")
+IDP_MEANING = (
+    "individual differential privacy: the release is almost as likely when any one "
+    "record of THIS data set is replaced by any other value, which protects every "
+    "actual respondent but, unlike ε-DP, not every possible data set; it is not ε-DP"
+)
 
 JOINT_RANKING_REASON = (
     "each of the {m} attributes is clustered separately, so released together in records the "
     "pattern of which clusters a record combines is not hidden by the noise (neighbouring data "
     "sets can even differ in the number of distinct records released; a gap in paper 002's "
-    "argument)")
+    "argument)"
+)
 
 JOINT_RANKING_REMEDY = (
     " For a record-level guarantee choose the release layout 'separate-tables' (each attribute "
     "in its own independently shuffled one-column table: the guarantee then holds for the whole "
-    "release by sequential composition over the tables), or use insensitive-dp.")
+    "release by sequential composition over the tables), or use insensitive-dp."
+)
 
 
 def joint_ranking_gap(p: dict) -> bool:
     """Individual ranking of m >= 2 attributes released together in records with k >= 2
     (not when each attribute is released in its own independently shuffled table).
     """
-    return (len(p.get("_attributes") or ()) >= 2 and int(p.get("k") or 1) >= 2
-            and not separate_tables(p))
+    return len(p.get("_attributes") or ()) >= 2 and int(p.get("k") or 1) >= 2 and not separate_tables(p)
 
 
 def _scoped_if_joint(p: dict, what: str, text: str) -> str:
     if joint_ranking_gap(p):
-        return (scoped_sentence(what, [JOINT_RANKING_REASON.format(m=len(p["_attributes"]))],
-                                text) + JOINT_RANKING_REMEDY)
+        return (
+            scoped_sentence(what, [JOINT_RANKING_REASON.format(m=len(p["_attributes"]))], text)
+            + JOINT_RANKING_REMEDY
+        )
     return text
 
 
@@ -86,43 +91,57 @@ def guarantee_ir_dp(p: dict) -> str:
     if p.get("epsilon") is None:
         return baseline_sentence(f"individual ranking with k = {k}")
     if p.get("noise") == "staircase" and int(k or 1) > 1:
-        core = (dp_sentence(p) + f"; individual ranking with k = {k}, one staircase draw per "
-                "cluster of sensitivity Δ(A_i)/k and budget ε_i/n_c, n_c = ⌊n/k⌋ (sequential "
-                "composition over the clusters: staircase noise does not take paper 002's L1 "
-                "bound), clamped to the domain.")
+        core = (
+            dp_sentence(p) + f"; individual ranking with k = {k}, one staircase draw per "
+            "cluster of sensitivity Δ(A_i)/k and budget ε_i/n_c, n_c = ⌊n/k⌋ (sequential "
+            "composition over the clusters: staircase noise does not take paper 002's L1 "
+            "bound), clamped to the domain."
+        )
     else:
-        core = (dp_sentence(p) + f"; individual ranking with k = {k}, one {noise_name(p)} draw "
-                "per cluster of scale Δ(A_i)/(k·ε_i) (paper 002 Lemma 1), clamped to the domain.")
+        core = (
+            dp_sentence(p) + f"; individual ranking with k = {k}, one {noise_name(p)} draw "
+            "per cluster of scale Δ(A_i)/(k·ε_i) (paper 002 Lemma 1), clamped to the domain."
+        )
     return _scoped_if_joint(p, "ε-differential privacy", core + order_clause(p))
 
 
 def _idp_sentence(p: dict, how: str) -> str:
     k = p.get("k")
     eps = fmt(p["epsilon"])
-    head = (f"(m·{eps})-individual differential privacy" if p.get("budget") == "per-attribute"
-            else f"{eps}-individual differential privacy (ε-iDP)")
-    text = (f"{head} ({budget_clause(p)}): {IDP_MEANING}. Individual ranking with k = {k}; "
-            f"{how}. As in paper 001, the local sensitivity assumes each record stays in its "
-            "cluster; replacing a record can also shift others between clusters, which this "
-            "calibration does not bound (our neighbour tests found changes up to 1.4× LS for "
-            "iDP-LS and more for iDP-CBLS)." + order_clause(p))
+    head = (
+        f"(m·{eps})-individual differential privacy"
+        if p.get("budget") == "per-attribute"
+        else f"{eps}-individual differential privacy (ε-iDP)"
+    )
+    text = (
+        f"{head} ({budget_clause(p)}): {IDP_MEANING}. Individual ranking with k = {k}; "
+        f"{how}. As in paper 001, the local sensitivity assumes each record stays in its "
+        "cluster; replacing a record can also shift others between clusters, which this "
+        "calibration does not bound (our neighbour tests found changes up to 1.4× LS for "
+        "iDP-LS and more for iDP-CBLS)." + order_clause(p)
+    )
     return _scoped_if_joint(p, "individual differential privacy", text)
 
 
 def guarantee_idp_ls(p: dict) -> str:
     if p.get("epsilon") is None:
         return baseline_sentence(f"individual ranking with k = {p.get('k')}")
-    return _idp_sentence(p, f"{noise_name(p)} noise of scale LS(C)/ε_i per cluster, "
-                            "LS(C) = max(ub − min C, max C − lb)/|C|, clamped to the domain")
+    return _idp_sentence(
+        p,
+        f"{noise_name(p)} noise of scale LS(C)/ε_i per cluster, "
+        "LS(C) = max(ub − min C, max C − lb)/|C|, clamped to the domain",
+    )
 
 
 def guarantee_idp_cbls(p: dict) -> str:
     if p.get("epsilon") is None:
-        return baseline_sentence(
-            f"individual ranking with k = {p.get('k')} and extreme-value pre-processing")
-    return _idp_sentence(p, "each cluster's smallest and largest values are replaced by their "
-                            f"neighbours, then {noise_name(p)} noise of scale LS(C)/ε_i from "
-                            "the cluster-based local sensitivity (paper 001 Prop. 3)")
+        return baseline_sentence(f"individual ranking with k = {p.get('k')} and extreme-value pre-processing")
+    return _idp_sentence(
+        p,
+        "each cluster's smallest and largest values are replaced by their "
+        f"neighbours, then {noise_name(p)} noise of scale LS(C)/ε_i from "
+        "the cluster-based local sensitivity (paper 001 Prop. 3)",
+    )
 
 
 def is_dp_ir(p: dict) -> bool:
@@ -133,8 +152,11 @@ def is_dp_ir(p: dict) -> bool:
     ε-DP; see ``JOINT_RANKING_REASON``.  With ``layout='separate-tables'`` every attribute is
     its own independently shuffled table: ε-DP by sequential composition.
     """
-    return (p.get("epsilon") is not None and bool(p.get("shuffle", True) or separate_tables(p))
-            and not joint_ranking_gap(p))
+    return (
+        p.get("epsilon") is not None
+        and bool(p.get("shuffle", True) or separate_tables(p))
+        and not joint_ranking_gap(p)
+    )
 
 
 # --------------------------------------------------------------------------- shared run
@@ -189,9 +211,14 @@ def _plain_sums(ts: np.ndarray, s0: np.ndarray, sz: np.ndarray) -> np.ndarray:
 SumsFn = Callable[[np.ndarray, np.ndarray, np.ndarray, "N.Grid"], tuple]
 
 
-def _run_ranked(job: Job, *, bounds: Callable[[Job, list[str]], dict],
-                centroids: Callable[[dict], np.ndarray], grid_sums: SumsFn,
-                global_sensitivity: bool) -> Output:
+def _run_ranked(
+    job: Job,
+    *,
+    bounds: Callable[[Job, list[str]], dict],
+    centroids: Callable[[dict], np.ndarray],
+    grid_sums: SumsFn,
+    global_sensitivity: bool,
+) -> Output:
     """Individual ranking of every ε-quasi, then noise on each group's integer grid sum.
 
     ``centroids(stats)``: the noise-free group values; ``grid_sums(t, starts, sizes, grid)``:
@@ -220,21 +247,22 @@ def _run_ranked(job: Job, *, bounds: Callable[[Job, list[str]], dict],
         else:
             eps_draw = float(eps[j])
             if split:
-                eps_draw /= nc   # staircase: sensitivity Δ/k per centroid, ε_i/n_c per draw
+                eps_draw /= nc  # staircase: sensitivity Δ/k per centroid, ε_i/n_c per draw
             # the calibration on the integer cluster SUMS of the grid values
             # t = rint(x/γ) − base (rint is monotone: the ranking, Lemma 1 and the local
             # sensitivities carry over to t), released as the sum's mean rounded to the grid
             g = N.job_grid(job, c)
-            if g.span is None and st["xs"].size and (
-                    float(np.abs(st["xs"]).max()) / g.gamma * n >= 2.0 ** 53):
+            if g.span is None and st["xs"].size and (float(np.abs(st["xs"]).max()) / g.gamma * n >= 2.0**53):
                 raise ParameterError(
                     f"Precision {g.gamma:g} of column {c!r} is too fine for its values (sums "
-                    "would overflow exact integer arithmetic); choose a coarser precision.")
+                    "would overflow exact integer arithmetic); choose a coarser precision."
+                )
             ts = g.to_units(st["xs"])
             sz = st["sizes"]
             tsum, sens_u = grid_sums(ts, st["starts"], sz, g)
-            noisy = tsum + K.grid_noise(kind, job_stream(job, K.PURPOSE_NOISE, j),
-                                        np.arange(nc), sens_u, eps_draw)
+            noisy = tsum + K.grid_noise(
+                kind, job_stream(job, K.PURPOSE_NOISE, j), np.arange(nc), sens_u, eps_draw
+            )
             vals = g.from_units(N.round_half_up_div(noisy, sz))
             per[c] = N.grid_info(kind, g, sens_u, eps_draw, k if global_sensitivity else sz)
             per[c]["noise_on"] = "cluster sums (grid units)"
@@ -251,7 +279,8 @@ def _run_ranked(job: Job, *, bounds: Callable[[Job, list[str]], dict],
             warnings.append(
                 f"Staircase noise with individual ranking: {STAIRCASE_VECTOR_NOTE}. Here that is "
                 f"ε_i/{nc} per draw, far more noise than Laplace (which needs no split): use "
-                "noise='laplace'.")
+                "noise='laplace'."
+            )
     return released(job, new, info=info, protected=cols, warnings=warnings)
 
 
@@ -264,8 +293,9 @@ def _ir_dp_sums(ts, s0, sz, g):
 
 
 def run_ir_dp(job: Job) -> Output:
-    return _run_ranked(job, bounds=_domain_bounds, centroids=_mean_centroids,
-                       grid_sums=_ir_dp_sums, global_sensitivity=True)
+    return _run_ranked(
+        job, bounds=_domain_bounds, centroids=_mean_centroids, grid_sums=_ir_dp_sums, global_sensitivity=True
+    )
 
 
 # --------------------------------------------------------------------------- idp-ls
@@ -277,8 +307,9 @@ def _local_sums(ts, s0, sz, g):
 
 
 def run_idp_ls(job: Job) -> Output:
-    return _run_ranked(job, bounds=_domain_bounds, centroids=_mean_centroids,
-                       grid_sums=_local_sums, global_sensitivity=False)
+    return _run_ranked(
+        job, bounds=_domain_bounds, centroids=_mean_centroids, grid_sums=_local_sums, global_sensitivity=False
+    )
 
 
 # --------------------------------------------------------------------------- idp-cbls
@@ -304,8 +335,13 @@ def _cbls_sums(ts, s0, sz, g):
 
 
 def run_idp_cbls(job: Job) -> Output:
-    return _run_ranked(job, bounds=_declared_bounds, centroids=_cbls_centroids,
-                       grid_sums=_cbls_sums, global_sensitivity=False)
+    return _run_ranked(
+        job,
+        bounds=_declared_bounds,
+        centroids=_cbls_centroids,
+        grid_sums=_cbls_sums,
+        global_sensitivity=False,
+    )
 
 
 # --------------------------------------------------------------------------- specs
@@ -314,9 +350,11 @@ IR_DP = MethodSpec(
     id="ir-dp",
     name="Individual ranking + noise (DP-UM)",
     family="differential privacy",
-    description=("For each ε-quasi-identifier separately: sorts the values, forms groups of k "
-                 "consecutive values, replaces them by the group average and adds ONE noise draw "
-                 "per group (k times less noise than plain Laplace)."),
+    description=(
+        "For each ε-quasi-identifier separately: sorts the values, forms groups of k "
+        "consecutive values, replaces them by the group average and adds ONE noise draw "
+        "per group (k times less noise than plain Laplace)."
+    ),
     paper=_P.cite(_P.SANCHEZ_2014_PSD, _P.SORIA_COMAS_2025_TDP + ", §3.1"),
     params=(k_param(),) + CLUSTERED_DP_PARAMS,
     protects=(Role.EPS_QUASI,),
@@ -335,9 +373,11 @@ IDP_LS = MethodSpec(
     id="idp-ls",
     name="Individual DP: individual ranking + local sensitivity (iDP-LS)",
     family="individual differential privacy",
-    description=("As individual ranking + noise, but each group's noise is scaled to how much "
-                 "its average could change if one of ITS records were replaced (local "
-                 "sensitivity). Less noise; the guarantee is individual DP, weaker than ε-DP."),
+    description=(
+        "As individual ranking + noise, but each group's noise is scaled to how much "
+        "its average could change if one of ITS records were replaced (local "
+        "sensitivity). Less noise; the guarantee is individual DP, weaker than ε-DP."
+    ),
     paper=_P.SORIA_COMAS_2025_TDP + ", §3.2.1",
     params=(k_param(),) + CLUSTERED_DP_PARAMS,
     protects=(Role.EPS_QUASI,),
@@ -355,10 +395,12 @@ IDP_CBLS = MethodSpec(
     id="idp-cbls",
     name="Individual DP: cluster-based local sensitivity (iDP-CBLS)",
     family="individual differential privacy",
-    description=("Individual ranking groups; inside each group the smallest and largest values "
-                 "are pulled in to their neighbours before averaging, so the noise depends only "
-                 "on the spread inside the group (no domain needed). Individual DP, weaker than "
-                 "ε-DP. Needs k ≥ 3."),
+    description=(
+        "Individual ranking groups; inside each group the smallest and largest values "
+        "are pulled in to their neighbours before averaging, so the noise depends only "
+        "on the spread inside the group (no domain needed). Individual DP, weaker than "
+        "ε-DP. Needs k ≥ 3."
+    ),
     paper=_P.SORIA_COMAS_2025_TDP + ", §3.2.2, Prop. 3",
     params=(k_param(minimum=3),) + CLUSTERED_DP_PARAMS,
     protects=(Role.EPS_QUASI,),

@@ -24,9 +24,11 @@ from dpstudio.engine.types import Job, Output
 
 
 def guarantee(p: dict) -> str:
-    return (f"Probabilistic k-anonymity with k = {p.get('k')} for each confidential attribute "
-            f"separately{named(p)}: its values are permuted at random inside groups of at least k records "
-            "with consecutive values (individual ranking). Not differential privacy.")
+    return (
+        f"Probabilistic k-anonymity with k = {p.get('k')} for each confidential attribute "
+        f"separately{named(p)}: its values are permuted at random inside groups of at least k records "
+        "with consecutive values (individual ranking). Not differential privacy."
+    )
 
 
 def run(job: Job) -> Output:
@@ -47,17 +49,18 @@ def run(job: Job) -> Output:
         new[order] = col[order[perm]]
         df[c] = new
         job.progress((j + 1) / len(cols))
-    return Output(df, info={"clusters_per_attribute": MA.n_clusters_for(n, k), "k": k},
-                  protected=cols)
+    return Output(df, info={"clusters_per_attribute": MA.n_clusters_for(n, k), "k": k}, protected=cols)
 
 
 SPEC = MethodSpec(
     id="ir-swap",
     name="Probabilistic k-anonymity: individual ranking + swap",
     family="probabilistic k-anonymity",
-    description=("For each confidential attribute separately: sorts its values, forms groups of "
-                 "k consecutive values and shuffles the values inside each group. Values stay "
-                 "real and each attribute's distribution is preserved exactly."),
+    description=(
+        "For each confidential attribute separately: sorts its values, forms groups of "
+        "k consecutive values and shuffles the values inside each group. Values stay "
+        "real and each attribute's distribution is preserved exactly."
+    ),
     paper=_P.SORIA_COMAS_2013_THESIS + ", §3.3.3",
     params=(k_param(), DROP_MISSING_PARAM),
     protects=(Role.CONFIDENTIAL,),

@@ -47,73 +47,114 @@ from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
 
 ALGORITHM_PARAM = Param(
-    "algorithm", "choice", "ola",
+    "algorithm",
+    "choice",
+    "ola",
     "How the k-quasis are generalised: 'ola' = optimal full-domain generalisation over the "
     "hierarchy levels (every value of a column generalised to the same level; records in "
     "classes smaller than k are suppressed, up to the suppression limit); 'mondrian' = "
     "multidimensional median partitioning (numeric columns released as ranges, categorical "
     "ones as hierarchy nodes; no suppression).",
-    label="generalisation algorithm", choices=("ola", "mondrian"),
+    label="generalisation algorithm",
+    choices=("ola", "mondrian"),
     choice_labels={"ola": "OLA (optimal full-domain)", "mondrian": "Mondrian (multidimensional)"},
 )
 
 SUPPRESSION_PARAM = Param(
-    "suppression", "float", 0.05,
+    "suppression",
+    "float",
+    0.05,
     "OLA only: the largest share of records that may be suppressed (removed from the release) "
     "to reach k-anonymity with less generalisation. 0.05 = 5 %.",
-    label="suppression limit", minimum=0.0, maximum=0.99,
+    label="suppression limit",
+    minimum=0.0,
+    maximum=0.99,
 )
 
 CONFIDENCE_PARAM = Param(
-    "confidence", "float", None,
+    "confidence",
+    "float",
+    None,
     "Optional c-confident k-anonymity (paper 003 §V-C): with confidence c (e.g. 0.99), also "
     "suppress released records whose noisy ε-quasi lies within the c-confidence radius of fewer "
     "than k original class members, and classes left with fewer than k records. Empty = off.",
-    label="confidence c", minimum=0.0, min_inclusive=False, maximum=0.999999,
+    label="confidence c",
+    minimum=0.0,
+    min_inclusive=False,
+    maximum=0.999999,
 )
 
 LOSS_PARAM = Param(
-    "loss", "choice", "precision",
+    "loss",
+    "choice",
+    "precision",
     "OLA's utility metric, the one the search minimises: 'precision' (paper 003 §III-A: "
     "level/(height−1) per cell, suppressed records count as fully generalised); ARX's metrics "
     "'loss' (ARX's default: share of the domain each value covers, geometric mean over the "
     "attributes), 'discernibility' (Σ class size² + n per suppressed record), 'aecs' (average "
     "equivalence class size, the suppressed records as one class) and 'entropy' (non-uniform "
     "entropy). Suppressed records count as in ARX.",
-    label="OLA utility metric", choices=("precision", "loss", "discernibility", "aecs", "entropy"),
-    choice_labels={"precision": "precision", "loss": "loss (ARX default)",
-                   "discernibility": "discernibility", "aecs": "average class size (AECS)",
-                   "entropy": "non-uniform entropy"},
+    label="OLA utility metric",
+    choices=("precision", "loss", "discernibility", "aecs", "entropy"),
+    choice_labels={
+        "precision": "precision",
+        "loss": "loss (ARX default)",
+        "discernibility": "discernibility",
+        "aecs": "average class size (AECS)",
+        "entropy": "non-uniform entropy",
+    },
     advanced=True,
 )
 
-_PARAMS = (k_param(default=5, minimum=2), epsilon_param(1.0), ALGORITHM_PARAM, SUPPRESSION_PARAM,
-           CONFIDENCE_PARAM, LOSS_PARAM, NOISE_PARAM, DROP_MISSING_PARAM)
+_PARAMS = (
+    k_param(default=5, minimum=2),
+    epsilon_param(1.0),
+    ALGORITHM_PARAM,
+    SUPPRESSION_PARAM,
+    CONFIDENCE_PARAM,
+    LOSS_PARAM,
+    NOISE_PARAM,
+    DROP_MISSING_PARAM,
+)
 
 
 def _guarantee(p: dict) -> str:
     k = p.get("k")
     eps = p.get("epsilon")
-    alg = "OLA full-domain generalisation" if p.get("algorithm", "ola") == "ola" else "Mondrian generalisation"
-    s = (f"{k}-anonymity on the k-quasi-identifiers ({alg}"
-         + (f", at most {100 * float(p.get('suppression') or 0):g} % of records suppressed" if p.get("algorithm", "ola") == "ola" else "")
-         + ")")
+    alg = (
+        "OLA full-domain generalisation" if p.get("algorithm", "ola") == "ola" else "Mondrian generalisation"
+    )
+    s = (
+        f"{k}-anonymity on the k-quasi-identifiers ({alg}"
+        + (
+            f", at most {100 * float(p.get('suppression') or 0):g} % of records suppressed"
+            if p.get("algorithm", "ola") == "ola"
+            else ""
+        )
+        + ")"
+    )
     eq = p.get("_eps_quasi")
     if eq is not None and len(eq) == 0:
-        s += ("; there is no ε-quasi-identifier, so no noise is added and ε plays no role. "
-              "Not differential privacy.")
+        s += (
+            "; there is no ε-quasi-identifier, so no noise is added and ε plays no role. "
+            "Not differential privacy."
+        )
     elif eps is None:
         s += "; the ε-quasi-identifiers are released without noise (noise-free baseline)."
     else:
         named = f" ({', '.join(eq)})" if eq else ""
-        s += (f", plus within-class noise on the ε-quasi-identifiers{named}: inside each equivalence class, "
-              f"{p.get('noise', 'laplace')} noise of scale (class range)/ε with ε = {eps:g} "
-              "((k, ε)-anonymity, paper 003). This is NOT ε-differential privacy: the noise is "
-              "calibrated to each class's own range of values, which depends on the data, so "
-              "changing one record can change the noise of a whole class.")
+        s += (
+            f", plus within-class noise on the ε-quasi-identifiers{named}: inside each equivalence class, "
+            f"{p.get('noise', 'laplace')} noise of scale (class range)/ε with ε = {eps:g} "
+            "((k, ε)-anonymity, paper 003). This is NOT ε-differential privacy: the noise is "
+            "calibrated to each class's own range of values, which depends on the data, so "
+            "changing one record can change the noise of a whole class."
+        )
     if p.get("confidence"):
-        s += (f" Records whose noisy values stay within the {float(p['confidence']):g}-confidence "
-              "radius of fewer than k class members are suppressed (c-confident k-anonymity).")
+        s += (
+            f" Records whose noisy values stay within the {float(p['confidence']):g}-confidence "
+            "radius of fewer than k class members are suppressed (c-confident k-anonymity)."
+        )
     return s
 
 
@@ -130,12 +171,16 @@ def _hierarchies(job: Job, kq: list[str]) -> tuple[dict, list[str]]:
     given = dict(job.hierarchies or {})
     unknown = [c for c in given if c not in job.data.columns]
     if unknown:
-        raise ParameterError(f"Hierarchy given for column(s) not in the data: {', '.join(map(repr, unknown))}.")
+        raise ParameterError(
+            f"Hierarchy given for column(s) not in the data: {', '.join(map(repr, unknown))}."
+        )
     warns = []
     not_k = [c for c in given if c not in kq]
     if not_k:
-        warns.append(f"Hierarchies for {', '.join(map(repr, not_k))} were ignored: only k-quasi-"
-                     "identifiers are generalised.")
+        warns.append(
+            f"Hierarchies for {', '.join(map(repr, not_k))} were ignored: only k-quasi-"
+            "identifiers are generalised."
+        )
     return {c: load_hierarchy(given[c], c) for c in kq if c in given}, warns
 
 
@@ -156,13 +201,22 @@ def _generalise(job: Job, kq: list[str]) -> tuple:
         qkey = ("k-eps", "encoded", tuple(kq), hkey)
         if qkey not in job.cache:
             job.cache[qkey] = encode_quasis(job.data, kq, hs)
-        gen = ola(job.data, kq, k, suppression=sup, loss=p.get("loss") or "precision",
-                  quasis=job.cache[qkey], check_cancel=job.check_cancel)
+        gen = ola(
+            job.data,
+            kq,
+            k,
+            suppression=sup,
+            loss=p.get("loss") or "precision",
+            quasis=job.cache[qkey],
+            check_cancel=job.check_cancel,
+        )
     else:
         num_with_h = [c for c in hs if pd.api.types.is_numeric_dtype(job.data[c])]
         if num_with_h:
-            warns.append(f"Mondrian releases numeric k-quasis as ranges; the hierarchies of "
-                         f"{', '.join(map(repr, num_with_h))} were not used.")
+            warns.append(
+                f"Mondrian releases numeric k-quasis as ranges; the hierarchies of "
+                f"{', '.join(map(repr, num_with_h))} were not used."
+            )
         gen = mondrian(job.data, kq, k, hierarchies=hs, check_cancel=job.check_cancel)
     job.cache[key] = (gen, warns)
     return gen, warns
@@ -181,8 +235,9 @@ def run_keps(job: Job) -> Output:
             "noise='staircase' in method 'k-eps' needs a single ε-quasi-identifier: the record-"
             "level mechanism (scale Σ_j diam_j/ε on each) is calibrated to an L1 sensitivity, "
             "which Laplace noise honours and staircase noise does not. Use noise='laplace' or "
-            f"keep one ε-quasi (got {len(eq)}: {', '.join(eq)}).")
-    if conf is not None:   # the declared range (0, 0.999999] says it; checked by the one path
+            f"keep one ε-quasi (got {len(eq)}: {', '.join(eq)})."
+        )
+    if conf is not None:  # the declared range (0, 0.999999] says it; checked by the one path
         conf = CONFIDENCE_PARAM.check(conf, "k-eps")
     X = _eps_matrix(job, eq)
     job.progress(0.05)
@@ -205,19 +260,18 @@ def run_keps(job: Job) -> Output:
         T = np.column_stack([g.to_units(Xk[:, j]) for j, g in enumerate(grids)])
         diam_t = class_diameters(cls, T.astype(np.float64), n_cls).astype(np.int64)
         gam = np.array([g.gamma for g in grids])
-        diam = diam_t * gam                      # the ranges actually covered, value units
+        diam = diam_t * gam  # the ranges actually covered, value units
     sens_cls = diam.sum(axis=1)  # record-level L1 sensitivity per class
     sens = sens_cls[cls]
     if grids is not None:
         assert eps is not None  # grids are built only when eps is not None (above)
         if len(eq) == 1:
             Z = N.grid_noise(kind, job.rng, diam_t[cls, 0], float(eps), len(kept))[:, None]
-        else:   # Laplace only (staircase refused above): rate γ_j·ε′/S per coordinate
+        else:  # Laplace only (staircase refused above): rate γ_j·ε′/S per coordinate
             with np.errstate(divide="ignore"):
                 rate = gam[None, :] * (float(eps) * (1.0 - N.EPS_SAFETY)) / sens[:, None]
             Z = N.discrete_laplace(job.rng, np.broadcast_to(rate, T.shape), T.shape)
-        Y = np.column_stack([g.from_units(T[:, j] + Z[:, j]).astype(np.float64)
-                             for j, g in enumerate(grids)])
+        Y = np.column_stack([g.from_units(T[:, j] + Z[:, j]).astype(np.float64) for j, g in enumerate(grids)])
     else:
         Y = Xk.copy()
     # step 5: c-confident k-anonymity
@@ -227,12 +281,18 @@ def run_keps(job: Job) -> Output:
         r = sens * confidence_radius(kind, float(eps), float(conf))
         sup_c, whole = confident_suppression(cls, Xk, Y, r, k)
         rel = ~sup_c
-        conf_info = {"c": float(conf), "records": int(sup_c.sum()),
-                     "records_share": float(sup_c.sum()) / max(len(kept), 1),
-                     "classes": int(whole.sum()), "classes_share": float(whole.sum()) / max(n_cls, 1)}
+        conf_info = {
+            "c": float(conf),
+            "records": int(sup_c.sum()),
+            "records_share": float(sup_c.sum()) / max(len(kept), 1),
+            "classes": int(whole.sum()),
+            "classes_share": float(whole.sum()) / max(n_cls, 1),
+        }
         if not rel.any():
-            raise InputError(f"c-confident k-anonymity with c = {conf:g} would suppress every record; "
-                             "lower the confidence or ε, or raise k.")
+            raise InputError(
+                f"c-confident k-anonymity with c = {conf:g} would suppress every record; "
+                "lower the confidence or ε, or raise k."
+            )
     elif conf is not None and not eq:
         warns.append("confidence was ignored: there are no ε-quasi-identifiers.")
     job.progress(0.85)
@@ -249,8 +309,7 @@ def run_keps(job: Job) -> Output:
         else:
             data[c] = pd.Series(lab, dtype=object)
     for j, c in enumerate(eq):
-        data[c] = (Y[take, j].astype(np.int64) if grids is not None and grids[j].integer
-                   else Y[take, j])
+        data[c] = Y[take, j].astype(np.int64) if grids is not None and grids[j].integer else Y[take, j]
     # equivalence classes of the release (renumbered, as released)
     out_cls_raw = cls[take]
     uniq_cls, out_cls = np.unique(out_cls_raw, return_inverse=True)
@@ -295,28 +354,35 @@ def run_keps(job: Job) -> Output:
     if gen.node is not None:
         info["chosen_levels"] = dict(gen.levels)
     if len(sup_rows):
-        warns.append(f"{len(sup_rows)} record(s) ({100 * len(sup_rows) / n:.2f} %) were suppressed "
-                     "by the generalisation step and are not in the release.")
+        warns.append(
+            f"{len(sup_rows)} record(s) ({100 * len(sup_rows) / n:.2f} %) were suppressed "
+            "by the generalisation step and are not in the release."
+        )
     if conf_info and conf_info["records"]:
-        warns.append(f"c-confident k-anonymity (c = {conf_info['c']:g}) suppressed {conf_info['records']} "
-                     f"more record(s) ({100 * conf_info['records'] / n:.2f} %).")
+        warns.append(
+            f"c-confident k-anonymity (c = {conf_info['c']:g}) suppressed {conf_info['records']} "
+            f"more record(s) ({100 * conf_info['records'] / n:.2f} %)."
+        )
     job.progress(1.0)
     # ``protected`` is what generic measures (SSE, record linkage) compare by default: the
     # numeric ε-quasis.  The generalised k-quasis are strings ("30-34"); their information loss
     # is ``keps_gen_loss`` and their k-anonymity ``keps_min_class_size`` (keps_metrics).
-    return Output(data=data, info=info, warnings=warns, row_map=row_map,
-                  protected=list(eq) if eq else list(kq))
+    return Output(
+        data=data, info=info, warnings=warns, row_map=row_map, protected=list(eq) if eq else list(kq)
+    )
 
 
 SPEC = MethodSpec(
     id="k-eps",
     name="(k, ε)-anonymity",
     family="k-anonymity + noise",
-    description=("Generalises the k-quasi-identifiers (OLA over hierarchy levels, or Mondrian) "
-                 "until every combination is shared by at least k records, then adds noise to the "
-                 "ε-quasi-identifiers inside each group, scaled to the group's own range of values, "
-                 "and shuffles the records. Optional c-confident suppression of records whose noisy "
-                 "values still point to few group members."),
+    description=(
+        "Generalises the k-quasi-identifiers (OLA over hierarchy levels, or Mondrian) "
+        "until every combination is shared by at least k records, then adds noise to the "
+        "ε-quasi-identifiers inside each group, scaled to the group's own range of values, "
+        "and shuffles the records. Optional c-confident suppression of records whose noisy "
+        "values still point to few group members."
+    ),
     paper=_P.HOLOHAN_2017,
     params=_PARAMS,
     protects=(Role.K_QUASI, Role.EPS_QUASI),

@@ -31,16 +31,22 @@ from dpstudio.engine.types import Job, Output
 def guarantee(p: dict) -> str:
     if p.get("epsilon") is None:
         return baseline_sentence("original values")
-    return (dp_sentence(p) + f"; {noise_name(p)} noise of scale Δ(A_i)/ε_i added to every "
-            "value, clamped to the domain.")
+    return (
+        dp_sentence(p) + f"; {noise_name(p)} noise of scale Δ(A_i)/ε_i added to every "
+        "value, clamped to the domain."
+    )
 
 
 def run(job: Job) -> Output:
     cols = eps_quasi(job)
     eps, info = eps_info(job, cols)
     if eps is None:
-        return Output(job.data.copy(), info=info, protected=cols,
-                      warnings=["No ε given: the original values are returned (baseline)."])
+        return Output(
+            job.data.copy(),
+            info=info,
+            protected=cols,
+            warnings=["No ε given: the original values are returned (baseline)."],
+        )
     X = job.matrix(cols)
     lb, ub = job.bounds(cols)
     kind = job.params.get("noise", "laplace")
@@ -49,11 +55,10 @@ def run(job: Job) -> Output:
     for j, c in enumerate(cols):
         job.check_cancel()
         delta = ub[j] - lb[j]
-        g = N.job_grid(job, c)   # exact integer noise on the grid γ (issue 8 §3)
+        g = N.job_grid(job, c)  # exact integer noise on the grid γ (issue 8 §3)
         t = g.to_units(X[:, j])
         # one keyed draw per record: record r of attribute j, whatever the partitioning
-        t += K.grid_noise(kind, job_stream(job, K.PURPOSE_NOISE, j), np.arange(job.n), g.span,
-                          eps[j])
+        t += K.grid_noise(kind, job_stream(job, K.PURPOSE_NOISE, j), np.arange(job.n), g.span, eps[j])
         new[c] = g.from_units(t)
         per[c] = {"domain_width": float(delta), **N.grid_info(kind, g, g.span, float(eps[j]))}
         job.progress((j + 1) / len(cols))
@@ -65,9 +70,11 @@ SPEC = MethodSpec(
     id="laplace",
     name="Plain Laplace noise (no microaggregation)",
     family="differential privacy",
-    description=("Adds random noise to every value of the ε-quasi-identifiers, calibrated to the "
-                 "width of each attribute's declared domain, and clamps the result to the "
-                 "domain. The k = 1 baseline of the microaggregation-based methods."),
+    description=(
+        "Adds random noise to every value of the ε-quasi-identifiers, calibrated to the "
+        "width of each attribute's declared domain, and clamps the result to the "
+        "domain. The k = 1 baseline of the microaggregation-based methods."
+    ),
     paper=_P.cite(_P.SORIA_COMAS_2013_TRUSTCOM, _P.SANCHEZ_2014_PSD),
     params=DP_PARAMS,
     protects=(Role.EPS_QUASI,),

@@ -37,7 +37,9 @@ from dpstudio.engine.types import Job, Output
 METHOD_ID = "local-suppression"
 
 IMPORTANCE_PARAM = Param(
-    "importance", "str", None,
+    "importance",
+    "str",
+    None,
     "The keys in order of importance, most important first, comma-separated (e.g. "
     "'SEX,AGE,MARSTAT'): the least important key is suppressed first. Empty = sdcMicro's "
     "default: keys with more categories are less important.",
@@ -45,29 +47,44 @@ IMPORTANCE_PARAM = Param(
 )
 
 RECODE_PARAM = Param(
-    "recode_levels", "mapping", None,
+    "recode_levels",
+    "mapping",
+    None,
     "Optional global recoding before suppression: key -> level of its loaded hierarchy "
     "(e.g. AGE:2). Every value of that key is generalised to that level first, as sdcMicro's "
     "globalRecode; fewer values then need to be suppressed.",
-    label="global recoding (hierarchy levels)", advanced=True,
+    label="global recoding (hierarchy levels)",
+    advanced=True,
 )
 
-_PARAMS = (k_param(default=3, minimum=2, help="Every record must share its key combination "
-                   "with at least k − 1 others (a suppressed value matches any value)."),
-           IMPORTANCE_PARAM, RECODE_PARAM)
+_PARAMS = (
+    k_param(
+        default=3,
+        minimum=2,
+        help="Every record must share its key combination "
+        "with at least k − 1 others (a suppressed value matches any value).",
+    ),
+    IMPORTANCE_PARAM,
+    RECODE_PARAM,
+)
 
 
 def guarantee(p: dict) -> str:
     keys = p.get("_attributes")
     named = f" ({', '.join(keys)})" if keys else ""
-    s = (f"{p.get('k')}-anonymity on the k-quasi-identifiers{named} by local suppression: every "
-         "record agrees with at least k − 1 others on every key where neither value is "
-         "suppressed or missing (a missing value matches any value, sdcMicro's rule); key "
-         "values are only set to missing, never changed")
+    s = (
+        f"{p.get('k')}-anonymity on the k-quasi-identifiers{named} by local suppression: every "
+        "record agrees with at least k − 1 others on every key where neither value is "
+        "suppressed or missing (a missing value matches any value, sdcMicro's rule); key "
+        "values are only set to missing, never changed"
+    )
     levels = p.get("recode_levels") or {}
     if levels:
-        s += (", after global recoding of " + ", ".join(f"{c} to level {lv}" for c, lv in
-                                                       levels.items()) + " of their hierarchies")
+        s += (
+            ", after global recoding of "
+            + ", ".join(f"{c} to level {lv}" for c, lv in levels.items())
+            + " of their hierarchies"
+        )
     return s + ". Not differential privacy; the other columns are released unchanged."
 
 
@@ -80,14 +97,18 @@ def parse_importance(text: str | None, keys: list[str]) -> list[str] | None:
     names = [t.strip() for t in str(text).split(",") if t.strip()]
     unknown = [n for n in names if n not in keys]
     if unknown:
-        raise ParameterError(f"The 'importance' parameter of method {METHOD_ID!r} must name the "
-                             f"k-quasi-identifiers ({', '.join(keys)}). Got {text!r} instead.")
+        raise ParameterError(
+            f"The 'importance' parameter of method {METHOD_ID!r} must name the "
+            f"k-quasi-identifiers ({', '.join(keys)}). Got {text!r} instead."
+        )
     if sorted(names) != sorted(keys):
         missing = [k for k in keys if k not in names]
-        raise ParameterError(f"The 'importance' parameter of method {METHOD_ID!r} must name every "
-                             f"k-quasi-identifier once, most important first; missing or "
-                             f"repeated: {', '.join(missing) or 'a repeated name'}. Got {text!r} "
-                             "instead.")
+        raise ParameterError(
+            f"The 'importance' parameter of method {METHOD_ID!r} must name every "
+            f"k-quasi-identifier once, most important first; missing or "
+            f"repeated: {', '.join(missing) or 'a repeated name'}. Got {text!r} "
+            "instead."
+        )
     return names
 
 
@@ -100,11 +121,15 @@ def _recode(job: Job, keys: list[str], levels: dict) -> tuple[pd.DataFrame, list
     done = []
     for c, lv in levels.items():
         if c not in keys:
-            raise ParameterError(f"The 'recode_levels' parameter of method {METHOD_ID!r} must "
-                                 f"name k-quasi-identifiers ({', '.join(keys)}). Got {c!r} instead.")
+            raise ParameterError(
+                f"The 'recode_levels' parameter of method {METHOD_ID!r} must "
+                f"name k-quasi-identifiers ({', '.join(keys)}). Got {c!r} instead."
+            )
         if hier.get(c) is None:
-            raise ParameterError(f"Column {c!r}: global recoding needs its hierarchy; load one "
-                                 f"(hierarchies={{{c!r}: file}} / --hierarchy {c}=FILE).")
+            raise ParameterError(
+                f"Column {c!r}: global recoding needs its hierarchy; load one "
+                f"(hierarchies={{{c!r}: file}} / --hierarchy {c}=FILE)."
+            )
         h = load_hierarchy(hier[c], c)
         try:
             level = int(lv)
@@ -113,9 +138,11 @@ def _recode(job: Job, keys: list[str], levels: dict) -> tuple[pd.DataFrame, list
         except (TypeError, ValueError):
             level = -1
         if not 0 <= level < h.height:
-            raise ParameterError(f"The 'recode_levels' parameter of method {METHOD_ID!r} must give "
-                                 f"{c!r} a level in [0, {h.height - 1}] (its hierarchy's levels). "
-                                 f"Got {lv!r} instead.")
+            raise ParameterError(
+                f"The 'recode_levels' parameter of method {METHOD_ID!r} must give "
+                f"{c!r} a level in [0, {h.height - 1}] (its hierarchy's levels). "
+                f"Got {lv!r} instead."
+            )
         s = data[c]
         ok = s.notna().to_numpy()
         vals = np.full(len(s), None, dtype=object)
@@ -144,14 +171,20 @@ def run(job: Job) -> Output:
     # the release is checked, not trusted: exact f_k under the missing-matches-any rule
     codes, cards = encode_keys(out, keys, "any")
     fk, _ = wildcard_counts(codes, cards)
-    if len(fk) and fk.min() < k:   # pragma: no cover - a bug, never a data condition
+    if len(fk) and fk.min() < k:  # pragma: no cover - a bug, never a data condition
         raise InputError(f"local suppression failed its own {k}-anonymity check; please report")
-    info = {"suppression": rep, "recoded": recoded,
-            "suppressed_per_key": rep["suppressed_per_key"],
-            "suppressed_total": rep["suppressed_total"]}
-    warns = [f"Local suppression set {rep['suppressed_total']} key value(s) to missing in "
-             f"{rep['records_with_suppression']} record(s): "
-             + ", ".join(f"{c} {n}" for c, n in rep["suppressed_per_key"].items()) + "."]
+    info = {
+        "suppression": rep,
+        "recoded": recoded,
+        "suppressed_per_key": rep["suppressed_per_key"],
+        "suppressed_total": rep["suppressed_total"],
+    }
+    warns = [
+        f"Local suppression set {rep['suppressed_total']} key value(s) to missing in "
+        f"{rep['records_with_suppression']} record(s): "
+        + ", ".join(f"{c} {n}" for c, n in rep["suppressed_per_key"].items())
+        + "."
+    ]
     job.progress(1.0)
     return Output(out, info=info, warnings=warns, protected=keys)
 
@@ -161,10 +194,10 @@ SPEC = MethodSpec(
     name="Local suppression (k-anonymity on categorical keys)",
     family="k-anonymity",
     description="Sets the fewest key values to missing until every record shares its key "
-                "combination with at least k − 1 others; a missing value matches any value "
-                "(sdcMicro's localSuppression, with fewer suppressions). For survey files with "
-                "categorical keys (region, sex, age group, household type …). Optionally recodes "
-                "keys globally with their hierarchies first.",
+    "combination with at least k − 1 others; a missing value matches any value "
+    "(sdcMicro's localSuppression, with fewer suppressions). For survey files with "
+    "categorical keys (region, sex, age group, household type …). Optionally recodes "
+    "keys globally with their hierarchies first.",
     paper=TEMPL_2015_JSS,
     params=_PARAMS,
     protects=(Role.K_QUASI,),

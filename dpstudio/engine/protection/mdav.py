@@ -18,22 +18,30 @@ from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
 
 DISTANCE_PARAM = Param(
-    "distance", "choice", "standardized",
+    "distance",
+    "choice",
+    "standardized",
     "How MDAV measures distances between records: 'standardized' (each attribute divided by "
     "its standard deviation — the default of the spec), 'raw' (original units, as thesis ch. 3 "
     "did), 'domain' (each attribute divided by its declared domain width, as thesis ch. 6 did; "
     "needs a domain for every k-quasi).",
-    label="distance", choices=("standardized", "raw", "domain"),
-    choice_labels={"standardized": "Standardised (÷ std. dev.)", "raw": "Raw units",
-                   "domain": "Scaled by domain width"},
+    label="distance",
+    choices=("standardized", "raw", "domain"),
+    choice_labels={
+        "standardized": "Standardised (÷ std. dev.)",
+        "raw": "Raw units",
+        "domain": "Scaled by domain width",
+    },
     advanced=True,
 )
 
 
 def guarantee(p: dict) -> str:
-    return (f"k-anonymity with k = {p.get('k')} on the k-quasi-identifiers{named(p)}: every combination of "
-            "released k-quasi-identifier values is shared by at least k records (MDAV "
-            "microaggregation). Not differential privacy.")
+    return (
+        f"k-anonymity with k = {p.get('k')} on the k-quasi-identifiers{named(p)}: every combination of "
+        "released k-quasi-identifier values is shared by at least k records (MDAV "
+        "microaggregation). Not differential privacy."
+    )
 
 
 def mdav_labels(job: Job, cols: list[str], k: int) -> np.ndarray:
@@ -48,11 +56,13 @@ def mdav_labels(job: Job, cols: list[str], k: int) -> np.ndarray:
             if missing:
                 raise ParameterError(
                     "distance='domain' scales each k-quasi by its domain width; declare a domain "
-                    f"for {', '.join(map(repr, missing))} or choose another distance.")
+                    f"for {', '.join(map(repr, missing))} or choose another distance."
+                )
             lb, ub = job.bounds(cols)
             X = (X - lb) / (ub - lb)
-        job.cache[key] = MA.mdav(X, k, standardized=(dist != "standardized"),
-                                 check_cancel=job.check_cancel, progress=job.progress)
+        job.cache[key] = MA.mdav(
+            X, k, standardized=(dist != "standardized"), check_cancel=job.check_cancel, progress=job.progress
+        )
     return job.cache[key]
 
 
@@ -66,19 +76,28 @@ def run(job: Job) -> Output:
     vals = cent[labels]
     job.progress(1.0)
     sizes = np.bincount(labels, minlength=nc)
-    return Output(frame_with(job, {c: vals[:, j] for j, c in enumerate(cols)}),
-                  info={"clusters": nc, "min_cluster_size": int(sizes.min()),
-                        "max_cluster_size": int(sizes.max()), "k": k}, protected=cols)
+    return Output(
+        frame_with(job, {c: vals[:, j] for j, c in enumerate(cols)}),
+        info={
+            "clusters": nc,
+            "min_cluster_size": int(sizes.min()),
+            "max_cluster_size": int(sizes.max()),
+            "k": k,
+        },
+        protected=cols,
+    )
 
 
 SPEC = MethodSpec(
     id="mdav",
     name="MDAV k-anonymity (MDAV-ID)",
     family="k-anonymity",
-    description=("Groups records into clusters of at least k similar records (MDAV "
-                 "microaggregation on the k-quasi-identifiers) and replaces each record's "
-                 "k-quasi values by its cluster's average. Every released combination is then "
-                 "shared by at least k records."),
+    description=(
+        "Groups records into clusters of at least k similar records (MDAV "
+        "microaggregation on the k-quasi-identifiers) and replaces each record's "
+        "k-quasi values by its cluster's average. Every released combination is then "
+        "shared by at least k records."
+    ),
     paper=_P.SORIA_COMAS_2013_THESIS + ", §2.8, §3.4",
     params=(k_param(), DISTANCE_PARAM, DROP_MISSING_PARAM),
     protects=(Role.K_QUASI,),

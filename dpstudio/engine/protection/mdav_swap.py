@@ -15,10 +15,12 @@ from dpstudio.engine.types import Job, Output
 
 
 def guarantee(p: dict) -> str:
-    return (f"Probabilistic k-anonymity with k = {p.get('k')} on the k-quasi-identifiers{named(p)}: the "
-            "released k-quasi values are the original ones, permuted jointly at random inside "
-            "MDAV clusters of at least k records, so linking a record to its respondent succeeds "
-            "with probability at most 1/k. Not differential privacy.")
+    return (
+        f"Probabilistic k-anonymity with k = {p.get('k')} on the k-quasi-identifiers{named(p)}: the "
+        "released k-quasi values are the original ones, permuted jointly at random inside "
+        "MDAV clusters of at least k records, so linking a record to its respondent succeeds "
+        "with probability at most 1/k. Not differential privacy."
+    )
 
 
 def permute_within(rng: np.random.Generator, labels: np.ndarray) -> np.ndarray:
@@ -43,19 +45,23 @@ def run(job: Job) -> Output:
         df[c] = job.data[c].to_numpy()[src]  # keep the column's dtype (original values)
     nc = int(labels.max()) + 1
     job.progress(1.0)
-    return Output(df, info={"clusters": nc, "k": k,
-                            "records_moved": int(np.count_nonzero(src != np.arange(job.n)))},
-                  protected=cols)
+    return Output(
+        df,
+        info={"clusters": nc, "k": k, "records_moved": int(np.count_nonzero(src != np.arange(job.n)))},
+        protected=cols,
+    )
 
 
 SPEC = MethodSpec(
     id="mdav-swap",
     name="Probabilistic k-anonymity: MDAV + swap",
     family="probabilistic k-anonymity",
-    description=("Forms MDAV clusters of at least k records on the k-quasi-identifiers and "
-                 "shuffles their k-quasi values (jointly) among the records of each cluster. "
-                 "Values stay real and means/variances are preserved exactly, but which record "
-                 "they belong to is uncertain (at most 1/k chance of a correct link)."),
+    description=(
+        "Forms MDAV clusters of at least k records on the k-quasi-identifiers and "
+        "shuffles their k-quasi values (jointly) among the records of each cluster. "
+        "Values stay real and means/variances are preserved exactly, but which record "
+        "they belong to is uncertain (at most 1/k chance of a correct link)."
+    ),
     paper=_P.SORIA_COMAS_2013_THESIS + ", §3.3.1",
     params=(k_param(), DISTANCE_PARAM, DROP_MISSING_PARAM),
     protects=(Role.K_QUASI,),

@@ -43,31 +43,48 @@ from dpstudio.engine.types import Job, Output
 METHOD_ID = "t-close-dp"
 
 K_PARAM = Param(
-    "k", "int", None,
+    "k",
+    "int",
+    None,
     "Minimum group size. Leave empty to use l; otherwise l = ⌊N/(b·k)⌋ and groups get "
     "⌊N/(b·l)⌋ or more records. Must be at least the number of buckets b = ⌊e^ε⌋ + 1.",
-    label="k", minimum=1)
+    label="k",
+    minimum=1,
+)
 L_PARAM = Param(
-    "l", "int", 1,
-    "Number of groups emphasising each bucket (thesis §7.2.2): k = N/(b·l). Used when k is "
-    "not given.", label="l", minimum=1)
+    "l",
+    "int",
+    1,
+    "Number of groups emphasising each bucket (thesis §7.2.2): k = N/(b·l). Used when k is not given.",
+    label="l",
+    minimum=1,
+)
 OUTPUT_PARAM = Param(
-    "output", "choice", "anatomy",
+    "output",
+    "choice",
+    "anatomy",
     "'anatomy': two linked tables (quasi-identifiers + group id; group id + confidential "
     "values). 'permuted': one table with the confidential values permuted inside each group "
     "(probabilistic k-anonymity; groups are not released).",
-    label="output", choices=("anatomy", "permuted"),
-    choice_labels={"anatomy": "Anatomy (two tables)", "permuted": "Permuted within groups"})
+    label="output",
+    choices=("anatomy", "permuted"),
+    choice_labels={"anatomy": "Anatomy (two tables)", "permuted": "Permuted within groups"},
+)
 VALUES_PARAM = Param(
-    "sensitive_values", "choice", "exact",
+    "sensitive_values",
+    "choice",
+    "exact",
     "'exact': release the confidential values themselves (t-closeness then holds for the "
     "bucket each value falls in; values inside a bucket are exact). 'bucket': release only "
     "the bucket (a value range), as in thesis Table 7.5.",
-    label="confidential values", choices=("exact", "bucket"),
-    choice_labels={"exact": "Exact values", "bucket": "Bucket (value range) only"})
+    label="confidential values",
+    choices=("exact", "bucket"),
+    choice_labels={"exact": "Exact values", "bucket": "Bucket (value range) only"},
+)
 
 
 # --------------------------------------------------------------------------- pieces
+
 
 def n_buckets(epsilon: float) -> int:
     """The number of buckets b = ⌊e^ε⌋ + 1."""
@@ -86,7 +103,8 @@ def bucketize_values(c: np.ndarray, b: int, column: str = "C") -> np.ndarray:
     if distinct < b:
         raise InputError(
             f"Confidential attribute {column!r} has {distinct} distinct value(s), fewer than the "
-            f"b = {b} buckets that t = e^ε needs. Use a smaller ε (b = ⌊e^ε⌋ + 1) or another attribute.")
+            f"b = {b} buckets that t = e^ε needs. Use a smaller ε (b = ⌊e^ε⌋ + 1) or another attribute."
+        )
     cuts = []
     lo = 0
     for j in range(1, b):  # loop over buckets (few)
@@ -97,7 +115,8 @@ def bucketize_values(c: np.ndarray, b: int, column: str = "C") -> np.ndarray:
         if ok.size == 0:
             raise InputError(
                 f"Confidential attribute {column!r}: too many equal values to form {b} buckets of "
-                "comparable size. Use a smaller ε or an attribute with more distinct values.")
+                "comparable size. Use a smaller ε or an attribute with more distinct values."
+            )
         cut = int(ok[np.argmin(np.abs(ok - ideal))])
         cuts.append(cut)
         lo = cut
@@ -109,7 +128,8 @@ def bucketize_values(c: np.ndarray, b: int, column: str = "C") -> np.ndarray:
             f"Confidential attribute {column!r}: too many equal values to form {b} buckets of "
             f"comparable size (value {top:g} alone covers {cnt.max()} of {n} records; the smallest "
             f"bucket would hold {int(sizes.min())}, less than half of N/b). Use a smaller ε or an "
-            "attribute with more distinct values.")
+            "attribute with more distinct values."
+        )
     bucket_sorted = np.searchsorted(np.array(cuts), np.arange(n), side="right")
     out = np.empty(n, dtype=np.int64)
     out[order] = bucket_sorted
@@ -185,12 +205,16 @@ def quota_plan(sizes: np.ndarray, supply: np.ndarray, t: float) -> np.ndarray:
     if np.any(left < 0) or np.any(x.sum(axis=1) > sizes):
         kmin = int(sizes.min())
         ok = _feasible_k(n, supply, t, kmin + 1)
-        hint = (f"values of k that work here: {', '.join(map(str, ok))}" if ok
-                else "no k up to n/b works with these buckets; change ε")
+        hint = (
+            f"values of k that work here: {', '.join(map(str, ok))}"
+            if ok
+            else "no k up to n/b works with these buckets; change ε"
+        )
         raise ParameterError(
             f"Groups of {kmin} records are too small for t-closeness with these buckets: every "
             f"group must hold at least ⌈k_i·p_j/t⌉ records of each bucket j, and with {G} groups "
-            f"the buckets cannot supply them. Increase k — {hint} — or lower l.")
+            f"the buckets cannot supply them. Increase k — {hint} — or lower l."
+        )
     for i in range(G):  # loop over groups, b-vectors only
         need = int(sizes[i] - x[i].sum())
         e = emph[i]
@@ -224,8 +248,9 @@ def achieved_t(counts: np.ndarray, supply: np.ndarray) -> float:
     return float(max(r.max(), inv.max()))
 
 
-def form_groups(Z: np.ndarray, bucket: np.ndarray, plan: np.ndarray, check_cancel=None,
-                progress=None) -> np.ndarray:
+def form_groups(
+    Z: np.ndarray, bucket: np.ndarray, plan: np.ndarray, check_cancel=None, progress=None
+) -> np.ndarray:
     """Group id of every record (MDAV-style, from the outside in).
 
     Seeds are taken in decreasing distance from the centroid of the data (the farthest record
@@ -245,7 +270,7 @@ def form_groups(Z: np.ndarray, bucket: np.ndarray, plan: np.ndarray, check_cance
     taken = np.zeros(n, dtype=bool)
     seeds = np.argsort(-((Z - Z.mean(axis=0)) ** 2).sum(axis=1), kind="stable")
     ptr = 0
-    members = [np.flatnonzero(bucket == j) for j in range(b)]   # records indexed by the tree
+    members = [np.flatnonzero(bucket == j) for j in range(b)]  # records indexed by the tree
     trees = [cKDTree(Z[m]) if m.size else None for m in members]
     live = [m.size for m in members]
 
@@ -302,22 +327,27 @@ def permute_within(group: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 # --------------------------------------------------------------------------- run
 
+
 def _confidential(job: Job, cols: list[str]) -> np.ndarray:
     out = np.empty((job.n, len(cols)))
     for i, c in enumerate(cols):
         s = job.data[c]
         if isinstance(s.dtype, pd.CategoricalDtype):
             if not s.cat.ordered:
-                raise InputError(f"Confidential attribute {c!r} is an unordered category; "
-                                 f"method {METHOD_ID!r} needs a numeric or ordinal attribute.")
+                raise InputError(
+                    f"Confidential attribute {c!r} is an unordered category; "
+                    f"method {METHOD_ID!r} needs a numeric or ordinal attribute."
+                )
             out[:, i] = s.cat.codes.to_numpy(dtype=np.float64)
             continue
         conv = pd.to_numeric(s, errors="coerce")
         if conv.isna().any():
             bad = str(s[conv.isna()].iloc[0])
-            raise InputError(f"Confidential attribute {c!r} holds non-numeric values (e.g. {bad!r}); "
-                             f"method {METHOD_ID!r} needs a numeric or ordinal (ordered categorical) "
-                             "attribute. Recode it, or give the column another role.")
+            raise InputError(
+                f"Confidential attribute {c!r} holds non-numeric values (e.g. {bad!r}); "
+                f"method {METHOD_ID!r} needs a numeric or ordinal (ordered categorical) "
+                "attribute. Recode it, or give the column another role."
+            )
         out[:, i] = conv.to_numpy(dtype=np.float64)
     return out
 
@@ -333,8 +363,10 @@ def _quasi_matrix(job: Job, cols: list[str], warns: list[str]) -> np.ndarray:
             Z[:, i] = conv.to_numpy(dtype=np.float64)
         else:
             Z[:, i] = pd.Categorical(s.astype(str)).codes
-            warns.append(f"k-quasi {c!r} is categorical: groups are made homogeneous on its "
-                         "category codes (alphabetical order), which is only a rough proximity.")
+            warns.append(
+                f"k-quasi {c!r} is categorical: groups are made homogeneous on its "
+                "category codes (alphabetical order), which is only a rough proximity."
+            )
     sd = Z.std(axis=0, ddof=1)
     return (Z - Z.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
 
@@ -365,9 +397,13 @@ def run(job: Job) -> Output:
         k_given = int(k_given)
         if not b <= k_given <= n // b:
             raise invalid_value(
-                "k", METHOD_ID, f"an int in the range [{b}, {n // b}] (at least the number of "
+                "k",
+                METHOD_ID,
+                f"an int in the range [{b}, {n // b}] (at least the number of "
                 f"buckets b = ⌊e^ε⌋ + 1 = {b}: every group needs a record of every bucket; at "
-                f"most n/b = {n // b} for {n} records)", k_given)
+                f"most n/b = {n // b} for {n} records)",
+                k_given,
+            )
         l_ = max(1, n // (b * k_given))
     else:
         l_ = int(p.get("l") or 1)
@@ -376,7 +412,8 @@ def run(job: Job) -> Output:
     if sizes.min() < b or (k_given is None and n // G < b):
         raise ParameterError(
             f"Groups of {int(sizes.min())} records are smaller than the b = {b} buckets (k < b): "
-            f"lower l (now {l_}) so that k = N/(b·l) ≥ b, or lower ε.")
+            f"lower l (now {l_}) so that k = N/(b·l) ≥ b, or lower ε."
+        )
     if b == 1:
         bucket = np.zeros(n, dtype=np.int64)
     elif C.shape[1] == 1:
@@ -395,11 +432,15 @@ def run(job: Job) -> Output:
     np.add.at(counts, (group, bucket), 1)
     t_ach = achieved_t(counts, supply) if b > 1 else 1.0
     if eps is not None and t_ach > t * (1 + 1e-9):
-        warns.append(f"The achieved t = {t_ach:.4g} exceeds the target e^ε = {t:.4g} (rounding of "
-                     "small groups): the release is only t-close for the achieved t. Increase k.")
-        caveat = (f" CAVEAT: the achieved t = {t_ach:.4g} exceeds the target {t:.4g}; this "
-                  f"release is only {t_ach:.4g}-close (ε = ln t = {math.log(t_ach):.4g} for "
-                  "uninformed intruders). Increase k for the stated target.")
+        warns.append(
+            f"The achieved t = {t_ach:.4g} exceeds the target e^ε = {t:.4g} (rounding of "
+            "small groups): the release is only t-close for the achieved t. Increase k."
+        )
+        caveat = (
+            f" CAVEAT: the achieved t = {t_ach:.4g} exceeds the target {t:.4g}; this "
+            f"release is only {t_ach:.4g}-close (ε = ln t = {math.log(t_ach):.4g} for "
+            "uninformed intruders). Increase k for the stated target."
+        )
     else:
         caveat = ""
     # releases
@@ -440,9 +481,12 @@ def run(job: Job) -> Output:
         "output": p.get("output", "anatomy"),
         "sensitive_values": values_mode,
         "bucket_probabilities": p_b.tolist(),
-        "release_note": ("Output.data = the records with the confidential values permuted at "
-                         "random inside each group" + (", plus the group id (equivalent to the "
-                         "two Anatomy tables)" if tables else "") + "."),
+        "release_note": (
+            "Output.data = the records with the confidential values permuted at "
+            "random inside each group"
+            + (", plus the group id (equivalent to the two Anatomy tables)" if tables else "")
+            + "."
+        ),
     }
     if eps is not None and t_ach <= t * (1 + 1e-9):
         info["t_check"] = f"achieved t = {t_ach:.4g} ≤ e^ε = {t:.4g}"
@@ -450,7 +494,7 @@ def run(job: Job) -> Output:
     # the parameters only, so the API puts them in the result's params and the sentence
     info["k_source"] = "given" if k_given is not None else f"from l = {l_}: k = ⌊N/(b·l)⌋"
     info["params_used"] = {"k": int(sizes.min()), "l": int(l_)}
-    info["released_exactly"] = list(quasi)   # roles only: the k-quasis are not changed
+    info["released_exactly"] = list(quasi)  # roles only: the k-quasis are not changed
     return Output(data=out, info=info, warnings=warns, tables=tables, protected=quasi + conf)
 
 
@@ -475,17 +519,25 @@ def guarantee(p: dict) -> str:
     if attrs and not roles:  # roles unknown: name the attributes without claiming more
         quasi, conf = [], attrs
     k = p.get("k")
-    groups = (f"groups of at least k = {int(k)} records" if k is not None
-              else f"groups of at least ⌊N/(b·l)⌋ records (l = {int(p.get('l') or 1)}; the "
-                   "actual k is stated with the release)")
+    groups = (
+        f"groups of at least k = {int(k)} records"
+        if k is not None
+        else f"groups of at least ⌊N/(b·l)⌋ records (l = {int(p.get('l') or 1)}; the "
+        "actual k is stated with the release)"
+    )
     if eps is None:
-        return ("Noise-free baseline: " + groups + " on the k-quasi-identifiers without the "
-                "t-closeness quotas; no t-closeness, no differential privacy." + _scope(quasi, conf, p))
+        return (
+            "Noise-free baseline: " + groups + " on the k-quasi-identifiers without the "
+            "t-closeness quotas; no t-closeness, no differential privacy." + _scope(quasi, conf, p)
+        )
     t = math.exp(float(eps))
     b = n_buckets(eps)
     exact = p.get("sensitive_values", "exact") == "exact"
-    shown = "permuted inside groups that are not released" if p.get("output") == "permuted" \
+    shown = (
+        "permuted inside groups that are not released"
+        if p.get("output") == "permuted"
         else "released per group (Anatomy)"
+    )
     return (
         f"t-closeness with t = e^ε = {t:.4g} (ε = {float(eps):g}) for the confidential attribute "
         f"cut into b = {b} equal-mass buckets, in {groups} on the "
@@ -493,24 +545,34 @@ def guarantee(p: dict) -> str:
         "ONLY for intruders whose sole knowledge of the confidential attribute is its marginal "
         "distribution (uninformed intruders, thesis §7.3.1); for intruders who know more (e.g. "
         "the values of other members of a group) the protection is only approximate, not ε-DP. "
-        + ("The bound concerns which bucket a person's value lies in; values inside a bucket are "
-           "released exactly." if exact else "Only the bucket (value range) is released.")
-        + _scope(quasi, conf, p))
+        + (
+            "The bound concerns which bucket a person's value lies in; values inside a bucket are "
+            "released exactly."
+            if exact
+            else "Only the bucket (value range) is released."
+        )
+        + _scope(quasi, conf, p)
+    )
 
 
 def _scope(quasi: list[str], conf: list[str], p: dict) -> str:
     """What is changed and what is not (issue 11: untouched k-quasis were called protected)."""
     out = ""
     if conf:
-        how = ("moved to a separate table by group" if p.get("output", "anatomy") == "anatomy"
-               else "permuted among the records of each group")
+        how = (
+            "moved to a separate table by group"
+            if p.get("output", "anatomy") == "anatomy"
+            else "permuted among the records of each group"
+        )
         if p.get("sensitive_values", "exact") == "bucket":
             how += " and replaced by their bucket"
         out += f" Changed: the confidential attribute(s) {', '.join(conf)} ({how})."
     if quasi:
-        out += (f" Not changed: the k-quasi-identifiers {', '.join(quasi)} are released with "
-                "their exact values; only their link to the confidential values is hidden "
-                "inside the groups.")
+        out += (
+            f" Not changed: the k-quasi-identifiers {', '.join(quasi)} are released with "
+            "their exact values; only their link to the confidential values is hidden "
+            "inside the groups."
+        )
     return out
 
 
@@ -518,10 +580,12 @@ SPEC = MethodSpec(
     id=METHOD_ID,
     name="t-closeness → ε-DP (bucketized exp(ε)-closeness)",
     family="t-closeness",
-    description=("Buckets the confidential attribute into ⌊e^ε⌋+1 equal-mass buckets and forms "
-                 "groups homogeneous in the k-quasi-identifiers, each emphasising one bucket, so "
-                 "that every group is e^ε-close to the whole data; releases Anatomy tables or "
-                 "confidential values permuted within groups."),
+    description=(
+        "Buckets the confidential attribute into ⌊e^ε⌋+1 equal-mass buckets and forms "
+        "groups homogeneous in the k-quasi-identifiers, each emphasising one bucket, so "
+        "that every group is e^ε-close to the whole data; releases Anatomy tables or "
+        "confidential values permuted within groups."
+    ),
     paper=_P.SORIA_COMAS_2013_THESIS + ", ch. 7",
     params=(epsilon_param(1.0), K_PARAM, L_PARAM, OUTPUT_PARAM, VALUES_PARAM, DROP_MISSING_PARAM),
     protects=(Role.K_QUASI, Role.CONFIDENTIAL),
