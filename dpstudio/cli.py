@@ -17,6 +17,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -377,18 +378,11 @@ def _prepare_and_run(df, args, method: str):
     return spec, res
 
 
-def _protect_dask(args) -> int:
-    """``protect --engine dask``: the Dask backend (issue 12); a LocalCluster started and stopped
-    here unless --scheduler names one; Ctrl-C cancels the computation and removes the
-    temporary folder.
-    """
+@contextlib.contextmanager
+def _dask_client(args):
+    """A Dask client: on ``--scheduler`` if given, else on a LocalCluster started and stopped here."""
     from dpstudio.engine.backends import dask_backend as DB
-    from dpstudio.engine.registry import get_method
 
-    spec = get_method(args.method)
-    if args.method not in DB.DASK_METHODS:
-        raise DB.NotOnDask(f"Method {args.method!r} does not run on Dask; use --engine memory.")
-    params = collect_params(spec, args)
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -407,27 +401,44 @@ def _protect_dask(args) -> int:
         )
         client = Client(cluster)
     try:
-        rel = DB.protect_dask(
-            args.input,
-            args.method,
-            parse_roles(args.role),
-            parse_domains(args.domain),
-            seed=args.seed,
-            precision=parse_precision(getattr(args, "precision", None)) or None,
-            client=client,
-            **params,
-        )
-        fmt = "csv" if (args.format or "").lower() == "csv" else "parquet"
-        written = DB.write_release(
-            rel, args.output, input_path=args.input, fmt=fmt, progress=sys.stderr.isatty()
-        )
-    except KeyboardInterrupt:
-        _warn("cancelled: nothing was written.")
-        return 130
+        yield client
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _protect_dask(args) -> int:
+    """``protect --engine dask``: the Dask backend (issue 12); a LocalCluster started and stopped
+    here unless --scheduler names one; Ctrl-C cancels the computation and removes the
+    temporary folder.
+    """
+    from dpstudio.engine.backends import dask_backend as DB
+    from dpstudio.engine.registry import get_method
+
+    spec = get_method(args.method)
+    if args.method not in DB.DASK_METHODS:
+        raise DB.NotOnDask(f"Method {args.method!r} does not run on Dask; use --engine memory.")
+    params = collect_params(spec, args)
+    try:
+        with _dask_client(args) as client:
+            rel = DB.protect_dask(
+                args.input,
+                args.method,
+                parse_roles(args.role),
+                parse_domains(args.domain),
+                seed=args.seed,
+                precision=parse_precision(getattr(args, "precision", None)) or None,
+                client=client,
+                **params,
+            )
+            fmt = "csv" if (args.format or "").lower() == "csv" else "parquet"
+            written = DB.write_release(
+                rel, args.output, input_path=args.input, fmt=fmt, progress=sys.stderr.isatty()
+            )
+    except KeyboardInterrupt:
+        _warn("cancelled: nothing was written.")
+        return 130
     for w in rel.public_warnings:
         _warn(w)
     print(f"Guarantee: {rel.guarantee}")
@@ -596,46 +607,26 @@ def _evaluate_dask(args) -> int:
             f"{', '.join(bad + unsupported)}: not on Dask; use --engine memory "
             f"(Dask measures: sse, rl, delta, corr, reid)."
         )
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise DB.NotOnDask(
-            "--engine dask needs the optional extra: pip install 'dpstudio[scale]' (or use --engine memory)."
-        ) from None
     attrs = [a.strip() for a in (args.attributes or "").split(",") if a.strip()] or None
     conf = [a.strip() for a in (args.confidential or "").split(",") if a.strip()] or None
     keys = [a.strip() for a in (args.keys or "").split(",") if a.strip()] or None
-    cluster = None
-    if args.scheduler:
-        client = Client(args.scheduler)
-    else:
-        cluster = LocalCluster(
-            n_workers=args.workers or 2,
-            threads_per_worker=1,
-            memory_limit=args.memory_limit or "auto",
-            dashboard_address=None,
-        )
-        client = Client(cluster)
     try:
-        out = evaluate_dask(
-            args.original,
-            args.protected,
-            attrs,
-            measures=measures,
-            confidential=conf,
-            rl_distance=args.rl_distance,
-            rl_sample=args.rl_sample,
-            rl_seed=args.rl_seed,
-            keys=keys,
-            weight=args.weight,
-        )
+        with _dask_client(args):  # the default client for dask.compute
+            out = evaluate_dask(
+                args.original,
+                args.protected,
+                attrs,
+                measures=measures,
+                confidential=conf,
+                rl_distance=args.rl_distance,
+                rl_sample=args.rl_sample,
+                rl_seed=args.rl_seed,
+                keys=keys,
+                weight=args.weight,
+            )
     except KeyboardInterrupt:
         _warn("cancelled.")
         return 130
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
     if args.json:
         print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
         return 0
