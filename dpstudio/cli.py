@@ -1056,6 +1056,18 @@ def _add_method_opts(p, sweep: bool = False) -> None:
     _add_io_opts(p)
 
 
+def _add_dask_opts(p, engine_help: str) -> None:
+    """--engine, --scheduler, --workers, --memory-limit (protect and evaluate)."""
+    p.add_argument("--engine", choices=("memory", "dask"), default="memory", help=engine_help)
+    p.add_argument(
+        "--scheduler",
+        metavar="tcp://HOST:8786",
+        help="with --engine dask: an existing Dask scheduler (default: a local cluster)",
+    )
+    p.add_argument("--workers", type=int, help="with --engine dask: local workers (default 2)")
+    p.add_argument("--memory-limit", metavar="2GB", help="with --engine dask: per local worker")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from dpstudio import __version__
 
@@ -1104,21 +1116,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not compute SSE / record linkage for the summary and the assessment",
     )
-    p.add_argument(
-        "--engine",
-        choices=("memory", "dask"),
-        default="memory",
-        help="memory (default) or dask: Parquet/CSV larger than memory, OUT a new "
+    _add_dask_opts(
+        p,
+        "memory (default) or dask: Parquet/CSV larger than memory, OUT a new "
         "folder of Parquet parts (sort-based methods only; pip install "
         "'dpstudio[scale]')",
     )
-    p.add_argument(
-        "--scheduler",
-        metavar="tcp://HOST:8786",
-        help="with --engine dask: an existing Dask scheduler (default: a local cluster)",
-    )
-    p.add_argument("--workers", type=int, help="with --engine dask: local workers (default 2)")
-    p.add_argument("--memory-limit", metavar="2GB", help="with --engine dask: per local worker")
     p.set_defaults(func=cmd_protect)
 
     p = sub.add_parser(
@@ -1180,20 +1183,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="hierarchy of a column: its semantic distance is used (repeatable)",
     )
     p.add_argument("--json", action="store_true")
-    p.add_argument(
-        "--engine",
-        choices=("memory", "dask"),
-        default="memory",
-        help="memory (default) or dask: Parquet/CSV larger than memory (sse, rl, "
+    _add_dask_opts(
+        p,
+        "memory (default) or dask: Parquet/CSV larger than memory (sse, rl, "
         "delta, corr, reid; pip install 'dpstudio[scale]')",
     )
-    p.add_argument(
-        "--scheduler",
-        metavar="tcp://HOST:8786",
-        help="with --engine dask: an existing Dask scheduler (default: a local cluster)",
-    )
-    p.add_argument("--workers", type=int, help="with --engine dask: local workers (default 2)")
-    p.add_argument("--memory-limit", metavar="2GB", help="with --engine dask: per local worker")
     p.add_argument(
         "--rl-sample",
         type=int,
