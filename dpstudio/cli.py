@@ -192,7 +192,7 @@ def parse_param_value(spec, name: str, raw: str) -> Any:
 
 
 def collect_params(spec, args) -> dict[str, Any]:
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = _recipe_params(args, spec)  # --recipe's, overridden below
     for name in COMMON_PARAMS:
         v = getattr(args, name, None)
         if v is not None:
@@ -312,17 +312,152 @@ def _evaluate_result(
 
 
 def _input_guard(inp: str, out: str) -> None:
-    from dpstudio.engine.errors import InputError
-    from dpstudio.engine.io import same_file
+    from dpstudio.engine.io import check_output_not_input
 
-    if same_file(inp, out):
-        raise InputError(
-            f"The output {out} is the input file: choose another output name "
-            "(the input is never overwritten)."
-        )
+    check_output_not_input(out, inp)
     folder = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(folder):
         raise FileNotFoundError(2, "no such folder", folder)
+
+
+# ----------------------------------------------------------------------- recipes (issue 9)
+
+#: The app's column types -> the engine's (the app's "text" is a category).
+_RECIPE_TYPES = {"numeric": "numeric", "text": "categorical"}
+
+
+def _load_recipe(path: str):
+    """``--recipe FILE``: a recipe JSON file or an app project file (.dpsproj), migrated."""
+    from dpstudio.engine.errors import InputError
+    from dpstudio.engine.recipe import Recipe
+
+    name = Path(path).name
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"--recipe {path}: no such file.") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"--recipe {name}: not a recipe or project file ({exc}).") from None
+    try:
+        return Recipe.from_dict(data)
+    except InputError as exc:
+        raise InputError(f"--recipe {name}: {exc}") from None
+
+
+def _apply_recipe(args, command: str) -> None:
+    """Merge ``--recipe`` into ``args``: the recipe's values first, every option given on the
+    command line over them (a later --role/--domain/... of the same column wins).  Only a seed
+    the user pinned in the recipe is used (else fresh OS entropy, as in the app).
+    """
+    from dpstudio.engine.errors import ParameterError
+
+    rec = _load_recipe(args.recipe) if getattr(args, "recipe", None) else None
+    args.recipe_obj = rec
+    if getattr(args, "save_recipe", None):  # refuse before any work
+        _input_guard(getattr(args, "input", None) or getattr(args, "original", None), args.save_recipe)
+    if rec is None:
+        if command != "evaluate" and not args.method:
+            raise ParameterError("--method is required (or give --recipe FILE).")
+        return
+    from dpstudio.engine.io import same_file
+
+    inp = getattr(args, "input", None) or getattr(args, "original", None)
+    if rec.input_path and inp and not same_file(rec.input_path, inp):
+        _warn(f"the recipe was made for {rec.input_path}; applying it to {inp}.")
+    if not args.method:
+        args.method = rec.method
+    if command != "evaluate" and not args.method:
+        raise ParameterError(f"--recipe {Path(args.recipe).name} names no method: give --method.")
+    given_roles = parse_roles(args.role)
+    roles = {**rec.roles, **given_roles}
+    active = {c for c, r in roles.items() if r not in ("other", "identifier")}
+    args.role = [f"{c}={r}" for c, r in rec.roles.items()] + list(args.role or [])
+    types = [f"{c}={_RECIPE_TYPES.get(t, t)}" for c, t in rec.types.items()]
+    args.type = types + list(args.type or [])
+    given_hier = parse_hierarchies(getattr(args, "hierarchy", None))
+    hier = []
+    for c, src in rec.hierarchies.items():
+        if c not in active or c in given_hier:
+            continue
+        if not src.get("path"):
+            raise ParameterError(
+                f"--recipe {Path(args.recipe).name}: the hierarchy of column {c!r} was generated in "
+                f"the app; give it as a file: --hierarchy {c}=FILE."
+            )
+        hier.append(f"{c}={src['path']}")
+    args.hierarchy = hier + list(getattr(args, "hierarchy", None) or [])
+    if command == "evaluate":
+        return
+    # what the app passes: domains and precisions of the protected columns only
+    args.domain = [f"{c}={lo!r}:{hi!r}" for c, (lo, hi) in rec.domains.items() if c in active] + list(
+        args.domain or []
+    )
+    args.precision = [f"{c}={g!r}" for c, g in rec.precision.items() if c in active] + list(
+        args.precision or []
+    )
+    for key in ("sep", "encoding", "decimal", "sheet"):
+        if getattr(args, key, None) is None and rec.read_options.get(key) is not None:
+            setattr(args, key, rec.read_options[key])
+    if args.seed is None and rec.seed_pinned and rec.seed is not None:
+        args.seed = rec.seed
+    if command == "sweep":
+        if args.k is None and rec.sweep.get("ks"):
+            args.k = str(rec.sweep["ks"])
+        if args.epsilon is None and rec.sweep.get("epsilons"):
+            args.epsilon = str(rec.sweep["epsilons"])
+        if args.repeats is None and rec.sweep.get("repeats"):
+            args.repeats = int(rec.sweep["repeats"])
+
+
+def _recipe_params(args, spec) -> dict:
+    """The recipe's parameters of ``spec`` (those of another method are not carried over)."""
+    rec = getattr(args, "recipe_obj", None)
+    if rec is None or rec.method != spec.id:
+        return {}
+    return dict(rec.params)
+
+
+def _save_recipe(args, command: str, params: dict) -> None:
+    """``--save-recipe FILE``: the effective recipe, PRIVATE (0600); the seed only if pinned
+    (given with --seed or pinned in the --recipe), never a fresh one.
+    """
+    if not getattr(args, "save_recipe", None):
+        return
+    from dpstudio.engine.io import atomic_write
+    from dpstudio.engine.recipe import Recipe
+
+    old = getattr(args, "recipe_obj", None)
+    inp = getattr(args, "input", None) or getattr(args, "original", None)
+    types = {c: t for c, t in parse_types(getattr(args, "type", None)).items()}
+    rec = Recipe(
+        input_path=os.path.abspath(inp) if inp else None,
+        read_options={
+            k: getattr(args, k) for k in ("sep", "encoding", "decimal", "sheet") if getattr(args, k, None)
+        },
+        roles=parse_roles(args.role),
+        types=types,
+        domains=parse_domains(getattr(args, "domain", None)),
+        precision=parse_precision(getattr(args, "precision", None)),
+        hierarchies={c: {"path": os.path.abspath(p)} for c, p in parse_hierarchies(args.hierarchy).items()},
+        method=args.method,
+        params={k: v for k, v in params.items() if k != "precision"},
+        seed=getattr(args, "seed", None),
+        seed_pinned=getattr(args, "seed", None) is not None,
+        sweep=(
+            {"ks": args.k or "", "epsilons": args.epsilon or "", "repeats": args.repeats}
+            if command == "sweep"
+            else dict(old.sweep if old else {})
+        ),
+        extra=dict(old.extra if old else {}),
+    )
+    text = json.dumps(rec.to_dict(), indent=2, ensure_ascii=False)
+
+    def writer(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+    atomic_write(args.save_recipe, writer, protect=tuple(p for p in (inp,) if p), private=True)
+    print(f"Recipe: {args.save_recipe} (private: keep internal)", file=sys.stderr)
 
 
 # ----------------------------------------------------------------------- commands
@@ -420,6 +555,9 @@ def _protect_dask(args) -> int:
     if args.method not in DB.DASK_METHODS:
         raise DB.NotOnDask(f"Method {args.method!r} does not run on Dask; use --engine memory.")
     params = collect_params(spec, args)
+    from dpstudio.engine.io import check_output_not_input
+
+    check_output_not_input(args.output, args.input, what="release folder")  # before any work
     try:
         with _dask_client(args) as client:
             rel = DB.protect_dask(
@@ -476,6 +614,7 @@ def cmd_protect(args) -> int:
     from dpstudio.engine.export import export_release
     from dpstudio.engine.report import render_assessment
 
+    _apply_recipe(args, "protect")
     if getattr(args, "engine", "memory") == "dask":
         return _protect_dask(args)
     refusal = _too_big_for_memory(args.input) if os.path.exists(args.input) else None
@@ -524,6 +663,7 @@ def cmd_protect(args) -> int:
         assessment_path=args.assessment,
         audit=not args.no_audit_trail,
     )
+    _save_recipe(args, "protect", collect_params(spec, args))
     for w in res.warnings:
         if "dropped" in w and "missing" in w:
             continue  # already reported
@@ -644,6 +784,7 @@ def cmd_evaluate(args) -> int:
     from dpstudio import engine
     from dpstudio.engine.errors import ParameterError
 
+    _apply_recipe(args, "evaluate")
     if getattr(args, "engine", "memory") == "dask":
         return _evaluate_dask(args)
 
@@ -691,6 +832,10 @@ def cmd_evaluate(args) -> int:
         classification_seed=args.classification_seed,
         types=parse_types(args.type) or None,
     )
+    if args.method:
+        from dpstudio.engine.registry import get_method
+
+        _save_recipe(args, "evaluate", collect_params(get_method(args.method), args))
     if args.json:
         print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
         return 0
@@ -710,6 +855,9 @@ def cmd_sweep(args) -> int:
     from dpstudio.engine.io import write_table
     from dpstudio.engine.registry import get_method
 
+    _apply_recipe(args, "sweep")
+    if args.repeats is None:
+        args.repeats = 10
     _input_guard(args.input, args.out)
     spec = get_method(args.method)
     if spec.uses_k and args.k is None:
@@ -724,6 +872,8 @@ def cmd_sweep(args) -> int:
     saved_k, saved_eps = args.k, args.epsilon
     args.k = args.epsilon = None  # the grid sets them
     params = collect_params(spec, args)
+    for grid_param in ("k", "epsilon"):  # a --recipe's single values: the grid sets them
+        params.pop(grid_param, None)
     args.k, args.epsilon = saved_k, saved_eps
     from dpstudio.engine.measures import default_measures
 
@@ -775,6 +925,7 @@ def cmd_sweep(args) -> int:
             pd.DataFrame(rows), args.out, "csv", protect=(args.input,), private=True
         )  # measured against the original: keep internal (0600)
     print(f"{len(rows)} point(s) written to {os.path.abspath(args.out)}")
+    _save_recipe(args, "sweep", params)
     return 0
 
 
@@ -991,8 +1142,25 @@ def _add_io_opts(p) -> None:
     p.add_argument("--sheet", help="Excel sheet name (default: the first)")
 
 
+_RECIPE_HELP = (
+    "read the settings from a recipe JSON file or an app project file (.dpsproj): method, "
+    "parameters, roles, types, domains, precision, hierarchies, read options, sweep grid and a "
+    "seed only if it was pinned. Options given on the command line override the recipe's values"
+)
+_SAVE_RECIPE_HELP = (
+    "write the effective recipe (recipe and command-line options merged) to FILE.json: PRIVATE "
+    "(0600), it can hold domains you computed; the seed only if you pinned one (--seed)"
+)
+
+
+def _add_recipe_opts(p) -> None:
+    p.add_argument("--recipe", metavar="FILE", help=_RECIPE_HELP)
+    p.add_argument("--save-recipe", metavar="FILE.json", help=_SAVE_RECIPE_HELP)
+
+
 def _add_method_opts(p, sweep: bool = False) -> None:
-    p.add_argument("--method", required=True, help="method id (see 'dpstudio methods')")
+    p.add_argument("--method", help="method id (see 'dpstudio methods'); required unless --recipe names one")
+    _add_recipe_opts(p)
     if sweep:
         p.add_argument("--k", help="k values: 2:100, 2:100:5 or 2,5,10")
         p.add_argument("--epsilon", help="ε values: 0.01,0.1,1,10")
@@ -1173,6 +1341,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="method id the release was made with (its measurement "
         "policy: k-eps measures generalised numeric k-quasis 0/1)",
     )
+    _add_recipe_opts(p)
     p.add_argument(
         "--role", action="append", metavar="COL=ROLE", help="role of a column in the release (repeatable)"
     )
@@ -1207,7 +1376,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sweep", help="trade-off sweep over k and ε")
     p.add_argument("input", metavar="IN")
     _add_method_opts(p, sweep=True)
-    p.add_argument("--repeats", type=int, default=10, help="repetitions per point (default 10)")
+    p.add_argument("--repeats", type=int, default=None, help="repetitions per point (default 10)")
     p.add_argument(
         "--measures", help="measures (default: sse,rl; for local-suppression suppressed,reid,freq,kanon)"
     )

@@ -423,10 +423,10 @@ class Controller(QObject):
         if res is None:
             self.sig_error.emit("Nothing to export yet: press Protect (Ctrl+R) first.", "")
             return False
-        if st.path and (
-            Path(out_path).resolve() == Path(st.path).resolve() or io_adapter.same_file(out_path, st.path)
-        ):
-            self.sig_error.emit("The protected file cannot overwrite the input file.", "")
+        try:
+            io_adapter.check_output_not_input(out_path, st.path, what="protected file")
+        except engine.InputError as exc:
+            self.sig_error.emit(str(exc), "")
             return False
         html_text = None
         if assessment:

@@ -99,12 +99,8 @@ def export_release(
 ) -> dict[str, str]:
     """Public: protected file + ``<stem>.metadata.json`` (+ ``<stem>.release-note.html``);
     private (0600): ``<stem>.private.json`` (+ ``<stem>.assessment.private.html``).
-    Atomically, never over the input.
+    Atomically, never over the input (the engine refuses: ``check_output_not_input``).
     """
-    if input_path and engine_io.same_file(out_path, input_path):
-        from dpstudio.engine import InputError
-
-        raise InputError("The protected file cannot overwrite the input file. Choose another name.")
     return engine_export.export_release(
         result,
         out_path,
@@ -131,8 +127,8 @@ def render_assessment(
     )
 
 
-def same_file(a: str | None, b: str | None) -> bool:
-    return bool(a and b) and engine_io.same_file(a, b)
+#: The one never-overwrite-the-input check (raises InputError naming both paths).
+check_output_not_input = engine_io.check_output_not_input
 
 
 def stem_with(path: str | Path, suffix: str, fmt: str) -> Path:

@@ -33,12 +33,12 @@ import numpy as np
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.io import (
     TableMeta,
+    check_output_not_input,
     commit_write,
     discard,
     file_format,
     file_sha256,
     remove_stale_temps,
-    same_file,
     stage_write,
     write_table,
 )
@@ -212,12 +212,7 @@ def export_release(
         paths["private"] = defaults["private"]
     # refuse before writing anything
     for kind, p in paths.items():
-        for g in guard:
-            if same_file(p, g):
-                raise InputError(
-                    f"Refusing to write the {kind} file over the input file {g}: "
-                    "choose another output name (the input is never overwritten)."
-                )
+        check_output_not_input(p, guard, what=f"{kind} file")
     seen: dict[str, str] = {}
     for kind, p in paths.items():
         key = os.path.normcase(os.path.realpath(p))

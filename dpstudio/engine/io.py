@@ -824,6 +824,79 @@ def same_file(a: str | os.PathLike | None, b: str | os.PathLike | None) -> bool:
     return os.path.normcase(os.path.realpath(str(a))) == os.path.normcase(os.path.realpath(str(b)))
 
 
+def _inside(path: str | os.PathLike, folder: str | os.PathLike) -> bool:
+    """True when ``path`` lies below ``folder`` (resolved paths, case folded where the OS folds)."""
+    p = os.path.normcase(os.path.realpath(str(path)))
+    f = os.path.normcase(os.path.realpath(str(folder)))
+    return p.startswith(f.rstrip(os.sep) + os.sep)
+
+
+def check_output_not_input(
+    output: str | os.PathLike | None,
+    inputs: str | os.PathLike | None | tuple | list = (),
+    *,
+    what: str = "output",
+) -> None:
+    """Refuse to write ``output`` where it would overwrite (or contain) one of ``inputs``.
+
+    The one never-overwrite-the-input check of dpstudio: the CLI, the engine's export, the
+    Dask folder writer and the app all call it before writing anything.
+
+    Parameters
+    ----------
+    output : path
+        The file (or folder, for a folder release) about to be written.
+    inputs : path or sequence of paths
+        The input file(s); ``None`` and empty entries are ignored.
+    what : str
+        What ``output`` is, for the message ("output", "release", "metadata file", ...).
+
+    Raises
+    ------
+    InputError
+        One line naming both paths and what to do, when ``output`` is an input file: the
+        same path, another name of the same file (symbolic link, hard link, another case
+        on a case-insensitive file system: ``os.path.samefile`` compares device and inode),
+        a folder that contains an input (a folder release would be written over it), or a
+        path inside an input folder (a Parquet dataset read as a folder).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> src = os.path.join(d, "in.csv")
+    >>> _ = open(src, "w").write("a,b")
+    >>> check_output_not_input(os.path.join(d, "out.csv"), [src])      # fine: returns None
+    >>> try:
+    ...     check_output_not_input(os.path.join(d, ".", "in.csv"), [src])
+    ... except InputError as e:
+    ...     print("refused")
+    refused
+    """
+    if not output:
+        return
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = (inputs,)
+    for inp in inputs or ():
+        if not inp:
+            continue
+        if same_file(output, inp):
+            raise InputError(
+                f"Refusing to write the {what} {output} over the input file {inp}: "
+                "choose another output name (dpstudio never overwrites the input)."
+            )
+        if _inside(inp, output):
+            raise InputError(
+                f"Refusing to write the {what} {output} over the folder of the input file {inp}: "
+                "choose another output folder (dpstudio never overwrites the input)."
+            )
+        if os.path.isdir(str(inp)) and _inside(output, inp):
+            raise InputError(
+                f"Refusing to write the {what} {output} inside the input folder {inp}: "
+                "choose an output outside it (dpstudio never overwrites the input)."
+            )
+
+
 def _umask() -> int:
     """The process umask, read without changing it where the OS allows (thread-safe on Linux)."""
     try:
@@ -888,12 +961,7 @@ def _check_target(path: str | os.PathLike, protect: tuple) -> str:
     import errno as _errno
 
     path = os.path.abspath(str(path))
-    for p in protect:
-        if same_file(path, p):
-            raise InputError(
-                f"Refusing to write {Path(path).name} over the input file {p}: "
-                "choose another output name (the input is never overwritten)."
-            )
+    check_output_not_input(path, protect)
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):
         raise FileNotFoundError(_errno.ENOENT, "no such folder", folder)
@@ -1146,6 +1214,7 @@ __all__ = [
     "write_table",
     "atomic_write",
     "same_file",
+    "check_output_not_input",
     "stage_write",
     "commit_write",
     "discard",

@@ -162,15 +162,21 @@ class ExportDialog(QDialog):
         err = ""
         if not t:
             err = "Choose where to write the protected file."
-        elif self.input_path and (
-            Path(t).resolve() == Path(self.input_path).resolve() or io_adapter.same_file(t, self.input_path)
-        ):
-            err = "This is the input file: the release is never written over the original."
+        elif refusal := self._refusal(t):
+            err = refusal
         elif not Path(t).parent.exists():
             err = f"Folder {Path(t).parent} does not exist."
         self.banner.show_message(err, "error")
         self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(not err)
         return not err
+
+    def _refusal(self, t: str) -> str:
+        """The engine's one-line refusal when ``t`` would overwrite the input, else ""."""
+        try:
+            io_adapter.check_output_not_input(t, self.input_path, what="protected file")
+        except ValueError as exc:  # InputError
+            return str(exc)
+        return ""
 
     def _on_accept(self) -> None:
         if self._validate():

@@ -534,11 +534,7 @@ def write_release(
     from dpstudio.engine import io as dio
 
     out_dir = os.path.abspath(os.fspath(out_dir))
-    if input_path is not None and (
-        dio.same_file(out_dir, input_path)
-        or os.path.abspath(os.fspath(input_path)).startswith(out_dir + os.sep)
-    ):
-        raise InputError("The output folder must not be the input or contain it; choose another.")
+    dio.check_output_not_input(out_dir, input_path, what="release folder")
     if os.path.exists(out_dir):
         raise InputError(f"Output {out_dir!r} exists; choose a new folder (nothing is overwritten).")
     parent = os.path.dirname(out_dir) or "."
