@@ -425,7 +425,15 @@ def _save_recipe(args, command: str, params: dict) -> None:
         return
     from dpstudio.engine.io import atomic_write
     from dpstudio.engine.recipe import Recipe
+    from dpstudio.engine.registry import get_method
 
+    spec = get_method(args.method)
+    typed = {}
+    for name, v in params.items():  # as the engine reads them (the text of an option coerced)
+        try:
+            typed[name] = spec.param(name).check(v, spec.id)
+        except KeyError:
+            typed[name] = v
     old = getattr(args, "recipe_obj", None)
     inp = getattr(args, "input", None) or getattr(args, "original", None)
     types = {c: t for c, t in parse_types(getattr(args, "type", None)).items()}
@@ -440,7 +448,7 @@ def _save_recipe(args, command: str, params: dict) -> None:
         precision=parse_precision(getattr(args, "precision", None)),
         hierarchies={c: {"path": os.path.abspath(p)} for c, p in parse_hierarchies(args.hierarchy).items()},
         method=args.method,
-        params={k: v for k, v in params.items() if k != "precision"},
+        params={k: v for k, v in typed.items() if k != "precision"},
         seed=getattr(args, "seed", None),
         seed_pinned=getattr(args, "seed", None) is not None,
         sweep=(
