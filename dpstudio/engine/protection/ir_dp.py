@@ -346,6 +346,15 @@ def run_idp_cbls(job: Job) -> Output:
 
 # --------------------------------------------------------------------------- specs
 
+#: The declaration fields the three individual-ranking methods share: roles and flags.
+IR_FIELDS: dict[str, Any] = dict(
+    protects=(Role.EPS_QUASI,),
+    requires=(Role.EPS_QUASI,),
+    uses_k=True,
+    uses_epsilon=True,
+    clusters=True,
+)
+
 IR_DP = MethodSpec(
     id="ir-dp",
     name="Individual ranking + noise (DP-UM)",
@@ -357,16 +366,12 @@ IR_DP = MethodSpec(
     ),
     paper=_P.cite(_P.SANCHEZ_2014_PSD, _P.SORIA_COMAS_2025_TDP + ", §3.1"),
     params=(k_param(),) + CLUSTERED_DP_PARAMS,
-    protects=(Role.EPS_QUASI,),
-    requires=(Role.EPS_QUASI,),
     guarantee=guarantee_ir_dp,
     run=run_ir_dp,
     is_dp=is_dp_ir,
     needs_domain=True,
-    uses_k=True,
-    uses_epsilon=True,
-    clusters=True,
     recommended=True,
+    **IR_FIELDS,
 )
 
 IDP_LS = MethodSpec(
@@ -380,15 +385,11 @@ IDP_LS = MethodSpec(
     ),
     paper=_P.SORIA_COMAS_2025_TDP + ", §3.2.1",
     params=(k_param(),) + CLUSTERED_DP_PARAMS,
-    protects=(Role.EPS_QUASI,),
-    requires=(Role.EPS_QUASI,),
     guarantee=guarantee_idp_ls,
     run=run_idp_ls,
     is_dp=never_dp,
     needs_domain=True,
-    uses_k=True,
-    uses_epsilon=True,
-    clusters=True,
+    **IR_FIELDS,
 )
 
 IDP_CBLS = MethodSpec(
@@ -403,16 +404,12 @@ IDP_CBLS = MethodSpec(
     ),
     paper=_P.SORIA_COMAS_2025_TDP + ", §3.2.2, Prop. 3",
     params=(k_param(minimum=3),) + CLUSTERED_DP_PARAMS,
-    protects=(Role.EPS_QUASI,),
-    requires=(Role.EPS_QUASI,),
     guarantee=guarantee_idp_cbls,
     run=run_idp_cbls,
     is_dp=never_dp,
     needs_domain=False,
-    uses_k=True,
-    uses_epsilon=True,
     min_k=3,
-    clusters=True,
+    **IR_FIELDS,
 )
 
 SPECS = (IR_DP, IDP_LS, IDP_CBLS)

@@ -6,6 +6,8 @@ that sweeps reuse it; ``mdav-swap`` (:mod:`.mdav_swap`) uses the same clustering
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from dpstudio.engine.algorithms import microaggregation as MA
@@ -88,6 +90,19 @@ def run(job: Job) -> Output:
     )
 
 
+#: The declaration fields the MDAV-clustered k-quasi methods share (mdav, mdav-swap): their
+#: parameters, roles and flags.
+MDAV_FIELDS: dict[str, Any] = dict(
+    params=(k_param(), DISTANCE_PARAM, DROP_MISSING_PARAM),
+    protects=(Role.K_QUASI,),
+    requires=(Role.K_QUASI,),
+    is_dp=never_dp,
+    needs_domain=False,
+    uses_k=True,
+    uses_epsilon=False,
+    clusters=True,
+)
+
 SPEC = MethodSpec(
     id="mdav",
     name="MDAV k-anonymity (MDAV-ID)",
@@ -99,15 +114,8 @@ SPEC = MethodSpec(
         "shared by at least k records."
     ),
     paper=_P.SORIA_COMAS_2013_THESIS + ", §2.8, §3.4",
-    params=(k_param(), DISTANCE_PARAM, DROP_MISSING_PARAM),
-    protects=(Role.K_QUASI,),
-    requires=(Role.K_QUASI,),
     guarantee=guarantee,
     run=run,
-    is_dp=never_dp,
-    needs_domain=False,
-    uses_k=True,
-    uses_epsilon=False,
     k_anonymous=True,
-    clusters=True,
+    **MDAV_FIELDS,
 )

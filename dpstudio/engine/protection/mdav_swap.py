@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from dpstudio.engine.protection import _papers as _P
-from dpstudio.engine.protection._common import DROP_MISSING_PARAM, k_param, named, never_dp
-from dpstudio.engine.protection.mdav import DISTANCE_PARAM, mdav_labels
+from dpstudio.engine.protection._common import named
+from dpstudio.engine.protection.mdav import MDAV_FIELDS, mdav_labels
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
@@ -63,14 +63,7 @@ SPEC = MethodSpec(
         "they belong to is uncertain (at most 1/k chance of a correct link)."
     ),
     paper=_P.SORIA_COMAS_2013_THESIS + ", §3.3.1",
-    params=(k_param(), DISTANCE_PARAM, DROP_MISSING_PARAM),
-    protects=(Role.K_QUASI,),
-    requires=(Role.K_QUASI,),
     guarantee=guarantee,
     run=run,
-    is_dp=never_dp,
-    needs_domain=False,
-    uses_k=True,
-    uses_epsilon=False,
-    clusters=True,
+    **MDAV_FIELDS,
 )
