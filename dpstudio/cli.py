@@ -12,6 +12,8 @@ Examples::
     dpstudio evaluate census.csv out.csv --attributes FICA --json
     dpstudio sweep census.csv --method ir-dp --role FICA=eps-quasi --domain FICA=0:7500 \
         --k 2:20 --epsilon 0.1,1,10 --repeats 10 --out sweep.csv
+    dpstudio protect census.csv out.csv --recipe study.dpsproj --epsilon 2 \
+        --save-recipe out.recipe.json   # the app's settings; options override them
 """
 
 from __future__ import annotations
