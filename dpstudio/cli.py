@@ -355,6 +355,8 @@ def _apply_recipe(args, command: str) -> None:
 
     rec = _load_recipe(args.recipe) if getattr(args, "recipe", None) else None
     args.recipe_obj = rec
+    if getattr(args, "save_recipe", None) and not (args.method or (rec and rec.method)):
+        raise ParameterError("--save-recipe needs a method: give --method (or a --recipe that names one).")
     if getattr(args, "save_recipe", None):  # refuse before any work
         _input_guard(getattr(args, "input", None) or getattr(args, "original", None), args.save_recipe)
     if rec is None:
@@ -584,6 +586,7 @@ def _protect_dask(args) -> int:
             written = DB.write_release(
                 rel, args.output, input_path=args.input, fmt=fmt, progress=sys.stderr.isatty()
             )
+        _save_recipe(args, "protect", params)
     except KeyboardInterrupt:
         _warn("cancelled: nothing was written.")
         return 130

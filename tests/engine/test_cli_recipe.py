@@ -137,6 +137,8 @@ def test_newer_schema_and_bad_files_are_one_line(src, tmp_path, capsys):
     one_line_error(code, err, "nope.json", "no such file")
     code, _, err = run(capsys, ["protect", src, tmp_path / "o.csv", "--k", "3"])
     one_line_error(code, err, "--method")
+    code, _, err = run(capsys, ["evaluate", src, src, "--save-recipe", tmp_path / "e.json"])
+    one_line_error(code, err, "--save-recipe", "--method")
     gen = write_recipe(tmp_path / "g.json", hierarchies={"x": {"generated": True}})
     code, _, err = run(capsys, ["protect", src, tmp_path / "o.csv", "--recipe", gen])
     one_line_error(code, err, "'x'", "--hierarchy")
