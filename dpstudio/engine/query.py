@@ -1386,6 +1386,7 @@ def _unravel(i: int, sizes: Sequence[int]) -> list[int]:
 
 def _marginals(probs: Sequence, sizes: Sequence[int]) -> list[list[float]]:
     arr = np.asarray([float(p) for p in probs], dtype=np.float64).reshape(tuple(sizes))
+    arr = arr / arr.sum()  # weights or probabilities: marginal probabilities
     axes = range(len(sizes))
     return [arr.sum(axis=tuple(a for a in axes if a != k)).tolist() for k in axes]
 
