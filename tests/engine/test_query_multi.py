@@ -328,3 +328,63 @@ def test_proportion_by_groups_is_refused():
         refine_query(
             DF, "proportion by region", Prior.uniform(NumericRange(0, 1, 0.1)), 0.1, groups=[1, 2, 3]
         )
+
+
+# ============================================================== command line
+
+
+def test_cli_multicomponent(tmp_path, capsys):
+    import json
+
+    from dpstudio import cli
+    from dpstudio.engine.query import load_ledger
+
+    data = tmp_path / "d.csv"
+    DF.to_csv(data, index=False)
+    led = tmp_path / "led.json"
+    base = [
+        "query",
+        str(data),
+        "mean(income), mean(age) where region == 3",
+        "--range",
+        "income=0:60:1",
+        "--range",
+        "age=0:80:2",
+    ]
+    assert (
+        cli.main(
+            base
+            + [
+                "--prior",
+                "normal:30:10",
+                "--prior",
+                "uniform",
+                "--epsilon",
+                "0.5",
+                "--distance",
+                "sum",
+                "--ledger",
+                str(led),
+                "--budget",
+                "1",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    pub = json.loads(capsys.readouterr().out)
+    assert pub["epsilon"] == 0.5 and len(pub["response"]) == 2 and "jointly" in pub["guarantee"]
+    assert cli.main(base + ["--mode", "split", "--epsilon", "0.2,0.1", "--ledger", str(led)]) == 0
+    out = capsys.readouterr().out
+    assert "remaining budget: 0.2 of 1" in out and "Σεi = 0.3" in out
+    assert [e["epsilon"] for e in load_ledger(led).entries] == [0.5, 0.3]
+    for bad in (
+        ["--epsilon", "0.1", "--prior", "normal:1:1"],  # one prior for two
+        ["--epsilon", "0.1,0.1"],  # joint: one ε
+        ["--epsilon", "0.1", "--range", "nope=0:1"],  # unknown range key
+        ["--epsilon", "0.5", "--ledger", str(led)],
+    ):  # over the budget
+        assert cli.main(base + bad) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("dpstudio: error: ") and len(err.strip().splitlines()) == 1
+    assert len(load_ledger(led).entries) == 2
