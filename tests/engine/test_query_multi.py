@@ -380,7 +380,7 @@ def test_cli_multicomponent(tmp_path, capsys):
     assert [e["epsilon"] for e in load_ledger(led).entries] == [0.5, 0.3]
     for bad in (
         ["--epsilon", "0.1", "--prior", "normal:1:1"],  # one prior for two
-        ["--epsilon", "0.1,0.1"],  # joint: one ε
+        ["--epsilon", "0.1,0.2"],  # joint: one ε
         ["--epsilon", "0.1", "--range", "nope=0:1"],  # unknown range key
         ["--epsilon", "0.5", "--ledger", str(led)],
     ):  # over the budget
