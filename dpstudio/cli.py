@@ -887,7 +887,14 @@ def cmd_query(args) -> int:
     from dpstudio.engine.errors import ParameterError
 
     q = qd.parse_any(args.query)
-    eps = parse_floats(args.epsilon, "--epsilon")
+    eps = []  # in the order typed: one per component in --mode split (not a sorted sweep grid)
+    for part in str(args.epsilon).split(","):
+        try:
+            eps.append(float(part))
+        except ValueError:
+            raise ParameterError(
+                f"--epsilon: {part.strip()!r} is not a number (e.g. 0.5, or 0.3,0.2)."
+            ) from None
     multi = isinstance(q, qd.MultiQuery)
     if len(eps) != 1 and not (multi and args.mode == "split"):
         raise ParameterError(

@@ -378,6 +378,11 @@ def test_cli_multicomponent(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "remaining budget: 0.2 of 1" in out and "Σεi = 0.3" in out
     assert [e["epsilon"] for e in load_ledger(led).entries] == [0.5, 0.3]
+    # εi in the order typed, repeated values kept (not a sorted, deduplicated grid)
+    assert cli.main(base + ["--mode", "split", "--epsilon", "0.05,0.05", "--json"]) == 0
+    assert "ε1 = 0.05" in capsys.readouterr().out
+    assert cli.main(base + ["--mode", "split", "--epsilon", "0.1,0.02", "--json"]) == 0
+    assert "ε1 = 0.1 (statistical), ε2 = 0.02" in capsys.readouterr().out
     for bad in (
         ["--epsilon", "0.1", "--prior", "normal:1:1"],  # one prior for two
         ["--epsilon", "0.1,0.2"],  # joint: one ε
