@@ -547,6 +547,8 @@ class QueryPanel(QWidget):
         if not (total > 0 and math.isfinite(total)):
             raise qd.ParameterError("Total budget ε: a number > 0.")
         groups = self.groups()
+        if groups is not None:  # the engine's checks (e.g. proportion … by is refused) before any run
+            qd._validate(df, q, prior, self.kind_combo.currentText(), groups)
         req = {
             "query": q,
             "prior": prior,
