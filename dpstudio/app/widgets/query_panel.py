@@ -1053,7 +1053,9 @@ class QueryPanel(QWidget):
             tv = ans.true_value[k] if ans.groups is not None else ans.true_value
             resp = ans.response[k] if ans.groups is not None else ans.response
             cat_sup = self.categorical()
-        x, labels = self._clear_plot(support, cat_sup, self.view_combo.itemText(k) or ans.query)
+        item = self.view_combo.itemText(k)
+        label = f"{ans.query} · {item}" if ans.groups is not None else (item or ans.query)
+        x, labels = self._clear_plot(support, cat_sup, label)
         cat = labels is not None
         self._curve(x, prior_probs, "prior", "#7f7f7f", cat, 0)
         self._curve(x, refined, "refined (office only)", "#d62728", cat, 1)
