@@ -1049,12 +1049,25 @@ def cmd_query(args) -> int:
     """Answer one statistic by knowledge refinement (thesis ch. 5) and spend its ε in the ledger."""
     from dpstudio.engine import query as qd
     from dpstudio.engine.errors import ParameterError
-    from dpstudio.engine.io import file_sha256
 
-    q = qd.parse_query(args.query)
-    eps = parse_floats(args.epsilon, "--epsilon")
-    if len(eps) != 1:
-        raise ParameterError("--epsilon: give one ε for the query.")
+    q = qd.parse_any(args.query)
+    eps = []  # in the order typed: one per component in --mode split (not a sorted sweep grid)
+    for part in str(args.epsilon).split(","):
+        try:
+            eps.append(float(part))
+        except ValueError:
+            raise ParameterError(
+                f"--epsilon: {part.strip()!r} is not a number (e.g. 0.5, or 0.3,0.2)."
+            ) from None
+    multi = isinstance(q, qd.MultiQuery)
+    if len(eps) != 1 and not (multi and args.mode == "split"):
+        raise ParameterError(
+            "--epsilon: give one ε for the query (one per component only with --mode split)."
+        )
+    if not multi and (args.mode or args.distance):
+        raise ParameterError("--mode/--distance: only for a multicomponent query (e.g. 'mean(x), mean(y)').")
+    if multi:
+        return _cmd_query_multi(args, q, eps)
     roles = parse_roles(args.role)
     if q.column and roles.get(q.column) == "identifier":
         raise ParameterError(
@@ -1076,7 +1089,10 @@ def cmd_query(args) -> int:
             pair = None  # parse_range explains the syntax
         if pair is not None:
             check_domain_pair(col, pair)
-    prior = qd.parse_prior(args.prior, qd.resolve_range(q, ranges, df, args.ordered))
+    priors_txt = args.prior or ["uniform"]
+    if len(priors_txt) != 1:
+        raise ParameterError("--prior: give one prior (several only for a multicomponent query).")
+    prior = qd.parse_prior(priors_txt[0], qd.resolve_range(q, ranges, df, args.ordered))
     groups = None
     if args.groups:
         gcol, gvals = _split_assign(args.groups, "--groups", "COLUMN=a,b,c (e.g. region=1,2,3)", last=True)
@@ -1086,6 +1102,28 @@ def cmd_query(args) -> int:
                 f"'… by {gcol}' in the query or --groups {q.by}=…."
             )
         groups = list(qd.parse_range(gvals).categories if "," in gvals else [qd._literal(gvals)])
+    ledger = _query_ledger(args)
+    ans = qd.refine_query(
+        df,
+        q,
+        prior,
+        eps[0],
+        args.kind,
+        args.seed,
+        ledger=ledger,
+        groups=groups,
+        split=args.split,
+        requester=args.requester,
+    )
+    return _query_output(args, ans, ledger)
+
+
+def _query_ledger(args):
+    """The ledger of ``--ledger`` (bound to the input's SHA-256), a new one with ``--budget``."""
+    from dpstudio.engine import query as qd
+    from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.io import file_sha256
+
     if args.audit and (
         not args.ledger
         or Path(args.audit).suffix.lower() not in (".csv", ".json")
@@ -1110,18 +1148,80 @@ def cmd_query(args) -> int:
                 f"Ledger {args.ledger} belongs to another data set "
                 f"({ledger.dataset}); use the ledger of {args.input}."
             )
-    ans = qd.refine_query(
+    return ledger
+
+
+def _cmd_query_multi(args, mq, eps) -> int:
+    """A multicomponent query (thesis §5.3): one --range per answered column, one --prior per
+    component in order (or one 'uniform' for all), --mode joint|split, --distance.
+    """
+    from dpstudio.engine import query as qd
+    from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.validation import check_domain_pair
+
+    comps = mq.components
+    roles = parse_roles(args.role)
+    for c in comps:
+        if c.column and roles.get(c.column) == "identifier":
+            raise ParameterError(
+                f"Column {c.column!r} is an identifier: use it in the filter, not as the answer."
+            )
+    if args.groups:
+        raise ParameterError("--groups: a multicomponent query has no groups; ask '… by COL' separately.")
+    df, _ = _read(args.input, args)
+    ranges = dict(
+        _split_assign(it, "--range", "COLUMN=LOWER:UPPER[:STEP] or COLUMN=a,b,c", last=True)
+        for it in args.range or []
+    )
+    for col, text in ranges.items():
+        bits = text.split(":")
+        try:
+            pair = (float(bits[0]), float(bits[1])) if len(bits) in (2, 3) else None
+        except ValueError:
+            pair = None
+        if pair is not None:
+            check_domain_pair(col, pair)
+    used = set()
+    sups = []
+    for c in comps:
+        keys = [k for k in (c.column, c.agg if c.agg in ("count", "proportion") else None) if k]
+        mine = {k: ranges[k] for k in keys if k in ranges}
+        used |= set(mine)
+        sups.append(qd.resolve_range(c, mine, df, args.ordered))
+    unused = [k for k in ranges if k not in used]
+    if unused:
+        raise ParameterError(
+            f"--range {unused[0]}=…: no component answers {unused[0]!r}; the keys are the components' "
+            "columns, or count / proportion."
+        )
+    ptxt = args.prior or ["uniform"]
+    if len(ptxt) == 1 and ptxt[0].strip().lower() == "uniform":
+        ptxt = ptxt * len(comps)
+    if len(ptxt) != len(comps):
+        raise ParameterError(
+            f"--prior: give one prior per component, in order ({len(comps)}), or none for uniform priors."
+        )
+    priors = [qd.parse_prior(t, s) for t, s in zip(ptxt, sups)]
+    ledger = _query_ledger(args)
+    ans = qd.refine_multicomponent(
         df,
-        q,
-        prior,
-        eps[0],
-        args.kind,
-        args.seed,
+        mq,
+        priors,
+        eps[0] if len(eps) == 1 else list(eps),
+        mode=args.mode or "joint",
+        distance=args.distance or "max",
+        kind=args.kind,
+        rng=args.seed,
         ledger=ledger,
-        groups=groups,
         split=args.split,
         requester=args.requester,
     )
+    return _query_output(args, ans, ledger)
+
+
+def _query_output(args, ans, ledger) -> int:
+    from dpstudio.engine import query as qd
+
     if ledger is not None:
         qd.save_ledger(args.ledger, ledger)  # saved before the answer is shown
         if args.audit:
@@ -1449,9 +1549,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epsilon", required=True, help="ε spent by this answer (> 0)")
     p.add_argument(
         "--prior",
-        default="uniform",
+        action="append",
         help="the researcher's prior: uniform (default), normal:MEAN:SD, "
-        "histogram:E0,…,Ek:W1,…,Wk, categorical:VALUE=P,…",
+        "histogram:E0,…,Ek:W1,…,Wk, categorical:VALUE=P,…; a multicomponent query takes "
+        "one --prior per component, in order (their product is the joint prior)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("joint", "split"),
+        help="multicomponent query (thesis §5.3): joint = one refinement over the product "
+        "range, one ε for the vector (default); split = each component with its own εi "
+        "(--epsilon total or one per component), ε = Σεi (max εi for disjoint filters)",
+    )
+    p.add_argument(
+        "--distance",
+        choices=("max", "sum", "euclidean", "priority"),
+        help="--mode joint: distance over the product range, each component as a fraction "
+        "of its declared range (default max; priority = the first component decides)",
     )
     p.add_argument(
         "--range",

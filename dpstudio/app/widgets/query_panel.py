@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Signal
+from PySide6.QtGui import QGuiApplication, QMouseEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QListWidget,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -71,6 +72,8 @@ RANGE_NOTE = (
     "range itself would disclose the data."
 )
 LEDGER_COLUMNS = ("#", "time (UTC)", "requester", "query", "ε", "remaining")
+NO_GROUPS = "(no grouping)"
+DRAW_BINS = 20  # bins of a prior drawn with the mouse (fewer when the grid is smaller)
 DEFAULT_BUDGET = "1"
 
 
@@ -177,6 +180,16 @@ class QueryPanel(QWidget):
         fq.addRow("Attribute", self.col_combo)
         fq.addRow("Filter", self.filter_edit)
         fq.addRow("", self.filter_error)
+        self.by_combo = QComboBox()
+        self.by_combo.setObjectName("by_combo")
+        self.by_combo.setToolTip(
+            "One answer per declared group (disjoint records: ε in total, thesis Prop. 4)"
+        )
+        self.groups_edit = QLineEdit()
+        self.groups_edit.setObjectName("groups_edit")
+        self.groups_edit.setPlaceholderText("declared groups a,b,c (never read from the data)")
+        fq.addRow("Group by", self.by_combo)
+        fq.addRow("Groups", self.groups_edit)
         fq.addRow("Query", self.query_text)
         fq.addRow("Requester", self.requester_edit)
         left.addWidget(gq)
@@ -238,7 +251,49 @@ class QueryPanel(QWidget):
         fp.addRow("ε", self.eps_edit)
         fp.addRow("Kind", self.kind_combo)
         fp.addRow("Laplace Δ (plot)", self.delta_edit)
+        self.draw_check = QCheckBox("Draw the prior on the plot with the mouse")
+        self.draw_check.setObjectName("draw_check")
+        self.draw_check.setToolTip(
+            "Press and drag on the plot to set the height of each bin; the drawn histogram is "
+            "normalised and used as the prior (its parameters appear above, editable)"
+        )
+        fp.addRow("", self.draw_check)
         left.addWidget(gp)
+
+        gc = QGroupBox("Multicomponent query (thesis §5.3)")
+        vc = QVBoxLayout(gc)
+        self.comp_list = QListWidget()
+        self.comp_list.setObjectName("components")
+        self.comp_list.setMaximumHeight(90)
+        self.comp_list.setToolTip("Two or more components: Answer returns the vector")
+        hc = QHBoxLayout()
+        self.add_comp_btn = QPushButton("Add query above as a component")
+        self.del_comp_btn = QPushButton("Remove")
+        hc.addWidget(self.add_comp_btn)
+        hc.addWidget(self.del_comp_btn)
+        hm = QHBoxLayout()
+        self.mode_combo = QComboBox()
+        self.mode_combo.addItems(list(qd.MODES))
+        self.mode_combo.setToolTip(
+            "joint: one refinement over the product range, one ε for the vector; split: each "
+            "component with ε/n (ε each when the filters are disjoint), drawn independently"
+        )
+        self.distance_combo = QComboBox()
+        self.distance_combo.addItems(list(qd.DISTANCES))
+        self.distance_combo.setToolTip(
+            "joint: distance over the product range, each component as a fraction of its "
+            "range (priority: the first component decides)"
+        )
+        hm.addWidget(QLabel("Mode"))
+        hm.addWidget(self.mode_combo)
+        hm.addWidget(QLabel("distance"))
+        hm.addWidget(self.distance_combo, 1)
+        vc.addWidget(self.comp_list)
+        vc.addLayout(hc)
+        vc.addLayout(hm)
+        left.addWidget(gc)
+        self.components: list[dict] = []  # {'query': Query, 'prior': Prior, 'text': str}
+        self.drawn: list[float] | None = None  # bin heights of a drawn prior
 
         self.error_label = QLabel()
         self.error_label.setObjectName("query_error")
@@ -283,6 +338,13 @@ class QueryPanel(QWidget):
         self.plot.getAxis("left").enableAutoSIPrefix(False)
         self.legend = self.plot.addLegend(offset=(-10, 10))
         right.addWidget(self.plot, 3)
+        hv = QHBoxLayout()
+        hv.addWidget(QLabel("Plot"))
+        self.view_combo = QComboBox()
+        self.view_combo.setObjectName("view_combo")
+        self.view_combo.setToolTip("Which group or component of the last answer to plot")
+        hv.addWidget(self.view_combo, 1)
+        right.addLayout(hv)
         self.stats_label = QLabel()
         self.stats_label.setObjectName("plot_stats")
         self.stats_label.setWordWrap(True)
@@ -339,8 +401,14 @@ class QueryPanel(QWidget):
 
         # --- wiring
         self.agg_combo.currentTextChanged.connect(self._on_agg_changed)
-        for w in (self.col_combo, self.prior_combo, self.kind_combo):
+        for w in (self.col_combo, self.prior_combo, self.kind_combo, self.by_combo, self.mode_combo):
             w.currentTextChanged.connect(self._validate)
+        self.groups_edit.textChanged.connect(self._validate)
+        self.add_comp_btn.clicked.connect(self.add_component)
+        self.del_comp_btn.clicked.connect(self.remove_component)
+        self.draw_check.toggled.connect(self._on_draw_toggled)
+        self.view_combo.currentIndexChanged.connect(self._replot_view)
+        self.plot.viewport().installEventFilter(self)
         self.prior_combo.currentTextChanged.connect(
             lambda k: self.prior_edit.setPlaceholderText(PRIOR_HINTS.get(k, ""))
         )
@@ -376,6 +444,17 @@ class QueryPanel(QWidget):
             if cur in [str(c) for c in df.columns]:
                 self.col_combo.setCurrentText(cur)
         self.col_combo.blockSignals(False)
+        by = self.by_combo.currentText()
+        self.by_combo.blockSignals(True)
+        self.by_combo.clear()
+        self.by_combo.addItem(NO_GROUPS)
+        if df is not None:
+            self.by_combo.addItems([str(c) for c in df.columns])
+            if by in [str(c) for c in df.columns]:
+                self.by_combo.setCurrentText(by)
+        self.by_combo.blockSignals(False)
+        self.components.clear()
+        self.comp_list.clear()
         self._digest = None
         self._on_agg_changed(self.agg_combo.currentText())
         self.refresh_ledger()
@@ -402,7 +481,22 @@ class QueryPanel(QWidget):
         else:
             head = agg
         flt = self.filter_edit.text().strip()
-        return head + (f" where {flt}" if flt else "")
+        by = self.by_combo.currentText()
+        grp = "" if by in ("", NO_GROUPS) else " by " + (by if by.isidentifier() else f"`{by}`")
+        return head + (f" where {flt}" if flt else "") + grp
+
+    def groups(self) -> list | None:
+        """The declared groups of a '… by COL' query (typed, never read from the data)."""
+        by = self.by_combo.currentText()
+        if by in ("", NO_GROUPS):
+            return None
+        txt = self.groups_edit.text().strip()
+        if not txt:
+            raise qd.ParameterError(f"Groups: declare the groups of {by} (a,b,c), never read from the data.")
+        return [qd._literal(g.strip()) for g in txt.split(",") if g.strip()]
+
+    def multi(self) -> bool:
+        return len(self.components) >= 2
 
     def range_spec(self) -> str:
         if self.categorical():
@@ -452,17 +546,87 @@ class QueryPanel(QWidget):
             total = float("nan")
         if not (total > 0 and math.isfinite(total)):
             raise qd.ParameterError("Total budget ε: a number > 0.")
-        return {
+        groups = self.groups()
+        if groups is not None:  # the engine's checks (e.g. proportion … by is refused) before any run
+            qd._validate(df, q, prior, self.kind_combo.currentText(), groups)
+        req = {
             "query": q,
             "prior": prior,
             "epsilon": eps,
             "total": total,
             "kind": self.kind_combo.currentText(),
             "requester": self.requester_edit.text().strip() or None,
+            "groups": groups,
+            "multi": None,
+        }
+        return req
+
+    def build_multi_request(self) -> dict[str, Any]:
+        """The request when the component list holds 2+ components (the form only supplies ε)."""
+        eps = parse_epsilon(self.eps_edit.text())
+        try:
+            total = float(self.budget_edit.text())
+        except ValueError:
+            total = float("nan")
+        if not (total > 0 and math.isfinite(total)):
+            raise qd.ParameterError("Total budget ε: a number > 0.")
+        mq = qd.MultiQuery(
+            tuple(c["query"] for c in self.components), "; ".join(c["text"] for c in self.components)
+        )
+        priors = [c["prior"] for c in self.components]
+        mode = self.mode_combo.currentText()
+        if mode == "joint" and math.prod(p.support.size for p in priors) > qd.MAX_SUPPORT:
+            raise qd.ParameterError(
+                "Components: the product of the declared ranges is too large for a joint answer: "
+                "coarser steps, or mode split."
+            )
+        return {
+            "query": mq,
+            "prior": priors,
+            "epsilon": eps,
+            "total": total,
+            "kind": None,
+            "requester": self.requester_edit.text().strip() or None,
+            "groups": None,
+            "multi": {"mode": mode, "distance": self.distance_combo.currentText()},
         }
 
+    # ------------------------------------------------------------------ components
+    def add_component(self) -> bool:
+        """Add the query of the form (with its range and prior) to the component list."""
+        try:
+            req = self.build_request()
+        except DPStudioError as exc:
+            self.error_label.setText(str(exc))
+            return False
+        if req["groups"] is not None:
+            self.error_label.setText(
+                "Components: a '… by COL' query cannot be a component; remove the grouping."
+            )
+            return False
+        q = req["query"]
+        text = q.describe()
+        if any(c["text"] == text for c in self.components):
+            self.error_label.setText(f"Components: {text!r} is already a component.")
+            return False
+        self.components.append({"query": q, "prior": req["prior"], "text": text})
+        self.comp_list.addItem(f"{text}  —  {req['prior'].describe()}")
+        self._validate()
+        return True
+
+    def remove_component(self) -> None:
+        row = self.comp_list.currentRow()
+        if row < 0:
+            row = self.comp_list.count() - 1
+        if row >= 0:
+            self.comp_list.takeItem(row)
+            del self.components[row]
+        self._validate()
+
     def _validate(self, *_a, replot: bool = True) -> bool:
-        self.query_text.setText(self.query_string())
+        self.query_text.setText(
+            "; ".join(c["text"] for c in self.components) if self.multi() else self.query_string()
+        )
         ferr = ""
         df = self.state.df
         try:
@@ -482,17 +646,27 @@ class QueryPanel(QWidget):
         err = ""
         prior = None
         try:
-            req = self.build_request()
-            prior = req["prior"]
+            if self.multi():
+                self.build_multi_request()
+            else:
+                req = self.build_request()
+                prior = req["prior"]
         except DPStudioError as exc:
             err = str(exc)
-        if ferr:
+        if ferr and not self.multi():
             err = "Filter: " + ferr
+        self.answer_btn.setText(
+            f"Answer {len(self.components)} components — spend ε" if self.multi() else "Answer — spend ε"
+        )
+        self.mode_combo.setEnabled(self.multi())
+        self.distance_combo.setEnabled(self.multi() and self.mode_combo.currentText() == "joint")
         self.error_label.setText(err)
         busy = self.runner.busy
         self.answer_btn.setEnabled(not err and not busy)
         self.preview_btn.setEnabled(not err and not busy)
-        if prior is not None and not busy and replot:
+        if not busy and replot and self.draw_check.isChecked():
+            self._plot_drawn()
+        elif prior is not None and not busy and replot:
             self._plot_prior(prior)  # the prior alone is data independent: safe to draw
         return not err
 
@@ -598,7 +772,7 @@ class QueryPanel(QWidget):
     def _start(self, spend: bool) -> bool:
         if not self._validate(replot=False):
             return False
-        req = self.build_request()
+        req = self.build_multi_request() if self.multi() else self.build_request()
         led, why = self._ledger_for_data()
         if why:
             self.error_label.setText(why)
@@ -622,15 +796,28 @@ class QueryPanel(QWidget):
 
         def work(progress, check_cancel):
             ledger = None if led_dict is None else qd.BudgetLedger.from_dict(led_dict)
-            ans = qd.refine_query(
-                df,
-                req["query"],
-                req["prior"],
-                req["epsilon"],
-                req["kind"],
-                ledger=ledger,
-                requester=req["requester"],
-            )
+            if req["multi"] is not None:
+                ans = qd.refine_multicomponent(
+                    df,
+                    req["query"],
+                    req["prior"],
+                    req["epsilon"],
+                    mode=req["multi"]["mode"],
+                    distance=req["multi"]["distance"],
+                    ledger=ledger,
+                    requester=req["requester"],
+                )
+            else:
+                ans = qd.refine_query(
+                    df,
+                    req["query"],
+                    req["prior"],
+                    req["epsilon"],
+                    req["kind"],
+                    ledger=ledger,
+                    groups=req["groups"],
+                    requester=req["requester"],
+                )
             check_cancel()
             return ans, (None if ledger is None else ledger.to_dict())
 
@@ -698,25 +885,29 @@ class QueryPanel(QWidget):
         QGuiApplication.clipboard().setText(self.answer_text.toPlainText())
 
     # ------------------------------------------------------------------ plots
-    def _x(self, support: list) -> tuple[np.ndarray, list | None]:
+    def _x(self, support: list, categorical: bool | None = None) -> tuple[np.ndarray, list | None]:
+        cat = self.categorical() if categorical is None else categorical
         if (
             support
             and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in support)
-            and not self.categorical()
+            and not cat
         ):
             return np.asarray(support, dtype=np.float64), None
         return np.arange(len(support), dtype=np.float64), [str(v) for v in support]
 
-    def _clear_plot(self, support: list) -> tuple[np.ndarray, list | None]:
+    def _clear_plot(
+        self, support: list, categorical: bool | None = None, label: str | None = None
+    ) -> tuple[np.ndarray, list | None]:
         self.plot.clear()
         self.legend.clear()
-        x, labels = self._x(support)
+        self.plot.enableAutoRange()
+        x, labels = self._x(support, categorical)
         ax = self.plot.getAxis("bottom")
         if labels is not None:
             ax.setTicks([list(zip(x.tolist(), labels))] if len(labels) <= 40 else None)
         else:
             ax.setTicks(None)
-        self.plot.setLabel("bottom", self.query_string())
+        self.plot.setLabel("bottom", label or self.query_string())
         return x, labels
 
     def _plot_prior(self, prior: qd.Prior) -> None:
@@ -726,6 +917,95 @@ class QueryPanel(QWidget):
         self.stats_label.setText(
             "The prior alone (data independent). Preview or Answer draws the refined distribution."
         )
+
+    # ------------------------------------------------------------------ drawing the prior
+    def _draw_range(self) -> tuple[float, float, int]:
+        """(lower, upper, bins) of the drawn histogram: the declared numeric range."""
+        if self.categorical():
+            raise qd.ParameterError("Draw: a categorical answer's prior is typed (VALUE=P,…), not drawn.")
+        try:
+            sup = qd.parse_range(self.range_spec())
+        except (DPStudioError, ValueError):
+            raise qd.ParameterError("Draw: declare the range's LOWER and UPPER first.") from None
+        if not isinstance(sup, qd.NumericRange):
+            raise qd.ParameterError("Draw: declare a numeric range LOWER and UPPER first.")
+        return sup.lo, sup.hi, max(1, min(DRAW_BINS, sup.size))
+
+    def _on_draw_toggled(self, on: bool) -> None:
+        self.plot.setMouseEnabled(x=not on, y=not on)
+        if on:
+            try:
+                _lo, _hi, n = self._draw_range()
+            except DPStudioError as exc:
+                self.error_label.setText(str(exc))
+                self.draw_check.setChecked(False)
+                return
+            if self.drawn is None or len(self.drawn) != n:
+                self.drawn = [0.5] * n
+            self._apply_drawn()
+        self._validate()
+
+    def draw_at(self, x: float, y: float) -> bool:
+        """Set the drawn bin under ``x`` (plot units) to height ``y`` (0-1, relative)."""
+        try:
+            lo, hi, n = self._draw_range()
+        except DPStudioError as exc:
+            self.error_label.setText(str(exc))
+            return False
+        if self.drawn is None or len(self.drawn) != n:
+            self.drawn = [0.5] * n
+        b = int(min(max(math.floor((x - lo) / (hi - lo) * n), 0), n - 1))
+        self.drawn[b] = round(min(max(float(y), 0.0), 1.0), 3)
+        self._apply_drawn()
+        return True
+
+    def _apply_drawn(self) -> None:
+        """Write the drawn bins as the histogram prior's parameters (visible and editable)."""
+        lo, hi, n = self._draw_range()
+        assert self.drawn is not None
+        edges = [lo + (hi - lo) * i / n for i in range(n)] + [hi]
+        spec = ",".join(f"{e:.10g}" for e in edges) + ":" + ",".join(f"{w:g}" for w in self.drawn)
+        self.prior_combo.setCurrentText("histogram")
+        self.prior_edit.setText(spec)
+
+    def _plot_drawn(self) -> None:
+        try:
+            lo, hi, n = self._draw_range()
+        except DPStudioError:
+            return
+        if self.drawn is None or len(self.drawn) != n:
+            return
+        self.plot.clear()
+        self.legend.clear()
+        self.plot.getAxis("bottom").setTicks(None)
+        wdt = (hi - lo) / n
+        xs = np.array([lo + wdt * (i + 0.5) for i in range(n)])
+        self.plot.addItem(
+            pg.BarGraphItem(
+                x=xs, height=self.drawn, width=wdt * 0.95, brush="#9ecae1", pen="#3182bd", name="drawn prior"
+            )
+        )
+        self.plot.setXRange(lo, hi, padding=0.02)
+        self.plot.setYRange(0, 1.05, padding=0)
+        self.stats_label.setText(
+            "Drawing the prior: press and drag on the plot to set each bin's relative height; it is "
+            "normalised (a bin's weight shared by its grid points). Untick to see it against the refined "
+            "distribution."
+        )
+
+    def eventFilter(self, obj: QObject, ev: QEvent) -> bool:  # noqa: N802 - Qt API
+        if (
+            self.draw_check.isChecked()
+            and obj is self.plot.viewport()
+            and ev.type() in (QEvent.Type.MouseButtonPress, QEvent.Type.MouseMove)
+            and isinstance(ev, QMouseEvent)
+            and ev.buttons() & Qt.MouseButton.LeftButton
+        ):
+            scene = self.plot.mapToScene(ev.position().toPoint())
+            pt = self.plot.getPlotItem().vb.mapSceneToView(QPointF(scene))
+            self.draw_at(pt.x(), pt.y())
+            return True
+        return super().eventFilter(obj, ev)
 
     def _curve(self, x, y, name, color, bars, slot) -> None:
         if bars:
@@ -737,17 +1017,51 @@ class QueryPanel(QWidget):
             self.plot.plot(x, np.asarray(y, dtype=np.float64), pen=pg.mkPen(color, width=2), name=name)
 
     def plot_answer(self, ans: qd.QueryAnswer, preview: bool = False) -> None:
-        """Prior, refined (office only) and Laplace of the same ε (analytic density × step)."""
-        if ans.groups is not None:
-            refined = ans.refined[0]
+        """Prior, refined (office only) and Laplace of the same ε (analytic density × step), for
+        the group or component chosen in the Plot box (marginals of a joint answer).
+        """
+        self._plotted = (ans, preview)
+        names = (
+            [f"component {i + 1}: {c}" for i, c in enumerate(ans.components)]
+            if ans.components is not None
+            else ([f"group {g}" for g in ans.groups] if ans.groups is not None else [ans.query])
+        )
+        self.view_combo.blockSignals(True)
+        self.view_combo.clear()
+        self.view_combo.addItems(names)
+        self.view_combo.blockSignals(False)
+        self.view_combo.setEnabled(len(names) > 1)
+        self._plot_view(ans, 0, preview)
+
+    def _replot_view(self, k: int) -> None:
+        plotted = getattr(self, "_plotted", None)
+        if plotted is not None and k >= 0:
+            self._plot_view(plotted[0], k, plotted[1])
+
+    def _plot_view(self, ans: qd.QueryAnswer, k: int, preview: bool) -> None:
+        if ans.components is not None:  # multicomponent: marginals of component k
+            support, prior_probs, refined = ans.support[k], ans.prior_probs[k], ans.refined[k]
+            tv, resp = ans.true_value[k], ans.response[k]
+            cat_sup = (
+                isinstance(self.components[k]["prior"].support, qd.CategoricalRange)
+                if k < len(self.components)
+                else False
+            )
         else:
-            refined = ans.refined
-        x, labels = self._clear_plot(ans.support)
+            support, prior_probs = ans.support, ans.prior_probs
+            refined = ans.refined[k] if ans.groups is not None else ans.refined
+            tv = ans.true_value[k] if ans.groups is not None else ans.true_value
+            resp = ans.response[k] if ans.groups is not None else ans.response
+            cat_sup = self.categorical()
+        item = self.view_combo.itemText(k)
+        label = f"{ans.query} · {item}" if ans.groups is not None else (item or ans.query)
+        x, labels = self._clear_plot(support, cat_sup, label)
         cat = labels is not None
-        self._curve(x, ans.prior_probs, "prior", "#7f7f7f", cat, 0)
+        self._curve(x, prior_probs, "prior", "#7f7f7f", cat, 0)
         self._curve(x, refined, "refined (office only)", "#d62728", cat, 1)
-        tv = ans.true_value if ans.groups is None else ans.true_value[0]
         stats = []
+        if ans.mode == "joint":
+            stats.append("joint answer: the curves are this component's marginals")
         try:
             f = None if tv is None or cat else float(tv)
         except (TypeError, ValueError):
@@ -760,13 +1074,17 @@ class QueryPanel(QWidget):
                 delta = float(self.delta_edit.text()) if self.delta_edit.text().strip() else hi - lo
             except ValueError:
                 delta = hi - lo
+            eps_k, lap_note = ans.epsilon, ""
+            if ans.components is not None:  # Laplace on a vector: the ε shared by the components
+                eps_k = ans.epsilons[k] if ans.epsilons else ans.epsilon / len(ans.components)
+                lap_note = f", ε/{len(ans.components)}" if not ans.epsilons else ", εi"
             if delta > 0:
-                b = delta / ans.epsilon
+                b = delta / eps_k
                 self.plot.plot(
                     x,
                     laplace_density(x, f, b) * step,
                     pen=pg.mkPen("#1f77b4", width=2, style=Qt.PenStyle.DashLine),
-                    name=f"Laplace, same ε (Δ = {delta:g})",
+                    name=f"Laplace, same ε (Δ = {delta:g}{lap_note})",
                 )
                 p_in = laplace_in_range(f, b, lo, hi)
                 stats.append(
@@ -780,11 +1098,11 @@ class QueryPanel(QWidget):
             stats.append("Laplace noise does not apply to a categorical answer.")
         else:
             stats.append("No true answer (empty filter): the response is a draw from the prior.")
-        if not preview and ans.groups is None:
+        if not preview:
             if not cat:
-                xr = float(ans.response)
+                xr = float(resp)
             else:
-                xr = float(ans.support.index(ans.response)) if ans.response in ans.support else None
+                xr = float(support.index(resp)) if resp in support else None
             if xr is not None:
                 self.plot.addItem(
                     pg.InfiniteLine(
