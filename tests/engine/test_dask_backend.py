@@ -150,3 +150,46 @@ def test_dask_insensitive_single_equals_in_memory(params, nparts):
 def test_dask_insensitive_multi_refused():
     with pytest.raises(DB.NotOnDask, match="--engine memory"):
         DB.protect_dask(_data(50), "insensitive-dp", ROLES, DOMAINS, seed=1, k=5, epsilon=1.0)
+
+
+def _heavy_ties(n=2000, seed=3):
+    """Massive ties: integer columns with a handful of values (age-like), a rounded column
+    with ~k copies of each value (blocks straddle every cluster boundary), one without ties."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "id": np.arange(n),
+        "age": rng.choice([20, 30, 40], n, p=[0.7, 0.2, 0.1]),
+        "income": np.round(rng.uniform(0, 1000, n), 0) * 10.0,
+        "hours": rng.uniform(0, 100, n),
+        "region": rng.choice(list("abc"), n),
+    })
+
+
+@pytest.mark.parametrize("method,params", [
+    ("ir-dp", {"k": 5, "epsilon": 1.0}),
+    ("ir-dp", {"k": 3, "epsilon": 1.0, "shuffle": False}),
+    ("idp-ls", {"k": 4, "epsilon": 1.0, "shuffle": False}),
+    ("idp-cbls", {"k": 7, "epsilon": 1.0}),
+    ("laplace", {"epsilon": 1.0}),
+])
+@pytest.mark.parametrize("nparts", [1, 7])
+def test_dask_heavy_ties_equal_in_memory(method, params, nparts):
+    df = _heavy_ties()
+    roles = {"id": "identifier", "age": "eps-quasi", "income": "eps-quasi", "hours": "eps-quasi"}
+    domains = {"age": (0, 120), "income": (0, 10_000), "hours": (0, 100)}
+    mem = engine.protect(df, method, roles, domains, seed=21, **params).data
+    with dask.config.set(scheduler="synchronous"):
+        got = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), method, roles, domains,
+                              seed=21, **params).compute()
+    pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+
+
+@pytest.mark.parametrize("nparts", [1, 6])
+def test_dask_ir_swap_heavy_ties_equal_in_memory(nparts):
+    df = _heavy_ties(900)
+    roles = {"id": "identifier", "age": "confidential", "income": "confidential"}
+    mem = engine.protect(df, "ir-swap", roles, seed=8, k=4).data
+    with dask.config.set(scheduler="synchronous"):
+        got = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), "ir-swap", roles,
+                              seed=8, k=4).compute()
+    pd.testing.assert_frame_equal(got, mem, check_dtype=False)
