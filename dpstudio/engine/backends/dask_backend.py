@@ -382,51 +382,71 @@ def _tie_index(v: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return idx, U[idx] == v
 
 
+def _groups(v: np.ndarray):
+    """One stable sort of a partition's values: (order, distinct values ascending, group of
+    each sorted record, position of each sorted record inside its group = number of earlier
+    records of the partition with the same value).  Searches then use the sorted distinct
+    values (fast, cache-friendly) instead of the records.
+    """
+    order = np.argsort(v, kind="stable")
+    sv = v[order]
+    first = np.empty(sv.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(sv[1:], sv[:-1], out=first[1:])
+    start = np.flatnonzero(first)
+    grp = np.cumsum(first) - 1
+    return order, sv[start], grp, np.arange(sv.size) - start[grp]
+
+
 def _tie_counts(part: pd.Series, tab: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Per partition: the tied values it holds (positions in ``U``) and how many of each."""
-    idx, hit = _tie_index(part.to_numpy(dtype=np.float64), tab["U"])
-    return np.unique(idx[hit], return_counts=True)
+    """Per partition: the tied values it holds (positions in ``U``, ascending) and how many
+    records hold each.
+    """
+    sv = np.sort(part.to_numpy(dtype=np.float64))
+    if tab["U"].size == 0 or sv.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    first = np.r_[True, sv[1:] != sv[:-1]]
+    start = np.flatnonzero(first)
+    cnt = np.diff(np.r_[start, sv.size])
+    idx, hit = _tie_index(sv[start], tab["U"])
+    return idx[hit], cnt[hit]
 
 
 def _tie_prefix(tab: dict, *counts) -> list:
-    """Per partition: (tied values held, number of records with that value in the EARLIER
-    partitions) -- the exclusive prefix sums over the partitions in input order.
+    """Per partition: the number of records holding each of its tied values in the EARLIER
+    partitions (aligned with its ``_tie_counts``) -- exclusive prefix sums in input order.
     """
     seen = np.zeros(tab["U"].size, dtype=np.int64)
     out = []
     for u, cnt in counts:
-        out.append((u, seen[u].copy()))
+        out.append(seen[u].copy())
         seen[u] += cnt
     return out
 
 
-def _local_tie_rank(h: np.ndarray) -> np.ndarray:
-    """For each record (tied value ``h``, in record order): how many earlier records of the
-    partition hold the same value.
+def _ranks_of(v: np.ndarray, tab: dict, before: np.ndarray, base: str) -> np.ndarray:
+    """Per record: its cluster id (``base='cluster'``) or its exact rank (``'rank'``, ir-swap).
+    Values not in ``U`` take the cluster of their boundary interval (or their first rank);
+    values in ``U`` get their exact rank: first rank of the value + records holding it in
+    earlier partitions (``before``) + earlier records of this partition holding it -- the
+    stable (value, record id) order of the in-memory engine.
     """
-    order = np.argsort(h, kind="stable")
-    sh = h[order]
-    first = np.r_[True, sh[1:] != sh[:-1]]
-    grp = np.cumsum(first) - 1
-    loc = np.arange(sh.size) - np.flatnonzero(first)[grp]
-    out = np.empty(h.size, dtype=np.int64)
-    out[order] = loc
+    order, u, grp, local = _groups(v)
+    if base == "rank":
+        per_u = np.searchsorted(tab["S"], u, "left").astype(np.int64)
+    else:
+        per_u = np.searchsorted(tab["B"], u, "right").astype(np.int64) - 1
+    out_sorted = per_u[grp]
+    idx, hit = _tie_index(u, tab["U"])
+    if hit.any():
+        start_u = np.zeros(u.size, dtype=np.int64)
+        start_u[hit] = tab["lo"][idx[hit]] + before
+        rec = hit[grp]
+        rank = start_u[grp[rec]] + local[rec]
+        out_sorted[rec] = rank if base == "rank" else np.minimum(rank // tab["k"], tab["nc"] - 1)
+    out = np.empty(v.size, dtype=np.int64)
+    out[order] = out_sorted
     return out
-
-
-def _exact_ranks(v, tab, offs, i, base):
-    """``base`` (the cluster ids, or the ranks, of non-tied values) with the records holding a
-    value of ``U`` given their exact rank: first rank of the value + records with the value in
-    earlier partitions + earlier records of this partition with the value (the stable order of
-    the in-memory engine).  Returns (ranks of those records, mask).
-    """
-    idx, hit = _tie_index(v, tab["U"])
-    if not hit.any():
-        return None, hit
-    h = idx[hit]
-    u, before = offs[i]
-    rank = tab["lo"][h] + before[np.searchsorted(u, h)] + _local_tie_rank(h)
-    return rank, hit
 
 
 def _swap_values(tab: dict, rank: np.ndarray, root, j: int) -> np.ndarray:
@@ -456,17 +476,9 @@ def _release_part(part: pd.DataFrame, *bundles, cols, method, root, dtypes, part
         tab, offs = bundles[j]
         v = part[c].to_numpy(dtype=np.float64)
         if method == "ir-swap":
-            rank = np.searchsorted(tab["S"], v, "left").astype(np.int64)
-            r, hit = _exact_ranks(v, tab, offs, i, rank)
-            if r is not None:
-                rank[hit] = r
-            new[c] = _swap_values(tab, rank, root, j)
+            new[c] = _swap_values(tab, _ranks_of(v, tab, offs[i], "rank"), root, j)
         else:
-            cl = np.searchsorted(tab["B"], v, "right").astype(np.int64) - 1
-            r, hit = _exact_ranks(v, tab, offs, i, cl)
-            if r is not None:
-                cl[hit] = np.minimum(r // tab["k"], tab["nc"] - 1)
-            new[c] = tab["vals"][cl]
+            new[c] = tab["vals"][_ranks_of(v, tab, offs[i], "cluster")]
     return part.assign(**{c: pd.Series(x, index=part.index).astype(dtypes[c]) for c, x in new.items()})
 
 
