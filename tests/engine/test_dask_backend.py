@@ -193,3 +193,9 @@ def test_dask_ir_swap_heavy_ties_equal_in_memory(nparts):
         got = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), "ir-swap", roles,
                               seed=8, k=4).compute()
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+
+
+def test_shuffle_order_breaks_equal_first_words_by_second():
+    part = pd.DataFrame({"x": [1, 2, 3, 4], "__k0": np.array([5, 5, 1, 5], np.uint64),
+                         "__k1": np.array([9, 2, 7, 4], np.uint64), DB._ROW: [0, 1, 2, 3]})
+    assert DB._by_sort_keys(part)["x"].tolist() == [3, 2, 4, 1]

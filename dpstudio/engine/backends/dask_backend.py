@@ -283,7 +283,11 @@ def _with_sort_keys(part: pd.DataFrame, root, bits: int) -> pd.DataFrame:
 
 
 def _by_sort_keys(part: pd.DataFrame) -> pd.DataFrame:
-    order = np.lexsort((part["__k1"].to_numpy(), part["__k0"].to_numpy()))
+    k0 = part["__k0"].to_numpy()
+    order = np.argsort(k0)
+    s0 = k0[order]
+    if s0.size > 1 and bool(np.any(s0[1:] == s0[:-1])):  # equal first words (~n²/2⁶⁵): both
+        order = np.lexsort((part["__k1"].to_numpy(), k0))
     return part.iloc[order].drop(columns=["__k0", "__k1", _ROW]).reset_index(drop=True)
 
 
@@ -398,11 +402,10 @@ def _groups(v: np.ndarray):
     return order, sv[start], grp, np.arange(sv.size) - start[grp]
 
 
-def _tie_counts(part: pd.Series, tab: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Per partition: the tied values it holds (positions in ``U``, ascending) and how many
-    records hold each.
+def _tie_counts(sv: np.ndarray, tab: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Per partition (its sorted values ``sv``, the run of :func:`_sorted_values`): the tied
+    values it holds (positions in ``U``, ascending) and how many records hold each.
     """
-    sv = np.sort(part.to_numpy(dtype=np.float64))
     if tab["U"].size == 0 or sv.size == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     first = np.r_[True, sv[1:] != sv[:-1]]
@@ -508,7 +511,7 @@ def _ranked_release(ddf, cols, k, n, method, p, grids, root, eps):
             j=j,
             eps_j=None if eps is None else float(eps[j]),
         )
-        counts = [delayed(_tie_counts)(x, tab) for x in ddf[c].to_delayed()]
+        counts = [delayed(_tie_counts)(x, tab) for x in runs]
         offs = delayed(_tie_prefix)(tab, *counts)
         bundles.append(delayed(tuple)([tab, offs]))
         dtypes[c] = ddf[c].dtype if method == "ir-swap" else _out_dtype(g)
