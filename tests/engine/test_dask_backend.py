@@ -199,3 +199,23 @@ def test_shuffle_order_breaks_equal_first_words_by_second():
     part = pd.DataFrame({"x": [1, 2, 3, 4], "__k0": np.array([5, 5, 1, 5], np.uint64),
                          "__k1": np.array([9, 2, 7, 4], np.uint64), DB._ROW: [0, 1, 2, 3]})
     assert DB._by_sort_keys(part)["x"].tolist() == [3, 2, 4, 1]
+
+
+def test_memory_engine_refuses_a_file_too_big_with_the_dask_hint(tmp_path, monkeypatch, capsys):
+    """The in-memory engine refuses cleanly (one line, the --engine dask hint, nothing written)
+    when the file will not fit: faked here with 1 kB of available memory."""
+    psutil = pytest.importorskip("psutil")
+    from dpstudio.cli import main
+
+    src = tmp_path / "big.parquet"
+    _data(300).to_parquet(src)
+
+    class VM:
+        available = 1024
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: VM())
+    rc = main(["protect", str(src), str(tmp_path / "out.csv"), "--method", "laplace",
+               "--epsilon", "1", "--role", "age=eps-quasi", "--domain", "age=0:120"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "--engine dask" in err and "Traceback" not in err
+    assert not (tmp_path / "out.csv").exists()
