@@ -9,11 +9,18 @@ gives the release the in-memory engine gives for the same seed, value for value:
   (:func:`dpstudio.engine.protection._common.job_stream`); every draw is keyed by
   (root, purpose, attribute, cluster or record id) (:mod:`dpstudio.engine.algorithms.keyed`),
   so it does not depend on the partitioning;
-* record ids are global positions (a cumulative count over the partitions); ranks come from a
-  distributed sort on (value, record id) -- the stable order of the in-memory engine; cluster
-  id = min(rank // k, n_c − 1), so the last cluster takes the remainder;
-* per-cluster statistics are one group-by; the release is joined back on the record id and
-  ordered by the records' keyed sort keys (shuffle) or by record id (shuffle off).
+* record ids are global positions (partition lengths counted in the validation pass);
+* ir-dp / idp-ls / idp-cbls / ir-swap move NO records: per attribute, one task merges that
+  attribute's values (sorted per partition) into S and keeps the cluster boundaries (the
+  value at rank c·k), the released value of every cluster (one keyed draw per cluster; the
+  last cluster takes the remainder) and the tied values whose ranks cross a boundary; per
+  partition, each record's exact rank (first rank of its value + records with that value in
+  earlier partitions + earlier records of the partition) gives cluster id = min(rank // k,
+  n_c − 1); the release is computed partition by partition in input order;
+* the shuffled order of the in-memory engine (records ordered by keyed 128-bit sort keys) is
+  one range partitioning on the top bits of the keys with known divisions (uniform keys),
+  then a sort inside each output partition; single-order insensitive-dp still uses a
+  distributed sort (its key is multi-column).
 
 Other methods raise :class:`NotOnDask` naming ``--engine memory``.  Dask is optional
 (``pip install 'dpstudio[scale]'``); this module imports it lazily.
