@@ -21,7 +21,7 @@ import pandas as pd
 DOMAINS = {"a": (0, 100), "b": (0, 1_000_000), "c": (0, 1000), "d": (0, 10), "e": (0, 500)}
 
 
-def generate(path: str, rows: int, part_rows: int = 2_000_000) -> None:
+def generate(path: str, rows: int, part_rows: int = 1_000_000) -> None:
     os.makedirs(path, exist_ok=True)
     rng = np.random.default_rng(0)
     for i, start in enumerate(range(0, rows, part_rows)):

@@ -150,3 +150,72 @@ def test_dask_insensitive_single_equals_in_memory(params, nparts):
 def test_dask_insensitive_multi_refused():
     with pytest.raises(DB.NotOnDask, match="--engine memory"):
         DB.protect_dask(_data(50), "insensitive-dp", ROLES, DOMAINS, seed=1, k=5, epsilon=1.0)
+
+
+def _heavy_ties(n=2000, seed=3):
+    """Massive ties: integer columns with a handful of values (age-like), a rounded column
+    with ~k copies of each value (blocks straddle every cluster boundary), one without ties."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "id": np.arange(n),
+        "age": rng.choice([20, 30, 40], n, p=[0.7, 0.2, 0.1]),
+        "income": np.round(rng.uniform(0, 1000, n), 0) * 10.0,
+        "hours": rng.uniform(0, 100, n),
+        "region": rng.choice(list("abc"), n),
+    })
+
+
+@pytest.mark.parametrize("method,params", [
+    ("ir-dp", {"k": 5, "epsilon": 1.0}),
+    ("ir-dp", {"k": 3, "epsilon": 1.0, "shuffle": False}),
+    ("idp-ls", {"k": 4, "epsilon": 1.0, "shuffle": False}),
+    ("idp-cbls", {"k": 7, "epsilon": 1.0}),
+    ("laplace", {"epsilon": 1.0}),
+])
+@pytest.mark.parametrize("nparts", [1, 7])
+def test_dask_heavy_ties_equal_in_memory(method, params, nparts):
+    df = _heavy_ties()
+    roles = {"id": "identifier", "age": "eps-quasi", "income": "eps-quasi", "hours": "eps-quasi"}
+    domains = {"age": (0, 120), "income": (0, 10_000), "hours": (0, 100)}
+    mem = engine.protect(df, method, roles, domains, seed=21, **params).data
+    with dask.config.set(scheduler="synchronous"):
+        got = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), method, roles, domains,
+                              seed=21, **params).compute()
+    pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+
+
+@pytest.mark.parametrize("nparts", [1, 6])
+def test_dask_ir_swap_heavy_ties_equal_in_memory(nparts):
+    df = _heavy_ties(900)
+    roles = {"id": "identifier", "age": "confidential", "income": "confidential"}
+    mem = engine.protect(df, "ir-swap", roles, seed=8, k=4).data
+    with dask.config.set(scheduler="synchronous"):
+        got = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), "ir-swap", roles,
+                              seed=8, k=4).compute()
+    pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+
+
+def test_shuffle_order_breaks_equal_first_words_by_second():
+    part = pd.DataFrame({"x": [1, 2, 3, 4], "__k0": np.array([5, 5, 1, 5], np.uint64),
+                         "__k1": np.array([9, 2, 7, 4], np.uint64), DB._ROW: [0, 1, 2, 3]})
+    assert DB._by_sort_keys(part)["x"].tolist() == [3, 2, 4, 1]
+
+
+def test_memory_engine_refuses_a_file_too_big_with_the_dask_hint(tmp_path, monkeypatch, capsys):
+    """The in-memory engine refuses cleanly (one line, the --engine dask hint, nothing written)
+    when the file will not fit: faked here with 1 kB of available memory."""
+    psutil = pytest.importorskip("psutil")
+    from dpstudio.cli import main
+
+    src = tmp_path / "big.parquet"
+    _data(300).to_parquet(src)
+
+    class VM:
+        available = 1024
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: VM())
+    rc = main(["protect", str(src), str(tmp_path / "out.csv"), "--method", "laplace",
+               "--epsilon", "1", "--role", "age=eps-quasi", "--domain", "age=0:120"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "--engine dask" in err and "Traceback" not in err
+    assert not (tmp_path / "out.csv").exists()

@@ -9,11 +9,18 @@ gives the release the in-memory engine gives for the same seed, value for value:
   (:func:`dpstudio.engine.protection._common.job_stream`); every draw is keyed by
   (root, purpose, attribute, cluster or record id) (:mod:`dpstudio.engine.algorithms.keyed`),
   so it does not depend on the partitioning;
-* record ids are global positions (a cumulative count over the partitions); ranks come from a
-  distributed sort on (value, record id) -- the stable order of the in-memory engine; cluster
-  id = min(rank // k, n_c − 1), so the last cluster takes the remainder;
-* per-cluster statistics are one group-by; the release is joined back on the record id and
-  ordered by the records' keyed sort keys (shuffle) or by record id (shuffle off).
+* record ids are global positions (partition lengths counted in the validation pass);
+* ir-dp / idp-ls / idp-cbls / ir-swap move NO records: per attribute, one task merges that
+  attribute's values (sorted per partition) into S and keeps the cluster boundaries (the
+  value at rank c·k), the released value of every cluster (one keyed draw per cluster; the
+  last cluster takes the remainder) and the tied values whose ranks cross a boundary; per
+  partition, each record's exact rank (first rank of its value + records with that value in
+  earlier partitions + earlier records of the partition) gives cluster id = min(rank // k,
+  n_c − 1); the release is computed partition by partition in input order;
+* the shuffled order of the in-memory engine (records ordered by keyed 128-bit sort keys) is
+  one range partitioning on the top bits of the keys with known divisions (uniform keys),
+  then a sort inside each output partition; single-order insensitive-dp still uses a
+  distributed sort (its key is multi-column).
 
 Other methods raise :class:`NotOnDask` naming ``--engine memory``.  Dask is optional
 (``pip install 'dpstudio[scale]'``); this module imports it lazily.
@@ -143,8 +150,9 @@ def _validate(ddf, method, roles, domains, precision, params):
     import dask
 
     keys = list(aggs)
-    vals = dask.compute(ddf.shape[0], *[aggs[k] for k in keys])
-    n = int(vals[0])
+    vals = dask.compute(ddf[cols[0]].map_partitions(len), *[aggs[k] for k in keys])
+    lens = np.asarray(vals[0], dtype=np.int64)
+    n = int(lens.sum())
     got = dict(zip(keys, vals[1:]))
     for c in cols:
         if got[(c, "na")]:
@@ -163,7 +171,7 @@ def _validate(ddf, method, roles, domains, precision, params):
         from dpstudio.engine import params as P
 
         P.check_k(prep.params["k"], n, spec.id, spec.min_k)
-    return spec, prep, cols, n
+    return spec, prep, cols, n, lens
 
 
 def _grid(prep, sample_dtype_int: bool, c: str, n: int):
@@ -201,7 +209,7 @@ def protect_dask(
 
     ddf = read_lazy(source)
     ddf = ddf.rename(columns={c: str(c) for c in ddf.columns})
-    spec, prep, cols, n = _validate(ddf, method, roles, domains, precision, params)
+    spec, prep, cols, n, lens = _validate(ddf, method, roles, domains, precision, params)
     p = dict(prep.params)
     if spec.uses_epsilon and p.get("epsilon") is None:
         raise NotOnDask(
@@ -209,8 +217,8 @@ def protect_dask(
             "give --epsilon or use --engine memory."
         )
     root = K.root_key(as_rng(seed))  # the first draw, as job_stream in memory
-    ones = ddf[cols[0]].isna().map_partitions(lambda s: (~s).astype("int64"), meta=("x", "int64"))
-    ddf = ddf.assign(**{_ROW: ones.cumsum() - 1})
+    starts = np.r_[0, np.cumsum(lens)[:-1]].astype(np.int64)
+    ddf = ddf.map_partitions(_with_row, starts, meta=ddf._meta.assign(**{_ROW: np.array([], np.int64)}))
     info: dict = {"backend": "dask", "npartitions": int(ddf.npartitions)}
     is_int = {c: N.pd_is_integer(prep.data[c]) for c in cols}
     new = {}
@@ -230,30 +238,20 @@ def protect_dask(
         out = ddf.drop(columns=cols).merge(vals, on=_ROW, how="inner")[[*ddf.columns]]
         shuffle = bool(p.get("shuffle", True))
     else:
-        k = int(p["k"])
         eps_r = None if method == "ir-swap" else _eps(p, cols)
-        parts = {}
-        for j, c in enumerate(cols):
-            g = _grid(prep, is_int[c], c, n) if method != "ir-swap" else None
-            parts[c] = _ranked(
-                ddf, c, j, k, n, method, p, g, root, None if eps_r is None else float(eps_r[j])
-            )
-        out = ddf.drop(columns=cols)
-        for c in cols:
-            out = out.merge(parts[c], on=_ROW, how="inner")
-        out = out[[*ddf.columns]]
+        grids = [None if method == "ir-swap" else _grid(prep, is_int[c], c, n) for c in cols]
+        out = _ranked_release(ddf, cols, int(p["k"]), n, method, p, grids, root, eps_r)
         shuffle = method != "ir-swap" and bool(p.get("shuffle", True))
     ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
     if ident:
         out = out.drop(columns=ident)
     aligned = out
     if shuffle:
-        out = out.map_partitions(_with_sort_keys, root, meta=_keys_meta(out))
-        out = out.sort_values(["__k0", "__k1"]).drop(columns=["__k0", "__k1", _ROW])
-    elif method == "laplace":  # computed in place: already in input order
-        out = out.drop(columns=[_ROW])
-    else:
+        out = _shuffled(out, root)
+    elif method == "insensitive-dp":
         out = out.sort_values(_ROW).drop(columns=[_ROW])
+    else:  # computed in place: already in input order
+        out = out.drop(columns=[_ROW])
     released_cols = [c for c in ddf.columns if c != _ROW and c not in ident]
     guarantee, is_dp = api.describe(spec, p, prep.roles, released_cols, cols)
     guarantee = api._with_clauses(guarantee, prep, p)
@@ -280,156 +278,261 @@ def _laplace_part(part: pd.DataFrame, c, g, kind, root, j, eps) -> pd.Series:
     return pd.Series(g.from_units(t), index=part.index, name=c)
 
 
-def _keys_meta(ddf) -> pd.DataFrame:
-    meta = ddf._meta.copy()
-    meta["__k0"] = np.array([], dtype=np.uint64)
-    meta["__k1"] = np.array([], dtype=np.uint64)
-    return meta
+def _with_row(part: pd.DataFrame, starts, partition_info=None) -> pd.DataFrame:
+    """The record id (global input position) from the partition lengths counted once."""
+    i = partition_info["number"] if partition_info else 0
+    return part.assign(**{_ROW: np.arange(len(part), dtype=np.int64) + int(starts[i])})
 
 
-def _with_sort_keys(part: pd.DataFrame, root) -> pd.DataFrame:
+def _with_sort_keys(part: pd.DataFrame, root, bits: int) -> pd.DataFrame:
     k0, k1 = K.sort_keys(K.KeyedStream(root, K.PURPOSE_SHUFFLE, 0), part[_ROW].to_numpy(dtype=np.int64))
-    return part.assign(__k0=k0, __k1=k1)
+    return part.assign(__k0=k0, __k1=k1, __b=(k0 >> np.uint64(64 - bits)).astype(np.int64))
 
 
-def _ranked(ddf, c: str, j: int, k: int, n: int, method: str, p: dict, g, root, eps_j):
-    """(record id, released value of ``c``) for the individual-ranking methods."""
-    nc = MA.n_clusters_for(n, k)
-    s = ddf[[c, _ROW]].sort_values([c, _ROW])
-    ones = s[_ROW].isna().map_partitions(lambda s: (~s).astype("int64"), meta=("x", "int64"))
-    s = s.assign(__rank=ones.cumsum() - 1)
-    if method == "ir-swap":
-        # random order inside each chunk: the keyed sort keys of the ranks (as in memory)
-        def keyed(part):
-            rank = part["__rank"].to_numpy(dtype=np.int64)
-            k0, k1 = K.sort_keys(K.KeyedStream(root, K.PURPOSE_SWAP, j), rank)
-            return part.assign(__cl=np.minimum(rank // k, nc - 1), __k0=k0, __k1=k1)
+def _by_sort_keys(part: pd.DataFrame) -> pd.DataFrame:
+    k0 = part["__k0"].to_numpy()
+    order = np.argsort(k0)
+    s0 = k0[order]
+    if s0.size > 1 and bool(np.any(s0[1:] == s0[:-1])):  # equal first words (~n²/2⁶⁵): both
+        order = np.lexsort((part["__k1"].to_numpy(), k0))
+    return part.iloc[order].drop(columns=["__k0", "__k1", _ROW]).reset_index(drop=True)
 
-        meta = s._meta.assign(
-            __cl=np.array([], np.int64), __k0=np.array([], np.uint64), __k1=np.array([], np.uint64)
-        )
-        s = s.map_partitions(keyed, meta=meta)
-        # as in memory: the record at rank r receives the value at rank perm[r], perm = the
-        # ranks ordered by (chunk, keyed sort key)
-        order = s[["__cl", "__k0", "__k1", "__rank"]].sort_values(["__cl", "__k0", "__k1"])
-        ones2 = order["__rank"].isna().map_partitions(lambda v: (~v).astype("int64"), meta=("x", "int64"))
-        order = order.assign(__pos=ones2.cumsum() - 1)[["__pos", "__rank"]]
-        src = order.merge(s[["__rank", c]], on="__rank", how="inner")[["__pos", c]]
-        dst = s[["__rank", _ROW]].rename(columns={"__rank": "__pos"})
-        return dst.merge(src, on="__pos", how="inner")[[_ROW, c]]
-    kind = p.get("noise", "laplace")
 
-    def tag(part):
-        rank = part["__rank"].to_numpy(dtype=np.int64)
-        cl = np.minimum(rank // k, nc - 1)
-        pos = rank - cl * k
-        size = np.where(cl == nc - 1, n - (nc - 1) * k, k)
-        t = g.to_units(part[c].to_numpy(dtype=np.float64))
-        cols = {"__cl": cl, "__t": t}
-        low = np.iinfo(np.int64).min  # the 1st..3rd smallest and largest t of each cluster
-        for i in range(3):
-            cols[f"__a{i}"] = np.where(pos == i, t, low)
-        for i in range(3):
-            cols[f"__b{i}"] = np.where(pos == size - 1 - i, t, low)
-        return pd.DataFrame({_ROW: part[_ROW].to_numpy(), **cols}, index=part.index)
-
-    meta = pd.DataFrame(
-        {
-            _ROW: np.array([], np.int64),
-            "__cl": np.array([], np.int64),
-            "__t": np.array([], np.int64),
-            **{f"__{x}{i}": np.array([], np.int64) for x in "ab" for i in range(3)},
-        }
+def _shuffled(out, root):
+    """The release in the in-memory engine's shuffled order (records ordered by their keyed
+    128-bit sort keys).  The keys are uniform, so the top bits of the first word name the
+    output partition: a range partitioning with known divisions (one all-to-all exchange, no
+    quantile pass, the release computed once), then a sort by the keys inside each partition.
+    """
+    bits = max(1, int(np.ceil(np.log2(max(2, out.npartitions)))))
+    meta = out._meta.assign(
+        __k0=np.array([], np.uint64), __k1=np.array([], np.uint64), __b=np.array([], np.int64)
     )
-    tagged = s.map_partitions(tag, meta=meta)
-    split = method == "ir-dp" and kind == "staircase" and k > 1 and nc > 1
-    eps_draw = None if eps_j is None else (eps_j / nc if split else eps_j)
+    keyed = out.map_partitions(_with_sort_keys, root, bits, meta=meta)
+    m = 1 << bits
+    keyed = keyed.set_index("__b", divisions=[*range(m), m - 1], sorted=False)
+    fmeta = out._meta.drop(columns=[_ROW]).reset_index(drop=True)
+    return keyed.map_partitions(_by_sort_keys, meta=fmeta)
 
-    def values(st: pd.DataFrame) -> pd.DataFrame:
-        cid = st.index.to_numpy(dtype=np.int64)
-        sz = np.where(cid == nc - 1, n - (nc - 1) * k, k)
-        tsum = st["sum"].to_numpy(dtype=np.int64)
-        a0, a1, a2 = (st[f"a{i}"].to_numpy(dtype=np.int64) for i in range(3))
-        b0, b1, b2 = (st[f"b{i}"].to_numpy(dtype=np.int64) for i in range(3))
+
+# --------------------------------------------------------------------------- ranked methods
+
+#: clusters per block when the per-cluster statistics are computed from the sorted values
+_BLOCK = 1 << 20
+_LOW = np.iinfo(np.int64).min
+
+
+def _sorted_values(part: pd.Series) -> np.ndarray:
+    """One partition's values of one attribute, sorted (a run for the merge)."""
+    return np.sort(part.to_numpy(dtype=np.float64))
+
+
+def _attr_table(*runs: np.ndarray, n: int, k: int, method: str, kind: str, g, root, j: int, eps_j) -> dict:
+    """The per-attribute table of the ranked methods, from ALL the values of the attribute
+    (only that column, sorted: S): the cluster boundaries ``B`` (the value at each cluster's
+    first rank), the released value of every cluster (``vals``, one keyed draw per cluster, as
+    in memory) and the tied values whose block of ranks crosses a cluster boundary (``U``,
+    their first rank ``lo``), whose records need their exact rank (ir-swap: every tied value,
+    and ``S`` itself).  Memory: S (8 bytes a record) while it is built, then 16 bytes a cluster.
+    """
+    S = np.concatenate(runs) if len(runs) != 1 else runs[0].copy()
+    del runs
+    S.sort(kind="stable")  # sorted runs: a merge
+    if S.size != n:  # pragma: no cover - the data changed under us
+        raise InputError(f"The input changed while it was read ({S.size:,} values, {n:,} records).")
+    kk = max(int(k), 1)
+    nc = MA.n_clusters_for(n, k)
+    starts = np.arange(nc, dtype=np.int64) * kk
+    tab: dict = {"B": S[starts], "nc": nc, "k": kk}
+    if method == "ir-swap":
+        dup = np.flatnonzero(S[1:] == S[:-1])
+        tab["U"] = np.unique(S[dup])
+    else:
+        c = starts[1:]
+        tab["U"] = np.unique(S[c][S[c - 1] == S[c]])
+    tab["lo"] = np.searchsorted(S, tab["U"], "left").astype(np.int64)
+    if method == "ir-swap":
+        tab["S"] = S
+        return tab
+    split = method == "ir-dp" and kind == "staircase" and k > 1 and nc > 1
+    eps_draw = eps_j / nc if split else eps_j
+    stream = K.KeyedStream(root, K.PURPOSE_NOISE, j)
+    vals = np.empty(nc, dtype=np.int64 if g.integer else np.float64)
+    for a in range(0, nc, _BLOCK):
+        b = min(nc, a + _BLOCK)
+        cid = np.arange(a, b, dtype=np.int64)
+        r0, r1 = a * kk, (n if b == nc else b * kk)
+        t = g.to_units(S[r0:r1])
+        loc = starts[a:b] - r0
+        sz = np.where(cid == nc - 1, n - (nc - 1) * kk, kk)
+        tsum = np.add.reduceat(t, loc).astype(np.int64)
         if method == "ir-dp":
             sens = g.span
-        elif method == "idp-ls":
-            sens = np.maximum(g.span - a0, b0)
-        else:  # idp-cbls: pulled-in sums, cluster-based local sensitivity
-            tsum = tsum - a0 + a1 - b0 + b1
-            sens = np.maximum((b0 - a1) + (a2 - a1) + (b0 - b1), (b1 - a0) + (b1 - b2) + (a1 - a0))
-        if True:
-            noisy = tsum + K.grid_noise(kind, K.KeyedStream(root, K.PURPOSE_NOISE, j), cid, sens, eps_draw)
-            vals = g.from_units(N.round_half_up_div(noisy, sz))
-        return pd.DataFrame({"__cl": cid, c: vals})
-
-    # The sorted partitions hold consecutive ranks, so every cluster lies in one partition
-    # except those cut by a partition boundary: per partition the statistics of its clusters
-    # (one pass), the first and last cluster's partial statistics combined over the
-    # partitions (a few rows), then the values computed in place -- no group-by, no join.
-    emeta = _local_stats(tagged._meta)
-    # one expression with the release (a separate to_delayed graph would sort twice); a
-    # one-partition frame is broadcast to every partition of map_partitions
-    combined = (
-        tagged.map_partitions(_edge_stats, meta=emeta)
-        .repartition(npartitions=1)
-        .map_partitions(_combine_edges, meta=emeta)
-    )
-
-    def assign(part: pd.DataFrame, comb: pd.DataFrame) -> pd.DataFrame:
-        st = _local_stats(part)
-        if len(st) and len(comb):
-            hit = st.index.isin(comb.index)
-            if hit.any():
-                st.loc[hit] = comb.loc[st.index[hit]].to_numpy()
-        v = values(st)
-        cl = part["__cl"].to_numpy(dtype=np.int64)
-        pos = np.searchsorted(v["__cl"].to_numpy(dtype=np.int64), cl)
-        return pd.DataFrame({_ROW: part[_ROW].to_numpy(), c: v[c].to_numpy()[pos]}, index=part.index)
-
-    ometa = pd.DataFrame({_ROW: np.array([], np.int64), c: np.array([], _out_dtype(g))})
-    return tagged.map_partitions(assign, combined, meta=ometa, align_dataframes=False)
+        else:  # the 1st..3rd smallest (a) and largest (b) grid values of each cluster
+            a0, a1, a2 = (np.where(i < sz, t[np.minimum(loc + i, t.size - 1)], _LOW) for i in range(3))
+            b0, b1, b2 = (
+                np.where(sz - 1 - i >= 0, t[np.maximum(loc + sz - 1 - i, 0)], _LOW) for i in range(3)
+            )
+            if method == "idp-ls":
+                sens = np.maximum(g.span - a0, b0)
+            else:  # idp-cbls: pulled-in sums, cluster-based local sensitivity
+                tsum = tsum - a0 + a1 - b0 + b1
+                sens = np.maximum((b0 - a1) + (a2 - a1) + (b0 - b1), (b1 - a0) + (b1 - b2) + (a1 - a0))
+        noisy = tsum + K.grid_noise(kind, stream, cid, sens, eps_draw)
+        vals[a:b] = g.from_units(N.round_half_up_div(noisy, sz))
+    tab["vals"] = vals
+    return tab
 
 
-_STATS = ["sum", "a0", "a1", "a2", "b0", "b1", "b2"]
+def _tie_index(v: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Position in ``U`` of each value, and whether the value is in ``U``."""
+    if U.size == 0:
+        return np.zeros(v.size, np.int64), np.zeros(v.size, bool)
+    idx = np.searchsorted(U, v)
+    np.minimum(idx, U.size - 1, out=idx)
+    return idx, U[idx] == v
 
 
-def _local_stats(part: pd.DataFrame) -> pd.DataFrame:
-    """Per-cluster sum of t and max of the a/b columns of one sorted partition (cluster ids
-    ascending, each cluster's rows contiguous).
+def _groups(v: np.ndarray):
+    """One stable sort of a partition's values: (order, distinct values ascending, group of
+    each sorted record, position of each sorted record inside its group = number of earlier
+    records of the partition with the same value).  Searches then use the sorted distinct
+    values (fast, cache-friendly) instead of the records.
     """
-    cl = part["__cl"].to_numpy(dtype=np.int64)
-    if cl.size == 0:
-        return pd.DataFrame(
-            {k: np.array([], np.int64) for k in _STATS}, index=pd.Index(np.array([], np.int64))
+    order = np.argsort(v, kind="stable")
+    sv = v[order]
+    first = np.empty(sv.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(sv[1:], sv[:-1], out=first[1:])
+    start = np.flatnonzero(first)
+    grp = np.cumsum(first) - 1
+    return order, sv[start], grp, np.arange(sv.size) - start[grp]
+
+
+def _tie_counts(sv: np.ndarray, tab: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Per partition (its sorted values ``sv``, the run of :func:`_sorted_values`): the tied
+    values it holds (positions in ``U``, ascending) and how many records hold each.
+    """
+    if tab["U"].size == 0 or sv.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    first = np.r_[True, sv[1:] != sv[:-1]]
+    start = np.flatnonzero(first)
+    cnt = np.diff(np.r_[start, sv.size])
+    idx, hit = _tie_index(sv[start], tab["U"])
+    return idx[hit], cnt[hit]
+
+
+def _tie_prefix(tab: dict, *counts) -> list:
+    """Per partition: the number of records holding each of its tied values in the EARLIER
+    partitions (aligned with its ``_tie_counts``) -- exclusive prefix sums in input order.
+    """
+    seen = np.zeros(tab["U"].size, dtype=np.int64)
+    out = []
+    for u, cnt in counts:
+        out.append(seen[u].copy())
+        seen[u] += cnt
+    return out
+
+
+def _ranks_of(v: np.ndarray, tab: dict, before: np.ndarray, base: str) -> np.ndarray:
+    """Per record: its cluster id (``base='cluster'``) or its exact rank (``'rank'``, ir-swap).
+    Values not in ``U`` take the cluster of their boundary interval (or their first rank);
+    values in ``U`` get their exact rank: first rank of the value + records holding it in
+    earlier partitions (``before``) + earlier records of this partition holding it -- the
+    stable (value, record id) order of the in-memory engine.
+    """
+    order, u, grp, local = _groups(v)
+    if base == "rank":
+        per_u = np.searchsorted(tab["S"], u, "left").astype(np.int64)
+    else:
+        per_u = np.searchsorted(tab["B"], u, "right").astype(np.int64) - 1
+    out_sorted = per_u[grp]
+    idx, hit = _tie_index(u, tab["U"])
+    if hit.any():
+        start_u = np.zeros(u.size, dtype=np.int64)
+        start_u[hit] = tab["lo"][idx[hit]] + before
+        rec = hit[grp]
+        rank = start_u[grp[rec]] + local[rec]
+        out_sorted[rec] = rank if base == "rank" else np.minimum(rank // tab["k"], tab["nc"] - 1)
+    out = np.empty(v.size, dtype=np.int64)
+    out[order] = out_sorted
+    return out
+
+
+def _swap_values(tab: dict, rank: np.ndarray, root, j: int) -> np.ndarray:
+    """ir-swap: the record at rank r receives the value at rank perm[r], perm = the ranks of
+    its chunk ordered by their keyed sort keys (as in memory).
+    """
+    S, kk, nc = tab["S"], tab["k"], tab["nc"]
+    n = S.size
+    cl = np.minimum(rank // kk, nc - 1)
+    ucl = np.unique(cl)
+    lo = ucl * kk
+    sz = np.where(ucl == nc - 1, n - (nc - 1) * kk, kk)
+    owner = np.repeat(np.arange(ucl.size), sz)
+    ranks = np.repeat(lo, sz) + (np.arange(owner.size) - np.repeat(np.cumsum(sz) - sz, sz))
+    k0, k1 = K.sort_keys(K.KeyedStream(root, K.PURPOSE_SWAP, j), ranks)
+    perm = ranks[np.lexsort((k1, k0, owner))]
+    return S[perm[np.searchsorted(ranks, rank)]]
+
+
+def _release_part(part: pd.DataFrame, *bundles, cols, method, root, dtypes, partition_info=None):
+    """One partition of the release, in input order: each record's cluster from its value
+    (boundaries, exact ranks for the tied values at a boundary) and the cluster's value.
+    """
+    i = partition_info["number"] if partition_info else 0
+    new = {}
+    for j, c in enumerate(cols):
+        tab, offs = bundles[j]
+        v = part[c].to_numpy(dtype=np.float64)
+        if method == "ir-swap":
+            new[c] = _swap_values(tab, _ranks_of(v, tab, offs[i], "rank"), root, j)
+        else:
+            new[c] = tab["vals"][_ranks_of(v, tab, offs[i], "cluster")]
+    return part.assign(**{c: pd.Series(x, index=part.index).astype(dtypes[c]) for c, x in new.items()})
+
+
+def _ranked_release(ddf, cols, k, n, method, p, grids, root, eps):
+    """The release of ir-dp / idp-ls / idp-cbls / ir-swap in input order, NO shuffle of records:
+    per attribute one task sorts that attribute's values (merged from per-partition sorted
+    runs) into the table of :func:`_attr_table`; per partition the tied values are counted
+    and their exclusive prefix over the partitions taken (one small task); then one
+    map_partitions computes every record's cluster and value.
+    """
+    from dask import delayed
+
+    kind = p.get("noise", "laplace")
+    bundles = []
+    dtypes = {}
+    for j, c in enumerate(cols):
+        g = grids[j]
+        runs = [delayed(_sorted_values)(x) for x in ddf[c].to_delayed()]
+        tab = delayed(_attr_table, pure=True)(
+            *runs,
+            n=n,
+            k=k,
+            method=method,
+            kind=kind,
+            g=g,
+            root=root,
+            j=j,
+            eps_j=None if eps is None else float(eps[j]),
         )
-    start = np.flatnonzero(np.r_[True, cl[1:] != cl[:-1]])
-    out = {"sum": np.add.reduceat(part["__t"].to_numpy(dtype=np.int64), start)}
-    for x in "ab":
-        for i in range(3):
-            out[f"{x}{i}"] = np.maximum.reduceat(part[f"__{x}{i}"].to_numpy(dtype=np.int64), start)
-    return pd.DataFrame(out, index=pd.Index(cl[start]))
-
-
-def _edge_stats(part: pd.DataFrame) -> pd.DataFrame:
-    """The partial statistics of the first and the last cluster of a sorted partition."""
-    st = _local_stats(part)
-    return st.iloc[[0, -1]] if len(st) > 1 else st
-
-
-def _combine_edges(*edges: pd.DataFrame) -> pd.DataFrame:
-    """Statistics of the clusters at partition boundaries, combined over the partitions (sum
-    of the sums, max of the a/b columns); only clusters seen in more than one partition.
-    """
-    if not edges:
-        return _local_stats(pd.DataFrame({"__cl": []}))
-    t = pd.concat([e for e in edges if len(e)], axis=0) if any(len(e) for e in edges) else edges[0]
-    if not len(t):
-        return t
-    g = t.groupby(level=0)
-    multi = g.size()
-    out = g.agg({"sum": "sum", **{k: "max" for k in _STATS[1:]}})
-    return out.loc[multi.index[multi.to_numpy() > 1]][_STATS]
+        counts = [delayed(_tie_counts)(x, tab) for x in runs]
+        offs = delayed(_tie_prefix)(tab, *counts)
+        bundles.append(delayed(tuple)([tab, offs]))
+        dtypes[c] = ddf[c].dtype if method == "ir-swap" else _out_dtype(g)
+    meta = ddf._meta.astype(dtypes)
+    return ddf.map_partitions(
+        _release_part,
+        *bundles,
+        cols=cols,
+        method=method,
+        root=root,
+        dtypes=dtypes,
+        meta=meta,
+        align_dataframes=False,
+    )
 
 
 def _insensitive(ddf, cols, k, n, p, grids, root, eps, prep):
