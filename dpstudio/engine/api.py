@@ -168,6 +168,12 @@ def prepare(
         doms,
         spec.uses_epsilon,
     )
+    if spec.uses_epsilon and p.get("epsilon") is not None:  # ε and grid combined (issue 15)
+        from dpstudio.engine.algorithms.noise import check_grid_budget, make_grid, pd_is_integer
+
+        for c, g in prec.items():  # every method's draw for c has sensitivity >= span, ε_c <= ε
+            grid = make_grid(c, g, doms.get(c), pd_is_integer(data[c]), n)
+            check_grid_budget(c, grid, float(p["epsilon"]))
     prep = Prepared(
         spec,
         data,
