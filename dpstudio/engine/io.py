@@ -208,6 +208,19 @@ def _wide_encoding(raw: bytes, encoding: str | None) -> str | None:
     return None
 
 
+class ImplausibleShape(InputError):
+    """A guessed separator would give an implausible number of columns (> MAX_SNIFFED_COLUMNS).
+
+    ``sep``, ``encoding`` and ``n_columns`` say what was guessed; ``widths`` maps each usual
+    separator to the number of fields it gives the first line (the app offers to open anyway
+    with the separator given explicitly, or to choose another one).
+    """
+
+    def __init__(self, msg: str, *, sep: str, encoding: str, n_columns: int, widths: dict) -> None:
+        super().__init__(msg)
+        self.sep, self.encoding, self.n_columns, self.widths = sep, encoding, n_columns, widths
+
+
 def sniff_csv(
     path: str | os.PathLike,
     nrows: int = 200,
@@ -243,10 +256,20 @@ def sniff_csv(
     except csv.Error as exc:
         raise InputError(f"{name}: cannot be read as a table ({exc}).") from None
     if guessed and rows and len(rows[0]) > MAX_SNIFFED_COLUMNS:
-        raise InputError(
+        widths = {}
+        for s_ in SEPARATORS:
+            try:
+                widths[s_] = len(next(csv.reader(lines[:1], delimiter=s_), []))
+            except csv.Error:
+                continue
+        raise ImplausibleShape(
             f"{name}: the separator {sep!r} (guessed) splits the first line into "
             f"{len(rows[0]):,} columns, which is implausible; check the file and its encoding, "
-            "or give the separator explicitly (--sep) if it really has that many columns."
+            "or give the separator explicitly (--sep) if it really has that many columns.",
+            sep=sep,
+            encoding=enc,
+            n_columns=len(rows[0]),
+            widths=widths,
         )
     body = [f for r in rows[1:] for f in r]
     if decimal is None:
@@ -1169,6 +1192,7 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 __all__ = [
     "TableMeta",
+    "ImplausibleShape",
     "sniff_csv",
     "read_table",
     "write_table",
