@@ -92,3 +92,29 @@ def test_cli_exit_2_one_line(tmp_path, capsys, method, params, domains, precisio
     for w in words:
         assert w in err, (w, err)
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_fuzzed_combinations_never_raise_the_samplers_error():
+    """Seeded random ε (with weights), domain widths, precisions and cluster sizes within the
+    declared ranges: each run succeeds or is refused with a DPStudioError -- never a bare
+    ValueError / OverflowError from the sampler."""
+    rng = np.random.default_rng(15)
+    df = _frame()
+    outcomes = {"ok": 0, "refused": 0}
+    for _ in range(40):
+        method = ["laplace", "ir-dp", "insensitive-dp"][int(rng.integers(0, 3))]
+        eps = float(10.0 ** rng.uniform(-6, 1))
+        width = float(10.0 ** rng.integers(1, 9))
+        gamma = float(10.0 ** rng.integers(-8, 0))
+        kw = {"k": int(rng.integers(2, 6))} if method != "laplace" else {}
+        if rng.random() < 0.5:
+            kw.update(budget="weights", weights={"x": 1.0, "y": float(10.0 ** rng.uniform(0, 3))})
+        try:
+            engine.protect(df, method, {"x": "eps-quasi", "y": "eps-quasi"},
+                           domains={"x": (0, width), "y": (0, 1000)}, precision={"x": gamma, "y": 0.001},
+                           epsilon=eps, seed=int(rng.integers(1, 2**31)), **kw)
+            outcomes["ok"] += 1
+        except engine.DPStudioError as exc:
+            assert "\n" not in str(exc)
+            outcomes["refused"] += 1
+    assert outcomes["ok"] and outcomes["refused"], outcomes
