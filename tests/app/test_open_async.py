@@ -95,11 +95,11 @@ def test_cancel_keeps_the_previous_data(qtbot, ctl, tmp_path, monkeypatch, step)
     assert not loaded and not ctl.errors
 
 
-def _wide(tmp_path):
-    """A tab file with 3 columns whose fields hold commas: ',' is guessed, 11,998 columns."""
+def _wide(tmp_path, n=4000):
+    """A tab file with 3 columns whose fields hold commas: ',' is guessed, 3n - 2 columns."""
     p = tmp_path / "wide.csv"
-    head = "\t".join(",".join(f"h{j}_{i}" for i in range(4000)) for j in range(3))
-    rows = ["\t".join(",".join([f"{w}{j}"] * 4000) for j in range(3)) for w in ("v", "w", "é")]
+    head = "\t".join(",".join(f"h{j}_{i}" for i in range(n)) for j in range(3))
+    rows = ["\t".join(",".join([f"{w}{j}"] * n) for j in range(3)) for w in ("v", "w", "é")]
     p.write_text("\n".join([head, *rows]) + "\n", encoding="latin-1")
     return p
 
@@ -121,7 +121,15 @@ def test_implausible_shape_is_questioned_before_building(qtbot, ctl, tmp_path, m
     assert not built and ctl.state.df is before
 
 
-def test_implausible_shape_choose_another_separator(qtbot, ctl, tmp_path):
+@pytest.fixture
+def low_limit(monkeypatch):
+    """Implausible above 50 columns: the 'open' paths build a small table (quick under load)."""
+    from dpstudio.engine import io as dio
+
+    monkeypatch.setattr(dio, "MAX_SNIFFED_COLUMNS", 50)
+
+
+def test_implausible_shape_choose_another_separator(qtbot, ctl, tmp_path, low_limit):
     offered = []
 
     def confirm(path, sniffed):
@@ -131,18 +139,18 @@ def test_implausible_shape_choose_another_separator(qtbot, ctl, tmp_path):
     ctl.confirm_csv = confirm
     ctl.ask_shape = lambda path, shape: "choose"
     with qtbot.waitSignal(ctl.sig_loaded, timeout=20000):
-        ctl.open_file(str(_wide(tmp_path)))
+        ctl.open_file(str(_wide(tmp_path, 40)))
     assert not ctl.errors
     assert offered[0]["sep"] == "\t"  # the plausible separator is preselected
     assert ctl.state.df.shape == (3, 3)
 
 
-def test_implausible_shape_open_anyway(qtbot, ctl, tmp_path):
+def test_implausible_shape_open_anyway(qtbot, ctl, tmp_path, low_limit):
     ctl.ask_shape = lambda path, shape: "open"
     with qtbot.waitSignal(ctl.sig_loaded, timeout=60000):
-        ctl.open_file(str(_wide(tmp_path)))
+        ctl.open_file(str(_wide(tmp_path, 40)))
     assert not ctl.errors
-    assert ctl.state.df.shape == (3, 11998)
+    assert ctl.state.df.shape == (3, 118)
 
 
 @pytest.mark.parametrize("content", [
