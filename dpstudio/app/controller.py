@@ -44,6 +44,12 @@ def release_digest(result: Any) -> str:
     return hashlib.sha256(cols + h.tobytes()).hexdigest()[:16]
 
 
+def _ask_shape(path: str, shape: dict) -> str | None:
+    from dpstudio.app.widgets.csv_dialog import ask_implausible_shape
+
+    return ask_implausible_shape(path, shape)
+
+
 class Controller(QObject):
     """Runs, export, projects and recovery for one :class:`AppState`."""
 
@@ -88,6 +94,10 @@ class Controller(QObject):
         #: set by the window: ``(path, sniffed) -> read options``, or None when the user
         #: cancels (the CSV preview dialog); without it the sniffed options are used
         self.confirm_csv: Callable[[str, dict], dict | None] | None = None
+        #: ``(path, shape) -> 'open' | 'choose' | None``: asked (GUI thread) when a guessed
+        #: separator would give an implausible number of columns, before any table is built;
+        #: ``shape`` holds sep, encoding, n_columns, widths (tests replace it)
+        self.ask_shape: Callable[[str, dict], str | None] = _ask_shape
         #: set by the window: the trade-off plots as PNGs for the assessment report
         self.curve_images: Callable[[], list] = lambda: []
         state.sig_recipe_changed.connect(self._check_stale)
@@ -155,27 +165,57 @@ class Controller(QObject):
         options: dict | None = None,
         then: Callable[[], None] | None = None,
     ) -> bool:
-        """Load ``path`` in the background (CSV: confirm delimiter etc. first)."""
+        """Load ``path`` in the background (CSV: confirm delimiter etc. first).
+
+        Nothing runs on the GUI thread but the dialogs: a CSV is sniffed in the load worker
+        (an implausible guessed shape -- tens of thousands of columns -- is questioned before
+        any table is built), then read in the worker.  Cancel (Esc) stops either step and
+        keeps the data loaded before.
+        """
         p = Path(path)
         if not p.is_file():
             self.sig_error.emit(f"File not found: {path}", "")
             return False
         opts = dict(options or {})
         if io_adapter.format_of(p) == "csv" and not opts:
-            try:
-                sniffed = io_adapter.sniff_csv(str(p))
-            except engine.DPStudioError as exc:
-                self.sig_error.emit(str(exc), "")
-                return False
-            except Exception as exc:  # noqa: BLE001
-                self.sig_error.emit(f"Cannot read {p.name}: {exc}", "")
-                return False
-            opts = {k: sniffed.get(k) for k in ("sep", "encoding", "decimal")}
-            if confirm and self.confirm_csv is not None:
-                chosen = self.confirm_csv(str(p), sniffed)
-                if chosen is None:
-                    return False
-                opts = chosen
+            self.sig_status.emit(f"Reading {p.name}…")
+
+            def sniff(progress, check_cancel):
+                return io_adapter.sniff_for_open(str(p))
+
+            def sniffed(info: dict) -> None:
+                self._after_sniff(p, info, confirm, then)
+
+            self.load_runner.start(
+                sniff, finished=sniffed, cancelled=lambda: self.sig_status.emit("Opening cancelled.")
+            )
+            return True
+        self._load(p, opts, then)
+        return True
+
+    def _after_sniff(self, p: Path, info: dict, confirm: bool, then: Callable[[], None] | None) -> None:
+        """GUI thread, after sniffing: question an implausible shape, confirm, then read."""
+        shape = info.get("implausible")
+        if shape is not None:
+            answer = self.ask_shape(str(p), shape)
+            if answer is None:
+                self.sig_status.emit("Opening cancelled; the current data is kept.")
+                return
+            if answer == "open":  # the separator given explicitly: the reader accepts it
+                self._load(p, {"sep": shape["sep"], "encoding": shape["encoding"]}, then)
+                return
+            # "choose": the dialog, preselecting the most plausible other separator
+            info = {"sep": io_adapter.plausible_sep(shape), "encoding": shape["encoding"]}
+        opts = {k: info.get(k) for k in ("sep", "encoding", "decimal")}
+        if (confirm or shape is not None) and self.confirm_csv is not None:
+            chosen = self.confirm_csv(str(p), info)
+            if chosen is None:
+                self.sig_status.emit("Opening cancelled; the current data is kept.")
+                return
+            opts = chosen
+        self._load(p, opts, then)
+
+    def _load(self, p: Path, opts: dict, then: Callable[[], None] | None) -> None:
         self.sig_status.emit(f"Opening {p.name}…")
         in_child = p.stat().st_size > BIG_FILE_BYTES
 
@@ -211,9 +251,10 @@ class Controller(QObject):
             self.sig_loaded.emit(str(p))
 
         self.load_runner.start(
-            work, finished=done, cancelled=lambda: self.sig_status.emit("Opening cancelled.")
+            work,
+            finished=done,
+            cancelled=lambda: self.sig_status.emit("Opening cancelled; the current data is kept."),
         )
-        return True
 
     # ------------------------------------------------------------------ running
     def settings_signature(self) -> tuple:

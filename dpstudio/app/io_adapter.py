@@ -67,6 +67,33 @@ def sniff_csv(path: str) -> dict:
     return engine_io.sniff_csv(path)
 
 
+def sniff_for_open(path: str) -> dict:
+    """:func:`sniff_csv` for the app's open path (run in the load worker): an implausible
+    guessed shape is returned as ``{"implausible": {sep, encoding, n_columns, widths}}`` (to be
+    questioned before any table is built) instead of an error.
+    """
+    try:
+        return engine_io.sniff_csv(path)
+    except engine_io.ImplausibleShape as exc:
+        return {
+            "implausible": {
+                "sep": exc.sep,
+                "encoding": exc.encoding,
+                "n_columns": exc.n_columns,
+                "widths": dict(exc.widths),
+                "message": str(exc),
+            }
+        }
+
+
+def plausible_sep(shape: dict) -> str:
+    """The usual separator giving the first line the most columns below the implausible
+    count (the guessed one when none does).
+    """
+    ok = {s: w for s, w in shape.get("widths", {}).items() if 1 < w <= engine_io.MAX_SNIFFED_COLUMNS}
+    return max(ok, key=lambda s: ok[s]) if ok else shape["sep"]
+
+
 def preview_frame(path: str, sep: str, encoding: str, decimal: str, nrows: int = 50) -> pd.DataFrame:
     """The first rows of a CSV as they will be read with these options."""
     return engine_io.sniff_csv(path, nrows=nrows, sep=sep, encoding=encoding, decimal=decimal)["preview"]

@@ -17,6 +17,7 @@ import pandas as pd
 from dpstudio.engine import params as P
 from dpstudio.engine import validation as V
 from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
+from dpstudio.engine.io import check_decimal_ambiguity
 from dpstudio.engine.protection._common import add_scope_reason, separate_tables
 from dpstudio.engine.random import as_rng
 from dpstudio.engine.registry import MethodSpec, all_methods, get_method
@@ -118,6 +119,7 @@ def prepare(
         for c in protected:
             V.numeric_column(data, c, r[c].label)
             if not pd.api.types.is_numeric_dtype(data[c]):
+                check_decimal_ambiguity(c, data[c])  # 1.234: never guess the mark (issue 15)
                 data[c] = pd.to_numeric(data[c])
     dropped: list[int] = []
     # a method whose guarantee holds with missing key values (they match any value) keeps them
@@ -168,6 +170,12 @@ def prepare(
         doms,
         spec.uses_epsilon,
     )
+    if spec.uses_epsilon and p.get("epsilon") is not None:  # ε and grid combined (issue 15)
+        from dpstudio.engine.algorithms.noise import check_grid_budget, make_grid, pd_is_integer
+
+        for c, g in prec.items():  # every method's draw for c has sensitivity >= span, ε_c <= ε
+            grid = make_grid(c, g, doms.get(c), pd_is_integer(data[c]), n)
+            check_grid_budget(c, grid, float(p["epsilon"]))
     prep = Prepared(
         spec,
         data,

@@ -246,7 +246,9 @@ def export_release(
     # layout 'separate-tables': only the one-column tables are released (their rows do not
     # belong together); the side-by-side frame in result.data is not written
     separate = (getattr(result, "info", None) or {}).get("layout") == "separate-tables"
-    meta = dict(result.public_metadata())  # before anything is written
+    # before anything is written; the release's digest is that of the bytes written (below),
+    # not of a second serialisation of the table
+    meta = dict(result.public_metadata(output_sha256=""))
     staged: dict[str, str] = {}
     written: dict[str, str] = {}
     try:
@@ -265,7 +267,8 @@ def export_release(
             staged[key] = write_table(
                 table, paths[key], f, input_meta, protect=guard, rows=np.full(len(table), -1), stage=True
             )
-        digests = {k: file_sha256(tmp) for k, tmp in staged.items()}
+        digests = {k: file_sha256(tmp) for k, tmp in staged.items()}  # each staged file read once
+        meta["output_sha256"] = None if separate else digests["data"]
         meta["files"] = {
             "output": (
                 {"name": None, "format": f, "layout": "separate-tables"}

@@ -208,6 +208,19 @@ def _wide_encoding(raw: bytes, encoding: str | None) -> str | None:
     return None
 
 
+class ImplausibleShape(InputError):
+    """A guessed separator would give an implausible number of columns (> MAX_SNIFFED_COLUMNS).
+
+    ``sep``, ``encoding`` and ``n_columns`` say what was guessed; ``widths`` maps each usual
+    separator to the number of fields it gives the first line (the app offers to open anyway
+    with the separator given explicitly, or to choose another one).
+    """
+
+    def __init__(self, msg: str, *, sep: str, encoding: str, n_columns: int, widths: dict) -> None:
+        super().__init__(msg)
+        self.sep, self.encoding, self.n_columns, self.widths = sep, encoding, n_columns, widths
+
+
 def sniff_csv(
     path: str | os.PathLike,
     nrows: int = 200,
@@ -243,10 +256,20 @@ def sniff_csv(
     except csv.Error as exc:
         raise InputError(f"{name}: cannot be read as a table ({exc}).") from None
     if guessed and rows and len(rows[0]) > MAX_SNIFFED_COLUMNS:
-        raise InputError(
+        widths = {}
+        for s_ in SEPARATORS:
+            try:
+                widths[s_] = len(next(csv.reader(lines[:1], delimiter=s_), []))
+            except csv.Error:
+                continue
+        raise ImplausibleShape(
             f"{name}: the separator {sep!r} (guessed) splits the first line into "
             f"{len(rows[0]):,} columns, which is implausible; check the file and its encoding, "
-            "or give the separator explicitly (--sep) if it really has that many columns."
+            "or give the separator explicitly (--sep) if it really has that many columns.",
+            sep=sep,
+            encoding=enc,
+            n_columns=len(rows[0]),
+            widths=widths,
         )
     body = [f for r in rows[1:] for f in r]
     if decimal is None:
@@ -423,9 +446,11 @@ def _to_float(texts: np.ndarray) -> np.ndarray | None:
     return num
 
 
-def _convert_column(raw: np.ndarray, dec: str) -> tuple[np.ndarray, bool]:
+def _convert_column(raw: np.ndarray, dec: str, explicit: bool = False) -> tuple[np.ndarray, bool]:
     """Typed values of one column of texts and whether the texts must be kept aside to be
     written back as read (True when writing the typed values would give other texts).
+    ``explicit``: the decimal mark was given by the user (then ``1.234`` in a decimal-comma
+    file is a thousands group, 1234; guessed, such a column stays text).
     """
     n = raw.size
     na = np.fromiter((t in NA_TEXTS for t in raw), dtype=bool, count=n)
@@ -453,8 +478,10 @@ def _convert_column(raw: np.ndarray, dec: str) -> tuple[np.ndarray, bool]:
     if dec == ",":
         if not all(_COMMA_NUM.match(t) for t in nonmiss):
             return text()
-        if any("." in t for t in nonmiss) and not (
-            any("," in t for t in nonmiss) or any(_MULTI_GROUP.search(t) for t in nonmiss)
+        if (
+            not explicit
+            and any("." in t for t in nonmiss)
+            and not (any("," in t for t in nonmiss) or any(_MULTI_GROUP.search(t) for t in nonmiss))
         ):
             return text()  # only forms like 1.234: thousands group or decimal point? never guess
         texts = np.array([t.replace(".", "").replace(",", ".") for t in nonmiss], dtype=object)
@@ -475,7 +502,9 @@ def _convert_column(raw: np.ndarray, dec: str) -> tuple[np.ndarray, bool]:
     return vals, keep
 
 
-def _convert(raw: pd.DataFrame, dec: str) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+def _convert(
+    raw: pd.DataFrame, dec: str, explicit: bool = False
+) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """Typed table from the texts + {column: texts} for the columns whose texts would not
     survive being written back from the typed values (leading zeros, 1.50, FALSE, NA...).
     """
@@ -484,7 +513,7 @@ def _convert(raw: pd.DataFrame, dec: str) -> tuple[pd.DataFrame, dict[str, np.nd
     arr = raw.to_numpy(dtype=object, na_value="") if raw.shape[1] else None
     for j, c in enumerate(raw.columns):
         r = arr[:, j].copy() if arr is not None else np.empty(0, dtype=object)
-        vals, k = _convert_column(r, dec)
+        vals, k = _convert_column(r, dec, explicit)
         cols[str(c)] = vals
         if k:
             keep[str(c)] = r
@@ -492,6 +521,28 @@ def _convert(raw: pd.DataFrame, dec: str) -> tuple[pd.DataFrame, dict[str, np.nd
         return pd.DataFrame(index=pd.RangeIndex(len(raw))), keep
     df = pd.DataFrame(cols, index=pd.RangeIndex(len(raw)), copy=False)
     return df, keep
+
+
+_GROUP_ONLY = re.compile(r"^\s*[-+]?\d{1,3}(\.\d{3})+\s*$", re.ASCII)
+
+
+def check_decimal_ambiguity(column: str, values: pd.Series) -> None:
+    """Refuse to turn a text column into numbers when every value reads as ``1.234``: a
+    thousands group (1234) in a decimal-comma file or a decimal point (1.234) -- the reader kept
+    it as text because the decimal mark was guessed, and a guess that would change a value is
+    never applied.  ``InputError`` naming the column and the option that decides.
+    """
+    if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        return
+    texts = [str(v) for v in values.dropna().tolist() if str(v).strip() not in NA_TEXTS]
+    if texts and all(_GROUP_ONLY.match(t) for t in texts):
+        t = texts[0].strip()
+        raise InputError(
+            f"Column {column!r}: values such as {t!r} may be thousands groups "
+            f"({t.replace('.', '')}) or decimals ({t}), and the decimal mark "
+            "was guessed, not given. Give it: --decimal , (thousands groups) or --decimal . "
+            "(decimals); in the app, choose the decimal mark when opening the file."
+        )
 
 
 def _read_csv_text(
@@ -712,7 +763,7 @@ def _read_csv(path: str, sep, encoding, decimal, progress) -> tuple[pd.DataFrame
         except _DecodeError:
             enc = "latin-1"
             raw = load(enc)
-    df, texts = _convert(raw, dec)
+    df, texts = _convert(raw, dec, explicit=decimal is not None)
     del raw
     if progress:
         progress(1.0)
@@ -1209,6 +1260,7 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 __all__ = [
     "TableMeta",
+    "ImplausibleShape",
     "sniff_csv",
     "read_table",
     "write_table",

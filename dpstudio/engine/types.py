@@ -182,13 +182,17 @@ class ProtectionResult:
             return self.original
         return self.original.iloc[self.row_map].reset_index(drop=True)
 
-    def public_metadata(self, software_version: str | None = None) -> dict:
+    def public_metadata(
+        self, software_version: str | None = None, *, output_sha256: str | None = None
+    ) -> dict:
         """Metadata safe to publish: a function of the parameters and the release only.
 
         No seed, no original values, and nothing computed from the original data: no input
         file name or digest, no count of records dropped or suppressed, no data-dependent
         warning (those are in :attr:`private_notes` and the private audit trail).  The
         release's own record count and digest are functions of the release.
+        ``output_sha256``: the digest of the release file as written (the export passes it; it
+        is then not computed by serialising the table again).
         """
         from dpstudio import __version__
 
@@ -207,7 +211,7 @@ class ProtectionResult:
             "protected_attributes": list(self.protected_attributes),
             "records_released": int(len(self.data)),
             "warnings": [str(w) for w in self.public_warnings],
-            "output_sha256": frame_sha256(self.data),
+            "output_sha256": output_sha256 if output_sha256 is not None else frame_sha256(self.data),
         }
 
 

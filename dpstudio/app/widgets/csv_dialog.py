@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFormLayout,
     QLabel,
+    QMessageBox,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -17,6 +18,43 @@ from PySide6.QtWidgets import (
 
 from dpstudio.app import io_adapter
 from dpstudio.app.models import DataFrameModel
+from dpstudio.app.workers import TaskRunner
+
+#: the preview shows at most this many columns (a wide file's preview stays quick to show)
+PREVIEW_COLUMNS = 200
+
+
+def ask_implausible_shape(path: str, shape: dict, parent: QWidget | None = None) -> str | None:
+    """Ask before building an implausibly wide table: 'open' (with that separator), 'choose'
+    (another separator, in the preview dialog) or None (cancel: keep the current data).
+    """
+    from pathlib import Path
+
+    sep = shape["sep"]
+    shown = {"\t": "tab", " ": "space"}.get(sep, repr(sep))
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Question)
+    box.setWindowTitle("Implausible number of columns")
+    box.setText(
+        f"{Path(path).name} would have {int(shape['n_columns']):,} columns with separator {shown} "
+        f"(encoding {shape.get('encoding')}). Is that right?"
+    )
+    box.setInformativeText(
+        "A wrong separator or encoding often splits every line into thousands of fields. "
+        "Choose another separator to see a preview first."
+    )
+    choose = box.addButton("&Choose another separator…", QMessageBox.ButtonRole.AcceptRole)
+    anyway = box.addButton("&Open anyway", QMessageBox.ButtonRole.DestructiveRole)
+    box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(choose)
+    box.exec()
+    clicked = box.clickedButton()
+    if clicked is choose:
+        return "choose"
+    if clicked is anyway:
+        return "open"
+    return None
+
 
 SEPARATORS = [(",", "Comma  ,"), (";", "Semicolon  ;"), ("\t", "Tab"), ("|", "Pipe  |"), (" ", "Space")]
 ENCODINGS = ["utf-8", "utf-8-sig", "cp1252", "latin-1", "utf-16"]
@@ -31,7 +69,10 @@ class CsvPreviewDialog(QDialog):
         self.setWindowTitle(f"Open CSV — {path}")
         self.resize(820, 520)
         self.path = path
-        sn = dict(sniffed or io_adapter.sniff_csv(path))
+        # the preview is read in a worker (a wide or odd file never freezes the dialog);
+        # without a sniffed dict the options start from the defaults
+        self.runner = TaskRunner("csv-preview", self)
+        sn = dict(sniffed or {})
         lay = QVBoxLayout(self)
         form = QFormLayout()
         self.sep = QComboBox()
@@ -68,7 +109,12 @@ class CsvPreviewDialog(QDialog):
         for w in (self.sep, self.dec):
             w.currentIndexChanged.connect(self.refresh)
         self.enc.currentTextChanged.connect(self.refresh)
-        self.refresh()
+        pre = sn.get("preview")
+        if pre is not None and {"sep", "encoding", "decimal"} <= sn.keys():
+            self._show(pre)  # sniffed with these very options: no second read
+        else:
+            self.refresh()
+        self.finished.connect(lambda _r: self.runner.cancel())
 
     @staticmethod
     def _select(combo: QComboBox, value) -> None:
@@ -86,26 +132,41 @@ class CsvPreviewDialog(QDialog):
         }
 
     def refresh(self) -> None:
+        """Read the preview with the chosen options in a worker (the last request wins)."""
         o = self.options()
         ok = self.buttons.button(QDialogButtonBox.StandardButton.Open)
-        try:
-            df = io_adapter.preview_frame(self.path, o["sep"], o["encoding"], o["decimal"])
-        except Exception as exc:  # noqa: BLE001 - shown in the dialog
-            self.model.set_frame(None)
-            self.status.setText(
-                f"<span style='color:#a00'>Cannot read with these settings: "
-                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-                "</span>"
-            )
-            ok.setEnabled(False)
-            return
-        self.model.set_frame(df)
+        ok.setEnabled(False)
+        self.status.setText("Reading the first rows…")
+        path = self.path
+
+        def work(progress, check_cancel):
+            return io_adapter.preview_frame(path, o["sep"], o["encoding"], o["decimal"])
+
+        self.runner.start(work, finished=self._show, errored=self._failed)
+
+    def _failed(self, msg: str, _details: str) -> None:
+        self.model.set_frame(None)
+        self.status.setText(
+            "<span style='color:#a00'>Cannot read with these settings: "
+            f"{msg.splitlines()[0] if msg else 'unknown error'}</span>"
+        )
+        self.buttons.button(QDialogButtonBox.StandardButton.Open).setEnabled(False)
+
+    def _show(self, df) -> None:
         ncols = df.shape[1]
+        self.model.set_frame(df.iloc[:, :PREVIEW_COLUMNS] if ncols > PREVIEW_COLUMNS else df)
         hint = ""
         if ncols == 1:
             hint = " Only one column: is the delimiter right?"
-        self.status.setText(f"First {len(df)} rows, {ncols} columns.{hint}")
-        ok.setEnabled(ncols > 0)
+        elif ncols > io_adapter.engine_io.MAX_SNIFFED_COLUMNS:
+            hint = (
+                f" <span style='color:#a00'>{ncols:,} columns is implausible: is the delimiter "
+                "(or the encoding) right?</span>"
+            )
+        if ncols > PREVIEW_COLUMNS:
+            hint += f" (first {PREVIEW_COLUMNS} columns shown)"
+        self.status.setText(f"First {len(df)} rows, {ncols:,} columns.{hint}")
+        self.buttons.button(QDialogButtonBox.StandardButton.Open).setEnabled(ncols > 0)
 
 
 if __name__ == "__main__":  # preview

@@ -286,6 +286,7 @@ def grid_noise(kind: str, stream: KeyedStream, ids, sens, epsilon) -> np.ndarray
                 eps_a[sl] if eps_a.ndim else eps_a,
             )
         return out
+    N.check_grid_noise(sens_a, eps_a)  # ParameterError for rates the exact sampler cannot draw
     if np.any(~(eps_a > 0)) or not np.all(np.isfinite(eps_a)):
         raise ValueError("epsilon must be > 0")
     if np.any(sens_a < 0) or np.any(sens_a > N.MAX_GRID_UNITS):

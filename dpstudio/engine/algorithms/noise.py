@@ -657,6 +657,70 @@ def discrete_staircase(rng: np.random.Generator, sens, epsilon, size) -> np.ndar
     return out.reshape(size)
 
 
+#: the smallest noise rate ε′/Δ (per grid step) the exact sampler draws (:func:`geometric_exact`)
+MIN_NOISE_RATE = 2.0**-62
+
+
+def _coarser(gamma: float, factor: float) -> float:
+    """A round precision at least ``factor`` times ``gamma`` (advice in messages)."""
+    return float(10.0 ** math.ceil(math.log10(max(gamma * factor, 1e-300))))
+
+
+def check_grid_budget(column: str, grid: Grid, epsilon: float) -> None:
+    """Refuse up front (``ParameterError`` naming the column, its precision and ε) when ``epsilon``
+    over the grid's span is finer than the exact sampler can draw.  Every method's draw for this
+    attribute has a sensitivity of at least the span (grid steps) and an ε of at most
+    ``epsilon``, so ε′/span bounds the rate of every draw from above: the check never refuses a
+    usable setting; combinations with the ε split and the cluster count are refused by
+    :func:`check_grid_noise` before the first draw.
+    """
+    from dpstudio.engine.errors import ParameterError
+
+    if grid.span is None or grid.span <= 0:
+        return
+    e = float(epsilon) * (1.0 - EPS_SAFETY)
+    if e / grid.span >= MIN_NOISE_RATE:
+        return
+    need = grid.span / (e / MIN_NOISE_RATE)
+    raise ParameterError(
+        f"Column {column!r}: ε {float(epsilon):g} with precision {grid.gamma:g} "
+        f"({grid.span:,} grid steps across its domain) asks for noise finer than the exact sampler "
+        f"can draw (ε per grid step must be at least 2^-62 ≈ 2.2e-19). Choose a coarser precision, "
+        f"e.g. --precision {column}={_coarser(grid.gamma, need):g}, or a larger ε."
+    )
+
+
+def check_grid_noise(sens, epsilon) -> None:
+    """Backstop before a grid draw: ``ParameterError`` (not the sampler's ValueError) when a
+    sensitivity exceeds :data:`MAX_GRID_UNITS` or a rate ε′/Δ is below :data:`MIN_NOISE_RATE`
+    (the method's ε split, the grid and the cluster count combined; no single range shows it).
+    """
+    from dpstudio.engine.errors import ParameterError
+
+    s = np.asarray(sens, dtype=np.float64)
+    e = np.asarray(epsilon, dtype=np.float64)
+    if not (s.size and e.size):
+        return
+    if np.any(s > MAX_GRID_UNITS):
+        raise ParameterError(
+            f"The noise's sensitivity ({float(s.max()):,.0f} grid steps: domain width / precision, "
+            "times the number of clusters a record can move) exceeds 2^50 grid steps, beyond exact "
+            "integer arithmetic. Choose a coarser precision (--precision COLUMN=…) or a narrower domain."
+        )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(s > 0, e * (1.0 - EPS_SAFETY) / np.where(s > 0, s, 1.0), np.inf)
+    if rate.size and float(np.min(rate)) < MIN_NOISE_RATE:
+        i = int(np.argmin(np.broadcast_to(rate, np.broadcast_shapes(rate.shape))))
+        sm = float(np.broadcast_to(s, rate.shape).reshape(-1)[i])
+        em = float(np.broadcast_to(e, rate.shape).reshape(-1)[i])
+        raise ParameterError(
+            f"ε per noise draw {em:g} over a sensitivity of {sm:,.0f} grid steps asks for noise finer "
+            "than the exact sampler can draw (ε per grid step must be at least 2^-62 ≈ 2.2e-19; the "
+            "method splits ε over the attributes and clusters). Choose a coarser precision "
+            "(--precision COLUMN=…), a larger ε or fewer protected attributes."
+        )
+
+
 def grid_noise(kind: str, rng: np.random.Generator, sens, epsilon, size) -> np.ndarray:
     """Integer ε-DP noise for integer sensitivity ``sens`` (grid units; arrays broadcast to
     ``size``): discrete Laplace of rate ε·(1−2⁻⁴⁰)/Δ or discrete staircase.  Sensitivity 0
@@ -665,6 +729,7 @@ def grid_noise(kind: str, rng: np.random.Generator, sens, epsilon, size) -> np.n
     size = _shape(size)
     sens_a = np.asarray(sens)
     eps_a = np.asarray(epsilon, dtype=np.float64)
+    check_grid_noise(sens_a, eps_a)
     if eps_a.ndim == 0 and sens_a.ndim == 0:  # scalars (ir-dp): plain comparisons
         e0, s0 = float(eps_a), float(sens_a)
         if not (e0 > 0 and e0 < math.inf):
