@@ -602,6 +602,9 @@ def _too_big_for_memory(path: str) -> str | None:
     """A refusal when the input obviously does not fit in memory (issue 12): the file's size
     (Parquet expands about 3× when loaded, text about 2×) against the available memory.
     """
+    p = Path(path)
+    if p.is_file() and p.stat().st_size < 2**24:
+        return None  # under 16 MB always fits: no psutil import (start-up, issue 13)
     try:
         import psutil
 

@@ -107,16 +107,23 @@ class StartUp:
 
     def setup(self):
         self.tmp = tempfile.mkdtemp()
+        # the checkout this benchmark process imports (ASV_PYTHONPATH, the editable install):
+        # the subprocess must start that one too, not whatever the interpreter finds
+        import dpstudio
+
+        src = str(Path(dpstudio.__file__).resolve().parents[1])
+        self.env = {**os.environ, "PYTHONPATH": src}
 
     def time_version(self):
         subprocess.run([sys.executable, "-m", "dpstudio", "--version"], check=True,
-                       capture_output=True)
+                       capture_output=True, env=self.env)
 
     def time_protect_census(self):
         subprocess.run([sys.executable, "-m", "dpstudio", "protect", str(CENSUS),
                         os.path.join(self.tmp, "out.csv"), "--method", "ir-dp", "--k", "10",
                         "--epsilon", "1", "--role", "FICA=eps-quasi", "--domain", "FICA=0:12000",
-                        "--seed", "7"], check=True, capture_output=True, cwd=self.tmp)
+                        "--seed", "7"], check=True, capture_output=True, cwd=self.tmp,
+                       env=self.env)
 
 
 class OLAAdult:

@@ -205,6 +205,7 @@ def run_prepared(
     progress: Callable[[float], None] | None = None,
     check_cancel: Callable[[], None] | None = None,
     keep_original: bool = True,
+    notes: bool = True,
 ) -> ProtectionResult:
     spec = prep.spec
     params = dict(prep.params)
@@ -273,7 +274,8 @@ def run_prepared(
                 "together, so record-level measures (SSE, record linkage, "
                 "correlations) describe no real record; judge utility per attribute."
             )
-    if spec.uses_epsilon and params.get("epsilon") is not None:
+    if notes and spec.uses_epsilon and params.get("epsilon") is not None:
+        # (notes=False: sweeps, whose points never show the run's private notes)
         # clamping pile-up per noisy attribute: data-dependent, so a private note (issue 11)
         from dpstudio.engine.pileup import bound_shares, pileup_notes
 

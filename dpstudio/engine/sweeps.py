@@ -204,10 +204,15 @@ def run_sweep(
                     k=int(k) if k is not None else None,
                     cache=cache,
                     check_cancel=check_cancel,
+                    notes=False,
                 )
                 orig, prot = _aligned(res, n)
+                fast = _fast_eval(orig, prot, measures, mcache)
+                if fast is not None:
+                    runs.append(fast)
+                    continue
                 runs.append(
-                    evaluate(
+                    ev := evaluate(
                         orig,
                         prot,
                         res.protected_attributes,
@@ -218,6 +223,8 @@ def run_sweep(
                         **(evaluate_options or {}),
                     )
                 )
+                if orig is prep.data:  # the same original for every run of the sweep
+                    _plan_fast_eval(orig, res, measures, plan, mcache, evaluate_options, ev)
         except DPStudioError as exc:
             if idx == 0:
                 raise  # the settings, not one cell, are wrong
@@ -291,6 +298,98 @@ def sweep(
         evaluate_options=evaluate_options,
         **params,
     )
+
+
+def _fast_eval(orig, prot, measures, mcache: dict) -> dict | None:
+    """SSE and record linkage of an all-numeric release straight from arrays, or None.
+
+    The same operations, in the same order, on the same cached arrays as
+    :func:`~dpstudio.engine.measures.evaluate` (so the same bits): the pandas bookkeeping of a
+    full evaluation (dtype checks, column look-ups, the measurement plan's distances) is done
+    once, by the first run of the sweep through ``evaluate``, which also records here whether
+    the fast path applies (numeric attributes, no categorical distance, no warnings).  A
+    release with a missing or infinite value goes through ``evaluate`` (its warnings).
+    """
+    fp = mcache.get(("sweep.fast", id(orig)))
+    if fp is None or fp["ref"] is not orig or tuple(measures) != fp["measures"]:
+        return None
+    from dpstudio.engine.measures._base import _matrix
+    from dpstudio.engine.measures.risk import _rl_numeric
+
+    attrs = fp["attrs"]
+    if len(prot) != len(orig) or not all(a in prot.columns for a in attrs):
+        return None
+    try:
+        y = _matrix(prot, attrs, "protected")  # as evaluate: same array, same layout
+    except (DPStudioError, TypeError, ValueError):
+        return None
+    if not np.isfinite(y).all():
+        return None  # missing values: evaluate words the warnings
+    n, m = y.shape
+    out: dict[str, Any] = {}
+    if fp["sse"] is not None:
+        x, var = fp["sse"]
+        colsum = ((x - y) ** 2).sum(axis=0)
+        out["sse_raw"], out["sse_normalized"] = float(colsum.sum()), float((colsum / var).sum()) / (n * m)
+    if fp["rl"] is not None:
+        scale, xs, tree = fp["rl"]
+        pr = _rl_numeric(xs, np.ascontiguousarray(y / scale), tree)
+        out["rl"] = 100.0 * float(pr.sum()) / n
+    out["warnings"] = []
+    return out
+
+
+def _plan_fast_eval(
+    orig, res, measures, plan, mcache: dict, evaluate_options: dict | None, first: dict
+) -> None:
+    """Decide once per original whether :func:`_fast_eval` reproduces ``evaluate`` (see there)."""
+    key = ("sweep.fast", id(orig))
+    if key in mcache:
+        return
+    mcache[key] = {"ref": orig, "measures": None}  # not applicable unless shown below
+    ms = tuple(measures)
+    opts = dict(evaluate_options or {})
+    rl_distance = opts.pop("rl_distance", "standardized")
+    expected = ({"sse_raw", "sse_normalized"} if "sse" in ms else set()) | ({"rl"} if "rl" in ms else set())
+    if (
+        opts
+        or not ms
+        or not set(ms) <= {"sse", "rl"}
+        or first.get("warnings")
+        or set(first) != expected | {"warnings"}
+    ):
+        return
+    attrs = [str(a) for a in (res.protected_attributes or [])]
+    if not attrs or len(set(attrs)) != len(attrs) or plan.wildcard or plan.distances_for(res.data, attrs):
+        return
+    from dpstudio.engine.measures._base import _dtypes, _num_dtype
+
+    odt = _dtypes(orig)
+    if not all(a in odt and _num_dtype(odt[a]) for a in attrs):
+        return
+    fp: dict[str, Any] = {"ref": orig, "measures": ms, "attrs": attrs, "sse": None, "rl": None}
+    for ck, ent in mcache.items():
+        if not (isinstance(ck, tuple) and len(ck) >= 5 and ck[0] == "metrics" and isinstance(ent, dict)):
+            continue
+        if ent.get("ref") is not orig:
+            continue
+        if ck[3:] == ("sse", tuple(attrs)) and "x" in ent and not ent["const"]:
+            fp["sse"] = (ent["x"], ent["var"])
+            fp["x"] = ent["x"]
+        if ck[3:] == ("rl", tuple(attrs), rl_distance) and "xs" in ent and not ent["scale_warnings"]:
+            xs = ent["xs"]
+
+            def tree(ent=ent, xs=xs):
+                from dpstudio.engine.measures.risk import _kdtree
+
+                if ent.get("tree") is None:
+                    ent["tree"] = _kdtree(xs)
+                return ent["tree"]
+
+            fp["rl"] = (ent["scale"], xs, tree)
+    if ("sse" in ms) != (fp["sse"] is not None) or ("rl" in ms) != (fp["rl"] is not None):
+        return
+    mcache[key] = fp
 
 
 def _aligned(res, n: int):

@@ -52,3 +52,28 @@ def test_repeated_protect_with_shared_cache_equals_fresh(census):
     fresh = engine.run_prepared(prep, rng=np.random.default_rng(3))
     assert again.data.equals(fresh.data) and first.data.equals(fresh.data)
     assert again.info == fresh.info
+
+
+def test_sweep_evaluates_through_the_array_fast_path(census, monkeypatch):
+    """After the first run, SSE + RL of an all-numeric release are computed from arrays (the
+    points above prove they are equal); the full evaluate runs once per sweep."""
+    from dpstudio.engine import sweeps
+
+    calls = []
+    real = sweeps.evaluate
+    monkeypatch.setattr(sweeps, "evaluate", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    df, roles, domains = _setup(census)
+    pts = list(engine.sweep(df, "ir-dp", roles, domains, ks=[3, 5], epsilons=[1.0], repeats=3,
+                            seed=1, measures=("sse", "rl")))
+    assert len(calls) == 1
+    assert all(set(r) == {"sse_raw", "sse_normalized", "rl", "warnings"} for p in pts for r in p.runs)
+
+
+def test_sweep_fast_path_keeps_evaluate_warnings(census):
+    """A constant attribute makes evaluate warn (scale 1): such sweeps keep the full evaluation."""
+    df, roles, domains = _setup(census)
+    df = df.assign(**{df.columns[0]: 5.0})
+    domains[df.columns[0]] = (0.0, 10.0)
+    pts = list(engine.sweep(df, "ir-dp", roles, domains, ks=[3], epsilons=[1.0], repeats=2,
+                            seed=1, measures=("sse", "rl")))
+    assert all(any("constant" in w for w in r["warnings"]) for p in pts for r in p.runs)

@@ -243,6 +243,17 @@ class DiscernibilityLoss(_FrequencyLoss):
         cs = np.asarray(class_sizes, dtype=np.float64)
         return float((np.sum(cs * cs) + n * n_suppressed) / (n * n))
 
+    @staticmethod
+    def bound_from_counts(counts: np.ndarray, n: int, k: int) -> float:
+        """Lower bound at every node N ≥ M (more generalised) from the sizes c of all classes
+        of M: Σ_M c·max(c, k) / n².  A record of an M-class of size c is, at N, in a class of
+        size e ≥ c (classes only merge) that is kept (e ≥ k: it adds e ≥ max(c, k) to Σ|E|²)
+        or suppressed (it adds n ≥ max(c, k)).  ARX's ``MetricSDNMDiscernability`` bound is
+        Σ c², here strengthened by the suppression rule.
+        """
+        cs = np.asarray(counts, dtype=np.float64)
+        return float(np.sum(cs * np.maximum(cs, float(k))) / (float(n) * float(n)))
+
 
 class AECSLoss(_FrequencyLoss):
     """ARX's average equivalence class size (``MetricSDAECS``, generalisation/suppression
@@ -261,6 +272,19 @@ class AECSLoss(_FrequencyLoss):
 
     def __call__(self, levels, class_sizes: np.ndarray, n_suppressed: int, n: int) -> float:
         return float(n / (len(class_sizes) + (1 if n_suppressed else 0)))
+
+    @staticmethod
+    def bound_from_counts(counts: np.ndarray, n: int, k: int) -> float:
+        """Lower bound at every node N ≥ M (more generalised) from the class sizes of M.
+        Classes only merge upwards, so a kept class of N (≥ k records) contains an M-class of
+        size ≥ k or is made of M-classes smaller than k holding together ≥ k records:
+        #kept(N) ≤ #big(M) + ⌊records in small M-classes / k⌋, and all suppressed records
+        count as one more class.  Also #kept(N) + [suppressed] ≤ #classes(N) ≤ #classes(M).
+        """
+        cs = np.asarray(counts, dtype=np.int64)
+        big = cs >= k
+        most = int(big.sum()) + int(cs[~big].sum()) // int(k) + (1 if (~big).any() else 0)
+        return float(n / max(min(most, len(cs)), 1))
 
 
 class ARXLoss(_FrequencyLoss):
@@ -560,6 +584,10 @@ class _Lattice:
         self.loss = loss
         self.loss_val = np.full(size, np.nan)
         self.evaluated = 0
+        # bounds learnt during the search (issue 13): a loss with ``bound_from_counts`` gives,
+        # from the class sizes of an evaluated node M, a lower bound of its loss at every node
+        # N ≥ M (more generalised): it is raised on all of them at once
+        self.dyn_lb = np.full(size, -np.inf) if hasattr(loss, "bound_from_counts") else None
         # level-a code -> level-b code maps per attribute
         self.up: list[dict[tuple[int, int], np.ndarray]] = []
         for qq in quasis:
@@ -752,6 +780,12 @@ class _Lattice:
             self.sup[node] = int(counts[counts < self.k].sum())
             self.evaluated += 1
             lv = self.L[node]
+            if self.dyn_lb is not None:
+                up = self._ge[0][lv[0]].copy()
+                for j in range(1, self.d):
+                    up &= self._ge[j][lv[j]]
+                b = float(self.loss.bound_from_counts(counts, self.n, self.k))
+                np.maximum(self.dyn_lb, np.where(up, b, -np.inf), out=self.dyn_lb)
             if self.sup[node] <= self.max_sup:
                 m = self._ge[0][lv[0]].copy()
                 for j in range(1, self.d):
@@ -870,11 +904,18 @@ def ola(
     # that region down (a non-anonymous node there rules out everything below it)
     lb = np.asarray(lossf.lower_bound(lat.L), dtype=np.float64)
     region = np.flatnonzero(lb < best)
-    region = region[np.lexsort((region, lb[region], -lat.height_of[region]))]
+    if lat.dyn_lb is None:
+        region = region[np.lexsort((region, lb[region], -lat.height_of[region]))]
+    else:
+        # bounds learnt from evaluated nodes hold for the nodes above them: bottom-up, so that
+        # every node is reached after (some of) the nodes below it (issue 13)
+        region = region[np.lexsort((region, lb[region], lat.height_of[region]))]
     for i, node in enumerate(region.tolist()):
         if check_cancel is not None and i % 256 == 0:
             check_cancel()
         if lb[node] >= best or lat.status[node] == -1:
+            continue
+        if lat.dyn_lb is not None and lat.dyn_lb[node] > best + 1e-12:
             continue
         if not lat.is_anon(node):
             continue
