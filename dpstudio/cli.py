@@ -580,6 +580,7 @@ def _protect_dask(args) -> int:
                 seed=args.seed,
                 precision=parse_precision(getattr(args, "precision", None)) or None,
                 client=client,
+                hierarchies=parse_hierarchies(getattr(args, "hierarchy", None)) or None,
                 **params,
             )
             fmt = "csv" if (args.format or "").lower() == "csv" else "parquet"
@@ -1403,7 +1404,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dask_opts(
         p,
         "memory (default) or dask: Parquet/CSV larger than memory, OUT a new "
-        "folder of Parquet parts (sort-based methods only; pip install "
+        "folder of Parquet parts (sort-based methods and k-eps/OLA; pip install "
         "'dpstudio[scale]')",
     )
     p.set_defaults(func=cmd_protect)

@@ -620,8 +620,9 @@ def _check_ragged_bytes(chunks, sep: str, name: str) -> None:
         end = (a == 10) | ((a == 13) & (nxt != 10))
         ws = np.isin(a, (9, 10, 13, 32)) if sep != "\t" else np.isin(a, (10, 13, 32))
         ends = np.flatnonzero(end)
-        cs = np.cumsum(a == qsep)
-        cw = np.cumsum(~ws)
+        # int32 running counts (a chunk is < 2**31 bytes): half the memory traffic of int64
+        cs = np.cumsum(a == qsep, dtype=np.int32)
+        cw = np.cumsum(~ws, dtype=np.int32)
         if ends.size:
             cs_e, cw_e = cs[ends], cw[ends]
             counts = cs_e - np.concatenate([[0], cs_e[:-1]])

@@ -852,6 +852,7 @@ def ola(
     loss=None,
     quasis: list[EncodedQuasi] | None = None,
     check_cancel: Callable[[], None] | None = None,
+    weights: np.ndarray | None = None,
 ) -> GeneralisationResult:
     """Optimal full-domain generalisation (OLA) of ``columns`` with record suppression.
 
@@ -878,6 +879,10 @@ def ola(
         classes for how suppressed records count — or ``fn(levels, class_sizes,
         n_suppressed, n) -> float``.  A loss without a ``lower_bound`` method is
         evaluated on every k-anonymous node (slower, still exact).
+    weights : array, optional
+        A frequency set instead of records (issue 12, the Dask backend): row r of
+        ``quasis`` stands for ``weights[r]`` records; the result is then per row
+        (``class_id``, ``labels``, ``cell_loss`` of each row, −1 = suppressed).
     """
     if not columns:
         raise ParameterError("OLA needs at least one k-quasi.")
@@ -887,10 +892,14 @@ def ola(
     if not (0.0 <= float(suppression) < 1.0):
         raise ParameterError(f"The 'suppression' limit must be in [0, 1). Got {suppression!r}.")
     qs = quasis if quasis is not None else encode_quasis(df, columns, hierarchies)
-    n = len(qs[0].leaf)
+    n = len(qs[0].leaf) if weights is None else int(np.sum(weights))
     max_sup = int(math.floor(float(suppression) * n + 1e-9))
     lossf = _make_loss(loss, [qq.height for qq in qs])
-    lat = _Lattice(qs, k, max_sup, lossf)
+    lat = (
+        _Lattice(qs, k, max_sup, lossf)
+        if weights is None
+        else _WeightedLattice(qs, k, max_sup, lossf, weights)
+    )
     top = lat.size - 1
     if not lat.is_anon(top):
         raise ParameterError(
@@ -943,16 +952,23 @@ def ola(
     # the release check, on the frequency set: the released labels of a record are its
     # combination's labels (gathered below), so classes of released labels have these sizes
     smallest = verify_k_anonymity(
-        combo_labels, combo_keep, k, weights=np.bincount(rc[keep], minlength=len(combo_cls))
+        combo_labels,
+        combo_keep,
+        k,
+        weights=np.bincount(
+            rc[keep], weights=None if weights is None else np.asarray(weights)[keep], minlength=len(combo_cls)
+        ),
     )
     labels = {}
     for name, lab in combo_labels.items():
         lab = np.asarray(lab, dtype=object).copy()
         lab[~combo_keep] = None
         labels[name] = lab[rc]
-    if int((~keep).sum()) > max_sup:  # pragma: no cover - guaranteed by the search
+    if (
+        int((~keep).sum()) if weights is None else int(np.asarray(weights)[~keep].sum())
+    ) > max_sup:  # pragma: no cover - guaranteed by the search
         raise RuntimeError("internal error: OLA exceeded the suppression limit")
-    cell = np.ones(n)  # precision per record, whatever metric was optimised
+    cell = np.ones(len(rc))  # precision per record, whatever metric was optimised
     cell[keep] = float(PrecisionLoss([qq.height for qq in qs]).base(lv))
     info = {
         "lattice_size": lat.size,
@@ -975,6 +991,24 @@ def ola(
         heights={qq.name: qq.height for qq in qs},
         info=info,
     )
+
+
+class _WeightedLattice(_Lattice):
+    """The lattice of a frequency set (issue 12): ``quasis[j].leaf`` holds one row per
+    combination (e.g. the result of a distributed group-by) and ``weights`` its record count.
+    Built as the record lattice of the rows, then the bottom table's counts (and ``n``) are
+    replaced by the weighted ones; everything after works on that table, as for records.
+    """
+
+    def __init__(self, quasis: list[EncodedQuasi], k: int, max_suppressed: int, loss, weights):
+        super().__init__(quasis, k, max_suppressed, loss)
+        w = np.asarray(weights, dtype=np.int64)
+        bottom, unit = self.tables[0]
+        counts = np.bincount(self.record_combo, weights=w, minlength=len(unit)).astype(np.int64)
+        self.tables[0] = (bottom, counts)
+        self.n = self._n = int(counts.sum())
+        if hasattr(loss, "prepare"):
+            loss.prepare(quasis, self.up, bottom, counts)
 
 
 def _k_too_large_message(k, counts, n, max_sup, suppression, cols) -> str:

@@ -46,7 +46,7 @@ from dpstudio.engine.random import as_rng
 from dpstudio.engine.roles import Role
 
 #: Methods the Dask backend runs (all sort-based); the rest need ``--engine memory``.
-DASK_METHODS = ("laplace", "ir-dp", "idp-ls", "idp-cbls", "ir-swap", "insensitive-dp")
+DASK_METHODS = ("laplace", "ir-dp", "idp-ls", "idp-cbls", "ir-swap", "insensitive-dp", "k-eps")
 SAMPLE_ROWS = 10_000
 _ROW = "__dp_row"
 
@@ -114,7 +114,7 @@ class DaskRelease:
 # --------------------------------------------------------------------------- validation
 
 
-def _validate(ddf, method, roles, domains, precision, params):
+def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
     """Validate on a sample with the engine's own ``prepare`` (one error format), then check
     the whole data (missing values, domains) with one distributed pass.
     """
@@ -123,7 +123,7 @@ def _validate(ddf, method, roles, domains, precision, params):
     spec = api.get_method(method)
     if method not in DASK_METHODS:
         raise NotOnDask(
-            f"Method {method!r} does not run on Dask (it is not sort-based); "
+            f"Method {method!r} does not run on Dask (it is neither sort-based nor OLA); "
             f"use --engine memory (Dask runs: {', '.join(DASK_METHODS)})."
         )
     if params.get("layout", "records") == "separate-tables":
@@ -140,13 +140,16 @@ def _validate(ddf, method, roles, domains, precision, params):
             "values first or use --engine memory."
         )
     sample = ddf.head(SAMPLE_ROWS, npartitions=-1)
-    prep = api.prepare(sample, method, roles, domains, precision=precision, **params)
+    prep = api.prepare(sample, method, roles, domains, hierarchies, precision=precision, **params)
     cols = list(prep.protected)
+    if method == "k-eps":
+        _check_keps(prep, hierarchies)
     aggs = {}
     for c in cols:
         aggs[(c, "na")] = ddf[c].isna().sum()
-        aggs[(c, "min")] = ddf[c].min()
-        aggs[(c, "max")] = ddf[c].max()
+        if method != "k-eps":  # k-quasis: strings, no domain
+            aggs[(c, "min")] = ddf[c].min()
+            aggs[(c, "max")] = ddf[c].max()
     import dask
 
     keys = list(aggs)
@@ -200,6 +203,7 @@ def protect_dask(
     seed: int | np.random.Generator | None = None,
     precision: dict | None = None,
     client: Any = None,
+    hierarchies: dict | None = None,
     **params: Any,
 ) -> DaskRelease:
     """Protect ``source`` on Dask; returns a :class:`DaskRelease` (lazy).  ``client``: a
@@ -209,7 +213,7 @@ def protect_dask(
 
     ddf = read_lazy(source)
     ddf = ddf.rename(columns={c: str(c) for c in ddf.columns})
-    spec, prep, cols, n, lens = _validate(ddf, method, roles, domains, precision, params)
+    spec, prep, cols, n, lens = _validate(ddf, method, roles, domains, precision, params, hierarchies)
     p = dict(prep.params)
     if spec.uses_epsilon and p.get("epsilon") is None:
         raise NotOnDask(
@@ -222,7 +226,13 @@ def protect_dask(
     info: dict = {"backend": "dask", "npartitions": int(ddf.npartitions)}
     is_int = {c: N.pd_is_integer(prep.data[c]) for c in cols}
     new = {}
-    if method == "laplace":
+    private_warns: list = []
+    if method == "k-eps":
+        out, kinfo, kwarns = _keps_release(ddf, prep, p, hierarchies, n)
+        info.update(kinfo)
+        private_warns += kwarns
+        shuffle = True
+    elif method == "laplace":
         eps = _eps(p, cols)
         kind = p.get("noise", "laplace")
         for j, c in enumerate(cols):
@@ -257,7 +267,9 @@ def protect_dask(
     guarantee = api._with_clauses(guarantee, prep, p)
     # only the warnings that depend on the parameters: the others were computed on the sample
     warns = [w for w in prep.warnings if api._is_public_warning(w)]
-    return DaskRelease(out, spec.id, guarantee, is_dp, p, cols, n, info, warns, warns, aligned)
+    return DaskRelease(
+        out, spec.id, guarantee, is_dp, p, cols, n, info, warns + private_warns, warns, aligned
+    )
 
 
 def _eps(p: dict, cols: list[str]) -> np.ndarray:
@@ -617,6 +629,155 @@ def _insensitive(ddf, cols, k, n, p, grids, root, eps, prep):
     )
     vals = stats.map_partitions(values, meta=vmeta)
     return tagged[[_ROW, "__cl"]].merge(vals, on="__cl", how="inner")[[_ROW, *cols]]
+
+
+# --------------------------------------------------------------------------- k-eps (OLA)
+
+
+def _check_keps(prep, hierarchies) -> None:
+    """What k-eps does beyond OLA does not run on Dask yet: refuse it, naming the option."""
+    p = prep.params
+    if (p.get("algorithm") or "ola") != "ola":
+        raise NotOnDask("k-eps runs on Dask with algorithm='ola' only; Mondrian needs --engine memory.")
+    eq = [c for c, r in prep.roles.items() if r is Role.EPS_QUASI]
+    if eq:
+        raise NotOnDask(
+            "k-eps on Dask runs the OLA generalisation of the k-quasi-identifiers only; the "
+            f"within-class noise on the ε-quasi-identifiers ({', '.join(eq)}) does not run on "
+            "Dask yet: release them with another role or use --engine memory."
+        )
+    if p.get("confidence") is not None:
+        raise NotOnDask(
+            "k-eps option confidence (c-confident suppression) does not run on Dask; use --engine memory."
+        )
+    kq = [c for c, r in prep.roles.items() if r is Role.K_QUASI]
+    missing = [c for c in kq if c not in (hierarchies or {})]
+    if missing:
+        raise NotOnDask(
+            f"k-eps on Dask needs a hierarchy file for every k-quasi-identifier; "
+            f"{', '.join(map(repr, missing))} ha{'s' if len(missing) == 1 else 've'} none "
+            "(an automatic hierarchy is built from all the values in memory): give "
+            + " ".join(f"--hierarchy {c}=FILE" for c in missing)
+            + " or use --engine memory."
+        )
+
+
+def _leaves(part: pd.DataFrame, kq: list[str], leaf_index: list[dict]) -> dict[str, np.ndarray]:
+    """Every record's leaf index in its k-quasi's hierarchy (as ``encode_quasis`` in memory)."""
+    from dpstudio.engine.hierarchies.build import factorize_strings
+
+    out = {}
+    for c, index in zip(kq, leaf_index):
+        codes, labels = factorize_strings(part[c])
+        if (codes < 0).any():
+            raise InputError(
+                f"Column {c!r} has missing values; the Dask backend refuses them: remove those records first."
+            )
+        lut = np.fromiter((index.get(str(v), -1) for v in labels), dtype=np.int64, count=len(labels))
+        if (lut < 0).any():
+            raise InputError(
+                f"Column {c!r}: value {labels[int(np.flatnonzero(lut < 0)[0])]!r} is not in its "
+                "hierarchy. Add it to the hierarchy file."
+            )
+        out[c] = lut[codes]
+    return out
+
+
+def _part_frequencies(part: pd.DataFrame, kq, leaf_index) -> pd.DataFrame:
+    """One partition's frequency set: distinct leaf combinations and their record counts."""
+    leaves = pd.DataFrame(_leaves(part, kq, leaf_index))
+    return leaves.groupby(kq, sort=False).size().reset_index(name="__n")
+
+
+def _frequency_set(*parts: pd.DataFrame) -> pd.DataFrame:
+    kq = [c for c in parts[0].columns if c != "__n"]
+    both = pd.concat(parts, ignore_index=True)
+    return both.groupby(kq, sort=True)["__n"].sum().reset_index()
+
+
+def _keps_part(part: pd.DataFrame, kq, leaf_index, combos, keep, gen_labels, levels, sdtype) -> pd.DataFrame:
+    """One partition of the k-eps release: the k-quasis generalised to the chosen node, the
+    records of the suppressed combinations removed (input order; the shuffle comes after).
+    """
+    leaves = _leaves(part, kq, leaf_index)
+    if len(kq) == 1:
+        pos = combos.get_indexer(pd.Index(leaves[kq[0]]))
+    else:
+        pos = combos.get_indexer(pd.MultiIndex.from_arrays([leaves[c] for c in kq], names=kq))
+    if (pos < 0).any():  # pragma: no cover - the data changed between the two passes
+        raise InputError("The input changed while it was being protected; run again.")
+    rows = keep[pos]
+    out = part.loc[rows].copy()
+    for c in kq:
+        if levels[c] > 0:
+            out[c] = pd.Series(gen_labels[c][leaves[c][rows]], index=out.index, dtype=sdtype)
+    return out
+
+
+def _keps_release(ddf, prep, p, hierarchies, n):
+    """k-eps (OLA) on Dask through a frequency set (ARX's approach): one distributed group-by
+    of the k-quasis' leaf indices with counts; the lattice search in memory on that table
+    (:func:`~dpstudio.engine.algorithms.generalization.ola` with ``weights``); then each
+    partition generalised to the chosen node, the records of the flagged combinations
+    suppressed.  Returns (release with record ids, private info, private warnings).
+    """
+    import dask
+    from dask import delayed
+
+    from dpstudio.engine.algorithms.generalization import EncodedQuasi, ola
+    from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
+
+    kq = [c for c, r in prep.roles.items() if r is Role.K_QUASI]
+    hs = {c: load_hierarchy(hierarchies[c], c) for c in kq}
+    leaf_index = [{v: i for i, v in enumerate(hs[c].leaves)} for c in kq]
+    parts = [delayed(_part_frequencies)(x, kq, leaf_index) for x in ddf[kq].to_delayed()]
+    (freq,) = dask.compute(delayed(_frequency_set)(*parts))
+    qs = []
+    for c in kq:
+        h = hs[c]
+        lv = [h.level_codes(lvl) for lvl in range(h.height)]
+        qs.append(EncodedQuasi(c, h, freq[c].to_numpy(np.int64), [x[1] for x in lv], [x[0] for x in lv]))
+    counts = freq["__n"].to_numpy(np.int64)
+    sup = p.get("suppression")
+    gen = ola(
+        None,
+        kq,
+        int(p["k"]),
+        suppression=float(sup if sup is not None else 0.05),
+        loss=p.get("loss") or "precision",
+        quasis=qs,
+        weights=counts,
+    )
+    keep = gen.class_id >= 0
+    levels = dict(gen.levels)
+    gen_labels = {c: q.labels[levels[c]][q.codes[levels[c]]] for c, q in zip(kq, qs)}  # leaf -> label
+    combos = pd.Index(freq[kq[0]]) if len(kq) == 1 else pd.MultiIndex.from_frame(freq[kq])
+    # the generalised labels as strings (the dtype dask gives string columns; Parquet needs one)
+    sdtype = next(
+        (ddf._meta[c].dtype for c in kq if isinstance(ddf._meta[c].dtype, pd.StringDtype)), pd.StringDtype()
+    )
+    meta = ddf._meta.astype({c: sdtype for c in kq if levels[c] > 0})
+    out = ddf.map_partitions(_keps_part, kq, leaf_index, combos, keep, gen_labels, levels, sdtype, meta=meta)
+    n_sup = int(counts[~keep].sum())
+    summary = gen.summary()
+    summary["suppressed_records"] = n_sup
+    summary["suppression_share"] = n_sup / max(n, 1)
+    sizes = np.bincount(gen.class_id[keep], weights=counts[keep]) if keep.any() else np.zeros(0)
+    summary["min_class_size"] = int(sizes.min()) if sizes.size else 0
+    info = {
+        "generalisation": summary,
+        "chosen_levels": levels,
+        "frequency_set_rows": int(len(freq)),
+        "records_in": int(n),
+        "records_released": int(n - n_sup),
+    }
+    warns = []
+    if n_sup:
+        warns.append(
+            f"{n_sup} record(s) ({100 * n_sup / n:.2f} %) were suppressed "
+            "by the generalisation step and are not in the release."
+        )
+    return out, info, warns
 
 
 # --------------------------------------------------------------------------- writing

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine import validation as V
+from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.algorithms.generalization import encode_quasis, mondrian, ola
 from dpstudio.engine.errors import InputError, ParameterError
@@ -39,6 +40,7 @@ from dpstudio.engine.protection._common import (
     DROP_MISSING_PARAM,
     NOISE_PARAM,
     epsilon_param,
+    job_stream,
     k_param,
     never_dp,
 )
@@ -240,6 +242,9 @@ def run_keps(job: Job) -> Output:
     if conf is not None:  # the declared range (0, 0.999999] says it; checked by the one path
         conf = CONFIDENCE_PARAM.check(conf, "k-eps")
     X = _eps_matrix(job, eq)
+    # the shuffle's keyed stream; its root is the run's first draw (issue 12: the Dask backend
+    # gives the same order for the same seed)
+    shuffle_stream = job_stream(job, K.PURPOSE_SHUFFLE)
     job.progress(0.05)
     gen, warns = _generalise(job, kq)
     warns = list(warns)
@@ -296,10 +301,11 @@ def run_keps(job: Job) -> Output:
     elif conf is not None and not eq:
         warns.append("confidence was ignored: there are no ε-quasi-identifiers.")
     job.progress(0.85)
-    # step 4: shuffle the released records
+    # step 4: shuffle the released records: ordered by the keyed sort keys of their record
+    # ids (input positions), which do not depend on how the data is partitioned (issue 12)
     rel_idx = np.flatnonzero(rel)
-    perm = job.rng.permutation(len(rel_idx))
-    take = rel_idx[perm]
+    k0, k1 = K.sort_keys(shuffle_stream, kept[rel_idx])
+    take = rel_idx[np.lexsort((k1, k0))]
     row_map = kept[take]
     data = job.data.iloc[row_map].reset_index(drop=True)
     for c in kq:
