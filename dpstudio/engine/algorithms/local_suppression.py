@@ -157,7 +157,7 @@ def local_suppression(
     codes, cards, supp_code = _encode(df, keys, missing_matches_any)
     if max_passes is None:
         max_passes = n * len(keys) + 1  # every pass suppresses at least one value
-    original = codes.copy()
+    suppressed = np.zeros(codes.shape, dtype=bool)  # values set to missing here (not a copy of codes)
     m = len(keys)
     passes = 0
     while True:
@@ -200,6 +200,7 @@ def local_suppression(
             others = np.flatnonzero(~full)
             need = k - int(full.sum())
             pick = others[np.lexsort((others, fk[others]))[:need]]
+            suppressed[pick] |= codes[pick] != supp_code[None, :]
             codes[pick] = supp_code[None, :]
             continue
         # 4. mutual help: cell of each unsafe record for each key (pattern + other keys), as
@@ -252,11 +253,11 @@ def local_suppression(
         del cell, cellval
         rows = unsafe[do]
         cols = chosen[do]
+        suppressed[rows, cols] |= codes[rows, cols] != supp_code[cols]
         codes[rows, cols] = supp_code[cols]
         if on_pass is not None:
             on_pass(passes)
 
-    suppressed = codes != original
     per_key = {key: int(suppressed[:, pos[key]].sum()) for key in keys}
     out = df.copy()
     for j, key in enumerate(keys):
