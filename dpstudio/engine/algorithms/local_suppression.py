@@ -215,10 +215,10 @@ def local_suppression(
             cand = np.flatnonzero(~is_supp[:, j])
             if len(cand) == 0:
                 continue
-            others = [i for i in range(m) if i != j]
+            rest = [i for i in range(m) if i != j]
             cid, G = _group_ids(
-                [Uz[cand, i] for i in others] + [pat_id[cand].astype(np.int64)],
-                [int(cards[i]) for i in others] + [max(len(pat_u), 1)],
+                [Uz[cand, i] for i in rest] + [pat_id[cand].astype(np.int64)],
+                [int(cards[i]) for i in rest] + [max(len(pat_u), 1)],
                 len(cand),
             )
             cell[cand, j] = cid

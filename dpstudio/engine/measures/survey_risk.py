@@ -31,11 +31,16 @@ one more category (as sdcMicro's l-diversity routine and ARX do).  l-diversity i
 *exact* key combination (a missing value forms its own group), exactly as sdcMicro's C++
 routine does, whatever ``missing`` says.
 
-Implementation: our own vectorised numpy/pandas code, not a port.  Records are grouped by their
-pattern of missing keys; for each pair of patterns (P, Q), records of pattern P and Q are
-compatible iff they agree on the keys missing in neither, which is one grouping of the two
-sets of records on those keys (mixed-radix integer codes and ``np.bincount``).  With no
-missing values this is a single group-by.
+Implementation: our own vectorised numpy/pandas code, not a port (:class:`WildcardIndex`).
+Records are grouped by their pattern of missing keys and, within a pattern, by their distinct
+key combination, coded as one mixed-radix integer (a missing key's digit is 0).  Records of
+patterns P and Q are compatible iff they agree on the keys missing in neither, i.e. iff their
+codes agree once the digits of the keys missing in P or Q are zeroed; so each unordered pair
+of patterns costs one sort of one side's distinct codes and one binary search of the other's,
+and gives the counts of both directions.  Only distinct combinations are touched, never
+pairs of records.  With no missing values this is a single group-by.  When the codes do not
+fit 62 bits (very many keys with many categories) a slower general path groups the records of
+each pair of patterns instead; both give the same counts (tests against a pairwise oracle).
 """
 
 from __future__ import annotations
@@ -243,7 +248,7 @@ class WildcardIndex:
         """``f_k`` (and weighted ``F_k``) of every row against the rows of the index, itself included."""
         T = self.tables
         acc = [t.cnt.copy() for t in T]
-        wacc = None if self.weights is None else [t.wsum.copy() for t in T]  # type: ignore[union-attr]
+        wacc = None if self.weights is None else [t.wsum.copy() for t in T]
         for a, A in enumerate(T):
             for b in range(a + 1, len(T)):
                 B = T[b]
