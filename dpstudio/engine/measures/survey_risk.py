@@ -318,7 +318,7 @@ def wildcard_counts(
     --------
     >>> codes = np.array([[0, 0], [0, -1], [1, 0]])
     >>> wildcard_counts(codes, np.array([2, 1]))[0]
-    array([2., 3., 2.])
+    array([2., 2., 1.])
     """
     self_count = d_codes is None
     data = q_codes if d_codes is None else d_codes
