@@ -1031,16 +1031,10 @@ def cmd_risk(args) -> int:
             "threshold": args.threshold,
             "records": rep.records_above(args.threshold),
         }
-    if args.per_record:
-        import pandas as pd
+    if args.per_record:  # private (0600): computed from the original records; the app's export too
+        from dpstudio.engine.measures.survey_risk import write_per_record_risk
 
-        per = pd.DataFrame({"fk": rep.fk, "Fk": rep.Fk, "individual_risk": rep.individual_risk})
-        if rep.household_risk is not None:
-            per["household_risk"] = rep.household_risk
-        fd = os.open(args.per_record, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.chmod(args.per_record, 0o600)  # private: computed from the original records
-        with os.fdopen(fd, "w", newline="") as fh:
-            per.to_csv(fh, index_label="record")
+        write_per_record_risk(rep, args.per_record, protect=(args.input,))
     if args.json:
         print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
         return 0

@@ -216,3 +216,110 @@ def test_first_visit_shows_an_applicable_method(qtbot, window):
     qtbot.waitUntil(lambda: win.method_panel.applicability_error() == "", timeout=5000)
     assert win.method_panel.current_method() != "ir-dp"
     assert win.method_panel.protect_btn.isEnabled()
+
+
+def test_export_per_record_risk_equals_the_cli_and_is_private(qtbot, window, tmp_path, monkeypatch):
+    """Risk tab › Export per-record risk…: the file dialog (patched) names the file; its content
+    is byte for byte the CLI's ``risk --per-record`` file for the same settings, owner-only."""
+    from dpstudio.cli import main
+
+    win = window
+    panel = _open_free1(qtbot, win)
+    assert panel.export_button.isEnabled()
+    target = tmp_path / "app_per_record.csv"
+    asked = []
+
+    def fake_dialog(parent, title, name, filt):
+        asked.append((title, name))
+        return str(target), filt
+
+    monkeypatch.setattr(RP.QFileDialog, "getSaveFileName", staticmethod(fake_dialog))
+    panel.export_button.click()
+    assert asked and "private" in asked[0][0]
+    assert target.is_file() and (target.stat().st_mode & 0o777) == 0o600
+    cli_file = tmp_path / "cli_per_record.csv"
+    argv = ["risk", str(free1_sample_path()), "--weight", "WEIGHT", "--role", "EDUC1=confidential",
+            "--per-record", str(cli_file)] + [a for k in KEYS for a in ("--role", f"{k}=k-quasi")]
+    assert main(argv) == 0
+    assert target.read_bytes() == cli_file.read_bytes()
+    per = pd.read_csv(target)
+    assert list(per.columns) == ["record", "fk", "Fk", "individual_risk"] and len(per) == 4000
+    np.testing.assert_array_equal(per["fk"], panel.report().fk)
+    assert "written" in panel.banner.text() and "private" in panel.banner.text()
+    # cancelled dialog: nothing written, no error
+    monkeypatch.setattr(RP.QFileDialog, "getSaveFileName", staticmethod(lambda *a: ("", "")))
+    panel.export_button.click()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".csv") == [
+        "app_per_record.csv", "cli_per_record.csv"]
+
+
+def test_export_per_record_risk_of_the_release(qtbot, tmp_path, monkeypatch):
+    """After a run, the release's per-record risk when the release is chosen (standalone panel)."""
+    df = pd.read_csv(free1_sample_path())
+    st = AppState()
+    panel = RP.RiskPanel(st)
+    qtbot.addWidget(panel)
+    assert not panel.export_button.isEnabled()  # nothing computed yet
+    st.set_data(df, str(free1_sample_path()))
+    st.set_roles(FREE1_ROLES)
+    _wait(qtbot, panel)
+    release, _ = local_suppression(df, KEYS, 3)
+    st.set_result(SimpleNamespace(data=release), None, None)
+    qtbot.waitUntil(lambda: not panel.pending() and panel.report("release") is not None, timeout=20000)
+    panel.combo_source.setCurrentIndex(panel.combo_source.findData("release"))
+    target2 = tmp_path / "release_per_record.csv"
+    monkeypatch.setattr(RP.QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *a: (str(target2), "")))
+    panel.export_button.click()
+    rel = pd.read_csv(target2)
+    assert rel["fk"].min() >= 3 and (target2.stat().st_mode & 0o777) == 0o600
+    np.testing.assert_array_equal(rel["individual_risk"], panel.report("release").individual_risk)
+    # the input file is never overwritten: a one-line message instead
+    monkeypatch.setattr(RP.QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *a: (str(free1_sample_path()), "")))
+    before = free1_sample_path().read_bytes()
+    panel.export_button.click()
+    assert free1_sample_path().read_bytes() == before
+    assert "failed" in panel.banner.text() and "\n" not in panel.banner.text()
+    panel.runner.cancel()
+
+
+@pytest.mark.parametrize("ext", ["sav", "dta"])
+def test_value_labels_of_a_labelled_file_in_riskiest_combinations(qtbot, window, tmp_path, ext):
+    """SPSS / Stata value labels are shown next to the codes of the riskiest key combinations."""
+    pyreadstat = pytest.importorskip("pyreadstat")
+    rng = np.random.default_rng(3)
+    n = 200
+    df = pd.DataFrame({
+        "sex": rng.integers(1, 3, n).astype(float),
+        "region": rng.integers(1, 5, n).astype(float),
+        "age": rng.integers(20, 60, n).astype(float),
+        "w": rng.uniform(10, 50, n).round(1),
+    })
+    labels = {"sex": {1.0: "male", 2.0: "female"},
+              "region": {1.0: "North", 2.0: "East", 3.0: "South", 4.0: "West"}}
+    path = tmp_path / f"survey.{ext}"
+    if ext == "sav":
+        pyreadstat.write_sav(df, str(path), variable_value_labels=labels)
+    else:
+        pyreadstat.write_dta(df, str(path), variable_value_labels=labels)
+    win = window
+    with qtbot.waitSignal(win.sig_loaded, timeout=20000):
+        assert win.controller.open_file(str(path), confirm=False)
+    st = win.state
+    assert st.input_meta is not None and st.input_meta.value_labels.get("sex")
+    st.set_roles({"sex": "k-quasi", "region": "k-quasi", "age": "k-quasi", "w": "weight"})
+    panel = win.risk_panel
+    qtbot.waitUntil(lambda: not panel.pending() and panel.report() is not None
+                    and panel.report().keys == ["sex", "region", "age"], timeout=20000)
+    heads = [panel.combos.horizontalHeaderItem(j).text() for j in range(panel.combos.columnCount())]
+    top = panel.result["original_top"]
+    assert panel.combos.rowCount() == len(top) > 0
+    for r in range(panel.combos.rowCount()):
+        sex = panel.combos.item(r, heads.index("sex")).text()
+        reg = panel.combos.item(r, heads.index("region")).text()
+        age = panel.combos.item(r, heads.index("age")).text()
+        code_s, code_r = int(top["sex"].iloc[r]), int(top["region"].iloc[r])
+        assert sex == f"{code_s} = {labels['sex'][code_s]}"
+        assert reg == f"{code_r} = {labels['region'][code_r]}"
+        assert "=" not in age  # no labels for age: the code alone

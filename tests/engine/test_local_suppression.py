@@ -137,3 +137,19 @@ def test_bad_input(kwargs, words):
     df = pd.DataFrame({"a": [1, 2, 3], "b": [1, 1, 2]})
     with pytest.raises(DPStudioError, match=words):
         local_suppression(df, **kwargs)
+
+
+@pytest.mark.parametrize("wildcard", [True, False])
+def test_general_path_gives_the_same_release(free1, ref, monkeypatch, wildcard):
+    """Codes too wide for the fast index (forced): the general counting path, same release."""
+    import dpstudio.engine.measures.survey_risk as sr
+
+    keys = ref["keys"]
+    fast, rep_fast = local_suppression(free1, keys, 3, missing_matches_any=wildcard)
+    monkeypatch.setattr(sr, "_MAX_CODE", 2)
+    assert sr.WildcardIndex.build(np.zeros((2, 2), dtype=np.int64), np.array([3, 3])) is None
+    slow, rep_slow = local_suppression(free1, keys, 3, missing_matches_any=wildcard)
+    pd.testing.assert_frame_equal(fast, slow)
+    assert rep_fast == rep_slow
+    if wildcard:
+        assert rep_fast["suppressed_total"] == 276  # the figure of the issue-10 note

@@ -236,3 +236,80 @@ def test_cli_risk_equals_engine(free1, ref, tmp_path, capsys):
     assert len(pd.read_csv(per)) == 4000
     assert main(["risk", str(FREE1 / "free1.csv"), "--role", "SEX=bogus"]) == 2
     assert "SEX=bogus" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- many missing patterns (issue 10, speed)
+# The fast path (WildcardIndex: one sort per pair of missing patterns on distinct codes) and the
+# general path (one group-by per pair on records) must give the pairwise oracle's counts exactly.
+
+many = st.integers(1, 80).flatmap(lambda n: st.tuples(
+    st.lists(st.lists(st.one_of(st.integers(0, 3), st.none(), st.none()), min_size=6, max_size=6),
+             min_size=n, max_size=n),
+    st.lists(st.floats(1.0, 50.0), min_size=n, max_size=n)))
+
+
+def _frame(rows, w):
+    X = np.array([[np.nan if v is None else v for v in r] for r in rows], dtype=float).reshape(-1, 6)
+    df = pd.DataFrame(X, columns=list("abcdef"))
+    df["w"] = w
+    return X, df
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=many, path=st.sampled_from(["index", "pairwise"]))
+def test_fk_Fk_many_missing_patterns_match_oracle(data, path):
+    import dpstudio.engine.measures.survey_risk as sr
+
+    rows, w = data
+    X, df = _frame(rows, w)
+    old = sr._MAX_CODE
+    if path == "pairwise":  # codes "too wide": the general path
+        sr._MAX_CODE = 2
+    try:
+        rep = assess_risk(df, list("abcdef"), weight="w")
+    finally:
+        sr._MAX_CODE = old
+    fk, Fk = _pairwise_fk(X, np.asarray(w))
+    np.testing.assert_array_equal(rep.fk, fk)
+    np.testing.assert_allclose(rep.Fk, Fk, rtol=1e-12)
+    # exact combinations: a missing value is a value of its own
+    assert rep.key_combinations == len({tuple("*" if np.isnan(v) else v for v in r) for r in X})
+
+
+@settings(max_examples=60, deadline=None)
+@given(many, many)
+def test_query_counts_match_oracle(qdata, ddata):
+    from dpstudio.engine.measures.survey_risk import encode_keys, wildcard_counts
+
+    Xq, dq = _frame(*qdata)
+    Xd, dd = _frame(*ddata)
+    both = pd.concat([dq, dd], ignore_index=True)  # one coding for query and data
+    codes, cards = encode_keys(both, list("abcdef"))
+    wd = np.asarray(ddata[1])
+    fk, Fk = wildcard_counts(codes[: len(dq)], cards, d_codes=codes[len(dq):], d_weights=wd)
+    a, b = Xq[:, None, :], Xd[None, :, :]
+    ok = ((a == b) | np.isnan(a) | np.isnan(b)).all(axis=2)
+    np.testing.assert_array_equal(fk, ok.sum(axis=1))
+    np.testing.assert_allclose(Fk, ok @ wd, rtol=1e-12)
+
+
+def test_index_and_general_path_agree_on_a_larger_file(rng):
+    import dpstudio.engine.measures.survey_risk as sr
+
+    n = 3000
+    X = rng.integers(0, 5, (n, 5)).astype(float)
+    X[rng.random((n, 5)) < 0.2] = np.nan  # ~ all 32 patterns
+    df = pd.DataFrame(X, columns=list("abcde"))
+    df["w"] = rng.uniform(1, 100, n)
+    fast = assess_risk(df, list("abcde"), weight="w")
+    old = sr._MAX_CODE
+    sr._MAX_CODE = 2
+    try:
+        slow = assess_risk(df, list("abcde"), weight="w")
+    finally:
+        sr._MAX_CODE = old
+    np.testing.assert_array_equal(fast.fk, slow.fk)
+    np.testing.assert_allclose(fast.Fk, slow.Fk, rtol=1e-12)
+    assert fast.key_combinations == slow.key_combinations
+    fk, _ = _pairwise_fk(X, df["w"].to_numpy())
+    np.testing.assert_array_equal(fast.fk, fk)

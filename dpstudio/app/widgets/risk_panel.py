@@ -25,9 +25,11 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
+    QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPushButton,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -39,6 +41,7 @@ from dpstudio import engine
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner
 from dpstudio.app.workers import TaskRunner
+from dpstudio.engine.measures.survey_risk import write_per_record_risk
 
 #: Roles changes are collected for this long before the risk is recomputed.
 RISK_DEBOUNCE_MS = 300
@@ -329,6 +332,16 @@ class RiskPanel(QWidget):
         self.combo_source.currentIndexChanged.connect(lambda _i: self._fill_combinations())
         crow.addWidget(self.combo_source)
         crow.addStretch(1)
+        self.export_button = QPushButton("Export per-record risk…")
+        self.export_button.setObjectName("risk_export_per_record")
+        self.export_button.setToolTip(
+            "Write f_k, F_k and the individual (and household) risk of every record of the file "
+            "chosen on the left to a CSV file — private, owner-only (0600): it is computed from "
+            "the original records. Same file as `dpstudio risk … --per-record FILE`."
+        )
+        self.export_button.setEnabled(False)
+        self.export_button.clicked.connect(self.export_dialog)
+        crow.addWidget(self.export_button)
         cl.addLayout(crow)
         self.combos = QTableWidget(0, 0)
         self.combos.setObjectName("risk_combinations")
@@ -382,6 +395,41 @@ class RiskPanel(QWidget):
     def shows_release(self) -> bool:
         return not self.figures.isColumnHidden(2)
 
+    def export_dialog(self) -> None:
+        """Ask for a file name and export the per-record risk of the file chosen in the
+        combinations box (the original, or the release after a run).
+        """
+        which = self.combo_source.currentData() or ORIGINAL
+        path, _ = QFileDialog.getSaveFileName(
+            self,
+            f"Export per-record risk of the {which} (private file, owner-only)",
+            f"{which}_risk_per_record.csv",
+            "CSV (*.csv)",
+        )
+        if path:
+            self.export_per_record(path, which)
+
+    def export_per_record(self, path: str, which: str = ORIGINAL) -> str | None:
+        """Write the per-record risk of ``which`` to ``path`` (private, 0600) with the engine
+        function the CLI's ``--per-record`` uses; the written path, or None (message shown).
+        """
+        rep = self.report(which)
+        if rep is None:
+            self._show_message(f"No risk figures of the {which} yet: nothing to export.", "warning")
+            return None
+        protect = tuple(p for p in (getattr(self.state, "path", None),) if p)
+        try:
+            out = write_per_record_risk(rep, path, protect=protect)
+        except (engine.DPStudioError, OSError) as exc:
+            self._show_message(f"Export of the per-record risk failed: {exc}", "error")
+            return None
+        self._show_message(
+            f"Per-record risk of the {which} ({rep.records:,} records) written to {out} "
+            "(private, owner-only).",
+            "ok",
+        )
+        return out
+
     # ------------------------------------------------------------------ computing
     def _start(self) -> None:
         st = self.state
@@ -424,6 +472,7 @@ class RiskPanel(QWidget):
 
     def _clear(self) -> None:
         self.result = None
+        self.export_button.setEnabled(False)
         self.figures.setRowCount(0)
         self.figures.setColumnHidden(2, True)
         self.combos.setRowCount(0)
@@ -438,6 +487,7 @@ class RiskPanel(QWidget):
 
     def _show(self, out: dict) -> None:
         self.result = out
+        self.export_button.setEnabled(True)
         orig, rel = out[ORIGINAL], out.get(RELEASE)
         self.settings_label.setText(self._settings_text(out["settings"]))
         if out.get("release_error"):

@@ -44,9 +44,11 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.measures.survey_risk import wildcard_counts
+from dpstudio.engine.measures.survey_risk import WildcardIndex, _group_ids, wildcard_counts
 
 __all__ = ["local_suppression", "suppression_order"]
+
+_CHUNK = 1 << 16  # unsafe records turned into Python lists at a time in the greedy step
 
 
 def suppression_order(df: pd.DataFrame, keys: list[str], importance=None) -> list[str]:
@@ -155,11 +157,14 @@ def local_suppression(
     codes, cards, supp_code = _encode(df, keys, missing_matches_any)
     if max_passes is None:
         max_passes = n * len(keys) + 1  # every pass suppresses at least one value
-    original = codes.copy()
+    suppressed = np.zeros(codes.shape, dtype=bool)  # values set to missing here (not a copy of codes)
     m = len(keys)
     passes = 0
     while True:
-        fk, _ = wildcard_counts(codes, cards)
+        # the file of this pass, indexed once for f_k and the m "what if key j is suppressed"
+        # queries (None: codes too wide for one integer, the general path)
+        index = WildcardIndex.build(codes, cards)
+        fk, _ = index.self_counts() if index is not None else wildcard_counts(codes, cards)
         unsafe = np.flatnonzero(fk < k)
         if len(unsafe) == 0:
             break
@@ -175,9 +180,12 @@ def local_suppression(
             cand = ~is_supp[:, j]
             if not cand.any():
                 continue
-            q = U[cand].copy()
+            q = U[cand]
             q[:, j] = supp_code[j]
-            fk_j[cand, j], _ = wildcard_counts(q, cards, d_codes=codes)
+            fk_j[cand, j], _ = (
+                index.query(q) if index is not None else wildcard_counts(q, cards, d_codes=codes)
+            )
+            del q
         # 3. chosen key: least important that suffices, else the largest gain
         score = np.where(fk_j >= k, 2.0 * n + (m - rank[None, :]), fk_j + (m - rank[None, :]) / (m + 1.0))
         score[fk_j < 0] = -np.inf
@@ -192,56 +200,64 @@ def local_suppression(
             others = np.flatnonzero(~full)
             need = k - int(full.sum())
             pick = others[np.lexsort((others, fk[others]))[:need]]
+            suppressed[pick] |= codes[pick] != supp_code[None, :]
             codes[pick] = supp_code[None, :]
             continue
-        # 4. mutual help: cell of each unsafe record for each key (pattern + other keys)
+        # 4. mutual help: cell of each unsafe record for each key (pattern + other keys), as
+        # integer group ids (no per-record tuples: they held most of the memory at 10^6 records)
         pat = (is_supp.astype(np.int64) * (np.int64(1) << np.arange(m, dtype=np.int64))).sum(axis=1)
+        pat_id, pat_u = pd.factorize(pat)
+        Uz = np.maximum(U, 0)  # a missing value's digit; the pattern tells it apart
+        del U
         cell = np.full((nu, m), -1, dtype=np.int64)
         cellval = np.full((nu, m), -1, dtype=np.int64)
         for j in range(m):
             cand = np.flatnonzero(~is_supp[:, j])
             if len(cand) == 0:
                 continue
-            sub = U[cand].copy()
-            sub[:, j] = 0
-            sub = np.column_stack([sub, pat[cand]])
-            cid = (
-                pd.MultiIndex.from_arrays([sub[:, i] for i in range(sub.shape[1])]).factorize()[0]
-                if sub.shape[1] > 1
-                else pd.factorize(sub[:, 0])[0]
+            rest = [i for i in range(m) if i != j]
+            cid, G = _group_ids(
+                [Uz[cand, i] for i in rest] + [pat_id[cand].astype(np.int64)],
+                [int(cards[i]) for i in rest] + [max(len(pat_u), 1)],
+                len(cand),
             )
             cell[cand, j] = cid
-            cellval[cand, j] = pd.MultiIndex.from_arrays([cid, U[cand, j]]).factorize()[0]
+            cellval[cand, j] = cid * int(cards[j]) + Uz[cand, j]
+        del Uz
         tot: list[dict[int, int]] = [dict() for _ in range(m)]
         per_val: list[dict[int, int]] = [dict() for _ in range(m)]
         prio = np.lexsort((unsafe, fk[unsafe]))  # lowest f_k first
-        cell_l, cv_l, fk_l, ch_l = cell.tolist(), cellval.tolist(), fk[unsafe].tolist(), chosen.tolist()
-        has_cand_l = has_cand.tolist()
+        fk_u = fk[unsafe]
         do = np.zeros(nu, dtype=bool)
-        for i in prio.tolist():
-            eff = fk_l[i]
-            ci, vi = cell_l[i], cv_l[i]
-            for j in range(m):
-                c = ci[j]
-                if c >= 0:
-                    t = tot[j].get(c)
-                    if t:
-                        eff += t - per_val[j].get(vi[j], 0)
-            if not has_cand_l[i]:
-                continue
-            if eff >= k and missing_matches_any:
-                continue
-            do[i] = True
-            j = ch_l[i]
-            tot[j][ci[j]] = tot[j].get(ci[j], 0) + 1
-            per_val[j][vi[j]] = per_val[j].get(vi[j], 0) + 1
+        for s0 in range(0, nu, _CHUNK):  # Python lists of one chunk at a time (memory)
+            blk = prio[s0 : s0 + _CHUNK]
+            cell_l, cv_l = cell[blk].tolist(), cellval[blk].tolist()
+            fk_l, ch_l, has_cand_l = fk_u[blk].tolist(), chosen[blk].tolist(), has_cand[blk].tolist()
+            for t_i, i in enumerate(blk.tolist()):
+                eff = fk_l[t_i]
+                ci, vi = cell_l[t_i], cv_l[t_i]
+                for j in range(m):
+                    c = ci[j]
+                    if c >= 0:
+                        t = tot[j].get(c)
+                        if t:
+                            eff += t - per_val[j].get(vi[j], 0)
+                if not has_cand_l[t_i]:
+                    continue
+                if eff >= k and missing_matches_any:
+                    continue
+                do[i] = True
+                j = ch_l[t_i]
+                tot[j][ci[j]] = tot[j].get(ci[j], 0) + 1
+                per_val[j][vi[j]] = per_val[j].get(vi[j], 0) + 1
+        del cell, cellval
         rows = unsafe[do]
         cols = chosen[do]
+        suppressed[rows, cols] |= codes[rows, cols] != supp_code[cols]
         codes[rows, cols] = supp_code[cols]
         if on_pass is not None:
             on_pass(passes)
 
-    suppressed = codes != original
     per_key = {key: int(suppressed[:, pos[key]].sum()) for key in keys}
     out = df.copy()
     for j, key in enumerate(keys):

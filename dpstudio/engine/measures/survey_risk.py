@@ -31,11 +31,16 @@ one more category (as sdcMicro's l-diversity routine and ARX do).  l-diversity i
 *exact* key combination (a missing value forms its own group), exactly as sdcMicro's C++
 routine does, whatever ``missing`` says.
 
-Implementation: our own vectorised numpy/pandas code, not a port.  Records are grouped by their
-pattern of missing keys; for each pair of patterns (P, Q), records of pattern P and Q are
-compatible iff they agree on the keys missing in neither, which is one grouping of the two
-sets of records on those keys (mixed-radix integer codes and ``np.bincount``).  With no
-missing values this is a single group-by.
+Implementation: our own vectorised numpy/pandas code, not a port (:class:`WildcardIndex`).
+Records are grouped by their pattern of missing keys and, within a pattern, by their distinct
+key combination, coded as one mixed-radix integer (a missing key's digit is 0).  Records of
+patterns P and Q are compatible iff they agree on the keys missing in neither, i.e. iff their
+codes agree once the digits of the keys missing in P or Q are zeroed; so each unordered pair
+of patterns costs one sort of one side's distinct codes and one binary search of the other's,
+and gives the counts of both directions.  Only distinct combinations are touched, never
+pairs of records.  With no missing values this is a single group-by.  When the codes do not
+fit 62 bits (very many keys with many categories) a slower general path groups the records of
+each pair of patterns instead; both give the same counts (tests against a pairwise oracle).
 """
 
 from __future__ import annotations
@@ -51,7 +56,16 @@ from dpstudio.engine.errors import InputError, ParameterError
 
 _MAX_CODE = 1 << 62
 
-__all__ = ["RiskReport", "assess_risk", "wildcard_counts", "encode_keys", "bf_individual_risk"]
+__all__ = [
+    "RiskReport",
+    "WildcardIndex",
+    "assess_risk",
+    "wildcard_counts",
+    "encode_keys",
+    "bf_individual_risk",
+    "per_record_risk_frame",
+    "write_per_record_risk",
+]
 
 
 # --------------------------------------------------------------------------- key coding
@@ -64,7 +78,7 @@ def encode_keys(df: pd.DataFrame, keys: list[str], missing: str = "any") -> tupl
     their own with ``missing="category"``.
     """
     n = len(df)
-    codes = np.empty((n, len(keys)), dtype=np.int64)
+    codes = np.empty((n, len(keys)), dtype=np.int64, order="F")  # filled column by column
     cards = np.empty(len(keys), dtype=np.int64)
     for j, k in enumerate(keys):
         c, uniq = pd.factorize(df[k], use_na_sentinel=(missing == "any"))
@@ -117,6 +131,177 @@ def _patterns(codes: np.ndarray) -> tuple[np.ndarray, list[int], list[np.ndarray
     return pat, upats, rows
 
 
+def _radix(cards: np.ndarray) -> np.ndarray | None:
+    """Mixed-radix place values of the keys, or None if the product of ``cards`` does not fit."""
+    R = np.ones(len(cards), dtype=np.int64)
+    tot = 1
+    for j, c in enumerate(cards):
+        R[j] = tot
+        tot *= max(int(c), 1)
+        if tot >= _MAX_CODE:
+            return None
+    return R
+
+
+class _PatternTable:
+    """The distinct key combinations of the rows of one missing pattern, with their counts."""
+
+    __slots__ = ("pattern", "rows", "uniq", "inv", "cnt", "wsum", "_digits")
+
+    def __init__(self, pattern: int, rows: np.ndarray, code: np.ndarray, w: np.ndarray | None):
+        self.pattern = pattern
+        self.rows = rows
+        self.uniq, inv = np.unique(code, return_inverse=True)
+        self.inv = inv.reshape(-1)
+        g = len(self.uniq)
+        self.cnt = np.bincount(self.inv, minlength=g).astype(np.float64)
+        self.wsum = None if w is None else np.bincount(self.inv, weights=w, minlength=g)
+        self._digits: dict[int, np.ndarray] = {}
+
+    def project(self, drop: list[int], R: np.ndarray, cards: np.ndarray) -> np.ndarray:
+        """The distinct codes with the digits of keys ``drop`` set to 0 (they then match anything)."""
+        if not drop:
+            return self.uniq
+        out = self.uniq.copy()
+        for j in drop:
+            d = self._digits.get(j)
+            if d is None:  # the digit times its place value, once per key
+                d = self._digits[j] = ((self.uniq // R[j]) % cards[j]) * R[j]
+            out -= d
+        return out
+
+
+def _cross(pa, ca, wa, pb, cb, wb, both: bool, a_unique: bool = False, b_unique: bool = False):
+    """Sums over equal codes: for each ``pa`` the count (weight) of equal ``pb``, and (``both``)
+    for each ``pb`` the count (weight) of equal ``pa``.  One sort of one side (none if it is
+    already sorted and unique: ``a_unique``/``b_unique``), one binary search of the other.
+    """
+    swap = both and (a_unique, -len(pa)) > (b_unique, -len(pb))
+    if swap:  # sort the side that is sorted already, else the smaller one
+        pa, ca, wa, pb, cb, wb = pb, cb, wb, pa, ca, wa
+        b_unique = a_unique
+    if b_unique:
+        ub, invb = pb, np.arange(len(pb))
+    else:
+        ub, invb = np.unique(pb, return_inverse=True)
+        invb = invb.reshape(-1)
+    g = len(ub)
+    sb = np.bincount(invb, weights=cb, minlength=g)
+    swb = None if wb is None else np.bincount(invb, weights=wb, minlength=g)
+    idx = np.searchsorted(ub, pa)
+    np.minimum(idx, g - 1, out=idx)
+    match = ub[idx] == pa
+    to_a = np.where(match, sb[idx], 0.0)
+    wto_a = None if swb is None else np.where(match, swb[idx], 0.0)
+    to_b = wto_b = None
+    if both:
+        im = idx[match]
+        to_b = np.bincount(im, weights=ca[match], minlength=g)[invb]
+        if wa is not None:
+            wto_b = np.bincount(im, weights=wa[match], minlength=g)[invb]
+    if swap:
+        return to_b, wto_b, to_a, wto_a
+    return to_a, wto_a, to_b, wto_b
+
+
+class WildcardIndex:
+    """The rows of a coded file grouped for repeated missing-matches-any counting.
+
+    Rows are grouped by their pattern of missing keys and, within a pattern, by their distinct
+    key combination, coded as one mixed-radix integer (a missing digit is 0).  Rows of patterns
+    P and Q are compatible iff their codes agree once the digits of the keys missing in P or Q
+    are zeroed, so the count for a pair of patterns is a sort of the distinct codes of one side
+    and a binary search of the other's -- no per-record work, and in :meth:`self_counts` each
+    unordered pair of patterns is visited once for both directions.
+
+    ``WildcardIndex.build`` returns None when the codes do not fit 62 bits
+    (:func:`wildcard_counts` then takes the general path).
+    """
+
+    def __init__(self, codes, cards, R, weights):
+        self.n, self.m = codes.shape
+        self.cards = np.asarray(cards, dtype=np.int64)
+        self.R = R
+        self.weights = weights
+        self.tables = self._tables(codes, weights)
+
+    @classmethod
+    def build(cls, codes: np.ndarray, cards: np.ndarray, weights: np.ndarray | None = None):
+        R = _radix(np.asarray(cards))
+        if R is None:
+            return None
+        return cls(codes, cards, R, weights)
+
+    def _code(self, codes: np.ndarray) -> np.ndarray:
+        return np.maximum(codes, 0) @ self.R if len(codes) else np.zeros(0, dtype=np.int64)
+
+    def _tables(self, codes: np.ndarray, w: np.ndarray | None) -> list[_PatternTable]:
+        _, pats, rows = _patterns(codes)
+        code = self._code(codes)
+        return [_PatternTable(P, r, code[r], None if w is None else w[r]) for P, r in zip(pats, rows)]
+
+    def _drop(self, mine: int, other: int) -> list[int]:
+        extra = other & ~mine
+        return [j for j in range(self.m) if (extra >> j) & 1]
+
+    def self_counts(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """``f_k`` (and weighted ``F_k``) of every row against the rows of the index, itself included."""
+        T = self.tables
+        acc = [t.cnt.copy() for t in T]
+        wacc = None if self.weights is None else [t.wsum.copy() for t in T]
+        for a, A in enumerate(T):
+            for b in range(a + 1, len(T)):
+                B = T[b]
+                da, db = self._drop(A.pattern, B.pattern), self._drop(B.pattern, A.pattern)
+                pa, pb = A.project(da, self.R, self.cards), B.project(db, self.R, self.cards)
+                ta, wta, tb, wtb = _cross(
+                    pa, A.cnt, A.wsum, pb, B.cnt, B.wsum, True, a_unique=not da, b_unique=not db
+                )
+                acc[a] += ta
+                acc[b] += tb
+                if wacc is not None:
+                    wacc[a] += wta
+                    wacc[b] += wtb
+        return self._expand(T, acc, wacc, self.n)
+
+    def query(self, q_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """For rows ``q_codes`` (not part of the index), the count (weight) of compatible index rows."""
+        Tq = self._tables(q_codes, None)
+        acc = [np.zeros(len(t.uniq)) for t in Tq]
+        wacc = None if self.weights is None else [np.zeros(len(t.uniq)) for t in Tq]
+        for a, A in enumerate(Tq):
+            for B in self.tables:
+                db = self._drop(B.pattern, A.pattern)
+                pa = A.project(self._drop(A.pattern, B.pattern), self.R, self.cards)
+                pb = B.project(db, self.R, self.cards)
+                ta, wta, _, _ = _cross(pa, A.cnt, None, pb, B.cnt, B.wsum, False, b_unique=not db)
+                acc[a] += ta
+                if wacc is not None:
+                    wacc[a] += wta
+        return self._expand(Tq, acc, wacc, len(q_codes))
+
+    def exact_groups(self) -> tuple[np.ndarray, int]:
+        """Id of every row's exact key combination (a missing value is a value of its own)
+        and the number of combinations.
+        """
+        group = np.empty(self.n, dtype=np.int64)
+        off = 0
+        for t in self.tables:
+            group[t.rows] = t.inv + off
+            off += len(t.uniq)
+        return group, off
+
+    @staticmethod
+    def _expand(T, acc, wacc, n):
+        fk = np.zeros(n, dtype=np.float64)
+        Fk = None if wacc is None else np.zeros(n, dtype=np.float64)
+        for i, t in enumerate(T):
+            fk[t.rows] = acc[i][t.inv]
+            if Fk is not None and wacc is not None:
+                Fk[t.rows] = wacc[i][t.inv]
+        return fk, Fk
+
+
 def wildcard_counts(
     q_codes: np.ndarray,
     cards: np.ndarray,
@@ -128,6 +313,34 @@ def wildcard_counts(
     Two rows are compatible when they agree on every key where neither is missing (code -1):
     sdcMicro's ``freqCalc`` rule with ``alpha = 1``.  ``d_codes=None`` means query = data (the
     ``f_k`` of a file), in which a row counts itself.
+
+    Examples
+    --------
+    >>> codes = np.array([[0, 0], [0, -1], [1, 0]])
+    >>> wildcard_counts(codes, np.array([2, 1]))[0]
+    array([2., 2., 1.])
+    """
+    self_count = d_codes is None
+    data = q_codes if d_codes is None else d_codes
+    if len(q_codes) == 0 or len(data) == 0:
+        nq = len(q_codes)
+        return np.zeros(nq), None if d_weights is None else np.zeros(nq)
+    idx = WildcardIndex.build(data, cards, d_weights)
+    if idx is None:
+        return _wildcard_counts_pairwise(q_codes, cards, d_codes, d_weights)
+    return idx.self_counts() if self_count else idx.query(q_codes)
+
+
+def _wildcard_counts_pairwise(
+    q_codes: np.ndarray,
+    cards: np.ndarray,
+    d_codes: np.ndarray | None = None,
+    d_weights: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`wildcard_counts` by one group-by of the records of each pair of missing patterns.
+
+    The general path, used when the key codes do not fit one 62-bit mixed-radix integer
+    (:class:`WildcardIndex` needs them to); slower (every pair regroups all its records).
     """
     self_count = d_codes is None
     if d_codes is None:
@@ -187,21 +400,28 @@ def bf_individual_risk(fk: np.ndarray, Fk: np.ndarray | None) -> np.ndarray:
     if Fk is None:
         return 1.0 / fk
     Fk = np.asarray(Fk, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = fk / Fk
-        q = (Fk - fk) / Fk
-        L = -np.log1p(-q)  # log(1/p)
-        small = q < 1e-4
-        qs = np.where(small, 1.0, q)
-        # L/q and S = (L - q)/q^2, exact or by series
-        L_over_q = np.where(small, 1 + q / 2 + q * q / 3 + q**3 / 4, L / qs)
-        S = np.where(small, 0.5 + q / 3 + q * q / 4 + q**3 / 5, (L - q) / (qs * qs))
-        r1 = (1 - q) * L_over_q
-        r2 = (1 - q) * (1 - (1 - q) * S)
-        r3 = p / (fk - (1 - p))
-    rk = np.where(fk == 1, r1, np.where(fk == 2, r2, np.where(fk > 2, r3, 0.0)))
+    rk = np.zeros(np.broadcast(fk, Fk).shape)
+    fk, Fk = np.broadcast_to(fk, rk.shape), np.broadcast_to(Fk, rk.shape)
     census = Fk <= fk
-    rk = np.where(census, 1.0 / fk, rk)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        big = (fk > 2) & ~census
+        f3, F3 = fk[big], Fk[big]
+        p = f3 / F3
+        rk[big] = p / (f3 - (1 - p))
+        for f in (1, 2):  # each formula on its own records only (same values, less work)
+            sel = (fk == f) & ~census
+            Fs = Fk[sel]
+            q = (Fs - f) / Fs
+            L = -np.log1p(-q)  # log(1/p)
+            small = q < 1e-4
+            qs = np.where(small, 1.0, q)
+            if f == 1:  # L/q, exact or by series
+                L_over_q = np.where(small, 1 + q / 2 + q * q / 3 + q**3 / 4, L / qs)
+                rk[sel] = (1 - q) * L_over_q
+            else:  # S = (L - q)/q^2, exact or by series
+                S = np.where(small, 0.5 + q / 3 + q * q / 4 + q**3 / 5, (L - q) / (qs * qs))
+                rk[sel] = (1 - q) * (1 - (1 - q) * S)
+        rk[census] = 1.0 / fk[census]
     return rk
 
 
@@ -275,6 +495,29 @@ class RiskReport:
             if self.household_risk is not None:
                 out["household_risk"] = self.household_risk.tolist()
         return out
+
+
+def per_record_risk_frame(rep: RiskReport) -> pd.DataFrame:
+    """The per-record figures of ``rep``: ``fk``, ``Fk``, ``individual_risk`` (and
+    ``household_risk`` with a household role), one row per record in file order.
+    """
+    per = pd.DataFrame({"fk": rep.fk, "Fk": rep.Fk, "individual_risk": rep.individual_risk})
+    if rep.household_risk is not None:
+        per["household_risk"] = rep.household_risk
+    per.index.name = "record"
+    return per
+
+
+def write_per_record_risk(rep: RiskReport, path: str, *, protect: tuple = ()) -> str:
+    """Write :func:`per_record_risk_frame` as CSV to ``path``: a PRIVATE file (owner-only,
+    0600, written atomically) -- it is computed from the original records.  ``protect``: paths
+    never to overwrite (the input file).  The CLI's ``risk --per-record`` and the app's Risk tab
+    both write through this function.  Returns the path written.
+    """
+    from dpstudio.engine.io import atomic_write
+
+    per = per_record_risk_frame(rep)
+    return atomic_write(path, lambda tmp: per.to_csv(tmp, lineterminator="\n"), protect=protect, private=True)
 
 
 def _check_columns(df: pd.DataFrame, keys, weight, household, sensitive) -> None:
@@ -412,19 +655,21 @@ def assess_risk(
     w = _weights(df, weight) if weight is not None else None
 
     codes, cards = encode_keys(df, keys, missing)
-    fk, Fk = wildcard_counts(codes, cards, d_weights=w if w is not None else np.ones(n))
-    assert Fk is not None  # d_weights was given, so the weighted counts are returned
-    rk = bf_individual_risk(fk, Fk if w is not None else None)
-
+    index = WildcardIndex.build(codes, cards, w)
     # exact key combinations (a missing value is its own category), for key_combinations and
     # for l-diversity (sdcMicro groups exactly there too)
-    if missing == "category" or not (codes < 0).any():
+    if index is not None:
+        fk, Fk = index.self_counts()
+        group, G = index.exact_groups()
+    else:  # codes too wide for one integer: the general path
+        fk, Fk = _wildcard_counts_pairwise(codes, cards, d_weights=w)
         ex_codes, ex_cards = codes, cards
-    else:
-        ex_codes, ex_cards = encode_keys(df, keys, "category")
-    group, G = _group_ids([ex_codes[:, j] for j in range(len(keys))], list(ex_cards), n)
-    group, uniq = pd.factorize(group)
-    G = len(uniq)
+        if missing == "any" and (codes < 0).any():
+            ex_codes, ex_cards = np.where(codes < 0, cards[None, :], codes), cards + 1
+        group, G = _group_ids([ex_codes[:, j] for j in range(len(keys))], list(ex_cards), n)
+        group, uniq = pd.factorize(group)
+        G = len(uniq)
+    rk = bf_individual_risk(fk, Fk if w is not None else None)
 
     hh_risk = hh_er = None
     if household is not None:
@@ -480,7 +725,7 @@ def assess_risk(
         household=household,
         missing=missing,
         fk=fk,
-        Fk=Fk if w is not None else fk.copy(),
+        Fk=Fk if Fk is not None else fk.copy(),
         individual_risk=rk,
         household_risk=hh_risk,
         l_diversity_per_record=ldiv_rec,
