@@ -8,6 +8,7 @@ pytest.importorskip("pytestqt")
 
 import numpy as np
 import pandas as pd
+from PySide6.QtCore import Qt
 
 from dpstudio.app.state import AppState
 
@@ -44,3 +45,82 @@ def test_numeric_histogram_drops_the_category_tick_labels_of_a_text_column(qtbot
     st.set_data(_frame(seed=1).drop(columns="region"), "b.csv")  # the next file
     panel.select_column("age")
     assert _bottom_ticks(panel.hist) is None
+
+
+# ------------------------------------------------------------------ defect 5
+def test_optional_parameters_can_be_emptied_and_empty_means_not_given(qtbot):
+    from dpstudio.app.widgets.method_panel import MethodPanel
+
+    st = AppState()
+    mp = MethodPanel(st)
+    qtbot.addWidget(mp)
+    mp.select_method("k-eps")
+    f = mp.fields["confidence"]
+    assert f.value() is None  # the default: not given, as on the command line
+    f.set_value(0.99)
+    assert f.value() == pytest.approx(0.99)
+    sb = f.editor
+    sb.lineEdit().selectAll()
+    qtbot.keyClick(sb.lineEdit(), Qt.Key.Key_Delete)  # the user empties the field
+    sb.interpretText()
+    sb.editingFinished.emit()
+    assert f.value() is None
+    assert mp.values().get("confidence") is None
+
+
+def test_every_method_form_defaults_are_the_cli_defaults(qtbot):
+    """A parameter the user does not touch in the form is what the CLI uses when it is not
+    given: the registry's default (k and ε are typed in both front ends)."""
+    from dpstudio import engine
+    from dpstudio.app.widgets.method_panel import MethodPanel
+
+    st = AppState()
+    mp = MethodPanel(st)
+    qtbot.addWidget(mp)
+    for m in engine.methods():
+        assert mp.select_method(m["id"])
+        form = mp.values()
+        for p in m["params"]:
+            assert form.get(p["name"]) == p["default"], (m["id"], p["name"])
+
+
+def test_k_eps_gui_defaults_and_cli_defaults_give_the_same_release_and_sentence(qtbot, window, tmp_path):
+    import json
+
+    from dpstudio import cli
+
+    df = _frame(400)
+    src = tmp_path / "people.csv"
+    df.to_csv(src, index=False)
+    seed = 0x5EED5EED5EED5EED
+    win = window
+    with qtbot.waitSignal(win.sig_loaded, timeout=20000):
+        win.controller.open_file(str(src), confirm=False)
+    win.state.set_roles({"age": "k-quasi", "income": "eps-quasi", "region": "other", "weight": "other"})
+    win.state.set_domain("income", (0.0, 2_000_000.0))
+    win.state.set_precision("income", 0.01)
+    win.method_panel.select_method("k-eps")
+    win.method_panel.set_values({"k": 5, "epsilon": 1.0})
+    win.state.set_seed(seed, pinned=True)
+    with qtbot.waitSignal(win.controller.sig_protected, timeout=30000):
+        assert win.controller.run_protect()
+    qtbot.waitUntil(lambda: not any(r.busy for r in win.controller.runners), timeout=30000)
+    gui = win.state.result
+
+    out = tmp_path / "cli.csv"
+    rc = cli.main(["protect", str(src), str(out), "--method", "k-eps", "--k", "5", "--epsilon", "1",
+                   "--role", "age=k-quasi", "--role", "income=eps-quasi", "--domain", "income=0:2000000",
+                   "--precision", "income=0.01", "--seed", str(seed), "--no-measures"])
+    assert rc == 0
+    meta = json.loads(out.with_suffix(".metadata.json").read_text())
+    assert gui.guarantee == meta["guarantee"]
+    assert "confiden" not in gui.guarantee
+    released = pd.read_csv(out)
+    assert list(released.columns) == list(gui.data.columns)
+    assert len(released) == len(gui.data)
+    for c in released.columns:
+        a, b = released[c], gui.data[c]
+        if pd.api.types.is_numeric_dtype(a) and pd.api.types.is_numeric_dtype(b):
+            assert np.allclose(a.to_numpy(float), b.to_numpy(float), equal_nan=True), c
+        else:
+            assert (a.astype(str).to_numpy() == b.astype(str).to_numpy()).all(), c
