@@ -124,3 +124,28 @@ def test_k_eps_gui_defaults_and_cli_defaults_give_the_same_release_and_sentence(
             assert np.allclose(a.to_numpy(float), b.to_numpy(float), equal_nan=True), c
         else:
             assert (a.astype(str).to_numpy() == b.astype(str).to_numpy()).all(), c
+
+
+# ------------------------------------------------------------------ defect 8
+def test_loading_another_file_clears_the_sweep_status_and_the_stale_note(qtbot):
+    from dpstudio.app.widgets.explore_panel import ExplorePanel
+    from dpstudio.engine.sweeps import SweepPoint
+
+    st = AppState()
+    st.set_data(_frame(), "a.csv")
+    panel = ExplorePanel(st)
+    qtbot.addWidget(panel)
+    panel.begin([], False, method="mdav")
+    pts = [SweepPoint(k, None, 1, {"sse_normalized": (0.1 * k, 0.0), "rl": (50.0 / k, 0.0)}, i, 3, 0.1)
+           for i, k in enumerate((2, 5, 10))]
+    panel.add_points(pts)
+    panel.finish()
+    assert panel.status.text().startswith("Sweep done")
+    panel.set_stale(True)
+    assert panel.status.text().startswith("⚠")
+    st.set_data(_frame(seed=2), "b.csv")
+    text = panel.status.text()
+    assert "Sweep done" not in text and "⚠" not in text and "changed" not in text
+    assert panel.n_plotted() == 0
+    panel.set_stale(True)  # nothing plotted: nothing to call stale
+    assert "⚠" not in panel.status.text()

@@ -51,6 +51,7 @@ PALETTE = [
 BASELINE_COLOR = "#222222"
 SSE_KEYS = {"normalized": "sse_normalized", "raw": "sse_raw"}
 REDRAW_MS = 400  # curves are redrawn at most 2.5 times a second while a sweep runs
+IDLE_STATUS = "Run a sweep to see how information loss and risk change with k and ε."
 
 
 def parse_numbers(text: str, integer: bool = False) -> list:
@@ -168,7 +169,7 @@ class ExplorePanel(QWidget):
         lay.addWidget(box)
         self.banner = Banner(self)
         lay.addWidget(self.banner)
-        self.status = QLabel("Run a sweep to see how information loss and risk change with k and ε.")
+        self.status = QLabel(IDLE_STATUS)
         self.status.setObjectName("sweep_status")
         lay.addWidget(self.status)
 
@@ -309,6 +310,10 @@ class ExplorePanel(QWidget):
             m.setData([], [])
         self.target_result.setText("")
         self.hover_label.setText(" ")  # the chosen point of the previous sweep is gone
+        # no "Sweep done: 72 points…" or "⚠ The settings changed…" over empty plots (issue 11 #8)
+        self.status.setText(IDLE_STATUS)
+        self.status.setStyleSheet("")
+        self._status_before_stale = ""
         self.banner.hide()
         self.banner.label.setToolTip("")
 
