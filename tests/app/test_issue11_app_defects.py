@@ -149,3 +149,32 @@ def test_loading_another_file_clears_the_sweep_status_and_the_stale_note(qtbot):
     assert panel.n_plotted() == 0
     panel.set_stale(True)  # nothing plotted: nothing to call stale
     assert "⚠" not in panel.status.text()
+
+
+# ------------------------------------------------------------------ no display
+def test_without_a_display_the_app_exits_2_with_a_plain_message(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env["PYTHONPATH"] = str(root)
+    env["DPSTUDIO_CONFIG_DIR"] = str(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "dpstudio"], env=env, capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path)
+    assert p.returncode == 2, (p.returncode, p.stderr[-500:])
+    assert "no display" in p.stderr
+    assert "dpstudio demo" in p.stderr and "QT_QPA_PLATFORM=offscreen" in p.stderr
+    assert "xcb" not in p.stderr and "Traceback" not in p.stderr
+
+
+def test_display_check_rules():
+    from dpstudio.app.main import display_problem
+
+    assert display_problem({}, "linux")
+    assert display_problem({"DISPLAY": ":0"}, "linux") is None
+    assert display_problem({"WAYLAND_DISPLAY": "wayland-0"}, "linux") is None
+    assert display_problem({"QT_QPA_PLATFORM": "offscreen"}, "linux") is None
+    assert display_problem({}, "win32") is None and display_problem({}, "darwin") is None
