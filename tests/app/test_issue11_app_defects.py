@@ -178,3 +178,21 @@ def test_display_check_rules():
     assert display_problem({"WAYLAND_DISPLAY": "wayland-0"}, "linux") is None
     assert display_problem({"QT_QPA_PLATFORM": "offscreen"}, "linux") is None
     assert display_problem({}, "win32") is None and display_problem({}, "darwin") is None
+
+
+# ------------------------------------------------------------------ query panel placeholder
+def test_query_filter_placeholder_uses_the_loaded_columns(qtbot):
+    from dpstudio.app.widgets.query_panel import QueryPanel
+    from dpstudio.engine.query import evaluate_filter, parse_filter
+
+    st = AppState()
+    panel = QueryPanel(st)
+    qtbot.addWidget(panel)
+    df = _frame().rename(columns={"age": "age group"})
+    st.set_data(df, "people.csv")
+    text = panel.filter_edit.placeholderText()
+    assert "FEDTAX" not in text and "STATETAX" not in text
+    assert "income" in text
+    example = text.removeprefix("e.g. ").removesuffix(" (optional)")
+    mask = evaluate_filter(df, parse_filter(example))  # the example is one the engine reads
+    assert 0 < mask.sum() < len(df)
