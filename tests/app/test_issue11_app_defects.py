@@ -196,3 +196,89 @@ def test_query_filter_placeholder_uses_the_loaded_columns(qtbot):
     example = text.removeprefix("e.g. ").removesuffix(" (optional)")
     mask = evaluate_filter(df, parse_filter(example))  # the example is one the engine reads
     assert 0 < mask.sum() < len(df)
+
+
+# ------------------------------------------------------------------ defect 7: log axes
+@pytest.mark.parametrize(
+    "lo,hi,size",
+    [(0.0015, 0.06, 400), (0.002, 0.0095, 450), (30.0, 95.0, 420), (1e-5, 1e3, 300), (0.5, 2.0, 200),
+     (0.0061, 0.0069, 400)],
+)
+def test_log_axis_labels_do_not_overlap_and_are_never_missing(lo, hi, size):
+    import math
+
+    from dpstudio.app.widgets.plot_axes import fmt_number, log_ticks
+
+    a, b = math.log10(lo), math.log10(hi)
+    labelled, minor = log_ticks(a, b, size, 52.0)
+    assert len(labelled) >= 2  # never an axis without numbers
+    px = np.diff(labelled) * size / (b - a)
+    widths = [7 * len(fmt_number(10**t)) for t in labelled]
+    # neighbouring labels (centred on their tick) do not touch
+    assert all(px[i] >= (widths[i] + widths[i + 1]) / 2 for i in range(len(px))), (labelled, px)
+    assert not set(np.round(labelled, 9)) & set(np.round(minor, 9))
+
+
+def test_trade_off_plot_axes_are_readable_log_axes(qtbot):
+    from dpstudio.app.widgets.explore_panel import ExplorePanel
+    from dpstudio.app.widgets.plot_axes import LogAxis
+
+    panel = ExplorePanel(AppState())
+    qtbot.addWidget(panel)
+    for plot in (panel.sse_plot, panel.rl_plot, panel.plane):
+        assert isinstance(plot.getAxis("bottom"), LogAxis) and isinstance(plot.getAxis("left"), LogAxis)
+
+
+# ------------------------------------------------------------------ issue 10 / defect 7: what is plotted
+def _points(rows):
+    from dpstudio.engine.sweeps import SweepPoint
+
+    return [SweepPoint(k, e, 2, vals, i, len(rows), 0.1) for i, (k, e, vals) in enumerate(rows)]
+
+
+def test_categorical_sweep_plots_suppressed_values_and_reidentifications_against_k(qtbot):
+    from dpstudio.app.widgets.explore_panel import ExplorePanel
+
+    panel = ExplorePanel(AppState())
+    qtbot.addWidget(panel)
+    panel.begin([], False, baselines=True, method="local-suppression")
+    rows = [(k, None, {"suppressed_share": (0.002 * k, 0.0), "expected_reidentifications": (9.0 / k, 0.0)})
+            for k in (2, 3, 5, 10)]
+    panel.add_points(_points(rows))
+    panel.finish()
+    assert panel.n_plotted() == 4
+    (s,) = panel.series.values()
+    assert list(s.sse.xData) == [2, 3, 5, 10]
+    assert np.allclose(s.sse.yData, [0.4, 0.6, 1.0, 2.0])  # suppressed key values in %
+    assert np.allclose(s.rl.yData, [4.5, 3.0, 1.8, 0.9])  # expected re-identifications
+    assert "re-identifications" in panel.rl_plot.getAxis("left").labelText
+    assert "suppressed" in panel.sse_plot.getAxis("left").labelText
+    assert "suppressed" in panel.plane.getAxis("bottom").labelText
+    assert panel._sse_key is None  # the candidates' SSE/RL are not drawn on this plane
+    best = panel.find_target("rl", 2.0)  # at most 2 re-identifications, least suppression
+    assert best.k == 5
+
+
+def test_method_without_k_is_plotted_against_epsilon_with_short_error_caps(qtbot):
+    from dpstudio.app.widgets.explore_panel import ExplorePanel
+
+    panel = ExplorePanel(AppState())
+    qtbot.addWidget(panel)
+    panel.begin([0.1, 1.0, 10.0], True, baselines=False, method="laplace")
+    rows = [(None, e, {"sse_normalized": (5.0 / e, 0.5), "sse_raw": (50.0 / e, 5.0), "rl": (e, 0.2)})
+            for e in (0.1, 1.0, 10.0)]
+    panel.add_points(_points(rows))
+    panel.finish()
+    assert panel.n_plotted() == 3
+    (s,) = panel.series.values()
+    assert list(s.sse.xData) == [0.1, 1.0, 10.0]  # against ε, not k = 1
+    assert panel.sse_plot.getAxis("bottom").labelText == "ε"
+    assert panel.sse_plot.getAxis("bottom")._tickLevels is None  # no k ticks on an ε axis
+    beam = s.sse_err.opts["beam"]
+    assert 0 < beam <= 0.1 * 2  # a short cap, a share of the two decades drawn
+    # one ε only: no caps rather than full-width lines
+    panel.begin([1.0], True, baselines=False, method="laplace")
+    panel.add_points(_points([(None, 1.0, {"sse_normalized": (5.0, 0.5), "rl": (1.0, 0.2)})]))
+    panel.finish()
+    (s,) = panel.series.values()
+    assert s.sse_err.opts["beam"] == 0
