@@ -282,3 +282,31 @@ def test_method_without_k_is_plotted_against_epsilon_with_short_error_caps(qtbot
     panel.finish()
     (s,) = panel.series.values()
     assert s.sse_err.opts["beam"] == 0
+
+
+# ------------------------------------------------------------------ results tab with a long guarantee
+def test_a_long_guarantee_scrolls_and_leaves_room_for_the_measures(qtbot):
+    from dpstudio.app.widgets.results_panel import ResultsPanel
+
+    panel = ResultsPanel(AppState())
+    qtbot.addWidget(panel)
+    panel.resize(1200, 800)
+    panel.show()
+    qtbot.waitExposed(panel)
+    cols = ", ".join(f"OTHER_COLUMN_{i:02d}" for i in range(30))
+    long = "<b>Guarantee:</b><br>" + ("1-differential privacy on the ε-quasi-identifiers. " * 6 + "<br>") * 4
+    panel.header.setText(long + f"Not covered: the 30 column(s) released unchanged ({cols}).<br>" * 4)
+    panel.warn.show_message("⚠ a warning line", "warning")
+    qtbot.wait(50)
+    panel.fit_header()
+    qtbot.wait(50)
+    assert panel.splitter.height() >= 0.5 * panel.height()  # measures and plots keep their room
+    assert panel.export_btn.isVisible()
+    area = panel.header_area
+    assert area.verticalScrollBar().maximum() > 0  # the guarantee scrolls instead
+
+    panel.header.setText("<b>Guarantee:</b> a short one.")  # short: no empty band above the measures
+    panel.warn.hide()
+    panel.fit_header()
+    qtbot.wait(50)
+    assert panel.header_area.height() < 0.2 * panel.height()
