@@ -7,7 +7,9 @@ them are the information-loss and risk axes.  No Qt: the sweep's child process i
   local-suppression): the share of suppressed key values (%) and the expected number of
   re-identifications (sdcMicro's risk on the categorical keys) against k;
 * k-anonymous generalising methods (spec flags ``k_anonymous`` and ``generalises``, e.g. k-eps):
-  SSE and the expected re-identifications on the keys (RL when the keys are not categorical);
+  SSE and the expected re-identifications on the keys once the engine's default sweep measures
+  for them include ``reid`` (today they are SSE and RL, so SSE and RL are plotted: the app
+  computes exactly what ``dpstudio sweep`` computes);
 * a method without k (laplace): the same measures against ε.
 """
 
@@ -65,11 +67,9 @@ def sweep_view(method: str | None) -> SweepView:
             risk="expected_reidentifications",
             risk_label=REID_LABEL,
         )
-    if spec.k_anonymous and spec.generalises:
-        return SweepView(
-            x=x,
-            measures=("sse", "rl", "reid", "suppressed"),
-            risk="expected_reidentifications",
-            risk_label=REID_LABEL,
-        )
-    return SweepView(x=x)
+    # the measures are the engine's defaults, as `dpstudio sweep` computes them: the app and the
+    # CLI give the same points for the same settings
+    measures = tuple(default_measures(spec.id))
+    if spec.k_anonymous and spec.generalises and "reid" in measures:
+        return SweepView(x=x, measures=measures, risk="expected_reidentifications", risk_label=REID_LABEL)
+    return SweepView(x=x, measures=measures)

@@ -310,3 +310,14 @@ def test_a_long_guarantee_scrolls_and_leaves_room_for_the_measures(qtbot):
     panel.fit_header()
     qtbot.wait(50)
     assert panel.header_area.height() < 0.2 * panel.height()
+
+
+def test_app_sweeps_compute_the_cli_sweep_measures_for_every_method():
+    from dpstudio import engine
+    from dpstudio.app.sweep_view import sweep_view
+    from dpstudio.engine.measures import default_measures
+
+    for m in engine.methods():
+        v = sweep_view(m["id"])
+        assert v.measures == tuple(default_measures(m["id"])), m["id"]
+        assert v.x == ("k" if "k" in [p["name"] for p in m["params"]] else "epsilon"), m["id"]
