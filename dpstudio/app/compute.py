@@ -129,11 +129,14 @@ def sweep_points(
     """A trade-off sweep (run in a child process): the engine's SweepPoints, one by one
     (cells the method cannot run arrive with ``point.skipped`` set).
     """
+    from dpstudio.app.sweep_view import sweep_view
+
     for pt in engine.sweep(
         df,
         method,
         roles,
         domains,
+        measures=sweep_view(method).measures,  # per method family (issue 10)
         ks=ks,
         epsilons=epsilons,
         repeats=repeats,

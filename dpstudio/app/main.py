@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
+from collections.abc import Mapping
 
 from dpstudio.app.resources import resources_dir, sample_path  # noqa: F401
 
 _window = None
+
+#: What ``dpstudio`` says, and exits 2 with, when there is no display to open a window on.
+NO_DISPLAY = (
+    "dpstudio: no display; use `dpstudio demo` (or `dpstudio --help` for the command line) "
+    "or set QT_QPA_PLATFORM=offscreen"
+)
+
+
+def display_problem(environ: Mapping[str, str] | None = None, platform: str | None = None) -> str | None:
+    """Why the app cannot open a window here, or ``None``.  On Linux and other X11/Wayland
+    systems Qt needs ``DISPLAY`` or ``WAYLAND_DISPLAY`` unless ``QT_QPA_PLATFORM`` picks a
+    platform; without them it aborted (exit 134) with a misleading libxcb message.
+    """
+    env = os.environ if environ is None else environ
+    plat = sys.platform if platform is None else platform
+    if plat.startswith(("win", "darwin", "cygwin")):
+        return None
+    if env.get("QT_QPA_PLATFORM") or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return None
+    return NO_DISPLAY
 
 
 def _excepthook(exc_type, exc, tb) -> None:
@@ -38,9 +60,14 @@ def main(argv: list[str] | None = None) -> int:
 
     multiprocessing.freeze_support()  # frozen app: child processes of sweeps start here
     argv = list(sys.argv[1:] if argv is None else argv)
+    from PySide6.QtWidgets import QApplication
+
+    problem = None if QApplication.instance() is not None else display_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QGuiApplication, QIcon
-    from PySide6.QtWidgets import QApplication
 
     QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
     app = QApplication.instance() or QApplication([sys.argv[0]] + argv)

@@ -108,3 +108,42 @@ if __name__ == "__main__":  # preview: a banner and a log slider
     w.resize(500, 120)
     w.show()
     app.exec()
+
+
+def filter_example(df) -> str:
+    """A query-filter example on the loaded table's own columns ("e.g. income > 21000 and
+    region == 'north' (optional)"): a numeric column compared with a round number near its
+    median, and a text column (or a second numeric one) compared with one of its values.
+    """
+    import re
+
+    import numpy as np
+    import pandas as pd
+
+    default = "e.g. a filter such as column > 100 and other == 'text' (optional)"
+    if df is None or df.shape[1] == 0:
+        return default
+
+    def name(c) -> str:
+        c = str(c)
+        return c if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", c) else f"`{c}`"
+
+    parts: list[str] = []
+    for c in df.columns:
+        s = df[c]
+        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+            v = s.to_numpy(dtype=float, na_value=np.nan)
+            v = v[np.isfinite(v)]
+            if v.size and np.ptp(v) > 0:
+                med = float(np.median(v))
+                digits = 2 - int(math.floor(math.log10(abs(med)))) - 1 if med else 0
+                r = round(med, digits)
+                lit = f"{int(r)}" if float(r).is_integer() else f"{r:g}"
+                parts.append(f"{name(c)} {'>' if not parts else '<='} {lit}")
+        elif not pd.api.types.is_numeric_dtype(s):
+            vals = s.dropna().astype(str)
+            if len(vals) and "'" not in vals.iloc[0] and len(vals.iloc[0]) <= 24:
+                parts.append(f"{name(c)} == '{vals.iloc[0]}'")
+        if len(parts) == 2:
+            break
+    return f"e.g. {' and '.join(parts)} (optional)" if parts else default

@@ -33,7 +33,9 @@ from PySide6.QtWidgets import (
 )
 
 from dpstudio.app.state import AppState
+from dpstudio.app.sweep_view import NUMERIC, SweepView, sweep_view
 from dpstudio.app.widgets.common import Banner
+from dpstudio.app.widgets.plot_axes import log_plot_widget
 from dpstudio.engine.sweeps import parse_grid
 
 PALETTE = [
@@ -51,6 +53,7 @@ PALETTE = [
 BASELINE_COLOR = "#222222"
 SSE_KEYS = {"normalized": "sse_normalized", "raw": "sse_raw"}
 REDRAW_MS = 400  # curves are redrawn at most 2.5 times a second while a sweep runs
+IDLE_STATUS = "Run a sweep to see how information loss and risk change with k and ε."
 
 
 def parse_numbers(text: str, integer: bool = False) -> list:
@@ -105,7 +108,8 @@ class ExplorePanel(QWidget):
         self._redraw_timer.setSingleShot(True)
         self._redraw_timer.setInterval(REDRAW_MS)
         self._redraw_timer.timeout.connect(self._redraw)
-        self._sse_key = "sse_normalized"
+        self._sse_choice = "sse_normalized"
+        self.view: SweepView = NUMERIC  # what the curves show (per method family)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
 
@@ -143,9 +147,11 @@ class ExplorePanel(QWidget):
             "the spread); raw: as in the papers."
         )
         self.sse_scale.currentIndexChanged.connect(self._on_scale_changed)
-        self.log_y = QCheckBox("log k, SSE")
+        self.log_y = QCheckBox("log axes")
         self.log_y.setChecked(True)
-        self.log_y.setToolTip("Logarithmic k and SSE axes (RL, a percentage, stays linear).")
+        self.log_y.setToolTip(
+            "Logarithmic k (or ε) and SSE axes (RL, suppressed values and re-identifications stay linear)."
+        )
         self.log_y.toggled.connect(self._on_log_toggled)
         self.run_btn = QPushButton("▶  Run sweep")
         self.run_btn.setObjectName("sweep_button")
@@ -168,7 +174,7 @@ class ExplorePanel(QWidget):
         lay.addWidget(box)
         self.banner = Banner(self)
         lay.addWidget(self.banner)
-        self.status = QLabel("Run a sweep to see how information loss and risk change with k and ε.")
+        self.status = QLabel(IDLE_STATUS)
         self.status.setObjectName("sweep_status")
         lay.addWidget(self.status)
 
@@ -309,6 +315,10 @@ class ExplorePanel(QWidget):
             m.setData([], [])
         self.target_result.setText("")
         self.hover_label.setText(" ")  # the chosen point of the previous sweep is gone
+        # no "Sweep done: 72 points…" or "⚠ The settings changed…" over empty plots (issue 11 #8)
+        self.status.setText(IDLE_STATUS)
+        self.status.setStyleSheet("")
+        self._status_before_stale = ""
         self.banner.hide()
         self.banner.label.setToolTip("")
 
@@ -318,12 +328,17 @@ class ExplorePanel(QWidget):
         """Prepare one curve per ε (plus the baseline) before points arrive."""
         self.clear()
         self.sweep_method = method
-        keys: list = ([None] if baselines else []) + list(epsilons) if uses_eps else [None]
+        self.view = sweep_view(method) if method else NUMERIC
+        self._apply_view()
+        if self.view.x == "epsilon":  # no k: one curve against ε
+            keys: list = ["all"]
+        else:
+            keys = ([None] if baselines else []) + list(epsilons) if uses_eps else [None]
         for i, e in enumerate(keys):
             color = BASELINE_COLOR if (e is None and uses_eps) else PALETTE[i % len(PALETTE)]
             style = Qt.PenStyle.DashLine if (e is None and uses_eps) else Qt.PenStyle.SolidLine
             pen = pg.mkPen(color, width=2, style=style)
-            name = _fmt_eps(e) if uses_eps else "method"
+            name = _fmt_eps(e) if (uses_eps and e != "all") else "method"
             sse = pg.PlotDataItem(
                 [], [], pen=pen, symbol="o", symbolSize=5, symbolBrush=color, symbolPen=color
             )
@@ -422,13 +437,23 @@ class ExplorePanel(QWidget):
         """Best computed point under the limit: ``kind='rl'``: RL ≤ limit, least SSE."""
         uses_eps = any(p.epsilon is not None for p in self.points)
         cands = [p for p in self.points if (p.epsilon is not None or not uses_eps)]
-        key_lim, key_min = ("rl", self._sse_key) if kind == "rl" else (self._sse_key, "rl")
-        ok = [
-            p for p in cands if key_lim in p.values and key_min in p.values and p.values[key_lim][0] <= limit
-        ]
+        get_lim, get_min = (
+            (self._risk_value, self._loss_value) if kind == "rl" else (self._loss_value, self._risk_value)
+        )
+        ok = []
+        for p in cands:
+            lim, mn = get_lim(p), get_min(p)
+            if (
+                lim is not None
+                and mn is not None
+                and math.isfinite(lim[0])
+                and math.isfinite(mn[0])
+                and lim[0] <= limit
+            ):
+                ok.append((mn[0], -(p.epsilon or 0), p.k or 0, p.index, p))
         if not ok:
             return None
-        return min(ok, key=lambda p: (p.values[key_min][0], -(p.epsilon or 0), p.k or 0))
+        return min(ok, key=lambda t: t[:4])[-1]
 
     def export_images(self) -> list[tuple[str, bytes]]:
         """The three plots as PNG bytes (for the HTML report), chosen point marked."""
@@ -453,7 +478,7 @@ class ExplorePanel(QWidget):
 
     # --- Internals
     def _make_plot(self, title: str, xlab: str, ylab: str) -> pg.PlotWidget:
-        w = pg.PlotWidget()
+        w = log_plot_widget()  # log axes label only what fits (issue 11 #7)
         w.setBackground("w")
         w.setTitle(title, size="10pt", color="#222")
         w.setLabel("bottom", xlab)
@@ -468,41 +493,109 @@ class ExplorePanel(QWidget):
             w.getAxis(ax).enableAutoSIPrefix(False)
         return w
 
+    @property
+    def _sse_key(self) -> str | None:
+        """The plane's SSE scale, ``None`` when the plane is not SSE against RL (the candidate
+        releases of the history panel are then not drawn on it).
+        """
+        return self._sse_choice if self.view.sse_plane else None
+
     def _sse_value(self, p):
-        v = p.values.get(self._sse_key)
+        v = p.values.get(self._sse_choice)
         if v is None:
             for k_, vv in p.values.items():
                 if k_.startswith("sse"):
                     return vv
         return v
 
+    def _loss_value(self, p):
+        """(mean, sd) of the information-loss axis at point ``p`` (None when not measured)."""
+        if self.view.loss is None:
+            return self._sse_value(p)
+        v = p.values.get(self.view.loss)
+        return None if v is None else (v[0] * self.view.loss_scale, v[1] * self.view.loss_scale)
+
+    def _risk_value(self, p):
+        """(mean, sd) of the risk axis at point ``p`` (RL when the point lacks the view's)."""
+        return p.values.get(self.view.risk) or p.values.get("rl")
+
+    def _x_value(self, p) -> float:
+        if self.view.x == "epsilon":
+            return float(p.epsilon) if p.epsilon is not None else float("nan")
+        return float(p.k) if p.k is not None else 1.0
+
+    def _loss_log(self) -> bool:
+        return self.log_y.isChecked() and self.view.loss is None
+
+    def _apply_view(self) -> None:
+        """Titles, axis labels and log modes for the current view."""
+        v, log = self.view, self.log_y.isChecked()
+        xl = v.x_label
+        loss_lab = self._loss_label()
+        self.sse_plot.setTitle(
+            f"Information loss ({'SSE' if v.loss is None else 'suppressed'}) vs {xl}",
+            size="10pt",
+            color="#222",
+        )
+        self.rl_plot.setTitle(
+            f"Disclosure risk ({'RL %' if v.risk == 'rl' else 're-identifications'}) vs {xl}",
+            size="10pt",
+            color="#222",
+        )
+        for plot in (self.sse_plot, self.rl_plot):
+            plot.setLabel("bottom", xl)
+        self.sse_plot.setLabel("left", loss_lab)
+        self.rl_plot.setLabel("left", v.risk_label)
+        self.plane.setLabel("bottom", loss_lab)
+        self.plane.setLabel("left", v.risk_label)
+        self.sse_plot.setLogMode(log, self._loss_log())
+        self.rl_plot.setLogMode(log, False)
+        self.plane.setLogMode(v.loss is None, False)
+        self.sse_scale.setEnabled(v.loss is None)
+        loss_short = "SSE" if v.loss is None else "suppressed %"
+        risk_short = "RL (%)" if v.risk == "rl" else "re-identifications"
+        self.target_kind.setItemText(0, f"max {risk_short} → least {loss_short}")
+        self.target_kind.setItemText(1, f"max {loss_short} → least {risk_short}")
+        self._set_k_ticks()
+
+    def _loss_label(self) -> str:
+        if self.view.loss is not None:
+            return self.view.loss_label
+        return "SSE (normalised)" if self._sse_choice == "sse_normalized" else "SSE (raw)"
+
     def _redraw(self) -> None:
         log = self.log_y.isChecked()
+        log_loss = self._loss_log()
+        by_eps = self.view.x == "epsilon"
         groups: dict = {}
         for p in self.points:
-            groups.setdefault(p.epsilon, []).append(p)
+            if by_eps and p.epsilon is None:
+                continue  # a noise-free point has no place on an ε axis
+            groups.setdefault("all" if by_eps else p.epsilon, []).append(p)
         all_x, all_y = [], []
         for e, pts in groups.items():
             s = self.series.get(e)
             if s is None:
                 continue
-            pts = sorted(pts, key=lambda p: p.k if p.k is not None else 0)
-            ks = np.array([p.k if p.k is not None else 1 for p in pts], dtype=float)
-            sse = np.array([(self._sse_value(p) or (np.nan, 0))[0] for p in pts], dtype=float)
-            sse_sd = np.array([(self._sse_value(p) or (np.nan, 0))[1] for p in pts], dtype=float)
-            rl = np.array([p.values.get("rl", (np.nan, 0))[0] for p in pts], dtype=float)
-            rl_sd = np.array([p.values.get("rl", (np.nan, 0))[1] for p in pts], dtype=float)
-            s.sse.setData(ks, _pos(sse) if log else sse)
+            pts = sorted(pts, key=self._x_value)
+            ks = np.array([self._x_value(p) for p in pts], dtype=float)
+            loss = [self._loss_value(p) or (np.nan, 0.0) for p in pts]
+            risk = [self._risk_value(p) or (np.nan, 0.0) for p in pts]
+            sse = np.array([v[0] for v in loss], dtype=float)
+            sse_sd = np.array([v[1] for v in loss], dtype=float)
+            rl = np.array([v[0] for v in risk], dtype=float)
+            rl_sd = np.array([v[1] for v in risk], dtype=float)
+            s.sse.setData(ks, _pos(sse) if log_loss else sse)
             s.rl.setData(ks, rl)
-            self._set_err(s.sse_err, ks, sse, sse_sd, log)
+            self._set_err(s.sse_err, ks, sse, sse_sd, log, log_y=log_loss)
             self._set_err(s.rl_err, ks, rl, rl_sd, log, log_y=False)
-            s.plane.setData(_pos(sse), rl)
+            s.plane.setData(_pos(sse) if self.view.loss is None else sse, rl)
             all_x.append(sse)
             all_y.append(rl)
         if all_x:
             x = np.concatenate(all_x)
             y = np.concatenate(all_y)
-            ok = np.isfinite(x) & np.isfinite(y) & (x > 0)
+            ok = np.isfinite(x) & np.isfinite(y) & ((x > 0) if self.view.loss is None else (x >= 0))
             idx = pareto_front(x[ok], y[ok])
             fx, fy = x[ok][idx], y[ok][idx]
             if len(fx):  # staircase
@@ -513,37 +606,41 @@ class ExplorePanel(QWidget):
 
     @staticmethod
     def _set_err(item: pg.ErrorBarItem, ks, mean, sd, log: bool, log_y: bool = True) -> None:
-        m = np.isfinite(mean) & (sd > 0)
+        m = np.isfinite(mean) & (sd > 0) & np.isfinite(ks) & ((ks > 0) if log else True)
         if not m.any():
             item.setData(x=np.zeros(0), y=np.zeros(0))
             return
         x, y, s = ks[m], mean[m], sd[m]
-        if log and not log_y:  # log k axis only
-            item.setData(x=np.log10(x), y=y, top=s, bottom=np.minimum(s, y), beam=0.02)
-        elif log:  # the plot is in log10 view coordinates; ErrorBarItem is not log-aware
+        xs = np.log10(x) if log else x
+        # caps a fixed share of the x span of the curve: a constant beam was a full-width line
+        # when every point sat at one x (a Laplace sweep, k = 1)
+        span = float(np.ptp(np.log10(ks[np.isfinite(ks) & (ks > 0)]) if log else ks[np.isfinite(ks)]))
+        beam = 0.025 * span if span > 0 else 0.0
+        if log_y:  # the plot is in log10 view coordinates; ErrorBarItem is not log-aware
             ok = y > 0
-            x, y, s = x[ok], y[ok], s[ok]
+            xs, y, s = xs[ok], y[ok], s[ok]
             top = np.log10(y + s) - np.log10(y)
             # at most one decade down (a lower bar reaching 0 is -inf on a log axis)
             low = np.log10(y) - np.log10(np.maximum(y - s, y / 10))
-            item.setData(x=np.log10(x), y=np.log10(y), top=top, bottom=low, beam=0.02)
+            item.setData(x=xs, y=np.log10(y), top=top, bottom=low, beam=beam)
         else:
-            item.setData(x=x, y=y, top=s, bottom=s, beam=0.3)
+            item.setData(x=xs, y=y, top=s, bottom=np.minimum(s, np.maximum(y, 0)), beam=beam)
 
     def _point_coords(self, plot) -> list[tuple[float, float, object]]:
         """(x, y) in view coordinates of every drawn point of ``plot``, with its SweepPoint."""
-        log = self.log_y.isChecked()
+        log, log_loss = self.log_y.isChecked(), self._loss_log()
         out = []
         for p in self.points:
-            sse = (self._sse_value(p) or (np.nan, 0))[0]
-            rl = p.values.get("rl", (np.nan, 0))[0]
-            k = p.k if p.k is not None else 1
+            sse = (self._loss_value(p) or (np.nan, 0))[0]
+            rl = (self._risk_value(p) or (np.nan, 0))[0]
+            k = self._x_value(p)
+            kx = _log(k) if log else k
             if plot is self.sse_plot:
-                x, y = (_log(k), _log(sse)) if log else (k, sse)
+                x, y = kx, (_log(sse) if log_loss else sse)
             elif plot is self.rl_plot:
-                x, y = (_log(k), rl) if log else (k, rl)
+                x, y = kx, rl
             else:
-                x, y = _log(sse), rl
+                x, y = (_log(sse) if self.view.loss is None else sse), rl
             if math.isfinite(x) and math.isfinite(y):
                 out.append((x, y, p))
         return out
@@ -562,8 +659,14 @@ class ExplorePanel(QWidget):
         sse = self._sse_value(p)
         rl = p.values.get("rl")
         parts = [f"k = {p.k}" if p.k is not None else "", _fmt_eps(p.epsilon)]
+        if self.view.loss is not None and p.values.get(self.view.loss):
+            v = self._loss_value(p)
+            parts.append(f"{self.view.loss_label} = {v[0]:.3g} ± {v[1]:.2g}")
         if sse:
             parts.append(f"SSE = {sse[0]:.4g} ± {sse[1]:.2g}")
+        if self.view.risk != "rl" and p.values.get(self.view.risk):
+            v = p.values[self.view.risk]
+            parts.append(f"{self.view.risk_label} = {v[0]:.3g} ± {v[1]:.2g}")
         if rl:
             parts.append(f"RL = {rl[0]:.3g} % ± {rl[1]:.2g}")
         parts.append(f"({p.repeats} run{'s' if p.repeats > 1 else ''})")
@@ -607,23 +710,19 @@ class ExplorePanel(QWidget):
         self.choose(p)
 
     def _on_scale_changed(self) -> None:
-        self._sse_key = SSE_KEYS[self.sse_scale.currentData()]
-        lab = "SSE (normalised)" if self._sse_key == "sse_normalized" else "SSE (raw)"
-        self.sse_plot.setLabel("left", lab)
-        self.plane.setLabel("bottom", lab)
+        self._sse_choice = SSE_KEYS[self.sse_scale.currentData()]
+        self._apply_view()
         self._redraw()
 
-    def _on_log_toggled(self, on: bool) -> None:
-        self.sse_plot.setLogMode(on, on)
-        self.rl_plot.setLogMode(on, False)
-        self._set_k_ticks()
+    def _on_log_toggled(self, _on: bool) -> None:
+        self._apply_view()
         self._redraw()
 
     def _set_k_ticks(self) -> None:
         """Readable k ticks (1, 2, 5, 10, 20, 50…) on the log axis."""
         for plot in (self.sse_plot, self.rl_plot):
             ax = plot.getAxis("bottom")
-            if self.log_y.isChecked():
+            if self.log_y.isChecked() and self.view.x == "k":
                 vals = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000]
                 minor = [3, 4, 6, 7, 8, 9, 30, 40, 60, 70, 80, 90, 300, 400, 600, 700, 800, 900]
                 ax.setTicks([[(math.log10(v), str(v)) for v in vals], [(math.log10(v), "") for v in minor]])
@@ -655,14 +754,15 @@ class ExplorePanel(QWidget):
         if not match:
             return
         p = match[0]
-        sse = (self._sse_value(p) or (np.nan, 0))[0]
-        rl = p.values.get("rl", (np.nan, 0))[0]
-        k = p.k if p.k is not None else 1
-        log = self.log_y.isChecked()
+        sse = (self._loss_value(p) or (np.nan, 0))[0]
+        rl = (self._risk_value(p) or (np.nan, 0))[0]
+        k = self._x_value(p)
+        log, log_loss = self.log_y.isChecked(), self._loss_log()
         for name, (x, y) in (("sse", (k, sse)), ("rl", (k, rl)), ("plane", (sse, rl))):
-            if log or name == "plane":
-                if not (x > 0 and (y > 0 or name != "sse")):
-                    continue
+            x_log = log if name != "plane" else self.view.loss is None
+            y_log = log_loss and name == "sse"
+            if not (math.isfinite(x) and math.isfinite(y)) or (x_log and x <= 0) or (y_log and y <= 0):
+                continue
             self.markers[name].setData([x], [y])
 
 

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -55,6 +56,40 @@ SEED_EXPLANATION = (
 #: The guarantee preview runs the engine's ``prepare`` (a copy of the table): debounced, in a
 #: worker thread.
 PREVIEW_DEBOUNCE_MS = 300
+
+
+#: What an optional parameter's field shows when it is not set (empty = not given, as an option
+#: left out on the command line).
+UNSET_TEXT = "not set"
+UNSET_TIP = " Empty (“not set”): not given, as when the option is left out on the command line."
+
+
+class _OptionalSpinBox(QSpinBox):
+    """A spin box whose minimum is the "not set" value; emptying the field sets it."""
+
+    def validate(self, text: str, pos: int) -> object:
+        if not text.strip():
+            return (QValidator.State.Acceptable, text, pos)
+        return super().validate(text, pos)
+
+    def valueFromText(self, text: str) -> int:  # noqa: N802 - Qt naming
+        if not text.strip() or text.strip() == self.specialValueText():
+            return self.minimum()
+        return super().valueFromText(text)
+
+
+class _OptionalDoubleSpinBox(QDoubleSpinBox):
+    """A double spin box whose minimum is the "not set" value; emptying the field sets it."""
+
+    def validate(self, text: str, pos: int) -> object:
+        if not text.strip():
+            return (QValidator.State.Acceptable, text, pos)
+        return super().validate(text, pos)
+
+    def valueFromText(self, text: str) -> float:  # noqa: N802 - Qt naming
+        if not text.strip() or text.strip() == self.specialValueText():
+            return self.minimum()
+        return super().valueFromText(text)
 
 
 class SeedEdit(QLineEdit):
@@ -121,7 +156,8 @@ class ParamField(QWidget):
         self.slider: QSlider | None = None
         self.optional = False
         if self.kind == "int":
-            sb = QSpinBox()
+            self.optional = p["default"] is None
+            sb = _OptionalSpinBox() if self.optional else QSpinBox()
             sb.setObjectName(f"param_{self.name}")
             low = int(lo) if lo is not None else -(10**9)
             if lo is not None and not p.get("min_inclusive", True):
@@ -131,13 +167,12 @@ class ParamField(QWidget):
                 high = min(high, n_records // 2)
             # an optional int (default None, e.g. t-close-dp's k: "leave empty to use l") gets
             # an "auto" entry below its minimum, so it can be left unset instead of sending
-            # the minimum (t-close-dp then failed with k = 1 < b)
-            self.optional = p["default"] is None
+            # the minimum (t-close-dp then failed with k = 1 < b); emptying the field sets it
             if self.optional:
                 sb.setRange(low - 1, high)
                 sb.setSpecialValueText("auto")
                 sb.setValue(low - 1)
-                tip = (tip + " " if tip else "") + "“auto”: not set (the method decides)."
+                tip = (tip + " " if tip else "") + "Empty (“auto”): not set (the method decides)."
             else:
                 sb.setRange(low, high)
                 sb.setValue(int(p["default"]))
@@ -156,16 +191,27 @@ class ParamField(QWidget):
                 lay.addWidget(sl, 1)
                 self.slider = sl
         elif self.kind == "float":
-            sb = QDoubleSpinBox()
+            # an optional float (default None, e.g. k-eps's confidence c: "empty = off") gets a
+            # "not set" entry one step below its minimum, like the optional int: the form sent
+            # the minimum before, so every GUI k-eps release was c-confident (issue 11 #5)
+            self.optional = p["default"] is None
+            sb = _OptionalDoubleSpinBox() if self.optional else QDoubleSpinBox()
             sb.setObjectName(f"param_{self.name}")
             sb.setDecimals(4)
             low = float(lo) if lo is not None else -1e12
             if lo is not None and not p.get("min_inclusive", True):
                 low = low + (1e-4 if p.get("log_scale") else 1e-4)
-            sb.setRange(low, float(hi) if hi is not None else 1e12)
+            high = float(hi) if hi is not None else 1e12
+            if self.optional:
+                sb.setRange(low - 1e-4, high)
+                sb.setSpecialValueText(UNSET_TEXT)
+                sb.setValue(low - 1e-4)
+                tip = (tip + " " if tip else "") + UNSET_TIP.strip()
+            else:
+                sb.setRange(low, high)
+                sb.setValue(float(p["default"]))
             if p.get("log_scale"):
                 sb.setStepType(QDoubleSpinBox.StepType.AdaptiveDecimalStepType)
-            sb.setValue(float(p["default"]) if p["default"] is not None else max(low, 0.0))
             sb.valueChanged.connect(self.changed)
             lay.addWidget(sb)
             self.editor = sb
@@ -230,6 +276,8 @@ class ParamField(QWidget):
                 return None
             return int(e.value())
         if self.kind == "float":
+            if self.optional and e.value() == e.minimum():
+                return None
             return float(e.value())
         if self.kind == "choice":
             return e.currentData()
@@ -253,7 +301,7 @@ class ParamField(QWidget):
     def set_value(self, v: Any) -> None:
         e = self.editor
         if v is None:
-            if self.kind == "int" and self.optional:
+            if self.kind in ("int", "float") and self.optional:
                 e.setValue(e.minimum())
             return
         if self.kind == "int":

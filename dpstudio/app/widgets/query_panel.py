@@ -49,7 +49,7 @@ from PySide6.QtWidgets import (
 )
 
 from dpstudio.app.state import AppState
-from dpstudio.app.widgets.common import Banner
+from dpstudio.app.widgets.common import Banner, filter_example
 from dpstudio.app.workers import TaskRunner
 from dpstudio.engine import query as qd
 from dpstudio.engine.errors import DPStudioError
@@ -165,7 +165,10 @@ class QueryPanel(QWidget):
         )
         self.col_combo = QComboBox()
         self.filter_edit = QLineEdit()
-        self.filter_edit.setPlaceholderText("e.g. FEDTAX > 1000 and STATETAX <= 500 (optional)")
+        self.filter_edit.setPlaceholderText(filter_example(self.state.df))  # the loaded columns (issue 11)
+        self.state.sig_data_changed.connect(
+            lambda: self.filter_edit.setPlaceholderText(filter_example(self.state.df))
+        )
         self.filter_error = QLabel()
         self.filter_error.setObjectName("filter_error")
         self.filter_error.setStyleSheet("color:#b00020;")

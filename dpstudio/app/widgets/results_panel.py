@@ -8,14 +8,16 @@ import sys
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QComboBox,
+    QFrame,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -158,8 +160,15 @@ class ResultsPanel(QWidget):
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(4, 4, 4, 4)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(4, 4, 4, 4)
+        # the guarantee, warnings and k-anonymity check scroll in their own area above the
+        # measures, with a splitter between them: a long guarantee (every unprotected column
+        # named) squeezed the measures and plots to a strip (issue 11)
+        head = QWidget()
+        self._head = head
+        lay = QVBoxLayout(head)
+        lay.setContentsMargins(0, 0, 6, 0)
         self.header = QLabel("No result yet: choose a method and press Protect (Ctrl+R).")
         self.header.setWordWrap(True)
         self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -170,13 +179,20 @@ class ResultsPanel(QWidget):
         self.kanon.setObjectName("kanon_label")
         self.kanon.setWordWrap(True)
         lay.addWidget(self.kanon)
+        lay.addStretch(1)
+        self.header_area = QScrollArea()
+        self.header_area.setObjectName("results_header_area")
+        self.header_area.setWidgetResizable(True)
+        self.header_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.header_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.header_area.setWidget(head)
+        self.header_area.setMinimumHeight(60)
         self.export_btn = QPushButton("Export protected file… (Ctrl+Shift+E)")
         self.export_btn.setObjectName("export_button")
         self.export_btn.setEnabled(False)
         hl = QHBoxLayout()
         hl.addStretch(1)
         hl.addWidget(self.export_btn)
-        lay.addLayout(hl)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.setObjectName("results_splitter")
         self.splitter = split
@@ -225,12 +241,37 @@ class ResultsPanel(QWidget):
         split.addWidget(tabs)
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 1)
-        lay.addWidget(split, 1)
+        self.vsplit = QSplitter(Qt.Orientation.Vertical)
+        self.vsplit.setObjectName("results_vsplitter")
+        self.vsplit.setChildrenCollapsible(False)
+        self.vsplit.addWidget(self.header_area)
+        body = QWidget()
+        bl = QVBoxLayout(body)
+        bl.setContentsMargins(0, 0, 0, 0)
+        bl.addLayout(hl)
+        bl.addWidget(split, 1)
+        self.vsplit.addWidget(body)
+        self.vsplit.setStretchFactor(0, 0)
+        self.vsplit.setStretchFactor(1, 1)
+        self.vsplit.setSizes([230, 600])  # the guarantee area; drag the handle for more
+        outer.addWidget(self.vsplit, 1)
         self.corr_cols: list[str] = []
         self.corr_diff = np.zeros((0, 0))
         state.sig_result_changed.connect(self._on_state_result_changed)
 
+    def fit_header(self) -> None:
+        """Give the guarantee area the height of its text, at most 40 % of the panel (then
+        it scrolls; the splitter handle gives it more).
+        """
+        w = max(self.header_area.viewport().width(), 200)
+        need = self._head.heightForWidth(w) if self._head.hasHeightForWidth() else -1
+        need = (need if need > 0 else self._head.sizeHint().height()) + 6
+        total = sum(self.vsplit.sizes()) or self.height()
+        top = max(60, min(need, int(0.4 * total)))
+        self.vsplit.setSizes([top, max(total - top, 100)])
+
     def _on_state_result_changed(self) -> None:
+        QTimer.singleShot(0, self.fit_header)  # once the labels below have their text
         st = self.state
         res = st.result
         self.export_btn.setEnabled(res is not None)

@@ -550,6 +550,8 @@ class RolesPanel(QWidget):
         st = self.state
         cols = self.selected_columns()
         self.hist.clear()
+        self.hist.getAxis("bottom").setTicks(None)  # a text column's category ticks (issue 11 #4)
+        self.hist.setToolTip("")
         if st.df is None or not cols:
             return
         name = cols[0]
