@@ -7,9 +7,8 @@ them are the information-loss and risk axes.  No Qt: the sweep's child process i
   local-suppression): the share of suppressed key values (%) and the expected number of
   re-identifications (sdcMicro's risk on the categorical keys) against k;
 * k-anonymous generalising methods (spec flags ``k_anonymous`` and ``generalises``, e.g. k-eps):
-  SSE and the expected re-identifications on the keys once the engine's default sweep measures
-  for them include ``reid`` (today they are SSE and RL, so SSE and RL are plotted: the app
-  computes exactly what ``dpstudio sweep`` computes);
+  SSE and the expected re-identifications on the generalised keys (the engine's default sweep
+  measures for them include ``reid``; the app computes exactly what ``dpstudio sweep`` computes);
 * a method without k (laplace): the same measures against ε.
 """
 

@@ -148,7 +148,7 @@ def run_sweep(
     epsilons=(1.0,),
     repeats: int = 1,
     seed: int | None = None,
-    measures=("sse", "rl"),
+    measures=None,
     baselines: bool = True,
     hierarchies=None,
     check_cancel: Callable[[], None] | None = None,
@@ -157,6 +157,10 @@ def run_sweep(
 ) -> Iterator[SweepPoint]:
     if int(repeats) < 1:
         raise ParameterError(f"repeats must be at least 1. Got {repeats}.")
+    if measures is None:  # the engine's defaults for the method, as `dpstudio sweep` and the app
+        from dpstudio.engine.measures import default_measures
+
+        measures = default_measures(method)
     spec0 = get_method(method)
     ks = list(ks) if ks is not None else []
     epsilons = list(epsilons) if epsilons is not None else []
@@ -267,7 +271,7 @@ def sweep(
     epsilons=(1.0,),
     repeats: int = 1,
     seed: int | None = None,
-    measures=("sse", "rl"),
+    measures=None,
     baselines: bool = True,
     hierarchies: dict | None = None,
     check_cancel: Callable[[], None] | None = None,
@@ -279,6 +283,7 @@ def sweep(
     Every point is measured by the engine's measurement policy (the distances of
     ``hierarchies``, 0/1 for numeric k-quasis a generalising method turns into intervals), as
     ``protect``'s summary is; a cell the method cannot run is yielded with ``skipped`` set.
+    ``measures`` default to :func:`~dpstudio.engine.measures.default_measures` of the method.
     ``evaluate_options`` are passed to :func:`~dpstudio.engine.measures.evaluate`
     (e.g. ``{"rl_distance": "raw"}``).
     """

@@ -321,3 +321,16 @@ def test_app_sweeps_compute_the_cli_sweep_measures_for_every_method():
         v = sweep_view(m["id"])
         assert v.measures == tuple(default_measures(m["id"])), m["id"]
         assert v.x == ("k" if "k" in [p["name"] for p in m["params"]] else "epsilon"), m["id"]
+
+
+def test_keps_sweep_plots_expected_reidentifications_against_k():
+    """Issue 10 "App": a categorical k-anonymous method's sweep plots the expected
+    re-identifications on its (generalised) keys, computed by the engine's default measures."""
+    from dpstudio.app.sweep_view import sweep_view
+    from dpstudio.engine.measures import default_measures
+
+    assert "reid" in default_measures("k-eps")
+    v = sweep_view("k-eps")
+    assert v.x == "k"
+    assert v.risk == "expected_reidentifications"
+    assert sweep_view("mdav").risk == "rl"

@@ -103,12 +103,16 @@ SUPPRESSION_MEASURES = ("suppressed", "reid")
 def default_measures(method: str | None) -> tuple[str, ...]:
     """The measures a sweep of ``method`` reports when none are asked for: suppressed cells,
     expected re-identifications, frequency-table distances and k-anonymity for a method that
-    suppresses categorical key values; SSE and record linkage otherwise.
+    suppresses categorical key values; SSE, record linkage and the expected re-identifications on
+    the generalised keys for a k-anonymous generalising method (k-eps); SSE and record linkage
+    otherwise.
     """
-    from dpstudio.engine.registry import missing_matches_any
+    from dpstudio.engine.registry import generalises, is_k_anonymous, missing_matches_any
 
     if method and missing_matches_any(method):
         return ("suppressed", "reid", "freq", "kanon")
+    if method and is_k_anonymous(method) and generalises(method):
+        return ("sse", "rl", "reid")
     return ("sse", "rl")
 
 
