@@ -12,6 +12,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from dpstudio.app.compute import ColumnStats, column_stats  # noqa: F401 (re-export)
+from dpstudio.engine.errors import DPStudioError
 from dpstudio.engine.random import fresh_seed, parse_seed
 from dpstudio.engine.recipe import Recipe
 
@@ -297,8 +298,11 @@ class AppState(QObject):
             if c not in self.roles:
                 continue
             self.roles[c] = role
-            if kind != self.types.get(c) and self._apply_type(c, kind):
-                typed.append(c)
+            try:
+                if kind != self.types.get(c) and self._apply_type(c, kind):
+                    typed.append(c)
+            except DPStudioError:  # carried over to a file whose values do not fit: skip
+                pass
             for dct, v in ((self.domains, dom), (self.precision, prec)):
                 if v is None:
                     dct.pop(c, None)

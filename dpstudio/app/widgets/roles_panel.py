@@ -70,7 +70,8 @@ def generate_hierarchy(series: pd.Series, column: str) -> Hierarchy:
     """
     from dpstudio.engine.hierarchies.build import auto_hierarchy
 
-    return auto_hierarchy(series, name=column)
+    # missing values are no leaves (a method drops or refuses those records)
+    return auto_hierarchy(series.dropna(), name=column)
 
 
 def short_label(v, n: int, room: int = 84) -> str:
