@@ -185,9 +185,9 @@ class RolesPanel(QWidget):
         for c, w in (
             (C_NAME, 120),
             (C_ROLE, 150),
-            (C_TYPE, 160),
-            (C_LO, 84),
-            (C_HI, 84),
+            (C_TYPE, 200),
+            (C_LO, 96),
+            (C_HI, 96),
             (C_PREC, 80),
             (C_HIER, 84),
         ):
@@ -453,7 +453,7 @@ class RolesPanel(QWidget):
                         )
         else:
             vc = col.value_counts().head(20)
-            if kind == "ordinal" or (s.numeric and kind != "categorical"):
+            if s.numeric or kind == "ordinal":  # codes in their order (1, 2, …), not by count
                 vc = vc.sort_index()
             texts = []
             for v in vc.index:
