@@ -115,6 +115,7 @@ def protect_and_evaluate(
             method=method,
             hierarchies=hierarchies or None,
             measures=("sse", "rl", "delta", "corr", "kanon"),
+            types=params.get("types"),
         )
     )
     conf = [c for c, r in res.roles.items() if r == "confidential"]

@@ -296,9 +296,12 @@ class Controller(QObject):
         return True
 
     def _engine_params(self, params: dict) -> dict:
-        """The method's parameters plus the declared output precisions."""
+        """The method's parameters plus the declared output precisions and column types."""
         prec = self.state.active_precision()
-        return {**params, "precision": prec} if prec else dict(params)
+        out = {**params, "precision": prec} if prec else dict(params)
+        if self.state.types:  # the user's column types (issue 10): numeric-only methods refuse
+            out["types"] = dict(self.state.types)  # a categorical/ordinal quasi-identifier
+        return out
 
     def run_sweep(self) -> bool:
         if not self.guard():

@@ -252,6 +252,13 @@ class MainWindow(QMainWindow):
         )
         fm.addSeparator()
         act(fm, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        # issue 11: undo/redo of role, type, domain, precision and hierarchy edits
+        em = mb.addMenu("&Edit")
+        self.act_undo = self.state.undo_stack.createUndoAction(self, "&Undo")
+        self.act_undo.setShortcut(QKeySequence.StandardKey.Undo)
+        self.act_redo = self.state.undo_stack.createRedoAction(self, "&Redo")
+        self.act_redo.setShortcut(QKeySequence.StandardKey.Redo)
+        em.addActions([self.act_undo, self.act_redo])
         rm = mb.addMenu("&Run")
         self.act_sweep = act(
             rm, "Run trade-off &sweep", self.controller.run_sweep, "Ctrl+E", "Sweep k × ε and draw the curves"
@@ -321,7 +328,51 @@ class MainWindow(QMainWindow):
             self, "Open data", app_settings.last_folder(), io_adapter.open_filter()
         )
         if path:
-            self.controller.open_file(path)
+            self.open_data(path)
+
+    def open_data(self, path: str) -> bool:
+        """Open a data file; when the current one has roles, ask whether to keep them for
+        the columns of the same names (issue 11: roles were discarded without asking).
+        """
+        st = self.state
+        if st.df is None or not st.active_roles():
+            return self.controller.open_file(path)
+        keep = self._ask_keep_roles(path)
+        if keep is None:
+            return False
+        if not keep:
+            return self.controller.open_file(path)
+        prev = {c: v[:4] + (None, None) for c, v in st._column_settings().items()}
+
+        def carry_over() -> None:
+            same = {c: v for c, v in prev.items() if c in st.roles}
+            st.apply_column_settings(same)
+            st.mark_dirty()
+            kept = sum(1 for v in same.values() if v[0] != "other")
+            self.task_label.setText(
+                f"Kept the roles, types and domains of {kept} column(s) with the same names "
+                "(hierarchies are not carried over)."
+            )
+
+        return self.controller.open_file(path, then=carry_over)
+
+    def _ask_keep_roles(self, path: str) -> bool | None:
+        """True: keep the roles of same-named columns; False: discard them; None: cancel."""
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle("Open another file")
+        box.setText(
+            f"{len(self.state.active_roles())} attribute(s) of the current file have a role. "
+            f"Keep the roles, types and domains of the columns of {Path(path).name} that have the "
+            "same names?"
+        )
+        keep = box.addButton("Keep for same names", QMessageBox.ButtonRole.AcceptRole)
+        discard = box.addButton("Discard", QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(keep)
+        box.exec()
+        clicked = box.clickedButton()
+        return True if clicked is keep else False if clicked is discard else None
 
     def _confirm_csv(self, path: str, sniffed: dict) -> dict | None:
         dlg = CsvPreviewDialog(path, sniffed, self)
@@ -334,7 +385,7 @@ class MainWindow(QMainWindow):
             a = self.recent_menu.addAction("(none)")
             a.setEnabled(False)
         for f in files:
-            self.recent_menu.addAction(f, lambda f=f: self.controller.open_file(f))
+            self.recent_menu.addAction(f, lambda f=f: self.open_data(f))
 
     def dragEnterEvent(self, ev) -> None:  # noqa: N802 - Qt API
         if ev.mimeData().hasUrls():
@@ -346,7 +397,7 @@ class MainWindow(QMainWindow):
             if urls[0].endswith(project.SUFFIX):
                 self.controller.open_project(urls[0])
             else:
-                self.controller.open_file(urls[0])
+                self.open_data(urls[0])
 
     # ------------------------------------------------------------------ controller -> view
     def _on_runner_busy(self, _busy: bool) -> None:

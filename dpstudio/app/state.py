@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from dpstudio.app.compute import ColumnStats, column_stats  # noqa: F401 (re-export)
+from dpstudio.engine.errors import DPStudioError
 from dpstudio.engine.random import fresh_seed, parse_seed
 from dpstudio.engine.recipe import Recipe
 
@@ -16,6 +20,10 @@ from dpstudio.engine.recipe import Recipe
 DEFAULT_SWEEP = {"ks": "2-10, 12, 15, 20, 25, 30, 40, 50, 75, 100", "epsilons": "0.1, 1, 10", "repeats": 3}
 
 ROLE_VALUES = ("identifier", "k-quasi", "eps-quasi", "confidential", "other", "weight", "household")
+#: The column types the user chooses from (the engine's ``roles.TYPES``).
+TYPE_VALUES = ("numeric", "categorical", "ordinal", "date")
+#: Older projects (and history entries) said "text" for "treat as categories".
+_LEGACY_TYPES = {"text": "categorical"}
 
 
 def new_recipe() -> Recipe:
@@ -73,6 +81,13 @@ class AppState(QObject):
         self.project_path: str | None = None
         self.sweep_points: list = []
         self._dirty = False
+        #: undo/redo of role, type, domain, precision and hierarchy edits (issue 11); one
+        #: user action = one command (see :meth:`undo_step`); cleared when a file is loaded
+        self.undo_stack = QUndoStack(self)
+        self._undo_depth = 0
+        #: columns as read, kept when a type conversion replaced them in ``df``
+        self._loaded: dict[str, pd.Series] = {}
+        self._suggested: dict[str, str] = {}
 
     # --- views of the recipe
     @property
@@ -129,6 +144,8 @@ class AppState(QObject):
             r.roles.update({c: v for c, v in roles.items() if c in r.roles})
         r.domains, r.precision, r.hierarchies, r.types = {}, {}, {}, {}
         self.hierarchies = {}
+        self._loaded, self._suggested = {}, {}
+        self.undo_stack.clear()  # edits of another table cannot be undone on this one
         self.sweep_points = []
         self.input_errors = {}
         r.seed, r.seed_pinned, r.seed_releases = fresh_seed(), False, []
@@ -151,46 +168,156 @@ class AppState(QObject):
         self.sig_roles_changed.emit()
         self.mark_dirty()
 
-    def set_type(self, column: str, kind: str) -> None:
-        """Treat ``column`` as ``"numeric"`` or ``"text"`` (converts the loaded values; the
-        file is not touched).  Text → numeric refuses, naming the rows, when a value is not a
-        number (no value is silently lost); numeric → text keeps 39 as '39'.
-        """
-        from dpstudio.engine.errors import InputError, format_rows
+    def set_type(self, column: str, kind: str | None) -> None:
+        """The user's type for ``column``: ``numeric``, ``categorical``, ``ordinal`` or ``date``
+        (the engine's types; ``None``: no choice, the suggestion applies in the display only).
 
-        if kind not in ("numeric", "text"):
-            raise ValueError(kind)
-        s = self.df[column]
-        is_num = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
-        if kind == "numeric" and not is_num:
-            conv = pd.to_numeric(s, errors="coerce")
-            bad = np.flatnonzero(conv.isna().to_numpy() & s.notna().to_numpy())
-            if bad.size:
-                raise InputError(
-                    f"Column {column!r} cannot be numeric: row(s) {format_rows(bad)} hold text "
-                    f"such as {str(s.iloc[bad[0]])!r}. Correct the file (or the decimal mark "
-                    "when opening it), or keep the type text."
-                )
-            new = conv
-        elif kind == "text" and is_num:
-            v = s
-            if pd.api.types.is_float_dtype(s):
-                f = s.to_numpy(dtype=np.float64, na_value=np.nan)
-                fin = f[np.isfinite(f)]
-                if fin.size and np.all(fin == np.round(fin)) and np.abs(fin).max() < 2**53:
-                    v = s.astype("Int64")  # 39.0 -> '39'
-            new = v.astype(str).where(s.notna(), np.nan)
-        else:
+        Stored in the recipe, so runs, sweeps and project files get it; numeric-only methods
+        refuse a categorical/ordinal quasi-identifier.  Only ``numeric`` changes the loaded
+        values: a text column is converted to numbers, refused (naming the rows) when a value
+        is not a number, so nothing is silently lost; any other type gives the column back
+        exactly as it was read (codes stay codes; nothing is rewritten as text).
+        """
+        kind = self._check_type(column, kind)
+        if kind == self.types.get(column):
             return
-        self.df = self.df.assign(**{column: new})
-        self.types[column] = kind
-        self.stats[column] = column_stats(self.df[[column]])[column]
-        if kind == "text":
-            self.domains.pop(column, None)
-            self.precision.pop(column, None)
+        changed = self._apply_type(column, kind)
         self.sweep_points = []
         self._clear_result()
-        self.sig_types_changed.emit(column)
+        if changed:
+            self.sig_types_changed.emit(column)
+        self.sig_roles_changed.emit()
+        self.mark_dirty()
+
+    def suggested_type(self, column: str) -> str:
+        """The engine's suggestion for ``column`` (:func:`dpstudio.engine.roles.suggest_types`:
+        integer columns with at most 20 distinct values are suggested as categorical); computed
+        when first asked (a wide file is not scanned up front).
+        """
+        t = self._suggested.get(column)
+        if t is None:
+            from dpstudio.engine.roles import suggest_types
+
+            base = self._loaded.get(column)
+            col = base if base is not None else self.df[column]
+            t = self._suggested[column] = suggest_types(col.to_frame(column))[column]
+        return t
+
+    def column_type(self, column: str) -> tuple[str, bool]:
+        """``(type, suggested)``: the user's type, else the suggestion (``suggested`` True)."""
+        t = self.types.get(column)
+        return (t, False) if t else (self.suggested_type(column), True)
+
+    def _check_type(self, column: str, kind: str | None) -> str | None:
+        if kind is None:
+            return None
+        from dpstudio.engine.roles import normalize_types
+
+        k = _LEGACY_TYPES.get(str(kind).strip().lower(), kind)
+        return normalize_types([column], {column: k})[column]
+
+    def _apply_type(self, column: str, kind: str | None) -> bool:
+        """Store ``kind`` and make ``df[column]`` follow it; True when the values changed."""
+        from dpstudio.engine.errors import InputError, format_rows
+
+        cur = self.df[column]
+        base = self._loaded.get(column, cur)
+        new = base
+        if kind == "numeric":
+            is_num = pd.api.types.is_numeric_dtype(base) and not pd.api.types.is_bool_dtype(base)
+            if not is_num:
+                conv = pd.to_numeric(base, errors="coerce")
+                bad = np.flatnonzero(conv.isna().to_numpy() & base.notna().to_numpy())
+                if bad.size:
+                    raise InputError(
+                        f"Column {column!r} cannot be numeric: row(s) {format_rows(bad)} hold text "
+                        f"such as {str(base.iloc[bad[0]])!r}. Correct the file (or the decimal mark "
+                        "when opening it), or keep the type categorical."
+                    )
+                new = conv
+        if kind is None:
+            self.types.pop(column, None)
+        else:
+            self.types[column] = kind
+        if new is cur:
+            return False
+        if column not in self._loaded:
+            self._loaded[column] = cur
+        elif new is base:
+            del self._loaded[column]
+        self.df = self.df.assign(**{column: new})
+        self.stats[column] = column_stats(self.df[[column]])[column]
+        return True
+
+    # --- undo (issue 11): one user action = one step
+    @contextmanager
+    def undo_step(self, text: str) -> Iterator[None]:
+        """Record the role/type/domain/precision/hierarchy changes made inside as one undo
+        step named ``text`` (nested steps join the outer one; nothing changed: no step).
+        """
+        if self._undo_depth or self.df is None:
+            self._undo_depth += 1
+            try:
+                yield
+            finally:
+                self._undo_depth -= 1
+            return
+        before = self._column_settings()
+        self._undo_depth += 1
+        try:
+            yield
+        finally:
+            self._undo_depth -= 1
+            after = self._column_settings()
+            changed = [c for c, v in after.items() if not _same_settings(before.get(c), v)]
+            if changed:
+                self.undo_stack.push(
+                    _ColumnsCommand(
+                        self, text, {c: before[c] for c in changed}, {c: after[c] for c in changed}
+                    )
+                )
+
+    def _column_settings(self) -> dict[str, tuple]:
+        r, t, d, p, h, s = (
+            self.roles,
+            self.types,
+            self.domains,
+            self.precision,
+            self.hierarchies,
+            self.hierarchy_sources,
+        )
+        return {
+            c: (r.get(c, "other"), t.get(c), d.get(c), p.get(c), h.get(c), dict(s[c]) if c in s else None)
+            for c in r
+        }
+
+    def apply_column_settings(self, settings: dict[str, tuple]) -> None:
+        """Put the columns' (role, type, domain, precision, hierarchy, source) back, one signal."""
+        typed = []
+        for c, (role, kind, dom, prec, h, src) in settings.items():
+            if c not in self.roles:
+                continue
+            self.roles[c] = role
+            try:
+                if kind != self.types.get(c) and self._apply_type(c, kind):
+                    typed.append(c)
+            except DPStudioError:  # carried over to a file whose values do not fit: skip
+                pass
+            for dct, v in ((self.domains, dom), (self.precision, prec)):
+                if v is None:
+                    dct.pop(c, None)
+                else:
+                    dct[c] = v
+            if h is None:
+                self.hierarchies.pop(c, None)
+                self.hierarchy_sources.pop(c, None)
+            else:
+                self.hierarchies[c] = h
+                self.hierarchy_sources[c] = dict(src or {})
+        self.sweep_points = [] if typed else self.sweep_points
+        self._clear_result()
+        for c in typed:
+            self.sig_types_changed.emit(c)
         self.sig_roles_changed.emit()
         self.mark_dirty()
 
@@ -410,3 +537,27 @@ class AppState(QObject):
             self.evaluation = None
             self.result_recipe = None
             self.sig_result_changed.emit()
+
+
+def _same_settings(a: tuple | None, b: tuple) -> bool:
+    if a is None:
+        return False
+    return a[4] is b[4] and a[:4] == b[:4] and a[5] == b[5]
+
+
+class _ColumnsCommand(QUndoCommand):
+    """One undo step: the changed columns' settings before and after."""
+
+    def __init__(self, state: AppState, text: str, before: dict, after: dict) -> None:
+        super().__init__(text)
+        self.state, self.before, self.after = state, before, after
+        self._done = True  # pushed after the change was made: the first redo() does nothing
+
+    def redo(self) -> None:
+        if self._done:
+            self._done = False
+            return
+        self.state.apply_column_settings(self.after)
+
+    def undo(self) -> None:
+        self.state.apply_column_settings(self.before)

@@ -52,11 +52,15 @@ class Prepared:
     keep_household: bool = False
 
 
-def check_applicable(df: pd.DataFrame, method: str, roles: dict | None) -> None:
-    """Raise :class:`NotApplicableError` saying why ``method`` cannot run on these roles."""
+def check_applicable(df: pd.DataFrame, method: str, roles: dict | None, types: dict | None = None) -> None:
+    """Raise :class:`NotApplicableError` saying why ``method`` cannot run on these roles (and,
+    with ``types``, on these column types: what :func:`prepare` refuses, said before a run).
+    """
     spec = get_method(method)
     r = normalize_roles(df.columns, roles)
-    _applicable(spec, r)
+    protected = _applicable(spec, r)
+    if types and spec.numeric_only:
+        _refuse_non_numeric_types(spec, r, normalize_types(df.columns, types), protected)
 
 
 def _applicable(spec: MethodSpec, roles: dict[str, Role]) -> list[str]:

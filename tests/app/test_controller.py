@@ -117,10 +117,11 @@ def test_precision_typed_goes_to_protect_and_sweep(qtbot, window, monkeypatch):
     calls = _spy_protect(monkeypatch)
     _census(qtbot, win)
     rp = win.roles_panel
-    pe = rp.findChild(type(rp.table.cellWidget(0, 5)), "precision_FICA")
-    assert pe.placeholderText().startswith("auto:")
-    pe.setText("100")
-    pe.editingFinished.emit()
+    from dpstudio.app.models.roles_model import C_PREC
+
+    cell = rp.model.index(rp.model.row_of("FICA"), C_PREC)
+    assert rp.model.data(cell).startswith("auto:")  # the engine's default, shown greyed
+    assert rp.edit_cell("FICA", C_PREC, "100")
     assert win.state.precision == {"FICA": 100.0}
     win.method_panel.select_method("ir-dp")
     _protect(qtbot, win)
@@ -128,13 +129,12 @@ def test_precision_typed_goes_to_protect_and_sweep(qtbot, window, monkeypatch):
     vals = win.state.result.data["FICA"].to_numpy(dtype=float)
     assert np.all(np.mod(vals, 100.0) == 0)  # the release is on the typed grid
     # a bad precision is refused with one line, and blocks runs until corrected
-    pe.setText("-3")
-    pe.editingFinished.emit()
+    rp.edit_cell("FICA", C_PREC, "-3")
     assert "precision of column 'FICA'" in win.state.input_error()
+    assert rp.model.data(cell) == "-3"  # what was typed stays, marked
     assert not win.controller.run_protect()
     assert "FICA" in win.errors[-1][0]
-    pe.setText("")
-    pe.editingFinished.emit()
+    rp.edit_cell("FICA", C_PREC, "")
     assert win.state.input_error() == "" and win.state.precision == {}
 
 
@@ -143,17 +143,20 @@ def test_domain_bounds_kept_exactly_as_typed(qtbot, window):
     win = window
     _census(qtbot, win)
     rp = win.roles_panel
-    lo = rp.findChild(type(rp.table.cellWidget(0, 3)), "lower_FICA")
-    hi = rp.findChild(type(lo), "upper_FICA")
-    lo.setText("0.1")
-    hi.setText("123456789.25")
-    hi.editingFinished.emit()
+    from dpstudio.app.models.roles_model import C_HI, C_LO
+
+    m, r = rp.model, rp.model.row_of("FICA")
+    rp.edit_cell("FICA", C_LO, "0.1")
+    assert win.state.domains["FICA"][0] == 0.1  # the other bound (suggested) kept
+    rp.edit_cell("FICA", C_HI, "123456789.25")
     assert win.state.domains["FICA"] == (0.1, 123456789.25)
-    assert hi.text() == "123456789.25"
-    lo.editingFinished.emit()  # editing the other bound again changes nothing
+    assert m.data(m.index(r, C_HI)) == "123456789.25"
+    rp.edit_cell("FICA", C_LO, m.data(m.index(r, C_LO)))  # editing the other bound again changes nothing
     assert win.state.domains["FICA"] == (0.1, 123456789.25)
     win.state.set_domain("FICA", (0.0, 1234567.0))
-    assert hi.text() == "1234567" and lo.text() == "0"
+    assert m.data(m.index(r, C_HI)) == "1234567" and m.data(m.index(r, C_LO)) == "0"
+    rp.edit_cell("FICA", C_LO, "15382214")  # issue 11 defect 2: no 1.53822e+07
+    assert m.data(m.index(r, C_LO)) == "15382214"
 
 
 def test_guarantee_preview_is_the_release_sentence(qtbot, window):

@@ -204,45 +204,54 @@ def test_tclose_defaults_run_and_sweep_skips_infeasible_cells(qtbot, window):
 @settings(max_examples=20, deadline=None)
 @given(hs.lists(hs.one_of(hs.integers(-1000, 1000), hs.none()), min_size=1, max_size=30))
 def test_set_type_round_trips_without_losing_values(vals):
-    """numeric → text → numeric gives the same values back; missing stay missing."""
+    """Typing a column categorical leaves its values as read; a text column typed numeric and
+    back gives exactly the text read (no value, no spelling lost); missing stay missing.
+    """
     from dpstudio.app.state import AppState
 
     st = AppState()
     df = pd.DataFrame({"code": pd.array(vals, dtype="Float64").astype(float), "y": 1.0})
+    txt = pd.Series([None if v is None else f"{v:03d}" for v in vals], dtype=object)
+    df["t"] = txt
     st.set_data(df, None)
-    st.set_type("code", "text")
-    t = st.df["code"]
-    assert not pd.api.types.is_numeric_dtype(t)
-    assert t.isna().tolist() == df["code"].isna().tolist()
-    assert all(str(int(v)) == x for v, x in zip(df["code"], t) if pd.notna(v))
-    st.set_type("code", "numeric")
-    back = st.df["code"].to_numpy(dtype=float, na_value=np.nan)
-    np.testing.assert_array_equal(back, df["code"].to_numpy(dtype=float))
-    assert st.types == {"code": "numeric"}
+    st.set_type("code", "categorical")
+    assert st.df["code"] is df["code"] or st.df["code"].equals(df["code"])  # codes stay codes
+    st.set_type("t", "numeric")
+    assert pd.api.types.is_numeric_dtype(st.df["t"])
+    assert st.df["t"].isna().tolist() == txt.isna().tolist()
+    np.testing.assert_array_equal(
+        st.df["t"].to_numpy(dtype=float, na_value=np.nan), df["code"].to_numpy(dtype=float)
+    )
+    st.set_type("t", "categorical")
+    assert st.df["t"].tolist() == txt.tolist()  # '007' again, not '7'
+    assert st.types == {"code": "categorical", "t": "categorical"}
+    st.set_type("t", "text")  # older projects said "text"
+    assert st.types["t"] == "categorical"
 
 
-def test_type_combo_refuses_text_that_is_not_numbers(qtbot, window):
-    from dpstudio.app.state import AppState  # noqa: F401
+def test_type_cell_refuses_text_that_is_not_numbers(qtbot, window):
+    from dpstudio.app.models.roles_model import C_TYPE
 
     win = window
     win.state.set_data(pd.DataFrame({"a": ["1", "2", "x"], "b": ["3", "4", "5"]}), None)
-    tc_a = win.roles_panel.findChild(type(win.roles_panel.table.cellWidget(0, 2)), "type_a")
-    tc_b = win.roles_panel.findChild(type(tc_a), "type_b")
-    assert tc_a.currentData() == "text"
-    tc_b.setCurrentIndex(tc_b.findData("numeric"))
+    rp = win.roles_panel
+    m = rp.model
+    assert m.data(m.index(0, C_TYPE)).startswith("categorical (suggested)")
+    assert rp.edit_cell("b", C_TYPE, "numeric")
     assert pd.api.types.is_numeric_dtype(win.state.df["b"])
     assert win.state.df["b"].tolist() == [3, 4, 5]
     assert win.data_panel.model.rowCount() == 3
-    tc_a.setCurrentIndex(tc_a.findData("numeric"))
+    assert not rp.edit_cell("a", C_TYPE, "numeric")
     assert win.errors and "row(s) 3" in win.errors[-1][0]
-    assert tc_a.currentData() == "text"  # shown back as it is
+    assert m.data(m.index(0, C_TYPE), Qt.ItemDataRole.EditRole) == "categorical"  # shown back as it is
     assert win.state.df["a"].tolist() == ["1", "2", "x"]  # nothing lost
+    assert "a" not in win.state.types
 
 
 def test_project_keeps_types(qtbot, window, tmp_path):
     win = window
     _open_census(qtbot, win)
-    win.state.set_type("AGI", "text")
+    win.state.set_type("AGI", "categorical")
     win.state.set_roles({"AGI": "eps-quasi"})
     pp = tmp_path / "t.dpsproj"
     assert win.controller.save_project_to(str(pp))
@@ -253,8 +262,8 @@ def test_project_keeps_types(qtbot, window, tmp_path):
     try:
         with qtbot.waitSignal(win2.sig_loaded, timeout=20000):
             assert win2.controller.open_project(str(pp))
-        qtbot.waitUntil(lambda: win2.state.types.get("AGI") == "text", timeout=5000)
-        assert not pd.api.types.is_numeric_dtype(win2.state.df["AGI"])
+        qtbot.waitUntil(lambda: win2.state.types.get("AGI") == "categorical", timeout=5000)
+        assert pd.api.types.is_numeric_dtype(win2.state.df["AGI"])  # the values as read
     finally:
         win2.shutdown()
         win2.state.mark_dirty(False)

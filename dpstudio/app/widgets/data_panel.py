@@ -60,16 +60,27 @@ class DataPanel(QWidget):
             return
         n_missing = sum(s.missing for s in st.stats.values())
         miss = f", {n_missing:,} missing cells (shaded)" if n_missing else ""
-        self.info.setText(
+        self._head = (
             f"<b>{Path(st.path).name if st.path else 'data'}</b> — "
             f"{len(st.df):,} records × {st.df.shape[1]} columns{miss}"
             f"<br><span style='color:#666'>{st.path or ''}</span>"
-            "<br><span style='color:#0b4f8a'>Next: give the attributes their roles "
-            "in <b>2 · Attributes</b> (Ctrl+2).</span>"
         )
+        self._show_next()
+
+    def _show_next(self) -> None:
+        """The next step: roles while none is set (a project brings its own, issue 11)."""
+        n = len(self.state.active_roles())
+        nxt = (
+            f"{n} attribute(s) have a role; next: choose the method in <b>3 · Method</b> (Ctrl+3)."
+            if n
+            else "Next: give the attributes their roles in <b>2 · Attributes</b> (Ctrl+2)."
+        )
+        self.info.setText(self._head + f"<br><span style='color:#0b4f8a'>{nxt}</span>")
 
     def _on_state_roles_changed(self) -> None:
         self.model.set_roles(self.state.roles)
+        if self.state.df is not None and getattr(self, "_head", ""):
+            self._show_next()
 
 
 if __name__ == "__main__":

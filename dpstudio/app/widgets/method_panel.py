@@ -778,8 +778,9 @@ class MethodPanel(QWidget):
         mid = self.current_method()
         reason = ""
         if st.df is not None and mid:
-            try:
-                engine.check_applicable(st.df, mid, st.active_roles())
+            try:  # with the user's column types: a numeric-only method on a column typed
+                # categorical/ordinal is shown not applicable, with the engine's reason (issue 11)
+                engine.check_applicable(st.df, mid, st.active_roles(), st.types or None)
             except engine.DPStudioError as exc:
                 reason = str(exc)
         # mark every method in the list
@@ -793,7 +794,7 @@ class MethodPanel(QWidget):
             why = ""
             if st.df is not None:
                 try:
-                    engine.check_applicable(st.df, oid, st.active_roles())
+                    engine.check_applicable(st.df, oid, st.active_roles(), st.types or None)
                 except engine.DPStudioError as exc:
                     why = str(exc)
             if not why:

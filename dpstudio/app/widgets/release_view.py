@@ -302,7 +302,7 @@ class ReleaseView(QWidget):
             text = (
                 not pd.api.types.is_numeric_dtype(s)
                 or (o is not None and not pd.api.types.is_numeric_dtype(o))
-                or self.state.types.get(str(c)) == "text"
+                or self.state.types.get(str(c)) in ("categorical", "ordinal", "text")
             )
             if text:
                 out.append(str(c))

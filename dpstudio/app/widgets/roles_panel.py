@@ -2,30 +2,25 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QModelIndex, QPoint, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QComboBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QLineEdit,
     QMenu,
     QPushButton,
     QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
+    QTableView,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -33,35 +28,29 @@ from PySide6.QtWidgets import (
 
 from dpstudio import engine
 from dpstudio.app import settings as app_settings
-from dpstudio.app.state import ROLE_VALUES, AppState
+from dpstudio.app.models.roles_model import (  # noqa: F401  (re-exported: the panel's vocabulary)
+    C_CHECK,
+    C_HI,
+    C_HIER,
+    C_LO,
+    C_NAME,
+    C_PREC,
+    C_ROLE,
+    C_TYPE,
+    COLS,
+    ROLE_HELP,
+    ROLE_LABELS,
+    RolesModel,
+    format_exact,
+    label_of,
+    parse_exact,
+    value_labels_of,
+)
+from dpstudio.app.state import ROLE_VALUES, TYPE_VALUES, AppState
 from dpstudio.app.widgets.common import Banner, show_error
+from dpstudio.app.widgets.roles_delegate import RolesDelegate
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 
-ROLE_HELP = {
-    "identifier": "Identifier: directly identifies a person (name, ID number, phone). Removed "
-    "from every output.",
-    "k-quasi": "k-quasi-identifier: could be linked with outside data (age, zip code…). "
-    "Protected by the k-anonymity step (microaggregation or generalisation).",
-    "eps-quasi": "ε-quasi-identifier: protected by differential-privacy noise (possibly after "
-    "microaggregation). Needs a declared domain.",
-    "confidential": "Confidential: the sensitive value (income, diagnosis). Kept as is unless "
-    "the method protects it too.",
-    "other": "Other: released unchanged and not used by the method.",
-    "weight": "Sampling weight: released unchanged; the risk models use it (one column).",
-    "household": "Household id: used for household risk; not released as is (one column).",
-}
-ROLE_LABELS = {
-    "identifier": "Identifier",
-    "k-quasi": "k-quasi-identifier",
-    "eps-quasi": "ε-quasi-identifier",
-    "confidential": "Confidential",
-    "other": "Other",
-    "weight": "Sampling weight",
-    "household": "Household id",
-}
-COLS = ["Column", "Role", "Type", "Lower bound", "Upper bound", "Precision", "Hierarchy", "Check"]
-C_NAME, C_ROLE, C_TYPE, C_LO, C_HI, C_PREC, C_HIER, C_CHECK = range(8)
-BAD_STYLE = "background:#fde2e1;"
 LEAK_WARNING = (
     "Bounds suggested from the data (0 … 1.5 × max) are derived from individuals' "
     "values and leak information about them; the papers use them for experiments. "
@@ -70,32 +59,19 @@ LEAK_WARNING = (
 )
 
 
-def generate_hierarchy(series: pd.Series, column: str, levels: int = 10) -> Hierarchy:
-    """A simple generalisation hierarchy: value → interval (numeric) → ``*``; text: value → ``*``."""
-    s = series.dropna()
-    values = pd.unique(s)
-    if len(values) > 20000:
-        raise engine.InputError(
-            f"Column {column!r} has {len(values):,} distinct values: too many "
-            "for a generated hierarchy. Load an ARX hierarchy file instead."
-        )
-    if len(values) == 0:
-        raise engine.InputError(f"Column {column!r} has no values to build a hierarchy from.")
-    if pd.api.types.is_numeric_dtype(s):
-        values = pd.Series(values).sort_values().to_numpy()
-        vals = values.astype(float)
-        leaves = pd.Series(values).astype(str).tolist()  # as check_values sees them
-        lo, hi = float(vals[0]), float(vals[-1])
-        edges = np.linspace(lo, hi, levels + 1) if hi > lo else np.array([lo, lo + 1])
-        idx = np.clip(np.searchsorted(edges, vals, side="right") - 1, 0, len(edges) - 2)
-        labels = [
-            f"[{edges[i]:g}, {edges[i + 1]:g}{']' if i == len(edges) - 2 else ')'}"
-            for i in range(len(edges) - 1)
-        ]
-        rows = [[leaf, labels[i], "*"] for leaf, i in zip(leaves, idx)]
-    else:
-        rows = [[str(v), "*"] for v in sorted(map(str, values))]
-    return Hierarchy.from_rows(rows, name=f"{column} (generated)")
+def generate_hierarchy(series: pd.Series, column: str) -> Hierarchy:
+    """The engine's automatic hierarchy for ``column``
+    (:func:`dpstudio.engine.hierarchies.build.auto_hierarchy`: numbers → intervals of doubling
+    width, dates → month → year → …, equal-length digit codes → masking, other values → ``*``).
+
+    It is the hierarchy the engine builds itself when a method needs one and none is given,
+    so "Generate" in the app and ``dpstudio protect`` without ``--hierarchy`` give the same
+    hierarchy, and a project that records ``{"generated": True}`` rebuilds the same one.
+    """
+    from dpstudio.engine.hierarchies.build import auto_hierarchy
+
+    # missing values are no leaves (a method drops or refuses those records)
+    return auto_hierarchy(series.dropna(), name=column)
 
 
 def short_label(v, n: int, room: int = 84) -> str:
@@ -130,7 +106,6 @@ class RolesPanel(QWidget):
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
-        self._updating = False
         lay = QVBoxLayout(self)
         self.banner = Banner(self)
         lay.addWidget(self.banner)
@@ -144,14 +119,6 @@ class RolesPanel(QWidget):
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
         tools = QHBoxLayout()
-        self.suggest_btn = QPushButton("Suggest domain 0 … 1.5 × max")
-        self.suggest_btn.setToolTip(
-            "Fill empty bounds of the selected numeric columns (or of all "
-            "protected ones) with 0 … 1.5 × max, as in the papers. "
-            "Warning: bounds from the data leak."
-        )
-        self.suggest_btn.clicked.connect(self._on_suggest_clicked)
-        tools.addWidget(self.suggest_btn)
         self.set_role_btn = QToolButton()
         self.set_role_btn.setText("Set role of selected ▾")
         self.set_role_btn.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
@@ -160,45 +127,75 @@ class RolesPanel(QWidget):
             act = menu.addAction(ROLE_LABELS[r])
             act.setToolTip(ROLE_HELP[r])
             act.triggered.connect(lambda _=False, r=r: self.set_selected_role(r))
+        menu.addSeparator()
+        menu.addAction("All columns to Other", self.reset_roles)
         self.set_role_btn.setMenu(menu)
-        self.set_role_btn.setToolTip("Give all selected columns the same role.")
+        self.set_role_btn.setToolTip("Give all selected columns the same role (one undo step).")
         tools.addWidget(self.set_role_btn)
+        self.set_type_btn = QToolButton()
+        self.set_type_btn.setText("Set type of selected ▾")
+        self.set_type_btn.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        tmenu = QMenu(self.set_type_btn)
+        for t in TYPE_VALUES:
+            tmenu.addAction(t, lambda t=t: self.set_selected_type(t))
+        tmenu.addSeparator()
+        tmenu.addAction(
+            "Accept the suggested types (selected, or all with a role)", self.accept_suggested_types
+        )
+        self.set_type_btn.setMenu(tmenu)
+        self.set_type_btn.setToolTip(
+            "Give all selected columns the same type, or make the engine's suggestions (italic) "
+            "your choice (one undo step)."
+        )
+        tools.addWidget(self.set_type_btn)
+        self.suggest_btn = QPushButton("Suggest domain 0 … 1.5 × max")
+        self.suggest_btn.setToolTip(
+            "Fill empty bounds of the selected numeric columns (or of all "
+            "protected ones) with 0 … 1.5 × max, as in the papers. "
+            "Warning: bounds from the data leak."
+        )
+        self.suggest_btn.clicked.connect(self._on_suggest_clicked)
+        tools.addWidget(self.suggest_btn)
         tools.addStretch(1)
         ll.addLayout(tools)
-        self.table = QTableWidget(0, len(COLS))
-        self.table.setHorizontalHeaderLabels(COLS)
+
+        self.model = RolesModel(state, self)
+        self.model.sig_error.connect(lambda m: show_error(self, m))
+        self.table = QTableView()
+        self.table.setObjectName("roles_table")
+        self.table.setModel(self.model)
+        self.delegate = RolesDelegate(self.table)
+        self.table.setItemDelegate(self.delegate)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.verticalHeader().setVisible(False)
-        self.table.verticalHeader().setDefaultSectionSize(28)
+        self.table.setEditTriggers(
+            QAbstractItemView.EditTrigger.DoubleClicked
+            | QAbstractItemView.EditTrigger.SelectedClicked
+            | QAbstractItemView.EditTrigger.EditKeyPressed
+            | QAbstractItemView.EditTrigger.AnyKeyPressed
+        )
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        vh = self.table.verticalHeader()
+        vh.setVisible(False)
+        vh.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # no per-row size hints: O(visible)
+        vh.setDefaultSectionSize(24)
         hh = self.table.horizontalHeader()
         hh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         hh.setStretchLastSection(True)
         for c, w in (
-            (C_NAME, 100),
-            (C_ROLE, 140),
-            (C_TYPE, 84),
-            (C_LO, 84),
-            (C_HI, 84),
-            (C_PREC, 70),
-            (C_HIER, 80),
+            (C_NAME, 120),
+            (C_ROLE, 150),
+            (C_TYPE, 200),
+            (C_LO, 96),
+            (C_HI, 96),
+            (C_PREC, 80),
+            (C_HIER, 84),
         ):
             self.table.setColumnWidth(c, w)
-        tips = {
-            C_ROLE: "What the attribute is: identifier, k-quasi, ε-quasi, confidential or other.",
-            C_LO: "Smallest value the attribute can take in the population (public "
-            "knowledge, not this file's minimum).",
-            C_HI: "Largest value the attribute can take in the population.",
-            C_PREC: "Output precision γ of a noisy numeric attribute: noise is drawn on "
-            "the grid of multiples of γ and the release carries no finer digits. "
-            "Empty: the default (1 for whole-number columns, else about a "
-            "millionth of the declared domain's width).",
-            C_HIER: "Generalisation hierarchy / taxonomy (for (k,ε)-anonymity and "
-            "categorical methods): load an ARX CSV or generate one.",
-            C_CHECK: "Problems found with the current roles and domains.",
-        }
-        for c, t in tips.items():
-            self.table.horizontalHeaderItem(c).setToolTip(t)
-        self.table.itemSelectionChanged.connect(self._on_selection_changed)
+        self.table.selectionModel().selectionChanged.connect(self._on_selection_changed)
+        self.table.clicked.connect(self._on_cell_clicked)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._on_context_menu)
         ll.addWidget(self.table, 1)
         self.splitter.addWidget(left)
 
@@ -207,9 +204,10 @@ class RolesPanel(QWidget):
         rl = QVBoxLayout(right)
         form = QFormLayout()
         self.stat_labels = {}
-        for key in ("Column", "Type", "Missing", "Distinct", "Minimum", "Maximum"):
+        for key in ("Column", "Label", "Type", "Missing", "Distinct", "Minimum", "Maximum"):
             lab = QLabel("–")
             lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            lab.setWordWrap(True)
             self.stat_labels[key] = lab
             form.addRow(key + ":", lab)
         rl.addLayout(form)
@@ -231,36 +229,83 @@ class RolesPanel(QWidget):
 
         state.sig_data_changed.connect(self._on_state_data_changed)
         state.sig_roles_changed.connect(self._on_state_roles_changed)
+        state.sig_input_errors_changed.connect(self._update_summary)
 
     # --- Public API
     def set_selected_role(self, role: str) -> None:
         cols = self.selected_columns()
         if cols:
-            self.state.set_roles({c: role for c in cols})
+            self.set_roles({c: role for c in cols}, f"Role of {len(cols)} column(s): {ROLE_LABELS[role]}")
+
+    def set_roles(self, roles: dict[str, str], text: str = "Set roles") -> None:
+        """Several roles at once: one undo step."""
+        with self.state.undo_step(text):
+            self.state.set_roles(roles)
+
+    def reset_roles(self) -> None:
+        """Every column back to 'other' (one undo step)."""
+        st = self.state
+        changed = {c: "other" for c, r in st.roles.items() if r != "other"}
+        if changed:
+            self.set_roles(changed, f"All {len(changed)} role(s) to Other")
+
+    def set_selected_type(self, kind: str) -> None:
+        self.set_types({c: kind for c in self.selected_columns()}, f"Type of selected: {kind}")
+
+    def set_types(self, types: dict[str, str | None], text: str = "Set types") -> list[str]:
+        """Several types at once (one undo step); returns the columns refused (each reported)."""
+        refused = []
+        with self.state.undo_step(text):
+            for c, t in types.items():
+                try:
+                    self.state.set_type(c, t)
+                except engine.DPStudioError as exc:
+                    refused.append(c)
+                    if len(refused) == 1:
+                        show_error(self, str(exc))
+        return refused
+
+    def accept_suggested_types(self) -> None:
+        """Make the engine's suggestions the user's types: for the selected columns, else for
+        every column with a role (one undo step).
+        """
+        st = self.state
+        cols = self.selected_columns() or [c for c in st.roles if st.roles[c] != "other"]
+        todo = {c: st.suggested_type(c) for c in cols if c not in st.types}
+        if todo:
+            self.set_types(todo, f"Accept suggested types of {len(todo)} column(s)")
 
     def selected_columns(self) -> list[str]:
-        rows = sorted({i.row() for i in self.table.selectedIndexes()})
-        return [self.table.item(r, C_NAME).text() for r in rows if self.table.item(r, C_NAME)]
+        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        if not rows:
+            rows = sorted({i.row() for i in self.table.selectionModel().selectedIndexes()})
+        return [self.model.name(r) for r in rows]
 
     def select_column(self, name: str) -> None:
-        for r in range(self.table.rowCount()):
-            if self.table.item(r, C_NAME).text() == name:
-                self.table.selectRow(r)
-                return
+        r = self.model.row_of(name)
+        if r >= 0:
+            self.table.selectRow(r)
+            self.table.scrollTo(self.model.index(r, 0))
 
     def row_check(self, column: str) -> str:
         """The validation message of ``column`` ('' if fine)."""
-        for r in range(self.table.rowCount()):
-            if self.table.item(r, C_NAME).text() == column:
-                return self.table.item(r, C_CHECK).text()
-        return ""
+        return self.model.check(column)[0] if self.model.row_of(column) >= 0 else ""
+
+    def edit_cell(self, column: str, cell: int, value) -> bool:
+        """Write ``value`` into a cell as the editor would (Role/Type: the role or type value;
+        bounds and precision: the text typed).
+        """
+        r = self.model.row_of(column)
+        return r >= 0 and self.model.setData(self.model.index(r, cell), value)
 
     def suggest_domains(self, columns: list[str] | None = None) -> list[str]:
-        """Fill 0 … 1.5 × max for numeric columns without a domain; returns the columns set."""
+        """Fill 0 … 1.5 × max for numeric columns without a domain; returns the columns set
+        (one undo step).
+        """
         st = self.state
         if columns is None:
             columns = [c for c, r in st.roles.items() if r not in ("other", "identifier")]
-        done = []
+        new = {}
         for c in columns:
             s = st.stats.get(c)
             if s is None or not s.numeric or s.maximum is None or c in st.domains:
@@ -269,12 +314,14 @@ class RolesPanel(QWidget):
             hi = 1.5 * s.maximum if s.maximum > 0 else (s.maximum + 1.0)
             if hi <= lo:
                 hi = lo + 1.0
-            st.domains[c] = (float(lo), float(hi))
-            done.append(c)
-        if done:
-            st.set_domain(done[-1], st.domains[done[-1]])  # emits once
+            new[c] = (float(lo), float(hi))
+        if new:
+            with st.undo_step(f"Suggest domains of {len(new)} column(s)"):
+                st.domains.update(new)
+                last = list(new)[-1]
+                st.set_domain(last, new[last])  # emits once
             self.banner.show_message(LEAK_WARNING, "warning")
-        return done
+        return list(new)
 
     # --- Slots
     def _on_suggest_clicked(self) -> None:
@@ -288,259 +335,76 @@ class RolesPanel(QWidget):
             )
 
     def _on_state_data_changed(self) -> None:
-        st = self.state
-        self._updating = True
-        self.table.setRowCount(0)
         self.banner.hide()
-        if st.df is None:
-            self._updating = False
-            return
-        names = [str(c) for c in st.df.columns]
-        self.table.setRowCount(len(names))
-        for r, name in enumerate(names):
-            it = QTableWidgetItem(name)
-            it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
-            self.table.setItem(r, C_NAME, it)
-            combo = QComboBox()
-            combo.setObjectName(f"role_{name}")
-            for i, role in enumerate(ROLE_VALUES):
-                combo.addItem(ROLE_LABELS[role], role)
-                combo.setItemData(i, ROLE_HELP[role], Qt.ItemDataRole.ToolTipRole)
-            combo.setToolTip(f"Role of {name}. " + " ".join(ROLE_HELP.values()))
-            combo.currentIndexChanged.connect(
-                lambda _i, c=combo, n=name: self._on_role_combo(n, c.currentData())
-            )
-            self.table.setCellWidget(r, C_ROLE, combo)
-            tc = QComboBox()
-            tc.setObjectName(f"type_{name}")
-            tc.addItem("numeric", "numeric")
-            tc.addItem("text", "text")
-            tc.currentIndexChanged.connect(lambda _i, c=tc, n=name: self._on_type_combo(n, c))
-            self.table.setCellWidget(r, C_TYPE, tc)
-            self._show_type(r, name)
-            for c, what in ((C_LO, "lower"), (C_HI, "upper")):
-                le = QLineEdit()
-                le.setObjectName(f"{what}_{name}")
-                le.setFrame(False)
-                le.setToolTip(
-                    "Declared domain bound (public knowledge), kept exactly as typed. Type a "
-                    "number; leave both empty for no domain."
-                )
-                le.editingFinished.connect(lambda n=name: self._on_bounds_edited(n))
-                self.table.setCellWidget(r, c, le)
-            pe = QLineEdit()
-            pe.setObjectName(f"precision_{name}")
-            pe.setFrame(False)
-            pe.setToolTip(self.table.horizontalHeaderItem(C_PREC).toolTip())
-            pe.editingFinished.connect(lambda n=name: self._on_precision_edited(n))
-            self.table.setCellWidget(r, C_PREC, pe)
-            hb = QToolButton()
-            hb.setText("none")
-            hb.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-            hb.setToolTip(
-                f"Hierarchy of {name}: load an ARX hierarchy CSV or generate a simple "
-                "one (value → interval → *)."
-            )
-            m = QMenu(hb)
-            m.addAction("Load ARX hierarchy…", lambda n=name: self._load_hierarchy(n))
-            m.addAction("Generate", lambda n=name: self._generate_hierarchy(n))
-            m.addAction("Remove", lambda n=name: self.state.set_hierarchy(n, None, None))
-            hb.setMenu(m)
-            self.table.setCellWidget(r, C_HIER, hb)
-            ck = QTableWidgetItem("")
-            ck.setFlags(ck.flags() & ~Qt.ItemFlag.ItemIsEditable)
-            self.table.setItem(r, C_CHECK, ck)
-        self._updating = False
-        self._on_state_roles_changed()
-        if names:
+        if self.state.df is not None and self.model.rowCount():
             self.table.selectRow(0)
+        self._on_state_roles_changed()
 
     def _on_state_roles_changed(self) -> None:
+        if self.state.df is None:
+            self.summary.setText("")
+            self.hist.clear()
+            return
+        self._update_summary()
+        self._update_stats()
+
+    def _update_summary(self) -> None:
         st = self.state
         if st.df is None:
             return
-        self._updating = True
-        problems = 0
         counts = {r: 0 for r in ROLE_VALUES}
-        for r in range(self.table.rowCount()):
-            name = self.table.item(r, C_NAME).text()
-            role = st.roles.get(name, "other")
-            counts[role] += 1
-            combo = self.table.cellWidget(r, C_ROLE)
-            i = combo.findData(role)
-            if combo.currentIndex() != i:
-                combo.blockSignals(True)
-                combo.setCurrentIndex(i)
-                combo.blockSignals(False)
-            dom = st.domains.get(name)
-            for c, v in ((C_LO, dom[0] if dom else None), (C_HI, dom[1] if dom else None)):
-                le = self.table.cellWidget(r, c)
-                if f"bounds:{name}" not in st.input_errors and not _same_number(le.text(), v):
-                    le.setText(format_exact(v))
-            pe = self.table.cellWidget(r, C_PREC)
-            g = st.precision.get(name)
-            if f"precision:{name}" not in st.input_errors and not _same_number(pe.text(), g):
-                pe.setText(format_exact(g))
-            default = self._default_precision(name)
-            pe.setPlaceholderText(f"auto: {format_exact(default)}" if default else "")
-            pe.setEnabled(bool(st.stats[name].numeric))
-            h = st.hierarchies.get(name)
-            self.table.cellWidget(r, C_HIER).setText(f"{h.height} levels" if h is not None else "none")
-            msg, level = self._check(name, role)
-            ck = self.table.item(r, C_CHECK)
-            ck.setText(msg)
-            ck.setToolTip(msg)
-            color = {"error": "#b00020", "warning": "#8a5a00", "ok": "#2e7d32"}.get(level, "#555")
-            ck.setForeground(QBrush(QColor(color)))
-            if level == "error":
-                problems += 1
-        self._updating = False
+        for r in st.roles.values():
+            counts[r] = counts.get(r, 0) + 1
+        problems = self.model.problems()
         parts = [f"{n} {ROLE_LABELS[r].lower()}" for r, n in counts.items() if n and r != "other"]
         self.summary.setText(
             (
                 "Roles: " + ", ".join(parts)
                 if parts
-                else "Give each attribute a role (select rows and use “Set role of selected”, or the "
-                "Role column). Hover a role for what it means."
+                else "Give each attribute a role (double-click the Role cell, or select rows and use "
+                "“Set role of selected”). Hover a role for what it means. Undo: Ctrl+Z."
             )
             + (f" — <b style='color:#b00020'>{problems} problem(s)</b>" if problems else "")
         )
-        self._update_stats()
 
-    def _check(self, name: str, role: str) -> tuple[str, str]:
-        st = self.state
-        s = st.stats[name]
-        if role == "other":
-            return "", ""
-        if role == "identifier":
-            return "removed from the release", "info"
-        msgs = []
-        level = "ok"
-        if s.missing:
-            msgs.append(f"{s.missing:,} missing value(s): impute or drop those records")
-            level = "error"
-        if s.non_numeric and s.numeric is False and s.minimum is not None:
-            msgs.append(f"{s.non_numeric:,} non-numeric cell(s)")
-            level = "error"
-        dom = st.domains.get(name)
-        if dom is not None:
-            lo, hi = dom
-            if not lo < hi:
-                msgs.append("lower bound must be below the upper bound")
-                level = "error"
-            elif s.minimum is not None and (s.minimum < lo or s.maximum > hi):
-                vals = pd.to_numeric(st.df[name], errors="coerce").to_numpy(dtype=float)
-                nout = int(np.sum((vals < lo) | (vals > hi)))
-                msgs.append(f"{nout:,} value(s) outside [{lo:g}, {hi:g}]")
-                level = "error"
-        elif s.numeric and role in ("eps-quasi", "k-quasi", "confidential"):
-            msgs.append("no domain (DP methods need one)")
-            if level == "ok":
-                level = "warning"
-        if not s.numeric and role in ("k-quasi", "eps-quasi") and name not in st.hierarchies:
-            msgs.append("text: needs a hierarchy or a categorical method")
-            if level == "ok":
-                level = "warning"
-        return ("; ".join(msgs) if msgs else "OK"), level
-
-    def _show_type(self, r: int, name: str) -> None:
-        s = self.state.stats[name]
-        tc = self.table.cellWidget(r, C_TYPE)
-        tc.blockSignals(True)
-        tc.setCurrentIndex(0 if s.numeric else 1)
-        tc.blockSignals(False)
-        hint = ""
-        if not s.numeric and s.minimum is not None:
-            hint = (
-                f" Looks numeric: {s.non_numeric:,} cell(s) are not numbers."
-                if s.non_numeric
-                else " All values are numbers: switch to numeric to measure and mask them as numbers."
+    def _on_cell_clicked(self, index: QModelIndex) -> None:
+        if index.column() == C_HIER:
+            rect = self.table.visualRect(index)
+            self._hierarchy_menu(self.model.name(index.row())).popup(
+                self.table.viewport().mapToGlobal(rect.bottomLeft())
             )
-        tc.setToolTip(
-            f"Type of {name} (pandas {s.dtype}). numeric: masked and measured as "
-            "numbers (domain bounds apply). text: treated as categories (a hierarchy "
-            "gives them a distance); choose it for numeric codes such as a region "
-            "number." + hint
+
+    def _hierarchy_menu(self, name: str) -> QMenu:
+        m = QMenu(self)
+        m.addAction("Load ARX hierarchy…", lambda: self._load_hierarchy(name))
+        m.addAction("Generate (the engine's automatic hierarchy)", lambda: self._generate_hierarchy(name))
+        rm = m.addAction("Remove", lambda: self.remove_hierarchy(name))
+        rm.setEnabled(name in self.state.hierarchies)
+        return m
+
+    def _on_context_menu(self, pos: QPoint) -> None:
+        index = self.table.indexAt(pos)
+        if not index.isValid():
+            return
+        cols = self.selected_columns()
+        name = self.model.name(index.row())
+        if name not in cols:
+            self.table.selectRow(index.row())
+            cols = [name]
+        m = QMenu(self)
+        rm = m.addMenu(f"Role of {len(cols)} column(s)")
+        for r in ROLE_VALUES:
+            rm.addAction(ROLE_LABELS[r], lambda r=r: self.set_selected_role(r))
+        tm = m.addMenu(f"Type of {len(cols)} column(s)")
+        for t in TYPE_VALUES:
+            tm.addAction(t, lambda t=t: self.set_selected_type(t))
+        tm.addAction(
+            "Back to the suggestion", lambda: self.set_types({c: None for c in cols}, "Types to suggested")
         )
+        m.addMenu(self._hierarchy_menu(name)).setText(f"Hierarchy of {name}")
+        m.popup(self.table.viewport().mapToGlobal(pos))
 
-    def _on_type_combo(self, name: str, combo: QComboBox) -> None:
-        if self._updating:
-            return
-        try:
-            self.state.set_type(name, combo.currentData())
-        except engine.DPStudioError as exc:
-            show_error(self, str(exc))
-            for r in range(self.table.rowCount()):
-                if self.table.item(r, C_NAME).text() == name:
-                    self._show_type(r, name)
-        else:
-            for r in range(self.table.rowCount()):
-                if self.table.item(r, C_NAME).text() == name:
-                    self._show_type(r, name)
-
-    def _on_role_combo(self, name: str, role: str) -> None:
-        if not self._updating:
-            self.state.set_role(name, role)
-
-    def _row_of(self, name: str) -> int:
-        for r in range(self.table.rowCount()):
-            if self.table.item(r, C_NAME).text() == name:
-                return r
-        return -1
-
-    def _on_bounds_edited(self, name: str) -> None:
-        """Both bounds as typed: numbers -> the state's domain (exact); empty -> no domain."""
-        if self._updating:
-            return
-        r = self._row_of(name)
-        eds = [self.table.cellWidget(r, c) for c in (C_LO, C_HI)]
-        texts = [e.text().strip() for e in eds]
-        vals = [parse_exact(t) for t in texts]
-        bad = [t != "" and v is None for t, v in zip(texts, vals)]
-        for e, b in zip(eds, bad):
-            e.setStyleSheet(BAD_STYLE if b else "")
-        if any(bad):
-            self.state.set_input_error(
-                f"bounds:{name}",
-                f"The domain bounds of column {name!r} must be numbers "
-                f"(e.g. 0 and 150000). Got {texts[bad.index(True)]!r}.",
-            )
-            self.table.item(r, C_CHECK).setText("bounds must be numbers")
-            return
-        self.state.set_input_error(f"bounds:{name}", None)
-        if texts == ["", ""]:
-            self.state.set_domain(name, None)
-        elif "" not in texts:
-            self.state.set_domain(name, (vals[0], vals[1]))
-
-    def _on_precision_edited(self, name: str) -> None:
-        if self._updating:
-            return
-        r = self._row_of(name)
-        pe = self.table.cellWidget(r, C_PREC)
-        t = pe.text().strip()
-        v = parse_exact(t)
-        if t and (v is None or v <= 0):
-            pe.setStyleSheet(BAD_STYLE)
-            self.state.set_input_error(
-                f"precision:{name}",
-                f"The precision of column {name!r} must be a number > 0 (e.g. 1, 0.01 or 100). Got {t!r}.",
-            )
-            return
-        pe.setStyleSheet("")
-        self.state.set_input_error(f"precision:{name}", None)
-        self.state.set_precision(name, v if t else None)
-
-    def _default_precision(self, name: str) -> float | None:
-        """The engine's default γ for ``name`` (shown greyed in the empty field)."""
-        from dpstudio.engine.algorithms.noise import default_precision, pd_is_integer
-
-        st = self.state
-        if not st.stats[name].numeric:
-            return None
-        return default_precision(st.domains.get(name), pd_is_integer(st.df[name]))
-
-    def _on_selection_changed(self) -> None:
+    def _on_selection_changed(self, *_args) -> None:
         self._update_stats()
         cols = self.selected_columns()
         if cols:
@@ -550,15 +414,19 @@ class RolesPanel(QWidget):
         st = self.state
         cols = self.selected_columns()
         self.hist.clear()
-        self.hist.getAxis("bottom").setTicks(None)  # a text column's category ticks (issue 11 #4)
         self.hist.setToolTip("")
+        ax = self.hist.getAxis("bottom")
+        ax.setTicks(None)  # a text column's labels must not stay on the next numeric one
         if st.df is None or not cols:
             return
         name = cols[0]
         s = st.stats[name]
         L = self.stat_labels
         L["Column"].setText(f"<b>{name}</b> ({ROLE_LABELS[st.roles.get(name, 'other')]})")
-        L["Type"].setText(("numeric" if s.numeric else "text") + f" ({s.dtype})")
+        label = (getattr(st.input_meta, "column_labels", None) or {}).get(name)
+        L["Label"].setText(label or "–")
+        kind, suggested = st.column_type(name)
+        L["Type"].setText(f"{kind}{' (suggested)' if suggested else ''}, stored as {s.dtype}")
         L["Missing"].setText(
             f"{s.missing:,}" + (f" ({100 * s.missing / len(st.df):.1f} %)" if s.missing else "")
         )
@@ -566,7 +434,8 @@ class RolesPanel(QWidget):
         L["Minimum"].setText("–" if s.minimum is None else f"{s.minimum:g}")
         L["Maximum"].setText("–" if s.maximum is None else f"{s.maximum:g}")
         col = st.df[name]
-        if s.numeric:
+        labels = value_labels_of(st, name)
+        if s.numeric and not (labels or (kind in ("categorical", "ordinal") and s.distinct <= 40)):
             vals = col.to_numpy(dtype=float, na_value=np.nan)
             vals = vals[np.isfinite(vals)]
             if vals.size:
@@ -583,18 +452,29 @@ class RolesPanel(QWidget):
                             pg.InfiniteLine(b, pen=pg.mkPen("#c0392b", width=1, style=Qt.PenStyle.DashLine))
                         )
         else:
-            vc = col.astype(str).value_counts().head(20)
+            vc = col.value_counts().head(20)
+            if s.numeric or kind == "ordinal":  # codes in their order (1, 2, …), not by count
+                vc = vc.sort_index()
+            texts = []
+            for v in vc.index:
+                lab = label_of(labels, v) if labels else None
+                code = (
+                    format_exact(v)
+                    if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+                    else str(v)
+                )
+                texts.append(f"{code} {lab}" if lab else code)
             self.hist.addItem(
                 pg.BarGraphItem(x=np.arange(len(vc)), height=vc.to_numpy(), width=0.8, brush="#5b8fd0")
             )
-            ax = self.hist.getAxis("bottom")
             room = max(self.hist.width(), 240) // 8
-            ax.setTicks([[(i, short_label(v, len(vc), room)) for i, v in enumerate(vc.index)]])
-            self.hist.setToolTip("\n".join(f"{v}: {n:,}" for v, n in vc.items()))
+            ax.setTicks([[(i, short_label(t, len(vc), room)) for i, t in enumerate(texts)]])
+            self.hist.setToolTip("\n".join(f"{t}: {n:,}" for t, n in zip(texts, vc.to_numpy())))
         h = st.hierarchies.get(name)
+        src = st.hierarchy_sources.get(name) or {}
         self.hier_label.setText(
-            f"Hierarchy: {h.height} levels, {len(h.leaves)} leaves"
-            f" ({st.hierarchy_sources.get(name, {}) if isinstance(st.hierarchy_sources.get(name), str) else 'generated'})"
+            f"Hierarchy: {h.height} levels, {len(h.leaves):,} leaves "
+            f"({Path(src['path']).name if src.get('path') else 'generated by the engine'})"
             if h is not None
             else ""
         )
@@ -617,49 +497,24 @@ class RolesPanel(QWidget):
         except engine.DPStudioError as exc:
             show_error(self, str(exc))
             return False
-        self.state.set_hierarchy(name, h, str(path))
+        with self.state.undo_step(f"Load hierarchy of {name}"):
+            self.state.set_hierarchy(name, h, str(path))
         return True
 
-    def _generate_hierarchy(self, name: str) -> None:
+    def _generate_hierarchy(self, name: str) -> bool:
         try:
             h = generate_hierarchy(self.state.df[name], name)
         except engine.DPStudioError as exc:
             show_error(self, str(exc))
-            return
-        self.state.set_hierarchy(name, h, {"generated": True})
+            return False
+        with self.state.undo_step(f"Generate hierarchy of {name}"):
+            self.state.set_hierarchy(name, h, {"generated": True})
+        return True
 
-
-def parse_exact(text: str) -> float | None:
-    """The finite number typed (``None`` if it is not one).  Parsed to the nearest double, as
-    the engine uses it, with no rounding to display digits.
-    """
-    t = text.strip().replace("_", "").replace(" ", "")
-    if not t:
-        return None
-    try:
-        v = float(t)
-    except ValueError:
-        return None
-    return v if math.isfinite(v) else None
-
-
-def format_exact(v: float | None) -> str:
-    """``v`` in the shortest text that reads back as the same double (123456789 stays
-    '123456789', 0.1 stays '0.1'; never rounded to 6 digits); '' for ``None``.
-    """
-    if v is None:
-        return ""
-    f = float(v)
-    if f == int(f) and abs(f) < 1e16:
-        return str(int(f))
-    return repr(f)
-
-
-def _same_number(text: str, v: float | None) -> bool:
-    p = parse_exact(text)
-    return (p is None and v is None and not text.strip()) or (
-        p is not None and v is not None and p == float(v)
-    )
+    def remove_hierarchy(self, name: str) -> None:
+        if name in self.state.hierarchies:
+            with self.state.undo_step(f"Remove hierarchy of {name}"):
+                self.state.set_hierarchy(name, None, None)
 
 
 if __name__ == "__main__":
