@@ -144,15 +144,19 @@ class Controller(QObject):
 
     def open_free1_sample(self) -> bool:
         """Open sdcMicro's free1 survey sample, with the roles of sdcMicro's reference (keys SEX,
-        AGE, MARSTAT, KINDPERS, NUMYOUNG, NUMOLD; weight WEIGHT; EDUC1 confidential).
+        AGE, MARSTAT, KINDPERS, NUMYOUNG, NUMOLD, typed categorical; weight WEIGHT; EDUC1
+        confidential).
         """
         from dpstudio.app.resources import FREE1_ROLES, free1_sample_path
 
         def preset() -> None:
             self.state.set_roles({c: r for c, r in FREE1_ROLES.items() if c in self.state.roles})
+            for c, r in FREE1_ROLES.items():  # sdcMicro's key variables are categorical codes
+                if r == "k-quasi" and c in self.state.roles:
+                    self.state.set_type(c, "categorical")
             self.sig_status.emit(
                 f"Opened the free1 survey sample: {len(self.state.df):,} "
-                "records; key variables, weight and EDUC1 preset (see Risk)."
+                "records; key variables (typed categorical), weight and EDUC1 preset (see Risk)."
             )
 
         return self.open_file(str(free1_sample_path()), confirm=False, then=preset)

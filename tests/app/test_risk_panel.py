@@ -44,6 +44,7 @@ def test_free1_sample_presets_roles_and_shows_the_engines_figures(qtbot, window)
     panel = _open_free1(qtbot, win)
     st = win.state
     assert {c: st.roles[c] for c in FREE1_ROLES} == FREE1_ROLES
+    assert all(st.types.get(c) == "categorical" for c in KEYS)  # sdcMicro's keys are codes
     # the same call the CLI / API makes with these settings
     ref = engine.assess_risk(st.df, KEYS, weight="WEIGHT", sensitive=["EDUC1"])
     rep = panel.report()
