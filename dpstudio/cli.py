@@ -599,12 +599,16 @@ def _protect_dask(args) -> int:
     return 0
 
 
+#: Input files smaller than this always fit in memory: no psutil import for them (start-up, issue 13).
+ALWAYS_FITS_BYTES = 2**24
+
+
 def _too_big_for_memory(path: str) -> str | None:
     """A refusal when the input obviously does not fit in memory (issue 12): the file's size
     (Parquet expands about 3× when loaded, text about 2×) against the available memory.
     """
     p = Path(path)
-    if p.is_file() and p.stat().st_size < 2**24:
+    if p.is_file() and p.stat().st_size < ALWAYS_FITS_BYTES:
         return None  # under 16 MB always fits: no psutil import (start-up, issue 13)
     try:
         import psutil
