@@ -327,7 +327,7 @@ _M32 = 0xFFFFFFFF
 
 
 def _words32(v: int) -> list[int]:
-    """numpy's SeedSequence coercion of a non-negative int: 32-bit words, little end first."""
+    """The SeedSequence coercion (numpy's)  of a non-negative int: 32-bit words, little end first."""
     if v == 0:
         return [0]
     out = []
@@ -435,6 +435,21 @@ def contiguous_words(keys: np.ndarray, nc: int, rnd: int = 0, lane: int = 0) -> 
     return out.reshape(S * nc, 4)
 
 
+def _bulk_extra(keys: np.ndarray, s: np.ndarray, c: np.ndarray, rnd: int):
+    """:func:`_extra` for draws of many streams: draw i is cluster ``c[i]`` of stream ``s[i]``
+    (``KeyedStream.extra``'s counter (j, c + 1, rnd, 1) under that stream's key).
+    """
+    cache: dict = {}
+
+    def get(i: int) -> np.random.Generator:
+        if i not in cache:
+            ctr = np.array([0, int(c[i]) + 1, rnd, 1], np.uint64)
+            cache[i] = np.random.Generator(np.random.Philox(key=keys[s[i]], counter=ctr))
+        return cache[i]
+
+    return get
+
+
 def discrete_laplace_bulk(keys: np.ndarray, nc: int, rate: np.ndarray) -> np.ndarray:
     """:func:`discrete_laplace` of ids 0..nc−1 for S streams at once: ``keys`` (S, 2) uint64
     (``KeyedStream.key``), ``rate`` (S,) one rate per stream (finite, > 0): (S, nc) int64,
@@ -458,16 +473,7 @@ def discrete_laplace_bulk(keys: np.ndarray, nc: int, rate: np.ndarray) -> np.nda
             w = contiguous_words(keys, nc)
         else:  # the few redraws: the vectorised Philox, one key per counter
             w = philox_keyed(keys[s, 0], keys[s, 1], c.astype(np.uint64) + np.uint64(1), rnd, 0, 0)
-        cache: dict = {}
-
-        def extra(i: int, s=s, c=c, rnd=rnd) -> np.random.Generator:
-            if i not in cache:
-                cache[i] = KeyedStream.__new__(KeyedStream)
-                cache[i].key = keys[s[i]]
-                cache[i] = cache[i].extra(int(c[i]), rnd)
-            return cache[i]
-
-        y, ok = _geometric(w, r[s], extra)
+        y, ok = _geometric(w, r[s], _bulk_extra(keys, s, c, rnd))
         neg = (w[:, 2] & np.uint64(1)).astype(bool)
         ok &= ~(neg & (y == 0))  # "−0": redraw (CKS Algorithm 2)
         np.negative(y, out=y, where=neg)
