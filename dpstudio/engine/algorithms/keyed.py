@@ -354,11 +354,11 @@ def stream_keys(roots, purpose: int, indices) -> np.ndarray:
     for ri, (a, b) in enumerate(roots):
         w = _words32(a) + _words32(b)  # 2 to 4 words, padded with zeros to the pool size
         run[ri, : len(w)] = w
-    ent = np.empty((R, M, 6), dtype=np.uint32)
-    ent[:, :, :4] = run[:, None, :]
-    ent[:, :, 4] = np.uint32(purpose)
-    ent[:, :, 5] = np.asarray(indices, dtype=np.uint32)[None, :]
-    ent = ent.reshape(R * M, 6)
+    ent3 = np.empty((R, M, 6), dtype=np.uint32)
+    ent3[:, :, :4] = run[:, None, :]
+    ent3[:, :, 4] = np.uint32(purpose)
+    ent3[:, :, 5] = np.asarray(indices, dtype=np.uint32)[None, :]
+    ent = ent3.reshape(R * M, 6)
     hc = _SS_INIT_A
 
     def hashmix(v: np.ndarray) -> np.ndarray:
@@ -369,7 +369,9 @@ def stream_keys(roots, purpose: int, indices) -> np.ndarray:
         return v ^ (v >> _SS_SHIFT)
 
     def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        r = _SS_MIX_L * x - _SS_MIX_R * y
+        r = np.subtract(
+            np.multiply(_SS_MIX_L, x, dtype=np.uint32), np.multiply(_SS_MIX_R, y, dtype=np.uint32)
+        )
         return r ^ (r >> _SS_SHIFT)
 
     with np.errstate(over="ignore"):
