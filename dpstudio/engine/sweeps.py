@@ -30,6 +30,7 @@ from dpstudio.engine.errors import DPStudioError, ParameterError
 from dpstudio.engine.measures import evaluate, measurement_plan
 from dpstudio.engine.random import point_rng
 from dpstudio.engine.registry import get_method
+from dpstudio.engine.types import Job
 
 
 @dataclass
@@ -199,7 +200,11 @@ def run_sweep(
         reps = 1 if (eps is None and spec.uses_epsilon) else int(repeats)
         runs = []
         try:
-            for r in range(reps):
+            if eps is not None and _fast_ready(prep.data, measures, mcache):
+                # every repetition of the cell at once (same draws, same values; no DataFrame,
+                # no guarantee text per repetition: a measured point shows neither)
+                runs = _bulk_cell(prep, seed, ki, ei, reps, eps, k, cache, check_cancel, measures, mcache)
+            for r in range(reps if not runs else 0):
                 rng = point_rng(seed, ki, ei, r)
                 res = run_prepared(
                     prep,
@@ -303,6 +308,119 @@ def sweep(
         evaluate_options=evaluate_options,
         **params,
     )
+
+
+def _fast_ready(orig, measures, mcache: dict) -> bool:
+    fp = mcache.get(("sweep.fast", id(orig)))
+    return fp is not None and fp["ref"] is orig and tuple(measures) == fp["measures"]
+
+
+def _cell_job(prep, eps, k, cache: dict, check_cancel) -> Job:
+    """The Job ``run_prepared`` would build for one run of the cell (its generator unused)."""
+    spec = prep.spec
+    params = dict(prep.params)
+    if spec.uses_epsilon:
+        params["epsilon"] = eps
+    if k is not None:
+        params["k"] = int(k)
+    job = Job(
+        data=prep.data,
+        roles=prep.roles,
+        domains=prep.domains,
+        params=params,
+        rng=np.random.default_rng(),  # not drawn from: the runs' roots are passed in
+        method=spec.id,
+        cache=cache,
+        hierarchies=prep.hierarchies,
+        precision=dict(prep.precision or {}),
+        types=dict(prep.types),
+    )
+    if check_cancel is not None:
+        job.check_cancel = check_cancel
+    return job
+
+
+def _bulk_cell(prep, seed, ki, ei, reps, eps, k, cache, check_cancel, measures, mcache) -> list[dict]:
+    """The measures of every repetition of a (k, ε) cell from one bulk draw, or [] when the
+    method has no bulk path (then the cell runs repetition by repetition).  Repetition r is
+    the run of ``point_rng(seed, ki, ei, r)``: its keyed root is that generator's first draw,
+    as in ``run_prepared`` (tests/engine/test_sweep_sharing.py pins the equality).
+    """
+    from dpstudio.engine.algorithms.keyed import root_key
+    from dpstudio.engine.protection.ir_dp import bulk_releases
+
+    roots = [root_key(point_rng(seed, ki, ei, r)) for r in range(reps)]
+    out = bulk_releases(_cell_job(prep, eps, k, cache, check_cancel), roots)
+    if out is None:
+        return []
+    cols, Y = out
+    return _fast_eval_bulk(prep.data, cols, Y, measures, mcache) or []
+
+
+def _fast_eval_bulk(orig, cols: list[str], Y: np.ndarray, measures, mcache: dict) -> list[dict] | None:
+    """:func:`_fast_eval` of R releases given as an (R, n, m) array of the columns ``cols``."""
+    fp = mcache.get(("sweep.fast", id(orig)))
+    if fp is None or fp["ref"] is not orig or tuple(measures) != fp["measures"]:
+        return None
+    attrs = fp["attrs"]
+    R, n, _ = Y.shape
+    if n != len(orig) or sorted(map(str, cols)) != sorted(attrs) or len(cols) != len(attrs):
+        return None
+    pos = [list(map(str, cols)).index(a) for a in attrs]
+    if pos != list(range(len(pos))):
+        Y = np.ascontiguousarray(Y[:, :, pos])
+    if not np.isfinite(Y).all():
+        return None
+    m = Y.shape[2]
+    outs: list[dict[str, Any]] = [{} for _ in range(R)]
+    if fp["sse"] is not None:
+        x, var = fp["sse"]
+        for r in range(R):  # per run: the same reduction order as evaluate
+            colsum = ((x - Y[r]) ** 2).sum(axis=0)
+            outs[r]["sse_raw"] = float(colsum.sum())
+            outs[r]["sse_normalized"] = float((colsum / var).sum()) / (n * m)
+    if fp["rl"] is not None:
+        scale, xs, tree = fp["rl"]
+        pr = _rl_numeric_bulk(xs, np.ascontiguousarray(Y / scale), tree)
+        for r in range(R):
+            outs[r]["rl"] = 100.0 * float(pr[r].sum()) / n
+    for o in outs:
+        o["warnings"] = []
+    return outs
+
+
+def _rl_numeric_bulk(xs: np.ndarray, YS: np.ndarray, tree) -> np.ndarray:
+    """``risk._rl_numeric(xs, YS[r], tree)`` for every r: an (R, n) array of Pr_j.
+
+    Pr_j depends only on x′_j, x_j and the originals: each record is decided by exact
+    distances (differences, then the sum of squares), and every pruning step of
+    ``_rl_numeric`` is conservative (it only drops records whose exact distance to some
+    original is shorter than their own by more than the tie tolerance).  So the records of
+    all repetitions can be pruned and searched together, in larger blocks, with the same
+    per-record result.  Only the exact candidate search (not the k-d tree) is used here, as
+    ``_rl_numeric`` does whenever n² ≤ its brute-force limit; larger n: run by run.
+    """
+    from dpstudio.engine.measures import risk as RK
+
+    R, n, m = YS.shape
+    if n * n > RK._BRUTE_MAX_PAIRS or n == 0:
+        return np.stack([RK._rl_numeric(xs, YS[r], tree) for r in range(R)]) if R else np.zeros((0, n))
+    ys = YS.reshape(R * n, m)
+    d_own = RK._own_distance(np.tile(xs, (R, 1)), ys)
+    slack = (1.0 + RK.TIE_RTOL) * (1.0 + 1e-9)
+    perm = np.random.default_rng(0).permutation(n)[: RK._PREFILTER_SAMPLE]
+    stages = (perm[:64], perm) if perm.size > 64 else (perm,)
+    bound = np.full(R * n, np.inf)
+    rows = np.arange(R * n)
+    for smp in stages:
+        if rows.size == 0:
+            break
+        bound[rows] = np.minimum(bound[rows], RK._sample_bound(ys[rows] + 0.0, xs[smp]))
+        rows = rows[d_own[rows] <= bound[rows] * slack]
+    pr = np.zeros(R * n)
+    if rows.size:
+        pr[rows] = RK._pr_by_candidates(xs, ys[rows], d_own[rows])
+    return pr.reshape(R, n)
 
 
 def _fast_eval(orig, prot, measures, mcache: dict) -> dict | None:

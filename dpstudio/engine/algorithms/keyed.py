@@ -310,3 +310,176 @@ def permutation(stream: KeyedStream, n: int) -> np.ndarray:
     """A uniformly random permutation of 0..n−1: the ids ordered by their keyed sort keys."""
     k0, k1 = sort_keys(stream, np.arange(n, dtype=np.int64))
     return np.lexsort((k1, k0))
+
+
+# --------------------------------------------------------------------------- bulk (sweeps)
+#
+# A sweep draws the same kind of noise for R repetitions × m attributes (R·m streams) of the
+# same cluster ids.  The functions below give, for many streams at once, exactly the words and
+# draws of the single-stream functions above (tests check them against KeyedStream and
+# grid_noise), in a few numpy passes instead of one Python round trip per stream.
+
+_SS_INIT_A, _SS_MULT_A = 0x43B0D7E5, 0x931E8875
+_SS_INIT_B, _SS_MULT_B = 0x8B51F9DD, 0x58F38DED
+_SS_MIX_L, _SS_MIX_R = np.uint32(0xCA01F9DD), np.uint32(0x4973F715)
+_SS_SHIFT = np.uint32(16)
+_M32 = 0xFFFFFFFF
+
+
+def _words32(v: int) -> list[int]:
+    """The SeedSequence coercion (numpy's)  of a non-negative int: 32-bit words, little end first."""
+    if v == 0:
+        return [0]
+    out = []
+    while v > 0:
+        out.append(v & _M32)
+        v >>= 32
+    return out
+
+
+def stream_keys(roots, purpose: int, indices) -> np.ndarray:
+    """``KeyedStream(root, purpose, i).key`` for every root × index: a (len(roots),
+    len(indices), 2) uint64 array.  numpy's ``SeedSequence`` mixing (entropy = the root's two
+    words, spawn key = (purpose, i), pool of 4 words) vectorised over the streams; its hash
+    constants do not depend on the data, so every stream takes the same steps.
+    """
+    roots = [(int(a), int(b)) for a, b in roots]
+    indices = [int(i) for i in indices]
+    R, M = len(roots), len(indices)
+    if not R or not M:
+        return np.empty((R, M, 2), dtype=np.uint64)
+    if int(purpose) >= 2**32 or any(i >= 2**32 or i < 0 for i in indices) or int(purpose) < 0:
+        return np.array([[KeyedStream(r, purpose, i).key for i in indices] for r in roots], dtype=np.uint64)
+    run = np.zeros((R, 4), dtype=np.uint32)
+    for ri, (a, b) in enumerate(roots):
+        w = _words32(a) + _words32(b)  # 2 to 4 words, padded with zeros to the pool size
+        run[ri, : len(w)] = w
+    ent3 = np.empty((R, M, 6), dtype=np.uint32)
+    ent3[:, :, :4] = run[:, None, :]
+    ent3[:, :, 4] = np.uint32(purpose)
+    ent3[:, :, 5] = np.asarray(indices, dtype=np.uint32)[None, :]
+    ent = ent3.reshape(R * M, 6)
+    hc = _SS_INIT_A
+
+    def hashmix(v: np.ndarray) -> np.ndarray:
+        nonlocal hc
+        v = v ^ np.uint32(hc)
+        hc = (hc * _SS_MULT_A) & _M32
+        v = v * np.uint32(hc)
+        return v ^ (v >> _SS_SHIFT)
+
+    def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        r = np.subtract(
+            np.multiply(_SS_MIX_L, x, dtype=np.uint32), np.multiply(_SS_MIX_R, y, dtype=np.uint32)
+        )
+        return r ^ (r >> _SS_SHIFT)
+
+    with np.errstate(over="ignore"):
+        pool = [hashmix(ent[:, i]) for i in range(4)]
+        for src in range(4):
+            for dst in range(4):
+                if src != dst:
+                    pool[dst] = mix(pool[dst], hashmix(pool[src]))
+        for src in range(4, 6):
+            for dst in range(4):
+                pool[dst] = mix(pool[dst], hashmix(ent[:, src]))
+        hb = _SS_INIT_B
+        state = np.empty((R * M, 4), dtype=np.uint32)
+        for i in range(4):
+            v = pool[i] ^ np.uint32(hb)
+            hb = (hb * _SS_MULT_B) & _M32
+            v = v * np.uint32(hb)
+            state[:, i] = v ^ (v >> _SS_SHIFT)
+    s64 = state.astype(np.uint64)
+    keys = np.stack([s64[:, 0] | (s64[:, 1] << _S32), s64[:, 2] | (s64[:, 3] << _S32)], axis=1)
+    return keys.reshape(R, M, 2)
+
+
+def philox_keyed(k0: np.ndarray, k1: np.ndarray, c0, c1, c2, c3) -> np.ndarray:
+    """:func:`philox_block` with one key per counter (``k0``, ``k1``: uint64 arrays aligned
+    with the counters): an (m, 4) uint64 array of the words numpy's ``Philox`` gives.
+    """
+    m = max(np.size(k0), np.size(c0), np.size(c1), np.size(c2), np.size(c3))
+    c0, c1, c2, c3 = (np.broadcast_to(np.asarray(c, dtype=np.uint64), (m,)).copy() for c in (c0, c1, c2, c3))
+    k0 = np.broadcast_to(np.asarray(k0, dtype=np.uint64), (m,)).copy()
+    k1 = np.broadcast_to(np.asarray(k1, dtype=np.uint64), (m,)).copy()
+    with np.errstate(over="ignore"):
+        for r in range(10):
+            if r:
+                k0 += _W0
+                k1 += _W1
+            hi0, lo0 = _mulhilo(c0, _M0)
+            hi1, lo1 = _mulhilo(c2, _M1)
+            c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+    return np.stack([c0, c1, c2, c3], axis=1)
+
+
+def contiguous_words(keys: np.ndarray, nc: int, rnd: int = 0, lane: int = 0) -> np.ndarray:
+    """``KeyedStream.block(np.arange(nc), rnd, lane)`` of every stream (``keys`` (S, 2)), stacked:
+    an (S·nc, 4) uint64 array.  One numpy ``Philox`` whose state is set per stream (cheaper
+    than a new bit generator per stream), the words read raw.
+    """
+    keys = np.asarray(keys, dtype=np.uint64).reshape(-1, 2)
+    S = keys.shape[0]
+    out = np.empty((S, nc * 4), dtype=np.uint64)
+    if nc == 0 or S == 0:
+        return out.reshape(S * nc, 4)
+    bg = np.random.Philox(key=keys[0])
+    st = bg.state
+    inner = st["state"]
+    st["buffer_pos"] = 4  # buffer used up: the next word starts a fresh block
+    st["has_uint32"] = 0
+    for i in range(S):
+        inner["key"] = keys[i]
+        inner["counter"] = np.array([0, rnd, lane, 0], dtype=np.uint64)
+        bg.state = st
+        out[i] = bg.random_raw(nc * 4)
+    return out.reshape(S * nc, 4)
+
+
+def _bulk_extra(keys: np.ndarray, s: np.ndarray, c: np.ndarray, rnd: int):
+    """:func:`_extra` for draws of many streams: draw i is cluster ``c[i]`` of stream ``s[i]``
+    (``KeyedStream.extra``'s counter (j, c + 1, rnd, 1) under that stream's key).
+    """
+    cache: dict = {}
+
+    def get(i: int) -> np.random.Generator:
+        if i not in cache:
+            ctr = np.array([0, int(c[i]) + 1, rnd, 1], np.uint64)
+            cache[i] = np.random.Generator(np.random.Philox(key=keys[s[i]], counter=ctr))
+        return cache[i]
+
+    return get
+
+
+def discrete_laplace_bulk(keys: np.ndarray, nc: int, rate: np.ndarray) -> np.ndarray:
+    """:func:`discrete_laplace` of ids 0..nc−1 for S streams at once: ``keys`` (S, 2) uint64
+    (``KeyedStream.key``), ``rate`` (S,) one rate per stream (finite, > 0): (S, nc) int64,
+    row s equal to ``discrete_laplace(stream_s, np.arange(nc), rate[s])``.
+    """
+    keys = np.asarray(keys, dtype=np.uint64).reshape(-1, 2)
+    S = keys.shape[0]
+    r = np.asarray(rate, dtype=np.float64).reshape(S)
+    if np.any(np.isnan(r)) or np.any(r <= 0) or not np.all(np.isfinite(r)):
+        raise ValueError("discrete Laplace rate must be finite and > 0 (bulk)")
+    if np.any(~(r >= N._MIN_RATE)):
+        raise ValueError(f"geometric rate must be a finite number >= 2^-62 (got {np.min(r)!r})")
+    sid = np.repeat(np.arange(S, dtype=np.int64), nc)
+    cid = np.tile(np.arange(nc, dtype=np.int64), S)
+    out = np.zeros(S * nc, dtype=np.int64)
+    pending = np.arange(S * nc)
+    rnd = 0
+    while pending.size:
+        s, c = sid[pending], cid[pending]
+        if rnd == 0:  # every id of every stream: numpy's C Philox, one state per stream
+            w = contiguous_words(keys, nc)
+        else:  # the few redraws: the vectorised Philox, one key per counter
+            w = philox_keyed(keys[s, 0], keys[s, 1], c.astype(np.uint64) + np.uint64(1), rnd, 0, 0)
+        y, ok = _geometric(w, r[s], _bulk_extra(keys, s, c, rnd))
+        neg = (w[:, 2] & np.uint64(1)).astype(bool)
+        ok &= ~(neg & (y == 0))  # "−0": redraw (CKS Algorithm 2)
+        np.negative(y, out=y, where=neg)
+        out[pending[ok]] = y[ok]
+        pending = pending[~ok]
+        rnd += 1
+    return out.reshape(S, nc)

@@ -344,6 +344,85 @@ def run_idp_cbls(job: Job) -> Output:
     )
 
 
+# --------------------------------------------------------------------------- sweeps (bulk)
+
+#: Most (stream, cluster) draws one bulk call holds in memory (8 words of 8 bytes each).
+_BULK_MAX_DRAWS = 1 << 20
+
+
+def _ranked_bulk(
+    job: Job,
+    roots: list[tuple[int, int]],
+    *,
+    grid_sums: SumsFn,
+) -> tuple[list[str], np.ndarray] | None:
+    """The released ε-quasi values of R repetitions of :func:`_run_ranked` at once, or None
+    when the bulk path does not apply (noise-free, staircase noise, shuffled or separate-table
+    layout, too many draws).  ``roots[r]``: the keyed root of repetition r (what
+    ``job_stream`` draws first from that run's generator).  Returns (columns, Y) with Y an
+    (R, n, m) float64 array: Y[r] equals the columns of that run's release as
+    ``measures._matrix`` reads them, bit for bit (same grid arithmetic, draws from
+    :func:`keyed.discrete_laplace_bulk`, which equals the per-stream sampler).  Guarantee
+    texts, infos and the DataFrame are not built: a sweep's measured points need none.
+    """
+    cols = eps_quasi(job)
+    kind = job.params.get("noise", "laplace")
+    if job.noise_free or kind != "laplace" or job.params.get("shuffle", True) or separate_tables(job.params):
+        return None
+    k = int(job.params["k"])
+    n = job.n
+    nc = MA.n_clusters_for(n, k)
+    R, m = len(roots), len(cols)
+    if not R or not m or nc * m * R > _BULK_MAX_DRAWS or staircase_split(kind, k, nc):
+        return None
+    stats = _ir_stats(job, cols, k)
+    eps, _ = eps_info(job, cols)
+    assert eps is not None
+    grids, sums, rates = [], [], []
+    for j, c in enumerate(cols):  # the checks of the single path, in its order
+        st = stats[j]
+        eps_draw = float(eps[j])
+        g = N.job_grid(job, c)
+        if g.span is None and st["xs"].size and (float(np.abs(st["xs"]).max()) / g.gamma * n >= 2.0**53):
+            raise ParameterError(
+                f"Precision {g.gamma:g} of column {c!r} is too fine for its values (sums "
+                "would overflow exact integer arithmetic); choose a coarser precision."
+            )
+        ts = g.to_units(st["xs"])
+        tsum, sens_u = grid_sums(ts, st["starts"], st["sizes"], g)
+        sens_a, eps_a = np.asarray(sens_u), np.asarray(eps_draw, dtype=np.float64)
+        if sens_a.ndim:  # per-cluster sensitivities (idp-ls, idp-cbls): the single path
+            return None
+        N.check_grid_noise(sens_a, eps_a)
+        if not eps_a > 0 or not np.isfinite(eps_a):
+            raise ValueError("epsilon must be > 0")
+        if sens_a < 0 or sens_a > N.MAX_GRID_UNITS:
+            raise ValueError(f"grid sensitivity must be in [0, {N.MAX_GRID_UNITS}]")
+        if not sens_a > 0:
+            return None  # rate ∞ (no noise): the single path
+        with np.errstate(divide="ignore"):
+            rate = eps_a * (1.0 - N.EPS_SAFETY) / sens_a.astype(np.float64)
+        grids.append(g)
+        sums.append(tsum)
+        rates.append(rate)
+    keys = K.stream_keys(roots, K.PURPOSE_NOISE, range(m))  # (R, m, 2)
+    z = K.discrete_laplace_bulk(keys.reshape(R * m, 2), nc, np.tile(np.asarray(rates), R)).reshape(R, m, nc)
+    Y = np.empty((R, n, m), dtype=np.float64)
+    for j in range(m):
+        job.check_cancel()
+        st, g = stats[j], grids[j]
+        vals = g.from_units(N.round_half_up_div(sums[j][None, :] + z[:, j, :], st["sizes"][None, :]))
+        Y[:, st["order"], j] = np.repeat(vals, st["sizes"], axis=1)
+    return cols, Y
+
+
+def bulk_releases(job: Job, roots: list[tuple[int, int]]) -> tuple[list[str], np.ndarray] | None:
+    """:func:`_ranked_bulk` for the method of ``job`` (ir-dp), None for any other method."""
+    if job.method == "ir-dp":
+        return _ranked_bulk(job, roots, grid_sums=_ir_dp_sums)
+    return None
+
+
 # --------------------------------------------------------------------------- specs
 
 #: The declaration fields the three individual-ranking methods share: roles and flags.
