@@ -1,7 +1,13 @@
-"""Drive the app through the workflow and save a screenshot of each step.
+"""Drive the app through the workflow and save a numbered screenshot of each step.
 
-    Xvfb :99 -screen 0 1366x768x24 &  DISPLAY=:99 python docs/screenshots/make_screenshots.py
-(or QT_QPA_PLATFORM=offscreen).  Uses a throw-away settings folder.
+Run under a real X server (the pictures are those a user sees)::
+
+    env -u QT_QPA_PLATFORM xvfb-run -a -s "-screen 0 1600x1000x24" \
+        python3 docs/screenshots/make_screenshots.py
+
+It uses a throw-away settings folder, the bundled samples only, and the app's real paths
+(the controller's open/sweep/protect, the panels' own fields).  The walk-through
+(``docs/walkthrough.md``) shows these pictures; rerun this script after a UI change.
 """
 
 from __future__ import annotations
@@ -13,20 +19,17 @@ import time
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent
+W, H = 1400, 900
 
 
-def main() -> None:
+def main() -> None:  # noqa: C901 - a linear script
     os.environ["DPSTUDIO_CONFIG_DIR"] = tempfile.mkdtemp(prefix="dps-shots-")
+    from PySide6.QtWidgets import QApplication
 
-    from PySide6.QtCore import QTimer  # noqa: E402
-    from PySide6.QtWidgets import QApplication  # noqa: E402
-
-    global app
-    app = QApplication(sys.argv)
-    from dpstudio.app.main_window import MainWindow, sample_path  # noqa: E402
-    from dpstudio.app.widgets.csv_dialog import CsvPreviewDialog  # noqa: E402
-    from dpstudio.app.widgets.export_dialog import ExportDialog  # noqa: E402
-
+    app = QApplication.instance() or QApplication(sys.argv)
+    from dpstudio.app.main_window import MainWindow
+    from dpstudio.app.widgets.export_dialog import ExportDialog
+    from dpstudio.app.widgets.help_dialog import open_help
 
     def pump(seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -34,135 +37,146 @@ def main() -> None:
             app.processEvents()
             time.sleep(0.01)
 
-
-    def wait_idle(win, timeout=120.0) -> None:
+    def wait_idle(timeout: float = 300.0) -> None:
+        pump(0.2)
         end = time.monotonic() + timeout
-        while any(r.busy for r in win.runners) and time.monotonic() < end:
-            app.processEvents()
-            time.sleep(0.02)
-        pump(0.3)
+        while win.controller.busy and time.monotonic() < end:
+            pump(0.05)
+        if win.controller.busy:
+            raise SystemExit("timed out waiting for the app")
+        pump(0.5)
 
+    def wait_for(cond, timeout: float = 120.0) -> None:
+        end = time.monotonic() + timeout
+        while not cond() and time.monotonic() < end:
+            pump(0.05)
+        pump(0.5)
 
     def shot(widget, name: str) -> None:
-        pump(0.3)
-        widget.grab().save(str(OUT / name))
-        print("saved", name)
+        pump(0.6)
+        path = OUT / name
+        widget.grab().save(str(path))
+        print("saved", path.name, flush=True)
 
+    for old in OUT.glob("*.png"):  # a fresh, numbered set
+        old.unlink()
 
     win = MainWindow(offer_recovery=False)
-    win.resize(1366, 740)
+    win.resize(W, H)
     win.show()
-    pump(0.3)
-    dlg = CsvPreviewDialog(str(sample_path()), parent=win)
-    dlg.show()
-    shot(dlg, "01_csv_preview.png")
-    dlg.close()
-    win.open_sample()
-    wait_idle(win)
-    shot(win, "02_data.png")
-    win.tabs.setCurrentIndex(1)
-    cols = ["FICA", "FEDTAX", "INTVAL", "POTHVAL"]
-    win.state.set_roles({c: "eps-quasi" for c in cols} | {"AFNLWGT": "identifier"})
-    win.roles_panel.suggest_domains()
-    win.roles_panel.select_column("FICA")
-    shot(win, "03_attributes.png")
-    win.method_panel.select_method("ir-dp")
-    win.tabs.setCurrentIndex(2)
-    win.explore_panel.ks.setText("2-10, 15, 20, 30, 50, 75, 100")
-    win.explore_panel.eps.setText("0.1, 1, 10")
-    win.explore_panel.repeats.setValue(3)
-    win.run_sweep()
-    end = time.monotonic() + 30
-    while len(win.explore_panel.points) < 25 and time.monotonic() < end:
-        pump(0.05)
-    shot(win, "04_sweep_running.png")
-    wait_idle(win)
-    win.explore_panel.target_value.setValue(2.0)
-    win.explore_panel._on_target_clicked()
-    shot(win, "05_sweep_done.png")
-    win.run_protect()
-    wait_idle(win)
-    shot(win, "06_results.png")
-    win.results_panel.tabs.setCurrentIndex(1)
-    shot(win, "07_results_corr.png")
-    ed = ExportDialog(win.state.result, win.state.path, win, roles=win.state.roles)
-    ed.show()
-    shot(ed, "08_export_dialog.png")
-    ed.close()
-    # a method that is not applicable
-    win.tabs.setCurrentIndex(2)
-    win.method_panel.select_method("mdav")
-    shot(win, "09_not_applicable.png")
-    # MDAV on k-quasis: the k-anonymity check in the results
-    win.tabs.setCurrentIndex(1)
-    win.state.set_roles({c: "k-quasi" for c in cols})
-    win.roles_panel.select_column("FICA")
-    win.method_panel.set_values({"k": 5})
-    win.run_protect()
-    wait_idle(win)
-    shot(win, "10_results_mdav.png")
-    # a bad file: readable message, details on demand
-    bad = Path(tempfile.mkdtemp()) / "broken.csv"
-    bad.write_bytes(b'a,b\n1,2\n"unterminated,3\n4,5,6,7\n')
-    win.open_file(str(bad), confirm=False)
-    wait_idle(win)
     pump(0.5)
-    from PySide6.QtWidgets import QMessageBox
-    boxes = [w for w in app.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
-    if boxes:
-        shot(boxes[0], "11_error_bad_csv.png")
-        boxes[0].close()
-    pump(0.3)
-
-    # t-close-dp on Census: k 'auto', a sweep whose infeasible (k, ε) cells are left out
-    win.open_sample()
-    wait_idle(win)
-    win.state.set_roles({"FICA": "k-quasi", "FEDTAX": "k-quasi", "INTVAL": "confidential",
-                         "AFNLWGT": "identifier"})
-    win.method_panel.select_method("t-close-dp")
-    win.tabs.setCurrentIndex(2)
-    win.explore_panel.ks.setText("2-10, 12, 15, 20, 25, 30, 40, 50, 75, 100")
-    win.explore_panel.eps.setText("0.1, 1, 10")
-    win.explore_panel.repeats.setValue(1)
-    win.run_sweep()
-    wait_idle(win)
-    shot(win, "12_tclose_sweep.png")
-
-    # Adult: categorical-dp on occupation / native-country with their ARX hierarchies
-    from dpstudio.app.main_window import resources_dir  # noqa: E402
-    from dpstudio.engine.hierarchies.hierarchy import Hierarchy  # noqa: E402
-
-    hd = resources_dir() / "adult" / "hierarchies"
-    win.open_adult_sample()
-    wait_idle(win)
     st = win.state
-    st.set_roles({"occupation": "eps-quasi", "native-country": "eps-quasi"})
-    for c in ("occupation", "native-country"):
-        hp = str(hd / f"adult_hierarchy_{c}.csv")
-        st.set_hierarchy(c, Hierarchy.read_arx(hp), hp)
-    win.tabs.setCurrentIndex(1)
-    win.roles_panel.select_column("occupation")
-    shot(win, "13_adult_attributes.png")
-    win.method_panel.select_method("categorical-dp")
-    win.method_panel.set_values({"k": 100, "epsilon": 10.0})
-    win.run_protect()
-    wait_idle(win)
-    win.results_panel.tabs.setCurrentIndex(0)
-    win.results_panel.hist_attr.setCurrentText("occupation")
-    shot(win, "14_adult_categorical_results.png")
 
-    # Adult: (k, ε)-anonymity with age / sex / race / marital-status as k-quasi
-    st.set_roles({"occupation": "other", "native-country": "other"}
-                 | {c: "k-quasi" for c in ("age", "sex", "race", "marital-status")})
-    for c in ("sex", "race", "marital-status"):
-        hp = str(hd / f"adult_hierarchy_{c}.csv")
-        st.set_hierarchy(c, Hierarchy.read_arx(hp), hp)
-    win.method_panel.select_method("k-eps")
-    win.method_panel.set_values({"k": 10})
-    win.run_protect()
-    wait_idle(win)
-    win.results_panel.hist_attr.setCurrentText("age")
-    shot(win, "15_adult_keps_results.png")
+    # 01 Data: the Census sample
+    win.controller.open_sample()
+    wait_idle()
+    win.tabs.setCurrentIndex(0)
+    shot(win, "01_data.png")
+
+    # 02 Attributes: roles, types, domains
+    cols = ["FICA", "FEDTAX", "INTVAL", "POTHVAL"]
+    win.tabs.setCurrentIndex(1)
+    win.roles_panel.set_roles({c: "eps-quasi" for c in cols} | {"AFNLWGT": "identifier"})
+    # domains a statistician declares from knowledge of the population (not the file's range)
+    for c, b in {"FICA": (0, 10000), "FEDTAX": (0, 25000), "INTVAL": (0, 60000), "POTHVAL": (0, 120000)}.items():
+        st.set_domain(c, b)
+    win.roles_panel.select_column("FICA")
+    shot(win, "02_attributes.png")
+
+    # 03 Method & trade-offs: an ir-dp sweep, finished
+    win.method_panel.select_method("ir-dp")
+    win.method_panel.set_values({"k": 20, "epsilon": 5.0})
+    win.tabs.setCurrentIndex(2)
+    ep = win.explore_panel
+    ep.ks.setText("2-10, 15, 20, 30, 50, 75, 100")
+    ep.eps.setText("0.5, 1, 5")
+    ep.repeats.setValue(2)
+    win.controller.run_sweep()
+    wait_idle()
+    shot(win, "03_method_sweep.png")
+
+    # 04 Results: the guarantee and the measures
+    win.controller.run_protect()
+    wait_idle()
+    win.tabs.setCurrentIndex(3)
+    shot(win, "04_results.png")
+
+    # 05 Release data: changed cells marked
+    win.tabs.setCurrentWidget(win.release_view)
+    shot(win, "05_release_data.png")
+
+    # 06 Export dialog
+    ed = ExportDialog(st.result, st.path, win, roles=st.roles)
+    ed.show()
+    shot(ed, "06_export_dialog.png")
+    ed.close()
+
+    # 07 Candidates: two more runs, compared with the first
+    win.method_panel.set_values({"k": 50, "epsilon": 1.0})
+    win.controller.run_protect()
+    wait_idle()
+    win.method_panel.set_values({"k": 10, "epsilon": 1.0})
+    win.controller.run_protect()
+    wait_idle()
+    win.tabs.setCurrentWidget(win.history_panel)
+    shot(win, "07_candidates.png")
+
+    # 08 Risk on free1, before protection
+    win.controller.open_free1_sample()
+    wait_idle()
+    rp = win.risk_panel
+    wait_for(lambda: not rp.pending() and rp.result is not None)
+    win.tabs.setCurrentWidget(rp)
+    shot(win, "08_risk_free1_before.png")
+
+    # 09 A local-suppression sweep: expected re-identifications against k
+    win.method_panel.select_method("local-suppression")
+    win.tabs.setCurrentIndex(2)
+    ep.ks.setText("2-10")
+    ep.repeats.setValue(1)
+    win.controller.run_sweep()
+    wait_idle()
+    shot(win, "09_local_suppression_sweep.png")
+
+    # 10 Risk on free1, after a local-suppression run (k = 3)
+    win.method_panel.set_values({"k": 3})
+    win.controller.run_protect()
+    wait_idle()
+    win.tabs.setCurrentWidget(rp)
+    wait_for(lambda: not rp.pending() and rp.shows_release())
+    shot(win, "10_risk_free1_after.png")
+
+    # 11 Query desk on the Census sample, with an answer
+    win.controller.open_sample()
+    wait_idle()
+    qp = win.query_panel
+    win.tabs.setCurrentIndex(win.tab_query)
+    qp.agg_combo.setCurrentText("mean")
+    qp.col_combo.setCurrentText("FEDTAX")
+    qp.filter_edit.setText("STATETAX > 1000")
+    qp.lo_edit.setText("0")
+    qp.hi_edit.setText("20000")
+    qp.step_edit.setText("10")
+    qp.prior_combo.setCurrentText("normal")
+    qp.prior_edit.setText("6000:4000")
+    qp.eps_edit.setText("0.3")
+    if not qp.budget_edit.isReadOnly():
+        qp.budget_edit.setText("1")
+    if qp.answer():
+        wait_for(lambda: not qp.runner.busy)
+    else:
+        print("query not answered:", qp.error_label.text())
+    shot(win, "11_query_desk.png")
+
+    # 12 Help: the glossary at a measure
+    dlg = open_help(win, "glossary.md")
+    dlg.resize(900, 700)
+    pump(0.3)
+    dlg.show_term("rl")  # after the resize: the heading at the top of the laid-out text
+    shot(dlg, "12_help_glossary.png")
+    dlg.close()
+
+    win.state.mark_dirty(False)
     win.shutdown()
 
 

@@ -206,6 +206,10 @@ class ResultsPanel(QWidget):
         self.measures.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.measures.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.measures.itemDoubleClicked.connect(lambda it: open_measure_help(self.window(), it))
+        # the readings re-wrap when their column changes width (window, splitter)
+        self.measures.horizontalHeader().sectionResized.connect(
+            lambda i, _old, _new: i == 2 and self.measures.resizeRowsToContents()
+        )
         ll.addWidget(QLabel("<b>Measures</b> (protected vs original)"))
         ll.addWidget(self.measures, 2)
         self.per_attr = QTableWidget(0, 0)
@@ -241,6 +245,7 @@ class ResultsPanel(QWidget):
         split.addWidget(tabs)
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 1)
+        split.setSizes([600, 760])  # room for the measures' plain readings
         self.vsplit = QSplitter(Qt.Orientation.Vertical)
         self.vsplit.setObjectName("results_vsplitter")
         self.vsplit.setChildrenCollapsible(False)
@@ -269,6 +274,24 @@ class ResultsPanel(QWidget):
         total = sum(self.vsplit.sizes()) or self.height()
         top = max(60, min(need, int(0.4 * total)))
         self.vsplit.setSizes([top, max(total - top, 100)])
+
+    def _fit_readings(self) -> None:
+        """The plain readings wrap in the last column, rows as tall as their text (they were
+        cut to "error larger than the …" in a narrow column).
+        """
+        t = self.measures
+        hh = t.horizontalHeader()
+        if t.columnCount() >= 3:
+            hh.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+            hh.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        else:
+            hh.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        t.setWordWrap(True)
+        t.resizeRowsToContents()
+
+    def showEvent(self, ev) -> None:  # noqa: N802 - Qt API
+        super().showEvent(ev)
+        QTimer.singleShot(0, self.measures.resizeRowsToContents)  # filled while hidden
 
     def _on_state_result_changed(self) -> None:
         QTimer.singleShot(0, self.fit_header)  # once the labels below have their text
@@ -326,6 +349,7 @@ class ResultsPanel(QWidget):
                 self.measures, i, key, ev.get(key), {"n": len(res.data), "k": res.params.get("k")}
             )
         self.measures.resizeColumnToContents(1)
+        self._fit_readings()
         if table is not None:
             self.per_attr.setRowCount(table.shape[0])
             self.per_attr.setColumnCount(table.shape[1])
