@@ -285,7 +285,9 @@ def run_prepared(
 
         warns.extend(
             pileup_notes(
-                bound_shares(released, protected_cols, prep.domains, prep.precision), uses_k=spec.uses_k
+                bound_shares(released, protected_cols, prep.domains, prep.precision),
+                uses_k=spec.uses_k,
+                remedy=out.info.get("pileup_remedy"),
             )
         )
     guarantee, is_dp = describe(

@@ -146,6 +146,30 @@ def audit_trail(
     return _strip_forbidden(trail)
 
 
+def _check_metadata_owner(paths: dict[str, str]) -> None:
+    """Refuse to replace the metadata (and so the release note and audit trail) of ANOTHER
+    release that stays in the folder: ``x.sav`` and ``x.csv`` share ``x.metadata.json``, and
+    writing one would leave the other described by a guarantee and digest that are not its own.
+    Replacing the same release (same data file name) is fine.
+    """
+    meta_path = Path(paths["metadata"])
+    if not meta_path.is_file():
+        return
+    try:
+        old = json.loads(meta_path.read_text(encoding="utf-8"))
+        owner = ((old.get("files") or {}).get("output") or {}).get("name")
+    except (OSError, ValueError, AttributeError):
+        return  # unreadable or foreign: replaced like any stale file
+    mine = Path(paths["data"]).name
+    if owner and owner != mine and (meta_path.parent / owner).exists():
+        raise ParameterError(
+            f"{meta_path.name} describes the release {owner}, which is still in "
+            f"{meta_path.parent}; writing {mine} would replace its metadata, so {owner} would be "
+            "published with a guarantee and digest that are not its own. Choose another name "
+            f"for {mine}, or another folder, or remove {owner} first."
+        )
+
+
 def export_release(
     result,
     out_path: str | os.PathLike,
@@ -226,6 +250,7 @@ def export_release(
             f"The release note {Path(paths['release_note']).name} is public: "
             "do not call it private or internal."
         )
+    _check_metadata_owner(paths)
 
     def stage_text(path: str, text: str, private: bool) -> str:
         def writer(tmp: str) -> None:

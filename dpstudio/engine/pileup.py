@@ -31,6 +31,14 @@ REMEDY_NO_K = (
     "scale grows with its width), or a method that microaggregates first (its noise "
     "shrinks with k)."
 )
+#: for methods whose noise scale is each class's own range of values (k-eps): neither the
+#: declared domain nor a larger k reduces it (a larger k widens the classes)
+REMEDY_CLASS_RANGE = (
+    "To reduce it: a larger ε (less noise). The noise scale here is each class's own range of "
+    "the ε-quasi-identifiers (summed over them), not the declared domain: a larger k widens the "
+    "classes and so raises it; fewer ε-quasi-identifiers, or k-quasi-identifiers that group "
+    "records with similar values, lower it."
+)
 
 
 def bound_shares(
@@ -67,10 +75,14 @@ def _num(v: float) -> str:
 
 
 def pileup_notes(
-    shares: dict[str, dict], threshold: float = NOTE_THRESHOLD, uses_k: bool = True
+    shares: dict[str, dict],
+    threshold: float = NOTE_THRESHOLD,
+    uses_k: bool = True,
+    remedy: str | None = None,
 ) -> list[str]:
     """One private note per attribute with at least ``threshold`` of its values on a bound,
-    with what to do (``uses_k``: the method has a k to raise).
+    with what to do (``uses_k``: the method has a k to raise; ``remedy``: the method's own
+    advice, e.g. :data:`REMEDY_CLASS_RANGE`, instead of the default).
     """
     notes = []
     for c, s in shares.items():
@@ -81,9 +93,16 @@ def pileup_notes(
             f"lie on a bound of its declared domain ({_pct(s['lower'])} at {_num(s['lb'])}, "
             f"{_pct(s['upper'])} at {_num(s['ub'])}): the noise is large against the domain and "
             "clamping piles values onto its ends, which biases the mean and the variance. "
-            + (REMEDY if uses_k else REMEDY_NO_K)
+            + (remedy or (REMEDY if uses_k else REMEDY_NO_K))
         )
     return notes
 
 
-__all__ = ["bound_shares", "pileup_notes", "NOTE_THRESHOLD", "REMEDY", "REMEDY_NO_K"]
+__all__ = [
+    "bound_shares",
+    "pileup_notes",
+    "NOTE_THRESHOLD",
+    "REMEDY",
+    "REMEDY_NO_K",
+    "REMEDY_CLASS_RANGE",
+]

@@ -40,3 +40,24 @@ def test_metadata_digest_is_of_the_written_bytes(tmp_path, monkeypatch):
 def test_public_metadata_alone_still_has_a_digest():
     res = _result()
     assert len(res.public_metadata()["output_sha256"]) == 64
+
+
+def test_another_release_sharing_the_stem_keeps_its_metadata(tmp_path):
+    """x.parquet and x.csv share x.metadata.json: writing the second must not leave the first
+    described by the second's guarantee and digest. Replacing the same release is fine."""
+    import pytest
+
+    from dpstudio.engine.errors import ParameterError
+
+    res = _result()
+    export.export_release(res, tmp_path / "x.parquet")
+    before = (tmp_path / "x.metadata.json").read_bytes()
+    with pytest.raises(ParameterError, match=r"x\.metadata\.json describes the release x\.parquet"):
+        export.export_release(res, tmp_path / "x.csv")
+    assert (tmp_path / "x.metadata.json").read_bytes() == before
+    assert not (tmp_path / "x.csv").exists()
+    export.export_release(res, tmp_path / "x.parquet")  # the same release again: replaced
+    (tmp_path / "x.parquet").unlink()
+    export.export_release(res, tmp_path / "x.csv")  # the other release is gone: no conflict
+    meta = json.loads((tmp_path / "x.metadata.json").read_text(encoding="utf-8"))
+    assert meta["files"]["output"]["name"] == "x.csv"

@@ -60,3 +60,17 @@ def test_clustered_method_note_names_k_and_no_note_without_noise():
     assert notes and all("larger k" in w for w in notes)
     mdav = engine.protect(df.assign(age=0), "mdav", {"age": "k-quasi"}, k=3, seed=1)
     assert not [w for w in mdav.warnings if "Pile-up" in w]   # no noise: nothing to say
+
+
+def test_keps_note_does_not_advise_a_larger_k_or_a_tighter_domain():
+    """k-eps noise is each class's own range / ε: neither a larger k (wider classes, more
+    noise) nor a tighter declared domain reduces it, so the advice must not say so."""
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"region": rng.integers(1, 4, 600), "expend": rng.lognormal(7, 1.2, 600).round()})
+    res = engine.protect(df, "k-eps", {"region": "k-quasi", "expend": "eps-quasi"},
+                         {"expend": (0, 100_000)}, k=5, epsilon=0.2, seed=4)
+    notes = [w for w in res.private_notes if "Pile-up" in w]
+    assert notes, res.private_notes
+    assert all("noise of a cluster mean shrinks" not in w and "tighter declared domain" not in w
+               for w in notes)
+    assert all("class's own range" in w and "larger k widens the classes" in w for w in notes)

@@ -35,6 +35,7 @@ from dpstudio.engine.measures.keps import (
     keps_measures,
 )
 from dpstudio.engine.params import Param
+from dpstudio.engine.pileup import REMEDY_CLASS_RANGE
 from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import (
     DROP_MISSING_PARAM,
@@ -356,6 +357,8 @@ def run_keps(job: Job) -> Output:
         "released_loss": released_loss,
         "epsilon_quasis": list(eq),
         "k_quasis": list(kq),
+        # the noise is each class's own range / ε: the pile-up advice must not say "larger k"
+        "pileup_remedy": REMEDY_CLASS_RANGE,
     }
     if gen.node is not None:
         info["chosen_levels"] = dict(gen.levels)
