@@ -399,6 +399,11 @@ def add_sample_label(state: Any, layout: Any, where: str) -> Any:
         from html import escape
 
         text = f"<b>{escape(sample_label(info))}</b>"
+        if where == "data":
+            text += (
+                "<br>The table, roles, types and sweeps use this uniform random sample (drawn "
+                "without loading the file); the header's record count is the sample's."
+            )
         if where == "results":
             text += "<br>" + release_text(state.dask_release)
         lab.setText(text)

@@ -181,8 +181,10 @@ def test_protect_runs_whole_file_on_dask_like_the_cli(qtbot, window, big, small_
     assert (tmp_path / "release-app.private.json").stat().st_mode & 0o777 == 0o600
     assert paths["private"].endswith("release-app.private.json")
     rel = window.state.dask_release
-    assert rel["records"] == N and rel["guarantee"] in window.results_panel.sample_label.text() or (
-        "Released 3,000 records on Dask" in window.results_panel.sample_label.text()
+    assert (
+        rel["records"] == N
+        and rel["guarantee"] in window.results_panel.sample_label.text()
+        or ("Released 3,000 records on Dask" in window.results_panel.sample_label.text())
     )
 
 
