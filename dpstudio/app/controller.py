@@ -17,7 +17,7 @@ import pandas as pd
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from dpstudio import engine
-from dpstudio.app import compute, io_adapter, project, subproc
+from dpstudio.app import compute, io_adapter, large_file, project, subproc
 from dpstudio.app import settings as app_settings
 from dpstudio.app.resources import adult_sample_path, sample_path
 from dpstudio.app.state import AppState
@@ -100,6 +100,10 @@ class Controller(QObject):
         self.ask_shape: Callable[[str, dict], str | None] = _ask_shape
         #: set by the window: the trade-off plots as PNGs for the assessment report
         self.curve_images: Callable[[], list] = lambda: []
+        #: issue 12, files larger than memory (tests replace both): ``(path, info) -> bool``
+        #: "work on a sample, protect on Dask?"; ``(input path) -> (release path, fmt) | None``
+        self.ask_large: Callable[[str, dict], bool] = large_file.ask_sample_mode
+        self.ask_release_path: Callable[[str], tuple[str, str] | None] = large_file.ask_release_path
         state.sig_recipe_changed.connect(self._check_stale)
         state.sig_roles_changed.connect(self._check_stale)
         # --- autosave to a recovery file (debounced)
@@ -181,6 +185,10 @@ class Controller(QObject):
             self.sig_error.emit(f"File not found: {path}", "")
             return False
         opts = dict(options or {})
+        if large_file.on_dask_format(p):  # issue 12: a file larger than memory
+            threshold = app_settings.large_file_bytes()
+            if large_file.offer_sample_mode(p, threshold):
+                return self._open_large(p, threshold, then)
         if io_adapter.format_of(p) == "csv" and not opts:
             self.sig_status.emit(f"Reading {p.name}…")
 
@@ -195,6 +203,35 @@ class Controller(QObject):
             )
             return True
         self._load(p, opts, then)
+        return True
+
+    def _open_large(self, p: Path, threshold: int, then: Callable[[], None] | None) -> bool:
+        """Issue 12: offer a uniform sample for the views and the whole file on Dask."""
+        n = app_settings.sample_rows()
+        info = {"bytes": large_file.file_bytes(p), "threshold": threshold, "n_sample": n}
+        if not self.ask_large(str(p), info):
+            self.sig_status.emit("Opening cancelled; the current data is kept.")
+            return False
+        self.sig_status.emit(f"Drawing a {n:,}-record sample of {p.name}…")
+
+        def work(progress, check_cancel):
+            df, sample = large_file.read_sample(str(p), n, progress=progress, check_cancel=check_cancel)
+            return df, sample, compute.column_stats(df)
+
+        def done(out):
+            df, sample, stats = out
+            self.state.set_data(df, str(p), None, {}, stats=stats, sample_of=sample)
+            app_settings.add_recent_file(str(p))
+            self.sig_status.emit(f"Opened {p.name}: " + large_file.sample_label(sample))
+            if then is not None:
+                then()
+            self.sig_loaded.emit(str(p))
+
+        self.load_runner.start(
+            work,
+            finished=done,
+            cancelled=lambda: self.sig_status.emit("Opening cancelled; the current data is kept."),
+        )
         return True
 
     def _after_sniff(self, p: Path, info: dict, confirm: bool, then: Callable[[], None] | None) -> None:
@@ -372,6 +409,8 @@ class Controller(QObject):
         if not self.guard():
             return False
         st = self.state
+        if st.sample_of:  # issue 12: the whole file, on Dask, written where the user says
+            return self.protect_on_dask()
         mid = st.recipe.method
         try:
             engine.check_applicable(st.df, mid, st.active_roles())
@@ -426,6 +465,65 @@ class Controller(QObject):
         )
         return True
 
+    def protect_on_dask(self, out_path: str | None = None, fmt: str = "parquet") -> bool:
+        """Issue 12 (sample mode): protect the WHOLE file on Dask in the background and write
+        the release at ``out_path`` (asked when None) as ``dpstudio protect --engine dask`` does.
+        """
+        if not self.guard():
+            return False
+        st = self.state
+        mid = st.recipe.method
+        why = st.applicability(mid)
+        if why:
+            self.sig_error.emit(why, "")
+            return False
+        if out_path is None:
+            chosen = self.ask_release_path(str(st.path))
+            if chosen is None:
+                return False
+            out_path, fmt = chosen
+        try:
+            io_adapter.check_output_not_input(out_path, st.path, what="release")
+        except engine.DPStudioError as exc:
+            self.sig_error.emit(str(exc), "")
+            return False
+        params = dict(st.recipe.params)
+        run_params = self._engine_params(params)
+        run_params.pop("types", None)  # the sample's typing is the app's; the file is read as is
+        prec = run_params.pop("precision", None)
+        seed = st.run_seed()
+        args = (str(st.path), str(out_path), mid, st.active_roles(), st.active_domains())
+        kw = dict(
+            seed=seed,
+            fmt=fmt,
+            precision=prec,
+            hierarchies=st.active_hierarchies(),
+            params=run_params,
+            scheduler=app_settings.dask_scheduler(),
+            processes=app_settings.dask_processes(),
+        )
+        self.sig_status.emit(f"Protecting the whole of {Path(str(st.path)).name} on Dask…")
+
+        def work(progress, check_cancel):
+            return large_file.protect_whole_file(*args, **kw, progress=progress, check_cancel=check_cancel)
+
+        def done(out):
+            st.record_run_seed(seed)
+            st.set_dask_release(out)
+            self.last_export = {k: out[k] for k in ("release", "metadata", "private")}
+            self.sig_status.emit(
+                f"Released {out['records']:,} records on Dask — public: {Path(out['release']).name} "
+                f"· private, keep internal: {Path(out['private']).name}"
+            )
+            self.sig_exported.emit(dict(self.last_export))
+
+        self.run_runner.start(
+            work,
+            finished=done,
+            cancelled=lambda: self.sig_status.emit("Protection on Dask cancelled; nothing was written."),
+        )
+        return True
+
     def cancel_all(self) -> None:
         for r in self.runners:
             r.cancel()
@@ -467,6 +565,8 @@ class Controller(QObject):
         original and the trade-off curves (rendered here).
         """
         st = self.state
+        if st.sample_of:  # issue 12: the release of the whole file is written on Dask
+            return self.protect_on_dask(out_path, "csv" if (fmt or "").lower() == "csv" else "parquet")
         res = st.result
         if res is None:
             self.sig_error.emit("Nothing to export yet: press Protect (Ctrl+R) first.", "")

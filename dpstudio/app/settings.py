@@ -64,3 +64,59 @@ def last_folder() -> str:
 
 def set_last_folder(folder: str) -> None:
     settings().setValue("last_folder", str(folder))
+
+
+# --- large files (issue 12): the Dask path
+#: records in the working sample of a file larger than memory
+DEFAULT_SAMPLE_ROWS = 200_000
+
+
+def large_file_bytes() -> int:
+    """Files above this many bytes are offered the sample + Dask path: the ``large_file_bytes``
+    setting if set (tests lower it), else a quarter of the memory available now (psutil).
+    """
+    v = settings().value("large_file_bytes", None)
+    if v not in (None, ""):
+        return int(v)
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available // 4)
+    except ImportError:  # pragma: no cover - psutil comes with the 'scale' extra
+        return 2**31
+
+
+def set_large_file_bytes(n: int | None) -> None:
+    s = settings()
+    if n is None:
+        s.remove("large_file_bytes")
+    else:
+        s.setValue("large_file_bytes", int(n))
+
+
+def sample_rows() -> int:
+    """Records in the working sample of a large file (default 200,000)."""
+    return int(settings().value("sample_rows", DEFAULT_SAMPLE_ROWS))
+
+
+def set_sample_rows(n: int) -> None:
+    settings().setValue("sample_rows", int(n))
+
+
+def dask_scheduler() -> str:
+    """The address of an existing Dask scheduler ('' : a LocalCluster started per run)."""
+    return str(settings().value("dask_scheduler", "") or "")
+
+
+def set_dask_scheduler(address: str) -> None:
+    settings().setValue("dask_scheduler", str(address or ""))
+
+
+def dask_processes() -> bool:
+    """Whether a LocalCluster runs its workers as processes (tests: threads, quicker)."""
+    v = settings().value("dask_processes", True)
+    return str(v).lower() not in ("false", "0", "no")
+
+
+def set_dask_processes(processes: bool) -> None:
+    settings().setValue("dask_processes", bool(processes))

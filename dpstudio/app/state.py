@@ -65,6 +65,8 @@ class AppState(QObject):
     """A field holds text that is not a valid value (or no longer does)."""
     sig_query_ledger_changed = Signal()
     """The query desk's budget ledger (``recipe.extra["query_ledger"]``) changed."""
+    sig_dask_release_changed = Signal()
+    """Sample mode (issue 12): a release of the whole file was written on Dask (or cleared)."""
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -80,6 +82,12 @@ class AppState(QObject):
         self.evaluation: dict | None = None
         self.project_path: str | None = None
         self.sweep_points: list = []
+        #: issue 12: ``df`` is a uniform sample of a file larger than memory --
+        #: ``{"path", "bytes", "n_total", "n_sample", "seed"}`` (the seed redraws it: private);
+        #: None when ``df`` is the whole file.  Protect/Export then run on the whole file on Dask.
+        self.sample_of: dict | None = None
+        #: sample mode: the last whole-file release written on Dask (paths, guarantee, records)
+        self.dask_release: dict | None = None
         self._dirty = False
         #: undo/redo of role, type, domain, precision and hierarchy edits (issue 11); one
         #: user action = one command (see :meth:`undo_step`); cleared when a file is loaded
@@ -127,6 +135,7 @@ class AppState(QObject):
         read_options: dict | None = None,
         roles: dict | None = None,
         stats: dict[str, ColumnStats] | None = None,
+        sample_of: dict | None = None,
     ) -> None:
         """Install a new table (``stats``: precomputed in the loading worker).  A new data
         file is a new project: roles, domains, precision, hierarchies and types are reset and
@@ -134,6 +143,8 @@ class AppState(QObject):
         """
         self.df = df
         self.input_meta = meta
+        self.sample_of = dict(sample_of) if sample_of else None  # issue 12
+        self.dask_release = None
         self.stats = stats if stats is not None else column_stats(df)
         r = self.recipe
         r.input_path = path
@@ -497,6 +508,29 @@ class AppState(QObject):
             self.recipe.extra["query_ledger"] = data
         self.sig_query_ledger_changed.emit()
         self.mark_dirty()
+
+    def applicability(self, method: str | None) -> str:
+        """Why ``method`` cannot run on the current roles and types ('' when it can); in sample
+        mode (issue 12) also the engine's reason when it does not run on Dask.
+        """
+        if self.df is None or not method:
+            return ""
+        from dpstudio.engine import check_applicable
+
+        try:
+            check_applicable(self.df, method, self.active_roles(), self.types or None)
+        except DPStudioError as exc:
+            return str(exc)
+        if self.sample_of:
+            from dpstudio.app.large_file import dask_refusal
+
+            return dask_refusal(method, self.recipe.params if method == self.recipe.method else {})
+        return ""
+
+    def set_dask_release(self, release: dict | None) -> None:
+        """Sample mode: the whole-file release just written on Dask."""
+        self.dask_release = dict(release) if release else None
+        self.sig_dask_release_changed.emit()
 
     def set_result(self, result: Any, evaluation: dict | None, recipe: dict | None) -> None:
         self.result = result

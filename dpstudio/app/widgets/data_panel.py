@@ -39,6 +39,9 @@ class DataPanel(QWidget):
         top.addWidget(self.open_btn)
         top.addWidget(self.sample_btn)
         lay.addLayout(top)
+        from dpstudio.app.large_file import add_sample_label
+
+        self.sample_label = add_sample_label(state, lay, "data")  # issue 12: a large file's sample
         self.model = DataFrameModel()
         self.view = QTableView()
         self.view.setModel(self.model)

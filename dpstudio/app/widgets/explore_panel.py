@@ -174,6 +174,9 @@ class ExplorePanel(QWidget):
         lay.addWidget(box)
         self.banner = Banner(self)
         lay.addWidget(self.banner)
+        from dpstudio.app.large_file import add_sample_label
+
+        self.sample_label = add_sample_label(state, lay, "explore")  # issue 12: curves from a sample
         self.status = QLabel(IDLE_STATUS)
         self.status.setObjectName("sweep_status")
         lay.addWidget(self.status)

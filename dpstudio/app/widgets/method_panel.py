@@ -778,11 +778,10 @@ class MethodPanel(QWidget):
         mid = self.current_method()
         reason = ""
         if st.df is not None and mid:
-            try:  # with the user's column types: a numeric-only method on a column typed
-                # categorical/ordinal is shown not applicable, with the engine's reason (issue 11)
-                engine.check_applicable(st.df, mid, st.active_roles(), st.types or None)
-            except engine.DPStudioError as exc:
-                reason = str(exc)
+            # with the user's column types: a numeric-only method on a column typed
+            # categorical/ordinal is shown not applicable, with the engine's reason (issue 11);
+            # a large file's sample mode: also the methods that do not run on Dask (issue 12)
+            reason = st.applicability(mid)
         # mark every method in the list
         usable: list[str] = []
         for i in range(self.list.count()):
@@ -793,10 +792,7 @@ class MethodPanel(QWidget):
             name = "   " + self._methods[oid]["name"]
             why = ""
             if st.df is not None:
-                try:
-                    engine.check_applicable(st.df, oid, st.active_roles(), st.types or None)
-                except engine.DPStudioError as exc:
-                    why = str(exc)
+                why = st.applicability(oid)
             if not why:
                 usable.append(oid)
             it.setText(name + ("   (not applicable)" if why else ""))

@@ -173,6 +173,9 @@ class ResultsPanel(QWidget):
         self.header.setWordWrap(True)
         self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.header)
+        from dpstudio.app.large_file import add_sample_label
+
+        self.sample_label = add_sample_label(state, lay, "results")  # issue 12: the Dask release
         self.warn = Banner(self)
         lay.addWidget(self.warn)
         self.kanon = QLabel("")

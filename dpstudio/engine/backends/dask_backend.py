@@ -114,13 +114,11 @@ class DaskRelease:
 # --------------------------------------------------------------------------- validation
 
 
-def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
-    """Validate on a sample with the engine's own ``prepare`` (one error format), then check
-    the whole data (missing values, domains) with one distributed pass.
+def check_runs_on_dask(method: str, params: dict | None = None) -> None:
+    """Raise :class:`NotOnDask` saying why ``method`` (with ``params``) does not run on Dask;
+    nothing when it does (no data needed: the app marks methods before a run).
     """
-    from dpstudio.engine import api
-
-    spec = api.get_method(method)
+    params = params or {}
     if method not in DASK_METHODS:
         raise NotOnDask(
             f"Method {method!r} does not run on Dask (it is neither sort-based nor OLA); "
@@ -139,6 +137,16 @@ def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
             "drop_missing does not run on Dask yet; remove the records with missing "
             "values first or use --engine memory."
         )
+
+
+def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
+    """Validate on a sample with the engine's own ``prepare`` (one error format), then check
+    the whole data (missing values, domains) with one distributed pass.
+    """
+    from dpstudio.engine import api
+
+    spec = api.get_method(method)
+    check_runs_on_dask(method, params)
     sample = ddf.head(SAMPLE_ROWS, npartitions=-1)
     prep = api.prepare(sample, method, roles, domains, hierarchies, precision=precision, **params)
     cols = list(prep.protected)
