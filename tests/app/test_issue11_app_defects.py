@@ -334,3 +334,28 @@ def test_keps_sweep_plots_expected_reidentifications_against_k():
     assert v.x == "k"
     assert v.risk == "expected_reidentifications"
     assert sweep_view("mdav").risk == "rl"
+
+
+def test_export_is_not_proposed_next_to_the_input(qtbot, tmp_path):
+    """Issue 11 #10: the release is proposed in the last export folder (else home), never by
+    default in the input's folder, where unprotected microdata usually sits."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from dpstudio import engine
+    from dpstudio.app.widgets.export_dialog import ExportDialog
+
+    src = tmp_path / "confidential" / "survey.csv"
+    src.parent.mkdir()
+    df = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+    df.to_csv(src, index=False)
+    res = engine.protect(df, "mdav", {"x": "k-quasi"}, k=2, seed=1)
+    dlg = ExportDialog(res, str(src))
+    qtbot.addWidget(dlg)
+    assert Path(dlg.path.text()).parent == Path.home()
+    out = tmp_path / "releases"
+    out.mkdir()
+    dlg2 = ExportDialog(res, str(src), export_folder=str(out))
+    qtbot.addWidget(dlg2)
+    assert Path(dlg2.path.text()) == out / "survey_protected.csv"
