@@ -359,3 +359,19 @@ def test_export_is_not_proposed_next_to_the_input(qtbot, tmp_path):
     dlg2 = ExportDialog(res, str(src), export_folder=str(out))
     qtbot.addWidget(dlg2)
     assert Path(dlg2.path.text()) == out / "survey_protected.csv"
+
+
+def test_method_names_wrap_instead_of_scrolling_sideways(qtbot, window):
+    """Issue 11 #10: long method names (with "(not applicable)") were cut and needed a
+    horizontal scroll bar; they wrap now."""
+    win = window
+    with qtbot.waitSignal(win.sig_loaded, timeout=20000):
+        win.controller.open_sample()
+    win.resize(1200, 800)
+    win.show()
+    win.tabs.setCurrentIndex(2)
+    qtbot.wait(200)
+    lst = win.method_panel.list
+    texts = [lst.item(i).text() for i in range(lst.count())]
+    assert any("not applicable" in t for t in texts)  # the long labels are there
+    assert lst.horizontalScrollBar().maximum() == 0
