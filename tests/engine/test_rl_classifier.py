@@ -16,6 +16,14 @@ from dpstudio.engine.sweeps import _rl_numeric_bulk
 pytestmark = pytest.mark.skipif(RK._rl_kernel() is None, reason="numba unavailable: the classifier is not used")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _kernel_always():
+    saved = RK._KERNEL_LOAD_S
+    RK._KERNEL_LOAD_S = 0.0  # no tiering: the classifier from the first call
+    yield
+    RK._KERNEL_LOAD_S = saved
+
+
 def _reference(xs, YS):
     return np.stack([RK._rl_numeric(xs, np.ascontiguousarray(y), lambda: RK._kdtree(xs)) for y in YS])
 
@@ -107,3 +115,16 @@ def test_missing_values_are_not_linked_and_without_numba_the_numpy_path_runs(mon
     assert RK._pr_classified(xs, ys, np.arange(50)) is None
     YS = np.stack([xs + 0.02, xs - 0.3])
     assert np.array_equal(_rl_numeric_bulk(xs, YS, None), _reference(xs, YS))
+
+
+def test_a_short_sweep_does_not_load_numba(monkeypatch):
+    """Tiered: before numba is loaded, the numpy search runs until it has cost the load time."""
+    rng = np.random.default_rng(6)
+    xs = rng.normal(size=(40, 3))
+    ys = xs + rng.normal(scale=0.1, size=xs.shape)
+    monkeypatch.setattr(RK, "_KERNEL_LOAD_S", 0.5)
+    monkeypatch.setattr(RK, "_KERNEL", [])
+    monkeypatch.setattr(RK, "_NUMPY_SECONDS", [0.0])
+    assert RK._pr_classified(xs, ys, np.arange(40)) is None and RK._KERNEL == []
+    RK._NUMPY_SECONDS[0] = 0.6
+    assert np.array_equal(RK._pr_classified(xs, ys, np.arange(40)), RK._rl_numeric(xs, ys, None))

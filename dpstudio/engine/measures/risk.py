@@ -158,6 +158,8 @@ _NEIGHBOURS = 512
 _KERNEL_MAX_N = 20_000
 
 _KERNEL: list = []  # [module or None], filled on first use
+_NUMPY_SECONDS = [0.0]  # time this process has spent in the numpy bulk search (sweeps)
+_KERNEL_LOAD_S = 0.5  # importing numba and loading the cached classifier (measured 0.5–1.4 s)
 
 
 def _rl_kernel():
@@ -193,6 +195,10 @@ def _pr_classified(xs: np.ndarray, ys: np.ndarray, jidx: np.ndarray, cache: dict
     """
     n = xs.shape[0]
     if n == 0 or n > _KERNEL_MAX_N:
+        return None
+    if not _KERNEL and _NUMPY_SECONDS[0] < _KERNEL_LOAD_S:
+        # tiered, results identical either way: numba is loaded only once this process has
+        # spent its load time in the numpy search (a short sweep does not pay for it)
         return None
     kernel = _rl_kernel()
     if kernel is None:
