@@ -446,7 +446,7 @@ def _fast_eval(orig, prot, measures, mcache: dict) -> dict | None:
     if fp is None or fp["ref"] is not orig or tuple(measures) != fp["measures"]:
         return None
     from dpstudio.engine.measures._base import _matrix
-    from dpstudio.engine.measures.risk import _rl_numeric
+    from dpstudio.engine.measures.risk import _BRUTE_MAX_PAIRS, _pr_classified, _rl_numeric
 
     attrs = fp["attrs"]
     if len(prot) != len(orig) or not all(a in prot.columns for a in attrs):
@@ -465,7 +465,14 @@ def _fast_eval(orig, prot, measures, mcache: dict) -> dict | None:
         out["sse_raw"], out["sse_normalized"] = float(colsum.sum()), float((colsum / var).sum()) / (n * m)
     if fp["rl"] is not None:
         scale, xs, tree = fp["rl"]
-        pr = _rl_numeric(xs, np.ascontiguousarray(y / scale), tree)
+        ys = np.ascontiguousarray(y / scale)
+        pr = (
+            _pr_classified(xs, ys, np.arange(n), fp.setdefault("rl.cache", {}))
+            if n * n <= _BRUTE_MAX_PAIRS
+            else None
+        )
+        if pr is None:
+            pr = _rl_numeric(xs, ys, tree)
         out["rl"] = 100.0 * float(pr.sum()) / n
     out["warnings"] = []
     return out

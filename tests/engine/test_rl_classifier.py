@@ -128,3 +128,27 @@ def test_a_short_sweep_does_not_load_numba(monkeypatch):
     assert RK._pr_classified(xs, ys, np.arange(40)) is None and RK._KERNEL == []
     RK._NUMPY_SECONDS[0] = 0.6
     assert np.array_equal(RK._pr_classified(xs, ys, np.arange(40)), RK._rl_numeric(xs, ys, None))
+
+
+def test_sweep_with_the_classifier_equals_the_numpy_sweep(census, monkeypatch):
+    """Every point of a sweep (noise-free baselines included) is the same with the classifier
+    as with the numpy search, which test_sweep_sharing pins to separate protect + evaluate."""
+    from dpstudio import engine
+
+    cols = list(census.columns)[:8]
+    df = census[cols]
+    domains = {c: (0.0, 1.5 * float(df[c].max())) for c in cols}
+
+    def run():
+        pts = engine.sweep(df, "ir-dp", {c: "eps-quasi" for c in cols}, domains, ks=[2, 5, 30],
+                           epsilons=[0.1, 3.0, 10.0], repeats=3, seed=9, measures=("sse", "rl"))
+        return [(p.k, p.epsilon, [r["rl"] for r in p.runs]) for p in pts]
+
+    calls = []
+    real = RK._pr_classified
+    monkeypatch.setattr(RK, "_pr_classified", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    with_kernel = run()
+    assert len(calls) == 2 + 9  # baselines after the first (a full evaluate) and the 9 noisy cells
+    monkeypatch.setattr(RK, "_KERNEL", [None])
+    assert run() == with_kernel
+    assert any(0 < r < 100 for _, _, rs in with_kernel for r in rs)
