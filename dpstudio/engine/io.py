@@ -440,7 +440,12 @@ def _to_float(texts: np.ndarray) -> np.ndarray | None:
             return np.array([float(t) for t in texts], dtype=np.float64)
         except ValueError:  # pragma: no cover - the pattern admits only what float() reads
             return None
-    num = pd.to_numeric(pd.Series(texts, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    # errors="raise" stops at the first text that is not a number (a text column is refused
+    # after one value instead of being parsed to the end); "" still parses to NaN: checked below
+    try:
+        num = pd.to_numeric(pd.Series(texts, dtype=object), errors="raise").to_numpy(dtype=np.float64)
+    except (ValueError, TypeError, OverflowError):
+        return None
     if np.isnan(num).any():
         return None
     return num
@@ -502,17 +507,97 @@ def _convert_column(raw: np.ndarray, dec: str, explicit: bool = False) -> tuple[
     return vals, keep
 
 
+_FIRST_DIGIT_ZERO = r"^[^0-9]*0[0-9]"  # necessary for _LEADING_ZERO after strip(): a prefilter
+_PLAIN_INT = r"^[-+]?[0-9]+$"  # RE2: '$' is the end of the text, '[0-9]' ASCII digits
+
+
+def _convert_large(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool] | None:
+    """:func:`_convert_column` of one long column of texts, vectorised with pyarrow compute:
+    the same values and the same keep flag; None where only the per-value path decides
+    (booleans, decimal comma, integers out of int64 or not plain).  Text columns come back as
+    the reader's own array with the missing values masked (no round trip through objects).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        a = pa.array(s.array) if hasattr(s.array, "__arrow_array__") else None
+        if a is None:
+            a = pa.array(s.to_numpy(dtype=object), type=pa.large_string())
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    if a.null_count or not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+        return None
+    n = len(a)
+    na = pc.is_in(a, value_set=pa.array(sorted(NA_TEXTS), type=a.type))
+    any_na = bool(pc.any(na).as_py())
+    na_np = np.asarray(na.to_numpy(zero_copy_only=False), dtype=bool) if any_na else None
+    nonmiss = a.filter(pc.invert(na)) if any_na else a
+    na_text = bool(pc.any(pc.and_(na, pc.greater(pc.binary_length(a), 0))).as_py()) if any_na else False
+    if len(nonmiss) == 0:
+        return np.full(n, np.nan), na_text
+    if pc.all(pc.is_in(nonmiss.slice(0, 200), value_set=pa.array(sorted(_BOOL_TEXTS), type=a.type))).as_py():
+        return None  # (maybe) booleans: the per-value path
+
+    def text() -> tuple[Any, bool]:
+        return (s.mask(na_np).array if any_na else s.array), na_text
+
+    cand = pc.match_substring_regex(nonmiss, _FIRST_DIGIT_ZERO)
+    if pc.any(cand).as_py():  # the exact test of _convert_column on the candidates only
+        for t in nonmiss.filter(cand).to_pylist():
+            t = t.strip()
+            if _LEADING_ZERO.match(t) and not t.lstrip("+-").startswith(("0.", "0,")):
+                return text()
+    if dec == ",":
+        return None
+    if not any_na and pc.all(pc.match_substring_regex(nonmiss, _PLAIN_INT)).as_py():
+        try:
+            ints = pc.cast(nonmiss, pa.int64())
+        except pa.ArrowInvalid:  # out of int64 (or a form arrow does not read): per value
+            return None
+        written = pc.cast(ints, a.type)  # str(int(t)): no sign '+', no '-0', no leading zeros
+        keep = not pc.all(pc.equal(written, nonmiss)).as_py()
+        return np.asarray(ints.to_numpy(zero_copy_only=False), dtype=np.int64), keep
+    texts = np.asarray(nonmiss.to_numpy(zero_copy_only=False), dtype=object)
+    num = _to_float(texts)
+    if num is None:
+        return text()
+    if not any_na and all(_INT_TEXT.match(t.strip()) for t in texts):
+        return None  # integers with spaces: the per-value path
+    vals = np.full(n, np.nan)
+    if any_na:
+        assert na_np is not None
+        vals[~na_np] = num
+    else:
+        vals[:] = num
+    written = _written_text(num, dec)
+    return vals, na_text or written != texts.tolist()
+
+
 def _convert(
     raw: pd.DataFrame, dec: str, explicit: bool = False
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """Typed table from the texts + {column: texts} for the columns whose texts would not
     survive being written back from the typed values (leading zeros, 1.50, FALSE, NA...).
+    Long columns go through :func:`_convert_large` (vectorised), short ones (wide files)
+    through :func:`_convert_column`.
     """
-    cols: dict[str, np.ndarray] = {}
+    cols: dict[str, Any] = {}
     keep: dict[str, np.ndarray] = {}
-    arr = raw.to_numpy(dtype=object, na_value="") if raw.shape[1] else None
+    big = len(raw) > _SMALL
+    arr = raw.to_numpy(dtype=object, na_value="") if raw.shape[1] and not big else None
     for j, c in enumerate(raw.columns):
-        r = arr[:, j].copy() if arr is not None else np.empty(0, dtype=object)
+        if big:
+            col = raw.iloc[:, j]
+            got = _convert_large(col, dec, explicit)
+            if got is not None:
+                cols[str(c)], k = got
+                if k:
+                    keep[str(c)] = col.to_numpy(dtype=object, na_value="")
+                continue
+            r = col.to_numpy(dtype=object, na_value="")
+        else:
+            r = arr[:, j].copy() if arr is not None else np.empty(0, dtype=object)
         vals, k = _convert_column(r, dec, explicit)
         cols[str(c)] = vals
         if k:
