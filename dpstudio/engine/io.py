@@ -685,12 +685,25 @@ def _ragged_error(name: str, line: int, got: int, expected: int, n_bad: int) -> 
     )
 
 
+_WS_LUT = np.zeros(256, dtype=bool)
+_WS_LUT[[9, 10, 13, 32]] = True  # blank-line bytes (a tab is a field when it is the separator)
+_WS_LUT_TAB = _WS_LUT.copy()
+_WS_LUT_TAB[9] = False
+_FEW = 256  # at most this many suspect lines per chunk are looked at one by one
+
+
 def _check_ragged_bytes(chunks, sep: str, name: str) -> None:
     """Refuse lines whose number of fields differs from the first line's, for files without
     quotes (vectorised, streamed over ``chunks`` of bytes; a bare CR ends a line as it does
-    for the parser).
+    for the parser; a line of blanks only is skipped, as the parser skips it).
+
+    Separators are counted per line by locating them between the line ends (no running sum
+    over every byte); whether a line is blank is asked only of the lines whose count differs
+    from the expected one (and of the first lines, until the first non-blank one).
     """
     qsep = ord(sep)
+    lut = _WS_LUT_TAB if sep == "\t" else _WS_LUT
+    blanks = bytes(np.flatnonzero(lut).astype(np.uint8).tolist())
     carry_seps, carry_nonblank = 0, False  # the unfinished line at the end of a chunk
     expected = None
     lines_before = 0
@@ -702,33 +715,54 @@ def _check_ragged_bytes(chunks, sep: str, name: str) -> None:
         nxt = np.empty_like(a)
         nxt[:-1] = a[1:]
         nxt[-1] = 0
-        end = (a == 10) | ((a == 13) & (nxt != 10))
-        ws = np.isin(a, (9, 10, 13, 32)) if sep != "\t" else np.isin(a, (10, 13, 32))
-        ends = np.flatnonzero(end)
-        # int32 running counts (a chunk is < 2**31 bytes): half the memory traffic of int64
-        cs = np.cumsum(a == qsep, dtype=np.int32)
-        cw = np.cumsum(~ws, dtype=np.int32)
+        ends = np.flatnonzero((a == 10) | ((a == 13) & (nxt != 10)))
+        del nxt
         if ends.size:
-            cs_e, cw_e = cs[ends], cw[ends]
-            counts = cs_e - np.concatenate([[0], cs_e[:-1]])
+            sp = np.flatnonzero(a == qsep)
+            counts = np.diff(np.searchsorted(sp, ends), prepend=0)  # separators per line
             counts[0] += carry_seps
-            real = (cw_e - np.concatenate([[0], cw_e[:-1]])) > 0
-            real[0] = real[0] or carry_nonblank
-            if expected is None and real.any():
-                expected = int(counts[np.flatnonzero(real)[0]])
+            starts = np.empty_like(ends)
+            starts[0] = 0
+            starts[1:] = ends[:-1] + 1
+            first_nonblank = carry_nonblank
+
+            def real_one(i: int, b=b, starts=starts, ends=ends, first_nonblank=first_nonblank) -> bool:
+                if i == 0 and first_nonblank:
+                    return True
+                return bool(b[int(starts[i]) : int(ends[i])].translate(None, blanks))
+
+            def real_many(idx: np.ndarray, a=a, ends=ends, first_nonblank=first_nonblank) -> np.ndarray:
+                cw = np.cumsum(~lut[a], dtype=np.int32)[ends]
+                real = np.diff(cw, prepend=0) > 0
+                real[0] = real[0] or first_nonblank
+                return real[idx]
+
+            if expected is None:  # the first non-blank line gives the width
+                head = min(int(ends.size), _FEW)
+                firsts = [i for i in range(head) if real_one(i)][:1]
+                if not firsts and ends.size > head:
+                    rest = np.flatnonzero(real_many(np.arange(ends.size)))
+                    firsts = [int(rest[0])] if rest.size else []
+                if firsts:
+                    expected = int(counts[firsts[0]])
             if expected is not None:
-                badm = real & (counts != expected)
-                if badm.any():
-                    i = int(np.flatnonzero(badm)[0])
-                    if bad_first is None:
-                        bad_first = (lines_before + i + 1, int(counts[i]))
-                    n_bad += int(badm.sum())
+                cand = np.flatnonzero(counts != expected)
+                if cand.size:
+                    if cand.size <= _FEW:
+                        badi = np.array([i for i in cand.tolist() if real_one(i)], dtype=np.int64)
+                    else:
+                        badi = cand[real_many(cand)]
+                    if badi.size:
+                        i = int(badi[0])
+                        if bad_first is None:
+                            bad_first = (lines_before + i + 1, int(counts[i]))
+                        n_bad += int(badi.size)
             last = int(ends[-1])
-            carry_seps = int(cs[-1] - cs[last])
-            carry_nonblank = bool(cw[-1] - cw[last] > 0)
+            carry_seps = int(sp.size - np.searchsorted(sp, last, side="right"))
+            carry_nonblank = bool((~lut[a[last + 1 :]]).any())
         else:
-            carry_seps += int(cs[-1])
-            carry_nonblank = carry_nonblank or bool(cw[-1] > 0)
+            carry_seps += int(np.count_nonzero(a == qsep))
+            carry_nonblank = carry_nonblank or bool((~lut[a]).any())
         lines_before += int(ends.size)
     if carry_nonblank:  # the last line has no line break
         if expected is None:
