@@ -1294,6 +1294,51 @@ def _has_cr(df: pd.DataFrame) -> bool:
     return False
 
 
+_PLAIN_SEPS = (",", ";", "\t", "|")
+
+
+def _csv_bytes(data: pd.DataFrame, sep: str, lt: str, enc: str) -> bytes | None:
+    """The bytes ``data.to_csv(sep=sep, lineterminator=lt, encoding=enc, index=False)`` writes,
+    built with pyarrow for the common case -- columns of texts and integers (missing = empty)
+    where no name or text needs quoting -- or None (then pandas writes the file).  Floats,
+    booleans, dates... always go to pandas (its float format is Python's repr).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if sep not in _PLAIN_SEPS or data.shape[1] < 2 or len(data) == 0:
+        return None  # (one column: the csv module quotes a lone empty field)
+    specials = (sep, '"', "\r", "\n")
+    names = list(data.columns)
+    if not all(isinstance(c, str) and not any(ch in c for ch in specials) for c in names):
+        return None
+    cols = []
+    for j in range(len(names)):
+        s = data.iloc[:, j]
+        dt = s.dtype
+        try:
+            if isinstance(dt, pd.StringDtype) or (isinstance(dt, np.dtype) and dt.kind == "O"):
+                a = pa.array(s.array) if isinstance(dt, pd.StringDtype) else None
+                if a is None or not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+                    a = pa.array(s.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
+                if any(pc.any(pc.match_substring(a, ch)).as_py() for ch in specials):
+                    return None
+                a = pc.fill_null(a, "")
+            elif isinstance(dt, np.dtype) and dt.kind in "iu":
+                a = pc.cast(pa.array(s.to_numpy()), pa.large_string())
+            else:
+                return None
+        except (pa.ArrowException, TypeError, ValueError):
+            return None  # objects that are not all texts
+        cols.append(pc.cast(a, pa.large_string()))
+    lines = pc.binary_join_element_wise(*cols, pa.scalar(sep, pa.large_string()))
+    text = sep.join(names) + lt + lt.join(lines.to_pylist()) + lt
+    try:
+        return text.encode(enc)
+    except (UnicodeError, LookupError):
+        return None  # pandas reports it
+
+
 def write_table(
     df: pd.DataFrame,
     path: str | os.PathLike,
@@ -1338,7 +1383,12 @@ def write_table(
                 lt = meta.lineterminator if meta and meta.lineterminator in ("\n", "\r\n") else "\n"
                 if lt == "\n" and _has_cr(data):
                     lt = "\r\n"  # only then is a field with a bare CR quoted (records kept)
-                data.to_csv(tmp, sep=sep, decimal=dec, encoding=enc, index=False, lineterminator=lt)
+                blob = _csv_bytes(data, sep, lt, enc)
+                if blob is not None:  # the same bytes, without pandas' per-row writer
+                    with open(tmp, "wb") as fh:
+                        fh.write(blob)
+                else:
+                    data.to_csv(tmp, sep=sep, decimal=dec, encoding=enc, index=False, lineterminator=lt)
             elif f == "xlsx":
                 df.to_excel(tmp, index=False, engine="openpyxl")
             elif f == "parquet":
