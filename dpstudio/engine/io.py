@@ -1321,8 +1321,6 @@ def _csv_bytes(data: pd.DataFrame, sep: str, lt: str, enc: str) -> bytes | None:
                 a = pa.array(s.array) if isinstance(dt, pd.StringDtype) else None
                 if a is None or not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
                     a = pa.array(s.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
-                if any(pc.any(pc.match_substring(a, ch)).as_py() for ch in specials):
-                    return None
                 a = pc.fill_null(a, "")
             elif isinstance(dt, np.dtype) and dt.kind in "iu":
                 a = pc.cast(pa.array(s.to_numpy()), pa.large_string())
@@ -1333,6 +1331,15 @@ def _csv_bytes(data: pd.DataFrame, sep: str, lt: str, enc: str) -> bytes | None:
         cols.append(pc.cast(a, pa.large_string()))
     lines = pc.binary_join_element_wise(*cols, pa.scalar(sep, pa.large_string()))
     text = sep.join(names) + lt + lt.join(lines.to_pylist()) + lt
+    # no field needs quoting: no quote, and exactly the separators and line breaks written here
+    n_lines = len(data) + 1
+    if (
+        '"' in text
+        or text.count(sep) != (len(names) - 1) * n_lines
+        or text.count("\n") != n_lines
+        or text.count("\r") != (n_lines if lt == "\r\n" else 0)
+    ):
+        return None
     try:
         return text.encode(enc)
     except (UnicodeError, LookupError):
@@ -1381,13 +1388,15 @@ def write_table(
                     enc = {"utf-16": "utf-16", "utf-32": "utf-32"}.get(enc, enc)
                 data = _with_texts(df, meta, rows) if meta is not None and meta.format == "csv" else df
                 lt = meta.lineterminator if meta and meta.lineterminator in ("\n", "\r\n") else "\n"
-                if lt == "\n" and _has_cr(data):
-                    lt = "\r\n"  # only then is a field with a bare CR quoted (records kept)
+                # the same bytes as pandas, without its per-row writer (None when a field needs
+                # quoting, e.g. holds a CR: then the line break below decides)
                 blob = _csv_bytes(data, sep, lt, enc)
-                if blob is not None:  # the same bytes, without pandas' per-row writer
+                if blob is not None:
                     with open(tmp, "wb") as fh:
                         fh.write(blob)
                 else:
+                    if lt == "\n" and _has_cr(data):
+                        lt = "\r\n"  # only then is a field with a bare CR quoted (records kept)
                     data.to_csv(tmp, sep=sep, decimal=dec, encoding=enc, index=False, lineterminator=lt)
             elif f == "xlsx":
                 df.to_excel(tmp, index=False, engine="openpyxl")

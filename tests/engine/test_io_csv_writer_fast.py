@@ -10,12 +10,31 @@ import pytest
 
 from dpstudio.engine import io as dio
 
-WORDS = ["Male", "Female", "Married-civ-spouse", "<=50K", "Zürich", "naïve", "", "nan", "NA", " padded ",
-         "x y", "日本", "'single'", "tab\there", "semi;colon", "comma,here", 'quo"te', "line\nbreak",
-         "cr\rhere", "pipe|bar"]
+WORDS = [
+    "Male",
+    "Female",
+    "Married-civ-spouse",
+    "<=50K",
+    "Zürich",
+    "naïve",
+    "",
+    "nan",
+    "NA",
+    " padded ",
+    "x y",
+    "日本",
+    "'single'",
+    "tab\there",
+    "semi;colon",
+    "comma,here",
+    'quo"te',
+    "line\nbreak",
+    "cr\rhere",
+    "pipe|bar",
+]
 
 
-def _frame(rng, n, kinds):
+def _frame(rng, n, kinds, sep=","):
     cols = {}
     for j, kind in enumerate(kinds):
         if kind == "str":
@@ -28,6 +47,10 @@ def _frame(rng, n, kinds):
             vals = np.array([str(w) for w in rng.choice(WORDS[:13], n)], dtype=object)
             vals[rng.random(n) < 0.1] = None
             cols[f"o{j}"] = pd.Series(vals, dtype=object)
+        elif kind in SPECIAL:  # one text needing quotes, among plain ones
+            vals = [str(w) for w in rng.choice(WORDS[:13], n)]
+            vals[int(rng.integers(0, n))] = "a" + (sep if kind == "sep" else SPECIAL[kind]) + "b"
+            cols[f"q{j}"] = pd.Series(vals, dtype=str)
         elif kind == "nasty":
             cols[f"n{j}"] = pd.Series([str(w) for w in rng.choice(WORDS, n)], dtype=str)
         elif kind == "int":
@@ -43,7 +66,14 @@ def _frame(rng, n, kinds):
     return pd.DataFrame(cols)
 
 
+SPECIAL = {"sep": None, "quote": '"', "cr": "\r", "lf": "\n", "crlf": "\r\n"}
+
 CASES = [
+    (["str", "sep"], False),
+    (["quote", "int"], False),
+    (["str", "cr"], False),
+    (["str", "lf"], False),
+    (["crlf", "str"], False),
     (["str", "int"], True),
     (["str", "str_na", "obj", "int", "small"], True),
     (["str", "str", "str", "str", "str", "str", "str", "int", "str"], True),  # Adult's shape
@@ -60,7 +90,7 @@ CASES = [
 @pytest.mark.parametrize("kinds,fast", CASES)
 def test_fast_csv_bytes_equal_pandas(tmp_path, sep, lt, kinds, fast):
     rng = np.random.default_rng(len(kinds) * 7 + len(sep))
-    df = _frame(rng, 400, kinds)
+    df = _frame(rng, 400, kinds, sep)
     ref = tmp_path / "ref.csv"
     df.to_csv(ref, sep=sep, encoding="utf-8", index=False, lineterminator=lt)
     got = dio._csv_bytes(df, sep, lt, "utf-8")
