@@ -540,7 +540,9 @@ def _convert_large(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool] |
         return None  # (maybe) booleans: the per-value path
 
     def text() -> tuple[Any, bool]:
-        return (s.mask(na_np).array if any_na else s.array), na_text
+        if na_np is None:
+            return s.array, na_text
+        return s.mask(pd.Series(na_np, index=s.index)).array, na_text
 
     cand = pc.match_substring_regex(nonmiss, _FIRST_DIGIT_ZERO)
     if pc.any(cand).as_py():  # the exact test of _convert_column on the candidates only
