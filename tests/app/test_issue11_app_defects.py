@@ -375,3 +375,18 @@ def test_method_names_wrap_instead_of_scrolling_sideways(qtbot, window):
     texts = [lst.item(i).text() for i in range(lst.count())]
     assert any("not applicable" in t for t in texts)  # the long labels are there
     assert lst.horizontalScrollBar().maximum() == 0
+
+
+def test_sweep_grid_fields_follow_the_methods_parameters(qtbot, window):
+    """A method without ε (local-suppression) ignores the ε grid, one without k (laplace) the k
+    grid: the fields are disabled instead of looking as if they were swept."""
+    win = window
+    with qtbot.waitSignal(win.sig_loaded, timeout=20000):
+        win.controller.open_sample()
+    ex = win.explore_panel
+    win.method_panel.select_method("local-suppression")
+    assert ex.ks.isEnabled() and not ex.eps.isEnabled()
+    win.method_panel.select_method("laplace")
+    assert not ex.ks.isEnabled() and ex.eps.isEnabled()
+    win.method_panel.select_method("ir-dp")
+    assert ex.ks.isEnabled() and ex.eps.isEnabled()
