@@ -578,12 +578,13 @@ class _Lattice:
         self.L = np.stack(np.unravel_index(np.arange(size), tuple(self.heights)), axis=1).astype(np.int16)
         self.height_of = self.L.sum(axis=1).astype(np.int64)
         # ge[j][a] = nodes whose level of attribute j is >= a (tagging by AND of d masks)
-        self._ge = [[self.L[:, j] >= a for a in range(int(h) + 1)] for j, h in enumerate(self.heights)]
+        self._shape = tuple(int(h) for h in self.heights)
         self.status = np.zeros(size, dtype=np.int8)  # 1 anonymous, -1 not, 0 unknown
         self.sup = np.full(size, -1, dtype=np.int64)
         self.loss = loss
         self.loss_val = np.full(size, np.nan)
         self.evaluated = 0
+        self._last: tuple[int, np.ndarray] | None = None
         # bounds learnt during the search (issue 13): a loss with ``bound_from_counts`` gives,
         # from the class sizes of an evaluated node M, a lower bound of its loss at every node
         # N ≥ M (more generalised): it is raised on all of them at once
@@ -773,29 +774,31 @@ class _Lattice:
         _, inv = np.unique(key, return_inverse=True)
         return np.bincount(inv, weights=counts).astype(np.int64)[inv]
 
+    def _up_box(self, a: np.ndarray, lv) -> np.ndarray:
+        """View of the lattice array ``a`` (one entry per node) on the nodes ≥ ``lv``: in the
+        C-ordered lattice that set is the box [lv_0, h_0) × … × [lv_d, h_d), a strided view."""
+        return a.reshape(self._shape)[tuple(slice(int(x), None) for x in lv)]
+
+    def _down_box(self, a: np.ndarray, lv) -> np.ndarray:
+        """View of ``a`` on the nodes ≤ ``lv`` (the box [0, lv_0] × … × [0, lv_d])."""
+        return a.reshape(self._shape)[tuple(slice(0, int(x) + 1) for x in lv)]
+
     def evaluate(self, node: int) -> bool:
         """Suppression needed at ``node`` (cached); tag the lattice; True if within the limit."""
         if self.sup[node] < 0:
             counts = self._class_counts(node)
+            self._last = (node, counts)  # node_loss of the node just evaluated reuses them
             self.sup[node] = int(counts[counts < self.k].sum())
             self.evaluated += 1
             lv = self.L[node]
             if self.dyn_lb is not None:
-                up = self._ge[0][lv[0]].copy()
-                for j in range(1, self.d):
-                    up &= self._ge[j][lv[j]]
                 b = float(self.loss.bound_from_counts(counts, self.n, self.k))
-                np.maximum(self.dyn_lb, np.where(up, b, -np.inf), out=self.dyn_lb)
+                box = self._up_box(self.dyn_lb, lv)
+                np.maximum(box, b, out=box)
             if self.sup[node] <= self.max_sup:
-                m = self._ge[0][lv[0]].copy()
-                for j in range(1, self.d):
-                    m &= self._ge[j][lv[j]]
-                self.status[m] = 1
+                self._up_box(self.status, lv)[...] = 1
             else:
-                m = ~self._ge[0][lv[0] + 1]
-                for j in range(1, self.d):
-                    m &= ~self._ge[j][lv[j] + 1]
-                self.status[m] = -1
+                self._down_box(self.status, lv)[...] = -1
         return bool(self.sup[node] <= self.max_sup)
 
     def is_anon(self, node: int) -> bool:
@@ -807,7 +810,8 @@ class _Lattice:
     def node_loss(self, node: int) -> float:
         if np.isnan(self.loss_val[node]):
             self.evaluate(node)
-            counts = self._class_counts(node)
+            last = self._last
+            counts = last[1] if last is not None and last[0] == node else self._class_counts(node)
             kept = counts[counts >= self.k]
             if getattr(self.loss, "uses_suppressed", False):
                 sup = self._combo_sizes(node) < self.k
