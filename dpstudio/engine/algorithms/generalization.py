@@ -579,6 +579,7 @@ class _Lattice:
         self.height_of = self.L.sum(axis=1).astype(np.int64)
         # ge[j][a] = nodes whose level of attribute j is >= a (tagging by AND of d masks)
         self._shape = tuple(int(h) for h in self.heights)
+        self._strides = np.array([int(np.prod(self.heights[j + 1 :])) for j in range(self.d)])
         self.status = np.zeros(size, dtype=np.int8)  # 1 anonymous, -1 not, 0 unknown
         self.sup = np.full(size, -1, dtype=np.int64)
         self.loss = loss
@@ -822,6 +823,47 @@ class _Lattice:
         return float(self.loss_val[node])
 
     # -- search -----------------------------------------------------------
+    def tag_from_above(self, node: int) -> None:
+        """Settle the status of ``node`` (unknown) from above, Flash-style, instead of
+        evaluating it: binary search on a generalisation path from ``node`` to the top (raise
+        the attribute of lowest relative level first) for the path's lowest k-anonymous node;
+        if ``node`` is below it, climb from the highest non-anonymous node of the path through
+        successors of unknown status that are not anonymous, until none is.  The node reached
+        is non-anonymous and its successors of unknown status are anonymous: it tags a large
+        down-set at once (``node`` among it) and, evaluated, raises the learnt bounds of all
+        nodes above it.  Only evaluates nodes; tagging and bounds stay sound, so the optimum
+        is unchanged (the brute-force tests).
+        """
+        top = self.heights - 1
+        lv = self.L[node].astype(np.int64)
+        path = [node]
+        while np.any(lv < top):
+            rel = np.where(lv < top, lv / np.maximum(top, 1), np.inf)
+            j = int(np.argmin(rel))
+            lv[j] += 1
+            path.append(path[-1] + int(self._strides[j]))
+        lo, hi = 0, len(path) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.is_anon(path[mid]):
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo == 0:
+            return
+        cur = path[lo - 1]
+        while True:
+            clv = self.L[cur]
+            rel = clv / np.maximum(top, 1)
+            for j in np.argsort(rel, kind="stable").tolist():
+                if clv[j] < top[j]:
+                    nxt = cur + int(self._strides[j])
+                    if self.status[nxt] == 0 and not self.evaluate(nxt):
+                        cur = nxt
+                        break
+            else:
+                return
+
     def path_bound(self) -> int:
         """Binary search along one generalisation strategy path (bottom → top, raising the
         attribute with the lowest relative level first) for its lowest k-anonymous node.
@@ -930,6 +972,12 @@ def ola(
             continue
         if lat.dyn_lb is not None and lat.dyn_lb[node] > best + 1e-12:
             continue
+        if lat.dyn_lb is not None and lat.status[node] == 0:
+            # bottom-up, an unknown node is most often not anonymous: settle it (and a large
+            # down-set) from above rather than one node at a time (issue 13)
+            lat.tag_from_above(node)
+            if lat.status[node] == -1 or lat.dyn_lb[node] > best + 1e-12:
+                continue
         if not lat.is_anon(node):
             continue
         v = lat.node_loss(node)
