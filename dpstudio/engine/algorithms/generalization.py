@@ -798,6 +798,10 @@ class _Lattice:
                 np.maximum(box, b, out=box)
             if self.sup[node] <= self.max_sup:
                 self._up_box(self.status, lv)[...] = 1
+                if self.dyn_lb is not None and not getattr(self.loss, "uses_suppressed", False):
+                    # a loss of the class sizes: score it now (cheap), the counts are at hand
+                    kept = counts[counts >= self.k]
+                    self.loss_val[node] = self.loss(lv, kept, int(self.sup[node]), self.n)
             else:
                 self._down_box(self.status, lv)[...] = -1
         return bool(self.sup[node] <= self.max_sup)
@@ -836,12 +840,11 @@ class _Lattice:
         """
         top = self.heights - 1
         lv = self.L[node].astype(np.int64)
-        path = [node]
-        while np.any(lv < top):
-            rel = np.where(lv < top, lv / np.maximum(top, 1), np.inf)
-            j = int(np.argmin(rel))
-            lv[j] += 1
-            path.append(path[-1] + int(self._strides[j]))
+        # the path's steps: attribute j goes from level l to l + 1 in the order of (l / top_j, j)
+        steps = np.repeat(np.arange(self.d), top - lv)
+        levels = np.concatenate([np.arange(a, b) for a, b in zip(lv.tolist(), top.tolist())])
+        order = np.lexsort((steps, levels / np.maximum(top, 1)[steps]))
+        path = [node] + (node + np.cumsum(self._strides[steps[order]])).tolist()
         lo, hi = 0, len(path) - 1
         while lo < hi:
             mid = (lo + hi) // 2
