@@ -777,7 +777,8 @@ class _Lattice:
 
     def _up_box(self, a: np.ndarray, lv) -> np.ndarray:
         """View of the lattice array ``a`` (one entry per node) on the nodes ≥ ``lv``: in the
-        C-ordered lattice that set is the box [lv_0, h_0) × … × [lv_d, h_d), a strided view."""
+        C-ordered lattice that set is the box [lv_0, h_0) × … × [lv_d, h_d), a strided view.
+        """
         return a.reshape(self._shape)[tuple(slice(int(x), None) for x in lv)]
 
     def _down_box(self, a: np.ndarray, lv) -> np.ndarray:
