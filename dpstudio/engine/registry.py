@@ -20,6 +20,7 @@ clusters of at least k: columns released unchanged beside them can show the grou
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -184,11 +185,21 @@ def _load() -> None:
     _REGISTRY.update(ordered)
 
 
+def _check_listed_modules_exist() -> None:
+    """A listed module missing from the installation fails every look-up loudly, as loading
+    them all would (found, not imported: cheap).
+    """
+    for name in METHOD_MODULES:
+        if importlib.util.find_spec(name) is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
 def _spec(method_id: str | None) -> MethodSpec | None:
     """The spec of ``method_id`` (None if unknown), importing only its module when known."""
     key = str(method_id)
     if key not in _REGISTRY and not _LOADED:
         if key in METHOD_IDS:
+            _check_listed_modules_exist()
             _add_module(METHOD_IDS[key], _REGISTRY)
         if key not in _REGISTRY:
             _load()
