@@ -633,7 +633,6 @@ def _too_big_for_memory(path: str) -> str | None:
 
 def cmd_protect(args) -> int:
     from dpstudio.engine.export import export_release
-    from dpstudio.engine.report import render_assessment
 
     _apply_recipe(args, "protect")
     if getattr(args, "engine", "memory") == "dask":
@@ -675,6 +674,8 @@ def cmd_protect(args) -> int:
         measures = _evaluate_result(res, wanted, hier)
     assessment = None
     if args.assessment:  # PRIVATE: measured against the original data
+        from dpstudio.engine.report import render_assessment  # only when asked (start-up, issue 13)
+
         assessment = render_assessment(res, measures, input_name=Path(args.input).name)
     written = export_release(
         res,

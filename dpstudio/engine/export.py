@@ -208,8 +208,6 @@ def export_release(
     ``release_note``; private ``private``, ``assessment`` (see :func:`is_public_kind`)
     (no ``data`` in the 'separate-tables' layout: one ``table:<attribute>`` each).
     """
-    from dpstudio.engine.report import render_release_note
-
     if input_path is None and input_meta is not None:
         input_path = input_meta.path
     guard = tuple(str(p) for p in (input_path,) if p)
@@ -309,6 +307,8 @@ def export_release(
         text = json.dumps(meta, indent=2, ensure_ascii=False, allow_nan=True, default=str) + "\n"
         staged["metadata"] = stage_text(paths["metadata"], text, private=False)
         if "release_note" in paths:
+            from dpstudio.engine.report import render_release_note  # only when asked (start-up)
+
             staged["release_note"] = stage_text(
                 paths["release_note"], render_release_note(result), private=False
             )

@@ -116,6 +116,9 @@ def _head(path: str, nbytes: int = 256 * 1024) -> bytes:
         return fh.read(nbytes)
 
 
+_CTRL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 13))
+
+
 def _check_text(raw: bytes, name: str) -> None:
     if not raw.strip():
         raise InputError(f"{name}: the file is empty.")
@@ -125,7 +128,7 @@ def _check_text(raw: bytes, name: str) -> None:
             f"{name}: this is not a text table (binary content). Open a CSV/TSV "
             "text file, or a .xlsx/.parquet/.dta/.sav file by its extension."
         )
-    ctrl = sum(1 for b in sample if b < 32 and b not in (9, 10, 13))
+    ctrl = len(sample) - len(sample.translate(None, _CTRL_BYTES))  # bytes < 32 but tab, LF, CR
     if ctrl > 0.01 * len(sample):
         raise InputError(f"{name}: this is not a text table (binary content).")
 
@@ -228,9 +231,11 @@ def sniff_csv(
     sep: str | None = None,
     encoding: str | None = None,
     decimal: str | None = None,
+    preview: bool = True,
 ) -> dict:
     """Guess ``sep`` (, ; tab |), ``encoding`` (utf-8, utf-8-sig, cp1252, latin-1), ``decimal``
-    ('.' or ','), ``header`` (bool) and return a ``preview`` DataFrame of ``nrows`` rows.
+    ('.' or ','), ``header`` (bool) and return a ``preview`` DataFrame of ``nrows`` rows
+    (None with ``preview=False``: :func:`read_table` reads the whole file next, start-up, issue 13).
     """
     path = str(path)
     name = Path(path).name
@@ -239,7 +244,7 @@ def sniff_csv(
     wide = _wide_encoding(raw, encoding)
     if wide:
         with _utf8_copy(path, wide) as tmp:
-            info = sniff_csv(tmp, nrows, sep=sep, encoding="utf-8", decimal=decimal)
+            info = sniff_csv(tmp, nrows, sep=sep, encoding="utf-8", decimal=decimal, preview=preview)
         info["encoding"] = encoding or wide
         return info
     _check_text(raw, name)
@@ -284,8 +289,12 @@ def sniff_csv(
         return bool(_NUM_DOT.match(f) or _NUM_COMMA.match(f))
 
     header = bool(first) and not any(isnum(f) for f in first if f.strip())
-    preview = _read_csv_text(
-        path, sep=sep, encoding=enc, decimal=decimal, header=0 if header else None, nrows=nrows
+    table = (
+        _read_csv_text(
+            path, sep=sep, encoding=enc, decimal=decimal, header=0 if header else None, nrows=nrows
+        )
+        if preview
+        else None
     )
     lt = "\r\n" if b"\r\n" in raw else "\n"
     return {
@@ -293,7 +302,7 @@ def sniff_csv(
         "encoding": enc,
         "decimal": decimal,
         "header": header,
-        "preview": preview,
+        "preview": table,
         "lineterminator": lt,
     }
 
@@ -417,7 +426,10 @@ def _raw_frame(src, *, sep: str, encoding: str | None, header, nrows=None, chunk
         return pd.read_csv(src, nrows=nrows, chunksize=chunksize, **kw)
 
 
-_SMALL = 2000  # columns up to this many values are converted in plain Python (wide files)
+# columns up to this many values are converted in plain Python (wide files); longer ones are
+# vectorised (as fast for text/float columns from ~500 values, 5x faster for integers:
+# Census 1,080 x 13 typed in 2 ms instead of 13 ms, start-up, issue 13)
+_SMALL = 500
 _NUM_TEXT = re.compile(r"^[ \t]*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[ \t]*$", re.ASCII)
 
 
@@ -841,7 +853,7 @@ def _read_csv(path: str, sep, encoding, decimal, progress) -> tuple[pd.DataFrame
             df, meta = _read_csv(tmp, sep, "utf-8", decimal, progress)
         meta.path, meta.encoding = os.path.abspath(path), (encoding or wide)
         return df, meta
-    info = sniff_csv(path, nrows=50, sep=sep, encoding=encoding, decimal=decimal)
+    info = sniff_csv(path, nrows=50, sep=sep, encoding=encoding, decimal=decimal, preview=False)
     sep, enc, dec = info["sep"], info["encoding"], info["decimal"]
     if info["header"]:
         _check_columns(_raw_header(path, sep, enc), name)

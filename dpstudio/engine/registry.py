@@ -20,6 +20,7 @@ clusters of at least k: columns released unchanged beside them can show the grou
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,25 @@ METHOD_MODULES = (
     "dpstudio.engine.protection.categorical_dp",
     "dpstudio.engine.protection.t_close_dp",
 )
+
+#: method id -> the module of METHOD_MODULES that declares it.  Looking one method up
+#: (get_method, the flags) imports only its module, not all ten: the command line's start-up
+#: (issue 13).  Listing every method (all_methods, register) still imports them all, in menu
+#: order; an id missing here is found that way too (tests check the map against the modules).
+METHOD_IDS = {
+    "mdav": "dpstudio.engine.protection.mdav",
+    "mdav-swap": "dpstudio.engine.protection.mdav_swap",
+    "ir-swap": "dpstudio.engine.protection.ir_swap",
+    "laplace": "dpstudio.engine.protection.laplace",
+    "insensitive-dp": "dpstudio.engine.protection.insensitive_dp",
+    "ir-dp": "dpstudio.engine.protection.ir_dp",
+    "idp-ls": "dpstudio.engine.protection.ir_dp",
+    "idp-cbls": "dpstudio.engine.protection.ir_dp",
+    "k-eps": "dpstudio.engine.protection.k_eps",
+    "local-suppression": "dpstudio.engine.protection.local_suppression",
+    "categorical-dp": "dpstudio.engine.protection.categorical_dp",
+    "t-close-dp": "dpstudio.engine.protection.t_close_dp",
+}
 
 
 @dataclass(frozen=True)
@@ -139,20 +159,51 @@ def module_specs(module: Any) -> tuple[MethodSpec, ...]:
     return tuple(specs)
 
 
+def _add_module(name: str, into: dict[str, MethodSpec]) -> None:
+    for spec in module_specs(importlib.import_module(name)):
+        for known in (into, _REGISTRY):
+            if spec.id in known and known[spec.id] is not spec:
+                raise RuntimeError(f"method {spec.id!r} registered twice")
+        into[spec.id] = spec
+
+
 def _load() -> None:
     global _LOADED
     if _LOADED:
         return
     _LOADED = True
     try:
+        ordered: dict[str, MethodSpec] = {}
         for name in METHOD_MODULES:  # an import error here is a bug: let it raise
-            for spec in module_specs(importlib.import_module(name)):
-                if spec.id in _REGISTRY and _REGISTRY[spec.id] is not spec:
-                    raise RuntimeError(f"method {spec.id!r} registered twice")
-                _REGISTRY[spec.id] = spec
+            _add_module(name, ordered)
     except BaseException:
         _LOADED = False
         raise
+    # menu order, also when _spec loaded a module first
+    ordered.update((k, v) for k, v in _REGISTRY.items() if k not in ordered)
+    _REGISTRY.clear()
+    _REGISTRY.update(ordered)
+
+
+def _check_listed_modules_exist() -> None:
+    """A listed module missing from the installation fails every look-up loudly, as loading
+    them all would (found, not imported: cheap).
+    """
+    for name in METHOD_MODULES:
+        if importlib.util.find_spec(name) is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+def _spec(method_id: str | None) -> MethodSpec | None:
+    """The spec of ``method_id`` (None if unknown), importing only its module when known."""
+    key = str(method_id)
+    if key not in _REGISTRY and not _LOADED:
+        if key in METHOD_IDS:
+            _check_listed_modules_exist()
+            _add_module(METHOD_IDS[key], _REGISTRY)
+        if key not in _REGISTRY:
+            _load()
+    return _REGISTRY.get(key)
 
 
 def all_methods() -> list[MethodSpec]:
@@ -161,6 +212,9 @@ def all_methods() -> list[MethodSpec]:
 
 
 def get_method(method_id: str) -> MethodSpec:
+    spec = _spec(method_id) if isinstance(method_id, str) else None
+    if spec is not None:
+        return spec
     _load()
     try:
         return _REGISTRY[method_id]
@@ -170,22 +224,19 @@ def get_method(method_id: str) -> MethodSpec:
 
 def is_k_anonymous(method_id: str | None) -> bool:
     """Whether the release of ``method_id`` claims k-anonymity (False for unknown ids)."""
-    _load()
-    spec = _REGISTRY.get(str(method_id))
+    spec = _spec(method_id)
     return bool(spec and spec.k_anonymous)
 
 
 def missing_matches_any(method_id: str | None) -> bool:
     """Whether ``method_id`` suppresses key values under the missing-matches-any rule."""
-    _load()
-    spec = _REGISTRY.get(str(method_id))
+    spec = _spec(method_id)
     return bool(spec and spec.missing_matches_any)
 
 
 def generalises(method_id: str | None) -> bool:
     """Whether ``method_id`` releases numeric k-quasi-identifiers as interval text."""
-    _load()
-    spec = _REGISTRY.get(str(method_id))
+    spec = _spec(method_id)
     return bool(spec and spec.generalises)
 
 
