@@ -258,7 +258,7 @@ def protect_dask(
     else:
         eps_r = None if method == "ir-swap" else _eps(p, cols)
         grids = [None if method == "ir-swap" else _grid(prep, is_int[c], c, n) for c in cols]
-        out = _ranked_release(ddf, cols, int(p["k"]), n, method, p, grids, root, eps_r)
+        out = _ranked_release(ddf, cols, int(p["k"]), n, method, p, grids, root, eps_r, client)
         shuffle = method != "ir-swap" and bool(p.get("shuffle", True))
     ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
     if ident:
@@ -342,24 +342,39 @@ _BLOCK = 1 << 20
 _LOW = np.iinfo(np.int64).min
 
 
-def _sorted_values(part: pd.Series) -> np.ndarray:
-    """One partition's values of one attribute, sorted (a run for the merge)."""
-    return np.sort(part.to_numpy(dtype=np.float64))
+def _run(part: pd.Series) -> list:
+    """One partition's values of one attribute, in a box (a one-element list) that the merge
+    task empties: the merge copies each run into its preallocated array and drops it at once,
+    so a run's memory is given back while the merge goes on (the scheduler still holds the
+    box, now empty).  A run's only consumer is :func:`_attr_table`.
+    """
+    return [part.to_numpy(dtype=np.float64)]
 
 
-def _attr_table(*runs: np.ndarray, n: int, k: int, method: str, kind: str, g, root, j: int, eps_j) -> dict:
+def _attr_table(*runs: list, n: int, k: int, method: str, kind: str, g, root, j: int, eps_j) -> dict:
     """The per-attribute table of the ranked methods, from ALL the values of the attribute
     (only that column, sorted: S): the cluster boundaries ``B`` (the value at each cluster's
     first rank), the released value of every cluster (``vals``, one keyed draw per cluster, as
     in memory) and the tied values whose block of ranks crosses a cluster boundary (``U``,
     their first rank ``lo``), whose records need their exact rank (ir-swap: every tied value,
-    and ``S`` itself).  Memory: S (8 bytes a record) while it is built, then 16 bytes a cluster.
+    and ``S`` itself).  Memory: S (8 bytes a record; the runs are moved into it one by one and
+    freed, and it is sorted in place), then 16 bytes a cluster.
     """
-    S = np.concatenate(runs) if len(runs) != 1 else runs[0].copy()
+    S = np.empty(n, dtype=np.float64)  # pages are touched as the runs are copied in
+    pos = 0
+    for box in runs:
+        if not box:  # pragma: no cover - a run is consumed once; a retried merge recomputes them
+            raise RuntimeError("internal: a sorted run was consumed twice; run again.")
+        r = box.pop()
+        if pos + r.size > n:  # pragma: no cover - the data changed under us
+            raise InputError(f"The input changed while it was read (more than {n:,} values).")
+        S[pos : pos + r.size] = r
+        pos += r.size
+        del r
     del runs
-    S.sort(kind="stable")  # sorted runs: a merge
-    if S.size != n:  # pragma: no cover - the data changed under us
-        raise InputError(f"The input changed while it was read ({S.size:,} values, {n:,} records).")
+    if pos != n:  # pragma: no cover - the data changed under us
+        raise InputError(f"The input changed while it was read ({pos:,} values, {n:,} records).")
+    S.sort()  # in place (equal values are interchangeable: no stable sort needed)
     kk = max(int(k), 1)
     nc = MA.n_clusters_for(n, k)
     starts = np.arange(nc, dtype=np.int64) * kk
@@ -429,29 +444,33 @@ def _groups(v: np.ndarray):
     return order, sv[start], grp, np.arange(sv.size) - start[grp]
 
 
-def _tie_counts(sv: np.ndarray, tab: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Per partition (its sorted values ``sv``, the run of :func:`_sorted_values`): the tied
-    values it holds (positions in ``U``, ascending) and how many records hold each.
+def _tie_counts(part: pd.Series, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per partition (its values, read again: the runs are not kept for this): the tied values
+    it holds (positions in ``U``, ascending) and how many records hold each.
     """
-    if tab["U"].size == 0 or sv.size == 0:
+    if U.size == 0 or len(part) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    first = np.r_[True, sv[1:] != sv[:-1]]
-    start = np.flatnonzero(first)
-    cnt = np.diff(np.r_[start, sv.size])
-    idx, hit = _tie_index(sv[start], tab["U"])
-    return idx[hit], cnt[hit]
+    idx, hit = _tie_index(part.to_numpy(dtype=np.float64), U)
+    u, cnt = np.unique(idx[hit], return_counts=True)
+    return u.astype(np.int64), cnt.astype(np.int64)
 
 
-def _tie_prefix(tab: dict, *counts) -> list:
-    """Per partition: the number of records holding each of its tied values in the EARLIER
-    partitions (aligned with its ``_tie_counts``) -- exclusive prefix sums in input order.
+def _tie_prefix_step(prev, counts, size: int):
+    """One step of the exclusive prefix over the partitions in input order: from ``prev``
+    (``None`` for the first partition, else the previous step's ``(seen, before)``), the
+    number of records holding each of this partition's tied values in the EARLIER partitions
+    (``before``, aligned with its :func:`_tie_counts`) and the running totals ``seen``.  A
+    chain of small tasks, so that no task holds every partition's counts.
     """
-    seen = np.zeros(tab["U"].size, dtype=np.int64)
-    out = []
-    for u, cnt in counts:
-        out.append(seen[u].copy())
-        seen[u] += cnt
-    return out
+    u, cnt = counts
+    seen = np.zeros(size, dtype=np.int64) if prev is None else prev[0].copy()
+    before = seen[u]  # a copy (fancy indexing)
+    seen[u] += cnt
+    return seen, before
+
+
+def _second(x):
+    return x[1]
 
 
 def _ranks_of(v: np.ndarray, tab: dict, before: np.ndarray, base: str) -> np.ndarray:
@@ -496,63 +515,110 @@ def _swap_values(tab: dict, rank: np.ndarray, root, j: int) -> np.ndarray:
     return S[perm[np.searchsorted(ranks, rank)]]
 
 
-def _release_part(part: pd.DataFrame, *bundles, cols, method, root, dtypes, partition_info=None):
-    """One partition of the release, in input order: each record's cluster from its value
-    (boundaries, exact ranks for the tied values at a boundary) and the cluster's value.
+def _release_column(part: pd.Series, tab: dict, before: np.ndarray, method: str, root, j: int):
+    """One partition's released values of one attribute, in input order: each record's cluster
+    from its value (boundaries, exact ranks for the tied values at a boundary) and the
+    cluster's value (ir-swap: the value at its permuted rank).
     """
-    i = partition_info["number"] if partition_info else 0
-    new = {}
-    for j, c in enumerate(cols):
-        tab, offs = bundles[j]
-        v = part[c].to_numpy(dtype=np.float64)
-        if method == "ir-swap":
-            new[c] = _swap_values(tab, _ranks_of(v, tab, offs[i], "rank"), root, j)
-        else:
-            new[c] = tab["vals"][_ranks_of(v, tab, offs[i], "cluster")]
-    return part.assign(**{c: pd.Series(x, index=part.index).astype(dtypes[c]) for c, x in new.items()})
+    v = part.to_numpy(dtype=np.float64)
+    if method == "ir-swap":
+        out = _swap_values(tab, _ranks_of(v, tab, before, "rank"), root, j)
+    else:
+        out = tab["vals"][_ranks_of(v, tab, before, "cluster")]
+    return np.asarray(out)
 
 
-def _ranked_release(ddf, cols, k, n, method, p, grids, root, eps):
-    """The release of ir-dp / idp-ls / idp-cbls / ir-swap in input order, NO shuffle of records:
-    per attribute one task sorts that attribute's values (merged from per-partition sorted
-    runs) into the table of :func:`_attr_table`; per partition the tied values are counted
-    and their exclusive prefix over the partitions taken (one small task); then one
-    map_partitions computes every record's cluster and value.
+def _assemble(part: pd.DataFrame, *columns: np.ndarray, cols, dtypes) -> pd.DataFrame:
+    """One partition of the release: the input partition with its released columns."""
+    return part.assign(**{c: pd.Series(x, index=part.index).astype(dtypes[c]) for c, x in zip(cols, columns)})
+
+
+def _persist(objs: list, client=None) -> list:
+    """Compute ``objs`` (delayed) and keep the results where they were computed (on the
+    cluster's workers with a distributed client: the results stay there as futures; else in
+    this process), waiting until they are done.  The intermediate results (the runs, the
+    partitions read) are released at the end of each call: what one step needs is not kept
+    alive by the next.
+    """
+    import dask
+
+    if client is None and dask.config.get("scheduler", None) is None:
+        try:
+            from distributed import default_client
+
+            client = default_client()
+        except (ImportError, ValueError):
+            client = None
+    if client is None:
+        return list(dask.persist(*objs))
+    from distributed import futures_of, wait
+
+    out = client.persist(list(objs))
+    wait(futures_of(out))
+    return list(out)
+
+
+def _ranked_release(ddf, cols, k, n, method, p, grids, root, eps, client=None):
+    """The release of ir-dp / idp-ls / idp-cbls / ir-swap in input order, NO shuffle of records.
+
+    ONE ATTRIBUTE AT A TIME (the memory bound: at most one attribute's values and one table
+    are live; issue 12 at 100M records), three computations per attribute:
+
+    1. the table (:func:`_attr_table`): one task moves the partitions' values (the runs) into
+       one preallocated array, sorts it in place, keeps the table; the runs are gone after it;
+    2. the tie prefix: per partition its tied values counted again from the partition
+       (:func:`_tie_counts`), then a chain of small tasks takes their exclusive prefix over
+       the partitions in input order (:func:`_tie_prefix_step`);
+    3. the released column, partition by partition (:func:`_release_column`), kept (on the
+       workers: the cluster spills it to disk when it must); then the table is dropped.
+
+    The release is then each input partition with its released columns (:func:`_assemble`).
     """
     from dask import delayed
 
+    dd = _dd()
     kind = p.get("noise", "laplace")
-    bundles = []
     dtypes = {}
+    released = []
     for j, c in enumerate(cols):
         g = grids[j]
-        runs = [delayed(_sorted_values)(x) for x in ddf[c].to_delayed()]
-        tab = delayed(_attr_table, pure=True)(
-            *runs,
-            n=n,
-            k=k,
-            method=method,
-            kind=kind,
-            g=g,
-            root=root,
-            j=j,
-            eps_j=None if eps is None else float(eps[j]),
-        )
-        counts = [delayed(_tie_counts)(x, tab) for x in runs]
-        offs = delayed(_tie_prefix)(tab, *counts)
-        bundles.append(delayed(tuple)([tab, offs]))
         dtypes[c] = ddf[c].dtype if method == "ir-swap" else _out_dtype(g)
+        parts = ddf[c].to_delayed()
+        (tab,) = _persist(
+            [
+                delayed(_attr_table, pure=True)(
+                    *[delayed(_run)(x) for x in parts],
+                    n=n,
+                    k=k,
+                    method=method,
+                    kind=kind,
+                    g=g,
+                    root=root,
+                    j=j,
+                    eps_j=None if eps is None else float(eps[j]),
+                )
+            ],
+            client,
+        )
+        U = delayed(dict.get)(tab, "U")
+        size = delayed(len)(U)
+        step = None
+        befores = []
+        for x in ddf[c].to_delayed():
+            step = delayed(_tie_prefix_step)(step, delayed(_tie_counts)(x, U), size)
+            befores.append(delayed(_second)(step))
+        befores = _persist(befores, client)
+        cols_j = [
+            delayed(_release_column)(x, tab, b, method, root, j) for x, b in zip(ddf[c].to_delayed(), befores)
+        ]
+        released.append(_persist(cols_j, client))
+        del tab, U, befores, cols_j
     meta = ddf._meta.astype(dtypes)
-    return ddf.map_partitions(
-        _release_part,
-        *bundles,
-        cols=cols,
-        method=method,
-        root=root,
-        dtypes=dtypes,
-        meta=meta,
-        align_dataframes=False,
-    )
+    frames = [
+        delayed(_assemble)(x, *[r[i] for r in released], cols=cols, dtypes=dtypes)
+        for i, x in enumerate(ddf.to_delayed())
+    ]
+    return dd.from_delayed(frames, meta=meta, verify_meta=False)
 
 
 def _insensitive(ddf, cols, k, n, p, grids, root, eps, prep):
