@@ -222,3 +222,24 @@ def test_memory_engine_refuses_a_file_too_big_with_the_dask_hint(tmp_path, monke
     err = capsys.readouterr().err
     assert rc != 0 and "--engine dask" in err and "Traceback" not in err
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_attr_table_consumes_its_runs_and_equals_the_sorted_values():
+    """Issue 12 (memory): the merge moves each partition's values into one array and drops
+    them (the boxes are empty afterwards, so the runs' memory is given back during the merge);
+    the table is the one of all the values sorted, whatever the order of the runs."""
+    from dpstudio.engine.algorithms import noise as N
+    from dpstudio.engine.algorithms import keyed as K
+
+    rng = np.random.default_rng(4)
+    vals = rng.integers(0, 40, 997).astype(float)      # heavy ties across the boundaries
+    g = N.make_grid("x", 1.0, (0, 40), True, vals.size)
+    root = K.root_key(np.random.default_rng(1))
+    kw = dict(n=vals.size, k=5, method="ir-dp", kind="laplace", g=g, root=root, j=0, eps_j=1.0)
+    boxes = [DB._run(pd.Series(x)) for x in np.array_split(vals, 6)]
+    tab = DB._attr_table(*boxes, **kw)
+    assert all(len(b) == 0 for b in boxes)
+    ref = DB._attr_table(DB._run(pd.Series(np.sort(vals))), **kw)
+    for key in ("B", "U", "lo", "vals"):
+        np.testing.assert_array_equal(tab[key], ref[key])
+    assert tab["U"].size > 0
