@@ -581,7 +581,8 @@ def _persist(objs: list, client=None) -> list:
         pass
     out = client.persist(list(objs))
     futures = futures_of(out)
-    wait(futures)
+    with client.as_current():  # wait asks default_client(); the app's client is not the default
+        wait(futures)
     for f in futures:
         if f.status == "error":
             f.result()  # raises the task's error (wait does not)
