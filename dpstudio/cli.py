@@ -662,14 +662,17 @@ def cmd_protect(args) -> int:
     hier = parse_hierarchies(args.hierarchy)
     measures = None
     if not args.no_measures:
+        # the summary prints SSE and RL (and, for suppressing methods, the suppression measures
+        # the engine adds): only those are computed; the assessment report shows every measure
+        # (the set the app shows), so with --assessment all are computed (issue 12: whole time)
+        wanted = ("sse", "rl", "delta", "corr", "kanon") if args.assessment else ("sse", "rl")
         if len(res.data) > RL_SUMMARY_MAX:
             _warn(
                 f"record linkage is not computed in the summary for more than "
                 f"{RL_SUMMARY_MAX:,} records; run 'dpstudio evaluate' for it."
             )
-            measures = _evaluate_result(res, ("sse", "delta", "corr", "kanon"), hier)
-        else:
-            measures = _evaluate_result(res, hierarchies=hier)
+            wanted = tuple(m for m in wanted if m != "rl")
+        measures = _evaluate_result(res, wanted, hier)
     assessment = None
     if args.assessment:  # PRIVATE: measured against the original data
         assessment = render_assessment(res, measures, input_name=Path(args.input).name)

@@ -456,11 +456,17 @@ class MainWindow(QMainWindow):
             show_error(self, "Nothing to export yet: press Protect (Ctrl+R) first.")
             return
         dlg = ExportDialog(
-            res, self.state.path, self, roles=self.state.roles, sample_folder=str(resources_dir())
+            res,
+            self.state.path,
+            self,
+            roles=self.state.roles,
+            sample_folder=str(resources_dir()),
+            export_folder=app_settings.last_export_folder(),
         )
         if dlg.exec() != QDialog.DialogCode.Accepted:
             return
         o = dlg.options()
+        app_settings.set_last_export_folder(str(Path(o["path"]).parent))
         self.controller.export(
             o["path"],
             fmt=o["fmt"],

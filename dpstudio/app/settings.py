@@ -66,6 +66,18 @@ def set_last_folder(folder: str) -> None:
     settings().setValue("last_folder", str(folder))
 
 
+def last_export_folder() -> str | None:
+    """The folder of the last export (``None`` before the first): where the next release is
+    proposed, rather than next to the input.
+    """
+    v = settings().value("last_export_folder", None)
+    return str(v) if v else None
+
+
+def set_last_export_folder(folder: str) -> None:
+    settings().setValue("last_export_folder", str(folder))
+
+
 # --- large files (issue 12): the Dask path
 #: records in the working sample of a file larger than memory
 DEFAULT_SAMPLE_ROWS = 200_000

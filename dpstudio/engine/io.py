@@ -440,7 +440,12 @@ def _to_float(texts: np.ndarray) -> np.ndarray | None:
             return np.array([float(t) for t in texts], dtype=np.float64)
         except ValueError:  # pragma: no cover - the pattern admits only what float() reads
             return None
-    num = pd.to_numeric(pd.Series(texts, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    # errors="raise" stops at the first text that is not a number (a text column is refused
+    # after one value instead of being parsed to the end); "" still parses to NaN: checked below
+    try:
+        num = pd.to_numeric(pd.Series(texts, dtype=object), errors="raise").to_numpy(dtype=np.float64)
+    except (ValueError, TypeError, OverflowError):
+        return None
     if np.isnan(num).any():
         return None
     return num
@@ -502,17 +507,99 @@ def _convert_column(raw: np.ndarray, dec: str, explicit: bool = False) -> tuple[
     return vals, keep
 
 
+_FIRST_DIGIT_ZERO = r"^[^0-9]*0[0-9]"  # necessary for _LEADING_ZERO after strip(): a prefilter
+_PLAIN_INT = r"^[-+]?[0-9]+$"  # RE2: '$' is the end of the text, '[0-9]' ASCII digits
+
+
+def _convert_large(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool] | None:
+    """:func:`_convert_column` of one long column of texts, vectorised with pyarrow compute:
+    the same values and the same keep flag; None where only the per-value path decides
+    (booleans, decimal comma, integers out of int64 or not plain).  Text columns come back as
+    the reader's own array with the missing values masked (no round trip through objects).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        a = pa.array(s.array) if hasattr(s.array, "__arrow_array__") else None
+        if a is None:
+            a = pa.array(s.to_numpy(dtype=object), type=pa.large_string())
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    if a.null_count or not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+        return None
+    n = len(a)
+    na = pc.is_in(a, value_set=pa.array(sorted(NA_TEXTS), type=a.type))
+    any_na = bool(pc.any(na).as_py())
+    na_np = np.asarray(na.to_numpy(zero_copy_only=False), dtype=bool) if any_na else None
+    nonmiss = a.filter(pc.invert(na)) if any_na else a
+    na_text = bool(pc.any(pc.and_(na, pc.greater(pc.binary_length(a), 0))).as_py()) if any_na else False
+    if len(nonmiss) == 0:
+        return np.full(n, np.nan), na_text
+    if pc.all(pc.is_in(nonmiss.slice(0, 200), value_set=pa.array(sorted(_BOOL_TEXTS), type=a.type))).as_py():
+        return None  # (maybe) booleans: the per-value path
+
+    def text() -> tuple[Any, bool]:
+        if na_np is None:
+            return s.array, na_text
+        return s.mask(pd.Series(na_np, index=s.index)).array, na_text
+
+    cand = pc.match_substring_regex(nonmiss, _FIRST_DIGIT_ZERO)
+    if pc.any(cand).as_py():  # the exact test of _convert_column on the candidates only
+        for t in nonmiss.filter(cand).to_pylist():
+            t = t.strip()
+            if _LEADING_ZERO.match(t) and not t.lstrip("+-").startswith(("0.", "0,")):
+                return text()
+    if dec == ",":
+        return None
+    if not any_na and pc.all(pc.match_substring_regex(nonmiss, _PLAIN_INT)).as_py():
+        try:
+            ints = pc.cast(nonmiss, pa.int64())
+        except pa.ArrowInvalid:  # out of int64 (or a form arrow does not read): per value
+            return None
+        written = pc.cast(ints, a.type)  # str(int(t)): no sign '+', no '-0', no leading zeros
+        keep = not pc.all(pc.equal(written, nonmiss)).as_py()
+        return np.asarray(ints.to_numpy(zero_copy_only=False), dtype=np.int64), keep
+    texts = np.asarray(nonmiss.to_numpy(zero_copy_only=False), dtype=object)
+    num = _to_float(texts)
+    if num is None:
+        return text()
+    if not any_na and all(_INT_TEXT.match(t.strip()) for t in texts):
+        return None  # integers with spaces: the per-value path
+    vals = np.full(n, np.nan)
+    if any_na:
+        assert na_np is not None
+        vals[~na_np] = num
+    else:
+        vals[:] = num
+    written = _written_text(num, dec)
+    return vals, na_text or written != texts.tolist()
+
+
 def _convert(
     raw: pd.DataFrame, dec: str, explicit: bool = False
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """Typed table from the texts + {column: texts} for the columns whose texts would not
     survive being written back from the typed values (leading zeros, 1.50, FALSE, NA...).
+    Long columns go through :func:`_convert_large` (vectorised), short ones (wide files)
+    through :func:`_convert_column`.
     """
-    cols: dict[str, np.ndarray] = {}
+    cols: dict[str, Any] = {}
     keep: dict[str, np.ndarray] = {}
-    arr = raw.to_numpy(dtype=object, na_value="") if raw.shape[1] else None
+    big = len(raw) > _SMALL
+    arr = raw.to_numpy(dtype=object, na_value="") if raw.shape[1] and not big else None
     for j, c in enumerate(raw.columns):
-        r = arr[:, j].copy() if arr is not None else np.empty(0, dtype=object)
+        if big:
+            col = raw.iloc[:, j]
+            got = _convert_large(col, dec, explicit)
+            if got is not None:
+                cols[str(c)], k = got
+                if k:
+                    keep[str(c)] = col.to_numpy(dtype=object, na_value="")
+                continue
+            r = col.to_numpy(dtype=object, na_value="")
+        else:
+            r = arr[:, j].copy() if arr is not None else np.empty(0, dtype=object)
         vals, k = _convert_column(r, dec, explicit)
         cols[str(c)] = vals
         if k:
@@ -600,12 +687,25 @@ def _ragged_error(name: str, line: int, got: int, expected: int, n_bad: int) -> 
     )
 
 
+_WS_LUT = np.zeros(256, dtype=bool)
+_WS_LUT[[9, 10, 13, 32]] = True  # blank-line bytes (a tab is a field when it is the separator)
+_WS_LUT_TAB = _WS_LUT.copy()
+_WS_LUT_TAB[9] = False
+_FEW = 256  # at most this many suspect lines per chunk are looked at one by one
+
+
 def _check_ragged_bytes(chunks, sep: str, name: str) -> None:
     """Refuse lines whose number of fields differs from the first line's, for files without
     quotes (vectorised, streamed over ``chunks`` of bytes; a bare CR ends a line as it does
-    for the parser).
+    for the parser; a line of blanks only is skipped, as the parser skips it).
+
+    Separators are counted per line by locating them between the line ends (no running sum
+    over every byte); whether a line is blank is asked only of the lines whose count differs
+    from the expected one (and of the first lines, until the first non-blank one).
     """
     qsep = ord(sep)
+    lut = _WS_LUT_TAB if sep == "\t" else _WS_LUT
+    blanks = bytes(np.flatnonzero(lut).astype(np.uint8).tolist())
     carry_seps, carry_nonblank = 0, False  # the unfinished line at the end of a chunk
     expected = None
     lines_before = 0
@@ -617,33 +717,54 @@ def _check_ragged_bytes(chunks, sep: str, name: str) -> None:
         nxt = np.empty_like(a)
         nxt[:-1] = a[1:]
         nxt[-1] = 0
-        end = (a == 10) | ((a == 13) & (nxt != 10))
-        ws = np.isin(a, (9, 10, 13, 32)) if sep != "\t" else np.isin(a, (10, 13, 32))
-        ends = np.flatnonzero(end)
-        # int32 running counts (a chunk is < 2**31 bytes): half the memory traffic of int64
-        cs = np.cumsum(a == qsep, dtype=np.int32)
-        cw = np.cumsum(~ws, dtype=np.int32)
+        ends = np.flatnonzero((a == 10) | ((a == 13) & (nxt != 10)))
+        del nxt
         if ends.size:
-            cs_e, cw_e = cs[ends], cw[ends]
-            counts = cs_e - np.concatenate([[0], cs_e[:-1]])
+            sp = np.flatnonzero(a == qsep)
+            counts = np.diff(np.searchsorted(sp, ends), prepend=0)  # separators per line
             counts[0] += carry_seps
-            real = (cw_e - np.concatenate([[0], cw_e[:-1]])) > 0
-            real[0] = real[0] or carry_nonblank
-            if expected is None and real.any():
-                expected = int(counts[np.flatnonzero(real)[0]])
+            starts = np.empty_like(ends)
+            starts[0] = 0
+            starts[1:] = ends[:-1] + 1
+            first_nonblank = carry_nonblank
+
+            def real_one(i: int, b=b, starts=starts, ends=ends, first_nonblank=first_nonblank) -> bool:
+                if i == 0 and first_nonblank:
+                    return True
+                return bool(b[int(starts[i]) : int(ends[i])].translate(None, blanks))
+
+            def real_many(idx: np.ndarray, a=a, ends=ends, first_nonblank=first_nonblank) -> np.ndarray:
+                cw = np.cumsum(~lut[a], dtype=np.int32)[ends]
+                real = np.diff(cw, prepend=0) > 0
+                real[0] = real[0] or first_nonblank
+                return real[idx]
+
+            if expected is None:  # the first non-blank line gives the width
+                head = min(int(ends.size), _FEW)
+                firsts = [i for i in range(head) if real_one(i)][:1]
+                if not firsts and ends.size > head:
+                    rest = np.flatnonzero(real_many(np.arange(ends.size)))
+                    firsts = [int(rest[0])] if rest.size else []
+                if firsts:
+                    expected = int(counts[firsts[0]])
             if expected is not None:
-                badm = real & (counts != expected)
-                if badm.any():
-                    i = int(np.flatnonzero(badm)[0])
-                    if bad_first is None:
-                        bad_first = (lines_before + i + 1, int(counts[i]))
-                    n_bad += int(badm.sum())
+                cand = np.flatnonzero(counts != expected)
+                if cand.size:
+                    if cand.size <= _FEW:
+                        badi = np.array([i for i in cand.tolist() if real_one(i)], dtype=np.int64)
+                    else:
+                        badi = cand[real_many(cand)]
+                    if badi.size:
+                        i = int(badi[0])
+                        if bad_first is None:
+                            bad_first = (lines_before + i + 1, int(counts[i]))
+                        n_bad += int(badi.size)
             last = int(ends[-1])
-            carry_seps = int(cs[-1] - cs[last])
-            carry_nonblank = bool(cw[-1] - cw[last] > 0)
+            carry_seps = int(sp.size - np.searchsorted(sp, last, side="right"))
+            carry_nonblank = bool((~lut[a[last + 1 :]]).any())
         else:
-            carry_seps += int(cs[-1])
-            carry_nonblank = carry_nonblank or bool(cw[-1] > 0)
+            carry_seps += int(np.count_nonzero(a == qsep))
+            carry_nonblank = carry_nonblank or bool((~lut[a]).any())
         lines_before += int(ends.size)
     if carry_nonblank:  # the last line has no line break
         if expected is None:
@@ -1175,6 +1296,58 @@ def _has_cr(df: pd.DataFrame) -> bool:
     return False
 
 
+_PLAIN_SEPS = (",", ";", "\t", "|")
+
+
+def _csv_bytes(data: pd.DataFrame, sep: str, lt: str, enc: str) -> bytes | None:
+    """The bytes ``data.to_csv(sep=sep, lineterminator=lt, encoding=enc, index=False)`` writes,
+    built with pyarrow for the common case -- columns of texts and integers (missing = empty)
+    where no name or text needs quoting -- or None (then pandas writes the file).  Floats,
+    booleans, dates... always go to pandas (its float format is Python's repr).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if sep not in _PLAIN_SEPS or data.shape[1] < 2 or len(data) == 0:
+        return None  # (one column: the csv module quotes a lone empty field)
+    specials = (sep, '"', "\r", "\n")
+    names = list(data.columns)
+    if not all(isinstance(c, str) and not any(ch in c for ch in specials) for c in names):
+        return None
+    cols = []
+    for j in range(len(names)):
+        s = data.iloc[:, j]
+        dt = s.dtype
+        try:
+            if isinstance(dt, pd.StringDtype) or (isinstance(dt, np.dtype) and dt.kind == "O"):
+                a = pa.array(s.array) if isinstance(dt, pd.StringDtype) else None
+                if a is None or not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+                    a = pa.array(s.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
+                a = pc.fill_null(a, "")
+            elif isinstance(dt, np.dtype) and dt.kind in "iu":
+                a = pc.cast(pa.array(s.to_numpy()), pa.large_string())
+            else:
+                return None
+        except (pa.ArrowException, TypeError, ValueError):
+            return None  # objects that are not all texts
+        cols.append(pc.cast(a, pa.large_string()))
+    lines = pc.binary_join_element_wise(*cols, pa.scalar(sep, pa.large_string()))
+    text = sep.join(names) + lt + lt.join(lines.to_pylist()) + lt
+    # no field needs quoting: no quote, and exactly the separators and line breaks written here
+    n_lines = len(data) + 1
+    if (
+        '"' in text
+        or text.count(sep) != (len(names) - 1) * n_lines
+        or text.count("\n") != n_lines
+        or text.count("\r") != (n_lines if lt == "\r\n" else 0)
+    ):
+        return None
+    try:
+        return text.encode(enc)
+    except (UnicodeError, LookupError):
+        return None  # pandas reports it
+
+
 def write_table(
     df: pd.DataFrame,
     path: str | os.PathLike,
@@ -1217,9 +1390,16 @@ def write_table(
                     enc = {"utf-16": "utf-16", "utf-32": "utf-32"}.get(enc, enc)
                 data = _with_texts(df, meta, rows) if meta is not None and meta.format == "csv" else df
                 lt = meta.lineterminator if meta and meta.lineterminator in ("\n", "\r\n") else "\n"
-                if lt == "\n" and _has_cr(data):
-                    lt = "\r\n"  # only then is a field with a bare CR quoted (records kept)
-                data.to_csv(tmp, sep=sep, decimal=dec, encoding=enc, index=False, lineterminator=lt)
+                # the same bytes as pandas, without its per-row writer (None when a field needs
+                # quoting, e.g. holds a CR: then the line break below decides)
+                blob = _csv_bytes(data, sep, lt, enc)
+                if blob is not None:
+                    with open(tmp, "wb") as fh:
+                        fh.write(blob)
+                else:
+                    if lt == "\n" and _has_cr(data):
+                        lt = "\r\n"  # only then is a field with a bare CR quoted (records kept)
+                    data.to_csv(tmp, sep=sep, decimal=dec, encoding=enc, index=False, lineterminator=lt)
             elif f == "xlsx":
                 df.to_excel(tmp, index=False, engine="openpyxl")
             elif f == "parquet":

@@ -381,7 +381,7 @@ def _fast_eval_bulk(orig, cols: list[str], Y: np.ndarray, measures, mcache: dict
             outs[r]["sse_normalized"] = float((colsum / var).sum()) / (n * m)
     if fp["rl"] is not None:
         scale, xs, tree = fp["rl"]
-        pr = _rl_numeric_bulk(xs, np.ascontiguousarray(Y / scale), tree)
+        pr = _rl_numeric_bulk(xs, np.ascontiguousarray(Y / scale), tree, fp.setdefault("rl.cache", {}))
         for r in range(R):
             outs[r]["rl"] = 100.0 * float(pr[r].sum()) / n
     for o in outs:
@@ -389,7 +389,7 @@ def _fast_eval_bulk(orig, cols: list[str], Y: np.ndarray, measures, mcache: dict
     return outs
 
 
-def _rl_numeric_bulk(xs: np.ndarray, YS: np.ndarray, tree) -> np.ndarray:
+def _rl_numeric_bulk(xs: np.ndarray, YS: np.ndarray, tree, cache: dict | None = None) -> np.ndarray:
     """``risk._rl_numeric(xs, YS[r], tree)`` for every r: an (R, n) array of Pr_j.
 
     Pr_j depends only on x′_j, x_j and the originals: each record is decided by exact
@@ -399,10 +399,18 @@ def _rl_numeric_bulk(xs: np.ndarray, YS: np.ndarray, tree) -> np.ndarray:
     all repetitions can be pruned and searched together, in larger blocks, with the same
     per-record result.  Only the exact candidate search (not the k-d tree) is used here, as
     ``_rl_numeric`` does whenever n² ≤ its brute-force limit; larger n: run by run.
+    With numba, the compiled classifier ``risk._pr_classified`` settles the clear records
+    (Pr = 1 or 0 with a 1e-9 margin) and hands the rest to the same exact search (``cache``
+    keeps its neighbour lists over the sweep).
     """
     from dpstudio.engine.measures import risk as RK
 
     R, n, m = YS.shape
+    if 0 < n and n * n <= RK._BRUTE_MAX_PAIRS:
+        fast = RK._pr_classified(xs, YS.reshape(R * n, m), np.tile(np.arange(n), R), cache)
+        if fast is not None:
+            return fast.reshape(R, n)
+    t0 = time.perf_counter()
     if n * n > RK._BRUTE_MAX_PAIRS or n == 0:
         return np.stack([RK._rl_numeric(xs, YS[r], tree) for r in range(R)]) if R else np.zeros((0, n))
     ys = YS.reshape(R * n, m)
@@ -420,6 +428,7 @@ def _rl_numeric_bulk(xs: np.ndarray, YS: np.ndarray, tree) -> np.ndarray:
     pr = np.zeros(R * n)
     if rows.size:
         pr[rows] = RK._pr_by_candidates(xs, ys[rows], d_own[rows])
+    RK._NUMPY_SECONDS[0] += time.perf_counter() - t0
     return pr.reshape(R, n)
 
 
@@ -437,7 +446,7 @@ def _fast_eval(orig, prot, measures, mcache: dict) -> dict | None:
     if fp is None or fp["ref"] is not orig or tuple(measures) != fp["measures"]:
         return None
     from dpstudio.engine.measures._base import _matrix
-    from dpstudio.engine.measures.risk import _rl_numeric
+    from dpstudio.engine.measures.risk import _BRUTE_MAX_PAIRS, _pr_classified, _rl_numeric
 
     attrs = fp["attrs"]
     if len(prot) != len(orig) or not all(a in prot.columns for a in attrs):
@@ -456,7 +465,14 @@ def _fast_eval(orig, prot, measures, mcache: dict) -> dict | None:
         out["sse_raw"], out["sse_normalized"] = float(colsum.sum()), float((colsum / var).sum()) / (n * m)
     if fp["rl"] is not None:
         scale, xs, tree = fp["rl"]
-        pr = _rl_numeric(xs, np.ascontiguousarray(y / scale), tree)
+        ys = np.ascontiguousarray(y / scale)
+        pr = (
+            _pr_classified(xs, ys, np.arange(n), fp.setdefault("rl.cache", {}))
+            if n * n <= _BRUTE_MAX_PAIRS
+            else None
+        )
+        if pr is None:
+            pr = _rl_numeric(xs, ys, tree)
         out["rl"] = 100.0 * float(pr.sum()) / n
     out["warnings"] = []
     return out

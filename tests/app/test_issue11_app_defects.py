@@ -334,3 +334,59 @@ def test_keps_sweep_plots_expected_reidentifications_against_k():
     assert v.x == "k"
     assert v.risk == "expected_reidentifications"
     assert sweep_view("mdav").risk == "rl"
+
+
+def test_export_is_not_proposed_next_to_the_input(qtbot, tmp_path):
+    """Issue 11 #10: the release is proposed in the last export folder (else home), never by
+    default in the input's folder, where unprotected microdata usually sits."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from dpstudio import engine
+    from dpstudio.app.widgets.export_dialog import ExportDialog
+
+    src = tmp_path / "confidential" / "survey.csv"
+    src.parent.mkdir()
+    df = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+    df.to_csv(src, index=False)
+    res = engine.protect(df, "mdav", {"x": "k-quasi"}, k=2, seed=1)
+    dlg = ExportDialog(res, str(src))
+    qtbot.addWidget(dlg)
+    assert Path(dlg.path.text()).parent == Path.home()
+    out = tmp_path / "releases"
+    out.mkdir()
+    dlg2 = ExportDialog(res, str(src), export_folder=str(out))
+    qtbot.addWidget(dlg2)
+    assert Path(dlg2.path.text()) == out / "survey_protected.csv"
+
+
+def test_method_names_wrap_instead_of_scrolling_sideways(qtbot, window):
+    """Issue 11 #10: long method names (with "(not applicable)") were cut and needed a
+    horizontal scroll bar; they wrap now."""
+    win = window
+    with qtbot.waitSignal(win.sig_loaded, timeout=20000):
+        win.controller.open_sample()
+    win.resize(1200, 800)
+    win.show()
+    win.tabs.setCurrentIndex(2)
+    qtbot.wait(200)
+    lst = win.method_panel.list
+    texts = [lst.item(i).text() for i in range(lst.count())]
+    assert any("not applicable" in t for t in texts)  # the long labels are there
+    assert lst.horizontalScrollBar().maximum() == 0
+
+
+def test_sweep_grid_fields_follow_the_methods_parameters(qtbot, window):
+    """A method without ε (local-suppression) ignores the ε grid, one without k (laplace) the k
+    grid: the fields are disabled instead of looking as if they were swept."""
+    win = window
+    with qtbot.waitSignal(win.sig_loaded, timeout=20000):
+        win.controller.open_sample()
+    ex = win.explore_panel
+    win.method_panel.select_method("local-suppression")
+    assert ex.ks.isEnabled() and not ex.eps.isEnabled()
+    win.method_panel.select_method("laplace")
+    assert not ex.ks.isEnabled() and ex.eps.isEnabled()
+    win.method_panel.select_method("ir-dp")
+    assert ex.ks.isEnabled() and ex.eps.isEnabled()

@@ -228,8 +228,10 @@ def test_seed_only_in_owner_only_private_files(qtbot, window, tmp_path, _config_
     out_dir.mkdir()
     assert win.controller.export(str(out_dir / "release.csv"), fmt="csv", release_note=True, assessment=True)
     _wait_idle(qtbot, win)
-    assert win.controller.export(str(out_dir / "release.xlsx"), fmt="xlsx", release_note=True, assessment=True)
+    # another stem: release.xlsx would share release.csv's metadata, which export refuses
+    assert win.controller.export(str(out_dir / "release_x.xlsx"), fmt="xlsx", release_note=True, assessment=True)
     _wait_idle(qtbot, win)
+    assert not win.errors, win.errors  # both exports really ran
     proj = tmp_path / "study.dpsproj"
     assert win.controller.save_project_to(str(proj))
     win.state.mark_dirty(True)

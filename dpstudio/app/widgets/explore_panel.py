@@ -265,6 +265,7 @@ class ExplorePanel(QWidget):
         state.sig_roles_changed.connect(self._on_inputs_changed)
         state.sig_sweep_changed.connect(self._on_state_sweep_changed)
         state.sig_recipe_changed.connect(self._on_state_recipe_changed)
+        self._enable_grid_fields(state.recipe.method)
         self._status_before_stale = ""
 
     # --- Public API
@@ -297,6 +298,24 @@ class ExplorePanel(QWidget):
     def _on_state_recipe_changed(self) -> None:
         p = self.state.recipe.params
         self.set_chosen(p.get("k"), p.get("epsilon"), self.state.recipe.method)
+        self._enable_grid_fields(self.state.recipe.method)
+
+    def _enable_grid_fields(self, method: str | None) -> None:
+        """The k and ε grid fields only for a method that has that parameter (a method without
+        ε, e.g. local-suppression, ignores the ε grid; one without k, e.g. laplace, the k grid).
+        """
+        from dpstudio.engine.registry import get_method
+
+        try:
+            spec = get_method(str(method)) if method else None
+        except (KeyError, ValueError):
+            spec = None
+        for field, used, name in (
+            (self.ks, spec is None or spec.uses_k, "k"),
+            (self.eps, spec is None or spec.uses_epsilon, "ε"),
+        ):
+            field.setEnabled(used)
+            field.setStatusTip("" if used else f"{spec.name if spec else ''} has no {name}: not swept")
 
     def clear(self) -> None:
         self.points = []

@@ -39,9 +39,12 @@ class ExportDialog(QDialog):
         parent: QWidget | None = None,
         roles: dict | None = None,
         sample_folder: str | None = None,
+        export_folder: str | None = None,
     ) -> None:
         """``sample_folder``: the folder of the bundled samples (a release of a sample is
-        proposed in the home folder instead).
+        proposed in the home folder instead).  ``export_folder``: where the last release was
+        exported; the release is proposed there, else in the home folder -- never by default
+        next to the input, which usually sits with other unprotected microdata (issue 11 #10).
         """
         super().__init__(parent)
         self.setWindowTitle("Export protected file")
@@ -133,9 +136,8 @@ class ExportDialog(QDialog):
         lay.addWidget(bb)
         if input_path:
             p = Path(input_path)
-            if sample_folder and p.parent.resolve() == Path(sample_folder).resolve():
-                p = Path.home() / p.name
-            self.path.setText(str(p.with_name(p.stem + "_protected" + self._ext())))
+            folder = Path(export_folder) if export_folder and Path(export_folder).is_dir() else Path.home()
+            self.path.setText(str(folder / (p.stem + "_protected" + self._ext())))
         self._validate()
 
     def _ext(self) -> str:

@@ -349,7 +349,12 @@ class MethodPanel(QWidget):
         self.list = QListWidget()
         self.list.setObjectName("method_list")
         self.list.setMinimumHeight(120)
-        self.list.setMaximumHeight(190)
+        self.list.setMaximumHeight(240)
+        # long method names wrap instead of needing a horizontal scroll bar (issue 11 #10)
+        self.list.setWordWrap(True)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideNone)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setResizeMode(QListWidget.ResizeMode.Adjust)
         self.list.currentItemChanged.connect(self._on_list_current_changed)
         #: until the user picks a method, the panel moves to an applicable one (issue 11)
         self._auto_method = True

@@ -108,10 +108,18 @@ def _pair_distances(fn: Callable, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _categorical_sq(orig: pd.Series, prot: pd.Series, fn: Callable | None) -> np.ndarray:
     """Per-record squared distance of a categorical attribute (δ², or 0/1 mismatch)."""
-    o = orig.astype(object).to_numpy()
-    p = prot.astype(object).to_numpy()
-    codes, uniq = pd.factorize(np.concatenate([o, p]), use_na_sentinel=False)
-    n = len(o)
+    n = len(orig)
+    fc: Any
+    uniq: Any
+    if isinstance(orig.dtype, pd.StringDtype) and orig.dtype == prot.dtype:
+        # texts of one dtype (pyarrow-backed): factorised without converting every value to a
+        # Python object (issue 12, whole-process time); the same distances as the object path
+        fc, uniq = pd.factorize(pd.concat([orig, prot], ignore_index=True), use_na_sentinel=False)
+    else:
+        o = orig.astype(object).to_numpy()
+        p = prot.astype(object).to_numpy()
+        fc, uniq = pd.factorize(np.concatenate([o, p]), use_na_sentinel=False)
+    codes = np.asarray(fc)
     co, cp = codes[:n], codes[n:]
     if fn is None:
         return (co != cp).astype(np.float64)

@@ -149,6 +149,81 @@ def _sample_bound(u: np.ndarray, xsamp: np.ndarray) -> np.ndarray:
     return _own_distance(u, xsamp[best])
 
 
+#: Originals kept in each original's neighbour list for the compiled classifier (beyond it
+#: the classifier scans every original); the list costs 12 bytes per entry.
+_NEIGHBOURS = 512
+
+#: The compiled classifier is used for at most this many originals (its neighbour lists are
+#: built from all n² distances).
+_KERNEL_MAX_N = 20_000
+
+_KERNEL: list = []  # [module or None], filled on first use
+_NUMPY_SECONDS = [0.0]  # time this process has spent in the numpy bulk search (sweeps)
+_KERNEL_LOAD_S = 0.5  # importing numba and loading the cached classifier (measured 0.5–1.4 s)
+
+
+def _rl_kernel():
+    """The numba classifier module (:mod:`._rl_kernel`), or None when numba is unavailable
+    or ``DPSTUDIO_RL_NUMPY=1`` asks for the pure-numpy path (imported lazily: numba costs
+    about half a second to import).
+    """
+    import os
+
+    if os.environ.get("DPSTUDIO_RL_NUMPY", "") not in ("", "0"):
+        return None
+    if not _KERNEL:
+        import importlib
+
+        try:
+            mod = importlib.import_module("dpstudio.engine.measures._rl_kernel")
+        except Exception:  # numba missing or unusable with this numpy
+            mod = None
+        _KERNEL.append(mod)
+    return _KERNEL[0]
+
+
+def _pr_classified(xs: np.ndarray, ys: np.ndarray, jidx: np.ndarray, cache: dict | None = None):
+    """Pr_j of the protected records ``ys`` whose originals are ``xs[jidx]``, or None when the
+    compiled classifier is unavailable (numba missing) or ``xs`` is too large for it.
+
+    Exactly :func:`_rl_numeric`'s Pr_j: the classifier (see :mod:`._rl_kernel`) settles only
+    the records whose answer is 1 or 0 with a relative margin of 1e-9 on every distance
+    involved; every other record (ties, duplicates, anything within the margin) goes through
+    :func:`_pr_by_candidates`, the exact search with today's formula.  Records with a
+    missing or infinite value: 0.  ``cache`` (a dict reused over a sweep, for the same
+    ``xs`` object) keeps the neighbour lists.
+    """
+    n = xs.shape[0]
+    if n == 0 or n > _KERNEL_MAX_N:
+        return None
+    if not _KERNEL and _NUMPY_SECONDS[0] < _KERNEL_LOAD_S:
+        # tiered, results identical either way: numba is loaded only once this process has
+        # spent its load time in the numpy search (a short sweep does not pay for it)
+        return None
+    kernel = _rl_kernel()
+    if kernel is None:
+        return None
+    ent = cache if cache is not None else {}
+    if ent.get("rl.nbr.xs") is not xs:
+        ent["rl.nbr"] = kernel.neighbours(xs, min(n, _NEIGHBOURS))
+        ent["rl.nbr.xs"] = xs
+    nbr, nd2 = ent["rl.nbr"]
+    pr = np.zeros(ys.shape[0])
+    ok = np.flatnonzero(np.isfinite(ys).all(axis=1))
+    if ok.size == 0:
+        return pr
+    yo = np.ascontiguousarray(ys[ok])
+    jo = np.ascontiguousarray(jidx[ok], dtype=np.int64)
+    d_own = _own_distance(xs[jo], yo)
+    status = np.empty(ok.size, dtype=np.int8)
+    kernel.classify(np.ascontiguousarray(xs), yo, jo, d_own, nbr, nd2, TIE_RTOL, status)
+    pr[ok[status == 1]] = 1.0
+    amb = np.flatnonzero(status < 0)
+    if amb.size:
+        pr[ok[amb]] = _pr_by_candidates(xs, yo[amb], d_own[amb])
+    return pr
+
+
 def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int | None = None) -> np.ndarray:
     """Pr_j for every record, numeric attributes (k-d tree on the original).
 
