@@ -21,6 +21,7 @@ import os
 import shutil
 import tempfile
 import threading
+import traceback
 import time
 
 import numpy as np
@@ -101,6 +102,7 @@ def run_dask(src, out, method, params, workers, memory_limit):
             del rel
         except Exception as e:  # the benchmark reports a failed run instead of stopping
             error = f"{type(e).__name__}: {str(e)[:120]}"
+            traceback.print_exc()
         wall = time.perf_counter() - t
         stop.set()
         th.join()

@@ -161,8 +161,15 @@ def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
     import dask
 
     keys = list(aggs)
-    vals = dask.compute(ddf[cols[0]].map_partitions(len), *[aggs[k] for k in keys])
+    # the lengths of the FULL frame's partitions (record ids = global positions): a length
+    # taken from one column would follow Dask's fused single-column reads of a Parquet folder
+    # (fewer, longer partitions), not the partitions the release is computed on
+    vals = dask.compute(ddf.map_partitions(len), *[aggs[k] for k in keys])
     lens = np.asarray(vals[0], dtype=np.int64)
+    if lens.size != ddf.npartitions:  # pragma: no cover - a Dask change would show here
+        raise InputError(
+            f"internal: {lens.size} partition lengths for {ddf.npartitions} partitions; run with --engine memory."
+        )
     n = int(lens.sum())
     got = dict(zip(keys, vals[1:]))
     for c in cols:
@@ -259,7 +266,21 @@ def protect_dask(
     else:
         eps_r = None if method == "ir-swap" else _eps(p, cols)
         grids = [None if method == "ir-swap" else _grid(prep, is_int[c], c, n) for c in cols]
-        out = _ranked_release(ddf, cols, int(p["k"]), n, method, p, grids, root, eps_r, client, columns)
+        out = _ranked_release(
+            ddf,
+            cols,
+            int(p["k"]),
+            n,
+            method,
+            p,
+            grids,
+            root,
+            eps_r,
+            client,
+            columns,
+            starts,
+            np.asarray(lens),
+        )
         shuffle = method != "ir-swap" and bool(p.get("shuffle", True))
     ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
     if ident:
@@ -547,9 +568,78 @@ def _release_column(part: pd.Series, tab: dict, before: np.ndarray, method: str,
     return np.asarray(out)
 
 
+def _cut(*arrays: np.ndarray, cuts: list) -> np.ndarray:
+    """A partition's released values of one attribute: the (lo, hi) slices ``cuts`` of the
+    released ``arrays`` (the partitions of the single-column reads, which Dask may fuse: see
+    :func:`_slices`), in input order.
+    """
+    if len(arrays) == 1:
+        lo, hi = cuts[0]
+        return arrays[0][lo:hi]
+    return np.concatenate([a[lo:hi] for a, (lo, hi) in zip(arrays, cuts)])
+
+
 def _assemble(part: pd.DataFrame, *columns: np.ndarray, cols, dtypes) -> pd.DataFrame:
     """One partition of the release: the input partition with its released columns."""
+    for x in columns:
+        if x.size != len(part):  # pragma: no cover - guarded by the lengths checked in _slices
+            raise RuntimeError(
+                f"internal: {x.size:,} released values for a partition of {len(part):,} records."
+            )
     return part.assign(**{c: pd.Series(x, index=part.index).astype(dtypes[c]) for c, x in zip(cols, columns)})
+
+
+def _slices(starts: np.ndarray, lens: np.ndarray, sizes: list[int]) -> list[list[tuple[int, int, int]]]:
+    """Per input partition (global first record ``starts[i]``, ``lens[i]`` records): the
+    (piece, lo, hi) slices of the pieces of sizes ``sizes`` that hold its records.
+
+    The single-column reads of a Parquet input may have fewer partitions than the full reads:
+    Dask fuses consecutive partitions when only a few columns are read (``FusedParquetIO``:
+    buckets of consecutive partitions, "aligned with RepartitionToFewer"), so a released column
+    is cut back into the input partitions by global record position.  Both are in input
+    order; the totals must agree.
+    """
+    bounds = np.r_[0, np.cumsum(np.asarray(sizes, dtype=np.int64))]
+    total = int(lens.sum()) if lens.size else 0
+    if int(bounds[-1]) != total:  # pragma: no cover - the data changed under us
+        raise InputError(
+            f"The input changed while it was read ({int(bounds[-1]):,} values, {total:,} records)."
+        )
+    out = []
+    for s, ln in zip(starts.tolist(), lens.tolist()):
+        if ln == 0:
+            out.append([(0, 0, 0)])
+            continue
+        e = s + ln
+        f = int(np.searchsorted(bounds, s, "right")) - 1  # the last piece starting at or before s
+        parts = []
+        while s < e:
+            hi = min(e, int(bounds[f + 1]))
+            if hi > s:
+                parts.append((f, s - int(bounds[f]), hi - int(bounds[f])))
+                s = hi
+            f += 1
+        out.append(parts)
+    return out
+
+
+def _lengths(done: list, client=None) -> list[int]:
+    """The lengths of the persisted arrays ``done`` (one small task each, run where they are;
+    with a distributed client by ``client.submit`` on their futures -- computing a graph
+    that embeds them, then dropping its results, made the scheduler forget them).
+    """
+    import dask
+
+    try:
+        from distributed import futures_of
+    except ImportError:  # pragma: no cover - without distributed there is no client
+        futures_of = None
+    futures = futures_of(done) if futures_of is not None else []
+    if client is None and futures:
+        client = futures[0].client
+    if client is not None and len(futures) == len(done):
+        return [int(x) for x in client.gather([client.submit(len, f, pure=False) for f in futures])]
+    return [int(len(x)) for x in dask.compute(*done)]
 
 
 def _persist(objs: list, client=None) -> list:
@@ -589,7 +679,9 @@ def _persist(objs: list, client=None) -> list:
     return list(out)
 
 
-def _ranked_release(ddf, cols, k, n, method, p, grids, root, eps, client=None, columns=None):
+def _ranked_release(
+    ddf, cols, k, n, method, p, grids, root, eps, client=None, columns=None, starts=None, lens=None
+):
     """The release of ir-dp / idp-ls / idp-cbls / ir-swap in input order, NO shuffle of records.
 
     ONE ATTRIBUTE AT A TIME (the memory bound: at most one attribute's values and one table
@@ -604,15 +696,21 @@ def _ranked_release(ddf, cols, k, n, method, p, grids, root, eps, client=None, c
        workers: the cluster spills it to disk when it must); then the table is dropped.
 
     The release is then each input partition with its released columns (:func:`_assemble`).
-    ``columns``: the input as read (same partitions as ``ddf``, without the record ids), from
-    which a single column is read alone (a Parquet column, not the whole row group).
+    ``columns``: the input as read (without the record ids), from which a single column is read
+    alone (a Parquet column, not the whole row group); Dask may fuse its partitions, so the
+    released columns are cut back into ``ddf``'s partitions by record position (:func:`_slices`;
+    ``starts``/``lens``: the global first record and the length of each of ``ddf``'s partitions).
     """
     from dask import delayed
 
     dd = _dd()
+    if starts is None or lens is None:
+        lens = np.asarray(ddf.map_partitions(len).compute(), dtype=np.int64)
+        starts = np.r_[0, np.cumsum(lens)[:-1]].astype(np.int64)
+    starts, lens = np.asarray(starts, dtype=np.int64), np.asarray(lens, dtype=np.int64)
     kind = p.get("noise", "laplace")
     dtypes = {}
-    released = []
+    released: list = []
     for j, c in enumerate(cols):
         g = grids[j]
         dtypes[c] = ddf[c].dtype if method == "ir-swap" else _out_dtype(g)
@@ -645,11 +743,21 @@ def _ranked_release(ddf, cols, k, n, method, p, grids, root, eps, client=None, c
         cols_j = [
             delayed(_release_column)(x, tab, b, method, root, j) for x, b in zip(src.to_delayed(), befores)
         ]
-        released.append(_persist(cols_j, client))
+        done = _persist(cols_j, client)
+        sizes = _lengths(done, client)
+        released.append((done, _slices(starts, lens, sizes)))
         del tab, U, befores, cols_j
     meta = ddf._meta.astype(dtypes)
     frames = [
-        delayed(_assemble)(x, *[r[i] for r in released], cols=cols, dtypes=dtypes)
+        delayed(_assemble)(
+            x,
+            *[
+                delayed(_cut)(*[arrs[f] for f, _, _ in cuts[i]], cuts=[(lo, hi) for _, lo, hi in cuts[i]])
+                for arrs, cuts in released
+            ],
+            cols=cols,
+            dtypes=dtypes,
+        )
         for i, x in enumerate(ddf.to_delayed())
     ]
     return dd.from_delayed(frames, meta=meta, verify_meta=False)
