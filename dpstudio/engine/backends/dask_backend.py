@@ -624,17 +624,18 @@ def _slices(starts: np.ndarray, lens: np.ndarray, sizes: list[int]) -> list[list
 
 
 def _lengths(done: list, client=None) -> list[int]:
-    """The lengths of the persisted arrays ``done`` (one small task each, run where they are;
-    with a distributed client by ``client.submit`` on their futures -- computing a graph
-    that embeds them, then dropping its results, made the scheduler forget them).
+    """The lengths of the persisted arrays ``done`` (one small task each, run where they are:
+    ``client.submit`` on their futures with a distributed client, else ``dask.compute``).
     """
     import dask
 
+    futures: list = []
     try:
         from distributed import futures_of
+
+        futures = futures_of(done)
     except ImportError:  # pragma: no cover - without distributed there is no client
-        futures_of = None
-    futures = futures_of(done) if futures_of is not None else []
+        pass
     if client is None and futures:
         client = futures[0].client
     if client is not None and len(futures) == len(done):
@@ -748,6 +749,8 @@ def _ranked_release(
         released.append((done, _slices(starts, lens, sizes)))
         del tab, U, befores, cols_j
     meta = ddf._meta.astype(dtypes)
+    # the persisted arrays go in as direct arguments of small tasks: nested in lists inside
+    # the assembling task's arguments, the final compute failed ('lost dependencies', dask 2026.8)
     frames = [
         delayed(_assemble)(
             x,
