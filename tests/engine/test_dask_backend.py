@@ -222,3 +222,93 @@ def test_memory_engine_refuses_a_file_too_big_with_the_dask_hint(tmp_path, monke
     err = capsys.readouterr().err
     assert rc != 0 and "--engine dask" in err and "Traceback" not in err
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_attr_table_consumes_its_runs_and_equals_the_sorted_values():
+    """Issue 12 (memory): the merge moves each partition's values into one array and drops
+    them (the boxes are empty afterwards, so the runs' memory is given back during the merge);
+    the table is the one of all the values sorted, whatever the order of the runs."""
+    from dpstudio.engine.algorithms import noise as N
+    from dpstudio.engine.algorithms import keyed as K
+
+    rng = np.random.default_rng(4)
+    vals = rng.integers(0, 40, 997).astype(float)      # heavy ties across the boundaries
+    g = N.make_grid("x", 1.0, (0, 40), True, vals.size)
+    root = K.root_key(np.random.default_rng(1))
+    kw = dict(n=vals.size, k=5, method="ir-dp", kind="laplace", g=g, root=root, j=0, eps_j=1.0)
+    boxes = [DB._run(pd.Series(x)) for x in np.array_split(vals, 6)]
+    tab = DB._attr_table(*boxes, **kw)
+    assert all(len(b) == 0 for b in boxes)
+    ref = DB._attr_table(DB._run(pd.Series(np.sort(vals))), **kw)
+    for key in ("B", "U", "lo", "vals"):
+        np.testing.assert_array_equal(tab[key], ref[key])
+    assert tab["U"].size > 0
+
+
+# --------------------------------------------------------------------------- Parquet folders
+# A folder of Parquet parts read by path: the single-column reads of the ranked methods are
+# fused by Dask (fewer, longer partitions than the full reads); the release must still be the
+# in-memory one, record for record (issue 12: found at 100M, where it raised IndexError).
+
+
+def _parquet_folder(tmp_path, df, parts):
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, chunk in enumerate(np.array_split(np.arange(len(df)), parts)):
+        df.iloc[chunk].to_parquet(folder / f"part.{i:03d}.parquet", index=False)
+    return folder
+
+
+def test_single_column_reads_of_a_parquet_folder_are_fused(tmp_path):
+    folder = _parquet_folder(tmp_path, _data(900), 9)
+    ddf = dd.read_parquet(folder)
+    assert ddf.npartitions == 9
+    # what makes the cut-back necessary (if Dask stops fusing, the test below still holds)
+    assert len(ddf["age"].to_delayed()) < 9
+
+
+@pytest.mark.parametrize("method,params", [
+    ("ir-dp", {"k": 5, "epsilon": 1.0}),
+    ("ir-dp", {"k": 3, "epsilon": 1.0, "shuffle": False}),
+    ("idp-cbls", {"k": 4, "epsilon": 1.0, "shuffle": False}),
+    ("laplace", {"epsilon": 1.0}),
+    ("insensitive-dp", {"k": 5, "epsilon": 1.0, "variant": "single"}),
+])
+def test_parquet_folder_ranked_release_equals_in_memory(tmp_path, method, params):
+    df = _heavy_ties(1_000)
+    folder = _parquet_folder(tmp_path, df, 9)
+    roles = {"id": "identifier", "age": "eps-quasi", "income": "eps-quasi", "hours": "eps-quasi"}
+    domains = {"age": (0, 120), "income": (0, 10_000), "hours": (0, 100)}
+    back = pd.read_parquet(folder)  # what the in-memory engine reads
+    mem = engine.protect(back, method, roles, domains, seed=3, **params).data
+    with dask.config.set(scheduler="synchronous"):
+        got = DB.protect_dask(str(folder), method, roles, domains, seed=3, **params).compute()
+    pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+
+
+def test_parquet_folder_ir_swap_equals_in_memory(tmp_path):
+    df = _heavy_ties(700)
+    folder = _parquet_folder(tmp_path, df, 7)
+    roles = {"id": "identifier", "age": "confidential", "income": "confidential"}
+    mem = engine.protect(pd.read_parquet(folder), "ir-swap", roles, seed=8, k=4).data
+    with dask.config.set(scheduler="synchronous"):
+        got = DB.protect_dask(str(folder), "ir-swap", roles, seed=8, k=4).compute()
+    pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+
+
+def test_slices_cut_pieces_back_into_partitions():
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        lens = rng.integers(0, 6, rng.integers(1, 12))
+        if lens.sum() == 0:
+            lens[0] = 1
+        n = int(lens.sum())
+        starts = np.r_[0, np.cumsum(lens)[:-1]]
+        # pieces: any cut of 0..n-1 into consecutive runs (fused partitions or not), some empty
+        cuts = np.sort(rng.integers(0, n + 1, rng.integers(0, 6)))
+        sizes = np.diff(np.r_[0, cuts, n]).tolist()
+        bounds = np.r_[0, np.cumsum(sizes)]
+        pieces = [np.arange(bounds[f], bounds[f + 1]) for f in range(len(sizes))]
+        for i, parts in enumerate(DB._slices(starts, lens, sizes)):
+            got = np.concatenate([pieces[f][lo:hi] for f, lo, hi in parts])
+            np.testing.assert_array_equal(got, np.arange(starts[i], starts[i] + lens[i]))

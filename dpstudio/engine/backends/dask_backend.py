@@ -161,8 +161,15 @@ def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
     import dask
 
     keys = list(aggs)
-    vals = dask.compute(ddf[cols[0]].map_partitions(len), *[aggs[k] for k in keys])
+    # the lengths of the FULL frame's partitions (record ids = global positions): a length
+    # taken from one column would follow Dask's fused single-column reads of a Parquet folder
+    # (fewer, longer partitions), not the partitions the release is computed on
+    vals = dask.compute(ddf.map_partitions(len), *[aggs[k] for k in keys])
     lens = np.asarray(vals[0], dtype=np.int64)
+    if lens.size != ddf.npartitions:  # pragma: no cover - a Dask change would show here
+        raise InputError(
+            f"internal: {lens.size} partition lengths for {ddf.npartitions} partitions; run with --engine memory."
+        )
     n = int(lens.sum())
     got = dict(zip(keys, vals[1:]))
     for c in cols:
@@ -230,6 +237,7 @@ def protect_dask(
         )
     root = K.root_key(as_rng(seed))  # the first draw, as job_stream in memory
     starts = np.r_[0, np.cumsum(lens)[:-1]].astype(np.int64)
+    columns = ddf  # the input as read: one column of it reads only that column (ranked methods)
     ddf = ddf.map_partitions(_with_row, starts, meta=ddf._meta.assign(**{_ROW: np.array([], np.int64)}))
     info: dict = {"backend": "dask", "npartitions": int(ddf.npartitions)}
     is_int = {c: N.pd_is_integer(prep.data[c]) for c in cols}
@@ -258,7 +266,21 @@ def protect_dask(
     else:
         eps_r = None if method == "ir-swap" else _eps(p, cols)
         grids = [None if method == "ir-swap" else _grid(prep, is_int[c], c, n) for c in cols]
-        out = _ranked_release(ddf, cols, int(p["k"]), n, method, p, grids, root, eps_r)
+        out = _ranked_release(
+            ddf,
+            cols,
+            int(p["k"]),
+            n,
+            method,
+            p,
+            grids,
+            root,
+            eps_r,
+            client,
+            columns,
+            starts,
+            np.asarray(lens),
+        )
         shuffle = method != "ir-swap" and bool(p.get("shuffle", True))
     ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
     if ident:
@@ -338,28 +360,59 @@ def _shuffled(out, root):
 # --------------------------------------------------------------------------- ranked methods
 
 #: clusters per block when the per-cluster statistics are computed from the sorted values
-_BLOCK = 1 << 20
+_BLOCK = 1 << 16
 _LOW = np.iinfo(np.int64).min
 
 
-def _sorted_values(part: pd.Series) -> np.ndarray:
-    """One partition's values of one attribute, sorted (a run for the merge)."""
-    return np.sort(part.to_numpy(dtype=np.float64))
+def _release_arrow_memory(dask_worker=None) -> None:
+    """Give the memory PyArrow's pool keeps after a Parquet read back to the system (mimalloc
+    and jemalloc keep it: ~150 MB a worker after reading 1M-row parts of five columns, a
+    quarter of a 600 MB worker).  Called in the tasks that read partitions and on every
+    worker between the steps of the ranked methods.
+    """
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover - Parquet needs it; CSV does not
+        return
+    pa.default_memory_pool().release_unused()
 
 
-def _attr_table(*runs: np.ndarray, n: int, k: int, method: str, kind: str, g, root, j: int, eps_j) -> dict:
+def _run(part: pd.Series) -> list:
+    """One partition's values of one attribute, in a box (a one-element list) that the merge
+    task empties: the merge copies each run into its preallocated array and drops it at once,
+    so a run's memory is given back while the merge goes on (the scheduler still holds the
+    box, now empty).  A run's only consumer is :func:`_attr_table`.
+    """
+    out = [part.to_numpy(dtype=np.float64, copy=True)]
+    del part
+    _release_arrow_memory()
+    return out
+
+
+def _attr_table(*runs: list, n: int, k: int, method: str, kind: str, g, root, j: int, eps_j) -> dict:
     """The per-attribute table of the ranked methods, from ALL the values of the attribute
     (only that column, sorted: S): the cluster boundaries ``B`` (the value at each cluster's
     first rank), the released value of every cluster (``vals``, one keyed draw per cluster, as
     in memory) and the tied values whose block of ranks crosses a cluster boundary (``U``,
     their first rank ``lo``), whose records need their exact rank (ir-swap: every tied value,
-    and ``S`` itself).  Memory: S (8 bytes a record) while it is built, then 16 bytes a cluster.
+    and ``S`` itself).  Memory: S (8 bytes a record; the runs are moved into it one by one and
+    freed, and it is sorted in place), then 16 bytes a cluster.
     """
-    S = np.concatenate(runs) if len(runs) != 1 else runs[0].copy()
+    S = np.empty(n, dtype=np.float64)  # pages are touched as the runs are copied in
+    pos = 0
+    for box in runs:
+        if not box:  # pragma: no cover - a run is consumed once; a retried merge recomputes them
+            raise RuntimeError("internal: a sorted run was consumed twice; run again.")
+        r = box.pop()
+        if pos + r.size > n:  # pragma: no cover - the data changed under us
+            raise InputError(f"The input changed while it was read (more than {n:,} values).")
+        S[pos : pos + r.size] = r
+        pos += r.size
+        del r
     del runs
-    S.sort(kind="stable")  # sorted runs: a merge
-    if S.size != n:  # pragma: no cover - the data changed under us
-        raise InputError(f"The input changed while it was read ({S.size:,} values, {n:,} records).")
+    if pos != n:  # pragma: no cover - the data changed under us
+        raise InputError(f"The input changed while it was read ({pos:,} values, {n:,} records).")
+    S.sort()  # in place (equal values are interchangeable: no stable sort needed)
     kk = max(int(k), 1)
     nc = MA.n_clusters_for(n, k)
     starts = np.arange(nc, dtype=np.int64) * kk
@@ -429,29 +482,34 @@ def _groups(v: np.ndarray):
     return order, sv[start], grp, np.arange(sv.size) - start[grp]
 
 
-def _tie_counts(sv: np.ndarray, tab: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Per partition (its sorted values ``sv``, the run of :func:`_sorted_values`): the tied
-    values it holds (positions in ``U``, ascending) and how many records hold each.
+def _tie_counts(part: pd.Series, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per partition (its values, read again: the runs are not kept for this): the tied values
+    it holds (positions in ``U``, ascending) and how many records hold each.
     """
-    if tab["U"].size == 0 or sv.size == 0:
+    if U.size == 0 or len(part) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    first = np.r_[True, sv[1:] != sv[:-1]]
-    start = np.flatnonzero(first)
-    cnt = np.diff(np.r_[start, sv.size])
-    idx, hit = _tie_index(sv[start], tab["U"])
-    return idx[hit], cnt[hit]
+    idx, hit = _tie_index(part.to_numpy(dtype=np.float64), U)
+    _release_arrow_memory()
+    u, cnt = np.unique(idx[hit], return_counts=True)
+    return u.astype(np.int64), cnt.astype(np.int64)
 
 
-def _tie_prefix(tab: dict, *counts) -> list:
-    """Per partition: the number of records holding each of its tied values in the EARLIER
-    partitions (aligned with its ``_tie_counts``) -- exclusive prefix sums in input order.
+def _tie_prefix_step(prev, counts, size: int):
+    """One step of the exclusive prefix over the partitions in input order: from ``prev``
+    (``None`` for the first partition, else the previous step's ``(seen, before)``), the
+    number of records holding each of this partition's tied values in the EARLIER partitions
+    (``before``, aligned with its :func:`_tie_counts`) and the running totals ``seen``.  A
+    chain of small tasks, so that no task holds every partition's counts.
     """
-    seen = np.zeros(tab["U"].size, dtype=np.int64)
-    out = []
-    for u, cnt in counts:
-        out.append(seen[u].copy())
-        seen[u] += cnt
-    return out
+    u, cnt = counts
+    seen = np.zeros(size, dtype=np.int64) if prev is None else prev[0].copy()
+    before = seen[u]  # a copy (fancy indexing)
+    seen[u] += cnt
+    return seen, before
+
+
+def _second(x):
+    return x[1]
 
 
 def _ranks_of(v: np.ndarray, tab: dict, before: np.ndarray, base: str) -> np.ndarray:
@@ -496,63 +554,216 @@ def _swap_values(tab: dict, rank: np.ndarray, root, j: int) -> np.ndarray:
     return S[perm[np.searchsorted(ranks, rank)]]
 
 
-def _release_part(part: pd.DataFrame, *bundles, cols, method, root, dtypes, partition_info=None):
-    """One partition of the release, in input order: each record's cluster from its value
-    (boundaries, exact ranks for the tied values at a boundary) and the cluster's value.
+def _release_column(part: pd.Series, tab: dict, before: np.ndarray, method: str, root, j: int):
+    """One partition's released values of one attribute, in input order: each record's cluster
+    from its value (boundaries, exact ranks for the tied values at a boundary) and the
+    cluster's value (ir-swap: the value at its permuted rank).
     """
-    i = partition_info["number"] if partition_info else 0
-    new = {}
-    for j, c in enumerate(cols):
-        tab, offs = bundles[j]
-        v = part[c].to_numpy(dtype=np.float64)
-        if method == "ir-swap":
-            new[c] = _swap_values(tab, _ranks_of(v, tab, offs[i], "rank"), root, j)
-        else:
-            new[c] = tab["vals"][_ranks_of(v, tab, offs[i], "cluster")]
-    return part.assign(**{c: pd.Series(x, index=part.index).astype(dtypes[c]) for c, x in new.items()})
+    v = part.to_numpy(dtype=np.float64)
+    _release_arrow_memory()
+    if method == "ir-swap":
+        out = _swap_values(tab, _ranks_of(v, tab, before, "rank"), root, j)
+    else:
+        out = tab["vals"][_ranks_of(v, tab, before, "cluster")]
+    return np.asarray(out)
 
 
-def _ranked_release(ddf, cols, k, n, method, p, grids, root, eps):
-    """The release of ir-dp / idp-ls / idp-cbls / ir-swap in input order, NO shuffle of records:
-    per attribute one task sorts that attribute's values (merged from per-partition sorted
-    runs) into the table of :func:`_attr_table`; per partition the tied values are counted
-    and their exclusive prefix over the partitions taken (one small task); then one
-    map_partitions computes every record's cluster and value.
+def _cut(*arrays: np.ndarray, cuts: list) -> np.ndarray:
+    """A partition's released values of one attribute: the (lo, hi) slices ``cuts`` of the
+    released ``arrays`` (the partitions of the single-column reads, which Dask may fuse: see
+    :func:`_slices`), in input order.
+    """
+    if len(arrays) == 1:
+        lo, hi = cuts[0]
+        return arrays[0][lo:hi]
+    return np.concatenate([a[lo:hi] for a, (lo, hi) in zip(arrays, cuts)])
+
+
+def _assemble(part: pd.DataFrame, *columns: np.ndarray, cols, dtypes) -> pd.DataFrame:
+    """One partition of the release: the input partition with its released columns."""
+    for x in columns:
+        if x.size != len(part):  # pragma: no cover - guarded by the lengths checked in _slices
+            raise RuntimeError(
+                f"internal: {x.size:,} released values for a partition of {len(part):,} records."
+            )
+    return part.assign(**{c: pd.Series(x, index=part.index).astype(dtypes[c]) for c, x in zip(cols, columns)})
+
+
+def _slices(starts: np.ndarray, lens: np.ndarray, sizes: list[int]) -> list[list[tuple[int, int, int]]]:
+    """Per input partition (global first record ``starts[i]``, ``lens[i]`` records): the
+    (piece, lo, hi) slices of the pieces of sizes ``sizes`` that hold its records.
+
+    The single-column reads of a Parquet input may have fewer partitions than the full reads:
+    Dask fuses consecutive partitions when only a few columns are read (``FusedParquetIO``:
+    buckets of consecutive partitions, "aligned with RepartitionToFewer"), so a released column
+    is cut back into the input partitions by global record position.  Both are in input
+    order; the totals must agree.
+    """
+    bounds = np.r_[0, np.cumsum(np.asarray(sizes, dtype=np.int64))]
+    total = int(lens.sum()) if lens.size else 0
+    if int(bounds[-1]) != total:  # pragma: no cover - the data changed under us
+        raise InputError(
+            f"The input changed while it was read ({int(bounds[-1]):,} values, {total:,} records)."
+        )
+    out = []
+    for s, ln in zip(starts.tolist(), lens.tolist()):
+        if ln == 0:
+            out.append([(0, 0, 0)])
+            continue
+        e = s + ln
+        f = int(np.searchsorted(bounds, s, "right")) - 1  # the last piece starting at or before s
+        parts = []
+        while s < e:
+            hi = min(e, int(bounds[f + 1]))
+            if hi > s:
+                parts.append((f, s - int(bounds[f]), hi - int(bounds[f])))
+                s = hi
+            f += 1
+        out.append(parts)
+    return out
+
+
+def _lengths(done: list, client=None) -> list[int]:
+    """The lengths of the persisted arrays ``done`` (one small task each, run where they are:
+    ``client.submit`` on their futures with a distributed client, else ``dask.compute``).
+    """
+    import dask
+
+    futures: list = []
+    try:
+        from distributed import futures_of
+
+        futures = futures_of(done)
+    except ImportError:  # pragma: no cover - without distributed there is no client
+        pass
+    if client is None and futures:
+        client = futures[0].client
+    if client is not None and len(futures) == len(done):
+        return [int(x) for x in client.gather([client.submit(len, f, pure=False) for f in futures])]
+    return [int(len(x)) for x in dask.compute(*done)]
+
+
+def _persist(objs: list, client=None) -> list:
+    """Compute ``objs`` (delayed) and keep the results where they were computed (on the
+    cluster's workers with a distributed client: the results stay there as futures; else in
+    this process), waiting until they are done.  The intermediate results (the runs, the
+    partitions read) are released at the end of each call: what one step needs is not kept
+    alive by the next.
+    """
+    import dask
+
+    sched = dask.config.get("scheduler", None)
+    if client is None and (sched is None or sched == "dask.distributed" or callable(sched)):
+        try:
+            from distributed import default_client
+
+            client = default_client()
+        except (ImportError, ValueError):
+            client = None
+        if client is not None and callable(sched) and sched != client.get:
+            client = None  # another scheduler chosen explicitly: dask.persist computes there
+    if client is None:
+        return list(dask.persist(*objs))
+    from distributed import futures_of, wait
+
+    try:
+        client.run(_release_arrow_memory)  # what the previous step's reads left behind
+    except Exception:  # pragma: no cover - a best effort (e.g. a scheduler refusing run)
+        pass
+    out = client.persist(list(objs))
+    futures = futures_of(out)
+    with client.as_current():  # wait asks default_client(); the app's client is not the default
+        wait(futures)
+    for f in futures:
+        if f.status == "error":
+            f.result()  # raises the task's error (wait does not)
+    return list(out)
+
+
+def _ranked_release(
+    ddf, cols, k, n, method, p, grids, root, eps, client=None, columns=None, starts=None, lens=None
+):
+    """The release of ir-dp / idp-ls / idp-cbls / ir-swap in input order, NO shuffle of records.
+
+    ONE ATTRIBUTE AT A TIME (the memory bound: at most one attribute's values and one table
+    are live; issue 12 at 100M records), three computations per attribute:
+
+    1. the table (:func:`_attr_table`): one task moves the partitions' values (the runs) into
+       one preallocated array, sorts it in place, keeps the table; the runs are gone after it;
+    2. the tie prefix: per partition its tied values counted again from the partition
+       (:func:`_tie_counts`), then a chain of small tasks takes their exclusive prefix over
+       the partitions in input order (:func:`_tie_prefix_step`);
+    3. the released column, partition by partition (:func:`_release_column`), kept (on the
+       workers: the cluster spills it to disk when it must); then the table is dropped.
+
+    The release is then each input partition with its released columns (:func:`_assemble`).
+    ``columns``: the input as read (without the record ids), from which a single column is read
+    alone (a Parquet column, not the whole row group); Dask may fuse its partitions, so the
+    released columns are cut back into ``ddf``'s partitions by record position (:func:`_slices`;
+    ``starts``/``lens``: the global first record and the length of each of ``ddf``'s partitions).
     """
     from dask import delayed
 
+    dd = _dd()
+    if starts is None or lens is None:
+        lens = np.asarray(ddf.map_partitions(len).compute(), dtype=np.int64)
+        starts = np.r_[0, np.cumsum(lens)[:-1]].astype(np.int64)
+    starts, lens = np.asarray(starts, dtype=np.int64), np.asarray(lens, dtype=np.int64)
     kind = p.get("noise", "laplace")
-    bundles = []
     dtypes = {}
+    released: list = []
     for j, c in enumerate(cols):
         g = grids[j]
-        runs = [delayed(_sorted_values)(x) for x in ddf[c].to_delayed()]
-        tab = delayed(_attr_table, pure=True)(
-            *runs,
-            n=n,
-            k=k,
-            method=method,
-            kind=kind,
-            g=g,
-            root=root,
-            j=j,
-            eps_j=None if eps is None else float(eps[j]),
-        )
-        counts = [delayed(_tie_counts)(x, tab) for x in runs]
-        offs = delayed(_tie_prefix)(tab, *counts)
-        bundles.append(delayed(tuple)([tab, offs]))
         dtypes[c] = ddf[c].dtype if method == "ir-swap" else _out_dtype(g)
+        src = (ddf if columns is None else columns)[c]
+        parts = src.to_delayed()
+        (tab,) = _persist(
+            [
+                delayed(_attr_table, pure=True)(
+                    *[delayed(_run)(x) for x in parts],
+                    n=n,
+                    k=k,
+                    method=method,
+                    kind=kind,
+                    g=g,
+                    root=root,
+                    j=j,
+                    eps_j=None if eps is None else float(eps[j]),
+                )
+            ],
+            client,
+        )
+        U = delayed(dict.get)(tab, "U")
+        size = delayed(len)(U)
+        step = None
+        befores = []
+        for x in src.to_delayed():
+            step = delayed(_tie_prefix_step)(step, delayed(_tie_counts)(x, U), size)
+            befores.append(delayed(_second)(step))
+        befores = _persist(befores, client)
+        cols_j = [
+            delayed(_release_column)(x, tab, b, method, root, j) for x, b in zip(src.to_delayed(), befores)
+        ]
+        done = _persist(cols_j, client)
+        sizes = _lengths(done, client)
+        released.append((done, _slices(starts, lens, sizes)))
+        del tab, U, befores, cols_j
     meta = ddf._meta.astype(dtypes)
-    return ddf.map_partitions(
-        _release_part,
-        *bundles,
-        cols=cols,
-        method=method,
-        root=root,
-        dtypes=dtypes,
-        meta=meta,
-        align_dataframes=False,
-    )
+    # the persisted arrays go in as direct arguments of small tasks: nested in lists inside
+    # the assembling task's arguments, the final compute failed ('lost dependencies', dask 2026.8)
+    frames = [
+        delayed(_assemble)(
+            x,
+            *[
+                delayed(_cut)(*[arrs[f] for f, _, _ in cuts[i]], cuts=[(lo, hi) for _, lo, hi in cuts[i]])
+                for arrs, cuts in released
+            ],
+            cols=cols,
+            dtypes=dtypes,
+        )
+        for i, x in enumerate(ddf.to_delayed())
+    ]
+    return dd.from_delayed(frames, meta=meta, verify_meta=False)
 
 
 def _insensitive(ddf, cols, k, n, p, grids, root, eps, prep):
