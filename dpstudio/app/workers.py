@@ -296,6 +296,12 @@ class TaskRunner(QObject):
         """Deliver pending events of every live worker (GUI thread; also called by wait())."""
         for w, _cb in list(self._live):
             w.drain()
+        for w, cb in self._live:
+            if w.ended:
+                # the Worker lives on in its own signal connections: release what the task
+                # and its callbacks captured (tables, releases) now
+                w.fn = None
+                cb.update(dict.fromkeys(cb))
         self._live = [(w, cb) for w, cb in self._live if not w.ended]
         if not self._live:
             self._timer.stop()

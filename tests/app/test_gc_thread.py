@@ -93,3 +93,32 @@ def test_collector_left_off_if_it_was_off(qtbot):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_finished_task_releases_what_it_captured(qtbot):
+    """The Worker object outlives its task (held by its signal connections); the table the
+    task captured and its callbacks' captures must not."""
+    import weakref
+
+    import pandas as pd
+
+    class Table(pd.DataFrame):
+        pass
+
+    df, res = Table({"a": range(1000)}), Table({"b": range(10)})
+    alive = [weakref.ref(df), weakref.ref(res)]
+    r = TaskRunner("gc-test")
+    out = []
+
+    def work(progress, check_cancel, df=df):
+        return len(df)
+
+    def done(n, res=res):
+        out.append(n + len(res))
+
+    w = r.start(work, finished=done)
+    del df, res, work, done
+    qtbot.waitUntil(lambda: w.ended, timeout=30000)
+    assert out == [1010]
+    gc.collect()
+    assert [a() is None for a in alive] == [True, True]
