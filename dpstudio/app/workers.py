@@ -14,9 +14,12 @@
   leaves half a state behind.
 * Progress is posted only when it changes by at least 1 %.
 * While a task runs, Python's cyclic garbage collector runs in the GUI thread only (see
-  :func:`gui_thread_gc`): an automatic collection triggered by a pool thread's allocations
-  would destroy unreachable Qt objects (pyqtgraph's parentless menus, models…) in that
-  thread, which Qt forbids (crashes, and hangs of the app and the test suite under load).
+  :func:`gui_thread_gc`).  An automatic collection runs in whichever thread allocates; in a
+  pool thread it destroyed unreachable Qt objects there (pyqtgraph's parentless view-box
+  menus, the exporter's parameters…).  Seen deadlocked under load: the export worker, in
+  ``~QMenu`` -> ``~QObject``, held Qt's signal-slot lock and waited for the GIL, while the
+  GUI thread, holding the GIL, deleted another menu (Shiboken's main-thread deletion) and
+  waited for that lock.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 An automatic collection is triggered by whichever thread allocates; in a worker thread it
 destroys unreachable Qt objects (pyqtgraph's parentless menus, models, timers) there, which Qt
-forbids: crashes, and hangs seen under load (export worker in the xlsx writer, GUI thread
-stuck).  dpstudio.app.workers disables automatic collection while pool threads are active
-and collects on a GUI-thread timer instead.
+forbids.  Under load this deadlocked test_seeds (the export worker, collecting inside the xlsx
+writer, held Qt's signal-slot lock in ~QMenu and waited for the GIL; the GUI thread held the
+GIL and waited for that lock).  dpstudio.app.workers disables automatic collection while pool
+threads are active and collects on a GUI-thread timer instead.
 """
 
 import gc
