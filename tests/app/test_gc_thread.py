@@ -45,6 +45,28 @@ def _garbage_worker(seconds: float):
     return work
 
 
+def _plot_with_exported_image(deaths: list):
+    """A plot rendered to PNG as ``ExplorePanel.export_images`` does: the exporter leaves
+    pyqtgraph ``Parameter`` QObjects in reference cycles; record the thread each dies in."""
+    import weakref
+
+    import pyqtgraph as pg
+    from pyqtgraph.exporters import ImageExporter
+    from pyqtgraph.parametertree import Parameter
+
+    w = pg.PlotWidget()
+    w.plot([1, 2, 3], [3, 1, 2])
+    before = set(map(id, gc.get_objects()))
+    exp = ImageExporter(w.getPlotItem())
+    exp.parameters()["width"] = 200
+    exp.export(toBytes=True)
+    for ob in gc.get_objects():
+        if isinstance(ob, Parameter) and id(ob) not in before:
+            weakref.finalize(ob, lambda: deaths.append(threading.current_thread().name))
+    del exp, ob
+    return w
+
+
 @pytest.fixture
 def collections():
     """The thread of every collection run during the test."""
@@ -65,11 +87,14 @@ def test_collections_run_in_the_gui_thread_while_a_task_allocates(qtbot, collect
     out = []
     # an unreachable Qt object (in a reference cycle), young, before the task starts
     seen: list[str] = []
+    pqg_deaths: list[str] = []
+    plot = _plot_with_exported_image(pqg_deaths)  # garbage as the report's curves leave it
     gc.collect()
     o = QObject()
     o.probe = _Probe(seen)
     o.probe.owner = o
     del o
+    _plot_with_exported_image(pqg_deaths)
     r.start(_garbage_worker(1.0), finished=out.append)
     assert not gc.isenabled()  # automatic collection is off while the pool works
     qtbot.waitUntil(lambda: bool(out), timeout=30000)
@@ -79,6 +104,8 @@ def test_collections_run_in_the_gui_thread_while_a_task_allocates(qtbot, collect
     assert collections, "no collection ran at all: the garbage was never freed"
     assert set(collections) == {main}, collections  # never in a pool thread
     assert seen == [main]  # the Qt object in the cycle was destroyed in the GUI thread
+    assert pqg_deaths and set(pqg_deaths) == {main}, pqg_deaths  # pyqtgraph's QObjects too
+    plot.close()
     qtbot.waitUntil(gc.isenabled, timeout=5000)  # restored once the pool is idle
 
 
