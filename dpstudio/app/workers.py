@@ -13,10 +13,18 @@
   first, and events of a superseded task are dropped (last request wins), so a cancel never
   leaves half a state behind.
 * Progress is posted only when it changes by at least 1 %.
+* While a task runs, Python's cyclic garbage collector runs in the GUI thread only (see
+  :func:`gui_thread_gc`).  An automatic collection runs in whichever thread allocates; in a
+  pool thread it destroyed unreachable Qt objects there (pyqtgraph's parentless view-box
+  menus, the exporter's parameters…).  Seen deadlocked under load: the export worker, in
+  ``~QMenu`` -> ``~QObject``, held Qt's signal-slot lock and waited for the GIL, while the
+  GUI thread, holding the GIL, deleted another menu (Shiboken's main-thread deletion) and
+  waited for that lock.
 """
 
 from __future__ import annotations
 
+import gc
 import queue
 import threading
 import time
@@ -24,13 +32,84 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThread, QThreadPool, QTimer, Signal
 
 from dpstudio import engine
 
 ProgressFn = Callable[[float], None]
 CancelFn = Callable[[], None]
 POLL_MS = 25
+
+
+class _GuiThreadGC(QObject):
+    """Collect garbage in the GUI thread only while pool threads run Python.
+
+    Automatic collection is disabled while any pool used by a :class:`TaskRunner` has an
+    active thread; a GUI-thread timer collects instead, by the interpreter's own thresholds.
+    Once every such pool is idle, automatic collection is restored (if it was on before).
+    """
+
+    def __init__(self, parent: QObject) -> None:
+        super().__init__(parent)
+        self.pools: list[QThreadPool] = []
+        self._reenable = False
+        self._next_full = 0.0
+        self.timer = QTimer(self)
+        self.timer.setInterval(POLL_MS)
+        self.timer.timeout.connect(self.tick)
+
+    def hold(self, pool: QThreadPool) -> None:
+        """A task is about to start on ``pool`` (GUI thread)."""
+        if pool not in self.pools:
+            self.pools.append(pool)
+        if not self.timer.isActive():
+            self._reenable = gc.isenabled()
+            gc.disable()
+            self.timer.start()
+
+    def tick(self) -> None:
+        self.collect_if_due()
+        if all(self._idle(p) for p in self.pools):
+            self.timer.stop()
+            if self._reenable:
+                gc.enable()
+
+    @staticmethod
+    def _idle(pool: QThreadPool) -> bool:
+        try:
+            return pool.activeThreadCount() == 0
+        except RuntimeError:  # a private pool already deleted
+            return True
+
+    def collect_if_due(self) -> None:
+        """What the interpreter's automatic collection would do now, in this thread.
+
+        A full collection (≈50–150 ms with the app loaded) runs at most once a second and at
+        most 10 % of the time (the interpreter's own long-lived-objects rule is not
+        reachable from Python); young garbage, the bulk, is collected at every due tick.
+        """
+        c0, c1, c2 = gc.get_count()
+        t0, t1, t2 = gc.get_threshold()
+        if not t0 or c0 <= t0:
+            return
+        now = time.monotonic()
+        if c1 > t1 and c2 > t2 and now >= self._next_full:
+            gc.collect(2)
+            self._next_full = time.monotonic() + max(1.0, 10 * (time.monotonic() - now))
+        else:
+            gc.collect(1 if c1 > t1 else 0)
+
+
+def gui_thread_gc() -> _GuiThreadGC | None:
+    """The application's collector guard (None without a Qt application or off its thread)."""
+    app = QCoreApplication.instance()
+    if app is None or QThread.currentThread() is not app.thread():
+        return None
+    g = app.findChild(_GuiThreadGC, "dpstudio_gui_thread_gc")
+    if g is None:
+        g = _GuiThreadGC(app)
+        g.setObjectName("dpstudio_gui_thread_gc")
+    return g
 
 
 class WorkerSignals(QObject):
@@ -218,6 +297,9 @@ class TaskRunner(QObject):
         self._worker = w
         self.sig_busy_changed.emit(True)
         self.sig_progress.emit(0.0)
+        g = gui_thread_gc()
+        if g is not None:
+            g.hold(self.pool)
         self.pool.start(w)
         if not self._timer.isActive():
             self._timer.start()
@@ -235,6 +317,12 @@ class TaskRunner(QObject):
         """Deliver pending events of every live worker (GUI thread; also called by wait())."""
         for w, _cb in list(self._live):
             w.drain()
+        for w, cb in self._live:
+            if w.ended:
+                # the Worker lives on in its own signal connections: release what the task
+                # and its callbacks captured (tables, releases) now
+                w.fn = None
+                cb.update(dict.fromkeys(cb))
         self._live = [(w, cb) for w, cb in self._live if not w.ended]
         if not self._live:
             self._timer.stop()

@@ -49,10 +49,10 @@ def _open_sample(qtbot, win):
         win.controller.open_sample()
 
 
-def _wait_idle(qtbot, win, timeout=30000):
+def _wait_idle(qtbot, win, timeout=90000):
     qtbot.waitUntil(lambda: not any(r.busy for r in win.controller.runners), timeout=timeout)
     for r in win.controller.runners:
-        assert r.wait(10)
+        assert r.wait(30)
     qtbot.wait(20)
 
 
