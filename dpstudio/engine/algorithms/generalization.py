@@ -254,17 +254,6 @@ class DiscernibilityLoss(_FrequencyLoss):
         cs = np.asarray(counts, dtype=np.float64)
         return float(np.sum(cs * np.maximum(cs, float(k))) / (float(n) * float(n)))
 
-    @staticmethod
-    def bound_from_combo_sizes(m: np.ndarray, weights: np.ndarray, n: int, k: int) -> float:
-        """Lower bound at every node N whose class of each bottom combination x (``weights[x]``
-        records) holds at least ``m[x]`` records, c_N(x) ≥ m(x) (e.g. m = the elementwise max
-        of c_M over evaluated M ≤ N): a record of x adds c_N(x) ≥ max(m(x), k) to Σ|E|² if
-        kept (c_N(x) ≥ k), n ≥ k, m(x) if suppressed; so DM(N)·n² ≥ Σ_x w(x)·max(m(x), k).
-        With m = c_M this is :meth:`bound_from_counts` of M; with the max over several M ≤ N
-        at least the largest of theirs.
-        """
-        return float(np.dot(weights, np.maximum(m, k)) / (float(n) * float(n)))
-
 
 class AECSLoss(_FrequencyLoss):
     """ARX's average equivalence class size (``MetricSDAECS``, generalisation/suppression
@@ -296,18 +285,6 @@ class AECSLoss(_FrequencyLoss):
         big = cs >= k
         most = int(big.sum()) + int(cs[~big].sum()) // int(k) + (1 if (~big).any() else 0)
         return float(n / max(min(most, len(cs)), 1))
-
-    @staticmethod
-    def bound_from_combo_sizes(m: np.ndarray, weights: np.ndarray, n: int, k: int) -> float:
-        """Lower bound at every node N with c_N(x) ≥ m(x) for each bottom combination x
-        (``weights[x]`` records).  A kept class E of N (|E| ≥ k) is the union of the records
-        of its combinations, each with c_N(x) = |E| ≥ max(m(x), k); so
-        #kept(N) = Σ_{x kept} w(x)/c_N(x) ≤ ⌊Σ_x w(x)/max(m(x), k)⌋; the suppressed records add
-        one class, and only if some m(x) < k (m(x) ≥ k for all x means nothing is suppressed).
-        """
-        mk = np.maximum(m, k)
-        most = int(np.dot(weights, 1.0 / mk) + 1e-9) + (1 if bool((m < k).any()) else 0)
-        return float(n / max(most, 1))
 
 
 class ARXLoss(_FrequencyLoss):
@@ -613,10 +590,6 @@ class _Lattice:
         # from the class sizes of an evaluated node M, a lower bound of its loss at every node
         # N ≥ M (more generalised): it is raised on all of them at once
         self.dyn_lb = np.full(size, -np.inf) if hasattr(loss, "bound_from_counts") else None
-        # per-combination class sizes of evaluated nodes (bounded cache), for
-        # :meth:`pred_bound`; None when the loss has no ``bound_from_combo_sizes``
-        self._csz: dict[int, np.ndarray] | None = {} if hasattr(loss, "bound_from_combo_sizes") else None
-        self.pred_skipped = 0
         # level-a code -> level-b code maps per attribute
         self.up: list[dict[tuple[int, int], np.ndarray]] = []
         for qq in quasis:
@@ -713,43 +686,11 @@ class _Lattice:
         g = len(key)
         if R <= 4 * g + 4096:
             tot = np.bincount(key, weights=counts, minlength=R)
-            if self._csz is not None:
-                self._keep_combo_sizes(node, tot[key].astype(np.int32))
             return tot[tot > 0].astype(np.int64)
         packed = np.sort((key << 32) | counts)
         sk = packed >> 32
         starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
         return np.add.reduceat(packed & 0xFFFFFFFF, starts)
-
-    _CSZ_MAX = 1024  # combination-size arrays kept for pred_bound (12k combos: 50 KB each)
-
-    def _keep_combo_sizes(self, node: int, sizes: np.ndarray) -> None:
-        assert self._csz is not None
-        if len(self._csz) >= self._CSZ_MAX:
-            self._csz.pop(next(iter(self._csz)))
-        self._csz[node] = sizes
-
-    def pred_bound(self, node: int) -> float:
-        """Lower bound of the loss at ``node`` (and every node above it) from the class sizes
-        of its immediate predecessors held in the cache: for each bottom combination x and
-        every M ≤ N, x's class at N contains its class at M, so c_N(x) ≥ m(x) := max over
-        those M of c_M(x); the loss's ``bound_from_combo_sizes(m)`` then holds at N, and at
-        every N' ≥ N (c_N'(x) ≥ c_N(x)).  The vector m is kept for ``node`` too (a valid
-        lower bound of c_N, usable by its successors).  −inf when no predecessor is cached.
-        """
-        assert self._csz is not None
-        lv = self.L[node]
-        m = None
-        for j in range(self.d):
-            if lv[j]:
-                v = self._csz.get(node - int(self._strides[j]))
-                if v is not None:
-                    m = v.copy() if m is None else np.maximum(m, v, out=m)
-        if m is None:
-            return -np.inf
-        if node not in self._csz:
-            self._keep_combo_sizes(node, m)
-        return float(self.loss.bound_from_combo_sizes(m, self.tables[0][1], self.n, self.k))
 
     # -- evaluation -------------------------------------------------------
     def _table(self, node: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -1035,13 +976,6 @@ def ola(
             continue
         if lat.dyn_lb is not None and lat.dyn_lb[node] > best + 1e-12:
             continue
-        if lat._csz is not None and lat.sup[node] < 0:
-            pb = lat.pred_bound(node)
-            if pb > best + 1e-12:
-                lat.pred_skipped += 1
-                box = lat._up_box(lat.dyn_lb, lat.L[node])
-                np.maximum(box, pb, out=box)
-                continue
         if lat.dyn_lb is not None and lat.status[node] == 0:
             # bottom-up, an unknown node is most often not anonymous: settle it (and a large
             # down-set) from above rather than one node at a time (issue 13)
@@ -1095,7 +1029,6 @@ def ola(
     info = {
         "lattice_size": lat.size,
         "nodes_evaluated": int(lat.evaluated),
-        "pred_skipped": int(getattr(lat, "pred_skipped", 0)),
         "max_suppressed": max_sup,
         "suppression_limit": float(suppression),
         "smallest_class_verified": smallest,
