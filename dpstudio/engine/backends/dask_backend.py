@@ -10,13 +10,15 @@ gives the release the in-memory engine gives for the same seed, value for value:
   (root, purpose, attribute, cluster or record id) (:mod:`dpstudio.engine.algorithms.keyed`),
   so it does not depend on the partitioning;
 * record ids are global positions (partition lengths counted in the validation pass);
-* ir-dp / idp-ls / idp-cbls / ir-swap move NO records: per attribute, one task merges that
-  attribute's values (sorted per partition) into S and keeps the cluster boundaries (the
+* ir-dp / idp-ls / idp-cbls / ir-swap move NO records, and work ONE ATTRIBUTE AT A TIME (the
+  memory bound at 100M records): one task copies that attribute's values (read alone, one
+  Parquet column) into one array, sorts it in place (S) and keeps the cluster boundaries (the
   value at rank c·k), the released value of every cluster (one keyed draw per cluster; the
   last cluster takes the remainder) and the tied values whose ranks cross a boundary; per
   partition, each record's exact rank (first rank of its value + records with that value in
   earlier partitions + earlier records of the partition) gives cluster id = min(rank // k,
-  n_c − 1); the release is computed partition by partition in input order;
+  n_c − 1); the released column is kept on the workers, then the next attribute; the release
+  is the input partitions with their released columns, in input order;
 * the shuffled order of the in-memory engine (records ordered by keyed 128-bit sort keys) is
   one range partitioning on the top bits of the keys with known divisions (uniform keys),
   then a sort inside each output partition; single-order insensitive-dp still uses a
