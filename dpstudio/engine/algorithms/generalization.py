@@ -875,6 +875,7 @@ class _Lattice:
             # learnt bounds are monotone (raised on up-sets only): when b does not exceed the
             # node's own bound, every node above already has at least b
             if b > dyn[node]:
+                assert self._dyn_nd is not None  # set with dyn_lb
                 box = self._dyn_nd[tuple(map(slice, lv, self._nones))]
                 np.maximum(box, b, out=box)
             if ok and self._score_now:
