@@ -83,8 +83,11 @@ class _SplitGroup(TypedDict):
 
     attrs: list[int]  # attribute indices, sorted
     row_id: np.ndarray  # group combo id of every bottom row
+    n0: int  # number of distinct group combos (at level 0)
     distinct: list[np.ndarray]  # level-0 codes of the group's combos
-    cache: dict[tuple[int, ...], tuple[np.ndarray, int]]  # level vector -> (dense ids, count)
+    vec_of: list[int]  # node -> index of its group level vector
+    maps: dict[int, tuple[np.ndarray, int]]  # vector index -> (dense id of each group combo, count)
+    rows: dict[int, tuple[np.ndarray, int]]  # vector index -> (dense id of each bottom row, count)
 
 
 @dataclass
@@ -254,6 +257,17 @@ class DiscernibilityLoss(_FrequencyLoss):
         cs = np.asarray(counts, dtype=np.float64)
         return float(np.sum(cs * np.maximum(cs, float(k))) / (float(n) * float(n)))
 
+    @staticmethod
+    def _from_counts(counts: np.ndarray, small: np.ndarray, sup: int, n: int, k: int) -> tuple[float, float]:
+        """(:meth:`bound_from_counts`, loss) of one node in one pass over its class sizes
+        ``counts`` (``small = counts < k``, ``sup`` = records in them): both are
+        (Σ_kept c² + x·sup) / n² with x = k or n.  Equal to the plain ones as long as the
+        sums are exact integers in float64 (n, k < 2**26, checked by the lattice).
+        """
+        kept = np.asarray(counts.compress(~small), dtype=np.float64)
+        sq = float(np.dot(kept, kept))
+        return (sq + float(k) * sup) / (float(n) * float(n)), float((sq + n * sup) / (n * n))
+
 
 class AECSLoss(_FrequencyLoss):
     """ARX's average equivalence class size (``MetricSDAECS``, generalisation/suppression
@@ -285,6 +299,17 @@ class AECSLoss(_FrequencyLoss):
         big = cs >= k
         most = int(big.sum()) + int(cs[~big].sum()) // int(k) + (1 if (~big).any() else 0)
         return float(n / max(min(most, len(cs)), 1))
+
+    @staticmethod
+    def _from_counts(counts: np.ndarray, small: np.ndarray, sup: int, n: int, k: int) -> tuple[float, float]:
+        """(:meth:`bound_from_counts`, loss) of one node from its numbers of classes, of
+        small classes (``small = counts < k``) and of suppressed records ``sup``.
+        """
+        n_small = int(np.count_nonzero(small))
+        n_kept = len(counts) - n_small
+        most = n_kept + sup // int(k) + (1 if n_small else 0)
+        den = n_kept + (1 if sup else 0)
+        return float(n / max(min(most, len(counts)), 1)), (float(n / den) if den else math.nan)
 
 
 class ARXLoss(_FrequencyLoss):
@@ -590,6 +615,13 @@ class _Lattice:
         # from the class sizes of an evaluated node M, a lower bound of its loss at every node
         # N ≥ M (more generalised): it is raised on all of them at once
         self.dyn_lb = np.full(size, -np.inf) if hasattr(loss, "bound_from_counts") else None
+        self._score_now = self.dyn_lb is not None and not getattr(loss, "uses_suppressed", False)
+        self._fast: Callable | None = None  # set below, once n is known
+        # n-dimensional views of the per-node arrays: the nodes >= / <= a node are a box
+        self._dyn_nd = None if self.dyn_lb is None else self.dyn_lb.reshape(self._shape)
+        self._status_nd = self.status.reshape(self._shape)
+        self._nones = [None] * self.d
+        self._zeros = [0] * self.d
         # level-a code -> level-b code maps per attribute
         self.up: list[dict[tuple[int, int], np.ndarray]] = []
         for qq in quasis:
@@ -627,11 +659,24 @@ class _Lattice:
         self._tab_sizes[0] = len(counts)
         self._n_tabs = 1
         self._cells = len(counts) * self.d
+        self._counts_f = counts.astype(np.float64)  # bincount weights (exact below 2**53)
+        self._set_fast()
         self._setup_split()
         if hasattr(loss, "prepare"):
             loss.prepare(quasis, self.up, bottom, counts.astype(np.int64))
 
+    def _set_fast(self) -> None:
+        """Use the loss's one-pass ``_from_counts`` (bound and value from the suppressed
+        records and the kept classes' statistics) when its sums are exact in float64.
+        """
+        f = getattr(self.loss, "_from_counts", None)
+        exact = self.n < 2**26 and self.k < 2**26
+        self._fast = (
+            f if f is not None and type(self.loss) in (DiscernibilityLoss, AECSLoss) and exact else None
+        )
+
     # -- split evaluation: two groups of attributes, dense ids per group level vector ------
+
     def _setup_split(self) -> None:
         """Split the attributes into two groups of similar lattice size; a node's classes are
         then ``id_A · n_B + id_B`` with per-group dense ids cached by level vector (shared by
@@ -656,41 +701,72 @@ class _Lattice:
             first = np.zeros(len(uk), dtype=np.int64)
             first[inv] = np.arange(len(inv))
             distinct = [bottom[j][first] for j in grp]  # level-0 codes of the group's combos
+            vec_of = np.ravel_multi_index(
+                tuple(self.L[:, j].astype(np.int64) for j in grp), tuple(int(self.heights[j]) for j in grp)
+            )
             self._split.append(
-                {"attrs": grp, "row_id": inv.astype(np.int64), "distinct": distinct, "cache": {}}
+                {
+                    "attrs": grp,
+                    "row_id": inv.astype(np.int64),
+                    "n0": len(uk),
+                    "distinct": distinct,
+                    "vec_of": vec_of.tolist(),
+                    "maps": {},
+                    "rows": {},
+                }
             )
 
-    def _group_ids(self, gi: int, lv: np.ndarray) -> tuple[np.ndarray, int]:
-        assert self._split is not None  # only called from _split_counts, behind that check
+    def _group_map(self, gi: int, node: int) -> tuple[np.ndarray, int]:
+        """(dense id at the node's group-``gi`` level vector of every group combo, count)."""
+        assert self._split is not None  # only called behind that check
         g = self._split[gi]
-        vec = tuple(int(lv[j]) for j in g["attrs"])
-        hit = g["cache"].get(vec)
+        vi = g["vec_of"][node]
+        hit = g["maps"].get(vi)
         if hit is None:
+            lv = self.L[node]
+            vec = [int(lv[j]) for j in g["attrs"]]
             cols = [
                 self.up[j][(0, lvl)][c] if lvl else c for j, lvl, c in zip(g["attrs"], vec, g["distinct"])
             ]
             key, _, _ = _combine(cols, [self.q[j].card(lvl) for j, lvl in zip(g["attrs"], vec)])
             _, dense = np.unique(key, return_inverse=True)
             nv = int(dense.max()) + 1 if dense.size else 1
-            hit = (dense.astype(np.int64)[g["row_id"]], nv)
-            g["cache"][vec] = hit
+            hit = (dense.astype(np.int64), nv)
+            g["maps"][vi] = hit
+        return hit
+
+    def _group_ids(self, gi: int, node: int) -> tuple[np.ndarray, int]:
+        """(dense id of every bottom combination at the node's group-``gi`` vector, count),
+        cached per vector.
+        """
+        assert self._split is not None
+        g = self._split[gi]
+        vi = g["vec_of"][node]
+        hit = g["rows"].get(vi)
+        if hit is None:
+            dense, nv = self._group_map(gi, node)
+            hit = (dense[g["row_id"]], nv)
+            g["rows"][vi] = hit
         return hit
 
     def _split_counts(self, node: int) -> np.ndarray:
-        lv = self.L[node]
-        ida, na = self._group_ids(0, lv)
-        idb, nb = self._group_ids(1, lv)
-        key = ida * nb + idb
-        counts = self.tables[0][1]
+        """Class sizes at ``node`` (float64 when counted by ``bincount``, else int64)."""
+        ida, na = self._group_ids(0, node)
+        idb, nb = self._group_ids(1, node)
+        key = ida * nb
+        key += idb
         R = na * nb
-        g = len(key)
-        if R <= 4 * g + 4096:
-            tot = np.bincount(key, weights=counts, minlength=R)
-            return tot[tot > 0].astype(np.int64)
-        packed = np.sort((key << 32) | counts)
+        if R <= 4 * len(key) + 4096:
+            # float weights prepared once (exact integers); compress is much cheaper than a
+            # boolean index on this sparse mask
+            tot = np.bincount(key, weights=self._counts_f, minlength=R)
+            return tot.compress(tot > 0)
+        packed = np.sort((key << 32) | self.tables[0][1])
         sk = packed >> 32
-        starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
-        return np.add.reduceat(packed & 0xFFFFFFFF, starts)
+        f = np.empty(len(sk), dtype=bool)
+        f[0] = True
+        np.not_equal(sk[1:], sk[:-1], out=f[1:])
+        return np.add.reduceat(packed & 0xFFFFFFFF, np.flatnonzero(f))
 
     # -- evaluation -------------------------------------------------------
     def _table(self, node: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -762,8 +838,8 @@ class _Lattice:
         """Class size at ``node`` of every bottom combination (distinct leaf combination)."""
         counts = self.tables[0][1]
         if self._split is not None and self.n < 2**31:
-            ida, na = self._group_ids(0, self.L[node])
-            idb, nb = self._group_ids(1, self.L[node])
+            ida, na = self._group_ids(0, node)
+            idb, nb = self._group_ids(1, node)
             key = ida * nb + idb
             if na * nb <= 4 * len(key) + 4096:
                 return np.bincount(key, weights=counts, minlength=na * nb).astype(np.int64)[key]
@@ -775,37 +851,43 @@ class _Lattice:
         _, inv = np.unique(key, return_inverse=True)
         return np.bincount(inv, weights=counts).astype(np.int64)[inv]
 
-    def _up_box(self, a: np.ndarray, lv) -> np.ndarray:
-        """View of the lattice array ``a`` (one entry per node) on the nodes ≥ ``lv``: in the
-        C-ordered lattice that set is the box [lv_0, h_0) × … × [lv_d, h_d), a strided view.
-        """
-        return a.reshape(self._shape)[tuple(slice(int(x), None) for x in lv)]
-
-    def _down_box(self, a: np.ndarray, lv) -> np.ndarray:
-        """View of ``a`` on the nodes ≤ ``lv`` (the box [0, lv_0] × … × [0, lv_d])."""
-        return a.reshape(self._shape)[tuple(slice(0, int(x) + 1) for x in lv)]
-
     def evaluate(self, node: int) -> bool:
         """Suppression needed at ``node`` (cached); tag the lattice; True if within the limit."""
-        if self.sup[node] < 0:
-            counts = self._class_counts(node)
-            self._last = (node, counts)  # node_loss of the node just evaluated reuses them
-            self.sup[node] = int(counts[counts < self.k].sum())
-            self.evaluated += 1
-            lv = self.L[node]
-            if self.dyn_lb is not None:
-                b = float(self.loss.bound_from_counts(counts, self.n, self.k))
-                box = self._up_box(self.dyn_lb, lv)
-                np.maximum(box, b, out=box)
-            if self.sup[node] <= self.max_sup:
-                self._up_box(self.status, lv)[...] = 1
-                if self.dyn_lb is not None and not getattr(self.loss, "uses_suppressed", False):
-                    # a loss of the class sizes: score it now (cheap), the counts are at hand
-                    kept = counts[counts >= self.k]
-                    self.loss_val[node] = self.loss(lv, kept, int(self.sup[node]), self.n)
+        sup = int(self.sup[node])
+        if sup >= 0:
+            return sup <= self.max_sup
+        counts = self._class_counts(node)
+        self._last = (node, counts)  # node_loss of the node just evaluated reuses them
+        small = counts < self.k
+        sup = int(counts.compress(small).sum())
+        self.sup[node] = sup
+        self.evaluated += 1
+        ok = sup <= self.max_sup
+        lv = self.L[node].tolist()
+        dyn = self.dyn_lb
+        if dyn is not None:
+            fast = self._fast
+            if fast is not None:
+                # bound and loss from the same two statistics (issue 13), equal to the plain ones
+                b, v = fast(counts, small, sup, self.n, self.k)
             else:
-                self._down_box(self.status, lv)[...] = -1
-        return bool(self.sup[node] <= self.max_sup)
+                b, v = float(self.loss.bound_from_counts(counts, self.n, self.k)), None
+            # learnt bounds are monotone (raised on up-sets only): when b does not exceed the
+            # node's own bound, every node above already has at least b
+            if b > dyn[node]:
+                assert self._dyn_nd is not None  # set with dyn_lb
+                box = self._dyn_nd[tuple(map(slice, lv, self._nones))]
+                np.maximum(box, b, out=box)
+            if ok and self._score_now:
+                # a loss of the class sizes: score it now (cheap), the counts are at hand
+                if v is None:
+                    v = self.loss(self.L[node], counts.compress(~small).astype(np.int64), sup, self.n)
+                self.loss_val[node] = v
+        if ok:
+            self._status_nd[tuple(map(slice, lv, self._nones))] = 1
+        else:
+            self._status_nd[tuple(map(slice, self._zeros, [x + 1 for x in lv]))] = -1
+        return ok
 
     def is_anon(self, node: int) -> bool:
         st = self.status[node]
@@ -818,7 +900,7 @@ class _Lattice:
             self.evaluate(node)
             last = self._last
             counts = last[1] if last is not None and last[0] == node else self._class_counts(node)
-            kept = counts[counts >= self.k]
+            kept = counts.compress(counts >= self.k).astype(np.int64)
             if getattr(self.loss, "uses_suppressed", False):
                 sup = self._combo_sizes(node) < self.k
                 v = self.loss(self.L[node], kept, int(self.sup[node]), self.n, suppressed=sup)
@@ -1062,7 +1144,9 @@ class _WeightedLattice(_Lattice):
         bottom, unit = self.tables[0]
         counts = np.bincount(self.record_combo, weights=w, minlength=len(unit)).astype(np.int64)
         self.tables[0] = (bottom, counts)
+        self._counts_f = counts.astype(np.float64)
         self.n = self._n = int(counts.sum())
+        self._set_fast()
         if hasattr(loss, "prepare"):
             loss.prepare(quasis, self.up, bottom, counts)
 
