@@ -88,6 +88,7 @@ class _Series:
     sse_err: pg.ErrorBarItem
     rl_err: pg.ErrorBarItem
     plane: pg.PlotDataItem
+    name: str = ""
 
 
 class ExplorePanel(QWidget):
@@ -387,7 +388,8 @@ class ExplorePanel(QWidget):
                 (self.plane, plane),
             ):
                 plot.addItem(item)
-            self.series[e] = _Series(e, color, sse, rl, sse_err, rl_err, plane)
+            self.series[e] = _Series(e, color, sse, rl, sse_err, rl_err, plane, name)
+        self._sync_legend()  # empty until a series has a point on the plane
         self.status.setText("Sweep running…")
         self.status.setStyleSheet("")
 
@@ -413,7 +415,7 @@ class ExplorePanel(QWidget):
             t = self.points[-1].elapsed if self.points else 0.0
             self.status.setText(
                 f"Sweep done: {n} points in {t:.1f} s. Hover a point for its "
-                "values; click it to use its k and ε."
+                "values; click it to use its k and ε." + self._off_plane_note()
             )
         if self.skipped and not error:
             # one short line (the plots need the room); the full list on hover
@@ -427,6 +429,21 @@ class ExplorePanel(QWidget):
             )
             self.banner.label.setToolTip(full)
         self._update_marker()
+
+    def _off_plane_note(self) -> str:
+        """Why a series with points is missing from the plane and its legend ("" if none is)."""
+        notes = []
+        for s in self.off_plane():
+            vals = [
+                self._loss_value(p)
+                for p in self.points
+                if (p.epsilon is not None if s.eps == "all" else p.epsilon == s.eps)
+            ]
+            what = "SSE" if self.view.loss is None else "loss"
+            zero = all(v is not None and v[0] == 0 for v in vals)
+            # short: the label does not wrap and sets the panel's minimum width
+            notes.append(f"{s.name}: {what} = 0, off the log axes" if zero else f"{s.name}: no {what}")
+        return (" (" + "; ".join(notes) + ")") if notes else ""
 
     def skipped_message(self, limit: int = 6) -> str:
         """Which (k, ε) cells were left out and why (grouped by reason)."""
@@ -607,11 +624,13 @@ class ExplorePanel(QWidget):
             sse_sd = np.array([v[1] for v in loss], dtype=float)
             rl = np.array([v[0] for v in risk], dtype=float)
             rl_sd = np.array([v[1] for v in risk], dtype=float)
-            s.sse.setData(ks, _pos(sse) if log_loss else sse)
-            s.rl.setData(ks, rl)
+            _set_curve(s.sse, ks, _pos(sse) if log_loss else sse)
+            _set_curve(s.rl, ks, rl)
             self._set_err(s.sse_err, ks, sse, sse_sd, log, log_y=log_loss)
             self._set_err(s.rl_err, ks, rl, rl_sd, log, log_y=False)
-            s.plane.setData(_pos(sse) if self.view.loss is None else sse, rl)
+            px = _pos(sse) if self.view.loss is None else sse
+            on_plane = np.isfinite(px) & np.isfinite(rl)  # the plane has no lines: no gaps to keep
+            s.plane.setData(px[on_plane], rl[on_plane])
             all_x.append(sse)
             all_y.append(rl)
         if all_x:
@@ -624,7 +643,37 @@ class ExplorePanel(QWidget):
                 sx = np.repeat(fx, 2)[1:]
                 sy = np.repeat(fy, 2)[:-1]
                 self.front.setData(sx, sy)
+        self._sync_legend()
         self._update_marker()
+
+    def _sync_legend(self) -> None:
+        """The plane's legend lists the series drawn on the plane, in curve order.
+
+        A series can have points and none on the plane: the noise-free baseline of k-eps has
+        SSE 0 at every k (no noise on the ε-quasi-identifiers, the only attributes SSE is
+        measured on), and the plane's SSE axis is logarithmic.  Its legend entry was an empty
+        "no noise" (polish task, issue 11 leftover).
+        """
+        want = [s for s in self.series.values() if s.plane.xData is not None and len(s.plane.xData)]
+        if [s.plane for s in want] == [sample.item for sample, _ in self.legend.items]:
+            return
+        self.legend.clear()
+        for s in want:
+            self.legend.addItem(s.plane, s.name)
+
+    def off_plane(self) -> list:
+        """The series with computed points of which none can be drawn on the plane (e.g. the
+        k-eps baseline: SSE 0 on a log axis).
+        """
+        by_eps = self.view.x == "epsilon"
+        with_points = {
+            ("all" if by_eps else p.epsilon) for p in self.points if not (by_eps and p.epsilon is None)
+        }
+        return [
+            s
+            for e, s in self.series.items()
+            if e in with_points and not (s.plane.xData is not None and len(s.plane.xData))
+        ]
 
     @staticmethod
     def _set_err(item: pg.ErrorBarItem, ks, mean, sd, log: bool, log_y: bool = True) -> None:
@@ -790,6 +839,16 @@ class ExplorePanel(QWidget):
 
 def _log(v: float) -> float:
     return math.log10(v) if v is not None and v > 0 else float("nan")
+
+
+def _set_curve(item: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
+    """``item.setData(x, y)``; nothing when no point is finite (pyqtgraph's bounds of an all-NaN
+    curve warned "All-NaN slice encountered").
+    """
+    if np.isfinite(y).any():
+        item.setData(x, y)
+    else:
+        item.setData([], [])
 
 
 def _pos(a: np.ndarray) -> np.ndarray:

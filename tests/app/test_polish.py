@@ -1,0 +1,134 @@
+"""Three cosmetic defects left open by issue 11: the k-eps sweep legend, the idle "0 %" progress
+box, the OS error text when exporting into a missing folder."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpstudio.app.state import AppState
+
+
+# ------------------------------------------------------------------ 1. k-eps sweep legend
+def _legend(panel) -> list[str]:
+    return [label.text for _sample, label in panel.legend.items]
+
+
+def _keps_points():
+    """What the engine gives for a k-eps sweep on Adult (shape of the real values): the
+    noise-free baseline has SSE exactly 0 (no noise on the ε-quasi-identifiers, the only
+    attributes SSE is measured on) and the same re-identifications as the noisy cells."""
+    from dpstudio.engine.sweeps import SweepPoint
+
+    rows = []
+    for k, reid in ((2, 61.0), (5, 55.0), (10, 46.0)):
+        rows.append((k, None, {"sse_normalized": (0.0, 0.0), "sse_raw": (0.0, 0.0), "rl": (0.24, 0.0)}, reid))
+        for e in (0.1, 1.0, 10.0):
+            sse = 5.7 / e
+            rows.append((k, e, {"sse_normalized": (sse, 0.1), "sse_raw": (1e5 * sse, 1.0), "rl": (0.004, 0.0)}, reid))
+    pts = []
+    for i, (k, e, vals, reid) in enumerate(rows):
+        vals = {**vals, "expected_reidentifications": (reid, 0.0)}
+        pts.append(SweepPoint(k, e, 1 if e is None else 2, vals, i, len(rows), 0.1))
+    return pts
+
+
+def _n(item) -> int:
+    """Points of a curve or scatter (pyqtgraph keeps ``None`` for no data)."""
+    return 0 if item.xData is None else len(item.xData)
+
+
+def _draw_all(panel, qtbot) -> None:
+    """Flush the redraw and make every plot compute its bounds (where pyqtgraph warned)."""
+    panel.n_plotted()
+    panel.resize(1100, 700)
+    panel.show()
+    qtbot.waitExposed(panel)
+    for plot in (panel.sse_plot, panel.rl_plot, panel.plane):
+        plot.getPlotItem().vb.childrenBounds()
+        plot.getPlotItem().vb.updateAutoRange()
+    qtbot.wait(50)
+
+
+def test_keps_legend_lists_only_series_drawn_on_the_plane_and_no_all_nan_warning(qtbot):
+    from dpstudio.app.widgets.explore_panel import ExplorePanel
+
+    panel = ExplorePanel(AppState())
+    qtbot.addWidget(panel)
+    panel.begin([0.1, 1.0, 10.0], True, baselines=True, method="k-eps")
+    assert _legend(panel) == []  # nothing drawn yet: nothing listed
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        panel.add_points(_keps_points())
+        panel.finish()
+        _draw_all(panel, qtbot)
+    assert not [w for w in caught if "All-NaN" in str(w.message)], [str(w.message) for w in caught]
+    assert _legend(panel) == ["ε = 0.1", "ε = 1", "ε = 10"]
+    for e in (0.1, 1.0, 10.0):  # every listed series has its three points on the plane
+        assert _n(panel.series[e].plane) == 3
+    base = panel.series[None]
+    assert _n(base.plane) == 0 and _n(base.sse) == 0  # SSE 0: not on a log axis
+    assert list(base.rl.yData) == [61.0, 55.0, 46.0]  # the baseline's risk is still drawn
+    # the status says why the baseline is not on the plane
+    assert "no noise: SSE = 0, off the log axes" in panel.status.text()
+
+
+def test_legend_keeps_the_baseline_when_it_has_a_loss(qtbot):
+    """MDAV's noise-free baseline has SSE > 0: it stays on the plane and in the legend, first."""
+    from dpstudio.app.widgets.explore_panel import ExplorePanel
+    from dpstudio.engine.sweeps import SweepPoint
+
+    panel = ExplorePanel(AppState())
+    qtbot.addWidget(panel)
+    panel.begin([1.0], True, baselines=True, method="mdav")
+    pts = []
+    for k in (2, 5, 10):
+        for e in (None, 1.0):
+            v = 0.01 * k * (1 if e is None else 5)
+            pts.append(SweepPoint(k, e, 1, {"sse_normalized": (v, 0.0), "rl": (40.0 / k, 0.0)}, len(pts), 6, 0.1))
+    panel.add_points(pts[:1])  # only the ε = 1 series has no point yet
+    panel.n_plotted()
+    assert _legend(panel) == ["no noise"]
+    panel.add_points(pts[1:])
+    panel.finish()
+    panel.n_plotted()
+    assert _legend(panel) == ["no noise", "ε = 1"]
+    assert "SSE = 0" not in panel.status.text()
+    panel.clear()
+    assert _legend(panel) == []
+
+
+def test_keps_sweep_from_the_engine_on_adult(qtbot):
+    """The real cause, from the engine: k-eps' baseline cells exist and are measured, with SSE 0."""
+    from dpstudio import engine
+    from dpstudio.app.resources import adult_sample_path
+    from dpstudio.app.sweep_view import sweep_view
+    from dpstudio.app.widgets.explore_panel import ExplorePanel
+    from dpstudio.engine.hierarchies.hierarchy import Hierarchy
+
+    df = pd.read_csv(adult_sample_path(), sep=";").head(3000)
+    roles = {"sex": "k-quasi", "race": "k-quasi", "marital-status": "k-quasi", "age": "eps-quasi"}
+    hdir = adult_sample_path().parent / "hierarchies"
+    hs = {c: Hierarchy.read_arx(str(hdir / f"adult_hierarchy_{c}.csv")) for c in roles}
+    pts = list(
+        engine.sweep(
+            df, "k-eps", roles, None, measures=sweep_view("k-eps").measures,
+            ks=[2, 5], epsilons=[1.0], repeats=1, seed=3, hierarchies=hs,
+        )
+    )
+    base = [p for p in pts if p.epsilon is None]
+    assert len(base) == 2 and all(p.values["sse_normalized"][0] == 0.0 for p in base)
+    panel = ExplorePanel(AppState())
+    qtbot.addWidget(panel)
+    panel.begin([1.0], True, baselines=True, method="k-eps")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        panel.add_points(pts)
+        panel.finish()
+        _draw_all(panel, qtbot)
+    assert not [w for w in caught if "All-NaN" in str(w.message)]
+    assert _legend(panel) == ["ε = 1"]
+    assert np.isfinite(panel.series[1.0].plane.xData).all()
