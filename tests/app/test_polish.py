@@ -132,3 +132,38 @@ def test_keps_sweep_from_the_engine_on_adult(qtbot):
     assert not [w for w in caught if "All-NaN" in str(w.message)]
     assert _legend(panel) == ["ε = 1"]
     assert np.isfinite(panel.series[1.0].plane.xData).all()
+
+
+# ------------------------------------------------------------------ 2. no idle "0 %" box
+def test_progress_bar_only_while_a_task_runs_and_nothing_moves(qtbot, window):
+    import threading
+
+    win = window
+    win.resize(1200, 800)
+    win.show()
+    qtbot.waitExposed(win)
+    qtbot.wait(200)  # the status bar's size grip is laid out after the first show
+    bar, cancel, label = win.progress, win.cancel_btn, win.task_label
+    assert not bar.isVisible()  # idle: no "0 %" box
+    assert cancel.isVisible() and not cancel.isEnabled()  # Cancel stays, disabled
+    idle_label, idle_cancel = label.geometry(), cancel.geometry()
+
+    release = threading.Event()
+
+    def work(progress, check_cancel):
+        progress(0.4)
+        while not release.wait(0.02):
+            check_cancel()
+
+    runner = win.controller.run_runner
+    runner.start(work)
+    try:
+        qtbot.waitUntil(lambda: bar.isVisible() and bar.value() == 400, timeout=10000)
+        assert cancel.isEnabled()
+        assert label.geometry() == idle_label and cancel.geometry() == idle_cancel  # no layout jump
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: not win.controller.busy, timeout=10000)
+    assert not bar.isVisible() and bar.value() == 0
+    assert cancel.isVisible() and not cancel.isEnabled()
+    assert label.geometry() == idle_label and cancel.geometry() == idle_cancel
