@@ -7,7 +7,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from dpstudio.app.state import AppState
 
@@ -28,7 +27,9 @@ def _keps_points():
         rows.append((k, None, {"sse_normalized": (0.0, 0.0), "sse_raw": (0.0, 0.0), "rl": (0.24, 0.0)}, reid))
         for e in (0.1, 1.0, 10.0):
             sse = 5.7 / e
-            rows.append((k, e, {"sse_normalized": (sse, 0.1), "sse_raw": (1e5 * sse, 1.0), "rl": (0.004, 0.0)}, reid))
+            rows.append(
+                (k, e, {"sse_normalized": (sse, 0.1), "sse_raw": (1e5 * sse, 1.0), "rl": (0.004, 0.0)}, reid)
+            )
     pts = []
     for i, (k, e, vals, reid) in enumerate(rows):
         vals = {**vals, "expected_reidentifications": (reid, 0.0)}
@@ -88,7 +89,9 @@ def test_legend_keeps_the_baseline_when_it_has_a_loss(qtbot):
     for k in (2, 5, 10):
         for e in (None, 1.0):
             v = 0.01 * k * (1 if e is None else 5)
-            pts.append(SweepPoint(k, e, 1, {"sse_normalized": (v, 0.0), "rl": (40.0 / k, 0.0)}, len(pts), 6, 0.1))
+            pts.append(
+                SweepPoint(k, e, 1, {"sse_normalized": (v, 0.0), "rl": (40.0 / k, 0.0)}, len(pts), 6, 0.1)
+            )
     panel.add_points(pts[:1])  # only the ε = 1 series has no point yet
     panel.n_plotted()
     assert _legend(panel) == ["no noise"]
@@ -115,8 +118,16 @@ def test_keps_sweep_from_the_engine_on_adult(qtbot):
     hs = {c: Hierarchy.read_arx(str(hdir / f"adult_hierarchy_{c}.csv")) for c in roles}
     pts = list(
         engine.sweep(
-            df, "k-eps", roles, None, measures=sweep_view("k-eps").measures,
-            ks=[2, 5], epsilons=[1.0], repeats=1, seed=3, hierarchies=hs,
+            df,
+            "k-eps",
+            roles,
+            None,
+            measures=sweep_view("k-eps").measures,
+            ks=[2, 5],
+            epsilons=[1.0],
+            repeats=1,
+            seed=3,
+            hierarchies=hs,
         )
     )
     base = [p for p in pts if p.epsilon is None]
@@ -167,3 +178,93 @@ def test_progress_bar_only_while_a_task_runs_and_nothing_moves(qtbot, window):
     assert not bar.isVisible() and bar.value() == 0
     assert cancel.isVisible() and not cancel.isEnabled()
     assert label.geometry() == idle_label and cancel.geometry() == idle_cancel
+
+
+# ------------------------------------------------------------------ 3. export into a missing folder
+def _protected(qtbot, win, tmp_path):
+    src = tmp_path / "people.csv"
+    pd.DataFrame({"x": np.arange(40, dtype=float), "y": np.arange(40, dtype=float) % 7}).to_csv(
+        src, index=False
+    )
+    with qtbot.waitSignal(win.sig_loaded, timeout=30000):
+        win.controller.open_file(str(src), confirm=False)
+    win.state.set_roles({"x": "k-quasi", "y": "k-quasi"})
+    win.method_panel.select_method("mdav")
+    with qtbot.waitSignal(win.controller.sig_protected, timeout=30000):
+        assert win.controller.run_protect()
+    qtbot.waitUntil(lambda: not win.controller.busy, timeout=30000)
+    assert win.state.result is not None
+
+
+def _friendly(msg: str, folder) -> bool:
+    return (
+        msg == f"The folder {folder} does not exist. Choose an existing folder or create it first."
+        and "Errno" not in msg
+    )
+
+
+def test_export_into_a_missing_folder_names_the_folder_and_what_to_do(qtbot, window, tmp_path):
+    win = window
+    _protected(qtbot, win, tmp_path)
+    folder = tmp_path / "no" / "such"
+    win.errors.clear()
+    assert not win.controller.export(str(folder / "out.csv"), fmt="csv")
+    assert [m for m, _ in win.errors] and _friendly(win.errors[-1][0], folder)
+    assert win.errors[-1][1] == ""  # no traceback under "details"
+    assert str(folder) in win.task_label.text()
+    assert not folder.exists() and not folder.parent.exists()  # never created silently
+    # a file where the folder should be
+    (tmp_path / "afile").write_text("x")
+    assert not win.controller.export(str(tmp_path / "afile" / "out.csv"), fmt="csv")
+    assert win.errors[-1][0] == f"{tmp_path / 'afile'} is a file, not a folder. Choose an existing folder."
+
+
+def test_folder_removed_while_exporting_gives_the_same_message(qtbot, window, tmp_path, monkeypatch):
+    """The check before the task can be overtaken (folder removed, drive unplugged): the
+    engine's OS error inside the task becomes the same one-line message, no traceback."""
+    import shutil
+
+    from dpstudio.app import controller as ctl_mod
+
+    win = window
+    _protected(qtbot, win, tmp_path)
+    folder = tmp_path / "releases"
+    folder.mkdir()
+    real = ctl_mod.io_adapter.export_release
+
+    def vanish_then_export(*a, **kw):
+        shutil.rmtree(folder)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(ctl_mod.io_adapter, "export_release", vanish_then_export)
+    win.errors.clear()
+    assert win.controller.export(str(folder / "out.csv"), fmt="csv")
+    qtbot.waitUntil(lambda: bool(win.errors), timeout=30000)
+    qtbot.waitUntil(lambda: not win.controller.busy, timeout=30000)
+    msg, details = win.errors[-1]
+    assert _friendly(msg, folder), msg
+    assert details == ""
+    assert not folder.exists()
+
+
+def test_export_dialog_says_the_same_for_a_missing_folder(qtbot, tmp_path):
+    from PySide6.QtWidgets import QDialogButtonBox
+
+    from dpstudio import engine
+    from dpstudio.app.widgets.export_dialog import ExportDialog
+
+    df = pd.DataFrame({"x": np.arange(12, dtype=float)})
+    res = engine.protect(df, "mdav", {"x": "k-quasi"}, k=3, seed=1)
+    dlg = ExportDialog(res, str(tmp_path / "in.csv"), export_folder=str(tmp_path))
+    qtbot.addWidget(dlg)
+    save = dlg.buttons.button(QDialogButtonBox.StandardButton.Save)
+    assert save.isEnabled()
+    folder = tmp_path / "missing"
+    dlg.path.setText(str(folder / "out.csv"))
+    assert _friendly(dlg.banner.label.text(), folder)
+    assert not save.isEnabled()
+    (tmp_path / "afile").write_text("x")
+    dlg.path.setText(str(tmp_path / "afile" / "out.csv"))
+    assert "is a file, not a folder" in dlg.banner.label.text() and not save.isEnabled()
+    dlg.path.setText(str(tmp_path / "out.csv"))
+    assert save.isEnabled()
