@@ -268,3 +268,23 @@ def test_export_dialog_says_the_same_for_a_missing_folder(qtbot, tmp_path):
     assert "is a file, not a folder" in dlg.banner.label.text() and not save.isEnabled()
     dlg.path.setText(str(tmp_path / "out.csv"))
     assert save.isEnabled()
+
+
+def test_candidate_releases_are_listed_only_once_drawn_and_survive_a_new_sweep(qtbot, window, tmp_path):
+    """The history panel's candidates share the plane: their legend entry was listed empty
+    before any run, and dropped at the next sweep even with candidates drawn."""
+    win = window
+    ep = win.explore_panel
+    qtbot.waitUntil(lambda: "candidate releases" not in _legend(ep), timeout=5000)  # nothing drawn
+    _protected(qtbot, win, tmp_path)
+    qtbot.waitUntil(lambda: _n(win.history_panel.points) > 0, timeout=10000)
+    assert _legend(ep) == ["candidate releases"]
+    ep.begin([1.0], True, baselines=True, method="mdav")
+    assert _legend(ep) == ["candidate releases"]
+    ep.add_points(_keps_points()[:2])  # k = 2: the baseline (SSE 0) and ε = 0.1
+    ep.n_plotted()
+    assert _legend(ep) == ["candidate releases"]  # ε = 0.1 is not a series of this sweep
+    ep.begin([0.1], True, baselines=True, method="mdav")
+    ep.add_points(_keps_points()[:2])
+    ep.n_plotted()
+    assert _legend(ep) == ["ε = 0.1", "candidate releases"]

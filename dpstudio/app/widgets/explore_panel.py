@@ -192,6 +192,9 @@ class ExplorePanel(QWidget):
         self.plane.setLogMode(True, False)
         self.legend = self.plane.addLegend(offset=(-5, 5), labelTextSize="9pt")
         self.legend.setBrush(pg.mkBrush(255, 255, 255, 220))
+        self._legend_watched: set[int] = set()
+        # after the window has put its other items on the plane (empty ones leave the legend)
+        QTimer.singleShot(0, self, self._sync_legend)
         self.front = pg.PlotDataItem(pen=pg.mkPen("#444", width=1.5, style=Qt.PenStyle.DashLine))
         self.plane.addItem(self.front)
         self._set_k_ticks()
@@ -332,7 +335,7 @@ class ExplorePanel(QWidget):
             ):
                 plot.removeItem(item)
         self.series = {}
-        self.legend.clear()
+        self._sync_legend()
         self.front.setData([], [])
         for m in self.markers.values():
             m.setData([], [])
@@ -646,20 +649,31 @@ class ExplorePanel(QWidget):
         self._sync_legend()
         self._update_marker()
 
-    def _sync_legend(self) -> None:
-        """The plane's legend lists the series drawn on the plane, in curve order.
+    def _sync_legend(self, *_args) -> None:
+        """The plane's legend lists the items drawn on the plane: the series with a point
+        there, in curve order, then other named items with points (the history panel's
+        candidate releases, followed through their ``sigPlotChanged``).
 
         A series can have points and none on the plane: the noise-free baseline of k-eps has
         SSE 0 at every k (no noise on the ε-quasi-identifiers, the only attributes SSE is
         measured on), and the plane's SSE axis is logarithmic.  Its legend entry was an empty
         "no noise" (polish task, issue 11 leftover).
         """
-        want = [s for s in self.series.values() if s.plane.xData is not None and len(s.plane.xData)]
-        if [s.plane for s in want] == [sample.item for sample, _ in self.legend.items]:
+        ours = {id(s.plane) for s in self.series.values()}
+        items = [(s.plane, s.name) for s in self.series.values()]
+        for it in self.plane.getPlotItem().listDataItems():
+            if id(it) in ours or not it.name():
+                continue
+            items.append((it, it.name()))
+            if id(it) not in self._legend_watched:  # e.g. candidates drawn after a protect
+                self._legend_watched.add(id(it))
+                it.sigPlotChanged.connect(self._sync_legend)
+        want = [(it, name) for it, name in items if it.xData is not None and len(it.xData)]
+        if [it for it, _ in want] == [sample.item for sample, _ in self.legend.items]:
             return
         self.legend.clear()
-        for s in want:
-            self.legend.addItem(s.plane, s.name)
+        for it, name in want:
+            self.legend.addItem(it, name)
 
     def off_plane(self) -> list:
         """The series with computed points of which none can be drawn on the plane (e.g. the
