@@ -44,6 +44,18 @@ def release_digest(result: Any) -> str:
     return hashlib.sha256(cols + h.tobytes()).hexdigest()[:16]
 
 
+def missing_folder_message(out_path: str) -> str:
+    """The user's message when the folder ``out_path`` would be written into is missing or is
+    a file ("" when it is a folder).  Folders are never created silently.
+    """
+    folder = Path(out_path).expanduser().absolute().parent
+    if folder.is_dir():
+        return ""
+    if folder.exists():
+        return f"{folder} is a file, not a folder. Choose an existing folder."
+    return f"The folder {folder} does not exist. Choose an existing folder or create it first."
+
+
 def _ask_shape(path: str, shape: dict) -> str | None:
     from dpstudio.app.widgets.csv_dialog import ask_implausible_shape
 
@@ -576,6 +588,10 @@ class Controller(QObject):
         except engine.InputError as exc:
             self.sig_error.emit(str(exc), "")
             return False
+        if missing := missing_folder_message(out_path):  # not the OS's "[Errno 2] …"
+            self.sig_status.emit("Not exported: " + missing)
+            self.sig_error.emit(missing, "")
+            return False
         html_text = None
         if assessment:
             measures = {k: v for k, v in (st.evaluation or {}).items() if k != "_app"}
@@ -601,16 +617,22 @@ class Controller(QObject):
         )
 
         def work(progress, check_cancel):
-            return io_adapter.export_release(
-                res,
-                out_path,
-                input_path=input_path,
-                fmt=fmt,
-                input_meta=input_meta,
-                release_note=release_note,
-                assessment_html=html_text,
-                audit=audit,
-            )
+            try:
+                return io_adapter.export_release(
+                    res,
+                    out_path,
+                    input_path=input_path,
+                    fmt=fmt,
+                    input_meta=input_meta,
+                    release_note=release_note,
+                    assessment_html=html_text,
+                    audit=audit,
+                )
+            except (FileNotFoundError, NotADirectoryError) as exc:
+                # the folder went away after the check above: the same one-line message
+                if missing := missing_folder_message(out_path):
+                    raise engine.InputError(missing) from exc
+                raise
 
         def done(paths):
             from dpstudio.engine.export import is_public_kind

@@ -136,6 +136,11 @@ class MainWindow(QMainWindow):
         self.progress.setMaximumWidth(260)
         self.progress.setTextVisible(True)
         self.progress.setFormat("%p %")
+        # shown only while a task runs (no idle "0 %" box); its room is kept, so nothing moves
+        keep = self.progress.sizePolicy()
+        keep.setRetainSizeWhenHidden(True)
+        self.progress.setSizePolicy(keep)
+        self.progress.setVisible(False)
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.setObjectName("cancel_button")
         self.cancel_btn.setToolTip("Stop the running task (Esc). Nothing is changed by a cancelled task.")
@@ -403,6 +408,7 @@ class MainWindow(QMainWindow):
     def _on_runner_busy(self, _busy: bool) -> None:
         busy = self.controller.busy
         self.cancel_btn.setEnabled(busy)
+        self.progress.setVisible(busy)
         if not busy:
             self.progress.setValue(0)
 

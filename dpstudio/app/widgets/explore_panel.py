@@ -88,6 +88,7 @@ class _Series:
     sse_err: pg.ErrorBarItem
     rl_err: pg.ErrorBarItem
     plane: pg.PlotDataItem
+    name: str = ""
 
 
 class ExplorePanel(QWidget):
@@ -191,6 +192,9 @@ class ExplorePanel(QWidget):
         self.plane.setLogMode(True, False)
         self.legend = self.plane.addLegend(offset=(-5, 5), labelTextSize="9pt")
         self.legend.setBrush(pg.mkBrush(255, 255, 255, 220))
+        self._legend_watched: set[int] = set()
+        # after the window has put its other items on the plane (empty ones leave the legend)
+        QTimer.singleShot(0, self, self._sync_legend)
         self.front = pg.PlotDataItem(pen=pg.mkPen("#444", width=1.5, style=Qt.PenStyle.DashLine))
         self.plane.addItem(self.front)
         self._set_k_ticks()
@@ -331,7 +335,7 @@ class ExplorePanel(QWidget):
             ):
                 plot.removeItem(item)
         self.series = {}
-        self.legend.clear()
+        self._sync_legend()
         self.front.setData([], [])
         for m in self.markers.values():
             m.setData([], [])
@@ -387,7 +391,8 @@ class ExplorePanel(QWidget):
                 (self.plane, plane),
             ):
                 plot.addItem(item)
-            self.series[e] = _Series(e, color, sse, rl, sse_err, rl_err, plane)
+            self.series[e] = _Series(e, color, sse, rl, sse_err, rl_err, plane, name)
+        self._sync_legend()  # empty until a series has a point on the plane
         self.status.setText("Sweep running…")
         self.status.setStyleSheet("")
 
@@ -413,7 +418,7 @@ class ExplorePanel(QWidget):
             t = self.points[-1].elapsed if self.points else 0.0
             self.status.setText(
                 f"Sweep done: {n} points in {t:.1f} s. Hover a point for its "
-                "values; click it to use its k and ε."
+                "values; click it to use its k and ε." + self._off_plane_note()
             )
         if self.skipped and not error:
             # one short line (the plots need the room); the full list on hover
@@ -427,6 +432,21 @@ class ExplorePanel(QWidget):
             )
             self.banner.label.setToolTip(full)
         self._update_marker()
+
+    def _off_plane_note(self) -> str:
+        """Why a series with points is missing from the plane and its legend ("" if none is)."""
+        notes = []
+        for s in self.off_plane():
+            vals = [
+                self._loss_value(p)
+                for p in self.points
+                if (p.epsilon is not None if s.eps == "all" else p.epsilon == s.eps)
+            ]
+            what = "SSE" if self.view.loss is None else "loss"
+            zero = all(v is not None and v[0] == 0 for v in vals)
+            # short: the label does not wrap and sets the panel's minimum width
+            notes.append(f"{s.name}: {what} = 0, off the log axes" if zero else f"{s.name}: no {what}")
+        return (" (" + "; ".join(notes) + ")") if notes else ""
 
     def skipped_message(self, limit: int = 6) -> str:
         """Which (k, ε) cells were left out and why (grouped by reason)."""
@@ -607,11 +627,13 @@ class ExplorePanel(QWidget):
             sse_sd = np.array([v[1] for v in loss], dtype=float)
             rl = np.array([v[0] for v in risk], dtype=float)
             rl_sd = np.array([v[1] for v in risk], dtype=float)
-            s.sse.setData(ks, _pos(sse) if log_loss else sse)
-            s.rl.setData(ks, rl)
+            _set_curve(s.sse, ks, _pos(sse) if log_loss else sse)
+            _set_curve(s.rl, ks, rl)
             self._set_err(s.sse_err, ks, sse, sse_sd, log, log_y=log_loss)
             self._set_err(s.rl_err, ks, rl, rl_sd, log, log_y=False)
-            s.plane.setData(_pos(sse) if self.view.loss is None else sse, rl)
+            px = _pos(sse) if self.view.loss is None else sse
+            on_plane = np.isfinite(px) & np.isfinite(rl)  # the plane has no lines: no gaps to keep
+            s.plane.setData(px[on_plane], rl[on_plane])
             all_x.append(sse)
             all_y.append(rl)
         if all_x:
@@ -624,7 +646,48 @@ class ExplorePanel(QWidget):
                 sx = np.repeat(fx, 2)[1:]
                 sy = np.repeat(fy, 2)[:-1]
                 self.front.setData(sx, sy)
+        self._sync_legend()
         self._update_marker()
+
+    def _sync_legend(self, *_args) -> None:
+        """The plane's legend lists the items drawn on the plane: the series with a point
+        there, in curve order, then other named items with points (the history panel's
+        candidate releases, followed through their ``sigPlotChanged``).
+
+        A series can have points and none on the plane: the noise-free baseline of k-eps has
+        SSE 0 at every k (no noise on the ε-quasi-identifiers, the only attributes SSE is
+        measured on), and the plane's SSE axis is logarithmic.  Its legend entry was an empty
+        "no noise" (polish task, issue 11 leftover).
+        """
+        ours = {id(s.plane) for s in self.series.values()}
+        items = [(s.plane, s.name) for s in self.series.values()]
+        for it in self.plane.getPlotItem().listDataItems():
+            if id(it) in ours or not it.name():
+                continue
+            items.append((it, it.name()))
+            if id(it) not in self._legend_watched:  # e.g. candidates drawn after a protect
+                self._legend_watched.add(id(it))
+                it.sigPlotChanged.connect(self._sync_legend)
+        want = [(it, name) for it, name in items if it.xData is not None and len(it.xData)]
+        if [it for it, _ in want] == [sample.item for sample, _ in self.legend.items]:
+            return
+        self.legend.clear()
+        for it, name in want:
+            self.legend.addItem(it, name)
+
+    def off_plane(self) -> list:
+        """The series with computed points of which none can be drawn on the plane (e.g. the
+        k-eps baseline: SSE 0 on a log axis).
+        """
+        by_eps = self.view.x == "epsilon"
+        with_points = {
+            ("all" if by_eps else p.epsilon) for p in self.points if not (by_eps and p.epsilon is None)
+        }
+        return [
+            s
+            for e, s in self.series.items()
+            if e in with_points and not (s.plane.xData is not None and len(s.plane.xData))
+        ]
 
     @staticmethod
     def _set_err(item: pg.ErrorBarItem, ks, mean, sd, log: bool, log_y: bool = True) -> None:
@@ -790,6 +853,16 @@ class ExplorePanel(QWidget):
 
 def _log(v: float) -> float:
     return math.log10(v) if v is not None and v > 0 else float("nan")
+
+
+def _set_curve(item: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
+    """``item.setData(x, y)``; nothing when no point is finite (pyqtgraph's bounds of an all-NaN
+    curve warned "All-NaN slice encountered").
+    """
+    if np.isfinite(y).any():
+        item.setData(x, y)
+    else:
+        item.setData([], [])
 
 
 def _pos(a: np.ndarray) -> np.ndarray:

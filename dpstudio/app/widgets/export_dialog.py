@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from dpstudio.app import io_adapter
+from dpstudio.app.controller import missing_folder_message
 from dpstudio.app.widgets.common import Banner
 
 
@@ -166,8 +167,8 @@ class ExportDialog(QDialog):
             err = "Choose where to write the protected file."
         elif refusal := self._refusal(t):
             err = refusal
-        elif not Path(t).parent.exists():
-            err = f"Folder {Path(t).parent} does not exist."
+        elif missing := missing_folder_message(t):
+            err = missing
         self.banner.show_message(err, "error")
         self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(not err)
         return not err
