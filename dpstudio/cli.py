@@ -70,6 +70,11 @@ def _warn(msg: str) -> None:
     print("dpstudio: warning: " + " ".join(str(msg).split()), file=sys.stderr)
 
 
+def _step(msg: str) -> None:
+    """A step of a long run (the Dask ranked methods), on a terminal's stderr."""
+    print("dpstudio: " + msg, file=sys.stderr, flush=True)
+
+
 def _split_assign(text: str, what: str, example: str, *, last: bool = False) -> tuple[str, str]:
     key, sep, value = text.rpartition("=") if last else text.partition("=")
     if not sep or not key.strip():
@@ -581,6 +586,7 @@ def _protect_dask(args) -> int:
                 precision=parse_precision(getattr(args, "precision", None)) or None,
                 client=client,
                 hierarchies=parse_hierarchies(getattr(args, "hierarchy", None)) or None,
+                progress=_step if sys.stderr.isatty() else None,
                 **params,
             )
             fmt = "csv" if (args.format or "").lower() == "csv" else "parquet"

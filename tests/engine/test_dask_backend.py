@@ -312,3 +312,18 @@ def test_slices_cut_pieces_back_into_partitions():
         for i, parts in enumerate(DB._slices(starts, lens, sizes)):
             got = np.concatenate([pieces[f][lo:hi] for f, lo, hi in parts])
             np.testing.assert_array_equal(got, np.arange(starts[i], starts[i] + lens[i]))
+
+
+def test_ranked_method_reports_its_steps_one_attribute_at_a_time():
+    df = _data(300)
+    said = []
+    with dask.config.set(scheduler="synchronous"):
+        DB.protect_dask(dd.from_pandas(df, npartitions=3), "ir-dp", ROLES, DOMAINS, seed=1, k=5,
+                        epsilon=1.0, progress=said.append)
+    cols = [c for c, r in ROLES.items() if r == "eps-quasi"]
+    assert len(said) == 3 * len(cols)
+    for j, c in enumerate(cols):
+        head = f"attribute {j + 1} of {len(cols)} ({c}):"
+        assert [m.split(": ", 1)[1] for m in said[3 * j: 3 * j + 3]] == [
+            "sorting its 300 values", "counting tied values", "releasing"]
+        assert all(m.startswith(head) for m in said[3 * j: 3 * j + 3])

@@ -221,9 +221,12 @@ def protect_dask(
     precision: dict | None = None,
     client: Any = None,
     hierarchies: dict | None = None,
+    progress: Any = None,
     **params: Any,
 ) -> DaskRelease:
-    """Protect ``source`` on Dask; returns a :class:`DaskRelease` (lazy).  ``client``: a
+    """Protect ``source`` on Dask; returns a :class:`DaskRelease` (lazy).  ``progress``: an
+    optional ``fn(message)`` told of each step of the ranked methods (they compute one
+    attribute at a time before the release is written; the command line prints them).  ``client``: a
     ``distributed.Client`` (``None``: the current default scheduler).
     """
     from dpstudio.engine import api
@@ -282,6 +285,7 @@ def protect_dask(
             columns,
             starts,
             np.asarray(lens),
+            progress,
         )
         shuffle = method != "ir-swap" and bool(p.get("shuffle", True))
     ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
@@ -683,7 +687,20 @@ def _persist(objs: list, client=None) -> list:
 
 
 def _ranked_release(
-    ddf, cols, k, n, method, p, grids, root, eps, client=None, columns=None, starts=None, lens=None
+    ddf,
+    cols,
+    k,
+    n,
+    method,
+    p,
+    grids,
+    root,
+    eps,
+    client=None,
+    columns=None,
+    starts=None,
+    lens=None,
+    progress=None,
 ):
     """The release of ir-dp / idp-ls / idp-cbls / ir-swap in input order, NO shuffle of records.
 
@@ -714,11 +731,14 @@ def _ranked_release(
     kind = p.get("noise", "laplace")
     dtypes = {}
     released: list = []
+    say = progress or (lambda _msg: None)
     for j, c in enumerate(cols):
         g = grids[j]
         dtypes[c] = ddf[c].dtype if method == "ir-swap" else _out_dtype(g)
         src = (ddf if columns is None else columns)[c]
         parts = src.to_delayed()
+        what = f"attribute {j + 1} of {len(cols)} ({c}):"
+        say(f"{what} sorting its {n:,} values")
         (tab,) = _persist(
             [
                 delayed(_attr_table, pure=True)(
@@ -742,10 +762,12 @@ def _ranked_release(
         for x in src.to_delayed():
             step = delayed(_tie_prefix_step)(step, delayed(_tie_counts)(x, U), size)
             befores.append(delayed(_second)(step))
+        say(f"{what} counting tied values")
         befores = _persist(befores, client)
         cols_j = [
             delayed(_release_column)(x, tab, b, method, root, j) for x, b in zip(src.to_delayed(), befores)
         ]
+        say(f"{what} releasing")
         done = _persist(cols_j, client)
         sizes = _lengths(done, client)
         released.append((done, _slices(starts, lens, sizes)))
