@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from dpstudio.engine.algorithms.generalization import ola
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy
+from tests.engine._ola_reference import metric as metric_value
 
 C_LEAVES = ["a1", "a2", "a3", "b1", "b2", "c1", "c2"]
 C_H = Hierarchy.from_rows([[x, x[0], "*"] for x in C_LEAVES], name="c")
@@ -39,33 +40,7 @@ def _frame(seed, n):
 
 def _metric(name, cols, lv, gen, orig, keep, sizes_kept, n):
     """One metric at one node, from generalised labels ``gen[c]`` (lists) and originals."""
-    d = len(cols)
-    sup = [i for i in range(n) if not keep[i]]
-    if name == "precision":
-        base = np.mean([lev / (HS[c].height - 1) for c, lev in zip(cols, lv)])
-        return (1 - len(sup) / n) * base + len(sup) / n
-    if name == "discernibility":
-        return (sum(s * s for s in sizes_kept) + n * len(sup)) / n ** 2
-    if name == "aecs":
-        return n / (len(sizes_kept) + (1 if sup else 0))
-    if name == "loss":
-        agg = 1.0
-        for c, lev in zip(cols, lv):
-            rows = HS[c].table[:, lev].tolist()
-            share = {v: m / len(rows) for v, m in Counter(rows).items()}
-            tot = sum(share[g] if keep[i] else 1.0 for i, g in enumerate(gen[c]))
-            lo = n / len(rows)
-            agg *= 1 + max((tot - lo) / (n - lo), 0.0)
-        return agg ** (1 / d) - 1
-    if name == "entropy":
-        tot = 0.0
-        for c in cols:
-            a, b = Counter(orig[c]), Counter(gen[c])
-            tot += sum(-math.log2(a[o] / b[g]) for o, g in zip(orig[c], gen[c]))
-            sv = Counter(gen[c][i] for i in sup)
-            tot += sum(m * math.log2(len(sup) / m) for m in sv.values())
-        return tot
-    raise AssertionError(name)
+    return metric_value(name, HS, cols, lv, gen, orig, keep, sizes_kept, n)
 
 
 def _brute_force(df, cols, k, suppression, metric):
