@@ -43,6 +43,7 @@ True
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -950,6 +951,110 @@ class _Lattice:
             else:
                 return
 
+    def _kernel_eligible(self) -> bool:
+        """Whether the compiled search applies (see :meth:`_kernel_inputs`); the bottom group
+        vectors have the most ids, so their product bounds every node's key range."""
+        return (
+            self._fast is not None
+            and self._split is not None
+            and self._score_now
+            and self.dyn_lb is not None
+            and self.n < 2**31
+            and self._split[0]["n0"] * self._split[1]["n0"] <= 2**23
+        )
+
+    def _kernel_dense(self, kmod, gi: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The kernel's dense ids of group ``gi`` at every group vector, computed by
+        :func:`._ola_kernel.group_dense` (None when the group's level-0 key range exceeds
+        2**24, then the lattice's own ``_group_map`` serves)."""
+        assert self._split is not None
+        g = self._split[gi]
+        attrs = g["attrs"]
+        gh = np.array([int(self.heights[j]) for j in attrs], dtype=np.int64)
+        card0 = [self.q[j].card(0) for j in attrs]
+        if float(np.prod([float(c) for c in card0])) > 2**24:
+            return None
+        up = np.zeros((len(attrs), int(gh.max()), max(card0)), dtype=np.int64)
+        cards = np.ones((len(attrs), int(gh.max())), dtype=np.int64)
+        for t, j in enumerate(attrs):
+            for lvl in range(int(gh[t])):
+                up[t, lvl, : card0[t]] = self.up[j][(0, lvl)]
+                cards[t, lvl] = self.q[j].card(lvl)
+        distinct = np.stack([np.asarray(c, dtype=np.int64) for c in g["distinct"]])
+        n0 = distinct.shape[1]
+        nv = int(np.prod(gh))
+        dense = np.empty((nv, n0), dtype=np.int32)
+        counts = np.empty(nv, dtype=np.int64)
+        seen = np.full(int(np.prod(card0)), -1, dtype=np.int64)
+        kmod.group_dense(distinct, up, cards, gh, dense, counts, seen, np.empty(n0, dtype=np.int64))
+        return dense, counts
+
+    def _kernel_inputs(self, kmod) -> tuple[tuple, tuple, tuple] | None:
+        """(constants, state, work space) of the compiled search (:mod:`._ola_kernel`), or
+        None when it does not apply: only discernibility and AECS (the losses scored in one
+        pass from the class sizes, n and k below 2**26) on a split lattice whose key range
+        fits a bin array of at most 2**23 entries.  The state arrays are this lattice's own:
+        the kernel updates them in place.
+        """
+        if not self._kernel_eligible():
+            return None
+        assert self._split is not None  # checked above
+        dense, counts = [], []
+        for gi, g in enumerate(self._split):
+            dc = self._kernel_dense(kmod, gi)
+            if dc is None:  # mixed-radix keys too wide: the lattice's own maps
+                vec_of = np.asarray(g["vec_of"], dtype=np.int64)
+                _, rep = np.unique(vec_of, return_index=True)  # one node per group vector
+                maps = [self._group_map(gi, int(node)) for node in rep.tolist()]
+                dc = (
+                    np.stack([m[0] for m in maps]).astype(np.int32),
+                    np.array([m[1] for m in maps], dtype=np.int64),
+                )
+            dense.append(dc[0])
+            counts.append(dc[1])
+        max_r = int(counts[0].max()) * int(counts[1].max())
+        w = np.asarray(self.tables[0][1], dtype=np.int32)
+        m = len(w)
+        kind = 0 if type(self.loss) is DiscernibilityLoss else 1
+        consts = (
+            self.heights.astype(np.int64),
+            self._strides.astype(np.int64),
+            self.L,
+            self.height_of,
+            np.asarray(self._split[0]["vec_of"], dtype=np.int64),
+            np.asarray(self._split[1]["vec_of"], dtype=np.int64),
+            dense[0],
+            dense[1],
+            counts[0],
+            counts[1],
+            self._split[0]["row_id"].astype(np.int32),
+            self._split[1]["row_id"].astype(np.int32),
+            w,
+            np.array([self.k, self.max_sup, self.n, kind], dtype=np.int64),
+        )
+        self._kernel_count = np.zeros(1, dtype=np.int64)
+        assert self.dyn_lb is not None
+        state = (self.status, self.sup, self.loss_val, self.dyn_lb, self._kernel_count)
+        # class tables of evaluated nodes, the sources of roll-ups: an arena of at least 64
+        # tables of the bottom's size (FIFO; an overwritten table is no longer used)
+        cap = _ARENA_ROWS[0] or min(max(64 * m, 2**21), 2**23)
+        cap = max(cap, 2 * m)
+        bins, touched, first, arena_a, arena_b, arena_c = _take_buffers(max_r, m, cap)
+        work = (
+            bins,  # all zero, left so by the kernel
+            touched,  # keys of the classes of the table being counted
+            first,  # their first source row
+            arena_a,  # arena: group-A combination of a class's representative
+            arena_b,  # group-B combination
+            arena_c,  # records
+            np.zeros(4, dtype=np.int64),  # write row, absolute position, -, stores
+            np.full(self.size, -1, dtype=np.int64),  # node -> absolute position of its table
+            np.zeros(self.size, dtype=np.int64),  # node -> its number of classes
+            np.full(16, -1, dtype=np.int64),  # the last evaluated nodes
+            np.isin(np.arange(self.d), self._split[0]["attrs"]),  # attribute in group A
+        )
+        return consts, state, work
+
     def path_bound(self) -> int:
         """Binary search along one generalisation strategy path (bottom → top, raising the
         attribute with the lowest relative level first) for its lowest k-anonymous node.
@@ -972,6 +1077,79 @@ class _Lattice:
             else:
                 lo = mid + 1
         return path[hi]
+
+
+_ARENA_ROWS = [0]  # rows of the compiled search's table arena (0: by the bottom's size; tests)
+_BUFFERS: list[tuple[np.ndarray, ...]] = []  # the compiled search's large work arrays, reused
+
+
+def _take_buffers(bins: int, rows: int, cap: int) -> tuple[np.ndarray, ...]:
+    """Work arrays of the compiled search, reused across searches (fresh ones cost page
+    faults: ~5 ms of ~45 on Adult); a search gives them back with :func:`_give_buffers`.
+    Thread-safe: ``list.pop`` hands an entry to one caller only."""
+    for i in range(len(_BUFFERS)):
+        try:
+            b = _BUFFERS.pop(i)
+        except IndexError:  # taken by another thread meanwhile
+            break
+        if len(b[0]) >= bins and len(b[1]) >= rows and len(b[3]) >= cap:
+            return b[0][:bins], b[1][:rows], b[2][:rows], b[3][:cap], b[4][:cap], b[5][:cap]
+        _BUFFERS.append(b)
+    return (
+        np.zeros(bins, dtype=np.int32),
+        np.empty(rows, dtype=np.int64),
+        np.empty(rows, dtype=np.int64),
+        np.empty(cap, dtype=np.int32),
+        np.empty(cap, dtype=np.int32),
+        np.empty(cap, dtype=np.int32),
+    )
+
+
+def _give_buffers(work: tuple) -> None:
+    """Return a search's work arrays (the bins are all zero again: every count clears the
+    bins it used); at most two sets are kept (~30 MB each on Adult)."""
+    if len(_BUFFERS) < 2:
+        _BUFFERS.append(tuple(a.base if a.base is not None else a for a in work[:6]))
+
+
+_KERNEL: list = []  # [module or None], filled on first use
+_NUMPY_SECONDS = [0.0]  # time this process has spent in numpy searches the kernel could run
+_KERNEL_LOAD_S = 0.3  # importing numba and loading the cached search (measured 0.25-0.3 s)
+
+
+def _kernel_pays() -> bool:
+    """Tiered choice, results identical either way (the tests compare both paths): once
+    loaded, the compiled search runs every discernibility / AECS search; before that, the
+    numpy search runs until this process has spent the kernel's load time in it (an app, a
+    sweep over k, a benchmark), so that a one-shot CLI run does not pay 0.3 s for numba.
+    ``DPSTUDIO_OLA_KERNEL=1`` asks for the kernel at once (tests, benchmarks).
+    """
+    import os
+
+    if _KERNEL:
+        return _KERNEL[0] is not None
+    if os.environ.get("DPSTUDIO_OLA_KERNEL", "") not in ("", "0"):
+        return True
+    return _NUMPY_SECONDS[0] >= _KERNEL_LOAD_S
+
+
+def _ola_kernel():
+    """The compiled search module, or None when numba is unavailable or
+    ``DPSTUDIO_OLA_NUMPY=1`` asks for the numpy search (imported lazily, as the MDAV kernel).
+    """
+    import os
+
+    if os.environ.get("DPSTUDIO_OLA_NUMPY", "") not in ("", "0"):
+        return None
+    if not _KERNEL:
+        import importlib
+
+        try:
+            mod = importlib.import_module("dpstudio.engine.algorithms._ola_kernel")
+        except Exception:  # numba missing or unusable with this numpy
+            mod = None
+        _KERNEL.append(mod)
+    return _KERNEL[0]
 
 
 def ola(
@@ -1033,14 +1211,28 @@ def ola(
         else _WeightedLattice(qs, k, max_sup, lossf, weights)
     )
     top = lat.size - 1
-    if not lat.is_anon(top):
+    t_search = time.perf_counter()
+    eligible = lat._kernel_eligible()
+    kmod = _ola_kernel() if eligible and _kernel_pays() else None
+    kin = lat._kernel_inputs(kmod) if kmod is not None else None
+    if kmod is not None and kin is not None:
+        kc, ks, kw = kin
+        top_ok = bool(kmod.is_anon(top, kc, ks, kw))
+    else:
+        kmod = None
+        top_ok = lat.is_anon(top)
+    if not top_ok:
         raise ParameterError(
             _k_too_large_message(
                 k, lat._class_counts(top), n, max_sup, float(suppression), [qq.name for qq in qs]
             )
         )
-    start = lat.path_bound()
-    best, best_node = lat.node_loss(start), start
+    if kmod is not None:
+        start = int(kmod.path_bound(kc, ks, kw))
+        best, best_node = float(kmod.node_loss(start, kc, ks, kw)), start
+    else:
+        start = lat.path_bound()
+        best, best_node = lat.node_loss(start), start
     # branch and bound: every node whose lower bound beats the best so far, from the top of
     # that region down (a non-anonymous node there rules out everything below it)
     lb = np.asarray(lossf.lower_bound(lat.L), dtype=np.float64)
@@ -1051,6 +1243,16 @@ def ola(
         # bounds learnt from evaluated nodes hold for the nodes above them: bottom-up, so that
         # every node is reached after (some of) the nodes below it (issue 13)
         region = region[np.lexsort((region, lb[region], lat.height_of[region]))]
+    if kmod is not None:
+        # the same loop, compiled (issue 13), in slices of 256 nodes between cancel checks
+        for i in range(0, len(region), 256):
+            if check_cancel is not None:
+                check_cancel()
+            b, bn = kmod.search(region[i : i + 256], lb, best, best_node, kc, ks, kw)
+            best, best_node = float(b), int(bn)
+        lat.evaluated += int(ks[4][0])
+        _give_buffers(kw)
+        region = region[:0]
     for i, node in enumerate(region.tolist()):
         if check_cancel is not None and i % 256 == 0:
             check_cancel()
@@ -1071,6 +1273,8 @@ def ola(
             abs(v - best) <= 1e-12 and (lat.height_of[node], node) < (lat.height_of[best_node], best_node)
         ):
             best, best_node = v, node
+    if eligible and kmod is None:
+        _NUMPY_SECONDS[0] += time.perf_counter() - t_search
     node = best_node
     lv = lat.L[node]
     # the chosen node on the frequency set (distinct leaf combinations and their counts);
