@@ -134,13 +134,19 @@ class StartUp:
 
 class OLAAdult:
     """OLA on Adult (ARX's hierarchies, 8 QIs, k = 5, ≤ 5 % suppressed), per utility metric;
-    1 and 10 copies of every record."""
+    1 and 10 copies of every record; discernibility and AECS also with the compiled search
+    (issue 13: ``DPSTUDIO_OLA_KERNEL=1``; the numpy search otherwise)."""
 
-    params = (["precision", "loss", "discernibility", "aecs", "entropy"], [1, 10])
-    param_names = ["metric", "copies"]
+    params = (["precision", "loss", "discernibility", "aecs", "entropy"], [1, 10], ["numpy", "compiled"])
+    param_names = ["metric", "copies", "search"]
     timeout = 300
 
-    def setup(self, metric, copies):
+    def setup(self, metric, copies, search):
+        if search == "compiled" and metric not in ("discernibility", "aecs"):
+            raise NotImplementedError("no compiled search for this metric")
+        os.environ.pop("DPSTUDIO_OLA_NUMPY", None)
+        os.environ.pop("DPSTUDIO_OLA_KERNEL", None)
+        os.environ["DPSTUDIO_OLA_NUMPY" if search == "numpy" else "DPSTUDIO_OLA_KERNEL"] = "1"
         from dpstudio.engine.algorithms.generalization import ola
         from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
 
@@ -157,7 +163,9 @@ class OLAAdult:
                 raise NotImplementedError(metric) from e
             raise
 
-    def time_ola(self, metric, copies):
+        self.ola(self.df, ADULT_QI8, 5, hierarchies=self.hs, suppression=0.05, loss=metric)  # loads
+
+    def time_ola(self, metric, copies, search):
         self.ola(self.df, ADULT_QI8, 5, hierarchies=self.hs, suppression=0.05, loss=metric)
 
 

@@ -83,7 +83,8 @@ def _box(lo, hi, strides, arr, value, mode):
 @njit(cache=True)
 def _store_begin(W, length):
     """Reserve ``length`` rows at the arena's write position (wrapping to its start when
-    they do not fit before its end); returns (row, absolute position)."""
+    they do not fit before its end); returns (row, absolute position).
+    """
     arena_c = W[5]
     meta = W[6]
     cap = arena_c.shape[0]
@@ -276,7 +277,8 @@ def is_anon(node, C, S, W):
 @njit(cache=True)
 def node_loss(node, C, S, W):
     """:meth:`_Lattice.node_loss` of a k-anonymous node (the loss is scored when the node is
-    evaluated)."""
+    evaluated).
+    """
     lossv = S[2]
     if np.isnan(lossv[node]):
         evaluate(node, C, S, W)
@@ -354,7 +356,8 @@ def tag_from_above(node, C, S, W):
 @njit(cache=True)
 def path_bound(C, S, W):
     """:meth:`_Lattice.path_bound`: the lowest k-anonymous node on the bottom → top path
-    that raises the attribute of lowest relative level first (−1 if the top is not)."""
+    that raises the attribute of lowest relative level first (−1 if the top is not).
+    """
     heights, strides, L, height_of, vecA, vecB, DA, DB, nA, nB, rowA, rowB, w, par = C
     d = heights.shape[0]
     lv = np.zeros(d, np.int64)
@@ -392,7 +395,8 @@ def path_bound(C, S, W):
 @njit(cache=True)
 def search(region, lb, best, best_node, C, S, W):
     """The branch-and-bound loop of :func:`ola` over ``region`` (nodes in visiting order,
-    ``lb`` the static lower bounds) for a learnt-bound metric; returns (best, best_node)."""
+    ``lb`` the static lower bounds) for a learnt-bound metric; returns (best, best_node).
+    """
     heights, strides, L, height_of, vecA, vecB, DA, DB, nA, nB, rowA, rowB, w, par = C
     status = S[0]
     dyn = S[3]

@@ -953,7 +953,8 @@ class _Lattice:
 
     def _kernel_eligible(self) -> bool:
         """Whether the compiled search applies (see :meth:`_kernel_inputs`); the bottom group
-        vectors have the most ids, so their product bounds every node's key range."""
+        vectors have the most ids, so their product bounds every node's key range.
+        """
         return (
             self._fast is not None
             and self._split is not None
@@ -966,7 +967,8 @@ class _Lattice:
     def _kernel_dense(self, kmod, gi: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The kernel's dense ids of group ``gi`` at every group vector, computed by
         :func:`._ola_kernel.group_dense` (None when the group's level-0 key range exceeds
-        2**24, then the lattice's own ``_group_map`` serves)."""
+        2**24, then the lattice's own ``_group_map`` serves).
+        """
         assert self._split is not None
         g = self._split[gi]
         attrs = g["attrs"]
@@ -1086,7 +1088,8 @@ _BUFFERS: list[tuple[np.ndarray, ...]] = []  # the compiled search's large work 
 def _take_buffers(bins: int, rows: int, cap: int) -> tuple[np.ndarray, ...]:
     """Work arrays of the compiled search, reused across searches (fresh ones cost page
     faults: ~5 ms of ~45 on Adult); a search gives them back with :func:`_give_buffers`.
-    Thread-safe: ``list.pop`` hands an entry to one caller only."""
+    Thread-safe: ``list.pop`` hands an entry to one caller only.
+    """
     for i in range(len(_BUFFERS)):
         try:
             b = _BUFFERS.pop(i)
@@ -1107,21 +1110,23 @@ def _take_buffers(bins: int, rows: int, cap: int) -> tuple[np.ndarray, ...]:
 
 def _give_buffers(work: tuple) -> None:
     """Return a search's work arrays (the bins are all zero again: every count clears the
-    bins it used); at most two sets are kept (~30 MB each on Adult)."""
+    bins it used); at most two sets are kept (~30 MB each on Adult).
+    """
     if len(_BUFFERS) < 2:
         _BUFFERS.append(tuple(a.base if a.base is not None else a for a in work[:6]))
 
 
 _KERNEL: list = []  # [module or None], filled on first use
 _NUMPY_SECONDS = [0.0]  # time this process has spent in numpy searches the kernel could run
-_KERNEL_LOAD_S = 0.3  # importing numba and loading the cached search (measured 0.25-0.3 s)
+_KERNEL_LOAD_S = 0.4  # importing numba and loading the cached search (Adult, cold process: the
+# first compiled search takes 0.53-0.64 s, the numpy one 0.16 s)
 
 
 def _kernel_pays() -> bool:
     """Tiered choice, results identical either way (the tests compare both paths): once
     loaded, the compiled search runs every discernibility / AECS search; before that, the
     numpy search runs until this process has spent the kernel's load time in it (an app, a
-    sweep over k, a benchmark), so that a one-shot CLI run does not pay 0.3 s for numba.
+    sweep over k, a benchmark), so that a one-shot CLI run does not pay 0.4 s for numba.
     ``DPSTUDIO_OLA_KERNEL=1`` asks for the kernel at once (tests, benchmarks).
     """
     import os

@@ -1,0 +1,224 @@
+"""Issue 13, the compiled OLA search for discernibility and AECS (``_ola_kernel``): it must be
+the numpy search step for step — the same nodes evaluated, the same optimum, the same loss to
+the last bit, the same release — on random tables with random hierarchies, with an arena
+large enough to keep every table and with one so small that tables are overwritten all the
+time; its class counts (rolled up from stored tables of nodes below) must equal the plain
+counts at every node in any order; and the brute-force optimum must hold with it too."""
+
+import math
+import os
+from unittest import mock
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpstudio.engine.algorithms import generalization as G
+from dpstudio.engine.algorithms.generalization import ola
+from tests.engine.test_ola_speed_bounds import _all_nodes, _case, _random_hierarchy
+
+KERNEL_METRICS = ["discernibility", "aecs"]
+
+
+def numpy_search(*args, **kwargs):
+    with mock.patch.dict(os.environ, {"DPSTUDIO_OLA_NUMPY": "1"}):
+        return ola(*args, **kwargs)
+
+
+def kernel_search(*args, **kwargs):
+    """``ola`` with the compiled search asked for; also whether it really ran."""
+    assert G._ola_kernel() is not None, "numba is a dependency: the compiled search must load"
+    before = G._Lattice._kernel_inputs
+    used = []
+
+    def spy(self, kmod):
+        out = before(self, kmod)
+        used.append(out is not None)
+        return out
+
+    with (
+        mock.patch.dict(os.environ, {"DPSTUDIO_OLA_KERNEL": "1"}),
+        mock.patch.object(G._Lattice, "_kernel_inputs", spy),
+    ):
+        res = ola(*args, **kwargs)
+    return res, used
+
+
+def _wide_case(seed, n):
+    """4-6 attributes with 2-5 levels: lattices of up to a few hundred nodes, so that nodes
+    are rolled up from predecessors, recent nodes and group-A tables."""
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(4, 7))
+    hs, data = {}, {}
+    for j in range(d):
+        name = f"w{j}"
+        n_leaves = int(rng.integers(2, 9))
+        h = _random_hierarchy(rng, name, n_leaves, int(rng.integers(2, 6)))
+        hs[name] = h
+        p = rng.dirichlet(np.ones(n_leaves) * 0.8)
+        data[name] = rng.choice(h.leaves, n, p=p)
+    return pd.DataFrame(data), hs
+
+
+def _same(a, b):
+    assert a.node == b.node
+    assert a.loss == b.loss or (math.isnan(a.loss) and math.isnan(b.loss))  # bit for bit
+    assert a.info["nodes_evaluated"] == b.info["nodes_evaluated"]
+    assert np.array_equal(a.class_id, b.class_id)
+    for c in a.labels:
+        assert list(a.labels[c]) == list(b.labels[c])
+
+
+@pytest.mark.parametrize("metric", KERNEL_METRICS)
+@pytest.mark.parametrize("arena", [0, 1])
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 100_000),
+    n=st.integers(20, 400),
+    k=st.integers(1, 6),
+    suppression=st.sampled_from([0.0, 0.02, 0.05, 0.1, 0.3]),
+)
+def test_kernel_search_is_the_numpy_search(metric, arena, seed, n, k, suppression):
+    df, hs = _wide_case(seed, n)
+    cols = list(hs)
+    try:
+        ref = numpy_search(df, cols, k, hierarchies=hs, suppression=suppression, loss=metric)
+    except ValueError as e:  # k out of reach: the compiled search must say the same
+        with pytest.raises(ValueError) as again:
+            kernel_search(df, cols, k, hierarchies=hs, suppression=suppression, loss=metric)
+        assert str(again.value) == str(e)
+        return
+    # arena 1: the smallest arena allowed (two bottom tables), overwritten all the time
+    with mock.patch.object(G, "_ARENA_ROWS", [arena]):
+        res, used = kernel_search(df, cols, k, hierarchies=hs, suppression=suppression, loss=metric)
+    assert used == [True]
+    _same(ref, res)
+
+
+@pytest.mark.parametrize("metric", KERNEL_METRICS)
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 100_000),
+    n=st.integers(8, 70),
+    k=st.integers(1, 6),
+    suppression=st.sampled_from([0.0, 0.05, 0.1, 0.3]),
+)
+def test_kernel_optimum_equals_brute_force(metric, seed, n, k, suppression):
+    df, hs = _case(seed, n)
+    cols = list(hs)
+    nodes = _all_nodes(df, hs, k, suppression, metric)
+    if not nodes:
+        with pytest.raises(ValueError):
+            kernel_search(df, cols, k, hierarchies=hs, suppression=suppression, loss=metric)
+        return
+    res, used = kernel_search(df, cols, k, hierarchies=hs, suppression=suppression, loss=metric)
+    assert used == [True]
+    best = min(nodes.values())
+    assert res.loss == pytest.approx(best, rel=1e-9, abs=1e-12)
+    assert res.node in nodes and nodes[res.node] == pytest.approx(best, rel=1e-9, abs=1e-12)
+    assert res.n_suppressed <= math.floor(suppression * n + 1e-9)
+
+
+@pytest.mark.parametrize("arena", [0, 1])
+@pytest.mark.parametrize("seed", range(8))
+def test_kernel_class_counts_equal_plain_counts_at_every_node(monkeypatch, arena, seed):
+    """Every node, in a random order, counted by the kernel (from whatever stored table is
+    below it) gives the plain counts' suppressed records, classes, small classes and Σ c²."""
+    monkeypatch.setattr(G, "_ARENA_ROWS", [arena])
+    kmod = G._ola_kernel()
+    df, hs = _wide_case(seed, 300)
+    qs = G.encode_quasis(df, list(hs), hs)
+    k = 3
+    lat = G._Lattice(qs, k, 10, G._make_loss("discernibility", [q.height for q in qs]))
+    C, S, W = lat._kernel_inputs(kmod)
+    order = np.random.default_rng(seed).permutation(lat.size)
+    for node in order.tolist():
+        sup, ncls, nsmall, sq = kmod._classes(node, C, W)
+        c = np.asarray(lat._split_counts(node)).astype(np.int64)
+        assert (sup, ncls, nsmall, sq) == (
+            int(c[c < k].sum()),
+            len(c),
+            int((c < k).sum()),
+            int((c[c >= k] ** 2).sum()),
+        ), node
+    assert not W[0].any()  # the bins are left all zero for the next search
+    G._give_buffers(W)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kernel_group_ids_partition_like_the_lattice(seed):
+    """The kernel's dense group ids at every group level vector split the group's
+    combinations exactly as the lattice's own ``_group_map`` does."""
+    kmod = G._ola_kernel()
+    df, hs = _wide_case(seed, 200)
+    qs = G.encode_quasis(df, list(hs), hs)
+    lat = G._Lattice(qs, 2, 0, G._make_loss("aecs", [q.height for q in qs]))
+    for gi, g in enumerate(lat._split):
+        dense, counts = lat._kernel_dense(kmod, gi)
+        vec_of = np.asarray(g["vec_of"])
+        for v in range(len(dense)):
+            node = int(np.flatnonzero(vec_of == v)[0])
+            ref, nref = lat._group_map(gi, node)
+            assert counts[v] == nref
+            pairs = set(zip(dense[v].tolist(), ref.tolist()))
+            assert len(pairs) == nref  # a bijection between the two numberings
+
+
+def test_tiers_numpy_first_then_kernel(monkeypatch):
+    """Without the environment switches, the numpy search runs until the process has spent
+    the kernel's load time in it; DPSTUDIO_OLA_NUMPY wins over everything."""
+    monkeypatch.delenv("DPSTUDIO_OLA_KERNEL", raising=False)
+    monkeypatch.delenv("DPSTUDIO_OLA_NUMPY", raising=False)
+    monkeypatch.setattr(G, "_KERNEL", [])
+    monkeypatch.setattr(G, "_NUMPY_SECONDS", [0.0])
+    assert not G._kernel_pays()
+    G._NUMPY_SECONDS[0] = G._KERNEL_LOAD_S
+    assert G._kernel_pays()
+    monkeypatch.setenv("DPSTUDIO_OLA_NUMPY", "1")
+    assert G._ola_kernel() is None
+    monkeypatch.delenv("DPSTUDIO_OLA_NUMPY")
+    assert G._ola_kernel() is not None and G._kernel_pays()
+
+
+def test_numpy_search_time_is_counted(monkeypatch):
+    """A discernibility search on the numpy path adds its time to the tier's account; a
+    precision search (no compiled search exists for it) does not."""
+    monkeypatch.delenv("DPSTUDIO_OLA_KERNEL", raising=False)
+    monkeypatch.setenv("DPSTUDIO_OLA_NUMPY", "1")
+    monkeypatch.setattr(G, "_NUMPY_SECONDS", [0.0])
+    df, hs = _wide_case(1, 200)
+    ola(df, list(hs), 2, hierarchies=hs, suppression=0.1, loss="precision")
+    assert G._NUMPY_SECONDS[0] == 0.0
+    ola(df, list(hs), 2, hierarchies=hs, suppression=0.1, loss="discernibility")
+    assert G._NUMPY_SECONDS[0] > 0.0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_usable_table_survives_the_next_store(seed):
+    """The arena bookkeeping on its own: a table ``_usable`` calls usable is not touched by
+    the next table stored, whatever its length (≤ the bottom's size) and wherever it wraps —
+    a source is read while the new table is written.  Simulated on physical rows."""
+    kmod = G._ola_kernel()
+    df, hs = _wide_case(seed, 300)
+    qs = G.encode_quasis(df, list(hs), hs)
+    lat = G._Lattice(qs, 3, 10, G._make_loss("discernibility", [q.height for q in qs]))
+    with mock.patch.object(G, "_ARENA_ROWS", [1]):
+        C, S, W = lat._kernel_inputs(kmod)
+    m0 = len(C[12])
+    cap = len(W[5])
+    rng = np.random.default_rng(seed)
+    stored = []
+    for step in range(400):
+        length = int(rng.integers(1, m0 + 1))
+        usable = [t for t in stored if kmod._usable(W, t, m0)]
+        row, pos = kmod._store_begin(W, length)
+        assert pos % cap == row and row + length <= cap
+        for t in usable:
+            r0 = int(W[7][t]) % cap
+            assert row + length <= r0 or r0 + int(W[8][t]) <= row, (step, t)
+        node = step % lat.size
+        W[7][node], W[8][node] = pos, length
+        stored = [t for t in stored if t != node] + [node]
+    G._give_buffers(W)
