@@ -174,6 +174,8 @@ def test_tiers_numpy_first_then_kernel(monkeypatch):
     monkeypatch.setattr(G, "_KERNEL", [])
     monkeypatch.setattr(G, "_NUMPY_SECONDS", [0.0])
     assert not G._kernel_pays()
+    assert not G._kernel_pays(4320, 12458)  # Adult, 8 QIs: 0.13 s in numpy, less than the load
+    assert G._kernel_pays(100_000, 12458)  # a lattice 23 times larger: the kernel at once
     G._NUMPY_SECONDS[0] = G._KERNEL_LOAD_S
     assert G._kernel_pays()
     monkeypatch.setenv("DPSTUDIO_OLA_NUMPY", "1")

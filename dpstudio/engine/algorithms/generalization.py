@@ -1122,12 +1122,15 @@ _KERNEL_LOAD_S = 0.4  # importing numba and loading the cached search (Adult, co
 # first compiled search takes 0.53-0.64 s, the numpy one 0.16 s)
 
 
-def _kernel_pays() -> bool:
+def _kernel_pays(nodes: int = 0, rows: int = 0) -> bool:
     """Tiered choice, results identical either way (the tests compare both paths): once
     loaded, the compiled search runs every discernibility / AECS search; before that, the
-    numpy search runs until this process has spent the kernel's load time in it (an app, a
-    sweep over k, a benchmark), so that a one-shot CLI run does not pay 0.4 s for numba.
-    ``DPSTUDIO_OLA_KERNEL=1`` asks for the kernel at once (tests, benchmarks).
+    numpy search runs unless its rough cost on this lattice (``nodes`` nodes, ``rows``
+    bottom combinations: 2.5 ns per node and row, fitted on Adult where it takes 0.13 s)
+    exceeds the kernel's load time, or until this process has spent that load time in
+    numpy searches (an app, a sweep over k, a benchmark) -- so that a one-shot CLI run on a
+    small lattice does not pay 0.4 s for numba.  ``DPSTUDIO_OLA_KERNEL=1`` asks for the
+    kernel at once (tests, benchmarks).
     """
     import os
 
@@ -1135,7 +1138,7 @@ def _kernel_pays() -> bool:
         return _KERNEL[0] is not None
     if os.environ.get("DPSTUDIO_OLA_KERNEL", "") not in ("", "0"):
         return True
-    return _NUMPY_SECONDS[0] >= _KERNEL_LOAD_S
+    return 2.5e-9 * nodes * rows >= _KERNEL_LOAD_S or _NUMPY_SECONDS[0] >= _KERNEL_LOAD_S
 
 
 def _ola_kernel():
@@ -1218,7 +1221,7 @@ def ola(
     top = lat.size - 1
     t_search = time.perf_counter()
     eligible = lat._kernel_eligible()
-    kmod = _ola_kernel() if eligible and _kernel_pays() else None
+    kmod = _ola_kernel() if eligible and _kernel_pays(lat.size, len(lat.tables[0][1])) else None
     kin = lat._kernel_inputs(kmod) if kmod is not None else None
     if kmod is not None and kin is not None:
         kc, ks, kw = kin
