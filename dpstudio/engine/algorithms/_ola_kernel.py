@@ -13,11 +13,18 @@ both paths node for node).  What differs is only how a node's classes are counte
 
 * in one pass with a reused bin array (``bins[id_A · n_B + id_B] += count``) instead of
   ``bincount`` + ``compress`` + sums;
-* from the smallest class table among the last few evaluated nodes below it (a class of a
-  more specific node lies in exactly one class of the node: its representative's group ids
-  at the node's level vectors name it), instead of from all bottom combinations.  At the
-  nodes the search evaluates on Adult a node has ~1,200 classes against 12,458 bottom
-  combinations.
+* from the smallest stored class table of a node below it — an evaluated predecessor, one
+  of the last 16 evaluated nodes, or the table of the node's group-A levels over group B's
+  bottom (built when first needed and shared by all nodes with those levels) — instead of
+  from all bottom combinations (a class of a more specific node lies in exactly one class
+  of the node: its representative's group combinations name it).  On Adult the evaluated
+  nodes have ~1,200 classes against 12,458 bottom combinations, and most evaluations roll
+  up from a predecessor's table of ~1,700 rows;
+* branch-free: whether a row opens a new class is unpredictable, and a mispredicted branch
+  per row cost more than the counting itself.
+
+Tables live in an arena (FIFO, reused across searches with the other work arrays); a table
+is read only if the next table stored cannot overwrite it (:func:`_usable`).
 
 All sums are integer sums: the class sizes, the suppressed records and Σ c² are exact (the
 lattice uses this path only for n, k < 2**26, as for its one-pass numpy statistics), and
@@ -35,7 +42,12 @@ Array arguments (built by ``_Lattice._kernel_inputs``):
 ``S`` (state, shared with the Python lattice and updated in place)
     ``status, sup, loss_val, dyn_lb, evaluated`` (the last a one-element counter).
 ``W`` (work space)
-    ``bins, touched, first, ring_node, ring_len, ring_a, ring_b, ring_c, ring_pos``.
+    ``bins, touched, first, arena_a, arena_b, arena_c, meta, node_pos, node_len, recent,
+    in_a`` — the bin array (all zero between counts), the classes of the table being counted
+    and their first source row, the arena (a representative's group-A and group-B
+    combination and the records of every stored class), its write row / absolute position /
+    – / number of tables stored, each node's table (absolute position, classes), the last
+    evaluated nodes, and which attributes are in group A.
 
 All functions use ``cache=True`` (compiled once per install, loaded from ``__pycache__``).
 """

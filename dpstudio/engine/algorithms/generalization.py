@@ -967,14 +967,14 @@ class _Lattice:
     def _kernel_dense(self, kmod, gi: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The kernel's dense ids of group ``gi`` at every group vector, computed by
         :func:`._ola_kernel.group_dense` (None when the group's level-0 key range exceeds
-        2**24, then the lattice's own ``_group_map`` serves).
+        2**22, then the lattice's own ``_group_map`` serves).
         """
         assert self._split is not None
         g = self._split[gi]
         attrs = g["attrs"]
         gh = np.array([int(self.heights[j]) for j in attrs], dtype=np.int64)
         card0 = [self.q[j].card(0) for j in attrs]
-        if float(np.prod([float(c) for c in card0])) > 2**24:
+        if float(np.prod([float(c) for c in card0])) > 2**22:
             return None
         up = np.zeros((len(attrs), int(gh.max()), max(card0)), dtype=np.int64)
         cards = np.ones((len(attrs), int(gh.max())), dtype=np.int64)
@@ -987,7 +987,7 @@ class _Lattice:
         nv = int(np.prod(gh))
         dense = np.empty((nv, n0), dtype=np.int32)
         counts = np.empty(nv, dtype=np.int64)
-        seen = np.full(int(np.prod(card0)), -1, dtype=np.int64)
+        seen = np.full(int(np.prod(card0)), -1, dtype=np.int32)
         kmod.group_dense(distinct, up, cards, gh, dense, counts, seen, np.empty(n0, dtype=np.int64))
         return dense, counts
 
@@ -1037,8 +1037,8 @@ class _Lattice:
         self._kernel_count = np.zeros(1, dtype=np.int64)
         assert self.dyn_lb is not None
         state = (self.status, self.sup, self.loss_val, self.dyn_lb, self._kernel_count)
-        # class tables of evaluated nodes, the sources of roll-ups: an arena of at least 64
-        # tables of the bottom's size (FIFO; an overwritten table is no longer used)
+        # class tables of evaluated nodes, the sources of roll-ups: an arena of 64 tables of
+        # the bottom's size, within 2**21..2**23 rows (FIFO; an overwritten table is not used)
         cap = _ARENA_ROWS[0] or min(max(64 * m, 2**21), 2**23)
         cap = max(cap, 2 * m)
         bins, touched, first, arena_a, arena_b, arena_c = _take_buffers(max_r, m, cap)
