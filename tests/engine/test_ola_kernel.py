@@ -173,6 +173,7 @@ def test_tiers_numpy_first_then_kernel(monkeypatch):
     monkeypatch.delenv("DPSTUDIO_OLA_NUMPY", raising=False)
     monkeypatch.setattr(G, "_KERNEL", [])
     monkeypatch.setattr(G, "_NUMPY_SECONDS", [0.0])
+    monkeypatch.setattr(G, "_LOAD_COST", [G._KERNEL_LOAD_S])  # numba's cache of it is there
     assert not G._kernel_pays()
     assert not G._kernel_pays(4320, 12458)  # Adult, 8 QIs: 0.13 s in numpy, less than the load
     assert G._kernel_pays(100_000, 12458)  # a lattice 23 times larger: the kernel at once
@@ -182,6 +183,25 @@ def test_tiers_numpy_first_then_kernel(monkeypatch):
     assert G._ola_kernel() is None
     monkeypatch.delenv("DPSTUDIO_OLA_NUMPY")
     assert G._ola_kernel() is not None and G._kernel_pays()
+
+
+def test_no_cache_means_compile_time(monkeypatch, tmp_path):
+    """Without numba's cache of the compiled search (a fresh install), switching costs its
+    compile time, not its load time: the numpy search goes on for longer first."""
+    monkeypatch.delenv("DPSTUDIO_OLA_KERNEL", raising=False)
+    monkeypatch.setattr(G, "_KERNEL", [])
+    monkeypatch.setattr(G, "_LOAD_COST", [])
+    fake = tmp_path / "generalization.py"
+    (tmp_path / "_ola_kernel.py").write_text("# source\n")
+    monkeypatch.setattr(G, "__file__", str(fake))
+    assert G._kernel_load_seconds() == G._KERNEL_COMPILE_S
+    monkeypatch.setattr(G, "_NUMPY_SECONDS", [G._KERNEL_LOAD_S])
+    assert not G._kernel_pays()
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "_ola_kernel.search-400.py311.nbi").write_bytes(b"")
+    monkeypatch.setattr(G, "_LOAD_COST", [])
+    assert G._kernel_load_seconds() == G._KERNEL_LOAD_S
+    assert G._kernel_pays()
 
 
 def test_numpy_search_time_is_counted(monkeypatch):

@@ -1120,6 +1120,27 @@ _KERNEL: list = []  # [module or None], filled on first use
 _NUMPY_SECONDS = [0.0]  # time this process has spent in numpy searches the kernel could run
 _KERNEL_LOAD_S = 0.4  # importing numba and loading the cached search (Adult, cold process: the
 # first compiled search takes 0.53-0.64 s, the numpy one 0.16 s)
+_KERNEL_COMPILE_S = 10.0  # compiling it when numba has no cache of it yet (8-9 s here)
+_LOAD_COST: list[float] = []  # the applicable one of the two, found once
+
+
+def _kernel_load_seconds() -> float:
+    """What switching to the compiled search costs this process: its load time when numba's
+    cache of it (``__pycache__`` next to its source, as written by the first compilation)
+    is there and not older than the source, else its compile time -- so that the first
+    searches after an install do not stall for seconds in the middle of a sweep.
+    """
+    if not _LOAD_COST:
+        from pathlib import Path
+
+        src = Path(__file__).with_name("_ola_kernel.py")
+        try:
+            t = src.stat().st_mtime
+            hit = any(p.stat().st_mtime >= t for p in src.parent.glob("__pycache__/_ola_kernel.search-*.nbi"))
+        except OSError:
+            hit = False
+        _LOAD_COST.append(_KERNEL_LOAD_S if hit else _KERNEL_COMPILE_S)
+    return _LOAD_COST[0]
 
 
 def _kernel_pays(nodes: int = 0, rows: int = 0) -> bool:
@@ -1127,9 +1148,9 @@ def _kernel_pays(nodes: int = 0, rows: int = 0) -> bool:
     loaded, the compiled search runs every discernibility / AECS search; before that, the
     numpy search runs unless its rough cost on this lattice (``nodes`` nodes, ``rows``
     bottom combinations: 2.5 ns per node and row, fitted on Adult where it takes 0.13 s)
-    exceeds the kernel's load time, or until this process has spent that load time in
-    numpy searches (an app, a sweep over k, a benchmark) -- so that a one-shot CLI run on a
-    small lattice does not pay 0.4 s for numba.  ``DPSTUDIO_OLA_KERNEL=1`` asks for the
+    exceeds the kernel's load time (:func:`_kernel_load_seconds`), or until this process
+    has spent that time in numpy searches (an app, a sweep over k, a benchmark) -- so that
+    a one-shot CLI run on a small lattice does not pay 0.4 s for numba.  ``DPSTUDIO_OLA_KERNEL=1`` asks for the
     kernel at once (tests, benchmarks).
     """
     import os
@@ -1138,7 +1159,8 @@ def _kernel_pays(nodes: int = 0, rows: int = 0) -> bool:
         return _KERNEL[0] is not None
     if os.environ.get("DPSTUDIO_OLA_KERNEL", "") not in ("", "0"):
         return True
-    return 2.5e-9 * nodes * rows >= _KERNEL_LOAD_S or _NUMPY_SECONDS[0] >= _KERNEL_LOAD_S
+    load = _kernel_load_seconds()
+    return 2.5e-9 * nodes * rows >= load or _NUMPY_SECONDS[0] >= load
 
 
 def _ola_kernel():
