@@ -884,6 +884,9 @@ def _side_legend(plot: pg.PlotWidget) -> _SideLegend:
     pi = plot.getPlotItem()
     legend = _SideLegend(labelTextSize="9pt", labelTextColor="#333", brush=pg.mkBrush(255, 255, 255, 220))
     legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+    # scaled with the plot, as its axes' text (the report's PNG is rendered at 900 px: an
+    # unscaled legend was small in a column twice its size)
+    legend.setFlag(legend.GraphicsItemFlag.ItemIgnoresTransformations, False)
     pi.layout.addItem(legend, 2, 3)
     pi.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
     pi.legend = legend
