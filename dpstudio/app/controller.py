@@ -499,6 +499,10 @@ class Controller(QObject):
         except engine.DPStudioError as exc:
             self.sig_error.emit(str(exc), "")
             return False
+        if missing := missing_folder_message(out_path):  # as export: before the cluster starts
+            self.sig_status.emit("Not protected: " + missing)
+            self.sig_error.emit(missing, "")
+            return False
         params = dict(st.recipe.params)
         run_params = self._engine_params(params)
         run_params.pop("types", None)  # the sample's typing is the app's; the file is read as is
@@ -517,7 +521,15 @@ class Controller(QObject):
         self.sig_status.emit(f"Protecting the whole of {Path(str(st.path)).name} on Dask…")
 
         def work(progress, check_cancel):
-            return large_file.protect_whole_file(*args, **kw, progress=progress, check_cancel=check_cancel)
+            try:
+                return large_file.protect_whole_file(
+                    *args, **kw, progress=progress, check_cancel=check_cancel
+                )
+            except (FileNotFoundError, NotADirectoryError) as exc:
+                # the folder went away after the check above: the same one-line message
+                if missing := missing_folder_message(str(out_path)):
+                    raise engine.InputError(missing) from exc
+                raise
 
         def done(out):
             st.record_run_seed(seed)

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
     QToolTip,
@@ -53,6 +54,7 @@ PALETTE = [
 BASELINE_COLOR = "#222222"
 SSE_KEYS = {"normalized": "sse_normalized", "raw": "sse_raw"}
 REDRAW_MS = 400  # curves are redrawn at most 2.5 times a second while a sweep runs
+LEGEND_ROWS = 8  # entries per column of the plane's legend
 IDLE_STATUS = "Run a sweep to see how information loss and risk change with k and ε."
 
 
@@ -190,8 +192,7 @@ class ExplorePanel(QWidget):
         self.sse_plot.setLogMode(True, True)
         self.rl_plot.setLogMode(True, False)
         self.plane.setLogMode(True, False)
-        self.legend = self.plane.addLegend(offset=(-5, 5), labelTextSize="9pt")
-        self.legend.setBrush(pg.mkBrush(255, 255, 255, 220))
+        self.legend = _side_legend(self.plane)  # beside the data, never over a point
         self._legend_watched: set[int] = set()
         # after the window has put its other items on the plane (empty ones leave the legend)
         QTimer.singleShot(0, self, self._sync_legend)
@@ -674,6 +675,8 @@ class ExplorePanel(QWidget):
         self.legend.clear()
         for it, name in want:
             self.legend.addItem(it, name)
+        # one column while it fits beside a short plane, then as many as needed
+        self.legend.setColumnCount(max(1, math.ceil(len(want) / LEGEND_ROWS)))
 
     def off_plane(self) -> list:
         """The series with computed points of which none can be drawn on the plane (e.g. the
@@ -849,6 +852,45 @@ class ExplorePanel(QWidget):
             if not (math.isfinite(x) and math.isfinite(y)) or (x_log and x <= 0) or (y_log and y <= 0):
                 continue
             self.markers[name].setData([x], [y])
+
+
+class _SideLegend(pg.LegendItem):
+    """The plane's legend, laid out in the plot's grid to the right of the view box: it takes
+    its own room and never covers a point (a statistician must see every candidate release;
+    the legend anchored inside the top-right corner hid the points there).
+
+    pyqtgraph's legend sizes itself by ``setGeometry`` at (0, 0) of its parent; here the plot's
+    layout places it, from the legend's size hint.  It is not draggable (the layout would put
+    it back).
+    """
+
+    def updateSize(self) -> None:  # noqa: N802 - pyqtgraph's name
+        self.layout.invalidate()
+        self.updateGeometry()  # the plot's layout asks the new size hint
+
+    def paint(self, p, *args) -> None:
+        if self.items:  # no empty frame before anything is drawn
+            super().paint(p, *args)
+
+    def mouseDragEvent(self, ev) -> None:  # noqa: N802 - pyqtgraph's name
+        ev.ignore()
+
+
+def _side_legend(plot: pg.PlotWidget) -> _SideLegend:
+    """A legend in ``plot``'s layout beside the view box (row of the view box, after the right
+    axis), top-aligned, its own size; registered as the plot item's legend so that named items
+    added later are listed as with ``addLegend``.
+    """
+    pi = plot.getPlotItem()
+    legend = _SideLegend(labelTextSize="9pt", labelTextColor="#333", brush=pg.mkBrush(255, 255, 255, 220))
+    legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+    # scaled with the plot, as its axes' text (the report's PNG is rendered at 900 px: an
+    # unscaled legend was small in a column twice its size)
+    legend.setFlag(legend.GraphicsItemFlag.ItemIgnoresTransformations, False)
+    pi.layout.addItem(legend, 2, 3)
+    pi.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+    pi.legend = legend
+    return legend
 
 
 def _log(v: float) -> float:
