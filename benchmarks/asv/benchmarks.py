@@ -147,9 +147,12 @@ class OLAAdult:
         os.environ.pop("DPSTUDIO_OLA_NUMPY", None)
         os.environ.pop("DPSTUDIO_OLA_KERNEL", None)
         os.environ["DPSTUDIO_OLA_NUMPY" if search == "numpy" else "DPSTUDIO_OLA_KERNEL"] = "1"
+        from dpstudio.engine.algorithms import generalization
         from dpstudio.engine.algorithms.generalization import ola
         from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
 
+        if search == "compiled" and not hasattr(generalization, "_ola_kernel"):
+            raise NotImplementedError("a commit before the compiled search")
         self.ola = ola
         df = pd.read_csv(ADULT / "adult.csv", sep=";")
         self.df = pd.concat([df] * copies, ignore_index=True) if copies > 1 else df
