@@ -267,3 +267,12 @@ def test_kernel_on_a_frequency_set_is_the_numpy_search(metric, seed):
     assert (res.node, res.loss, res.info["nodes_evaluated"]) == (ref.node, ref.loss, ref.info["nodes_evaluated"])
     rec, _ = kernel_search(df, cols, 3, hierarchies=hs, suppression=0.05, loss=metric)
     assert (rec.node, rec.loss) == (res.node, res.loss)
+
+
+def test_compiled_entry_points_release_the_gil():
+    """A compiled search holds no Python object: it must let the app's window thread run
+    while it works in a worker thread (a slice of 256 nodes can take seconds on a large
+    lattice)."""
+    kmod = G._ola_kernel()
+    for f in (kmod.search, kmod.is_anon, kmod.path_bound, kmod.node_loss, kmod.group_dense):
+        assert f.targetoptions.get("nogil") is True, f

@@ -49,7 +49,10 @@ Array arguments (built by ``_Lattice._kernel_inputs``):
     – / number of tables stored, each node's table (absolute position, classes), the last
     evaluated nodes, and which attributes are in group A.
 
-All functions use ``cache=True`` (compiled once per install, loaded from ``__pycache__``).
+All functions use ``cache=True`` (compiled once per install, loaded from ``__pycache__``)
+and ``nogil=True``: they touch no Python object, so a search in a worker thread leaves the
+interpreter to the others (the app's window stays responsive; the numpy search, a Python
+loop, gives it up every few milliseconds).
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _box(lo, hi, strides, arr, value, mode):
     """Over the box lo <= levels <= hi (inclusive) of the lattice: mode 0 sets arr to value,
     mode 1 raises arr to at least value.  The last attribute has stride 1, so the box is
@@ -92,7 +95,7 @@ def _box(lo, hi, strides, arr, value, mode):
             return
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _store_begin(W, length):
     """Reserve ``length`` rows at the arena's write position (wrapping to its start when
     they do not fit before its end); returns (row, absolute position).
@@ -110,7 +113,7 @@ def _store_begin(W, length):
     return row, pos
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _usable(W, node, m0):
     """Whether ``node``'s stored table is intact and stays so while the next table (at most
     m0 rows) is stored: a source is read while the new table is written.  Rows at absolute
@@ -128,7 +131,7 @@ def _usable(W, node, m0):
     return end <= pos + cap
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _count(va, vb, C, W, src_a, src_b, src_c, m):
     """Count the classes at group vectors (va, vb) from a class table (src_a / src_b: the
     group-A / group-B combination of a representative record, src_c: records; m rows) and
@@ -170,7 +173,7 @@ def _count(va, vb, C, W, src_a, src_b, src_c, m):
     return sup, nt, nsmall, sq, pos
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _classes(node, C, W):
     """Class statistics of ``node``, counted from the smallest stored table of a node below
     it — a predecessor, one of the last evaluated nodes, or
@@ -232,7 +235,7 @@ def _classes(node, C, W):
     return s[0], s[1], s[2], s[3]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def evaluate(node, C, S, W):
     """:meth:`_Lattice.evaluate` for discernibility / AECS: True if ``node`` needs at most
     max_sup suppressed records; tags the lattice, raises the learnt bounds above the node
@@ -278,7 +281,7 @@ def evaluate(node, C, S, W):
     return ok
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def is_anon(node, C, S, W):
     st = S[0][node]
     if st == 0:
@@ -286,7 +289,7 @@ def is_anon(node, C, S, W):
     return st == 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def node_loss(node, C, S, W):
     """:meth:`_Lattice.node_loss` of a k-anonymous node (the loss is scored when the node is
     evaluated).
@@ -297,12 +300,12 @@ def node_loss(node, C, S, W):
     return lossv[node]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rel(level, top):
     return float(level) / float(top if top > 1 else 1)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def tag_from_above(node, C, S, W):
     """:meth:`_Lattice.tag_from_above`, step for step."""
     heights, strides, L, height_of, vecA, vecB, DA, DB, nA, nB, rowA, rowB, w, par = C
@@ -365,7 +368,7 @@ def tag_from_above(node, C, S, W):
             return
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def path_bound(C, S, W):
     """:meth:`_Lattice.path_bound`: the lowest k-anonymous node on the bottom → top path
     that raises the attribute of lowest relative level first (−1 if the top is not).
@@ -404,7 +407,7 @@ def path_bound(C, S, W):
     return path[hi]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def search(region, lb, best, best_node, C, S, W):
     """The branch-and-bound loop of :func:`ola` over ``region`` (nodes in visiting order,
     ``lb`` the static lower bounds) for a learnt-bound metric; returns (best, best_node).
@@ -436,7 +439,7 @@ def search(region, lb, best, best_node, C, S, W):
     return best, best_node
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def group_dense(distinct, up, cards, gh, dense, counts, seen, keys):
     """Dense ids of a group's combinations at every group level vector (the kernel's
     ``DA``/``DB``): row v of ``dense`` numbers the distinct generalised combinations at the
