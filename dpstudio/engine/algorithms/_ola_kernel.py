@@ -176,11 +176,11 @@ def _count(va, vb, C, W, src_a, src_b, src_c, m):
 @njit(cache=True, nogil=True)
 def _classes(node, C, W):
     """Class statistics of ``node``, counted from the smallest stored table of a node below
-    it — a predecessor, one of the last evaluated nodes, or
-    the node's group-A levels over the bottom of group B (stored once built) — else from the
-    bottom combinations.  A class of a more specific node lies in exactly one class of
-    ``node``, so its representative's group ids at the node's vectors name that class.  The
-    node's own table is stored for the nodes above it.
+    it — a predecessor, one of the last evaluated nodes, or the node's group-A levels over
+    the bottom of group B (stored once built) — else from the bottom combinations.  A class
+    of a more specific node lies in exactly one class of ``node``, so its representative's
+    group ids at the node's vectors name that class.  The node's own table is stored for the
+    nodes above it.
     """
     heights, strides, L, height_of, vecA, vecB, DA, DB, nA, nB, rowA, rowB, w, par = C
     meta, node_pos, node_len, recent, in_a = W[6], W[7], W[8], W[9], W[10]
