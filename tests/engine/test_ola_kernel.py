@@ -5,19 +5,20 @@ large enough to keep every table and with one so small that tables are overwritt
 time; its class counts (rolled up from stored tables of nodes below) must equal the plain
 counts at every node in any order; and the brute-force optimum must hold with it too."""
 
+import contextlib
 import math
 import os
 from unittest import mock
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpstudio.engine.algorithms import generalization as G
 from dpstudio.engine.algorithms.generalization import ola
-from tests.engine.test_ola_speed_bounds import _all_nodes, _case, _random_hierarchy
+from tests.engine import test_ola_speed_bounds as speed_bounds
+from tests.engine.test_ola_speed_bounds import _case
 
 KERNEL_METRICS = ["discernibility", "aecs"]
 
@@ -27,11 +28,12 @@ def numpy_search(*args, **kwargs):
         return ola(*args, **kwargs)
 
 
-def kernel_search(*args, **kwargs):
-    """``ola`` with the compiled search asked for; also whether it really ran."""
+@contextlib.contextmanager
+def kernel_asked():
+    """The compiled search asked for; yields the list of whether it really ran, per ``ola``."""
     assert G._ola_kernel() is not None, "numba is a dependency: the compiled search must load"
     before = G._Lattice._kernel_inputs
-    used = []
+    used: list[bool] = []
 
     def spy(self, kmod):
         out = before(self, kmod)
@@ -42,6 +44,12 @@ def kernel_search(*args, **kwargs):
         mock.patch.dict(os.environ, {"DPSTUDIO_OLA_KERNEL": "1"}),
         mock.patch.object(G._Lattice, "_kernel_inputs", spy),
     ):
+        yield used
+
+
+def kernel_search(*args, **kwargs):
+    """``ola`` with the compiled search asked for; also whether it really ran."""
+    with kernel_asked() as used:
         res = ola(*args, **kwargs)
     return res, used
 
@@ -49,17 +57,7 @@ def kernel_search(*args, **kwargs):
 def _wide_case(seed, n):
     """4-6 attributes with 2-5 levels: lattices of up to a few hundred nodes, so that nodes
     are rolled up from predecessors, recent nodes and group-A tables."""
-    rng = np.random.default_rng(seed)
-    d = int(rng.integers(4, 7))
-    hs, data = {}, {}
-    for j in range(d):
-        name = f"w{j}"
-        n_leaves = int(rng.integers(2, 9))
-        h = _random_hierarchy(rng, name, n_leaves, int(rng.integers(2, 6)))
-        hs[name] = h
-        p = rng.dirichlet(np.ones(n_leaves) * 0.8)
-        data[name] = rng.choice(h.leaves, n, p=p)
-    return pd.DataFrame(data), hs
+    return _case(seed, n, d=(4, 7), leaves=(2, 9), heights=(2, 6), alpha=0.8)
 
 
 def _same(a, b):
@@ -98,27 +96,11 @@ def test_kernel_search_is_the_numpy_search(metric, arena, seed, n, k, suppressio
 
 
 @pytest.mark.parametrize("metric", KERNEL_METRICS)
-@settings(max_examples=25, deadline=None)
-@given(
-    seed=st.integers(0, 100_000),
-    n=st.integers(8, 70),
-    k=st.integers(1, 6),
-    suppression=st.sampled_from([0.0, 0.05, 0.1, 0.3]),
-)
-def test_kernel_optimum_equals_brute_force(metric, seed, n, k, suppression):
-    df, hs = _case(seed, n)
-    cols = list(hs)
-    nodes = _all_nodes(df, hs, k, suppression, metric)
-    if not nodes:
-        with pytest.raises(ValueError):
-            kernel_search(df, cols, k, hierarchies=hs, suppression=suppression, loss=metric)
-        return
-    res, used = kernel_search(df, cols, k, hierarchies=hs, suppression=suppression, loss=metric)
-    assert used == [True]
-    best = min(nodes.values())
-    assert res.loss == pytest.approx(best, rel=1e-9, abs=1e-12)
-    assert res.node in nodes and nodes[res.node] == pytest.approx(best, rel=1e-9, abs=1e-12)
-    assert res.n_suppressed <= math.floor(suppression * n + 1e-9)
+def test_kernel_optimum_equals_brute_force(metric):
+    """test_ola_speed_bounds' brute-force test (every example of it) with the compiled search."""
+    with kernel_asked() as used:
+        speed_bounds.test_optimum_and_value_equal_brute_force_on_random_hierarchies(metric=metric)
+    assert used and all(used)
 
 
 @pytest.mark.parametrize("arena", [0, 1])

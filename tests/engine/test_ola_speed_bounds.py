@@ -34,16 +34,18 @@ def _random_hierarchy(rng, name, n_leaves, height):
     return Hierarchy.from_rows([list(r) for r in zip(*cols)], name=name)
 
 
-def _case(seed, n):
+def _case(seed, n, d=(2, 4), leaves=(2, 7), heights=(2, 5), alpha=0.7):
+    """A random table of n records: d attributes (drawn in [d[0], d[1])), each with a random
+    hierarchy of ``leaves`` leaves and ``heights`` levels, values Dirichlet(alpha)-skewed."""
     rng = np.random.default_rng(seed)
-    d = int(rng.integers(2, 4))
+    d = int(rng.integers(*d))
     hs, data = {}, {}
     for j in range(d):
         name = f"q{j}"
-        n_leaves = int(rng.integers(2, 7))
-        h = _random_hierarchy(rng, name, n_leaves, int(rng.integers(2, 5)))
+        n_leaves = int(rng.integers(*leaves))
+        h = _random_hierarchy(rng, name, n_leaves, int(rng.integers(*heights)))
         hs[name] = h
-        p = rng.dirichlet(np.ones(n_leaves) * 0.7)
+        p = rng.dirichlet(np.ones(n_leaves) * alpha)
         data[name] = rng.choice(h.leaves, n, p=p)
     return pd.DataFrame(data), hs
 

@@ -301,6 +301,21 @@ def node_loss(node, C, S, W):
 
 
 @njit(cache=True, nogil=True)
+def _first_anonymous(path, hi, C, S, W):
+    """Binary search of path[0..hi] (generalisations in order; path[hi] anonymous or past
+    the part searched) for the index of its first k-anonymous node, as the lattice's.
+    """
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if is_anon(path[mid], C, S, W):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True, nogil=True)
 def _rel(level, top):
     return float(level) / float(top if top > 1 else 1)
 
@@ -339,14 +354,7 @@ def tag_from_above(node, C, S, W):
     path[0] = node
     for t in range(nsteps):
         path[t + 1] = path[t] + strides[att[t]]
-    lo = 0
-    hi = nsteps
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if is_anon(path[mid], C, S, W):
-            hi = mid
-        else:
-            lo = mid + 1
+    lo = _first_anonymous(path, nsteps, C, S, W)
     if lo == 0:
         return
     cur = path[lo - 1]
@@ -394,17 +402,9 @@ def path_bound(C, S, W):
         lv[jbest] += 1
         cur += strides[jbest]
         path[t + 1] = cur
-    lo = 0
-    hi = total
-    if not is_anon(path[hi], C, S, W):
+    if not is_anon(path[total], C, S, W):
         return -1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if is_anon(path[mid], C, S, W):
-            hi = mid
-        else:
-            lo = mid + 1
-    return path[hi]
+    return path[_first_anonymous(path, total, C, S, W)]
 
 
 @njit(cache=True, nogil=True)

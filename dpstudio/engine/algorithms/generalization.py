@@ -1167,19 +1167,9 @@ def _ola_kernel():
     """The compiled search module, or None when numba is unavailable or
     ``DPSTUDIO_OLA_NUMPY=1`` asks for the numpy search (imported lazily, as the MDAV kernel).
     """
-    import os
+    from dpstudio.engine._kernels import load_kernel
 
-    if os.environ.get("DPSTUDIO_OLA_NUMPY", "") not in ("", "0"):
-        return None
-    if not _KERNEL:
-        import importlib
-
-        try:
-            mod = importlib.import_module("dpstudio.engine.algorithms._ola_kernel")
-        except Exception:  # numba missing or unusable with this numpy
-            mod = None
-        _KERNEL.append(mod)
-    return _KERNEL[0]
+    return load_kernel(_KERNEL, "dpstudio.engine.algorithms._ola_kernel", "DPSTUDIO_OLA_NUMPY")
 
 
 def ola(

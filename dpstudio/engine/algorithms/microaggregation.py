@@ -184,19 +184,9 @@ def _mdav_kernel():
     ``DPSTUDIO_MDAV_NUMPY=1`` asks for the pure-numpy path (imported lazily: numba costs
     about a second to import, which ``import dpstudio.engine`` and the CLI must not pay).
     """
-    import os
+    from dpstudio.engine._kernels import load_kernel
 
-    if os.environ.get("DPSTUDIO_MDAV_NUMPY", "") not in ("", "0"):
-        return None
-    if not _KERNEL:
-        import importlib
-
-        try:
-            mod = importlib.import_module("dpstudio.engine.algorithms._mdav_kernel")
-        except Exception:  # numba missing or unusable with this numpy
-            mod = None
-        _KERNEL.append(mod)
-    return _KERNEL[0]
+    return load_kernel(_KERNEL, "dpstudio.engine.algorithms._mdav_kernel", "DPSTUDIO_MDAV_NUMPY")
 
 
 def _mdav_backend_name() -> str:

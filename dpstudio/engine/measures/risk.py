@@ -167,19 +167,9 @@ def _rl_kernel():
     or ``DPSTUDIO_RL_NUMPY=1`` asks for the pure-numpy path (imported lazily: numba costs
     about half a second to import).
     """
-    import os
+    from dpstudio.engine._kernels import load_kernel
 
-    if os.environ.get("DPSTUDIO_RL_NUMPY", "") not in ("", "0"):
-        return None
-    if not _KERNEL:
-        import importlib
-
-        try:
-            mod = importlib.import_module("dpstudio.engine.measures._rl_kernel")
-        except Exception:  # numba missing or unusable with this numpy
-            mod = None
-        _KERNEL.append(mod)
-    return _KERNEL[0]
+    return load_kernel(_KERNEL, "dpstudio.engine.measures._rl_kernel", "DPSTUDIO_RL_NUMPY")
 
 
 def _pr_classified(xs: np.ndarray, ys: np.ndarray, jidx: np.ndarray, cache: dict | None = None):
