@@ -60,7 +60,7 @@ def _data(name: str):
 def _child(name: str, k: int, repeats: int) -> dict:
     import numpy as np
 
-    from dpstudio.engine import microaggregation as MA
+    from dpstudio.engine.algorithms import microaggregation as MA
 
     X = _data(name)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
