@@ -258,3 +258,28 @@ def test_compiled_entry_points_release_the_gil():
     kmod = G._ola_kernel()
     for f in (kmod.search, kmod.is_anon, kmod.path_bound, kmod.node_loss, kmod.group_dense):
         assert f.targetoptions.get("nogil") is True, f
+
+
+def test_reused_work_arrays_are_bounded_and_clean(monkeypatch):
+    """After compiled searches the process keeps at most one set of work arrays, of at most
+    64 MB, with its bins all zero (the next search relies on it), and reuses it."""
+    monkeypatch.setattr(G, "_BUFFERS", [])
+    df, hs = _wide_case(3, 300)
+    for metric in KERNEL_METRICS * 2:
+        kernel_search(df, list(hs), 2, hierarchies=hs, suppression=0.05, loss=metric)
+        assert len(G._BUFFERS) == 1
+        kept = G._BUFFERS[0]
+        assert sum(a.nbytes for a in kept) <= 64 * 2**20
+        assert not kept[0].any()
+    first = kept[0]
+    kernel_search(df, list(hs), 3, hierarchies=hs, suppression=0.05, loss="aecs")
+    assert G._BUFFERS[0][0] is first  # the same bins again, not a fresh allocation
+
+
+def test_large_work_arrays_are_not_kept(monkeypatch):
+    """A set larger than 64 MB (here a 2**23-row arena, 96 MB) is dropped after the search."""
+    monkeypatch.setattr(G, "_BUFFERS", [])
+    monkeypatch.setattr(G, "_ARENA_ROWS", [2**23])
+    df, hs = _wide_case(3, 300)
+    res, used = kernel_search(df, list(hs), 2, hierarchies=hs, suppression=0.05, loss="discernibility")
+    assert used == [True] and G._BUFFERS == []

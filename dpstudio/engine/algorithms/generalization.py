@@ -1110,10 +1110,12 @@ def _take_buffers(bins: int, rows: int, cap: int) -> tuple[np.ndarray, ...]:
 
 def _give_buffers(work: tuple) -> None:
     """Return a search's work arrays (the bins are all zero again: every count clears the
-    bins it used); at most two sets are kept (~30 MB each on Adult).
+    bins it used) to be reused; one set of at most 64 MB is kept (~30 MB on Adult), so a
+    long-running app holds no more than that once its searches are done.
     """
-    if len(_BUFFERS) < 2:
-        _BUFFERS.append(tuple(a.base if a.base is not None else a for a in work[:6]))
+    arrays = tuple(a.base if a.base is not None else a for a in work[:6])
+    if not _BUFFERS and sum(a.nbytes for a in arrays) <= 64 * 2**20:
+        _BUFFERS.append(arrays)
 
 
 _KERNEL: list = []  # [module or None], filled on first use
