@@ -929,13 +929,7 @@ class _Lattice:
         levels = np.concatenate([np.arange(a, b) for a, b in zip(lv.tolist(), top.tolist())])
         order = np.lexsort((steps, levels / np.maximum(top, 1)[steps]))
         path = [node] + (node + np.cumsum(self._strides[steps[order]])).tolist()
-        lo, hi = 0, len(path) - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.is_anon(path[mid]):
-                hi = mid
-            else:
-                lo = mid + 1
+        lo = self._first_anonymous(path, len(path) - 1)
         if lo == 0:
             return
         cur = path[lo - 1]
@@ -1069,16 +1063,22 @@ class _Lattice:
             j = int(np.argmin(rel))
             lv[j] += 1
             path.append(int(np.ravel_multi_index(tuple(lv), tuple(self.heights))))
-        lo, hi = 0, len(path) - 1
-        if not self.is_anon(path[hi]):
+        if not self.is_anon(path[-1]):
             return -1
+        return path[self._first_anonymous(path, len(path) - 1)]
+
+    def _first_anonymous(self, path: list[int], hi: int) -> int:
+        """Binary search of path[0..hi] (generalisations in order, path[hi] k-anonymous) for
+        the index of its first k-anonymous node.
+        """
+        lo = 0
         while lo < hi:
             mid = (lo + hi) // 2
             if self.is_anon(path[mid]):
                 hi = mid
             else:
                 lo = mid + 1
-        return path[hi]
+        return lo
 
 
 _ARENA_ROWS = [0]  # rows of the compiled search's table arena (0: by the bottom's size; tests)
