@@ -21,7 +21,7 @@ DEFAULT_SWEEP = {"ks": "2-10, 12, 15, 20, 25, 30, 40, 50, 75, 100", "epsilons": 
 
 ROLE_VALUES = ("identifier", "k-quasi", "eps-quasi", "confidential", "other", "weight", "household")
 #: The column types the user chooses from (the engine's ``roles.TYPES``).
-TYPE_VALUES = ("numeric", "categorical", "ordinal", "date")
+TYPE_VALUES = ("numeric", "integer", "categorical", "ordinal", "date")
 #: Older projects (and history entries) said "text" for "treat as categories".
 _LEGACY_TYPES = {"text": "categorical"}
 
