@@ -5,7 +5,9 @@ laplace at ε = 1 and ε = 2 from one seed, 2·y₂ − y₁ was the original va
 files released with one seed differed by exactly the true change.  So every run's generator
 is derived from the seed's stream AND from what the run releases:
 
-* the method id and its validated parameters (ε, k, noise, budget, order, ...), the roles,
+* the method id and its validated parameters (ε, k, noise, budget, calibration, ...; not the
+  record ``order`` and ``layout``, which only arrange the same values: see
+  :data:`_ARRANGEMENT`), the roles,
   the declared domains, types, output precisions and hierarchies (:func:`run_context`);
 * a digest of the input data (:func:`data_digest`): the protected columns of every record,
   in input order, and the number of records.
@@ -45,6 +47,12 @@ _MASK = (1 << 64) - 1
 _FOLD = np.uint64(0x100000001B3)
 _TAG_DATA = b"dpstudio.data-digest.v1\0"
 _TAG_RUN = b"dpstudio.run-context.v1\0"
+#: Parameters that only arrange the released values, never change them: left out of the key,
+#: so the same seed, data and other parameters give the same values in another order.  Two
+#: releases that differ only in order then hold the SAME noisy values (nothing composes: the
+#: second adds no information about the data beyond its own arrangement), where independent
+#: noise would let the two be averaged.
+_ARRANGEMENT = ("order", "layout")
 
 
 def _mix64(x: np.ndarray) -> np.ndarray:
@@ -165,7 +173,9 @@ def run_context(
 
     doc = {
         "method": str(method),
-        "params": jsonable({k: v for k, v in params.items() if not str(k).startswith("_")}),
+        "params": jsonable(
+            {k: v for k, v in params.items() if not str(k).startswith("_") and k not in _ARRANGEMENT}
+        ),
         "roles": {str(c): str(getattr(r, "value", r)) for c, r in roles.items()},
         "domains": {str(c): [float(a), float(b)] for c, (a, b) in domains.items()},
         "precision": {str(c): float(g) for c, g in (precision or {}).items()},
