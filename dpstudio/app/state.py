@@ -234,14 +234,14 @@ class AppState(QObject):
         cur = self.df[column]
         base = self._loaded.get(column, cur)
         new = base
-        if kind == "numeric":
+        if kind in ("numeric", "integer"):
             is_num = pd.api.types.is_numeric_dtype(base) and not pd.api.types.is_bool_dtype(base)
             if not is_num:
                 conv = pd.to_numeric(base, errors="coerce")
                 bad = np.flatnonzero(conv.isna().to_numpy() & base.notna().to_numpy())
                 if bad.size:
                     raise InputError(
-                        f"Column {column!r} cannot be numeric: row(s) {format_rows(bad)} hold text "
+                        f"Column {column!r} cannot be {kind}: row(s) {format_rows(bad)} hold text "
                         f"such as {str(base.iloc[bad[0]])!r}. Correct the file (or the decimal mark "
                         "when opening it), or keep the type categorical."
                     )

@@ -59,6 +59,8 @@ class Prepared:
     keep_household: bool = False
     #: the digest of the protected columns (computed once, on first use: :meth:`digest`)
     _digest: str | None = field(default=None, repr=False)
+    #: the content digests of the declared hierarchies (computed once, on first use)
+    _hierarchy_digests: dict | None = field(default=None, repr=False)
 
     def digest(self) -> str:
         """The data digest of the prepared records on the protected columns (what a run's
@@ -69,10 +71,29 @@ class Prepared:
             self._digest = data_digest(self.data, list(self.protected))
         return self._digest
 
+    def _effective_hierarchies(self) -> dict:
+        """The hierarchies a run uses: a generalising method builds the automatic hierarchy of
+        a k-quasi-identifier that has none, so an explicit copy of that hierarchy (the app's
+        "generate") and none at all (the command line) are the same settings and key the run
+        alike.
+        """
+        hs = {c: h for c, h in (self.hierarchies or {}).items() if h is not None}
+        if not self.spec.generalises:
+            return hs
+        from dpstudio.engine.algorithms.generalization import resolve_hierarchies
+
+        kq = [c for c, r in self.roles.items() if r is Role.K_QUASI]
+        try:
+            return {**hs, **resolve_hierarchies(self.data, kq, hs)}
+        except Exception:  # the method reports a bad hierarchy itself, with its message
+            return hs
+
     def run_context(self, params: dict | None = None) -> bytes:
         """The key material of a run with ``params`` (default: the prepared ones)."""
-        from dpstudio.engine.keying import run_context
+        from dpstudio.engine.keying import hierarchy_ids, run_context
 
+        if self._hierarchy_digests is None:
+            self._hierarchy_digests = hierarchy_ids(self._effective_hierarchies())
         return run_context(
             method=self.spec.id,
             params=dict(self.params if params is None else params),
@@ -83,6 +104,7 @@ class Prepared:
             hierarchies=self.hierarchies,
             keep_household=self.keep_household,
             digest=self.digest(),
+            hierarchy_digests=self._hierarchy_digests,
         )
 
 

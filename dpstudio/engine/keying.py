@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
 from typing import Any
 
@@ -134,24 +133,41 @@ def data_digest(frame: pd.DataFrame, cols: list[str]) -> str:
     return combine_partials([digest_partial(frame, list(cols))])
 
 
-def _hierarchy_id(obj: Any) -> str:
-    """A stable description of a declared hierarchy (its content, never an object address)."""
-    from dpstudio.engine.hierarchies.hierarchy import Hierarchy
+def _digest_text(kind: str, parts) -> str:
+    h = hashlib.sha256(kind.encode() + b"\0")
+    for x in parts:
+        h.update(str(x).encode("utf-8", "surrogatepass") + b"\x1f")
+    return kind + ":" + h.hexdigest()
 
-    if isinstance(obj, Hierarchy):
-        return "table:" + hashlib.sha256("\x1f".join(map(str, obj.table.ravel())).encode()).hexdigest()
-    if isinstance(obj, (str, os.PathLike)):
-        p = os.fspath(obj)
-        if os.path.isfile(p):
-            with open(p, "rb") as fh:
-                return "file:" + hashlib.sha256(fh.read()).hexdigest()
-        return "text:" + hashlib.sha256(str(p).encode()).hexdigest()
-    if isinstance(obj, pd.DataFrame):
-        return "frame:" + hashlib.sha256(obj.to_csv(index=False).encode()).hexdigest()
+
+def hierarchy_id(obj: Any, column: str = "") -> str:
+    """A stable description of a declared hierarchy: its CONTENT (the same for a file and the
+    hierarchy read from it, so the app and the command line key runs alike), never an object
+    address.
+    """
+    from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
+
+    try:
+        h = load_hierarchy(obj, column)
+        return _digest_text("hierarchy", [*h.table.shape, *h.table.ravel()])
+    except Exception:  # not an ARX hierarchy: a taxonomy (child,parent CSV, dict, Taxonomy)
+        pass
+    try:
+        from dpstudio.engine.hierarchies.taxonomy import load_taxonomy
+
+        t = load_taxonomy(obj, column)
+        return _digest_text("taxonomy", [t.n_leaves, *t.concepts, *t.parent.tolist()])
+    except Exception:
+        pass
     try:
         return "pickle:" + hashlib.sha256(pickle.dumps(obj, protocol=4)).hexdigest()
     except Exception:  # an object that cannot be pickled: its type only
         return "type:" + type(obj).__name__
+
+
+def hierarchy_ids(hierarchies: dict | None) -> dict[str, str]:
+    """:func:`hierarchy_id` of every declared hierarchy (computed once per prepared run)."""
+    return {str(c): hierarchy_id(h, str(c)) for c, h in (hierarchies or {}).items() if h is not None}
 
 
 def run_context(
@@ -165,9 +181,11 @@ def run_context(
     hierarchies: dict | None,
     keep_household: bool,
     digest: str,
+    hierarchy_digests: dict[str, str] | None = None,
 ) -> bytes:
     """The canonical bytes of everything a run releases from: the declared parameters and
     the data digest (the key material of :func:`keyed_rng`, never published).
+    ``hierarchy_digests``: :func:`hierarchy_ids` of ``hierarchies`` when already computed.
     """
     from dpstudio.engine.types import jsonable
 
@@ -180,7 +198,7 @@ def run_context(
         "domains": {str(c): [float(a), float(b)] for c, (a, b) in domains.items()},
         "precision": {str(c): float(g) for c, g in (precision or {}).items()},
         "types": {str(c): str(t) for c, t in (types or {}).items()},
-        "hierarchies": {str(c): _hierarchy_id(h) for c, h in (hierarchies or {}).items() if h is not None},
+        "hierarchies": hierarchy_ids(hierarchies) if hierarchy_digests is None else dict(hierarchy_digests),
         "keep_household": bool(keep_household),
         "data": str(digest),
     }
