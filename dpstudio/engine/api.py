@@ -64,7 +64,8 @@ class Prepared:
 
     def digest(self) -> str:
         """The data digest of the prepared records on the protected columns (what a run's
-        randomness is keyed on with the parameters: :mod:`dpstudio.engine.keying`)."""
+        randomness is keyed on with the parameters: :mod:`dpstudio.engine.keying`).
+        """
         if self._digest is None:
             from dpstudio.engine.keying import data_digest
 
@@ -309,7 +310,14 @@ def run_prepared(
         perm = record_permutation(job, len(out.data))
         data = out.data.iloc[perm].reset_index(drop=True)
         row_map = perm if out.row_map is None else np.asarray(out.row_map)[perm]
-        out = Output(data, info=out.info, warnings=out.warnings, row_map=row_map, tables=out.tables, protected=out.protected)
+        out = Output(
+            data,
+            info=out.info,
+            warnings=out.warnings,
+            row_map=row_map,
+            tables=out.tables,
+            protected=out.protected,
+        )
     if out.info.get("params_used"):  # parameters the method fixed itself (t-close-dp's k)
         params.update(out.info["params_used"])
     ident = [

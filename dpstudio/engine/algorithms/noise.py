@@ -839,9 +839,7 @@ def default_precision(domain, integer: bool) -> float | None:
     return float(10.0 ** (math.floor(math.log10(width)) - 6))
 
 
-def make_grid(
-    column: str, gamma: float, domain=None, integer: bool = False, n: int | None = None
-) -> Grid:
+def make_grid(column: str, gamma: float, domain=None, integer: bool = False, n: int | None = None) -> Grid:
     """The :class:`Grid` of ``column``; ``ParameterError`` with advice when γ is unusable.
     ``integer``: the column is declared of type integer (released as int64 when γ is a whole
     number).

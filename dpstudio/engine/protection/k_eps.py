@@ -181,7 +181,7 @@ def _hierarchies(job: Job, kq: list[str]) -> tuple[dict, list[str]]:
         raise ParameterError(
             f"Hierarchy given for column(s) not in the data: {', '.join(map(repr, unknown))}."
         )
-    warns = []
+    warns: list[str] = []
     not_k = [c for c in given if c not in kq]
     if not_k:
         warns.append(

@@ -542,7 +542,9 @@ def guarantee(p: dict) -> str:
     if eps is None:
         return (
             "Noise-free baseline: " + groups + " on the k-quasi-identifiers without the "
-            "t-closeness quotas; no t-closeness, no differential privacy." + _scope(quasi, conf, p) + order_clause(p, clustered=False)
+            "t-closeness quotas; no t-closeness, no differential privacy."
+            + _scope(quasi, conf, p)
+            + order_clause(p, clustered=False)
         )
     t = math.exp(float(eps))
     b = n_buckets(eps)
@@ -565,7 +567,8 @@ def guarantee(p: dict) -> str:
             if exact
             else "Only the bucket (value range) is released."
         )
-        + _scope(quasi, conf, p) + order_clause(p, clustered=False)
+        + _scope(quasi, conf, p)
+        + order_clause(p, clustered=False)
     )
 
 
