@@ -367,3 +367,23 @@ def test_old_shuffle_parameter_is_read_as_order():
                        shuffle=False, order="random")
     with pytest.raises(engine.ParameterError, match="'shuffle' parameter"):
         engine.protect(df, "ir-dp", DAYS_ROLES, DAYS_DOMS, k=5, epsilon=1.0, seed=1, shuffle="maybe")
+
+
+def test_keyed_permutation_is_the_order_of_its_sort_keys_also_with_ties():
+    """The release order (every method, both backends): ids ordered by (first word, second
+    word) of their keyed sort keys; the fast path (one argsort) must agree with lexsort."""
+    from dpstudio.engine.algorithms import keyed as K
+
+    st = K.KeyedStream((1, 2), K.PURPOSE_SHUFFLE, 0)
+    k0, k1 = K.sort_keys(st, np.arange(5000))
+    np.testing.assert_array_equal(K.permutation(st, 5000), np.lexsort((k1, k0)))
+
+    class Tied:  # first words tie in threes: the second word decides
+        def block(self, ids, rnd=0, lane=0):
+            ids = np.asarray(ids, dtype=np.int64)
+            w = np.zeros((ids.size, 4), dtype=np.uint64)
+            w[:, 0] = ids // 3
+            w[:, 1] = np.uint64(1000) - ids.astype(np.uint64)
+            return w
+
+    np.testing.assert_array_equal(K.permutation(Tied(), 10), [2, 1, 0, 5, 4, 3, 8, 7, 6, 9])
