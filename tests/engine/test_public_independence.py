@@ -387,3 +387,42 @@ def test_keyed_permutation_is_the_order_of_its_sort_keys_also_with_ties():
             return w
 
     np.testing.assert_array_equal(K.permutation(Tied(), 10), [2, 1, 0, 5, 4, 3, 8, 7, 6, 9])
+
+
+# ------------------------------------------------------------------ hostile input, new options
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--order", "sideways"], "--order"),
+    (["--order", ""], "--order"),
+    (["--param", "order=households"], "'order' parameter"),
+    (["--param", "shuffle=maybe"], "'shuffle' parameter"),
+    (["--param", "shuffle=false", "--order", "random"], "'order' only"),
+    (["--type", "x=integer", "--type", "y=whole-ish"], "unknown type"),
+])
+def test_cli_bad_order_or_type_is_one_line_exit_2(tmp_path, capsys, extra, needle):
+    src = tmp_path / "in.csv"
+    pd.DataFrame({"x": range(20), "y": range(20)}).to_csv(src, index=False)
+    out = tmp_path / "o.csv"
+    rc = cli.main(["protect", str(src), str(out), "--method", "ir-dp", "--k", "3",
+                   "--epsilon", "1", "--role", "x=eps-quasi", "--domain", "x=0:100", *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_declared_integer_with_fractions_and_text_columns(tmp_path, capsys):
+    """A column declared integer that holds 40.5 is rounded to the grid (a private note says
+    so); a text column declared integer is refused in one line, naming it."""
+    df = _counts().astype(float)
+    df.loc[3, "hours"] = 40.5
+    res = engine.protect(df, "laplace", {"hours": "eps-quasi"}, {"hours": (0, 100)}, epsilon=1.0,
+                         seed=1, types={"hours": "integer"})
+    notes = [n for n in res.private_notes if n.code == "non-integer-values"]
+    assert len(notes) == 1 and "row(s) 4" in notes[0] and "40.5" in notes[0]
+    assert pd.api.types.is_integer_dtype(res.data["hours"]) and res.precision == {"hours": 1.0}
+    assert "40.5" not in json.dumps(res.public_metadata())
+    text = pd.DataFrame({"hours": ["a", "b"] * 10})
+    with pytest.raises(engine.InputError, match="'hours'.*must be numeric"):
+        engine.protect(text, "laplace", {"hours": "eps-quasi"}, {"hours": (0, 100)}, epsilon=1.0,
+                       types={"hours": "integer"})
