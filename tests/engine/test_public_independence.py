@@ -242,17 +242,18 @@ def test_same_seed_data_and_parameters_reproduce_exactly_and_other_methods_diffe
 
 
 def test_sweep_cells_and_protect_use_keyed_generators():
-    """Sweep cells are keyed by their own ε and k as well: two ε of one repetition are
-    independent (2·y₂ − y₁ is not the baseline)."""
+    """Sweep cells are keyed by their own ε and k as well: two ε run from one cell generator
+    are independent (2·y₂ − y₁ is not the original)."""
     from dpstudio.engine.api import prepare, run_prepared
     from dpstudio.engine.random import point_rng
 
-    df = _days()
-    prep = prepare(df, "laplace", DAYS_ROLES, DAYS_DOMS, epsilon=1.0,
-                   types={"days": "integer", "band": "integer"}, order="input")
-    y1 = run_prepared(prep, rng=point_rng(5, 0, 0, 0), epsilon=1.0).data["band"].to_numpy()
-    y2 = run_prepared(prep, rng=point_rng(5, 0, 0, 0), epsilon=2.0).data["band"].to_numpy()
-    assert np.mean(2 * y2 - y1 == df["band"].to_numpy()) < 0.2
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"x": rng.integers(20, 81, 400)})   # noise scale 10 and 5: little clamping
+    prep = prepare(df, "laplace", {"x": "eps-quasi"}, {"x": (0, 100)}, epsilon=10.0,
+                   types={"x": "integer"}, order="input")
+    y1 = run_prepared(prep, rng=point_rng(5, 0, 0, 0), epsilon=10.0).data["x"].to_numpy()
+    y2 = run_prepared(prep, rng=point_rng(5, 0, 0, 0), epsilon=20.0).data["x"].to_numpy()
+    assert np.mean(2 * y2 - y1 == df["x"].to_numpy()) < 0.2
 
 
 # ------------------------------------------------------------------ the data digest
