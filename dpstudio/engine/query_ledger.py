@@ -58,6 +58,7 @@ __all__ = [
     "BudgetLedger",
     "LedgerBusy",
     "LedgerError",
+    "check_ledger_path",
     "eps_fraction",
     "ledger_lock_path",
     "load_ledger",
@@ -471,8 +472,12 @@ def _lstat_regular(path: str, what: str) -> os.stat_result | None:
     return st
 
 
-def _check_writable(path: str) -> None:
-    """Refuse a ledger path that cannot be (re)written as a private regular file."""
+def check_ledger_path(path) -> None:
+    """Refuse (one-line :class:`LedgerError`) a ledger path that cannot be (re)written as a
+    private regular file: a FIFO, device, socket, folder, symbolic link or read-only file, or
+    a missing folder.  Nothing is opened.
+    """
+    path = os.path.abspath(str(path))
     st = _lstat_regular(path, _label(path))
     if st is not None and not st.st_mode & stat.S_IWUSR:
         raise LedgerError(
@@ -493,7 +498,7 @@ def write_ledger_file(path, data: dict) -> str:
     from dpstudio.engine.io import atomic_write
 
     path = os.path.abspath(str(path))
-    _check_writable(path)
+    check_ledger_path(path)
     try:
         text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
     except ValueError as exc:  # pragma: no cover - the ledger validates every number
@@ -731,9 +736,9 @@ def locked_ledger(
     ``check_cancel`` meanwhile.
     """
     path = os.path.abspath(str(path))
-    _check_writable(path)  # before waiting: a FIFO, a folder or a read-only file is refused
+    check_ledger_path(path)  # before waiting: a FIFO, a folder or a read-only file is refused
     with _FileLock(path, timeout, check_cancel):
-        _check_writable(path)
+        check_ledger_path(path)
         led = read_ledger_file(path)
         if led is None:
             if total is None:
