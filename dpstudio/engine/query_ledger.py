@@ -41,6 +41,7 @@ import math
 import numbers
 import os
 import stat
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -442,7 +443,7 @@ def _check_events(events, source: str) -> list[dict]:
             raise LedgerError(f"{where} is not a record; the file was edited or damaged.")
         for key in ("from", "to"):
             v = ev.get(key)
-            if not _is_number(v) or not _finite(v) or v <= 0:
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not _finite(v) or v <= 0:
                 raise LedgerError(f"{where} has {key} {v!r}; a total budget must be a finite number > 0.")
         out.append(dict(ev))
     return out
@@ -684,7 +685,7 @@ class _FileLock:
                 os.close(fd)
 
 
-if os.name == "nt":  # pragma: no cover - Windows: a one-byte lock of the lock file
+if sys.platform == "win32":  # pragma: no cover - Windows: a one-byte lock of the lock file
     import msvcrt
 
     def _try_lock(fd: int) -> bool:
@@ -737,15 +738,14 @@ def locked_ledger(
     """
     path = os.path.abspath(str(path))
     check_ledger_path(path)  # before waiting: a FIFO, a folder or a read-only file is refused
+    if total is None and not ledger_exists(path):  # refused before a lock file is made
+        raise LedgerError(_missing(path))
     with _FileLock(path, timeout, check_cancel):
         check_ledger_path(path)
         led = read_ledger_file(path)
         if led is None:
             if total is None:
-                raise LedgerError(
-                    f"{_label(path)} does not exist yet: give the data set's total query budget once to "
-                    "create it (dpstudio query … --budget TOTAL_EPSILON)."
-                )
+                raise LedgerError(_missing(path))
             led = BudgetLedger(total, dataset=dataset, digest=digest)
         else:
             led.on_file = True
@@ -759,6 +759,13 @@ def locked_ledger(
             yield led
         finally:
             led.path = None
+
+
+def _missing(path: str) -> str:
+    return (
+        f"{_label(path)} does not exist yet: give the data set's total query budget once to "
+        "create it (dpstudio query … --budget TOTAL_EPSILON)."
+    )
 
 
 def ledger_exists(path) -> bool:
