@@ -88,7 +88,10 @@ def test_concurrent_processes_never_overspend(data_csv, tmp_path):
     procs = [
         subprocess.Popen(
             _query_cmd(data_csv, led, "--wait", "300", rng=rng),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
         )  # fmt: skip
         for _ in range(n)
     ]
@@ -297,7 +300,10 @@ def test_garbage_and_huge_numbers_in_a_ledger_file(data_csv, tmp_path, capsys):
     path = tmp_path / "L.json"
     for text in ("{not json", "[]", '{"format": "dpstudio-query-ledger", "total": 1e400}', "\xff\xfe"):
         path.write_text(text, encoding="latin-1")
-        assert _cli("query", data_csv, "count", "--range", "count=0:40", "--epsilon", "0.1", "--ledger", path) == 2
+        assert (
+            _cli("query", data_csv, "count", "--range", "count=0:40", "--epsilon", "0.1", "--ledger", path)
+            == 2
+        )
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
@@ -411,7 +417,18 @@ def test_fifos_devices_folders_and_links_are_refused_without_hanging(data_csv, t
 
 
 def test_devices_folders_and_links_are_refused(data_csv, tmp_path, capsys):
-    base = ["query", data_csv, "count", "--range", "count=0:40", "--epsilon", "0.5", "--budget", "2", "--ledger"]
+    base = [
+        "query",
+        data_csv,
+        "count",
+        "--range",
+        "count=0:40",
+        "--epsilon",
+        "0.5",
+        "--budget",
+        "2",
+        "--ledger",
+    ]
     (tmp_path / "folder").mkdir()
     real = tmp_path / "real.json"
     assert _cli(*base, real) == 0
@@ -478,3 +495,46 @@ def test_a_project_names_the_ledger_file(data_csv, tmp_path, capsys):
     capsys.readouterr()
     assert _cli(*base, "--ledger", old) == 2
     assert "older dpstudio" in capsys.readouterr().err
+
+
+def test_a_missing_ledger_without_a_budget_leaves_no_file(data_csv, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert (
+        _cli("query", data_csv, "count", "--range", "count=0:40", "--epsilon", "0.1", "--ledger", "new.json")
+        == 2
+    )
+    assert "does not exist yet" in capsys.readouterr().err
+    assert not (tmp_path / "new.json").exists() and not (tmp_path / "new.json.lock").exists()
+    with pytest.raises(ParameterError, match="does not exist yet"):
+        refine_query(DF, "count", PRIOR, 0.1, ledger=tmp_path / "new.json")
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_decimals = st.integers(1, 999).map(lambda i: i / 1000)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(total=_decimals.map(lambda x: x * 3), plan=st.lists(_decimals, min_size=1, max_size=12))
+def test_the_file_always_holds_exactly_the_spends_that_fit(tmp_path_factory, total, plan):
+    """Any sequence of ε against any total, each spend through the file under the lock: the
+    file's spent total is the exact sum of the accepted ε, never above the total, and a spend is
+    refused exactly when it does not fit."""
+    from dpstudio.engine.query_ledger import locked_ledger
+
+    path = tmp_path_factory.mktemp("led") / "L.json"
+    accepted = Fraction(0)
+    for e in plan:
+        fits = accepted + eps_fraction(e) <= eps_fraction(total)
+        with locked_ledger(path, total=total) as led:
+            try:
+                led.spend(e)
+            except BudgetExceeded:
+                assert not fits
+                continue
+        assert fits
+        accepted += eps_fraction(e)
+        back = load_ledger(path)
+        assert back._spent() == accepted <= eps_fraction(total)
+        assert back.remaining_exact == eps_fraction(total) - accepted
