@@ -538,3 +538,16 @@ def test_the_file_always_holds_exactly_the_spends_that_fit(tmp_path_factory, tot
         back = load_ledger(path)
         assert back._spent() == accepted <= eps_fraction(total)
         assert back.remaining_exact == eps_fraction(total) - accepted
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [["--wait", "nan"], ["--wait", "-1"], ["--wait", "1e9"], ["--budget", "nan"], ["--budget", "inf"],
+     ["--budget", "0"], ["--budget", "-2"], ["--budget", "2", "--set-budget", "3"]],
+)  # fmt: skip
+def test_hostile_ledger_options_are_one_line_exit_2(data_csv, tmp_path, capsys, opts):
+    led = tmp_path / "L.json"
+    rc = _cli("query", data_csv, "count", "--range", "count=0:40", "--epsilon", "0.1", "--ledger", led, *opts)
+    out, err = capsys.readouterr()
+    assert rc == 2 and "response" not in out and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not led.exists() and not Path(str(led) + ".lock").exists()
