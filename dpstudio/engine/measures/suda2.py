@@ -349,9 +349,11 @@ def suda2(
     visited = 0
     total_work = sum(math.comb(m, s) for s in range(1, K + 1))
     done = 0
-    # open[S]: the candidates non-missing on S with no unique subset of S (S as a bit mask)
-    prev_open: dict[int, np.ndarray] = {0: np.ones(nc, dtype=bool)}
-    cand_nonmiss = nonmiss[cand]
+    # open[S]: the candidates (positions in ``cand``, sorted) that are non-missing on S and
+    # have no unique subset of S (S as a bit mask); index arrays, so that memory follows the
+    # open candidates, not the number of subsets
+    prev_open: dict[int, np.ndarray] = {0: np.arange(nc, dtype=np.int64)}
+    hits = np.zeros(nc, dtype=np.uint8)  # scratch: in how many S - {j} a candidate is open
     for size in range(1, K + 1):
         if nc == 0 or not prev_open:
             break
@@ -365,21 +367,21 @@ def suda2(
             mask = 0
             for j in cols:
                 mask |= 1 << j
-            pre = None
-            for j in cols:
-                sub = prev_open.get(mask & ~(1 << j))
-                if sub is None:
-                    pre = None
-                    break
-                pre = sub.copy() if pre is None else (pre & sub)
-            if pre is None:
-                continue
+            subs = [prev_open.get(mask & ~(1 << j)) for j in cols]
+            if any(sub is None for sub in subs):
+                continue  # some S - {j} has no open candidate: nor has S
             if size == 1:
-                pre &= cand_nonmiss[:, cols[0]]
-            if not pre.any():
+                at = np.flatnonzero(nonmiss[cand, cols[0]])
+            else:
+                subs.sort(key=len)
+                for sub in subs:
+                    hits[sub] += 1
+                at = subs[0][hits[subs[0]] == size]
+                for sub in subs:
+                    hits[sub] = 0
+            if len(at) == 0:
                 continue
             visited += 1
-            at = np.flatnonzero(pre)
             cnt = _counts_at(_subset_code(codes, cards, cols), cand[at], n)
             uniq = cnt == 1
             if uniq.any():
@@ -389,9 +391,7 @@ def suda2(
                 found_mask.append(np.full(len(rec), mask, dtype=np.int64))
                 by_size[size] = by_size.get(size, 0) + len(rec)
             if not uniq.all():
-                op = np.zeros(nc, dtype=bool)
-                op[at[~uniq]] = True
-                cur_open[mask] = op
+                cur_open[mask] = at[~uniq]
         prev_open = cur_open
     if progress is not None:
         progress(1.0)
