@@ -1035,7 +1035,9 @@ def cmd_risk(args) -> int:
     if not keys:
         raise ParameterError("name the key variables: --role COL=k-quasi (repeatable)")
     if args.threshold is not None and not 0.0 <= args.threshold <= 1.0:  # also refuses nan
-        raise ParameterError(f"--threshold must be a risk in the range [0, 1]. Got {args.threshold!r} instead.")
+        raise ParameterError(
+            f"--threshold must be a risk in the range [0, 1]. Got {args.threshold!r} instead."
+        )
     suda = args.suda or args.suda_dis_fraction is not None or args.suda_max_size is not None
     rep = assess_risk(
         df,
@@ -1550,8 +1552,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="also count records with individual risk above this (and the threshold of ARX's models, default 0.2)",
     )
-    p.add_argument("--suda", action="store_true", help="also SUDA2 special-uniques and DIS scores (sdcMicro's suda2)")
-    p.add_argument("--suda-dis-fraction", metavar="F", help="sampling fraction of the DIS score, in (0, 1) (0.01)")
+    p.add_argument(
+        "--suda", action="store_true", help="also SUDA2 special-uniques and DIS scores (sdcMicro's suda2)"
+    )
+    p.add_argument(
+        "--suda-dis-fraction", metavar="F", help="sampling fraction of the DIS score, in (0, 1) (0.01)"
+    )
     p.add_argument("--suda-max-size", metavar="K", help="largest MSU size searched (default: all keys)")
     p.add_argument(
         "--per-record",

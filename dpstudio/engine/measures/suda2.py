@@ -155,7 +155,7 @@ def sdcmicro_unique_and_pair_counts(values: np.ndarray) -> tuple[int, int]:
 
 
 def dis_scores(score: np.ndarray, *, U: int, P: int, dis_fraction: float, M: int) -> np.ndarray:
-    """sdcMicro's DIS score of every record from its SUDA score (formulas in the module notes),
+    """The DIS score of every record from its SUDA score, as sdcMicro (formulas in the module notes),
     with sdcMicro's single-precision steps.
     """
     score = np.asarray(score, dtype=np.float64)
@@ -210,7 +210,9 @@ class Suda2Result:
     def msus_of(self, record: int) -> list[tuple[str, ...]]:
         """The MSUs of ``record`` (0-based), each as the tuple of its key names, smallest first."""
         lo, hi = np.searchsorted(self.msu_records, [record, record + 1])
-        out = [tuple(k for j, k in enumerate(self.keys) if (int(mk) >> j) & 1) for mk in self.msu_masks[lo:hi]]
+        out = [
+            tuple(k for j, k in enumerate(self.keys) if (int(mk) >> j) & 1) for mk in self.msu_masks[lo:hi]
+        ]
         return sorted(out, key=lambda t: (len(t), [self.keys.index(k) for k in t]))
 
     def top_records(self, count: int = 20) -> list[int]:
@@ -367,8 +369,9 @@ def suda2(
             mask = 0
             for j in cols:
                 mask |= 1 << j
-            subs = [prev_open.get(mask & ~(1 << j)) for j in cols]
-            if any(sub is None for sub in subs):
+            got = [prev_open.get(mask & ~(1 << j)) for j in cols]
+            subs = [sub for sub in got if sub is not None]
+            if len(subs) < size:
                 continue  # some S - {j} has no open candidate: nor has S
             if size == 1:
                 at = np.flatnonzero(nonmiss[cand, cols[0]])
