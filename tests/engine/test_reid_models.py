@@ -77,6 +77,17 @@ def test_with_missing_categories_equals_arx(rng):
     assert math.isclose(got["marketer"]["average"], market, rel_tol=1e-12)
 
 
+def test_journalist_average_is_the_larger_of_arxs_two_estimates():
+    # a big class with F_k = f_k and a small one with F_k = 2 f_k: #classes / sum F_k wins
+    df = pd.DataFrame({"a": [0] * 1000 + [1], "w": [1.0] * 1000 + [2.0]})
+    got = assess_risk(df, ["a"], weight="w", missing="category").reid_models()
+    rc1, rc2 = 2 / 1002, (1 + 0.5) / 1001
+    assert rc1 > rc2
+    assert math.isclose(got["journalist"]["average"], rc1, rel_tol=1e-12)
+    assert math.isclose(got["marketer"]["average"], rc2, rel_tol=1e-12)
+    assert arx_by_classes(df, ["a"], "w", 0.2)[1]["average"] == pytest.approx(rc1, rel=1e-12)
+
+
 def test_properties(rng):
     f = rng.integers(1, 20, 500).astype(float)
     F = f * rng.uniform(1, 100, 500)
