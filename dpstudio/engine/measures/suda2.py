@@ -351,11 +351,9 @@ def suda2(
     visited = 0
     total_work = sum(math.comb(m, s) for s in range(1, K + 1))
     done = 0
-    # open[S]: the candidates (positions in ``cand``, sorted) that are non-missing on S and
-    # have no unique subset of S (S as a bit mask); index arrays, so that memory follows the
-    # open candidates, not the number of subsets
-    prev_open: dict[int, np.ndarray] = {0: np.arange(nc, dtype=np.int64)}
-    hits = np.zeros(nc, dtype=np.uint8)  # scratch: in how many S - {j} a candidate is open
+    # open[S]: bit map (np.packbits) of the candidates that are non-missing on S and have no
+    # unique subset of S (S as a bit mask): nc/8 bytes per subset, however many are open
+    prev_open: dict[int, np.ndarray] = {0: np.packbits(np.ones(nc, dtype=bool))}
     for size in range(1, K + 1):
         if nc == 0 or not prev_open:
             break
@@ -376,12 +374,10 @@ def suda2(
             if size == 1:
                 at = np.flatnonzero(nonmiss[cand, cols[0]])
             else:
-                subs.sort(key=len)
-                for sub in subs:
-                    hits[sub] += 1
-                at = subs[0][hits[subs[0]] == size]
-                for sub in subs:
-                    hits[sub] = 0
+                pre = subs[0].copy()
+                for sub in subs[1:]:
+                    np.bitwise_and(pre, sub, out=pre)
+                at = np.flatnonzero(np.unpackbits(pre, count=nc))
             if len(at) == 0:
                 continue
             visited += 1
@@ -394,7 +390,9 @@ def suda2(
                 found_mask.append(np.full(len(rec), mask, dtype=np.int64))
                 by_size[size] = by_size.get(size, 0) + len(rec)
             if not uniq.all():
-                cur_open[mask] = at[~uniq]
+                bits = np.zeros(nc, dtype=bool)
+                bits[at[~uniq]] = True
+                cur_open[mask] = np.packbits(bits)
         prev_open = cur_open
     if progress is not None:
         progress(1.0)
