@@ -1016,6 +1016,7 @@ def cmd_verify(args) -> int:
 def cmd_risk(args) -> int:
     """Re-identification risk of a file with categorical keys (sdcMicro's measures)."""
     from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.measures.reid_models import ARX_DEFAULT_THRESHOLD
     from dpstudio.engine.measures.survey_risk import assess_risk
 
     df, _ = _read(args.input, args)
@@ -1046,7 +1047,7 @@ def cmd_risk(args) -> int:
         household=household,
         sensitive=sens,
         missing=args.missing,
-        reid_threshold=0.2 if args.threshold is None else args.threshold,  # ARX's default
+        reid_threshold=ARX_DEFAULT_THRESHOLD if args.threshold is None else args.threshold,
         suda=suda,
         suda_dis_fraction=0.01 if args.suda_dis_fraction is None else args.suda_dis_fraction,
         suda_max_size=args.suda_max_size,

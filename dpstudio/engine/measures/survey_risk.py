@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.measures.reid_models import ARX_DEFAULT_THRESHOLD
 
 _MAX_CODE = 1 << 62
 
@@ -461,7 +462,7 @@ class RiskReport:
     individual_risk: np.ndarray = field(repr=False)
     household_risk: np.ndarray | None = field(default=None, repr=False)
     l_diversity_per_record: dict = field(default_factory=dict, repr=False)
-    reid_threshold: float = 0.2
+    reid_threshold: float = ARX_DEFAULT_THRESHOLD
     suda: Any = field(default=None, repr=False)  # a Suda2Result when asked for
 
     def reid_models(self, threshold: float | None = None) -> dict:
@@ -646,7 +647,7 @@ def assess_risk(
     sensitive: Iterable[str] = (),
     missing: str = "any",
     l_recursive_c: float = 2.0,
-    reid_threshold: float = 0.2,
+    reid_threshold: float = ARX_DEFAULT_THRESHOLD,
     suda: bool = False,
     suda_dis_fraction: float = 0.01,
     suda_max_size: int | None = None,
