@@ -1016,6 +1016,7 @@ def cmd_verify(args) -> int:
 def cmd_risk(args) -> int:
     """Re-identification risk of a file with categorical keys (sdcMicro's measures)."""
     from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.measures.reid_models import ARX_DEFAULT_THRESHOLD
     from dpstudio.engine.measures.survey_risk import assess_risk
 
     df, _ = _read(args.input, args)
@@ -1034,13 +1035,25 @@ def cmd_risk(args) -> int:
     sens = [c for c, r in roles.items() if r in ("confidential", "sensitive")]
     if not keys:
         raise ParameterError("name the key variables: --role COL=k-quasi (repeatable)")
-    rep = assess_risk(df, keys, weight=weight, household=household, sensitive=sens, missing=args.missing)
+    if args.threshold is not None and not 0.0 <= args.threshold <= 1.0:  # also refuses nan
+        raise ParameterError(
+            f"--threshold must be a risk in the range [0, 1]. Got {args.threshold!r} instead."
+        )
+    suda = args.suda or args.suda_dis_fraction is not None or args.suda_max_size is not None
+    rep = assess_risk(
+        df,
+        keys,
+        weight=weight,
+        household=household,
+        sensitive=sens,
+        missing=args.missing,
+        reid_threshold=ARX_DEFAULT_THRESHOLD if args.threshold is None else args.threshold,
+        suda=suda,
+        suda_dis_fraction=0.01 if args.suda_dis_fraction is None else args.suda_dis_fraction,
+        suda_max_size=args.suda_max_size,
+    )
     out = rep.to_dict()
     if args.threshold is not None:
-        if not 0.0 <= args.threshold <= 1.0:  # also refuses nan
-            raise ParameterError(
-                f"--threshold must be a risk in the range [0, 1]. Got {args.threshold!r} instead."
-            )
         out["records_risk_above_threshold"] = {
             "threshold": args.threshold,
             "records": rep.records_above(args.threshold),
@@ -1561,11 +1574,22 @@ def build_parser() -> argparse.ArgumentParser:
         default="any",
         help="a missing key value matches any value (sdcMicro, default) or is a category",
     )
-    p.add_argument("--threshold", type=float, help="also count records with individual risk above this")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        help="also count records with individual risk above this (and the threshold of ARX's models, default 0.2)",
+    )
+    p.add_argument(
+        "--suda", action="store_true", help="also SUDA2 special-uniques and DIS scores (sdcMicro's suda2)"
+    )
+    p.add_argument(
+        "--suda-dis-fraction", metavar="F", help="sampling fraction of the DIS score, in (0, 1) (0.01)"
+    )
+    p.add_argument("--suda-max-size", metavar="K", help="largest MSU size searched (default: all keys)")
     p.add_argument(
         "--per-record",
         metavar="FILE.csv",
-        help="write f_k, F_k and risks per record to a private file (mode 0600)",
+        help="write f_k, F_k and risks (with --suda: suda_score, suda_dis) per record to a private file (mode 0600)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     _add_io_opts(p)
