@@ -220,7 +220,11 @@ def parse_param_value(spec, name: str, raw: str) -> Any:
 
 
 def collect_params(spec, args) -> dict[str, Any]:
-    params: dict[str, Any] = _recipe_params(args, spec)  # --recipe's, overridden below
+    from dpstudio.engine.registry import legacy_params
+
+    # --recipe's, overridden below (an old recipe's 'shuffle' read as 'order' first, so that
+    # --order overrides it like any other option)
+    params: dict[str, Any] = legacy_params(_recipe_params(args, spec), spec.id)
     for name in COMMON_PARAMS:
         v = getattr(args, name, None)
         if v is not None:

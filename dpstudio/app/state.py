@@ -26,6 +26,19 @@ TYPE_VALUES = ("numeric", "integer", "categorical", "ordinal", "date")
 _LEGACY_TYPES = {"text": "categorical"}
 
 
+def _current_params(params: dict) -> dict:
+    """Parameters with old names read as the current ones (an old project's ``shuffle`` is
+    ``order``); a value that cannot be read is kept for the engine to refuse in one line.
+    """
+    from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.registry import legacy_params
+
+    try:
+        return legacy_params(params)
+    except ParameterError:
+        return dict(params)
+
+
 def new_recipe() -> Recipe:
     """An empty recipe with a fresh secret seed (128 bits of OS entropy), not pinned."""
     return Recipe(seed=fresh_seed(), seed_pinned=False)
@@ -376,15 +389,16 @@ class AppState(QObject):
             return
         self.recipe.method = method
         if params is not None:
-            self.recipe.params = dict(params)
+            self.recipe.params = _current_params(params)
         self.sig_recipe_changed.emit()
         self.mark_dirty()
 
     def set_params(self, params: dict) -> None:
         """Replace the method's parameters."""
+        params = _current_params(params)
         if params == self.recipe.params:
             return
-        self.recipe.params = dict(params)
+        self.recipe.params = params
         self.sig_recipe_changed.emit()
         self.mark_dirty()
 

@@ -146,16 +146,29 @@ class MethodSpec:
         """
         given = dict(given)
         if "shuffle" in given and any(p.name == "order" for p in self.params):
-            from dpstudio.engine.protection._common import ORDER_INPUT, ORDER_RANDOM, SHUFFLE_PARAM
-
             if given.get("order") is not None:
                 raise ParameterError(
                     f"Method {self.id!r}: give 'order' only ('shuffle' is its old name); got both."
                 )
-            old = given.pop("shuffle")
-            if old is not None:
-                given["order"] = ORDER_RANDOM if SHUFFLE_PARAM.check(old, self.id) else ORDER_INPUT
+            given = legacy_params(given, self.id)
         return check_params(self.params, given, self.id)
+
+
+def legacy_params(params: dict, method_id: str | None = None) -> dict:
+    """``params`` with the old ``shuffle`` (true/false, clustered DP methods before issue 21)
+    read as ``order`` ('random'/'input'); a given ``order`` wins (the newer setting: an old
+    recipe's ``shuffle`` next to a form's or command line's ``order``).  A ``shuffle`` that is
+    not a boolean raises in the one format.
+    """
+    if "shuffle" not in params:
+        return dict(params)
+    from dpstudio.engine.protection._common import ORDER_INPUT, ORDER_RANDOM
+
+    out = dict(params)
+    old = out.pop("shuffle")
+    if old is not None and out.get("order") is None:
+        out["order"] = ORDER_RANDOM if SHUFFLE_PARAM.check(old, method_id) else ORDER_INPUT
+    return out
 
 
 _REGISTRY: dict[str, MethodSpec] = {}

@@ -260,3 +260,13 @@ def test_results_show_private_notes_apart_from_public_warnings(qtbot, window):
     assert not any("coincides" in w for w in res.public_warnings) and "coincides" not in res.guarantee
     text = win.results_panel.warn.text()
     assert "Private note (not published)" in text and "coincides" in text
+
+
+def test_an_old_projects_shuffle_becomes_order(qtbot):
+    from dpstudio.app.state import AppState
+
+    st = AppState()
+    st.set_method("ir-dp", {"k": 5, "shuffle": False})
+    assert st.recipe.params == {"k": 5, "order": "input"}
+    st.set_params({"k": 5, "shuffle": True, "order": "input"})   # the newer setting wins
+    assert st.recipe.params == {"k": 5, "order": "input"}

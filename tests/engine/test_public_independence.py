@@ -427,3 +427,19 @@ def test_declared_integer_with_fractions_and_text_columns(tmp_path, capsys):
     with pytest.raises(engine.InputError, match="'hours'.*must be numeric"):
         engine.protect(text, "laplace", {"hours": "eps-quasi"}, {"hours": (0, 100)}, epsilon=1.0,
                        types={"hours": "integer"})
+
+
+def test_an_old_recipes_shuffle_is_read_as_order_and_the_command_line_overrides_it(tmp_path, capsys):
+    from dpstudio.engine.recipe import Recipe
+
+    src = tmp_path / "in.csv"
+    pd.DataFrame({"x": range(30)}).to_csv(src, index=False)
+    rec = tmp_path / "old.recipe.json"
+    rec.write_text(json.dumps(Recipe(method="ir-dp", roles={"x": "eps-quasi"}, domains={"x": (0, 100)},
+                                     params={"k": 3, "epsilon": 1.0, "shuffle": False}).to_dict()))
+    base = ["protect", str(src), "--recipe", str(rec), "--no-measures"]
+    assert cli.main([base[0], base[1], str(tmp_path / "a.csv"), *base[2:]]) == 0
+    assert "INPUT ORDER" in capsys.readouterr().out
+    assert cli.main([base[0], base[1], str(tmp_path / "b.csv"), *base[2:], "--order", "random"]) == 0
+    out = capsys.readouterr().out
+    assert "random order" in out and "INPUT ORDER" not in out
