@@ -169,11 +169,12 @@ def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
     keys = list(aggs)
     # the lengths of the FULL frame's partitions (record ids = global positions): a length
     # taken from one column would follow Dask's fused single-column reads of a Parquet folder
-    # (fewer, longer partitions), not the partitions the release is computed on; the data
-    # digest's sums per partition of the FULL frame too (combined in partition order)
+    # (fewer, longer partitions), not the partitions the release is computed on.  The data
+    # digest's partial sums are combined in order and do not depend on where the partitions
+    # split: read from the protected columns only
     from dpstudio.engine.keying import combine_partials
 
-    parts = ddf.map_partitions(_digest_part, cols, meta=(None, object))
+    parts = ddf[cols].map_partitions(_digest_part, cols, meta=(None, object))
     vals = dask.compute(ddf.map_partitions(len), parts, *[aggs[k] for k in keys])
     lens = np.asarray(vals[0], dtype=np.int64)
     digest = combine_partials(list(vals[1]))
