@@ -1491,9 +1491,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "evaluate",
         help="utility and risk measures of a protected file",
-        description="Compares record j of PROTECTED with record j of ORIGINAL. Releases of methods "
-        "that shuffle or suppress records (k-eps, t-close-dp) are not aligned with "
-        "their input: their measures are in the summary and report of 'protect'.",
+        description="Compares record j of PROTECTED with record j of ORIGINAL. Releases are in "
+        "random order by default (every method) and some methods suppress records: such a "
+        "release is not aligned with its input; its measures are in the summary and the "
+        "private assessment of 'protect', or protect with --order input for a comparison.",
     )
     p.add_argument("original", metavar="ORIGINAL")
     p.add_argument("protected", metavar="PROTECTED")
