@@ -335,20 +335,9 @@ _RECIPE_TYPES = {"numeric": "numeric", "text": "categorical"}
 
 def _load_recipe(path: str):
     """``--recipe FILE``: a recipe JSON file or an app project file (.dpsproj), migrated."""
-    from dpstudio.engine.errors import InputError
-    from dpstudio.engine.recipe import Recipe
+    from dpstudio.engine.recipe import load_recipe
 
-    name = Path(path).name
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"--recipe {path}: no such file.") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"--recipe {name}: not a recipe or project file ({exc}).") from None
-    try:
-        return Recipe.from_dict(data)
-    except InputError as exc:
-        raise InputError(f"--recipe {name}: {exc}") from None
+    return load_recipe(path, what="--recipe")
 
 
 def _apply_recipe(args, command: str) -> None:
@@ -897,8 +886,9 @@ def cmd_sweep(args) -> int:
         raise ParameterError(f"Method {spec.id!r} uses ε: give --epsilon (e.g. --epsilon 0.01,0.1,1,10).")
     ks = parse_ints(args.k) if (spec.uses_k and args.k is not None) else []
     eps = parse_floats(args.epsilon) if (spec.uses_epsilon and args.epsilon is not None) else []
-    if args.repeats < 1:
-        raise ParameterError(f"--repeats must be at least 1. Got {args.repeats}.")
+    from dpstudio.engine.sweeps import check_repeats
+
+    check_repeats(args.repeats, "--repeats")
     df, meta = _read(args.input, args)
     saved_k, saved_eps = args.k, args.epsilon
     args.k = args.epsilon = None  # the grid sets them
