@@ -101,14 +101,8 @@ def parse_epsilon(text: str) -> float:
 
 
 def _filter_columns(node) -> set[str]:
-    """Column names in a parsed filter tree (the engine's tuple format)."""
-    if node is None:
-        return set()
-    if node[0] in ("and", "or"):
-        return _filter_columns(node[1]) | _filter_columns(node[2])
-    if node[0] == "not":
-        return _filter_columns(node[1])
-    return {node[2] if node[0] == "cmp" else node[1]}
+    """Column names in a parsed filter tree (the engine's, without recursion)."""
+    return qd.filter_columns(node)
 
 
 def input_digest(state: AppState) -> tuple[str, str]:
