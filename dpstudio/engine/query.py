@@ -362,15 +362,15 @@ class Prior:
                     try:
                         if isinstance(k, (bool, np.bool_, str)):
                             raise ValueError
-                        x = float(k)
+                        xk = float(k)
                     except (TypeError, ValueError, OverflowError):
                         raise ParameterError(
                             f"Prior value {k!r} is not a number, but the declared range of the answer "
                             f"is numeric ({sup.describe()}): give grid points, e.g. "
                             f"categorical:{sup.value(0)}=0.5,{sup.value(1)}=0.5."
                         ) from None
-                    i = sup.index_of(x)[0] if math.isfinite(x) else None
-                    if i is not None and abs(sup.value(i) - x) > 1e-9 * max(1, abs(x)):
+                    i = sup.index_of(xk)[0] if math.isfinite(xk) else None
+                    if i is not None and abs(float(sup.value(i)) - xk) > 1e-9 * max(1.0, abs(xk)):
                         i = None
                 else:
                     i, _ = sup.index_of(k)
@@ -672,7 +672,7 @@ def _numeric_mask(s: pd.Series, op: str, lit: int | float) -> np.ndarray:
     na = s.isna().to_numpy(dtype=bool)
     kind = s.dtype.kind
     if kind in "iu":
-        np_dtype = getattr(s.dtype, "numpy_dtype", s.dtype)
+        np_dtype: Any = getattr(s.dtype, "numpy_dtype", s.dtype)
         arr = s.to_numpy(dtype=np_dtype, na_value=0)
         if isinstance(lit, float):
             if math.isnan(lit):
