@@ -83,6 +83,7 @@ __all__ = [
     "filter_columns",
     "disjoint_components",
     "joint_distances",
+    "laplace_sensitivity",
     "parse_any",
     "parse_filter",
     "parse_prior",
@@ -1080,6 +1081,9 @@ class QueryAnswer:
     components: list[str] | None = None  # a multicomponent answer: one text per component
     mode: str | None = None  # multicomponent: 'joint' or 'split'
     epsilons: list[float] | None = None  # split: εi per component
+    #: PRIVATE: the number of records the filter matched (one per group or component); the
+    #: office's comparison with Laplace noise uses it (a mean's sensitivity is ≈ width / n)
+    records: Any = None
 
     def public(self) -> dict:
         if self.components is not None:
@@ -1320,9 +1324,10 @@ def refine_query(
     sup = prior.support
     base_mask = evaluate_filter(df, parse_filter(query.where))
     comps = [None] if groups is None else groups
-    responses, trues, refined_all, notes = [], [], [], []
+    responses, trues, refined_all, notes, counts = [], [], [], [], []
     for g in comps:
         mask = base_mask if g is None else base_mask & _compare(df[query.by], "==", g).to_numpy()
+        counts.append(int(np.count_nonzero(mask)))
         label = "" if g is None else f"group {query.by} = {g}: "
         cls, mass, center, tv, note = _component(df, query, sup, w, mask, au, ad)
         if note:
@@ -1347,6 +1352,7 @@ def refine_query(
         true_value=trues[0] if groups is None else trues,
         notes=notes,
         groups=None if groups is None else [_plain(g) for g in groups],
+        records=counts[0] if groups is None else counts,
     )
     if ledger is not None:
         ledger.spend(
@@ -1359,6 +1365,58 @@ def refine_query(
         )
         ans.remaining = ledger.remaining
     return ans
+
+
+def laplace_sensitivity(
+    agg: str,
+    support,
+    *,
+    n: int | None = None,
+    n_total: int | None = None,
+    value_range: tuple[float, float] | None = None,
+) -> tuple[float | None, str]:
+    """Δ, the L1 sensitivity (one record added or removed) of the Laplace mechanism that
+    answers the same statistic, for the office's comparison with knowledge refinement at the
+    same ε (thesis ch. 5: Laplace's scale is Δ/ε; knowledge refinement does not depend on Δ).
+
+    * ``count``: 1;
+    * ``proportion``: 1 / ``n_total`` (all records);
+    * ``sum``: the width of one record's value range (``value_range``, e.g. the column's
+      declared domain; else the declared range of the answer, an upper bound);
+    * ``mean``: ≈ width / ``n`` (``n``: the records the filter matched; width as for sum);
+    * ``median`` and ``value`` (an individual query): the width of the range (one record can
+      move them across it; thesis §5.5: "the sensitivity of the query equals the length of
+      Range(f)");
+    * ``mode`` and categorical ranges: ``None`` (Laplace noise does not apply).
+
+    Returns (Δ or None, how it was chosen).  PRIVATE for a mean: it depends on ``n``.
+
+    >>> laplace_sensitivity("count", NumericRange(0, 1000, 1))
+    (1.0, 'count: Δ = 1')
+    >>> laplace_sensitivity("mean", NumericRange(0, 12000, 10), n=600)[0]
+    20.0
+    """
+    if agg == "mode" or not isinstance(support, NumericRange):
+        return None, "Laplace noise does not apply to a categorical answer"
+    width = float(support.hi - support.lo)
+    src = "the declared range"
+    if value_range is not None and agg in ("sum", "mean"):
+        lo, hi = (float(value_range[0]), float(value_range[1]))
+        if math.isfinite(lo) and math.isfinite(hi) and hi > lo:
+            width, src = hi - lo, "the column's declared domain"
+    if agg == "count":
+        return 1.0, "count: Δ = 1"
+    if agg == "proportion":
+        if not n_total:
+            return None, "proportion: no records"
+        return 1.0 / n_total, f"proportion: Δ = 1/n = 1/{n_total:,}"
+    if agg == "sum":
+        return width, f"sum: Δ = width of {src} = {width:g}"
+    if agg == "mean":
+        if not n:
+            return None, "mean: no record matches"
+        return width / n, f"mean: Δ ≈ width/n = {width:g}/{n:,} (width of {src})"
+    return width, f"{agg}: Δ = width of the declared range = {width:g}"
 
 
 # =========================================================================== multicomponent (§5.3)
@@ -1797,6 +1855,7 @@ def refine_multicomponent(
         refined=refined,
         true_value=trues,
         notes=notes,
+        records=[int(np.count_nonzero(m)) for m in masks],
         components=[q.describe() for q in comps],
         mode=mode,
         epsilons=[float(e) for e in eps_list] if mode == "split" else None,
