@@ -397,8 +397,8 @@ def _metadata_files(meta: Any, name: str) -> tuple[dict, dict]:
     files = meta.get("files")
     if not isinstance(files, dict):
         raise bad("no 'files' with digests")
-    output = files.get("output") or {}
-    tables = files.get("tables") or {}
+    output = {} if files.get("output") is None else files["output"]
+    tables = {} if files.get("tables") is None else files["tables"]
     if not isinstance(output, dict):
         raise bad(f"'files.output' must be an object, got {type(output).__name__}")
     if not isinstance(tables, dict) or not all(isinstance(t, dict) for t in tables.values()):

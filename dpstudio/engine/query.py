@@ -932,12 +932,24 @@ def true_answer(df: pd.DataFrame, query: Query, mask: np.ndarray | None = None):
         raise ParameterError(f"Query: {agg}({query.column}) needs a numeric column.")
     xs = x.dropna().to_numpy(dtype=np.float64)
     if agg == "sum":
-        return float(math.fsum(xs))
+        return _exact_sum(xs)
     if not len(xs):
         return None
     if agg == "mean":
-        return float(math.fsum(xs) / len(xs))
+        return _exact_sum(xs) / len(xs)
     return float(np.median(xs))
+
+
+def _exact_sum(xs: np.ndarray) -> float:
+    """``math.fsum`` of the values; ±inf when they include ±inf (or overflow), NaN when they
+    include both +inf and -inf (an undefined answer: answered from the prior).
+    """
+    try:
+        return float(math.fsum(xs))
+    except ValueError:  # -inf + inf
+        return math.nan
+    except OverflowError:  # finite values whose sum exceeds 1.8e308
+        return math.copysign(math.inf, float(np.sum(xs)))
 
 
 # =========================================================================== refinement
