@@ -650,6 +650,7 @@ def _protect_dask(args) -> int:
     from dpstudio.engine.io import check_output_not_input
 
     check_output_not_input(args.output, args.input, what="release folder")  # before any work
+    DB.check_input(args.input)  # an unreadable input: one line before any cluster starts
     try:
         with _dask_client(args) as client:
             rel = DB.protect_dask(
@@ -691,6 +692,8 @@ def _too_big_for_memory(path: str) -> str | None:
     control group's limit (:func:`dpstudio.engine.memory.available_memory`).
     """
     p = Path(path)
+    if not (p.is_file() or p.is_dir()):
+        return None  # a FIFO or a device: never opened here (the reader refuses it in one line)
     if p.is_file() and p.stat().st_size < ALWAYS_FITS_BYTES:
         return None  # under 16 MB always fits: no psutil import (start-up, issue 13)
     from dpstudio.engine.memory import available_memory
@@ -887,6 +890,8 @@ def _evaluate_dask(args) -> int:
     attrs = [a.strip() for a in (args.attributes or "").split(",") if a.strip()] or None
     conf = [a.strip() for a in (args.confidential or "").split(",") if a.strip()] or None
     keys = [a.strip() for a in (args.keys or "").split(",") if a.strip()] or None
+    for inp in (args.original, args.protected):  # one line before any cluster starts
+        DB.check_input(inp)
     try:
         with _dask_client(args):  # the default client for dask.compute
             out = evaluate_dask(

@@ -126,14 +126,19 @@ def _cgroup_dirs(mount: str, rel: str) -> list[Path]:
     return dirs
 
 
-def _cgroups() -> dict[str, int]:
+def _cgroups(
+    cgroup_text: str | None = None, mounts: list[tuple[str, str, str]] | None = None
+) -> dict[str, int]:
     """Bytes left under the control groups' memory limits (v2 and v1), when set: the limit
     minus the memory in use that cannot be reclaimed (usage less the inactive file cache).
+    ``cgroup_text`` (/proc/self/cgroup) and ``mounts`` (:func:`_mounts`) are read when not given.
     """
-    try:
-        lines = Path("/proc/self/cgroup").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return {}
+    if cgroup_text is None:
+        try:
+            cgroup_text = Path("/proc/self/cgroup").read_text(encoding="utf-8")
+        except OSError:
+            return {}
+    lines = cgroup_text.splitlines()
     v2_rel = v1_rel = None
     for line in lines:
         parts = line.split(":", 2)
@@ -145,7 +150,7 @@ def _cgroups() -> dict[str, int]:
             v1_rel = parts[2]
     out: dict[str, int] = {}
     best: int | None = None
-    for mount, fstype, opts in _mounts():
+    for mount, fstype, opts in _mounts() if mounts is None else mounts:
         if fstype == "cgroup2" and v2_rel is not None:
             for d in _cgroup_dirs(mount, v2_rel):
                 limit = _read_int(d / "memory.max")

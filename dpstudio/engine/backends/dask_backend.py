@@ -78,21 +78,33 @@ def read_lazy(source: Any):
     if isinstance(source, pd.DataFrame):
         return dd.from_pandas(source, npartitions=max(1, min(8, len(source) // 50_000 + 1)))
     path = os.fspath(source)
+    check_input(path)
+    low = path.lower()
+    if os.path.isdir(path) or low.endswith(PARQUET_EXTENSIONS):
+        return dd.read_parquet(path)
+    return dd.read_csv(path, sep="\t" if low.endswith(".tsv") else ",", blocksize="64MB")
+
+
+def check_input(path: str | os.PathLike) -> None:
+    """Refuse, in one line and before any cluster starts, an input the Dask backend cannot
+    read: missing, not Parquet or CSV, a FIFO or device, or a Parquet input
+    :func:`check_parquet_input` refuses.
+    """
+    from dpstudio.engine.io import check_regular_file
+
+    path = os.fspath(path)
     if not os.path.exists(path):
         raise InputError(f"Input {path!r} does not exist.")
     low = path.lower()
     if os.path.isdir(path) or low.endswith(PARQUET_EXTENSIONS):
         check_parquet_input(path)
-        return dd.read_parquet(path)
-    if low.endswith((".csv", ".txt", ".tsv")):
-        from dpstudio.engine.io import check_regular_file
-
+    elif low.endswith((".csv", ".txt", ".tsv")):
         check_regular_file(path, what="Input")  # a FIFO or device: one line, never read
-        return dd.read_csv(path, sep="\t" if low.endswith(".tsv") else ",", blocksize="64MB")
-    raise InputError(
-        f"The Dask backend reads Parquet (a file or a folder of parts) and CSV; "
-        f"{os.path.basename(path)!r} is neither. Convert it or use --engine memory."
-    )
+    else:
+        raise InputError(
+            f"The Dask backend reads Parquet (a file or a folder of parts) and CSV; "
+            f"{os.path.basename(path)!r} is neither. Convert it or use --engine memory."
+        )
 
 
 #: The names Dask reads as Parquet parts of a folder.
