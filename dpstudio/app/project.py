@@ -5,7 +5,8 @@ types, domains, precision, hierarchies, method, parameters, seed (and whether it
 and the sweep settings.  It contains the seed, so it is written with owner-only permissions
 and must not be published (the export writes only public metadata).  The schema, its
 migrations (schema 1: an int seed; 2: hex seed; 3: precision and seed pinning) and the
-keeping of unknown keys (e.g. ``query_ledger``) are the engine's (:mod:`dpstudio.engine.recipe`).
+keeping of unknown keys are the engine's (:mod:`dpstudio.engine.recipe`).  The query desk's
+budget ledger is a file of its own; the project only names it (``query_ledger_file``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from dpstudio import engine
 from dpstudio.engine.io import read_json_file
+from dpstudio.engine.query_ledger import LEGACY_PROJECT_KEY
 from dpstudio.engine.random import seed_warning
 from dpstudio.engine.recipe import KNOWN_KEYS, SCHEMA_VERSION, Recipe  # noqa: F401 (re-export)
 
@@ -33,8 +35,8 @@ def save(path: str | os.PathLike, recipe: Recipe) -> None:
     except engine.InputError:
         old = {}
     if isinstance(old, dict):
-        for k, v in old.items():
-            if k not in KNOWN_KEYS and k not in data:
+        for k, v in old.items():  # not the ledger an older version kept inside: it has its own file now
+            if k not in KNOWN_KEYS and k not in data and k != LEGACY_PROJECT_KEY:
                 data[k] = v
     tmp = p.with_name(p.name + ".part")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

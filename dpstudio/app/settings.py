@@ -131,3 +131,27 @@ def dask_processes() -> bool:
 
 def set_dask_processes(processes: bool) -> None:
     settings().setValue("dask_processes", bool(processes))
+
+
+# --- the query desk's ledger files (one per data set, keyed by the data's SHA-256)
+def ledgers_dir() -> Path:
+    """Where the app keeps the data sets' ledger files unless the user names another one."""
+    p = config_dir() / "ledgers"
+    p.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return p
+
+
+def ledger_for(digest: str) -> str | None:
+    """The ledger file the user chose for the data set of SHA-256 ``digest`` (None: the default)."""
+    v = settings().value(f"query_ledgers/{digest}", None)
+    return str(v) if v else None
+
+
+def set_ledger_for(digest: str, path: str | None) -> None:
+    """Remember at once (not with the project) which ledger file a data set uses."""
+    s = settings()
+    if path:
+        s.setValue(f"query_ledgers/{digest}", str(path))
+    else:
+        s.remove(f"query_ledgers/{digest}")
+    s.sync()
