@@ -333,7 +333,9 @@ class Prior:
                 raise ParameterError("A normal prior needs a numeric range.")
             mean, sd = self.params
             if not (sd > 0 and math.isfinite(sd) and math.isfinite(mean)):
-                raise ParameterError("The normal prior's standard deviation must be a number > 0.")
+                raise ParameterError(
+                    "The normal prior needs a finite mean and a standard deviation > 0 (normal:MEAN:SD)."
+                )
             z = (sup.values() - mean) / sd
             logw = -0.5 * z * z
             w = np.exp(logw - logw.max())
