@@ -202,6 +202,7 @@ LITERALS = [
     "0", "1", "-1", "3", "2.5", "-2.5", "50", "99.99", "1e999", "-1e999", str(2**53), str(2**53 + 1),
     "9007199254740992.0", str(2**63), str(2**64), "1" + "0" * 30, "1e308", "0.1", "true", "false",
 ]
+EDGE_LITERALS = ["1e999", "-1e999", "5", str(2**53), str(2**53 + 1), "9007199254740992.0", "9007199254740993.5"]
 TEXT_LITS = ["'a'", "'b'", "'Zürich'", "'it\\'s'", "'3'", '"a"', "''", "'\\\\'"]
 OPS = ("==", "!=", "<", "<=", ">", ">=")
 
@@ -255,12 +256,14 @@ def gen_query(rng: np.random.Generator) -> tuple[str, bool]:
         toks = [vocab[int(rng.integers(0, len(vocab)))] for _ in range(int(rng.integers(1, 25)))]
         return " ".join(toks), False
     if r < 0.3:  # two constraints on one numeric column: often disjoint (the ε charged)
-        col = NUMERIC[int(rng.integers(0, len(NUMERIC)))]
+        edges = rng.random() < 0.5  # around the values a double gets wrong: ±inf, 2^53 + 1
+        col = ("f", "id")[int(rng.integers(0, 2))] if edges else NUMERIC[int(rng.integers(0, len(NUMERIC)))]
+        lits = EDGE_LITERALS if edges else LITERALS
         atoms = []
         for _ in range(int(rng.integers(2, 4))):
-            lit = LITERALS[int(rng.integers(0, len(LITERALS)))]
+            lit = lits[int(rng.integers(0, len(lits)))]
             if rng.random() < 0.2:
-                atoms.append(f"{col} in ({lit}, {LITERALS[int(rng.integers(0, len(LITERALS)))]})")
+                atoms.append(f"{col} in ({lit}, {lits[int(rng.integers(0, len(lits)))]})")
             else:
                 atoms.append(f"{col} {OPS[int(rng.integers(0, 6))]} {lit}")
         return "; ".join(f"count where {a}" for a in atoms), True
@@ -544,6 +547,26 @@ def run_case(i: int, kind: str, seeds: dict, folder: str, rng: np.random.Generat
                 os.rmdir(p) if os.path.isdir(p) else os.unlink(p)
 
 
+def check_edge_pairs(fig: Figures) -> None:
+    """Every pair of comparisons on the columns holding ±inf and 2^53 + 1 with the edge
+    literals: when the pair is declared disjoint, no record of the frame may match both
+    (exhaustive: the random cases hit such pairs too rarely)."""
+    from dpstudio.engine import query as qd
+
+    for col in ("f", "id"):
+        atoms = [f"{col} {op} {lit}" for op in OPS for lit in EDGE_LITERALS]
+        atoms += [f"{col} in ({a}, {b})" for a in EDGE_LITERALS[:3] for b in EDGE_LITERALS[3:5]]
+        masks = {a: qd.evaluate_filter(FRAME, qd.parse_filter(a)) for a in atoms}
+        for i, a in enumerate(atoms):
+            for b in atoms[i + 1 :]:
+                comps = qd.parse_any(f"count where {a}; count where {b}").components
+                if qd.disjoint_components(comps):
+                    fig.disjoint_checks += 1
+                    if (masks[a] & masks[b]).any():
+                        fig.wrong += 1
+                        fig.failures.append((-1, "query", f"'{a}' and '{b}' declared disjoint, a record matches both"))
+
+
 def run(cases: int, seed: int = 21, shares: dict | None = None, progress=None) -> Figures:
     """Run ``cases`` cases; ``shares`` {kind: weight} (default: half queries, the rest equal)."""
     import warnings
@@ -558,6 +581,8 @@ def run(cases: int, seed: int = 21, shares: dict | None = None, progress=None) -
     with tempfile.TemporaryDirectory(prefix="dpstudio-sfuzz-") as folder, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         seeds = _write_seeds(folder)
+        if shares.get("query"):
+            check_edge_pairs(fig)
         for i in range(cases):
             kind = kinds[int(rng.choice(len(kinds), p=p))]
             fig.cases += 1

@@ -72,3 +72,17 @@ def test_json_mutations_are_seeded():
     a = F.mutate_json(text, np.random.default_rng(7))
     b = F.mutate_json(text, np.random.default_rng(7))
     assert a == b
+
+
+def test_the_exhaustive_edge_pairs_catch_inexact_disjointness(monkeypatch):
+    """Keys compared as doubles (2^53 + 1 == 2^53) make `id == 2^53+1` and `id > 2^53`
+    'disjoint': the exhaustive pass over the edge literals finds it."""
+    from dpstudio.engine import query as qd
+
+    fig = F.Figures()
+    F.check_edge_pairs(fig)
+    assert fig.wrong == 0 and fig.disjoint_checks > 100
+    monkeypatch.setattr(qd, "_key_number", float)
+    fig = F.Figures()
+    F.check_edge_pairs(fig)
+    assert fig.wrong > 0
