@@ -442,3 +442,25 @@ def test_cgroup_limits_are_read(tmp_path):
     assert got == {"the control group's memory limit": 500 << 20}
     (v1 / "memory.limit_in_bytes").write_text("9223372036854771712")  # unlimited
     assert M._cgroups("4:memory:/\n", [(str(v1), "cgroup", "rw,memory")]) == {}
+
+
+@pytest.mark.parametrize("edit,words", [
+    (lambda t: t.replace('"spent": 0.5', '"spent": 1' + "0" * 400), "spent total"),  # was OverflowError
+    (lambda t: t.replace('"response": 3', '"response": Infinity'), "not a finite number"),  # was ValueError at save
+    (lambda t: "[" * 100_000 + "]" * 100_000, "nested"),
+    (lambda t: t.replace('"total": 5.0', '"total": ' + "9" * 5000), "5,000 digits"),
+])
+def test_damaged_ledger_files_are_one_line(edit, words, tmp_path):
+    """Found by the settings fuzzer (10,000 cases) in the ledger loading."""
+    from dpstudio.engine.io import file_sha256
+
+    led = qd.BudgetLedger(5.0, dataset="d.csv", digest=file_sha256(__file__))
+    led.spend(0.5, query="count", kind="statistical", prior="uniform", response=3, requester="x")
+    text = led.to_json()
+    assert '"spent": 0.5' in text and '"response": 3' in text and '"total": 5.0' in text
+    p = tmp_path / "ledger.json"
+    p.write_text(edit(text))
+    with pytest.raises(DPStudioError) as e:
+        got = qd.load_ledger(p)
+        got.to_json()
+    assert "\n" not in str(e.value) and words in str(e.value)
