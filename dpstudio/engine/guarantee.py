@@ -136,7 +136,7 @@ _SCOPE_WHAT_DEFAULT = "ε-differential privacy"
 
 #: Labels inside a sentence that open a clause about its scope (the reports show them bold).
 SCOPE_LABELS = (
-    SCOPE_HOLDS[2:],
+    SCOPE_HOLDS[2:].rstrip(),
     "Not covered:",
     "Not changed:",
     "Changed:",
@@ -282,7 +282,7 @@ class Guarantee:
             clauses=tuple(Clause(c["code"], c["text"]) for c in d.get("clauses", ())),
             epsilon=_num_in(d.get("epsilon")),
             epsilon_per_attribute=tuple(
-                (str(c), float(_num_in(e))) for c, e in (d.get("epsilon_per_attribute") or {}).items()
+                (str(c), float(e)) for c, e in (d.get("epsilon_per_attribute") or {}).items()
             ),
             epsilon_total=_num_in(d.get("epsilon_total")),
             delta=float(_num_in(d.get("delta")) or 0.0),
@@ -385,22 +385,33 @@ _SCOPE_LEAD_START = SCOPE_LEAD.split("{", 1)[0]
 
 
 def sentence_parts(sentence: str) -> list[tuple[str, str]]:
-    """The sentence cut for display into its sentences, each with its kind: ``scope-lead``
-    (the "Per-attribute only — not … for the records:" lead), ``label:<label>`` (a clause
-    opened by one of :data:`SCOPE_LABELS`), or ``text``; the texts joined by single spaces
-    give the sentence back.  Presentation only (the reports' formatting of a sentence read
-    from a file): decisions ask a :class:`Guarantee`.
+    """The sentence cut for display into its clauses (its sentences; the scope lead of a
+    scoped guarantee is a clause of its own), each with its kind: ``label:<label>`` (opened
+    by one of :data:`SCOPE_LABELS`), ``scope-lead`` ("Per-attribute only — not … for the
+    records:") or ``text``.  The texts joined by single spaces give the sentence back.
+    Presentation only (the reports format a sentence that may come from a file): decisions
+    ask a :class:`Guarantee`.
     """
     text = str(sentence or "").strip()
-    out: list[tuple[str, str]] = []
+    clauses: list[str] = []
     for part in _CLAUSE_SPLIT.split(text):
         if part.startswith(_SCOPE_LEAD_START) and ": " in part:
             head, rest = part.split(": ", 1)
-            out += [(head + ":", "scope-lead"), (rest, "text")]
+            clauses += [head + ":", rest]
         else:
-            label = next((lab for lab in SCOPE_LABELS if part.startswith(lab)), None)
-            out.append((part, f"label:{label}" if label else "text"))
-    return [(t, kind) for t, kind in out if t]
+            clauses.append(part)
+    out: list[tuple[str, str]] = []
+    for c in clauses:
+        if not c:
+            continue
+        label = next((lab for lab in SCOPE_LABELS if c.startswith(lab)), None)
+        if label:
+            out.append((c, f"label:{label}"))
+        elif c.startswith(_SCOPE_LEAD_START):
+            out.append((c, "scope-lead"))
+        else:
+            out.append((c, "text"))
+    return out
 
 
 # --------------------------------------------------------------------------- chains

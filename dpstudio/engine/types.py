@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -85,7 +85,7 @@ class Job:
         return epsilon_shares(self.params, cols)
 
 
-def epsilon_shares(params: dict, cols: list[str]) -> np.ndarray:
+def epsilon_shares(params: Mapping, cols: list[str]) -> np.ndarray:
     """ε_i per attribute of ``cols`` for the budget split of ``params`` (docs/methods.md §4): the
     ONE split used by the methods' runs and their guarantee sentences.
 

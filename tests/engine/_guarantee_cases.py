@@ -119,12 +119,16 @@ def _describe(spec, checked: dict, roles: dict, released: list[str], protected: 
     return api.describe(spec, checked, roles, released, protected)
 
 
-def _outcome(fn) -> str:
+def _outcome(fn, html: bool = True) -> str:
+    """The digest of a sentence and its HTML rendering (the reports'), and the ε-DP flag."""
+    from dpstudio.engine.report import guarantee_html
+
     try:
         text, is_dp = fn()
     except Exception as exc:  # noqa: BLE001 - the same error must be raised before and after
         return f"ERR:{type(exc).__name__}:{_digest(str(exc))}"
-    return f"{_digest(text)}:{int(bool(is_dp))}"
+    shown = text + "\x00" + guarantee_html(text) if html else text
+    return f"{_digest(shown)}:{int(bool(is_dp))}"
 
 
 def outcomes() -> dict[str, list[str]]:
@@ -196,5 +200,5 @@ def run_outcomes(spec) -> list[str]:
             meta = res.public_metadata(software_version="x")
             return json.dumps(meta, sort_keys=True, ensure_ascii=False), res.is_dp
 
-        rows.append(_outcome(run))
+        rows.append(_outcome(run, html=False))
     return rows

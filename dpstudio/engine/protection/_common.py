@@ -12,6 +12,8 @@ noise is ε_i-DP for it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -155,7 +157,7 @@ INPUT_ORDER_WARNING = (
 )
 
 
-def keep_order(p: dict) -> bool:
+def keep_order(p: Mapping) -> bool:
     """Whether the release keeps the input order (``order='input'``; every other value of
     ``order`` puts the records in a random order).
     """

@@ -491,7 +491,7 @@ def run(job: Job) -> Output:
         "attributes": attr_info,
         "taxonomies": {c: t.to_dict() for c, t in zip(cols, schema.tax) if t is not None},
     }
-    warns = []
+    warns: list[str] = []
     if schema.hierarchy_ignored:
         warns.append(
             notice(

@@ -193,7 +193,7 @@ def run(job: Job) -> Output:
         "suppressed_per_key": rep["suppressed_per_key"],
         "suppressed_total": rep["suppressed_total"],
     }
-    warns = [
+    warns: list[str] = [
         notice(
             "values-suppressed",
             f"Local suppression set {rep['suppressed_total']} key value(s) to missing in "
