@@ -596,12 +596,9 @@ def preview_guarantee(
     """
     if data is not None:
         prep = prepare(data, method, roles, domains, hierarchies, precision=precision, **params)
-        released = [
-            c
-            for c in prep.data.columns
-            if prep.roles.get(c) is not Role.IDENTIFIER
-            and (prep.keep_household or prep.roles.get(c) is not Role.HOUSEHOLD)
-        ]
+        released = _released_columns(
+            prep.data.columns, prep.roles, prep.keep_household, prep.params, prep.protected
+        )
         g = release_guarantee(prep.spec, prep.params, prep.roles, released, prep.protected)
         return with_grid_clause(g, prep, prep.params)
     spec = get_method(method)
@@ -610,12 +607,23 @@ def preview_guarantee(
     params.pop("types", None)
     p = spec.check_params(params)
     protected = [c for c, role in r.items() if role in spec.protects]
-    released = [
-        c
-        for c in map(str, columns)
-        if r.get(c) is not Role.IDENTIFIER and (keep_hh or r.get(c) is not Role.HOUSEHOLD)
-    ]
+    released = _released_columns(list(map(str, columns)), r, keep_hh, p, protected)
     return release_guarantee(spec, p, r, released, protected)
+
+
+def _released_columns(
+    columns, roles: dict, keep_household: bool, params: dict, protected: list[str]
+) -> list[str]:
+    """The columns a release will hold: no identifier, no household id unless kept; with the
+    layout 'separate-tables' only the protected attributes (as :func:`run_prepared` releases).
+    """
+    if separate_tables(params):
+        return [c for c in columns if c in protected]
+    return [
+        c
+        for c in columns
+        if roles.get(c) is not Role.IDENTIFIER and (keep_household or roles.get(c) is not Role.HOUSEHOLD)
+    ]
 
 
 def describe_release(

@@ -487,3 +487,20 @@ def test_sentence_parts_round_trip():
         assert " ".join(t for t, _ in parts) == res.guarantee
     kinds = [k for _, k in sentence_parts(_protect("insensitive-dp", k=10, epsilon=1.0).guarantee)]
     assert kinds[0] == "scope-lead" and "label:Remedies:" in kinds
+
+
+@pytest.mark.parametrize("layout", ["records", "separate-tables"])
+def test_preview_is_the_released_sentence_with_survey_roles(layout):
+    """The app's preview states exactly what the release will carry, also in the layout
+    'separate-tables' with a sampling weight (it said "The sampling weight w is released
+    unchanged" although that layout does not release it)."""
+    df = _frame()
+    roles = {**XY, "w": "weight"}
+    pre = api.preview_guarantee(list(df.columns), "insensitive-dp", roles, data=df, domains=D, k=10,
+                                epsilon=1.0, layout=layout)
+    res = engine.protect(df, "insensitive-dp", roles, D, seed=1, k=10, epsilon=1.0, layout=layout)
+    assert pre.render() == res.guarantee and pre.is_dp == res.is_dp
+    assert ("released unchanged (not protected" in res.guarantee) == (layout == "records")
+    no_data = api.preview_guarantee(list(df.columns), "insensitive-dp", roles, k=10, epsilon=1.0,
+                                    layout=layout)
+    assert no_data.render() in res.guarantee
