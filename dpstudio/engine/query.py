@@ -1762,8 +1762,10 @@ class BudgetLedger:
         return buf.getvalue()
 
     def export(self, path, fmt: str | None = None) -> str:
-        """Write the audit trail (CSV or JSON, from the suffix unless ``fmt``), owner-only 0600."""
-        from dpstudio.engine.io import atomic_write
+        """Write the audit trail (CSV or JSON, from the suffix unless ``fmt``), owner-only 0600,
+        through the one guarded writer.
+        """
+        from dpstudio.engine.safe_write import atomic_write
 
         fmt = (fmt or str(path).rsplit(".", 1)[-1]).lower()
         if fmt not in ("csv", "json"):
@@ -1774,7 +1776,7 @@ class BudgetLedger:
             with open(tmp, "w", encoding="utf-8", newline="") as fh:
                 fh.write(text)
 
-        return atomic_write(path, writer, private=True)
+        return atomic_write(path, writer, private=True, what="ledger audit")
 
 
 def _check_epsilon_total(total) -> float:
@@ -1811,15 +1813,15 @@ def load_ledger(path) -> BudgetLedger | None:
 
 def save_ledger(path, ledger: BudgetLedger) -> str:
     """Write the ledger (private, 0600): into the project file's ``query_ledger`` key when
-    ``path`` is a project file, else as a ledger JSON file.
+    ``path`` is a project file, else as a ledger JSON file; through the one guarded writer.
     """
     from pathlib import Path
 
-    from dpstudio.engine.io import atomic_write
+    from dpstudio.engine.safe_write import atomic_write
 
     p = Path(path)
     data: dict = ledger.to_dict()
-    if p.exists():
+    if p.is_file():  # never open a FIFO or device (the writer refuses it below)
         try:
             old = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
@@ -1832,7 +1834,7 @@ def save_ledger(path, ledger: BudgetLedger) -> str:
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(data, fh, indent=2, ensure_ascii=False)
 
-    return atomic_write(p, writer, private=True)
+    return atomic_write(p, writer, private=True, what="query ledger")
 
 
 # =========================================================================== text specs (CLI)
