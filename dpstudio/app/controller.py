@@ -525,8 +525,9 @@ class Controller(QObject):
                 return large_file.protect_whole_file(
                     *args, **kw, progress=progress, check_cancel=check_cancel
                 )
-            except (FileNotFoundError, NotADirectoryError) as exc:
-                # the folder went away after the check above: the same one-line message
+            except (FileNotFoundError, NotADirectoryError, engine.InputError) as exc:
+                # the folder went away after the check above (the OS or the writer says so):
+                # the same one-line message
                 if missing := missing_folder_message(str(out_path)):
                     raise engine.InputError(missing) from exc
                 raise
@@ -649,8 +650,9 @@ class Controller(QObject):
                     audit=audit,
                     plan=plan,
                 )
-            except (FileNotFoundError, NotADirectoryError) as exc:
-                # the folder went away after the check above: the same one-line message
+            except (FileNotFoundError, NotADirectoryError, engine.InputError) as exc:
+                # the folder went away after the check above (the OS or the writer says so):
+                # the same one-line message
                 if missing := missing_folder_message(out_path):
                     raise engine.InputError(missing) from exc
                 raise

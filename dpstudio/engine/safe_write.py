@@ -476,7 +476,7 @@ class WritePlan:
             fst = os.stat(folder)
         except FileNotFoundError:
             raise _refuse(
-                t, f"the folder {folder} does not exist", "create it first or choose another folder"
+                t, f"no such folder {folder}", "create it first or choose another folder"
             ) from None
         except OSError as exc:
             raise _refuse(
