@@ -107,8 +107,16 @@ class WriteSpy:
 
         for name in ("replace", "rename"):
             wrap2(os, name, name, which=1)
-        for name in ("unlink", "remove", "rmdir", "mkdir", "chmod", "truncate"):
+        for name in ("unlink", "remove", "rmdir", "chmod", "truncate"):
             wrap2(os, name, name, which=0)
+        real_mkdir = os.mkdir
+
+        def mkdir(path, *a, **kw):
+            if not os.path.isdir(path):  # an existing folder (mkdir(exist_ok=True)) changes nothing
+                spy.note("mkdir", path)
+            return real_mkdir(path, *a, **kw)
+
+        monkeypatch.setattr(os, "mkdir", mkdir)
         wrap2(shutil, "rmtree", "rmtree", which=0)
         wrap2(shutil, "move", "move", which=1)
         wrap2(shutil, "copyfile", "copyfile", which=1)
