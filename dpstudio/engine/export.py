@@ -325,9 +325,9 @@ def export_release(
     # digest of every released table) last of the public files, after the old metadata was
     # removed -- so after a kill or an error at any moment the folder never holds a metadata
     # describing another release: old pair, new pair, or a release without metadata
-    # (`dpstudio verify` reports it).  The plan's transaction holds the folder's lock, so two
-    # exports to the same names one after the other leave one set, never a mix, and removes
-    # the temporary files interrupted runs left.
+    # (`dpstudio verify` reports it).  The renames hold the folder's lock, so two exports to
+    # the same names leave one set, never a mix; the plan's transaction removes the temporary
+    # files interrupted runs left.
     f = file_format(paths["data"], fmt)
     # layout 'separate-tables': only the one-column tables are released (their rows do not
     # belong together); the side-by-side frame in result.data is not written
@@ -400,8 +400,8 @@ def export_release(
                     "private",
                     json.dumps(trail, indent=2, ensure_ascii=False, allow_nan=True, default=str) + "\n",
                 )
-            # commit: old metadata out, then tables, data, release note, new metadata, private files
-            plan.remove(paths["metadata"])
+            # commit (under the folder's lock: another export's renames never interleave): old
+            # metadata out, then tables, data, release note, new metadata, private files
             order = [k for k in staged if k.startswith("table:")] + [
                 "data",
                 "release_note",
@@ -409,9 +409,11 @@ def export_release(
                 "assessment",
                 "private",
             ]
-            for k in order:
-                if k in staged:
-                    written[k] = plan.commit(staged.pop(k), paths[k])
+            with plan.committing():
+                plan.remove(paths["metadata"])
+                for k in order:
+                    if k in staged:
+                        written[k] = plan.commit(staged.pop(k), paths[k])
         except BaseException:
             for tmp in staged.values():
                 discard(tmp)

@@ -15,10 +15,10 @@ at the end.  The checks (no file is ever opened for them, so a FIFO cannot hang 
     permissions are never changed), and the target's folder must exist and be writable.
 
 Right before each rename the target is looked at again (a FIFO or a link made after the check
-is never replaced).  While a plan writes, it holds an advisory lock (``flock``) on each target
-folder, so two commands writing the same files one after the other leave one command's set,
-never a mix, and the temporary files an interrupted run left are removed only when nobody is
-writing there.
+is never replaced).  While a plan renames its files into place it holds an advisory lock
+(``flock``) on each target folder, so two commands writing the same files leave one command's
+complete set, never a mix.  Each temporary file is locked by its writer until it is renamed:
+the temporary files a killed run left are removed by the next run, a live writer's never.
 
 >>> import os, tempfile
 >>> d = tempfile.mkdtemp()
@@ -202,11 +202,74 @@ def temp_pattern(path: PathLike) -> re.Pattern:
     return re.compile(r"^\." + re.escape(p.stem) + r"\.[A-Za-z0-9_]{8}\.tmp" + re.escape(p.suffix) + "$")
 
 
+try:
+    import fcntl as _fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory locks
+    _fcntl = None  # type: ignore[assignment]
+
+#: temporary file or folder -> a descriptor holding an exclusive ``flock`` on it while it is
+#: live (staged and not yet renamed or removed): no clean-up removes a live one, and the lock
+#: goes with the process, so what a killed run left is free to remove.
+_LIVE: dict[str, int] = {}
+_LIVE_LOCK = threading.Lock()
+_OPEN_QUIET = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def _hold(tmp: str, fd: int | None = None) -> bool:
+    """Lock the temporary ``tmp`` we just made (``fd`` open on it, else opened here) for as long
+    as it is live; False when it is not ours any more (a clean-up removed it meanwhile).
+    """
+    if _fcntl is None:  # pragma: no cover - Windows
+        if fd is not None:
+            os.close(fd)
+        return True
+    try:
+        if fd is None:
+            fd = os.open(tmp, _OPEN_QUIET | getattr(os, "O_DIRECTORY", 0))
+        _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+        if not os.path.samestat(os.fstat(fd), os.lstat(tmp)):
+            raise FileNotFoundError(tmp)
+    except OSError:
+        if fd is not None:
+            os.close(fd)
+        return False
+    with _LIVE_LOCK:
+        _LIVE[tmp] = fd
+    return True
+
+
+def _release(tmp: str) -> None:
+    with _LIVE_LOCK:
+        fd = _LIVE.pop(tmp, None)
+    if fd is not None:
+        os.close(fd)  # drops the flock
+
+
+def _is_free(full: str, st: os.stat_result) -> int | None:
+    """A descriptor holding the lock of the temporary ``full`` when no live writer holds it
+    (then it may be removed; close the descriptor after), else None.
+    """
+    if _fcntl is None:  # pragma: no cover - Windows: as before, removed
+        return -1
+    try:
+        fd = os.open(full, _OPEN_QUIET | (getattr(os, "O_DIRECTORY", 0) if stat.S_ISDIR(st.st_mode) else 0))
+    except OSError:
+        return None
+    try:
+        _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+        if os.path.samestat(os.fstat(fd), st):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
 def remove_stale_temps(path: PathLike) -> list[str]:
     """Remove the temporary files (and folders) an interrupted run left for ``path`` (only
-    names of our own pattern ``.<stem>.XXXXXXXX.tmp<suffix>`` in its folder); return the
-    removed names.  A plan calls it while it holds the folder's lock, so a temporary file of a
-    run writing there at the same moment is never removed.
+    names of our own pattern ``.<stem>.XXXXXXXX.tmp<suffix>`` in its folder, and only those no
+    live writer holds: each writer keeps a lock on its temporary file until it renames it);
+    return the removed names.
     """
     folder = os.path.dirname(os.path.abspath(os.fspath(path))) or "."
     pat = temp_pattern(path)
@@ -221,15 +284,24 @@ def remove_stale_temps(path: PathLike) -> list[str]:
         full = os.path.join(folder, n)
         try:
             st = os.lstat(full)
-            if stat.S_ISREG(st.st_mode):
-                os.unlink(full)
-            elif stat.S_ISDIR(st.st_mode):
+        except OSError:
+            continue
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            continue  # not ours: never touch a FIFO, device or link
+        fd = _is_free(full, st)
+        if fd is None:
+            continue  # a live writer's
+        try:
+            if stat.S_ISDIR(st.st_mode):
                 shutil.rmtree(full)
             else:
-                continue  # not ours: never touch a FIFO, device or link
+                os.unlink(full)
             gone.append(n)
         except OSError:
             pass
+        finally:
+            if fd >= 0:
+                os.close(fd)
     return gone
 
 
@@ -244,6 +316,8 @@ def discard(tmp: str | None) -> None:
             os.unlink(tmp)
     except OSError:
         pass
+    finally:
+        _release(tmp)
 
 
 def _fsync_dir(folder: str) -> None:
@@ -291,13 +365,14 @@ def _inside_writer() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _folder_locks(folders: Iterable[str]) -> Iterator[None]:
-    """Exclusive advisory locks on ``folders`` (sorted, so two plans never deadlock; re-entrant
-    within a thread).  Where a folder cannot be locked (no ``fcntl``, a file system without
-    ``flock``) the plan goes on without.
+    """Exclusive advisory locks on ``folders`` while a plan renames its files into place
+    (sorted, so two plans never deadlock; re-entrant within a thread; held for the renames
+    only, so a project saved from the app's window never waits for a long export).  Where a
+    folder cannot be locked (no ``fcntl``, a file system without ``flock``) the plan goes on
+    without.
     """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
+    fcntl = _fcntl
+    if fcntl is None:  # pragma: no cover - Windows
         yield
         return
     held: dict[str, list] = getattr(_STATE, "locks", None) or {}
@@ -501,22 +576,30 @@ class WritePlan:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[WritePlan]:
-        """Hold the locks of every target folder while writing (see the module docstring);
-        remove the temporary files interrupted runs left for these targets.
+        """Write inside this block: on entering (the outermost one), the temporary files killed
+        runs left for these targets are removed (never a live writer's).
         """
         if not self._checked:
             self.check()
+        if self._depth == 0:
+            with _inside_writer():
+                for t in self.targets.values():
+                    remove_stale_temps(t.path)
+        self._depth += 1
+        try:
+            yield self
+        finally:
+            self._depth -= 1
+
+    @contextlib.contextmanager
+    def committing(self) -> Iterator[WritePlan]:
+        """Hold the locks of every target folder while renaming files into place: the renames
+        of two plans into one folder never interleave, so two commands writing the same set
+        of files leave one command's complete set, never a mix.
+        """
         folders = [os.path.dirname(t.path) or "." for t in self.targets.values()]
         with _folder_locks(folders):
-            if self._depth == 0:
-                with _inside_writer():
-                    for t in self.targets.values():
-                        remove_stale_temps(t.path)
-            self._depth += 1
-            try:
-                yield self
-            finally:
-                self._depth -= 1
+            yield self
 
     def stage(self, path: PathLike, writer: Callable[[str], None]) -> str:
         """``writer(tmp)`` on a temporary file next to the target, fsync'ed, with the target's
@@ -528,7 +611,8 @@ class WritePlan:
     def commit(self, tmp: str, path: PathLike) -> str:
         """Rename the staged ``tmp`` onto the target, after looking at the target again."""
         t = self._ready(path)
-        return _commit(tmp, t, self.inputs)
+        with self.committing():
+            return _commit(tmp, t, self.inputs)
 
     def write(self, path: PathLike, writer: Callable[[str], None]) -> str:
         """Stage and commit one file atomically; return its path."""
@@ -560,7 +644,7 @@ class WritePlan:
         before its release is replaced); anything else there is refused.
         """
         t = self._ready(path)
-        with _inside_writer():
+        with self.committing(), _inside_writer():
             try:
                 st = os.lstat(t.path)
             except FileNotFoundError:
@@ -578,10 +662,15 @@ class WritePlan:
             raise ValueError(f"{t.path} is a file target")
         p = Path(t.path)
         with _inside_writer():
-            try:
-                tmp = tempfile.mkdtemp(prefix=f".{p.stem}.", suffix=f".tmp{p.suffix}", dir=str(p.parent))
-            except OSError as exc:
-                raise _target_error(exc, t.path) from None
+            for _ in range(8):  # (another name if a clean-up removed it before it was locked)
+                try:
+                    tmp = tempfile.mkdtemp(prefix=f".{p.stem}.", suffix=f".tmp{p.suffix}", dir=str(p.parent))
+                except OSError as exc:
+                    raise _target_error(exc, t.path) from None
+                if _hold(tmp):
+                    break
+            else:  # pragma: no cover
+                raise OSError(errno.EAGAIN, "cannot keep a temporary folder", t.path)
             if os.name == "posix" and not t.private:  # mkdtemp made it 0700
                 os.chmod(tmp, 0o777 & ~_umask())
             return tmp
@@ -603,7 +692,7 @@ class WritePlan:
     def commit_folder(self, tmp: str, path: PathLike) -> str:
         """Rename the filled temporary folder onto the folder target (which must not exist)."""
         t = self._ready(path)
-        with _inside_writer():
+        with self.committing(), _inside_writer():
             if os.path.lexists(t.path):
                 discard(tmp)
                 raise _refuse(t, "it exists now (made while dpstudio was working)", "choose a new folder")
@@ -613,6 +702,7 @@ class WritePlan:
             except OSError as exc:
                 discard(tmp)
                 raise _target_error(exc, t.path) from None
+            _release(tmp)
             _fsync_dir(os.path.dirname(t.path) or ".")
         return t.path
 
@@ -654,11 +744,15 @@ def _stage(t: Target, writer: Callable[[str], None]) -> str:
     folder = os.path.dirname(t.path) or "."
     p = Path(t.path)
     with _inside_writer():
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{p.stem}.", suffix=f".tmp{p.suffix}", dir=folder)
-            os.close(fd)
-        except OSError as exc:
-            raise _target_error(exc, t.path) from None
+        for _ in range(8):  # (another name if a clean-up removed it before it was locked)
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=f".{p.stem}.", suffix=f".tmp{p.suffix}", dir=folder)
+            except OSError as exc:
+                raise _target_error(exc, t.path) from None
+            if _hold(tmp, fd):  # locked while live: no clean-up removes it
+                break
+        else:  # pragma: no cover
+            raise OSError(errno.EAGAIN, "cannot keep a temporary file", t.path)
         try:
             writer(tmp)
             with open(tmp, "rb+") as fh:
@@ -692,6 +786,7 @@ def _commit(tmp: str, t: Target, inputs: list[str]) -> str:
         except OSError as exc:
             discard(tmp)
             raise _target_error(exc, t.path) from None
+        _release(tmp)
         _fsync_dir(os.path.dirname(t.path) or ".")
     return t.path
 

@@ -259,8 +259,8 @@ def test_a_plan_writes_only_its_targets(tmp_path):
 
 
 def test_stale_temporary_files_of_a_live_writer_are_kept(tmp_path):
-    """The temporary files of a plan still writing (it holds the folder's lock) are never
-    removed by another plan's clean-up; those of a dead run are."""
+    """A plan's clean-up removes the temporary files killed runs left, never those of a writer
+    still at work (each writer locks its temporary file until it renames it)."""
     out = tmp_path / "o.csv"
     (tmp_path / ".o.abcd1234.tmp.csv").write_text("stale\n")
     a = _plan(out).check()
@@ -276,16 +276,38 @@ def test_stale_temporary_files_of_a_live_writer_are_kept(tmp_path):
     assert ready.wait(20)
     live = [n for n in os.listdir(tmp_path) if TEMP.match(n)]
     assert ".o.abcd1234.tmp.csv" not in live and len(live) == 1  # the stale one went first
-    b = _plan(out).check()
+    _plan(out).check().write_text(out, "b\n")  # another writer of the same file meanwhile
+    assert out.read_text() == "b\n" and live[0] in os.listdir(tmp_path)  # a's file kept
+    go.set()
+    th.join(20)
+    assert out.read_text() == "a\n" and os.listdir(tmp_path) == ["o.csv"]
+
+
+def test_renames_of_two_plans_into_one_folder_never_interleave(tmp_path):
+    """While one plan renames its set into place (it holds the folder's lock), another plan's
+    rename into the same folder waits -- also from another thread of the same process."""
+    a = _plan(tmp_path / "a.csv").check()
+    inside, go = threading.Event(), threading.Event()
+
+    def hold():
+        with a.committing():
+            inside.set()
+            go.wait(20)
+
+    th = threading.Thread(target=hold)
+    th.start()
+    assert inside.wait(20)
     done = threading.Event()
-    tb = threading.Thread(target=lambda: (b.write_text(out, "b\n"), done.set()))
+    tb = threading.Thread(target=lambda: (_plan(tmp_path / "b.csv").check().write_text(tmp_path / "b.csv", "b"),
+                                          done.set()))
     tb.start()
     time.sleep(0.3)
-    assert not done.is_set() and live[0] in os.listdir(tmp_path)  # b waits for a's lock
+    assert not done.is_set()
+    assert [n for n in os.listdir(tmp_path) if TEMP.match(n)]  # b staged, waits to rename
     go.set()
     th.join(20)
     tb.join(20)
-    assert out.read_text() == "b\n" and os.listdir(tmp_path) == ["o.csv"]
+    assert done.is_set() and (tmp_path / "b.csv").read_text() == "b"
 
 
 # ------------------------------------------------------------------ every writer goes through it
@@ -521,7 +543,7 @@ def test_two_protect_commands_writing_the_same_release_at_once(tmp_path):
             assert p.returncode == 0, err
         _consistent_set(tmp_path, out)
     # the second starts while the first renames its files into place
-    first = start(10, 0.3)
+    first = start(10, 1.0)  # ~5 s of renames: the second is ready to rename meanwhile
     assert first.stdout.readline().strip() == "commit"
     second = start(11, 0.0)
     for p in (first, second):
