@@ -1273,7 +1273,7 @@ def _query_output(args, ans, ledger) -> int:
     if ledger is not None:
         qd.save_ledger(args.ledger, ledger)  # saved before the answer is shown
         if args.audit:
-            ledger.export(args.audit)
+            ledger.export(args.audit, protect=(args.input,))
     else:
         _warn("no --ledger: this answer's ε is not recorded in any budget.")
     for note in ans.notes:

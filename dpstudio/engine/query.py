@@ -1761,9 +1761,9 @@ class BudgetLedger:
             )
         return buf.getvalue()
 
-    def export(self, path, fmt: str | None = None) -> str:
+    def export(self, path, fmt: str | None = None, *, protect: tuple | list = ()) -> str:
         """Write the audit trail (CSV or JSON, from the suffix unless ``fmt``), owner-only 0600,
-        through the one guarded writer.
+        through the one guarded writer (never over ``protect``: the data file).
         """
         from dpstudio.engine.safe_write import atomic_write
 
@@ -1776,7 +1776,7 @@ class BudgetLedger:
             with open(tmp, "w", encoding="utf-8", newline="") as fh:
                 fh.write(text)
 
-        return atomic_write(path, writer, private=True, what="ledger audit")
+        return atomic_write(path, writer, protect=protect, private=True, what="ledger audit")
 
 
 def _check_epsilon_total(total) -> float:

@@ -162,3 +162,21 @@ def test_dask_release_with_a_fifo_audit_trail_is_refused_before_the_cluster(
     assert not window.controller.run_protect()
     assert not started and window.errors and "FIFO" in window.errors[-1][0]
     assert not (tmp_path / "rel").exists()
+
+
+def test_ledger_and_risk_exports_refuse_the_data_file(qtbot, window, tmp_path):
+    """Through a link in tmp_path (if the guard failed, only that link would be replaced)."""
+    win = window
+    _census_protected(qtbot, win)
+    alias = tmp_path / "alias.csv"
+    os.symlink(win.state.path, alias)
+    p = win.query_panel
+    _fill(p, eps="0.1")
+    _answer(qtbot, p)
+    assert p.export_ledger(str(alias)) is None
+    assert "input" in p.error_label.text()
+    panel = _open_free1(qtbot, win)
+    alias2 = tmp_path / "alias2.csv"
+    os.symlink(win.state.path, alias2)
+    assert panel.export_per_record(str(alias2)) is None
+    assert os.path.islink(alias) and os.path.islink(alias2)
