@@ -1024,6 +1024,7 @@ def cmd_verify(args) -> int:
 def cmd_risk(args) -> int:
     """Re-identification risk of a file with categorical keys (sdcMicro's measures)."""
     from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.measures.reid_models import ARX_DEFAULT_THRESHOLD
     from dpstudio.engine.measures.survey_risk import assess_risk
 
     plan = None
@@ -1049,13 +1050,25 @@ def cmd_risk(args) -> int:
     sens = [c for c, r in roles.items() if r in ("confidential", "sensitive")]
     if not keys:
         raise ParameterError("name the key variables: --role COL=k-quasi (repeatable)")
-    rep = assess_risk(df, keys, weight=weight, household=household, sensitive=sens, missing=args.missing)
+    if args.threshold is not None and not 0.0 <= args.threshold <= 1.0:  # also refuses nan
+        raise ParameterError(
+            f"--threshold must be a risk in the range [0, 1]. Got {args.threshold!r} instead."
+        )
+    suda = args.suda or args.suda_dis_fraction is not None or args.suda_max_size is not None
+    rep = assess_risk(
+        df,
+        keys,
+        weight=weight,
+        household=household,
+        sensitive=sens,
+        missing=args.missing,
+        reid_threshold=ARX_DEFAULT_THRESHOLD if args.threshold is None else args.threshold,
+        suda=suda,
+        suda_dis_fraction=0.01 if args.suda_dis_fraction is None else args.suda_dis_fraction,
+        suda_max_size=args.suda_max_size,
+    )
     out = rep.to_dict()
     if args.threshold is not None:
-        if not 0.0 <= args.threshold <= 1.0:  # also refuses nan
-            raise ParameterError(
-                f"--threshold must be a risk in the range [0, 1]. Got {args.threshold!r} instead."
-            )
         out["records_risk_above_threshold"] = {
             "threshold": args.threshold,
             "records": rep.records_above(args.threshold),
@@ -1130,19 +1143,20 @@ def cmd_query(args) -> int:
                 f"'… by {gcol}' in the query or --groups {q.by}=…."
             )
         groups = list(qd.parse_range(gvals).categories if "," in gvals else [qd._literal(gvals)])
-    ledger = _query_ledger(args)
-    ans = qd.refine_query(
-        df,
-        q,
-        prior,
-        eps[0],
-        args.kind,
-        args.seed,
-        ledger=ledger,
-        groups=groups,
-        split=args.split,
-        requester=args.requester,
-    )
+    with _query_ledger(args) as ledger:  # locked from the budget check to the ledger write
+        ans = qd.refine_query(
+            df,
+            q,
+            prior,
+            eps[0],
+            args.kind,
+            args.seed,
+            ledger=ledger,
+            groups=groups,
+            split=args.split,
+            requester=args.requester,
+        )  # the ledger file holds this answer's ε before the answer is printed
+        _query_audit(args, ledger)
     return _query_output(args, ans, ledger)
 
 
@@ -1158,16 +1172,22 @@ def _query_plan(args):
             "--audit FILE.csv|FILE.json exports the ledger: give --ledger and "
             "a .csv or .json name in an existing folder."
         )
+    from dpstudio.engine import query as qd
+
     plan = WritePlan(inputs=[args.input])
-    if args.ledger:
-        plan.file(args.ledger, what="query ledger (--ledger)", private=True)
+    if args.ledger:  # the ledger file itself (a project file names its ledger file)
+        plan.file(qd.resolve_ledger_path(args.ledger), what="query ledger (--ledger)", private=True)
     if args.audit:
         plan.file(args.audit, what="ledger audit (--audit)", private=True)
     return plan.check()
 
 
 def _query_ledger(args):
-    """The ledger of ``--ledger`` (bound to the input's SHA-256), a new one with ``--budget``."""
+    """The ledger of ``--ledger`` held under its lock for the whole answer (a context manager
+    yielding the bound ledger, or None without ``--ledger``).  The ledger is bound to the
+    input's SHA-256; a new one needs ``--budget``; a ``--budget`` that differs from an existing
+    ledger's total is refused (``--set-budget`` changes it, recorded in the ledger).
+    """
     from dpstudio.engine import query as qd
     from dpstudio.engine.errors import ParameterError
     from dpstudio.engine.io import file_sha256
@@ -1181,22 +1201,43 @@ def _query_ledger(args):
             "--audit FILE.csv|FILE.json exports the ledger: give --ledger and "
             "a .csv or .json name in an existing folder."
         )
-    ledger, digest = None, file_sha256(args.input)
-    if args.ledger:
-        ledger = qd.load_ledger(args.ledger) if os.path.exists(args.ledger) else None
-        if ledger is None:
-            if args.budget is None:
-                raise ParameterError(
-                    f"Ledger {args.ledger} holds no budget yet: give the data "
-                    "set's total query budget once with --budget TOTAL_EPSILON."
-                )
-            ledger = qd.BudgetLedger(args.budget, dataset=os.path.basename(args.input), digest=digest)
-        elif ledger.digest and ledger.digest != digest:
+    for opt, v in (("--budget", args.budget), ("--set-budget", args.set_budget)):
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise ParameterError(f"{opt} must be a finite total ε > 0, got {v!r}.")
+    wait = qd.DEFAULT_WAIT if args.wait is None else args.wait
+    if not (math.isfinite(wait) and 0 <= wait <= 3600):
+        raise ParameterError(f"--wait must be a number of seconds in [0, 3600], got {wait!r}.")
+    if not args.ledger:
+        if args.budget is not None or args.set_budget is not None:
             raise ParameterError(
-                f"Ledger {args.ledger} belongs to another data set "
-                f"({ledger.dataset}); use the ledger of {args.input}."
+                "--budget/--set-budget: the total budget belongs to a ledger; give --ledger FILE.json."
             )
-    return ledger
+        return contextlib.nullcontext(None)
+    if args.budget is not None and args.set_budget is not None:
+        raise ParameterError(
+            "--budget and --set-budget: give one (--set-budget changes an existing ledger's)."
+        )
+    path = qd.resolve_ledger_path(args.ledger)
+    digest = file_sha256(args.input)
+    new_total = args.set_budget if args.set_budget is not None else args.budget
+
+    @contextlib.contextmanager
+    def held():
+        with qd.locked_ledger(
+            path, total=new_total, dataset=os.path.basename(args.input), digest=digest, timeout=wait
+        ) as ledger:
+            if ledger.on_file:  # an existing ledger: its total is the data set's budget
+                if args.budget is not None and qd.eps_fraction(args.budget) != ledger.total_exact:
+                    raise ParameterError(
+                        f"--budget {args.budget:g} differs from the total budget {ledger.total:g} of "
+                        f"ledger {args.ledger}: leave --budget out to use the ledger's, or change it "
+                        f"with --set-budget {args.budget:g} (recorded in the ledger)."
+                    )
+                if args.set_budget is not None:
+                    ledger.set_total(args.set_budget, requester=args.requester)
+            yield ledger
+
+    return held()
 
 
 def _cmd_query_multi(args, mq, eps) -> int:
@@ -1250,31 +1291,31 @@ def _cmd_query_multi(args, mq, eps) -> int:
             f"--prior: give one prior per component, in order ({len(comps)}), or none for uniform priors."
         )
     priors = [qd.parse_prior(t, s) for t, s in zip(ptxt, sups)]
-    ledger = _query_ledger(args)
-    ans = qd.refine_multicomponent(
-        df,
-        mq,
-        priors,
-        eps[0] if len(eps) == 1 else list(eps),
-        mode=args.mode or "joint",
-        distance=args.distance or "max",
-        kind=args.kind,
-        rng=args.seed,
-        ledger=ledger,
-        split=args.split,
-        requester=args.requester,
-    )
+    with _query_ledger(args) as ledger:  # locked from the budget check to the ledger write
+        ans = qd.refine_multicomponent(
+            df,
+            mq,
+            priors,
+            eps[0] if len(eps) == 1 else list(eps),
+            mode=args.mode or "joint",
+            distance=args.distance or "max",
+            kind=args.kind,
+            rng=args.seed,
+            ledger=ledger,
+            split=args.split,
+            requester=args.requester,
+        )
+        _query_audit(args, ledger)
     return _query_output(args, ans, ledger)
 
 
-def _query_output(args, ans, ledger) -> int:
-    from dpstudio.engine import query as qd
+def _query_audit(args, ledger) -> None:
+    if ledger is not None and args.audit:  # through the one writer, never over the data file
+        ledger.export(args.audit, protect=(args.input,))
 
-    if ledger is not None:
-        qd.save_ledger(args.ledger, ledger)  # saved before the answer is shown
-        if args.audit:
-            ledger.export(args.audit, protect=(args.input,))
-    else:
+
+def _query_output(args, ans, ledger) -> int:
+    if ledger is None:
         _warn("no --ledger: this answer's ε is not recorded in any budget.")
     for note in ans.notes:
         print("dpstudio: note (office only, do not forward): " + note, file=sys.stderr)
@@ -1571,11 +1612,22 @@ def build_parser() -> argparse.ArgumentParser:
         default="any",
         help="a missing key value matches any value (sdcMicro, default) or is a category",
     )
-    p.add_argument("--threshold", type=float, help="also count records with individual risk above this")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        help="also count records with individual risk above this (and the threshold of ARX's models, default 0.2)",
+    )
+    p.add_argument(
+        "--suda", action="store_true", help="also SUDA2 special-uniques and DIS scores (sdcMicro's suda2)"
+    )
+    p.add_argument(
+        "--suda-dis-fraction", metavar="F", help="sampling fraction of the DIS score, in (0, 1) (0.01)"
+    )
+    p.add_argument("--suda-max-size", metavar="K", help="largest MSU size searched (default: all keys)")
     p.add_argument(
         "--per-record",
         metavar="FILE.csv",
-        help="write f_k, F_k and risks per record to a private file (mode 0600)",
+        help="write f_k, F_k and risks (with --suda: suda_score, suda_dis) per record to a private file (mode 0600)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     _add_io_opts(p)
@@ -1638,9 +1690,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--ledger",
         metavar="FILE.json|PROJECT",
-        help="PRIVATE budget ledger (a ledger JSON or the project file; 0600)",
+        help="PRIVATE budget ledger of the data set (a ledger JSON, 0600, shared with the app and "
+        "other queries; or a project file that names it); locked for the whole answer",
     )
-    p.add_argument("--budget", type=float, help="total ε of a new ledger")
+    p.add_argument(
+        "--budget",
+        type=float,
+        help="total ε of a new ledger (an existing ledger's total must not differ: see --set-budget)",
+    )
+    p.add_argument(
+        "--set-budget",
+        type=float,
+        metavar="TOTAL",
+        help="change the ledger's total ε (never below what was spent); recorded in the ledger",
+    )
+    p.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="how long to wait for a ledger in use by another query (default 30)",
+    )
     p.add_argument("--requester", help="who asked (recorded in the ledger)")
     p.add_argument(
         "--audit", metavar="FILE.csv|FILE.json", help="also export the ledger's audit trail (private, 0600)"

@@ -10,8 +10,10 @@ thread was inside the one guarded writer (:func:`dpstudio.engine.safe_write.writ
 * content written to a final name (only our temporary names ``.<stem>.XXXXXXXX.tmp<suffix>``,
   or files inside such a temporary folder, are ever written; final names only appear by the
   writer's rename);
-* content written outside the writer, except by a helper thread (Dask's workers) into a
-  temporary folder the writer made.
+* content written outside the writer;
+* an empty file or a folder created outside the writer (lock files, the config folder);
+  anything inside a temporary folder the writer made is its staging (Dask's worker threads
+  write the parts there).
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ from dpstudio.engine import safe_write as sw
 
 TEMP = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp[^/]*$")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-CONTENT = {"open", "os.open", "to_csv", "to_parquet", "to_excel", "write_dta", "write_sav", "mkdir", "truncate"}
+#: operations that put content into a file (only ever into our temporary names)
+CONTENT = {"open", "os.open", "to_csv", "to_parquet", "to_excel", "write_dta", "write_sav", "truncate"}
+#: everything else (create an empty file or a folder, rename, remove, chmod) must happen inside
+#: the writer; anything inside a temporary folder of the writer is its staging (Dask's workers)
 
 
 class WriteSpy:
@@ -59,11 +64,12 @@ class WriteSpy:
     def violations(self) -> list[tuple]:
         bad = []
         for op, path, inside, _main in self.ops:
+            if any(TEMP.match(part) for part in Path(path).parts[:-1]):
+                continue  # inside a temporary folder the writer made (it is renamed as a whole)
             if op in CONTENT:
-                in_temp_folder = any(TEMP.match(part) for part in Path(path).parts[:-1])
                 if not self._temp_name(path):
                     bad.append(("content written to a final name", op, path))
-                elif not inside and not in_temp_folder:
+                elif not inside:
                     bad.append(("content written outside the writer", op, path))
             elif not inside:
                 bad.append(("outside the writer", op, path))
@@ -90,7 +96,8 @@ class WriteSpy:
 
         def os_open(path, flags, mode=0o777, *a, **kw):
             if flags & _WRITE_FLAGS and kw.get("dir_fd") is None:
-                spy.note("os.open", path)
+                writes = flags & (os.O_WRONLY | os.O_TRUNC | os.O_APPEND)
+                spy.note("os.open" if writes else "create", path)  # O_RDWR|O_CREAT: made, not written
             return real_os_open(path, flags, mode, *a, **kw)
 
         monkeypatch.setattr(os, "open", os_open)

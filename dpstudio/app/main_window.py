@@ -569,8 +569,9 @@ class MainWindow(QMainWindow):
         self.method_panel.preview_runner.wait(timeout)
         self.risk_panel.runner.cancel()
         self.risk_panel.runner.wait(timeout)
-        self.query_panel.runner.cancel()
-        self.query_panel.runner.wait(timeout)
+        for r in (self.query_panel.runner, self.query_panel.digest_runner):
+            r.cancel()  # an answer whose ε is already on file stays recorded (write-ahead)
+            r.wait(timeout)
 
     def closeEvent(self, ev) -> None:  # noqa: N802 - Qt API
         if self.state.dirty and self.state.df is not None and self.state.project_path:

@@ -5,7 +5,8 @@ types, domains, precision, hierarchies, method, parameters, seed (and whether it
 and the sweep settings.  It contains the seed, so it is written with owner-only permissions
 and must not be published (the export writes only public metadata).  The schema, its
 migrations (schema 1: an int seed; 2: hex seed; 3: precision and seed pinning) and the
-keeping of unknown keys (e.g. ``query_ledger``) are the engine's (:mod:`dpstudio.engine.recipe`).
+keeping of unknown keys are the engine's (:mod:`dpstudio.engine.recipe`).  The query desk's
+budget ledger is a file of its own; the project only names it (``query_ledger_file``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 from pathlib import Path
 
 from dpstudio import engine
+from dpstudio.engine.query_ledger import LEGACY_PROJECT_KEY
 from dpstudio.engine.random import seed_warning
 from dpstudio.engine.recipe import KNOWN_KEYS, SCHEMA_VERSION, Recipe  # noqa: F401 (re-export)
 from dpstudio.engine.safe_write import WritePlan
@@ -38,8 +40,8 @@ def save(path: str | os.PathLike, recipe: Recipe, *, protect: tuple | list = ())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         old = {}
     if isinstance(old, dict):
-        for k, v in old.items():
-            if k not in KNOWN_KEYS and k not in data:
+        for k, v in old.items():  # not the ledger an older version kept inside: it has its own file now
+            if k not in KNOWN_KEYS and k not in data and k != LEGACY_PROJECT_KEY:
                 data[k] = v
     return plan.write_text(key, json.dumps(data, indent=2, ensure_ascii=False))
 

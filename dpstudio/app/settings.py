@@ -13,6 +13,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, QStandardPaths
 
+from dpstudio.engine.safe_write import make_folder
+
 MAX_RECENT = 8
 
 
@@ -23,7 +25,7 @@ def config_dir() -> Path:
     else:
         base = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppConfigLocation)
         p = Path(base or Path.home() / ".config") / "dpstudio"
-    p.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_folder(p)  # through the one writer (owner-only)
     if not env:  # our own folder: owner-only (a folder named by the user is left as it is)
         try:
             os.chmod(p, 0o700)
@@ -132,3 +134,27 @@ def dask_processes() -> bool:
 
 def set_dask_processes(processes: bool) -> None:
     settings().setValue("dask_processes", bool(processes))
+
+
+# --- the query desk's ledger files (one per data set, keyed by the data's SHA-256)
+def ledgers_dir() -> Path:
+    """Where the app keeps the data sets' ledger files unless the user names another one."""
+    p = config_dir() / "ledgers"
+    make_folder(p)  # through the one writer (owner-only)
+    return p
+
+
+def ledger_for(digest: str) -> str | None:
+    """The ledger file the user chose for the data set of SHA-256 ``digest`` (None: the default)."""
+    v = settings().value(f"query_ledgers/{digest}", None)
+    return str(v) if v else None
+
+
+def set_ledger_for(digest: str, path: str | None) -> None:
+    """Remember at once (not with the project) which ledger file a data set uses."""
+    s = settings()
+    if path:
+        s.setValue(f"query_ledgers/{digest}", str(path))
+    else:
+        s.remove(f"query_ledgers/{digest}")
+    s.sync()

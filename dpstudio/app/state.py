@@ -64,7 +64,7 @@ class AppState(QObject):
     sig_input_errors_changed = Signal()
     """A field holds text that is not a valid value (or no longer does)."""
     sig_query_ledger_changed = Signal()
-    """The query desk's budget ledger (``recipe.extra["query_ledger"]``) changed."""
+    """The query desk's ledger file (``recipe.extra["query_ledger_file"]``) changed."""
     sig_dask_release_changed = Signal()
     """Sample mode (issue 12): a release of the whole file was written on Dask (or cleared)."""
 
@@ -154,6 +154,7 @@ class AppState(QObject):
         if roles:
             r.roles.update({c: v for c, v in roles.items() if c in r.roles})
         r.domains, r.precision, r.hierarchies, r.types = {}, {}, {}, {}
+        r.extra.pop("query_ledger_file", None)  # another data set has its own ledger file
         self.hierarchies = {}
         self._loaded, self._suggested = {}, {}
         self.undo_stack.clear()  # edits of another table cannot be undone on this one
@@ -496,18 +497,36 @@ class AppState(QObject):
             if self.roles.get(c, "other") not in ("other", "identifier")
         }
 
-    # --- query desk (issue 14): the private budget ledger, kept in the recipe's extra keys
-    def query_ledger(self) -> dict | None:
-        """The project's query ledger (engine ``BudgetLedger.to_dict()``), or None."""
-        return self.recipe.extra.get("query_ledger")
+    # --- query desk (issue 14): the data set's budget ledger is a file of its own (written at
+    # each answer); the project only names it (engine ``query_ledger.PROJECT_KEY``)
+    def query_ledger_file(self) -> str | None:
+        """The ledger file the user chose for this data set (saved in the project), or None."""
+        from dpstudio.engine.query_ledger import PROJECT_KEY
 
-    def set_query_ledger(self, data: dict | None) -> None:
-        if data is None:
-            self.recipe.extra.pop("query_ledger", None)
+        v = self.recipe.extra.get(PROJECT_KEY)
+        return v if isinstance(v, str) and v else None
+
+    def set_query_ledger_file(self, path: str | None) -> None:
+        from dpstudio.engine.query_ledger import PROJECT_KEY
+
+        if path:
+            self.recipe.extra[PROJECT_KEY] = str(path)
         else:
-            self.recipe.extra["query_ledger"] = data
+            self.recipe.extra.pop(PROJECT_KEY, None)
         self.sig_query_ledger_changed.emit()
         self.mark_dirty()
+
+    def legacy_query_ledger(self) -> dict | None:
+        """A ledger an older project held inside (moved to its own file by the query desk)."""
+        from dpstudio.engine.query_ledger import LEGACY_PROJECT_KEY
+
+        return self.recipe.extra.get(LEGACY_PROJECT_KEY)
+
+    def drop_legacy_query_ledger(self) -> None:
+        from dpstudio.engine.query_ledger import LEGACY_PROJECT_KEY
+
+        if self.recipe.extra.pop(LEGACY_PROJECT_KEY, None) is not None:
+            self.mark_dirty()
 
     def applicability(self, method: str | None) -> str:
         """Why ``method`` cannot run on the current roles and types ('' when it can); in sample

@@ -51,28 +51,40 @@ Thesis slips found while implementing (tests ``test_thesis_*``):
 from __future__ import annotations
 
 import bisect
-import csv
-import io as _io
 import itertools
-import json
 import math
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dpstudio.engine.errors import DPStudioError, ParameterError
+from dpstudio.engine.errors import ParameterError
+from dpstudio.engine.query_ledger import (  # noqa: F401 (the ledger's names, re-exported)
+    DEFAULT_WAIT,
+    LEDGER_FORMAT,
+    BudgetExceeded,
+    BudgetLedger,
+    LedgerBusy,
+    LedgerError,
+    eps_fraction,
+    load_ledger,
+    locked_ledger,
+    resolve_ledger_path,
+    save_ledger,
+)
 from dpstudio.engine.random import as_rng
 
 __all__ = [
     "BudgetExceeded",
     "BudgetLedger",
     "CategoricalRange",
+    "LedgerBusy",
+    "LedgerError",
     "MultiQuery",
     "NumericRange",
     "Prior",
@@ -82,6 +94,8 @@ __all__ = [
     "factors",
     "disjoint_components",
     "joint_distances",
+    "load_ledger",
+    "locked_ledger",
     "parse_any",
     "parse_filter",
     "parse_prior",
@@ -90,6 +104,7 @@ __all__ = [
     "refine_multicomponent",
     "refine_query",
     "refine_weights",
+    "save_ledger",
 ]
 
 AGGREGATES = ("count", "proportion", "mean", "sum", "median", "mode", "value")
@@ -98,10 +113,6 @@ PRIOR_TOTAL = 1 << 52  # the prior is quantised to integer weights summing to ab
 ALPHA_BITS = 64  # αu, αd are A / 2^64
 MAX_SUPPORT = 200_001  # grid points of a numeric range
 MAX_EPSILON = 50.0
-
-
-class BudgetExceeded(ParameterError):
-    """The ledger's total budget does not cover the query's ε (nothing was spent)."""
 
 
 # =========================================================================== exact factors
@@ -115,14 +126,6 @@ def exp_bounds(x: Fraction, prec: int = 60) -> tuple[Fraction, Fraction]:
         lo, hi = _exp_neg_bounds(x, prec)  # bounds of e^{-x}
         return 1 / hi, 1 / lo
     return _exp_neg_bounds(-x, prec)
-
-
-def eps_fraction(epsilon) -> Fraction:
-    """The ε a user typed as an exact decimal fraction (0.1 is 1/10, not the binary double):
-    the factors are calibrated to it and the ledger adds it, so 0.5 + 0.2 + 0.2 + 0.1 is
-    exactly 1.
-    """
-    return Fraction(repr(float(epsilon)))
 
 
 def factors(epsilon: float | Fraction, kind: str, split: float = 0.5) -> tuple[int, int]:
@@ -1057,7 +1060,7 @@ def refine_query(
     kind: str | None = None,
     rng=None,
     *,
-    ledger: BudgetLedger | None = None,
+    ledger: BudgetLedger | str | os.PathLike | None = None,
     groups: Iterable | None = None,
     split: float = 0.5,
     requester: str | None = None,
@@ -1071,8 +1074,24 @@ def refine_query(
     ``groups``: declared groups of a ``… by COL`` query (one component per group, disjoint
     records: ε in total, Proposition 4).  With a ``ledger`` the ε is spent there; a query
     beyond the remaining budget raises :class:`BudgetExceeded` and spends nothing, as does
-    any invalid query.  ``rng``: a Generator or seed (default: OS entropy).
+    any invalid query.  ``ledger`` may be the path of a ledger file: the whole answer then runs
+    under the file's lock (:func:`locked_ledger`) and the file is written before the answer
+    is returned.  ``rng``: a Generator or seed (default: OS entropy).
     """
+    if isinstance(ledger, (str, os.PathLike)):
+        with locked_ledger(ledger) as bound:
+            return refine_query(
+                df,
+                query,
+                prior,
+                epsilon,
+                kind,
+                rng,
+                ledger=bound,
+                groups=groups,
+                split=split,
+                requester=requester,
+            )
     if isinstance(query, str):
         query = parse_any(query)
     if isinstance(query, MultiQuery):  # a vector answer (thesis §5.3): jointly, one prior each
@@ -1418,7 +1437,7 @@ def refine_multicomponent(
     distance: str = "max",
     kind: str | None = None,
     rng=None,
-    ledger: BudgetLedger | None = None,
+    ledger: BudgetLedger | str | os.PathLike | None = None,
     split: float = 0.5,
     requester: str | None = None,
     joint_weights=None,
@@ -1438,8 +1457,25 @@ def refine_multicomponent(
     ``epsilon``: the total, or one εi per component (split only).
 
     The ledger spends the composed ε; a query beyond the remaining budget or invalid spends
-    nothing.  ``response`` is the tuple of component answers.
+    nothing.  ``ledger`` may be the path of a ledger file (see :func:`refine_query`).
+    ``response`` is the tuple of component answers.
     """
+    if isinstance(ledger, (str, os.PathLike)):
+        with locked_ledger(ledger) as bound:
+            return refine_multicomponent(
+                df,
+                query,
+                priors,
+                epsilon,
+                mode=mode,
+                distance=distance,
+                kind=kind,
+                rng=rng,
+                ledger=bound,
+                split=split,
+                requester=requester,
+                joint_weights=joint_weights,
+            )
     if not isinstance(query, MultiQuery):
         query = parse_any(query)
         if isinstance(query, Query):
@@ -1498,7 +1534,7 @@ def refine_multicomponent(
         eps_list, eps_total = _split_epsilons(epsilon, n, disjoint)
         kinds_used = kinds
     if ledger is not None:
-        ledger.check(float(eps_total))
+        ledger.check(eps_total)
     rng = as_rng(rng)
     masks = [evaluate_filter(df, parse_filter(q.where)) for q in comps]
     centers, trues, notes = [], [], []
@@ -1564,7 +1600,7 @@ def refine_multicomponent(
     )
     if ledger is not None:
         ledger.spend(
-            float(eps_total),
+            eps_total,
             query=ans.query,
             kind=ans.kind,
             prior=ans.prior,
@@ -1642,199 +1678,7 @@ def _multi_guarantee(comps, priors, mode, distance, kinds, eps_list, eps_total, 
 
 
 # =========================================================================== the ledger
-
-LEDGER_FORMAT = "dpstudio-query-ledger"
-
-
-class BudgetLedger:
-    """The private budget of one data set's query desk (thesis Protocol 2).
-
-    Every answered query spends its ε; the sum over answered queries (sequential composition)
-    never exceeds ``total``: a query that would exceed it is refused (:class:`BudgetExceeded`,
-    naming the remaining budget) and nothing is spent.  Sums are exact (fractions of the
-    ε values as the exact decimals typed, see :func:`eps_fraction`), so rounding can never let
-    the total be overrun.
-    """
-
-    def __init__(
-        self,
-        total: float,
-        *,
-        dataset: str | None = None,
-        digest: str | None = None,
-        entries: list | None = None,
-        created: str | None = None,
-    ):
-        t = _check_epsilon_total(total)
-        self.total = t
-        self.dataset = dataset
-        self.digest = digest
-        self.entries: list[dict] = list(entries or [])
-        self.created = created or _now()
-        if self._spent() > eps_fraction(self.total):
-            raise ParameterError(
-                "Ledger: the recorded queries spend more than the total budget; the ledger file is corrupt."
-            )
-
-    def _spent(self) -> Fraction:
-        return sum((eps_fraction(e["epsilon"]) for e in self.entries), Fraction(0))
-
-    @property
-    def spent(self) -> float:
-        return float(self._spent())
-
-    @property
-    def remaining(self) -> float:
-        return float(eps_fraction(self.total) - self._spent())
-
-    def check(self, epsilon: float) -> None:
-        e = eps_fraction(epsilon)
-        if self._spent() + e > eps_fraction(self.total):
-            raise BudgetExceeded(
-                f"Query refused: it needs ε = {float(epsilon):g} but only {self.remaining:g} of "
-                f"the data set's total budget {self.total:g} remains (spent {self.spent:g} on "
-                f"{len(self.entries)} queries). Nothing was spent; ask for a smaller ε."
-            )
-
-    def spend(self, epsilon: float, **record) -> dict:
-        self.check(epsilon)
-        entry = {"n": len(self.entries) + 1, "time": _now(), "epsilon": float(epsilon)}
-        entry.update({k: v for k, v in record.items() if v is not None})
-        self.entries.append(entry)
-        entry["remaining"] = self.remaining
-        return entry
-
-    # ---- persistence
-    def to_dict(self) -> dict:
-        return {
-            "format": LEDGER_FORMAT,
-            "version": 1,
-            "total": self.total,
-            "dataset": self.dataset,
-            "digest": self.digest,
-            "created": self.created,
-            "spent": self.spent,
-            "remaining": self.remaining,
-            "entries": [dict(e) for e in self.entries],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict) -> BudgetLedger:
-        if not isinstance(data, dict) or data.get("format") != LEDGER_FORMAT:
-            raise ParameterError("Not a dpstudio query ledger.")
-        try:
-            return cls(
-                float(data["total"]),
-                dataset=data.get("dataset"),
-                digest=data.get("digest"),
-                entries=list(data.get("entries") or []),
-                created=data.get("created"),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            if isinstance(exc, DPStudioError):
-                raise
-            raise ParameterError(f"Ledger file is damaged ({exc}).") from None
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
-
-    @classmethod
-    def from_json(cls, text: str) -> BudgetLedger:
-        try:
-            return cls.from_dict(json.loads(text))
-        except json.JSONDecodeError as exc:
-            raise ParameterError(f"Ledger file is not valid JSON ({exc}).") from None
-
-    def audit_csv(self) -> str:
-        cols = ["n", "time", "requester", "query", "kind", "epsilon", "remaining", "prior", "response"]
-        buf = _io.StringIO()
-        wr = csv.writer(buf)
-        wr.writerow(cols)
-        for e in self.entries:
-            wr.writerow(
-                [
-                    json.dumps(e.get(c), ensure_ascii=False)
-                    if isinstance(e.get(c), dict)
-                    else ("" if e.get(c) is None else e.get(c))
-                    for c in cols
-                ]
-            )
-        return buf.getvalue()
-
-    def export(self, path, fmt: str | None = None, *, protect: tuple | list = ()) -> str:
-        """Write the audit trail (CSV or JSON, from the suffix unless ``fmt``), owner-only 0600,
-        through the one guarded writer (never over ``protect``: the data file).
-        """
-        from dpstudio.engine.safe_write import atomic_write
-
-        fmt = (fmt or str(path).rsplit(".", 1)[-1]).lower()
-        if fmt not in ("csv", "json"):
-            raise ParameterError("Export the ledger as .csv or .json.")
-        text = self.audit_csv() if fmt == "csv" else self.to_json()
-
-        def writer(tmp):
-            with open(tmp, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
-
-        return atomic_write(path, writer, protect=protect, private=True, what="ledger audit")
-
-
-def _check_epsilon_total(total) -> float:
-    try:
-        t = float(total)
-    except (TypeError, ValueError):
-        raise ParameterError(f"The total budget must be a number > 0, got {total!r}.") from None
-    if not (t > 0 and math.isfinite(t)):
-        raise ParameterError(f"The total budget must be a number > 0, got {total!r}.")
-    return t
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def load_ledger(path) -> BudgetLedger | None:
-    """Read a ledger from a ledger JSON file or from a project file's ``query_ledger`` key
-    (``None`` when the project has none yet).
-    """
-    from pathlib import Path
-
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ParameterError(f"Cannot read ledger {path}: {exc}") from None
-    if isinstance(data, dict) and data.get("format") == LEDGER_FORMAT:
-        return BudgetLedger.from_dict(data)
-    if isinstance(data, dict) and "schema_version" in data:
-        led = data.get("query_ledger")
-        return None if led is None else BudgetLedger.from_dict(led)
-    raise ParameterError(f"{path} is neither a dpstudio query ledger nor a project file.")
-
-
-def save_ledger(path, ledger: BudgetLedger) -> str:
-    """Write the ledger (private, 0600): into the project file's ``query_ledger`` key when
-    ``path`` is a project file, else as a ledger JSON file; through the one guarded writer.
-    """
-    from pathlib import Path
-
-    from dpstudio.engine.safe_write import atomic_write
-
-    p = Path(path)
-    data: dict = ledger.to_dict()
-    if p.is_file():  # never open a FIFO or device (the writer refuses it below)
-        try:
-            old = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            old = None
-        if isinstance(old, dict) and "schema_version" in old and old.get("format") != LEDGER_FORMAT:
-            old["query_ledger"] = data
-            data = old
-
-    def writer(tmp):
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, ensure_ascii=False)
-
-    return atomic_write(p, writer, private=True, what="query ledger")
+# The ledger is its own module (dpstudio.engine.query_ledger); its names are re-exported above.
 
 
 # =========================================================================== text specs (CLI)

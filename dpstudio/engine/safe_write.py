@@ -791,6 +791,33 @@ def _commit(tmp: str, t: Target, inputs: list[str]) -> str:
     return t.path
 
 
+# --------------------------------------------------------------------- folders and lock files
+
+
+def make_folder(path: PathLike, *, mode: int = 0o700) -> Path:
+    """Create the folder ``path`` (and missing parents) unless it exists: the one place
+    dpstudio makes a folder of its own (the app's config folder and its ``ledgers/``); a file
+    at ``path`` is an error (FileExistsError).  Output folders are never created silently.
+    """
+    p = Path(os.fspath(path))
+    with _inside_writer():
+        p.mkdir(parents=True, exist_ok=True, mode=mode)
+    return p
+
+
+def open_lock_file(path: PathLike, flags: int) -> int:
+    """Open (creating it empty, 0600, if absent) the lock file ``path`` for an OS lock: the one
+    place dpstudio makes a lock file (the query ledger's ``<ledger>.lock``).  A lock file is
+    never truncated or written: ``flags`` may not hold O_TRUNC, O_APPEND or O_WRONLY.  The
+    caller passes O_NOFOLLOW | O_NONBLOCK (no link followed, no FIFO waited on) and checks
+    ``os.fstat`` is a regular file.
+    """
+    if flags & (os.O_TRUNC | os.O_APPEND | os.O_WRONLY):
+        raise ValueError("a lock file is never written")
+    with _inside_writer():
+        return os.open(os.fspath(path), flags | os.O_CREAT, 0o600)
+
+
 # --------------------------------------------------------------------- one-file shortcuts
 
 
@@ -854,4 +881,6 @@ __all__ = [
     "remove_stale_temps",
     "temp_pattern",
     "writing",
+    "open_lock_file",
+    "make_folder",
 ]

@@ -324,3 +324,81 @@ def test_value_labels_of_a_labelled_file_in_riskiest_combinations(qtbot, window,
         assert sex == f"{code_s} = {labels['sex'][code_s]}"
         assert reg == f"{code_r} = {labels['region'][code_r]}"
         assert "=" not in age  # no labels for age: the code alone
+
+
+# ---------------------------------------------------------------- issue 23: ARX models, SUDA2
+
+
+def test_arx_models_rows_equal_the_engine(qtbot, window):
+    panel = _open_free1(qtbot, window)
+    m = engine.assess_risk(window.state.df, KEYS, weight="WEIGHT").reid_models()
+    assert panel.figure("reidentification_models.prosecutor.highest") == RP.fmt_float(m["prosecutor"]["highest"])
+    assert panel.figure("reidentification_models.journalist.average") == RP.fmt_float(m["journalist"]["average"])
+    assert panel.figure("reidentification_models.marketer.average") == RP.fmt_float(m["marketer"]["average"])
+
+
+def test_suda2_on_demand_lists_top_records_with_their_msus(qtbot):
+    df = pd.read_csv(free1_sample_path())
+    st = AppState()
+    panel = RP.RiskPanel(st)
+    qtbot.addWidget(panel)
+    st.set_data(df, str(free1_sample_path()))
+    st.set_roles(FREE1_ROLES)
+    _wait(qtbot, panel)
+    assert panel.suda_result is None  # on demand only
+    panel.start_suda()
+    qtbot.waitUntil(lambda: panel.suda_result is not None and not panel.suda_runner.busy, timeout=30000)
+    ref = pd.read_csv(free1_sample_path().parent / "free1_suda2_per_record.csv")
+    res = panel.suda_result
+    np.testing.assert_allclose(res.dis, ref["suda_dis"], rtol=1e-9, atol=0)
+    assert panel.suda_table.rowCount() == RP.TOP_SUDA_RECORDS
+    top = int(panel.suda_table.item(0, 0).text()) - 1
+    assert res.dis[top] == res.dis.max()
+    msus = panel.suda_table.item(0, 3).text()
+    assert msus and all("=" in part for part in msus.split("; "))
+    assert "510 of 4,000 records" in panel.suda_label.text()
+    assert panel.suda_button.isEnabled() and not panel.suda_cancel.isEnabled()
+    st.set_roles({**FREE1_ROLES, "AGE": "other"})  # roles changed: the result is dropped
+    assert panel.suda_result is None and panel.suda_table.rowCount() == 0
+
+
+def test_suda2_cancel_leaves_no_result(qtbot, monkeypatch):
+    import threading
+
+    gate = threading.Event()
+
+    def slow(df, keys, **kw):
+        while not gate.wait(0.01):
+            kw["check_cancel"]()
+        raise AssertionError("not cancelled")
+
+    monkeypatch.setattr(RP, "suda2", slow)
+    df = pd.read_csv(free1_sample_path())
+    st = AppState()
+    panel = RP.RiskPanel(st)
+    qtbot.addWidget(panel)
+    st.set_data(df, str(free1_sample_path()))
+    st.set_roles(FREE1_ROLES)
+    _wait(qtbot, panel)
+    panel.start_suda()
+    assert panel.suda_cancel.isEnabled() and not panel.suda_button.isEnabled()
+    panel.cancel_suda()
+    assert "cancelled" in panel.suda_label.text()
+    assert panel.suda_runner.wait(10)
+    gate.set()
+    assert panel.suda_result is None and panel.suda_button.isEnabled()
+
+
+def test_suda2_bad_max_size_is_one_line(qtbot):
+    df = pd.read_csv(free1_sample_path())
+    st = AppState()
+    panel = RP.RiskPanel(st)
+    qtbot.addWidget(panel)
+    st.set_data(df, str(free1_sample_path()))
+    st.set_roles(FREE1_ROLES)
+    _wait(qtbot, panel)
+    panel.suda_max_size.setValue(40)  # more than the 6 keys
+    panel.start_suda()
+    qtbot.waitUntil(lambda: not panel.suda_runner.busy, timeout=10000)
+    qtbot.waitUntil(lambda: "suda_max_size" in panel.banner.text(), timeout=10000)
+    assert panel.suda_result is None

@@ -33,7 +33,7 @@ def _emitted_keys() -> set[str]:
         keys |= set(out)
     from dpstudio.engine.measures.survey_risk import assess_risk
 
-    rep = assess_risk(df, ["g", "h"], weight="w", sensitive=["C"])
+    rep = assess_risk(df, ["g", "h"], weight="w", sensitive=["C"], suda=True)
     keys |= set(rep.to_dict(per_record=True))
     return keys - NOT_MEASURES
 

@@ -450,14 +450,20 @@ def test_ledger_round_trip_and_private_export(tmp_path):
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     rows = (tmp_path / "audit.csv").read_text().splitlines()
     assert rows[0].startswith("n,time,requester,query") and len(rows) == 2
-    # a project file keeps its other keys; the ledger sits under query_ledger
+    # a project file does not hold the spending: it names the ledger file
     proj = tmp_path / "p.dpsproj"
     proj.write_text(json.dumps({"schema_version": 1, "method": "ir-dp"}))
-    assert load_ledger(proj) is None
-    save_ledger(proj, led)
-    data = json.loads(proj.read_text())
-    assert data["method"] == "ir-dp" and load_ledger(proj).to_dict() == led.to_dict()
-    assert stat.S_IMODE(os.stat(proj).st_mode) == 0o600
+    before = proj.read_text()
+    with pytest.raises(ParameterError, match="project file"):
+        save_ledger(proj, led)
+    assert proj.read_text() == before
+    save_ledger(tmp_path / "led.json", led)
+    assert stat.S_IMODE(os.stat(tmp_path / "led.json").st_mode) == 0o600
+    proj.write_text(json.dumps({"schema_version": 1, "query_ledger_file": "led.json"}))
+    assert load_ledger(proj).to_dict() == led.to_dict()
+    # an older project held it inside: still read (the app moves it to its own file)
+    proj.write_text(json.dumps({"schema_version": 1, "query_ledger": led.to_dict()}))
+    assert load_ledger(proj).to_dict() == led.to_dict()
     with pytest.raises(ParameterError):
         BudgetLedger.from_dict({**led.to_dict(), "total": 0.1})          # overspent: corrupt
 

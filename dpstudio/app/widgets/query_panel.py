@@ -8,10 +8,14 @@ returns one draw; the panel shows the public answer text to copy to the research
 marked office only — the refined distribution against the prior and against Laplace noise
 of the same ε (thesis Figures 5.5–5.6; the Laplace density is computed analytically).
 
-The ledger lives in the project (``Recipe.extra["query_ledger"]``, written through
-:meth:`AppState.set_query_ledger`); with a saved project it is written into the project file
-(engine ``save_ledger``, 0600) before the answer is shown.  It is bound to the input file's
-SHA-256 (as the CLI's): a ledger of other data is never used or reset silently.
+The ledger is a file of its own, one per data set (engine :mod:`dpstudio.engine.query_ledger`):
+by default ``ledgers/<name>-<sha>.ledger.json`` in the app's config folder, keyed by the data
+file's SHA-256; the user may name another one (e.g. the file the command line uses, on a shared
+drive), remembered at once and saved in the project.  An answer is drawn under the file's lock
+and the file is written (atomically, 0600) before the answer is shown, exactly as
+``dpstudio query --ledger``: closing without saving the project loses no spending.  A ledger of
+other data is never used or reset silently; a ledger an older project held inside is moved to
+its file.
 
 Run ``python -m dpstudio.app.widgets.query_panel`` for a preview on the Census sample.
 """
@@ -19,6 +23,7 @@ Run ``python -m dpstudio.app.widgets.query_panel`` for a preview on the Census s
 from __future__ import annotations
 
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,6 +57,7 @@ from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner, filter_example
 from dpstudio.app.workers import TaskRunner
 from dpstudio.engine import query as qd
+from dpstudio.engine import query_ledger as ql
 from dpstudio.engine.errors import DPStudioError
 
 AGGREGATES = ("count", "proportion", "mean", "sum", "median", "mode", "value")
@@ -134,6 +140,7 @@ class QueryPanel(QWidget):
         super().__init__(parent)
         self.state = state
         self.runner = TaskRunner("query", self)
+        self.digest_runner = TaskRunner("query-digest", self)
         self.last_answer: qd.QueryAnswer | None = None
         self._digest: tuple[str, str, str] | None = None  # (path, name, sha) cache
         self._build()
@@ -375,17 +382,22 @@ class QueryPanel(QWidget):
         )
         self.budget_label = QLabel()
         self.budget_label.setObjectName("budget_label")
-        self.new_ledger_btn = QPushButton("New ledger for this data")
-        self.new_ledger_btn.setToolTip(
-            "Only when the project's ledger belongs to other data: replaces it (export it first)"
+        self.choose_ledger_btn = QPushButton("Use another ledger file…")
+        self.choose_ledger_btn.setToolTip(
+            "The data set's ledger file: e.g. the one `dpstudio query --ledger` uses, on a shared drive"
         )
         self.export_btn = QPushButton("Export audit trail…")
         hb.addWidget(QLabel("Total budget ε"))
         hb.addWidget(self.budget_edit)
         hb.addWidget(self.budget_label, 1)
-        hb.addWidget(self.new_ledger_btn)
+        hb.addWidget(self.choose_ledger_btn)
         hb.addWidget(self.export_btn)
         vl.addLayout(hb)
+        self.ledger_path_label = QLabel()
+        self.ledger_path_label.setObjectName("ledger_path_label")
+        self.ledger_path_label.setWordWrap(True)
+        self.ledger_path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        vl.addWidget(self.ledger_path_label)
         self.banner = Banner(closable=False)
         vl.addWidget(self.banner)
         self.ledger_table = QTableWidget(0, len(LEDGER_COLUMNS))
@@ -434,7 +446,7 @@ class QueryPanel(QWidget):
         self.cancel_btn.clicked.connect(self.runner.cancel)
         self.copy_btn.clicked.connect(self.copy_answer)
         self.export_btn.clicked.connect(self.export_dialog)
-        self.new_ledger_btn.clicked.connect(self.new_ledger)
+        self.choose_ledger_btn.clicked.connect(self.choose_ledger_dialog)
 
     # ------------------------------------------------------------------ the request
     def _on_data_changed(self) -> None:
@@ -674,37 +686,123 @@ class QueryPanel(QWidget):
         return not err
 
     # ------------------------------------------------------------------ the ledger
-    def ledger(self) -> qd.BudgetLedger | None:
-        d = self.state.query_ledger()
-        return None if d is None else qd.BudgetLedger.from_dict(d)
-
     def _dataset(self) -> tuple[str, str]:
+        """(name, SHA-256) of the loaded data (computed here if the background task has not yet)."""
         key = self.state.path or ""
         if self._digest is None or self._digest[0] != key:
             name, sha = input_digest(self.state)
             self._digest = (key, name, sha)
         return self._digest[1], self._digest[2]
 
-    def _ledger_for_data(self) -> tuple[qd.BudgetLedger | None, str]:
-        """(ledger, '') or (None, why it cannot be used for the loaded data)."""
-        led = self.ledger()
-        if led is None or self.state.df is None:
-            return led, ""
+    def _digest_ready(self) -> bool:
+        return self._digest is not None and self._digest[0] == (self.state.path or "")
+
+    def _start_digest(self) -> None:
+        """The data file's SHA-256 (the ledger's key) off the UI thread: a large file takes a while."""
+        st = self.state
+        if st.df is None:
+            return
+        key = st.path or ""
+
+        def work(progress, check_cancel):
+            return (key, *input_digest(st))
+
+        def done(out):
+            if out[0] == (self.state.path or ""):
+                self._digest = out
+                self.refresh_ledger()
+
+        self.digest_runner.start(work, finished=done)
+
+    def _default_path(self, name: str, sha: str) -> str:
+        from dpstudio.app import settings as app_settings
+
+        chosen = app_settings.ledger_for(sha)
+        return chosen or str(app_settings.ledgers_dir() / ql.default_ledger_name(name, sha))
+
+    def ledger_path(self) -> str | None:
+        """The loaded data set's ledger file: the one chosen for it (project, then the app's
+        memory of the choice), else the default in the app's config folder.  None without data.
+        """
+        if self.state.df is None:
+            return None
+        name, sha = self._dataset()
+        return self.state.query_ledger_file() or self._default_path(name, sha)
+
+    def _snapshot(self) -> tuple[qd.BudgetLedger | None, str]:
+        """(the ledger on file or None when there is none yet, '') or (None, why it cannot be used)."""
+        path = self.ledger_path()
+        if path is None:
+            return None, ""
+        try:
+            led = ql.read_ledger_file(path)
+        except DPStudioError as exc:
+            return None, f"{exc} Queries are refused until the ledger is usable."
+        if led is None:
+            ref = self.state.query_ledger_file()
+            name, sha = self._dataset()
+            if ref and os.path.abspath(ref) != os.path.abspath(self._default_path(name, sha)):
+                return None, (
+                    f"The ledger file {ref} named by the project is missing: put it back, or "
+                    "use another ledger file (a new one starts a new budget)."
+                )
+            return None, ""
         name, sha = self._dataset()
         if led.digest and led.digest != sha:
             return None, (
-                f"The project's query ledger belongs to another data set "
-                f"({led.dataset}), not to {name}: queries are refused. Open "
-                f"{led.dataset}, or export that ledger and press 'New ledger for "
-                "this data'."
+                f"The ledger file {path} belongs to another data set ({led.dataset}), not to "
+                f"{name}: queries are refused. Open {led.dataset}, or use another ledger file."
             )
         return led, ""
 
+    def ledger(self) -> qd.BudgetLedger | None:
+        """The loaded data set's ledger as on file now (None when there is none, or unusable)."""
+        return self._snapshot()[0]
+
+    def _migrate_legacy(self) -> str:
+        """Move a ledger that an older project held inside to its data set's ledger file."""
+        data = self.state.legacy_query_ledger()
+        if data is None or self.state.df is None:
+            return ""
+        try:
+            led = qd.BudgetLedger.from_dict(data, source="the ledger inside the project")
+        except DPStudioError as exc:
+            return str(exc)
+        name, sha = self._dataset()
+        if led.digest and led.digest != sha:
+            from dpstudio.app import settings as app_settings
+
+            target = app_settings.ledger_for(led.digest) or str(
+                app_settings.ledgers_dir() / ql.default_ledger_name(led.dataset or "data", led.digest)
+            )
+        else:
+            target = self.ledger_path() or ""
+        try:
+            moved = ql.migrate_embedded(led, target)
+        except DPStudioError as exc:
+            return str(exc)
+        if not moved:
+            return (
+                f"The project holds a query ledger of an older dpstudio ({len(led.entries)} answers) that "
+                f"differs from the ledger file {target}: use another ledger file for it (a new name "
+                "receives the project's ledger). Queries are refused until then."
+            )
+        self.state.drop_legacy_query_ledger()
+        self.sig_status.emit(f"The project's query ledger was moved to its own file: {target}")
+        return ""
+
     def refresh_ledger(self) -> None:
-        led, why = self._ledger_for_data() if self.state.df is not None else (self.ledger(), "")
-        other = self.state.query_ledger() is not None and led is None
-        self.new_ledger_btn.setVisible(other)
-        self.export_btn.setEnabled(self.state.query_ledger() is not None)
+        if self.state.df is not None and not self._digest_ready():
+            if not self.digest_runner.busy:
+                self._start_digest()
+            self.ledger_path_label.setText("Finding the data set's ledger (fingerprint of the data file)…")
+            return
+        why = self._migrate_legacy()
+        led, why2 = self._snapshot()
+        why = why or why2
+        path = self.ledger_path()
+        self.export_btn.setEnabled(led is not None)
+        self.choose_ledger_btn.setEnabled(path is not None)
         entries = led.entries if led is not None else []
         self.ledger_table.setRowCount(len(entries))
         for r, e in enumerate(entries):
@@ -728,25 +826,54 @@ class QueryPanel(QWidget):
         else:
             self.budget_edit.setReadOnly(False)
             self.budget_label.setText(
-                "no answers yet: the ledger starts with the first answer" if not other else ""
+                "no answers yet: the ledger starts with the first answer" if not why else ""
             )
+        self.ledger_path_label.setText(
+            ""
+            if path is None
+            else f"Ledger file (private, written at every answer; the command line's --ledger): {path}"
+        )
         if why:
             self.banner.show_message(why, "error")
-        elif led is not None and not self.state.project_path:
-            self.banner.show_message(
-                "The ledger is kept in the project: save the project "
-                "(Ctrl+S) or its spending is lost when dpstudio closes.",
-                "warning",
-            )
         else:
             self.banner.hide()
 
-    def new_ledger(self) -> None:
-        """Drop the project's ledger of OTHER data (never the loaded data's own ledger)."""
-        led, why = self._ledger_for_data()
-        if not why:
-            return
-        self.state.set_query_ledger(None)
+    def choose_ledger_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self,
+            "The data set's ledger file (an existing one, or a new name)",
+            self.ledger_path() or "ledger.json",
+            "Query ledger (*.json)",
+            options=QFileDialog.Option.DontConfirmOverwrite,
+        )
+        if path:
+            self.choose_ledger(path)
+
+    def choose_ledger(self, path: str) -> bool:
+        """Use the ledger file ``path`` for the loaded data set (an existing ledger of this
+        data, or a new name: a new budget, or the older project's ledger if one is pending).
+        Remembered at once (app settings) and saved with the project.
+        """
+        from dpstudio.app import settings as app_settings
+
+        if self.state.df is None:
+            return False
+        path = os.path.abspath(path)
+        name, sha = self._dataset()
+        try:
+            led = ql.read_ledger_file(path)
+            ql.check_ledger_path(path)
+            if led is not None and led.digest and led.digest != sha:
+                raise qd.ParameterError(
+                    f"{path} is the ledger of another data set ({led.dataset}): choose this data set's."
+                )
+        except DPStudioError as exc:
+            self.error_label.setText(str(exc))
+            return False
+        self.error_label.setText("")
+        app_settings.set_ledger_for(sha, path)
+        self.state.set_query_ledger_file(path)  # emits: refresh (and moves a pending older ledger)
+        return True
 
     def _input_files(self) -> list[str]:
         st = self.state
@@ -783,31 +910,27 @@ class QueryPanel(QWidget):
         if not self._validate(replot=False):
             return False
         req = self.build_multi_request() if self.multi() else self.build_request()
-        led, why = self._ledger_for_data()
-        if why:
-            self.error_label.setText(why)
-            return False
         df = self.state.df
-        st = self.state
+        path = None
+        new_total = None
         if spend:
+            led, why = self._snapshot()
+            if why or self.state.legacy_query_ledger() is not None:
+                self.error_label.setText(why or "Move the project's older ledger first (see above).")
+                return False
+            path = self.ledger_path()
             name, sha = self._dataset()
-            led_dict = (
-                led.to_dict()
-                if led is not None
-                else qd.BudgetLedger(req["total"], dataset=name, digest=sha).to_dict()
-            )
+            new_total = req["total"] if led is None else None
             try:  # refused before anything runs, with the remaining budget named
-                qd.BudgetLedger.from_dict(led_dict).check(req["epsilon"])
+                (led or qd.BudgetLedger(req["total"])).check(req["epsilon"])
             except DPStudioError as exc:
                 self.error_label.setText(str(exc))
                 return False
-        else:
-            led_dict = None
 
-        def work(progress, check_cancel):
-            ledger = None if led_dict is None else qd.BudgetLedger.from_dict(led_dict)
+        def answer_with(ledger, check_cancel):
+            check_cancel()  # the last moment a cancel stops the answer: nothing was spent
             if req["multi"] is not None:
-                ans = qd.refine_multicomponent(
+                return qd.refine_multicomponent(
                     df,
                     req["query"],
                     req["prior"],
@@ -817,44 +940,67 @@ class QueryPanel(QWidget):
                     ledger=ledger,
                     requester=req["requester"],
                 )
-            else:
-                ans = qd.refine_query(
-                    df,
-                    req["query"],
-                    req["prior"],
-                    req["epsilon"],
-                    req["kind"],
-                    ledger=ledger,
-                    groups=req["groups"],
-                    requester=req["requester"],
+            return qd.refine_query(
+                df,
+                req["query"],
+                req["prior"],
+                req["epsilon"],
+                req["kind"],
+                ledger=ledger,
+                groups=req["groups"],
+                requester=req["requester"],
+            )
+
+        def work(progress, check_cancel):
+            if path is None:
+                return answer_with(None, check_cancel), False
+            # the CLI's lock and code: budget check, draw and ledger write under one OS lock;
+            # the file holds the answer's ε before the answer leaves this function
+            with ql.locked_ledger(
+                path, total=new_total, dataset=name, digest=sha, check_cancel=check_cancel
+            ) as ledger:
+                if (
+                    new_total is not None
+                    and ledger.on_file
+                    and ledger.total_exact != ql.eps_fraction(new_total)
+                ):
+                    raise qd.ParameterError(
+                        f"The ledger {path} was created meanwhile with a total budget of {ledger.total:g} "
+                        f"(not {new_total:g}): look at it and answer again."
+                    )
+                ans = answer_with(ledger, check_cancel)
+                recorded["spent"] = True  # on file: a cancel from now on only hides the answer
+                return ans, True
+
+        recorded = {"spent": False}
+
+        def cancelled():
+            if recorded["spent"]:
+                self.error_label.setText(
+                    "Cancelled after the answer was recorded in the ledger: its ε is spent; "
+                    "the answer is not shown."
                 )
-            check_cancel()
-            return ans, (None if ledger is None else ledger.to_dict())
+            else:
+                self.error_label.setText("Cancelled: nothing was spent or shown.")
+            self.refresh_ledger()
 
         def done(out):
-            ans, new_led = out
-            if new_led is not None:
-                st.set_query_ledger(new_led)
-                if st.project_path:  # written before the answer is shown
-                    try:
-                        qd.save_ledger(st.project_path, qd.BudgetLedger.from_dict(new_led))
-                    except (DPStudioError, OSError) as exc:
-                        self.error_label.setText(
-                            f"The ledger could not be written to the project ({exc}); the answer is withheld."
-                        )
-                        return
+            ans, spent = out
+            if spent:
+                self.refresh_ledger()
                 self.show_answer(ans)
-            self.plot_answer(ans, preview=new_led is None)
+            self.plot_answer(ans, preview=not spent)
 
         def errored(msg, _details):
             self.error_label.setText(msg)
+            self.refresh_ledger()
 
         self.error_label.setText("Answering…" if spend else "Refining (preview)…")
         self.runner.start(
             work,
             finished=done,
             errored=errored,
-            cancelled=lambda: self.error_label.setText("Cancelled: nothing was spent or shown."),
+            cancelled=cancelled,
         )
         return True
 

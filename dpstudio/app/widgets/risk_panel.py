@@ -8,6 +8,11 @@ whenever roles, types or data change; the release is assessed with the same keys
 sdcMicro's rule for missing key values (a missing value -- e.g. a suppressed one -- matches
 any value), so a local-suppression release is judged as sdcMicro judges it.
 
+ARX's prosecutor, journalist and marketer risk are listed with sdcMicro's figures.  SUDA2
+(special uniques, sdcMicro's ``suda2``) runs on demand -- it can take long on many keys -- in a
+worker thread with progress and cancel, and lists the records with the highest DIS scores and
+their minimal sample uniques.
+
 What is shown is computed from the original data: it is for the operator's eyes (and the
 private assessment), never for a public file.
 """
@@ -29,7 +34,9 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QProgressBar,
     QPushButton,
+    QSpinBox,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -41,6 +48,7 @@ from dpstudio import engine
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner
 from dpstudio.app.workers import TaskRunner
+from dpstudio.engine.measures.suda2 import suda2
 from dpstudio.engine.measures.survey_risk import write_per_record_risk
 
 #: Roles changes are collected for this long before the risk is recomputed.
@@ -51,6 +59,8 @@ TOP_COMBINATIONS = 25
 DEFAULT_THRESHOLD = 0.05
 #: The missing-value rule (sdcMicro's): a missing key value matches any value.
 MISSING_RULE = "any"
+#: How many records with the highest DIS scores SUDA2 lists.
+TOP_SUDA_RECORDS = 50
 
 ORIGINAL, RELEASE = "original", "release"
 
@@ -222,7 +232,43 @@ def figure_rows(rep: Any) -> list[tuple[str, str, str]]:
                 fmt_float(d["entropy_min"]),
             )
         )
+    rows.extend(reid_rows(rep))
     return rows
+
+
+def reid_rows(rep: Any) -> list[tuple[str, str, str]]:
+    """(key, label, text) rows of ARX's prosecutor / journalist / marketer risk of a report."""
+    m = rep.reid_models()
+    t = m["threshold"]
+    pop = "F_k from the weights" if rep.weight else "F_k = f_k, no weight"
+    rows = []
+    for model, name in (("prosecutor", "Prosecutor risk (ARX)"), ("journalist", f"Journalist risk ({pop})")):
+        d = m[model]
+        key = f"reidentification_models.{model}"
+        rows += [
+            (f"{key}.highest", f"{name}, highest", fmt_float(d["highest"])),
+            (f"{key}.average", f"{name}, average", fmt_float(d["average"])),
+            (
+                f"{key}.share_above_threshold",
+                f"{name}, records with risk > {t:g}",
+                fmt_share(d["share_above_threshold"]),
+            ),
+        ]
+    rows.append(
+        (
+            "reidentification_models.marketer.average",
+            "Marketer risk (ARX), average",
+            fmt_float(m["marketer"]["average"]),
+        )
+    )
+    return rows
+
+
+def msu_text(df: pd.DataFrame, record: int, msus: list[tuple[str, ...]], labels: dict | None = None) -> str:
+    """The MSUs of ``record`` as ``AGE=34, SEX=2; …`` (value labels when the file has them)."""
+    labels = labels or {}
+    row = df.iloc[record]
+    return "; ".join(", ".join(f"{k}={label_value(row[k], labels.get(k))}" for k in t) for t in msus)
 
 
 def label_value(v: Any, labels: dict | None) -> str:
@@ -309,7 +355,12 @@ class RiskPanel(QWidget):
         hh.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         hh.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         self.figures.setColumnHidden(2, True)
-        self.splitter.addWidget(self.figures)
+        left = QSplitter(Qt.Orientation.Vertical)
+        left.addWidget(self.figures)
+        left.addWidget(self._build_suda())
+        left.setStretchFactor(0, 3)
+        left.setStretchFactor(1, 2)
+        self.splitter.addWidget(left)
 
         right = QSplitter(Qt.Orientation.Vertical)
         self.hist = pg.PlotWidget()
@@ -360,11 +411,150 @@ class RiskPanel(QWidget):
 
         for sig in (state.sig_data_changed, state.sig_roles_changed, state.sig_result_changed):
             sig.connect(self.schedule)
+        for sig in (state.sig_data_changed, state.sig_roles_changed):
+            sig.connect(self.clear_suda)
         self._show_message(
             "Open a file and give the key variables the role k-quasi-identifier to see its risk.", "info"
         )
         if state.df is not None:
             self.schedule()
+
+    def _build_suda(self) -> QWidget:
+        box = QWidget()
+        bl = QVBoxLayout(box)
+        bl.setContentsMargins(0, 4, 0, 0)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("<b>SUDA2</b> special uniques — DisFraction"))
+        self.suda_fraction = QDoubleSpinBox()
+        self.suda_fraction.setObjectName("suda_dis_fraction")
+        self.suda_fraction.setDecimals(4)
+        self.suda_fraction.setRange(0.0001, 0.9999)
+        self.suda_fraction.setSingleStep(0.01)
+        self.suda_fraction.setValue(0.01)
+        self.suda_fraction.setToolTip(
+            "Sampling fraction of the DIS score (sdcMicro's DisFraction, default 0.01)."
+        )
+        row.addWidget(self.suda_fraction)
+        row.addWidget(QLabel("max MSU size"))
+        self.suda_max_size = QSpinBox()
+        self.suda_max_size.setObjectName("suda_max_size")
+        self.suda_max_size.setRange(0, 62)
+        self.suda_max_size.setSpecialValueText("all")
+        self.suda_max_size.setToolTip(
+            "Largest minimal sample unique searched ('all': every size, as sdcMicro). SUDA2 is "
+            "exponential in the number of keys in the worst case; a limit makes it fast and the "
+            "scores a lower bound."
+        )
+        row.addWidget(self.suda_max_size)
+        self.suda_button = QPushButton("Compute SUDA2")
+        self.suda_button.setObjectName("suda_compute")
+        self.suda_button.clicked.connect(self.start_suda)
+        row.addWidget(self.suda_button)
+        self.suda_cancel = QPushButton("Cancel")
+        self.suda_cancel.setObjectName("suda_cancel")
+        self.suda_cancel.setEnabled(False)
+        self.suda_cancel.clicked.connect(self.cancel_suda)
+        row.addWidget(self.suda_cancel)
+        self.suda_progress = QProgressBar()
+        self.suda_progress.setObjectName("suda_progress")
+        self.suda_progress.setRange(0, 1000)
+        self.suda_progress.setTextVisible(False)
+        self.suda_progress.setMaximumWidth(120)
+        row.addWidget(self.suda_progress)
+        row.addStretch(1)
+        bl.addLayout(row)
+        self.suda_label = QLabel("Not computed (on demand: it can take long with many keys).")
+        self.suda_label.setObjectName("suda_summary")
+        self.suda_label.setWordWrap(True)
+        bl.addWidget(self.suda_label)
+        self.suda_table = QTableWidget(0, 4)
+        self.suda_table.setObjectName("suda_records")
+        self.suda_table.setHorizontalHeaderLabels(
+            ["record", "DIS score", "SUDA score", "minimal sample uniques"]
+        )
+        self.suda_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.suda_table.verticalHeader().setVisible(False)
+        self.suda_table.verticalHeader().setDefaultSectionSize(22)
+        self.suda_table.horizontalHeader().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        bl.addWidget(self.suda_table, 1)
+        self.suda_result: Any = None
+        self.suda_runner = TaskRunner("suda", self)
+        self.suda_runner.sig_progress.connect(lambda f: self.suda_progress.setValue(int(1000 * f)))
+        self.suda_runner.sig_busy_changed.connect(self._suda_busy)
+        return box
+
+    # ------------------------------------------------------------------ SUDA2
+    def start_suda(self) -> None:
+        """Compute SUDA2 of the loaded file with the keys of its roles (in a worker thread)."""
+        st = self.state
+        if st.df is None:
+            self._show_message("Open a file first: SUDA2 scores its records.", "info")
+            return
+        try:
+            keys = risk_settings(st.roles).keys
+        except engine.DPStudioError as exc:
+            self._show_message(str(exc), "info")
+            return
+        df, f = st.df, float(self.suda_fraction.value())
+        k = int(self.suda_max_size.value()) or None
+        self.suda_label.setText(f"Computing SUDA2 on {len(df):,} records × {len(keys)} keys…")
+
+        def work(progress, check_cancel):
+            res = suda2(df, keys, dis_fraction=f, max_size=k, progress=progress, check_cancel=check_cancel)
+            return df, res
+
+        def errored(msg, _details):
+            self.suda_label.setText("SUDA2 failed.")
+            self._show_message(msg.splitlines()[0], "error")
+
+        def cancelled():
+            self.suda_label.setText("SUDA2 cancelled.")
+
+        self.suda_runner.start(work, finished=self._show_suda, errored=errored, cancelled=cancelled)
+
+    def cancel_suda(self) -> None:
+        if self.suda_runner.busy:
+            self.suda_runner.cancel()
+            self.suda_label.setText("SUDA2 cancelled.")
+
+    def clear_suda(self) -> None:
+        """Forget the SUDA2 result (the data or the roles changed)."""
+        self.suda_runner.cancel()
+        self.suda_result = None
+        self.suda_table.setRowCount(0)
+        self.suda_progress.setValue(0)
+        self.suda_label.setText("Not computed (on demand: it can take long with many keys).")
+
+    def _suda_busy(self, busy: bool) -> None:
+        self.suda_button.setEnabled(not busy)
+        self.suda_cancel.setEnabled(busy)
+
+    def _show_suda(self, out: tuple) -> None:
+        df, res = out
+        self.suda_result = res
+        d = res.to_dict()
+        lim = "" if res.complete else f" (MSUs of at most {res.max_size} keys: scores are lower bounds)"
+        self.suda_label.setText(
+            f"{d['records_with_msu']:,} of {len(df):,} records have a minimal sample unique ({d['msus']:,} "
+            f"MSUs); DIS score: sum {d['dis_sum']:.4g}, maximum {d['dis_max']:.4g}, "
+            f"{d['records_dis_gt_0.1']:,} records above 0.1; DisFraction {res.dis_fraction:g}{lim}."
+        )
+        labels = getattr(self.state.input_meta, "value_labels", None) or {}
+        top = res.top_records(TOP_SUDA_RECORDS)
+        self.suda_table.setRowCount(len(top))
+        for i, r in enumerate(top):
+            cells = (
+                f"{r + 1}",
+                f"{res.dis[r]:.4g}",
+                f"{res.score[r]:g}",
+                msu_text(df, r, res.msus_of(r), labels),
+            )
+            for j, text in enumerate(cells):
+                it = QTableWidgetItem(text)
+                if j < 3:
+                    it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.suda_table.setItem(i, j, it)
+        self.suda_table.resizeColumnToContents(0)
 
     # ------------------------------------------------------------------ public API
     def schedule(self) -> None:

@@ -17,7 +17,11 @@ protection:
   ``1 - prod(1 - r_i)`` over its members, given to every member; the expected number is the
   sum over records -- ``measure_risk(hid=...)`` with ``fast_hier = TRUE`` (its default);
 * distinct, entropy and recursive (c = 2) l-diversity of confidential attributes per key
-  combination -- ``ldiversity`` (its C++ routine ``measure_risk_cpp``).
+  combination -- ``ldiversity`` (its C++ routine ``measure_risk_cpp``);
+* on request (``suda=True``), SUDA2 special-uniques scores and DIS scores per record --
+  ``suda2(missing = NA)`` (:mod:`dpstudio.engine.measures.suda2`);
+* ARX's prosecutor, journalist and marketer re-identification risk from the same f_k and F_k
+  (:mod:`dpstudio.engine.measures.reid_models`).
 
 Missing values in keys (``missing="any"``, sdcMicro's rule, our default): a missing key value
 matches *any* value, so ``f_k`` of a record counts every record that agrees with it on every
@@ -53,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.measures.reid_models import ARX_DEFAULT_THRESHOLD
 
 _MAX_CODE = 1 << 62
 
@@ -457,6 +462,17 @@ class RiskReport:
     individual_risk: np.ndarray = field(repr=False)
     household_risk: np.ndarray | None = field(default=None, repr=False)
     l_diversity_per_record: dict = field(default_factory=dict, repr=False)
+    reid_threshold: float = ARX_DEFAULT_THRESHOLD
+    suda: Any = field(default=None, repr=False)  # a Suda2Result when asked for
+
+    def reid_models(self, threshold: float | None = None) -> dict:
+        """ARX's prosecutor / journalist / marketer risk (:func:`~dpstudio.engine.measures.reid_models.reid_models`),
+        the journalist's F_k from the sampling weights (the file itself without a weight).
+        """
+        from dpstudio.engine.measures.reid_models import reid_models
+
+        t = self.reid_threshold if threshold is None else threshold
+        return reid_models(self.fk, self.Fk if self.weight else None, threshold=t)
 
     def records_above(self, threshold: float) -> int:
         """Number of records with individual risk above ``threshold`` (sdcApp's threshold field)."""
@@ -477,6 +493,9 @@ class RiskReport:
             out["household_expected_reidentifications"] = self.household_expected_reidentifications
         out["individual_risk"] = dict(self.individual_risk_summary)
         out["l_diversity"] = {k: dict(v) for k, v in self.l_diversity.items()}
+        out["reidentification_models"] = self.reid_models()
+        if self.suda is not None:
+            out["suda2"] = self.suda.to_dict()
         out["settings"] = {
             "keys": list(self.keys),
             "weight": self.weight,
@@ -494,16 +513,23 @@ class RiskReport:
             out["individual_risk_per_record"] = self.individual_risk.tolist()
             if self.household_risk is not None:
                 out["household_risk"] = self.household_risk.tolist()
+            if self.suda is not None:
+                out["suda_score"] = self.suda.score.tolist()
+                out["suda_dis"] = self.suda.dis.tolist()
         return out
 
 
 def per_record_risk_frame(rep: RiskReport) -> pd.DataFrame:
     """The per-record figures of ``rep``: ``fk``, ``Fk``, ``individual_risk`` (and
-    ``household_risk`` with a household role), one row per record in file order.
+    ``household_risk`` with a household role, ``suda_score`` and ``suda_dis`` when SUDA2 was
+    computed), one row per record in file order.
     """
     per = pd.DataFrame({"fk": rep.fk, "Fk": rep.Fk, "individual_risk": rep.individual_risk})
     if rep.household_risk is not None:
         per["household_risk"] = rep.household_risk
+    if rep.suda is not None:
+        per["suda_score"] = rep.suda.score
+        per["suda_dis"] = rep.suda.dis
     per.index.name = "record"
     return per
 
@@ -628,6 +654,12 @@ def assess_risk(
     sensitive: Iterable[str] = (),
     missing: str = "any",
     l_recursive_c: float = 2.0,
+    reid_threshold: float = ARX_DEFAULT_THRESHOLD,
+    suda: bool = False,
+    suda_dis_fraction: float = 0.01,
+    suda_max_size: int | None = None,
+    progress=None,
+    check_cancel=None,
 ) -> RiskReport:
     """Re-identification risk of ``df`` with categorical key variables ``keys``.
 
@@ -648,6 +680,12 @@ def assess_risk(
     missing : {"any", "category"}
         How a missing key value is matched: ``"any"`` (sdcMicro: it matches every value) or
         ``"category"`` (it is one more category).
+    reid_threshold : float
+        Record risk above which ARX's models count a record as at risk (ARX's 0.2).
+    suda : bool
+        Also compute SUDA2 (:func:`~dpstudio.engine.measures.suda2.suda2`; missing key values
+        as sdcMicro's ``missing = NA`` whatever ``missing`` says), with ``suda_dis_fraction``
+        and ``suda_max_size``; ``progress``/``check_cancel`` are passed to it.
 
     Returns
     -------
@@ -658,6 +696,13 @@ def assess_risk(
     if missing not in ("any", "category"):
         raise ParameterError(f"missing must be 'any' or 'category' (got {missing!r})")
     _check_columns(df, keys, weight, household, sensitive)
+    from dpstudio.engine.measures.reid_models import check_threshold
+    from dpstudio.engine.measures.suda2 import check_dis_fraction, check_max_size
+
+    reid_threshold = check_threshold(reid_threshold)
+    if suda:  # parameters checked before any work
+        check_dis_fraction(suda_dis_fraction)
+        check_max_size(suda_max_size, len(keys))
     n = len(df)
     w = _weights(df, weight) if weight is not None else None
 
@@ -707,6 +752,19 @@ def assess_risk(
             "recursive_c": float(l_recursive_c),
         }
 
+    suda_res = None
+    if suda:
+        from dpstudio.engine.measures.suda2 import suda2
+
+        suda_res = suda2(
+            df,
+            keys,
+            dis_fraction=suda_dis_fraction,
+            max_size=suda_max_size,
+            progress=progress,
+            check_cancel=check_cancel,
+        )
+
     q50, q90, q99 = np.quantile(rk, [0.5, 0.9, 0.99])  # R's default type 7 = numpy's linear
     er = float(rk.sum())
     return RiskReport(
@@ -736,4 +794,6 @@ def assess_risk(
         individual_risk=rk,
         household_risk=hh_risk,
         l_diversity_per_record=ldiv_rec,
+        reid_threshold=reid_threshold,
+        suda=suda_res,
     )
