@@ -363,7 +363,8 @@ class BudgetLedger:
 
     def export(self, path, fmt: str | None = None, *, protect: tuple | list = ()) -> str:
         """Write the audit trail (CSV or JSON, from the suffix unless ``fmt``), owner-only 0600,
-        through the one guarded writer (never over ``protect``: the data file)."""
+        through the one guarded writer (never over ``protect``: the data file).
+        """
         from dpstudio.engine.safe_write import atomic_write
 
         fmt = (fmt or str(path).rsplit(".", 1)[-1]).lower()
