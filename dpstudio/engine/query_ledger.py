@@ -365,7 +365,7 @@ class BudgetLedger:
         """Write the audit trail (CSV or JSON, from the suffix unless ``fmt``), owner-only 0600,
         through the one guarded writer (never over ``protect``: the data file).
         """
-        from dpstudio.engine.safe_write import atomic_write
+        from dpstudio.engine.io import atomic_write  # the one guarded writer (safe_write)
 
         fmt = (fmt or str(path).rsplit(".", 1)[-1]).lower()
         if fmt not in ("csv", "json"):
@@ -500,7 +500,7 @@ def write_ledger_file(path, data: dict) -> str:
     Refuses FIFOs, devices, sockets, folders, symbolic links and read-only files (``os.lstat``;
     nothing is opened), and NaN/infinite numbers.  Callers hold the ledger's lock.
     """
-    from dpstudio.engine.safe_write import atomic_write
+    from dpstudio.engine.io import atomic_write  # the one guarded writer (safe_write)
 
     path = os.path.abspath(str(path))
     check_ledger_path(path)

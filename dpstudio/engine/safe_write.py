@@ -550,7 +550,9 @@ class WritePlan:
         try:
             fst = os.stat(folder)
         except FileNotFoundError:
-            raise _refuse(t, f"no such folder {folder}", "create it first or choose another folder") from None
+            raise _refuse(
+                t, f"no such folder: {folder} does not exist", "create it first or choose another folder"
+            ) from None
         except OSError as exc:
             raise _refuse(
                 t, f"its folder {folder} cannot be used ({exc.strerror})", "choose another folder"

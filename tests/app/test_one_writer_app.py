@@ -52,7 +52,7 @@ def test_every_app_writer_goes_through_the_one_writer(qtbot, window, tmp_path, m
     assert win.controller.save_project_to(str(w / "p.dpsproj"))
     win.state.mark_dirty(True)
     win.controller.autosave()
-    # the query desk: the ledger into the saved project, and its audit export
+    # the query desk: the data set's ledger file (and its lock file), and its audit export
     p = win.query_panel
     _fill(p, eps="0.1")
     _answer(qtbot, p)
@@ -66,6 +66,8 @@ def test_every_app_writer_goes_through_the_one_writer(qtbot, window, tmp_path, m
     want = {"rel.csv", "rel.metadata.json", "rel.release-note.html", "rel.assessment.private.html",
             "rel.private.json", "p.dpsproj", "recovery.dpsproj", "audit.csv", "risk.csv"}
     assert want <= finals, want - finals
+    assert any(n.endswith(".ledger.json") for n in finals), finals
+    assert any(op == "create" and p.endswith(".ledger.json.lock") for op, p, _, _ in spy.ops)
     assert stat.S_IMODE(os.stat(w / "p.dpsproj").st_mode) == 0o600
 
 
