@@ -47,6 +47,7 @@ COMMON_PARAMS = (
     "calibration",
     "budget",
     "layout",
+    "order",
 )
 
 
@@ -68,6 +69,26 @@ def _err(msg: str) -> None:
 
 def _warn(msg: str) -> None:
     print("dpstudio: warning: " + " ".join(str(msg).split()), file=sys.stderr)
+
+
+def _note(note) -> None:
+    """A PRIVATE note about the data (stderr only, never a file): ``[code]`` names its kind."""
+    from dpstudio.engine.validation import note_code
+
+    print(f"dpstudio: private note [{note_code(note)}]: " + " ".join(str(note).split()), file=sys.stderr)
+
+
+def _report_warnings(public, private, skip_codes=()) -> None:
+    """Public warnings (also in the metadata) as warnings, then the private notes (facts about
+    the original data: shown here, never written to a public file).
+    """
+    for w in public:
+        _warn(w)
+    for w in private:
+        from dpstudio.engine.validation import note_code
+
+        if note_code(w) not in skip_codes:
+            _note(w)
 
 
 def _step(msg: str) -> None:
@@ -128,8 +149,8 @@ def parse_precision(items: list[str] | None) -> dict[str, float]:
 
 
 def parse_types(items: list[str] | None) -> dict[str, str]:
-    """--type COL=TYPE (repeatable): numeric, categorical, ordinal or date (the engine checks
-    the type and the column).
+    """--type COL=TYPE (repeatable): numeric, integer, categorical, ordinal or date (the engine
+    checks the type and the column).
     """
     out = {}
     for it in items or []:
@@ -199,7 +220,11 @@ def parse_param_value(spec, name: str, raw: str) -> Any:
 
 
 def collect_params(spec, args) -> dict[str, Any]:
-    params: dict[str, Any] = _recipe_params(args, spec)  # --recipe's, overridden below
+    from dpstudio.engine.registry import legacy_params
+
+    # --recipe's, overridden below (an old recipe's 'shuffle' read as 'order' first, so that
+    # --order overrides it like any other option)
+    params: dict[str, Any] = legacy_params(_recipe_params(args, spec), spec.id)
     for name in COMMON_PARAMS:
         v = getattr(args, name, None)
         if v is not None:
@@ -581,6 +606,7 @@ def _protect_dask(args) -> int:
                 parse_domains(args.domain),
                 seed=args.seed,
                 precision=parse_precision(getattr(args, "precision", None)) or None,
+                types=parse_types(getattr(args, "type", None)) or None,
                 client=client,
                 hierarchies=parse_hierarchies(getattr(args, "hierarchy", None)) or None,
                 progress=_step if sys.stderr.isatty() else None,
@@ -594,8 +620,8 @@ def _protect_dask(args) -> int:
     except KeyboardInterrupt:
         _warn("cancelled: nothing was written.")
         return 130
-    for w in rel.public_warnings:
-        _warn(w)
+    pub = set(rel.public_warnings)
+    _report_warnings(rel.public_warnings, [w for w in rel.warnings if w not in pub])
     print(f"Guarantee: {rel.guarantee}")
     print(f"Release: {written['release']} ({rel.n:,} records, Dask)")
     print(f"Private audit trail: {written['private']} (do not publish)")
@@ -702,10 +728,7 @@ def cmd_protect(args) -> int:
         plan=plan,
     )
     _save_recipe(args, "protect", collect_params(spec, args), plan)
-    for w in res.warnings:
-        if "dropped" in w and "missing" in w:
-            continue  # already reported
-        _warn(w)
+    _report_warnings(res.public_warnings, res.private_notes, skip_codes=("records-dropped",))
     print(f"Guarantee: {res.guarantee}")
     if (
         not res.is_dp
@@ -1381,8 +1404,9 @@ def _add_method_opts(p, sweep: bool = False) -> None:
         "--type",
         action="append",
         metavar="COL=TYPE",
-        help="column type: numeric, categorical, ordinal, date (repeatable); "
-        "numeric-only methods refuse categorical/ordinal quasi-identifiers",
+        help="column type: numeric, integer, categorical, ordinal, date (repeatable); "
+        "numeric-only methods refuse categorical/ordinal quasi-identifiers; integer: whole "
+        "numbers, noisy values on the grid of whole numbers (default precision 1)",
     )
     p.add_argument(
         "--keep-household",
@@ -1401,7 +1425,8 @@ def _add_method_opts(p, sweep: bool = False) -> None:
         metavar="COL=GAMMA",
         help="output precision (grid) of a noisy numeric attribute, e.g. FICA=1 or "
         "INCOME=0.01; noise is drawn exactly on that grid (repeatable; default 1 "
-        "for integer columns, else about a millionth of the declared domain)",
+        "for columns declared --type COL=integer, else about a millionth of the declared "
+        "domain; never taken from the data)",
     )
     p.add_argument("--seed", type=_seed_arg, help=_SEED_HELP)
     p.add_argument(
@@ -1418,6 +1443,13 @@ def _add_method_opts(p, sweep: bool = False) -> None:
     )
     for name in ("algorithm", "suppression", "confidence", "noise", "calibration", "budget"):
         p.add_argument(f"--{name}", help=f"method parameter '{name}' (see 'dpstudio methods')")
+    p.add_argument(
+        "--order",
+        choices=("random", "input"),
+        help="order of the released records: random (default: a keyed random permutation, "
+        "every method) or input (keep the input order: WEAKENS the guarantee, stated in it; "
+        "for internal comparisons only)",
+    )
     p.add_argument(
         "--drop-missing",
         action="store_true",
@@ -1497,9 +1529,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "evaluate",
         help="utility and risk measures of a protected file",
-        description="Compares record j of PROTECTED with record j of ORIGINAL. Releases of methods "
-        "that shuffle or suppress records (k-eps, t-close-dp) are not aligned with "
-        "their input: their measures are in the summary and report of 'protect'.",
+        description="Compares record j of PROTECTED with record j of ORIGINAL. Releases are in "
+        "random order by default (every method) and some methods suppress records: such a "
+        "release is not aligned with its input; its measures are in the summary and the "
+        "private assessment of 'protect', or protect with --order input for a comparison.",
     )
     p.add_argument("original", metavar="ORIGINAL")
     p.add_argument("protected", metavar="PROTECTED")

@@ -239,12 +239,12 @@ def table_310(df: pd.DataFrame, runs: int, log) -> tuple[str, dict]:
     for k in ks:
         # --- MDAV-ID (deterministic: one run is the mean of 100)
         res[("brief", "MDAV-ID", k)] = dict(zip(("engine", "block"), ev(
-            engine.protect(df, "mdav", roles=roles_brief, k=k, seed=SEED).data)))
+            engine.protect(df, "mdav", roles=roles_brief, k=k, seed=SEED, order="input").data)))
         for setup, dist in (("informed", "standardized"), ("raw", "raw")):
-            out = engine.protect(df, "mdav", roles=roles_all, k=k, seed=SEED, distance=dist).data
+            out = engine.protect(df, "mdav", roles=roles_all, k=k, seed=SEED, distance=dist, order="input").data
             res[(setup, "MDAV-ID", k)] = dict(zip(("engine", "block"), ev(out)))
         # --- MDAV-SWAP, roles as in the brief: swap the 6 quasi-identifiers jointly
-        prep = engine.prepare(df, "mdav-swap", roles_brief, k=k)
+        prep = engine.prepare(df, "mdav-swap", roles_brief, k=k, order="input")
         cache: dict = {}
         vals = []
         for r in range(runs):
@@ -262,7 +262,7 @@ def table_310(df: pd.DataFrame, runs: int, log) -> tuple[str, dict]:
             for a_i in conf:
                 others, lookup = lookups[a_i]
                 p = engine.prepare(df, "mdav-swap", {**{c: "k-quasi" for c in others}, a_i: "confidential"},
-                                   k=k, distance=dist)
+                                   k=k, distance=dist, order="input")
                 preps.append((a_i, others, p, {}, lookup))
             vals = []
             for r in range(runs):
@@ -276,7 +276,7 @@ def table_310(df: pd.DataFrame, runs: int, log) -> tuple[str, dict]:
                 vals.append(ev(out))
             res[(setup, "MDAV-SWAP", k)] = avg(vals)
         # --- IR-SWAP (the same in every setup: one partition per confidential attribute)
-        prep = engine.prepare(df, "ir-swap", roles_ir, k=k)
+        prep = engine.prepare(df, "ir-swap", roles_ir, k=k, order="input")
         cache = {}
         vals = []
         for r in range(runs):
@@ -288,7 +288,8 @@ def table_310(df: pd.DataFrame, runs: int, log) -> tuple[str, dict]:
         # but MDAV builds groups alternately from both ends, so the k..2k-1 group falls inside
         # the range instead of holding the largest values.
         preps = [(a_i, engine.prepare(df, "mdav-swap", {**{c: "other" for c in cols if c != a_i},
-                                                          a_i: "k-quasi"}, k=k), {}) for a_i in conf]
+                                                          a_i: "k-quasi"}, k=k, order="input"), {})
+                 for a_i in conf]
         vals = []
         for r in range(runs):
             out = df.copy()
@@ -301,7 +302,7 @@ def table_310(df: pd.DataFrame, runs: int, log) -> tuple[str, dict]:
     # Table 3.7 check (MDAV-ID, k = 12, all 13 attributes), both distances
     a3 = {}
     for dist in ("raw", "standardized"):
-        out12 = engine.protect(df, "mdav", roles=roles_all, k=12, seed=SEED, distance=dist).data
+        out12 = engine.protect(df, "mdav", roles=roles_all, k=12, seed=SEED, distance=dist, order="input").data
         a3[dist] = np.corrcoef(out12[cols].to_numpy(float), rowvar=False)[2, 6:]
     return _render_310(res, runs, a3["raw"], a3["standardized"]), res
 
@@ -517,7 +518,7 @@ def tables_6(df: pd.DataFrame, runs: int, log, hi_runs: int = 100) -> tuple[str,
     for k in K65:
         for name, dist in (("mdav-domain", "domain"), ("mdav", "standardized"), ("mdav-raw", "raw")):
             out = engine.protect(d4, "mdav", roles={c: "k-quasi" for c in DP_ATTRS}, domains=domains,
-                                 k=k, seed=SEED, distance=dist).data
+                                 k=k, seed=SEED, distance=dist, order="input").data
             R[(name, k)] = engine.evaluate(d4, out, DP_ATTRS, measures=meas)
     log(f"  mdav done ({time.perf_counter() - t0:.1f} s)")
     return _render_6(R, runs, d4, domains), R

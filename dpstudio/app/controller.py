@@ -505,7 +505,8 @@ class Controller(QObject):
             return False
         params = dict(st.recipe.params)
         run_params = self._engine_params(params)
-        run_params.pop("types", None)  # the sample's typing is the app's; the file is read as is
+        # the declared types go with the run: they decide the default output precision (a
+        # column declared integer: γ = 1), on the whole file as on the sample
         prec = run_params.pop("precision", None)
         seed = st.run_seed()
         args = (str(st.path), str(out_path), mid, st.active_roles(), st.active_domains())

@@ -21,9 +21,22 @@ DEFAULT_SWEEP = {"ks": "2-10, 12, 15, 20, 25, 30, 40, 50, 75, 100", "epsilons": 
 
 ROLE_VALUES = ("identifier", "k-quasi", "eps-quasi", "confidential", "other", "weight", "household")
 #: The column types the user chooses from (the engine's ``roles.TYPES``).
-TYPE_VALUES = ("numeric", "categorical", "ordinal", "date")
+TYPE_VALUES = ("numeric", "integer", "categorical", "ordinal", "date")
 #: Older projects (and history entries) said "text" for "treat as categories".
 _LEGACY_TYPES = {"text": "categorical"}
+
+
+def _current_params(params: dict) -> dict:
+    """Parameters with old names read as the current ones (an old project's ``shuffle`` is
+    ``order``); a value that cannot be read is kept for the engine to refuse in one line.
+    """
+    from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.registry import legacy_params
+
+    try:
+        return legacy_params(params)
+    except ParameterError:
+        return dict(params)
 
 
 def new_recipe() -> Recipe:
@@ -235,14 +248,14 @@ class AppState(QObject):
         cur = self.df[column]
         base = self._loaded.get(column, cur)
         new = base
-        if kind == "numeric":
+        if kind in ("numeric", "integer"):
             is_num = pd.api.types.is_numeric_dtype(base) and not pd.api.types.is_bool_dtype(base)
             if not is_num:
                 conv = pd.to_numeric(base, errors="coerce")
                 bad = np.flatnonzero(conv.isna().to_numpy() & base.notna().to_numpy())
                 if bad.size:
                     raise InputError(
-                        f"Column {column!r} cannot be numeric: row(s) {format_rows(bad)} hold text "
+                        f"Column {column!r} cannot be {kind}: row(s) {format_rows(bad)} hold text "
                         f"such as {str(base.iloc[bad[0]])!r}. Correct the file (or the decimal mark "
                         "when opening it), or keep the type categorical."
                     )
@@ -376,15 +389,16 @@ class AppState(QObject):
             return
         self.recipe.method = method
         if params is not None:
-            self.recipe.params = dict(params)
+            self.recipe.params = _current_params(params)
         self.sig_recipe_changed.emit()
         self.mark_dirty()
 
     def set_params(self, params: dict) -> None:
         """Replace the method's parameters."""
+        params = _current_params(params)
         if params == self.recipe.params:
             return
-        self.recipe.params = dict(params)
+        self.recipe.params = params
         self.sig_recipe_changed.emit()
         self.mark_dirty()
 

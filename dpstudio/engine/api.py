@@ -18,11 +18,19 @@ from dpstudio.engine import params as P
 from dpstudio.engine import validation as V
 from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
 from dpstudio.engine.io import check_decimal_ambiguity
-from dpstudio.engine.protection._common import add_scope_reason, separate_tables
+from dpstudio.engine.protection._common import (
+    INPUT_ORDER_WARNING,
+    ORDER_RANDOM,
+    add_scope_reason,
+    keep_order,
+    order_clause,
+    record_permutation,
+    separate_tables,
+)
 from dpstudio.engine.random import as_rng
 from dpstudio.engine.registry import MethodSpec, all_methods, get_method
 from dpstudio.engine.roles import NON_NUMERIC_TYPES, Role, normalize_roles, normalize_types, single_column
-from dpstudio.engine.types import Job, ProtectionResult
+from dpstudio.engine.types import Job, Output, ProtectionResult
 
 QUASI_ROLES = (Role.K_QUASI, Role.EPS_QUASI)
 
@@ -43,13 +51,62 @@ class Prepared:
     dropped_rows: list[int]
     warnings: list[str]
     hierarchies: dict
-    guarantee_note: str = ""
     precision: dict | None = None
     precision_given: dict | None = None
     #: the user's column types (issue 10)
     types: dict = field(default_factory=dict)
     #: release the household id unchanged (default: it is not released)
     keep_household: bool = False
+    #: the digest of the protected columns (computed once, on first use: :meth:`digest`)
+    _digest: str | None = field(default=None, repr=False)
+    #: the content digests of the declared hierarchies (computed once, on first use)
+    _hierarchy_digests: dict | None = field(default=None, repr=False)
+
+    def digest(self) -> str:
+        """The data digest of the prepared records on the protected columns (what a run's
+        randomness is keyed on with the parameters: :mod:`dpstudio.engine.keying`).
+        """
+        if self._digest is None:
+            from dpstudio.engine.keying import data_digest
+
+            self._digest = data_digest(self.data, list(self.protected))
+        return self._digest
+
+    def _effective_hierarchies(self) -> dict:
+        """The hierarchies a run uses: a generalising method builds the automatic hierarchy of
+        a k-quasi-identifier that has none, so an explicit copy of that hierarchy (the app's
+        "generate") and none at all (the command line) are the same settings and key the run
+        alike.
+        """
+        hs = {c: h for c, h in (self.hierarchies or {}).items() if h is not None}
+        if not self.spec.generalises:
+            return hs
+        from dpstudio.engine.algorithms.generalization import resolve_hierarchies
+
+        kq = [c for c, r in self.roles.items() if r is Role.K_QUASI]
+        try:
+            return {**hs, **resolve_hierarchies(self.data, kq, hs)}
+        except Exception:  # the method reports a bad hierarchy itself, with its message
+            return hs
+
+    def run_context(self, params: dict | None = None) -> bytes:
+        """The key material of a run with ``params`` (default: the prepared ones)."""
+        from dpstudio.engine.keying import hierarchy_ids, run_context
+
+        if self._hierarchy_digests is None:
+            self._hierarchy_digests = hierarchy_ids(self._effective_hierarchies())
+        return run_context(
+            method=self.spec.id,
+            params=dict(self.params if params is None else params),
+            roles=self.roles,
+            domains=self.domains,
+            precision=self.precision,
+            types=self.types,
+            hierarchies=self.hierarchies,
+            keep_household=self.keep_household,
+            digest=self.digest(),
+            hierarchy_digests=self._hierarchy_digests,
+        )
 
 
 def check_applicable(df: pd.DataFrame, method: str, roles: dict | None, types: dict | None = None) -> None:
@@ -97,10 +154,12 @@ def prepare(
 ) -> Prepared:
     """Validate everything once (used by :func:`protect` and :func:`sweep`).
 
-    ``precision`` maps a numeric noisy attribute to its output grid γ (default: 1 for integer
-    columns, else from the declared domain; see :func:`dpstudio.engine.algorithms.noise.default_precision`).
-    ``types`` maps a column to ``numeric``, ``categorical``, ``ordinal`` or ``date`` (the user's
-    choice; numeric-only methods refuse categorical/ordinal quasi-identifiers).
+    ``precision`` maps a numeric noisy attribute to its output grid γ (default: 1 for columns
+    declared ``integer``, else from the declared domain; never from the values or the dtype:
+    see :func:`dpstudio.engine.algorithms.noise.default_precision`).
+    ``types`` maps a column to ``numeric``, ``integer``, ``categorical``, ``ordinal`` or
+    ``date`` (the user's choice; numeric-only methods refuse categorical/ordinal
+    quasi-identifiers).
     ``keep_household``: release the household-id column unchanged (default: not released).
     """
     V.check_frame(df)
@@ -134,8 +193,11 @@ def prepare(
         dropped = [int(i) for i in miss]
         data = data.drop(index=dropped).reset_index(drop=True)
         warns.append(
-            f"{len(dropped)} record(s) with missing values in protected attributes were "
-            "dropped and are not in the release."
+            V.private_note(
+                "records-dropped",
+                f"{len(dropped)} record(s) with missing values in protected attributes were "
+                "dropped and are not in the release.",
+            )
         )
         if len(data) < 2:
             raise InputError("After dropping records with missing values fewer than two records remain.")
@@ -156,29 +218,31 @@ def prepare(
         spec.needs_domain,
         spec.id,
     )
+    # facts about the data are PRIVATE notes (issue 21 §3 N1): shown to the user, never in
+    # the guarantee, the metadata or the release note
     derived = V.data_derived_domains(data, doms)
-    note = ""
-    if derived:
-        warns.extend(V.public_warning(V.data_derived_domain_warning(c, why)) for c, why in derived.items())
-        note = V.data_derived_domain_note(derived)
+    warns.extend(V.data_derived_domain_warning(c, why) for c, why in derived.items())
     const = V.constant_columns(data, protected)
     if const:
         warns.append(
-            f"Column(s) {', '.join(map(repr, const))} are constant in the data: "
-            "they carry no information to mask but are still treated as protected."
+            V.private_note(
+                "constant-column",
+                f"Column(s) {', '.join(map(repr, const))} are constant in the data: "
+                "they carry no information to mask but are still treated as protected.",
+            )
         )
-    prec = V.check_precision(
-        data,
-        [c for c in protected if r[c] is Role.EPS_QUASI and pd.api.types.is_numeric_dtype(data[c])],
-        precision,
-        doms,
-        spec.uses_epsilon,
-    )
+    noisy = [c for c in protected if r[c] is Role.EPS_QUASI and pd.api.types.is_numeric_dtype(data[c])]
+    prec = V.check_precision(data, noisy, precision, doms, spec.uses_epsilon, ty)
+    if spec.uses_epsilon:
+        warns.extend(V.type_notes(data, noisy, ty, precision, prec))
+    if keep_order(p):
+        warns.append(V.public_warning(INPUT_ORDER_WARNING))
     if spec.uses_epsilon and p.get("epsilon") is not None:  # ε and grid combined (issue 15)
-        from dpstudio.engine.algorithms.noise import check_grid_budget, make_grid, pd_is_integer
+        from dpstudio.engine.algorithms.noise import check_grid_budget, make_grid
+        from dpstudio.engine.roles import declared_integer
 
         for c, g in prec.items():  # every method's draw for c has sensitivity >= span, ε_c <= ε
-            grid = make_grid(c, g, doms.get(c), pd_is_integer(data[c]), n)
+            grid = make_grid(c, g, doms.get(c), declared_integer(ty, c), n)
             check_grid_budget(c, grid, float(p["epsilon"]))
     prep = Prepared(
         spec,
@@ -190,7 +254,6 @@ def prepare(
         dropped,
         warns,
         dict(hierarchies or {}),
-        guarantee_note=note,
         precision=prec,
         types=ty,
         keep_household=bool(keep_household),
@@ -211,18 +274,25 @@ def run_prepared(
     keep_original: bool = True,
     notes: bool = True,
 ) -> ProtectionResult:
+    """Run a prepared method once.  ``rng``: the seed's generator (``as_rng(seed)``); the run
+    draws from a generator derived from it AND from the method, the parameters (with the
+    ``epsilon``/``k`` given here) and the data digest (:func:`dpstudio.engine.keying.keyed_rng`),
+    so a reused seed never reuses noise across ε, methods or data.
+    """
     spec = prep.spec
     params = dict(prep.params)
     if epsilon != "param":
         params["epsilon"] = epsilon
     if k is not None:
         params["k"] = k
+    from dpstudio.engine.keying import keyed_rng
+
     job = Job(
         data=prep.data,
         roles=prep.roles,
         domains=prep.domains,
         params=params,
-        rng=rng,
+        rng=keyed_rng(rng, prep.run_context(params)),
         method=spec.id,
         cache={} if cache is None else cache,
         hierarchies=prep.hierarchies,
@@ -234,6 +304,20 @@ def run_prepared(
     if check_cancel is not None:
         job.check_cancel = check_cancel
     out = spec.run(job)
+    if not spec.orders_records and not keep_order(params):
+        # every release in keyed random order (issue 21 §3): input order would link records to
+        # the input file (sorted by name, households in adjacent rows)
+        perm = record_permutation(job, len(out.data))
+        data = out.data.iloc[perm].reset_index(drop=True)
+        row_map = perm if out.row_map is None else np.asarray(out.row_map)[perm]
+        out = Output(
+            data,
+            info=out.info,
+            warnings=out.warnings,
+            row_map=row_map,
+            tables=out.tables,
+            protected=out.protected,
+        )
     if out.info.get("params_used"):  # parameters the method fixed itself (t-close-dp's k)
         params.update(out.info["params_used"])
     ident = [
@@ -256,7 +340,7 @@ def run_prepared(
         # order (drawn after the method's own draws: same clustering and noise as 'records')
         not_released = [c for c in released.columns if c not in protected_cols]
         tables = {
-            c: released[[c]].iloc[rng.permutation(len(released))].reset_index(drop=True)
+            c: released[[c]].iloc[job.rng.permutation(len(released))].reset_index(drop=True)
             for c in protected_cols
         }
         released = pd.DataFrame({c: tables[c][c] for c in protected_cols})
@@ -284,7 +368,8 @@ def run_prepared(
         from dpstudio.engine.pileup import bound_shares, pileup_notes
 
         warns.extend(
-            pileup_notes(
+            V.private_note("pile-up", w)
+            for w in pileup_notes(
                 bound_shares(released, protected_cols, prep.domains, prep.precision),
                 uses_k=spec.uses_k,
                 remedy=out.info.get("pileup_remedy"),
@@ -408,8 +493,10 @@ def _describe(
     }
     sep = separate_tables(params)
     if sep:
-        p["shuffle"] = True  # every table is shuffled on its own, whatever 'shuffle' says
+        p["order"] = ORDER_RANDOM  # every table is shuffled on its own, whatever 'order' says
     text = spec.guarantee(p) + caveat
+    if not spec.orders_records:  # the API orders these methods' records: it says how
+        text += order_clause(p, clustered=False)
     is_dp = bool(spec.is_dp(p))
     unchanged = [
         c
@@ -508,23 +595,18 @@ def describe_release(
 
 
 def _with_clauses(guarantee: str, prep: Prepared, params: dict) -> str:
-    """The guarantee sentence plus the grid clause (noisy releases) and the declared-domain note."""
-    return guarantee + (_grid_clause(prep) if params.get("epsilon") is not None else "") + prep.guarantee_note
-
-
-#: Method warnings whose text is a function of the parameters only (checked by prefix; a
-#: warning not listed here, or not marked with :func:`validation.public_warning`, is treated as
-#: a fact about the original data and kept private -- the safe default).
-_PARAMETER_ONLY_WARNINGS = (
-    "As-published calibration",
-    "With k = 1 the rigorous calibration",
-    "confidence was ignored: there are no ε-quasi-identifiers.",
-    "Hierarchies for ",
-)
+    """The guarantee sentence plus the grid clause (noisy releases).  Nothing here depends on
+    the data (issue 21 §3 N1: the declared-domain note is a private note now).
+    """
+    return guarantee + (_grid_clause(prep) if params.get("epsilon") is not None else "")
 
 
 def _is_public_warning(w: str) -> bool:
-    return isinstance(w, V.PublicWarning) or any(w.startswith(p) for p in _PARAMETER_ONLY_WARNINGS)
+    """A warning may be published only when it is marked parameter-only
+    (:func:`validation.public_warning`); anything else is a fact about the data and stays
+    private -- the safe default.
+    """
+    return isinstance(w, V.PublicWarning)
 
 
 def _grid_clause(prep: Prepared) -> str:

@@ -104,6 +104,10 @@ class MethodSpec:
     #: (sdcMicro's rule): missing key values are allowed in the input, k-anonymity and the
     #: categorical measures (suppressed cells, expected re-identifications) use that rule
     missing_matches_any: bool = False
+    #: the method puts the released records in order itself (random unless order='input'),
+    #: and its guarantee says how; for the others the API applies the keyed random
+    #: permutation of ``order`` after the run (issue 21 §3)
+    orders_records: bool = False
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -130,12 +134,41 @@ class MethodSpec:
             "clusters": self.clusters,
             "recommended": self.recommended,
             "missing_matches_any": self.missing_matches_any,
+            "orders_records": self.orders_records,
             "guarantee": self.guarantee({p.name: p.default for p in self.params}),
         }
 
     def check_params(self, given: dict) -> dict:
-        """Every parameter validated through :mod:`dpstudio.engine.params` (the one path)."""
+        """Every parameter validated through :mod:`dpstudio.engine.params` (the one path).
+
+        ``shuffle`` (true/false), the old name of ``order`` in recipes and ``--param``, is
+        read as order='random'/'input'.
+        """
+        given = dict(given)
+        if "shuffle" in given and any(p.name == "order" for p in self.params):
+            if given.get("order") is not None:
+                raise ParameterError(
+                    f"Method {self.id!r}: give 'order' only ('shuffle' is its old name); got both."
+                )
+            given = legacy_params(given, self.id)
         return check_params(self.params, given, self.id)
+
+
+def legacy_params(params: dict, method_id: str | None = None) -> dict:
+    """``params`` with the old ``shuffle`` (true/false, clustered DP methods before issue 21)
+    read as ``order`` ('random'/'input'); a given ``order`` wins (the newer setting: an old
+    recipe's ``shuffle`` next to a form's or command line's ``order``).  A ``shuffle`` that is
+    not a boolean raises in the one format.
+    """
+    if "shuffle" not in params:
+        return dict(params)
+    from dpstudio.engine.protection._common import ORDER_INPUT, ORDER_RANDOM
+
+    out = dict(params)
+    old = out.pop("shuffle")
+    if old is not None and out.get("order") is None:
+        out["order"] = ORDER_RANDOM if SHUFFLE_PARAM.check(old, method_id) else ORDER_INPUT
+    return out
 
 
 _REGISTRY: dict[str, MethodSpec] = {}
@@ -247,6 +280,7 @@ from dpstudio.engine.protection._common import (  # noqa: E402,F401
     DROP_MISSING_PARAM,
     LAYOUT_PARAM,
     NOISE_PARAM,
+    ORDER_PARAM,
     SHUFFLE_PARAM,
     WEIGHTS_PARAM,
     epsilon_param,

@@ -98,13 +98,22 @@ def single_column(roles: dict[str, Role], role: Role) -> str | None:
 # --------------------------------------------------------------------------- column types
 
 #: The column types a user can choose (issue 10): how a column's values are compared.
-TYPES = ("numeric", "categorical", "ordinal", "date")
+#: ``integer`` is a numeric type whose values are whole numbers (counts, days a week, income
+#: bands used as quantities): its noisy values are drawn on the grid of whole numbers (γ = 1)
+#: and released as integers (issue 21 §3 N2: this is declared, never read off the data).
+TYPES = ("numeric", "integer", "categorical", "ordinal", "date")
+#: The declared type whose default output precision is 1 (whole numbers).
+INTEGER_TYPE = "integer"
 #: Types whose codes are labels, not quantities: numeric-only methods refuse them.
 NON_NUMERIC_TYPES = ("categorical", "ordinal")
 _TYPE_ALIASES = {
     "numeric": "numeric",
     "number": "numeric",
     "continuous": "numeric",
+    "integer": "integer",
+    "int": "integer",
+    "whole": "integer",
+    "count": "integer",
     "categorical": "categorical",
     "nominal": "categorical",
     "category": "categorical",
@@ -118,7 +127,9 @@ SUGGEST_MAX_CATEGORIES = 20
 
 def normalize_types(columns, types: dict | None) -> dict[str, str]:
     """The user's column types (``{column: type}``), validated: known columns, known types.
-    Columns not listed have no declared type (the engine then goes by the data's dtype).
+    Columns not listed have no declared type: the engine then treats a numeric column as
+    ``numeric`` (never ``integer`` because of its values or dtype: a public default must not
+    depend on the data).
     """
     cols = [str(c) for c in columns]
     out: dict[str, str] = {}
@@ -136,6 +147,13 @@ def normalize_types(columns, types: dict | None) -> dict[str, str]:
     return out
 
 
+def declared_integer(types: dict | None, column: str) -> bool:
+    """Whether ``column`` is declared of type ``integer`` (the only source of the integer
+    grid: the data's values and dtype never decide it).
+    """
+    return (types or {}).get(column) == INTEGER_TYPE
+
+
 def suggest_types(df, max_categories: int = SUGGEST_MAX_CATEGORIES) -> dict[str, str]:
     """A suggested type for every column of ``df`` (the app offers it; the user decides).
 
@@ -145,14 +163,18 @@ def suggest_types(df, max_categories: int = SUGGEST_MAX_CATEGORIES) -> dict[str,
     * integer-valued numeric columns (integer dtype, or floats that are all whole numbers) with
       at most ``max_categories`` distinct values: ``categorical`` -- codes such as sex = 1/2 or
       roof type = 1..9, which a numeric method would average into 1.5;
+    * other integer-valued numeric columns: ``integer`` (counts, amounts in whole units);
     * every other numeric column: ``numeric``.
 
-    Pure: reads the frame, changes nothing.
+    Pure: reads the frame, changes nothing.  A suggestion reads the data, so it is shown to
+    the user and never used by the engine until the user declares it.
 
     >>> import pandas as pd
     >>> suggest_types(pd.DataFrame({"SEX": [1, 2, 1], "INCOME": [10.5, 3.2, 8.0],
     ...                             "NAME": ["a", "b", "c"]}))
     {'SEX': 'categorical', 'INCOME': 'numeric', 'NAME': 'categorical'}
+    >>> suggest_types(pd.DataFrame({"DAYS": range(40)}))
+    {'DAYS': 'integer'}
     """
     import numpy as np
     import pandas as pd
@@ -170,5 +192,8 @@ def suggest_types(df, max_categories: int = SUGGEST_MAX_CATEGORIES) -> dict[str,
             v = s.dropna().to_numpy(dtype=np.float64)
             whole = pd.api.types.is_integer_dtype(s) or bool(np.all(v == np.round(v)))
             few = pd.unique(v).size <= max_categories
-            out[str(c)] = "categorical" if (whole and few and v.size) else "numeric"
+            if whole and few and v.size:
+                out[str(c)] = "categorical"
+            else:
+                out[str(c)] = INTEGER_TYPE if (whole and v.size) else "numeric"
     return out

@@ -178,10 +178,12 @@ def run_sweep(
     check_grid(spec, ks, epsilons, len(prep.data), baselines)
     cells = grid(spec, ks, epsilons, baselines)
     n = len(prep.data)
-    if "shuffle" in prep.params:
+    if "order" in prep.params:
         # sweep points are measured, never released, and every measure is a sum or mean over
         # records: skip the release shuffle (same noise, same values, no reordering cost)
-        prep.params["shuffle"] = False
+        from dpstudio.engine.protection._common import ORDER_INPUT
+
+        prep.params["order"] = ORDER_INPUT
     total = len(cells)
     # the measurement policy, planned once for the whole sweep
     plan = measurement_plan(
@@ -343,14 +345,18 @@ def _cell_job(prep, eps, k, cache: dict, check_cancel) -> Job:
 def _bulk_cell(prep, seed, ki, ei, reps, eps, k, cache, check_cancel, measures, mcache) -> list[dict]:
     """The measures of every repetition of a (k, ε) cell from one bulk draw, or [] when the
     method has no bulk path (then the cell runs repetition by repetition).  Repetition r is
-    the run of ``point_rng(seed, ki, ei, r)``: its keyed root is that generator's first draw,
-    as in ``run_prepared`` (tests/engine/test_sweep_sharing.py pins the equality).
+    the run of ``point_rng(seed, ki, ei, r)``: its keyed root is the first draw of the run's
+    generator derived from it and the cell's context, as in ``run_prepared``
+    (tests/engine/test_sweep_sharing.py pins the equality).
     """
     from dpstudio.engine.algorithms.keyed import root_key
+    from dpstudio.engine.keying import keyed_rng
     from dpstudio.engine.protection.ir_dp import bulk_releases
 
-    roots = [root_key(point_rng(seed, ki, ei, r)) for r in range(reps)]
-    out = bulk_releases(_cell_job(prep, eps, k, cache, check_cancel), roots)
+    job = _cell_job(prep, eps, k, cache, check_cancel)
+    ctx = prep.run_context(job.params)
+    roots = [root_key(keyed_rng(point_rng(seed, ki, ei, r), ctx)) for r in range(reps)]
+    out = bulk_releases(job, roots)
     if out is None:
         return []
     cols, Y = out

@@ -170,9 +170,18 @@ class ProtectionResult:
 
     @property
     def private_notes(self) -> list[str]:
-        """The data-dependent warnings: keep them internal (see the class docstring)."""
+        """The data-dependent warnings, each a
+        :class:`~dpstudio.engine.validation.PrivateNote` with a ``code`` (a method's plain
+        text gets ``method-note``): keep them internal (see the class docstring).
+        """
+        from dpstudio.engine.validation import PrivateNote
+
         pub = set(self.public_warnings)
-        return [w for w in self.warnings if w not in pub]
+        return [
+            w if isinstance(w, PrivateNote) else PrivateNote("method-note", str(w))
+            for w in self.warnings
+            if w not in pub
+        ]
 
     def aligned_original(self) -> pd.DataFrame:
         """The original records in the order of ``data`` (for evaluation; never release it)."""

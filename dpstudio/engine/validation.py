@@ -38,6 +38,50 @@ def public_warning(message: str) -> PublicWarning:
     return PublicWarning(message)
 
 
+class PrivateNote(str):
+    """A fact about the original data, for the user's eyes only (issue 21 §3, N1): shown by
+    the app and the command line (stderr), kept in the private audit trail and assessment,
+    never in a public file (metadata, guarantee sentence, release note).  ``code`` names the
+    kind of note (one of :data:`NOTE_CODES`), so that programs can tell notes apart without
+    reading their wording.
+    """
+
+    code: str
+
+    def __new__(cls, code: str, message: str) -> PrivateNote:
+        obj = super().__new__(cls, message)
+        obj.code = str(code)
+        return obj
+
+    def __reduce__(self):
+        return (PrivateNote, (self.code, str(self)))
+
+
+#: The codes of the private notes the engine writes (a method's own notes about the data
+#: carry ``method-note``).
+NOTE_CODES = {
+    "domain-at-data-bound": "a declared domain bound equals the data's minimum or maximum",
+    "constant-column": "a protected column holds one value only",
+    "records-dropped": "records with missing values were dropped",
+    "integer-valued-untyped": "a noisy column holds whole numbers but has no declared type",
+    "non-integer-values": "a column declared integer holds values that are not whole numbers",
+    "pile-up": "many noisy values were clamped to a domain bound",
+    "method-note": "a fact about the data reported by the method (suppressions, clusters, ...)",
+}
+
+
+def private_note(code: str, message: str) -> PrivateNote:
+    """A private note with ``code`` (see :class:`PrivateNote`)."""
+    if code not in NOTE_CODES:
+        raise ValueError(f"unknown private note code {code!r}")
+    return PrivateNote(code, message)
+
+
+def note_code(w: str) -> str:
+    """The code of a note (``method-note`` for a method's plain text)."""
+    return getattr(w, "code", "method-note")
+
+
 def check_frame(df) -> None:
     if not isinstance(df, pd.DataFrame):
         raise InputError(f"Expected a table (pandas DataFrame), got {type(df).__name__}.")
@@ -195,26 +239,20 @@ def data_derived_domains(df: pd.DataFrame, domains: dict[str, tuple[float, float
     return out
 
 
-def data_derived_domain_warning(col: str, why: str) -> str:
-    return (
-        f"The declared domain of {col!r} coincides with {why}. It is accepted, but the "
-        "domain is published with the release, so it reveals that value of an individual, "
-        "and bounds taken from the data weaken the guarantee (the noise is calibrated to "
-        "this data set, not to the population). Declare the range the attribute can take "
-        "in the population instead; if these are its real limits (e.g. 0–100 for a "
-        "percentage) you may ignore this warning."
-    )
-
-
-def data_derived_domain_note(derived: dict[str, str]) -> str:
-    """The public sentence appended to the guarantee (a fact about the original data that the
-    guarantee does not cover, published so that users can judge the release).
+def data_derived_domain_warning(col: str, why: str) -> PrivateNote:
+    """The PRIVATE note for a declared domain that coincides with a bound of the data.  It is
+    never published: a public text that depended on whether someone sits at a bound would
+    itself disclose it (issue 21 §3, N1), and real limits (0–7 days a week, income bands
+    1–24) are often reached by the data.
     """
-    cols = ", ".join(f"{c} ({why})" for c, why in derived.items())
-    return (
-        f" Warning: the declared domain of {len(derived)} attribute(s) coincides with bounds "
-        f"derived from the original data — {cols}. The published bounds therefore reveal "
-        "those extreme values and the guarantee is weaker than stated (not covered by it)."
+    return private_note(
+        "domain-at-data-bound",
+        f"The declared domain of {col!r} coincides with {why}. This note is private (it is "
+        "not published). If these are the limits the attribute can take in the population "
+        "(e.g. 0–100 for a percentage, 0–7 days a week), nothing is wrong. If the bounds were "
+        "read off this file, declare the population's range instead: bounds taken from the "
+        "data calibrate the noise to this data set, and publishing them reveals those extreme "
+        "values.",
     )
 
 
@@ -232,13 +270,22 @@ def constant_columns(df: pd.DataFrame, cols: list[str]) -> list[str]:
 
 
 def check_precision(
-    df: pd.DataFrame, cols: list[str], precision: dict | None, domains: dict, uses_noise: bool
+    df: pd.DataFrame,
+    cols: list[str],
+    precision: dict | None,
+    domains: dict,
+    uses_noise: bool,
+    types: dict | None = None,
 ) -> dict[str, float]:
     """Output grid γ > 0 of every noisy numeric attribute: the declared one, else the default
-    from public facts (integer type: 1; else the declared domain); columns with neither are
-    left out (the method asks for one when it draws noise).
+    from declared facts only (declared type ``integer``: 1; else from the declared domain;
+    never the values or their dtype, issue 21 §3 N2); columns with neither are left out (the
+    method asks for one when it draws noise).
     """
-    from dpstudio.engine.algorithms.noise import default_precision, make_grid, pd_is_integer
+    from dpstudio.engine.algorithms.noise import default_precision, make_grid
+    from dpstudio.engine.roles import declared_integer
+
+    types = dict(types or {})
 
     given = dict(precision or {})
     unknown = [c for c in given if c not in df.columns]
@@ -252,7 +299,7 @@ def check_precision(
     for c in cols:
         g = given.get(c)
         if g is None:
-            g = default_precision(domains.get(c), pd_is_integer(df[c]))
+            g = default_precision(domains.get(c), declared_integer(types, c))
             if g is None:
                 continue
         rng_txt = f"[{PRECISION_MIN:g}, {PRECISION_MAX:g}]"
@@ -278,12 +325,60 @@ def check_precision(
                     f"{dom[1]:g}]: a bound lies more than 2^53 grid steps from 0, beyond exact "
                     f"integer arithmetic. Choose a coarser precision, e.g. --precision {c}={coarser:g}."
                 )
-            make_grid(c, g, dom, pd_is_integer(df[c]), len(df))  # span and sums: usable?
+            make_grid(c, g, dom, declared_integer(types, c), len(df))  # span and sums: usable?
         if not PRECISION_MIN <= g <= PRECISION_MAX:
             raise ParameterError(
                 f"Precision of column {c!r} must be a number > 0 in the range "
                 f"{rng_txt} (e.g. 0.01 or 100). Got {g!r}."
             )
-        make_grid(c, g, dom, pd_is_integer(df[c]), len(df))
+        make_grid(c, g, dom, declared_integer(types, c), len(df))
         out[c] = g
+    return out
+
+
+def type_notes(
+    df: pd.DataFrame, cols: list[str], types: dict, precision: dict | None, prec: dict[str, float]
+) -> list[PrivateNote]:
+    """PRIVATE hints about the declared types of the noisy columns ``cols`` (issue 21 §3 N2).
+
+    The default output precision is a function of the declared type and domain only; these
+    notes tell the user when the data suggests another declaration: a column of whole numbers
+    with no declared type (its default γ comes from the domain, not 1), or a column declared
+    ``integer`` that holds values which are not whole numbers (rounded to the grid).
+    """
+    from dpstudio.engine.roles import INTEGER_TYPE
+
+    given = dict(precision or {})
+    out: list[PrivateNote] = []
+    for c in cols:
+        v = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=np.float64)
+        ok = np.isfinite(v)
+        if not ok.any():
+            continue
+        frac = ok & (v != np.round(v))
+        if c not in types and c not in given and not frac.any():
+            gamma = prec.get(c)
+            now = f"γ = {gamma:g}, from its declared domain" if gamma is not None else "none yet"
+            out.append(
+                private_note(
+                    "integer-valued-untyped",
+                    f"Column {c!r} looks integer-valued (every value is a whole number) but "
+                    f"has no declared type, so its output precision is the default ({now}), "
+                    f"not 1. If it counts or codes whole units, declare it: --type {c}=integer "
+                    "(app: Attributes tab, column Type; the recipe stores the choice) for "
+                    "γ = 1 and whole-number output. The default never looks at the values: "
+                    "this hint is private.",
+                )
+            )
+        elif types.get(c) == INTEGER_TYPE and frac.any():
+            rows = np.flatnonzero(frac)
+            out.append(
+                private_note(
+                    "non-integer-values",
+                    f"Column {c!r} is declared integer but {rows.size} value(s) are not whole "
+                    f"numbers (row(s) {format_rows(rows)}, e.g. {v[rows[0]]:g}): they are "
+                    "rounded to the output grid before the noise is added (the guarantee covers "
+                    "that). Declare the type numeric if the fractions matter.",
+                )
+            )
     return out

@@ -220,3 +220,54 @@ def test_recipe_refuses_bad_values_with_one_line():
         Recipe.from_dict({"schema_version": 3, "precision": {"a": 0}})
     with pytest.raises(engine.InputError, match="seed"):
         Recipe.from_dict({"schema_version": 2, "seed": "0xzz"})
+
+
+def test_record_order_is_a_labelled_choice_and_mdav_releases_in_random_order(qtbot, window):
+    """Issue 21 §3: the form offers the record order with labelled values; the default is the
+    keyed random order for every method (here mdav); keeping the input order says so in the
+    guarantee preview and the release."""
+    win = window
+    _census(qtbot, win)
+    win.state.set_roles({c: "k-quasi" for c in QUASI} | {"AFNLWGT": "identifier"})
+    mp = win.method_panel
+    assert mp.select_method("mdav")
+    f = mp.fields["order"]
+    labels = [f.editor.itemText(i) for i in range(f.editor.count())]
+    assert labels == ["Random order (default)", "Keep input order (weakens the guarantee)"]
+    assert f.value() == "random"
+    _protect(qtbot, win)
+    res = win.state.result
+    assert res.row_map is not None and not np.array_equal(res.row_map, np.sort(res.row_map))
+    assert "random order" in res.guarantee
+    mp.set_values({"order": "input"})
+    assert not f.warning.isHidden() and "does not cover" in f.warning.text()
+    qtbot.waitUntil(lambda: not mp.preview_pending(), timeout=10000)
+    assert "INPUT ORDER" in mp.guarantee_text
+    _protect(qtbot, win)
+    assert "INPUT ORDER" in win.state.result.guarantee and win.state.result.row_map is None
+
+
+def test_results_show_private_notes_apart_from_public_warnings(qtbot, window):
+    """Facts about the data (here: domains from the '0 … 1.5 × max' suggestion) are shown as
+    private notes; they are not in the guarantee or the public warnings."""
+    win = window
+    _census(qtbot, win)   # domains suggested from the data's maximum
+    mp = win.method_panel
+    assert mp.select_method("ir-dp")
+    mp.set_values({"k": 5, "epsilon": 1.0})
+    _protect(qtbot, win)
+    res = win.state.result
+    assert any(n.code == "domain-at-data-bound" for n in res.private_notes)
+    assert not any("coincides" in w for w in res.public_warnings) and "coincides" not in res.guarantee
+    text = win.results_panel.warn.text()
+    assert "Private note (not published)" in text and "coincides" in text
+
+
+def test_an_old_projects_shuffle_becomes_order(qtbot):
+    from dpstudio.app.state import AppState
+
+    st = AppState()
+    st.set_method("ir-dp", {"k": 5, "shuffle": False})
+    assert st.recipe.params == {"k": 5, "order": "input"}
+    st.set_params({"k": 5, "shuffle": True, "order": "input"})   # the newer setting wins
+    assert st.recipe.params == {"k": 5, "order": "input"}

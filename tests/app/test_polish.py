@@ -128,6 +128,7 @@ def test_keps_sweep_from_the_engine_on_adult(qtbot):
             repeats=1,
             seed=3,
             hierarchies=hs,
+            types={"age": "integer"},  # no domain: the output grid comes from the declared type
         )
     )
     base = [p for p in pts if p.epsilon is None]

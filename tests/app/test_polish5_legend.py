@@ -124,6 +124,8 @@ def test_real_census_sweep_and_a_candidate_release_are_all_visible(qtbot, window
     with qtbot.waitSignal(win.sig_loaded, timeout=30000):
         win.controller.open_file(str(sample_path()), confirm=False)
     win.state.set_roles({c: "eps-quasi" for c in ("FICA", "FEDTAX", "STATETAX", "INTVAL")})
+    for c in ("FICA", "FEDTAX", "STATETAX", "INTVAL"):  # no domain: γ = 1 from the declared type
+        win.state.set_type(c, "integer")
     win.method_panel.select_method("idp-cbls")
     ep = win.explore_panel
     ep.ks.setText("3, 5, 10, 20, 50")

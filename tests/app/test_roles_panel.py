@@ -131,7 +131,8 @@ def test_type_column_shows_the_suggestion_and_stores_the_choice(qtbot, window, s
     assert win.controller._engine_params({})["types"] == {"SEX": "ordinal"}
     rp.table.selectAll()
     rp.accept_suggested_types()  # one step; the user's own choice is kept
-    assert st.types == {"SEX": "ordinal", "AGE": "numeric", "INCOME": "numeric", "REGION": "categorical"}
+    # whole numbers are suggested integer (issue 21 §3: a suggestion until accepted)
+    assert st.types == {"SEX": "ordinal", "AGE": "integer", "INCOME": "numeric", "REGION": "categorical"}
     win.act_undo.trigger()
     assert st.types == {"SEX": "ordinal"}
 

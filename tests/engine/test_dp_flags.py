@@ -213,17 +213,20 @@ def _col(n=30, seed=2):
 
 
 @pytest.mark.parametrize("how", ["minmax", "max", "suggestion"])
-def test_data_derived_domain_is_warned_everywhere(how):
+def test_data_derived_domain_is_a_private_note_only(how):
+    """Issue 21 §3 N1 (reverses issue 11's public warning): whether a bound coincides with the
+    data is a fact about the data, so it is a private note with a code -- shown to the user,
+    never in the guarantee, the public warnings or the metadata."""
     df = _col()
     lo, hi = float(df["x"].min()), float(df["x"].max())
     dom = {"minmax": (lo, hi), "max": (0.0, hi), "suggestion": (0.0, 1.5 * hi)}[how]
     res = engine.protect(df, "laplace", {"x": "eps-quasi"}, {"x": dom}, epsilon=1.0, seed=1)
-    w = [m for m in res.warnings if "declared domain of 'x' coincides" in m]
-    assert len(w) == 1
-    meta = res.public_metadata()
-    assert "coincides with bounds derived from the original data" in meta["guarantee"]
-    assert "weaker than stated" in meta["guarantee"]
-    assert any("coincides" in m for m in meta["warnings"])
+    w = [m for m in res.private_notes if "declared domain of 'x' coincides" in m]
+    assert len(w) == 1 and w[0].code == "domain-at-data-bound"
+    meta = json.dumps(res.public_metadata(), ensure_ascii=False)
+    assert "coincides" not in meta and "derived from the original data" not in meta
+    assert "coincides" not in res.guarantee and "weaker than stated" not in res.guarantee
+    assert not any("coincides" in m for m in res.public_warnings)
 
 
 def test_population_domain_not_warned():

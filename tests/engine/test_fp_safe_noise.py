@@ -201,7 +201,8 @@ def test_released_values_lie_on_the_declared_grid_and_in_the_domain(method, para
     df = _frame()
     prec = {"income": 100.0, "x": 0.05}
     roles = {c: "eps-quasi" for c in df.columns}
-    res = engine.protect(df, method, roles, DOMS, precision=prec, epsilon=2.0, seed=3, **params)
+    res = engine.protect(df, method, roles, DOMS, precision=prec, epsilon=2.0, seed=3,
+                         types={"age": "integer"}, **params)
     grid = {"age": 1.0, **prec}
     for c, g in grid.items():
         v = res.data[c].to_numpy(dtype=np.float64)
@@ -212,7 +213,7 @@ def test_released_values_lie_on_the_declared_grid_and_in_the_domain(method, para
         digits = [len(t.split(".")[1].rstrip("0")) if "." in t else 0
                   for t in res.data[c].astype(str)]
         assert max(digits) <= dec
-    assert pd.api.types.is_integer_dtype(res.data["age"])      # integer in, integer out
+    assert pd.api.types.is_integer_dtype(res.data["age"])      # declared integer: integer out
     assert res.public_metadata()["precision"] == {"age": 1.0, "income": 100.0, "x": 0.05}
     assert "output precision γ (age 1 (default), income 100, x 0.05;" in res.guarantee
     assert "ε′ = ε·(1 − 2⁻⁴⁰) ≤ ε" in res.guarantee
@@ -280,7 +281,8 @@ def test_ir_dp_calibration_on_cluster_sums():
     n, k, eps = 50_000, 5, 10.0
     df = pd.DataFrame({"v": rng.integers(4000, 5000, n)})
     dom = {"v": (0, 10_000)}          # centroid noise scale 200: the clamp is 20 scales away
-    prep = engine.prepare(df, "ir-dp", {"v": "eps-quasi"}, dom, k=k, epsilon=eps, shuffle=False)
+    prep = engine.prepare(df, "ir-dp", {"v": "eps-quasi"}, dom, k=k, epsilon=eps, order="input",
+                          types={"v": "integer"})
     base = engine.run_prepared(prep, rng=np.random.default_rng(0), epsilon=None).data["v"]
     res = engine.run_prepared(prep, rng=np.random.default_rng(1))
     info = res.info["noise_per_attribute"]["v"]

@@ -34,15 +34,15 @@ def _cli(capsys, args):
     return out, err
 
 
-def _engine_points(df, method, roles, hier, ks, eps):
+def _engine_points(df, method, roles, hier, ks, eps, **params):
     return [(p.k, p.epsilon, p.values) for p in engine.sweep(
-        df, method, roles, ks=ks, epsilons=eps, repeats=1, seed=3, hierarchies=hier)]
+        df, method, roles, ks=ks, epsilons=eps, repeats=1, seed=3, hierarchies=hier, **params)]
 
 
-def _app_points(df, method, roles, hier, ks, eps):
+def _app_points(df, method, roles, hier, ks, eps, **params):
     return [(p.k, p.epsilon, p.values) for p in compute.sweep_points(
         df, method, roles, {}, ks=ks, epsilons=eps, repeats=1, seed=3, hierarchies=hier,
-        params={}, check_cancel=lambda: None, progress=lambda f: None)]
+        params=params, check_cancel=lambda: None, progress=lambda f: None)]
 
 
 def _assert_same_points(cli_csv: Path, api, app):
@@ -67,22 +67,24 @@ def test_keps_numeric_k_quasi_equal_in_cli_api_app(tmp_path, capsys):
     src = tmp_path / "census.csv"
     df = _subset(CENSUS, src, 300)
     roles = {"AFNLWGT": "k-quasi", "FICA": "eps-quasi"}
+    types = {"FICA": "integer"}  # no domain: the output grid γ = 1 comes from the declared type
     ks, eps = [2, 25], [1.0]
     out_csv = tmp_path / "sweep.csv"
     _cli(capsys, ["sweep", src, "--method", "k-eps", "--role", "AFNLWGT=k-quasi",
-                  "--role", "FICA=eps-quasi", "--k", "2,25", "--epsilon", "1", "--repeats", "1",
-                  "--seed", "3", "--out", out_csv])
-    api = _engine_points(df, "k-eps", roles, None, ks, eps)
-    _assert_same_points(out_csv, api, _app_points(df, "k-eps", roles, None, ks, eps))
+                  "--role", "FICA=eps-quasi", "--type", "FICA=integer", "--k", "2,25",
+                  "--epsilon", "1", "--repeats", "1", "--seed", "3", "--out", out_csv])
+    api = _engine_points(df, "k-eps", roles, None, ks, eps, types=types)
+    _assert_same_points(out_csv, api, _app_points(df, "k-eps", roles, None, ks, eps, types=types))
     # generalised at k = 25: the numeric k-quasi is measured 0/1, so SSE is positive
     assert api[-1][2]["sse_raw"][0] > 0
 
     # protect: CLI summary == API evaluate == app compute path
     out, _ = _cli(capsys, ["protect", src, tmp_path / "rel.csv", "--method", "k-eps",
                            "--role", "AFNLWGT=k-quasi", "--role", "FICA=eps-quasi", "--k", "25",
-                           "--epsilon", "1", "--seed", "5", "--no-audit-trail"])
+                           "--type", "FICA=integer", "--epsilon", "1", "--seed", "5",
+                           "--no-audit-trail"])
     res, ev_app = compute.protect_and_evaluate(df, "k-eps", roles, {}, {}, 5,
-                                               {"k": 25, "epsilon": 1.0})
+                                               {"k": 25, "epsilon": 1.0, "types": types})
     ev_api = engine.evaluate(res.aligned_original(), res.data, res.protected_attributes,
                              result=res, measures=("sse", "rl", "delta", "corr", "kanon"))
     for key in ("sse_raw", "sse_normalized", "rl", "k_min_class_size"):

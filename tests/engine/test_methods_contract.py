@@ -114,6 +114,29 @@ def test_seeded_run_repeats_bit_for_bit(data, method_id):
 
 
 @pytest.mark.parametrize("method_id", METHOD_IDS)
+def test_release_order_is_random_by_default_and_input_only_on_request(data, method_id):
+    """Issue 21 §3: every method releases its records in a keyed random order; keeping the
+    input order is the labelled choice order='input' (stated in the guarantee, warned)."""
+    spec, roles, domains = setup(method_id)
+    p = spec.param("order")
+    assert p.kind == "choice" and p.default == "random" and "input" in p.choices
+    res = engine.protect(data, method_id, roles, domains, seed=123)
+    assert res.row_map is not None
+    assert not np.array_equal(np.sort(res.row_map), res.row_map)   # not the input order
+    assert "random order" in res.guarantee
+    assert not any("order=input" in w for w in res.warnings)
+    kept = engine.protect(data, method_id, roles, domains, seed=123, order="input")
+    assert kept.row_map is None or bool(np.all(np.diff(kept.row_map) > 0))
+    assert "INPUT ORDER" in kept.guarantee
+    assert any("order=input" in w for w in kept.public_warnings)
+    # the same values, only arranged otherwise (the order is not part of the run's key)
+    for c in res.data.columns:
+        if pd.api.types.is_numeric_dtype(res.data[c]):
+            np.testing.assert_array_equal(np.sort(res.data[c].to_numpy(float)),
+                                          np.sort(kept.data[c].to_numpy(float)))
+
+
+@pytest.mark.parametrize("method_id", METHOD_IDS)
 def test_cancel_stops_cleanly(data, method_id):
     spec, roles, domains = setup(method_id)
     before = data.copy()

@@ -138,15 +138,15 @@ def test_table_6_5_mdav_column_domain_distance(census4):
     roles = {c: "k-quasi" for c in ATTRS}
     worst_std = 0.0
     for k, sse0 in T61_SSE0.items():
-        out = engine.protect(d4, "mdav", roles, domains, k=k, distance="domain").data
-        e = engine.evaluate(d4, out, ATTRS, measures=("sse", "delta"))
+        res = engine.protect(d4, "mdav", roles, domains, k=k, distance="domain")
+        e = engine.evaluate(res.aligned_original(), res.data, ATTRS, measures=("sse", "delta"))
         assert e["sse_raw"] == pytest.approx(sse0, rel=0.01), (k, e["sse_raw"], sse0)
         for a in ATTRS:
             assert e["delta_var"][a] == pytest.approx(T65_MDAV_DV[a][k], rel=0.03), (
                 a, k, e["delta_var"][a], T65_MDAV_DV[a][k])
             assert abs(e["delta_mean"][a]) < 1e-9  # centroids keep the mean exactly
-        std = engine.protect(d4, "mdav", roles, domains, k=k).data
-        dv = engine.evaluate(d4, std, ATTRS, measures=("delta",))["delta_var"]
+        std = engine.protect(d4, "mdav", roles, domains, k=k)
+        dv = engine.evaluate(std.aligned_original(), std.data, ATTRS, measures=("delta",))["delta_var"]
         worst_std = max(worst_std, max(abs(dv[a] / T65_MDAV_DV[a][k] - 1) for a in ATTRS))
     assert worst_std > 0.5  # so the check above can tell the conventions apart
 
@@ -164,14 +164,14 @@ def test_table_3_10_ir_swap_and_mdav_id_k5(census):
     cache: dict = {}
     vals = []
     for r in range(40):
-        out = engine.run_prepared(prep, rng=np.random.default_rng([5, r]), cache=cache).data
-        e = engine.evaluate(census, out, cols, measures=["corr"], confidential=conf)
+        res = engine.run_prepared(prep, rng=np.random.default_rng([5, r]), cache=cache)
+        e = engine.evaluate(res.aligned_original(), res.data, cols, measures=["corr"], confidential=conf)
         vals.append((e["corr_loss_mean"], e["corr_loss_std"]))
     mean, sd = np.mean(vals, axis=0)
     assert mean == pytest.approx(0.0021, rel=0.25)
     assert sd == pytest.approx(0.0041, rel=0.25)
-    out = engine.protect(census, "mdav", roles={c: "k-quasi" for c in cols}, k=5, seed=1).data
-    e = engine.evaluate(census, out, cols, measures=["corr"], confidential=conf)
+    res = engine.protect(census, "mdav", roles={c: "k-quasi" for c in cols}, k=5, seed=1)
+    e = engine.evaluate(res.aligned_original(), res.data, cols, measures=["corr"], confidential=conf)
     assert e["corr_loss_mean"] == pytest.approx(0.0243, rel=0.05)
     assert e["corr_loss_mean"] < 0.055  # the thesis's raw-distance figure is larger
 
@@ -189,9 +189,10 @@ def test_adult_ir_dp_eps01_k100_beats_laplace_eps1():
     roles = {c: "eps-quasi" for c in df.columns}
     sse = []
     for method, params in (("ir-dp", {"k": 100, "epsilon": 0.1}), ("laplace", {"epsilon": 1.0})):
-        runs = [engine.evaluate(df, engine.protect(df, method, roles=roles, domains=domains,
-                                                   seed=s, **params).data,
-                                list(df.columns), measures=["sse"])["sse_raw"] for s in range(3)]
+        res = [engine.protect(df, method, roles=roles, domains=domains, seed=s, **params)
+               for s in range(3)]
+        runs = [engine.evaluate(r.aligned_original(), r.data, list(df.columns),
+                                measures=["sse"])["sse_raw"] for r in res]
         sse.append(np.mean(runs))
     assert sse[0] < sse[1]
     assert sse[0] > 0.05 * sse[1]  # but not absurdly small: noise of scale Δ/5 is still added

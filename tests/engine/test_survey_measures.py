@@ -193,5 +193,6 @@ def test_types_are_validated_and_suggested():
                        "D": pd.to_datetime(["2020-01-01"] * 4), "T": list("abab"),
                        "WIDE": np.arange(100, 104)})
     sug = suggest_types(df, max_categories=3)
-    assert sug == {"SEX": "categorical", "AGE": "numeric", "W": "numeric", "R": "categorical",
-                   "D": "date", "T": "categorical", "WIDE": "numeric"}
+    # whole numbers with many values: 'integer' (a suggestion only, issue 21 §3 N2)
+    assert sug == {"SEX": "categorical", "AGE": "integer", "W": "numeric", "R": "categorical",
+                   "D": "date", "T": "categorical", "WIDE": "integer"}

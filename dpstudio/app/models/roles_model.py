@@ -44,6 +44,9 @@ ROLE_LABELS = {
 }
 TYPE_HELP = {
     "numeric": "numeric: the values are quantities; masked and measured as numbers (domain bounds apply).",
+    "integer": "integer: whole-number quantities (counts, days a week, income bands used as numbers); "
+    "noisy values are drawn on the grid of whole numbers (precision 1) and released as integers. "
+    "A declaration: the engine never infers it from the values.",
     "categorical": "categorical (nominal): the values are labels or codes (sex = 1/2, region); "
     "numeric-only methods (MDAV, the noise methods) refuse them, so no code such as 1.5 is released.",
     "ordinal": "ordinal: ordered categories (education level); numeric-only methods refuse them.",
@@ -55,15 +58,17 @@ HEADER_TIPS = {
     C_ROLE: "What the attribute is: identifier, k-quasi, ε-quasi, confidential, other, sampling "
     "weight or household id. Double-click (or F2) to change; select several rows and use "
     "“Set role of selected” for many at once.",
-    C_TYPE: "How the values are compared: numeric, categorical, ordinal or date. Italic: the "
-    "engine's suggestion (integer columns with at most 20 distinct values look categorical); "
-    "choose a type to make it yours. Numeric-only methods refuse categorical and ordinal columns.",
+    C_TYPE: "How the values are compared: numeric, integer, categorical, ordinal or date. Italic: "
+    "the engine's suggestion from the data (whole numbers look integer, or categorical with at "
+    "most 20 distinct values); it is NOT used until you choose a type, which the project "
+    "stores. Numeric-only methods refuse categorical and ordinal columns.",
     C_LO: "Smallest value the attribute can take in the population (public knowledge, not this "
     "file's minimum).",
     C_HI: "Largest value the attribute can take in the population.",
     C_PREC: "Output precision γ of a noisy numeric attribute: noise is drawn on the grid of "
-    "multiples of γ and the release carries no finer digits. Empty: the default (1 for "
-    "whole-number columns, else about a millionth of the declared domain's width).",
+    "multiples of γ and the release carries no finer digits. Empty: the default (1 for columns "
+    "whose type you chose integer, else about a millionth of the declared domain's width; "
+    "never taken from the values, which would show in every released value).",
     C_HIER: "Generalisation hierarchy / taxonomy (for (k,ε)-anonymity and categorical methods): "
     "click to load an ARX CSV or generate one with the engine's generator.",
     C_CHECK: "Problems found with the current roles, types and domains.",
@@ -434,13 +439,16 @@ def label_of(labels: dict, value: Any) -> str | None:
 
 
 def default_precision_of(state: AppState, name: str) -> float | None:
-    """The engine's default γ for ``name`` (shown greyed in the empty cell)."""
-    from dpstudio.engine.algorithms.noise import default_precision, pd_is_integer
+    """The engine's default γ for ``name`` (shown greyed in the empty cell): from the declared
+    type and domain only, as the engine computes it (never the suggested type).
+    """
+    from dpstudio.engine.algorithms.noise import default_precision
+    from dpstudio.engine.roles import declared_integer
 
     s = state.stats.get(name)
     if s is None or not s.numeric:
         return None
-    return default_precision(state.domains.get(name), pd_is_integer(state.df[name]))
+    return default_precision(state.domains.get(name), declared_integer(state.types, name))
 
 
 def check_column(state: AppState, name: str, types: bool = True) -> tuple[str, str]:

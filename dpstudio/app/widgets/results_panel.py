@@ -329,15 +329,21 @@ class ResultsPanel(QWidget):
             f"<br>{len(res.data):,} records released; protected: "
             f"{html.escape(', '.join(res.protected_attributes))}"
         )
-        warns = compact_warnings(
-            list(res.warnings) + [w for w in (ev.get("warnings") or []) if w not in res.warnings]
+        # public warnings (published with the release) apart from the private notes (facts
+        # about the original data: shown here, never published; issue 21 §3)
+        pub = [str(w) for w in (getattr(res, "public_warnings", None) or [])]
+        notes = compact_warnings(
+            [str(w) for w in res.warnings if w not in pub]
+            + [w for w in (ev.get("warnings") or []) if w not in res.warnings]
         )
-        if warns:
+        pub = compact_warnings(pub)
+        if pub or notes:
             # always rich text (a lone warning without a tag would be shown as plain text,
             # with its escaped quotes as '&#x27;')
-            self.warn.show_message(
-                "<span>⚠ " + "<br>⚠ ".join(html.escape(w, quote=False) for w in warns) + "</span>", "warning"
-            )
+            lines = [f"⚠ {html.escape(w, quote=False)}" for w in pub] + [
+                f"🔒 <i>Private note (not published):</i> {html.escape(w, quote=False)}" for w in notes
+            ]
+            self.warn.show_message("<span>" + "<br>".join(lines) + "</span>", "warning")
         else:
             self.warn.hide()
         rows, table = flatten_measures(ev)

@@ -824,12 +824,14 @@ def decimals_of(gamma: float) -> int:
     return 15
 
 
-def default_precision(domain, integer_dtype: bool) -> float | None:
-    """The default grid γ from public facts only: 1 for integer columns; for others
-    10^(⌊log10(ub − lb)⌋ − 6) of the declared domain (about a millionth of its width);
-    ``None`` without a domain (the user must declare one or the other).
+def default_precision(domain, integer: bool) -> float | None:
+    """The default grid γ from declared facts only (issue 21 §3 N2): 1 for a column declared
+    of type ``integer``; for others 10^(⌊log10(ub − lb)⌋ − 6) of the declared domain (about a
+    millionth of its width); ``None`` without a domain (the user must declare one or the
+    other).  Never the column's values or dtype: one record of 40.5, or one missing value,
+    must not change what every released value shows.
     """
-    if integer_dtype:
+    if integer:
         return 1.0
     if domain is None:
         return None
@@ -837,14 +839,15 @@ def default_precision(domain, integer_dtype: bool) -> float | None:
     return float(10.0 ** (math.floor(math.log10(width)) - 6))
 
 
-def make_grid(
-    column: str, gamma: float, domain=None, integer_dtype: bool = False, n: int | None = None
-) -> Grid:
-    """The :class:`Grid` of ``column``; ``ParameterError`` with advice when γ is unusable."""
+def make_grid(column: str, gamma: float, domain=None, integer: bool = False, n: int | None = None) -> Grid:
+    """The :class:`Grid` of ``column``; ``ParameterError`` with advice when γ is unusable.
+    ``integer``: the column is declared of type integer (released as int64 when γ is a whole
+    number).
+    """
     from dpstudio.engine.errors import ParameterError
 
     g = float(gamma)
-    integer = bool(integer_dtype) and g >= 1 and g == round(g)
+    integer = bool(integer) and g >= 1 and g == round(g)
     dec = decimals_of(g)
     if domain is None:
         return Grid(column, g, decimals=dec, integer=integer)
@@ -876,25 +879,33 @@ def job_grid(job, column: str) -> Grid:
     prec = getattr(job, "precision", None) or {}
     dom = job.domains.get(column)
     cache = getattr(job, "cache", None)
-    # the grid is a function of the column's dtype, domain, precision and n: kept in the
-    # job's cache (a sweep reuses it for every ε and repetition)
-    key = ("noise.grid", column, prec.get(column), None if dom is None else tuple(dom), job.n)
+    # the grid is a function of the column's declared type, domain, precision and n: kept in
+    # the job's cache (a sweep reuses it for every ε and repetition)
+    from dpstudio.engine.roles import declared_integer
+
+    integer = declared_integer(getattr(job, "types", None), column)
+    key = ("noise.grid", column, prec.get(column), None if dom is None else tuple(dom), job.n, integer)
     if cache is not None and key in cache:
         return cache[key]
-    integer_dtype = bool(pd_is_integer(job.data[column]))
     gamma = prec.get(column)
     if gamma is None:
-        gamma = default_precision(dom, integer_dtype)
+        gamma = default_precision(dom, integer)
     if gamma is None:
-        raise ParameterError(
-            f"Column {column!r} needs an output precision (the grid its noisy values are rounded "
-            f"to, e.g. 0.01 or 100) or a declared domain to derive one from: "
-            f"--precision {column}=0.01 or --domain {column}=LOWER:UPPER."
-        )
-    g = make_grid(column, gamma, dom, integer_dtype, job.n)
+        raise ParameterError(missing_precision_message(column))
+    g = make_grid(column, gamma, dom, integer, job.n)
     if cache is not None:
         cache[key] = g
     return g
+
+
+def missing_precision_message(column: str) -> str:
+    """What to declare for a noisy column with no precision, no domain and no integer type."""
+    return (
+        f"Column {column!r} needs an output precision (the grid its noisy values are rounded "
+        f"to, e.g. 0.01 or 100), a declared domain to derive one from, or the type integer "
+        f"(whole numbers, γ = 1): --precision {column}=0.01, --domain {column}=LOWER:UPPER or "
+        f"--type {column}=integer."
+    )
 
 
 def pd_is_integer(series) -> bool:
@@ -969,8 +980,8 @@ def grid_clause(precision: dict, explicit: dict | None = None) -> str:
     parts = ", ".join(f"{c} {g:g}" + ("" if c in explicit else " (default)") for c, g in precision.items())
     return (
         f" Floating-point-safe noise: every noisy value is an integer number of steps of its "
-        f"attribute's output precision γ ({parts}; the default is 1 for integer columns, "
-        "else 10^(⌊log10(ub − lb)⌋ − 6) of the declared domain), sampled exactly (no "
+        f"attribute's output precision γ ({parts}; the default is 1 for columns declared "
+        "integer, else 10^(⌊log10(ub − lb)⌋ − 6) of the declared domain), sampled exactly (no "
         "floating-point approximation of the distribution) from a discrete Laplace or staircase distribution calibrated to the "
         "sensitivity in grid steps (Δ/γ, plus one step when a domain bound is not on the "
         "grid, which covers the rounding of the true value) with ε′ = ε·(1 − 2⁻⁴⁰) ≤ ε; "

@@ -5,8 +5,11 @@
 domain corner) on a ``dask.dataframe`` (or a Parquet file/folder or CSV path, read lazily) and
 gives the release the in-memory engine gives for the same seed, value for value:
 
-* the run's root key is the first draw of ``as_rng(seed)``, as in memory
-  (:func:`dpstudio.engine.protection._common.job_stream`); every draw is keyed by
+* the run's root key is the first draw of the run's generator, derived as in memory from
+  ``as_rng(seed)``, the method, its parameters and the data digest
+  (:func:`dpstudio.engine.keying.keyed_rng`; the digest's per-partition sums are taken in the
+  validation pass and combined in partition order, :func:`dpstudio.engine.keying.digest_partial`),
+  as :func:`dpstudio.engine.protection._common.job_stream` does; every draw is keyed by
   (root, purpose, attribute, cluster or record id) (:mod:`dpstudio.engine.algorithms.keyed`),
   so it does not depend on the partitioning;
 * record ids are global positions (partition lengths counted in the validation pass);
@@ -19,7 +22,8 @@ gives the release the in-memory engine gives for the same seed, value for value:
   earlier partitions + earlier records of the partition) gives cluster id = min(rank // k,
   n_c − 1); the released column is kept on the workers, then the next attribute; the release
   is the input partitions with their released columns, in input order;
-* the shuffled order of the in-memory engine (records ordered by keyed 128-bit sort keys) is
+* the random order of the in-memory engine (records ordered by keyed 128-bit sort keys; every
+  method unless order='input') is
   one range partitioning on the top bits of the keys with known divisions (uniform keys),
   then a sort inside each output partition; single-order insensitive-dp still uses a
   distributed sort (its key is multi-column).
@@ -163,9 +167,16 @@ def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
     keys = list(aggs)
     # the lengths of the FULL frame's partitions (record ids = global positions): a length
     # taken from one column would follow Dask's fused single-column reads of a Parquet folder
-    # (fewer, longer partitions), not the partitions the release is computed on
-    vals = dask.compute(ddf.map_partitions(len), *[aggs[k] for k in keys])
+    # (fewer, longer partitions), not the partitions the release is computed on.  The data
+    # digest's partial sums are combined in order and do not depend on where the partitions
+    # split: read from the protected columns only
+    from dpstudio.engine.keying import combine_partials
+
+    parts = ddf[cols].map_partitions(_digest_part, cols, meta=(None, object))
+    vals = dask.compute(ddf.map_partitions(len), parts, *[aggs[k] for k in keys])
     lens = np.asarray(vals[0], dtype=np.int64)
+    digest = combine_partials(list(vals[1]))
+    vals = (vals[0], *vals[2:])
     if lens.size != ddf.npartitions:  # pragma: no cover - a Dask change would show here
         raise InputError(
             f"internal: {lens.size} partition lengths for {ddf.npartitions} partitions; run with --engine memory."
@@ -189,21 +200,30 @@ def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
         from dpstudio.engine import params as P
 
         P.check_k(prep.params["k"], n, spec.id, spec.min_k)
+    prep._digest = digest  # the whole data's, not the sample's: the run's key material
     return spec, prep, cols, n, lens
 
 
-def _grid(prep, sample_dtype_int: bool, c: str, n: int):
+def _digest_part(part: pd.DataFrame, cols: list[str]) -> pd.Series:
+    """One partition's (records, lane A, lane B) of the data digest, in a one-element Series
+    (dask concatenates them in partition order).
+    """
+    from dpstudio.engine.keying import digest_partial
+
+    return pd.Series([digest_partial(part, cols)], dtype=object)
+
+
+def _grid(prep, integer: bool, c: str, n: int):
+    """The grid of ``c`` as :func:`~dpstudio.engine.algorithms.noise.job_grid` in memory
+    (``integer``: the column is declared of type integer).
+    """
     dom = prep.domains.get(c)
     gamma = (prep.precision or {}).get(c)
     if gamma is None:
-        gamma = N.default_precision(dom, sample_dtype_int)
+        gamma = N.default_precision(dom, integer)
     if gamma is None:  # as noise.job_grid in memory (idp-cbls needs no domain)
-        raise ParameterError(
-            f"Column {c!r} needs an output precision (the grid its noisy values are rounded "
-            f"to, e.g. 0.01 or 100) or a declared domain to derive one from: "
-            f"--precision {c}=0.01 or --domain {c}=LOWER:UPPER."
-        )
-    return N.make_grid(c, gamma, dom, sample_dtype_int, n)
+        raise ParameterError(N.missing_precision_message(c))
+    return N.make_grid(c, gamma, dom, integer, n)
 
 
 # --------------------------------------------------------------------------- the run
@@ -238,19 +258,25 @@ def protect_dask(
             "The noise-free baseline (no ε) is for sweeps and does not run on Dask; "
             "give --epsilon or use --engine memory."
         )
-    root = K.root_key(as_rng(seed))  # the first draw, as job_stream in memory
+    from dpstudio.engine.keying import keyed_rng
+    from dpstudio.engine.protection._common import keep_order
+    from dpstudio.engine.roles import declared_integer
+
+    # the first draw of the run's generator, derived from the seed, the parameters and the
+    # data digest exactly as run_prepared does in memory (job_stream)
+    root = K.root_key(keyed_rng(as_rng(seed), prep.run_context(p)))
     starts = np.r_[0, np.cumsum(lens)[:-1]].astype(np.int64)
     columns = ddf  # the input as read: one column of it reads only that column (ranked methods)
     ddf = ddf.map_partitions(_with_row, starts, meta=ddf._meta.assign(**{_ROW: np.array([], np.int64)}))
     info: dict = {"backend": "dask", "npartitions": int(ddf.npartitions)}
-    is_int = {c: N.pd_is_integer(prep.data[c]) for c in cols}
+    is_int = {c: declared_integer(prep.types, c) for c in cols}  # declared, never the sample's dtype
     new = {}
     private_warns: list = []
     if method == "k-eps":
         out, kinfo, kwarns = _keps_release(ddf, prep, p, hierarchies, n)
         info.update(kinfo)
         private_warns += kwarns
-        shuffle = True
+        shuffle = not keep_order(p)
     elif method == "laplace":
         eps = _eps(p, cols)
         kind = p.get("noise", "laplace")
@@ -260,12 +286,12 @@ def protect_dask(
                 _laplace_part, c, g, kind, root, j, float(eps[j]), meta=(c, _out_dtype(g))
             )
         out = ddf.assign(**new)
-        shuffle = False
+        shuffle = not keep_order(p)
     elif method == "insensitive-dp":
         grids = [_grid(prep, is_int[c], c, n) for c in cols]
         vals = _insensitive(ddf, cols, int(p["k"]), n, p, grids, root, _eps(p, cols), prep)
         out = ddf.drop(columns=cols).merge(vals, on=_ROW, how="inner")[[*ddf.columns]]
-        shuffle = bool(p.get("shuffle", True))
+        shuffle = not keep_order(p)
     else:
         eps_r = None if method == "ir-swap" else _eps(p, cols)
         grids = [None if method == "ir-swap" else _grid(prep, is_int[c], c, n) for c in cols]
@@ -285,7 +311,7 @@ def protect_dask(
             np.asarray(lens),
             progress,
         )
-        shuffle = method != "ir-swap" and bool(p.get("shuffle", True))
+        shuffle = not keep_order(p)
     ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
     if ident:
         out = out.drop(columns=ident)

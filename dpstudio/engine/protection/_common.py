@@ -104,17 +104,61 @@ DROP_MISSING_PARAM = Param(
     advanced=True,
 )
 
+#: The values of the shared ``order`` parameter (a choice, so that a third value -- e.g.
+#: households shuffled as units -- can be added without changing the others).
+ORDER_RANDOM = "random"
+ORDER_INPUT = "input"
+
+ORDER_PARAM = Param(
+    "order",
+    "choice",
+    ORDER_RANDOM,
+    "Order of the released records. 'random' (default): a keyed random permutation, the same "
+    "for the same seed, data and parameters, whatever the method. 'input': the input order, "
+    "which weakens every guarantee: an intruder who knows how the input was sorted (by name, "
+    "by id, households in adjacent rows) links records by their position, and for "
+    "microaggregated DP methods which rows share a value shows the clusters, which the noise "
+    "does not hide. Use 'input' only for internal comparisons.",
+    label="record order",
+    choices=(ORDER_RANDOM, ORDER_INPUT),
+    choice_labels={
+        ORDER_RANDOM: "Random order (default)",
+        ORDER_INPUT: "Keep input order (weakens the guarantee)",
+    },
+    warning={
+        ORDER_INPUT: "Records keep their input order: a record's position can link it to the "
+        "input file (sorted by name or id, households in adjacent rows), which the guarantee "
+        "does not cover; microaggregated DP releases then do not satisfy ε-DP."
+    },
+    advanced=True,
+)
+
+#: Old name of ``order`` (a bool, clustered DP methods only), still read from old recipes and
+#: ``--param shuffle=false``: True means 'random', False 'input'.
 SHUFFLE_PARAM = Param(
     "shuffle",
     "bool",
     True,
-    "Release the records in random order (default). Microaggregation gives the records of a "
-    "cluster the same value; kept in input order, the release would show which rows share a "
-    "cluster, which the noise does not hide and the ε-DP proof does not cover. Turn off only "
-    "for internal comparisons: the release then does not satisfy its DP guarantee.",
+    "Old name of 'order': true = random, false = input.",
     label="shuffle released records",
     advanced=True,
 )
+
+
+#: The public warning of order='input' (a function of the parameters only).
+INPUT_ORDER_WARNING = (
+    "order=input: the records are released in input order, not shuffled. A record's position "
+    "can link it to the input file (sorted by name or id, households in adjacent rows), which "
+    "the guarantee does not cover."
+)
+
+
+def keep_order(p: dict) -> bool:
+    """Whether the release keeps the input order (``order='input'``; every other value of
+    ``order`` puts the records in a random order).
+    """
+    return p.get("order", ORDER_RANDOM) == ORDER_INPUT
+
 
 LAYOUT_PARAM = Param(
     "layout",
@@ -142,8 +186,8 @@ LAYOUT_PARAM = Param(
 )
 
 #: The parameters of every numeric DP method, and of the clustered ones.
-DP_PARAMS = (epsilon_param(), NOISE_PARAM, BUDGET_PARAM, WEIGHTS_PARAM, DROP_MISSING_PARAM)
-CLUSTERED_DP_PARAMS = DP_PARAMS + (SHUFFLE_PARAM, LAYOUT_PARAM)
+DP_PARAMS = (epsilon_param(), NOISE_PARAM, BUDGET_PARAM, WEIGHTS_PARAM, DROP_MISSING_PARAM, ORDER_PARAM)
+CLUSTERED_DP_PARAMS = DP_PARAMS + (LAYOUT_PARAM,)
 
 # --------------------------------------------------------------------------- guarantee clauses
 
@@ -176,17 +220,26 @@ def separate_tables(p: dict) -> bool:
     return p.get("layout", "records") == "separate-tables"
 
 
-def order_clause(p: dict) -> str:
+def order_clause(p: dict, clustered: bool = True) -> str:
+    """What the guarantee says about the record order.  ``clustered``: the wording of
+    microaggregated releases (input order shows which rows share a cluster).
+    """
     if separate_tables(p):
         return (
             " Released as one table per protected attribute, each in its own independent "
             "random order (rows of different tables do not belong together)."
         )
-    if p.get("shuffle", True):
+    if not keep_order(p):
         return " Records are released in random order."
+    if clustered:
+        return (
+            " Records are released in INPUT ORDER (order=input), which shows which records "
+            "share a cluster: as released this does not satisfy the stated guarantee."
+        )
     return (
-        " Records are released in INPUT ORDER (shuffle off), which shows which records share "
-        "a cluster: as released this does not satisfy the stated guarantee."
+        " Records are released in INPUT ORDER (order=input), which weakens this guarantee: a "
+        "record's position can link it to the input file (e.g. one sorted by name or id, or "
+        "with households in adjacent rows), which the guarantee does not cover."
     )
 
 
@@ -334,15 +387,23 @@ def job_stream(job: Job, purpose: int, index: int = 0) -> K.KeyedStream:
 
 
 def released(job: Job, new: dict[str, np.ndarray], **kw) -> Output:
-    """The Output for a clustered DP release: rows shuffled unless shuffle=False (the order of
-    the records' keyed sort keys: the same permutation on every backend).
+    """The Output for a clustered DP release: rows in random order unless order='input' (the
+    order of the records' keyed sort keys: the same permutation on every backend).
     """
     data = frame_with(job, new)
     row_map = None
-    if job.params.get("shuffle", True):
-        row_map = K.permutation(job_stream(job, K.PURPOSE_SHUFFLE), job.n)
+    if not keep_order(job.params):
+        row_map = record_permutation(job, job.n)
         data = data.iloc[row_map].reset_index(drop=True)
     return Output(data, row_map=row_map, **kw)
+
+
+def record_permutation(job: Job, n: int) -> np.ndarray:
+    """The keyed random order of ``n`` released records (record j of the release is input
+    record ``perm[j]``): ids ordered by their keyed 128-bit sort keys, the same permutation on
+    every backend (the Dask backend sorts by the same keys).
+    """
+    return K.permutation(job_stream(job, K.PURPOSE_SHUFFLE), n)
 
 
 def ir_sorted(job: Job, c: str) -> tuple[np.ndarray, np.ndarray]:

@@ -44,10 +44,12 @@ from dpstudio.engine.protection._common import (
     LAYOUT_PARAM,
     NOISE_PARAM,
     NOT_DP_LABEL,
-    SHUFFLE_PARAM,
+    ORDER_PARAM,
     WEIGHTS_PARAM,
     epsilon_param,
     k_param,
+    keep_order,
+    record_permutation,
 )
 from dpstudio.engine.protection._common import order_clause as _order_clause
 from dpstudio.engine.registry import MethodSpec
@@ -494,7 +496,9 @@ def run(job: Job) -> Output:
         )
     if eps is not None and calibration == "as-published" and k > 1:
         warns.append(
-            "As-published calibration: ε_i is spent on every cluster; the release " + NOT_DP_LABEL + "."
+            V.public_warning(
+                "As-published calibration: ε_i is spent on every cluster; the release " + NOT_DP_LABEL + "."
+            )
         )
     if eps is not None and calibration == "rigorous" and k > 1 and n_c > 50:
         warns.append(
@@ -503,8 +507,8 @@ def run(job: Job) -> Output:
             "random. A larger k (fewer clusters) or a larger ε keeps more utility."
         )
     row_map = None
-    if p.get("shuffle", True):  # row order would show which records share a cluster
-        row_map = job.rng.permutation(job.n)
+    if not keep_order(p):  # row order would show which records share a cluster
+        row_map = record_permutation(job, job.n)
         out = out.iloc[row_map].reset_index(drop=True)
     return Output(data=out, info=info, warnings=warns, protected=cols, row_map=row_map)
 
@@ -561,7 +565,7 @@ def _named(p: dict) -> str:
 
 
 def is_dp(p: dict) -> bool:
-    if p.get("epsilon") is None or not (p.get("shuffle", True) or p.get("layout") == "separate-tables"):
+    if p.get("epsilon") is None or (keep_order(p) and p.get("layout") != "separate-tables"):
         return False
     return p.get("calibration", "rigorous") == "rigorous" or int(p.get("k") or 1) <= 1
 
@@ -584,7 +588,7 @@ SPEC = MethodSpec(
         BUDGET_PARAM,
         WEIGHTS_PARAM,
         DROP_MISSING_PARAM,
-        SHUFFLE_PARAM,
+        ORDER_PARAM,
         LAYOUT_PARAM,
     ),
     protects=(Role.EPS_QUASI,),
@@ -598,6 +602,7 @@ SPEC = MethodSpec(
     numeric_only=False,
     min_k=1,
     clusters=True,
+    orders_records=True,
 )
 
 # SSE / RL with the semantic distance (registered with the metrics hook when available)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpstudio.engine import validation as V
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.algorithms import noise as N
@@ -21,7 +22,7 @@ from dpstudio.engine.protection._common import (
     LAYOUT_PARAM,
     NOISE_PARAM,
     NOT_DP_LABEL,
-    SHUFFLE_PARAM,
+    ORDER_PARAM,
     WEIGHTS_PARAM,
     baseline_sentence,
     budget_clause,
@@ -32,6 +33,7 @@ from dpstudio.engine.protection._common import (
     frame_with,
     job_stream,
     k_param,
+    keep_order,
     noise_name,
     order_clause,
     released,
@@ -115,7 +117,7 @@ def guarantee(p: dict) -> str:
 
 
 def is_dp(p: dict) -> bool:
-    if p.get("epsilon") is None or not (p.get("shuffle", True) or separate_tables(p)):
+    if p.get("epsilon") is None or (keep_order(p) and not separate_tables(p)):
         return False
     return p.get("calibration", "rigorous") == "rigorous" or int(p.get("k") or 1) <= 1
 
@@ -174,11 +176,13 @@ def run(job: Job) -> Output:
     kind = job.params.get("noise", "laplace")
     factor = 1.0 if (calibration == "as-published") else float(nc)
     if calibration == "as-published" and k > 1:
-        warnings.append("As-published calibration " + NOT_DP_LABEL + ".")
+        warnings.append(V.public_warning("As-published calibration " + NOT_DP_LABEL + "."))
     if calibration == "rigorous" and k == 1:
         warnings.append(
-            "With k = 1 the rigorous calibration n_c·Δ/(k·ε) = n·Δ/ε is n times the noise of "
-            "method 'laplace', which gives the same guarantee at k = 1: use 'laplace'."
+            V.public_warning(
+                "With k = 1 the rigorous calibration n_c·Δ/(k·ε) = n·Δ/ε is n times the noise of "
+                "method 'laplace', which gives the same guarantee at k = 1: use 'laplace'."
+            )
         )
     if calibration == "rigorous" and k > 1 and k * k <= job.n:
         warnings.append(
@@ -243,7 +247,7 @@ SPEC = MethodSpec(
         REFERENCE_PARAM,
         WEIGHTS_PARAM,
         DROP_MISSING_PARAM,
-        SHUFFLE_PARAM,
+        ORDER_PARAM,
         LAYOUT_PARAM,
     ),
     protects=(Role.EPS_QUASI,),
@@ -255,4 +259,5 @@ SPEC = MethodSpec(
     uses_k=True,
     uses_epsilon=True,
     clusters=True,
+    orders_records=True,
 )

@@ -36,6 +36,7 @@ from dpstudio.engine.protection._common import (
     ir_sorted,
     job_stream,
     k_param,
+    keep_order,
     never_dp,
     noise_name,
     order_clause,
@@ -154,7 +155,7 @@ def is_dp_ir(p: dict) -> bool:
     """
     return (
         p.get("epsilon") is not None
-        and bool(p.get("shuffle", True) or separate_tables(p))
+        and (not keep_order(p) or separate_tables(p))
         and not joint_ranking_gap(p)
     )
 
@@ -367,7 +368,7 @@ def _ranked_bulk(
     """
     cols = eps_quasi(job)
     kind = job.params.get("noise", "laplace")
-    if job.noise_free or kind != "laplace" or job.params.get("shuffle", True) or separate_tables(job.params):
+    if job.noise_free or kind != "laplace" or not keep_order(job.params) or separate_tables(job.params):
         return None
     k = int(job.params["k"])
     n = job.n
@@ -432,6 +433,7 @@ IR_FIELDS: dict[str, Any] = dict(
     uses_k=True,
     uses_epsilon=True,
     clusters=True,
+    orders_records=True,
 )
 
 IR_DP = MethodSpec(

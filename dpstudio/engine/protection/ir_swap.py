@@ -11,6 +11,7 @@ from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import (
     DROP_MISSING_PARAM,
+    ORDER_PARAM,
     chunks,
     ir_sorted,
     job_stream,
@@ -62,7 +63,7 @@ SPEC = MethodSpec(
         "real and each attribute's distribution is preserved exactly."
     ),
     paper=_P.SORIA_COMAS_2013_THESIS + ", §3.3.3",
-    params=(k_param(), DROP_MISSING_PARAM),
+    params=(k_param(), DROP_MISSING_PARAM, ORDER_PARAM),
     protects=(Role.CONFIDENTIAL,),
     requires=(Role.CONFIDENTIAL,),
     guarantee=guarantee,

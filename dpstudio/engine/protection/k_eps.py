@@ -40,10 +40,13 @@ from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import (
     DROP_MISSING_PARAM,
     NOISE_PARAM,
+    ORDER_PARAM,
     epsilon_param,
     job_stream,
     k_param,
+    keep_order,
     never_dp,
+    order_clause,
 )
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
@@ -118,6 +121,7 @@ _PARAMS = (
     LOSS_PARAM,
     NOISE_PARAM,
     DROP_MISSING_PARAM,
+    ORDER_PARAM,
 )
 
 
@@ -158,7 +162,7 @@ def _guarantee(p: dict) -> str:
             f" Records whose noisy values stay within the {float(p['confidence']):g}-confidence "
             "radius of fewer than k class members are suppressed (c-confident k-anonymity)."
         )
-    return s
+    return s + order_clause(p, clustered=False)
 
 
 def _eps_matrix(job: Job, cols: list[str]) -> np.ndarray:
@@ -177,12 +181,14 @@ def _hierarchies(job: Job, kq: list[str]) -> tuple[dict, list[str]]:
         raise ParameterError(
             f"Hierarchy given for column(s) not in the data: {', '.join(map(repr, unknown))}."
         )
-    warns = []
+    warns: list[str] = []
     not_k = [c for c in given if c not in kq]
     if not_k:
         warns.append(
-            f"Hierarchies for {', '.join(map(repr, not_k))} were ignored: only k-quasi-"
-            "identifiers are generalised."
+            V.public_warning(
+                f"Hierarchies for {', '.join(map(repr, not_k))} were ignored: only k-quasi-"
+                "identifiers are generalised."
+            )
         )
     return {c: load_hierarchy(given[c], c) for c in kq if c in given}, warns
 
@@ -300,13 +306,17 @@ def run_keps(job: Job) -> Output:
                 "lower the confidence or ε, or raise k."
             )
     elif conf is not None and not eq:
-        warns.append("confidence was ignored: there are no ε-quasi-identifiers.")
+        warns.append(V.public_warning("confidence was ignored: there are no ε-quasi-identifiers."))
     job.progress(0.85)
     # step 4: shuffle the released records: ordered by the keyed sort keys of their record
-    # ids (input positions), which do not depend on how the data is partitioned (issue 12)
+    # ids (input positions), which do not depend on how the data is partitioned (issue 12);
+    # order='input' keeps them in input order
     rel_idx = np.flatnonzero(rel)
-    k0, k1 = K.sort_keys(shuffle_stream, kept[rel_idx])
-    take = rel_idx[np.lexsort((k1, k0))]
+    if keep_order(p):
+        take = rel_idx
+    else:
+        k0, k1 = K.sort_keys(shuffle_stream, kept[rel_idx])
+        take = rel_idx[np.lexsort((k1, k0))]
     row_map = kept[take]
     data = job.data.iloc[row_map].reset_index(drop=True)
     for c in kq:
@@ -407,6 +417,7 @@ SPEC = MethodSpec(
     k_anonymous=True,
     generalises=True,
     clusters=True,
+    orders_records=True,
 )
 
 from dpstudio.engine.measures import register_method_measures  # noqa: E402

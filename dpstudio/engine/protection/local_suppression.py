@@ -9,7 +9,8 @@ missing (sdcMicro's ``localSuppression``; docs/methods.md ``local-suppression``)
    most important first; default sdcMicro's, more categories = less important), until every
    record agrees with at least k − 1 others on every key where neither is missing -- a
    missing value matches any value (sdcMicro's ``freqCalc`` rule);
-3. every other value is released unchanged, in input order (no record is removed).
+3. every other value is released unchanged (no record is removed); the records in keyed
+   random order unless order='input' (applied by the API, as for every method).
 
 The guarantee is k-anonymity on the keys *under that rule*; the release is checked with the
 exact f_k before it is returned.  The count of suppressions per key is a fact about the
@@ -28,7 +29,7 @@ from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
 from dpstudio.engine.measures.survey_risk import encode_keys, wildcard_counts
 from dpstudio.engine.params import Param
-from dpstudio.engine.protection._common import k_param
+from dpstudio.engine.protection._common import ORDER_PARAM, k_param
 from dpstudio.engine.protection._papers import TEMPL_2015_JSS
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
@@ -66,6 +67,7 @@ _PARAMS = (
     ),
     IMPORTANCE_PARAM,
     RECODE_PARAM,
+    ORDER_PARAM,
 )
 
 

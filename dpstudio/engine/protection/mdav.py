@@ -14,7 +14,14 @@ from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.errors import ParameterError
 from dpstudio.engine.params import Param
 from dpstudio.engine.protection import _papers as _P
-from dpstudio.engine.protection._common import DROP_MISSING_PARAM, frame_with, k_param, named, never_dp
+from dpstudio.engine.protection._common import (
+    DROP_MISSING_PARAM,
+    ORDER_PARAM,
+    frame_with,
+    k_param,
+    named,
+    never_dp,
+)
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
@@ -93,7 +100,7 @@ def run(job: Job) -> Output:
 #: The declaration fields the MDAV-clustered k-quasi methods share (mdav, mdav-swap): their
 #: parameters, roles and flags.
 MDAV_FIELDS: dict[str, Any] = dict(
-    params=(k_param(), DISTANCE_PARAM, DROP_MISSING_PARAM),
+    params=(k_param(), DISTANCE_PARAM, DROP_MISSING_PARAM, ORDER_PARAM),
     protects=(Role.K_QUASI,),
     requires=(Role.K_QUASI,),
     is_dp=never_dp,

@@ -35,7 +35,15 @@ import pandas as pd
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.params import Param, invalid_value
 from dpstudio.engine.protection import _papers as _P
-from dpstudio.engine.protection._common import DROP_MISSING_PARAM, epsilon_param, never_dp
+from dpstudio.engine.protection._common import (
+    DROP_MISSING_PARAM,
+    ORDER_PARAM,
+    epsilon_param,
+    keep_order,
+    never_dp,
+    order_clause,
+    record_permutation,
+)
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
@@ -465,6 +473,12 @@ def run(job: Job) -> Output:
         st = st.iloc[np.lexsort(tuple(C[:, j] for j in range(C.shape[1] - 1, -1, -1)) + (group,))]
         tables = {"quasi": qt.reset_index(drop=True), "sensitive": st.reset_index(drop=True)}
         out[gcol] = group
+    row_map = None
+    if not keep_order(p):  # the records (and Anatomy's quasi table) in keyed random order
+        row_map = record_permutation(job, n)
+        out = out.iloc[row_map].reset_index(drop=True)
+        if "quasi" in tables:
+            tables["quasi"] = tables["quasi"].iloc[row_map].reset_index(drop=True)
     job.progress(1.0)
     p_b = supply / n
     info = {
@@ -495,7 +509,7 @@ def run(job: Job) -> Output:
     info["k_source"] = "given" if k_given is not None else f"from l = {l_}: k = ⌊N/(b·l)⌋"
     info["params_used"] = {"k": int(sizes.min()), "l": int(l_)}
     info["released_exactly"] = list(quasi)  # roles only: the k-quasis are not changed
-    return Output(data=out, info=info, warnings=warns, tables=tables, protected=quasi + conf)
+    return Output(data=out, info=info, warnings=warns, tables=tables, protected=quasi + conf, row_map=row_map)
 
 
 def _bucket_labels(C: np.ndarray, bucket: np.ndarray, b: int, conf: list[str]) -> np.ndarray:
@@ -528,7 +542,9 @@ def guarantee(p: dict) -> str:
     if eps is None:
         return (
             "Noise-free baseline: " + groups + " on the k-quasi-identifiers without the "
-            "t-closeness quotas; no t-closeness, no differential privacy." + _scope(quasi, conf, p)
+            "t-closeness quotas; no t-closeness, no differential privacy."
+            + _scope(quasi, conf, p)
+            + order_clause(p, clustered=False)
         )
     t = math.exp(float(eps))
     b = n_buckets(eps)
@@ -552,6 +568,7 @@ def guarantee(p: dict) -> str:
             else "Only the bucket (value range) is released."
         )
         + _scope(quasi, conf, p)
+        + order_clause(p, clustered=False)
     )
 
 
@@ -587,7 +604,15 @@ SPEC = MethodSpec(
         "confidential values permuted within groups."
     ),
     paper=_P.SORIA_COMAS_2013_THESIS + ", ch. 7",
-    params=(epsilon_param(1.0), K_PARAM, L_PARAM, OUTPUT_PARAM, VALUES_PARAM, DROP_MISSING_PARAM),
+    params=(
+        epsilon_param(1.0),
+        K_PARAM,
+        L_PARAM,
+        OUTPUT_PARAM,
+        VALUES_PARAM,
+        DROP_MISSING_PARAM,
+        ORDER_PARAM,
+    ),
     protects=(Role.K_QUASI, Role.CONFIDENTIAL),
     requires=(Role.CONFIDENTIAL,),
     guarantee=guarantee,
@@ -599,4 +624,5 @@ SPEC = MethodSpec(
     numeric_only=False,
     min_k=1,
     clusters=True,
+    orders_records=True,
 )

@@ -129,8 +129,14 @@ def test_methods_needing_domain_refuse_without(census):
     for mid in ("laplace", "ir-dp", "idp-ls", "insensitive-dp"):
         with pytest.raises(ParameterError, match="domain"):
             protect_in_order(census, mid, roles, None, epsilon=1.0, seed=1)
-    res = protect_in_order(census, "idp-cbls", roles, None, k=3, epsilon=1.0, seed=1)
+    # idp-cbls needs no domain, but its output grid comes from a declared type or precision
+    # (never from the data's int64 dtype: issue 21 §3 N2)
+    with pytest.raises(ParameterError, match=r"--type \w+=integer"):
+        protect_in_order(census, "idp-cbls", roles, None, k=3, epsilon=1.0, seed=1)
+    types = {c: "integer" for c in roles}
+    res = protect_in_order(census, "idp-cbls", roles, None, k=3, epsilon=1.0, seed=1, types=types)
     assert len(res.data) == len(census)
+    assert res.precision == {c: 1.0 for c in roles} and res.data["FICA"].dtype == np.int64
 
 
 

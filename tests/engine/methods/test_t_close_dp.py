@@ -62,8 +62,8 @@ def test_achieved_t_within_target_and_group_sizes(seed, eps, l, n):
     sizes = np.bincount(g)
     assert sizes.size == b * l
     assert sizes.min() >= n // (b * l)
-    # recompute the bucket-level distance independently
-    bucket = T.bucketize_values(df["C"].to_numpy(float), b)
+    # recompute the bucket-level distance independently (records in release order)
+    bucket = T.bucketize_values(r.aligned_original()["C"].to_numpy(float), b)
     counts = np.zeros((b * l, b))
     np.add.at(counts, (g, bucket), 1)
     assert np.all(counts > 0)
@@ -79,6 +79,7 @@ def test_k_parameter_and_homogeneity_beats_random():
     rng = np.random.default_rng(3)
     df = frame(rng, 600)
     r = api.protect(df, "t-close-dp", ROLES, seed=1, epsilon=1.0, k=12)
+    df = r.aligned_original()  # records in release order (random by default)
     g = r.tables["quasi"]["group_id"].to_numpy()
     assert np.bincount(g).min() >= 12
     z = (df[["q1", "q2"]] - df[["q1", "q2"]].mean()) / df[["q1", "q2"]].std()
@@ -91,6 +92,7 @@ def test_outputs_anatomy_and_permuted():
     rng = np.random.default_rng(4)
     df = frame(rng, 300)
     a = api.protect(df, "t-close-dp", ROLES, seed=2, epsilon=1.0, l=5)
+    df = a.aligned_original()  # records in release order (random by default)
     qt, stt = a.tables["quasi"], a.tables["sensitive"]
     assert "C" not in qt.columns and list(stt.columns) == ["group_id", "C"]
     assert qt[["q1", "q2", "other"]].equals(df[["q1", "q2", "other"]])
@@ -141,6 +143,7 @@ def test_compound_confidential():
     df["C2"] = df["C"] * 0.5 + rng.normal(size=400)
     roles = dict(ROLES, C2="confidential")
     r = api.protect(df, "t-close-dp", roles, seed=1, epsilon=1.5, l=4)
+    df = r.aligned_original()  # records in release order (random by default)
     assert r.info["buckets"] == 5 and r.info["t_achieved"] <= math.exp(1.5) + 1e-9
     g = r.tables["quasi"]["group_id"].to_numpy()
     for gid in range(3):  # compound values stay together
@@ -237,7 +240,7 @@ def test_auto_k_is_stated_and_untouched_quasis_are_not_called_protected():
     assert "Changed: the confidential attribute(s) C" in r.guarantee
     # the quasi table really holds the k-quasis unchanged (what the sentence says)
     q = r.tables["quasi"]
-    pd.testing.assert_frame_equal(q[["q1", "q2"]], df[["q1", "q2"]])
+    pd.testing.assert_frame_equal(q[["q1", "q2"]], r.aligned_original()[["q1", "q2"]])
     # the group id made by the method is not "a column released unchanged, not protected"
     assert "group_id" not in r.guarantee
     assert r.public_metadata()["parameters"]["k"] == k_true
