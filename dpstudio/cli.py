@@ -23,6 +23,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -365,20 +366,9 @@ _RECIPE_TYPES = {"numeric": "numeric", "text": "categorical"}
 
 def _load_recipe(path: str):
     """``--recipe FILE``: a recipe JSON file or an app project file (.dpsproj), migrated."""
-    from dpstudio.engine.errors import InputError
-    from dpstudio.engine.recipe import Recipe
+    from dpstudio.engine.recipe import load_recipe
 
-    name = Path(path).name
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"--recipe {path}: no such file.") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"--recipe {name}: not a recipe or project file ({exc}).") from None
-    try:
-        return Recipe.from_dict(data)
-    except InputError as exc:
-        raise InputError(f"--recipe {name}: {exc}") from None
+    return load_recipe(path, what="--recipe")
 
 
 def _apply_recipe(args, command: str) -> None:
@@ -553,10 +543,80 @@ def _prepare_and_run(df, args, method: str):
     return spec, res
 
 
+#: Smallest --memory-limit of a local Dask worker.  Measured (issue 21): a worker holds about
+#: 130 MB once dpstudio's modules are imported and about 200 MB protecting even a 3,000-record
+#: input; Dask pauses a worker at 80 % of its limit, so at 256 MB it paused for good (the run
+#: hung) and at 1 kB it was restarted forever; 320 MB was the least that finished.  512 MB
+#: leaves room for the partitions themselves.
+MIN_WORKER_MEMORY = 512 * 2**20
+#: Most local Dask workers (--workers).
+MAX_WORKERS = 1024
+#: Seconds to wait for the --scheduler before giving up with one line.
+SCHEDULER_TIMEOUT = 10
+
+
+def _workers_arg(text: str) -> int:
+    """``--workers``: a whole number from 1 to :data:`MAX_WORKERS` (argparse type)."""
+    try:
+        n = int(str(text).strip())
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"the number of local workers must be a whole number from 1 to {MAX_WORKERS:,}; got {text!r}"
+        )
+    return n
+
+
+def _memory_limit_arg(text: str):
+    """``--memory-limit``: 'auto' or a size dask reads (2GB, 512MiB) of at least
+    :data:`MIN_WORKER_MEMORY` (argparse type).
+    """
+    t = str(text).strip()
+    if t.lower() == "auto":
+        return "auto"
+    try:
+        from dask.utils import parse_bytes
+    except ImportError:  # the --engine dask check says what to install
+        return t
+    try:
+        n = parse_bytes(t)
+    except (ValueError, TypeError, OverflowError):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a memory size; write e.g. 2GB, 512MB or auto"
+        ) from None
+    if n < MIN_WORKER_MEMORY:
+        raise argparse.ArgumentTypeError(
+            f"{text} is less than the {MIN_WORKER_MEMORY // 2**20} MB a Dask worker needs (it "
+            "holds about 200 MB before any data; below that it is paused or restarted forever)"
+        )
+    return int(n)
+
+
+_SCHEDULER = re.compile(r"^(?:(?:tcp|tls|ucx|ws|wss)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})/?$")
+
+
+def _scheduler_arg(text: str) -> str:
+    """``--scheduler``: the address of a running Dask scheduler, tcp://HOST:PORT (argparse type)."""
+    t = str(text).strip()
+    m = _SCHEDULER.match(t)
+    if not m or not 1 <= int(m.group(1)) <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a scheduler address; write tcp://HOST:PORT (e.g. tcp://10.0.0.5:8786)"
+        )
+    return t
+
+
 @contextlib.contextmanager
 def _dask_client(args):
-    """A Dask client: on ``--scheduler`` if given, else on a LocalCluster started and stopped here."""
+    """A Dask client: on ``--scheduler`` if given, else on a LocalCluster started and stopped
+    here (its workers' logs silenced: a worker's traceback is never printed; the error
+    itself reaches this process and is reported in one line).
+    """
+    import logging
+
     from dpstudio.engine.backends import dask_backend as DB
+    from dpstudio.engine.errors import InputError
 
     try:
         from distributed import Client, LocalCluster
@@ -566,17 +626,32 @@ def _dask_client(args):
         ) from None
     cluster = None
     if args.scheduler:
-        client = Client(args.scheduler)
+        try:
+            client = Client(args.scheduler, timeout=SCHEDULER_TIMEOUT)
+        except (OSError, TimeoutError) as exc:
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(
+                f"--scheduler {args.scheduler}: cannot connect within {SCHEDULER_TIMEOUT} s ({msg}); "
+                "check the address, or leave --scheduler out to start a local cluster."
+            ) from None
     else:
         cluster = LocalCluster(
             n_workers=args.workers or 2,
             threads_per_worker=1,
             memory_limit=args.memory_limit or "auto",
             dashboard_address=None,
+            silence_logs=logging.CRITICAL,
         )
         client = Client(cluster)
     try:
         yield client
+    except Exception as exc:
+        if type(exc).__name__ == "KilledWorker":  # distributed.KilledWorker (optional dependency)
+            raise InputError(
+                "the Dask workers died repeatedly on this task (most often: out of memory); "
+                "give them more memory (--memory-limit), more workers, or smaller input parts."
+            ) from None
+        raise
     finally:
         client.close()
         if cluster is not None:
@@ -597,6 +672,7 @@ def _protect_dask(args) -> int:
     params = collect_params(spec, args)
     plan = _write_plan(args, args.input)
     DB.release_plan(args.output, plan=plan)  # every file, checked before any work
+    DB.check_input(args.input)  # an unreadable input: one line before any cluster starts
     try:
         with _dask_client(args) as client:
             rel = DB.protect_dask(
@@ -634,30 +710,63 @@ ALWAYS_FITS_BYTES = 2**24
 
 def _too_big_for_memory(path: str) -> str | None:
     """A refusal when the input obviously does not fit in memory (issue 12): the file's size
-    (Parquet expands about 3× when loaded, text about 2×) against the available memory.
+    (Parquet expands about 3× when loaded, text about 2×) against the memory this process may
+    still use: the least of the free physical memory, its RLIMIT_AS / RLIMIT_DATA and its
+    control group's limit (:func:`dpstudio.engine.memory.available_memory`).
     """
     p = Path(path)
+    if not (p.is_file() or p.is_dir()):
+        return None  # a FIFO or a device: never opened here (the reader refuses it in one line)
     if p.is_file() and p.stat().st_size < ALWAYS_FITS_BYTES:
         return None  # under 16 MB always fits: no psutil import (start-up, issue 13)
-    try:
-        import psutil
+    from dpstudio.engine.memory import available_memory
 
-        avail = psutil.virtual_memory().available
-    except ImportError:
-        try:
-            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):
-            return None
-    p = Path(path)
+    avail, what = available_memory()
     size = sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else p.stat().st_size
-    factor = 3 if str(path).lower().endswith((".parquet", ".pq")) or p.is_dir() else 2
-    if size * factor > avail:
+    if str(path).lower().endswith((".parquet", ".pq")) or p.is_dir():
+        need = 3 * size
+    elif p.suffix.lower() in (".csv", ".tsv", ".txt", ".dat", ".tab"):
+        need = 2 * size + _text_fields(p, size) * BYTES_PER_TEXT_FIELD
+    else:
+        need = 2 * size
+    if need > avail:
         return (
-            f"{p.name} ({size / 2**30:.1f} GB on disk) needs about {size * factor / 2**30:.0f} GB "
-            f"in memory; {avail / 2**30:.1f} GB are available. Use --engine dask "
-            "(pip install 'dpstudio[scale]')."
+            f"{p.name} ({_gb(size)} on disk) needs about {_gb(need)} in memory; "
+            f"{_gb(avail)} are available ({what}). Use --engine dask (pip install 'dpstudio[scale]')."
         )
     return None
+
+
+#: Peak memory per field of a text table while it is read (every field is first a Python
+#: text): measured 101 bytes (a 27 MB CSV of 4.5 million short fields peaked 435 MB above
+#: the interpreter's own 107 MB).
+BYTES_PER_TEXT_FIELD = 100
+
+
+def _text_fields(p: Path, size: int) -> int:
+    """About how many fields a text table holds: separators and line breaks per byte of its
+    first MB, times its size (an upper bound: a separator inside quotes counts too).
+    """
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(1 << 20)
+    except OSError:
+        return 0
+    if not head:
+        return 0
+    marks = sum(head.count(c) for c in (b",", b";", b"\t", b"|", b"\n"))
+    return int(marks / len(head) * size)
+
+
+def _gb(n: float) -> str:
+    return f"{n / 2**30:.1f} GB" if n >= 2**29 else f"{n / 2**20:.0f} MB"
+
+
+#: The line for a MemoryError anywhere in a command.
+OUT_OF_MEMORY = (
+    "out of memory: the input is too big for memory (or for this process's memory limit). "
+    "Use --engine dask (pip install 'dpstudio[scale]'), or run with more memory."
+)
 
 
 def cmd_protect(args) -> int:
@@ -811,6 +920,8 @@ def _evaluate_dask(args) -> int:
     attrs = [a.strip() for a in (args.attributes or "").split(",") if a.strip()] or None
     conf = [a.strip() for a in (args.confidential or "").split(",") if a.strip()] or None
     keys = [a.strip() for a in (args.keys or "").split(",") if a.strip()] or None
+    for inp in (args.original, args.protected):  # one line before any cluster starts
+        DB.check_input(inp)
     try:
         with _dask_client(args):  # the default client for dask.compute
             out = evaluate_dask(
@@ -930,8 +1041,9 @@ def cmd_sweep(args) -> int:
         raise ParameterError(f"Method {spec.id!r} uses ε: give --epsilon (e.g. --epsilon 0.01,0.1,1,10).")
     ks = parse_ints(args.k) if (spec.uses_k and args.k is not None) else []
     eps = parse_floats(args.epsilon) if (spec.uses_epsilon and args.epsilon is not None) else []
-    if args.repeats < 1:
-        raise ParameterError(f"--repeats must be at least 1. Got {args.repeats}.")
+    from dpstudio.engine.sweeps import check_repeats
+
+    check_repeats(args.repeats, "--repeats")
     df, meta = _read(args.input, args)
     saved_k, saved_eps = args.k, args.epsilon
     args.k = args.epsilon = None  # the grid sets them
@@ -1464,10 +1576,18 @@ def _add_dask_opts(p, engine_help: str) -> None:
     p.add_argument(
         "--scheduler",
         metavar="tcp://HOST:8786",
+        type=_scheduler_arg,
         help="with --engine dask: an existing Dask scheduler (default: a local cluster)",
     )
-    p.add_argument("--workers", type=int, help="with --engine dask: local workers (default 2)")
-    p.add_argument("--memory-limit", metavar="2GB", help="with --engine dask: per local worker")
+    p.add_argument(
+        "--workers", type=_workers_arg, help="with --engine dask: local workers, 1 or more (default 2)"
+    )
+    p.add_argument(
+        "--memory-limit",
+        metavar="2GB",
+        type=_memory_limit_arg,
+        help="with --engine dask: per local worker, at least 512MB (default auto)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1815,6 +1935,9 @@ def main(argv: list[str] | None = None) -> int:
             _err(f"{exc.filename}: {exc.strerror}")
         else:
             _err(str(exc) or type(exc).__name__)
+        return 2
+    except MemoryError:
+        _err(OUT_OF_MEMORY)
         return 2
     except Cancelled:
         _err("cancelled")

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from dpstudio import engine
+from dpstudio.engine.io import read_json_file
 from dpstudio.engine.query_ledger import LEGACY_PROJECT_KEY
 from dpstudio.engine.random import seed_warning
 from dpstudio.engine.recipe import KNOWN_KEYS, SCHEMA_VERSION, Recipe  # noqa: F401 (re-export)
@@ -36,8 +37,8 @@ def save(path: str | os.PathLike, recipe: Recipe, *, protect: tuple | list = ())
     p = Path(key)
     data = recipe.to_dict()
     try:  # keys written meanwhile by another tool (e.g. dpstudio query's ledger) are kept
-        old = json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        old = read_json_file(p, what="Project file") if p.is_file() else {}
+    except engine.InputError:
         old = {}
     if isinstance(old, dict):
         for k, v in old.items():  # not the ledger an older version kept inside: it has its own file now
@@ -59,10 +60,7 @@ def inputs_of(recipe: Recipe, data_path: str | os.PathLike | None = None) -> lis
 
 def load(path: str | os.PathLike) -> Recipe:
     """Read and migrate a project file (one-line :class:`InputError` when it is not one)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise engine.InputError(f"Cannot read project file {Path(path).name}: {exc}") from None
+    data = read_json_file(path, what="Project file")  # regular files only, size-limited
     if not isinstance(data, dict) or "schema_version" not in data:
         raise engine.InputError(f"{Path(path).name} is not a dpstudio project file.")
     try:

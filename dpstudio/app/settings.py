@@ -87,17 +87,16 @@ DEFAULT_SAMPLE_ROWS = 200_000
 
 def large_file_bytes() -> int:
     """Files above this many bytes are offered the sample + Dask path: the ``large_file_bytes``
-    setting if set (tests lower it), else a quarter of the memory available now (psutil).
+    setting if set (tests lower it), else a quarter of the memory this process may use now (the
+    least of the free physical memory, its RLIMIT_AS/RLIMIT_DATA and its control group's limit).
     """
     v = settings().value("large_file_bytes", None)
     if v not in (None, ""):
         return int(v)
-    try:
-        import psutil
+    from dpstudio.engine.memory import memory_limits
 
-        return int(psutil.virtual_memory().available // 4)
-    except ImportError:  # pragma: no cover - psutil comes with the 'scale' extra
-        return 2**31
+    limits = memory_limits()
+    return int(min(limits.values()) // 4) if limits else 2**31
 
 
 def set_large_file_bytes(n: int | None) -> None:

@@ -456,11 +456,68 @@ def _meta_path_for(release: Path) -> Path:
     return Path(f"{stem}.metadata.json")
 
 
+#: Said with every verdict of :func:`verify_release`: what a digest check cannot detect.
+UNSIGNED_NOTE = (
+    "The metadata is not signed: edits to its ε, parameters or guarantee sentence cannot be "
+    "detected; compare it with the copy you published."
+)
+
+
+def _metadata_files(meta: Any, name: str) -> tuple[dict, dict]:
+    """(output, tables) of a metadata dict, every field's type checked (one-line InputError)."""
+
+    def bad(what: str) -> InputError:
+        return InputError(f"{name}: not a dpstudio release metadata file ({what}).")
+
+    if not isinstance(meta, dict):
+        raise bad("not a JSON object")
+    files = meta.get("files")
+    if not isinstance(files, dict):
+        raise bad("no 'files' with digests")
+    output = {} if files.get("output") is None else files["output"]
+    tables = {} if files.get("tables") is None else files["tables"]
+    if not isinstance(output, dict):
+        raise bad(f"'files.output' must be an object, got {type(output).__name__}")
+    if not isinstance(tables, dict) or not all(isinstance(t, dict) for t in tables.values()):
+        raise bad("'files.tables' must be an object of objects")
+    for where, entry in [("files.output", output)] + [(f"files.tables.{k}", t) for k, t in tables.items()]:
+        for key in ("name", "sha256"):
+            if entry.get(key) is not None and not isinstance(entry.get(key), str):
+                raise bad(f"'{where}.{key}' must be text, got {type(entry.get(key)).__name__}")
+    for key in ("output_sha256",):
+        if meta.get(key) is not None and not isinstance(meta.get(key), str):
+            raise bad(f"'{key}' must be text, got {type(meta.get(key)).__name__}")
+    rr = meta.get("records_released")
+    if rr is not None and (isinstance(rr, bool) or not isinstance(rr, int) or rr < 0):
+        raise bad("'records_released' must be a whole number")
+    return output, tables
+
+
+def _count_records(path: Path) -> int | None:
+    """The number of records of a released file as dpstudio reads it (None: unreadable)."""
+    from dpstudio.engine.io import read_table
+
+    try:
+        df, _ = read_table(path)
+    except (InputError, OSError, ValueError):
+        return None
+    return len(df)
+
+
 def verify_release(path: str | os.PathLike) -> tuple[bool, str]:
-    """Check a release (its data file, or its ``.metadata.json``) and its tables against the
-    digests its metadata names.  Returns (ok, one line 'OK: ...' or 'MISMATCH: ...');
-    raises InputError when the files cannot be read at all.
+    """Check a release (its data file, or its ``.metadata.json``) and its tables against its
+    metadata: every released file's SHA-256 against ``files``, the top-level ``output_sha256``
+    against the same digest, and ``records_released`` against the records of the release
+    (the data file; in the 'separate-tables' layout, every table).
+
+    Returns (ok, one line 'OK: ...' or 'MISMATCH: ...'); an OK line ends with
+    :data:`UNSIGNED_NOTE`: the metadata is not signed, so an edit to its ε, parameters or
+    guarantee sentence (which the digests do not cover) cannot be detected.  Raises
+    :class:`InputError` (one line) when the files cannot be read at all: the metadata is read
+    only from a regular file of at most :data:`~dpstudio.engine.io.MAX_SETTINGS_BYTES`.
     """
+    from dpstudio.engine.io import check_regular_file, read_json_file
+
     p = Path(os.path.abspath(str(path)))
     if not p.exists():
         raise InputError(f"{p}: no such file.")
@@ -470,45 +527,69 @@ def verify_release(path: str | os.PathLike) -> tuple[bool, str]:
         meta_path, release = p, None
     else:
         meta_path, release = _meta_path_for(p), p
-        if not meta_path.exists():
+        if not os.path.lexists(meta_path):
             return False, (
                 f"MISMATCH: {p.name} has no metadata ({meta_path.name} is missing): "
                 "the release is incomplete; export it again."
             )
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        files = meta["files"]
-        output = files.get("output") or {}
-        tables = files.get("tables") or {}
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
-        raise InputError(
-            f"{meta_path.name}: not a dpstudio release metadata file (no 'files' with digests)."
-        ) from None
+    meta = read_json_file(meta_path, what="metadata file")
+    output, tables = _metadata_files(meta, meta_path.name)
+
+    def mismatch(text: str) -> tuple[bool, str]:
+        return False, f"MISMATCH: {text}"
+
+    separate = output.get("layout") == "separate-tables"
     checks: list[tuple[Path, str]] = []
     if output.get("name"):
         if release is not None and output["name"] != release.name:
-            return False, (f"MISMATCH: {meta_path.name} describes {output['name']}, not {release.name}.")
-        checks.append((meta_path.parent / str(output["name"]), str(output.get("sha256"))))
-    elif release is not None and output.get("layout") != "separate-tables":
-        return False, f"MISMATCH: {meta_path.name} names no released file."
+            return mismatch(f"{meta_path.name} describes {output['name']}, not {release.name}.")
+        checks.append((meta_path.parent / Path(output["name"]).name, str(output.get("sha256"))))
+    elif release is not None and not separate:
+        return mismatch(f"{meta_path.name} names no released file.")
     for t in tables.values():
-        checks.append((meta_path.parent / str(t.get("name")), str(t.get("sha256"))))
+        checks.append((meta_path.parent / Path(str(t.get("name"))).name, str(t.get("sha256"))))
     if not checks:
-        return False, f"MISMATCH: {meta_path.name} names no released file."
+        return mismatch(f"{meta_path.name} names no released file.")
     for fp, want in checks:
-        if not fp.exists():
-            return False, f"MISMATCH: {fp.name} (named in {meta_path.name}) is missing."
+        if not os.path.lexists(fp) or not fp.exists():
+            return mismatch(f"{fp.name} (named in {meta_path.name}) is missing.")
+        check_regular_file(fp, what="released file")  # a FIFO or device: one line, never read
         got = file_sha256(fp)
         if got != want:
-            return False, (
-                f"MISMATCH: {fp.name} has SHA-256 {got[:16]}…, but {meta_path.name} "
-                f"names {want[:16]}…: the metadata describes another release."
+            return mismatch(
+                f"{fp.name} has SHA-256 {got[:16]}…, but {meta_path.name} names {want[:16]}…: "
+                "the metadata describes another release."
+            )
+    top = meta.get("output_sha256")
+    if output.get("name") and top != output.get("sha256"):
+        return mismatch(
+            f"{meta_path.name} names two digests for {output['name']} (output_sha256 "
+            f"{str(top)[:16]}…, files.output {str(output.get('sha256'))[:16]}…): the metadata was edited."
+        )
+    if separate and top is not None:
+        return mismatch(
+            f"{meta_path.name} names a release digest (output_sha256) for a 'separate-tables' "
+            "release, which has no single data file: the metadata was edited."
+        )
+    n_meta = meta.get("records_released")
+    counted = checks[:1] if output.get("name") else (checks if separate else [])
+    if n_meta is None and counted:
+        return mismatch(f"{meta_path.name} does not say how many records were released.")
+    for fp, _ in counted:
+        n = _count_records(fp)
+        if n is None:
+            return mismatch(f"{fp.name} cannot be read to count its records.")
+        if n != n_meta:
+            return mismatch(
+                f"{fp.name} holds {n:,} records, but {meta_path.name} says {n_meta:,} were "
+                "released: the metadata was edited."
             )
     main = checks[0]
     extra = f" and {len(checks) - 1} table(s)" if len(checks) > 1 else ""
+    recs = f", {n_meta:,} records" if counted else ""
     return True, (
         f"OK: {main[0].name}{extra} match{'' if extra else 'es'} {meta_path.name} "
-        f"(SHA-256 {file_sha256(main[0])[:16]}…)."
+        f"(SHA-256 {file_sha256(main[0])[:16]}…{recs}). {UNSIGNED_NOTE}"
     )
 
 

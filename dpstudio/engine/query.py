@@ -55,7 +55,7 @@ import itertools
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -92,8 +92,10 @@ __all__ = [
     "QueryAnswer",
     "exp_bounds",
     "factors",
+    "filter_columns",
     "disjoint_components",
     "joint_distances",
+    "laplace_sensitivity",
     "load_ledger",
     "locked_ledger",
     "parse_any",
@@ -262,18 +264,24 @@ class CategoricalRange:
 
 
 def _key(x):
-    """Comparison key so that 3, 3.0, '3' and np.int64(3) are the same category."""
+    """Comparison key so that 3, 3.0, '3' and np.int64(3) are the same category.  Exact:
+    integers never pass through a double (2**53 + 1 and 2**53 are different keys).
+    """
     if isinstance(x, (bool, np.bool_)):
         return str(int(x))
-    if isinstance(x, (int, float, np.integer, np.floating)):
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    if isinstance(x, (float, np.floating)):
         f = float(x)
         return str(int(f)) if f.is_integer() else repr(f)
     s = str(x).strip()
+    if _INT_LITERAL.fullmatch(s):
+        return str(int(s)) if len(s) <= MAX_NUMBER_CHARS else s
     try:
         f = float(s)
-        return str(int(f)) if f.is_integer() else repr(f)
     except ValueError:
         return s
+    return str(int(f)) if f.is_integer() else repr(f)
 
 
 def _plain(x):
@@ -325,7 +333,9 @@ class Prior:
                 raise ParameterError("A normal prior needs a numeric range.")
             mean, sd = self.params
             if not (sd > 0 and math.isfinite(sd) and math.isfinite(mean)):
-                raise ParameterError("The normal prior's standard deviation must be a number > 0.")
+                raise ParameterError(
+                    "The normal prior needs a finite mean and a standard deviation > 0 (normal:MEAN:SD)."
+                )
             z = (sup.values() - mean) / sd
             logw = -0.5 * z * z
             w = np.exp(logw - logw.max())
@@ -354,11 +364,23 @@ class Prior:
             for k, v in self.params:
                 if not (v >= 0 and math.isfinite(v)):
                     raise ParameterError(f"Prior probability of {k!r} must be a number >= 0.")
-                i, _ = sup.index_of(k)
-                if i is None or (
-                    isinstance(sup, NumericRange)
-                    and abs(sup.value(i) - float(k)) > 1e-9 * max(1, abs(float(k)))
-                ):
+                if isinstance(sup, NumericRange):
+                    try:
+                        if isinstance(k, (bool, np.bool_, str)):
+                            raise ValueError
+                        xk = float(k)
+                    except (TypeError, ValueError, OverflowError):
+                        raise ParameterError(
+                            f"Prior value {k!r} is not a number, but the declared range of the answer "
+                            f"is numeric ({sup.describe()}): give grid points, e.g. "
+                            f"categorical:{sup.value(0)}=0.5,{sup.value(1)}=0.5."
+                        ) from None
+                    i = sup.index_of(xk)[0] if math.isfinite(xk) else None
+                    if i is not None and abs(float(sup.value(i)) - xk) > 1e-9 * max(1.0, abs(xk)):
+                        i = None
+                else:
+                    i, _ = sup.index_of(k)
+                if i is None:
                     raise ParameterError(
                         f"Prior value {k!r} is not a point of the declared range ({sup.describe()})."
                     )
@@ -411,19 +433,41 @@ _TOKEN = re.compile(
 )
 
 _KEYWORDS = {"and", "or", "not", "in", "where", "by"}
+_BLANK_TO_END = re.compile(r"\s*\Z")
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_INT_LITERAL = re.compile(r"-?\d+")
+
+#: Longest query text read (a filter of 1,000 comparisons is about 30,000 characters).
+MAX_QUERY_CHARS = 100_000
+#: Most comparisons in one filter (each value of an ``in (…)`` list counts as one).
+MAX_FILTER_TERMS = 1_000
+#: Deepest nesting of parentheses and ``not`` in a filter.
+MAX_FILTER_DEPTH = 200
+#: Longest number literal: every integer a double can hold written out in full has at most
+#: 309 digits (int64: 19); longer ones are typing accidents.
+MAX_NUMBER_CHARS = 400
+
+
+def _check_length(text: str) -> None:
+    if len(text) > MAX_QUERY_CHARS:
+        raise ParameterError(
+            f"Query: the text has {len(text):,} characters (at most {MAX_QUERY_CHARS:,}); "
+            "split it into several queries."
+        )
 
 
 def _tokenize(text: str) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     pos = 0
     text = str(text)
+    _check_length(text)
     while pos < len(text):
-        if text[pos:].strip() == "":
+        if _BLANK_TO_END.match(text, pos):
             break
         m = _TOKEN.match(text, pos)
         if not m or m.end() == pos:
             raise ParameterError(
-                f"Query: cannot read {text[pos:].strip()[:20]!r} (position "
+                f"Query: cannot read {text[pos : pos + 40].strip()[:20]!r} (position "
                 f"{pos + 1}); use column names, numbers, 'quoted text', "
                 "==, !=, <, <=, >, >=, in (…), and, or, not."
             )
@@ -432,10 +476,15 @@ def _tokenize(text: str) -> list[tuple[str, Any]]:
         assert kind is not None  # every alternative of _TOKEN is a named group and one matched
         val = m.group(kind)
         if kind == "num":
-            f = float(val)
-            out.append(("lit", int(f) if re.fullmatch(r"-?\d+", val) else f))
-        elif kind == "str":
-            out.append(("lit", bytes(val[1:-1], "utf-8").decode("unicode_escape")))
+            if len(val) > MAX_NUMBER_CHARS:
+                raise ParameterError(
+                    f"Query: the number {val[:12]}… has {len(val):,} characters (at most "
+                    f"{MAX_NUMBER_CHARS}); no column holds such a number."
+                )
+            # an integer is kept exact (a float would turn 2^53 + 1 into 2^53: another record)
+            out.append(("lit", int(val) if _INT_LITERAL.fullmatch(val) else float(val)))
+        elif kind == "str":  # \' \" \\ (any backslash escape keeps the character after it)
+            out.append(("lit", _ESCAPE.sub(r"\1", val[1:-1])))
         elif kind == "bq":
             out.append(("name", val[1:-1]))
         elif kind == "name" and val.lower() in _KEYWORDS:
@@ -448,13 +497,19 @@ def _tokenize(text: str) -> list[tuple[str, Any]]:
 
 
 class _Parser:
-    """Recursive descent:  or_expr := and_expr ('or' and_expr)* ;
+    """Operator precedence without recursion (so 10,000 nested parentheses or ``not``s give
+    one line, never a RecursionError):  or_expr := and_expr ('or' and_expr)* ;
     and_expr := not_expr ('and' not_expr)* ; not_expr := 'not' not_expr | atom ;
     atom := '(' or_expr ')' | NAME OP LIT | NAME ['not'] 'in' (LIT, …).
+    At most :data:`MAX_FILTER_DEPTH` levels of parentheses and ``not`` and
+    :data:`MAX_FILTER_TERMS` comparisons.
     """
+
+    _PREC = {"or": 1, "and": 2}
 
     def __init__(self, tokens):
         self.t, self.i = tokens, 0
+        self.terms = 0
 
     def peek(self):
         return self.t[self.i] if self.i < len(self.t) else (None, None)
@@ -468,38 +523,77 @@ class _Parser:
         self.i += 1
         return tok
 
+    def _count(self, n: int = 1) -> None:
+        self.terms += n
+        if self.terms > MAX_FILTER_TERMS:
+            raise ParameterError(
+                f"Query filter: more than {MAX_FILTER_TERMS:,} comparisons (each value of an "
+                "'in (…)' list counts); split the query or use fewer values."
+            )
+
     def parse(self):
-        node = self.or_expr()
-        if self.i != len(self.t):
-            raise ParameterError(f"Query filter: unexpected {self.t[self.i][1]!r}.")
-        return node
+        ops: list[str] = []  # '(' 'not' 'and' 'or'
+        vals: list = []
+        opened = 0  # '(' and 'not' on the stack
 
-    def or_expr(self):
-        node = self.and_expr()
-        while self.peek() == ("kw", "or"):
-            self.take()
-            node = ("or", node, self.and_expr())
-        return node
+        def reduce_binary() -> None:
+            op = ops.pop()
+            b, a = vals.pop(), vals.pop()
+            vals.append((op, a, b))
 
-    def and_expr(self):
-        node = self.not_expr()
-        while self.peek() == ("kw", "and"):
-            self.take()
-            node = ("and", node, self.not_expr())
-        return node
+        def reduce_nots() -> None:
+            nonlocal opened
+            while ops and ops[-1] == "not":
+                ops.pop()
+                opened -= 1
+                vals.append(("not", vals.pop()))
 
-    def not_expr(self):
-        if self.peek() == ("kw", "not"):
-            self.take()
-            return ("not", self.not_expr())
-        return self.atom()
+        expect_operand = True
+        while True:
+            tok = self.peek()
+            if expect_operand:
+                if tok in (("kw", "not"), ("op", "(")):
+                    self.take()
+                    ops.append("not" if tok[0] == "kw" else "(")
+                    opened += 1
+                    if opened > MAX_FILTER_DEPTH:
+                        raise ParameterError(
+                            f"Query filter: nested more than {MAX_FILTER_DEPTH} levels deep "
+                            "(parentheses and 'not'); simplify it."
+                        )
+                    continue
+                vals.append(self.atom())
+                reduce_nots()
+                expect_operand = False
+                continue
+            if tok in (("kw", "and"), ("kw", "or")):
+                prec = self._PREC[tok[1]]
+                while ops and ops[-1] in self._PREC and self._PREC[ops[-1]] >= prec:
+                    reduce_binary()
+                ops.append(tok[1])
+                self.take()
+                expect_operand = True
+                continue
+            if tok == ("op", ")"):
+                while ops and ops[-1] != "(":
+                    reduce_binary()
+                if not ops:
+                    raise ParameterError("Query filter: unexpected ')'.")
+                ops.pop()
+                opened -= 1
+                self.take()
+                reduce_nots()
+                continue
+            if tok[0] is None:
+                break
+            raise ParameterError(f"Query filter: unexpected {tok[1]!r}.")
+        while ops:
+            if ops[-1] == "(":
+                raise ParameterError("Query filter: expected ')' but found the end.")
+            reduce_binary()
+        return vals[0]
 
     def atom(self):
-        if self.peek() == ("op", "("):
-            self.take()
-            node = self.or_expr()
-            self.take("op", ")")
-            return node
         name = self.take("name")[1]
         neg = False
         if self.peek() == ("kw", "not"):
@@ -516,16 +610,20 @@ class _Parser:
                 self.take()
                 vals.append(self.take("lit")[1])
             self.take("op", close)
+            self._count(len(vals))
             node = ("in", name, tuple(vals))
             return ("not", node) if neg else node
         op = self.take("op")[1]
         if op not in ("==", "!=", "<", "<=", ">", ">="):
             raise ParameterError(f"Query filter: {op!r} is not a comparison; use ==, !=, <, <=, >, >= or in.")
+        self._count()
         return ("cmp", op, name, self.take("lit")[1])
 
 
 def parse_filter(text: str | None):
-    """Parse a filter (no eval): a tuple tree; ``None`` for an empty filter.
+    """Parse a filter (no eval): a tuple tree; ``None`` for an empty filter.  At most
+    :data:`MAX_FILTER_TERMS` comparisons nested at most :data:`MAX_FILTER_DEPTH` levels
+    (one-line :class:`ParameterError` beyond); integer literals are exact ints.
 
     >>> parse_filter("region == 3 and not age < 30")
     ('and', ('cmp', '==', 'region', 3), ('not', ('cmp', '<', 'age', 30)))
@@ -535,14 +633,29 @@ def parse_filter(text: str | None):
     return _Parser(_tokenize(text)).parse()
 
 
-def _columns_of(node) -> set[str]:
-    if node is None:
-        return set()
-    if node[0] in ("and", "or"):
-        return _columns_of(node[1]) | _columns_of(node[2])
-    if node[0] == "not":
-        return _columns_of(node[1])
-    return {node[2] if node[0] == "cmp" else node[1]}
+def _walk(node) -> Iterator:
+    """Every node of a filter tree, parents before children, without recursion."""
+    stack = [node] if node is not None else []
+    while stack:
+        n = stack.pop()
+        yield n
+        if n[0] in ("and", "or"):
+            stack.append(n[2])
+            stack.append(n[1])
+        elif n[0] == "not":
+            stack.append(n[1])
+
+
+def filter_columns(node) -> set[str]:
+    """The column names a parsed filter uses.
+
+    >>> sorted(filter_columns(parse_filter("a == 1 or not b in (2, 3)")))
+    ['a', 'b']
+    """
+    return {n[2] if n[0] == "cmp" else n[1] for n in _walk(node) if n[0] in ("cmp", "in")}
+
+
+_columns_of = filter_columns
 
 
 def _col(df: pd.DataFrame, name: str) -> pd.Series:
@@ -553,7 +666,82 @@ def _col(df: pd.DataFrame, name: str) -> pd.Series:
     return df[name]
 
 
-def _compare(s: pd.Series, op: str, lit) -> pd.Series:
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _numeric_mask(s: pd.Series, op: str, lit: int | float) -> np.ndarray:
+    """``s op lit`` for a numeric column, exact whatever the sizes: an integer literal is never
+    rounded to a double (2^53 + 1 does not equal 2^53), a float is compared with integer
+    values exactly (an int64 above 2^53 does not equal a nearby double), values beyond a
+    dtype's range compare as they are.  Missing values match only ``!=``.
+    """
+    na = s.isna().to_numpy(dtype=bool)
+    kind = s.dtype.kind
+    if kind in "iu":
+        np_dtype: Any = getattr(s.dtype, "numpy_dtype", s.dtype)
+        arr = s.to_numpy(dtype=np_dtype, na_value=0)
+        if isinstance(lit, float):
+            if math.isnan(lit):
+                return np.full(len(s), op == "!=")
+            if math.isinf(lit):  # every integer lies below +inf and above -inf
+                below = lit > 0
+                res = {"==": False, "!=": True, "<": below, "<=": below, ">": not below, ">=": not below}
+                return np.where(na, op == "!=", res[op])
+            if lit.is_integer():
+                lit_i = int(lit)
+            elif op in ("==", "!="):
+                return np.full(len(s), op == "!=")
+            elif op in ("<", "<="):  # x < 2.5 <=> x <= 2
+                lit_i, op = math.floor(lit), "<="
+            else:  # x > 2.5 <=> x >= 3
+                lit_i, op = math.ceil(lit), ">="
+        else:
+            lit_i = int(lit)
+        info = np.iinfo(arr.dtype)
+        if lit_i > info.max or lit_i < info.min:  # beyond every value the column can hold
+            above = lit_i > info.max
+            res = {"==": False, "!=": True, "<": above, "<=": above, ">": not above, ">=": not above}
+            return np.where(na, op == "!=", res[op])
+        return np.where(na, op == "!=", _OPS[op](arr, arr.dtype.type(lit_i)))
+    arr = s.to_numpy(dtype=np.float64, na_value=np.nan)
+    na = na | np.isnan(arr)
+    if isinstance(lit, int) and not isinstance(lit, bool) and abs(lit) > 2**53:
+        try:
+            f = float(lit)
+        except OverflowError:
+            f = math.inf if lit > 0 else -math.inf
+        exact = math.isfinite(f) and int(f) == lit
+        if not exact:
+            # f is the double nearest lit: no double lies strictly between them
+            if op == "==":
+                return np.zeros(len(s), dtype=bool)
+            if op == "!=":
+                return np.ones(len(s), dtype=bool)
+            if f > lit:
+                got = arr < f if op in ("<", "<=") else arr >= f
+            else:
+                got = arr <= f if op in ("<", "<=") else arr > f
+            return got & ~na
+        lit = f
+    with np.errstate(invalid="ignore"):
+        got = _OPS[op](arr, float(lit))
+    return np.where(na, op == "!=", got)
+
+
+_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "==": np.equal,
+    "!=": np.not_equal,
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
+}
+
+
+def _compare(s: pd.Series, op: str, lit, keys: pd.Series | None = None) -> pd.Series:
+    """``s op lit`` as a boolean Series (``keys``: the column's :func:`_key` values, when
+    already computed).
+    """
     numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
     if isinstance(lit, str) and numeric:
         try:
@@ -562,10 +750,14 @@ def _compare(s: pd.Series, op: str, lit) -> pd.Series:
             raise ParameterError(
                 f"Query filter: column {s.name!r} is numeric; compare it with a number, not {lit!r}."
             ) from None
+    if numeric and s.dtype.kind in "iuf" and isinstance(lit, (bool, int, float)):
+        return pd.Series(_numeric_mask(s, op, int(lit) if isinstance(lit, bool) else lit), index=s.index)
     if not numeric and op in ("==", "!="):
         k = _key(lit)
-        eq = s.map(lambda v: (not pd.isna(v)) and _key(v) == k).astype(bool)
-        return eq if op == "==" else ~eq
+        if keys is None:
+            keys = _keys_of(s)
+        eq = (keys == k).to_numpy(dtype=bool)
+        return pd.Series(eq if op == "==" else ~eq, index=s.index)
     if not numeric:
         if isinstance(lit, str):
             vals = s.astype("string")
@@ -583,31 +775,65 @@ def _compare(s: pd.Series, op: str, lit) -> pd.Series:
     }
     try:
         return ops[op](lit).fillna(False).astype(bool)
-    except TypeError:
+    except (TypeError, OverflowError):
         raise ParameterError(f"Query filter: cannot compare column {s.name!r} with {lit!r}.") from None
+
+
+def _keys_of(s: pd.Series) -> pd.Series:
+    """:func:`_key` of every value (None for a missing one)."""
+    return s.map(lambda v: None if pd.isna(v) else _key(v))
 
 
 def evaluate_filter(df: pd.DataFrame, node) -> np.ndarray:
     """Boolean mask of the records matching a parsed filter (missing values never match a
-    comparison, except ``!=``).
+    comparison, except ``!=``).  Without recursion (a filter of any depth); each text
+    column's comparison keys are computed once.
     """
     if node is None:
         return np.ones(len(df), dtype=bool)
-    tag = node[0]
-    if tag == "and":
-        return evaluate_filter(df, node[1]) & evaluate_filter(df, node[2])
-    if tag == "or":
-        return evaluate_filter(df, node[1]) | evaluate_filter(df, node[2])
-    if tag == "not":
-        return ~evaluate_filter(df, node[1])
-    if tag == "in":
-        s = _col(df, node[1])
-        m = np.zeros(len(df), dtype=bool)
-        for v in node[2]:
-            m |= _compare(s, "==", v).to_numpy()
-        return m
-    _, op, name, lit = node
-    return _compare(_col(df, name), op, lit).to_numpy()
+    keys: dict[str, pd.Series] = {}
+
+    def keys_of(name: str, s: pd.Series) -> pd.Series | None:
+        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+            return None
+        if name not in keys:
+            keys[name] = _keys_of(s)
+        return keys[name]
+
+    def atom(n) -> np.ndarray:
+        if n[0] == "in":
+            s = _col(df, n[1])
+            k = keys_of(n[1], s)
+            if k is not None:
+                wanted = {_key(v) for v in n[2]}
+                return k.isin(wanted).to_numpy(dtype=bool)
+            m = np.zeros(len(df), dtype=bool)
+            for v in n[2]:
+                m |= _compare(s, "==", v).to_numpy(dtype=bool)
+            return m
+        _, op, name, lit = n
+        s = _col(df, name)
+        return _compare(s, op, lit, keys_of(name, s)).to_numpy(dtype=bool)
+
+    stack: list[tuple[Any, bool]] = [(node, False)]
+    out: list[np.ndarray] = []
+    while stack:
+        n, done = stack.pop()
+        tag = n[0]
+        if tag in ("and", "or"):
+            if done:
+                b, a = out.pop(), out.pop()
+                out.append(a & b if tag == "and" else a | b)
+            else:
+                stack += [(n, True), (n[2], False), (n[1], False)]
+        elif tag == "not":
+            if done:
+                out.append(~out.pop())
+            else:
+                stack += [(n, True), (n[1], False)]
+        else:
+            out.append(atom(n))
+    return out[0]
 
 
 # =========================================================================== queries
@@ -650,6 +876,7 @@ def parse_query(text: str) -> Query:
     >>> q.agg, q.column, q.where
     ('mean', 'income', 'region == 3 and age >= 30')
     """
+    _check_length(str(text or ""))
     m = _QUERY.match(str(text or ""))
     if not m:
         raise ParameterError(
@@ -710,12 +937,24 @@ def true_answer(df: pd.DataFrame, query: Query, mask: np.ndarray | None = None):
         raise ParameterError(f"Query: {agg}({query.column}) needs a numeric column.")
     xs = x.dropna().to_numpy(dtype=np.float64)
     if agg == "sum":
-        return float(math.fsum(xs))
+        return _exact_sum(xs)
     if not len(xs):
         return None
     if agg == "mean":
-        return float(math.fsum(xs) / len(xs))
+        return _exact_sum(xs) / len(xs)
     return float(np.median(xs))
+
+
+def _exact_sum(xs: np.ndarray) -> float:
+    """``math.fsum`` of the values; ±inf when they include ±inf (or overflow), NaN when they
+    include both +inf and -inf (an undefined answer: answered from the prior).
+    """
+    try:
+        return float(math.fsum(xs))
+    except ValueError:  # -inf + inf
+        return math.nan
+    except OverflowError:  # finite values whose sum exceeds 1.8e308
+        return math.copysign(math.inf, float(np.sum(xs)))
 
 
 # =========================================================================== refinement
@@ -859,6 +1098,9 @@ class QueryAnswer:
     components: list[str] | None = None  # a multicomponent answer: one text per component
     mode: str | None = None  # multicomponent: 'joint' or 'split'
     epsilons: list[float] | None = None  # split: εi per component
+    #: PRIVATE: the number of records the filter matched (one per group or component); the
+    #: office's comparison with Laplace noise uses it (a mean's sensitivity is ≈ width / n)
+    records: Any = None
 
     def public(self) -> dict:
         if self.components is not None:
@@ -1115,9 +1357,10 @@ def refine_query(
     sup = prior.support
     base_mask = evaluate_filter(df, parse_filter(query.where))
     comps = [None] if groups is None else groups
-    responses, trues, refined_all, notes = [], [], [], []
+    responses, trues, refined_all, notes, counts = [], [], [], [], []
     for g in comps:
         mask = base_mask if g is None else base_mask & _compare(df[query.by], "==", g).to_numpy()
+        counts.append(int(np.count_nonzero(mask)))
         label = "" if g is None else f"group {query.by} = {g}: "
         cls, mass, center, tv, note = _component(df, query, sup, w, mask, au, ad)
         if note:
@@ -1142,6 +1385,7 @@ def refine_query(
         true_value=trues[0] if groups is None else trues,
         notes=notes,
         groups=None if groups is None else [_plain(g) for g in groups],
+        records=counts[0] if groups is None else counts,
     )
     if ledger is not None:
         ledger.spend(
@@ -1154,6 +1398,58 @@ def refine_query(
         )
         ans.remaining = ledger.remaining
     return ans
+
+
+def laplace_sensitivity(
+    agg: str,
+    support,
+    *,
+    n: int | None = None,
+    n_total: int | None = None,
+    value_range: tuple[float, float] | None = None,
+) -> tuple[float | None, str]:
+    """Δ, the L1 sensitivity (one record added or removed) of the Laplace mechanism that
+    answers the same statistic, for the office's comparison with knowledge refinement at the
+    same ε (thesis ch. 5: Laplace's scale is Δ/ε; knowledge refinement does not depend on Δ).
+
+    * ``count``: 1;
+    * ``proportion``: 1 / ``n_total`` (all records);
+    * ``sum``: the width of one record's value range (``value_range``, e.g. the column's
+      declared domain; else the declared range of the answer, an upper bound);
+    * ``mean``: ≈ width / ``n`` (``n``: the records the filter matched; width as for sum);
+    * ``median`` and ``value`` (an individual query): the width of the range (one record can
+      move them across it; thesis §5.5: "the sensitivity of the query equals the length of
+      Range(f)");
+    * ``mode`` and categorical ranges: ``None`` (Laplace noise does not apply).
+
+    Returns (Δ or None, how it was chosen).  PRIVATE for a mean: it depends on ``n``.
+
+    >>> laplace_sensitivity("count", NumericRange(0, 1000, 1))
+    (1.0, 'count: Δ = 1')
+    >>> laplace_sensitivity("mean", NumericRange(0, 12000, 10), n=600)[0]
+    20.0
+    """
+    if agg == "mode" or not isinstance(support, NumericRange):
+        return None, "Laplace noise does not apply to a categorical answer"
+    width = float(support.hi - support.lo)
+    src = "the declared range"
+    if value_range is not None and agg in ("sum", "mean"):
+        lo, hi = (float(value_range[0]), float(value_range[1]))
+        if math.isfinite(lo) and math.isfinite(hi) and hi > lo:
+            width, src = hi - lo, "the column's declared domain"
+    if agg == "count":
+        return 1.0, "count: Δ = 1"
+    if agg == "proportion":
+        if not n_total:
+            return None, "proportion: no records"
+        return 1.0 / n_total, f"proportion: Δ = 1/n = 1/{n_total:,}"
+    if agg == "sum":
+        return width, f"sum: Δ = width of {src} = {width:g}"
+    if agg == "mean":
+        if not n:
+            return None, "mean: no record matches"
+        return width / n, f"mean: Δ ≈ width/n = {width:g}/{n:,} (width of {src})"
+    return width, f"{agg}: Δ = width of the declared range = {width:g}"
 
 
 # =========================================================================== multicomponent (§5.3)
@@ -1185,6 +1481,7 @@ def _split_top(text: str, sep: str, stop_words: tuple = ()) -> tuple[list[str], 
     rest) at the first top-level word of ``stop_words``.
     """
     parts, cur, depth, quote, i = [], [], 0, "", 0
+    stop = re.compile(r"\b(" + "|".join(stop_words) + r")\b", re.IGNORECASE) if stop_words else None
     while i < len(text):
         ch = text[i]
         if quote:
@@ -1207,12 +1504,9 @@ def _split_top(text: str, sep: str, stop_words: tuple = ()) -> tuple[list[str], 
             parts.append("".join(cur))
             cur = []
         else:
-            m = (
-                re.match(r"\b(" + "|".join(stop_words) + r")\b", text[i:], re.IGNORECASE)
-                if stop_words
-                else None
-            )
-            if m and depth == 0 and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            # match at i without slicing (a slice per character made long queries quadratic)
+            m = stop.match(text, i) if (stop is not None and depth == 0) else None
+            if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
                 parts.append("".join(cur))
                 return parts, text[i:]
             cur.append(ch)
@@ -1230,6 +1524,7 @@ def parse_any(text: str) -> Query | MultiQuery:
     ['mean(income) where region == 3', 'count where region == 3']
     """
     text = str(text or "")
+    _check_length(text)
     parts, _ = _split_top(text, ";")
     parts = [p.strip() for p in parts]
     if len(parts) > 1:
@@ -1260,11 +1555,15 @@ def _same_record(comps: Sequence[Query]) -> bool:
 
 
 def _conjuncts(node) -> list:
-    if node is None:
-        return []
-    if node[0] == "and":
-        return _conjuncts(node[1]) + _conjuncts(node[2])
-    return [node]
+    """The operands of the top-level chain of ``and`` (without recursion)."""
+    out, stack = [], ([node] if node is not None else [])
+    while stack:
+        n = stack.pop()
+        if n[0] == "and":
+            stack += [n[2], n[1]]
+        else:
+            out.append(n)
+    return out
 
 
 def _atom_set(atom):
@@ -1280,16 +1579,28 @@ def _atom_set(atom):
         return col, ("eq", {_key(lit)})
     if isinstance(lit, bool) or not isinstance(lit, (int, float)):
         return None
+    # intervals of the extended line: ±inf are values a column can hold (x > 5 holds for
+    # x = +inf, and so does x == 1e999), so the infinite ends are closed
     inf = math.inf
     return col, {
-        "<": ("iv", -inf, True, lit, True),
-        "<=": ("iv", -inf, True, lit, False),
-        ">": ("iv", lit, True, inf, True),
-        ">=": ("iv", lit, False, inf, True),
+        "<": ("iv", -inf, False, lit, True),
+        "<=": ("iv", -inf, False, lit, False),
+        ">": ("iv", lit, True, inf, False),
+        ">=": ("iv", lit, False, inf, False),
     }.get(op)
 
 
+def _key_number(k: str) -> int | float:
+    """The exact number of a :func:`_key` (an int for integers: Python compares ints and
+    floats exactly); ValueError for a text key.
+    """
+    return int(k) if _INT_LITERAL.fullmatch(k) and len(k) <= MAX_NUMBER_CHARS else float(k)
+
+
 def _atoms_disjoint(a, b) -> bool:
+    """Whether two constraints on one column admit no common value (exact comparisons;
+    NaN satisfies no interval and no number).
+    """
     if a[0] == "eq" and b[0] == "eq":
         return not (a[1] & b[1])
     if a[0] == "iv" and b[0] == "iv":
@@ -1300,7 +1611,7 @@ def _atoms_disjoint(a, b) -> bool:
     vals = []
     for k in eq[1]:
         try:
-            vals.append(float(k))
+            vals.append(_key_number(k))
         except ValueError:
             return False  # text against an interval: not provably disjoint
     for v in vals:
@@ -1594,6 +1905,7 @@ def refine_multicomponent(
         refined=refined,
         true_value=trues,
         notes=notes,
+        records=[int(np.count_nonzero(m)) for m in masks],
         components=[q.describe() for q in comps],
         mode=mode,
         epsilons=[float(e) for e in eps_list] if mode == "split" else None,
@@ -1709,9 +2021,12 @@ def parse_range(text: str, *, integer: bool = False, ordered: bool = False):
 
 
 def _literal(s: str):
+    """A number (an exact int for an integer text) or the text without its quotes."""
+    s = s.strip()
+    if _INT_LITERAL.fullmatch(s) and len(s) <= MAX_NUMBER_CHARS:
+        return int(s)  # exact: never through a double
     try:
-        f = float(s)
-        return int(f) if f.is_integer() and re.fullmatch(r"-?\d+", s) else f
+        return float(s)
     except ValueError:
         return s.strip("'\"")
 

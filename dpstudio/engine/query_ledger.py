@@ -326,7 +326,7 @@ class BudgetLedger:
         )
         spent = data.get("spent")
         if spent is not None and (
-            isinstance(spent, bool) or not isinstance(spent, (int, float)) or float(spent) != led.spent
+            isinstance(spent, bool) or not isinstance(spent, (int, float)) or spent != led.spent
         ):
             raise LedgerError(
                 f"{source}: its spent total {spent!r} does not match its answers ({led.spent:g}); "
@@ -339,10 +339,13 @@ class BudgetLedger:
 
     @classmethod
     def from_json(cls, text: str, *, source: str = "ledger") -> BudgetLedger:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise LedgerError(f"{source} is not valid JSON ({exc}).") from None
+        from dpstudio.engine.errors import InputError
+        from dpstudio.engine.io import loads_json
+
+        try:  # nesting depth and huge integers checked too (one line)
+            data = loads_json(text, what=source)
+        except InputError as exc:
+            raise LedgerError(str(exc)) from None
         return cls.from_dict(data, source=source)
 
     def audit_csv(self) -> str:
@@ -434,8 +437,27 @@ def _check_entries(entries, source: str) -> list[dict]:
         for key in ("time", "query", "kind", "prior", "requester"):
             if e.get(key) is not None and not isinstance(e[key], str):
                 raise LedgerError(f"{where}: its {key} {e[key]!r} is not a text.")
+        bad = _nonfinite_key(e)
+        if bad is not None:  # a ledger is written as strict JSON: Infinity/NaN cannot be kept
+            raise LedgerError(f"{where}: its {bad} is not a finite number; the file was edited or damaged.")
         out.append(dict(e))
     return out
+
+
+def _nonfinite_key(record: dict) -> str | None:
+    """The key of ``record`` under which an infinite or NaN number lies (searched without
+    recursion, at any depth), else None.
+    """
+    stack = [(k, v) for k, v in record.items()]
+    while stack:
+        k, v = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return str(k)
+        if isinstance(v, dict):
+            stack += [(k, x) for x in v.values()]
+        elif isinstance(v, list):
+            stack += [(k, x) for x in v]
+    return None
 
 
 def _check_events(events, source: str) -> list[dict]:
@@ -448,6 +470,9 @@ def _check_events(events, source: str) -> list[dict]:
             v = ev.get(key)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not _finite(v) or v <= 0:
                 raise LedgerError(f"{where} has {key} {v!r}; a total budget must be a finite number > 0.")
+        bad = _nonfinite_key(ev)
+        if bad is not None:
+            raise LedgerError(f"{where}: its {bad} is not a finite number; the file was edited or damaged.")
         out.append(dict(ev))
     return out
 
@@ -537,10 +562,13 @@ def _read_json(path: str, what: str):
         raise LedgerError(f"Cannot read {what}: {exc.strerror or exc}.") from None
     finally:
         os.close(fd)
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LedgerError(f"Cannot read {what}: it is not valid JSON ({exc}).") from None
+    from dpstudio.engine.errors import InputError
+    from dpstudio.engine.io import loads_json
+
+    try:  # nesting depth and huge integers checked too (one line, never a RecursionError)
+        return loads_json(raw, what=f"Cannot read {what}")
+    except InputError as exc:
+        raise LedgerError(str(exc)) from None
 
 
 def read_ledger_file(path) -> BudgetLedger | None:

@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from dpstudio.engine.errors import InputError
@@ -132,33 +134,32 @@ class Recipe:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Recipe:
         """A recipe from a dict of any schema up to :data:`SCHEMA_VERSION` (migrated first).
-        Raises :class:`~dpstudio.engine.errors.InputError` naming the bad key.
+        Every known field's type is checked; raises
+        :class:`~dpstudio.engine.errors.InputError` (one line) naming the bad field.
         """
         d = migrate(data)
         inp = d.get("input") or {}
         if not isinstance(inp, dict):
             raise InputError(
-                f"The recipe's 'input' must be an object with 'path' and 'read_options'. Got {inp!r} instead."
+                "The recipe's 'input' must be an object with 'path' and 'read_options'. "
+                f"Got {_show(inp)} instead."
             )
         seed = d.get("seed")
         return cls(
-            input_path=inp.get("path"),
-            read_options=dict(inp.get("read_options") or {}),
-            roles={str(c): str(r) for c, r in _mapping(d, "roles").items()},
-            types={str(c): str(t) for c, t in _mapping(d, "types").items()},
+            input_path=_text_or_none(inp.get("path"), "input.path"),
+            read_options=_read_options(inp.get("read_options")),
+            roles={str(c): _text(r, f"role of column {c!r}") for c, r in _mapping(d, "roles").items()},
+            types={str(c): _text(t, f"type of column {c!r}") for c, t in _mapping(d, "types").items()},
             domains={str(c): _bounds(c, b) for c, b in _mapping(d, "domains").items()},
             precision={str(c): _positive(c, g) for c, g in _mapping(d, "precision").items()},
-            hierarchies={
-                str(c): (dict(h) if isinstance(h, dict) else {"path": str(h)})
-                for c, h in _mapping(d, "hierarchies").items()
-            },
-            method=d.get("method"),
+            hierarchies={str(c): _hierarchy(c, h) for c, h in _mapping(d, "hierarchies").items()},
+            method=_text_or_none(d.get("method"), "method"),
             params=dict(_mapping(d, "params")),
             seed=None if seed is None else _seed(seed),
-            seed_pinned=bool(d.get("seed_pinned", False)) and seed is not None,
-            seed_releases=[str(x) for x in (d.get("seed_releases") or [])],
-            sweep=dict(_mapping(d, "sweep")),
-            software_version=d.get("software_version"),
+            seed_pinned=_flag(d.get("seed_pinned", False), "seed_pinned") and seed is not None,
+            seed_releases=_texts(d.get("seed_releases"), "seed_releases"),
+            sweep=_sweep(_mapping(d, "sweep")),
+            software_version=_text_or_none(d.get("software_version"), "software_version"),
             extra={k: copy.deepcopy(v) for k, v in d.items() if k not in KNOWN_KEYS},
         )
 
@@ -192,19 +193,19 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(f"A recipe must be a JSON object. Got {type(data).__name__} instead.")
     d = copy.deepcopy(data)
-    try:
-        v = int(d.get("schema_version", 1))
-    except (TypeError, ValueError):
+    v = d.get("schema_version", 1)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
         raise InputError(
-            f"The recipe's 'schema_version' must be a whole number. Got {d.get('schema_version')!r} instead."
-        ) from None
+            f"The recipe's 'schema_version' must be a whole number from 1 to {SCHEMA_VERSION}. "
+            f"Got {_show(v)} instead."
+        )
     if v > SCHEMA_VERSION:
         raise InputError(
-            f"This recipe was saved by a newer dpstudio (schema {v}); update dpstudio to open it."
+            f"This recipe was saved by a newer dpstudio (schema {_show(v)}); update dpstudio to open it."
         )
     while v < SCHEMA_VERSION:
-        d = _STEPS[max(v, 1)](d)
-        v = max(v, 1) + 1
+        d = _STEPS[v](d)
+        v += 1
     d["schema_version"] = SCHEMA_VERSION
     d.setdefault("input", {"path": None, "read_options": {}})
     for key, default in (
@@ -227,7 +228,152 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
+def load_recipe(path: str | os.PathLike, *, what: str = "recipe") -> Recipe:
+    """Read a recipe JSON or project file (``.dpsproj``) and migrate it.
+
+    The file is read with :func:`dpstudio.engine.io.read_json_file`: a regular file only (a
+    FIFO, a device such as /dev/zero, a folder are refused without being opened for long),
+    at most :data:`~dpstudio.engine.io.MAX_SETTINGS_BYTES`, nested at most
+    :data:`~dpstudio.engine.io.MAX_JSON_DEPTH` levels.
+
+    Raises
+    ------
+    InputError
+        One line naming ``what``, the file and the field at fault.
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "r.json")
+    >>> _ = open(p, "w").write(json.dumps({"schema_version": 3, "method": "mdav"}))
+    >>> load_recipe(p).method
+    'mdav'
+    """
+    from dpstudio.engine.io import read_json_file
+
+    name = Path(os.fspath(path)).name
+    data = read_json_file(path, what=what)
+    try:
+        return Recipe.from_dict(data)
+    except InputError as exc:
+        raise InputError(f"{what} {name}: {exc}") from None
+
+
 # --- helpers ----------------------------------------------------------------------------------
+#: Most repeats a recipe's sweep may ask for (the engine's limit, dpstudio.engine.sweeps).
+def _max_repeats() -> int:
+    from dpstudio.engine.sweeps import MAX_REPEATS
+
+    return MAX_REPEATS
+
+
+def _show(v: Any, limit: int = 60) -> str:
+    """``repr(v)`` cut to ``limit`` characters (a 4,000-digit number or a long list)."""
+    try:
+        r = repr(v)
+    except ValueError:  # an int beyond the int -> text conversion limit
+        return f"a number of about {int(v.bit_length() * 0.30103):,} digits"
+    return r if len(r) <= limit else r[: limit - 1] + "…"
+
+
+def _text(v: Any, what: str) -> str:
+    if not isinstance(v, str):
+        raise InputError(f"The recipe's {what} must be text. Got {_show(v)} instead.")
+    return v
+
+
+def _text_or_none(v: Any, what: str) -> str | None:
+    return None if v is None else _text(v, repr(what) if " " not in what else what)
+
+
+def _flag(v: Any, what: str) -> bool:
+    if not isinstance(v, bool):
+        raise InputError(f"The recipe's {what!r} must be true or false. Got {_show(v)} instead.")
+    return v
+
+
+def _texts(v: Any, what: str) -> list[str]:
+    if v is None:
+        return []
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise InputError(f"The recipe's {what!r} must be a list of texts. Got {_show(v)} instead.")
+    return list(v)
+
+
+#: read options a recipe may carry, and the types of their values
+_READ_OPTIONS: dict[str, tuple[type, ...]] = {
+    "sep": (str,),
+    "encoding": (str,),
+    "decimal": (str,),
+    "sheet": (str, int),
+}
+
+
+def _read_options(v: Any) -> dict[str, Any]:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise InputError(
+            'The recipe\'s \'input.read_options\' must be an object (e.g. {"sep": ";"}). '
+            f"Got {_show(v)} instead."
+        )
+    out = {}
+    for k, x in v.items():
+        types = _READ_OPTIONS.get(k)
+        if types is None:
+            raise InputError(
+                f"The recipe's read option {k!r} is unknown; the options are {', '.join(_READ_OPTIONS)}."
+            )
+        if x is not None and (isinstance(x, bool) or not isinstance(x, types)):
+            raise InputError(f"The recipe's read option {k!r} must be text. Got {_show(x)} instead.")
+        out[k] = x
+    return out
+
+
+def _hierarchy(column: str, h: Any) -> dict[str, Any]:
+    if isinstance(h, str):
+        return {"path": h}
+    if not isinstance(h, dict):
+        raise InputError(
+            f"The recipe's hierarchy of column {column!r} must be a file path or an object "
+            f"with 'path'. Got {_show(h)} instead."
+        )
+    if h.get("path") is not None and not isinstance(h.get("path"), str):
+        raise InputError(
+            f"The recipe's hierarchy path of column {column!r} must be text. Got {_show(h.get('path'))} instead."
+        )
+    return dict(h)
+
+
+def _sweep(sw: dict[str, Any]) -> dict[str, Any]:
+    """The sweep settings with their types checked: grids as text or lists of numbers,
+    ``repeats`` a whole number from 1 to the engine's maximum.
+    """
+    for key in ("ks", "epsilons"):
+        g = sw.get(key)
+        ok = (
+            g is None
+            or isinstance(g, str)
+            or (
+                isinstance(g, list)
+                and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in g)
+            )
+        )
+        if not ok:
+            raise InputError(
+                f"The recipe's sweep {key!r} must be a grid text such as '2:100' or a list of numbers. "
+                f"Got {_show(g)} instead."
+            )
+    r = sw.get("repeats")
+    if r is not None:
+        top = _max_repeats()
+        if isinstance(r, bool) or not isinstance(r, int) or not 1 <= r <= top:
+            raise InputError(
+                f"The recipe's sweep 'repeats' must be a whole number from 1 to {top:,}. Got {_show(r)} instead."
+            )
+    return dict(sw)
+
+
 def jsonable(v: Any) -> Any:
     """``v`` with numpy scalars turned into Python ones and tuples into lists."""
     if isinstance(v, dict):
@@ -240,9 +386,11 @@ def jsonable(v: Any) -> Any:
 
 
 def _mapping(d: dict[str, Any], key: str) -> dict[str, Any]:
-    v = d.get(key) or {}
+    v = d.get(key)
+    if v is None:
+        return {}
     if not isinstance(v, dict):
-        raise InputError(f"The recipe's {key!r} must be an object (column -> value). Got {v!r} instead.")
+        raise InputError(f"The recipe's {key!r} must be an object (column -> value). Got {_show(v)} instead.")
     return v
 
 
@@ -255,24 +403,26 @@ def _seed(v: Any) -> int:
 
 def _bounds(column: str, b: Any) -> tuple[float, float]:
     try:
-        lo, hi = (float(b[0]), float(b[1]))
-        if len(b) != 2 or not (math.isfinite(lo) and math.isfinite(hi)):
+        if not isinstance(b, (list, tuple)) or len(b) != 2 or any(isinstance(x, (bool, str)) for x in b):
             raise ValueError
-    except (TypeError, ValueError, IndexError, KeyError):
+        lo, hi = (float(b[0]), float(b[1]))
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
         raise InputError(
             f"The recipe's domain of column {column!r} must be [lower, upper] "
-            f"with two finite numbers. Got {b!r} instead."
+            f"with two finite numbers. Got {_show(b)} instead."
         ) from None
     return lo, hi
 
 
 def _positive(column: str, g: Any) -> float:
     try:
-        v = float(g)
-    except (TypeError, ValueError):
+        v = float("nan") if isinstance(g, (bool, str)) else float(g)
+    except (TypeError, ValueError, OverflowError):
         v = float("nan")
     if not (math.isfinite(v) and v > 0):
         raise InputError(
-            f"The recipe's precision of column {column!r} must be a number > 0. Got {g!r} instead."
+            f"The recipe's precision of column {column!r} must be a number > 0. Got {_show(g)} instead."
         )
     return v

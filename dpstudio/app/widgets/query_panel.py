@@ -107,14 +107,8 @@ def parse_epsilon(text: str) -> float:
 
 
 def _filter_columns(node) -> set[str]:
-    """Column names in a parsed filter tree (the engine's tuple format)."""
-    if node is None:
-        return set()
-    if node[0] in ("and", "or"):
-        return _filter_columns(node[1]) | _filter_columns(node[2])
-    if node[0] == "not":
-        return _filter_columns(node[1])
-    return {node[2] if node[0] == "cmp" else node[1]}
+    """Column names in a parsed filter tree (the engine's, without recursion)."""
+    return qd.filter_columns(node)
 
 
 def input_digest(state: AppState) -> tuple[str, str]:
@@ -252,9 +246,12 @@ class QueryPanel(QWidget):
             "(value of one record): αu ≤ e^ε, αd ≥ e^−ε"
         )
         self.delta_edit = QLineEdit()
-        self.delta_edit.setPlaceholderText("default: the range width")
+        self.delta_edit.setPlaceholderText("default: the query's sensitivity")
         self.delta_edit.setToolTip(
-            "Sensitivity Δ of the Laplace curve drawn for comparison (scale Δ/ε); only the plot uses it"
+            "Sensitivity Δ of the Laplace curve drawn for comparison (scale Δ/ε); only the plot "
+            "uses it. Default: count 1, proportion 1/n, sum the width of the column's declared "
+            "domain (else of the range), mean ≈ that width / the records matched, median and "
+            "value the range's width"
         )
         fp.addRow("Prior", self.prior_combo)
         fp.addRow("Parameters", self.prior_edit)
@@ -1194,6 +1191,35 @@ class QueryPanel(QWidget):
         if plotted is not None and k >= 0:
             self._plot_view(plotted[0], k, plotted[1])
 
+    def _laplace_delta(self, ans: qd.QueryAnswer, k: int, support) -> tuple[float | None, str]:
+        """Δ of the Laplace curve: the office's value if typed, else the engine's sensitivity of
+        the statistic (:func:`dpstudio.engine.query.laplace_sensitivity`) for view ``k``.
+        """
+        text = self.delta_edit.text().strip()
+        if text:
+            try:
+                d = float(text)
+                if math.isfinite(d) and d > 0:
+                    return d, "Δ as typed"
+            except ValueError:
+                pass
+        try:
+            parsed = qd.parse_any(ans.query)
+        except DPStudioError:
+            return None, ""
+        q = parsed.components[k] if isinstance(parsed, qd.MultiQuery) else parsed
+        n = ans.records[k] if isinstance(ans.records, list) else ans.records
+        try:  # only the bounds matter: the grid's default step
+            vals = [float(v) for v in support]
+            sup = qd.NumericRange(min(vals), max(vals))
+        except (TypeError, ValueError, DPStudioError):
+            return None, ""
+        dom = self.state.domains.get(q.column) if q.column else None
+        df = self.state.df
+        return qd.laplace_sensitivity(
+            q.agg, sup, n=n, n_total=None if df is None else len(df), value_range=dom
+        )
+
     def _plot_view(self, ans: qd.QueryAnswer, k: int, preview: bool) -> None:
         if ans.components is not None:  # multicomponent: marginals of component k
             support, prior_probs, refined = ans.support[k], ans.prior_probs[k], ans.refined[k]
@@ -1226,26 +1252,26 @@ class QueryPanel(QWidget):
             lo, hi = float(x[0]), float(x[-1])
             f = min(max(f, lo), hi)
             step = float(x[1] - x[0])
-            try:
-                delta = float(self.delta_edit.text()) if self.delta_edit.text().strip() else hi - lo
-            except ValueError:
-                delta = hi - lo
+            delta, why = self._laplace_delta(ans, k, support)
             eps_k, lap_note = ans.epsilon, ""
             if ans.components is not None:  # Laplace on a vector: the ε shared by the components
                 eps_k = ans.epsilons[k] if ans.epsilons else ans.epsilon / len(ans.components)
                 lap_note = f", ε/{len(ans.components)}" if not ans.epsilons else ", εi"
-            if delta > 0:
+            if delta is not None and delta > 0:
                 b = delta / eps_k
                 self.plot.plot(
                     x,
                     laplace_density(x, f, b) * step,
                     pen=pg.mkPen("#1f77b4", width=2, style=Qt.PenStyle.DashLine),
-                    name=f"Laplace, same ε (Δ = {delta:g}{lap_note})",
+                    name=f"Laplace, same ε (Δ = {delta:.4g}{lap_note})",
                 )
                 p_in = laplace_in_range(f, b, lo, hi)
                 stats.append(
-                    f"Laplace b = Δ/ε = {b:.4g}: variance {2 * b * b:.4g}, P(answer in range) = {p_in:.3f}"
+                    f"Laplace ({why}) b = Δ/ε = {b:.4g}: variance {2 * b * b:.4g}, "
+                    f"P(answer in range) = {p_in:.3f}"
                 )
+            elif why:
+                stats.append(f"Laplace not drawn: {why}.")
             r = np.asarray(refined, dtype=np.float64)
             var = float(np.sum(r * (x - f) ** 2))
             stats.append(f"refined: variance around the true answer {var:.4g}, P(in range) = 1")

@@ -80,17 +80,98 @@ def read_lazy(source: Any):
     if isinstance(source, pd.DataFrame):
         return dd.from_pandas(source, npartitions=max(1, min(8, len(source) // 50_000 + 1)))
     path = os.fspath(source)
+    check_input(path)
+    low = path.lower()
+    if os.path.isdir(path) or low.endswith(PARQUET_EXTENSIONS):
+        return dd.read_parquet(path)
+    return dd.read_csv(path, sep="\t" if low.endswith(".tsv") else ",", blocksize="64MB")
+
+
+def check_input(path: str | os.PathLike) -> None:
+    """Refuse, in one line and before any cluster starts, an input the Dask backend cannot
+    read: missing, not Parquet or CSV, a FIFO or device, or a Parquet input
+    :func:`check_parquet_input` refuses.
+    """
+    from dpstudio.engine.io import check_regular_file
+
+    path = os.fspath(path)
     if not os.path.exists(path):
         raise InputError(f"Input {path!r} does not exist.")
     low = path.lower()
-    if os.path.isdir(path) or low.endswith((".parquet", ".pq")):
-        return dd.read_parquet(path)
-    if low.endswith((".csv", ".txt", ".tsv")):
-        return dd.read_csv(path, sep="\t" if low.endswith(".tsv") else ",", blocksize="64MB")
-    raise InputError(
-        f"The Dask backend reads Parquet (a file or a folder of parts) and CSV; "
-        f"{os.path.basename(path)!r} is neither. Convert it or use --engine memory."
-    )
+    if os.path.isdir(path) or low.endswith(PARQUET_EXTENSIONS):
+        check_parquet_input(path)
+    elif low.endswith((".csv", ".txt", ".tsv")):
+        check_regular_file(path, what="Input")  # a FIFO or device: one line, never read
+    else:
+        raise InputError(
+            f"The Dask backend reads Parquet (a file or a folder of parts) and CSV; "
+            f"{os.path.basename(path)!r} is neither. Convert it or use --engine memory."
+        )
+
+
+#: The names Dask reads as Parquet parts of a folder.
+PARQUET_EXTENSIONS = (".parquet", ".parq", ".pq")
+
+
+def parquet_parts(path: str) -> list[str]:
+    """The Parquet files of ``path`` (itself, or the parts below a folder, sorted)."""
+    if not os.path.isdir(path):
+        return [path]
+    out = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        out += [os.path.join(root, f) for f in sorted(files) if f.lower().endswith(PARQUET_EXTENSIONS)]
+    return out
+
+
+def check_parquet_input(path: str) -> None:
+    """Refuse, in one line and before any worker starts, a Parquet input Dask would fail on
+    with a worker traceback: an empty folder, a folder without Parquet parts, a part that is
+    not a regular file or not Parquet (its footer is read: cheap), parts whose columns differ.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dpstudio.engine.io import check_regular_file
+
+    name = os.path.basename(os.path.normpath(path)) or path
+    parts = parquet_parts(path)
+    if os.path.isdir(path) and not parts:
+        empty = not any(True for _ in os.scandir(path))
+        raise InputError(
+            f"Input folder {name!r} is empty."
+            if empty
+            else f"Input folder {name!r} holds no Parquet parts (files ending in "
+            f"{', '.join(PARQUET_EXTENSIONS)}); give the folder of the parts or a Parquet file."
+        )
+    first: tuple[str, list[str]] | None = None
+    for part in parts:
+        rel = os.path.relpath(part, path) if os.path.isdir(path) else os.path.basename(part)
+        check_regular_file(part, what="Parquet part")
+        try:
+            schema = pq.read_schema(part)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(
+                f"Input {name!r}: part {rel!r} is not a readable Parquet file ({msg}); replace or remove it."
+            ) from None
+        cols = [c for c in schema.names if not c.startswith("__index_level_")]
+        if first is None:
+            first = (rel, cols)
+        elif cols != first[1]:
+            missing = [c for c in first[1] if c not in cols]
+            extra = [c for c in cols if c not in first[1]]
+            what = (
+                f"lacks column(s) {', '.join(map(repr, missing))}"
+                if missing
+                else f"has extra column(s) {', '.join(map(repr, extra))}"
+                if extra
+                else "has the columns in another order"
+            )
+            raise InputError(
+                f"Input {name!r}: part {rel!r} {what} compared with part {first[0]!r}; every "
+                "part must have the same columns."
+            )
 
 
 @dataclass

@@ -59,13 +59,16 @@ class Hierarchy:
     def read_arx(cls, path_or_text: str | os.PathLike, name: str = "") -> Hierarchy:
         """Read an ARX hierarchy CSV (a path, or the text itself if it contains a newline)."""
         if isinstance(path_or_text, (str, os.PathLike)) and os.path.exists(str(path_or_text)):
+            from dpstudio.engine.io import MAX_HIERARCHY_BYTES, read_small_file
+
             path = str(path_or_text)
+            # a regular file of at most MAX_HIERARCHY_BYTES: never a FIFO or /dev/zero
+            what = f"Hierarchy file of column {name!r}" if name else "Hierarchy file"
+            raw = read_small_file(path, what=what, max_bytes=MAX_HIERARCHY_BYTES)
             try:
-                with open(path, encoding="utf-8-sig", newline="") as fh:
-                    text = fh.read()
+                text = raw.decode("utf-8-sig")
             except UnicodeDecodeError:
-                with open(path, encoding="latin-1", newline="") as fh:
-                    text = fh.read()
+                text = raw.decode("latin-1")
             source = path
         elif isinstance(path_or_text, str) and ("\n" in path_or_text or ";" in path_or_text):
             text, source = path_or_text, "<text>"
