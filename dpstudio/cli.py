@@ -352,7 +352,10 @@ def _write_plan(args, *inputs):
     from dpstudio.engine.safe_write import WritePlan
 
     hier = [p for it in getattr(args, "hierarchy", None) or [] for p in [it.partition("=")[2].strip()] if p]
-    plan = WritePlan(inputs=[*inputs, getattr(args, "recipe", None), *hier])
+    # settings files count as inputs when they are files (a folder or FIFO given as one is
+    # refused by its reader, with its own message)
+    settings = [p for p in (getattr(args, "recipe", None), *hier) if p and os.path.isfile(p)]
+    plan = WritePlan(inputs=[*inputs, *settings])
     if getattr(args, "save_recipe", None):
         plan.file(args.save_recipe, what="recipe (--save-recipe)", private=True)
     return plan
