@@ -634,6 +634,8 @@ def compose(steps: Sequence[Step]) -> Guarantee:
     return Guarantee(
         model=lead.model if lead else Model.NONE,
         clauses=(*clauses, *lost, *((Clause("composition", how),) if how else ())),
+        scope=lead.scope if lead else Scope.RECORDS,
+        voided_by=lead.voided_by if lead else (),
         k=lead.k if lead else None,
         t=lead.t if lead else None,
         covered=covered,
