@@ -167,6 +167,16 @@ class Guarantee:
     release.  ``voided_by`` holds the codes of settings under which the stated model does not
     hold as released (``input-order``); ``scope_reasons`` why a DP model holds per attribute
     only.  ``parts``: the claims of the steps of a chain (:func:`compose`).
+
+    >>> g = Guarantee(model=Model.EPSILON_DP, clauses=(Clause("claim", "1-differential privacy."),),
+    ...               epsilon=1.0, epsilon_total=1.0)
+    >>> g.is_dp, g.render()
+    (True, '1-differential privacy.')
+    >>> n = g.narrowed_to_attributes("x and y are clustered separately")
+    >>> n.is_dp, n.scope.value
+    (False, 'per-attribute')
+    >>> n.render()  # doctest: +ELLIPSIS
+    'Per-attribute only — not ε-differential privacy for the records: x and y are ... own: 1-differential privacy.'
     """
 
     model: Model
