@@ -175,8 +175,8 @@ class Guarantee:
     >>> n = g.narrowed_to_attributes("x and y are clustered separately")
     >>> n.is_dp, n.scope.value
     (False, 'per-attribute')
-    >>> n.render()  # doctest: +ELLIPSIS
-    'Per-attribute only — not ε-differential privacy for the records: x and y are ... own: 1-differential privacy.'
+    >>> print(n.render())  # doctest: +ELLIPSIS
+    Per-attribute only — not ε-differential privacy for the records: x and y are ... own: 1-differential privacy.
     """
 
     model: Model
