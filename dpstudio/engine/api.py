@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings as _warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -460,7 +460,7 @@ def release_guarantee(
                     f" Not released in this layout: the {len(gone)} other column(s) ({_shown(gone)}).",
                 )
             )
-        g = replace(g, not_released=g.not_released + tuple(gone))
+        g = g.evolve(not_released=g.not_released + tuple(gone))
         return g.with_clauses(*survey_clauses(roles, released_columns))
     unchanged = [
         c
@@ -471,8 +471,7 @@ def release_guarantee(
         and roles.get(c) is not Role.IDENTIFIER
     ]
     # (a column without a role was made by the method, e.g. Anatomy's group id)
-    g = replace(
-        g,
+    g = g.evolve(
         uncovered=g.uncovered
         + tuple(Uncovered(c, _UNCOVERED_REASON.get(roles[c], "released-unchanged")) for c in unchanged),
         not_released=g.not_released

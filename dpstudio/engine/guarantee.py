@@ -241,17 +241,28 @@ class Guarantee:
 
     # ------------------------------------------------------------------ building
 
+    def evolve(self, **changes: Any) -> Guarantee:
+        """A copy with ``changes`` (``dataclasses.replace`` without its per-call overhead,
+        which was most of the cost of stating a guarantee: no field here is computed).
+        """
+        unknown = set(changes) - set(self.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"unknown Guarantee field(s): {', '.join(sorted(unknown))}")
+        new = object.__new__(Guarantee)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
+
     def with_clauses(self, *clauses: Clause) -> Guarantee:
         """The guarantee with ``clauses`` appended (empty texts are left out)."""
         new = tuple(c for c in clauses if c.text)
-        return replace(self, clauses=self.clauses + new) if new else self
+        return self.evolve(clauses=self.clauses + new) if new else self
 
     def narrowed_to_attributes(self, reason: str) -> Guarantee:
         """The guarantee holding per attribute only, because of ``reason`` (added to the
         reasons already given).
         """
-        return replace(
-            self,
+        return self.evolve(
             scope=Scope.PER_ATTRIBUTE,
             scope_reasons=self.scope_reasons + (Clause("scope-reason", reason),),
         )

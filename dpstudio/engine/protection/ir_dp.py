@@ -14,7 +14,6 @@ noise-free centroids and its group sums with their sensitivity -- as functions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -91,7 +90,7 @@ def joint_ranking_gap(ctx: GuaranteeContext) -> bool:
 def _ranked(ctx: GuaranteeContext, g: Guarantee) -> Guarantee:
     """``g`` with the record order, and narrowed to the attributes when the ranking is joint."""
     order, void = ordering(ctx)
-    g = replace(g.with_clauses(order), k=as_k(ctx.get("k")), voided_by=void)
+    g = g.with_clauses(order).evolve(k=as_k(ctx.get("k")), voided_by=void)
     if joint_ranking_gap(ctx):
         g = g.narrowed_to_attributes(JOINT_RANKING_REASON.format(m=len(ctx.attributes)))
         g = g.with_clauses(Clause("remedy-layout", JOINT_RANKING_REMEDY))
