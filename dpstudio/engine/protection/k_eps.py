@@ -47,6 +47,8 @@ from dpstudio.engine.protection._common import (
     epsilon_param,
     job_stream,
     k_param,
+    household_order,
+    household_permutation,
     keep_order,
     ordering,
 )
@@ -344,6 +346,8 @@ def run_keps(job: Job) -> Output:
     rel_idx = np.flatnonzero(rel)
     if keep_order(p):
         take = rel_idx
+    elif household_order(p):  # households as units (issue 23 §3)
+        take = rel_idx[household_permutation(job, rel_idx.size, kept[rel_idx])]
     else:
         k0, k1 = K.sort_keys(shuffle_stream, kept[rel_idx])
         take = rel_idx[np.lexsort((k1, k0))]
