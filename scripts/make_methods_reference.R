@@ -44,10 +44,12 @@ freqM <- t(sapply(seq_len(reps), function(s) { set.seed(5000 + s)
 res <- list(
   n = nrow(d),
   recode_age_equidistant5 = list(counts = counts(eq_age)),
-  recode_age_quantile4 = list(breaks = unname(quantile(d$AGE, c(0, 1:4 / 4))), counts = counts(qa_age)),
-  recode_income_quantile5 = list(breaks = unname(quantile(d$INCOME, c(0, 1:5 / 5))), counts = counts(qa_inc)),
+  # breaks as text with 17 significant digits: the exact doubles (a type-7 quantile of INCOME
+  # is 460080.00000000006, which JSON's 15 digits would print as 460080)
+  recode_age_quantile4 = list(breaks = sprintf("%.17g", quantile(d$AGE, c(0, 1:4 / 4))), counts = counts(qa_age)),
+  recode_income_quantile5 = list(breaks = sprintf("%.17g", quantile(d$INCOME, c(0, 1:5 / 5))), counts = counts(qa_inc)),
   top_income_900000_to_950000 = list(n_changed = sum(d$INCOME > 900000), sum_after = sum(top_r)),
-  bottom_income_q05 = list(value = q05, n_changed = sum(d$INCOME < q05), sum_after = sum(bot)),
+  bottom_income_q05 = list(value = sprintf("%.17g", q05), n_changed = sum(d$INCOME < q05), sum_after = sum(bot)),
   top_age_65 = list(n_changed = sum(d$AGE > 65), sum_after = sum(top_age)),
   pram = pcases,
   pram_marstat_reps = list(runs = reps, pd = 0.8, alpha = 0.5, levels = levels(x$MARSTAT),

@@ -142,13 +142,14 @@ def households_for(job: Job, household_vars: list[str], targets: list[str]) -> H
 
 
 def number_text(x: float) -> str:
-    """The shortest text of a break or threshold (``15``, ``0.1``, ``-inf``, ``1e+20``)."""
+    """A break or threshold as text, 15 significant digits at most (``15``, ``0.1``,
+    ``-inf``, ``1e+20``; a quantile 460080.00000000006 reads 460080, as R prints it).
+    """
     x = float(x)
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
-    if x == int(x) and abs(x) < 1e15:
-        return str(int(x))
-    return repr(x)
+    t = f"{x:.15g}"
+    return "0" if t == "-0" else t
 
 
 def parse_number(text: str, what: str) -> float:
@@ -174,6 +175,31 @@ def parse_percentile(text: str, what: str) -> float | None:
     if not 0 < v < 100:
         raise ValueError(f"{what} {text!r} must be a percentile p0 < pNN < p100")
     return v
+
+
+def quantile7(x: np.ndarray, probs) -> np.ndarray:
+    """R's type-7 quantiles of the non-missing values of ``x`` at ``probs`` (the default of
+    R's ``quantile``, which sdcMicro's references use), computed with R's operations in R's
+    order so that the results are equal to the last digit: index = 1 + (n − 1)·p,
+    q = (1 − h)·x[lo] + h·x[hi] where the two order statistics differ.
+
+    >>> quantile7(np.array([1.0, 2.0, 3.0, 4.0, np.nan]), [0, 0.5, 1])
+    array([1. , 2.5, 4. ])
+    """
+    v = np.sort(x[~np.isnan(x)])
+    n = v.size
+    if n == 0:
+        raise InputError("no value to compute a quantile from (all missing)")
+    p = np.asarray(probs, dtype=np.float64)
+    index = 1.0 + max(n - 1, 0) * p
+    lo = np.floor(index).astype(np.int64)
+    hi = np.ceil(index).astype(np.int64)
+    qs = v[lo - 1].copy()
+    xhi = v[hi - 1]
+    i = (index > lo) & (xhi != qs)
+    h = (index - lo)[i]
+    qs[i] = (1.0 - h) * qs[i] + h * xhi[i]
+    return qs
 
 
 # --------------------------------------------------------------------------- settings files

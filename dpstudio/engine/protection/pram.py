@@ -178,10 +178,22 @@ def basic_matrix(diag: np.ndarray) -> np.ndarray:
     return P
 
 
+#: Up to this many categories the matrix product is summed in sdcMicro's order (R's
+#: reference BLAS: one category l after the other), so the matrix equals sdcMicro's bit for
+#: bit; above it numpy's product (differences of an ulp, O(L³) work in either case).
+EXACT_ORDER_MAX = 512
+
+
 def pram_matrix(counts: np.ndarray, diag: np.ndarray, alpha: float, invariant: bool = True) -> np.ndarray:
     """The transition matrix of sdcMicro's ``pram`` for the category ``counts`` of a stratum
     and the drawn diagonal ``diag`` (each in [pd, 1]): R = α·P·Q + (1 − α)·I with
     Q[k, j] = P[j, k]·p_j / Σ_l p_l·P[l, k] (invariant), or P itself (``invariant=False``).
+
+    The operations follow sdcMicro's ``calcTransitionMatrix`` in order -- including its scale
+    of p, the counts divided by the sum of the records' level numbers (which cancels), the
+    sum s_k correctly rounded (R sums in extended precision) and the product summed over l in
+    order -- so that the matrix equals sdcMicro's bit for bit (up to
+    :data:`EXACT_ORDER_MAX` categories).
 
     >>> R = pram_matrix(np.array([30., 10.]), np.array([0.9, 0.8]), alpha=1.0)
     >>> np.allclose(np.array([30., 10.]) @ R, [30., 10.])
@@ -192,14 +204,20 @@ def pram_matrix(counts: np.ndarray, diag: np.ndarray, alpha: float, invariant: b
         return P
     L = P.shape[0]
     c = np.asarray(counts, dtype=np.float64)
-    p = c / c.sum() if c.sum() > 0 else np.full(L, 1.0 / L)
-    s = p @ P  # s_k = Σ_l p_l P[l, k]
+    scale = float(np.dot(np.arange(1, L + 1, dtype=np.float64), c))  # sdcMicro: sum(as.numeric(x))
+    p = c / scale if scale > 0 else np.full(L, 1.0 / L)
+    s = np.array([math.fsum(p * P[:, k]) for k in range(L)])  # s_k = Σ_l p_l P[l, k]
     Q = np.zeros((L, L))
     ok = s > 0
     Q[ok] = P.T[ok] * p[None, :] / s[ok, None]
     dead = np.flatnonzero(~ok)
     Q[dead, dead] = 1.0  # a category nobody is released as (pd = 1): its row stays put
-    R = P @ Q
+    if L <= EXACT_ORDER_MAX:
+        R = np.zeros((L, L))
+        for k in range(L):  # R[i, j] = Σ_l P[i, l]·Q[l, j], summed l = 1, 2, … as R's BLAS
+            R += np.multiply.outer(P[:, k], Q[k, :])
+    else:
+        R = P @ Q
     return alpha * R + (1.0 - alpha) * np.eye(L)
 
 

@@ -45,6 +45,7 @@ from dpstudio.engine.protection._survey import (
     households_for,
     number_text,
     parse_number,
+    quantile7,
     read_csv_rows,
     text_key,
     value_key,
@@ -219,8 +220,11 @@ _PARAMS = (
 
 
 def targets(params: dict, roles: dict) -> list[str]:
-    """The columns named by the parameters (breaks, merges; the mapping file is read at run)."""
-    return list(dict.fromkeys([*(params.get("breaks") or {}), *(params.get("merge") or {})]))
+    """The columns named by the parameters (breaks, merges, the mapping file's columns)."""
+    named = [*(params.get("breaks") or {}), *(params.get("merge") or {})]
+    if params.get("merge_file"):
+        named += list(read_merge_file(str(params["merge_file"])))
+    return list(dict.fromkeys(named))
 
 
 # --------------------------------------------------------------------------- intervals
@@ -264,8 +268,7 @@ def equidistant_sdcmicro(x: np.ndarray, n: int) -> np.ndarray:
 
 def quantile_breaks(x: np.ndarray, n: int) -> np.ndarray:
     """The type-7 quantiles at 0, 1/n, …, 1 (sdcMicro's "equalAmount"), ties merged."""
-    v = x[~np.isnan(x)]
-    return np.unique(np.quantile(v, np.arange(n + 1) / n))
+    return np.unique(quantile7(x, np.concatenate([[0.0], np.arange(1, n + 1) / n])))
 
 
 # --------------------------------------------------------------------------- merging

@@ -31,6 +31,7 @@ from dpstudio.engine.protection._survey import (
     number_text,
     parse_number,
     parse_percentile,
+    quantile7,
 )
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import NON_NUMERIC_TYPES, Role
@@ -186,10 +187,7 @@ def threshold_value(x: np.ndarray, q: float) -> float:
     """The ``q``-th percentile of the non-missing values (R's type-7 quantile, as sdcMicro's
     reference: ``quantile(x, q / 100)``).
     """
-    v = x[~np.isnan(x)]
-    if v.size == 0:
-        raise InputError("no value to compute a percentile from (all missing)")
-    return float(np.percentile(v, q))
+    return float(quantile7(x, [q / 100.0])[0])
 
 
 def code_column(
