@@ -657,6 +657,7 @@ def preview_guarantee(
     keep_hh = bool(params.pop("keep_household", False))
     params.pop("types", None)
     p = spec.check_params(household_default(spec, r, params))
+    check_household_order(spec, r, p)
     protected = (
         _targets(spec, r, p) if spec.targets is not None else [c for c, role in r.items() if role in spec.protects]
     )
