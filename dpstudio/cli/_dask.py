@@ -129,7 +129,9 @@ def dask_client(args: argparse.Namespace) -> Iterator[Client]:
             n_workers=args.workers or 2,
             threads_per_worker=1,
             memory_limit=args.memory_limit or "auto",
-            dashboard_address=None,
+            # any free port: with None the scheduler's HTTP server still tries 8787 and warns
+            # "Port 8787 is already in use" when another cluster holds it (a second line)
+            dashboard_address=":0",
             silence_logs=logging.CRITICAL,
         )
         client = Client(cluster)
