@@ -284,11 +284,8 @@ def run(args: argparse.Namespace) -> int:
     save_recipe(args, s, plan, NAME)
     report_warnings(res.public_warnings, res.private_notes, skip_codes=("records-dropped",))
     print(f"Guarantee: {res.guarantee}")
-    if (
-        not res.is_dp
-        and res.guarantee.startswith("Per-attribute only")
-        and res.params.get("layout") == "records"
-    ):
+    narrowed = res.guarantee_info is not None and res.guarantee_info.narrowed
+    if narrowed and res.params.get("layout") == "records":  # DP per attribute only
         warn(
             "the records are not ε-DP (see the guarantee). Remedies: drop the other columns "
             "(e.g. --role COL=identifier) or protect them too, or release each protected "
