@@ -10,6 +10,10 @@ Only ``protect``, ``sweep`` and ``evaluate`` take settings.  What each takes fro
 - ``protect`` and ``sweep`` also: the domains and precisions of the protected columns (what
   the app passes), the read options, the seed only if the user pinned it;
 - ``sweep`` also: the grid (ks, epsilons, repeats).
+
+The commands import this module inside ``run()``: ``engine.recipe`` imports
+``engine.random``, which imports numpy, and a command's ``--help`` must not
+(``tests/engine/test_startup_imports.py``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ from dpstudio.cli import _dask
 from dpstudio.cli._common import parse_list, read_input
 from dpstudio.cli._options import add_recipe_options
 from dpstudio.cli._output import fmt, print_json, warn
-from dpstudio.cli._settings import save_recipe, settings, write_plan
 
 if TYPE_CHECKING:
     from dpstudio.engine.recipe import Recipe
@@ -175,6 +174,7 @@ def _evaluate_dask(args: argparse.Namespace, s: Recipe) -> int:
 def run(args: argparse.Namespace) -> int:
     """Compare ``args.protected`` with ``args.original`` by the engine's measurement policy."""
     from dpstudio import engine
+    from dpstudio.cli._settings import save_recipe, settings, write_plan
     from dpstudio.engine.errors import ParameterError
 
     s = settings(args, NAME)

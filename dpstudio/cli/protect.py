@@ -14,7 +14,6 @@ from dpstudio.cli import _dask
 from dpstudio.cli._common import evaluate_result, read_input
 from dpstudio.cli._options import add_method_options
 from dpstudio.cli._output import fmt, report_warnings, step, warn
-from dpstudio.cli._settings import save_recipe, settings, write_plan
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -125,6 +124,7 @@ def _protect_dask(args: argparse.Namespace, s: Recipe) -> int:
     here unless --scheduler names one; Ctrl-C cancels the computation and removes the
     temporary folder.
     """
+    from dpstudio.cli._settings import save_recipe, write_plan
     from dpstudio.engine.backends import dask_backend as DB
 
     assert s.method is not None
@@ -214,6 +214,7 @@ def _gb(n: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Protect ``args.input`` into ``args.output`` from the effective settings."""
+    from dpstudio.cli._settings import save_recipe, settings, write_plan
     from dpstudio.engine.export import export_release
 
     s = settings(args, NAME)

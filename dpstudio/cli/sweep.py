@@ -8,7 +8,6 @@ from typing import Any
 
 from dpstudio.cli._common import parse_floats, parse_ints, parse_list, read_input
 from dpstudio.cli._options import add_method_options
-from dpstudio.cli._settings import save_recipe, settings, write_plan
 
 NAME = "sweep"
 SUMMARY = "trade-off sweep over k and ε"
@@ -39,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from dpstudio import engine
+    from dpstudio.cli._settings import save_recipe, settings, write_plan
     from dpstudio.engine.errors import ParameterError
     from dpstudio.engine.io import write_table
     from dpstudio.engine.registry import get_method

@@ -31,6 +31,17 @@ def test_version_and_help_do_not_import_the_engine_stack(tmp_path):
     assert not heavy, heavy
 
 
+def test_help_does_not_import_the_engine_stack(tmp_path):
+    """The top-level --help builds every command's parser; a command's --help its own: no
+    numpy, pandas (the commands import the engine in run())."""
+    for argv in (["--help"], ["protect", "--help"], ["sweep", "--help"], ["evaluate", "--help"]):
+        mods = _modules_after("from dpstudio.__main__ import main\n"
+                              "import contextlib, io\n"
+                              "with contextlib.redirect_stdout(io.StringIO()):\n"
+                              f"    main({argv!r})\n", tmp_path)
+        assert not {"pandas", "numpy", "scipy", "pyarrow", "numba", "PySide6"} & mods, (argv, mods)
+
+
 def test_version_imports_no_command_module(tmp_path):
     """The command registry (dpstudio.cli.COMMAND_MODULES) imports a command's module only to
     run it: ``--version`` imports none of them."""
