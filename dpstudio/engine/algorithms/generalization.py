@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -149,7 +149,8 @@ def _encode_one(name: str, values: pd.Series, h: Hierarchy) -> EncodedQuasi:
             + (f"; {len(bad)} distinct values are missing in all" if len(bad) > 1 else "")
             + ". Add them to the hierarchy file, or remove the file to let dpstudio build one."
         )
-    leaf = lut[codes]
+    # (int32: 3,000,000 records x 8 k-quasis are 96 MB less; a hierarchy never has 2^31 leaves)
+    leaf = lut.astype(np.int32 if len(lut) < 2**31 else np.int64)[codes]
     lv_codes, lv_labels = [], []
     for lvl in range(h.height):
         lab, inv = h.level_codes(lvl)
@@ -462,22 +463,59 @@ def _make_loss(loss, heights):
 # ---------------------------------------------------------------------------
 
 
+class CodedLabels(Mapping):
+    """Column → the generalised value of every record (object array, ``None`` for suppressed
+    records), held as codes: :meth:`codes_of` gives each record's index into
+    ``categories[col]`` (−1 = suppressed), from the codes of the distinct combinations and
+    each record's combination (``rows``) when given.  A column's object array is built on
+    first access only; k-eps releases a column from its codes without ever building it
+    (issue 27: 3,000,000 records).
+    """
+
+    def __init__(self, codes: dict[str, np.ndarray], categories: dict[str, np.ndarray], rows: np.ndarray | None = None):
+        self._codes = codes
+        self._rows = rows
+        self.categories = categories
+        self._built: dict[str, np.ndarray] = {}
+
+    def codes_of(self, col: str, rows: np.ndarray | None = None) -> np.ndarray:
+        """The codes of records ``rows`` (default: all) in ``col``."""
+        c = self._codes[col]
+        if self._rows is not None:  # codes per distinct combination, rows[r] = record r's
+            return c[self._rows if rows is None else self._rows[rows]]
+        return c if rows is None else c[rows]
+
+    def __getitem__(self, col: str) -> np.ndarray:
+        if col not in self._built:
+            cats = np.empty(len(self.categories[col]) + 1, dtype=object)
+            cats[:-1] = self.categories[col]
+            cats[-1] = None  # code -1
+            self._built[col] = cats[self.codes_of(col)]
+        return self._built[col]
+
+    def __iter__(self):
+        return iter(self._codes)
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+
 @dataclass
 class GeneralisationResult:
     """A k-anonymous generalisation of the k-quasis.
 
     ``class_id[r]`` is record r's equivalence class (0..n_classes−1), −1 when the record
     is suppressed.  ``labels[col]`` holds the generalised value of every record (object
-    array; ``None`` for suppressed records).  ``node`` is OLA's level vector (None for
-    Mondrian).  ``cell_loss[r]`` is record r's generalisation loss averaged over the
-    k-quasis (1 for suppressed records).
+    array; ``None`` for suppressed records; OLA gives a :class:`CodedLabels`).  ``node`` is
+    OLA's level vector (None for Mondrian).  ``cell_loss[r]`` is record r's generalisation
+    loss averaged over the k-quasis (1 for suppressed records).
     """
 
     algorithm: str
     k: int
     columns: list[str]
     class_id: np.ndarray
-    labels: dict[str, np.ndarray]
+    labels: Mapping[str, np.ndarray]
     loss: float
     loss_name: str
     cell_loss: np.ndarray
@@ -563,9 +601,14 @@ def verify_k_anonymity(
 
 def _combine(cols: list[np.ndarray], cards: list[int]) -> tuple[np.ndarray, int, bool]:
     """Combined int64 key of code columns; (key, key range, exact mixed radix?)."""
+    return _combine_lazy([(lambda c=c: c) for c in cols], cards)
+
+
+def _combine_lazy(cols: list[Callable[[], np.ndarray]], cards: list[int]) -> tuple[np.ndarray, int, bool]:
+    """:func:`_combine` of code columns made one at a time by ``cols`` (the same key)."""
     if not cols:
         return np.zeros(0, dtype=np.int64), 1, True
-    key = np.array(cols[0], dtype=np.int64)
+    key = np.array(cols[0](), dtype=np.int64)
     rng_ = int(cards[0])
     exact = True
     for c, m in zip(cols[1:], cards[1:]):
@@ -575,7 +618,7 @@ def _combine(cols: list[np.ndarray], cards: list[int]) -> tuple[np.ndarray, int,
             rng_ = int(key.max()) + 1 if key.size else 1
             exact = False
         key *= m
-        key += c
+        key += c()
         rng_ *= m
     return key, rng_, exact
 
@@ -635,9 +678,10 @@ class _Lattice:
             self.up.append(maps)
         # the bottom table: distinct leaf combinations and their counts
         # (the frequency set: one group-by of the records; everything after works on it)
-        cols = [qq.codes[0][qq.leaf] for qq in quasis]
+        # (the records' level-0 codes are combined one column at a time: never d columns of
+        # n int64 at once, issue 27)
         cards0 = [qq.card(0) for qq in quasis]
-        key, rng0, exact = _combine(cols, cards0)
+        key, rng0, exact = _combine_lazy([(lambda qq=qq: qq.codes[0][qq.leaf]) for qq in quasis], cards0)
         if exact and rng0 <= 4 * len(key) + 4096:
             present = np.bincount(key, minlength=rng0)
             nz = np.flatnonzero(present)
@@ -650,7 +694,8 @@ class _Lattice:
             uk, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
             first = np.zeros(len(uk), dtype=np.int64)
             first[inv[::-1]] = np.arange(len(inv))[::-1]
-            bottom = [np.ascontiguousarray(c[first]) for c in cols]
+            bottom = [np.ascontiguousarray(qq.codes[0][qq.leaf[first]]) for qq in quasis]
+        del key
         self.record_combo = inv.astype(np.int64)
         self.n = int(len(inv))
         self._n = self.n
@@ -1323,11 +1368,15 @@ def ola(
             rc[keep], weights=None if weights is None else np.asarray(weights)[keep], minlength=len(combo_cls)
         ),
     )
-    labels = {}
-    for name, lab in combo_labels.items():
-        lab = np.asarray(lab, dtype=object).copy()
-        lab[~combo_keep] = None
-        labels[name] = lab[rc]
+    # every record's code at its column's chosen level (−1 = suppressed): the labels are
+    # gathered from them only when asked (CodedLabels), never one record at a time
+    combo_codes, cats = {}, {}
+    for j, qq in enumerate(qs):
+        cc = np.asarray(cols[j], dtype=np.int64 if qq.card(int(lv[j])) >= 2**31 else np.int32).copy()
+        cc[~combo_keep] = -1
+        combo_codes[qq.name] = cc
+        cats[qq.name] = qq.labels[int(lv[j])]
+    labels = CodedLabels(combo_codes, cats, rows=rc)
     if (
         int((~keep).sum()) if weights is None else int(np.asarray(weights)[~keep].sum())
     ) > max_sup:  # pragma: no cover - guaranteed by the search
