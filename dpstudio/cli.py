@@ -274,6 +274,9 @@ def _grid(text: str, integer: bool, what: str) -> list:
 
 def _read(path: str, args=None):
     from dpstudio.engine.io import read_table
+    from dpstudio.engine.memory import return_freed_memory
+
+    return_freed_memory()  # (large tables: freed arrays go back to the system, issue 27)
 
     kw = {}
     if args is not None:

@@ -820,6 +820,9 @@ def _convert_distinct(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool
         return vals[idx], keep
     na = np.fromiter((t in NA_TEXTS for t in texts), dtype=bool, count=texts.size)
     if not na.any():
+        from dpstudio.engine.codes import remember
+
+        remember(s, enc.indices, enc.dictionary)  # the column's codes: never hashed again
         return s.array, keep
     return s.mask(pd.Series(na[idx], index=s.index)).array, keep
 
@@ -1731,14 +1734,13 @@ _CSV_BLOCK_ROWS = 500_000
 
 def _csv_blocks(data: pd.DataFrame, sep: str, lt: str, enc: str, block_rows: int | None = None):
     """:func:`_csv_bytes` as an iterator of consecutive blocks of bytes (the header, then the
-    lines of ``block_rows`` records at a time, joined by Arrow: never a Python object per value
-    or per line, and never the whole file in memory, issue 27), or None when a column is not
-    of a kind it writes.  Iterating raises :class:`_NeedsPandas` when a block holds a field
-    that needs quoting or a text the encoding cannot hold (the caller then has pandas write
-    the whole file).
+    lines of ``block_rows`` records at a time, written by Arrow's CSV writer: never a Python
+    object per value or per line, and never the whole file in memory, issue 27), or None when
+    a column is not of a kind it writes.  Iterating raises :class:`_NeedsPandas` when a block
+    holds a field that needs quoting (Arrow's writer refuses it unquoted) or a text the
+    encoding cannot hold (the caller then has pandas write the whole file).
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if sep not in _PLAIN_SEPS or data.shape[1] < 2 or len(data) == 0:
         return None  # (one column: the csv module quotes a lone empty field)
@@ -1751,12 +1753,10 @@ def _csv_blocks(data: pd.DataFrame, sep: str, lt: str, enc: str, block_rows: int
         s = data.iloc[:, j]
         dt = s.dtype
         try:
-            if isinstance(dt, pd.StringDtype):
-                a = pa.array(s.array)
-                if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+            if isinstance(dt, pd.StringDtype) or (isinstance(dt, np.dtype) and dt.kind == "O"):
+                a = pa.array(s.array) if isinstance(dt, pd.StringDtype) else None
+                if a is None or not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
                     a = pa.array(s.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
-            elif isinstance(dt, np.dtype) and dt.kind == "O":
-                a = pa.array(s.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
             elif isinstance(dt, np.dtype) and dt.kind in "iu":
                 a = pa.array(s.to_numpy())
             else:
@@ -1764,67 +1764,43 @@ def _csv_blocks(data: pd.DataFrame, sep: str, lt: str, enc: str, block_rows: int
         except (pa.ArrowException, TypeError, ValueError):
             return None  # objects that are not all texts
         sources.append(a)
-    return _csv_block_iter(sources, names, len(data), sep, lt, enc, block_rows or _CSV_BLOCK_ROWS)
+    table = pa.table(sources, names=[f"c{j}" for j in range(len(names))])
+    return _csv_block_iter(table, names, sep, lt, enc, block_rows or _CSV_BLOCK_ROWS)
 
 
-def _csv_block_iter(sources: list, names: list[str], n: int, sep: str, lt: str, enc: str, block_rows: int):
+def _csv_block_iter(table, names: list[str], sep: str, lt: str, enc: str, block_rows: int):
     import codecs
 
     import pyarrow as pa
-    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
 
-    text_t = pa.large_string()
-    utf8 = codecs.lookup(enc).name == "utf-8"
+    try:
+        utf8 = codecs.lookup(enc).name == "utf-8"
+    except LookupError:
+        raise _NeedsPandas from None
     encoder = None if utf8 else codecs.getincrementalencoder(enc)()  # one BOM at the start
 
     def out(b):
-        if utf8:
+        if encoder is None:
             return b
         try:
-            assert encoder is not None
             return encoder.encode(memoryview(b).tobytes().decode("utf-8"))
-        except (UnicodeError, LookupError):
+        except UnicodeError:
             raise _NeedsPandas from None  # pandas reports it
 
-    def check(b, rows: int) -> None:
-        # no field needs quoting: no quote, and exactly the separators and line breaks written
-        u = np.frombuffer(b, dtype=np.uint8)
-        if (
-            np.count_nonzero(u == 34)  # '"'
-            or np.count_nonzero(u == ord(sep)) != (len(names) - 1) * rows
-            or np.count_nonzero(u == 10) != rows
-            or np.count_nonzero(u == 13) != (rows if lt == "\r\n" else 0)
-        ):
-            raise _NeedsPandas
-
-    try:
-        if not utf8:
-            codecs.lookup(enc)
-    except LookupError:
-        raise _NeedsPandas from None
-    head = (sep.join(names) + lt).encode("utf-8")
-    check(head, 1)
-    yield out(head)
-    for a in range(0, n, block_rows):
-        cols = []
-        for src in sources:
-            part = src.slice(a, block_rows)
-            if pa.types.is_integer(part.type):
-                part = pc.cast(part, text_t)
-            else:
-                part = pc.fill_null(pc.cast(part, text_t), "")
-            cols.append(part)
-        # the last field of each line followed by the line break: the lines' bytes in a row
-        # are the file's body
-        cols[-1] = pc.binary_join_element_wise(cols[-1], pa.scalar("", text_t), pa.scalar(lt, text_t))
-        lines = pc.binary_join_element_wise(*cols, pa.scalar(sep, text_t))
-        del cols
-        if isinstance(lines, pa.ChunkedArray):
-            lines = lines.combine_chunks()
-        offs = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset : lines.offset + len(lines) + 1]
-        body = lines.buffers()[2].slice(int(offs[0]), int(offs[-1] - offs[0]))
-        check(body, len(lines))
-        yield out(body)
+    # quoting "none": a text holding the separator, a quote or a line break is refused (then
+    # pandas quotes it); texts as they are, integers in decimal, a missing value as nothing
+    opts = pcsv.WriteOptions(
+        include_header=False, delimiter=sep, quoting_style="none", eol=lt, batch_size=65536
+    )
+    yield out((sep.join(names) + lt).encode("utf-8"))
+    for a in range(0, table.num_rows, block_rows):
+        sink = pa.BufferOutputStream()
+        try:
+            pcsv.write_csv(table.slice(a, block_rows), sink, opts)
+        except pa.ArrowInvalid:
+            raise _NeedsPandas from None
+        yield out(sink.getvalue())
     if encoder is not None:
         yield encoder.encode("", final=True)
 

@@ -79,7 +79,9 @@ def _column_hash(s: pd.Series) -> np.ndarray:
         # 3,000,000 texts one by one, 0.1 s this way): the values are texts, so two values are
         # equal for factorize exactly when their str() is; missing values are converted as
         # the general path converts them (None -> 'None', NaN -> 'nan', NA -> '<NA>')
-        codes, uniques = pd.factorize(s, use_na_sentinel=True)
+        from dpstudio.engine.codes import factorize
+
+        codes, uniques = factorize(s)
         texts = np.asarray([str(u) for u in uniques.astype(object)], dtype=object)
         out = np.empty(len(s), dtype=np.uint64)
         if texts.size:

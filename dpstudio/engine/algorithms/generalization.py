@@ -149,8 +149,9 @@ def _encode_one(name: str, values: pd.Series, h: Hierarchy) -> EncodedQuasi:
             + (f"; {len(bad)} distinct values are missing in all" if len(bad) > 1 else "")
             + ". Add them to the hierarchy file, or remove the file to let dpstudio build one."
         )
-    # (int32: 3,000,000 records x 8 k-quasis are 96 MB less; a hierarchy never has 2^31 leaves)
-    leaf = lut.astype(np.int32 if len(lut) < 2**31 else np.int64)[codes]
+    # (the smallest integers that hold the leaf indices: 3,000,000 records × 8 k-quasis are
+    # 48 MB in int16 instead of 192 MB in int64, issue 27)
+    leaf = lut.astype(np.min_scalar_type(-max(len(lut), 1)))[codes]
     lv_codes, lv_labels = [], []
     for lvl in range(h.height):
         lab, inv = h.level_codes(lvl)

@@ -26,6 +26,7 @@ from dpstudio.engine import validation as V
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.algorithms.generalization import CodedLabels, encode_quasis, mondrian, ola
+from dpstudio.engine.codes import from_codes, take_rows
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
 from dpstudio.engine.measures.keps import (
@@ -237,12 +238,7 @@ def _released_labels(gen, c: str, row_map: np.ndarray) -> pd.Series:
     """
     lab = gen.labels
     if isinstance(lab, CodedLabels):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        codes = lab.codes_of(c, row_map)
-        cats = pa.array([str(x) for x in lab.categories[c]], type=pa.string())
-        return pa.chunked_array([pc.take(cats, pa.array(codes))]).to_pandas()
+        return from_codes(lab.codes_of(c, row_map), lab.categories[c])
     return pd.Series(lab[c][row_map], dtype=object)
 
 
@@ -332,7 +328,21 @@ def run_keps(job: Job) -> Output:
     else:
         k0, k1 = K.sort_keys(shuffle_stream, kept[rel_idx])
         take = rel_idx[K.order_by_keys(k0, k1)]
+        del k0, k1
+    del rel_idx
     row_map = kept[take]
+    sens_rel = sens[take]
+    # equivalence classes of the release (renumbered, as released)
+    out_cls_raw = cls[take]
+    del sens, cls  # (issue 27: the records' arrays go before the released columns come)
+    # (np.unique's sorts, by counting: the classes are 0 … n_cls − 1)
+    present = np.zeros(n_cls, dtype=bool)
+    present[out_cls_raw] = True
+    uniq_cls = np.flatnonzero(present)
+    out_cls = (np.cumsum(present) - 1)[out_cls_raw]
+    del out_cls_raw
+    class_rows = np.full(len(uniq_cls), len(out_cls), dtype=np.int64)  # first row of each class
+    np.minimum.at(class_rows, out_cls, np.arange(len(out_cls), dtype=np.int64))
     # the released columns: a k-quasi generalised to level 0 keeps its original values (as
     # the columns no method changes); the others are built whole, never one record at a
     # time (issue 27)
@@ -342,19 +352,10 @@ def run_keps(job: Job) -> Output:
             new_cols[c] = _released_labels(gen, c, row_map)
     for j, c in enumerate(eq):
         new_cols[c] = Y[take, j].astype(np.int64) if grids is not None and grids[j].integer else Y[take, j]
-    data = job.data[[c for c in job.data.columns if c not in new_cols]].iloc[row_map].reset_index(drop=True)
+    data = take_rows(job.data[[c for c in job.data.columns if c not in new_cols]], row_map)
     for c, v in new_cols.items():
         data[c] = v
     data = data[list(job.data.columns)]
-    # equivalence classes of the release (renumbered, as released)
-    out_cls_raw = cls[take]
-    # (np.unique's sorts, by counting: the classes are 0 … n_cls − 1)
-    present = np.zeros(n_cls, dtype=bool)
-    present[out_cls_raw] = True
-    uniq_cls = np.flatnonzero(present)
-    out_cls = (np.cumsum(present) - 1)[out_cls_raw]
-    class_rows = np.full(len(uniq_cls), len(out_cls), dtype=np.int64)  # first row of each class
-    np.minimum.at(class_rows, out_cls, np.arange(len(out_cls), dtype=np.int64))
     classes = pd.DataFrame({"class": np.arange(len(uniq_cls))})
     for c in kq:
         classes[c] = data[c].iloc[class_rows].to_numpy()
@@ -385,8 +386,8 @@ def run_keps(job: Job) -> Output:
             "confidence_share": float(len(conf_rows)) / max(n, 1),
         },
         "confidence_step": conf_info,
-        "class_of_row": out_cls.astype(np.int64),
-        "sensitivity_of_row": sens[take],
+        "class_of_row": np.asarray(out_cls, dtype=np.int64),
+        "sensitivity_of_row": sens_rel,
         "generalisation_loss": float(gen.loss),
         "released_loss": released_loss,
         "epsilon_quasis": list(eq),
