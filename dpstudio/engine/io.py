@@ -789,7 +789,7 @@ def _arrow_texts(s: pd.Series):
 
 #: a long column is typed through its distinct texts when a sample of it has at most this
 #: share of distinct values (categories, codes, ages: the usual microdata column)
-_DISTINCT_SHARE = 0.5
+_DISTINCT_SHARE = 0.05
 _DISTINCT_SAMPLE = 20_000
 
 

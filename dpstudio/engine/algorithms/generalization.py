@@ -1174,19 +1174,17 @@ _LOAD_COST: list[float] = []  # the applicable one of the two, found once
 
 def _kernel_load_seconds() -> float:
     """What switching to the compiled search costs this process: its load time when numba's
-    cache of it (``__pycache__`` next to its source, as written by the first compilation)
-    is there and not older than the source, else its compile time -- so that the first
-    searches after an install do not stall for seconds in the middle of a sweep.
+    cache of it is where numba will look (``NUMBA_CACHE_DIR``, ``__pycache__`` next to the
+    source, or the user-wide cache of a read-only install: :func:`_kernels.has_numba_cache`)
+    and not older than the source, else its compile time -- so that the first searches after
+    an install do not stall for seconds in the middle of a sweep.
     """
     if not _LOAD_COST:
         from pathlib import Path
 
-        src = Path(__file__).with_name("_ola_kernel.py")
-        try:
-            t = src.stat().st_mtime
-            hit = any(p.stat().st_mtime >= t for p in src.parent.glob("__pycache__/_ola_kernel.search-*.nbi"))
-        except OSError:
-            hit = False
+        from dpstudio.engine._kernels import has_numba_cache
+
+        hit = has_numba_cache(Path(__file__).with_name("_ola_kernel.py"), "search")
         _LOAD_COST.append(_KERNEL_LOAD_S if hit else _KERNEL_COMPILE_S)
     return _LOAD_COST[0]
 
