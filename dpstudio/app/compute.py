@@ -29,6 +29,8 @@ class ColumnStats:
 
 
 def column_stats(df: pd.DataFrame) -> dict[str, ColumnStats]:
+    from dpstudio.engine.codes import factorize
+
     out: dict[str, ColumnStats] = {}
     for c in df.columns:
         s = df[c]
@@ -45,10 +47,15 @@ def column_stats(df: pd.DataFrame) -> dict[str, ColumnStats]:
             if np.isfinite(vals).any():
                 mn, mx = float(np.nanmin(vals)), float(np.nanmax(vals))
         else:
-            conv = pd.to_numeric(s, errors="coerce")
-            non_numeric = int((conv.isna() & s.notna()).sum())
-            if conv.notna().any():
-                mn, mx = float(conv.min()), float(conv.max())
+            # each distinct value converted once (issue 27: pandas' converter holds the GIL,
+            # 0.3-0.6 s per 200,000-row text column in which the window could not react)
+            codes, uniques = factorize(s)
+            conv = pd.to_numeric(pd.Series(uniques.astype(object), dtype=object), errors="coerce")
+            ok = conv.notna().to_numpy()
+            counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
+            non_numeric = int(counts[~ok].sum())
+            if ok.any():
+                mn, mx = float(conv[ok].min()), float(conv[ok].max())
         out[str(c)] = ColumnStats(str(c), str(s.dtype), numeric, missing, distinct, mn, mx, non_numeric)
     return out
 
@@ -144,6 +151,7 @@ def sweep_points(
         seed=seed,
         hierarchies=hierarchies or None,
         check_cancel=check_cancel,
+        progress=progress,  # within a point too (issue 27)
         **params,
     ):
         pt.runs = []  # per-repetition dicts are not needed by the app

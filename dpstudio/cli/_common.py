@@ -209,7 +209,9 @@ def read_input(path: str, options: Mapping[str, Any] | None = None) -> tuple[pd.
     means a tab).
     """
     from dpstudio.engine.io import read_table
+    from dpstudio.engine.memory import return_freed_memory
 
+    return_freed_memory()  # (large tables: freed arrays go back to the system, issue 27)
     kw = {k: (options or {}).get(k) for k in READ_OPTIONS} if options is not None else {}
     if kw.get("sep") == "\\t":
         kw["sep"] = "\t"

@@ -178,6 +178,7 @@ def run_sweep(
     hierarchies=None,
     check_cancel: Callable[[], None] | None = None,
     evaluate_options: dict | None = None,
+    progress: Callable[[float], None] | None = None,
     **params: Any,
 ) -> Iterator[SweepPoint]:
     repeats = check_repeats(repeats)
@@ -216,6 +217,15 @@ def run_sweep(
     mcache: dict = {}  # measures' cache (e.g. the k-d tree of the original), whole sweep
     current_k = object()
     t0 = time.perf_counter()
+    shown = [0.0]
+
+    def report(f: float) -> None:
+        # the whole sweep's fraction, within a cell too (issue 27: a long first cell showed
+        # 0 % for 12 s); in steps of at least 0.5 %
+        if progress is not None and (f >= shown[0] + 0.005 or f >= 1.0):
+            shown[0] = f
+            progress(min(f, 1.0))
+
     for idx, (ki, k, ei, eps) in enumerate(cells):
         if check_cancel is not None:
             check_cancel()
@@ -239,7 +249,11 @@ def run_sweep(
                     cache=cache,
                     check_cancel=check_cancel,
                     notes=False,
+                    # the method's own progress fills 80 % of this run's share, the measures
+                    # the rest
+                    progress=None if progress is None else _run_progress(report, idx, r, reps, total),
                 )
+                report((idx + (r + 0.8) / reps) / total)
                 orig, prot = _aligned(res, n)
                 fast = _fast_eval(orig, prot, measures, mcache)
                 if fast is not None:
@@ -273,6 +287,7 @@ def run_sweep(
                 skipped=(str(exc).splitlines() or [type(exc).__name__])[0],
             )
             continue
+        report((idx + 1) / total)
         values = {}
         for name in runs[0]:
             vals = [r_[name] for r_ in runs if isinstance(r_.get(name), (int, float, np.floating))]
@@ -306,6 +321,7 @@ def sweep(
     hierarchies: dict | None = None,
     check_cancel: Callable[[], None] | None = None,
     evaluate_options: dict | None = None,
+    progress: Callable[[float], None] | None = None,
     **params: Any,
 ) -> Iterator[SweepPoint]:
     """Run ``method`` over a k × ε grid; yield one :class:`SweepPoint` per cell.
@@ -315,7 +331,8 @@ def sweep(
     ``protect``'s summary is; a cell the method cannot run is yielded with ``skipped`` set.
     ``measures`` default to :func:`~dpstudio.engine.measures.default_measures` of the method.
     ``evaluate_options`` are passed to :func:`~dpstudio.engine.measures.evaluate`
-    (e.g. ``{"rl_distance": "raw"}``).
+    (e.g. ``{"rl_distance": "raw"}``).  ``progress(fraction)`` is called as the sweep goes,
+    also within a cell (the method's own progress), in steps of at least 0.5 %.
     """
     return run_sweep(
         df,
@@ -331,6 +348,7 @@ def sweep(
         hierarchies=hierarchies,
         check_cancel=check_cancel,
         evaluate_options=evaluate_options,
+        progress=progress,
         **params,
     )
 
@@ -558,6 +576,19 @@ def _plan_fast_eval(
     if ("sse" in ms) != (fp["sse"] is not None) or ("rl" in ms) != (fp["rl"] is not None):
         return
     mcache[key] = fp
+
+
+def _run_progress(
+    report: Callable[[float], None], idx: int, r: int, reps: int, total: int
+) -> Callable[[float], None]:
+    """Progress of one run inside the sweep: the method's own progress fills 80 % of this
+    run's share, the measures the rest.
+    """
+
+    def run_progress(f: float) -> None:
+        report((idx + (r + 0.8 * max(0.0, min(f, 1.0))) / reps) / total)
+
+    return run_progress
 
 
 def _aligned(res, n: int):

@@ -195,7 +195,9 @@ class ProtectionResult:
             raise ValueError("original data not kept")
         if self.row_map is None:
             return self.original
-        return self.original.iloc[self.row_map].reset_index(drop=True)
+        from dpstudio.engine.codes import take_rows
+
+        return take_rows(self.original, self.row_map)
 
     def public_metadata(
         self, software_version: str | None = None, *, output_sha256: str | None = None
