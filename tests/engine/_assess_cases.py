@@ -1,8 +1,8 @@
 """The cases of ``tests/engine/test_assess_golden.py``: protect → measure as the command line,
 the app and the sweep did it before ``engine.assess`` (issue 22 §2), under pinned seeds.
 
-``golden/assess.json`` holds the figures the OLD paths computed (captured at commit
-``capture`` of the branch t-chain, before any change to them: ``cli._evaluate_result``,
+``golden/assess.json`` holds the figures the OLD paths computed (captured by commit
+4172337 of the branch t-chain, before any change to them: ``cli._evaluate_result``,
 ``app.compute.protect_and_evaluate``, ``engine.sweep``); the test checks that the one assess
 path gives the same numbers, bit for bit.
 """
