@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "assess": "dpstudio.engine.assessment",
     "Assessment": "dpstudio.engine.assessment",
+    "ChainRun": "dpstudio.engine.chain",
+    "protect_chain": "dpstudio.engine.chain",
     "check_applicable": "dpstudio.engine.api",
     "evaluate": "dpstudio.engine.api",
     "methods": "dpstudio.engine.api",
@@ -59,6 +61,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # static checkers see the eager imports
     from dpstudio.engine.api import check_applicable, evaluate, methods, prepare, protect, run_prepared  # noqa: F401
     from dpstudio.engine.assessment import Assessment, assess  # noqa: F401
+    from dpstudio.engine.chain import ChainRun, protect_chain  # noqa: F401
     from dpstudio.engine.errors import (  # noqa: F401
         Cancelled,
         DPStudioError,
