@@ -59,7 +59,7 @@ import pandas as pd
 from dpstudio.engine import validation as V
 from dpstudio.engine.errors import DPStudioError, NotApplicableError, ParameterError
 from dpstudio.engine.guarantee import Guarantee, GuaranteeContext, Step, compose
-from dpstudio.engine.notices import Notice, as_notice, is_public
+from dpstudio.engine.notices import Notice, as_notice, is_public, notice
 from dpstudio.engine.registry import MethodSpec, get_method
 from dpstudio.engine.roles import Role, normalize_roles, normalize_types, single_column
 from dpstudio.engine.types import ProtectionResult
@@ -201,26 +201,44 @@ def step_roles(spec: MethodSpec, roles: Mapping[str, Role], columns: Iterable[st
     return {c: r for c, r in roles.items() if c in cols and not (r in _QUASI and r not in spec.protects)}
 
 
+def unprotected(columns: Iterable[str], steps: Sequence[ChainStep], roles: Mapping[str, Any] | None) -> list[str]:
+    """The quasi-identifiers that no step of ``steps`` protects (they would be released
+    unprotected)."""
+    cols = [str(c) for c in columns]
+    r = normalize_roles(cols, dict(roles or {}))
+    covered = {role for s in steps for role in get_method(s.method).protects}
+    return [c for c, role in r.items() if role in _QUASI and role not in covered]
+
+
 def check_chain(
-    columns: Iterable[str], steps: Sequence[ChainStep], roles: Mapping[str, Any] | None
+    columns: Iterable[str],
+    steps: Sequence[ChainStep],
+    roles: Mapping[str, Any] | None,
+    *,
+    types: Mapping[str, Any] | None = None,
+    complete: bool = True,
 ) -> dict[str, Role]:
     """Refuse, before any work, a chain that cannot run: a step whose method finds nothing to
-    protect, a quasi-identifier no step protects (it would be released unprotected), a step
-    with extra tables that is not the last.  Returns the chain's roles.
+    protect or refuses the column types, a step with extra tables that is not the last, and
+    (``complete``: a release) a quasi-identifier that no step protects -- it would be released
+    unprotected.  An incomplete chain (the app, while the user builds it) may run; its
+    result says what is not protected yet (:func:`unprotected`).  Returns the chain's roles.
     """
     cols = [str(c) for c in columns]
     r = normalize_roles(cols, dict(roles or {}))
     for role in (Role.WEIGHT, Role.HOUSEHOLD):
         single_column(r, role)
-    from dpstudio.engine.api import _applicable
+    from dpstudio.engine.api import _applicable, _refuse_non_numeric_types
     from dpstudio.engine.protection._common import separate_tables
 
-    protected: set[str] = set()
+    ty = normalize_types(cols, dict(types or {}))
     for i, s in enumerate(steps, 1):
         spec = get_method(s.method)
         sr = step_roles(spec, r, cols)
         try:
-            protected.update(_applicable(spec, sr))
+            prot = _applicable(spec, sr)
+            if ty and spec.numeric_only:
+                _refuse_non_numeric_types(spec, sr, ty, prot)
         except NotApplicableError as exc:
             raise NotApplicableError(f"Step {i} ({s.method}): {exc}") from None
         if i < len(steps) and separate_tables(s.params):
@@ -228,8 +246,8 @@ def check_chain(
                 f"Step {i} ({s.method}) releases one table per attribute (layout "
                 "'separate-tables'): its rows are not records, so it can only be the last step."
             )
-    bare = [c for c, role in r.items() if role in _QUASI and c not in protected]
-    if bare:
+    bare = unprotected(cols, steps, r)
+    if bare and complete:
         raise NotApplicableError(
             f"No step of the chain protects {', '.join(map(repr, bare))} "
             f"({', '.join(sorted({r[c].label for c in bare}))}): it would be released unprotected. "
@@ -399,14 +417,16 @@ class ChainRun:
         start: int | None = None,
         progress: Callable[[float], None] | None = None,
         check_cancel: Callable[[], None] | None = None,
+        complete: bool = False,
     ) -> ChainRun:
-        """A new run with ``steps`` (validated by :func:`parse_steps` and :func:`check_chain`):
-        the steps before ``start`` are kept (default: the first step that differs from the
-        steps already run), the others run in order.  ``progress(fraction)`` and
-        ``check_cancel()`` as for ``protect``; a step's error is raised with its number.
+        """A new run with ``steps`` (validated by :func:`parse_steps` and :func:`check_chain`;
+        ``complete``: refuse a chain that leaves a quasi-identifier unprotected): the steps
+        before ``start`` are kept (default: the first step that differs from the steps already
+        run), the others run in order.  ``progress(fraction)`` and ``check_cancel()`` as for
+        ``protect``; a step's error is raised with its number.
         """
         steps = parse_steps(steps)
-        check_chain(self.df.columns, steps, self.roles)
+        check_chain(self.df.columns, steps, self.roles, types=self.types, complete=complete)
         s0 = self.first_changed(steps) if start is None else max(0, min(int(start), len(self.records)))
         new = self.truncated(s0)
         new.steps = list(steps[:s0])
@@ -615,6 +635,15 @@ class ChainRun:
                     warns.append(tagged)
                 if is_public(n) and tagged not in public:
                     public.append(tagged)
+        bare = unprotected(self.df.columns, self.steps[: i + 1], self.roles)
+        if bare:
+            warns.append(
+                notice(
+                    "chain-incomplete",
+                    f"No step so far protects {', '.join(bare)}: they are released unprotected. "
+                    "Add a step that protects them before exporting.",
+                )
+            )
         protected = list(dict.fromkeys(c for r in recs for c in r.result.protected_attributes))
         domains: dict = {}
         precision: dict = {}
@@ -716,7 +745,7 @@ def protect_chain(
         keep_household=keep_household,
         seed=seed,
     )
-    return run.run(steps, progress=progress, check_cancel=check_cancel).result()
+    return run.run(steps, progress=progress, check_cancel=check_cancel, complete=True).result()
 
 
 def chain_figures(run: ChainRun, *, level: str = "step", weighted: Any = None, check_cancel=None) -> list:
@@ -743,4 +772,5 @@ __all__ = [
     "parse_steps",
     "protect_chain",
     "step_roles",
+    "unprotected",
 ]
