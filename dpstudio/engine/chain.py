@@ -201,9 +201,12 @@ def step_roles(spec: MethodSpec, roles: Mapping[str, Role], columns: Iterable[st
     return {c: r for c, r in roles.items() if c in cols and not (r in _QUASI and r not in spec.protects)}
 
 
-def unprotected(columns: Iterable[str], steps: Sequence[ChainStep], roles: Mapping[str, Any] | None) -> list[str]:
+def unprotected(
+    columns: Iterable[str], steps: Sequence[ChainStep], roles: Mapping[str, Any] | None
+) -> list[str]:
     """The quasi-identifiers that no step of ``steps`` protects (they would be released
-    unprotected)."""
+    unprotected).
+    """
     cols = [str(c) for c in columns]
     r = normalize_roles(cols, dict(roles or {}))
     covered = {role for s in steps for role in get_method(s.method).protects}
