@@ -60,31 +60,11 @@ def column_stats(df: pd.DataFrame) -> dict[str, ColumnStats]:
     return out
 
 
-def correlation_difference(
-    orig: pd.DataFrame, prot: pd.DataFrame, cols: list[str]
-) -> tuple[list[str], np.ndarray]:
-    """corr(protected) − corr(original) over the numeric ``cols`` (m × m)."""
-    cols = [
-        c
-        for c in cols
-        if c in orig.columns
-        and c in prot.columns
-        and pd.api.types.is_numeric_dtype(orig[c])
-        and pd.api.types.is_numeric_dtype(prot[c])
-    ]
-    if len(cols) < 2:
-        return cols, np.zeros((len(cols), len(cols)))
-    a = orig[cols].to_numpy(dtype=float)
-    b = prot[cols].to_numpy(dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ca = np.corrcoef(a, rowvar=False)
-        cb = np.corrcoef(b, rowvar=False)
-    return cols, cb - ca
-
-
+# corr(protected) − corr(original): the engine's (level "full" of engine.assess)
 # The measurement policy (distances, which measures on which columns, skipped sweep cells)
 # is the engine's: dpstudio.engine.measures.measurement_plan / engine.evaluate / engine.sweep.
 from dpstudio.engine.measures import HierarchyDistance  # noqa: E402,F401  (used by tests)
+from dpstudio.engine.measures.utility import correlation_difference  # noqa: E402,F401
 
 
 def protect_and_evaluate(
@@ -98,7 +78,9 @@ def protect_and_evaluate(
     progress=None,
     check_cancel=None,
 ) -> tuple:
-    """Worker body of Protect: run, evaluate (the engine's policy), correlation difference."""
+    """Worker body of Protect: run, then ``engine.assess`` at level ``full`` (the measures of
+    the engine's policy and the correlation difference).
+    """
     res = engine.protect(
         df,
         method,
@@ -112,22 +94,10 @@ def protect_and_evaluate(
     )
     if check_cancel:
         check_cancel()
-    orig = res.aligned_original()
-    ev = dict(
-        engine.evaluate(
-            orig,
-            res.data,
-            res.protected_attributes,
-            result=res,
-            method=method,
-            hierarchies=hierarchies or None,
-            measures=("sse", "rl", "delta", "corr", "kanon"),
-            types=params.get("types"),
-        )
-    )
-    conf = [c for c, r in res.roles.items() if r == "confidential"]
-    cols = list(dict.fromkeys(list(res.protected_attributes) + conf))
-    ev["_app"] = {"corr": correlation_difference(orig, res.data, cols)}
+    # the one assess path (issue 22 §2): the same figures as the command line's
+    a = engine.assess(res, level="full", weighted=False, check_cancel=check_cancel)
+    ev = dict(a.measures)
+    ev["_app"] = {"corr": a.corr_difference}
     return res, ev
 
 

@@ -407,6 +407,8 @@ def run_prepared(
         original=prep.data if keep_original else None,
         precision=dict(prep.precision or {}) if params.get("epsilon") is not None else {},
         guarantee_info=g,
+        types=dict(prep.types),
+        hierarchies=dict(prep.hierarchies or {}),
     )
 
 

@@ -30,7 +30,7 @@ from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.algorithms.generalization import CodedLabels, encode_quasis, mondrian, ola
 from dpstudio.engine.codes import from_codes, take_rows
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
+from dpstudio.engine.guarantee import Clause, Effect, Effects, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
 from dpstudio.engine.measures.keps import (
     class_diameters,
@@ -128,6 +128,21 @@ _PARAMS = (
     DROP_MISSING_PARAM,
     ORDER_PARAM,
 )
+
+
+def _effects(ctx: GuaranteeContext) -> Effects:
+    """As a step of a chain: the k-quasis generalised (OLA: every value of a column to the
+    level chosen from the data, a value-wise map; Mondrian: cells chosen record by record),
+    the ε-quasis perturbed with noise scaled to each class (so the k-quasis are read), and
+    records suppressed from the data (OLA with a suppression limit > 0, or c-confidence).
+    """
+    kq = ctx.columns(Role.K_QUASI) or []
+    eq = ctx.columns(Role.EPS_QUASI) or []
+    ola_ = ctx.get("algorithm", "ola") == "ola"
+    changes = {c: (Effect.DATA_MAP if ola_ else Effect.PERTURB) for c in kq}
+    changes.update({c: Effect.PERTURB for c in eq})
+    removes = (ola_ and float(ctx.get("suppression") or 0) > 0) or bool(ctx.get("confidence"))
+    return Effects(changes=changes, reads=tuple(kq), removes_records=removes, keys=tuple(kq))
 
 
 def _guarantee(ctx: GuaranteeContext) -> Guarantee:
@@ -470,6 +485,7 @@ SPEC = MethodSpec(
     protects=(Role.K_QUASI, Role.EPS_QUASI),
     requires=(Role.K_QUASI,),
     guarantee=_guarantee,
+    effects=_effects,
     run=run_keps,
     needs_domain=False,
     uses_k=True,
