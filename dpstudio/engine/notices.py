@@ -99,6 +99,11 @@ NOTICE_CODES: dict[str, NoticeCode] = {
         _PRIV, _I, "the invariant PRAM matrix is computed from the category frequencies"
     ),
     "pram-many-categories": NoticeCode(_PRIV, _W, "a PRAM variable with very many categories"),
+    "chain-incomplete": NoticeCode(
+        _PRIV, _W, "a chain built so far leaves quasi-identifiers unprotected (not for release)"
+    ),
+    "rl-not-computed": NoticeCode(_PRIV, _I, "record linkage left out of an assessment (too many records)"),
+    "weighted-estimates": NoticeCode(_PRIV, _I, "a note of the weighted estimates (original vs release)"),
     "method-note": NoticeCode(
         _PRIV, _I, "a fact about the data reported by the method (plain text, no code of its own)"
     ),

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.guarantee import Clause, Effect, Guarantee, GuaranteeContext, Model
+from dpstudio.engine.guarantee import Clause, Effect, Effects, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.notices import notice
 from dpstudio.engine.params import Param
 from dpstudio.engine.protection._common import ORDER_PARAM, frame_with
@@ -348,13 +348,13 @@ def guarantee(ctx: GuaranteeContext) -> Guarantee:
     return Guarantee(model=Model.PLAUSIBLE_DENIABILITY, clauses=tuple(clauses), covered=tuple(cols))
 
 
-def effects(ctx: GuaranteeContext) -> tuple[dict[str, Effect], tuple[str, ...]]:
+def effects(ctx: GuaranteeContext) -> Effects:
     """PRAM perturbs each variable record by record; it reads the strata (and households)."""
     strata = column_list(ctx.get("strata"), "strata", METHOD_ID)
     reads = list(strata)
     if column_list(ctx.get("household_vars"), "household_vars", METHOD_ID):
         reads += ctx.columns(Role.HOUSEHOLD) or []
-    return {c: Effect.PERTURB for c in _columns(ctx)}, tuple(dict.fromkeys(reads))
+    return Effects(changes={c: Effect.PERTURB for c in _columns(ctx)}, reads=tuple(dict.fromkeys(reads)))
 
 
 # --------------------------------------------------------------------------- the run

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.guarantee import Clause, Effect, Guarantee, GuaranteeContext, Model
+from dpstudio.engine.guarantee import Clause, Effect, Effects, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.notices import notice
 from dpstudio.engine.params import Param
 from dpstudio.engine.protection._common import ORDER_PARAM, frame_with
@@ -451,7 +451,7 @@ def guarantee(ctx: GuaranteeContext) -> Guarantee:
     return Guarantee(model=Model.NONE, clauses=tuple(clauses), covered=ctx.attributes)
 
 
-def effects(ctx: GuaranteeContext) -> tuple[dict[str, Effect], tuple[str, ...]]:
+def effects(ctx: GuaranteeContext) -> Effects:
     """A fixed map for given breaks, merges and equal-width intervals over a declared domain;
     a data-dependent map for breaks computed from the data.
     """
@@ -463,7 +463,7 @@ def effects(ctx: GuaranteeContext) -> tuple[dict[str, Effect], tuple[str, ...]]:
         out[c] = Effect.FIXED_MAP
     for c in ctx.attributes:
         out.setdefault(c, Effect.FIXED_MAP)
-    return out, ()
+    return Effects(changes=out)
 
 
 # --------------------------------------------------------------------------- the run

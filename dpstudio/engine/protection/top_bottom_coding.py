@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.guarantee import Clause, Effect, Guarantee, GuaranteeContext, Model
+from dpstudio.engine.guarantee import Clause, Effect, Effects, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.notices import notice
 from dpstudio.engine.params import Param
 from dpstudio.engine.protection._common import ORDER_PARAM, frame_with
@@ -171,13 +171,13 @@ def guarantee(ctx: GuaranteeContext) -> Guarantee:
     return Guarantee(model=Model.NONE, clauses=tuple(clauses), covered=ctx.attributes)
 
 
-def effects(ctx: GuaranteeContext) -> tuple[dict[str, Effect], tuple[str, ...]]:
+def effects(ctx: GuaranteeContext) -> Effects:
     """A fixed map for declared thresholds, a data-dependent one for percentiles."""
     out: dict[str, Effect] = {}
     for c, sides in _effective_rules(ctx).items():
         dd = any(parse_threshold(t)[1] is not None for t in sides.values())
         out[c] = Effect.DATA_MAP if dd else Effect.FIXED_MAP
-    return out, ()
+    return Effects(changes=out)
 
 
 # --------------------------------------------------------------------------- the run

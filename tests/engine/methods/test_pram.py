@@ -16,7 +16,7 @@ import pytest
 from dpstudio import engine
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.export import export_release
-from dpstudio.engine.guarantee import Effect, GuaranteeContext, Model
+from dpstudio.engine.guarantee import Effect, Effects, GuaranteeContext, Model
 from dpstudio.engine.protection.pram import SPEC, draw, pram_matrix
 from tests.conftest import shared_path
 
@@ -147,8 +147,9 @@ def test_guarantee_plausible_deniability_not_k_anonymity_not_dp(free1):
     for words in ("Plausible deniability", "MARSTAT", "Not k-anonymity and not differential privacy",
                   "published with the release", "reveals"):
         assert words in res.guarantee, words
-    eff, reads = SPEC.effects(GuaranteeContext.of(dict(res.params, strata="SEX"), ["MARSTAT"]))
-    assert eff == {"MARSTAT": Effect.PERTURB} and reads == ("SEX",)
+    e = SPEC.step_effects(GuaranteeContext.of(dict(res.params, strata="SEX"), ["MARSTAT"]))
+    assert isinstance(e, Effects) and dict(e.changes) == {"MARSTAT": Effect.PERTURB} and e.reads == ("SEX",)
+    assert not e.removes_records
 
 
 def test_missing_values_and_text_and_categoricals():

@@ -112,15 +112,15 @@ def test_equal_width_over_the_declared_domain_is_a_fixed_map(free1):
     res = engine.protect(free1, "recode", {}, {"AGE": (0, 100)}, breaks={"AGE": "4"}, seed=1)
     assert res.info["recode"]["AGE"]["breaks"] == [0, 25, 50, 75, 100]
     assert not any(n.code == "recode-breaks-from-data" for n in res.private_notes)
-    eff, _ = SPEC.effects(GuaranteeContext.of(res.params, res.protected_attributes, run=res.info))
-    assert eff == {"AGE": Effect.FIXED_MAP}
+    eff = SPEC.step_effects(GuaranteeContext.of(res.params, res.protected_attributes, run=res.info))
+    assert dict(eff.changes) == {"AGE": Effect.FIXED_MAP}
     assert "declared domain" in res.guarantee
     # without a domain the breaks come from the data: said privately, DATA_MAP for chains
     d = engine.protect(free1, "recode", {}, breaks={"AGE": "4"}, seed=1)
     assert any(n.code == "recode-breaks-from-data" for n in d.private_notes)
     assert not any(n.code == "recode-breaks-from-data" for n in map(engine_notice, d.public_warnings))
-    eff, _ = SPEC.effects(GuaranteeContext.of(d.params, d.protected_attributes, run=d.info))
-    assert eff == {"AGE": Effect.DATA_MAP}
+    eff = SPEC.step_effects(GuaranteeContext.of(d.params, d.protected_attributes, run=d.info))
+    assert dict(eff.changes) == {"AGE": Effect.DATA_MAP}
     assert "computed from the data" in d.guarantee
 
 

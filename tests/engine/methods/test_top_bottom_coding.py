@@ -83,10 +83,10 @@ def test_percentile_is_data_dependent_and_private(free1, tmp_path):
     export_release(res, tmp_path / "out.csv")
     assert "953910" not in (tmp_path / "out.metadata.json").read_text()
     assert str(int(value)) in (tmp_path / "out.private.json").read_text()
-    eff, _ = SPEC.effects(GuaranteeContext.of(res.params, res.protected_attributes))
-    assert eff == {"INCOME": Effect.DATA_MAP}
+    eff = SPEC.step_effects(GuaranteeContext.of(res.params, res.protected_attributes))
+    assert dict(eff.changes) == {"INCOME": Effect.DATA_MAP} and not eff.removes_records
     fixed = engine.protect(free1, "top-bottom-coding", {}, top={"INCOME": "900000"}, seed=1)
-    assert SPEC.effects(GuaranteeContext.of(fixed.params, fixed.protected_attributes))[0] == {
+    assert dict(SPEC.step_effects(GuaranteeContext.of(fixed.params, fixed.protected_attributes)).changes) == {
         "INCOME": Effect.FIXED_MAP}
     assert not any(n.code == "threshold-from-data" for n in fixed.private_notes)
     assert fixed.guarantee_info.model is Model.NONE and "INCOME top-coded at 900000" in fixed.guarantee
