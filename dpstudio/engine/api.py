@@ -662,7 +662,9 @@ def preview_guarantee(
     p = spec.check_params(household_default(spec, r, params))
     check_household_order(spec, r, p)
     protected = (
-        _targets(spec, r, p) if spec.targets is not None else [c for c, role in r.items() if role in spec.protects]
+        _targets(spec, r, p)
+        if spec.targets is not None
+        else [c for c, role in r.items() if role in spec.protects]
     )
     released = _released_columns(list(map(str, columns)), r, keep_hh, p, protected)
     return release_guarantee(spec, p, r, released, protected)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -166,6 +166,10 @@ class Param:
     item_help: str = ""
     option: str = ""
     join: str = ""
+    #: the value (a ``str``), or each column's text (``per-column``), is the path of a file
+    #: the method reads: the command line adds it to the inputs the one writer never
+    #: overwrites (:func:`input_paths`)
+    reads_file: bool = False
 
     def to_dict(self) -> dict:
         return {
@@ -185,6 +189,7 @@ class Param:
             "item_help": self.item_help,
             "option": self.option,
             "join": self.join,
+            "reads_file": self.reads_file,
         }
 
     def constraint(self) -> str:
@@ -290,6 +295,22 @@ class Param:
                     ) from None
             out[key.strip()] = text
         return out
+
+
+def input_paths(params: tuple[Param, ...], values: dict) -> list[str]:
+    """The paths of the files the parameters ``values`` name (the Params with
+    ``reads_file``): settings files a run reads, never to be overwritten by its outputs.
+    """
+    out: list[str] = []
+    for p in params:
+        v = values.get(p.name)
+        if not p.reads_file or v is None:
+            continue
+        if isinstance(v, dict):
+            out += [str(x).strip() for x in v.values() if isinstance(x, str) and x.strip()]
+        elif isinstance(v, str) and v.strip():
+            out.append(v.strip())
+    return out
 
 
 def check_params(params: tuple[Param, ...], given: dict, method_id: str) -> dict:

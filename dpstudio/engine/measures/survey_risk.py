@@ -820,4 +820,3 @@ def release_with_household_ids(result: Any, household: str) -> pd.DataFrame:
     out = result.data.copy(deep=False)
     out[household] = original[household].to_numpy()
     return out
-

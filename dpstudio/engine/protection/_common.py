@@ -249,9 +249,7 @@ def order_clause(p, clustered: bool = True) -> str:
             "random order (rows of different tables do not belong together)."
         )
     if household_order(p):
-        inside = (
-            "in their input order" if p.get("order") == ORDER_HOUSEHOLDS_INPUT else "in random order"
-        )
+        inside = "in their input order" if p.get("order") == ORDER_HOUSEHOLDS_INPUT else "in random order"
         return (
             " Records are released in random order of households, the records of each household "
             f"together ({inside} inside it): the release shows which records belong to one "

@@ -48,10 +48,10 @@ from dpstudio.engine.protection._common import (
     ORDER_PARAM,
     as_k,
     epsilon_param,
-    job_stream,
-    k_param,
     household_order,
     household_permutation,
+    job_stream,
+    k_param,
     keep_order,
     ordering,
 )

@@ -123,6 +123,7 @@ MATRIX_PARAM = Param(
     item_help="the path of a transition-matrix CSV",
     option="pram-matrix",
     advanced=True,
+    reads_file=True,
 )
 
 STRATA_PARAM = Param(
@@ -167,7 +168,7 @@ def targets(params: dict, roles: dict) -> list[str]:
 
 
 def basic_matrix(diag: np.ndarray) -> np.ndarray:
-    """sdcMicro's basic matrix P: ``diag`` on the diagonal, the rest of each row spread
+    """SdcMicro's basic matrix P: ``diag`` on the diagonal, the rest of each row spread
     evenly over the other L − 1 categories.
     """
     L = diag.size
@@ -256,7 +257,9 @@ def read_matrix(path: str, column: str) -> tuple[list[str], np.ndarray]:
             f"{what} {path}: the first row must name each category once (1 to {MAX_CATEGORIES})."
         )
     if len(rows) - 1 != L:
-        raise InputError(f"{what} {path}: {L} categories in the first row but {len(rows) - 1} rows; it must be square.")
+        raise InputError(
+            f"{what} {path}: {L} categories in the first row but {len(rows) - 1} rows; it must be square."
+        )
     order = {lab: i for i, lab in enumerate(labels)}
     M = np.zeros((L, L))
     seen = set()
@@ -428,7 +431,6 @@ def _pram_one(
     """
     s_all = job.data[c]
     rows = None if hh is None else hh.first
-    s = s_all if rows is None else s_all.iloc[rows].reset_index(drop=True)
     codes, levels, numeric = _levels(s_all)
     if rows is not None:
         codes = codes[rows]
@@ -444,7 +446,9 @@ def _pram_one(
             )
         remap = np.array([pos[k] for k in keys] + [-1], dtype=np.int64)
         codes = remap[np.where(codes >= 0, codes, len(keys))]
-        out_levels: list = [float(x) for x in labels] if numeric and all(_is_num(x) for x in labels) else labels
+        out_levels: list = (
+            [float(x) for x in labels] if numeric and all(_is_num(x) for x in labels) else labels
+        )
         numeric = numeric and all(_is_num(x) for x in labels)
     else:
         out_levels = levels
@@ -520,8 +524,10 @@ def _pram_one(
                 "frequencies of the data" + (" in each stratum" if strata_cols else "") + ".",
             )
         )
-    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["variable", "stratum", "from", "to", "probability"]
+    table = (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=["variable", "stratum", "from", "to", "probability"])
     )
     return series, table, {"categories": L, "strata": len(names), "changed": changed}
 
@@ -549,7 +555,9 @@ def run(job: Job) -> Output:
         )
     hid = household_column(job)
     if hid in strata:
-        raise ParameterError(f"The 'strata' parameter of method {METHOD_ID!r} names the household id {hid!r}.")
+        raise ParameterError(
+            f"The 'strata' parameter of method {METHOD_ID!r} names the household id {hid!r}."
+        )
     hh_vars = column_list(p.get("household_vars"), "household_vars", METHOD_ID)
     hh = households_for(job, hh_vars, cols)
     matrices = {c: read_matrix(str(path), c) for c, path in (p.get("matrix") or {}).items()}
@@ -588,7 +596,9 @@ SPEC = MethodSpec(
     "frequencies; optional strata, a matrix of your own, households drawn as units. The "
     "matrix is published so that users can correct their estimates. Plausible deniability; "
     "not k-anonymity, not differential privacy.",
-    paper="sdcMicro pram (Templ, Kowarik & Meindl 2015); Gouweleeuw et al. 1998",
+    paper=(
+        "M. Templ, A. Kowarik, B. Meindl: “Statistical Disclosure Control for Micro-Data Using the R Package sdcMicro”, Journal of Statistical Software 67(4), 2015 (function pram); J. M. Gouweleeuw, P. Kooiman, L. C. R. J. Willenborg, P.-P. de Wolf: “Post Randomisation for Statistical Disclosure Control: Theory and Implementation”, Journal of Official Statistics 14(4), 1998"
+    ),
     params=_PARAMS,
     protects=(Role.CONFIDENTIAL,),
     requires=(),

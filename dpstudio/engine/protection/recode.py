@@ -182,6 +182,7 @@ MERGE_FILE_PARAM = Param(
     "per category that changes (UTF-8; separator , ; or tab).",
     label="mapping file",
     advanced=True,
+    reads_file=True,
 )
 
 BINS_PARAM = Param(
@@ -258,7 +259,7 @@ def equal_width(lo: float, hi: float, n: int) -> np.ndarray:
 
 
 def equidistant_sdcmicro(x: np.ndarray, n: int) -> np.ndarray:
-    """sdcMicro's "equidistant" breaks: min − 1 … max + 1 in ``n`` steps, rounded (half to
+    """SdcMicro's "equidistant" breaks: min − 1 … max + 1 in ``n`` steps, rounded (half to
     even, as R) when the rounded breaks stay distinct.
     """
     b = np.linspace(np.nanmin(x) - 1, np.nanmax(x) + 1, n + 1)
@@ -314,9 +315,7 @@ def _merged_categories(s: pd.Series, mapping: dict[str, str]) -> pd.Series:
     pos = {c: i for i, c in enumerate(order)}
     remap = np.array([pos[c] for c in new] + [-1], dtype=np.int64)
     codes = remap[s.cat.codes.to_numpy()]  # code −1 (missing) -> remap[-1] = −1
-    return pd.Series(
-        pd.Categorical.from_codes(codes, categories=order, ordered=s.cat.ordered), index=s.index
-    )
+    return pd.Series(pd.Categorical.from_codes(codes, categories=order, ordered=s.cat.ordered), index=s.index)
 
 
 def merge_column(s: pd.Series, groups: list[tuple[tuple[str, ...], str]]) -> tuple[pd.Series, dict, int]:
@@ -626,7 +625,9 @@ SPEC = MethodSpec(
     "globalRecode: the same interval or category for equal values, labels such as "
     "'(15, 25]'. A step of a survey release: measure the risk afterwards. No formal "
     "guarantee.",
-    paper="sdcMicro globalRecode (Templ, Kowarik & Meindl 2015); μ-ARGUS manual",
+    paper=(
+        "M. Templ, A. Kowarik, B. Meindl: “Statistical Disclosure Control for Micro-Data Using the R Package sdcMicro”, Journal of Statistical Software 67(4), 2015 (function globalRecode); A. Hundepool et al.: “μ-ARGUS version 5.1 Software and User's Manual”, Statistics Netherlands, 2014"
+    ),
     params=_PARAMS,
     protects=(Role.K_QUASI,),
     requires=(),

@@ -100,7 +100,7 @@ _PARAMS = (TOP_PARAM, BOTTOM_PARAM, HOUSEHOLD_VARS_PARAM, ORDER_PARAM)
 
 
 def _rules(params) -> dict[str, dict[str, str]]:
-    """column -> {'top': text, 'bottom': text} as named."""
+    """Column -> {'top': text, 'bottom': text} as named."""
     out: dict[str, dict[str, str]] = {}
     for side in ("top", "bottom"):
         for c, t in (params.get(side) or {}).items():
@@ -195,7 +195,11 @@ def code_column(
 ) -> tuple[pd.Series | np.ndarray, dict]:
     """Column ``c`` top/bottom-coded, and the private facts of the run."""
     s = job.data[c]
-    if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s) or job.types.get(c) in NON_NUMERIC_TYPES:
+    if (
+        not pd.api.types.is_numeric_dtype(s)
+        or pd.api.types.is_bool_dtype(s)
+        or job.types.get(c) in NON_NUMERIC_TYPES
+    ):
         raise ParameterError(
             f"Column {c!r} is not numeric (or typed categorical): top and bottom coding need "
             "quantities. Recode its categories instead (method 'recode')."
@@ -228,7 +232,12 @@ def code_column(
         r = value if rep is None else rep
         hit = x > value if side == "top" else x < value  # NaN compares False: stays missing
         out[hit] = r
-        info[side] = {"threshold": value, "replacement": r, "from_data": q is not None, "changed": int(hit.sum())}
+        info[side] = {
+            "threshold": value,
+            "replacement": r,
+            "from_data": q is not None,
+            "changed": int(hit.sum()),
+        }
     if "top" in limits and "bottom" in limits and limits["bottom"] > limits["top"]:
         raise ParameterError(
             f"Column {c!r}: the bottom-coding threshold ({number_text(limits['bottom'])}) is above "
@@ -279,7 +288,7 @@ SPEC = MethodSpec(
     "coding) by a replacement, the threshold by default, as sdcMicro's topBotCoding: "
     "incomes above 900,000 become 900,000. The threshold may be a percentile of the data "
     "(p99). A step of a survey release: measure the risk afterwards. No formal guarantee.",
-    paper="sdcMicro topBotCoding (Templ, Kowarik & Meindl 2015)",
+    paper="M. Templ, A. Kowarik, B. Meindl: “Statistical Disclosure Control for Micro-Data Using the R Package sdcMicro”, Journal of Statistical Software 67(4), 2015 (function topBotCoding)",
     params=_PARAMS,
     protects=(Role.CONFIDENTIAL,),
     requires=(),
