@@ -281,3 +281,28 @@ def test_concurrent_runs_to_one_output(tmp_path):
     assert out.read_bytes() in singles
     t = pd.read_csv(tmp_path / "o.transition_matrix.csv")
     assert len(t) == 16
+
+
+def test_protect_prints_household_risk_before_and_after(tmp_path, capsys):
+    from dpstudio.engine.measures.survey_risk import release_with_household_ids
+
+    td_path = Path(__file__).resolve().parents[2] / "resources" / "testdata" / "testdata.csv"
+    keys = ["urbrur", "roof", "sex", "age"]
+    roles = ["--role", "ori_hid=household", "--role", "sampling_weight=weight"]
+    roles += [a for k in keys for a in ("--role", f"{k}=k-quasi")]
+    code, out, err = _run(["protect", td_path, tmp_path / "o.csv", "--method", "recode",
+                           "--recode", "age=0,15,30,45,60,120", "--seed", SEED, *roles], capsys)
+    assert code == 0, err
+    td = pd.read_csv(td_path)
+    res = engine.protect(td, "recode", {"ori_hid": "household", "sampling_weight": "weight",
+                                        **{k: "k-quasi" for k in keys}},
+                         breaks={"age": "0,15,30,45,60,120"}, seed=int(SEED))
+    b = engine.assess_risk(td, keys, household="ori_hid", weight="sampling_weight")
+    a = engine.assess_risk(release_with_household_ids(res, "ori_hid"), keys, household="ori_hid",
+                           weight="sampling_weight")
+    line = next(x for x in out.splitlines() if "household risk" in x)
+    assert f"original {b.household_expected_reidentifications:g}" in line
+    assert f"release {a.household_expected_reidentifications:g}" in line
+    assert a.household_expected_reidentifications < b.household_expected_reidentifications
+    public = (tmp_path / "o.metadata.json").read_text()
+    assert f"{b.household_expected_reidentifications:g}" not in public

@@ -640,7 +640,12 @@ class RiskPanel(QWidget):
             return
         df = st.df
         release = st.result.data if st.result is not None else None
-        if release is not None and settings.household and settings.household not in release.columns:
+        if (
+            release is not None
+            and settings.household
+            and settings.household not in release.columns
+            and hasattr(st.result, "aligned_original")
+        ):
             # household risk "after": the released records grouped by their original households
             # (the id itself is not released; this view is the operator's, never published)
             try:
