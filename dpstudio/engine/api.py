@@ -141,7 +141,8 @@ _NOT_TARGETS = (Role.IDENTIFIER, Role.HOUSEHOLD, Role.WEIGHT)
 def _targets(spec: MethodSpec, roles: dict[str, Role], params: dict | None) -> list[str]:
     """The columns a method whose parameters name them (``spec.targets``) changes: those named
     (each must exist and not be an identifier, household id or weight), else the columns of
-    the roles in ``protects``.
+    the roles in ``protects``.  ``params`` None (not known: a check of the roles alone) never
+    refuses for want of a column: the parameters may name them.
     """
     assert spec.targets is not None
     named = list(dict.fromkeys(spec.targets(dict(params or {}), roles))) if params is not None else []
@@ -159,6 +160,10 @@ def _targets(spec: MethodSpec, roles: dict[str, Role], params: dict | None) -> l
     if named:
         return named
     cols = [c for c, role in roles.items() if role in spec.protects]
+    if not cols and params is None:
+        # the parameters are not known here (a check of the roles alone: a chain's, the app's
+        # before a run): they may name the columns; the run's own check refuses if none does
+        return cols
     if not cols:
         need = " or ".join(r.label for r in spec.protects)
         raise NotApplicableError(
