@@ -449,7 +449,7 @@ def eps_info(job: Job, cols: list[str]) -> tuple[np.ndarray | None, dict]:
     }
 
 
-def frame_with(job: Job, new: dict[str, np.ndarray]) -> pd.DataFrame:
+def frame_with(job: Job, new: dict[str, np.ndarray] | dict[str, pd.Series]) -> pd.DataFrame:
     """The job's data with the columns in ``new`` replaced (one frame construction: setting
     columns one by one on a copy costs more than the whole method on small data).
     """

@@ -499,7 +499,7 @@ def _pram_one(
     if numeric:
         lv = np.asarray(out_levels, dtype=np.float64)
         vals = np.where(released >= 0, lv[np.maximum(released, 0)] if L else np.nan, np.nan)
-        series = pd.Series(vals)
+        series: pd.Series = pd.Series(vals)
         if pd.api.types.is_integer_dtype(s_all) and bool(np.all(np.isnan(vals) | (vals == np.round(vals)))):
             series = series.astype(s_all.dtype)
     elif isinstance(s_all.dtype, pd.CategoricalDtype) and user is None:
@@ -508,7 +508,7 @@ def _pram_one(
         lv_obj = np.array(list(out_levels) + [None], dtype=object)
         series = pd.Series(lv_obj[np.where(released >= 0, released, L)], dtype=object)
     if hh is not None:
-        series = hh.spread(series, s_all.index)
+        series = pd.Series(hh.spread(series, s_all.index), index=s_all.index)
     else:
         series.index = s_all.index
     changed = int(np.sum((released != codes) & (codes >= 0)))

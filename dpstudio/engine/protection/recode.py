@@ -315,7 +315,10 @@ def _merged_categories(s: pd.Series, mapping: dict[str, str]) -> pd.Series:
     pos = {c: i for i, c in enumerate(order)}
     remap = np.array([pos[c] for c in new] + [-1], dtype=np.int64)
     codes = remap[s.cat.codes.to_numpy()]  # code −1 (missing) -> remap[-1] = −1
-    return pd.Series(pd.Categorical.from_codes(codes, categories=order, ordered=s.cat.ordered), index=s.index)
+    return pd.Series(
+        pd.Categorical.from_codes(codes, categories=pd.Index(order), ordered=bool(s.cat.ordered)),
+        index=s.index,
+    )
 
 
 def merge_column(s: pd.Series, groups: list[tuple[tuple[str, ...], str]]) -> tuple[pd.Series, dict, int]:
@@ -534,7 +537,7 @@ def recode_numeric(
             "(or -inf / inf as the first / last break)."
         )
     labels = interval_labels(b) if b[0] != b[-1] else [f"[{number_text(b[0])}, {number_text(b[0])}]"]
-    cat = pd.Categorical.from_codes(codes, categories=labels, ordered=True)
+    cat = pd.Categorical.from_codes(codes, categories=pd.Index(labels), ordered=True)
     return pd.Series(cat, index=s.index), info
 
 
