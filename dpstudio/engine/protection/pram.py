@@ -233,8 +233,12 @@ def draw(codes: np.ndarray, R: np.ndarray, u: np.ndarray) -> np.ndarray:
     cum = np.cumsum(R, axis=1)
     cum = cum / cum[:, -1:]  # exactly 1 at the end: u < 1 never falls past a zero tail
     idx = np.flatnonzero(ok)
-    order = idx[np.argsort(codes[idx], kind="stable")]
-    bounds = np.searchsorted(codes[order], np.arange(R.shape[0] + 1), side="left")
+    L = R.shape[0]
+    # records grouped by category: a stable sort of small integer codes is a radix sort in
+    # numpy (int16: at most MAX_CATEGORIES categories), linear in the records
+    small = codes[idx].astype(np.int16 if L <= np.iinfo(np.int16).max else np.int32)
+    order = idx[np.argsort(small, kind="stable")]
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(small, minlength=L))))
     for i in range(R.shape[0]):
         rows = order[bounds[i] : bounds[i + 1]]
         if rows.size:
@@ -371,6 +375,16 @@ def _levels(s: pd.Series) -> tuple[np.ndarray, list, bool]:
     if isinstance(s.dtype, pd.CategoricalDtype):
         return s.cat.codes.to_numpy().astype(np.int64), list(s.cat.categories), False
     numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+    if numeric and pd.api.types.is_integer_dtype(s.dtype) and len(s):
+        # whole numbers without missing values: levels by counting (linear), the same levels
+        # and codes as the sort below
+        xi = s.to_numpy()
+        lo, hi = int(xi.min()), int(xi.max())
+        if hi - lo <= 4 * len(xi) + 1024:
+            present = np.flatnonzero(np.bincount(xi - lo, minlength=hi - lo + 1) > 0)
+            lookup = np.full(hi - lo + 1, -1, dtype=np.int64)
+            lookup[present] = np.arange(present.size)
+            return lookup[xi - lo], (present + lo).astype(np.float64).tolist(), True
     if numeric:
         x = s.to_numpy(dtype=np.float64, na_value=np.nan)
         ok = ~np.isnan(x)

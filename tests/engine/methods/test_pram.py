@@ -241,3 +241,20 @@ def test_a_reused_seed_with_another_matrix_file_draws_afresh(tmp_path):
     os.replace(b, a)                                                     # same path, other content
     rb = engine.protect(df, "pram", {}, matrix={"x": str(a)}, seed=9, order="input")
     assert not ra.data["x"].equals(rb.data["x"])
+
+
+def test_integer_levels_by_counting_equal_the_sorted_levels():
+    """_levels' linear path for whole numbers gives the levels and codes of the sort."""
+    from dpstudio.engine.protection.pram import _levels
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n = int(rng.integers(1, 300))
+        lo = int(rng.integers(-1000, 1000))
+        x = pd.Series(rng.integers(lo, lo + int(rng.integers(1, 500)), n))
+        codes, levels, numeric = _levels(x)
+        xf = x.to_numpy(np.float64)
+        want = np.unique(xf)
+        assert numeric and levels == want.tolist() and np.array_equal(codes, np.searchsorted(want, xf))
+    wide = pd.Series([0, 10**15, 5])                           # too wide to count: the sort
+    assert _levels(wide)[1] == [0.0, 5.0, 1e15]
