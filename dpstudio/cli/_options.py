@@ -177,7 +177,7 @@ def add_method_options(p: argparse.ArgumentParser, *, sweep: bool = False) -> No
         help="order of the released records: random (default: a keyed random permutation, "
         "every method) or input (keep the input order: WEAKENS the guarantee, stated in it; "
         "for internal comparisons only); with a household-id column: households (the default "
-        "there: households in random order, each household's records together) or "
+        "with --keep-household: households in random order, each household's records together) or "
         "households-input (members in their input order)",
     )
     p.add_argument(

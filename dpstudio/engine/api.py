@@ -224,7 +224,7 @@ def prepare(
         single_column(r, role)
     ty = normalize_types(df.columns, types)
     protected = _applicable(spec, r) if spec.targets is None else []
-    p = spec.check_params(household_default(spec, r, params))
+    p = spec.check_params(household_default(spec, r, params, keep_household=keep_household))
     if spec.targets is not None:  # the columns its parameters name
         protected = _applicable(spec, r, p)
     if spec.numeric_only:
@@ -664,7 +664,7 @@ def preview_guarantee(
     r = normalize_roles(list(columns), roles)
     keep_hh = bool(params.pop("keep_household", False))
     params.pop("types", None)
-    p = spec.check_params(household_default(spec, r, params))
+    p = spec.check_params(household_default(spec, r, params, keep_household=keep_hh))
     check_household_order(spec, r, p)
     protected = (
         _targets(spec, r, p)
@@ -716,12 +716,23 @@ def _with_clauses(guarantee: str, prep: Prepared, params: dict) -> str:
     return with_grid_clause(Guarantee.plain(guarantee), prep, params).render()
 
 
-def household_default(spec: MethodSpec, roles: dict[str, Role], params: dict) -> dict:
+def household_default(
+    spec: MethodSpec, roles: dict[str, Role], params: dict, *, keep_household: bool = False
+) -> dict:
     """``params`` with the default record order of data with a household id: households as
-    units ('households', issue 23 §3) when a column has the role ``household`` and no order is
-    given (an explicit order, 'random' included, is kept).
+    units ('households', issue 23 §3) when a column has the role ``household``, the id is
+    released (``keep_household``) and no order is given (an explicit order, 'random'
+    included, is kept).
+
+    When the household id is NOT released, the default stays 'random' (records shuffled one
+    by one): members in adjacent rows would give back the household structure that
+    withholding the id hides (issue 21 §3; ``tests/engine/test_public_independence.py``).
+    'households' can still be chosen; the guarantee then says that households are released
+    as units.
     """
     if params.get("order") is not None or "shuffle" in params:
+        return params
+    if not keep_household:
         return params
     if not any(q.name == "order" for q in spec.params):
         return params
@@ -730,13 +741,15 @@ def household_default(spec: MethodSpec, roles: dict[str, Role], params: dict) ->
     return {**params, "order": ORDER_HOUSEHOLDS}
 
 
-def default_params(method: str, roles: dict | None = None, columns=None) -> dict:
+def default_params(
+    method: str, roles: dict | None = None, columns=None, *, keep_household: bool = False
+) -> dict:
     """Every parameter of ``method`` at its default for data with these ``roles`` (the app's
-    form starts from it): the household order when a household id is declared.
+    form starts from it): the household order when a household id is declared and released.
     """
     spec = get_method(method)
     r = normalize_roles(list(columns) if columns is not None else list(roles or {}), roles)
-    return {**spec.defaults(), **household_default(spec, r, {})}
+    return {**spec.defaults(), **household_default(spec, r, {}, keep_household=keep_household)}
 
 
 def check_household_order(spec: MethodSpec, roles: dict[str, Role], params: dict) -> None:

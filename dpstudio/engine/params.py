@@ -313,6 +313,25 @@ def input_paths(params: tuple[Param, ...], values: dict) -> list[str]:
     return out
 
 
+def file_names(params: tuple[Param, ...], values: dict) -> dict:
+    """``values`` with the paths of the files they name (Params with ``reads_file``) cut to
+    the files' base names: what a public file shows (a local path says where the office keeps
+    its files; the private recipe and audit trail keep the whole path).
+    """
+    import os.path
+
+    out = dict(values)
+    for p in params:
+        v = out.get(p.name)
+        if not p.reads_file or v is None:
+            continue
+        if isinstance(v, dict):
+            out[p.name] = {c: os.path.basename(str(x).rstrip("/\\")) for c, x in v.items()}
+        elif isinstance(v, str):
+            out[p.name] = os.path.basename(v.rstrip("/\\"))
+    return out
+
+
 def check_params(params: tuple[Param, ...], given: dict, method_id: str) -> dict:
     """Every parameter of a method, validated (unknown names are refused)."""
     known = {p.name for p in params}

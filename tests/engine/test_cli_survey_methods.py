@@ -126,9 +126,14 @@ def test_pram_matrix_file_and_recipe_round_trip(tmp_path, capsys):
     before = m.read_bytes()
     out, rec = tmp_path / "a.csv", tmp_path / "rec.json"
     code, _, err = _run(["protect", FREE1, out, "--method", "pram", "--pram-matrix", f"MARSTAT={m}",
-                         "--seed", SEED, "--no-measures", "--save-recipe", rec], capsys)
+                         "--seed", SEED, "--no-measures", "--save-recipe", rec, "--report", tmp_path / "a.html"],
+                        capsys)
+    assert str(tmp_path) not in (tmp_path / "a.html").read_text() and "m.csv" in (tmp_path / "a.html").read_text()
     assert code == 0, err
-    assert json.loads(rec.read_text())["params"]["matrix"] == {"MARSTAT": str(m)}
+    assert json.loads(rec.read_text())["params"]["matrix"] == {"MARSTAT": str(m)}   # private: the path
+    meta = json.loads((tmp_path / "a.metadata.json").read_text())
+    assert meta["parameters"]["matrix"] == {"MARSTAT": "m.csv"}                      # public: the name
+    assert str(tmp_path) not in (tmp_path / "a.metadata.json").read_text()
     out2 = tmp_path / "b.csv"
     code, _, err = _run(["protect", FREE1, out2, "--recipe", rec, "--no-measures"], capsys)
     assert code == 0, err
@@ -162,7 +167,8 @@ def test_household_options(tmp_path, capsys):
                          "--no-measures"], capsys)
     assert code == 0, err
     rel = pd.read_csv(out)
-    # each household together (shuffled as a unit: the default with a household id), one value of inc
+    # each household together (shuffled as a unit: the default with a released household id),
+    # one value of inc
     runs = (rel["hid"] != rel["hid"].shift()).sum()
     assert runs == 200 and rel.groupby("hid")["inc"].nunique().max() == 1
     assert rel["hid"].drop_duplicates().tolist() != sorted(rel["hid"].unique())

@@ -131,7 +131,7 @@ ORDER_PARAM = Param(
     "by id, households in adjacent rows) links records by their position, and for "
     "microaggregated DP methods which rows share a value shows the clusters, which the noise "
     "does not hide. Use 'input' only for internal comparisons. With a household-id column: "
-    "'households' (the default there) releases each household's records together, households "
+    "'households' (the default when the household id is released) releases each household's records together, households "
     "in random order and the members in random order inside each; 'households-input' the same "
     "with the members in their input order. Households as units show which records belong to "
     "one household (the guarantee says so).",

@@ -95,10 +95,26 @@ def test_household_order_needs_a_household_id(td):
 
 
 def test_preview_and_form_defaults_follow_the_household_role(td):
-    g = engine.api.preview_guarantee(list(td.columns), "recode", HH, breaks={"age": "0,50,120"})
+    g = engine.api.preview_guarantee(list(td.columns), "recode", HH, breaks={"age": "0,50,120"},
+                                     keep_household=True)
     assert "random order of households" in g.render()
-    assert engine.api.default_params("recode", HH, td.columns)["order"] == "households"
-    assert engine.api.default_params("recode", {}, td.columns)["order"] == "random"
+    assert engine.api.default_params("recode", HH, td.columns, keep_household=True)["order"] == "households"
+    assert engine.api.default_params("recode", {}, td.columns, keep_household=True)["order"] == "random"
+    # the id withheld: records one by one (adjacent members would give the households back)
+    assert engine.api.default_params("recode", HH, td.columns)["order"] == "random"
+    g2 = engine.api.preview_guarantee(list(td.columns), "recode", HH, breaks={"age": "0,50,120"})
+    assert "Records are released in random order." in g2.render()
+
+
+def test_household_id_withheld_default_random_records_households_on_request(td):
+    res = engine.protect(td, "recode", HH, breaks={"age": "0,50,120"}, seed=3)
+    assert "ori_hid" not in res.data.columns and res.params["order"] == "random"
+    hid = res.aligned_original()["ori_hid"].to_numpy()
+    assert _runs(hid) > 2 * td["ori_hid"].nunique()             # members not adjacent
+    asked = engine.protect(td, "recode", HH, breaks={"age": "0,50,120"}, seed=3, order="households")
+    hid = asked.aligned_original()["ori_hid"].to_numpy()
+    assert _runs(hid) == td["ori_hid"].nunique()                # households together, as asked
+    assert "random order of households" in asked.guarantee
 
 
 def test_missing_household_ids_are_households_of_their_own(td):
