@@ -5,6 +5,7 @@ release, its records grouped by their original households (issue 23 §3)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -69,7 +70,7 @@ def test_per_column_text_round_trip():
     ("pram", {"variables": "MARSTAT,EDUC1", "strata": "SEX"},
      {"variables": "MARSTAT,EDUC1", "strata": "SEX"}),
 ])
-def test_form_renders_and_a_run_equals_the_engine(qtbot, window, method, typed, params):
+def test_form_renders_and_a_run_equals_the_engine(qtbot, window, tmp_path, method, typed, params):
     win = window
     _open(qtbot, win, FREE1)
     if method == "recode":
@@ -112,6 +113,16 @@ def test_form_renders_and_a_run_equals_the_engine(qtbot, window, method, typed, 
     if method == "pram":
         assert "transition_matrix" in res.tables
         assert "Not k-anonymity and not differential privacy" in res.guarantee
+        # the app's export writes the matrix as a public file of the release (the one writer)
+        out = tmp_path / "rel.csv"
+        assert win.controller.export(str(out), fmt="csv")
+        qtbot.waitUntil(lambda: not win.controller.busy and (tmp_path / "rel.metadata.json").exists(),
+                        timeout=30000)
+        qtbot.waitUntil(lambda: not any(r.busy for r in win.controller.runners), timeout=30000)
+        m = tmp_path / "rel.transition_matrix.csv"
+        assert m.exists() and os.stat(m).st_mode & 0o044
+        t = pd.read_csv(m)
+        assert np.allclose(t["probability"], res.tables["transition_matrix"]["probability"])
 
 
 def test_form_shows_a_recipe_s_per_column_values(qtbot, window):
