@@ -1261,7 +1261,7 @@ def cmd_query(args) -> int:
                 f"--groups {gcol}=…: the query groups by {q.by!r}; write "
                 f"'… by {gcol}' in the query or --groups {q.by}=…."
             )
-        groups = list(qd.parse_range(gvals).categories if "," in gvals else [qd._literal(gvals)])
+        groups = list(qd.parse_range(gvals).categories if "," in gvals else [qd.parse_literal(gvals)])
     with _query_ledger(args) as ledger:  # locked from the budget check to the ledger write
         ans = qd.refine_query(
             df,

@@ -8,7 +8,7 @@ returns one draw; the panel shows the public answer text to copy to the research
 marked office only — the refined distribution against the prior and against Laplace noise
 of the same ε (thesis Figures 5.5–5.6; the Laplace density is computed analytically).
 
-The ledger is a file of its own, one per data set (engine :mod:`dpstudio.engine.query_ledger`):
+The ledger is a file of its own, one per data set (engine :mod:`dpstudio.engine.query.ledger`):
 by default ``ledgers/<name>-<sha>.ledger.json`` in the app's config folder, keyed by the data
 file's SHA-256; the user may name another one (e.g. the file the command line uses, on a shared
 drive), remembered at once and saved in the project.  An answer is drawn under the file's lock
@@ -57,11 +57,11 @@ from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner, filter_example
 from dpstudio.app.workers import TaskRunner
 from dpstudio.engine import query as qd
-from dpstudio.engine import query_ledger as ql
 from dpstudio.engine.errors import DPStudioError
+from dpstudio.engine.query import ledger as ql
 
-AGGREGATES = ("count", "proportion", "mean", "sum", "median", "mode", "value")
-NEEDS_COLUMN = ("mean", "sum", "median", "mode", "value")
+AGGREGATES = qd.AGGREGATES  # the desk's (engine) constants, never copied
+NEEDS_COLUMN = qd.NEEDS_COLUMN
 PRIOR_KINDS = ("uniform", "normal", "histogram", "categorical")
 PRIOR_HINTS = {
     "uniform": "",
@@ -94,14 +94,14 @@ def laplace_in_range(center: float, scale: float, lo: float, hi: float) -> float
 
 
 def parse_epsilon(text: str) -> float:
-    """ε as typed (one-line error naming the field)."""
+    """ε as typed (one-line error naming the field); the desk's range (the engine's one)."""
     try:
         e = float(str(text).strip())
     except ValueError:
         e = float("nan")
-    if not (math.isfinite(e) and 1e-9 <= e <= qd.MAX_EPSILON):
+    if not (math.isfinite(e) and qd.EPSILON_MIN <= e <= qd.EPSILON_MAX):
         raise qd.ParameterError(
-            f"ε: a number between 1e-9 and {qd.MAX_EPSILON:g}, got {str(text).strip()!r}."
+            f"ε: a number between {qd.EPSILON_MIN:g} and {qd.EPSILON_MAX:g}, got {str(text).strip()!r}."
         )
     return e
 
@@ -151,9 +151,28 @@ class QueryPanel(QWidget):
         self.splitter.setObjectName("query_splitter")
         outer.addWidget(self.splitter)
 
-        # --- left: the request
         form_w = QWidget()
         left = QVBoxLayout(form_w)
+        left.addWidget(self._build_query_box())
+        left.addWidget(self._build_range_box())
+        left.addWidget(self._build_prior_box())
+        left.addWidget(self._build_components_box())
+        self.components: list[dict] = []  # {'query': Query, 'prior': Prior, 'text': str}
+        self.drawn: list[float] | None = None  # bin heights of a drawn prior
+        self._build_buttons(left)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(form_w)
+        scroll.setMinimumWidth(400)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.splitter.addWidget(scroll)
+        self.splitter.addWidget(self._build_right())
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([480, 880])
+        self._wire()
+
+    def _build_query_box(self) -> QGroupBox:
+        """The query: aggregate, attribute, filter, grouping, requester."""
         gq = QGroupBox("Query")
         fq = QFormLayout(gq)
         self.agg_combo = QComboBox()
@@ -196,8 +215,10 @@ class QueryPanel(QWidget):
         fq.addRow("Groups", self.groups_edit)
         fq.addRow("Query", self.query_text)
         fq.addRow("Requester", self.requester_edit)
-        left.addWidget(gq)
+        return gq
 
+    def _build_range_box(self) -> QGroupBox:
+        """The declared range of the answer (never from the data)."""
         gr = QGroupBox("Declared range of the answer")
         fr = QFormLayout(gr)
         note = QLabel("⚠ " + RANGE_NOTE)
@@ -230,8 +251,10 @@ class QueryPanel(QWidget):
         fr.addRow("Numeric", self.num_row)
         fr.addRow("Categories", self.cat_row)
         fr.addRow("", self.categorical_check)
-        left.addWidget(gr)
+        return gr
 
+    def _build_prior_box(self) -> QGroupBox:
+        """The researcher's prior, ε and the kind."""
         gp = QGroupBox("Researcher's prior and privacy")
         fp = QFormLayout(gp)
         self.prior_combo = QComboBox()
@@ -265,8 +288,10 @@ class QueryPanel(QWidget):
             "normalised and used as the prior (its parameters appear above, editable)"
         )
         fp.addRow("", self.draw_check)
-        left.addWidget(gp)
+        return gp
 
+    def _build_components_box(self) -> QGroupBox:
+        """The components of a vector query (thesis §5.3)."""
         gc = QGroupBox("Multicomponent query (thesis §5.3)")
         vc = QVBoxLayout(gc)
         self.comp_list = QListWidget()
@@ -298,10 +323,10 @@ class QueryPanel(QWidget):
         vc.addWidget(self.comp_list)
         vc.addLayout(hc)
         vc.addLayout(hm)
-        left.addWidget(gc)
-        self.components: list[dict] = []  # {'query': Query, 'prior': Prior, 'text': str}
-        self.drawn: list[float] | None = None  # bin heights of a drawn prior
+        return gc
 
+    def _build_buttons(self, left: QVBoxLayout) -> None:
+        """The error line and the Preview / Answer / Cancel buttons."""
         self.error_label = QLabel()
         self.error_label.setObjectName("query_error")
         self.error_label.setWordWrap(True)
@@ -321,14 +346,9 @@ class QueryPanel(QWidget):
         bh.addWidget(self.cancel_btn)
         left.addLayout(bh)
         left.addStretch(1)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setWidget(form_w)
-        scroll.setMinimumWidth(400)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.splitter.addWidget(scroll)
 
-        # --- right: plot, answer, ledger
+    def _build_right(self) -> QWidget:
+        """Office-only plot, the public answer and the ledger."""
         right_w = QWidget()
         right = QVBoxLayout(right_w)
         self.office_label = QLabel("⚠ " + OFFICE_ONLY)
@@ -407,11 +427,10 @@ class QueryPanel(QWidget):
         hh.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         vl.addWidget(self.ledger_table)
         right.addWidget(gl, 2)
-        self.splitter.addWidget(right_w)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([480, 880])
+        return right_w
 
-        # --- wiring
+    def _wire(self) -> None:
+        """Signals of the form."""
         self.agg_combo.currentTextChanged.connect(self._on_agg_changed)
         for w in (self.col_combo, self.prior_combo, self.kind_combo, self.by_combo, self.mode_combo):
             w.currentTextChanged.connect(self._validate)
@@ -505,7 +524,7 @@ class QueryPanel(QWidget):
         txt = self.groups_edit.text().strip()
         if not txt:
             raise qd.ParameterError(f"Groups: declare the groups of {by} (a,b,c), never read from the data.")
-        return [qd._literal(g.strip()) for g in txt.split(",") if g.strip()]
+        return [qd.parse_literal(g.strip()) for g in txt.split(",") if g.strip()]
 
     def multi(self) -> bool:
         return len(self.components) >= 2
@@ -541,7 +560,9 @@ class QueryPanel(QWidget):
                 + " (never taken from the data)."
             )
         try:
-            rng = qd.resolve_range(q, {"answer": spec}, df, self.ordered_check.isChecked())
+            rng = qd.resolve_range(
+                q, {"answer": spec}, df, self.ordered_check.isChecked(), types=self.state.types
+            )
         except qd.ParameterError as exc:
             raise qd.ParameterError(f"Range: {exc}") from None
         if self.categorical() and not isinstance(rng, qd.CategoricalRange):
@@ -560,7 +581,7 @@ class QueryPanel(QWidget):
             raise qd.ParameterError("Total budget ε: a number > 0.")
         groups = self.groups()
         if groups is not None:  # the engine's checks (e.g. proportion … by is refused) before any run
-            qd._validate(df, q, prior, self.kind_combo.currentText(), groups)
+            qd.validate_request(df, q, prior, self.kind_combo.currentText(), groups)
         req = {
             "query": q,
             "prior": prior,
