@@ -78,6 +78,17 @@ class QueryAnswer:
     #: PRIVATE: the number of records the filter matched (one per group or component); the
     #: office's comparison with Laplace noise uses it (a mean's sensitivity is ≈ width / n)
     records: Any = None
+    #: the mechanism that drew the response: 'refinement' or a noise mechanism (public)
+    mechanism: str = "refinement"
+    #: the 95 % interval computed from the released value(s) (public; None: see interval_note)
+    interval: Any = None
+    #: what the interval covers (public)
+    interval_note: str = ""
+    #: the planning accuracy of every mechanism and the choice of auto (public: no data)
+    accuracy: dict | None = None
+    #: Gaussian: δ and ρ (public)
+    delta: float | None = None
+    rho: float | None = None
 
     def public(self) -> dict:
         if self.components is not None:
@@ -94,4 +105,17 @@ class QueryAnswer:
             "prior": self.prior,
             "guarantee": self.guarantee,
             "remaining_budget": self.remaining,
+            "mechanism": self.mechanism,
+            "interval_95": _plain_interval(self.interval),
+            "interval_note": self.interval_note,
+            **({"delta": self.delta, "rho": self.rho} if self.rho is not None else {}),
+            **({"accuracy": self.accuracy} if self.accuracy is not None else {}),
         }
+
+
+def _plain_interval(iv):
+    if iv is None:
+        return None
+    if isinstance(iv, list):
+        return [_plain_interval(x) for x in iv]
+    return [_plain(iv[0]), _plain(iv[1])]

@@ -22,10 +22,25 @@ import pandas as pd
 from dpstudio.engine.errors import ParameterError
 
 #: What the desk answers: ``value(…)`` is an individual query, the others statistical.
-AGGREGATES = ("count", "proportion", "mean", "sum", "median", "mode", "value")
-STATISTICAL = ("count", "proportion", "mean", "sum", "median", "mode")
+AGGREGATES = (
+    "count",
+    "proportion",
+    "mean",
+    "sum",
+    "median",
+    "mode",
+    "value",
+    "variance",
+    "quantile",
+    "min",
+    "max",
+    "ratio",
+)
+STATISTICAL = tuple(a for a in AGGREGATES if a != "value")
 #: Aggregates that answer a column (``mean(income)``); count and proportion count records.
-NEEDS_COLUMN = ("mean", "sum", "median", "mode", "value")
+NEEDS_COLUMN = ("mean", "sum", "median", "mode", "value", "variance", "quantile", "min", "max", "ratio")
+#: Aggregates of a numeric column.
+NUMERIC_AGGREGATES = ("mean", "sum", "median", "variance", "quantile", "min", "max", "ratio")
 
 
 # =========================================================================== categories
@@ -478,13 +493,20 @@ def evaluate_filter(df: pd.DataFrame, node) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Query:
-    """``agg(column) [where filter] [by column]``; ``agg`` one of :data:`AGGREGATES`."""
+    """``agg(column) [where filter] [by column[, column2]]``; ``agg`` one of :data:`AGGREGATES`.
+
+    ``param``: the level p of ``quantile(x, p)``; ``column2``: the denominator of
+    ``ratio(x, y)``; ``by2``: the second grouping column of a contingency table.
+    """
 
     agg: str
     column: str | None = None
     where: str | None = None
     by: str | None = None
     text: str = ""
+    param: float | None = None
+    column2: str | None = None
+    by2: str | None = None
 
     @property
     def kind(self) -> str:
@@ -499,7 +521,7 @@ class Query:
 
 
 _QUERY = re.compile(
-    r"^\s*(?P<agg>[A-Za-z_]+)\s*(?:\(\s*(?P<col>`[^`]+`|[^()\s]*)\s*\))?"
+    r"^\s*(?P<agg>[A-Za-z_]+)\s*(?:\((?P<args>(?:`[^`]+`|[^()`])*)\))?"
     r"(?P<rest>.*)$",
     re.DOTALL,
 )
@@ -522,17 +544,15 @@ def parse_query(text: str) -> Query:
     agg = m.group("agg").lower()
     if agg not in AGGREGATES:
         raise ParameterError(f"Query: unknown aggregate {agg!r}; use one of {', '.join(AGGREGATES)}.")
-    col = m.group("col")
-    col = col.strip("`") if col else None
-    if col in ("", "*"):
-        col = None
-    if agg in NEEDS_COLUMN and not col:
-        raise ParameterError(f"Query: {agg} needs a column, e.g. {agg}(income).")
+    col, param, col2 = _arguments(agg, m.group("args"))
     rest = m.group("rest").strip()
-    where = by = None
-    bm = re.search(r"\bby\s+(`[^`]+`|[A-Za-z_][A-Za-z0-9_.]*)\s*$", rest)
+    where = by = by2 = None
+    bm = re.search(
+        r"\bby\s+(`[^`]+`|[A-Za-z_][A-Za-z0-9_.]*)(?:\s*,\s*(`[^`]+`|[A-Za-z_][A-Za-z0-9_.]*))?\s*$", rest
+    )
     if bm:
         by = bm.group(1).strip("`")
+        by2 = bm.group(2).strip("`") if bm.group(2) else None
         rest = rest[: bm.start()].strip()
     if rest:
         if not re.match(r"where\b", rest, re.IGNORECASE):
@@ -543,7 +563,59 @@ def parse_query(text: str) -> Query:
         parse_filter(where)  # syntax check now, before any spending
     if by and agg == "value":
         raise ParameterError("Query: an individual query (value) cannot be grouped with 'by'.")
-    return Query(agg, col, where, by, " ".join(str(text).split()))
+    if by2 is not None and by2 == by:
+        raise ParameterError(f"Query: 'by {by}, {by2}' names the same column twice.")
+    return Query(agg, col, where, by, " ".join(str(text).split()), param, col2, by2)
+
+
+def _split_args(text: str) -> list[str]:
+    """Arguments separated by commas outside backticks."""
+    out: list[str] = []
+    cur: list[str] = []
+    quoted = False
+    for ch in text:
+        if ch == "`":
+            quoted = not quoted
+        if ch == "," and not quoted:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur).strip())
+    return out
+
+
+def _arguments(agg: str, args: str | None) -> tuple[str | None, float | None, str | None]:
+    """(column, quantile level, second column) of ``agg(args)``."""
+    parts = [a.strip("`") for a in _split_args(args)] if args is not None else []
+    want = 2 if agg in ("quantile", "ratio") else 1
+    if len(parts) > want or (len(parts) == 2 and want == 1):
+        raise ParameterError(
+            f"Query: {agg} takes {want} argument{'s' if want > 1 else ''}, got {len(parts)}."
+        )
+    col = parts[0] if parts else None
+    if col in ("", "*"):
+        col = None
+    if agg in NEEDS_COLUMN and not col:
+        raise ParameterError(f"Query: {agg} needs a column, e.g. {agg}(income).")
+    if want == 1:
+        return col, None, None
+    second = parts[1] if len(parts) == 2 else ""
+    if agg == "ratio":
+        if not second:
+            raise ParameterError(
+                "Query: ratio needs two columns, e.g. ratio(FEDTAX, FICA) = ΣFEDTAX / ΣFICA."
+            )
+        return col, None, second
+    try:
+        p = float(second)
+    except ValueError:
+        p = math.nan
+    if not (0.0 <= p <= 1.0):
+        raise ParameterError(
+            f"Query: quantile needs a level p in [0, 1], e.g. quantile({col}, 0.9); got {second!r}."
+        )
+    return col, p, None
 
 
 # =========================================================================== multicomponent queries (§5.3)
@@ -606,9 +678,10 @@ def _split_top(text: str, sep: str, stop_words: tuple = ()) -> tuple[list[str], 
     return parts, ""
 
 
-def parse_any(text: str) -> Query | MultiQuery:
+def parse_any(text: str, *, allow_by: bool = False) -> Query | MultiQuery:
     """A one-component :class:`Query` or a :class:`MultiQuery` (components separated by commas
-    before a shared ``where``, or by semicolons each with its own filter).
+    before a shared ``where``, or by semicolons each with its own filter).  ``allow_by``:
+    several aggregates of the same groups (``count, mean(x) by region``: noise mechanisms).
 
     >>> mq = parse_any("mean(income), count where region == 3")
     >>> [q.describe() for q in mq.components]
@@ -630,7 +703,10 @@ def parse_any(text: str) -> Query | MultiQuery:
         if any(not h for h in heads):
             raise ParameterError("Query: an empty component between ',' (write mean(x), mean(y) where …).")
         comps = [parse_query(h + " " + rest) for h in heads]
-    if any(q.by for q in comps):
+    if allow_by and any(q.by for q in comps):
+        if len({(q.by, q.by2) for q in comps}) != 1:
+            raise ParameterError("Query: every component must be grouped by the same columns ('… by COL').")
+    elif any(q.by for q in comps):
         raise ParameterError(
             "Query: a multicomponent query cannot use 'by'; ask the groups as a separate '… by COL' query."
         )

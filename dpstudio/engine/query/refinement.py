@@ -64,6 +64,7 @@ from dpstudio.engine.errors import ParameterError
 from dpstudio.engine.query.answer import QueryAnswer, check_epsilon, positive_epsilon
 from dpstudio.engine.query.ledger import BudgetLedger, eps_fraction, locked_ledger
 from dpstudio.engine.query.parser import (
+    NUMERIC_AGGREGATES,
     MultiQuery,
     Query,
     _col,
@@ -149,10 +150,20 @@ def true_answer(df: pd.DataFrame, query: Query, mask: np.ndarray | None = None):
     xs = x.dropna().to_numpy(dtype=np.float64)
     if agg == "sum":
         return _exact_sum(xs)
+    if agg == "ratio":
+        den = pd.to_numeric(_col(df, query.column2 or "")[mask], errors="coerce")
+        both = x.notna().to_numpy() & den.notna().to_numpy()
+        d = _exact_sum(den.to_numpy(dtype=np.float64)[both])
+        return None if d == 0 else _exact_sum(x.to_numpy(dtype=np.float64)[both]) / d
     if not len(xs):
         return None
     if agg == "mean":
         return _exact_sum(xs) / len(xs)
+    if agg == "variance":  # population variance (ddof 0)
+        return float(np.var(xs))
+    if agg in ("min", "max", "quantile"):
+        p = {"min": 0.0, "max": 1.0}.get(agg, query.param)
+        return float(np.quantile(xs, float(p if p is not None else 0.5)))
     return float(np.median(xs))
 
 
@@ -350,22 +361,31 @@ def validate_request(
     cols = _columns_of(parse_filter(query.where))
     if query.column:
         cols.add(query.column)
-    if query.by:
-        cols.add(query.by)
+    for c in (query.column2, query.by, query.by2):
+        if c:
+            cols.add(c)
     for c in cols:
         _col(df, c)
+    if query.by2:
+        raise ParameterError(
+            f"by {query.by}, {query.by2}: a contingency table is answered by noise "
+            "(--mechanism laplace or gaussian), not by knowledge refinement."
+        )
     sup = prior.support
-    if query.agg in ("count", "proportion", "mean", "sum", "median") and not isinstance(sup, NumericRange):
+    if query.agg != "mode" and query.agg != "value" and not isinstance(sup, NumericRange):
         raise ParameterError(f"{query.agg} has a numeric answer: declare a numeric range LOWER:UPPER[:STEP].")
     if query.agg == "mode" and not isinstance(sup, CategoricalRange):
         raise ParameterError(
             f"mode({query.column}) answers a category: declare the categories "
             f"(e.g. --range {query.column}=1,2,3)."
         )
-    if (
-        query.agg in ("mean", "sum", "median") or (query.agg == "value" and isinstance(sup, NumericRange))
-    ) and not pd.api.types.is_numeric_dtype(df[query.column]):
-        raise ParameterError(f"{query.agg}({query.column}): column {query.column!r} is not numeric.")
+    for c in (query.column, query.column2):
+        if (
+            c
+            and (query.agg in NUMERIC_AGGREGATES or (query.agg == "value" and isinstance(sup, NumericRange)))
+            and not pd.api.types.is_numeric_dtype(df[c])
+        ):
+            raise ParameterError(f"{query.agg}({query.column}): column {c!r} is not numeric.")
     if query.by:
         if groups is None or len(list(groups)) == 0:
             raise ParameterError(
