@@ -1004,24 +1004,33 @@ def discrete_gaussian(rng: np.random.Generator, sigma2: Fraction, size: int) -> 
     """Exact draws (int64) of the discrete Gaussian N_ℤ(0, σ²): P(z) ∝ exp(−z²/(2σ²)).
 
     ``sigma2`` is σ² as an exact rational (> 0).  Expected proposals per draw < 2 for σ ≥ 1.
+    Each acceptance U ≤ exp(−g) is decided from U's first 64 bits against the double value of
+    exp(−g) with a relative margin of 10⁻⁹ (far above its error), else exactly.
     """
     s2 = Fraction(sigma2)
     if not s2 > 0:
         raise ValueError("discrete Gaussian needs sigma^2 > 0")
     t = math.floor(math.sqrt(float(s2))) + 1
     r = 1.0 / t
-    rf = Fraction(r)
+    rs2 = Fraction(r) * s2
+    s2f = float(s2)
     out = np.empty(int(size), dtype=np.int64)
     filled = 0
     while filled < out.size:
         m = out.size - filled
         y = discrete_laplace(rng, r, m)
         a = rng.integers(0, 2**64, size=m, dtype=np.uint64)
-        for i in range(m):
-            g = (abs(int(y[i])) - rf * s2) ** 2 / (2 * s2)
-            if _uniform_below_exp(rng, int(a[i]), g, 64):
-                out[filled] = int(y[i])
-                filled += 1
+        g = (np.abs(y) - r * s2f) ** 2 / (2 * s2f)
+        p = np.exp(-g)
+        u = a.astype(np.float64) / _TWO64
+        acc = u < p * (1 - 1e-9)
+        rej = u > p * (1 + 1e-9) + 2.0**-52
+        for i in np.flatnonzero(~acc & ~rej):  # undecided: exactly
+            gi = (abs(int(y[i])) - rs2) ** 2 / (2 * s2)
+            acc[i] = _uniform_below_exp(rng, int(a[i]), gi, 64)
+        keep = y[acc]
+        out[filled : filled + keep.size] = keep[: out.size - filled]
+        filled += min(keep.size, out.size - filled)
     return out
 
 

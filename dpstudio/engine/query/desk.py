@@ -241,7 +241,7 @@ def rank_accuracy(stat: M.RankStat, n_plan: int) -> tuple[float, str]:
     if isinstance(sup, CategoricalRange):
         k = sup.size
         lead = n_plan / k
-        wrong = (k - 1) * math.exp(-eps * lead / 2)
+        wrong = (k - 1) * math.exp(-eps * lead / 4)
         return min(1.0, wrong / (1 + wrong)), "planning model (a lead of n/k records)"
     N = sup.size
     rate = eps * n_plan / (2 * N)  # weight per grid step for evenly spread records
@@ -315,6 +315,8 @@ def assess(
                 )
                 err, how = noise_accuracy(stat, n_plan, rng)
         except ParameterError as exc:
+            if only is not None:
+                raise
             table[mech] = {"expected_error": None, "how": str(exc)}
             continue
         table[mech] = {"expected_error": err, "how": how}
@@ -612,7 +614,7 @@ def _noise_guarantee(
             "the exponential mechanism over the declared range's grid (exact integer weights, a uniform "
             "integer draw), score |(1 − p)·#below − p·#above| scaled to integers, Δ its denominator"
             if comps[0].agg != "mode"
-            else "the exponential mechanism over the declared categories, score the modal category's lead, Δ = 1"
+            else "the exponential mechanism over the declared categories, score the modal category's lead over each candidate, Δ = 2"
         )
     elif mech == "gaussian":
         how = (

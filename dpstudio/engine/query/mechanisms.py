@@ -20,8 +20,8 @@ record may leave or enter a filter or move between groups.
   range; no single matching record → the middle of the range);
 * ``median``, ``quantile(x, p)``, ``min``, ``max``: the exponential mechanism over the declared
   range's grid, score |(1 − p)·#below − p·#above| (scaled to integers, Δ = the denominator of p);
-* ``mode(x)``: the exponential mechanism over the declared categories, score = lead of the
-  modal category (Δ = 1).
+* ``mode(x)``: the exponential mechanism over the declared categories, score = the modal
+  category's lead over the candidate (Δ = 2: both counts can move).
 
 ``… by COL`` (declared groups) and ``… by A, B`` (a contingency table) answer every group;
 groups are disjoint records (parallel composition), but one record can MOVE between two groups
@@ -39,6 +39,7 @@ office's plot compares knowledge refinement with it at the same ε).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -118,6 +119,9 @@ class Part:
 
     def quantile(self, level: float) -> int:
         """The smallest k with P(|Z| ≤ k) ≥ ``level`` (kept on the safe side of rounding)."""
+        return _part_quantile(self, level)
+
+    def _quantile(self, level: float) -> int:
         if self.gaussian:
             s2 = float(self.sigma2)
             s = math.sqrt(s2)
@@ -158,6 +162,11 @@ class Part:
             f"{self.what}: discrete Laplace of scale Δ/ε = {self.sens * u / float(self.eps or 1):.4g} "
             f"(Δ = {self.sens * u:.4g}, ε = {float(self.eps or 0):.4g})"
         )
+
+
+@functools.lru_cache(maxsize=1024)
+def _part_quantile(part: Part, level: float) -> int:
+    return part._quantile(level)
 
 
 def _frac(x) -> Fraction:
@@ -630,7 +639,10 @@ def rank_stat(query: Query, support, epsilon: Fraction) -> RankStat:
     if query.agg == "mode":
         if not isinstance(support, CategoricalRange):
             raise ParameterError(f"mode({query.column}) answers a category: declare the categories.")
-        return RankStat(query, support, epsilon, None, 1)
+        # the score is the modal category's lead over each candidate: the modal count and the
+        # candidate's count can move in opposite directions (Δ = 2; the integer weights are not
+        # shift-invariant, so the lead's own sensitivity is used, not that of the count)
+        return RankStat(query, support, epsilon, None, 2)
     if not isinstance(support, NumericRange):
         raise ParameterError(f"{query.agg} needs a numeric range LOWER:UPPER[:STEP].")
     p = quantile_level(query)

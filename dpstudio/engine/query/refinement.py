@@ -575,3 +575,33 @@ def refine_query(
         )
         ans.remaining = ledger.remaining
     return ans
+
+
+# =========================================================================== (ε, δ) variant (§5.2)
+
+
+def delta_refinement(refined: Sequence[Fraction], dist: Sequence[int], delta, epsilon, kind: str) -> list[Fraction]:
+    """The (ε, δ) variant of §5.2 (Figures 5.2, 5.3 bottom/right), exact: move δ′ of probability
+    from the points farthest from f(D) (the farthest first, each emptied before the next) to
+    f(D) (distance 0).  δ′ = δ·e^{−ε} for an individual query (compared with the prior: the
+    removed mass may be owed e^ε times over) and δ′ = δ/(1 + e^ε) for a statistical one (any
+    two data sets: added at one, removed at the other).  The thesis's δ′ = δ/2 for statistical
+    queries breaks (ε, δ)-DP when f(D1) is among the points farthest from f(D2): the excess is
+    δ′(1 + e^ε) > δ (``tests/engine/test_query_desk2.py``).  Not offered by the desk: with an
+    admissible δ (≪ 1/n) the gain is below δ times the range's width.
+    """
+    eps = Fraction(repr(float(epsilon)))
+    e_lo, e_hi = exp_bounds(eps)
+    d = Fraction(repr(float(delta)))
+    move = d / e_hi if kind == "individual" else d / (1 + e_hi)  # rounded towards privacy
+    out = list(refined)
+    centre = [i for i, x in enumerate(dist) if x == 0]
+    left = move
+    for i in sorted(range(len(out)), key=lambda i: -dist[i]):
+        if left <= 0 or dist[i] == 0:
+            break
+        take = min(out[i], left)
+        out[i] -= take
+        left -= take
+    out[centre[0]] += move - left
+    return out
