@@ -403,3 +403,15 @@ def test_delta_refinement_is_eps_delta_dp_and_the_thesis_delta_over_2_is_not():
         pd_ = delta_refinement(refined_probabilities(w, cls, mass), dists[c], delta, eps, "individual")
         assert _max_excess(pd_, pri, eps) <= Fraction(repr(delta))
         assert _max_excess(pri, pd_, eps) <= Fraction(repr(delta))
+
+
+def test_exponential_mechanism_weights_are_relative_to_the_best_score():
+    """Found by the comparison table: with ties no grid point balances the ranks (best score
+    5,000 here); weights relative to score 0 all fell to the floor (a uniform draw)."""
+    df = pd.DataFrame({"x": [10.0] * 8500 + [90.0] * 1500})
+    st = M.rank_stat(parse_query("quantile(x, 0.9)"), NumericRange(0, 100, 1), Fraction(1))
+    scores, _ = st.scores(df, np.ones(len(df), dtype=bool))
+    assert scores.min() >= 5000
+    rng = np.random.default_rng(0)
+    draws = [float(st.support.value(st.draw(scores, rng))) for _ in range(200)]
+    assert all(10 < d < 90 for d in draws)

@@ -1046,14 +1046,17 @@ def discrete_gaussian_pmf(z, sigma2: float, tail: int | None = None) -> np.ndarr
 
 # --------------------------------------------------------------------------- exact exponential mechanism
 #
-# Candidates with integer scores s ≥ 0 (0 = best) whose sensitivity is Δ (one record changes
-# every candidate's score by at most Δ) are drawn with integer weights W(s) that satisfy, for
-# ALL s ≥ 0 and 0 ≤ j ≤ Δ:  W(s) ≥ W(s + j)  and  W(s) ≤ e^{ε/2}·W(s + j).  Then the
-# probability of every candidate changes by at most e^{ε/2} through its weight and e^{ε/2}
-# through the total: ε-DP.  W(s) = max(⌈F(s)·(1 + 3η)⌉, ⌈T⌉) with F(s) = 2^K·e^{−a′s} computed
-# in double precision (relative error < η = 10⁻¹²), a′ = ε(1 − 2⁻¹⁰)/(2Δ) and the floor T;
-# :func:`em_weights` checks the inequality (e^{a′Δ} + 1/T)(1 + 5η) ≤ e^{ε/2} with rigorous
-# rational bounds before any draw.  The draw is a uniform integer over the exact total.
+# Candidates with integer scores s ≥ 0 (lower = better) whose sensitivity is Δ (one record
+# changes every candidate's score by at most Δ) are drawn with integer weights
+# W(s) = max(⌈2^K·e^{−a′(s − m)}·(1 + 3η)⌉, T), m the smallest score, a′ = ε(1 − 2⁻¹⁰)/(2Δ),
+# computed in double precision (relative error < η = 10⁻¹²).  Up to the common factor
+# 2^K·e^{a′m} (which cancels in the probabilities), W is max(e^{−a′s}, T·e^{−a′m}/2^K): both
+# arguments move by at most e^{a′Δ} between neighbours (s and m by at most Δ), so every
+# weight does, and so does the total; the ceiling adds at most (1 + 5η) and 1/T.  Hence the
+# probability ratio is at most A² + 2A·e^{a′Δ}/T + 1/T² with A = e^{a′Δ}(1 + 5η), which
+# :func:`em_weights` checks against e^ε with rigorous rational bounds before any draw.  The
+# floor T keeps far candidates at a relative weight of about 2⁻⁶⁴, never 0 (a zero would
+# break the ratio).  The draw is a uniform integer over the exact total.
 
 _EM_SLACK = 2.0**-10
 _EM_ETA = 1e-12
@@ -1071,25 +1074,23 @@ def em_weights(scores, epsilon: float, sensitivity: int) -> list[int]:
         raise ValueError("sensitivity must be a positive integer")
     eps = float(epsilon)
     a = eps * (1.0 - _EM_SLACK) / (2.0 * d)
-    half = Fraction(repr(eps)) / 2
-    # the floor T: 1/T ≤ (e^{ε/2} − e^{a′Δ}(1 + 4η)) / 2, checked below with exact bounds
-    t_real = 4.0 / (eps * _EM_SLACK)
-    T = max(1, math.ceil(t_real))
+    T = max(1, math.ceil(4.0 / (eps * _EM_SLACK)))
     K = 64 + max(0, math.ceil(math.log2(T)))
-    lo_half = _exp_neg_bounds(half, 60)  # bounds of e^{-ε/2}
-    e_half_lo = 1 / lo_half[1]
-    up = _exp_neg_bounds(Fraction(a) * d, 60)
-    e_ad_hi = 1 / up[0]
-    slack = 1 + 5 * Fraction(_EM_ETA)
-    if e_ad_hi * slack + slack / T > e_half_lo:  # pragma: no cover - never at ε in [1e-6, 1e4]
-        raise ValueError("exponential mechanism: the weights cannot be calibrated at this epsilon")
-    f = np.ldexp(np.exp(-a * s.astype(np.float64)), K)
+    _check_em_calibration(eps, a, d, T)
+    f = np.ldexp(np.exp(-a * (s - s.min()).astype(np.float64)), K)
     w = np.ceil(f * (1 + 3 * _EM_ETA))
     ceil_t = float(T)
-    out = []
-    for v in w.tolist():
-        out.append(int(v) if v > ceil_t else T)
-    return out
+    return [int(v) if v > ceil_t else T for v in w.tolist()]
+
+
+@functools.lru_cache(maxsize=256)
+def _check_em_calibration(eps: float, a: float, d: int, T: int) -> None:
+    """A² + 2A·e^{a′Δ}/T + 1/T² ≤ e^ε, A = e^{a′Δ}(1 + 5η), with rigorous rational bounds."""
+    e_lo = 1 / _exp_neg_bounds(Fraction(repr(eps)), 60)[1]
+    ead_hi = 1 / _exp_neg_bounds(Fraction(a) * d, 60)[0]
+    A = ead_hi * (1 + 5 * Fraction(_EM_ETA))
+    if A * A + 2 * A * ead_hi / T + Fraction(1, T * T) > e_lo:  # pragma: no cover - never in [1e-6, 1e4]
+        raise ValueError("exponential mechanism: the weights cannot be calibrated at this epsilon")
 
 
 def exponential_mechanism_exact(rng: np.random.Generator, scores, epsilon: float, sensitivity: int) -> int:

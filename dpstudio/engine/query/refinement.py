@@ -580,7 +580,9 @@ def refine_query(
 # =========================================================================== (ε, δ) variant (§5.2)
 
 
-def delta_refinement(refined: Sequence[Fraction], dist: Sequence[int], delta, epsilon, kind: str) -> list[Fraction]:
+def delta_refinement(
+    refined: Sequence[Fraction], dist: Sequence[int], delta, epsilon, kind: str
+) -> list[Fraction]:
     """The (ε, δ) variant of §5.2 (Figures 5.2, 5.3 bottom/right), exact: move δ′ of probability
     from the points farthest from f(D) (the farthest first, each emptied before the next) to
     f(D) (distance 0).  δ′ = δ·e^{−ε} for an individual query (compared with the prior: the
