@@ -10,6 +10,8 @@ intervals cover the truth (2,000 draws).
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 from fractions import Fraction
 
 import numpy as np
@@ -415,3 +417,31 @@ def test_exponential_mechanism_weights_are_relative_to_the_best_score():
     rng = np.random.default_rng(0)
     draws = [float(st.support.value(st.draw(scores, rng))) for _ in range(200)]
     assert all(10 < d < 90 for d in draws)
+
+
+def test_the_researchers_answer_file_holds_only_their_public_fields(census, tmp_path):
+    from dpstudio.engine.errors import InputError
+    from dpstudio.engine.query import answer_file, export_answer_file
+
+    led = BudgetLedger(2, dataset="census.csv")
+    led.set_requester_budget("Dr. A", 1)
+    led.set_requester_budget("Dr. B", 1)
+    sup = NumericRange(0, 1080, 1)
+    answer_query(census, "count where FICA > 3000", 0.3, support=sup, ledger=led, requester="Dr. A", rng=0)
+    answer_query(census, "count", 0.3, support=sup, ledger=led, requester="Dr. B", rng=0)
+    doc = answer_file(led, "Dr. A")
+    assert [a["query"] for a in doc["answers"]] == ["count where FICA > 3000"]
+    assert set(doc["answers"][0]) <= {"n", "time", "query", "kind", "mechanism", "epsilon", "response",
+                                      "interval_95", "prior"}  # fmt: skip
+    assert doc["remaining"] == pytest.approx(0.7) and "total" not in doc
+    out = export_answer_file(tmp_path / "a.json", led, "Dr. A")
+    assert (Path(out).stat().st_mode & 0o777) != 0o600  # public
+    data = tmp_path / "data.csv"
+    data.write_text("x\n1\n")
+    for bad in (tmp_path, data, tmp_path / "x.txt", tmp_path / "missing" / "a.json"):
+        with pytest.raises(InputError):
+            export_answer_file(bad, led, "Dr. A", inputs=[str(data)])
+    fifo = tmp_path / "f.json"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="not a regular file"):
+        export_answer_file(fifo, led, "Dr. A")

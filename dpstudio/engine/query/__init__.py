@@ -9,6 +9,8 @@ The package (one module per concern; this module re-exports the API):
 * :mod:`~dpstudio.engine.query.refinement` -- knowledge refinement (Algorithm 5.1, exact);
 * :mod:`~dpstudio.engine.query.multi` -- multicomponent answers (§5.3: joint, split);
 * :mod:`~dpstudio.engine.query.mechanisms` -- noise mechanisms (and Δ for the comparison);
+* :mod:`~dpstudio.engine.query.desk` -- :func:`answer_query` (any mechanism; ``auto``), the
+  accuracy before spending (:func:`assess`), intervals, the researcher's answer file;
 * :mod:`~dpstudio.engine.query.answer` -- :class:`QueryAnswer` and the one check of ε
   (through :func:`dpstudio.engine.params.check_epsilon`);
 * :mod:`~dpstudio.engine.query.ledger` -- the private budget ledger with its OS lock.
@@ -38,7 +40,8 @@ from dpstudio.engine.query.ledger import (
     resolve_ledger_path,
     save_ledger,
 )
-from dpstudio.engine.query.mechanisms import laplace_sensitivity
+from dpstudio.engine.query.desk import answer_file, answer_query, assess, export_answer_file
+from dpstudio.engine.query.mechanisms import MECHANISMS, laplace_sensitivity
 from dpstudio.engine.query.multi import DISTANCES, MODES, joint_distances, refine_multicomponent
 from dpstudio.engine.query.parser import (
     AGGREGATES,
@@ -94,6 +97,7 @@ __all__ = [
     "MAX_NUMBER_CHARS",
     "MAX_QUERY_CHARS",
     "MAX_SUPPORT",
+    "MECHANISMS",
     "MODES",
     "NEEDS_COLUMN",
     "PRIOR_TOTAL",
@@ -109,11 +113,15 @@ __all__ = [
     "Prior",
     "Query",
     "QueryAnswer",
+    "answer_file",
+    "answer_query",
+    "assess",
     "check_epsilon",
     "disjoint_components",
     "eps_fraction",
     "evaluate_filter",
     "exact_distribution",
+    "export_answer_file",
     "exp_bounds",
     "factors",
     "filter_columns",

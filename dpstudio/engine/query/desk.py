@@ -576,6 +576,7 @@ def _by_noise(
         ledger.spend_answer(
             eps, mechanism=mech, delta=delta, rho=rho, query=ans.query, kind=ans.kind,
             prior=ans.prior, response=ans.public()["response"], requester=requester,
+            interval_95=ans.public()["interval_95"],
         )  # fmt: skip
         ans.remaining = ledger.remaining
     _ = cells_all
@@ -698,7 +699,79 @@ def _by_refinement(df, q, comps, eps_in, prior, support, kind, groups, split, le
     return ans
 
 
+# =========================================================================== the researcher's answer file
+
+ANSWERS_FORMAT = "dpstudio-query-answers"
+#: The fields of a ledger entry the researcher may see (the ledger never holds a true answer).
+PUBLIC_FIELDS = ("n", "time", "query", "kind", "mechanism", "epsilon", "response", "interval_95", "prior")
+
+
+def answer_file(ledger: BudgetLedger, requester: str | None) -> dict:
+    """The PUBLIC answer file of one requester: their answers' public fields only (query,
+    mechanism, ε, response, 95 % interval, prior), and their remaining budget when they have
+    one.  Nothing else of the ledger (other requesters, the data set's total, events).
+    """
+    mine = [e for e in ledger.entries if (e.get("requester") or None) == (requester or None)]
+    out: dict[str, Any] = {
+        "format": ANSWERS_FORMAT,
+        "version": 1,
+        "dataset": ledger.dataset,
+        "requester": requester,
+        "answers": [{k: e[k] for k in PUBLIC_FIELDS if k in e} for e in mine],
+    }
+    if requester and requester in ledger.requesters:
+        out["budget"] = float(ledger.requesters[requester])
+        out["remaining"] = float(ledger.requesters[requester] - ledger.spent_by_exact(requester))
+    return out
+
+
+def check_answer_file_target(path, inputs=()) -> str:
+    """Refuse (one line) an answer-file path that is an input (the data, the ledger), a folder,
+    a FIFO, a device or a symbolic link, or whose folder is missing -- called BEFORE any answer
+    is drawn, so that a bad target never costs ε.
+    """
+    import stat as _stat
+
+    from dpstudio.engine.errors import InputError
+    from dpstudio.engine.io import check_output_not_input
+
+    p = os.path.abspath(str(path))
+    if not str(path).lower().endswith(".json"):
+        raise InputError(f"Answer file {path}: name a .json file.")
+    check_output_not_input(p, [x for x in inputs if x], what="answer file")
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not _stat.S_ISREG(st.st_mode):
+        raise InputError(
+            f"Answer file {path} is not a regular file (a folder, link, FIFO or device): name a file."
+        )
+    if not os.path.isdir(os.path.dirname(p)):
+        raise InputError(f"Answer file {path}: the folder {os.path.dirname(p)} does not exist.")
+    return p
+
+
+def export_answer_file(path, ledger: BudgetLedger, requester: str | None, *, inputs=()) -> str:
+    """Write :func:`answer_file` to ``path`` (a PUBLIC file: normal permissions), atomically."""
+    from dpstudio.engine.io import atomic_write
+
+    p = check_answer_file_target(path, inputs)
+    text = json.dumps(answer_file(ledger, requester), indent=2, ensure_ascii=False, allow_nan=False)
+
+    def writer(tmp):
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+    return atomic_write(p, writer, protect=tuple(x for x in inputs if x))
+
+
 __all__ = [
+    "ANSWERS_FORMAT",
+    "PUBLIC_FIELDS",
+    "answer_file",
+    "check_answer_file_target",
+    "export_answer_file",
     "NEYMAN_MAX",
     "answer_query",
     "assess",
