@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dpstudio.engine.errors import ParameterError
 from dpstudio.engine.query.answer import EPSILON_MAX, EPSILON_MIN, QueryAnswer, check_epsilon
+from dpstudio.engine.query.desk import answer_file, answer_query, assess, export_answer_file
 from dpstudio.engine.query.ledger import (
     DEFAULT_WAIT,
     LEDGER_FORMAT,
@@ -40,7 +41,6 @@ from dpstudio.engine.query.ledger import (
     resolve_ledger_path,
     save_ledger,
 )
-from dpstudio.engine.query.desk import answer_file, answer_query, assess, export_answer_file
 from dpstudio.engine.query.mechanisms import MECHANISMS, laplace_sensitivity
 from dpstudio.engine.query.multi import DISTANCES, MODES, joint_distances, refine_multicomponent
 from dpstudio.engine.query.parser import (
