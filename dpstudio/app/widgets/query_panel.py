@@ -77,7 +77,8 @@ RANGE_NOTE = (
     "Declared by the researcher or the office, never filled from the data: the "
     "range itself would disclose the data."
 )
-LEDGER_COLUMNS = ("#", "time (UTC)", "requester", "query", "ε", "remaining")
+LEDGER_COLUMNS = ("#", "time (UTC)", "requester", "query", "ε", "remaining", "mechanism", "response")
+ALL_REQUESTERS = "(all requesters)"
 NO_GROUPS = "(no grouping)"
 DRAW_BINS = 20  # bins of a prior drawn with the mouse (fewer when the grid is smaller)
 DEFAULT_BUDGET = "1"
@@ -276,6 +277,20 @@ class QueryPanel(QWidget):
             "domain (else of the range), mean ≈ that width / the records matched, median and "
             "value the range's width"
         )
+        self.mechanism_combo = QComboBox()
+        self.mechanism_combo.setObjectName("mechanism_combo")
+        self.mechanism_combo.addItems(list(qd.MECHANISMS))
+        self.mechanism_combo.setToolTip(
+            "auto: the mechanism with the smaller expected error for the declared prior and ε "
+            "(Preview shows every mechanism's); refinement: the researcher's prior refined "
+            "(thesis ch. 5); laplace/geometric, gaussian, exponential: noise calibrated to the "
+            "statistic (sums and means need the column's declared domain)"
+        )
+        self.gdelta_edit = QLineEdit()
+        self.gdelta_edit.setObjectName("gaussian_delta")
+        self.gdelta_edit.setPlaceholderText("δ of the Gaussian mechanism, e.g. 1e-6 (fixed per ledger)")
+        fp.addRow("Mechanism", self.mechanism_combo)
+        fp.addRow("δ (Gaussian)", self.gdelta_edit)
         fp.addRow("Prior", self.prior_combo)
         fp.addRow("Parameters", self.prior_edit)
         fp.addRow("ε", self.eps_edit)
@@ -334,7 +349,10 @@ class QueryPanel(QWidget):
         left.addWidget(self.error_label)
         bh = QHBoxLayout()
         self.preview_btn = QPushButton("Preview (spends nothing)")
-        self.preview_btn.setToolTip("Draw the refined distribution without answering")
+        self.preview_btn.setToolTip(
+            "The accuracy of every mechanism and, for refinement, the refined distribution "
+            "(office only), without answering"
+        )
         self.answer_btn = QPushButton("Answer — spend ε")
         self.answer_btn.setObjectName("answer_button")
         self.answer_btn.setDefault(True)
@@ -345,6 +363,14 @@ class QueryPanel(QWidget):
         bh.addWidget(self.answer_btn)
         bh.addWidget(self.cancel_btn)
         left.addLayout(bh)
+        self.accuracy_label = QLabel()
+        self.accuracy_label.setObjectName("accuracy_label")
+        self.accuracy_label.setWordWrap(True)
+        self.accuracy_label.setToolTip(
+            "Expected error of every mechanism for this query, computed from public facts only "
+            "(the declared range, prior, domains, ε, δ and the number of records): no data is read"
+        )
+        left.addWidget(self.accuracy_label)
         left.addStretch(1)
 
     def _build_right(self) -> QWidget:
@@ -425,6 +451,26 @@ class QueryPanel(QWidget):
         hh = self.ledger_table.horizontalHeader()
         hh.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         hh.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        hr = QHBoxLayout()
+        self.requester_filter = QComboBox()
+        self.requester_filter.setObjectName("requester_filter")
+        self.requester_filter.setToolTip(
+            "History of the answers of one requester (thesis Protocol 2 is per user)"
+        )
+        self.requester_summary = QLabel()
+        self.requester_summary.setObjectName("requester_summary")
+        self.requester_summary.setWordWrap(True)
+        self.answers_btn = QPushButton("Export researcher's answer file…")
+        self.answers_btn.setObjectName("answers_button")
+        self.answers_btn.setToolTip(
+            "A PUBLIC file for the researcher chosen on the left: their answers' query, mechanism, ε, "
+            "response and 95 % interval only"
+        )
+        hr.addWidget(QLabel("History of"))
+        hr.addWidget(self.requester_filter)
+        hr.addWidget(self.requester_summary, 1)
+        hr.addWidget(self.answers_btn)
+        vl.addLayout(hr)
         vl.addWidget(self.ledger_table)
         right.addWidget(gl, 2)
         return right_w
@@ -435,6 +481,10 @@ class QueryPanel(QWidget):
         for w in (self.col_combo, self.prior_combo, self.kind_combo, self.by_combo, self.mode_combo):
             w.currentTextChanged.connect(self._validate)
         self.groups_edit.textChanged.connect(self._validate)
+        self.mechanism_combo.currentTextChanged.connect(self._validate)
+        self.gdelta_edit.textChanged.connect(self._validate)
+        self.requester_filter.currentTextChanged.connect(lambda _t: self._fill_ledger_table())
+        self.answers_btn.clicked.connect(self.answers_dialog)
         self.add_comp_btn.clicked.connect(self.add_component)
         self.del_comp_btn.clicked.connect(self.remove_component)
         self.draw_check.toggled.connect(self._on_draw_toggled)
@@ -582,6 +632,7 @@ class QueryPanel(QWidget):
         groups = self.groups()
         if groups is not None:  # the engine's checks (e.g. proportion … by is refused) before any run
             qd.validate_request(df, q, prior, self.kind_combo.currentText(), groups)
+        mech, gdelta = self.mechanism(q)
         req = {
             "query": q,
             "prior": prior,
@@ -591,8 +642,67 @@ class QueryPanel(QWidget):
             "requester": self.requester_edit.text().strip() or None,
             "groups": groups,
             "multi": None,
+            "mechanism": mech,
+            "delta": gdelta,
         }
         return req
+
+    def mechanism(self, q: qd.Query | None = None) -> tuple[str, float | None]:
+        """(mechanism chosen in the form, δ typed or None); one-line errors naming the field."""
+        mech = self.mechanism_combo.currentText() or "auto"
+        txt = self.gdelta_edit.text().strip()
+        gdelta = None
+        if txt:
+            try:
+                gdelta = qd.mechanisms.check_delta(txt)
+            except DPStudioError as exc:
+                raise qd.ParameterError(f"δ (Gaussian): {exc}") from None
+        if (
+            q is not None
+            and mech not in ("auto", "refinement")
+            and mech not in qd.mechanisms.applicable(q.agg)
+        ):
+            raise qd.ParameterError(
+                f"Mechanism: {q.agg} is answered by refinement or "
+                f"{', '.join(qd.mechanisms.applicable(q.agg)) or 'refinement only'}."
+            )
+        if mech == "gaussian" and gdelta is None:
+            led = self.ledger()
+            if led is None or led.delta is None:
+                raise qd.ParameterError(
+                    "δ (Gaussian): give δ, e.g. 1e-6 (then fixed for this data set's ledger)."
+                )
+        return mech, gdelta
+
+    def assess_request(self, req: dict) -> dict | None:
+        """The public accuracy of every mechanism for a one-component request (no data read)."""
+        if req["multi"] is not None:
+            return None
+        led = self.ledger()
+        delta = req["delta"] if req["delta"] is not None else (led.delta if led is not None else None)
+        groups = None if req["groups"] is None else {req["query"].by: req["groups"]}
+        return qd.assess(
+            req["query"],
+            req["epsilon"],
+            prior=req["prior"],
+            n_total=len(self.state.df),
+            bounds=dict(self.state.domains),
+            delta=delta,
+            groups=groups,
+        )
+
+    def show_accuracy(self, acc: dict | None, chosen: str | None = None) -> None:
+        if not acc:
+            self.accuracy_label.setText("")
+            return
+        rows = []
+        for name, v in acc["mechanisms"].items():
+            e = v["expected_error"]
+            rows.append(f"{name}: {'n/a (' + v['how'] + ')' if e is None else f'{e:.4g}'}")
+        head = f"Accuracy before spending ({acc['measure']}, planning figures, no data read): "
+        self.accuracy_label.setText(
+            head + "; ".join(rows) + f". {acc['why']}" + (f" → {chosen}" if chosen else "")
+        )
 
     def build_multi_request(self) -> dict[str, Any]:
         """The request when the component list holds 2+ components (the form only supplies ε)."""
@@ -622,6 +732,8 @@ class QueryPanel(QWidget):
             "requester": self.requester_edit.text().strip() or None,
             "groups": None,
             "multi": {"mode": mode, "distance": self.distance_combo.currentText()},
+            "mechanism": "refinement",
+            "delta": None,
         }
 
     # ------------------------------------------------------------------ components
@@ -822,19 +934,9 @@ class QueryPanel(QWidget):
         self.export_btn.setEnabled(led is not None)
         self.choose_ledger_btn.setEnabled(path is not None)
         entries = led.entries if led is not None else []
-        self.ledger_table.setRowCount(len(entries))
-        for r, e in enumerate(entries):
-            vals = [
-                e.get("n"),
-                e.get("time"),
-                e.get("requester") or "",
-                e.get("query"),
-                f"{e.get('epsilon'):g}",
-                f"{e.get('remaining', float('nan')):g}",
-            ]
-            for c, v in enumerate(vals):
-                self.ledger_table.setItem(r, c, QTableWidgetItem(str(v)))
-        self.ledger_table.scrollToBottom()
+        self._ledger_snapshot = led
+        self._fill_requesters(led)
+        self._fill_ledger_table()
         if led is not None:
             self.budget_edit.setText(f"{led.total:g}")
             self.budget_edit.setReadOnly(True)
@@ -855,6 +957,74 @@ class QueryPanel(QWidget):
             self.banner.show_message(why, "error")
         else:
             self.banner.hide()
+
+    def _fill_requesters(self, led) -> None:
+        """The requesters of the ledger in the History box, and their spending."""
+        cur = self.requester_filter.currentText()
+        names = [r["requester"] for r in led.requester_summary()] if led is not None else []
+        self.requester_filter.blockSignals(True)
+        self.requester_filter.clear()
+        self.requester_filter.addItems([ALL_REQUESTERS, *names])
+        if cur in names:
+            self.requester_filter.setCurrentText(cur)
+        self.requester_filter.blockSignals(False)
+        if led is None:
+            self.requester_summary.setText("")
+            return
+        parts = []
+        for r in led.requester_summary():
+            b = "" if r["budget"] is None else f" of {r['budget']:g}"
+            parts.append(f"{r['requester']}: {r['spent']:g}{b} on {r['answers']}")
+        self.requester_summary.setText("spent per requester — " + "; ".join(parts) if parts else "")
+
+    def _fill_ledger_table(self) -> None:
+        """The ledger's answers (of the requester chosen in the History box)."""
+        led = getattr(self, "_ledger_snapshot", None)
+        entries = led.entries if led is not None else []
+        who = self.requester_filter.currentText()
+        if who and who != ALL_REQUESTERS:
+            entries = [e for e in entries if (e.get("requester") or "(none)") == who]
+        self.ledger_table.setRowCount(len(entries))
+        for r, e in enumerate(entries):
+            vals = [
+                e.get("n"),
+                e.get("time"),
+                e.get("requester") or "",
+                e.get("query"),
+                f"{e.get('epsilon'):g}",
+                f"{e.get('remaining', float('nan')):g}",
+                e.get("mechanism") or "refinement",
+                e.get("response"),
+            ]
+            for c, v in enumerate(vals):
+                self.ledger_table.setItem(r, c, QTableWidgetItem(str(v)))
+        self.ledger_table.scrollToBottom()
+        self.answers_btn.setEnabled(bool(entries) and who not in ("", ALL_REQUESTERS))
+
+    def answers_dialog(self) -> None:
+        who = self.requester_filter.currentText()
+        path, _ = QFileDialog.getSaveFileName(
+            self, f"Answer file for {who} (PUBLIC: their answers only)", "answers.json", "JSON (*.json)"
+        )
+        if path:
+            self.export_answers(path, who)
+
+    def export_answers(self, path: str, requester: str) -> str | None:
+        """Write the PUBLIC answer file of ``requester`` (their answers' public fields only);
+        the target is checked first (never the data file or the ledger, a folder or a FIFO).
+        """
+        led = self.ledger()
+        if led is None:
+            self.error_label.setText("No ledger yet: nothing to export.")
+            return None
+        who = None if requester in ("(none)", "") else requester
+        try:
+            out = qd.export_answer_file(path, led, who, inputs=[self.state.path, self.ledger_path()])
+        except (DPStudioError, OSError) as exc:
+            self.error_label.setText(f"Answer file: {exc}")
+            return None
+        self.sig_status.emit(f"Answer file for {requester} written (public): {Path(out).name}")
+        return out
 
     def choose_ledger_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(
@@ -938,8 +1108,37 @@ class QueryPanel(QWidget):
                 self.error_label.setText(str(exc))
                 return False
 
+        led_now = self.ledger() if spend else None
+        plan = {
+            "n_total": len(df),
+            "bounds": dict(self.state.domains),
+            "delta": req.get("delta")
+            if req.get("delta") is not None
+            else (led_now.delta if led_now else None),
+            "groups": None if req["groups"] is None else {req["query"].by: req["groups"]},
+        }
+        result: dict[str, Any] = {"accuracy": None, "chosen": None}
+
+        def choose() -> str:
+            mech = req.get("mechanism") or "refinement"
+            if req["multi"] is not None or mech == "refinement":
+                return "refinement"
+            acc = qd.assess(
+                req["query"],
+                req["epsilon"],
+                prior=req["prior"],
+                n_total=plan["n_total"],
+                bounds=plan["bounds"],
+                delta=plan["delta"],
+                groups=plan["groups"],
+                only=None if mech == "auto" else mech,
+            )
+            result["accuracy"] = acc
+            return acc["auto"] if mech == "auto" else mech
+
         def answer_with(ledger, check_cancel):
             check_cancel()  # the last moment a cancel stops the answer: nothing was spent
+            chosen = result["chosen"] = choose()
             if req["multi"] is not None:
                 return qd.refine_multicomponent(
                     df,
@@ -951,14 +1150,31 @@ class QueryPanel(QWidget):
                     ledger=ledger,
                     requester=req["requester"],
                 )
-            return qd.refine_query(
+            if chosen == "refinement":
+                ans = qd.refine_query(
+                    df,
+                    req["query"],
+                    req["prior"],
+                    req["epsilon"],
+                    req["kind"],
+                    ledger=ledger,
+                    groups=req["groups"],
+                    requester=req["requester"],
+                )
+                ans.accuracy = result["accuracy"]
+                return ans
+            if ledger is None:  # a preview of a noise answer: the accuracy only, nothing drawn
+                return None
+            return qd.answer_query(
                 df,
                 req["query"],
-                req["prior"],
                 req["epsilon"],
-                req["kind"],
+                mechanism=chosen,
+                prior=req["prior"],
+                bounds=plan["bounds"],
+                groups=plan["groups"],
+                delta=plan["delta"],
                 ledger=ledger,
-                groups=req["groups"],
                 requester=req["requester"],
             )
 
@@ -997,6 +1213,9 @@ class QueryPanel(QWidget):
 
         def done(out):
             ans, spent = out
+            self.show_accuracy(result["accuracy"], result["chosen"])
+            if ans is None:  # preview of a noise mechanism
+                return
             if spent:
                 self.refresh_ledger()
                 self.show_answer(ans)
@@ -1037,8 +1256,15 @@ class QueryPanel(QWidget):
         resp = pub["response"]
         resp_txt = ", ".join(f"{g}: {v}" for g, v in resp.items()) if isinstance(resp, dict) else str(resp)
         rem = pub.get("remaining_budget")
+        itv = pub.get("interval_95")
+        itv_txt = ""
+        if itv is not None and not isinstance(itv[0], list):
+            itv_txt = f"\nInterval 95 %: [{itv[0]:g}, {itv[1]:g}] ({pub.get('interval_note', '')})"
+        elif pub.get("interval_note"):
+            itv_txt = f"\nInterval 95 %: {pub['interval_note']}"
         text = (
-            f"Query: {pub['query']}\nAnswer: {resp_txt}\nPrior used: {pub['prior']}\n"
+            f"Query: {pub['query']}\nMechanism: {pub.get('mechanism', 'refinement')}\nAnswer: {resp_txt}"
+            f"{itv_txt}\nPrior used: {pub['prior']}\n"
             f"ε spent: {pub['epsilon']:g}"
             + (f"; remaining budget of this data set: {rem:g}" if rem is not None else "")
             + f"\nGuarantee: {pub['guarantee']}"
@@ -1185,8 +1411,12 @@ class QueryPanel(QWidget):
 
     def plot_answer(self, ans: qd.QueryAnswer, preview: bool = False) -> None:
         """Prior, refined (office only) and Laplace of the same ε (analytic density × step), for
-        the group or component chosen in the Plot box (marginals of a joint answer).
+        the group or component chosen in the Plot box (marginals of a joint answer).  A noise
+        answer has no refined distribution: the plot shows the response and its interval.
         """
+        if ans.mechanism != "refinement":
+            self._plot_noise(ans)
+            return
         self._plotted = (ans, preview)
         names = (
             [f"component {i + 1}: {c}" for i, c in enumerate(ans.components)]
@@ -1199,6 +1429,33 @@ class QueryPanel(QWidget):
         self.view_combo.blockSignals(False)
         self.view_combo.setEnabled(len(names) > 1)
         self._plot_view(ans, 0, preview)
+
+    def _plot_noise(self, ans: qd.QueryAnswer) -> None:
+        self._plotted = None
+        self.plot.clear()
+        self.legend.clear()
+        self.view_combo.clear()
+        self.view_combo.setEnabled(False)
+        resp = ans.response if isinstance(ans.response, list) else [ans.response]
+        itv = ans.interval if isinstance(ans.interval, list) else [ans.interval]
+        stats = [f"Answered by {ans.mechanism} noise (no refined distribution to show)."]
+        for i, (r, iv) in enumerate(zip(resp, itv)):
+            label = ans.groups[i] if ans.groups else ""
+            if iv is not None:
+                stats.append(
+                    f"{label + ': ' if label else ''}response {r}, interval 95 % [{iv[0]:g}, {iv[1]:g}]"
+                )
+                try:
+                    self.plot.plot([iv[0], iv[1]], [i, i], pen=pg.mkPen("#1f77b4", width=3))
+                    self.plot.plot([float(r)], [i], pen=None, symbol="o", symbolBrush="#2ca02c")
+                except (TypeError, ValueError):
+                    pass
+            else:
+                stats.append(f"{label + ': ' if label else ''}response {r}")
+        notes = (" Office note: " + "; ".join(ans.notes)) if ans.notes else ""
+        self.stats_label.setText(
+            " · ".join(stats) + (" " + ans.interval_note if ans.interval_note else "") + notes
+        )
 
     def _replot_view(self, k: int) -> None:
         plotted = getattr(self, "_plotted", None)

@@ -291,7 +291,7 @@ def assess(
     rng = np.random.default_rng(seed)  # planning simulations: public, data independent
     table: dict[str, dict] = {}
     kind = q.kind
-    if not grouped and only in (None, "refinement"):  # grouped: noise only in the comparison
+    if only in (None, "refinement"):  # grouped: ε for every group (Proposition 4, add/remove)
         try:
             table["refinement"] = {
                 "expected_error": refinement_accuracy(prior, float(eps), kind, split),
