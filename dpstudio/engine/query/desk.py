@@ -725,45 +725,39 @@ def answer_file(ledger: BudgetLedger, requester: str | None) -> dict:
     return out
 
 
-def check_answer_file_target(path, inputs=()) -> str:
-    """Refuse (one line) an answer-file path that is an input (the data, the ledger), a folder,
-    a FIFO, a device or a symbolic link, or whose folder is missing -- called BEFORE any answer
-    is drawn, so that a bad target never costs ε.
-    """
-    import stat as _stat
-
+def _answer_file_plan(path, inputs):
+    """The one guarded writer's plan of an answer file (:mod:`dpstudio.engine.safe_write`)."""
     from dpstudio.engine.errors import InputError
-    from dpstudio.engine.io import check_output_not_input
+    from dpstudio.engine.safe_write import WritePlan
 
-    p = os.path.abspath(str(path))
     if not str(path).lower().endswith(".json"):
         raise InputError(f"Answer file {path}: name a .json file.")
-    check_output_not_input(p, [x for x in inputs if x], what="answer file")
-    try:
-        st = os.lstat(p)
-    except FileNotFoundError:
-        st = None
-    if st is not None and not _stat.S_ISREG(st.st_mode):
-        raise InputError(
-            f"Answer file {path} is not a regular file (a folder, link, FIFO or device): name a file."
-        )
-    if not os.path.isdir(os.path.dirname(p)):
-        raise InputError(f"Answer file {path}: the folder {os.path.dirname(p)} does not exist.")
-    return p
+    plan = WritePlan(inputs=[x for x in inputs if x])
+    key = plan.file(path, what="answer file")
+    return plan.check(), key
+
+
+def check_answer_file_target(path, inputs=()) -> str:
+    """Refuse (one line) an answer-file target the guarded writer would refuse -- an input (the
+    data, the ledger), a folder, a FIFO, a device, a link, a read-only file, a missing folder --
+    BEFORE any answer is drawn, so that a bad target never costs ε.
+    """
+    _plan, key = _answer_file_plan(path, inputs)
+    return key
 
 
 def export_answer_file(path, ledger: BudgetLedger, requester: str | None, *, inputs=()) -> str:
-    """Write :func:`answer_file` to ``path`` (a PUBLIC file: normal permissions), atomically."""
-    from dpstudio.engine.io import atomic_write
-
-    p = check_answer_file_target(path, inputs)
+    """Write :func:`answer_file` to ``path`` (a PUBLIC file: normal permissions) through the one
+    guarded writer (atomic; the target checked first).
+    """
+    plan, key = _answer_file_plan(path, inputs)
     text = json.dumps(answer_file(ledger, requester), indent=2, ensure_ascii=False, allow_nan=False)
 
     def writer(tmp):
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
 
-    return atomic_write(p, writer, protect=tuple(x for x in inputs if x))
+    return plan.write(key, writer)
 
 
 __all__ = [
