@@ -7,6 +7,7 @@ quantised once to integer weights (data independent, total ≈ :data:`PRIOR_TOTA
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -176,7 +177,15 @@ class Prior:
         return w / w.sum()
 
     def weights(self) -> list[int]:
-        """Integer weights over the support (data independent; sum ≈ 2⁵²)."""
+        """Integer weights over the support (data independent; sum ≈ 2⁵²); computed once per
+        prior (a copy is returned).
+        """
+        try:
+            return list(_weights_of(self))
+        except TypeError:  # unhashable parameters (e.g. a list): computed each time
+            return self._weights()
+
+    def _weights(self) -> list[int]:
         sup = self.support
         n = sup.size
         if self.kind == "uniform":
@@ -270,6 +279,11 @@ class Prior:
         elif self.kind == "histogram":
             params = [list(self.params[0]), list(self.params[1])]
         return {"kind": self.kind, "support": self.support.to_dict(), "params": list(params)}
+
+
+@functools.lru_cache(maxsize=64)
+def _weights_of(prior: Prior) -> tuple[int, ...]:
+    return tuple(prior._weights())
 
 
 # =========================================================================== text specs (CLI)

@@ -241,6 +241,24 @@ def refine_weights(
     return cls, mass, info
 
 
+def refined_floats(prior_w, cls, mass) -> list[float]:
+    """:func:`refined_probabilities` as floats, computed with numpy (for display: the office's
+    plot); the draw never uses them.
+    """
+    w = (
+        np.asarray([float(x) for x in prior_w])
+        if len(prior_w) and max(prior_w) >= 2**62
+        else np.asarray(prior_w, dtype=np.float64)
+    )
+    c = np.asarray(cls, dtype=np.int64)
+    tot = np.array([w[c == k].sum() for k in range(3)])
+    total = float(sum(mass))
+    share = np.array([float(m) / total if t > 0 else 0.0 for m, t in zip(mass, tot)])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(tot > 0, share / np.where(tot > 0, tot, 1.0), 0.0)
+    return (w * per[c]).tolist()
+
+
 def refined_probabilities(prior_w, cls, mass) -> list[Fraction]:
     """Exact refined probability of every point (for tests and display)."""
     tot = [0, 0, 0]
@@ -547,7 +565,7 @@ def refine_query(
         trues.append(
             tv if query.agg != "mode" or tv is None else (sup.value(center) if center is not None else None)
         )
-        refined_all.append([float(p) for p in refined_probabilities(w, cls, mass)])
+        refined_all.append(refined_floats(w, cls, mass))
     support_vals = [_plain(v) for v in sup.values()]
     ans = QueryAnswer(
         query=query.describe(),
