@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import os
-from pathlib import Path
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -119,7 +119,7 @@ def test_the_count_mechanisms_exact_output_ratio_is_at_most_e_eps():
         z = np.arange(-400, 401)
         pmf = N.discrete_laplace_pmf(z, p.rate)
 
-        def out(c):
+        def out(c, z=z, pmf=pmf):
             r = np.zeros(sup.size)
             np.add.at(r, np.clip(c + z, 0, sup.size - 1), pmf)
             return r
@@ -445,3 +445,32 @@ def test_the_researchers_answer_file_holds_only_their_public_fields(census, tmp_
     os.mkfifo(fifo)
     with pytest.raises(InputError, match="not a regular file"):
         export_answer_file(fifo, led, "Dr. A")
+
+
+@pytest.mark.parametrize("distance", ["log", "asymmetric:3", "asymmetric:0.25"])
+def test_a_researchers_distance_changes_the_refinement_not_its_guarantee(distance):
+    """Protocol 2's d_i: another distance orders the points differently (the refined
+    distribution changes), and for ANY two data sets every output ratio stays ≤ e^ε."""
+    from dpstudio.engine.query import exact_distribution
+
+    sup = NumericRange(0, 40, 1)
+    prior = Prior.normal(15, 8, sup)
+    dfs = [pd.DataFrame({"x": [float(v)]}) for v in (0, 3, 17, 40)]
+    eps = 1.0
+    bound = exp_bounds(Fraction(repr(eps)))[1]
+    dists = [exact_distribution(d, "sum(x)", prior, eps, distance=distance) for d in dfs]
+    grid = [exact_distribution(d, "sum(x)", prior, eps) for d in dfs]
+    assert dists[2] != grid[2]
+    for a in dists:
+        for b in dists:
+            assert max(x / y for x, y in zip(a, b)) <= bound
+
+
+def test_hostile_distances_are_one_line():
+    from dpstudio.engine.query import refine_query
+
+    df = pd.DataFrame({"x": [1.0, 2.0]})
+    prior = Prior.uniform(NumericRange(-5, 5, 1))
+    for bad in ("asymmetric:0", "asymmetric:x", "cosine", "log"):  # log needs a range >= 0
+        with pytest.raises(ParameterError, match="distance"):
+            refine_query(df, "sum(x)", prior, 1.0, rng=0, distance=bad)

@@ -378,6 +378,7 @@ def answer_query(
     ledger: BudgetLedger | str | os.PathLike | None = None,
     requester: str | None = None,
     rng=None,
+    distance: str | None = None,
 ) -> QueryAnswer:
     """Answer ``query`` with ``mechanism`` (``auto``: the smaller planning error, see
     :func:`assess`) and charge ε to the ledger.  Returns a :class:`QueryAnswer` whose public
@@ -387,6 +388,7 @@ def answer_query(
     ``bounds``: declared domains {column: (lo, hi)} (sums, means, variances, ratios clamp each
     record to them); ``groups``: {column: declared values} of a ``… by COL`` (or ``by A, B``)
     query; ``delta``: δ of the Gaussian mechanism (the ledger's, when it has one);
+    ``distance``: the researcher's d_i for refinement (Protocol 2: grid, log, asymmetric:R);
     ``split``: the mean's ε split (sum, count); ``rng``: a seed or Generator (keyed with the
     query and the data), default OS entropy.
     """
@@ -395,7 +397,7 @@ def answer_query(
             return answer_query(
                 df, query, epsilon, mechanism=mechanism, support=support, prior=prior, bounds=bounds,
                 groups=groups, delta=delta, split=split, kind=kind, records_hint=records_hint,
-                ledger=bound, requester=requester, rng=rng,
+                ledger=bound, requester=requester, rng=rng, distance=distance,
             )  # fmt: skip
     if mechanism not in M.MECHANISMS:
         raise ParameterError(
@@ -663,13 +665,16 @@ def _noise_guarantee(
     )
 
 
-def _by_refinement(df, q, comps, eps_in, prior, support, kind, groups, split, ledger, requester, rng, acc):
+def _by_refinement(
+    df, q, comps, eps_in, prior, support, kind, groups, split, ledger, requester, rng, acc, distance=None
+):
     from dpstudio.engine.query.multi import refine_multicomponent
     from dpstudio.engine.query.refinement import refine_query
 
     sup, pr = _support_prior(comps[0], support, prior)
     g = _rng_context(comps, "refinement", eps_fraction(eps_in), None, [sup], None, groups, split)
     g["prior"] = pr.describe()
+    g["distance"] = str(distance)
     gen = _keyed(rng, df, comps, g)
     if isinstance(q, MultiQuery):
         ans = refine_multicomponent(
@@ -680,8 +685,9 @@ def _by_refinement(df, q, comps, eps_in, prior, support, kind, groups, split, le
         if q.by:
             grp = groups.get(q.by) if isinstance(groups, dict) else groups
         ans = refine_query(
-            df, q, pr, eps_in, kind, gen, ledger=ledger, groups=grp, split=split, requester=requester
-        )
+            df, q, pr, eps_in, kind, gen, ledger=ledger, groups=grp, split=split, requester=requester,
+            distance=distance,
+        )  # fmt: skip
     ans.mechanism = "refinement"
     ans.accuracy = acc
     if ans.groups is None and ans.components is None and isinstance(sup, NumericRange):

@@ -303,11 +303,59 @@ def sample_refined(rng: np.random.Generator, prior_w, cls, mass) -> int:
     return idx[bisect.bisect_right(acc, v)]
 
 
-def _distances(support, center: int) -> list[int]:
+#: The distances d_i a researcher may ask for (thesis Protocol 2: q_i = (f_i, P_fi, d_i, ε_i)).
+USER_DISTANCES = ("grid", "log", "asymmetric:R")
+
+
+def check_distance(distance: str | None, support=None) -> str | None:
+    """Validate a user distance (one line otherwise): ``grid`` (|i − j| steps, Table 5.1;
+    the default), ``log`` (|ln x − ln f| for a range of numbers ≥ 0: relative errors), or
+    ``asymmetric:R`` (an under-estimate counts R times an over-estimate, R > 0).
+    """
+    if distance in (None, "", "grid"):
+        return None
+    d = str(distance).strip().lower()
+    if d == "log":
+        if support is not None and (not isinstance(support, NumericRange) or support.lo < 0):
+            raise ParameterError("distance log: needs a numeric range of numbers >= 0.")
+        return d
+    if d.startswith("asymmetric:"):
+        try:
+            r = float(d.split(":", 1)[1])
+        except ValueError:
+            r = math.nan
+        if not (0 < r < 1e6):
+            raise ParameterError(f"distance {distance!r}: write asymmetric:R with R > 0 (e.g. asymmetric:3).")
+        if (
+            support is not None
+            and not isinstance(support, NumericRange)
+            and not getattr(support, "ordered", False)
+        ):
+            raise ParameterError("distance asymmetric: needs a numeric or ordered range.")
+        return d
+    raise ParameterError(f"distance {distance!r}: use {', '.join(USER_DISTANCES)}.")
+
+
+def _distances(support, center: int, distance: str | None = None) -> list[int]:
+    """Integer distance of every point to the centre: Table 5.1 (grid steps; nominal 0/1), or the
+    researcher's d_i (Protocol 2).  Any distance keeps ε-DP: the factors stay in [αd, αu]; it
+    only decides which points gain.  Exact integers (scaled by 10⁶ and rounded for log).
+    """
     n = support.size
     if isinstance(support, CategoricalRange) and not support.ordered:
         return [0 if i == center else 1 for i in range(n)]
-    return [abs(i - center) for i in range(n)]
+    if distance is None:
+        return [abs(i - center) for i in range(n)]
+    if distance == "log":
+        x = support.values()
+        shift = float(support.step or 1.0)  # log(x + step): 0 stays finite
+        lx = np.log(x + shift)
+        return [int(v) for v in np.rint(np.abs(lx - lx[center]) * 1e6)]
+    r = float(distance.split(":", 1)[1])
+    k = Fraction(repr(r)).limit_denominator(10**6)
+    return [
+        int((center - i) * k.numerator) if i < center else int((i - center) * k.denominator) for i in range(n)
+    ]
 
 
 def _guarantee(kind: str, eps: float, support, groups: list | None, split: float) -> str:
@@ -425,12 +473,12 @@ def validate_request(
     return kind, groups
 
 
-def _component(df, query: Query, sup, w, mask, au: int, ad: int):
+def _component(df, query: Query, sup, w, mask, au: int, ad: int, distance: str | None = None):
     """(class, mass, center index, true value, operator note) of one query component."""
     center, tv, note = _center(df, query, sup, mask)
     if center is None:
         return [2] * len(w), [0, 0, (1 << ALPHA_BITS) * sum(w)], None, tv, note
-    cls, mass, _ = refine_weights(w, _distances(sup, center), au, ad)
+    cls, mass, _ = refine_weights(w, _distances(sup, center, distance), au, ad)
     return cls, mass, center, tv, note
 
 
@@ -470,7 +518,14 @@ def _center(df, query: Query, sup, mask):
 
 
 def exact_distribution(
-    df: pd.DataFrame, query, prior: Prior, epsilon: float, kind: str | None = None, split: float = 0.5
+    df: pd.DataFrame,
+    query,
+    prior: Prior,
+    epsilon: float,
+    kind: str | None = None,
+    split: float = 0.5,
+    *,
+    distance: str | None = None,
 ) -> list[Fraction]:
     """The exact refined distribution (fractions over the support) that :func:`refine_query`
     samples for a query without groups.  PRIVATE: it discloses the true answer.
@@ -482,7 +537,8 @@ def exact_distribution(
     au, ad = factors(eps, kind, split)
     w = prior.weights()
     mask = evaluate_filter(df, parse_filter(query.where))
-    cls, mass, *_ = _component(df, query, prior.support, w, mask, au, ad)
+    dist = check_distance(distance, prior.support)
+    cls, mass, *_ = _component(df, query, prior.support, w, mask, au, ad, dist)
     return refined_probabilities(w, cls, mass)
 
 
@@ -498,8 +554,10 @@ def refine_query(
     groups: Iterable | None = None,
     split: float = 0.5,
     requester: str | None = None,
+    distance: str | None = None,
 ) -> QueryAnswer:
     """Answer ``query`` on ``df`` by knowledge refinement of ``prior`` (ε-DP, thesis ch. 5).
+    ``distance``: the researcher's d_i (Protocol 2; :func:`check_distance`), default the grid.
 
     ``query``: a :class:`Query` or its text (:func:`parse_query`); ``prior``: a :class:`Prior`
     over the declared range of the answer; ``kind``: 'statistical' or 'individual' (default
@@ -525,6 +583,7 @@ def refine_query(
                 groups=groups,
                 split=split,
                 requester=requester,
+                distance=distance,
             )
     if isinstance(query, str):
         query = parse_any(query)
@@ -543,6 +602,7 @@ def refine_query(
     if not (0.0 <= float(split) <= 1.0):
         raise ParameterError(f"split t must be in [0, 1], got {split!r}.")
     kind, groups = validate_request(df, query, prior, kind, groups)
+    dist = check_distance(distance, prior.support)
     if ledger is not None:
         ledger.check(eps)  # beyond the budget: refused first, whatever ε (nothing spent)
     eps = check_epsilon(eps)
@@ -557,7 +617,7 @@ def refine_query(
         mask = base_mask if g is None else base_mask & _compare(df[query.by], "==", g).to_numpy()
         counts.append(int(np.count_nonzero(mask)))
         label = "" if g is None else f"group {query.by} = {g}: "
-        cls, mass, center, tv, note = _component(df, query, sup, w, mask, au, ad)
+        cls, mass, center, tv, note = _component(df, query, sup, w, mask, au, ad, dist)
         if note:
             notes.append(label + note)
         i = sample_refined(rng, w, cls, mass)
@@ -572,7 +632,12 @@ def refine_query(
         kind=kind,
         epsilon=eps,
         response=responses[0] if groups is None else responses,
-        guarantee=_guarantee(kind, eps, sup, groups, float(split)),
+        guarantee=_guarantee(kind, eps, sup, groups, float(split))
+        + (
+            f" The researcher's distance d = {dist} ordered the points (any distance keeps ε-DP)."
+            if dist
+            else ""
+        ),
         prior=prior.describe(),
         support=support_vals,
         prior_probs=[float(x) for x in prior.probabilities()],
