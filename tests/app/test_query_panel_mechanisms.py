@@ -79,3 +79,17 @@ def test_a_mechanism_that_does_not_answer_the_aggregate_is_refused(qtbot, window
     assert "δ" in p.error_label.text()
     p.gdelta_edit.setText("1e-6")
     assert p.answer_btn.isEnabled(), p.error_label.text()
+
+
+def test_the_office_sets_requester_budgets_in_the_panel(qtbot, window):
+    _census(qtbot, window)
+    p = window.query_panel
+    assert not p.set_requester_budget("no equals sign") and "NAME=EPSILON" in p.error_label.text()
+    assert p.set_requester_budget("Dr. A=0.3")
+    led = p.ledger()
+    assert led is not None and float(led.requesters["Dr. A"]) == 0.3
+    _count(p, "Dr. A", eps="0.4")  # beyond Dr. A's budget: refused, nothing spent
+    assert not p.answer() or (qtbot.waitUntil(lambda: not p.runner.busy, timeout=30000) or True)
+    assert len(p.ledger().entries) == 0 and "requester 'Dr. A' has only 0.3" in p.error_label.text()
+    _count(p, "Dr. Z")  # no budget in a ledger with requester budgets: refused
+    assert not p.answer() and "has none" in p.error_label.text()

@@ -471,6 +471,18 @@ class QueryPanel(QWidget):
         hr.addWidget(self.requester_summary, 1)
         hr.addWidget(self.answers_btn)
         vl.addLayout(hr)
+        hq = QHBoxLayout()
+        self.req_budget_edit = QLineEdit()
+        self.req_budget_edit.setObjectName("requester_budget_edit")
+        self.req_budget_edit.setPlaceholderText("NAME=ε: the budget of one requester (an office decision)")
+        self.req_budget_btn = QPushButton("Set requester budget")
+        self.req_budget_btn.setToolTip(
+            "Once the ledger gives budgets per requester, every answer needs a requester with budget "
+            "left; the data set's total still caps them all"
+        )
+        hq.addWidget(self.req_budget_edit, 1)
+        hq.addWidget(self.req_budget_btn)
+        vl.addLayout(hq)
         vl.addWidget(self.ledger_table)
         right.addWidget(gl, 2)
         return right_w
@@ -485,6 +497,7 @@ class QueryPanel(QWidget):
         self.gdelta_edit.textChanged.connect(self._validate)
         self.requester_filter.currentTextChanged.connect(lambda _t: self._fill_ledger_table())
         self.answers_btn.clicked.connect(self.answers_dialog)
+        self.req_budget_btn.clicked.connect(lambda: self.set_requester_budget(self.req_budget_edit.text()))
         self.add_comp_btn.clicked.connect(self.add_component)
         self.del_comp_btn.clicked.connect(self.remove_component)
         self.draw_check.toggled.connect(self._on_draw_toggled)
@@ -1080,6 +1093,37 @@ class QueryPanel(QWidget):
         if path:
             self.export_ledger(path)
 
+    def set_requester_budget(self, text: str) -> bool:
+        """``NAME=EPSILON``: give a requester a budget, written to the ledger file under its lock
+        (an event of the ledger; a new ledger starts with the total budget typed).
+        """
+        name, sep, val = str(text).rpartition("=")
+        try:
+            eps = float(val)
+        except ValueError:
+            eps = math.nan
+        if not sep or not name.strip() or not (math.isfinite(eps) and eps > 0):
+            self.error_label.setText("Requester budget: write NAME=EPSILON, e.g. Dr. Smith=0.5.")
+            return False
+        led, why = self._snapshot()
+        path = self.ledger_path()
+        if why or path is None:
+            self.error_label.setText(why or "Open a data file first.")
+            return False
+        dname, sha = self._dataset()
+        try:
+            total = float(self.budget_edit.text())
+            with ql.locked_ledger(path, total=None if led else total, dataset=dname, digest=sha) as bound:
+                bound.set_requester_budget(name.strip(), eps, by="office")
+                if not bound.on_file and bound.path:
+                    bound.save()
+        except (DPStudioError, ValueError, OSError) as exc:
+            self.error_label.setText(f"Requester budget: {exc}")
+            return False
+        self.error_label.setText("")
+        self.refresh_ledger()
+        return True
+
     def export_ledger(self, path: str) -> str | None:
         led = self.ledger()
         if led is None:
@@ -1110,7 +1154,7 @@ class QueryPanel(QWidget):
             name, sha = self._dataset()
             new_total = req["total"] if led is None else None
             try:  # refused before anything runs, with the remaining budget named
-                (led or qd.BudgetLedger(req["total"])).check(req["epsilon"])
+                (led or qd.BudgetLedger(req["total"])).check(req["epsilon"], req["requester"])
             except DPStudioError as exc:
                 self.error_label.setText(str(exc))
                 return False
