@@ -474,3 +474,18 @@ def test_hostile_distances_are_one_line():
     for bad in ("asymmetric:0", "asymmetric:x", "cosine", "log"):  # log needs a range >= 0
         with pytest.raises(ParameterError, match="distance"):
             refine_query(df, "sum(x)", prior, 1.0, rng=0, distance=bad)
+
+
+def test_answer_lines_for_the_command_line(census):
+    from dpstudio.engine.query.desk import answer_lines
+
+    a = answer_query(census, "count where FICA > 3000", 1.0, support=NumericRange(0, 1080, 1), rng=3)
+    lines = answer_lines(a, remaining="1 of 2")
+    assert lines[1].startswith("mechanism: laplace (auto: laplace")
+    assert any(ln.startswith("response: ") for ln in lines)
+    itv = next(ln for ln in lines if ln.startswith("interval 95 %: ["))
+    lo, hi = (float(x) for x in itv.split("[")[1].split("]")[0].split(","))
+    assert lo <= a.response <= hi
+    m = answer_query(census, "median(FICA)", 1.0, support=NumericRange(0, 12000, 10), mechanism="exponential", rng=3)
+    text = "\n".join(answer_lines(m))
+    assert "interval 95 %: [0, 12000]" in text and "rank" in text and "chosen by the office" in text

@@ -417,6 +417,9 @@ def answer_query(
         only=None if mechanism == "auto" else mechanism,
     )  # fmt: skip
     chosen = acc["auto"] if mechanism == "auto" else mechanism
+    if mechanism != "auto":
+        e = acc["mechanisms"].get(chosen, {}).get("expected_error")
+        acc["why"] = f"{chosen}: chosen by the office (expected {acc['measure']} {_fmt(e)})"
     if chosen == "refinement":
         return _by_refinement(
             df, q, comps, eps_in, prior, support, kind, groups, split, ledger, requester, rng, acc
@@ -766,7 +769,61 @@ def export_answer_file(path, ledger: BudgetLedger, requester: str | None, *, inp
     return plan.write(key, writer)
 
 
+# =========================================================================== text of an answer (CLI)
+
+
+def _num(v) -> str:
+    if isinstance(v, float):
+        return "n/a" if math.isnan(v) else f"{v:.6g}"
+    return str(v)
+
+
+def answer_lines(ans: QueryAnswer, *, remaining: str | None = None) -> list[str]:
+    """The PUBLIC text of an answer, one ``key: value`` per line (``dpstudio query`` prints
+    them): query, mechanism (and why, for ``auto``), ``response: …``, ``interval 95 %: [lo, hi]``
+    (one per group; for quantiles and modes the declared range with the rank statement), prior,
+    ε spent, the remaining budget and the guarantee.
+    """
+    pub = ans.public()
+    lines = [f"query: {pub['query']}"]
+    why = (pub.get("accuracy") or {}).get("why")
+    lines.append(f"mechanism: {pub['mechanism']}" + (f" ({why})" if why else ""))
+    resp = pub["response"]
+    lines.append(
+        "response: "
+        + (", ".join(f"{k}={_num(v)}" for k, v in resp.items()) if isinstance(resp, dict) else _num(resp))
+    )
+    itv = pub.get("interval_95")
+    note = pub.get("interval_note") or ""
+    if itv is None:
+        sup = ans.support
+        rng_txt = (
+            f"[{_num(sup[0])}, {_num(sup[-1])}]"
+            if sup and not isinstance(sup[0], list)
+            else "the declared range"
+        )
+        lines.append(f"interval 95 %: {rng_txt} ({note})" if note else f"interval 95 %: {rng_txt}")
+    elif itv and isinstance(itv[0], list) or (itv and itv[0] is None):
+        labels = ans.groups or [str(i + 1) for i in range(len(itv))]
+        parts = [
+            f"{g}=[{_num(v[0])}, {_num(v[1])}]" if v else f"{g}=(rank statement)" for g, v in zip(labels, itv)
+        ]
+        lines.append("interval 95 %: " + "; ".join(parts) + (f" ({note})" if note else ""))
+    else:
+        lines.append(f"interval 95 %: [{_num(itv[0])}, {_num(itv[1])}]" + (f" ({note})" if note else ""))
+    lines.append(f"prior: {pub['prior']}")
+    eps_line = f"epsilon spent: {_num(pub['epsilon'])}"
+    if pub.get("rho") is not None:
+        eps_line += f" (Gaussian: ρ = {pub['rho']:.6g}, δ = {pub['delta']:g})"
+    if remaining is not None:
+        eps_line += f"; remaining budget: {remaining}"
+    lines.append(eps_line)
+    lines.append(f"guarantee: {pub['guarantee']}")
+    return lines
+
+
 __all__ = [
+    "answer_lines",
     "ANSWERS_FORMAT",
     "PUBLIC_FIELDS",
     "answer_file",
