@@ -535,7 +535,8 @@ def _by_noise(
                 scores, tv = st.scores(df, mask)
                 i = st.draw(scores, gen)
                 responses.append(_plain(s.value(i)))
-                intervals.append(None)
+                # no value interval exists without the data: the declared range (covers always)
+                intervals.append((s.lo, s.hi) if isinstance(s, NumericRange) else None)
                 trues.append(tv)
                 notes_rank.append(st.rank_bound())
                 continue
