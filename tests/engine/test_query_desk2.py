@@ -489,3 +489,38 @@ def test_answer_lines_for_the_command_line(census):
     m = answer_query(census, "median(FICA)", 1.0, support=NumericRange(0, 12000, 10), mechanism="exponential", rng=3)
     text = "\n".join(answer_lines(m))
     assert "interval 95 %: [0, 12000]" in text and "rank" in text and "chosen by the office" in text
+
+
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(epsilon="abc"), "ε"),
+        (dict(epsilon=float("nan")), "ε"),
+        (dict(epsilon=-1), "ε"),
+        (dict(epsilon=1e5), "ε"),
+        (dict(mechanism="laplacian"), "mechanism"),
+        (dict(mechanism="exponential"), "answered by"),
+        (dict(mechanism="gaussian"), "δ"),
+        (dict(mechanism="gaussian", delta=0.5), "δ"),
+        (dict(mechanism="gaussian", delta="x"), "δ"),
+        (dict(bounds={"x": (5, 1)}), "domain"),
+        (dict(bounds={"x": (0, float("inf"))}), "domain"),
+        (dict(query="mean(x) by g"), "groups"),
+        (dict(query="count by g", groups={"h": ["a"]}), "groups"),
+        (dict(query="quantile(x, 2)"), "level"),
+        (dict(query="ratio(x)"), "two columns"),
+        (dict(records_hint=None, support=None), "range"),
+    ],
+)
+def test_hostile_requests_are_one_line(kw, match):
+    df = _frame(np.random.default_rng(0))
+    args = dict(query="mean(x)", epsilon=1.0, support=NumericRange(0, 100, 1), bounds=DOM, mechanism="laplace")
+    if kw.get("mechanism") == "exponential" or "delta" in kw or kw.get("mechanism") == "gaussian":
+        args["query"] = "mean(x)"
+    args.update(kw)
+    q = args.pop("query")
+    e = args.pop("epsilon")
+    args.pop("records_hint", None)
+    with pytest.raises(ParameterError, match=match) as exc:
+        answer_query(df, q, e, **args)
+    assert "\n" not in str(exc.value)

@@ -411,6 +411,15 @@ def answer_query(
         delta = M.check_delta(delta)
     eps_in = positive_epsilon(epsilon)
     n_total = len(df)
+    if mechanism not in ("auto", "refinement"):
+        for c in comps:
+            if mechanism not in M.applicable(c.agg):
+                raise ParameterError(
+                    f"--mechanism {mechanism}: {c.agg} is answered by "
+                    f"{', '.join(('refinement', *M.applicable(c.agg)))}."
+                )
+        if mechanism == "gaussian" and delta is None:
+            raise ParameterError("The Gaussian mechanism needs δ (--delta, e.g. 1e-6; or the ledger's).")
     acc = assess(
         comps[0], eps_in / len(comps), support=support, prior=prior, n_total=n_total, bounds=bounds,
         delta=delta, split=split, groups=None, records_hint=records_hint,
