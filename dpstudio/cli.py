@@ -642,7 +642,9 @@ def _dask_client(args):
             n_workers=args.workers or 2,
             threads_per_worker=1,
             memory_limit=args.memory_limit or "auto",
-            dashboard_address=None,
+            # any free port: with None the scheduler's HTTP server still tries 8787 and warns
+            # "Port 8787 is already in use" when another cluster holds it (a second line)
+            dashboard_address=":0",
             silence_logs=logging.CRITICAL,
         )
         client = Client(cluster)
@@ -842,11 +844,8 @@ def cmd_protect(args) -> int:
     _save_recipe(args, "protect", collect_params(spec, args), plan)
     _report_warnings(res.public_warnings, res.private_notes, skip_codes=("records-dropped",))
     print(f"Guarantee: {res.guarantee}")
-    if (
-        not res.is_dp
-        and res.guarantee.startswith("Per-attribute only")
-        and res.params.get("layout") == "records"
-    ):
+    narrowed = res.guarantee_info is not None and res.guarantee_info.narrowed
+    if narrowed and res.params.get("layout") == "records":  # DP per attribute only
         _warn(
             "the records are not ε-DP (see the guarantee). Remedies: drop the other columns "
             "(e.g. --role COL=identifier) or protect them too, or release each protected "

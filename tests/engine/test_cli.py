@@ -43,7 +43,7 @@ TEST_SPEC = MethodSpec(
             Param("count", "int", 2, "test int", minimum=1),
             registry.WEIGHTS_PARAM, registry.DROP_MISSING_PARAM),
     protects=(Role.EPS_QUASI,), requires=(Role.EPS_QUASI,),
-    guarantee=lambda p: f"test guarantee eps={p.get('epsilon')}",
+    guarantee=lambda ctx: f"test guarantee eps={ctx.get('epsilon')}",  # plain text: no claim
     run=_run_test_method, uses_epsilon=True, needs_domain=True,
 )
 registry.register(TEST_SPEC)

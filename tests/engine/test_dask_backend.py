@@ -51,6 +51,7 @@ def test_dask_release_equals_in_memory(method, params, nparts):
     assert list(got.columns) == list(mem.columns)
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
     assert rel.guarantee == engine.protect(df, method, ROLES, DOMAINS, seed=11, **params).guarantee
+    assert rel.guarantee_info.render() == rel.guarantee and rel.guarantee_info.is_dp == rel.is_dp
 
 
 @pytest.mark.parametrize("nparts", [1, 3])

@@ -27,6 +27,7 @@ from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.algorithms.generalization import encode_quasis, mondrian, ola
 from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
 from dpstudio.engine.measures.keps import (
     class_diameters,
@@ -34,6 +35,7 @@ from dpstudio.engine.measures.keps import (
     confident_suppression,
     keps_measures,
 )
+from dpstudio.engine.notices import notice
 from dpstudio.engine.params import Param
 from dpstudio.engine.pileup import REMEDY_CLASS_RANGE
 from dpstudio.engine.protection import _papers as _P
@@ -41,12 +43,12 @@ from dpstudio.engine.protection._common import (
     DROP_MISSING_PARAM,
     NOISE_PARAM,
     ORDER_PARAM,
+    as_k,
     epsilon_param,
     job_stream,
     k_param,
     keep_order,
-    never_dp,
-    order_clause,
+    ordering,
 )
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
@@ -125,44 +127,66 @@ _PARAMS = (
 )
 
 
-def _guarantee(p: dict) -> str:
-    k = p.get("k")
-    eps = p.get("epsilon")
-    alg = (
-        "OLA full-domain generalisation" if p.get("algorithm", "ola") == "ola" else "Mondrian generalisation"
-    )
-    s = (
+def _guarantee(ctx: GuaranteeContext) -> Guarantee:
+    k = ctx.get("k")
+    eps = ctx.get("epsilon")
+    ola_ = ctx.get("algorithm", "ola") == "ola"
+    alg = "OLA full-domain generalisation" if ola_ else "Mondrian generalisation"
+    head = (
         f"{k}-anonymity on the k-quasi-identifiers ({alg}"
-        + (
-            f", at most {100 * float(p.get('suppression') or 0):g} % of records suppressed"
-            if p.get("algorithm", "ola") == "ola"
-            else ""
-        )
+        + (f", at most {100 * float(ctx.get('suppression') or 0):g} % of records suppressed" if ola_ else "")
         + ")"
     )
-    eq = p.get("_eps_quasi")
+    clauses = [Clause("claim", head)]
+    eq = ctx.columns(Role.EPS_QUASI)
+    model, baseline = Model.K_EPSILON_ANONYMITY, False
     if eq is not None and len(eq) == 0:
-        s += (
-            "; there is no ε-quasi-identifier, so no noise is added and ε plays no role. "
-            "Not differential privacy."
-        )
+        model = Model.K_ANONYMITY
+        clauses += [
+            Clause(
+                "mechanism", "; there is no ε-quasi-identifier, so no noise is added and ε plays no role."
+            ),
+            Clause("not-dp", " Not differential privacy."),
+        ]
     elif eps is None:
-        s += "; the ε-quasi-identifiers are released without noise (noise-free baseline)."
+        model, baseline = Model.K_ANONYMITY, True
+        clauses.append(
+            Clause("baseline", "; the ε-quasi-identifiers are released without noise (noise-free baseline).")
+        )
     else:
         named = f" ({', '.join(eq)})" if eq else ""
-        s += (
-            f", plus within-class noise on the ε-quasi-identifiers{named}: inside each equivalence class, "
-            f"{p.get('noise', 'laplace')} noise of scale (class range)/ε with ε = {eps:g} "
-            "((k, ε)-anonymity, paper 003). This is NOT ε-differential privacy: the noise is "
-            "calibrated to each class's own range of values, which depends on the data, so "
-            "changing one record can change the noise of a whole class."
+        clauses += [
+            Clause(
+                "mechanism",
+                f", plus within-class noise on the ε-quasi-identifiers{named}: inside each "
+                f"equivalence class, {ctx.get('noise', 'laplace')} noise of scale (class range)/ε "
+                f"with ε = {eps:g} ((k, ε)-anonymity, paper 003).",
+            ),
+            Clause(
+                "not-dp",
+                " This is NOT ε-differential privacy: the noise is calibrated to each class's own "
+                "range of values, which depends on the data, so changing one record can change "
+                "the noise of a whole class.",
+            ),
+        ]
+    if ctx.get("confidence"):
+        clauses.append(
+            Clause(
+                "mechanism",
+                f" Records whose noisy values stay within the {float(ctx.get('confidence')):g}-"
+                "confidence radius of fewer than k class members are suppressed (c-confident "
+                "k-anonymity).",
+            )
         )
-    if p.get("confidence"):
-        s += (
-            f" Records whose noisy values stay within the {float(p['confidence']):g}-confidence "
-            "radius of fewer than k class members are suppressed (c-confident k-anonymity)."
-        )
-    return s + order_clause(p, clustered=False)
+    clauses.append(ordering(ctx, clustered=False)[0])
+    return Guarantee(
+        model=model,
+        clauses=tuple(clauses),
+        k=as_k(k),
+        epsilon=None if eps is None else float(eps),
+        covered=ctx.attributes,
+        baseline=baseline,
+    )
 
 
 def _eps_matrix(job: Job, cols: list[str]) -> np.ndarray:
@@ -185,9 +209,10 @@ def _hierarchies(job: Job, kq: list[str]) -> tuple[dict, list[str]]:
     not_k = [c for c in given if c not in kq]
     if not_k:
         warns.append(
-            V.public_warning(
+            notice(
+                "hierarchy-ignored",
                 f"Hierarchies for {', '.join(map(repr, not_k))} were ignored: only k-quasi-"
-                "identifiers are generalised."
+                "identifiers are generalised.",
             )
         )
     return {c: load_hierarchy(given[c], c) for c in kq if c in given}, warns
@@ -223,8 +248,11 @@ def _generalise(job: Job, kq: list[str]) -> tuple:
         num_with_h = [c for c in hs if pd.api.types.is_numeric_dtype(job.data[c])]
         if num_with_h:
             warns.append(
-                f"Mondrian releases numeric k-quasis as ranges; the hierarchies of "
-                f"{', '.join(map(repr, num_with_h))} were not used."
+                notice(
+                    "hierarchy-not-used",
+                    f"Mondrian releases numeric k-quasis as ranges; the hierarchies of "
+                    f"{', '.join(map(repr, num_with_h))} were not used.",
+                )
             )
         gen = mondrian(job.data, kq, k, hierarchies=hs, check_cancel=job.check_cancel)
     job.cache[key] = (gen, warns)
@@ -306,7 +334,9 @@ def run_keps(job: Job) -> Output:
                 "lower the confidence or ε, or raise k."
             )
     elif conf is not None and not eq:
-        warns.append(V.public_warning("confidence was ignored: there are no ε-quasi-identifiers."))
+        warns.append(
+            notice("confidence-ignored", "confidence was ignored: there are no ε-quasi-identifiers.")
+        )
     job.progress(0.85)
     # step 4: shuffle the released records: ordered by the keyed sort keys of their record
     # ids (input positions), which do not depend on how the data is partitioned (issue 12);
@@ -374,13 +404,19 @@ def run_keps(job: Job) -> Output:
         info["chosen_levels"] = dict(gen.levels)
     if len(sup_rows):
         warns.append(
-            f"{len(sup_rows)} record(s) ({100 * len(sup_rows) / n:.2f} %) were suppressed "
-            "by the generalisation step and are not in the release."
+            notice(
+                "records-suppressed",
+                f"{len(sup_rows)} record(s) ({100 * len(sup_rows) / n:.2f} %) were suppressed "
+                "by the generalisation step and are not in the release.",
+            )
         )
     if conf_info and conf_info["records"]:
         warns.append(
-            f"c-confident k-anonymity (c = {conf_info['c']:g}) suppressed {conf_info['records']} "
-            f"more record(s) ({100 * conf_info['records'] / n:.2f} %)."
+            notice(
+                "records-suppressed",
+                f"c-confident k-anonymity (c = {conf_info['c']:g}) suppressed {conf_info['records']} "
+                f"more record(s) ({100 * conf_info['records'] / n:.2f} %).",
+            )
         )
     job.progress(1.0)
     # ``protected`` is what generic measures (SSE, record linkage) compare by default: the
@@ -408,7 +444,6 @@ SPEC = MethodSpec(
     requires=(Role.K_QUASI,),
     guarantee=_guarantee,
     run=run_keps,
-    is_dp=never_dp,
     needs_domain=False,
     uses_k=True,
     uses_epsilon=True,
