@@ -524,3 +524,10 @@ def test_hostile_requests_are_one_line(kw, match):
     with pytest.raises(ParameterError, match=match) as exc:
         answer_query(df, q, e, **args)
     assert "\n" not in str(exc.value)
+
+
+def test_answers_carry_the_shared_guarantee_object(census):
+    a = answer_query(census, "count", 0.5, support=NumericRange(0, 1080, 1), mechanism="gaussian", delta=1e-6, rng=0)
+    g = a.guarantee_object()
+    assert g.is_dp and g.epsilon == 0.5 and g.delta == 1e-6 and g.render() == a.guarantee
+    assert a.public()["guarantee_model"] == {"model": "epsilon-dp", "epsilon": 0.5, "delta": 1e-6}

@@ -90,6 +90,23 @@ class QueryAnswer:
     delta: float | None = None
     rho: float | None = None
 
+    def guarantee_object(self):
+        """The answer's guarantee as the engine's shared :class:`~dpstudio.engine.guarantee.
+        Guarantee` (model ε-DP, its ε and δ; the desk's sentence as its one clause): other
+        layers ask it (``is_dp``, ``epsilon``, ``delta``), never the wording.  The neighbouring
+        relation is in the sentence: any two data sets (statistical refinement), one record's
+        values (noise, bounded DP), or one record added or removed (an individual query).
+        """
+        from dpstudio.engine.guarantee import Clause, Guarantee, Model
+
+        return Guarantee(
+            model=Model.EPSILON_DP,
+            clauses=(Clause("text", self.guarantee),),
+            epsilon=float(self.epsilon),
+            epsilon_total=float(self.epsilon),
+            delta=float(self.delta or 0.0),
+        )
+
     def public(self) -> dict:
         if self.components is not None:
             resp: Any = {c: _plain(r) for c, r in zip(self.components, self.response)}
@@ -104,6 +121,11 @@ class QueryAnswer:
             "response": resp,
             "prior": self.prior,
             "guarantee": self.guarantee,
+            "guarantee_model": {
+                "model": "epsilon-dp",
+                "epsilon": self.epsilon,
+                "delta": float(self.delta or 0.0),
+            },
             "remaining_budget": self.remaining,
             "mechanism": self.mechanism,
             "interval_95": _plain_interval(self.interval),
