@@ -227,9 +227,9 @@ def noise_accuracy(stat: M.NoisyStat, n_plan: int, rng: np.random.Generator) -> 
         per = 1.0 / n_plan if agg == "proportion" else 1.0
         return p.mean_abs() * float(p.unit) * per, "analytic"
     truth = stat.plan_truth(n_plan)
-    sims = M.simulate(stat, truth, rng, 400)
+    sims = M.simulate(stat, truth, rng, 200)
     exact = float(stat.finish([float(t) for t in truth]))
-    return float(np.mean(np.abs(sims - exact))), f"simulation (400 draws, {n_plan:,} records)"
+    return float(np.mean(np.abs(sims - exact))), f"simulation (200 draws, {n_plan:,} records)"
 
 
 def rank_accuracy(stat: M.RankStat, n_plan: int) -> tuple[float, str]:
