@@ -531,3 +531,19 @@ def test_answers_carry_the_shared_guarantee_object(census):
     g = a.guarantee_object()
     assert g.is_dp and g.epsilon == 0.5 and g.delta == 1e-6 and g.render() == a.guarantee
     assert a.public()["guarantee_model"] == {"model": "epsilon-dp", "epsilon": 0.5, "delta": 1e-6}
+
+
+def test_hostile_ledger_delta_and_gaussian_entries_are_refused():
+    led = BudgetLedger(2)
+    good = led.to_dict()
+    for bad in ("1e-6", -1e-6, 0, 0.5, float("inf"), True, [1e-6]):
+        d = dict(good, delta=bad)
+        with pytest.raises(LedgerError, match="δ"):
+            BudgetLedger.from_dict(d)
+    d = dict(good, entries=[{"n": 1, "epsilon": 0.1, "mechanism": "gaussian", "rho": 0.001}], spent=0.1)
+    with pytest.raises(LedgerError, match="no δ"):
+        BudgetLedger.from_dict(d)
+    for rho in ("x", -0.1, float("nan"), None):
+        d = dict(good, delta=1e-6, entries=[{"n": 1, "epsilon": 0.1, "mechanism": "gaussian", "rho": rho}], spent=0.1)
+        with pytest.raises(LedgerError):
+            BudgetLedger.from_dict(d)
