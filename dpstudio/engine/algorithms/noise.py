@@ -1106,7 +1106,11 @@ def exponential_mechanism_exact(rng: np.random.Generator, scores, epsilon: float
 
 
 def _uniform_below(rng: np.random.Generator, n: int) -> int:
-    """Exact uniform integer in [0, n) from random bits (rejection)."""
+    """Exact uniform integer in [0, n) from random bits (rejection); the one such draw of the
+    exact samplers (the query desk's refinement and exponential mechanism).
+    """
+    if n <= 0:
+        raise ValueError("n must be > 0")
     if n < (1 << 62):
         return int(rng.integers(0, n))
     bits = n.bit_length()

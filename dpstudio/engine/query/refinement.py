@@ -271,17 +271,12 @@ def refined_probabilities(prior_w, cls, mass) -> list[Fraction]:
 
 
 def _uniform_int(rng: np.random.Generator, n: int) -> int:
-    """Exact uniform integer in [0, n) from random bits (rejection)."""
-    if n <= 0:
-        raise ValueError("n must be > 0")
-    if n < (1 << 62):
-        return int(rng.integers(0, n))
-    bits = n.bit_length()
-    nbytes = (bits + 7) // 8
-    while True:
-        v = int.from_bytes(rng.bytes(nbytes), "little") & ((1 << bits) - 1)
-        if v < n:
-            return v
+    """Exact uniform integer in [0, n) from random bits (rejection): the engine's one such draw
+    (:func:`dpstudio.engine.algorithms.noise._uniform_below`).
+    """
+    from dpstudio.engine.algorithms.noise import _uniform_below
+
+    return _uniform_below(rng, n)
 
 
 def sample_refined(rng: np.random.Generator, prior_w, cls, mass) -> int:
