@@ -16,6 +16,7 @@ import pandas as pd
 
 from dpstudio.engine import params as P
 from dpstudio.engine import validation as V
+from dpstudio.engine.codes import take_rows
 from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
 from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model, Uncovered
 from dpstudio.engine.io import check_decimal_ambiguity
@@ -309,7 +310,7 @@ def run_prepared(
         # every release in keyed random order (issue 21 §3): input order would link records to
         # the input file (sorted by name, households in adjacent rows)
         perm = record_permutation(job, len(out.data))
-        data = out.data.iloc[perm].reset_index(drop=True)
+        data = take_rows(out.data, perm)  # (text columns through their codes, issue 27)
         row_map = perm if out.row_map is None else np.asarray(out.row_map)[perm]
         out = Output(
             data,
@@ -406,6 +407,8 @@ def run_prepared(
         original=prep.data if keep_original else None,
         precision=dict(prep.precision or {}) if params.get("epsilon") is not None else {},
         guarantee_info=g,
+        types=dict(prep.types),
+        hierarchies=dict(prep.hierarchies or {}),
     )
 
 

@@ -120,7 +120,9 @@ class Uncovered:
 
     column: str
     #: 'released-unchanged' (no role the method protects), 'sampling-weight',
-    #: 'household-id' (released at the user's request)
+    #: 'household-id' (released at the user's request); in a chain led by a DP claim:
+    #: 'other-claim' (changed by a step whose own claim covers it), 'changed-no-claim'
+    #: (changed by a step whose claim does not survive, or that makes none)
     reason: str
 
 
@@ -229,9 +231,11 @@ class Guarantee:
     # ------------------------------------------------------------------ the sentence
 
     def render(self) -> str:
-        """The published sentence."""
+        """The published sentence (a chain's, :func:`compose`, has no lead of its own: each
+        step's sentence carries its scope, and the chain's clause says where its DP holds).
+        """
         body = "".join(c.text for c in self.clauses)
-        if not self.scope_reasons:
+        if not self.scope_reasons or self.parts:
             return body
         reasons = "; ".join(r.text for r in self.scope_reasons)
         return SCOPE_LEAD.format(what=scope_what(self.model)) + reasons + SCOPE_HOLDS + body
@@ -455,11 +459,29 @@ class Effect(str, Enum):
 
 
 @dataclass(frozen=True)
+class Effects:
+    """What a method does to its input, as a step of a chain: the columns it ``changes`` with
+    the :class:`Effect` on each, the other columns it ``reads`` (e.g. the k-quasi classes that
+    decide a noise scale), whether it ``removes_records`` chosen from the data (record
+    suppression; a property of the mechanism, not of one run's outcome) and the ``keys`` a
+    k-type claim of it holds on (default: the claim's covered columns).  A method declares
+    them (``MethodSpec.effects``); the default is :attr:`Effect.PERTURB` on every column it
+    protects.
+    """
+
+    changes: Mapping[str, Effect]
+    reads: tuple[str, ...] = ()
+    removes_records: bool = False
+    keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Step:
     """One step of a chain: its own guarantee (``Model.NONE`` for a plain transformation),
     the columns it ``changes`` with the :class:`Effect` on each, the other columns it
-    ``reads`` (e.g. the k-quasi classes that decide a noise scale), and whether it removes
-    records chosen from the data (record suppression).
+    ``reads`` (e.g. the k-quasi classes that decide a noise scale), whether it removes
+    records chosen from the data (record suppression) and the ``keys`` of its k-type claim
+    (default: the claim's covered columns, else the changed ones).
     """
 
     name: str
@@ -467,6 +489,19 @@ class Step:
     changes: Mapping[str, Effect]
     reads: tuple[str, ...] = ()
     removes_records: bool = False
+    keys: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, name: str, guarantee: Guarantee, effects: Effects) -> Step:
+        """The step named ``name`` with ``guarantee`` and the method's declared ``effects``."""
+        return cls(
+            name=name,
+            guarantee=guarantee,
+            changes=dict(effects.changes),
+            reads=tuple(effects.reads),
+            removes_records=bool(effects.removes_records),
+            keys=tuple(effects.keys),
+        )
 
     @property
     def inputs(self) -> set[str]:
@@ -489,14 +524,25 @@ class Step:
 _KEEPS_CLASSES = (Effect.FIXED_MAP, Effect.DATA_MAP)
 
 
-def _survives(claim: Step, later: Sequence[Step]) -> str | None:
-    """Why the claim of ``claim`` does not survive the ``later`` steps (None: it does)."""
+def _named(n: int, s: Step) -> str:
+    """How a sentence refers to step ``n`` (0-based) of a chain: ``step 2 (ir-dp)``."""
+    return f"step {n + 1} ({s.name})"
+
+
+def _claim_keys(claim: Step) -> set[str]:
+    return set(claim.keys) or set(claim.guarantee.covered) or set(claim.changes)
+
+
+def _survives(claim: Step, later: Sequence[tuple[int, Step]]) -> str | None:
+    """Why the claim of ``claim`` does not survive the ``later`` (number, step) pairs (None:
+    it does).
+    """
     g = claim.guarantee
-    keys = set(g.covered) or set(claim.changes)
-    for s in later:
+    keys = _claim_keys(claim)
+    for n, s in later:
         if g.model in K_MODELS:
             if s.removes_records:
-                return f"step {s.name!r} removes records, which can leave a class with fewer than k"
+                return f"{_named(n, s)} removes records, which can leave a class with fewer than k"
             for c in sorted(keys & set(s.changes)):
                 e = s.changes[c]
                 if e in _KEEPS_CLASSES:
@@ -504,14 +550,14 @@ def _survives(claim: Step, later: Sequence[Step]) -> str | None:
                 if e is Effect.SUPPRESS and g.model is Model.K_ANONYMITY:
                     continue  # a missing value matches any value: classes only grow
                 return (
-                    f"step {s.name!r} changes key {c!r} record by record ({e.value}), so classes "
+                    f"{_named(n, s)} changes key {c!r} record by record ({e.value}), so classes "
                     "of the released values are no longer of at least k"
                 )
         elif g.model is Model.T_CLOSENESS:
             touched = sorted(keys & set(s.changes))
             if touched or s.removes_records:
                 return (
-                    f"step {s.name!r} changes {', '.join(touched) or 'the records'}: the groups' "
+                    f"{_named(n, s)} changes {', '.join(touched) or 'the records'}: the groups' "
                     "distributions are no longer the ones checked"
                 )
         # DP, iDP and plausible deniability survive every later step: a later step sees only
@@ -520,7 +566,7 @@ def _survives(claim: Step, later: Sequence[Step]) -> str | None:
     return None
 
 
-def _dp_lost(dp_step: Step, earlier: Sequence[Step]) -> str | None:
+def _dp_lost(dp_step: Step, earlier: Sequence[tuple[int, Step]]) -> str | None:
     """Why the DP claim of ``dp_step`` is lost through an ``earlier`` step (None: kept).
 
     A non-DP step before it is harmless when it is a fixed record-by-record function
@@ -530,21 +576,21 @@ def _dp_lost(dp_step: Step, earlier: Sequence[Step]) -> str | None:
     its own released output already depends on those values unprotected; when it removes
     records, neighbouring data sets need not stay neighbours.
     """
-    for s in earlier:
+    for n, s in earlier:
         if s.dp or not s.data_dependent:
             continue
         if s.removes_records:
-            return f"step {s.name!r} removed records chosen from the data before it"
+            return f"{_named(n, s)} removed records chosen from the data before it"
         fed = sorted(c for c, e in s.changes.items() if e is not Effect.FIXED_MAP and c in dp_step.inputs)
         if fed:
             return (
-                f"step {s.name!r} changed {', '.join(fed)} from the data before it (one record "
+                f"{_named(n, s)} changed {', '.join(fed)} from the data before it (one record "
                 "can change many of its input records)"
             )
         leak = sorted(s.inputs & set(dp_step.changes))
         if leak:
             return (
-                f"step {s.name!r} read {', '.join(leak)} before it was protected, and its own "
+                f"{_named(n, s)} read {', '.join(leak)} before it was protected, and its own "
                 "output depends on those values"
             )
     return None
@@ -575,6 +621,12 @@ def compose(steps: Sequence[Step]) -> Guarantee:
     * **t-closeness** survives only steps that change none of its columns and remove no
       records.
     * **Plausible deniability** (PRAM) survives every later step (post-processing).
+    * What a chain led by a DP claim **does not cover**: the columns the other steps change
+      (``Uncovered`` with reason ``other-claim`` when a surviving claim of such a step covers
+      them, ``changed-no-claim`` otherwise) and the steps' own uncovered columns; the
+      sentence names them ("Not covered by the epsilon-dp claim: ...").
+    * A k-type claim holds on its step's ``keys`` (declared in :class:`Effects`; default the
+      claim's covered columns).  Sentences refer to steps as "step n (name)".
 
     The result lists the surviving claims in :attr:`Guarantee.parts`, says which were lost
     and why, and leads with the DP claim when the chain has one that holds, else with the
@@ -583,29 +635,30 @@ def compose(steps: Sequence[Step]) -> Guarantee:
     steps = list(steps)
     if not steps:
         raise ValueError("compose() needs at least one step")
+    numbered = list(enumerate(steps))
     survivors: list[Guarantee] = []
+    kept: list[tuple[int, Step]] = []
     lost: list[Clause] = []
     dp_ok: list[Step] = []
     dp_bad = False
-    for i, s in enumerate(steps):
+    for i, s in numbered:
         g = s.guarantee
         if g.model is Model.NONE:
             continue
-        why = _dp_lost(s, steps[:i]) if s.dp else None
+        why = _dp_lost(s, numbered[:i]) if s.dp else None
         if why is None:
-            why = _survives(s, steps[i + 1 :])
+            why = _survives(s, numbered[i + 1 :])
         if why is not None:
-            lost.append(
-                Clause("lost", f" The {g.model.value} claim of step {s.name!r} does not hold: {why}.")
-            )
+            lost.append(Clause("lost", f" The {g.model.value} claim of {_named(i, s)} does not hold: {why}."))
             dp_bad = dp_bad or s.dp
             continue
         survivors.append(g)
+        kept.append((i, s))
         if s.dp:
             dp_ok.append(s)
     clauses = [
         Clause("step", f"{' ' if n else ''}Step {n + 1} ({s.name}): {s.guarantee.render()}")
-        for n, s in enumerate(steps)
+        for n, s in numbered
     ]
     covered = tuple(dict.fromkeys(c for g in survivors for c in g.covered))
     uncovered = tuple(
@@ -626,22 +679,56 @@ def compose(steps: Sequence[Step]) -> Guarantee:
             if Scope.PER_ATTRIBUTE in scopes
             else (Scope.TABLES if Scope.TABLES in scopes else Scope.RECORDS)
         )
-        how = (
-            f" The chain is {model.value} with ε = {total:g} by sequential composition over its "
-            f"{len(dps)} DP step(s) (δ = 0); the other steps are fixed record-by-record "
-            "functions or post-processing."
-            if total is not None
-            else f" The chain is {model.value} by sequential composition over its {len(dps)} DP step(s)."
+        where = (
+            "per attribute only (for the reasons its DP step(s) give: not for the records)"
+            if scope is Scope.PER_ATTRIBUTE
+            else ("for the separate tables" if scope is Scope.TABLES else "for the records")
         )
+        how = (
+            f" The chain is {model.value} {where} with ε = {total:g} by sequential composition "
+            f"over its {len(dps)} DP step(s) (δ = 0): no step before a DP step changes, from the "
+            "data, a column that step reads or protects, or removes records, and the later steps "
+            "only post-process its release."
+            if total is not None
+            else f" The chain is {model.value} {where} by sequential composition over its {len(dps)} DP step(s)."
+        )
+        # what the DP claim does not cover: the columns changed by the other steps (covered by
+        # their own claims, stated above, or by none) and the steps' uncovered columns
+        dp_cov = set(dict.fromkeys(c for g in dps for c in g.covered))
+        others: dict[str, Uncovered] = {}
+        for s in steps:
+            if s.dp:
+                continue
+            for c in s.changes:
+                if c in dp_cov or c in others:
+                    continue
+                held = next(
+                    (n for n, t in kept if not t.dp and c in _claim_keys(t) | set(t.guarantee.covered)), None
+                )
+                others[c] = Uncovered(c, "other-claim" if held is not None else "changed-no-claim")
+        for u in uncovered:
+            if u.column not in dp_cov and u.column not in others:
+                others[u.column] = u
+        extra: list[Clause] = []
+        named = [u.column for u in others.values() if u.reason in ("other-claim", "changed-no-claim")]
+        if named:
+            extra.append(
+                Clause(
+                    "not-covered",
+                    f" Not covered by the {model.value} claim: {', '.join(named)} (changed by the "
+                    "other steps: what holds for them is their steps' own claims above, where those "
+                    "hold).",
+                )
+            )
         return Guarantee(
             model=model,
-            clauses=(*clauses, Clause("composition", how), *lost),
+            clauses=(*clauses, Clause("composition", how), *extra, *lost),
             scope=scope,
             epsilon=total,
             epsilon_per_attribute=tuple(per.items()),
             epsilon_total=total,
-            covered=covered,
-            uncovered=uncovered,
+            covered=tuple(c for c in covered if c in dp_cov),
+            uncovered=tuple(others.values()),
             voided_by=tuple(dict.fromkeys(v for g in dps for v in g.voided_by)),
             scope_reasons=tuple(r for g in dps for r in g.scope_reasons),
             parts=tuple(survivors),
@@ -670,6 +757,7 @@ __all__ = [
     "Clause",
     "DP_MODELS",
     "Effect",
+    "Effects",
     "Guarantee",
     "GuaranteeContext",
     "K_MODELS",

@@ -85,6 +85,11 @@ NOTICE_CODES: dict[str, NoticeCode] = {
     "values-suppressed": NoticeCode(_PRIV, _I, "key values set to missing by local suppression"),
     "categorical-proximity": NoticeCode(_PRIV, _I, "a categorical k-quasi is grouped on its category codes"),
     "t-achieved": NoticeCode(_PRIV, _W, "the achieved t exceeds the target e^ε"),
+    "chain-incomplete": NoticeCode(
+        _PRIV, _W, "a chain built so far leaves quasi-identifiers unprotected (not for release)"
+    ),
+    "rl-not-computed": NoticeCode(_PRIV, _I, "record linkage left out of an assessment (too many records)"),
+    "weighted-estimates": NoticeCode(_PRIV, _I, "a note of the weighted estimates (original vs release)"),
     "method-note": NoticeCode(
         _PRIV, _I, "a fact about the data reported by the method (plain text, no code of its own)"
     ),

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpstudio.engine.errors import ParameterError
-from dpstudio.engine.guarantee import Guarantee, GuaranteeContext
+from dpstudio.engine.guarantee import Effect, Effects, Guarantee, GuaranteeContext
 from dpstudio.engine.params import Param, check_params
 from dpstudio.engine.roles import Role
 
@@ -111,6 +111,11 @@ class MethodSpec:
     #: and its guarantee says how; for the others the API applies the keyed random
     #: permutation of ``order`` after the run (issue 21 §3)
     orders_records: bool = False
+    #: what the method does to its input as a step of a chain (``effects(ctx) -> Effects``:
+    #: each changed column's :class:`~dpstudio.engine.guarantee.Effect`, the columns it
+    #: reads, whether it removes records); None: every column it protects is perturbed record
+    #: by record (see :meth:`step_effects`)
+    effects: Callable[[GuaranteeContext], Effects] | None = None
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -151,6 +156,22 @@ class MethodSpec:
         """
         g = self.guarantee(ctx)
         return g if isinstance(g, Guarantee) else Guarantee.plain(str(g))
+
+    def step_effects(self, ctx: GuaranteeContext) -> Effects:
+        """What this method does as a step of a chain (:func:`dpstudio.engine.guarantee.compose`):
+        the method's own declaration (``effects``) or, by default, :attr:`Effect.PERTURB` on
+        every column of ``ctx.roles`` with a role the method protects (the conservative
+        reading: each value changed from the data).
+        """
+        if self.effects is not None:
+            return self.effects(ctx)
+        cols = ctx.columns(*self.protects) or list(ctx.attributes)
+        released = set(ctx.released) if ctx.released is not None else None
+        return Effects(
+            changes={
+                c: Effect.PERTURB for c in cols if released is None or c in released or c in ctx.attributes
+            }
+        )
 
     def check_params(self, given: dict) -> dict:
         """Every parameter validated through :mod:`dpstudio.engine.params` (the one path).

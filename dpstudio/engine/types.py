@@ -177,6 +177,18 @@ class ProtectionResult:
     public_warnings: list[str] = field(default_factory=list)
     #: the guarantee as data (None only for a result built by hand from a sentence)
     guarantee_info: Guarantee | None = field(default=None, repr=False)
+    #: the user's column types the run was made with (the measurement policy reads them)
+    types: dict = field(default_factory=dict)
+    #: the hierarchies the run was made with (column -> file or Hierarchy), for the measures
+    hierarchies: dict = field(default_factory=dict, repr=False)
+    #: a chain's steps (:mod:`dpstudio.engine.chain`): each step's own result, in order
+    #: (their ``original`` is not kept); empty for the result of one method
+    steps: tuple = field(default=(), repr=False)
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The method ids of the steps of a chain, or ``(method,)``."""
+        return tuple(s.method for s in self.steps) if self.steps else (self.method,)
 
     @property
     def private_notes(self) -> list[Notice]:
@@ -195,7 +207,9 @@ class ProtectionResult:
             raise ValueError("original data not kept")
         if self.row_map is None:
             return self.original
-        return self.original.iloc[self.row_map].reset_index(drop=True)
+        from dpstudio.engine.codes import take_rows
+
+        return take_rows(self.original, self.row_map)
 
     def public_metadata(
         self, software_version: str | None = None, *, output_sha256: str | None = None

@@ -19,15 +19,18 @@ k-quasis plus within-class noise.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from dpstudio.engine import validation as V
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import noise as N
-from dpstudio.engine.algorithms.generalization import encode_quasis, mondrian, ola
+from dpstudio.engine.algorithms.generalization import CodedLabels, encode_quasis, mondrian, ola
+from dpstudio.engine.codes import from_codes, take_rows
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
+from dpstudio.engine.guarantee import Clause, Effect, Effects, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
 from dpstudio.engine.measures.keps import (
     class_diameters,
@@ -125,6 +128,21 @@ _PARAMS = (
     DROP_MISSING_PARAM,
     ORDER_PARAM,
 )
+
+
+def _effects(ctx: GuaranteeContext) -> Effects:
+    """As a step of a chain: the k-quasis generalised (OLA: every value of a column to the
+    level chosen from the data, a value-wise map; Mondrian: cells chosen record by record),
+    the ε-quasis perturbed with noise scaled to each class (so the k-quasis are read), and
+    records suppressed from the data (OLA with a suppression limit > 0, or c-confidence).
+    """
+    kq = ctx.columns(Role.K_QUASI) or []
+    eq = ctx.columns(Role.EPS_QUASI) or []
+    ola_ = ctx.get("algorithm", "ola") == "ola"
+    changes = {c: (Effect.DATA_MAP if ola_ else Effect.PERTURB) for c in kq}
+    changes.update({c: Effect.PERTURB for c in eq})
+    removes = (ola_ and float(ctx.get("suppression") or 0) > 0) or bool(ctx.get("confidence"))
+    return Effects(changes=changes, reads=tuple(kq), removes_records=removes, keys=tuple(kq))
 
 
 def _guarantee(ctx: GuaranteeContext) -> Guarantee:
@@ -259,6 +277,16 @@ def _generalise(job: Job, kq: list[str]) -> tuple:
     return gen, warns
 
 
+def _released_labels(gen, c: str, row_map: np.ndarray) -> pd.Series:
+    """The generalised values of ``c`` for the released records ``row_map``, a text column
+    built from the codes (one gather in Arrow) when the generalisation has them.
+    """
+    lab = gen.labels
+    if isinstance(lab, CodedLabels):
+        return from_codes(lab.codes_of(c, row_map), lab.categories[c])
+    return pd.Series(lab[c][row_map], dtype=object)
+
+
 def run_keps(job: Job) -> Output:
     kq = job.columns(Role.K_QUASI)
     eq = job.columns(Role.EPS_QUASI)
@@ -346,24 +374,38 @@ def run_keps(job: Job) -> Output:
         take = rel_idx
     else:
         k0, k1 = K.sort_keys(shuffle_stream, kept[rel_idx])
-        take = rel_idx[np.lexsort((k1, k0))]
+        take = rel_idx[K.order_by_keys(k0, k1)]
+        del k0, k1
+    del rel_idx
     row_map = kept[take]
-    data = job.data.iloc[row_map].reset_index(drop=True)
-    for c in kq:
-        lab = gen.labels[c][row_map]
-        if gen.levels.get(c, -1) == 0:
-            data[c] = job.data[c].to_numpy()[row_map]  # level 0: the original values
-        else:
-            data[c] = pd.Series(lab, dtype=object)
-    for j, c in enumerate(eq):
-        data[c] = Y[take, j].astype(np.int64) if grids is not None and grids[j].integer else Y[take, j]
+    sens_rel = sens[take]
     # equivalence classes of the release (renumbered, as released)
     out_cls_raw = cls[take]
-    uniq_cls, out_cls = np.unique(out_cls_raw, return_inverse=True)
-    class_rows = np.unique(out_cls, return_index=True)[1]
+    del sens, cls  # (issue 27: the records' arrays go before the released columns come)
+    # (np.unique's sorts, by counting: the classes are 0 … n_cls − 1)
+    present = np.zeros(n_cls, dtype=bool)
+    present[out_cls_raw] = True
+    uniq_cls = np.flatnonzero(present)
+    out_cls = (np.cumsum(present) - 1)[out_cls_raw]
+    del out_cls_raw
+    class_rows = np.full(len(uniq_cls), len(out_cls), dtype=np.int64)  # first row of each class
+    np.minimum.at(class_rows, out_cls, np.arange(len(out_cls), dtype=np.int64))
+    # the released columns: a k-quasi generalised to level 0 keeps its original values (as
+    # the columns no method changes); the others are built whole, never one record at a
+    # time (issue 27)
+    new_cols: dict[str, Any] = {}
+    for c in kq:
+        if gen.levels.get(c, -1) != 0:
+            new_cols[c] = _released_labels(gen, c, row_map)
+    for j, c in enumerate(eq):
+        new_cols[c] = Y[take, j].astype(np.int64) if grids is not None and grids[j].integer else Y[take, j]
+    data = take_rows(job.data[[c for c in job.data.columns if c not in new_cols]], row_map)
+    for c, v in new_cols.items():
+        data[c] = v
+    data = data[list(job.data.columns)]
     classes = pd.DataFrame({"class": np.arange(len(uniq_cls))})
     for c in kq:
-        classes[c] = data[c].to_numpy()[class_rows]
+        classes[c] = data[c].iloc[class_rows].to_numpy()
     classes["size"] = np.bincount(out_cls, minlength=len(uniq_cls))
     for j, c in enumerate(eq):
         classes[f"diam_{c}"] = diam[uniq_cls, j]
@@ -391,8 +433,8 @@ def run_keps(job: Job) -> Output:
             "confidence_share": float(len(conf_rows)) / max(n, 1),
         },
         "confidence_step": conf_info,
-        "class_of_row": out_cls.astype(np.int64),
-        "sensitivity_of_row": sens[take],
+        "class_of_row": np.asarray(out_cls, dtype=np.int64),
+        "sensitivity_of_row": sens_rel,
         "generalisation_loss": float(gen.loss),
         "released_loss": released_loss,
         "epsilon_quasis": list(eq),
@@ -443,6 +485,7 @@ SPEC = MethodSpec(
     protects=(Role.K_QUASI, Role.EPS_QUASI),
     requires=(Role.K_QUASI,),
     guarantee=_guarantee,
+    effects=_effects,
     run=run_keps,
     needs_domain=False,
     uses_k=True,

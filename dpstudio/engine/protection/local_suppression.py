@@ -26,7 +26,7 @@ import pandas as pd
 
 from dpstudio.engine.algorithms.local_suppression import local_suppression
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
+from dpstudio.engine.guarantee import Clause, Effect, Effects, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
 from dpstudio.engine.measures.survey_risk import encode_keys, wildcard_counts
 from dpstudio.engine.notices import notice
@@ -100,6 +100,14 @@ def guarantee(ctx: GuaranteeContext) -> Guarantee:
         Clause("not-covered", " the other columns are released unchanged."),
     ]
     return Guarantee(model=Model.K_ANONYMITY, clauses=tuple(clauses), k=as_k(ctx.get("k")), covered=keys)
+
+
+def effects(ctx: GuaranteeContext) -> Effects:
+    """As a step of a chain: key values set to missing where the data call for it (after an
+    optional global recoding to hierarchy levels, a value-wise map); nothing else is read.
+    """
+    keys = ctx.columns(Role.K_QUASI) or list(ctx.attributes)
+    return Effects(changes={c: Effect.SUPPRESS for c in keys}, keys=tuple(keys))
 
 
 def parse_importance(text: str | None, keys: list[str]) -> list[str] | None:
@@ -227,4 +235,5 @@ SPEC = MethodSpec(
     min_k=2,
     k_anonymous=True,
     missing_matches_any=True,
+    effects=effects,
 )
