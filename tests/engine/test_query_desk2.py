@@ -547,3 +547,33 @@ def test_hostile_ledger_delta_and_gaussian_entries_are_refused():
         d = dict(good, delta=1e-6, entries=[{"n": 1, "epsilon": 0.1, "mechanism": "gaussian", "rho": rho}], spent=0.1)
         with pytest.raises(LedgerError):
             BudgetLedger.from_dict(d)
+
+
+def test_the_interval_width_stated_before_drawing_is_the_one_printed():
+    """assess's interval_width (shown before anything is drawn): refinement's is the mean width of
+    the Neyman intervals of its responses (prior right); noise's is the width every answer prints.
+    """
+    from dpstudio.engine.query import parse_prior
+    from dpstudio.engine.query.desk import refinement_interval_width
+
+    sup = NumericRange(0, 200, 1)
+    rng = np.random.default_rng(4)
+    for prior in (Prior.uniform(sup), parse_prior("normal:80:10", sup)):
+        want = refinement_interval_width(prior, 1.0, "statistical")
+        rows = refinement_rows(prior, 1.0, "statistical", np.arange(sup.size))
+        fs = rng.choice(sup.size, 2000, p=prior.probabilities())
+        widths = []
+        for f in fs:
+            lo, hi = refinement_interval(prior, 1.0, "statistical", int(rng.choice(sup.size, p=rows[f])))
+            widths.append(hi - lo)
+        assert abs(np.mean(widths) - want) < 0.03 * want
+    df = pd.DataFrame({"x": np.arange(1000) % 100})
+    big = NumericRange(0, 2000, 1)
+    acc = assess("count where x > 10", 0.5, support=big, n_total=1000)
+    w = acc["mechanisms"]["laplace"]["interval_width"]
+    for seed in range(5):
+        ans = answer_query(df, "count where x > 10", 0.5, mechanism="laplace", support=big, rng=seed)
+        assert ans.interval[1] - ans.interval[0] == pytest.approx(w)
+    assert assess("count", 0.5, support=big, n_total=1000, intervals=False)["mechanisms"]["laplace"][
+        "interval_width"
+    ] is None

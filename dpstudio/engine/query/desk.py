@@ -214,6 +214,52 @@ def refinement_interval(prior: Prior, epsilon: float, kind: str, response_index:
     return (float(b.x[f[0]]), float(b.x[f[-1]]))
 
 
+def refinement_interval_width(prior: Prior, epsilon: float, kind: str, split: float = 0.5) -> float | None:
+    """Expected width of the refinement's 95 % interval (Neyman construction, as printed with
+    the answer) for a researcher whose prior is right: Σ_f p_f Σ_k R_f(k)·width(k).  Public.
+    None for categories and for grids of more than :data:`NEYMAN_MAX` points (the interval
+    printed is then the declared range).
+    """
+    sup = prior.support
+    if not isinstance(sup, NumericRange) or sup.size > NEYMAN_MAX:
+        return None
+    b = _Balls(prior, epsilon, kind, split)
+    s95 = b._search(lambda s: b.refined_mass(s) >= M.LEVEL + 1e-9)
+    k = b.c[:, None]
+    f = b.c[None, :]
+    hit = np.abs(k - f) <= s95[None, :]  # hit[k, f]: response k lies in f's 95 % ball
+    anyhit = hit.any(axis=1)
+    lo = np.where(anyhit, np.argmax(hit, axis=1), 0)
+    hi = np.where(anyhit, b.n - 1 - np.argmax(hit[:, ::-1], axis=1), b.n - 1)
+    width = b.x[hi] - b.x[lo]
+    total = 0.0
+    for start in range(0, b.n, 256):  # R_f in blocks of rows (memory: 256 × N)
+        f = b.c[start : start + 256]
+        d = np.abs(f[:, None] - b.c[None, :])
+        r = b.r[f][:, None]
+        fac = np.where(d < r, b.au, np.where(d == r, b.aud[f][:, None], b.ad))
+        rows = b.p[None, :] * fac
+        rows /= rows.sum(axis=1, keepdims=True)
+        total += float(b.p[f] @ (rows @ width))
+    return total
+
+
+def planned_interval_width(stat: M.NoisyStat, n_plan: int) -> float:
+    """Width of the 95 % interval a noise answer will print (before clamping to the declared
+    range): analytic for one-part statistics, else the interval of the planning truth.  Public.
+    """
+    m = len(stat.parts)
+    level = 1 - (1 - M.LEVEL) / m
+    if m == 1 and stat.query.agg in ("count", "proportion", "sum", "value"):
+        p = stat.parts[0]
+        per = 1.0 / n_plan if stat.query.agg == "proportion" else 1.0
+        step = float(stat.support.step or 0)
+        return 2 * p.quantile(level) * float(p.unit) * per + step
+    truth = [float(t) for t in stat.plan_truth(n_plan)]
+    bx = stat.box([(t - p.quantile(level), t + p.quantile(level)) for t, p in zip(truth, stat.parts)])
+    return float("nan") if bx is None else float(bx[1] - bx[0])
+
+
 # =========================================================================== planning accuracy of noise
 
 
@@ -276,9 +322,13 @@ def assess(
     records_hint: int | None = None,
     seed: int = 0,
     only: str | None = None,
+    intervals: bool = True,
 ) -> dict:
     """PUBLIC accuracy of every applicable mechanism before anything is drawn, and the choice
-    of ``auto``: {'mechanisms': {name: {'expected_error', 'how'}}, 'auto', 'why', 'measure'}.
+    of ``auto``: {'mechanisms': {name: {'expected_error', 'how', 'interval_width', 'interval_how'}},
+    'auto', 'why', 'measure'}; ``interval_width`` is the width of the 95 % interval the answer will
+    print (None: no value interval, e.g. quantiles and modes; not computed with
+    ``intervals=False``, as when :func:`answer_query` chooses).
     Uses no data (the planning size is ``records_hint`` or ``n_total``).  ``only``: assess one
     mechanism (an explicit choice; ``auto`` needs them all).
     """
@@ -296,6 +346,12 @@ def assess(
             table["refinement"] = {
                 "expected_error": refinement_accuracy(prior, float(eps), kind, split),
                 "how": f"exact, averaged over the prior ({prior.describe()})",
+                "interval_width": refinement_interval_width(prior, float(eps), kind, split)
+                if intervals
+                else None,
+                "interval_how": "expected width of the Neyman interval for a researcher whose prior is right"
+                if isinstance(sup, NumericRange) and sup.size <= NEYMAN_MAX
+                else "no value interval computed: the declared range is printed",
             }
         except ParameterError:
             pass
@@ -303,9 +359,14 @@ def assess(
         if (mech == "gaussian" and delta is None) or (only is not None and mech != only):
             continue
         try:
+            width: float | None = None
             if mech == "exponential":
                 st = M.rank_stat(q, sup, e)
                 err, how = rank_accuracy(st, n_plan)
+                iv_how = (
+                    f"no value interval without the data: the response's rank is within "
+                    f"{st.rank_bound():.4g} records of the target with probability ≥ 95 %"
+                )
             else:
                 r = None
                 if mech == "gaussian" and delta is not None:
@@ -314,12 +375,16 @@ def assess(
                     q, sup, mech, e, n_total=n_total, bounds=bounds, delta=delta, split=split, rho=r
                 )
                 err, how = noise_accuracy(stat, n_plan, rng)
+                width = planned_interval_width(stat, n_plan) if intervals else None
+                iv_how = "response ± half this width (clamped to the declared range)" + (
+                    "" if len(stat.parts) == 1 else f" at the planning size ({n_plan:,} records)"
+                )
         except ParameterError as exc:
             if only is not None:
                 raise
-            table[mech] = {"expected_error": None, "how": str(exc)}
+            table[mech] = {"expected_error": None, "how": str(exc), "interval_width": None, "interval_how": ""}
             continue
-        table[mech] = {"expected_error": err, "how": how}
+        table[mech] = {"expected_error": err, "how": how, "interval_width": width, "interval_how": iv_how}
     usable = {k: v for k, v in table.items() if v["expected_error"] is not None}
     if not usable:
         raise ParameterError(f"No mechanism answers {q.describe()!r} with these settings.")
@@ -423,7 +488,7 @@ def answer_query(
     acc = assess(
         comps[0], eps_in / len(comps), support=support, prior=prior, n_total=n_total, bounds=bounds,
         delta=delta, split=split, groups=None, records_hint=records_hint,
-        only=None if mechanism == "auto" else mechanism,
+        only=None if mechanism == "auto" else mechanism, intervals=False,
     )  # fmt: skip
     chosen = acc["auto"] if mechanism == "auto" else mechanism
     if mechanism != "auto":
@@ -431,8 +496,9 @@ def answer_query(
         acc["why"] = f"{chosen}: chosen by the office (expected {acc['measure']} {_fmt(e)})"
     if chosen == "refinement":
         return _by_refinement(
-            df, q, comps, eps_in, prior, support, kind, groups, split, ledger, requester, rng, acc
-        )
+            df, q, comps, eps_in, prior, support, kind, groups, split, ledger, requester, rng, acc,
+            distance=distance,
+        )  # fmt: skip
     if chosen not in M.applicable(comps[0].agg):
         raise ParameterError(
             f"--mechanism {chosen}: {comps[0].agg} is answered by "
@@ -843,7 +909,9 @@ __all__ = [
     "answer_query",
     "assess",
     "refinement_accuracy",
+    "planned_interval_width",
     "refinement_interval",
+    "refinement_interval_width",
     "refinement_rows",
 ]
 _ = Any
