@@ -48,7 +48,7 @@ _EXPORTS = {
     "Query": "dpstudio.engine.query",
     "QueryAnswer": "dpstudio.engine.query",
     "answer_query": "dpstudio.engine.query",
-    "assess": "dpstudio.engine.query",
+    "assess_query": "dpstudio.engine.query",  # the desk's accuracy before spending (not ``assess``)
     "export_answer_file": "dpstudio.engine.query",
     "load_ledger": "dpstudio.engine.query",
     "locked_ledger": "dpstudio.engine.query",
@@ -100,7 +100,7 @@ if TYPE_CHECKING:  # static checkers see the eager imports
         Query,
         QueryAnswer,
         answer_query,
-        assess,
+        assess_query,
         export_answer_file,
         load_ledger,
         locked_ledger,

@@ -93,3 +93,58 @@ def test_the_office_sets_requester_budgets_in_the_panel(qtbot, window):
     assert len(p.ledger().entries) == 0 and "requester 'Dr. A' has only 0.3" in p.error_label.text()
     _count(p, "Dr. Z")  # no budget in a ledger with requester budgets: refused
     assert not p.answer() and "has none" in p.error_label.text()
+
+
+def test_accuracy_and_interval_are_shown_before_answering_off_the_ui_thread(qtbot, window, monkeypatch):
+    """Issue 26.6: editing the form recomputes every mechanism's expected error and the width of
+    the 95 % interval its answer will print, in a worker thread; nothing is drawn or spent."""
+    import threading
+
+    from dpstudio.app.widgets import query_panel as qp
+
+    threads = []
+    real = qp.qd.assess
+
+    def spy(*a, **k):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return real(*a, **k)
+
+    monkeypatch.setattr(qp.qd, "assess", spy)
+    _census(qtbot, window)
+    p = window.query_panel
+    _count(p, "Dr. A", eps="0.5")
+    qtbot.waitUntil(lambda: "95 % interval width" in p.accuracy_label.text(), timeout=30000)
+    txt = p.accuracy_label.text()
+    assert "laplace: expected error" in txt and "refinement: expected error" in txt
+    assert "<b>laplace: expected error" in txt and "auto: laplace" in txt  # the choice is marked
+    assert threads and not any(threads)  # never on the UI thread
+    assert p.ledger() is None and p.last_answer is None  # nothing spent, nothing drawn
+    p.mechanism_combo.setCurrentText("refinement")
+    qtbot.waitUntil(lambda: "refinement: chosen by the office" in p.accuracy_label.text(), timeout=30000)
+    assert "laplace" not in p.accuracy_label.text()
+    p.mechanism_combo.setCurrentText("auto")
+    p.agg_combo.setCurrentText("median")  # a quantile: the exponential mechanism has no value interval
+    p.col_combo.setCurrentText("FICA")
+    p.filter_edit.setText("")
+    p.lo_edit.setText("0")
+    p.hi_edit.setText("8000")
+    p.step_edit.setText("10")
+    qtbot.waitUntil(lambda: "exponential: expected error" in p.accuracy_label.text(), timeout=30000)
+    assert "no value interval" in p.accuracy_label.text()
+    p.eps_edit.setText("not a number")  # an invalid form clears the figures
+    assert p.accuracy_label.text() == ""
+
+
+def test_the_interval_printed_has_the_width_stated_before(qtbot, window):
+    _census(qtbot, window)
+    p = window.query_panel
+    _count(p, "Dr. A", eps="0.5")
+    qtbot.waitUntil(lambda: "95 % interval width" in p.accuracy_label.text(), timeout=30000)
+    import re
+
+    stated = float(re.search(r"laplace: expected error [\d.]+; 95 % interval width ([\d.]+)",
+                             p.accuracy_label.text()).group(1))  # fmt: skip
+    _answer(qtbot, p)
+    lo, hi = p.last_answer.interval
+    assert hi - lo == pytest.approx(stated, rel=1e-3)
+    assert p.ledger().entries[-1]["interval_95"] == [lo, hi]  # on file the moment it was drawn

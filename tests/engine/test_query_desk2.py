@@ -31,6 +31,7 @@ from dpstudio.engine.query import (
     exp_bounds,
     factors,
     parse_query,
+    refine_multicomponent,
     refine_weights,
     refined_probabilities,
     resolve_range,
@@ -346,6 +347,17 @@ def test_budgets_per_requester(census):
     with pytest.raises(BudgetExceeded, match="has none"):
         answer_query(census, "count", 0.1, support=sup, mechanism="laplace", ledger=led, requester="Dr. C")
     answer_query(census, "count", 0.9, support=sup, mechanism="laplace", ledger=led, requester="Dr. B", rng=0)
+    # refinement (one and several components) checks the requester's budget too (it checked only
+    # the data set's total, and refused every requester of a ledger with requester budgets)
+    led.set_requester_budget("Dr. C", 0.2)
+    answer_query(census, "count", 0.05, support=sup, mechanism="refinement", ledger=led, requester="Dr. C", rng=0)
+    refine_multicomponent(
+        census, "count where FICA > 1000; count where FICA > 3000", [Prior.uniform(sup)] * 2, 0.1, mode="split", ledger=led,
+        requester="Dr. C",
+    )
+    with pytest.raises(BudgetExceeded, match="Dr. C"):
+        answer_query(census, "count", 0.1, support=sup, mechanism="refinement", ledger=led, requester="Dr. C")
+    led.set_requester_budget("Dr. C", 0.15)
     summary = {r["requester"]: r for r in led.requester_summary()}
     assert summary["Dr. A"]["spent"] == pytest.approx(0.4) and summary["Dr. B"]["remaining"] == pytest.approx(0.1)
     back = BudgetLedger.from_json(led.to_json())

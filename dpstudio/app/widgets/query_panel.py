@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QMouseEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -82,6 +82,7 @@ ALL_REQUESTERS = "(all requesters)"
 NO_GROUPS = "(no grouping)"
 DRAW_BINS = 20  # bins of a prior drawn with the mouse (fewer when the grid is smaller)
 DEFAULT_BUDGET = "1"
+ACCURACY_DELAY_MS = 300  # the form settles before the accuracy is recomputed
 
 
 def laplace_density(x: np.ndarray, center: float, scale: float) -> np.ndarray:
@@ -136,6 +137,13 @@ class QueryPanel(QWidget):
         self.state = state
         self.runner = TaskRunner("query", self)
         self.digest_runner = TaskRunner("query-digest", self)
+        # the accuracy of every mechanism, recomputed off the UI thread when the form changes
+        # (public planning figures: nothing is drawn or spent; the last request wins)
+        self.accuracy_runner = TaskRunner("query-accuracy", self)
+        self._acc_timer = QTimer(self)
+        self._acc_timer.setSingleShot(True)
+        self._acc_timer.setInterval(ACCURACY_DELAY_MS)
+        self._acc_timer.timeout.connect(self.update_accuracy)
         self.last_answer: qd.QueryAnswer | None = None
         self._digest: tuple[str, str, str] | None = None  # (path, name, sha) cache
         self._build()
@@ -366,6 +374,7 @@ class QueryPanel(QWidget):
         self.accuracy_label = QLabel()
         self.accuracy_label.setObjectName("accuracy_label")
         self.accuracy_label.setWordWrap(True)
+        self.accuracy_label.setTextFormat(Qt.TextFormat.RichText)
         self.accuracy_label.setToolTip(
             "Expected error of every mechanism for this query, computed from public facts only "
             "(the declared range, prior, domains, ε, δ and the number of records): no data is read"
@@ -705,17 +714,64 @@ class QueryPanel(QWidget):
         )
 
     def show_accuracy(self, acc: dict | None, chosen: str | None = None) -> None:
+        """Every mechanism's expected error and the width of the 95 % interval its answer will
+        print (public planning figures), and the choice of auto or the office.
+        """
         if not acc:
             self.accuracy_label.setText("")
             return
         rows = []
+        pick = chosen or (acc["auto"] if self.mechanism_combo.currentText() == "auto" else None)
         for name, v in acc["mechanisms"].items():
             e = v["expected_error"]
-            rows.append(f"{name}: {'n/a (' + v['how'] + ')' if e is None else f'{e:.4g}'}")
-        head = f"Accuracy before spending ({acc['measure']}, planning figures, no data read): "
-        self.accuracy_label.setText(
-            head + "; ".join(rows) + f". {acc['why']}" + (f" → {chosen}" if chosen else "")
+            if e is None:
+                rows.append(f"<li>{name}: n/a ({v['how']})</li>")
+                continue
+            w = v.get("interval_width")
+            wtxt = (
+                "" if "interval_width" not in v else
+                "; no value interval (a rank statement)" if w is None else f"; 95 % interval width {w:.4g}"
+            )  # fmt: skip
+            mark = ("<b>", " ◀</b>") if name == pick else ("", "")
+            rows.append(f"<li>{mark[0]}{name}: expected error {e:.4g}{wtxt}{mark[1]}</li>")
+        head = (
+            f"<b>Accuracy before spending</b> ({acc['measure']}; public planning figures, no data read, "
+            "nothing drawn):"
         )
+        mech = self.mechanism_combo.currentText() or "auto"
+        why = acc["why"] if mech == "auto" else f"{chosen or mech}: chosen by the office"
+        self.accuracy_label.setText(head + "<ul style='margin:0'>" + "".join(rows) + f"</ul>{why}")
+
+    def update_accuracy(self) -> bool:
+        """Recompute the accuracy of every mechanism for the form's query off the UI thread
+        (a large refinement grid takes a while); nothing is drawn or spent.
+        """
+        if self.state.df is None or self.multi() or self.runner.busy:
+            return False
+        try:
+            req = self.build_request()
+        except DPStudioError:
+            return False
+        led = self._ledger_snapshot if hasattr(self, "_ledger_snapshot") else None
+        mech = req.get("mechanism") or "auto"
+        kw = {
+            "prior": req["prior"],
+            "n_total": len(self.state.df),
+            "bounds": dict(self.state.domains),
+            "delta": req["delta"] if req["delta"] is not None else (led.delta if led is not None else None),
+            "groups": None if req["groups"] is None else {req["query"].by: req["groups"]},
+            "only": None if mech == "auto" else mech,
+        }
+        q, eps = req["query"], req["epsilon"]
+
+        def work(progress, check_cancel):
+            return qd.assess(q, eps, **kw)
+
+        def failed(msg, _details):
+            self.accuracy_label.setText(f"Accuracy: {msg}")
+
+        self.accuracy_runner.start(work, finished=self.show_accuracy, errored=failed)
+        return True
 
     def build_multi_request(self) -> dict[str, Any]:
         """The request when the component list holds 2+ components (the form only supplies ε)."""
@@ -822,6 +878,12 @@ class QueryPanel(QWidget):
         busy = self.runner.busy
         self.answer_btn.setEnabled(not err and not busy)
         self.preview_btn.setEnabled(not err and not busy)
+        if not err and not busy:
+            self._acc_timer.start()  # the accuracy before spending, once the form settles
+        elif err:
+            self._acc_timer.stop()
+            self.accuracy_runner.cancel()
+            self.accuracy_label.setText("")
         if not busy and replot and self.draw_check.isChecked():
             self._plot_drawn()
         elif prior is not None and not busy and replot:

@@ -84,6 +84,10 @@ from dpstudio.engine.query.refinement import (
     validate_request,
 )
 
+#: :func:`assess` under the name ``dpstudio.engine`` exports it (``engine.assess`` is the
+#: release's one assess path, :mod:`dpstudio.engine.assessment`).
+assess_query = assess
+
 __all__ = [
     "AGGREGATES",
     "ALPHA_BITS",
@@ -116,6 +120,7 @@ __all__ = [
     "answer_file",
     "answer_query",
     "assess",
+    "assess_query",
     "check_epsilon",
     "disjoint_components",
     "eps_fraction",

@@ -353,8 +353,15 @@ def assess(
                 if isinstance(sup, NumericRange) and sup.size <= NEYMAN_MAX
                 else "no value interval computed: the declared range is printed",
             }
-        except ParameterError:
-            pass
+        except ParameterError as exc:
+            if only is not None:
+                raise
+            table["refinement"] = {
+                "expected_error": None,
+                "how": str(exc),
+                "interval_width": None,
+                "interval_how": "",
+            }
     for mech in M.applicable(q.agg):
         if (mech == "gaussian" and delta is None) or (only is not None and mech != only):
             continue
@@ -382,12 +389,21 @@ def assess(
         except ParameterError as exc:
             if only is not None:
                 raise
-            table[mech] = {"expected_error": None, "how": str(exc), "interval_width": None, "interval_how": ""}
+            table[mech] = {
+                "expected_error": None,
+                "how": str(exc),
+                "interval_width": None,
+                "interval_how": "",
+            }
             continue
         table[mech] = {"expected_error": err, "how": how, "interval_width": width, "interval_how": iv_how}
     usable = {k: v for k, v in table.items() if v["expected_error"] is not None}
     if not usable:
-        raise ParameterError(f"No mechanism answers {q.describe()!r} with these settings.")
+        reasons = "; ".join(f"{k}: {v['how']}" for k, v in table.items())
+        raise ParameterError(
+            f"No mechanism answers {q.describe()!r} with these settings"
+            + (f" ({reasons})" if reasons else ".")
+        )
     order = ["laplace", "geometric", "exponential", "gaussian", "refinement"]
     best = min(usable, key=lambda k: (usable[k]["expected_error"], order.index(k)))
     measure = "P(wrong category)" if isinstance(sup, CategoricalRange) else "mean absolute error"
@@ -398,6 +414,65 @@ def assess(
         + ")"
     )
     return {"mechanisms": table, "auto": best, "why": why, "measure": measure, "planning_records": n_plan}
+
+
+def assess_components(
+    query,
+    epsilon,
+    *,
+    supports: list,
+    priors: list | None = None,
+    n_total: int,
+    bounds: dict | None = None,
+    delta: float | None = None,
+    split: float = 0.5,
+    records_hint: int | None = None,
+) -> dict:
+    """``auto`` for a multicomponent query (PUBLIC, no data read): every component assessed with
+    its own declared range and prior at ε/n; the mechanism usable for every component with the
+    smallest sum of relative errors (each component's error over its best mechanism's).
+    Returns {'auto', 'why', 'components': [assess(...) per component]}.
+    """
+    q = parse_any(query, allow_by=True) if isinstance(query, str) else query
+    comps = list(q.components) if isinstance(q, MultiQuery) else [q]
+    if len(supports) != len(comps) or (priors is not None and len(priors) != len(comps)):
+        raise ParameterError(f"Give one declared range (and prior) per component ({len(comps)}).")
+    eps = positive_epsilon(epsilon)
+    accs = [
+        assess(
+            c,
+            eps / len(comps),
+            support=s,
+            prior=None if priors is None else priors[i],
+            n_total=n_total,
+            bounds=bounds,
+            delta=delta,
+            split=split,
+            records_hint=records_hint,
+            intervals=False,
+        )  # fmt: skip
+        for i, (c, s) in enumerate(zip(comps, supports))
+    ]
+    order = ["laplace", "geometric", "exponential", "gaussian", "refinement"]
+    scores: dict[str, float] = {}
+    for mech in order:
+        errs = [a["mechanisms"].get(mech, {}).get("expected_error") for a in accs]
+        if any(e is None for e in errs):
+            continue
+        best = [
+            min(v["expected_error"] for v in a["mechanisms"].values() if v["expected_error"] is not None)
+            for a in accs
+        ]
+        scores[mech] = sum(e / b if b > 0 else (0.0 if e == 0 else math.inf) for e, b in zip(errs, best))
+    if not scores:
+        raise ParameterError(f"No one mechanism answers every component of {q.describe()!r}.")
+    chosen = min(scores, key=lambda k: (scores[k], order.index(k)))
+    why = (
+        f"auto: {chosen} (sum over the {len(comps)} components of error / the component's best: "
+        + ", ".join(f"{k} {v:.3g}" for k, v in scores.items())
+        + ")"
+    )
+    return {"auto": chosen, "why": why, "components": accs}
 
 
 def _fmt(x) -> str:
@@ -486,7 +561,8 @@ def answer_query(
         if mechanism == "gaussian" and delta is None:
             raise ParameterError("The Gaussian mechanism needs δ (--delta, e.g. 1e-6; or the ledger's).")
     acc = assess(
-        comps[0], eps_in / len(comps), support=support, prior=prior, n_total=n_total, bounds=bounds,
+        comps[0], eps_in / len(comps), support=support[0] if isinstance(support, (list, tuple)) else support,
+        prior=prior, n_total=n_total, bounds=bounds,
         delta=delta, split=split, groups=None, records_hint=records_hint,
         only=None if mechanism == "auto" else mechanism, intervals=False,
     )  # fmt: skip
@@ -575,7 +651,8 @@ def _group_cells(df: pd.DataFrame, q: Query, groups) -> list[tuple[str, np.ndarr
 def _by_noise(
     df, q, comps, eps_in, mech, support, prior, bounds, groups, delta, split, ledger, requester, rng, acc
 ):
-    sup, prior = _support_prior(comps[0], support, prior)
+    first = support[0] if isinstance(support, (list, tuple)) else support
+    sup, prior = _support_prior(comps[0], first, prior)
     if len(comps) > 1 and support is not None and not isinstance(support, (list, tuple)):
         sups = [sup] * len(comps)
     elif isinstance(support, (list, tuple)):
@@ -652,7 +729,8 @@ def _by_noise(
             "(beyond the best grid point's); the value interval printed is the declared range"
         )
     else:
-        ans.interval_note = "covers " + _covers(comps[0], sups[0], bounds, split, mech)
+        covers = list(dict.fromkeys(_covers(c, s, bounds, split, mech) for c, s in zip(comps, sups)))
+        ans.interval_note = "covers " + "; ".join(covers)
     if ledger is not None:
         ledger.spend_answer(
             eps, mechanism=mech, delta=delta, rho=rho, query=ans.query, kind=ans.kind,
@@ -908,6 +986,7 @@ __all__ = [
     "NEYMAN_MAX",
     "answer_query",
     "assess",
+    "assess_components",
     "refinement_accuracy",
     "planned_interval_width",
     "refinement_interval",

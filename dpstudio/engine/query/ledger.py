@@ -228,7 +228,7 @@ class BudgetLedger:
                 raise BudgetExceeded(
                     f"Query refused: this ledger gives budgets per requester ({', '.join(sorted(self.requesters))}) "
                     f"and {requester or 'no requester'!r} has none. Nothing was spent; the office sets one "
-                    "(--requester-budget NAME=EPSILON)."
+                    "(--requester NAME --requester-budget EPSILON, or the panel's Set requester budget)."
                 )
             left = self.requesters[requester] - self.spent_by_exact(requester)
             if e > left:

@@ -186,7 +186,7 @@ def refine_multicomponent(
             )
     plan = _plan(df, query, priors, epsilon, mode, distance, kind, split, joint_weights)
     if ledger is not None:
-        ledger.check(plan.eps_total)
+        ledger.check(plan.eps_total, requester)
     rng = as_rng(rng)
     masks = [evaluate_filter(df, parse_filter(q.where)) for q in plan.comps]
     centers, trues, notes = _truths(df, plan, masks)

@@ -599,7 +599,7 @@ def refine_query(
     kind, groups = validate_request(df, query, prior, kind, groups)
     dist = check_distance(distance, prior.support)
     if ledger is not None:
-        ledger.check(eps)  # beyond the budget: refused first, whatever ε (nothing spent)
+        ledger.check(eps, requester)  # beyond the budget: refused first, whatever ε (nothing spent)
     eps = check_epsilon(eps)
     rng = as_rng(rng)
     au, ad = factors(eps, kind, split)
