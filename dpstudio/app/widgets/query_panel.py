@@ -371,15 +371,6 @@ class QueryPanel(QWidget):
         bh.addWidget(self.answer_btn)
         bh.addWidget(self.cancel_btn)
         left.addLayout(bh)
-        self.accuracy_label = QLabel()
-        self.accuracy_label.setObjectName("accuracy_label")
-        self.accuracy_label.setWordWrap(True)
-        self.accuracy_label.setTextFormat(Qt.TextFormat.RichText)
-        self.accuracy_label.setToolTip(
-            "Expected error of every mechanism for this query, computed from public facts only "
-            "(the declared range, prior, domains, ε, δ and the number of records): no data is read"
-        )
-        left.addWidget(self.accuracy_label)
         left.addStretch(1)
 
     def _build_right(self) -> QWidget:
@@ -411,6 +402,19 @@ class QueryPanel(QWidget):
         self.stats_label.setObjectName("plot_stats")
         self.stats_label.setWordWrap(True)
         right.addWidget(self.stats_label)
+
+        gacc = QGroupBox("Before answering: accuracy of every mechanism (public, nothing drawn)")
+        vacc = QVBoxLayout(gacc)
+        self.accuracy_label = QLabel()
+        self.accuracy_label.setObjectName("accuracy_label")
+        self.accuracy_label.setWordWrap(True)
+        self.accuracy_label.setTextFormat(Qt.TextFormat.RichText)
+        self.accuracy_label.setToolTip(
+            "Expected error of every mechanism for this query, computed from public facts only "
+            "(the declared range, prior, domains, ε, δ and the number of records): no data is read"
+        )
+        vacc.addWidget(self.accuracy_label)
+        right.addWidget(gacc)
 
         ga = QGroupBox("Public answer — copy this to the researcher")
         va = QVBoxLayout(ga)
