@@ -253,7 +253,7 @@ def planned_interval_width(stat: M.NoisyStat, n_plan: int) -> float:
     if m == 1 and stat.query.agg in ("count", "proportion", "sum", "value"):
         p = stat.parts[0]
         per = 1.0 / n_plan if stat.query.agg == "proportion" else 1.0
-        step = float(stat.support.step or 0)
+        step = float(getattr(stat.support, "step", 0) or 0)
         return 2 * p.quantile(level) * float(p.unit) * per + step
     truth = [float(t) for t in stat.plan_truth(n_plan)]
     bx = stat.box([(t - p.quantile(level), t + p.quantile(level)) for t, p in zip(truth, stat.parts)])
