@@ -240,6 +240,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     from dpstudio.engine.validation import check_domain_pair
 
     out: dict[str, Any] = {"delta": None, "records_hint": None, "requester_budget": None}
+    args.requester = (args.requester or "").strip() or None  # one name for the budget and the answer
     if args.delta is not None:
         try:
             out["delta"] = qd.mechanisms.check_delta(args.delta)
@@ -253,9 +254,10 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
             )
         out["records_hint"] = int(txt)
     if args.requester_budget is not None:
-        if not args.ledger or not (args.requester or "").strip():
+        if not args.ledger or not args.requester or args.preview:
             raise ParameterError(
-                "--requester-budget ε: sets --requester's budget in the ledger: give --ledger and --requester."
+                "--requester-budget ε: sets --requester's budget in the ledger: give --ledger and --requester "
+                "(and no --preview)."
             )
         try:
             v = float(args.requester_budget)
@@ -374,7 +376,7 @@ def run(args: argparse.Namespace) -> int:
             requester=args.requester,
             rng=args.seed,
             **kw,
-        )  # fmt: skip  (the ledger file holds this answer's ε before the answer is printed)
+        )  # the ledger file holds this answer's ε before the answer is printed
         _query_audit(args, ledger)
         _query_answer_file(args, ledger)
     return _query_output(args, ans, ledger)
@@ -421,7 +423,7 @@ def _preview(args: argparse.Namespace, q: Any, eps: float, n: int, kw: dict, *, 
 def _requester_budget(args: argparse.Namespace, opts: dict, ledger: BudgetLedger | None) -> None:
     """--requester-budget: set under the ledger's lock, before the answer (recorded as an event)."""
     if ledger is not None and opts["requester_budget"] is not None:
-        ledger.set_requester_budget(args.requester.strip(), opts["requester_budget"], by="office")
+        ledger.set_requester_budget(args.requester, opts["requester_budget"], by="office")
 
 
 def _query_answer_file(args: argparse.Namespace, ledger: BudgetLedger | None) -> None:
@@ -631,8 +633,8 @@ def _query_output(args: argparse.Namespace, ans: Any, ledger: BudgetLedger | Non
         print_json(ans.public())
         return 0
     rem = "not tracked (no --ledger)" if ledger is None else f"{fmt(ledger.remaining)} of {fmt(ledger.total)}"
-    if ledger is not None and args.requester and args.requester.strip() in ledger.requesters:
-        who = args.requester.strip()
+    if ledger is not None and args.requester and args.requester in ledger.requesters:
+        who = args.requester
         left = ledger.requesters[who] - ledger.spent_by_exact(who)
         rem += f"; {who}: {fmt(float(left))} of {fmt(float(ledger.requesters[who]))}"
     for line in answer_lines(ans, remaining=rem):
