@@ -321,6 +321,7 @@ def run(args: argparse.Namespace) -> int:
     """Answer one statistic (``--mechanism``, default auto) and spend its ε in the ledger."""
     from dpstudio.engine import query as qd
     from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.roles import normalize_types
 
     q = qd.parse_any(args.query, allow_by=True)
     eps = _epsilons(args.epsilon)
@@ -346,6 +347,7 @@ def run(args: argparse.Namespace) -> int:
             f"(value(COL) where {q.column} == …), not as the answer."
         )
     df, _ = read_input(args.input, read_options(args))
+    opts["types"] = normalize_types(df.columns, opts["types"])  # known columns, known types
     ranges = _ranges(args)
     priors_txt = args.prior or ["uniform"]
     if len(priors_txt) != 1:
@@ -525,6 +527,7 @@ def _run_multi(args: argparse.Namespace, mq: qd.MultiQuery, eps: list[float], op
     """
     from dpstudio.engine import query as qd
     from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.roles import normalize_types
 
     comps = mq.components
     roles = parse_roles(args.role)
@@ -539,6 +542,7 @@ def _run_multi(args: argparse.Namespace, mq: qd.MultiQuery, eps: list[float], op
     if args.user_distance:
         raise ParameterError("--user-distance: for one-component queries (a multicomponent one: --distance).")
     df, _ = read_input(args.input, read_options(args))
+    opts["types"] = normalize_types(df.columns, opts["types"])
     ranges = _ranges(args)
     used = set()
     sups = []
