@@ -589,3 +589,14 @@ def test_the_interval_width_stated_before_drawing_is_the_one_printed():
     assert assess("count", 0.5, support=big, n_total=1000, intervals=False)["mechanisms"]["laplace"][
         "interval_width"
     ] is None
+
+
+def test_a_proportions_planning_figures_divide_by_n_not_the_planning_size():
+    """records_hint is the filter's planning size; a proportion is a count over n (public)."""
+    sup = NumericRange(0, 1, 0.0001)
+    a = assess("proportion where x > 10", 0.5, support=sup, n_total=1000)["mechanisms"]["laplace"]
+    b = assess("proportion where x > 10", 0.5, support=sup, n_total=1000, records_hint=10)["mechanisms"]["laplace"]
+    assert a == b
+    df = pd.DataFrame({"x": np.arange(1000) % 100})
+    ans = answer_query(df, "proportion where x > 10", 0.5, mechanism="laplace", support=sup, rng=1)
+    assert ans.interval[1] - ans.interval[0] == pytest.approx(a["interval_width"])

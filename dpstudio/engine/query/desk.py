@@ -244,15 +244,16 @@ def refinement_interval_width(prior: Prior, epsilon: float, kind: str, split: fl
     return total
 
 
-def planned_interval_width(stat: M.NoisyStat, n_plan: int) -> float:
+def planned_interval_width(stat: M.NoisyStat, n_plan: int, n_total: int | None = None) -> float:
     """Width of the 95 % interval a noise answer will print (before clamping to the declared
     range): analytic for one-part statistics, else the interval of the planning truth.  Public.
+    A proportion divides by ``n_total`` (the data set's size, public), not the planning size.
     """
     m = len(stat.parts)
     level = 1 - (1 - M.LEVEL) / m
     if m == 1 and stat.query.agg in ("count", "proportion", "sum", "value"):
         p = stat.parts[0]
-        per = 1.0 / n_plan if stat.query.agg == "proportion" else 1.0
+        per = 1.0 / (n_total or n_plan) if stat.query.agg == "proportion" else 1.0
         step = float(getattr(stat.support, "step", 0) or 0)
         return 2 * p.quantile(level) * float(p.unit) * per + step
     truth = [float(t) for t in stat.plan_truth(n_plan)]
@@ -263,14 +264,16 @@ def planned_interval_width(stat: M.NoisyStat, n_plan: int) -> float:
 # =========================================================================== planning accuracy of noise
 
 
-def noise_accuracy(stat: M.NoisyStat, n_plan: int, rng: np.random.Generator) -> tuple[float, str]:
+def noise_accuracy(
+    stat: M.NoisyStat, n_plan: int, rng: np.random.Generator, n_total: int | None = None
+) -> tuple[float, str]:
     """(expected absolute error, how) of a noisy statistic: analytic when the parts' noise is
     the error (count, proportion, sum, value), else by simulation at the planning size.
     """
     agg = stat.query.agg
     if agg in ("count", "proportion", "sum", "value"):
         p = stat.parts[0]
-        per = 1.0 / n_plan if agg == "proportion" else 1.0
+        per = 1.0 / (n_total or n_plan) if agg == "proportion" else 1.0  # the count over n
         return p.mean_abs() * float(p.unit) * per, "analytic"
     truth = stat.plan_truth(n_plan)
     sims = M.simulate(stat, truth, rng, 200)
@@ -381,8 +384,8 @@ def assess(
                 stat = M.noisy_stat(
                     q, sup, mech, e, n_total=n_total, bounds=bounds, delta=delta, split=split, rho=r
                 )
-                err, how = noise_accuracy(stat, n_plan, rng)
-                width = planned_interval_width(stat, n_plan) if intervals else None
+                err, how = noise_accuracy(stat, n_plan, rng, n_total)
+                width = planned_interval_width(stat, n_plan, n_total) if intervals else None
                 iv_how = "response ± half this width (clamped to the declared range)" + (
                     "" if len(stat.parts) == 1 else f" at the planning size ({n_plan:,} records)"
                 )
