@@ -315,15 +315,15 @@ def household_risk_line(df: pd.DataFrame, res: ProtectionResult, roles: dict[str
     terminal only (measured against the original: never in a public file).  None when it does
     not apply.
     """
-    from dpstudio import engine
-    from dpstudio.engine.measures.survey_risk import release_with_household_ids
-
     hid = next((c for c, r in roles.items() if r == "household"), None)
     keys = [c for c, r in roles.items() if r == "k-quasi"]
     if hid is None or not keys or hid not in df.columns:
         return None
     if any(k not in res.data.columns for k in keys):
         return None
+    from dpstudio import engine  # only with households (start-up: tests/engine/test_startup_imports.py)
+    from dpstudio.engine.measures.survey_risk import release_with_household_ids
+
     weight = next((c for c, r in roles.items() if r == "weight"), None)
     kw: dict[str, Any] = {"household": hid, "missing": "any"}
     try:
