@@ -241,12 +241,18 @@ def test_kernel_on_a_frequency_set_is_the_numpy_search(metric, seed):
 
     def on_freq(search):
         qs = G.encode_quasis(freq, cols, hs)
-        return search(None, cols, 3, hierarchies=hs, suppression=0.05, loss=metric, quasis=qs, weights=weights)
+        return search(
+            None, cols, 3, hierarchies=hs, suppression=0.05, loss=metric, quasis=qs, weights=weights
+        )
 
     ref = on_freq(numpy_search)
     res, used = on_freq(kernel_search)
     assert used == [True]
-    assert (res.node, res.loss, res.info["nodes_evaluated"]) == (ref.node, ref.loss, ref.info["nodes_evaluated"])
+    assert (res.node, res.loss, res.info["nodes_evaluated"]) == (
+        ref.node,
+        ref.loss,
+        ref.info["nodes_evaluated"],
+    )
     rec, _ = kernel_search(df, cols, 3, hierarchies=hs, suppression=0.05, loss=metric)
     assert (rec.node, rec.loss) == (res.node, res.loss)
 

@@ -95,8 +95,16 @@ def test_optimum_and_value_equal_brute_force_on_random_hierarchies(metric, seed,
     assert res.n_suppressed <= math.floor(suppression * n + 1e-9)
 
 
-ADULT_QI8 = ["age", "education", "marital-status", "native-country", "race", "salary-class", "sex",
-             "workclass"]
+ADULT_QI8 = [
+    "age",
+    "education",
+    "marital-status",
+    "native-country",
+    "race",
+    "salary-class",
+    "sex",
+    "workclass",
+]
 
 
 @pytest.mark.parametrize(
