@@ -1,4 +1,4 @@
-"""OLA and Mondrian (dpstudio.engine.algorithms.generalization): k-anonymity of every output, OLA's optimum
+"""OLA and Mondrian (dpstudio.engine.algorithms.ola, .mondrian): k-anonymity of every output, OLA's optimum
 against brute force, the suppression limit, bad input, determinism."""
 
 import itertools
@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpstudio.engine.algorithms.generalization import mondrian, ola, verify_k_anonymity
+from dpstudio.engine.algorithms.generalization import verify_k_anonymity
+from dpstudio.engine.algorithms.mondrian import mondrian
+from dpstudio.engine.algorithms.ola import ola
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.hierarchies.build import interval_hierarchy
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy

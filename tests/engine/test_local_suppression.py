@@ -149,7 +149,7 @@ def test_bad_input(kwargs, words):
 @pytest.mark.parametrize("wildcard", [True, False])
 def test_general_path_gives_the_same_release(free1, ref, monkeypatch, wildcard):
     """Codes too wide for the fast index (forced): the general counting path, same release."""
-    import dpstudio.engine.measures.survey_risk as sr
+    import dpstudio.engine.algorithms.frequencies as sr
 
     keys = ref["keys"]
     fast, rep_fast = local_suppression(free1, keys, 3, missing_matches_any=wildcard)

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpstudio.engine.algorithms.generalization import ola
+from dpstudio.engine.algorithms.ola import ola
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy
 from tests.engine._ola_reference import metric as metric_value
 
@@ -181,7 +181,7 @@ def test_ola_on_adult_finds_arx_392_nodes(metric, arx_node):
 def test_learnt_bounds_hold_at_every_more_general_node(metric, seed, n, k):
     """The bound OLA learns from an evaluated node M (its class sizes) never exceeds the metric
     at any node N ≥ M (brute force over all pairs of the lattice; metric as computed above)."""
-    from dpstudio.engine.algorithms.generalization import AECSLoss, DiscernibilityLoss
+    from dpstudio.engine.algorithms.generalization_metrics import AECSLoss, DiscernibilityLoss
 
     bound = {"discernibility": DiscernibilityLoss, "aecs": AECSLoss}[metric].bound_from_counts
     df = _frame(seed, n)

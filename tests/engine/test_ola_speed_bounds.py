@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpstudio.engine.algorithms.generalization import ola
+from dpstudio.engine.algorithms.ola import ola
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy
 from tests.engine._ola_reference import metric as metric_value
 

@@ -301,7 +301,7 @@ def _frame(rows, w):
 @settings(max_examples=60, deadline=None)
 @given(data=many, path=st.sampled_from(["index", "pairwise"]))
 def test_fk_Fk_many_missing_patterns_match_oracle(data, path):
-    import dpstudio.engine.measures.survey_risk as sr
+    import dpstudio.engine.algorithms.frequencies as sr
 
     rows, w = data
     X, df = _frame(rows, w)
@@ -322,7 +322,7 @@ def test_fk_Fk_many_missing_patterns_match_oracle(data, path):
 @settings(max_examples=60, deadline=None)
 @given(many, many)
 def test_query_counts_match_oracle(qdata, ddata):
-    from dpstudio.engine.measures.survey_risk import encode_keys, wildcard_counts
+    from dpstudio.engine.algorithms.frequencies import encode_keys, wildcard_counts
 
     Xq, dq = _frame(*qdata)
     Xd, dd = _frame(*ddata)
@@ -337,7 +337,7 @@ def test_query_counts_match_oracle(qdata, ddata):
 
 
 def test_index_and_general_path_agree_on_a_larger_file(rng):
-    import dpstudio.engine.measures.survey_risk as sr
+    import dpstudio.engine.algorithms.frequencies as sr
 
     n = 3000
     X = rng.integers(0, 5, (n, 5)).astype(float)

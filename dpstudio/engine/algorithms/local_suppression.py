@@ -43,8 +43,8 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from dpstudio.engine.algorithms.frequencies import WildcardIndex, _group_ids, wildcard_counts
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.measures.survey_risk import WildcardIndex, _group_ids, wildcard_counts
 
 __all__ = ["local_suppression", "suppression_order"]
 

@@ -488,7 +488,7 @@ def evaluate(
         ]
         k = _kanon_k(result)
         if kq and k and plan.wildcard:  # missing matches any value: f_k of each record
-            from dpstudio.engine.measures.survey_risk import encode_keys, wildcard_counts
+            from dpstudio.engine.algorithms.frequencies import encode_keys, wildcard_counts
 
             fk, _ = wildcard_counts(*encode_keys(protected, kq, "any"))
             out["k_min_class_size"] = int(fk.min())
