@@ -772,6 +772,18 @@ def ola(
         if weights is None
         else _WeightedLattice(qs, k, max_sup, lossf, weights)
     )
+    best, best_node = _search(
+        lat, lossf, k, n, max_sup, float(suppression), [qq.name for qq in qs], check_cancel
+    )
+    return _release(lat, qs, best_node, best, lossf, k, max_sup, suppression, weights)
+
+
+def _search(lat: _Lattice, lossf, k: int, n: int, max_sup: int, suppression: float, names, check_cancel):
+    """OLA's search of ``lat``: ``(best loss, best node)``.  The top node must be k-anonymous
+    (else the one-line error of :func:`_k_too_large_message`); a first bound from one
+    generalisation path, then branch and bound over the nodes whose lower bound beats it --
+    compiled where the kernel pays (:func:`_kernel_pays`), in numpy otherwise.
+    """
     top = lat.size - 1
     t_search = time.perf_counter()
     eligible = lat._kernel_eligible()
@@ -784,11 +796,7 @@ def ola(
         kmod = None
         top_ok = lat.is_anon(top)
     if not top_ok:
-        raise ParameterError(
-            _k_too_large_message(
-                k, lat._class_counts(top), n, max_sup, float(suppression), [qq.name for qq in qs]
-            )
-        )
+        raise ParameterError(_k_too_large_message(k, lat._class_counts(top), n, max_sup, suppression, names))
     if kmod is not None:
         start = int(kmod.path_bound(kc, ks, kw))
         best, best_node = float(kmod.node_loss(start, kc, ks, kw)), start
@@ -814,7 +822,19 @@ def ola(
             best, best_node = float(b), int(bn)
         lat.evaluated += int(ks[4][0])
         _give_buffers(kw)
-        region = region[:0]
+    else:
+        best, best_node = _search_region(lat, region, lb, best, best_node, check_cancel)
+    if eligible and kmod is None:
+        _NUMPY_SECONDS[0] += time.perf_counter() - t_search
+    return best, best_node
+
+
+def _search_region(
+    lat: _Lattice, region: np.ndarray, lb: np.ndarray, best: float, best_node: int, check_cancel
+):
+    """The numpy branch and bound over ``region`` (in that order): ``(best loss, best node)``;
+    ties go to the lower node, then to the first in lattice order.
+    """
     for i, node in enumerate(region.tolist()):
         if check_cancel is not None and i % 256 == 0:
             check_cancel()
@@ -835,9 +855,23 @@ def ola(
             abs(v - best) <= 1e-12 and (lat.height_of[node], node) < (lat.height_of[best_node], best_node)
         ):
             best, best_node = v, node
-    if eligible and kmod is None:
-        _NUMPY_SECONDS[0] += time.perf_counter() - t_search
-    node = best_node
+    return best, best_node
+
+
+def _release(
+    lat: _Lattice,
+    qs: list[EncodedQuasi],
+    node: int,
+    best: float,
+    lossf,
+    k: int,
+    max_sup: int,
+    suppression: float,
+    weights,
+) -> GeneralisationResult:
+    """The generalisation at ``node`` of the lattice: every record's class (−1 = suppressed) and
+    labels, verified k-anonymous and within the suppression limit, and its precision per record.
+    """
     lv = lat.L[node]
     # the chosen node on the frequency set (distinct leaf combinations and their counts);
     # records only get their combination's class and labels by one gather each
