@@ -119,23 +119,23 @@ def test_equal_budget_would_not_reproduce_k1_row(census4):
     assert dv["FEDTAX"] > 2.0 * T65_K1["FEDTAX"][10.0][1]
 
 
+def _insensitive_sweep(census4, ks, **kw):
+    """The Δ-variance sweep of insensitive-dp on the four Census attributes at ε = 1."""
+    d4, roles, domains = census4
+    return SWEEP(d4, "insensitive-dp", roles, domains, ks=ks, epsilons=[1.0], measures=("delta",), **kw)
+
+
 def test_table_6_5_as_published_multi_reference_eps1(census4):
     """k = 2 and 5, ε = 1 (noise-dominated): insensitive-dp, multi-reference, as-published,
     per-attribute reproduces the thesis's Δ variance within 20 %; the rigorous calibration
     (n_c times more noise) does not."""
-    d4, roles, domains = census4
     got = {}
     for calib in ("as-published", "rigorous"):
-        for pt in SWEEP(
-            d4,
-            "insensitive-dp",
-            roles,
-            domains,
-            ks=[2, 5],
-            epsilons=[1.0],
+        for pt in _insensitive_sweep(
+            census4,
+            [2, 5],
             repeats=30,
             seed=13,
-            measures=("delta",),
             budget="per-attribute",
             variant="multi",
             calibration=calib,
@@ -152,38 +152,15 @@ def test_table_6_5_insensitive_mdav_column(census4):
     """The noise-free multi-reference clustering matches the thesis's 'Insensit. MDAV' column
     (Δ variance) for FEDTAX and POTHVAL within 20 %; the single-order variant loses far more
     variance on POTHVAL (docs/methods.md §4)."""
-    d4, roles, domains = census4
     # the sweep's noise-free baseline points (ε = None); it needs one ε to sweep
     multi = {
         pt.k: _avg(pt, "delta_var")
-        for pt in SWEEP(
-            d4,
-            "insensitive-dp",
-            roles,
-            domains,
-            ks=[2, 5, 15, 30],
-            epsilons=[1.0],
-            repeats=1,
-            seed=1,
-            measures=("delta",),
-            variant="multi",
-        )
+        for pt in _insensitive_sweep(census4, [2, 5, 15, 30], repeats=1, seed=1, variant="multi")
         if pt.epsilon is None
     }
     single = {
         pt.k: _avg(pt, "delta_var")
-        for pt in SWEEP(
-            d4,
-            "insensitive-dp",
-            roles,
-            domains,
-            ks=[2, 5],
-            epsilons=[1.0],
-            repeats=1,
-            seed=1,
-            measures=("delta",),
-            variant="single",
-        )
+        for pt in _insensitive_sweep(census4, [2, 5], repeats=1, seed=1, variant="single")
         if pt.epsilon is None
     }
     assert set(multi) == {2, 5, 15, 30} and set(single) == {2, 5}

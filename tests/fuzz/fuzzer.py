@@ -113,18 +113,24 @@ def mutate(data: bytes, rng: np.random.Generator) -> bytes:
 
 
 @dataclass
-class Figures:
+class CaseFigures:
+    """What every fuzzer counts: cases, how they ended, time, failures."""
+
     cases: int = 0
-    reader: int = 0
-    protect: int = 0
     ok: int = 0
     clean: int = 0
     uncaught: int = 0
     slow: int = 0
-    altered: int = 0
     seconds: float = 0.0
     max_case_seconds: float = 0.0
     failures: list = field(default_factory=list)
+
+
+@dataclass
+class Figures(CaseFigures):
+    reader: int = 0
+    protect: int = 0
+    altered: int = 0
     slowest: tuple | None = field(default=None, repr=False)  # (case, kind, bytes)
 
     def line(self) -> str:

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from tests.fuzz.fuzzer import CaseFigures
 from tests.fuzz.fuzzer import mutate as mutate_bytes
 
 SLOW_SECONDS = 10.0
@@ -161,20 +162,12 @@ def mutate_json(seed_text: str, rng: np.random.Generator) -> bytes:
 
 
 @dataclass
-class Figures:
-    cases: int = 0
+class Figures(CaseFigures):
     per_kind: dict = field(default_factory=lambda: {k: 0 for k in KINDS})
-    ok: int = 0
-    clean: int = 0
-    uncaught: int = 0
-    slow: int = 0
     wrong: int = 0
     special_paths: int = 0
     differential_checks: int = 0
     disjoint_checks: int = 0
-    seconds: float = 0.0
-    max_case_seconds: float = 0.0
-    failures: list = field(default_factory=list)
 
     def line(self) -> str:
         kinds = ", ".join(f"{self.per_kind[k]} {k}" for k in KINDS)
