@@ -219,15 +219,22 @@ def _weight_of(result: Any) -> str | None:
 
 
 def weighted_of(result: Any, variables: Mapping[str, Iterable[str]] | None = None):
-    """The weighted estimates of ``result`` (original vs release) for ``variables`` (default:
-    :func:`~dpstudio.engine.measures.weighted.default_variables`).
+    """The weighted estimates of ``result`` (original vs release) for ``variables``
+    (``{"totals": [...], "means": [...], "shares": [...]}``; None, or ``"default": True``
+    among them: :func:`~dpstudio.engine.measures.weighted.default_variables`, with the
+    variables given added).
     """
     from dpstudio.engine.measures.weighted import default_variables, weighted_estimates
 
     original = result.original
-    if variables is None:
+    if variables is None or variables.get("default"):
         plan = measurement_plan_of(result)
-        variables = default_variables(original, result.roles, getattr(result, "types", None), plan.keys)
+        base = default_variables(original, result.roles, getattr(result, "types", None), plan.keys)
+        given = {k: list(v) for k, v in (variables or {}).items() if k != "default"}
+        variables = {
+            k: list(dict.fromkeys([*base.get(k, ()), *given.get(k, ())]))
+            for k in ("totals", "means", "shares")
+        }
     return weighted_estimates(
         original,
         result.data,

@@ -62,6 +62,7 @@ KNOWN_KEYS = (
     "seed_pinned",
     "seed_releases",
     "sweep",
+    "steps",
 )
 
 
@@ -82,6 +83,10 @@ class Recipe:
     seed_pinned: bool = False
     seed_releases: list[str] = field(default_factory=list)
     sweep: dict[str, Any] = field(default_factory=dict)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    """A release made of steps (issue 23 §2): ``[{"method": id, "params": {...}}, ...]`` in
+    order, instead of ``method``/``params`` (the pipeline file's steps; checked by
+    :func:`dpstudio.engine.chain.parse_steps` when run).  Written only when not empty."""
     software_version: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     """Top-level keys this version does not know, written back unchanged."""
@@ -110,6 +115,8 @@ class Recipe:
                 "sweep": jsonable(self.sweep),
             }
         )
+        if self.steps:
+            d["steps"] = jsonable(self.steps)
         return d
 
     def public_dict(self) -> dict[str, Any]:
@@ -128,6 +135,7 @@ class Recipe:
                 "precision",
                 "method",
                 "params",
+                *(("steps",) if self.steps else ()),
             )
         }
 
@@ -159,6 +167,7 @@ class Recipe:
             seed_pinned=_flag(d.get("seed_pinned", False), "seed_pinned") and seed is not None,
             seed_releases=_texts(d.get("seed_releases"), "seed_releases"),
             sweep=_sweep(_mapping(d, "sweep")),
+            steps=_steps(d.get("steps")),
             software_version=_text_or_none(d.get("software_version"), "software_version"),
             extra={k: copy.deepcopy(v) for k, v in d.items() if k not in KNOWN_KEYS},
         )
@@ -372,6 +381,35 @@ def _sweep(sw: dict[str, Any]) -> dict[str, Any]:
                 f"The recipe's sweep 'repeats' must be a whole number from 1 to {top:,}. Got {_show(r)} instead."
             )
     return dict(sw)
+
+
+def _steps(v: Any) -> list[dict[str, Any]]:
+    """The steps of a chain: a list of objects ``{"method": text, "params": object}`` (the
+    methods and their parameters are checked when the chain runs, by
+    :func:`dpstudio.engine.chain.parse_steps`: a recipe stays readable by a version that
+    lacks one of its methods).
+    """
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise InputError(
+            'The recipe\'s \'steps\' must be a list of {"method": ..., "params": {...}}. '
+            f"Got {_show(v)} instead."
+        )
+    out = []
+    for i, st in enumerate(v, 1):
+        if not isinstance(st, dict) or not isinstance(st.get("method"), str):
+            raise InputError(
+                f'Step {i} of the recipe\'s \'steps\' must be an object {{"method": text, "params": '
+                f"{{...}}}}. Got {_show(st)} instead."
+            )
+        if st.get("params") is not None and not isinstance(st.get("params"), dict):
+            raise InputError(
+                f"Step {i} of the recipe's 'steps' ({st['method']}): 'params' must be an object. "
+                f"Got {_show(st.get('params'))} instead."
+            )
+        out.append(copy.deepcopy(st))
+    return out
 
 
 def jsonable(v: Any) -> Any:
