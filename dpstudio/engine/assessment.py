@@ -245,6 +245,19 @@ def weighted_of(result: Any, variables: Mapping[str, Iterable[str]] | None = Non
     )
 
 
+def original_figures(result: Any) -> dict[str, float]:
+    """The "before" row of a chain's step table: the re-identification figures of the
+    original records (the result's prepared original) on the release's categorical keys, in
+    the keys of :meth:`Assessment.figures` (``risk_…``); empty without categorical keys.
+    PRIVATE, like every assessment.
+    """
+    plan = measurement_plan_of(result)
+    if not plan.keys:
+        return {}
+    risk = release_risk_figures(result.original, plan.keys, plan.weight, plan.household)
+    return {f"risk_{k}": float(v) for k, v in risk.items()}
+
+
 def release_risk_figures(
     df: pd.DataFrame, keys: Iterable[str], weight: str | None = None, household: str | None = None
 ) -> dict:
@@ -278,4 +291,12 @@ def release_risk_figures(
     return out
 
 
-__all__ = ["Assessment", "LEVELS", "RL_SUMMARY_MAX", "assess", "release_risk_figures", "weighted_of"]
+__all__ = [
+    "Assessment",
+    "LEVELS",
+    "RL_SUMMARY_MAX",
+    "assess",
+    "original_figures",
+    "release_risk_figures",
+    "weighted_of",
+]
