@@ -450,11 +450,24 @@ class StepListPanel(QWidget):
             pending = sum(not self._ran(i) for i in range(len(self.steps)))
             incomplete = [w for w in res.private_notes if getattr(w, "code", "") == "chain-incomplete"]
             self.status.setText(
-                f"{n} step(s) ran: {len(res.data):,} records; "
-                + ("ε-DP" if res.is_dp else "not ε-DP")
+                f"{n} step(s) ran: {len(res.data):,} records; {self._claim(res.guarantee_info)}"
                 + (f"; {pending} step(s) not run yet" if pending else "")
                 + (f". {incomplete[0]}" if incomplete else ".")
             )
+            self.status.setToolTip(res.guarantee)
+
+    @staticmethod
+    def _claim(g: Any) -> str:
+        """The composed guarantee in a few words (the sentence is the tooltip)."""
+        if g is None:
+            return "see the guarantee"
+        if not g.is_dp:
+            return "not ε-DP for the records (each step's own claim: see the guarantee)"
+        eps = g.epsilon_total if g.epsilon_total is not None else g.epsilon
+        others = [u.column for u in g.uncovered if u.reason in ("other-claim", "changed-no-claim")]
+        return (f"ε-DP with ε = {eps:g}" if eps is not None else "ε-DP") + (
+            f", not covering {', '.join(others)} (their steps' own claims apply)" if others else ""
+        )
 
     def _fill_tables(self) -> None:
         figs = [f.figures() for f in self.figures]
