@@ -133,6 +133,16 @@ def run_chain_steps(run, steps, *, start=None, figures=(), progress=None, check_
     return new, figs, before
 
 
+def assess_release(res, progress=None, check_cancel=None) -> tuple:
+    """Worker body of "Use as the release" (a chain's result): ``engine.assess`` at level
+    ``full`` as for Protect (the Results tab's measures and correlation difference).
+    """
+    a = engine.assess(res, level="full", weighted=False, check_cancel=check_cancel)
+    ev = dict(a.measures)
+    ev["_app"] = {"corr": a.corr_difference}
+    return res, ev
+
+
 def sweep_points(
     df, method, roles, domains, *, ks, epsilons, repeats, seed, hierarchies, params, check_cancel, progress
 ):

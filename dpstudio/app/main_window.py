@@ -178,6 +178,7 @@ class MainWindow(QMainWindow):
         ctl.sig_error.connect(self._on_controller_error)
         ctl.sig_loaded.connect(self.sig_loaded)
         ctl.sig_protected.connect(lambda: self.tabs.setCurrentIndex(TAB_RESULTS))
+        self.step_panel.sig_release_set.connect(self._on_chain_release)
         ctl.sig_protected.connect(self.history_panel.add_current)  # issue 11: candidates
         self.history_panel.sig_export_requested.connect(self.export_dialog)
         self.explore_panel.sse_scale.currentIndexChanged.connect(self.history_panel._draw_plane)
@@ -415,6 +416,11 @@ class MainWindow(QMainWindow):
                 self.open_data(urls[0])
 
     # ------------------------------------------------------------------ controller -> view
+    def _on_chain_release(self) -> None:
+        """The step list's release became the current one: no sweep curve describes it."""
+        self.controller.result_sig = None
+        self.tabs.setCurrentIndex(TAB_RESULTS)
+
     def _on_runner_busy(self, _busy: bool) -> None:
         busy = self.controller.busy
         self.cancel_btn.setEnabled(busy)

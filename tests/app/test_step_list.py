@@ -160,3 +160,28 @@ def test_screenshot_of_the_step_list(qtbot, window, tmp_path):
         p.grab().save(os.path.join(path, "step_list_before_after.png"))
         p.tabs.setCurrentIndex(3)
         p.grab().save(os.path.join(path, "step_list_log.png"))
+
+
+def test_use_the_chain_as_the_release_and_export(qtbot, window, tmp_path):
+    win = window
+    st = _free1(qtbot, win)
+    p = win.step_panel
+    p.add_step("local-suppression", {"k": 3})
+    _run(qtbot, p)
+    assert not p.use_as_release() and "INCOME" in p.banner.text()  # incomplete: refused
+    p.add_step("laplace", {"epsilon": 1.0})
+    assert not p.use_as_release()  # a step has not run yet
+    _run(qtbot, p)
+    with qtbot.waitSignal(p.sig_release_set, timeout=60000):
+        assert p.use_as_release()
+    assert st.result is not None and st.result.method == "chain" and "rl" in st.evaluation
+    assert win.tabs.currentIndex() == 3  # Results & export
+    full = engine.assess(p.result(), level="full", weighted=False)
+    assert st.evaluation["sse_normalized"] == full.measures["sse_normalized"]
+    out = tmp_path / "rel.csv"
+    with qtbot.waitSignal(win.controller.sig_exported, timeout=60000):
+        assert win.controller.export(str(out))
+    md = json.loads((tmp_path / "rel.metadata.json").read_text())
+    assert md["method"] == "chain" and md["guarantee"] == p.result().guarantee
+    pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(pd.io.common.StringIO(
+        p.result().data.to_csv(index=False))))

@@ -86,6 +86,8 @@ class StepListPanel(QWidget):
 
     sig_chain_changed = Signal()
     """The chain's run or figures changed (a run finished, a step was undone)."""
+    sig_release_set = Signal()
+    """The chain's release became the app's current release (Results, export)."""
 
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -145,6 +147,13 @@ class StepListPanel(QWidget):
         for b in (self.run_btn, self.rerun_btn, self.undo_btn, self.cancel_btn):
             row2.addWidget(b)
         lay.addLayout(row2)
+        self.use_btn = QPushButton("Use as the release (Results && export)")
+        self.use_btn.setObjectName("use_chain_button")
+        self.use_btn.setToolTip(
+            "Make the chain's release the current release: the Results tab measures it and "
+            "Export writes it with its composed guarantee."
+        )
+        lay.addWidget(self.use_btn)
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setTextVisible(False)
@@ -199,6 +208,7 @@ class StepListPanel(QWidget):
         self.undo_btn.clicked.connect(self.undo)
         self.cancel_btn.clicked.connect(self.runner.cancel)
         self.save_btn.clicked.connect(self._save_dialog)
+        self.use_btn.clicked.connect(self.use_as_release)
         state.sig_data_changed.connect(self._on_data_changed)
         state.sig_roles_changed.connect(self._refresh)
         self._refresh()
@@ -317,6 +327,50 @@ class StepListPanel(QWidget):
             finished=done,
             errored=errored,
             cancelled=lambda: (self.status.setText("Cancelled: the chain is as it was."), self._refresh()),
+        )
+        return True
+
+    def use_as_release(self) -> bool:
+        """Make the release after the last step that ran the app's current release: measured
+        as Protect's (in the worker), then ``state.set_result`` (Results tab, export,
+        candidates).  Refused while steps are pending or the chain leaves a
+        quasi-identifier unprotected.
+        """
+        res = self.result()
+        if res is None:
+            self.banner.show_message("Run the chain first.", "error")
+            return False
+        if any(not self._ran(i) for i in range(len(self.steps))) or len(self.steps) != len(self.run):
+            self.banner.show_message(
+                "Some steps have not run with these settings: run the chain first.", "error"
+            )
+            return False
+        bare = [w for w in res.private_notes if getattr(w, "code", "") == "chain-incomplete"]
+        if bare:
+            self.banner.show_message(str(bare[0]), "error")
+            return False
+        st = self.state
+        recipe = {
+            "method": res.method,
+            "params": dict(res.params),
+            "seed": st.recipe.seed if st.recipe.seed_pinned else None,
+            "seed_pinned": bool(st.recipe.seed_pinned),
+            "precision": dict(st.active_precision()),
+        }
+        from dpstudio.app import compute
+
+        def done(out):
+            r, ev = out
+            st.set_result(r, ev, recipe)
+            self.status.setText(self.status.text() + " Now the current release: see Results & export.")
+            self.sig_release_set.emit()
+
+        self.runner.start(
+            lambda progress, check_cancel: compute.assess_release(res, progress, check_cancel),
+            finished=done,
+            errored=lambda msg, _d: self.banner.show_message(
+                msg.splitlines()[0] if msg else "failed", "error"
+            ),
         )
         return True
 
@@ -525,6 +579,7 @@ class StepListPanel(QWidget):
         self.undo_btn.setEnabled(self.run is not None and len(self.run) > 0 and not busy)
         self.cancel_btn.setEnabled(busy)
         self.save_btn.setEnabled(bool(self.steps))
+        self.use_btn.setEnabled(self.run is not None and len(self.run) > 0 and not busy)
 
     def _on_progress(self, f: float) -> None:
         self.progress.setValue(int(1000 * f))
