@@ -54,9 +54,9 @@ def test_build_run_undo_rerun_and_log(qtbot, window, tmp_path, monkeypatch):
     assert not p.add_step("nope", {}) and "nope" in p.banner.text()  # the engine's check
     assert [s["method"] for s in p.steps] == ["local-suppression", "laplace"]
     # reorder and back
-    p.move(1, -1)
+    p.move_step(1, -1)
     assert [s["method"] for s in p.steps] == ["laplace", "local-suppression"]
-    p.move(0, +1)
+    p.move_step(0, +1)
     _run(qtbot, p)
     assert len(p.run) == 2 and len(p.figures) == 2
     res = p.result()

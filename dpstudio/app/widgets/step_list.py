@@ -200,8 +200,8 @@ class StepListPanel(QWidget):
         lay.addWidget(private)
 
         self.add_btn.clicked.connect(self.add_current_method)
-        self.up_btn.clicked.connect(lambda: self.move(self.list.currentRow(), -1))
-        self.down_btn.clicked.connect(lambda: self.move(self.list.currentRow(), +1))
+        self.up_btn.clicked.connect(lambda: self.move_step(self.list.currentRow(), -1))
+        self.down_btn.clicked.connect(lambda: self.move_step(self.list.currentRow(), +1))
         self.remove_btn.clicked.connect(lambda: self.remove(self.list.currentRow()))
         self.run_btn.clicked.connect(lambda: self.run_chain())
         self.rerun_btn.clicked.connect(lambda: self.run_chain(start=max(self.list.currentRow(), 0)))
@@ -237,7 +237,8 @@ class StepListPanel(QWidget):
         params = {k: v for k, v in r.params.items() if k not in ("precision", "types")}
         return self.add_step(r.method, params)
 
-    def move(self, i: int, delta: int) -> None:
+    def move_step(self, i: int, delta: int) -> None:
+        """Move step ``i`` up (``delta`` −1) or down (+1)."""
         j = i + delta
         if 0 <= i < len(self.steps) and 0 <= j < len(self.steps):
             self.steps[i], self.steps[j] = self.steps[j], self.steps[i]
@@ -271,6 +272,7 @@ class StepListPanel(QWidget):
 
     def _fresh_run(self) -> Any:
         st = self.state
+        assert st.df is not None
         return engine.ChainRun(
             st.df,
             st.active_roles(),
@@ -326,7 +328,7 @@ class StepListPanel(QWidget):
             work,
             finished=done,
             errored=errored,
-            cancelled=lambda: (self.status.setText("Cancelled: the chain is as it was."), self._refresh()),
+            cancelled=self._on_cancelled,
         )
         return True
 
@@ -587,6 +589,10 @@ class StepListPanel(QWidget):
     def _on_busy(self, busy: bool) -> None:
         self.progress.setVisible(busy)
         self._update_buttons()
+
+    def _on_cancelled(self) -> None:
+        self._refresh()
+        self.status.setText("Cancelled: the chain is as it was.")
 
     def _on_data_changed(self) -> None:
         self.runner.cancel()
