@@ -15,7 +15,8 @@ Each estimate is computed on the original file and, separately, on the release (
 not hold the same records: a method that removes records changes the estimates, and that
 shows here); the release is weighted by its own weight column (released unchanged: a
 ``weight`` role is never protected).  ``relative_error`` = (release − original) / |original|
-(0 when both are 0, NaN when only the original is 0).  The table is computed against the
+(0 when both are 0 or when it is below :data:`SUM_ROUNDING`, the rounding of sums taken in
+another record order; NaN when only the original is 0).  The table is computed against the
 original data: it is PRIVATE (the assessment, the app), never part of a public file.
 
 >>> import pandas as pd
@@ -105,9 +106,15 @@ def _numeric(df: pd.DataFrame, col: str) -> np.ndarray | None:
     return s.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
+#: Relative differences below this are rounding of the sums (the release's records are in
+#: another order): reported as 0.
+SUM_ROUNDING = 1e-12
+
+
 def _rel(orig: np.ndarray, rel: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         out = (rel - orig) / np.abs(orig)
+    out = np.where(np.abs(out) < SUM_ROUNDING, 0.0, out)
     both0 = (orig == 0) & (rel == 0)
     return np.where(both0, 0.0, np.where(orig == 0, np.nan, out))
 
