@@ -372,7 +372,8 @@ def run(args: argparse.Namespace) -> int:
         warn(
             "the records are not ε-DP (see the guarantee). Remedies: drop the other columns "
             "(e.g. --role COL=identifier) or protect them too, or release each protected "
-            "attribute as its own shuffled table with --layout separate-tables."
+            "attribute as its own shuffled table with "
+            + ('"layout": "separate-tables" in the last step.' if res.steps else "--layout separate-tables.")
         )
     print(_summary(res, written, measures))
     if measures:  # plain readings of the two headline measures (issue 11)
