@@ -185,3 +185,27 @@ def test_use_the_chain_as_the_release_and_export(qtbot, window, tmp_path):
     assert md["method"] == "chain" and md["guarantee"] == p.result().guarantee
     pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(pd.io.common.StringIO(
         p.result().data.to_csv(index=False))))
+
+
+def test_the_step_list_is_kept_in_the_project(qtbot, window, tmp_path):
+    win = window
+    _free1(qtbot, win)
+    p = win.step_panel
+    p.add_step("local-suppression", {"k": 3})
+    p.add_step("laplace", {"epsilon": 1.0})
+    proj = tmp_path / "survey.dpsproj"
+    assert win.controller.save_project_to(str(proj))
+    d = json.loads(proj.read_text())
+    assert d["step_list"] == p.steps and "steps" not in d  # not a chain recipe for the CLI
+    p.remove(1)
+    p.remove(0)
+    assert p.steps == []
+    with qtbot.waitSignal(win.sig_loaded, timeout=30000):
+        assert win.controller.open_project(str(proj))
+    qtbot.waitUntil(lambda: len(p.steps) == 2, timeout=10000)
+    assert [s["method"] for s in p.steps] == ["local-suppression", "laplace"]
+    # emptied and saved: the empty list is kept (not the old file's)
+    p.remove(1)
+    p.remove(0)
+    assert win.controller.save_project_to(str(proj))
+    assert json.loads(proj.read_text())["step_list"] == []

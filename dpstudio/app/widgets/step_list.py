@@ -211,6 +211,7 @@ class StepListPanel(QWidget):
         self.use_btn.clicked.connect(self.use_as_release)
         state.sig_data_changed.connect(self._on_data_changed)
         state.sig_roles_changed.connect(self._refresh)
+        state.sig_recipe_changed.connect(self._on_recipe_changed)
         self._refresh()
 
     # ------------------------------------------------------------------ editing the steps
@@ -485,6 +486,8 @@ class StepListPanel(QWidget):
         return self.run.first_changed(parse_steps(self.steps[: i + 1])) > i
 
     def _refresh(self) -> None:
+        if self.steps != self.state.step_list():
+            self.state.set_step_list(self.steps)  # kept in the project file
         self.list.blockSignals(True)
         cur = self.list.currentRow()
         self.list.clear()
@@ -589,6 +592,19 @@ class StepListPanel(QWidget):
     def _on_busy(self, busy: bool) -> None:
         self.progress.setVisible(busy)
         self._update_buttons()
+
+    def _on_recipe_changed(self) -> None:
+        """A project was opened (or another panel changed the recipe): show its step list."""
+        kept = self.state.step_list()
+        if kept == self.steps:
+            return
+        try:
+            parsed = parse_steps(kept) if kept else []
+        except engine.DPStudioError as exc:
+            self.banner.show_message(f"The project's step list cannot be used: {exc}", "error")
+            return
+        self.steps = [s.to_dict() for s in parsed]
+        self._refresh()
 
     def _on_cancelled(self) -> None:
         self._refresh()
