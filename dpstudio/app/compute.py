@@ -101,13 +101,15 @@ def protect_and_evaluate(
     return res, ev
 
 
-def run_chain_steps(run, steps, *, start=None, figures=(), progress=None, check_cancel=None) -> tuple:
+def run_chain_steps(
+    run, steps, *, start=None, figures=(), weighted=None, progress=None, check_cancel=None
+) -> tuple:
     """Worker body of the step list (issue 23 §2): ``run.run(steps)`` from ``start`` (default:
     the first step that differs from those already run; the earlier steps' outcomes are kept),
     then ``engine.assess`` at level ``step`` after every step that ran (the figures of the
     kept steps reused from ``figures``).  Returns (the new ChainRun, its figures, the
     original's risk figures).  An incomplete chain may run (its result says what is not
-    protected yet).
+    protected yet).  ``weighted``: the weighted estimates' variables (None: the defaults).
     """
     from dpstudio.engine.assessment import original_figures
     from dpstudio.engine.chain import parse_steps
@@ -126,11 +128,23 @@ def run_chain_steps(run, steps, *, start=None, figures=(), progress=None, check_
     for j, i in enumerate(todo):
         if check_cancel:
             check_cancel()
-        figs.append(engine.assess(new.result(i), level="step", check_cancel=check_cancel))
+        figs.append(engine.assess(new.result(i), level="step", weighted=weighted, check_cancel=check_cancel))
         if progress is not None:
             progress(0.85 + 0.15 * (j + 1) / max(len(todo), 1))
     before = original_figures(new.result(0)) if len(new) else {}
     return new, figs, before
+
+
+def reassess_chain(run, weighted=None, progress=None, check_cancel=None) -> list:
+    """The step figures of every step of ``run`` again (other weighted-estimate variables):
+    no step runs again.
+    """
+    out = []
+    for i in range(len(run)):
+        out.append(engine.assess(run.result(i), level="step", weighted=weighted, check_cancel=check_cancel))
+        if progress is not None:
+            progress((i + 1) / max(len(run), 1))
+    return out
 
 
 def assess_release(res, progress=None, check_cancel=None) -> tuple:

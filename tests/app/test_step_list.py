@@ -209,3 +209,28 @@ def test_the_step_list_is_kept_in_the_project(qtbot, window, tmp_path):
     p.remove(0)
     assert win.controller.save_project_to(str(proj))
     assert json.loads(proj.read_text())["step_list"] == []
+
+
+def test_choose_the_weighted_estimates_variables(qtbot, window):
+    win = window
+    _free1(qtbot, win)
+    p = win.step_panel
+    p.add_step("local-suppression", {"k": 3})
+    p.add_step("laplace", {"epsilon": 1.0})
+    _run(qtbot, p)
+    run = p.run
+    assert not p.set_estimate_variables("INCOME, NOPE") and "NOPE" in p.banner.text()
+    with qtbot.waitSignal(p.sig_chain_changed, timeout=60000):
+        assert p.set_estimate_variables("MONEY, SEX")  # SEX typed categorical: shares
+    assert p.run is run  # measured again, not run again
+    est = _table(p.estimates)
+    assert {(r[0], r[1]) for r in est} >= {("MONEY", "total"), ("MONEY", "mean"), ("SEX", "share")}
+    assert not any(r[0] == "INCOME" for r in est)
+    want = engine.assess(run.result(), level="step", weighted={"totals": ["MONEY"], "means": ["MONEY"],
+                                                               "shares": ["SEX"]}).weighted.table
+    assert len(est) == len(want)
+    # a later run keeps the choice
+    p.add_step("laplace", {"epsilon": 2.0})
+    p.remove(1)
+    _run(qtbot, p)
+    assert any(r[0] == "MONEY" for r in _table(p.estimates))

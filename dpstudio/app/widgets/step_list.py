@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QPlainTextEdit,
@@ -99,6 +100,8 @@ class StepListPanel(QWidget):
         self.figures: list[Any] = []
         self.before: dict[str, float] = {}
         self._run_key: tuple | None = None
+        #: the weighted estimates' variables ({"totals": ..., "means": ..., "shares": ...}; None: defaults)
+        self.weighted: dict | None = None
         self.runner = TaskRunner("chain", self)
         self.runner.sig_progress.connect(self._on_progress)
         self.runner.sig_busy_changed.connect(self._on_busy)
@@ -176,6 +179,24 @@ class StepListPanel(QWidget):
             ["Variable", "Statistic", "Category", "Original", "Release", "Rel. error"]
         )
         self.estimates.setObjectName("estimates_table")
+        estw = QWidget()
+        el = QVBoxLayout(estw)
+        el.setContentsMargins(0, 0, 0, 0)
+        erow = QHBoxLayout()
+        erow.addWidget(QLabel("Variables:"))
+        self.estimates_edit = QLineEdit()
+        self.estimates_edit.setObjectName("estimates_variables")
+        self.estimates_edit.setPlaceholderText("default: the protected and confidential columns")
+        self.estimates_edit.setToolTip(
+            "Columns whose weighted estimates are compared (comma-separated): totals and means "
+            "of numeric columns, category shares of the others. Weighted by the column with role "
+            "'weight' (unweighted without one)."
+        )
+        self.estimates_btn = QPushButton("Apply")
+        erow.addWidget(self.estimates_edit, 1)
+        erow.addWidget(self.estimates_btn)
+        el.addLayout(erow)
+        el.addWidget(self.estimates)
         self.log = QPlainTextEdit()
         self.log.setObjectName("pipeline_log")
         self.log.setReadOnly(True)
@@ -192,7 +213,7 @@ class StepListPanel(QWidget):
         ll.addWidget(self.save_btn)
         self.tabs.addTab(self.step_table, "After every step")
         self.tabs.addTab(self.before_after, "Before / after")
-        self.tabs.addTab(self.estimates, "Weighted estimates")
+        self.tabs.addTab(estw, "Weighted estimates")
         self.tabs.addTab(logw, "Pipeline && command line")
         self.tabs.setMinimumHeight(220)
         lay.addWidget(self.tabs)
@@ -209,6 +230,10 @@ class StepListPanel(QWidget):
         self.cancel_btn.clicked.connect(self.runner.cancel)
         self.save_btn.clicked.connect(self._save_dialog)
         self.use_btn.clicked.connect(self.use_as_release)
+        self.estimates_btn.clicked.connect(lambda: self.set_estimate_variables(self.estimates_edit.text()))
+        self.estimates_edit.returnPressed.connect(
+            lambda: self.set_estimate_variables(self.estimates_edit.text())
+        )
         state.sig_data_changed.connect(self._on_data_changed)
         state.sig_roles_changed.connect(self._refresh)
         state.sig_recipe_changed.connect(self._on_recipe_changed)
@@ -310,9 +335,17 @@ class StepListPanel(QWidget):
         steps = [dict(s) for s in self.steps]
         from dpstudio.app import compute
 
+        weighted = self.weighted
+
         def work(progress, check_cancel):
             return compute.run_chain_steps(
-                base, steps, start=start, figures=figures, progress=progress, check_cancel=check_cancel
+                base,
+                steps,
+                start=start,
+                figures=figures,
+                weighted=weighted,
+                progress=progress,
+                check_cancel=check_cancel,
             )
 
         def done(out):
@@ -330,6 +363,42 @@ class StepListPanel(QWidget):
             finished=done,
             errored=errored,
             cancelled=self._on_cancelled,
+        )
+        return True
+
+    def set_estimate_variables(self, text: str) -> bool:
+        """Choose the weighted estimates' variables (comma-separated column names; empty: the
+        defaults) and measure the steps that ran again (no step runs again).
+        """
+        names = [t.strip() for t in text.split(",") if t.strip()]
+        st = self.state
+        if st.df is None:
+            return False
+        from dpstudio.engine.measures.weighted import variables_for
+
+        try:
+            self.weighted = variables_for(st.df, names, dict(st.types)) if names else None
+        except engine.DPStudioError as exc:
+            self.banner.show_message(str(exc), "error")
+            return False
+        self.banner.hide()
+        if self.run is None or not len(self.run):
+            return True
+        run, weighted = self.run, self.weighted
+        from dpstudio.app import compute
+
+        def done(figs):
+            if self.run is run:
+                self.figures = figs
+                self._refresh()
+                self.sig_chain_changed.emit()
+
+        self.runner.start(
+            lambda progress, check_cancel: compute.reassess_chain(run, weighted, progress, check_cancel),
+            finished=done,
+            errored=lambda msg, _d: self.banner.show_message(
+                msg.splitlines()[0] if msg else "failed", "error"
+            ),
         )
         return True
 

@@ -296,4 +296,37 @@ def default_variables(
     return {"totals": numeric, "means": numeric, "shares": list(dict.fromkeys(cats))}
 
 
-__all__ = ["COLUMNS", "MISSING_LABEL", "WeightedEstimates", "default_variables", "weighted_estimates"]
+def variables_for(
+    original: pd.DataFrame, columns: Iterable[str], types: dict | None = None
+) -> dict[str, list[str]]:
+    """The estimates of chosen ``columns``: totals and means of the numeric ones (not typed
+    categorical/ordinal), category shares of the others.  Raises
+    :class:`~dpstudio.engine.errors.ParameterError` naming a column that is not in the data.
+
+    >>> o = pd.DataFrame({"inc": [1.0, 2.0], "sex": ["f", "m"]})
+    >>> variables_for(o, ["inc", "sex"])
+    {'totals': ['inc'], 'means': ['inc'], 'shares': ['sex']}
+    """
+    types = {str(c): str(t) for c, t in (types or {}).items()}
+    out: dict[str, list[str]] = {"totals": [], "means": [], "shares": []}
+    for c in dict.fromkeys(str(c) for c in columns):
+        if c not in original.columns:
+            raise ParameterError(f"Weighted estimates: {c!r} is not a column of the data.")
+        s = original[c]
+        numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+        if numeric and types.get(c) not in ("categorical", "ordinal"):
+            out["totals"].append(c)
+            out["means"].append(c)
+        else:
+            out["shares"].append(c)
+    return out
+
+
+__all__ = [
+    "COLUMNS",
+    "MISSING_LABEL",
+    "WeightedEstimates",
+    "default_variables",
+    "variables_for",
+    "weighted_estimates",
+]
