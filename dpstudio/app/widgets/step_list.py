@@ -114,7 +114,9 @@ class StepListPanel(QWidget):
         hint = QLabel(
             "Add the method above as a step, then the next one (e.g. local suppression, then "
             "PRAM or noise). Each step runs on the release of the previous one; risk and "
-            "utility are shown after every step."
+            "utility are shown after every step. A step protects only the roles its method "
+            "protects (a 'cannot run' note above is about the method alone): together the "
+            "steps must protect every quasi-identifier."
         )
         hint.setWordWrap(True)
         lay.addWidget(hint)
