@@ -217,3 +217,13 @@ def test_recipe_with_bad_steps_is_one_line(tmp_path, capsys):
     rec.write_text(json.dumps({"schema_version": 3, "steps": STEPS}))
     code, _, err = run(capsys, ["sweep", FREE1, "--out", tmp_path / "s.csv", "--recipe", rec])
     assert code == 2 and "only 'dpstudio protect'" in err, err
+
+
+def test_the_pipeline_file_is_never_written_over(tmp_path, capsys, pipeline):
+    before = pipeline.read_bytes()
+    for extra in (["--save-recipe", pipeline], []):
+        out = pipeline if not extra else tmp_path / "r.csv"
+        code, _, err = run(capsys, ["protect", FREE1, out, "--pipeline", pipeline, *SHARED, *extra])
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert pipeline.read_bytes() == before
+    assert not (tmp_path / "r.csv").exists()
