@@ -401,6 +401,9 @@ def _print_steps(chain: ChainRun) -> None:
     except (DPStudioError, KeyError, ValueError, TypeError) as exc:
         warn(f"the measures after every step were not computed: {exc}")
         return
+    for n in next((f.notices for f in figs if f.notices), []):
+        if n.code == "rl-not-computed":
+            warn(n)
     print("After every step (private: measured against the original):")
     for rec, f in zip(chain.records, figs, strict=True):
         m = f.figures()

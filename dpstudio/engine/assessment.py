@@ -13,7 +13,7 @@ the result's own method(s), roles, column types and hierarchies), at one of the
   and the difference of the correlation matrices (the app's Results tab, the private
   assessment report); with a sampling weight, the weighted estimates too;
 * ``"step"`` -- what a statistical office reads after every step of a chain (sdcApp's habit):
-  SSE, record linkage (capped as in the summary), suppressed key values, the release's
+  SSE, record linkage (left out above :data:`RL_STEP_MAX` records), suppressed key values, the release's
   re-identification risk on its categorical keys (records with f_k < 2, 3, 5, expected
   re-identifications, global risk) and the weighted estimates (totals, means and category
   shares, original vs release, with relative errors).
@@ -49,6 +49,10 @@ LEVELS: dict[str, tuple[str, ...]] = {
 #: Record linkage is not computed by the ``summary`` and ``step`` levels above this many
 #: records (it is the slowest measure: run ``evaluate`` for it).
 RL_SUMMARY_MAX = 300_000
+#: The ``step`` level (after every step of a chain, while the user builds it) leaves record
+#: linkage out above this many records: on categorical keys it is an exact quadratic search
+#: (50,000 records: 2 minutes on a shared machine), and it runs once per step.
+RL_STEP_MAX = 20_000
 
 _DEFAULT = object()
 
@@ -133,7 +137,7 @@ def assess(
         The measure names instead of the level's (a sweep's choice).
     rl_limit : int or None
         Records above which record linkage is left out (default: :data:`RL_SUMMARY_MAX` for
-        ``summary`` and ``step``, no limit for ``full``).
+        ``summary``, :data:`RL_STEP_MAX` for ``step``, no limit for ``full``).
     weighted : dict, bool or None
         The weighted estimates' variables, ``{"totals": [...], "means": [...], "shares":
         [...]}``; None: the defaults (:func:`~dpstudio.engine.measures.weighted.default_variables`)
@@ -162,13 +166,14 @@ def assess(
     check = check_cancel or (lambda: None)
     wanted = tuple(measures) if measures is not None else LEVELS[level]
     notes: list[Notice] = []
-    limit = (None if level == "full" else RL_SUMMARY_MAX) if rl_limit is _DEFAULT else rl_limit
+    default_limit = {"full": None, "step": RL_STEP_MAX}.get(level, RL_SUMMARY_MAX)
+    limit = default_limit if rl_limit is _DEFAULT else rl_limit
     if "rl" in wanted and limit is not None and len(result.data) > int(limit):
         notes.append(
             notice(
                 "rl-not-computed",
-                f"record linkage is not computed in the summary for more than {int(limit):,} "
-                "records; run 'dpstudio evaluate' for it.",
+                f"record linkage is not computed {'after every step' if level == 'step' else 'in the summary'} "
+                f"for more than {int(limit):,} records; run 'dpstudio evaluate' for it.",
             )
         )
         wanted = tuple(m for m in wanted if m != "rl")
@@ -294,6 +299,7 @@ def release_risk_figures(
 __all__ = [
     "Assessment",
     "LEVELS",
+    "RL_STEP_MAX",
     "RL_SUMMARY_MAX",
     "assess",
     "original_figures",

@@ -227,3 +227,15 @@ def test_the_pipeline_file_is_never_written_over(tmp_path, capsys, pipeline):
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         assert pipeline.read_bytes() == before
     assert not (tmp_path / "r.csv").exists()
+
+
+def test_step_level_leaves_record_linkage_out_above_its_limit(monkeypatch):
+    """After every step RL is left out above RL_STEP_MAX records (a quadratic search on
+    categorical keys, once per step); the summary keeps its own limit."""
+    df = pd.read_csv(FREE1)
+    run_ = engine.ChainRun(df, ROLES, DOMAINS, types=TYPES, seed=SEED).run(STEPS, complete=True)
+    monkeypatch.setattr("dpstudio.engine.assessment.RL_STEP_MAX", 1000)
+    a = engine.assess(run_.result(), level="step", weighted=False)
+    assert "rl" not in a.measures and [n.code for n in a.notices] == ["rl-not-computed"]
+    assert "after every step" in a.notices[0]
+    assert "rl" in engine.assess(run_.result(), level="summary").measures

@@ -16,6 +16,7 @@ leaves the previous chain as it was.
 
 from __future__ import annotations
 
+import html
 import json
 import shlex
 from pathlib import Path
@@ -219,8 +220,9 @@ class StepListPanel(QWidget):
         self.tabs.addTab(logw, "Pipeline && command line")
         self.tabs.setMinimumHeight(220)
         lay.addWidget(self.tabs)
-        private = QLabel("<i>Measured against the original data: private, never published.</i>")
-        lay.addWidget(private)
+        self.private_label = QLabel()
+        self.private_label.setWordWrap(True)
+        lay.addWidget(self.private_label)
 
         self.add_btn.clicked.connect(self.add_current_method)
         self.up_btn.clicked.connect(lambda: self.move_step(self.list.currentRow(), -1))
@@ -601,6 +603,11 @@ class StepListPanel(QWidget):
 
     def _fill_tables(self) -> None:
         figs = [f.figures() for f in self.figures]
+        left_out = next((n for f in self.figures for n in f.notices if n.code == "rl-not-computed"), None)
+        self.private_label.setText(
+            "<i>Measured against the original data: private, never published.</i>"
+            + (f" {html.escape(str(left_out))}" if left_out else "")
+        )
         recs = self.run.records if self.run is not None else []
         t = self.step_table
         t.setRowCount(0)
