@@ -138,8 +138,9 @@ def _natural(label: str) -> tuple:
 
 
 def _share_rows(var: str, lo: np.ndarray, wo: np.ndarray, lr: np.ndarray, wr: np.ndarray) -> list[tuple]:
-    co, io = np.unique(lo, return_inverse=True)
-    cr, ir = np.unique(lr, return_inverse=True)
+    # hashing, not np.unique: sorting text labels took 0.5 s per 200,000-record column
+    io, co = pd.factorize(lo, sort=False)
+    ir, cr = pd.factorize(lr, sort=False)
     so = np.bincount(io, weights=wo, minlength=len(co))
     sr = np.bincount(ir, weights=wr, minlength=len(cr))
     to, tr = float(wo.sum()), float(wr.sum())
