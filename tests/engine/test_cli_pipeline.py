@@ -98,7 +98,7 @@ def test_pipeline_prints_every_step_and_weighted_estimates(tmp_path, capsys, pip
     k = lines.index("Weighted estimates (private: computed from the original; weight WEIGHT):")
     assert len(lines) == k + 1 + len(t)
     inc = float(t.loc[(t.variable == "INCOME") & (t.statistic == "total"), "release"].iloc[0])
-    assert f"INCOME total: original" in lines[k + 1] and f"release {inc:.6g}" in lines[k + 1]
+    assert "INCOME total: original" in lines[k + 1] and f"release {inc:.6g}" in lines[k + 1]
     assert "SEX share [2]" in stdout
 
 
