@@ -641,6 +641,26 @@ _COMMA_NUM = re.compile(r"^\s*[-+]?(\d+|\d{1,3}(\.\d{3})+)?(,\d*)?([eE][-+]?\d+)
 _MULTI_GROUP = re.compile(r"\d\.\d{3}\.\d{3}")
 
 
+def _bare_cr(src) -> bool:
+    """Whether the file (a path or a seekable handle, read from where it stands) ends its lines
+    with a carriage return alone: its first MiB holds a CR and no LF.
+    """
+    try:
+        if isinstance(src, (str, os.PathLike)):
+            with open(src, "rb") as fh:
+                head = fh.read(1 << 20)
+        elif hasattr(src, "seek") and hasattr(src, "tell") and src.seekable():
+            pos = src.tell()
+            head = src.read(1 << 20)
+            src.seek(pos)
+        else:
+            return False
+    except (OSError, ValueError):
+        return False
+    cr, lf = ("\r", "\n") if isinstance(head, str) else (b"\r", b"\n")
+    return cr in head and lf not in head
+
+
 def _raw_frame(src, *, sep: str, encoding: str | None, header, nrows=None, chunksize=None):
     """The table as read, every field as its text ('' for an empty field): nothing converted."""
     # index_col=False: a row longer than the header never turns the first columns into a
@@ -658,6 +678,10 @@ def _raw_frame(src, *, sep: str, encoding: str | None, header, nrows=None, chunk
     )
     if encoding is not None:
         kw["encoding"] = encoding
+    if _bare_cr(src):
+        # old Mac line ends: pandas' C parser, left to detect them, shifts the fields of the
+        # line after a blank one (",5,6" read as "5", "6", ""); told, it reads them right
+        kw["lineterminator"] = "\r"
     import warnings
 
     with warnings.catch_warnings():
