@@ -62,14 +62,26 @@ def test_per_column_text_round_trip():
     assert parse_per_column_text("AGE = 0,10\nINCOME=p99:5") == {"AGE": "0,10", "INCOME": "p99:5"}
 
 
-@pytest.mark.parametrize("method, typed, params", [
-    ("recode", {"breaks": "AGE=0,20,40,60,120", "merge": "MARSTAT=1+2:12"},
-     {"breaks": {"AGE": "0,20,40,60,120"}, "merge": {"MARSTAT": "1+2:12"}}),
-    ("top-bottom-coding", {"top": "INCOME=900000:950000", "bottom": "INCOME=p5"},
-     {"top": {"INCOME": "900000:950000"}, "bottom": {"INCOME": "p5"}}),
-    ("pram", {"variables": "MARSTAT,EDUC1", "strata": "SEX"},
-     {"variables": "MARSTAT,EDUC1", "strata": "SEX"}),
-])
+@pytest.mark.parametrize(
+    "method, typed, params",
+    [
+        (
+            "recode",
+            {"breaks": "AGE=0,20,40,60,120", "merge": "MARSTAT=1+2:12"},
+            {"breaks": {"AGE": "0,20,40,60,120"}, "merge": {"MARSTAT": "1+2:12"}},
+        ),
+        (
+            "top-bottom-coding",
+            {"top": "INCOME=900000:950000", "bottom": "INCOME=p5"},
+            {"top": {"INCOME": "900000:950000"}, "bottom": {"INCOME": "p5"}},
+        ),
+        (
+            "pram",
+            {"variables": "MARSTAT,EDUC1", "strata": "SEX"},
+            {"variables": "MARSTAT,EDUC1", "strata": "SEX"},
+        ),
+    ],
+)
 def test_form_renders_and_a_run_equals_the_engine(qtbot, window, tmp_path, method, typed, params):
     win = window
     _open(qtbot, win, FREE1)
@@ -104,8 +116,9 @@ def test_form_renders_and_a_run_equals_the_engine(qtbot, window, tmp_path, metho
     # the engine on the app's data (as typed there) and roles, with the parameters typed into
     # the form, under the same seed: the same release
     st = win.state
-    ref = engine.protect(st.df, method, st.active_roles(), st.active_domains(), seed=SEED,
-                         types=dict(st.types), **params)
+    ref = engine.protect(
+        st.df, method, st.active_roles(), st.active_domains(), seed=SEED, types=dict(st.types), **params
+    )
     assert {k: v for k, v in res.params.items()} == ref.params
     for c in ref.data.columns:
         assert res.data[c].astype(str).tolist() == ref.data[c].astype(str).tolist(), c
@@ -116,8 +129,9 @@ def test_form_renders_and_a_run_equals_the_engine(qtbot, window, tmp_path, metho
         # the app's export writes the matrix as a public file of the release (the one writer)
         out = tmp_path / "rel.csv"
         assert win.controller.export(str(out), fmt="csv")
-        qtbot.waitUntil(lambda: not win.controller.busy and (tmp_path / "rel.metadata.json").exists(),
-                        timeout=30000)
+        qtbot.waitUntil(
+            lambda: not win.controller.busy and (tmp_path / "rel.metadata.json").exists(), timeout=30000
+        )
         qtbot.waitUntil(lambda: not any(r.busy for r in win.controller.runners), timeout=30000)
         m = tmp_path / "rel.transition_matrix.csv"
         assert m.exists() and os.stat(m).st_mode & 0o044
@@ -169,7 +183,8 @@ def test_risk_tab_household_risk_after_from_original_households(qtbot):
     assert rel.household_expected_reidentifications == ref.household_expected_reidentifications
     assert rel.household_expected_reidentifications < before.household_expected_reidentifications
     assert panel.figure("household_expected_reidentifications", "release") == RP.fmt_float(
-        ref.household_expected_reidentifications)
+        ref.household_expected_reidentifications
+    )
     assert any("original households" in n for n in panel.result["release_notes"])
-    assert "ori_hid" not in res.data.columns                      # the release is untouched
+    assert "ori_hid" not in res.data.columns  # the release is untouched
     panel.runner.cancel()

@@ -33,13 +33,16 @@ def _household_order(released_hid: np.ndarray) -> list:
     return list(dict.fromkeys(released_hid.tolist()))
 
 
-@pytest.mark.parametrize("method,kw", [
-    ("recode", {"breaks": {"age": "0,15,30,45,60,120"}}),
-    ("top-bottom-coding", {"top": {"income": "p95"}}),
-    ("pram", {"variables": "walls"}),
-    ("local-suppression", {"k": 3}),
-    ("mdav", {"k": 3}),
-])
+@pytest.mark.parametrize(
+    "method,kw",
+    [
+        ("recode", {"breaks": {"age": "0,15,30,45,60,120"}}),
+        ("top-bottom-coding", {"top": {"income": "p95"}}),
+        ("pram", {"variables": "walls"}),
+        ("local-suppression", {"k": 3}),
+        ("mdav", {"k": 3}),
+    ],
+)
 def test_households_released_together_in_random_order_by_default(td, method, kw):
     roles = dict(HH)
     if method == "local-suppression":
@@ -50,9 +53,9 @@ def test_households_released_together_in_random_order_by_default(td, method, kw)
     assert res.params["order"] == "households"
     hid = res.data["ori_hid"].to_numpy()
     n_hh = td["ori_hid"].nunique()
-    assert _runs(hid) == n_hh                                   # each household in one block
+    assert _runs(hid) == n_hh  # each household in one block
     order = _household_order(hid)
-    assert order != list(dict.fromkeys(td["ori_hid"]))          # never the input order
+    assert order != list(dict.fromkeys(td["ori_hid"]))  # never the input order
     assert sorted(order) == sorted(td["ori_hid"].unique())
     # the aligned original holds the same households (row_map keeps records with their ids)
     assert np.array_equal(res.aligned_original()["ori_hid"].to_numpy(), hid)
@@ -61,30 +64,32 @@ def test_households_released_together_in_random_order_by_default(td, method, kw)
 
 def test_members_shuffled_inside_or_in_input_order(td):
     shuffled = engine.protect(td, "recode", HH, breaks={"age": "0,50,120"}, seed=3, keep_household=True)
-    kept = engine.protect(td, "recode", HH, breaks={"age": "0,50,120"}, seed=3, keep_household=True,
-                          order="households-input")
+    kept = engine.protect(
+        td, "recode", HH, breaks={"age": "0,50,120"}, seed=3, keep_household=True, order="households-input"
+    )
     for res in (shuffled, kept):
         assert _runs(res.data["ori_hid"].to_numpy()) == td["ori_hid"].nunique()
     rk = kept.row_map
     hid = td["ori_hid"].to_numpy()[rk]
     same = hid[1:] == hid[:-1]
-    assert np.all(np.diff(rk)[same] > 0)                        # members in input order
+    assert np.all(np.diff(rk)[same] > 0)  # members in input order
     rs = shuffled.row_map
     hid_s = td["ori_hid"].to_numpy()[rs]
     same_s = hid_s[1:] == hid_s[:-1]
-    assert np.any(np.diff(rs)[same_s] < 0)                      # some members reordered
+    assert np.any(np.diff(rs)[same_s] < 0)  # some members reordered
     assert "in their input order" in kept.guarantee and "in random order inside it" in shuffled.guarantee
     # the same values whatever the order (order is not part of the run's key)
     assert sorted(shuffled.data["age"].astype(str)) == sorted(kept.data["age"].astype(str))
 
 
 def test_random_order_splits_households_and_input_order_is_input(td):
-    res = engine.protect(td, "recode", HH, breaks={"age": "0,50,120"}, seed=3, keep_household=True,
-                         order="random")
+    res = engine.protect(
+        td, "recode", HH, breaks={"age": "0,50,120"}, seed=3, keep_household=True, order="random"
+    )
     assert _runs(res.data["ori_hid"].to_numpy()) > 2 * td["ori_hid"].nunique()
     assert "Records are released in random order." in res.guarantee
     without = engine.protect(td, "recode", {}, breaks={"age": "0,50,120"}, seed=3)
-    assert without.params["order"] == "random"                  # no household id: random records
+    assert without.params["order"] == "random"  # no household id: random records
 
 
 def test_household_order_needs_a_household_id(td):
@@ -95,8 +100,9 @@ def test_household_order_needs_a_household_id(td):
 
 
 def test_preview_and_form_defaults_follow_the_household_role(td):
-    g = engine.api.preview_guarantee(list(td.columns), "recode", HH, breaks={"age": "0,50,120"},
-                                     keep_household=True)
+    g = engine.api.preview_guarantee(
+        list(td.columns), "recode", HH, breaks={"age": "0,50,120"}, keep_household=True
+    )
     assert "random order of households" in g.render()
     assert engine.api.default_params("recode", HH, td.columns, keep_household=True)["order"] == "households"
     assert engine.api.default_params("recode", {}, td.columns, keep_household=True)["order"] == "random"
@@ -110,10 +116,10 @@ def test_household_id_withheld_default_random_records_households_on_request(td):
     res = engine.protect(td, "recode", HH, breaks={"age": "0,50,120"}, seed=3)
     assert "ori_hid" not in res.data.columns and res.params["order"] == "random"
     hid = res.aligned_original()["ori_hid"].to_numpy()
-    assert _runs(hid) > 2 * td["ori_hid"].nunique()             # members not adjacent
+    assert _runs(hid) > 2 * td["ori_hid"].nunique()  # members not adjacent
     asked = engine.protect(td, "recode", HH, breaks={"age": "0,50,120"}, seed=3, order="households")
     hid = asked.aligned_original()["ori_hid"].to_numpy()
-    assert _runs(hid) == td["ori_hid"].nunique()                # households together, as asked
+    assert _runs(hid) == td["ori_hid"].nunique()  # households together, as asked
     assert "random order of households" in asked.guarantee
 
 
@@ -130,21 +136,35 @@ def test_missing_household_ids_are_households_of_their_own(td):
 
 
 def test_household_quantile_breaks_over_households_and_constant_after(td):
-    res = engine.protect(td, "recode", HH, breaks={"household_weights": "quantile:3"},
-                         household_vars="household_weights", seed=1, keep_household=True)
+    res = engine.protect(
+        td,
+        "recode",
+        HH,
+        breaks={"household_weights": "quantile:3"},
+        household_vars="household_weights",
+        seed=1,
+        keep_household=True,
+    )
     per_hh = td.groupby("ori_hid", sort=False)["household_weights"].first().to_numpy(float)
     want = np.unique(quantile7(per_hh, [0, 1 / 3, 2 / 3, 1]))
     assert res.info["recode"]["household_weights"]["breaks"] == want.tolist()
     per_person = np.unique(quantile7(td["household_weights"].to_numpy(float), [0, 1 / 3, 2 / 3, 1]))
-    assert not np.array_equal(want, per_person)                 # households, not persons, counted
+    assert not np.array_equal(want, per_person)  # households, not persons, counted
     assert (res.data.groupby("ori_hid")["household_weights"].nunique() == 1).all()
 
 
 def test_household_top_coding_percentile_over_households(td):
     d = td.copy()
     d["hh_income"] = d.groupby("ori_hid")["income"].transform("sum")
-    res = engine.protect(d, "top-bottom-coding", HH, top={"hh_income": "p90"}, household_vars="hh_income",
-                         seed=1, keep_household=True)
+    res = engine.protect(
+        d,
+        "top-bottom-coding",
+        HH,
+        top={"hh_income": "p90"},
+        household_vars="hh_income",
+        seed=1,
+        keep_household=True,
+    )
     per_hh = d.groupby("ori_hid", sort=False)["hh_income"].first().to_numpy(float)
     assert res.info["coded"]["hh_income"]["top"]["threshold"] == quantile7(per_hh, [0.9])[0]
     assert (res.data.groupby("ori_hid")["hh_income"].nunique() == 1).all()
@@ -164,12 +184,13 @@ def test_household_variable_that_varies_is_refused(td):
 
 def test_household_risk_before_and_after(td):
     res = engine.protect(td, "recode", HH, breaks={"age": "0,15,30,45,60,120"}, seed=1)
-    assert "ori_hid" not in res.data.columns                    # not released by default
+    assert "ori_hid" not in res.data.columns  # not released by default
     before = engine.assess_risk(td, KEYS, household="ori_hid", weight="sampling_weight")
-    after = engine.assess_risk(release_with_household_ids(res, "ori_hid"), KEYS, household="ori_hid",
-                               weight="sampling_weight")
+    after = engine.assess_risk(
+        release_with_household_ids(res, "ori_hid"), KEYS, household="ori_hid", weight="sampling_weight"
+    )
     assert after.household_expected_reidentifications < before.household_expected_reidentifications
     # the households of the release are those of the original, record for record
     rel = release_with_household_ids(res, "ori_hid")
     assert rel["ori_hid"].tolist() == res.aligned_original()["ori_hid"].tolist()
-    assert "ori_hid" not in res.data.columns                    # the release itself is untouched
+    assert "ori_hid" not in res.data.columns  # the release itself is untouched

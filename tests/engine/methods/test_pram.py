@@ -53,10 +53,10 @@ def test_matrix_properties():
         diag = rng.uniform(0.6, 1, L)
         R = pram_matrix(counts, diag, alpha=0.7)
         assert np.allclose(R.sum(axis=1), 1) and np.all(R >= 0)
-        assert np.allclose(counts @ R, counts)                      # invariant: p R = p
+        assert np.allclose(counts @ R, counts)  # invariant: p R = p
         P = pram_matrix(counts, diag, alpha=0.7, invariant=False)
         assert np.allclose(np.diag(P), diag if L > 1 else 1) and np.allclose(P.sum(axis=1), 1)
-    assert np.array_equal(pram_matrix(np.array([5.0, 0.0]), np.ones(2), 0.5), np.eye(2))   # pd = 1
+    assert np.array_equal(pram_matrix(np.array([5.0, 0.0]), np.ones(2), 0.5), np.eye(2))  # pd = 1
 
 
 def test_draw_follows_the_rows():
@@ -66,7 +66,7 @@ def test_draw_follows_the_rows():
     assert np.all(out[codes == 0] == 1) and np.all(out[codes == 2] == 2) and np.all(out[codes == -1] == -1)
     share = np.mean(out[codes == 1] == 0)
     assert abs(share - 0.5) < 4 * np.sqrt(0.25 / 4000)
-    assert not np.any(out[codes == 1] == 2)                        # a zero tail is never drawn
+    assert not np.any(out[codes == 1] == 2)  # a zero tail is never drawn
 
 
 def _freqs(df, runs, **kw):
@@ -84,7 +84,7 @@ def test_invariant_pram_keeps_expected_frequencies_like_sdcmicro(free1, mref):
     mean, sd = f.mean(axis=0), f.std(axis=0, ddof=1)
     orig = np.array(ref["original"], dtype=float)
     se = sd / np.sqrt(RUNS)
-    assert np.all(np.abs(mean - orig) <= 4.5 * se + 0.5), (mean, orig)      # E[released] = original
+    assert np.all(np.abs(mean - orig) <= 4.5 * se + 0.5), (mean, orig)  # E[released] = original
     se_both = np.sqrt(se**2 + (np.array(ref["sd"]) / np.sqrt(ref["runs"])) ** 2)
     assert np.all(np.abs(mean - np.array(ref["mean"])) <= 4.5 * se_both + 0.5), (mean, ref["mean"])
     # and the spread of the draws is sdcMicro's (ratio of standard deviations near 1)
@@ -121,7 +121,7 @@ def test_strata_and_the_public_matrix(free1, tmp_path):
         R = g["probability"].to_numpy().reshape(L, L)
         sex = int(stratum.split("=")[1])
         counts = free1.loc[free1["SEX"] == sex, var].value_counts().sort_index().to_numpy(float)
-        assert np.allclose(counts @ R, counts)           # invariant within its own stratum
+        assert np.allclose(counts @ R, counts)  # invariant within its own stratum
     # strata columns and every other column unchanged, record for record
     aligned = res.aligned_original()
     for c in free1.columns:
@@ -133,7 +133,7 @@ def test_strata_and_the_public_matrix(free1, tmp_path):
     meta = json.loads((tmp_path / "out.metadata.json").read_text())
     assert any("transition_matrix" in json.dumps(v) for v in meta["files"].values())
     mode = os.stat(paths["table:transition_matrix"]).st_mode & 0o777
-    assert mode & 0o044                                   # public (not owner-only)
+    assert mode & 0o044  # public (not owner-only)
     back = pd.read_csv(paths["table:transition_matrix"])
     assert len(back) == len(t)
     hidden = engine.protect(free1, "pram", {}, variables="MARSTAT", publish_matrix=False, seed=4)
@@ -144,8 +144,13 @@ def test_guarantee_plausible_deniability_not_k_anonymity_not_dp(free1):
     res = engine.protect(free1, "pram", {"MARSTAT": "k-quasi"}, variables="MARSTAT", seed=1)
     g = res.guarantee_info
     assert g.model is Model.PLAUSIBLE_DENIABILITY and not res.is_dp and g.k is None
-    for words in ("Plausible deniability", "MARSTAT", "Not k-anonymity and not differential privacy",
-                  "published with the release", "reveals"):
+    for words in (
+        "Plausible deniability",
+        "MARSTAT",
+        "Not k-anonymity and not differential privacy",
+        "published with the release",
+        "reveals",
+    ):
         assert words in res.guarantee, words
     e = SPEC.step_effects(GuaranteeContext.of(dict(res.params, strata="SEX"), ["MARSTAT"]))
     assert isinstance(e, Effects) and dict(e.changes) == {"MARSTAT": Effect.PERTURB} and e.reads == ("SEX",)
@@ -153,10 +158,14 @@ def test_guarantee_plausible_deniability_not_k_anonymity_not_dp(free1):
 
 
 def test_missing_values_and_text_and_categoricals():
-    df = pd.DataFrame({
-        "c": ["a", "b", None, "c", "a", "b"] * 50,
-        "k": pd.Categorical(["x", "y", "x", None, "y", "x"] * 50, categories=["y", "x", "z"], ordered=True),
-    })
+    df = pd.DataFrame(
+        {
+            "c": ["a", "b", None, "c", "a", "b"] * 50,
+            "k": pd.Categorical(
+                ["x", "y", "x", None, "y", "x"] * 50, categories=["y", "x", "z"], ordered=True
+            ),
+        }
+    )
     res = engine.protect(df, "pram", {}, variables="c,k", pd=0.5, seed=2, order="input")
     assert res.data["c"].isna().sum() == 50 and res.data["c"].isna().equals(df["c"].isna())
     assert set(res.data["c"].dropna()) <= {"a", "b", "c"}
@@ -166,29 +175,39 @@ def test_missing_values_and_text_and_categoricals():
 
 def test_household_variables_drawn_once_per_household():
     d = pd.read_csv(shared_path("testdata", "testdata.csv"))
-    res = engine.protect(d, "pram", {"ori_hid": "household"}, variables="roof,sex",
-                         household_vars="roof", seed=3, order="input")
+    res = engine.protect(
+        d,
+        "pram",
+        {"ori_hid": "household"},
+        variables="roof,sex",
+        household_vars="roof",
+        seed=3,
+        order="input",
+    )
     roof = res.data["roof"]
     hid = d["ori_hid"]
-    assert (roof.groupby(hid).nunique() == 1).all()       # one category per household
+    assert (roof.groupby(hid).nunique() == 1).all()  # one category per household
     assert (roof != d["roof"]).sum() > 0
     changed = res.data["roof"] != d["roof"]
-    assert (changed.groupby(hid).nunique() == 1).all()     # a household changes as a whole
+    assert (changed.groupby(hid).nunique() == 1).all()  # a household changes as a whole
     assert res.info["pram"]["roof"]["changed"] == int(changed.groupby(hid).any().sum())
 
 
 # ------------------------------------------------------------------ hostile inputs
 
 
-@pytest.mark.parametrize("rows,words", [
-    ("from,1,2\n1,0.5,0.4\n2,0,1\n", "sums to 0.9"),
-    ("from,1,2\n1,0.5,0.5\n", "square"),
-    ("from,1,2\n1,nan,1\n2,0,1\n", "in [0, 1]"),
-    ("from,1,2\n1,-0.5,1.5\n2,0,1\n", "in [0, 1]"),
-    ("from,1,2\n1,a,b\n2,0,1\n", "numbers"),
-    ("from,1,1\n1,0.5,0.5\n1,0.5,0.5\n", "each category once"),
-    ("from,1,2\n3,0.5,0.5\n2,0,1\n", "a category of the first row"),
-])
+@pytest.mark.parametrize(
+    "rows,words",
+    [
+        ("from,1,2\n1,0.5,0.4\n2,0,1\n", "sums to 0.9"),
+        ("from,1,2\n1,0.5,0.5\n", "square"),
+        ("from,1,2\n1,nan,1\n2,0,1\n", "in [0, 1]"),
+        ("from,1,2\n1,-0.5,1.5\n2,0,1\n", "in [0, 1]"),
+        ("from,1,2\n1,a,b\n2,0,1\n", "numbers"),
+        ("from,1,1\n1,0.5,0.5\n1,0.5,0.5\n", "each category once"),
+        ("from,1,2\n3,0.5,0.5\n2,0,1\n", "a category of the first row"),
+    ],
+)
 def test_bad_matrix_files(tmp_path, rows, words):
     df = pd.DataFrame({"x": [1, 2] * 10})
     f = tmp_path / "m.csv"
@@ -236,9 +255,9 @@ def test_a_reused_seed_with_another_matrix_file_draws_afresh(tmp_path):
     df = pd.DataFrame({"x": [1, 2] * 200})
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_text("from,1,2\n1,0.5,0.5\n2,0.5,0.5\n")
-    b.write_text("from,1,2\n1,0.5,0.5\n2,0.5000000000,0.5000000000\n")   # same matrix, other bytes
+    b.write_text("from,1,2\n1,0.5,0.5\n2,0.5000000000,0.5000000000\n")  # same matrix, other bytes
     ra = engine.protect(df, "pram", {}, matrix={"x": str(a)}, seed=9, order="input")
-    os.replace(b, a)                                                     # same path, other content
+    os.replace(b, a)  # same path, other content
     rb = engine.protect(df, "pram", {}, matrix={"x": str(a)}, seed=9, order="input")
     assert not ra.data["x"].equals(rb.data["x"])
 
@@ -256,5 +275,5 @@ def test_integer_levels_by_counting_equal_the_sorted_levels():
         xf = x.to_numpy(np.float64)
         want = np.unique(xf)
         assert numeric and levels == want.tolist() and np.array_equal(codes, np.searchsorted(want, xf))
-    wide = pd.Series([0, 10**15, 5])                           # too wide to count: the sort
+    wide = pd.Series([0, 10**15, 5])  # too wide to count: the sort
     assert _levels(wide)[1] == [0.0, 5.0, 1e15]

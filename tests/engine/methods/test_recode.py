@@ -51,8 +51,15 @@ def test_given_breaks_band_counts_equal_sdcmicro(free1, ref):
     res = engine.protect(free1, "recode", {}, breaks={"AGE": AGE_BREAKS}, seed=1, order="input")
     got = res.data["AGE"]
     assert isinstance(got.dtype, pd.CategoricalDtype) and got.dtype.ordered
-    assert list(got.cat.categories) == ["[0, 15]", "(15, 25]", "(25, 35]", "(35, 45]",
-                                        "(45, 55]", "(55, 65]", "(65, 100]"]
+    assert list(got.cat.categories) == [
+        "[0, 15]",
+        "(15, 25]",
+        "(25, 35]",
+        "(35, 45]",
+        "(45, 55]",
+        "(55, 65]",
+        "(65, 100]",
+    ]
     want = [ref["recode_age_band_counts"][str(i)] for i in range(1, 8)]
     assert _counts(got) == want
     # every other column byte-identical (values and dtypes)
@@ -64,7 +71,8 @@ def test_equidistant_and_quantile_counts_equal_sdcmicro(free1, mref):
     assert _counts(eq.data["AGE"]) == list(mref["recode_age_equidistant5"]["counts"].values())
     # sdcMicro's labels [14,26] (26,38] ... are ours with a space
     assert [c.replace(" ", "") for c in eq.data["AGE"].cat.categories] == list(
-        mref["recode_age_equidistant5"]["counts"])
+        mref["recode_age_equidistant5"]["counts"]
+    )
     for col, n, key in (("AGE", 4, "recode_age_quantile4"), ("INCOME", 5, "recode_income_quantile5")):
         q = engine.protect(free1, "recode", {}, breaks={col: f"quantile:{n}"}, seed=1, order="input")
         assert q.info["recode"][col]["breaks"] == [float(b) for b in mref[key]["breaks"]]  # to the last digit
@@ -74,14 +82,21 @@ def test_equidistant_and_quantile_counts_equal_sdcmicro(free1, mref):
 def test_lowest_value_belongs_to_the_first_interval():
     df = pd.DataFrame({"x": [0.0, 0.5, 10.0, 10.0000001, 20.0, np.nan]})
     res = engine.protect(df, "recode", {}, breaks={"x": "0,10,20"}, seed=1, order="input")
-    assert res.data["x"].astype(object).tolist()[:5] == ["[0, 10]", "[0, 10]", "[0, 10]",
-                                                        "(10, 20]", "(10, 20]"]
+    assert res.data["x"].astype(object).tolist()[:5] == [
+        "[0, 10]",
+        "[0, 10]",
+        "[0, 10]",
+        "(10, 20]",
+        "(10, 20]",
+    ]
     assert pd.isna(res.data["x"].iloc[5])  # missing stays missing
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.one_of(st.integers(-50, 150), st.none()), min_size=1, max_size=60),
-       st.lists(st.integers(-40, 140), min_size=1, max_size=8, unique=True))
+@given(
+    st.lists(st.one_of(st.integers(-50, 150), st.none()), min_size=1, max_size=60),
+    st.lists(st.integers(-40, 140), min_size=1, max_size=8, unique=True),
+)
 def test_recoding_is_a_monotone_function_of_the_value(values, inner):
     b = sorted({-60, *inner, 160})
     x = np.array([np.nan if v is None else float(v) for v in values])
@@ -93,7 +108,7 @@ def test_recoding_is_a_monotone_function_of_the_value(values, inner):
             continue
         assert 0 <= c < len(labels)
         lo, hi = b[c], b[c + 1]
-        assert (lo < v <= hi) or (c == 0 and v == lo)   # (a, b], the lowest in the first
+        assert (lo < v <= hi) or (c == 0 and v == lo)  # (a, b], the lowest in the first
     # equal values -> equal codes; larger values -> codes never smaller
     ok = ~np.isnan(x)
     order = np.argsort(x[ok], kind="stable")
@@ -135,9 +150,13 @@ def test_data_dependent_breaks_never_reach_public_files(free1, tmp_path):
     breaks = res.info["recode"]["INCOME"]["breaks"]
     paths = export_release(res, tmp_path / "out.csv")
     meta = (tmp_path / "out.metadata.json").read_text()
-    note = (tmp_path / "out.release-note.html").read_text() if (tmp_path / "out.release-note.html").exists() else ""
+    note = (
+        (tmp_path / "out.release-note.html").read_text()
+        if (tmp_path / "out.release-note.html").exists()
+        else ""
+    )
     assert "quantile:5" in meta
-    for b in breaks[1:-1]:                       # inner breaks: in the labels of the data only
+    for b in breaks[1:-1]:  # inner breaks: in the labels of the data only
         assert f"{b:g}" not in meta and f"{int(b)}" not in meta and f"{int(b)}" not in note
     private = json.loads((tmp_path / "out.private.json").read_text())
     assert any(str(int(breaks[1])) in n for n in private["private_notes"])
@@ -153,7 +172,8 @@ def test_merge_categories_numeric_text_and_file(free1, tmp_path):
     assert res.info["relabel"] == {"MARSTAT": {"12": ["1", "2"], "3": ["3"]}}
     text = engine.protect(free1, "recode", {}, merge={"MARSTAT": "1+2:couple"}, seed=1, order="input")
     assert text.data["MARSTAT"].tolist()[:3] == [
-        "couple" if v in (1, 2) else str(v) for v in free1["MARSTAT"].tolist()[:3]]
+        "couple" if v in (1, 2) else str(v) for v in free1["MARSTAT"].tolist()[:3]
+    ]
     f = tmp_path / "map.csv"
     f.write_text("column,from,to\nMARSTAT,1,12\nMARSTAT,2,12\nKINDPERS,7,6\n", encoding="utf-8")
     byfile = engine.protect(free1, "recode", {}, merge_file=str(f), seed=1, order="input")
@@ -169,8 +189,9 @@ def test_merge_of_recoded_intervals_keeps_the_order(tmp_path):
     df = pd.DataFrame({"x": [1.0, 12.0, 25.0, 38.0]})
     a = engine.protect(df, "recode", {}, breaks={"x": "0,10,20,30,40"}, seed=1, order="input")
     path = tmp_path / "merge.csv"
-    pd.DataFrame({"column": ["x", "x"], "from": ["(10, 20]", "(20, 30]"],
-                  "to": ["(10, 30]"] * 2}).to_csv(path, index=False)
+    pd.DataFrame({"column": ["x", "x"], "from": ["(10, 20]", "(20, 30]"], "to": ["(10, 30]"] * 2}).to_csv(
+        path, index=False
+    )
     b = engine.protect(a.data, "recode", {}, merge_file=str(path), seed=1, order="input")
     assert list(b.data["x"].cat.categories) == ["[0, 10]", "(10, 30]", "(30, 40]"]
     assert b.data["x"].dtype.ordered
@@ -179,8 +200,11 @@ def test_merge_of_recoded_intervals_keeps_the_order(tmp_path):
 
 def test_value_labels_on_export(free1, tmp_path):
     d = free1[["SEX", "AGE", "MARSTAT"]].astype(float)
-    pyreadstat.write_sav(d, tmp_path / "in.sav",
-                         variable_value_labels={"MARSTAT": {1: "married", 2: "cohab", 3: "div", 4: "single"}})
+    pyreadstat.write_sav(
+        d,
+        tmp_path / "in.sav",
+        variable_value_labels={"MARSTAT": {1: "married", 2: "cohab", 3: "div", 4: "single"}},
+    )
     df, meta = read_table(tmp_path / "in.sav")
     res = engine.protect(df, "recode", {}, breaks={"AGE": AGE_BREAKS}, merge={"MARSTAT": "1+2:12"}, seed=1)
     for ext, reader in (("sav", pyreadstat.read_sav), ("dta", pyreadstat.read_dta)):
@@ -188,13 +212,13 @@ def test_value_labels_on_export(free1, tmp_path):
         back, m = reader(str(tmp_path / f"o_{ext}.{ext}"))
         age = {float(k): v for k, v in m.variable_value_labels["AGE"].items()}
         assert age == {float(i + 1): lab for i, lab in enumerate(res.data["AGE"].cat.categories)}
-        assert sorted(back["AGE"].dropna().unique()) == list(range(1, 8))          # ordered codes
+        assert sorted(back["AGE"].dropna().unique()) == list(range(1, 8))  # ordered codes
         assert back["AGE"].map(age).tolist() == res.data["AGE"].astype(object).tolist()
         mar = {float(k): v for k, v in m.variable_value_labels["MARSTAT"].items()}
         assert mar == {3.0: "div", 4.0: "single", 12.0: "married + cohab"}
     export_release(res, tmp_path / "o.csv")
     txt = pd.read_csv(tmp_path / "o.csv")
-    assert txt["AGE"].tolist() == res.data["AGE"].astype(object).tolist()         # text in CSV
+    assert txt["AGE"].tolist() == res.data["AGE"].astype(object).tolist()  # text in CSV
 
 
 def test_guarantee_is_no_formal_guarantee_and_names_the_columns(free1):
@@ -203,13 +227,20 @@ def test_guarantee_is_no_formal_guarantee_and_names_the_columns(free1):
     assert g.model is Model.NONE and not res.is_dp
     assert "AGE" in res.guarantee and "(65, 100]" in res.guarantee
     assert res.protected_attributes == ["AGE"]
-    assert "SEX" in {u.column for u in g.uncovered}                    # a key left unchanged
+    assert "SEX" in {u.column for u in g.uncovered}  # a key left unchanged
 
 
 def test_without_named_columns_the_numeric_keys_get_bins(free1):
-    res = engine.protect(free1, "recode", {"AGE": "k-quasi", "SEX": "k-quasi"}, {"AGE": (0, 100)},
-                         types={"SEX": "categorical"}, bins=2, seed=1)
-    assert res.protected_attributes == ["AGE"]            # SEX is typed categorical: no bins
+    res = engine.protect(
+        free1,
+        "recode",
+        {"AGE": "k-quasi", "SEX": "k-quasi"},
+        {"AGE": (0, 100)},
+        types={"SEX": "categorical"},
+        bins=2,
+        seed=1,
+    )
+    assert res.protected_attributes == ["AGE"]  # SEX is typed categorical: no bins
     assert list(res.data["AGE"].cat.categories) == ["[0, 50]", "(50, 100]"]
     assert res.data["SEX"].equals(free1["SEX"].iloc[res.row_map].reset_index(drop=True))
 
@@ -217,18 +248,21 @@ def test_without_named_columns_the_numeric_keys_get_bins(free1):
 # ------------------------------------------------------------------ hostile inputs
 
 
-@pytest.mark.parametrize("text,words", [
-    ("10,5", "increase strictly"),
-    ("0,10,10", "increase strictly"),
-    ("0,nan,10", "NaN"),
-    ("0,abc", "not a number"),
-    ("0,inf,10", "increase strictly"),
-    ("5.5", "whole number"),
-    ("0", "whole number"),
-    ("quantile:0", "whole number"),
-    ("1e9", "whole number"),
-    (",", "not a number"),
-])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("10,5", "increase strictly"),
+        ("0,10,10", "increase strictly"),
+        ("0,nan,10", "NaN"),
+        ("0,abc", "not a number"),
+        ("0,inf,10", "increase strictly"),
+        ("5.5", "whole number"),
+        ("0", "whole number"),
+        ("quantile:0", "whole number"),
+        ("1e9", "whole number"),
+        (",", "not a number"),
+    ],
+)
 def test_bad_breaks_are_refused_in_one_line(free1, text, words):
     with pytest.raises(ParameterError) as exc:
         engine.protect(free1, "recode", {}, breaks={"AGE": text}, seed=1)
@@ -264,7 +298,7 @@ def test_bad_merge_text_is_refused(free1, text):
 def test_merge_file_hostile(free1, tmp_path):
     fifo = tmp_path / "fifo.csv"
     os.mkfifo(fifo)
-    with pytest.raises(InputError, match="FIFO"):            # refused, never waited on
+    with pytest.raises(InputError, match="FIFO"):  # refused, never waited on
         engine.protect(free1, "recode", {}, merge_file=str(fifo), seed=1)
     with pytest.raises(InputError, match="no such file"):
         engine.protect(free1, "recode", {}, merge_file=str(tmp_path / "none.csv"), seed=1)

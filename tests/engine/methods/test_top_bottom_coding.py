@@ -37,17 +37,20 @@ def mref() -> dict:
 def test_top_coding_at_the_95th_percentile_equals_sdcmicro(free1, ref):
     res = engine.protect(free1, "top-bottom-coding", {}, top={"INCOME": "p95"}, seed=1)
     info = res.info["coded"]["INCOME"]["top"]
-    assert info["threshold"] == ref["topcode_income_value"]         # R's type-7 quantile
+    assert info["threshold"] == ref["topcode_income_value"]  # R's type-7 quantile
     assert info["changed"] == ref["topcode_income_n_changed"]
     assert res.data["INCOME"].sum() == ref["topcode_income_sum_after"]
     assert res.data["INCOME"].max() == ref["topcode_income_value"]
 
 
-@pytest.mark.parametrize("kw,key,col", [
-    ({"top": {"INCOME": "900000:950000"}}, "top_income_900000_to_950000", "INCOME"),
-    ({"bottom": {"INCOME": "p5"}}, "bottom_income_q05", "INCOME"),
-    ({"top": {"AGE": "65"}}, "top_age_65", "AGE"),
-])
+@pytest.mark.parametrize(
+    "kw,key,col",
+    [
+        ({"top": {"INCOME": "900000:950000"}}, "top_income_900000_to_950000", "INCOME"),
+        ({"bottom": {"INCOME": "p5"}}, "bottom_income_q05", "INCOME"),
+        ({"top": {"AGE": "65"}}, "top_age_65", "AGE"),
+    ],
+)
 def test_counts_and_sums_equal_sdcmicro(free1, mref, kw, key, col):
     res = engine.protect(free1, "top-bottom-coding", {}, seed=1, **kw)
     side = next(iter(kw))
@@ -60,12 +63,19 @@ def test_counts_and_sums_equal_sdcmicro(free1, mref, kw, key, col):
 
 
 def test_replacement_defaults_to_the_threshold_and_only_extremes_change(free1):
-    res = engine.protect(free1, "top-bottom-coding", {}, top={"INCOME": "900000"},
-                         bottom={"INCOME": "150000:1"}, seed=1, order="input")
+    res = engine.protect(
+        free1,
+        "top-bottom-coding",
+        {},
+        top={"INCOME": "900000"},
+        bottom={"INCOME": "150000:1"},
+        seed=1,
+        order="input",
+    )
     x, y = free1["INCOME"].to_numpy(), res.data["INCOME"].to_numpy()
     assert np.all(y[x > 900000] == 900000) and np.all(y[x < 150000] == 1)
     mid = (x >= 150000) & (x <= 900000)
-    assert np.array_equal(y[mid], x[mid])                           # the rest unchanged
+    assert np.array_equal(y[mid], x[mid])  # the rest unchanged
     pd.testing.assert_frame_equal(res.data.drop(columns="INCOME"), free1.drop(columns="INCOME"))
     # an integer column stays integer with whole replacements; missing stays missing
     df = pd.DataFrame({"a": pd.array([1, 50, None, 99], dtype="Int64"), "b": [1, 2, 3, 4]})
@@ -87,32 +97,37 @@ def test_percentile_is_data_dependent_and_private(free1, tmp_path):
     assert dict(eff.changes) == {"INCOME": Effect.DATA_MAP} and not eff.removes_records
     fixed = engine.protect(free1, "top-bottom-coding", {}, top={"INCOME": "900000"}, seed=1)
     assert dict(SPEC.step_effects(GuaranteeContext.of(fixed.params, fixed.protected_attributes)).changes) == {
-        "INCOME": Effect.FIXED_MAP}
+        "INCOME": Effect.FIXED_MAP
+    }
     assert not any(n.code == "threshold-from-data" for n in fixed.private_notes)
     assert fixed.guarantee_info.model is Model.NONE and "INCOME top-coded at 900000" in fixed.guarantee
 
 
 def test_without_named_columns_the_confidential_numbers_at_p99(free1):
-    res = engine.protect(free1, "top-bottom-coding", {"INCOME": "confidential", "MONEY": "confidential"},
-                         seed=1)
+    res = engine.protect(
+        free1, "top-bottom-coding", {"INCOME": "confidential", "MONEY": "confidential"}, seed=1
+    )
     assert res.protected_attributes == ["INCOME", "MONEY"]
     for c in ("INCOME", "MONEY"):
         assert res.info["coded"][c]["top"]["from_data"]
         assert res.data[c].max() <= np.percentile(free1[c], 99)
 
 
-@pytest.mark.parametrize("text,words", [
-    ("abc", "not a number"),
-    ("nan", "NaN"),
-    ("inf", "finite"),
-    ("1e400", "finite"),
-    ("p0", "percentile"),
-    ("p100", "percentile"),
-    ("p-3", "percentile"),
-    ("5:abc", "not a number"),
-    ("5:inf", "finite"),
-    ("5:6:7", "not a number"),
-])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("abc", "not a number"),
+        ("nan", "NaN"),
+        ("inf", "finite"),
+        ("1e400", "finite"),
+        ("p0", "percentile"),
+        ("p100", "percentile"),
+        ("p-3", "percentile"),
+        ("5:abc", "not a number"),
+        ("5:inf", "finite"),
+        ("5:6:7", "not a number"),
+    ],
+)
 def test_bad_thresholds_are_refused_in_one_line(free1, text, words):
     with pytest.raises(ParameterError) as exc:
         engine.protect(free1, "top-bottom-coding", {}, top={"INCOME": text}, seed=1)
@@ -130,11 +145,13 @@ def test_hostile_columns_and_combinations(free1):
     with pytest.raises(ParameterError, match="weight"):
         engine.protect(free1, "top-bottom-coding", {"WEIGHT": "weight"}, top={"WEIGHT": "1"}, seed=1)
     with pytest.raises(InputError, match="all missing"):
-        engine.protect(pd.DataFrame({"x": [np.nan, np.nan]}), "top-bottom-coding", {}, top={"x": "p50"},
-                       seed=1)
+        engine.protect(
+            pd.DataFrame({"x": [np.nan, np.nan]}), "top-bottom-coding", {}, top={"x": "p50"}, seed=1
+        )
     huge = pd.DataFrame({"x": [1e308, -1e308, 0.0]})
-    r = engine.protect(huge, "top-bottom-coding", {}, top={"x": "1e307"}, bottom={"x": "-1e307"}, seed=1,
-                       order="input")
+    r = engine.protect(
+        huge, "top-bottom-coding", {}, top={"x": "1e307"}, bottom={"x": "-1e307"}, seed=1, order="input"
+    )
     assert r.data["x"].tolist() == [1e307, -1e307, 0.0]
 
 
