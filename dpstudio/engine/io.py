@@ -104,6 +104,9 @@ class TableMeta:
     texts: dict = field(default_factory=dict, repr=False)
     #: {column: the typed values read} for the columns in ``texts`` (to tell unchanged columns)
     typed: dict = field(default_factory=dict, repr=False)
+    #: the columns read as numbers: a generalised one stays numeric in a .sav/.dta release
+    #: (codes with value labels, issue 24 §1)
+    numeric: tuple = ()
 
 
 def file_format(path: str | os.PathLike, fmt: str | None = None) -> str:
@@ -1373,7 +1376,9 @@ def read_table(
     if os.path.getsize(path) == 0:
         raise InputError(f"{name}: the file is empty.")
     if fmt == "csv":
-        return _read_csv(path, sep, encoding, decimal, progress)
+        df, meta = _read_csv(path, sep, encoding, decimal, progress)
+        meta.numeric = _numeric_columns(df)
+        return df, meta
     meta = TableMeta(path=os.path.abspath(path), format=fmt)
     try:
         if fmt == "xlsx":
@@ -1417,7 +1422,66 @@ def read_table(
     _check_columns([str(c) for c in df.columns], name)
     df.columns = [str(c) for c in df.columns]
     meta.n_rows = len(df)
+    meta.numeric = _numeric_columns(df)
     return df, meta
+
+
+def _numeric_columns(df: pd.DataFrame) -> tuple:
+    return tuple(
+        str(c)
+        for c in df.columns
+        if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+    )
+
+
+_LEADING_NUMBER = re.compile(r"^\s*[\[(]?\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
+
+
+def generalised_codes(s: pd.Series) -> tuple[pd.Series, dict]:
+    """A generalised column (texts such as ``30-39``, ``[0.5, 1)``, ``*``) as numeric codes with
+    value labels, for formats whose variables are typed (SPSS, Stata; issue 24 §1): ``*`` (the
+    top of a hierarchy: nothing released) becomes a missing value, every other text a code
+    1, 2, … in the order of its leading number (then of the text), labelled with the text.
+
+    >>> codes, labels = generalised_codes(pd.Series(["40-49", "*", "30-39", "40-49"]))
+    >>> codes.tolist(), labels
+    ([2.0, nan, 1.0, 2.0], {1.0: '30-39', 2.0: '40-49'})
+    """
+    txt = s.astype("object").where(s.notna(), None)
+    uniq = sorted({str(v) for v in txt if v is not None and str(v) != "*"})
+
+    def key(t: str) -> tuple:
+        m = _LEADING_NUMBER.match(t)
+        return (0, float(m.group(1)), t) if m else (1, 0.0, t)
+
+    uniq.sort(key=key)
+    code = {t: float(i + 1) for i, t in enumerate(uniq)}
+    out = pd.Series(
+        [code.get(str(v), np.nan) if v is not None else np.nan for v in txt], index=s.index, dtype=np.float64
+    )
+    return out, {c: t for t, c in code.items()}
+
+
+def _typed_for_labels(df: pd.DataFrame, meta: TableMeta | None) -> tuple[pd.DataFrame, dict]:
+    """``df`` with every column that was numeric in the input but is text in the release (a
+    generalised k-quasi) turned back into numeric codes, and those codes' value labels (they
+    replace the input's labels of that column)."""
+    if meta is None or not meta.numeric:
+        return df, {}
+    conv = [
+        c
+        for c in df.columns
+        if c in meta.numeric
+        and not pd.api.types.is_numeric_dtype(df[c])
+        and not pd.api.types.is_datetime64_any_dtype(df[c])
+    ]
+    if not conv:
+        return df, {}
+    out = df.copy(deep=False)
+    labels = {}
+    for c in conv:
+        out[c], labels[c] = generalised_codes(df[c])
+    return out, labels
 
 
 # --------------------------------------------------------------------- writing
@@ -1664,16 +1728,19 @@ def write_table(
             else:
                 import pyreadstat
 
-                vl, cl = _stata_labels(df, meta)
+                df_t, gen_labels = _typed_for_labels(df, meta)
+                vl, cl = _stata_labels(df_t, meta)
+                vl.update(gen_labels)
+                vl = {c: v for c, v in vl.items() if v}
                 kw: dict[str, Any] = {}
                 if vl:
                     kw["variable_value_labels"] = vl
                 if cl:
                     kw["column_labels"] = cl
                 if f == "dta":
-                    pyreadstat.write_dta(df, tmp, **kw)
+                    pyreadstat.write_dta(df_t, tmp, **kw)
                 else:
-                    pyreadstat.write_sav(df, tmp, **kw)
+                    pyreadstat.write_sav(df_t, tmp, **kw)
         except (OSError, MemoryError):
             raise
         except Exception as exc:  # noqa: BLE001
