@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QComboBox,
@@ -156,7 +156,43 @@ def _fmt(x) -> str:
     return format_value(x)
 
 
+def generalisation_html(res) -> str:
+    """The chosen generalisation of every k-quasi of a generalising result, as a small table
+    (empty for other methods): level / height, what the release holds; a k-quasi generalised
+    to the top in red, with a link to build it a hierarchy.
+    """
+    from dpstudio.engine.transformation import describe_row, transformation_rows
+
+    rows = transformation_rows(res)
+    if not rows:
+        return ""
+    out = [
+        "<b>Generalisation of the k-quasi-identifiers</b> (the transformation chosen)"
+        "<table cellspacing='0' cellpadding='3' border='1' style='border-color:#ccc'>"
+        "<tr><th align='left'>column</th><th>level</th><th align='left'>hierarchy</th>"
+        "<th align='left'>in the release</th></tr>"
+    ]
+    for r in rows:
+        lv = "–" if r["level"] is None else f"{r['level']} of {int(r['height']) - 1}"
+        text = html.escape(describe_row(r), quote=False)
+        if r["top"]:
+            text = (
+                f"<span style='color:#b00020'><b>⚠ {text}</b></span> — "
+                f"<a href='build:{html.escape(r['column'])}'>build a hierarchy for "
+                f"{html.escape(r['column'])}…</a>"
+            )
+        out.append(
+            f"<tr><td>{html.escape(r['column'])}</td><td align='center'>{lv}</td>"
+            f"<td>{html.escape(r['hierarchy'])}</td><td>{text}</td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
 class ResultsPanel(QWidget):
+    #: a column to build a hierarchy for (the generalisation table's link)
+    sig_build_hierarchy = Signal(str)
+
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
@@ -182,6 +218,14 @@ class ResultsPanel(QWidget):
         self.kanon.setObjectName("kanon_label")
         self.kanon.setWordWrap(True)
         lay.addWidget(self.kanon)
+        # issue 24 §1: the generalisation chosen for every k-quasi (as ARX shows the
+        # transformation); a k-quasi wiped to '*' in red, with the way out
+        self.generalisation = QLabel("")
+        self.generalisation.setObjectName("generalisation_label")
+        self.generalisation.setWordWrap(True)
+        self.generalisation.setTextFormat(Qt.TextFormat.RichText)
+        self.generalisation.linkActivated.connect(self._on_generalisation_link)
+        lay.addWidget(self.generalisation)
         lay.addStretch(1)
         self.header_area = QScrollArea()
         self.header_area.setObjectName("results_header_area")
@@ -313,6 +357,7 @@ class ResultsPanel(QWidget):
             self.per_attr.setRowCount(0)
             self.corr.setRowCount(0)
             self.kanon.setText("")
+            self.generalisation.setText("")
             self.warn.hide()
             return
         ev = dict(st.evaluation or {})
@@ -397,9 +442,15 @@ class ResultsPanel(QWidget):
             )
         else:
             self.kanon.setText("k-anonymity check: no k-quasi-identifier in this release.")
+        self.generalisation.setText(generalisation_html(res))
         self.corr_cols, self.corr_diff = extra.get("corr", ([], np.zeros((0, 0))))
         self._draw_corr()
         self.hist_attr.addItems([c for c in res.protected_attributes if c in res.data.columns])
+
+    def _on_generalisation_link(self, link: str) -> None:
+        """'build:<column>': open the hierarchy builder of that column (main window)."""
+        if link.startswith("build:"):
+            self.sig_build_hierarchy.emit(link[len("build:") :])
 
     def _draw_corr(self) -> None:
         cols, d = self.corr_cols, self.corr_diff
