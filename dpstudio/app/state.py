@@ -167,6 +167,9 @@ class AppState(QObject):
         if roles:
             r.roles.update({c: v for c, v in roles.items() if c in r.roles})
         r.domains, r.precision, r.hierarchies, r.types = {}, {}, {}, {}
+        # the types the file declares (SPSS measure level / format, Stata storage type) are the
+        # defaults, shown as "declared in the file" (issue 24 §2); the user may change them
+        r.types.update({c: t for c, t in self.declared_types().items() if c in r.roles})
         r.extra.pop("query_ledger_file", None)  # another data set has its own ledger file
         self.hierarchies = {}
         self._loaded, self._suggested = {}, {}
@@ -227,6 +230,17 @@ class AppState(QObject):
             col = base if base is not None else self.df[column]
             t = self._suggested[column] = suggest_types(col.to_frame(column))[column]
         return t
+
+    def declared_types(self) -> dict[str, str]:
+        """{column: type} the input file declares (empty for a CSV)."""
+        return dict(getattr(self.input_meta, "declared_types", None) or {})
+
+    def type_origin(self, column: str) -> str:
+        """'' (the user's), 'suggested' or 'declared in the file': where the shown type comes from."""
+        t, suggested = self.column_type(column)
+        if suggested:
+            return "suggested"
+        return "declared in the file" if self.declared_types().get(column) == t else ""
 
     def column_type(self, column: str) -> tuple[str, bool]:
         """``(type, suggested)``: the user's type, else the suggestion (``suggested`` True)."""

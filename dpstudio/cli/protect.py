@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpstudio.cli import _dask
-from dpstudio.cli._common import evaluate_result, read_input
+from dpstudio.cli._common import apply_declared_types, evaluate_result, read_input
 from dpstudio.cli._options import add_method_options
 from dpstudio.cli._output import fmt, report_warnings, step, warn
 
@@ -249,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
         what={"release_note": "release note (--report)", "assessment": "assessment (--assessment)"},
     )
     df, meta = read_input(args.input, s.read_options)
+    s.types = apply_declared_types(s.types, s.roles, meta, Path(args.input).name)
     spec, res = _prepare_and_run(df, args, s)
     measures = None
     if not args.no_measures:

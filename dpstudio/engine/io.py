@@ -107,6 +107,10 @@ class TableMeta:
     #: the columns read as numbers: a generalised one stays numeric in a .sav/.dta release
     #: (codes with value labels, issue 24 §1)
     numeric: tuple = ()
+    #: column types the file declares (SPSS measure level and format, Stata storage type):
+    #: {column: "integer" | "categorical" | "ordinal"}; the defaults of the CLI and the app
+    #: (shown to the user), never guessed from the values (issue 24 §2)
+    declared_types: dict = field(default_factory=dict)
 
 
 def file_format(path: str | os.PathLike, fmt: str | None = None) -> str:
@@ -1410,6 +1414,9 @@ def read_table(
                 str(k): str(v) for k, v in (getattr(rmeta, "column_names_to_labels", None) or {}).items() if v
             }
             meta.encoding = getattr(rmeta, "file_encoding", None)
+            meta.declared_types = _declared_types(df, rmeta, fmt)
+            if fmt == "sav":
+                df = _whole_numbers_as_integers(df)
     except InputError:
         raise
     except (OSError, MemoryError):
@@ -1424,6 +1431,55 @@ def read_table(
     meta.n_rows = len(df)
     meta.numeric = _numeric_columns(df)
     return df, meta
+
+
+_SPSS_WHOLE = re.compile(r"^(F|N|COMMA|DOT|DOLLAR|PCT)\d+(\.0)?$", re.I)
+_STATA_INT = ("int8", "int16", "int32", "int64")
+
+
+def _declared_types(df: pd.DataFrame, rmeta: Any, fmt: str) -> dict:
+    """The types a .sav/.dta file declares for its numeric columns: SPSS's measure level
+    (nominal → categorical, ordinal → ordinal) or a format without decimals (F3, F8.0 →
+    integer); Stata's integer storage types (byte, int, long → integer).  Read from the
+    file's dictionary, never from the values.
+    """
+    out: dict[str, str] = {}
+    measure = getattr(rmeta, "variable_measure", None) or {}
+    formats = getattr(rmeta, "original_variable_types", None) or {}
+    storage = getattr(rmeta, "readstat_variable_types", None) or {}
+    for c in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]):
+            continue
+        c = str(c)
+        if fmt == "sav":
+            m = str(measure.get(c, "")).lower()
+            if m in ("nominal", "ordinal"):
+                out[c] = "categorical" if m == "nominal" else "ordinal"
+            elif _SPSS_WHOLE.match(str(formats.get(c, ""))):
+                out[c] = "integer"
+        elif fmt == "dta" and str(storage.get(c, "")) in _STATA_INT:
+            out[c] = "integer"
+    return out
+
+
+def _whole_numbers_as_integers(df: pd.DataFrame) -> pd.DataFrame:
+    """SPSS stores every number as a double: a column of whole numbers without a missing
+    value is read as int64 (PID shows 0–6, not 0.0–6.0; issue 24 §2).  The values are the
+    same; a column with missing values stays float64 (NaN)."""
+    conv = {}
+    for c in df.columns:
+        s = df[c]
+        if s.dtype != np.float64:
+            continue
+        v = s.to_numpy()
+        if v.size and np.isfinite(v).all() and (np.abs(v) < 2.0**53).all() and (v == np.round(v)).all():
+            conv[c] = v.astype(np.int64)
+    if not conv:
+        return df
+    out = df.copy(deep=False)
+    for c, v in conv.items():
+        out[c] = v
+    return out
 
 
 def _numeric_columns(df: pd.DataFrame) -> tuple:

@@ -293,8 +293,9 @@ class RolesModel(QAbstractTableModel):
         if c == C_ROLE:
             return ROLE_LABELS.get(st.roles.get(name, "other"), "?") + "  ▾"
         if c == C_TYPE:
-            t, suggested = st.column_type(name)
-            return (f"{t} (suggested)" if suggested else t) + "  ▾"
+            t, _suggested = st.column_type(name)
+            origin = st.type_origin(name)
+            return (f"{t} ({origin})" if origin else t) + "  ▾"
         if c in (C_LO, C_HI):
             return self._cell_text(name, c)
         if c == C_PREC:

@@ -444,7 +444,8 @@ class RolesPanel(QWidget):
         label = (getattr(st.input_meta, "column_labels", None) or {}).get(name)
         L["Label"].setText(label or "–")
         kind, suggested = st.column_type(name)
-        L["Type"].setText(f"{kind}{' (suggested)' if suggested else ''}, stored as {s.dtype}")
+        origin = st.type_origin(name)
+        L["Type"].setText(f"{kind}{f' ({origin})' if origin else ''}, stored as {s.dtype}")
         L["Missing"].setText(
             f"{s.missing:,}" + (f" ({100 * s.missing / len(st.df):.1f} %)" if s.missing else "")
         )
