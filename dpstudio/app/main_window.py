@@ -161,6 +161,10 @@ class MainWindow(QMainWindow):
         self.explore_panel.sig_sweep_requested.connect(ctl.run_sweep)
         self.explore_panel.sig_point_chosen.connect(self._on_explore_point_chosen)
         self.results_panel.export_btn.clicked.connect(self.export_dialog)
+        # issue 24: the hierarchy builder, from the pre-run warning, the results and the roles
+        self.method_panel.sig_build_hierarchy.connect(self.open_hierarchy_builder)
+        self.results_panel.sig_build_hierarchy.connect(self.open_hierarchy_builder)
+        self.roles_panel.sig_build_hierarchy.connect(self.open_hierarchy_builder)
         ctl.confirm_csv = self._confirm_csv
         ctl.curve_images = lambda: self.explore_panel.export_images() if self.explore_panel.points else []
         ctl.sig_status.connect(self.task_label.setText)
@@ -456,6 +460,18 @@ class MainWindow(QMainWindow):
             )
 
     # ------------------------------------------------------------------ export
+    def hierarchy_builder(self, column: str):
+        """The hierarchy builder of ``column`` (not shown), k from the method's form."""
+        from dpstudio.app.widgets.hierarchy_builder import HierarchyBuilder
+
+        k = (self.state.recipe.params or {}).get("k") or 5
+        return HierarchyBuilder(self.state, column, k=int(k), parent=self)
+
+    def open_hierarchy_builder(self, column: str) -> None:
+        if self.state.df is None or column not in self.state.df.columns:
+            return
+        self.hierarchy_builder(column).open()
+
     def export_dialog(self) -> None:
         res = self.state.result
         if res is None:

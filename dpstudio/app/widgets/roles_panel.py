@@ -114,6 +114,8 @@ def top_counts(col: pd.Series, n: int) -> pd.Series:
 class RolesPanel(QWidget):
     sig_column_selected = Signal(str)
     """The user selected a column (name)."""
+    #: a column to open the hierarchy builder for (issue 24)
+    sig_build_hierarchy = Signal(str)
 
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -394,6 +396,7 @@ class RolesPanel(QWidget):
 
     def _hierarchy_menu(self, name: str) -> QMenu:
         m = QMenu(self)
+        m.addAction("Build a hierarchy…", lambda: self.sig_build_hierarchy.emit(name))
         m.addAction("Load ARX hierarchy…", lambda: self._load_hierarchy(name))
         m.addAction("Generate (the engine's automatic hierarchy)", lambda: self._generate_hierarchy(name))
         rm = m.addAction("Remove", lambda: self.remove_hierarchy(name))

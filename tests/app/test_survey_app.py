@@ -1,0 +1,131 @@
+"""Issue 24 in the app: a wiped k-quasi said before and after a run with the way out (the
+hierarchy builder), the builder itself (kinds, preview, ARX CSV the CLI reads), declared
+types shown.  On an SPSS file with value labels made here with pyreadstat.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+pyreadstat = pytest.importorskip("pyreadstat")
+
+PID = {0.0: "Strong Democrat", 1.0: "Weak Democrat", 2.0: "Ind-Democrat", 3.0: "Independent",
+       4.0: "Ind-Republican", 5.0: "Weak Republican", 6.0: "Strong Republican"}
+
+
+def _anes(path, n=918, seed=3):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "age": rng.integers(18, 91, n).astype(float),
+        "educ": rng.integers(1, 8, n).astype(float),
+        "PID": rng.integers(0, 7, n).astype(float),
+        "income": rng.integers(0, 150_000, n).astype(float),
+    })
+    pyreadstat.write_sav(df, str(path), variable_value_labels={"PID": PID},
+                         variable_format={"income": "F8.0", "age": "F3.0"},
+                         variable_measure={"PID": "nominal", "age": "scale", "income": "scale", "educ": "scale"})
+    return df
+
+
+def _idle(qtbot, win, timeout=60000):
+    qtbot.waitUntil(lambda: not win.controller.busy, timeout=timeout)
+    qtbot.wait(20)
+
+
+def _open(qtbot, win, path):
+    with qtbot.waitSignal(win.sig_loaded, timeout=30000):
+        assert win.open_data(str(path))
+
+
+def test_wiped_k_quasi_before_and_after_the_run(qtbot, window, tmp_path):
+    _anes(tmp_path / "anes.sav")
+    _open(qtbot, window, tmp_path / "anes.sav")
+    st = window.state
+    # declared in the file: shown as such (issue 24 §2)
+    assert st.column_type("income") == ("integer", False) and st.type_origin("income") == "declared in the file"
+    assert st.column_type("PID")[0] == "categorical"
+    window.roles_panel.set_roles({"age": "k-quasi", "PID": "k-quasi", "educ": "k-quasi", "income": "eps-quasi"})
+    window.method_panel.select_method("k-eps")
+    window.method_panel.set_values({"k": 5, "epsilon": 1.0})
+    mp = window.method_panel
+    qtbot.waitUntil(lambda: not mp.preview_pending(), timeout=30000)
+    with qtbot.waitSignal(window.controller.sig_protected, timeout=60000):
+        assert window.controller.run_protect()
+    _idle(qtbot, window)
+    res = st.result
+    text = window.results_panel.generalisation.text()
+    assert "Generalisation of the k-quasi-identifiers" in text
+    wiped = [c for c in ("age", "educ", "PID") if (res.data[c].astype(str) == "*").all()]
+    assert wiped  # the reported case: a k-quasi '*' in every record
+    for c in wiped:
+        assert f"build:{c}" in text and "fully generalised" in text
+    banner = window.results_panel.warn.text()
+    assert "generalised to the top" in banner
+    # the link opens the builder for that column
+    opened = []
+    window.open_hierarchy_builder = lambda c: opened.append(c)  # (the signal is bound already)
+    window.results_panel.sig_build_hierarchy.disconnect()
+    window.results_panel.sig_build_hierarchy.connect(window.open_hierarchy_builder)
+    window.results_panel._on_generalisation_link(f"build:{wiped[0]}")
+    assert opened == [wiped[0]]
+
+
+def test_pre_run_warning_names_the_column(qtbot, window, tmp_path):
+    _anes(tmp_path / "anes.sav")
+    _open(qtbot, window, tmp_path / "anes.sav")
+    window.state.set_type("PID", "categorical")
+    df = window.state.df
+    window.state.df = df.assign(PID=df["PID"].map(lambda v: PID[float(v)]))  # as text: no intervals
+    window.roles_panel.set_roles({"PID": "k-quasi", "income": "eps-quasi"})
+    mp = window.method_panel
+    mp.select_method("k-eps")
+    mp.set_values({"k": 500, "epsilon": 1.0})
+    qtbot.waitUntil(lambda: not mp.preview_pending(), timeout=30000)
+    qtbot.waitUntil(lambda: mp.wipe_banner.isVisible() or bool(mp.wipe_banner.label.text()), timeout=10000)
+    t = mp.wipe_banner.label.text()
+    assert "'PID' will be '*' in every record" in t and "build:PID" in t
+
+
+def test_builder_breaks_groups_and_the_cli_reads_its_file(qtbot, window, tmp_path):
+    from dpstudio import cli
+
+    _anes(tmp_path / "anes.sav")
+    _open(qtbot, window, tmp_path / "anes.sav")
+    b = window.hierarchy_builder("age")
+    qtbot.addWidget(b)
+    b.set_kind("breaks")
+    b.breaks.setText("18, 30, 45, 65")
+    b.rebuild()
+    assert b.hierarchy is not None and b.hierarchy.height == 5
+    labels = [b.levels.item(1, 4).text()]
+    assert labels == ["18-29, 30-44, 45-64, ≥65"]
+    assert b.counts.rowCount() == 4  # level 1's groups and their counts
+    total = sum(int(b.counts.item(r, 1).text().replace(",", "")) for r in range(4))
+    assert total == 918
+    # each level's k: smallest group and records below k, as the engine counts them
+    from dpstudio.engine.hierarchies.build import level_table
+
+    lt = level_table(window.state.df["age"], b.hierarchy, b.k.value())
+    assert b.levels.item(1, 2).text() == f"{int(lt['smallest group'][1]):,}"
+    out = tmp_path / "age.csv"
+    assert b.save_and_use(str(out))
+    assert "age" in window.state.hierarchies and window.state.hierarchy_sources["age"] == {"path": str(out)}
+    # the CLI reads the same file
+    rc = cli.main(["protect", str(tmp_path / "anes.sav"), str(tmp_path / "o.csv"), "--method", "k-eps",
+                   "--k", "5", "--role", "age=k-quasi", "--role", "PID=k-quasi", "--hierarchy", f"age={out}",
+                   "--seed", "1"])
+    assert rc == 0
+    rel = pd.read_csv(tmp_path / "o.csv", dtype=str)
+    assert set(rel["age"]) <= {"18-29", "30-44", "45-64", "≥65", "<30", "30-64", "<65", "*"}
+    # category groups by the mapping table, with the value labels shown
+    g = window.hierarchy_builder("PID")
+    qtbot.addWidget(g)
+    assert g.kind.currentData() == "groups"  # labelled codes
+    assert g.mapping.item(0, 1).text() == "Strong Democrat"
+    g.set_mapping({"0": "Democrat", "1": "Democrat", "2": "Independent", "3": "Independent",
+                   "4": "Independent", "5": "Republican", "6": "Republican"})
+    assert g.hierarchy.height == 3 and g.levels.item(1, 1).text() == "3"
