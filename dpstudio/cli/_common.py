@@ -218,7 +218,9 @@ def read_input(path: str, options: Mapping[str, Any] | None = None) -> tuple[pd.
     return read_table(path, **kw)
 
 
-def apply_declared_types(types: dict[str, str], roles: Mapping[str, str], meta: Any, name: str) -> dict[str, str]:
+def apply_declared_types(
+    types: dict[str, str], roles: Mapping[str, str], meta: Any, name: str
+) -> dict[str, str]:
     """The command's column types with the input file's declared ones (SPSS measure level
     and format, Stata storage type: :attr:`~dpstudio.engine.io.TableMeta.declared_types`) as
     defaults for the columns that have a role; ``--type`` and the recipe win.  The types
@@ -228,7 +230,9 @@ def apply_declared_types(types: dict[str, str], roles: Mapping[str, str], meta: 
 
     declared = dict(getattr(meta, "declared_types", None) or {})
     used = {
-        c: t for c, t in declared.items() if c not in types and roles.get(c) not in (None, "other", "identifier")
+        c: t
+        for c, t in declared.items()
+        if c not in types and roles.get(c) not in (None, "other", "identifier")
     }
     if not used:
         return types

@@ -1465,7 +1465,8 @@ def _declared_types(df: pd.DataFrame, rmeta: Any, fmt: str) -> dict:
 def _whole_numbers_as_integers(df: pd.DataFrame) -> pd.DataFrame:
     """SPSS stores every number as a double: a column of whole numbers without a missing
     value is read as int64 (PID shows 0–6, not 0.0–6.0; issue 24 §2).  The values are the
-    same; a column with missing values stays float64 (NaN)."""
+    same; a column with missing values stays float64 (NaN).
+    """
     conv = {}
     for c in df.columns:
         s = df[c]
@@ -1521,7 +1522,8 @@ def generalised_codes(s: pd.Series) -> tuple[pd.Series, dict]:
 def _typed_for_labels(df: pd.DataFrame, meta: TableMeta | None) -> tuple[pd.DataFrame, dict]:
     """``df`` with every column that was numeric in the input but is text in the release (a
     generalised k-quasi) turned back into numeric codes, and those codes' value labels (they
-    replace the input's labels of that column)."""
+    replace the input's labels of that column).
+    """
     if meta is None or not meta.numeric:
         return df, {}
     conv = [

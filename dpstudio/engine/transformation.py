@@ -30,7 +30,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["TOP_LABEL", "transformation_rows", "release_transformation_rows", "wipe_risks", "fully_generalised"]
+__all__ = [
+    "TOP_LABEL",
+    "transformation_rows",
+    "release_transformation_rows",
+    "wipe_risks",
+    "fully_generalised",
+]
 
 #: the label of a hierarchy's top level (every value generalised to it)
 TOP_LABEL = "*"

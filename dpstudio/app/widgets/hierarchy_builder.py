@@ -54,7 +54,8 @@ def _is_numeric(s: pd.Series) -> bool:
 
 class HierarchyBuilder(QDialog):
     """Build a hierarchy for ``column`` of ``state.df``; "Save and use" writes it as an ARX
-    CSV and attaches it to the column (one undo step)."""
+    CSV and attaches it to the column (one undo step).
+    """
 
     def __init__(self, state: AppState, column: str, *, k: int = 5, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -82,12 +83,12 @@ class HierarchyBuilder(QDialog):
         # fixed width
         w = QWidget()
         f = QFormLayout(w)
-        self.width = QLineEdit()
-        self.width.setPlaceholderText("automatic (a round width near range/32)")
-        self.start = QLineEdit()
-        self.start.setPlaceholderText("automatic")
-        f.addRow("Width of the first level (doubles per level)", self.width)
-        f.addRow("Start", self.start)
+        self.width_edit = QLineEdit()
+        self.width_edit.setPlaceholderText("automatic (a round width near range/32)")
+        self.start_edit = QLineEdit()
+        self.start_edit.setPlaceholderText("automatic")
+        f.addRow("Width of the first level (doubles per level)", self.width_edit)
+        f.addRow("Start", self.start_edit)
         self.pages["fixed"] = w
         # custom breaks
         w = QWidget()
@@ -118,7 +119,9 @@ class HierarchyBuilder(QDialog):
         self.mapping.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         v.addWidget(self.mapping)
         self.pages["groups"] = w
-        self.pages["masking"] = QLabel("Characters are masked from the right, one per level (12345 → 1234* → …).")
+        self.pages["masking"] = QLabel(
+            "Characters are masked from the right, one per level (12345 → 1234* → …)."
+        )
         self.pages["flat"] = QLabel("Two levels only: the value, or * in every record.")
         for kid in [k for k, _ in KINDS]:
             self.stack.addWidget(self.pages[kid])
@@ -180,11 +183,11 @@ class HierarchyBuilder(QDialog):
         close.clicked.connect(self.reject)
         self._fill_mapping()
         self.kind.currentIndexChanged.connect(self._on_kind)
-        for e in (self.width, self.start, self.breaks):
+        for e in (self.width_edit, self.start_edit, self.breaks):
             e.editingFinished.connect(self.rebuild)
         self.q_levels.valueChanged.connect(self.rebuild)
         self.k.valueChanged.connect(self.rebuild)
-        self.mapping.itemChanged.connect(lambda it: it.column() == 3 and self.rebuild())
+        self.mapping.itemChanged.connect(self._on_mapping_edited)
         if numeric and self.values.nunique(dropna=True) <= 20 and self._labels():
             self.set_kind("groups")  # labelled codes: group them by name
         self._on_kind()
@@ -207,7 +210,7 @@ class HierarchyBuilder(QDialog):
         for v in raw:
             _, t = B.factorize_strings(pd.Series([v]))
             by_text[str(t[0])] = v
-        order = sorted(range(len(labels)), key=lambda i: (_num_key(labels[i]), str(labels[i])))
+        order = sorted(range(len(labels)), key=lambda i: (_num_key(str(labels[i])), str(labels[i])))
         self.mapping.blockSignals(True)
         self.mapping.setRowCount(len(order))
         for r, i in enumerate(order):
@@ -221,6 +224,10 @@ class HierarchyBuilder(QDialog):
         self.mapping.blockSignals(False)
         self.mapping.resizeColumnsToContents()
 
+    def _on_mapping_edited(self, it: QTableWidgetItem) -> None:
+        if it.column() == 3:
+            self.rebuild()
+
     def set_kind(self, kid: str) -> None:
         i = self.kind.findData(kid)
         if i >= 0:
@@ -230,9 +237,10 @@ class HierarchyBuilder(QDialog):
         """Group names by value (canonical text, e.g. '3'), as if typed in the table."""
         self.mapping.blockSignals(True)
         for r in range(self.mapping.rowCount()):
-            v = self.mapping.item(r, 0).text()
-            if v in mapping:
-                self.mapping.item(r, 3).setText(str(mapping[v]))
+            v = _cell(self.mapping, r, 0)
+            it = self.mapping.item(r, 3)
+            if v in mapping and it is not None:
+                it.setText(str(mapping[v]))
         self.mapping.blockSignals(False)
         self.rebuild()
 
@@ -243,13 +251,14 @@ class HierarchyBuilder(QDialog):
 
     def build(self) -> Hierarchy:
         """The hierarchy of the current settings (the engine's builders; missing values are
-        no leaves)."""
+        no leaves).
+        """
         kid = self.kind.currentData()
         s = self.values.dropna()
         name = self.column
         if kid == "fixed":
-            width = float(self.width.text()) if self.width.text().strip() else None
-            start = float(self.start.text()) if self.start.text().strip() else None
+            width = float(self.width_edit.text()) if self.width_edit.text().strip() else None
+            start = float(self.start_edit.text()) if self.start_edit.text().strip() else None
             return B.interval_hierarchy(s, width=width, start=start, name=name)
         if kid == "breaks":
             parts = [p for p in self.breaks.text().replace(";", ",").split(",") if p.strip()]
@@ -265,9 +274,9 @@ class HierarchyBuilder(QDialog):
         if kid == "groups":
             m = {}
             for r in range(self.mapping.rowCount()):
-                g = self.mapping.item(r, 3).text().strip()
+                g = _cell(self.mapping, r, 3).strip()
                 if g:
-                    m[self.mapping.item(r, 0).text()] = g
+                    m[_cell(self.mapping, r, 0)] = g
             return B.mapping_hierarchy(s, m, name=name)
         if kid == "masking":
             return B.masking_hierarchy(s, name=name)
@@ -340,7 +349,11 @@ class HierarchyBuilder(QDialog):
         p = suggest_hierarchy_path(self.state.path, self.column)
         if p and Path(p).is_file():
             return p
-        base = Path(p) if p and Path(p).is_dir() else (Path(self.state.path).parent if self.state.path else Path.cwd())
+        base = (
+            Path(p)
+            if p and Path(p).is_dir()
+            else (Path(self.state.path).parent if self.state.path else Path.cwd())
+        )
         stem = Path(self.state.path).stem if self.state.path else "data"
         return str(base / f"{stem}_hierarchy_{self.column}.csv")
 
@@ -394,6 +407,11 @@ class HierarchyBuilder(QDialog):
         )
         if path:
             self.load(path)
+
+
+def _cell(table: QTableWidget, r: int, c: int) -> str:
+    it = table.item(r, c)
+    return it.text() if it is not None else ""
 
 
 def _num_key(text: str) -> float:

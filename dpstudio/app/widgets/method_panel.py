@@ -124,7 +124,8 @@ class SeedEdit(QLineEdit):
 
 def wipe_risks_of(spec, df, roles: dict, checked: dict, hierarchies) -> list[dict]:
     """:func:`dpstudio.engine.transformation.wipe_risks` for a full-domain generalisation
-    (OLA) of the k-quasis; nothing for other methods (Mondrian cuts record by record)."""
+    (OLA) of the k-quasis; nothing for other methods (Mondrian cuts record by record).
+    """
     if not getattr(spec, "generalises", False) or (checked.get("algorithm") or "ola") != "ola":
         return []
     kq = [c for c, r in roles.items() if r == "k-quasi"]
@@ -789,7 +790,8 @@ class MethodPanel(QWidget):
 
     def show_wipe_risks(self, risks: list[dict]) -> None:
         """The pre-run warning: each k-quasi at risk of '*' in every record, with a link to
-        build it a hierarchy."""
+        build it a hierarchy.
+        """
         if not risks:
             self.wipe_banner.hide()
             return
@@ -801,8 +803,9 @@ class MethodPanel(QWidget):
                 + html.escape(r["text"], quote=False)
                 + f" <a href='build:{col}'>Build a hierarchy for {col}…</a>"
             )
-        self.wipe_banner.show_message("<br>".join(lines), "warning" if any(
-            r["reason"] == "certain" for r in risks) else "info")
+        self.wipe_banner.show_message(
+            "<br>".join(lines), "warning" if any(r["reason"] == "certain" for r in risks) else "info"
+        )
 
     def _on_wipe_link(self, link: str) -> None:
         if link.startswith("build:"):

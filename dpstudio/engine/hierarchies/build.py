@@ -497,7 +497,8 @@ def level_table(values, hierarchy: Hierarchy, k: int) -> pd.DataFrame:
 
 def level_counts(values, hierarchy: Hierarchy, level: int) -> pd.Series:
     """Records per label of ``hierarchy`` at ``level`` (missing values left out), in the
-    hierarchy's order of labels."""
+    hierarchy's order of labels.
+    """
     s = pd.Series(values).dropna()
     codes, labels = factorize_strings(s)
     idx = {v: i for i, v in enumerate(hierarchy.leaves)}
