@@ -61,6 +61,7 @@ class HierarchyBuilder(QDialog):
         super().__init__(parent)
         self.state = state
         self.column = column
+        assert state.df is not None  # the builder opens on a loaded table
         self.values = state.df[column]
         self.hierarchy: Hierarchy | None = None
         self.error = ""
