@@ -75,6 +75,8 @@ class AppState(QObject):
     sig_types_changed = Signal(str)
     """A column's type was changed by the user (its values in ``df`` converted)."""
     sig_input_errors_changed = Signal()
+    #: the value labels were switched on or off (issue 24 §3)
+    sig_labels_changed = Signal(bool)
     """A field holds text that is not a valid value (or no longer does)."""
     sig_query_ledger_changed = Signal()
     """The query desk's ledger file (``recipe.extra["query_ledger_file"]``) changed."""
@@ -85,6 +87,9 @@ class AppState(QObject):
         super().__init__(parent)
         self.df: pd.DataFrame | None = None
         self.input_meta: Any = None
+        #: show the SPSS/Stata value labels instead of the codes (Data, Attributes, Risk,
+        #: Release views; issue 24 §3)
+        self.show_labels = True
         self.stats: dict[str, ColumnStats] = {}
         self.hierarchies: dict[str, Any] = {}  # column -> Hierarchy (sources in the recipe)
         self.recipe: Recipe = new_recipe()
@@ -230,6 +235,22 @@ class AppState(QObject):
             col = base if base is not None else self.df[column]
             t = self._suggested[column] = suggest_types(col.to_frame(column))[column]
         return t
+
+    def value_labels(self) -> dict[str, dict]:
+        """{column: {code: label}} read with the file, or {} while the labels are off."""
+        if not self.show_labels:
+            return {}
+        return dict(getattr(self.input_meta, "value_labels", None) or {})
+
+    def has_value_labels(self) -> bool:
+        return bool(getattr(self.input_meta, "value_labels", None))
+
+    def set_show_labels(self, on: bool) -> None:
+        """Value labels on or off in every view (not a project setting: nothing is dirty)."""
+        if bool(on) == self.show_labels:
+            return
+        self.show_labels = bool(on)
+        self.sig_labels_changed.emit(self.show_labels)
 
     def declared_types(self) -> dict[str, str]:
         """{column: type} the input file declares (empty for a CSV)."""

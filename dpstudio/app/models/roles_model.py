@@ -417,8 +417,10 @@ class RolesModel(QAbstractTableModel):
 
 
 def value_labels_of(state: AppState, column: str) -> dict:
-    """The SPSS/Stata value labels of ``column`` read with the file ({} when none)."""
-    vl = getattr(state.input_meta, "value_labels", None) or {}
+    """The SPSS/Stata value labels of ``column`` read with the file ({} when none, or while
+    the labels are switched off).
+    """
+    vl = state.value_labels()
     return dict(vl.get(column) or {})
 
 

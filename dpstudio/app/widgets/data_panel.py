@@ -26,6 +26,10 @@ class DataPanel(QWidget):
         self.info = QLabel("No data loaded. Open a file (Ctrl+O), drop one here, or open the sample.")
         self.info.setWordWrap(True)
         top.addWidget(self.info, 1)
+        from dpstudio.app.widgets.common import labels_checkbox
+
+        self.labels_cb = labels_checkbox(state, self)
+        top.addWidget(self.labels_cb)
         self.open_btn = QPushButton("&Open file…")
         self.open_btn.setToolTip(
             "Open CSV, Excel, Parquet, Stata or SPSS data (Ctrl+O). You can also drag a file onto the window."
@@ -54,9 +58,11 @@ class DataPanel(QWidget):
         state.sig_data_changed.connect(self._on_state_data_changed)
         state.sig_roles_changed.connect(self._on_state_roles_changed)
         state.sig_types_changed.connect(lambda _c: self.model.set_frame(state.df))
+        state.sig_labels_changed.connect(lambda _on: self.model.set_value_labels(state.value_labels()))
 
     def _on_state_data_changed(self) -> None:
         st = self.state
+        self.model.set_value_labels(st.value_labels())
         self.model.set_frame(st.df)
         if st.df is None:
             self.info.setText("No data loaded.")

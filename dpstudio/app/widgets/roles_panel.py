@@ -235,6 +235,11 @@ class RolesPanel(QWidget):
         self.hier_label = QLabel()
         self.hier_label.setWordWrap(True)
         rl.addWidget(self.hier_label)
+        from dpstudio.app.widgets.common import labels_checkbox
+
+        self.labels_cb = labels_checkbox(state, self)
+        rl.addWidget(self.labels_cb)
+        state.sig_labels_changed.connect(lambda _on: self._update_stats())
         right.setMinimumWidth(240)
         self.splitter.addWidget(right)
         self.splitter.setStretchFactor(0, 3)
