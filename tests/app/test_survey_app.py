@@ -129,3 +129,48 @@ def test_builder_breaks_groups_and_the_cli_reads_its_file(qtbot, window, tmp_pat
     g.set_mapping({"0": "Democrat", "1": "Democrat", "2": "Independent", "3": "Independent",
                    "4": "Independent", "5": "Republican", "6": "Republican"})
     assert g.hierarchy.height == 3 and g.levels.item(1, 1).text() == "3"
+
+
+def test_value_labels_toggle_in_every_view(qtbot, window, tmp_path):
+    """Issue 24 §3: PID showed 0–6, never 'Strong Democrat'."""
+    df0 = _anes(tmp_path / "anes.sav")
+    _open(qtbot, window, tmp_path / "anes.sav")
+    st = window.state
+    col = list(st.df.columns).index("PID")
+    m = window.data_panel.model
+    row = int(np.flatnonzero(df0["PID"].to_numpy() == 0)[0])
+    cell = lambda: m.data(m.index(row, col))  # noqa: E731
+    assert window.data_panel.labels_cb.isVisibleTo(window) and st.show_labels
+    assert cell() == "Strong Democrat"
+    window.labels_action.trigger()  # View → Value labels (Ctrl+L) off
+    assert not st.show_labels and cell() == "0"
+    assert not window.release_view.labels_cb.isChecked() and not window.risk_panel.labels_cb.isChecked()
+    # Attributes: the histogram's categories
+    rp = window.roles_panel
+    rp.table.selectRow(col)
+    rp._update_stats()
+    assert "Strong Democrat" not in rp.hist.toolTip()
+    window.roles_panel.labels_cb.setChecked(True)
+    assert st.show_labels and cell() == "Strong Democrat"
+    assert "Strong Democrat" in rp.hist.toolTip()
+    # Release: records and category frequencies, original vs release
+    window.roles_panel.set_roles({"PID": "k-quasi", "educ": "k-quasi"})
+    window.method_panel.select_method("k-eps")
+    window.method_panel.set_values({"k": 3})
+    with qtbot.waitSignal(window.controller.sig_protected, timeout=60000):
+        assert window.controller.run_protect()
+    _idle(qtbot, window)
+    rv = window.release_view
+    assert "PID" in rv.categorical_attributes()
+    rv.select_frequency_attribute("PID")
+    cats = [r[0] for r in rv.frequency_rows()]
+    assert any("Strong Democrat" in c for c in cats), cats
+    rm = rv.release_model
+    pcol = list(st.result.data.columns).index("PID")
+    texts = {rm.data(rm.index(r, pcol)) for r in range(rm.rowCount())}
+    assert "Strong Democrat" in texts or "*" in texts
+    window.labels_action.trigger()
+    assert not any("Strong Democrat" in r[0] for r in rv.frequency_rows())
+    # Risk: the key combinations table
+    rk = window.risk_panel
+    assert not rk.labels_cb.isChecked()
