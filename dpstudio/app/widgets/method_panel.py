@@ -390,6 +390,9 @@ class MethodPanel(QWidget):
         lay.addWidget(self.applicable)
         self.param_error = Banner(self, closable=False)
         lay.addWidget(self.param_error)
+        self.missing_banner = Banner(self, closable=False)
+        self.missing_banner.setObjectName("missing_banner")
+        lay.addWidget(self.missing_banner)
         # issue 24 §1: before a run, the k-quasis that will be (or may be) wiped to '*'
         self.wipe_banner = Banner(self, closable=True)
         self.wipe_banner.setObjectName("wipe_banner")
@@ -723,6 +726,7 @@ class MethodPanel(QWidget):
             return
         guarantee = m["guarantee"]
         self.param_error.hide()
+        self._show_missing()
         self._preview_timer.stop()
         self.preview_runner.cancel()
         try:
@@ -787,6 +791,19 @@ class MethodPanel(QWidget):
             self.param_error.show_message(msg.splitlines()[0], "error")
 
         self.preview_runner.start(work, finished=done, errored=errored)
+
+    def _show_missing(self) -> None:
+        """Before a run: the method refuses the missing values of its columns (issue 24 §4)."""
+        from dpstudio.app.controller import missing_refused_message
+
+        try:
+            msg = missing_refused_message(self.state)
+        except Exception:  # noqa: BLE001 - roles the method cannot take: said by applicability
+            msg = ""
+        if msg:
+            self.missing_banner.show_message("⚠ " + msg, "error")
+        else:
+            self.missing_banner.hide()
 
     def show_wipe_risks(self, risks: list[dict]) -> None:
         """The pre-run warning: each k-quasi at risk of '*' in every record, with a link to
