@@ -174,3 +174,57 @@ def test_value_labels_toggle_in_every_view(qtbot, window, tmp_path):
     # Risk: the key combinations table
     rk = window.risk_panel
     assert not rk.labels_cb.isChecked()
+
+
+def _with_missing(path, n=600, seed=4):
+    rng = np.random.default_rng(seed)
+    econ = rng.integers(1, 5, n).astype(float)
+    age = rng.integers(0, 90, n).astype(float)
+    econ[age < 16] = np.nan  # children: no economic status
+    df = pd.DataFrame({"age": age, "econ": econ, "income": rng.integers(0, 90_000, n).astype(float)})
+    pyreadstat.write_sav(df, str(path), variable_value_labels={"econ": {1.0: "employed", 2.0: "unemployed",
+                                                                      3.0: "retired", 4.0: "other"}})
+    return df
+
+
+def test_missing_values_said_in_the_apps_words_before_the_run(qtbot, window, tmp_path):
+    """Issue 24 §4: missing values in a categorical key were a red 'impute or drop' problem
+    under local suppression (which keeps them, as sdcMicro), and a method refusing them failed
+    only after the run, in the command line's words."""
+    from dpstudio.app.models.roles_model import check_column
+
+    df = _with_missing(tmp_path / "m.sav")
+    _open(qtbot, window, tmp_path / "m.sav")
+    st = window.state
+    window.roles_panel.set_roles({"econ": "k-quasi", "age": "k-quasi"})
+    window.method_panel.select_method("local-suppression")
+    msg, level = check_column(st, "econ")
+    assert level == "info" and "matching any value" in msg
+    assert window.roles_panel.model.problems() == 0
+    # a method that refuses them: said at once, in the app's words
+    window.roles_panel.set_roles({"econ": "other", "age": "other", "income": "eps-quasi"})
+    st.set_domain("income", (0, 100_000))
+    df2 = st.df.copy()
+    df2.loc[::7, "income"] = np.nan
+    st.df = df2
+    st.stats["income"] = type(st.stats["income"])(**{**st.stats["income"].__dict__, "missing": int(df2["income"].isna().sum())})
+    window.method_panel.select_method("laplace")
+    window.method_panel.set_values({"epsilon": 1.0})
+    msg, level = check_column(st, "income")
+    assert level == "error" and "drop records with missing values" in msg and "--drop" not in msg
+    banner = window.method_panel.missing_banner.text()
+    assert "drop records with missing values" in banner and "--drop-missing" not in banner
+    errors = []
+    window.controller.sig_error.connect(lambda m, _d: errors.append(m))
+    assert window.controller.run_protect() is False  # refused before any work
+    assert not window.controller.busy
+    assert errors and "Advanced parameters" in errors[-1] and "drop_missing=True" not in errors[-1]
+    # ticked: the run goes ahead without those records
+    window.method_panel.set_values({"epsilon": 1.0, "drop_missing": True})
+    assert window.method_panel.missing_banner.text() == ""
+    assert check_column(st, "income")[1] == "warning"
+    with qtbot.waitSignal(window.controller.sig_protected, timeout=60000):
+        assert window.controller.run_protect()
+    _idle(qtbot, window)
+    assert len(st.result.data) == int(df2["income"].notna().sum())
+    del df
