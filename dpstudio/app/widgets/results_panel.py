@@ -61,6 +61,16 @@ MEASURE_LABELS = {
     "keps_ola_suppressed_pct": "Records suppressed by generalisation (%)",
     "keps_min_class_size": "Smallest class on the released k-quasis",
     "keps_share_below_k": "Share of records in classes < k (released k-quasis)",
+    # survey measures (local suppression, risk): readable labels, never the raw keys
+    "suppressed_cells": "Key values suppressed (cells)",
+    "suppressed_share": "Key values suppressed (share of key cells)",
+    "suppressed_per_key": "Key values suppressed",
+    "expected_reidentifications": "Expected re-identifications (individual risk)",
+    "household_expected_reidentifications": "Expected re-identifications (households)",
+    "global_risk": "Global risk (mean individual risk)",
+    "sample_uniques": "Sample uniques on the keys",
+    "tv_mean": "Frequency change of the keys (total variation, mean)",
+    "hellinger_mean": "Frequency change of the keys (Hellinger, mean)",
 }
 
 
@@ -154,6 +164,20 @@ def _fmt(x) -> str:
             return "n/a"
         return f"{x:.6g}"
     return format_value(x)
+
+
+def reading_context(res, ev: dict) -> dict:
+    """What the plain readings need: n, k and, for a release whose k-anonymity check holds,
+    ``k_anonymous`` = the smallest class (record linkage is then read against 1/k, not 1/n;
+    issue 24 §7).
+    """
+    ctx: dict = {"n": len(res.data), "k": res.params.get("k")}
+    smallest = ev.get("k_min_class_size", ev.get("keps_min_class_size"))
+    k = res.params.get("k")
+    share = ev.get("k_share_below", ev.get("keps_share_below_k", 0.0)) or 0.0
+    if smallest is not None and k and smallest >= k and share == 0:
+        ctx["k_anonymous"] = int(smallest)
+    return ctx
 
 
 def generalisation_html(res) -> str:
@@ -392,6 +416,7 @@ class ResultsPanel(QWidget):
         else:
             self.warn.hide()
         rows, table = flatten_measures(ev)
+        ctx = reading_context(res, ev)
         self.measures.setRowCount(len(rows))
         for i, (k, v) in enumerate(rows):
             self.measures.setItem(i, 0, QTableWidgetItem(k))
@@ -399,9 +424,7 @@ class ResultsPanel(QWidget):
             it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.measures.setItem(i, 1, it)
             key = _LABEL_KEYS.get(k, k)  # issue 11: glossary tooltip, plain reading
-            annotate_measure_row(
-                self.measures, i, key, ev.get(key), {"n": len(res.data), "k": res.params.get("k")}
-            )
+            annotate_measure_row(self.measures, i, key, ev.get(key), ctx)
         self.measures.resizeColumnToContents(1)
         self._fit_readings()
         if table is not None:

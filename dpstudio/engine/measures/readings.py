@@ -52,6 +52,24 @@ def _sse_raw(v: float, ctx: dict) -> str:
 def _rl(v: float, ctx: dict) -> str:
     n = ctx.get("n")
     out = f"{_pct(v)} of records re-identified by nearest-neighbour linkage"
+    ka = ctx.get("k_anonymous")
+    if ka:
+        # a k-anonymous release: an intruder who knows a record's key values has at least k
+        # candidates, so a guess among them succeeds at most 1/k of the time -- the level to
+        # compare with, not 1/n (issue 24 §7: 7.75 % read as '1.1e+03× chance' on a
+        # 3-anonymous release)
+        lvl = 100.0 / float(ka)
+        out += (
+            f"; the release is {int(ka)}-anonymous: among the ≥ {int(ka)} records sharing a "
+            f"record's key values a guess succeeds at most {_pct(lvl)} of the time"
+        )
+        out += (
+            ", at or below that"
+            if v <= lvl
+            else f", {_g(v / lvl)}× that: the linkage tells apart records the groups share "
+            "(other protected attributes, or suppressed values counted as mismatches)"
+        )
+        return out
     if n:
         chance = 100.0 / float(n)
         ratio = v / chance if chance > 0 else float("inf")
