@@ -228,3 +228,32 @@ def test_missing_values_said_in_the_apps_words_before_the_run(qtbot, window, tmp
     _idle(qtbot, window)
     assert len(st.result.data) == int(df2["income"].notna().sum())
     del df
+
+
+def test_results_fit_local_suppression(qtbot, window, tmp_path):
+    """Issue 24 §7: local suppression's results listed raw keys (suppressed_cells, global_risk)
+    and Δ mean for columns typed categorical."""
+    _anes(tmp_path / "anes.sav")
+    _open(qtbot, window, tmp_path / "anes.sav")
+    window.roles_panel.set_roles({"age": "k-quasi", "educ": "k-quasi", "PID": "k-quasi"})
+    window.roles_panel.set_types({"educ": "categorical", "PID": "categorical"})
+    window.method_panel.select_method("local-suppression")
+    window.method_panel.set_values({"k": 3})
+    with qtbot.waitSignal(window.controller.sig_protected, timeout=60000):
+        assert window.controller.run_protect()
+    _idle(qtbot, window)
+    t = window.results_panel.measures
+    names = [t.item(i, 0).text() for i in range(t.rowCount())]
+    assert names and not [n for n in names if "_" in n], names
+    assert "Key values suppressed (cells)" in names and "Global risk (mean individual risk)" in names
+    pa = window.results_panel.per_attr
+    rows = [pa.verticalHeaderItem(i).text() for i in range(pa.rowCount())]
+    heads = [pa.horizontalHeaderItem(j).text() for j in range(pa.columnCount())]
+    for i, r in enumerate(rows):
+        if r in ("educ", "PID"):
+            for j, h in enumerate(heads):
+                if h.startswith("Δ"):
+                    assert pa.item(i, j).text() in ("", "nan", "–", "n/a"), (r, h, pa.item(i, j).text())
+    rl = names.index("Record linkage RL (%)")
+    reading = t.item(rl, 2).text()
+    assert "× chance" not in reading and "-anonymous" in reading
