@@ -185,7 +185,9 @@ class AppState(QObject):
         self._clear_result()
         self.sig_data_changed.emit()
         self.sig_roles_changed.emit()
-        self.mark_dirty()
+        # a file just opened is not yet a change of the user's (issue 24 §8: the title showed
+        # '*' right after start); roles carried over from the previous file are
+        self.mark_dirty(bool(roles))
 
     def set_role(self, column: str, role: str) -> None:
         if self.roles.get(column) == role:

@@ -461,7 +461,9 @@ def evaluate(
     attrs = _check_pair(original, protected, attributes)
     planned = plan.distances_for(protected, attrs)
     cat_dist = {**planned, **given} if isinstance(given, dict) else (given or planned or None)
-    num_attrs = MeasurePlan(planned, categorical=plan.categorical).numeric_attributes(original, protected, attrs)
+    num_attrs = MeasurePlan(planned, categorical=plan.categorical).numeric_attributes(
+        original, protected, attrs
+    )
     warns: list[str] = []
     out: dict[str, Any] = {}
     if "sse" in measures:
