@@ -257,3 +257,44 @@ def test_results_fit_local_suppression(qtbot, window, tmp_path):
     rl = names.index("Record linkage RL (%)")
     reading = t.item(rl, 2).text()
     assert "× chance" not in reading and "-anonymous" in reading
+
+
+def test_polish_issue24_8(qtbot, window, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from dpstudio.app.main import display_problem, x_display_answers
+    from dpstudio.app.widgets.help_dialog import open_help
+    from dpstudio.app.widgets.history_panel import plane_label_groups
+
+    # candidate labels: neighbouring points share one label, far ones keep their own
+    groups = plane_label_groups([(1, 0.10, 5.0), (2, 0.50, 40.0), (3, 0.51, 40.2), (4, 2.0, 80.0)])
+    assert [g[0] for g in groups] == ["#1", "#2, #3", "#4"]
+    # the glossary opens with words for users
+    dlg = open_help(window, "glossary.md")
+    text = dlg.browser.toPlainText()
+    assert "Each entry is one" not in text and "For developers" not in text
+    assert text.strip().splitlines()[0].strip() == "Glossary"
+    dlg.close()
+    # no '*' in the title right after opening a file
+    _anes(tmp_path / "anes.sav")
+    _open(qtbot, window, tmp_path / "anes.sav")
+    assert "*" not in window.windowTitle() and not window.state.dirty
+    window.roles_panel.set_roles({"age": "k-quasi"})
+    assert window.state.dirty
+    # the full check message next to the statistics
+    rp = window.roles_panel
+    rp.table.selectRow(list(window.state.df.columns).index("age"))
+    rp._update_stats()
+    assert rp.stat_labels["Check"].text() == rp.model.check("age")[0]
+    # DISPLAY set but no X server: a clear line, exit 2 (was: abort, exit 134)
+    assert display_problem({"DISPLAY": ":0"}, "linux", probe=lambda d: True) is None
+    msg = display_problem({"DISPLAY": ":57"}, "linux", probe=lambda d: False)
+    assert msg and "':57'" in msg and "QT_QPA_PLATFORM=offscreen" in msg
+    assert x_display_answers(":987") is False and x_display_answers("nonsense") is False
+    env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
+    env["DISPLAY"] = ":987"
+    p = subprocess.run([sys.executable, "-m", "dpstudio"], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, (p.returncode, p.stderr[-400:])
+    assert "no X server accepts a connection" in p.stderr and len(p.stderr.strip().splitlines()) == 1
