@@ -259,11 +259,11 @@ class AppState(QObject):
         return dict(getattr(self.input_meta, "declared_types", None) or {})
 
     def type_origin(self, column: str) -> str:
-        """'' (the user's), 'suggested' or 'declared in the file': where the shown type comes from."""
+        """'' (the user's), 'suggested' or 'from the file' (declared in it): where the shown type comes from."""
         t, suggested = self.column_type(column)
         if suggested:
             return "suggested"
-        return "declared in the file" if self.declared_types().get(column) == t else ""
+        return "from the file" if self.declared_types().get(column) == t else ""
 
     def column_type(self, column: str) -> tuple[str, bool]:
         """``(type, suggested)``: the user's type, else the suggestion (``suggested`` True)."""

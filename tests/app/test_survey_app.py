@@ -46,7 +46,7 @@ def test_wiped_k_quasi_before_and_after_the_run(qtbot, window, tmp_path):
     _open(qtbot, window, tmp_path / "anes.sav")
     st = window.state
     # declared in the file: shown as such (issue 24 §2)
-    assert st.column_type("income") == ("integer", False) and st.type_origin("income") == "declared in the file"
+    assert st.column_type("income") == ("integer", False) and st.type_origin("income") == "from the file"
     assert st.column_type("PID")[0] == "categorical"
     window.roles_panel.set_roles({"age": "k-quasi", "PID": "k-quasi", "educ": "k-quasi", "income": "eps-quasi"})
     window.method_panel.select_method("k-eps")

@@ -136,7 +136,13 @@ class DataFrameModel(QAbstractTableModel):
             if v is None or v is pd.NA or (isinstance(v, (float, np.floating)) and math.isnan(v)):
                 return _MISSING_BRUSH
             return None
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() in self._labels:
+            v = self._cols[index.column()][index.row()]
+            lab = _lookup(self._labels[index.column()], v)
+            return f"{format_value(v)} = {lab}" if lab is not None else None
         if role == Qt.ItemDataRole.TextAlignmentRole:
+            if index.column() in self._labels:  # labels are text
+                return int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
             if self._cols[index.column()].dtype.kind in "iuf":
                 return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
     QStackedWidget,
@@ -126,6 +127,7 @@ class HierarchyBuilder(QDialog):
         self.pages["flat"] = QLabel("Two levels only: the value, or * in every record.")
         for kid in [k for k, _ in KINDS]:
             self.stack.addWidget(self.pages[kid])
+        self.stack.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         top.addRow(self.stack)
         self.k = QSpinBox()
         self.k.setRange(1, 1_000_000)
@@ -148,6 +150,7 @@ class HierarchyBuilder(QDialog):
         )
         self.levels.horizontalHeader().setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
         self.levels.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.levels.verticalHeader().setVisible(False)
         self.levels.currentCellChanged.connect(lambda r, *_: self._show_counts(r))
         lv.addWidget(self.levels)
         split.addWidget(left)

@@ -236,12 +236,6 @@ class ResultsPanel(QWidget):
         from dpstudio.app.large_file import add_sample_label
 
         self.sample_label = add_sample_label(state, lay, "results")  # issue 12: the Dask release
-        self.warn = Banner(self)
-        lay.addWidget(self.warn)
-        self.kanon = QLabel("")
-        self.kanon.setObjectName("kanon_label")
-        self.kanon.setWordWrap(True)
-        lay.addWidget(self.kanon)
         # issue 24 §1: the generalisation chosen for every k-quasi (as ARX shows the
         # transformation); a k-quasi wiped to '*' in red, with the way out
         self.generalisation = QLabel("")
@@ -250,6 +244,12 @@ class ResultsPanel(QWidget):
         self.generalisation.setTextFormat(Qt.TextFormat.RichText)
         self.generalisation.linkActivated.connect(self._on_generalisation_link)
         lay.addWidget(self.generalisation)
+        self.warn = Banner(self)
+        lay.addWidget(self.warn)
+        self.kanon = QLabel("")
+        self.kanon.setObjectName("kanon_label")
+        self.kanon.setWordWrap(True)
+        lay.addWidget(self.kanon)
         lay.addStretch(1)
         self.header_area = QScrollArea()
         self.header_area.setObjectName("results_header_area")
