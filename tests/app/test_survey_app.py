@@ -298,3 +298,31 @@ def test_polish_issue24_8(qtbot, window, tmp_path):
     p = subprocess.run([sys.executable, "-m", "dpstudio"], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2, (p.returncode, p.stderr[-400:])
     assert "no X server accepts a connection" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_levels_weighed_by_ola(qtbot, window, tmp_path):
+    """Issue 24 (missing piece): the generalisation levels tried and chosen, with their
+    suppression and loss; the chosen node is the least-loss one within the limit."""
+    _anes(tmp_path / "anes.sav")
+    _open(qtbot, window, tmp_path / "anes.sav")
+    window.roles_panel.set_roles({"age": "k-quasi", "educ": "k-quasi", "PID": "k-quasi"})
+    window.method_panel.select_method("k-eps")
+    window.method_panel.set_values({"k": 5})
+    with qtbot.waitSignal(window.controller.sig_protected, timeout=60000):
+        assert window.controller.run_protect()
+    _idle(qtbot, window)
+    rp = window.results_panel
+    assert rp.lattice_btn.isVisibleTo(window)
+    dlg = rp.open_lattice()
+    qtbot.addWidget(dlg)
+    qtbot.waitUntil(lambda: dlg.frame is not None, timeout=60000)
+    t = dlg.frame
+    gen = window.state.result.info["generalisation"]
+    chosen = t[t["chosen"]]
+    assert len(chosen) == 1
+    assert tuple(int(chosen.iloc[0][c]) for c in ("age", "educ", "PID")) == tuple(gen["node"])
+    ok = t[t["within limit"]]
+    assert abs(float(chosen.iloc[0]["loss"]) - ok["loss"].min()) < 1e-12  # OLA's optimum
+    assert abs(float(chosen.iloc[0]["loss"]) - gen["loss"]) < 1e-12
+    assert int(chosen.iloc[0]["suppressed"]) == gen["suppressed_records"]
+    assert dlg.table.rowCount() == len(t) and "within the suppression limit" in dlg.note.text()

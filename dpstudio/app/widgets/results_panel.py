@@ -244,6 +244,14 @@ class ResultsPanel(QWidget):
         self.generalisation.setTextFormat(Qt.TextFormat.RichText)
         self.generalisation.linkActivated.connect(self._on_generalisation_link)
         lay.addWidget(self.generalisation)
+        self.lattice_btn = QPushButton("Levels weighed by OLA…")
+        self.lattice_btn.setObjectName("lattice_button")
+        self.lattice_btn.setToolTip(
+            "Every combination of generalisation levels OLA weighed: suppression, loss, the chosen one."
+        )
+        self.lattice_btn.clicked.connect(self.open_lattice)
+        self.lattice_btn.hide()
+        lay.addWidget(self.lattice_btn, 0, Qt.AlignmentFlag.AlignLeft)
         self.warn = Banner(self)
         lay.addWidget(self.warn)
         self.kanon = QLabel("")
@@ -382,6 +390,7 @@ class ResultsPanel(QWidget):
             self.corr.setRowCount(0)
             self.kanon.setText("")
             self.generalisation.setText("")
+            self.lattice_btn.hide()
             self.warn.hide()
             return
         ev = dict(st.evaluation or {})
@@ -466,9 +475,21 @@ class ResultsPanel(QWidget):
         else:
             self.kanon.setText("k-anonymity check: no k-quasi-identifier in this release.")
         self.generalisation.setText(generalisation_html(res))
+        from dpstudio.app.widgets.lattice_view import lattice_inputs
+
+        self.lattice_btn.setVisible(lattice_inputs(self.state) is not None)
         self.corr_cols, self.corr_diff = extra.get("corr", ([], np.zeros((0, 0))))
         self._draw_corr()
         self.hist_attr.addItems([c for c in res.protected_attributes if c in res.data.columns])
+
+    def open_lattice(self):
+        """The levels OLA weighed for the current result (a non-modal dialog)."""
+        from dpstudio.app.widgets.lattice_view import LatticeDialog
+
+        dlg = LatticeDialog(self.state, self)
+        dlg.show()
+        self._lattice_dialog = dlg
+        return dlg
 
     def _on_generalisation_link(self, link: str) -> None:
         """'build:<column>': open the hierarchy builder of that column (main window)."""
