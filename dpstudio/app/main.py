@@ -174,14 +174,33 @@ def main(argv: list[str] | None = None) -> int:
         if target.endswith(".dpsproj"):
             win.controller.open_project(target)
         else:
+            start_clean(win)
             win.controller.open_file(target)
     else:
+        start_clean(win)
         win.controller.open_sample()
     if smoke:
         return _smoke(app, win)
     rc = app.exec()
     sys.excepthook = sys.__excepthook__
     return int(rc)
+
+
+def start_clean(win) -> None:
+    """The file the app opens by itself at start (the sample, or the file named on the command
+    line) is no change of the user's: the window title must not show '*' right after start
+    (issue 24 §8).  One shot: the next load that reads that file leaves the project clean.
+    """
+
+    def loaded(*_args) -> None:
+        try:
+            win.sig_loaded.disconnect(loaded)
+        except (RuntimeError, TypeError):  # pragma: no cover - already disconnected
+            pass
+        if not win.state.project_path:
+            win.state.mark_dirty(False)
+
+    win.sig_loaded.connect(loaded)
 
 
 def _smoke(app, win) -> int:

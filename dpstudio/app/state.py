@@ -185,9 +185,7 @@ class AppState(QObject):
         self._clear_result()
         self.sig_data_changed.emit()
         self.sig_roles_changed.emit()
-        # a file just opened is not yet a change of the user's (issue 24 §8: the title showed
-        # '*' right after start); roles carried over from the previous file are
-        self.mark_dirty(bool(roles))
+        self.mark_dirty()
 
     def set_role(self, column: str, role: str) -> None:
         if self.roles.get(column) == role:

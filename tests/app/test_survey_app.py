@@ -277,14 +277,23 @@ def test_polish_issue24_8(qtbot, window, tmp_path):
     assert "Each entry is one" not in text and "For developers" not in text
     assert text.strip().splitlines()[0].strip() == "Glossary"
     dlg.close()
-    # no '*' in the title right after opening a file
+    # no '*' in the title right after start (the app opens the sample by itself)
+    from dpstudio.app.main import start_clean
+
+    start_clean(window)
+    with qtbot.waitSignal(window.sig_loaded, timeout=30000):
+        window.controller.open_sample()
+    qtbot.wait(50)
+    assert "*" not in window.windowTitle() and not window.state.dirty
+    window.roles_panel.set_roles({"FICA": "eps-quasi"})
+    assert window.state.dirty and "*" in window.windowTitle()
+    window.roles_panel.set_roles({"FICA": "other"})
+    window.state.mark_dirty(False)
     _anes(tmp_path / "anes.sav")
     _open(qtbot, window, tmp_path / "anes.sav")
-    assert "*" not in window.windowTitle() and not window.state.dirty
-    window.roles_panel.set_roles({"age": "k-quasi"})
-    assert window.state.dirty
     # the full check message next to the statistics
     rp = window.roles_panel
+    rp.set_roles({"age": "k-quasi"})
     rp.table.selectRow(list(window.state.df.columns).index("age"))
     rp._update_stats()
     assert rp.stat_labels["Check"].text() == rp.model.check("age")[0]
