@@ -115,8 +115,30 @@ def _prepare_and_run(
             f"{len(prep.dropped_rows)} record(s) with missing values in protected attributes "
             "were dropped (--drop-missing) and are not in the release."
         )
+    _say_wipe_risks(spec, prep, s, hier)
     res = engine.run_prepared(prep, rng=as_rng(s.seed))
     return spec, res
+
+
+def _say_wipe_risks(spec: Any, prep: Any, s: Recipe, hier: dict) -> None:
+    """Before a full-domain generalisation: the k-quasis that will certainly be '*' in every
+    record (a private note: it reads the data; issue 24 §1).
+    """
+    if not spec.generalises or (prep.params.get("algorithm") or "ola") != "ola" or "k" not in prep.params:
+        return
+    from dpstudio.engine.transformation import wipe_risks
+
+    kq = [c for c, r in s.roles.items() if r == "k-quasi"]
+    sup = prep.params.get("suppression")
+    for r in wipe_risks(
+        prep.data,
+        kq,
+        k=int(prep.params["k"]),
+        suppression=0.05 if sup is None else float(sup),
+        hierarchies=hier or None,
+    ):
+        if r["reason"] == "certain":
+            print(f"dpstudio: private note [k-quasi-wiped]: {r['text']}", file=sys.stderr)
 
 
 def _protect_dask(args: argparse.Namespace, s: Recipe) -> int:
@@ -295,9 +317,9 @@ def run(args: argparse.Namespace) -> int:
         )
     print(_summary(spec, res, written, measures))
     if measures:  # plain readings of the two headline measures (issue 11)
-        from dpstudio.engine.measures.readings import reading
+        from dpstudio.engine.measures.readings import reading, reading_context
 
-        ctx = {"n": len(res.data), "k": res.params.get("k")}
+        ctx = reading_context(res, measures)
         for key, name in (("sse_normalized", "SSE normalized"), ("rl", "RL")):
             text = reading(key, measures.get(key), ctx)
             if text:

@@ -532,9 +532,9 @@ def render_assessment(
             if isinstance(v, (int, float)) and not isinstance(v, bool)
         ]
         if scal:
-            from dpstudio.engine.measures.readings import reading
+            from dpstudio.engine.measures.readings import reading, reading_context
 
-            ctx = {"n": len(result.data), "k": (getattr(result, "params", {}) or {}).get("k")}
+            ctx = reading_context(result, measures)
             body = "".join(
                 f"<tr><th>{_e(_MEASURE_LABELS.get(k, k))}</th><td class='num'>{_fmt(v)}</td>"
                 f"<td>{_e(reading(k, v, ctx))}</td></tr>"

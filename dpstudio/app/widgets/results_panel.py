@@ -171,13 +171,9 @@ def reading_context(res, ev: dict) -> dict:
     ``k_anonymous`` = the smallest class (record linkage is then read against 1/k, not 1/n;
     issue 24 §7).
     """
-    ctx: dict = {"n": len(res.data), "k": res.params.get("k")}
-    smallest = ev.get("k_min_class_size", ev.get("keps_min_class_size"))
-    k = res.params.get("k")
-    share = ev.get("k_share_below", ev.get("keps_share_below_k", 0.0)) or 0.0
-    if smallest is not None and k and smallest >= k and share == 0:
-        ctx["k_anonymous"] = int(smallest)
-    return ctx
+    from dpstudio.engine.measures.readings import reading_context as engine_context
+
+    return engine_context(res, ev)
 
 
 def generalisation_html(res) -> str:

@@ -155,6 +155,28 @@ _READERS = {
 }
 
 
+def reading_context(result: Any, measures: dict | None = None) -> dict:
+    """The context of the readings of ``result``'s measures: ``n``, ``k`` and, for a release
+    that is k-anonymous, ``k_anonymous`` = its smallest class (record linkage is then read
+    against 1/k, not 1/n; issue 24 §7) -- from the measured k-anonymity check when there is
+    one (it must hold), else from the method's k-anonymity claim.
+    """
+    from dpstudio.engine.registry import is_k_anonymous
+
+    params = getattr(result, "params", None) or {}
+    k = params.get("k")
+    ctx: dict = {"n": len(result.data), "k": k}
+    m = measures or {}
+    smallest = m.get("k_min_class_size", m.get("keps_min_class_size"))
+    share = m.get("k_share_below", m.get("keps_share_below_k", 0.0)) or 0.0
+    if smallest is not None:
+        if k and smallest >= k and share == 0:
+            ctx["k_anonymous"] = int(smallest)
+    elif k and not getattr(result, "steps", None) and is_k_anonymous(getattr(result, "method", None)):
+        ctx["k_anonymous"] = int(k)
+    return ctx
+
+
 def reading(measure: str, value: Any, context: dict | None = None) -> str:
     """A plain-words reading of ``value`` of ``measure`` ("" when there is none)."""
     f = _READERS.get(str(measure))
