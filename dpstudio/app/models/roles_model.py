@@ -521,7 +521,7 @@ def check_column(state: AppState, name: str, types: bool = True) -> tuple[str, s
             level = "warning"
     if role in ("k-quasi", "eps-quasi") and types:
         if kind in ("categorical", "ordinal") and not suggested:
-            msgs.append(f"{kind}: methods that average values do not apply")
+            msgs.append(f"typed {kind}: methods that average values do not apply")
         elif kind in ("categorical", "ordinal") and s.numeric:
             msgs.append(
                 f"looks {kind} ({s.distinct} integer codes): type it {kind} if the codes are labels, "
