@@ -276,6 +276,7 @@ def test_polish_issue24_8(qtbot, window, tmp_path):
     text = dlg.browser.toPlainText()
     assert "Each entry is one" not in text and "For developers" not in text
     assert text.strip().splitlines()[0].strip() == "Glossary"
+    assert "Record linkage (RL)" in text  # the entries are all there
     dlg.close()
     # no '*' in the title right after start (the app opens the sample by itself)
     from dpstudio.app.main import start_clean
