@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+    from dpstudio.engine.assessment import Assessment
     from dpstudio.engine.io import TableMeta
     from dpstudio.engine.registry import MethodSpec
     from dpstudio.engine.types import ProtectionResult
@@ -262,27 +263,26 @@ SEED_HELP = (
 )
 
 
-def evaluate_result(
+def assess_result(
     res: ProtectionResult,
-    measures: tuple[str, ...] = ("sse", "rl", "delta", "corr", "kanon"),
-    hierarchies: Mapping[str, str] | None = None,
-) -> dict[str, Any] | None:
-    """Measures of a fresh result by the engine's measurement policy (the same as the app's);
-    None (with a warning) when they do not apply.
+    *,
+    level: str = "summary",
+    weighted: Mapping[str, Sequence[str]] | bool = False,
+) -> Assessment | None:
+    """The measures of a fresh result through the one assess path
+    (:func:`dpstudio.engine.assess`, the app's and the sweeps' too); its notices (record
+    linkage left out of a large summary, notes of the weighted estimates) printed on stderr.
+    None (with a warning) when the measures do not apply.
     """
     from dpstudio import engine
-    from dpstudio.cli._output import warn
+    from dpstudio.cli._output import note, warn
     from dpstudio.engine.errors import DPStudioError
 
     try:
-        return engine.evaluate(
-            res.aligned_original(),
-            res.data,
-            res.protected_attributes,
-            measures=measures,
-            result=res,
-            hierarchies=dict(hierarchies) if hierarchies else None,
-        )
+        a = engine.assess(res, level=level, weighted=weighted)
     except (DPStudioError, KeyError, ValueError, TypeError) as exc:
         warn(f"utility/risk measures not computed for this release: {exc}")
         return None
+    for n in a.notices:
+        (warn if getattr(n, "code", "") == "rl-not-computed" else note)(n)
+    return a

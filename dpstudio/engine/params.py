@@ -89,7 +89,7 @@ def interval_text(lo: float | None, hi: float | None, lo_closed: bool = True, hi
 def in_interval(
     v: float, lo: float | None, hi: float | None, lo_closed: bool = True, hi_closed: bool = True
 ) -> bool:
-    if not math.isfinite(v):
+    if isinstance(v, float) and not math.isfinite(v):  # an int of any width compares exactly
         return False
     if lo is not None and (v < lo or (v == lo and not lo_closed)):
         return False

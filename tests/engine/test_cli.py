@@ -249,7 +249,7 @@ def test_protect_params_and_outputs(tmp_path, capsys):
 
 
 def test_protect_summary_without_rl_for_big_data(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli_protect, "RL_SUMMARY_MAX", 10)
+    monkeypatch.setattr("dpstudio.engine.assessment.RL_SUMMARY_MAX", 10)
     src = write_csv(tmp_path / "in.csv", data())
     code, stdout, err = run(capsys, ["protect", src, tmp_path / "o.csv", *PROTECT])
     assert code == 0 and "SSE normalized" in stdout and "RL" not in stdout and "evaluate" in err

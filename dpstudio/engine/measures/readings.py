@@ -164,7 +164,7 @@ def reading_context(result: Any, measures: dict | None = None) -> dict:
     from dpstudio.engine.registry import is_k_anonymous
 
     params = getattr(result, "params", None) or {}
-    k = params.get("k")
+    k = None if getattr(result, "steps", None) else params.get("k")  # a chain has no one k
     ctx: dict = {"n": len(result.data), "k": k}
     m = measures or {}
     smallest = m.get("k_min_class_size", m.get("keps_min_class_size"))
