@@ -22,6 +22,11 @@ COMMON_PARAMS = (
 )
 
 
+def add_type_option(p: argparse.ArgumentParser, help_text: str) -> None:
+    """The repeatable ``--type COL=TYPE`` option (each command says what types mean to it)."""
+    p.add_argument("--type", action="append", metavar="COL=TYPE", help=help_text)
+
+
 def add_io_options(p: argparse.ArgumentParser) -> None:
     """--sep, --decimal, --encoding, --sheet: how the input is read."""
     p.add_argument("--sep", help="CSV separator (default: detected among , ; tab |)")
@@ -68,11 +73,9 @@ def add_method_options(p: argparse.ArgumentParser, *, sweep: bool = False) -> No
         "weight (sampling weight, released unchanged), household (household id, "
         "not released unless --keep-household) (repeatable)",
     )
-    p.add_argument(
-        "--type",
-        action="append",
-        metavar="COL=TYPE",
-        help="column type: numeric, integer, categorical, ordinal, date (repeatable); "
+    add_type_option(
+        p,
+        "column type: numeric, integer, categorical, ordinal, date (repeatable); "
         "numeric-only methods refuse categorical/ordinal quasi-identifiers; integer: whole "
         "numbers, noisy values on the grid of whole numbers (default precision 1)",
     )

@@ -197,7 +197,7 @@ def legacy_params(params: dict, method_id: str | None = None) -> dict:
     """
     if "shuffle" not in params:
         return dict(params)
-    from dpstudio.engine.protection._common import ORDER_INPUT, ORDER_RANDOM
+    from dpstudio.engine.protection._common import ORDER_INPUT, ORDER_RANDOM, SHUFFLE_PARAM
 
     out = dict(params)
     old = out.pop("shuffle")
@@ -306,18 +306,3 @@ def generalises(method_id: str | None) -> bool:
     """Whether ``method_id`` releases numeric k-quasi-identifiers as interval text."""
     spec = _spec(method_id)
     return bool(spec and spec.generalises)
-
-
-# The shared parameter declarations, for code that declares a method outside
-# ``protection/`` (tests); methods import them from ``protection._common``.
-from dpstudio.engine.protection._common import (  # noqa: E402,F401
-    BUDGET_PARAM,
-    DROP_MISSING_PARAM,
-    LAYOUT_PARAM,
-    NOISE_PARAM,
-    ORDER_PARAM,
-    SHUFFLE_PARAM,
-    WEIGHTS_PARAM,
-    epsilon_param,
-    k_param,
-)

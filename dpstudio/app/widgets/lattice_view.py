@@ -77,7 +77,7 @@ class LatticeDialog(QDialog):
         self.args = args
 
         def work(_progress, check_cancel):
-            from dpstudio.engine.algorithms.generalization import lattice_table
+            from dpstudio.engine.algorithms.ola import lattice_table
 
             return lattice_table(check_cancel=check_cancel, **args)
 

@@ -2,7 +2,7 @@
 
 1. identifiers are dropped (by the API);
 2. the k-quasis are k-anonymised by generalisation, OLA (optimal full-domain, with record
-   suppression) or Mondrian (multidimensional) — :mod:`dpstudio.engine.algorithms.generalization`;
+   suppression) or Mondrian (multidimensional) — :mod:`dpstudio.engine.algorithms.ola`, :mod:`~dpstudio.engine.algorithms.mondrian`;
 3. inside each equivalence class every record's ε-quasis get Laplace (or staircase) noise
    calibrated to sensitivity Σ_j diam_j(ec) — scale Σ_j diam_j(ec)/ε, one record-level
    mechanism over the ε-quasis (paper 003 §IV); a class whose diameters are all 0 gets
@@ -27,7 +27,9 @@ import pandas as pd
 from dpstudio.engine import validation as V
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import noise as N
-from dpstudio.engine.algorithms.generalization import CodedLabels, encode_quasis, mondrian, ola
+from dpstudio.engine.algorithms.generalization import CodedLabels, encode_quasis
+from dpstudio.engine.algorithms.mondrian import mondrian
+from dpstudio.engine.algorithms.ola import ola
 from dpstudio.engine.codes import from_codes, take_rows
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.guarantee import Clause, Effect, Effects, Guarantee, GuaranteeContext, Model
