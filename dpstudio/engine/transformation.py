@@ -230,3 +230,13 @@ def wipe_risks(
                 }
             )
     return certain + flat
+
+
+def levels_weighed(df: pd.DataFrame, columns: Sequence[str], k: int, **kw: Any) -> pd.DataFrame:
+    """The generalisation levels OLA weighs for these k-quasis (every node of a small lattice,
+    else the chosen node's neighbourhood): the front ends' access to
+    :func:`dpstudio.engine.algorithms.ola.lattice_table` (same keywords).
+    """
+    from dpstudio.engine.algorithms.ola import lattice_table
+
+    return lattice_table(df, columns, k, **kw)

@@ -1,7 +1,7 @@
 """The generalisation levels OLA weighed (issue 24; ARX's explorer shows the lattice): a table
 of the nodes -- each column's level, the records that would be suppressed, whether that is
 within the limit, the loss -- the chosen one marked.  Computed in a worker
-(:func:`dpstudio.engine.algorithms.generalization.lattice_table`) on the run's own records.
+(:func:`dpstudio.engine.transformation.levels_weighed`) on the run's own records.
 """
 
 from __future__ import annotations
@@ -77,9 +77,9 @@ class LatticeDialog(QDialog):
         self.args = args
 
         def work(_progress, check_cancel):
-            from dpstudio.engine.algorithms.ola import lattice_table
+            from dpstudio.engine.transformation import levels_weighed
 
-            return lattice_table(check_cancel=check_cancel, **args)
+            return levels_weighed(check_cancel=check_cancel, **args)
 
         self.runner.start(work, finished=self.show_table, errored=lambda m, _d: self.note.setText(m))
 
