@@ -149,6 +149,23 @@ def parse_param_value(spec: MethodSpec, name: str, raw: str) -> Any:
             if raw == c or str(c) == raw:
                 return c
         return raw
+    if p.kind == "per-column":
+        # --param top=INCOME=p99 (one column), or a JSON object of them
+        text = raw.strip()
+        if text.startswith("{"):
+            import json
+
+            try:
+                return json.loads(text)
+            except ValueError:
+                pass
+        col, sep, value = text.partition("=")
+        if not sep or not col.strip():
+            raise ParameterError(
+                f"--param {name}: write COLUMN=TEXT (e.g. --param {name}=AGE=...) or a JSON "
+                f"object; better, use the option --{p.option or name} COLUMN=TEXT. Got {raw!r}."
+            )
+        return {col.strip(): value.strip()}
     if p.kind == "mapping":
         if not raw.strip():
             return raw  # refused by Param.check (not a dict)

@@ -36,7 +36,7 @@ from dpstudio.cli._common import (
     parse_types,
     read_options,
 )
-from dpstudio.cli._options import COMMON_PARAMS
+from dpstudio.cli._options import COMMON_PARAMS, PER_COLUMN_OPTIONS
 from dpstudio.engine.recipe import Recipe
 
 if TYPE_CHECKING:
@@ -74,6 +74,12 @@ def from_command_line(args: argparse.Namespace, command: str) -> Recipe:
     for it in getattr(args, "param", None) or []:
         name, raw = split_assign(it, "--param", "NAME=VALUE (e.g. budget=per-attribute)")
         params[name] = raw
+    for opt, name in PER_COLUMN_OPTIONS.items():
+        items = getattr(args, opt.replace("-", "_"), None)
+        if items:  # (column, text) pairs in order: merge() joins them by the Param's rule
+            params[name] = PerColumnItems(
+                split_assign(it, f"--{opt}", "COLUMN=TEXT (see 'dpstudio protect --help')") for it in items
+            )
     if getattr(args, "drop_missing", False):
         params["drop_missing"] = True
     roles = parse_roles(args.role)
@@ -101,6 +107,35 @@ def from_command_line(args: argparse.Namespace, command: str) -> Recipe:
         sweep=sweep,
         steps=steps,
     )
+
+
+class PerColumnItems(list):
+    """The ``(column, text)`` pairs of a repeatable per-column option (``--top INCOME=p99``),
+    in the order given; :func:`merge` turns them into the parameter's dict.
+    """
+
+
+def per_column_value(spec: Any, name: str, items: PerColumnItems, base: Any) -> Any:
+    """The dict of per-column parameter ``name`` of ``spec``: ``base`` (the recipe's dict, or
+    None) with the command line's ``items`` over it per column; a column given twice on the
+    command line joins its texts with the Param's ``join`` (empty: the later wins).  A
+    parameter the method does not have is returned as given, for check_params to name.
+    """
+    try:
+        p = spec.param(name)
+    except KeyError:
+        return dict(items)
+    if p.kind != "per-column":
+        return dict(items)
+    out: dict[str, Any] = dict(base) if isinstance(base, dict) else {}
+    seen: set[str] = set()
+    for col, text in items:
+        if col in seen and p.join and isinstance(out.get(col), str):
+            out[col] = f"{out[col]}{p.join}{text}"
+        else:
+            out[col] = text
+        seen.add(col)
+    return out
 
 
 def _grid_text(grid: Any) -> str:
@@ -160,7 +195,10 @@ def merge(given: Recipe, source: Recipe | None, command: str, *, source_name: st
         # overrides it like any other option), the command line's over them
         params = legacy_params(dict(src.params) if src.method == spec.id else {}, spec.id)
         for name, raw in given.params.items():
-            params[name] = parse_param_value(spec, name, raw) if isinstance(raw, str) else raw
+            if isinstance(raw, PerColumnItems):
+                params[name] = per_column_value(spec, name, raw, params.get(name))
+            else:
+                params[name] = parse_param_value(spec, name, raw) if isinstance(raw, str) else raw
         if command == "sweep":
             for name in GRID_PARAMS:  # a recipe's single values: the grid sets them
                 params.pop(name, None)
@@ -248,6 +286,11 @@ def write_plan(args: argparse.Namespace, s: Recipe, *inputs: str) -> WritePlan:
     from dpstudio.engine.safe_write import WritePlan
 
     hier = [h["path"] for h in s.hierarchies.values() if h.get("path")]
+    if s.method:  # the method's settings files (a PRAM matrix, a mapping of categories)
+        from dpstudio.engine.params import input_paths
+        from dpstudio.engine.registry import get_method
+
+        hier += input_paths(get_method(s.method).params, s.params)
     # settings files count as inputs when they are files (a folder or FIFO given as one is
     # refused by its reader, with its own message)
     files = [

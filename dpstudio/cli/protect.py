@@ -401,6 +401,10 @@ def run(args: argparse.Namespace) -> int:
             + ('"layout": "separate-tables" in the last step.' if res.steps else "--layout separate-tables.")
         )
     print(_summary(res, written, measures))
+    if not args.no_measures:
+        hh_line = household_risk_line(df, res, s.roles)
+        if hh_line:
+            print(hh_line)
     if measures:  # plain readings of the two headline measures (issue 11)
         from dpstudio.engine.measures.readings import reading, reading_context
 
@@ -414,6 +418,39 @@ def run(args: argparse.Namespace) -> int:
     if a is not None and a.weighted is not None:
         _print_estimates(a)
     return 0
+
+
+def household_risk_line(df: pd.DataFrame, res: ProtectionResult, roles: dict[str, str]) -> str | None:
+    """With a household id and key columns: the household risk (sdcMicro's expected
+    re-identifications at household level) of the original and of the release, the released
+    records grouped by their original households (issue 23 §3).  Printed on the operator's
+    terminal only (measured against the original: never in a public file).  None when it does
+    not apply.
+    """
+    hid = next((c for c, r in roles.items() if r == "household"), None)
+    keys = [c for c, r in roles.items() if r == "k-quasi"]
+    if hid is None or not keys or hid not in df.columns:
+        return None
+    if any(k not in res.data.columns for k in keys):
+        return None
+    from dpstudio import engine  # only with households (start-up: tests/engine/test_startup_imports.py)
+    from dpstudio.engine.measures.survey_risk import release_with_household_ids
+
+    weight = next((c for c, r in roles.items() if r == "weight"), None)
+    kw: dict[str, Any] = {"household": hid, "missing": "any"}
+    try:
+        before = engine.assess_risk(df, keys, weight=weight, **kw)
+        rel = release_with_household_ids(res, hid)
+        after = engine.assess_risk(rel, keys, weight=weight if weight in rel.columns else None, **kw)
+    except engine.DPStudioError:
+        return None
+    b, a = before.household_expected_reidentifications, after.household_expected_reidentifications
+    if b is None or a is None:
+        return None
+    return (
+        f"  household risk (expected re-identifications of households, keys "
+        f"{', '.join(keys)}): original {fmt(b)}, release {fmt(a)} (private: measured against the original)"
+    )
 
 
 def _print_steps(chain: ChainRun) -> None:

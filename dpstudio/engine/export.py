@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.io import TableMeta, file_format, file_sha256, write_table
+from dpstudio.engine.io import TableMeta, file_format, file_sha256, relabelled, write_table
 from dpstudio.engine.safe_write import WritePlan, discard
 
 #: Keys that must never appear in released metadata nor in the audit trail.
@@ -307,6 +307,8 @@ def export_release(
     """
     if input_path is None and input_meta is not None:
         input_path = input_meta.path
+    # merged codes (a recoding's 1+2:12) get their value labels in .sav/.dta (issue 23)
+    input_meta = relabelled(input_meta, (getattr(result, "info", None) or {}).get("relabel"))
     guard = tuple(str(p) for p in (input_path,) if p)
     tables = dict(getattr(result, "tables", {}) or {})
     opts: dict[str, Any] = dict(

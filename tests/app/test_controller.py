@@ -245,7 +245,9 @@ def test_record_order_is_a_labelled_choice_and_mdav_releases_in_random_order(qtb
     assert mp.select_method("mdav")
     f = mp.fields["order"]
     labels = [f.editor.itemText(i) for i in range(f.editor.count())]
-    assert labels == ["Random order (default)", "Keep input order (weakens the guarantee)"]
+    assert labels == ["Random order (default)", "Keep input order (weakens the guarantee)",
+                      "Households as units, random order (household id needed)",
+                      "Households as units, members in input order (household id needed)"]
     assert f.value() == "random"
     _protect(qtbot, win)
     res = win.state.result

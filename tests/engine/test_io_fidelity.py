@@ -253,3 +253,13 @@ def test_unprotected_columns_round_trip_every_format(tmp_path, ext):
     if ext in ("dta", "sav"):
         assert meta2.value_labels["region"] == meta.value_labels["region"]
     assert not np.allclose(rel["x"], back["x"])
+
+
+def test_bare_cr_line_ends_with_a_blank_line_keep_the_fields_in_place(tmp_path):
+    # pandas' C parser, left to detect '\r' line ends, shifted the fields of the line after a
+    # blank one (",5,6" read as "5", "6", ""): found by the Arrow-vs-pandas property test
+    p = tmp_path / "mac.csv"
+    p.write_bytes(b"a,b,c\r1,1,1\r\r,5,6\r1,1,007\r")
+    df, meta = dio.read_table(str(p))
+    assert df["a"].isna().tolist() == [False, True, False]
+    assert df["b"].tolist() == [1, 5, 1] and df["c"].tolist()[1] == "6"

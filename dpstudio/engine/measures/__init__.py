@@ -228,11 +228,17 @@ class MeasurePlan:
     categorical: tuple = ()
 
     def distances_for(self, protected: pd.DataFrame, attrs: list[str]) -> dict:
-        """:attr:`distances` plus δ for the ``if_labels`` columns released as text."""
+        """:attr:`distances` plus δ for the ``if_labels`` columns released as text, and the
+        0/1 distance on labels for any other attribute released as labels (a numeric column
+        recoded into intervals, merged categories: measured as categories).
+        """
         out = dict(self.distances)
         for c, h in self.if_labels.items():
             if c in attrs and c in protected.columns and not pd.api.types.is_numeric_dtype(protected[c]):
                 out[c] = h
+        for c in attrs:
+            if c not in out and c in protected.columns and not pd.api.types.is_numeric_dtype(protected[c]):
+                out[c] = label_mismatch
         return out
 
     def numeric_attributes(

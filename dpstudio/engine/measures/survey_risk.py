@@ -489,3 +489,26 @@ def assess_risk(
         reid_threshold=reid_threshold,
         suda=suda_res,
     )
+
+
+def release_with_household_ids(result: Any, household: str) -> pd.DataFrame:
+    """The release of ``result`` with the ORIGINAL household id of every released record in
+    column ``household``, so that the household risk of the release can be assessed ("after",
+    next to the original's "before") when the household id itself is not released (issue 23
+    §3).  Private: for the operator's eyes and private reports, never for a public file.
+
+    >>> import pandas as pd
+    >>> from dpstudio import engine
+    >>> df = pd.DataFrame({"hh": [1, 1, 2, 2, 3, 3], "sex": [1, 2, 1, 2, 1, 1]})
+    >>> res = engine.protect(df, "recode", {"hh": "household"}, merge={"sex": "1+2:9"}, seed=1)
+    >>> "hh" in res.data.columns, sorted(release_with_household_ids(res, "hh")["hh"])
+    (False, [1, 1, 2, 2, 3, 3])
+    """
+    if household in result.data.columns:
+        return result.data
+    original = result.aligned_original()
+    if household not in original.columns:
+        raise InputError(f"household column {household!r} is not in the original data")
+    out = result.data.copy(deep=False)
+    out[household] = original[household].to_numpy()
+    return out

@@ -50,6 +50,8 @@ from dpstudio.engine.protection._common import (
     ORDER_PARAM,
     as_k,
     epsilon_param,
+    household_order,
+    household_permutation,
     job_stream,
     k_param,
     keep_order,
@@ -379,6 +381,8 @@ def run_keps(job: Job) -> Output:
     rel_idx = np.flatnonzero(rel)
     if keep_order(p):
         take = rel_idx
+    elif household_order(p):  # households as units (issue 23 §3)
+        take = rel_idx[household_permutation(job, rel_idx.size, kept[rel_idx])]
     else:
         k0, k1 = K.sort_keys(shuffle_stream, kept[rel_idx])
         take = rel_idx[K.order_by_keys(k0, k1)]
