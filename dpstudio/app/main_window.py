@@ -171,6 +171,10 @@ class MainWindow(QMainWindow):
         self.explore_panel.sig_sweep_requested.connect(ctl.run_sweep)
         self.explore_panel.sig_point_chosen.connect(self._on_explore_point_chosen)
         self.results_panel.export_btn.clicked.connect(self.export_dialog)
+        # issue 24: the hierarchy builder, from the pre-run warning, the results and the roles
+        self.method_panel.sig_build_hierarchy.connect(self.open_hierarchy_builder)
+        self.results_panel.sig_build_hierarchy.connect(self.open_hierarchy_builder)
+        self.roles_panel.sig_build_hierarchy.connect(self.open_hierarchy_builder)
         ctl.confirm_csv = self._confirm_csv
         ctl.curve_images = lambda: self.explore_panel.export_images() if self.explore_panel.points else []
         ctl.sig_status.connect(self.task_label.setText)
@@ -296,6 +300,15 @@ class MainWindow(QMainWindow):
         act(vm, "&5 Risk", lambda _=False: self.tabs.setCurrentWidget(self.risk_panel), "Ctrl+5")
         act(vm, "&6 Release data", lambda _=False: self.tabs.setCurrentWidget(self.release_view), "Ctrl+6")
         act(vm, "&7 Candidates", lambda _=False: self.tabs.setCurrentWidget(self.history_panel), "Ctrl+7")
+        vm.addSeparator()
+        # issue 24 §3: value labels instead of codes in every view (SPSS's View → Value Labels)
+        self.labels_action = QAction("Value &labels", self)
+        self.labels_action.setCheckable(True)
+        self.labels_action.setChecked(self.state.show_labels)
+        self.labels_action.setShortcut(QKeySequence("Ctrl+L"))
+        self.labels_action.toggled.connect(self.state.set_show_labels)
+        self.state.sig_labels_changed.connect(self.labels_action.setChecked)
+        vm.addAction(self.labels_action)
         hm = mb.addMenu("&Help")
         # issue 11: the user guide and the glossary (docs/*.md)
         from dpstudio.app.widgets.help_dialog import open_help
@@ -472,6 +485,18 @@ class MainWindow(QMainWindow):
             )
 
     # ------------------------------------------------------------------ export
+    def hierarchy_builder(self, column: str):
+        """The hierarchy builder of ``column`` (not shown), k from the method's form."""
+        from dpstudio.app.widgets.hierarchy_builder import HierarchyBuilder
+
+        k = (self.state.recipe.params or {}).get("k") or 5
+        return HierarchyBuilder(self.state, column, k=int(k), parent=self)
+
+    def open_hierarchy_builder(self, column: str) -> None:
+        if self.state.df is None or column not in self.state.df.columns:
+            return
+        self.hierarchy_builder(column).open()
+
     def export_dialog(self) -> None:
         res = self.state.result
         if res is None:

@@ -236,6 +236,33 @@ def read_input(path: str, options: Mapping[str, Any] | None = None) -> tuple[pd.
     return read_table(path, **kw)
 
 
+def apply_declared_types(
+    types: dict[str, str], roles: Mapping[str, str], meta: Any, name: str
+) -> dict[str, str]:
+    """The command's column types with the input file's declared ones (SPSS measure level
+    and format, Stata storage type: :attr:`~dpstudio.engine.io.TableMeta.declared_types`) as
+    defaults for the columns that have a role; ``--type`` and the recipe win.  The types
+    taken from the file are said on one line (stderr), so the user sees where they came from.
+    """
+    import sys
+
+    declared = dict(getattr(meta, "declared_types", None) or {})
+    used = {
+        c: t
+        for c, t in declared.items()
+        if c not in types and roles.get(c) not in (None, "other", "identifier")
+    }
+    if not used:
+        return types
+    print(
+        f"dpstudio: column types declared in {name}: "
+        + ", ".join(f"{c}={t}" for c, t in used.items())
+        + " (give --type COL=TYPE to change one)",
+        file=sys.stderr,
+    )
+    return {**used, **types}
+
+
 def seed_arg(text: str) -> int:
     """``--seed``: a whole number of any width, decimal or 0x-hex (argparse type)."""
     from dpstudio.engine.errors import DPStudioError

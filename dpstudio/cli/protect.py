@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpstudio.cli import _dask
-from dpstudio.cli._common import assess_result, parse_list, read_input, split_assign
+from dpstudio.cli._common import apply_declared_types, assess_result, parse_list, read_input, split_assign
 from dpstudio.cli._options import add_method_options
 from dpstudio.cli._output import fmt, report_warnings, step, warn
 
@@ -129,6 +129,7 @@ def _prepare_and_run(df: pd.DataFrame, args: argparse.Namespace, s: Recipe) -> P
             f"{len(prep.dropped_rows)} record(s) with missing values in protected attributes "
             "were dropped (--drop-missing) and are not in the release."
         )
+    _say_wipe_risks(prep, s, hier)
     return engine.run_prepared(prep, rng=as_rng(s.seed))
 
 
@@ -190,6 +191,29 @@ def _check_estimate_columns(df: pd.DataFrame, wanted: dict[str, Any] | bool) -> 
         for c in cols if key in ESTIMATE_STATS.values() else ():
             if c not in df.columns:
                 raise ParameterError(f"--estimate: {c!r} is not a column of the input.")
+
+
+def _say_wipe_risks(prep: Any, s: Recipe, hier: dict) -> None:
+    """Before a full-domain generalisation: the k-quasis that will certainly be '*' in every
+    record (a private note: it reads the data; issue 24 §1).
+    """
+    if not prep.spec.generalises:
+        return
+    if (prep.params.get("algorithm") or "ola") != "ola" or "k" not in prep.params:
+        return
+    from dpstudio.engine.transformation import wipe_risks
+
+    kq = [c for c, r in s.roles.items() if r == "k-quasi"]
+    sup = prep.params.get("suppression")
+    for r in wipe_risks(
+        prep.data,
+        kq,
+        k=int(prep.params["k"]),
+        suppression=0.05 if sup is None else float(sup),
+        hierarchies=hier or None,
+    ):
+        if r["reason"] == "certain":
+            print(f"dpstudio: private note [k-quasi-wiped]: {r['text']}", file=sys.stderr)
 
 
 def _protect_dask(args: argparse.Namespace, s: Recipe) -> int:
@@ -327,6 +351,7 @@ def run(args: argparse.Namespace) -> int:
         what={"release_note": "release note (--report)", "assessment": "assessment (--assessment)"},
     )
     df, meta = read_input(args.input, s.read_options)
+    s.types = apply_declared_types(s.types, s.roles, meta, Path(args.input).name)
     _check_estimate_columns(df, estimates)
     chain = None
     if s.steps:
@@ -381,9 +406,9 @@ def run(args: argparse.Namespace) -> int:
         if hh_line:
             print(hh_line)
     if measures:  # plain readings of the two headline measures (issue 11)
-        from dpstudio.engine.measures.readings import reading
+        from dpstudio.engine.measures.readings import reading, reading_context
 
-        ctx = {"n": len(res.data), "k": None if res.steps else res.params.get("k")}
+        ctx = reading_context(res, measures)
         for key, name in (("sse_normalized", "SSE normalized"), ("rl", "RL")):
             text = reading(key, measures.get(key), ctx)
             if text:

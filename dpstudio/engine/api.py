@@ -17,7 +17,7 @@ import pandas as pd
 from dpstudio.engine import params as P
 from dpstudio.engine import validation as V
 from dpstudio.engine.codes import take_rows
-from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
+from dpstudio.engine.errors import DPStudioError, InputError, NotApplicableError, ParameterError
 from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model, Uncovered
 from dpstudio.engine.io import check_decimal_ambiguity
 from dpstudio.engine.notices import is_public, notice
@@ -131,6 +131,38 @@ def check_applicable(
     protected = _applicable(spec, r, p)
     if types and spec.numeric_only:
         _refuse_non_numeric_types(spec, r, normalize_types(df.columns, types), protected)
+
+
+def missing_refused(
+    df: pd.DataFrame, method: str, roles: dict | None, params: dict | None = None
+) -> dict[str, int]:
+    """{column: number of missing values} that :func:`prepare` would refuse for ``method`` on
+    these roles: the protected columns with missing values when the method does not treat a
+    missing key value as matching any value (``missing_matches_any``, the sdcMicro way) and
+    ``drop_missing`` is off.  Empty when the run would go ahead.  Cheap (one pass of isna on
+    the protected columns): the app says it before a run (issue 24 §4).
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"x": [1.0, None, 3.0], "y": [1, 2, 3]})
+    >>> missing_refused(df, "laplace", {"x": "eps-quasi"})
+    {'x': 1}
+    >>> missing_refused(df, "laplace", {"x": "eps-quasi"}, {"drop_missing": True})
+    {}
+    """
+    spec = get_method(method)
+    if spec.missing_matches_any or spec.keeps_missing or (params or {}).get("drop_missing"):
+        return {}
+    r = normalize_roles(df.columns, roles)
+    try:
+        protected = _applicable(spec, r, params)
+    except DPStudioError:
+        return {}  # the roles or parameters are refused: the run says why
+    out = {}
+    for c in protected:
+        n = int(df[c].isna().sum())
+        if n:
+            out[c] = n
+    return out
 
 
 #: Roles whose columns a method never changes (the household id, the weight: read by the

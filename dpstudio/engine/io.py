@@ -104,6 +104,13 @@ class TableMeta:
     texts: dict = field(default_factory=dict, repr=False)
     #: {column: the typed values read} for the columns in ``texts`` (to tell unchanged columns)
     typed: dict = field(default_factory=dict, repr=False)
+    #: the columns read as numbers: a generalised one stays numeric in a .sav/.dta release
+    #: (codes with value labels, issue 24 §1)
+    numeric: tuple = ()
+    #: column types the file declares (SPSS measure level and format, Stata storage type):
+    #: {column: "integer" | "categorical" | "ordinal"}; the defaults of the CLI and the app
+    #: (shown to the user), never guessed from the values (issue 24 §2)
+    declared_types: dict = field(default_factory=dict)
 
 
 def file_format(path: str | os.PathLike, fmt: str | None = None) -> str:
@@ -1397,7 +1404,9 @@ def read_table(
     if os.path.getsize(path) == 0:
         raise InputError(f"{name}: the file is empty.")
     if fmt == "csv":
-        return _read_csv(path, sep, encoding, decimal, progress)
+        df, meta = _read_csv(path, sep, encoding, decimal, progress)
+        meta.numeric = _numeric_columns(df)
+        return df, meta
     meta = TableMeta(path=os.path.abspath(path), format=fmt)
     try:
         if fmt == "xlsx":
@@ -1429,6 +1438,9 @@ def read_table(
                 str(k): str(v) for k, v in (getattr(rmeta, "column_names_to_labels", None) or {}).items() if v
             }
             meta.encoding = getattr(rmeta, "file_encoding", None)
+            meta.declared_types = _declared_types(df, rmeta, fmt)
+            if fmt == "sav":
+                df = _whole_numbers_as_integers(df)
     except InputError:
         raise
     except (OSError, MemoryError):
@@ -1441,7 +1453,117 @@ def read_table(
     _check_columns([str(c) for c in df.columns], name)
     df.columns = [str(c) for c in df.columns]
     meta.n_rows = len(df)
+    meta.numeric = _numeric_columns(df)
     return df, meta
+
+
+_SPSS_WHOLE = re.compile(r"^(F|N|COMMA|DOT|DOLLAR|PCT)\d+(\.0)?$", re.I)
+_STATA_INT = ("int8", "int16", "int32", "int64")
+
+
+def _declared_types(df: pd.DataFrame, rmeta: Any, fmt: str) -> dict:
+    """The types a .sav/.dta file declares for its numeric columns: SPSS's measure level
+    (nominal → categorical, ordinal → ordinal) or a format without decimals (F3, F8.0 →
+    integer); Stata's integer storage types (byte, int, long → integer).  Read from the
+    file's dictionary, never from the values.
+    """
+    out: dict[str, str] = {}
+    measure = getattr(rmeta, "variable_measure", None) or {}
+    formats = getattr(rmeta, "original_variable_types", None) or {}
+    storage = getattr(rmeta, "readstat_variable_types", None) or {}
+    for c in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]):
+            continue
+        c = str(c)
+        if fmt == "sav":
+            m = str(measure.get(c, "")).lower()
+            if m in ("nominal", "ordinal"):
+                out[c] = "categorical" if m == "nominal" else "ordinal"
+            elif _SPSS_WHOLE.match(str(formats.get(c, ""))):
+                out[c] = "integer"
+        elif fmt == "dta" and str(storage.get(c, "")) in _STATA_INT:
+            out[c] = "integer"
+    return out
+
+
+def _whole_numbers_as_integers(df: pd.DataFrame) -> pd.DataFrame:
+    """SPSS stores every number as a double: a column of whole numbers without a missing
+    value is read as int64 (PID shows 0–6, not 0.0–6.0; issue 24 §2).  The values are the
+    same; a column with missing values stays float64 (NaN).
+    """
+    conv = {}
+    for c in df.columns:
+        s = df[c]
+        if s.dtype != np.float64:
+            continue
+        v = s.to_numpy()
+        if v.size and np.isfinite(v).all() and (np.abs(v) < 2.0**53).all() and (v == np.round(v)).all():
+            conv[c] = v.astype(np.int64)
+    if not conv:
+        return df
+    out = df.copy(deep=False)
+    for c, v in conv.items():
+        out[c] = v
+    return out
+
+
+def _numeric_columns(df: pd.DataFrame) -> tuple:
+    return tuple(
+        str(c)
+        for c in df.columns
+        if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+    )
+
+
+_LEADING_NUMBER = re.compile(r"^\s*[\[(]?\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
+
+
+def generalised_codes(s: pd.Series) -> tuple[pd.Series, dict]:
+    """A generalised column (texts such as ``30-39``, ``[0.5, 1)``, ``*``) as numeric codes with
+    value labels, for formats whose variables are typed (SPSS, Stata; issue 24 §1): ``*`` (the
+    top of a hierarchy: nothing released) becomes a missing value, every other text a code
+    1, 2, … in the order of its leading number (then of the text), labelled with the text.
+
+    >>> codes, labels = generalised_codes(pd.Series(["40-49", "*", "30-39", "40-49"]))
+    >>> codes.tolist(), labels
+    ([2.0, nan, 1.0, 2.0], {1.0: '30-39', 2.0: '40-49'})
+    """
+    txt = s.astype("object").where(s.notna(), None)
+    uniq = sorted({str(v) for v in txt if v is not None and str(v) != "*"})
+
+    def key(t: str) -> tuple:
+        m = _LEADING_NUMBER.match(t)
+        return (0, float(m.group(1)), t) if m else (1, 0.0, t)
+
+    uniq.sort(key=key)
+    code = {t: float(i + 1) for i, t in enumerate(uniq)}
+    out = pd.Series(
+        [code.get(str(v), np.nan) if v is not None else np.nan for v in txt], index=s.index, dtype=np.float64
+    )
+    return out, {c: t for t, c in code.items()}
+
+
+def _typed_for_labels(df: pd.DataFrame, meta: TableMeta | None) -> tuple[pd.DataFrame, dict]:
+    """``df`` with every column that was numeric in the input but is text in the release (a
+    generalised k-quasi) turned back into numeric codes, and those codes' value labels (they
+    replace the input's labels of that column).
+    """
+    if meta is None or not meta.numeric:
+        return df, {}
+    conv = [
+        c
+        for c in df.columns
+        if c in meta.numeric
+        and not pd.api.types.is_numeric_dtype(df[c])
+        and not pd.api.types.is_datetime64_any_dtype(df[c])
+    ]
+    if not conv:
+        return df, {}
+    out = df.copy(deep=False)
+    labels = {}
+    for c in conv:
+        out[c], labels[c] = generalised_codes(df[c])
+    return out, labels
 
 
 # --------------------------------------------------------------------- writing
@@ -1743,7 +1865,11 @@ def write_table(
                 import pyreadstat
 
                 vl, cl = _stata_labels(df, meta)
-                out = _categorical_codes(df, vl)
+                out = _categorical_codes(df, vl)  # recoded categories (pandas categoricals)
+                # a numeric column generalised to texts (k-eps) stays numeric (issue 24 §1)
+                out, gen_labels = _typed_for_labels(out, meta)
+                vl.update(gen_labels)
+                vl = {c: v for c, v in vl.items() if v}
                 kw: dict[str, Any] = {}
                 if vl:
                     kw["variable_value_labels"] = vl

@@ -83,6 +83,9 @@ NOTICE_CODES: dict[str, NoticeCode] = {
     ),
     "records-suppressed": NoticeCode(_PRIV, _I, "records suppressed and not in the release"),
     "values-suppressed": NoticeCode(_PRIV, _I, "key values set to missing by local suppression"),
+    "k-quasi-wiped": NoticeCode(
+        _PRIV, _W, "a k-quasi was generalised to the top of its hierarchy ('*' in every record)"
+    ),
     "categorical-proximity": NoticeCode(_PRIV, _I, "a categorical k-quasi is grouped on its category codes"),
     "t-achieved": NoticeCode(_PRIV, _W, "the achieved t exceeds the target e^ε"),
     "recode-breaks-from-data": NoticeCode(

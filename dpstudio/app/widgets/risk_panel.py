@@ -328,6 +328,11 @@ class RiskPanel(QWidget):
         self.settings_label.setWordWrap(True)
         self.settings_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.settings_label)
+        from dpstudio.app.widgets.common import labels_checkbox
+
+        self.labels_cb = labels_checkbox(state, self)
+        lay.addWidget(self.labels_cb)
+        state.sig_labels_changed.connect(self._on_labels_toggled)
         row = QHBoxLayout()
         row.addWidget(QLabel("Records with individual risk >"))
         self.threshold = QDoubleSpinBox()
@@ -534,7 +539,13 @@ class RiskPanel(QWidget):
         self.suda_button.setEnabled(not busy)
         self.suda_cancel.setEnabled(busy)
 
+    def _on_labels_toggled(self, _on: bool) -> None:
+        self._fill_combinations()
+        if getattr(self, "_suda_out", None) is not None:
+            self._show_suda(self._suda_out)
+
     def _show_suda(self, out: tuple) -> None:
+        self._suda_out = out
         df, res = out
         self.suda_result = res
         d = res.to_dict()
@@ -544,7 +555,7 @@ class RiskPanel(QWidget):
             f"MSUs); DIS score: sum {d['dis_sum']:.4g}, maximum {d['dis_max']:.4g}, "
             f"{d['records_dis_gt_0.1']:,} records above 0.1; DisFraction {res.dis_fraction:g}{lim}."
         )
-        labels = getattr(self.state.input_meta, "value_labels", None) or {}
+        labels = self.state.value_labels()
         top = res.top_records(TOP_SUDA_RECORDS)
         self.suda_table.setRowCount(len(top))
         for i, r in enumerate(top):
@@ -810,7 +821,7 @@ class RiskPanel(QWidget):
             self.combos.setColumnCount(0)
             return
         keys = list(out["settings"].keys)
-        labels = getattr(self.state.input_meta, "value_labels", None) or {}
+        labels = self.state.value_labels()
         rep = out[which]
         heads = keys + [
             "records",

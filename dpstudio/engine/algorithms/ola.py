@@ -51,6 +51,7 @@ from dpstudio.engine.errors import ParameterError
 
 __all__ = [
     "ola",
+    "lattice_table",
 ]
 
 _MAX_LATTICE = 5_000_000
@@ -970,3 +971,71 @@ def _k_too_large_message(k, counts, n, max_sup, suppression, cols) -> str:
         f"with these hierarchies is {ok_k}; or raise the suppression limit to at least "
         f"{math.ceil(1000 * need / n) / 1000:.1%}, or use hierarchies that end in a single '*'."
     )
+
+
+def lattice_table(
+    df: pd.DataFrame,
+    columns: Sequence[str],
+    k: int,
+    *,
+    chosen: Sequence[int] | None = None,
+    hierarchies: dict | None = None,
+    suppression: float = 0.05,
+    loss=None,
+    max_nodes: int = 400,
+    check_cancel: Callable[[], None] | None = None,
+) -> pd.DataFrame:
+    """The generalisation levels OLA weighs (issue 24: ARX's explorer shows the lattice): one
+    row per node -- the level of each column, the records in classes smaller than k (which
+    would be suppressed), whether that is within the suppression limit, and the loss OLA
+    minimises (for the nodes within the limit), ``chosen`` marking the node OLA took.
+
+    Every node when the lattice has at most ``max_nodes``; else the bottom, the top, the
+    chosen node and its neighbours (one level up or down in one column).  The same data,
+    hierarchies and parameters as the run give the run's figures (the search is exact).
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"a": [1, 2, 3, 4, 5, 6], "b": list("xxyyxy")})
+    >>> t = lattice_table(df, ["a", "b"], 2, suppression=0.0)
+    >>> t.columns.tolist()
+    ['a', 'b', 'suppressed', 'within limit', 'loss', 'chosen']
+    >>> int(t["within limit"].sum()) >= 1
+    True
+    """
+    qs = encode_quasis(df, columns, hierarchies)
+    n = len(qs[0].leaf)
+    max_sup = int(math.floor(float(suppression) * n + 1e-9))
+    lossf = _make_loss(loss, [qq.height for qq in qs])
+    lat = _Lattice(qs, int(k), max_sup, lossf)
+    if lat.size <= max_nodes:
+        nodes = list(range(lat.size))
+    else:
+        strides = lat._strides
+        heights = lat.heights
+        base = (
+            int(np.dot(np.asarray(chosen, dtype=np.int64), strides)) if chosen is not None else lat.size - 1
+        )
+        lv = lat.L[base].astype(np.int64)
+        near = {0, lat.size - 1, base}
+        for j in range(lat.d):
+            for step in (-1, 1):
+                if 0 <= lv[j] + step < heights[j]:
+                    near.add(int(base + step * strides[j]))
+        nodes = sorted(near)
+    chosen_t = tuple(int(x) for x in chosen) if chosen is not None else None
+    rows = []
+    for i, node in enumerate(nodes):
+        if check_cancel is not None and i % 16 == 0:
+            check_cancel()
+        ok = lat.evaluate(node)
+        levels = tuple(int(x) for x in lat.L[node])
+        rows.append(
+            {
+                **{qq.name: levels[j] for j, qq in enumerate(qs)},
+                "suppressed": int(lat.sup[node]),
+                "within limit": bool(ok),
+                "loss": float(lat.node_loss(node)) if ok else float("nan"),
+                "chosen": levels == chosen_t,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -223,6 +223,9 @@ class MeasurePlan:
     #: numeric columns with a hierarchy, measured |x − x′| while the release keeps them
     #: numeric, by the hierarchy's δ when the release turns them into labels (issue 11)
     if_labels: dict = field(default_factory=dict)
+    #: columns typed categorical / ordinal: no Δ mean/variance or correlation, even when
+    #: their codes are numbers (issue 24 §7)
+    categorical: tuple = ()
 
     def distances_for(self, protected: pd.DataFrame, attrs: list[str]) -> dict:
         """:attr:`distances` plus δ for the ``if_labels`` columns released as text, and the
@@ -245,6 +248,7 @@ class MeasurePlan:
         when some carry a semantic or 0/1 distance, only those still numeric on both sides
         (a numeric column measured by δ may be generalised).
         """
+        attrs = [a for a in attrs if a not in self.categorical]
         if not self.distances:
             return list(attrs)
         return [
@@ -338,7 +342,10 @@ def measurement_plan(
                 dist[c] = label_mismatch
     weight = next((c for c, r in roles.items() if r == "weight"), None)
     household = next((c for c, r in roles.items() if r == "household"), None)
-    return MeasurePlan(dist, flat, keys, weight, household, wildcard, if_labels=if_labels)
+    categorical = tuple(c for c, t in typed.items() if t in ("categorical", "ordinal"))
+    return MeasurePlan(
+        dist, flat, keys, weight, household, wildcard, if_labels=if_labels, categorical=categorical
+    )
 
 
 # --------------------------------------------------------------- evaluate
@@ -564,7 +571,9 @@ def evaluate(
     attrs = _check_pair(original, protected, attributes)
     planned = plan.distances_for(protected, attrs)
     cat_dist = {**planned, **given} if isinstance(given, dict) else (given or planned or None)
-    num_attrs = MeasurePlan(planned).numeric_attributes(original, protected, attrs)
+    num_attrs = MeasurePlan(planned, categorical=plan.categorical).numeric_attributes(
+        original, protected, attrs
+    )
     warns: list[str] = []
     out: dict[str, Any] = {}
     if "sse" in measures:

@@ -240,6 +240,11 @@ def _hierarchies(job: Job, kq: list[str]) -> tuple[dict, list[str]]:
     return {c: load_hierarchy(given[c], c) for c in kq if c in given}, warns
 
 
+def _hkey(job: Job) -> tuple:
+    """The cache key of the run's hierarchies."""
+    return tuple(sorted((c, h if isinstance(h, str) else id(h)) for c, h in (job.hierarchies or {}).items()))
+
+
 def _generalise(job: Job, kq: list[str]) -> tuple:
     """The k-anonymous generalisation for this k (cached in ``job.cache``: sweeps reuse it
     for every ε and repetition).
@@ -248,7 +253,7 @@ def _generalise(job: Job, kq: list[str]) -> tuple:
     k, alg = int(p["k"]), p.get("algorithm") or "ola"
     sup_given = p.get("suppression")
     sup = float(sup_given if sup_given is not None else 0.05)
-    hkey = tuple(sorted((c, h if isinstance(h, str) else id(h)) for c, h in (job.hierarchies or {}).items()))
+    hkey = _hkey(job)
     key = ("k-eps", "generalisation", k, alg, sup, p.get("loss") or "precision", tuple(kq), hkey)
     if key in job.cache:
         return job.cache[key]
@@ -450,6 +455,22 @@ def run_keps(job: Job) -> Output:
     }
     if gen.node is not None:
         info["chosen_levels"] = dict(gen.levels)
+        qs = job.cache.get(("k-eps", "encoded", tuple(kq), _hkey(job)))
+        if qs is not None:
+            info["hierarchy_sources"] = {qq.name: qq.hierarchy.source for qq in qs}
+        wiped = [c for c in kq if gen.heights.get(c, 1) > 1 and gen.levels.get(c, 0) >= gen.heights[c] - 1]
+        if wiped and len(row_map):
+            warns.append(
+                notice(
+                    "k-quasi-wiped",
+                    f"{', '.join(map(repr, wiped))} generalised to the top of "
+                    f"{'its' if len(wiped) == 1 else 'their'} hierarchy: '*' in every released "
+                    "record, the release says nothing about "
+                    f"{'it' if len(wiped) == 1 else 'them'}. Give the k-quasis hierarchies with "
+                    "more levels (the app's hierarchy builder, or --hierarchy COL=FILE), lower k or "
+                    "allow more suppression.",
+                )
+            )
     if len(sup_rows):
         warns.append(
             notice(
