@@ -13,21 +13,34 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 pyreadstat = pytest.importorskip("pyreadstat")
 
-PID = {0.0: "Strong Democrat", 1.0: "Weak Democrat", 2.0: "Ind-Democrat", 3.0: "Independent",
-       4.0: "Ind-Republican", 5.0: "Weak Republican", 6.0: "Strong Republican"}
+PID = {
+    0.0: "Strong Democrat",
+    1.0: "Weak Democrat",
+    2.0: "Ind-Democrat",
+    3.0: "Independent",
+    4.0: "Ind-Republican",
+    5.0: "Weak Republican",
+    6.0: "Strong Republican",
+}
 
 
 def _anes(path, n=918, seed=3):
     rng = np.random.default_rng(seed)
-    df = pd.DataFrame({
-        "age": rng.integers(18, 91, n).astype(float),
-        "educ": rng.integers(1, 8, n).astype(float),
-        "PID": rng.integers(0, 7, n).astype(float),
-        "income": rng.integers(0, 150_000, n).astype(float),
-    })
-    pyreadstat.write_sav(df, str(path), variable_value_labels={"PID": PID},
-                         variable_format={"income": "F8.0", "age": "F3.0"},
-                         variable_measure={"PID": "nominal", "age": "scale", "income": "scale", "educ": "scale"})
+    df = pd.DataFrame(
+        {
+            "age": rng.integers(18, 91, n).astype(float),
+            "educ": rng.integers(1, 8, n).astype(float),
+            "PID": rng.integers(0, 7, n).astype(float),
+            "income": rng.integers(0, 150_000, n).astype(float),
+        }
+    )
+    pyreadstat.write_sav(
+        df,
+        str(path),
+        variable_value_labels={"PID": PID},
+        variable_format={"income": "F8.0", "age": "F3.0"},
+        variable_measure={"PID": "nominal", "age": "scale", "income": "scale", "educ": "scale"},
+    )
     return df
 
 
@@ -48,7 +61,9 @@ def test_wiped_k_quasi_before_and_after_the_run(qtbot, window, tmp_path):
     # declared in the file: shown as such (issue 24 §2)
     assert st.column_type("income") == ("integer", False) and st.type_origin("income") == "from the file"
     assert st.column_type("PID")[0] == "categorical"
-    window.roles_panel.set_roles({"age": "k-quasi", "PID": "k-quasi", "educ": "k-quasi", "income": "eps-quasi"})
+    window.roles_panel.set_roles(
+        {"age": "k-quasi", "PID": "k-quasi", "educ": "k-quasi", "income": "eps-quasi"}
+    )
     window.method_panel.select_method("k-eps")
     window.method_panel.set_values({"k": 5, "epsilon": 1.0})
     mp = window.method_panel
@@ -115,9 +130,25 @@ def test_builder_breaks_groups_and_the_cli_reads_its_file(qtbot, window, tmp_pat
     assert b.save_and_use(str(out))
     assert "age" in window.state.hierarchies and window.state.hierarchy_sources["age"] == {"path": str(out)}
     # the CLI reads the same file
-    rc = cli.main(["protect", str(tmp_path / "anes.sav"), str(tmp_path / "o.csv"), "--method", "k-eps",
-                   "--k", "5", "--role", "age=k-quasi", "--role", "PID=k-quasi", "--hierarchy", f"age={out}",
-                   "--seed", "1"])
+    rc = cli.main(
+        [
+            "protect",
+            str(tmp_path / "anes.sav"),
+            str(tmp_path / "o.csv"),
+            "--method",
+            "k-eps",
+            "--k",
+            "5",
+            "--role",
+            "age=k-quasi",
+            "--role",
+            "PID=k-quasi",
+            "--hierarchy",
+            f"age={out}",
+            "--seed",
+            "1",
+        ]
+    )
     assert rc == 0
     rel = pd.read_csv(tmp_path / "o.csv", dtype=str)
     assert set(rel["age"]) <= {"18-29", "30-44", "45-64", "≥65", "<30", "30-64", "<65", "*"}
@@ -126,8 +157,17 @@ def test_builder_breaks_groups_and_the_cli_reads_its_file(qtbot, window, tmp_pat
     qtbot.addWidget(g)
     assert g.kind.currentData() == "groups"  # labelled codes
     assert g.mapping.item(0, 1).text() == "Strong Democrat"
-    g.set_mapping({"0": "Democrat", "1": "Democrat", "2": "Independent", "3": "Independent",
-                   "4": "Independent", "5": "Republican", "6": "Republican"})
+    g.set_mapping(
+        {
+            "0": "Democrat",
+            "1": "Democrat",
+            "2": "Independent",
+            "3": "Independent",
+            "4": "Independent",
+            "5": "Republican",
+            "6": "Republican",
+        }
+    )
     assert g.hierarchy.height == 3 and g.levels.item(1, 1).text() == "3"
 
 
@@ -182,8 +222,11 @@ def _with_missing(path, n=600, seed=4):
     age = rng.integers(0, 90, n).astype(float)
     econ[age < 16] = np.nan  # children: no economic status
     df = pd.DataFrame({"age": age, "econ": econ, "income": rng.integers(0, 90_000, n).astype(float)})
-    pyreadstat.write_sav(df, str(path), variable_value_labels={"econ": {1.0: "employed", 2.0: "unemployed",
-                                                                      3.0: "retired", 4.0: "other"}})
+    pyreadstat.write_sav(
+        df,
+        str(path),
+        variable_value_labels={"econ": {1.0: "employed", 2.0: "unemployed", 3.0: "retired", 4.0: "other"}},
+    )
     return df
 
 
@@ -207,7 +250,9 @@ def test_missing_values_said_in_the_apps_words_before_the_run(qtbot, window, tmp
     df2 = st.df.copy()
     df2.loc[::7, "income"] = np.nan
     st.df = df2
-    st.stats["income"] = type(st.stats["income"])(**{**st.stats["income"].__dict__, "missing": int(df2["income"].isna().sum())})
+    st.stats["income"] = type(st.stats["income"])(
+        **{**st.stats["income"].__dict__, "missing": int(df2["income"].isna().sum())}
+    )
     window.method_panel.select_method("laplace")
     window.method_panel.set_values({"epsilon": 1.0})
     msg, level = check_column(st, "income")
@@ -305,7 +350,9 @@ def test_polish_issue24_8(qtbot, window, tmp_path):
     assert x_display_answers(":987") is False and x_display_answers("nonsense") is False
     env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
     env["DISPLAY"] = ":987"
-    p = subprocess.run([sys.executable, "-m", "dpstudio"], env=env, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "dpstudio"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 2, (p.returncode, p.stderr[-400:])
     assert "no X server accepts a connection" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 

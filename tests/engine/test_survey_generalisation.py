@@ -58,9 +58,7 @@ def anes(tmp_path):
 
 
 def _run(df, **kw):
-    return engine.protect(
-        df, "k-eps", ROLES, {}, k=5, epsilon=1.0, seed=1, types={"income": "integer"}, **kw
-    )
+    return engine.protect(df, "k-eps", ROLES, {}, k=5, epsilon=1.0, seed=1, types={"income": "integer"}, **kw)
 
 
 def test_wiped_k_quasi_is_said_after_the_run(anes):
@@ -153,7 +151,9 @@ def test_sav_export_keeps_numeric_types(anes, tmp_path):
 def test_sav_export_generalised_intervals_are_labelled_codes(tmp_path):
     rng = np.random.default_rng(5)
     n = 600
-    df = pd.DataFrame({"age": rng.integers(18, 91, n).astype(float), "sex": rng.integers(1, 3, n).astype(float)})
+    df = pd.DataFrame(
+        {"age": rng.integers(18, 91, n).astype(float), "sex": rng.integers(1, 3, n).astype(float)}
+    )
     pyreadstat.write_sav(df, str(tmp_path / "in.sav"), variable_value_labels={"sex": {1.0: "m", 2.0: "f"}})
     data, meta = read_table(tmp_path / "in.sav")
     res = engine.protect(data, "k-eps", {"age": "k-quasi", "sex": "k-quasi"}, {}, k=10, seed=2)

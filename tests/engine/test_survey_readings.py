@@ -15,7 +15,9 @@ from dpstudio.engine.measures.readings import reading
 def test_no_delta_for_columns_typed_categorical():
     rng = np.random.default_rng(1)
     n = 600
-    df = pd.DataFrame({"age": rng.integers(18, 91, n), "educ": rng.integers(1, 8, n), "PID": rng.integers(0, 7, n)})
+    df = pd.DataFrame(
+        {"age": rng.integers(18, 91, n), "educ": rng.integers(1, 8, n), "PID": rng.integers(0, 7, n)}
+    )
     roles = {"age": "k-quasi", "educ": "k-quasi", "PID": "k-quasi"}
     types = {"educ": "categorical", "PID": "ordinal"}
     res = engine.protect(df, "local-suppression", roles, {}, k=3, seed=1, types=types)

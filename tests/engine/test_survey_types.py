@@ -28,7 +28,13 @@ def _sav(path, n=300, seed=2):
         df,
         str(path),
         variable_format={"age": "F3.0", "PID": "F1.0", "income": "F8.0", "score": "F8.2", "hours": "F2.0"},
-        variable_measure={"PID": "nominal", "age": "scale", "income": "scale", "score": "scale", "hours": "scale"},
+        variable_measure={
+            "PID": "nominal",
+            "age": "scale",
+            "income": "scale",
+            "score": "scale",
+            "hours": "scale",
+        },
         variable_value_labels={"PID": {0.0: "Strong Democrat", 6.0: "Strong Republican"}},
     )
     return df
@@ -42,7 +48,12 @@ def test_sav_whole_numbers_are_integers_and_types_are_declared(tmp_path):
     assert df["hours"].dtype == np.float64  # missing values stay NaN
     for c in df0.columns:  # the same values
         np.testing.assert_array_equal(df[c].to_numpy(dtype=float), df0[c].to_numpy())
-    assert meta.declared_types == {"age": "integer", "PID": "categorical", "income": "integer", "hours": "integer"}
+    assert meta.declared_types == {
+        "age": "integer",
+        "PID": "categorical",
+        "income": "integer",
+        "hours": "integer",
+    }
 
 
 def test_stata_storage_types_are_declared(tmp_path):
@@ -56,8 +67,21 @@ def test_cli_uses_declared_types_and_says_so(tmp_path, capsys):
     _sav(tmp_path / "a.sav")
     out = tmp_path / "o.csv"
     rc = cli.main(
-        ["protect", str(tmp_path / "a.sav"), str(out), "--method", "laplace", "--role", "income=eps-quasi",
-         "--domain", "income=0:200000", "--epsilon", "1", "--seed", "1"]
+        [
+            "protect",
+            str(tmp_path / "a.sav"),
+            str(out),
+            "--method",
+            "laplace",
+            "--role",
+            "income=eps-quasi",
+            "--domain",
+            "income=0:200000",
+            "--epsilon",
+            "1",
+            "--seed",
+            "1",
+        ]
     )
     err = capsys.readouterr().err
     assert rc == 0, err  # before: "Column 'income' needs an output precision …"
@@ -66,9 +90,23 @@ def test_cli_uses_declared_types_and_says_so(tmp_path, capsys):
     assert (rel["income"] == rel["income"].round()).all()
     # --type wins over the file's declaration
     rc = cli.main(
-        ["protect", str(tmp_path / "a.sav"), str(tmp_path / "o2.csv"), "--method", "laplace", "--role",
-         "income=eps-quasi", "--domain", "income=0:200000", "--epsilon", "1", "--type", "income=numeric",
-         "--precision", "income=0.01"]
+        [
+            "protect",
+            str(tmp_path / "a.sav"),
+            str(tmp_path / "o2.csv"),
+            "--method",
+            "laplace",
+            "--role",
+            "income=eps-quasi",
+            "--domain",
+            "income=0:200000",
+            "--epsilon",
+            "1",
+            "--type",
+            "income=numeric",
+            "--precision",
+            "income=0.01",
+        ]
     )
     err = capsys.readouterr().err
     assert rc == 0 and "declared in" not in err
