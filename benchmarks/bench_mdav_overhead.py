@@ -73,13 +73,16 @@ for (nm in names(sets)) for (k in ks) {{
   d <- sets[[nm]]; v <- colnames(d)
   invisible(microaggregation(obj = d, variables = v, method = "mdav", aggr = k))
   t <- numeric(reps)
+  c0 <- proc.time()
   for (i in seq_len(reps)) {{
     t0 <- proc.time()[["elapsed"]]
     invisible(microaggregation(obj = d, variables = v, method = "mdav", aggr = k))
     t[i] <- proc.time()[["elapsed"]] - t0
   }}
-  cat(sprintf('{{"case": "%s", "k": %d, "median_ms": %.2f, "min_ms": %.2f}}\\n', nm, k,
-              1000 * median(t), 1000 * min(t)))
+  c1 <- proc.time()
+  cpu <- (c1[["user.self"]] + c1[["sys.self"]] - c0[["user.self"]] - c0[["sys.self"]]) / reps
+  cat(sprintf('{{"case": "%s", "k": %d, "median_ms": %.2f, "min_ms": %.2f, "cpu_ms": %.2f}}\\n',
+              nm, k, 1000 * median(t), 1000 * min(t), 1000 * cpu))
 }}
 """
 
@@ -140,16 +143,20 @@ def _time_python(tables: dict, ks: list[int], rounds: int) -> list[dict]:
             for _ in range(5):
                 whole()
                 algorithm()
-            tp, ta = [], []
+            tp, ta, cp, ca = [], [], [], []
+            clock, cpu = time.perf_counter, time.thread_time
             for _ in range(rounds):
-                t0 = time.perf_counter()
+                c0, t0 = cpu(), clock()
                 whole()
-                t1 = time.perf_counter()
+                c1, t1 = cpu(), clock()
                 algorithm()
-                t2 = time.perf_counter()
+                c2, t2 = cpu(), clock()
                 tp.append(t1 - t0)
                 ta.append(t2 - t1)
+                cp.append(c1 - c0)
+                ca.append(c2 - c1)
             tp_, ta_ = np.array(tp) * 1e3, np.array(ta) * 1e3
+            cp_, ca_ = np.array(cp) * 1e3, np.array(ca) * 1e3
             rows.append(
                 {
                     "case": name,
@@ -164,6 +171,9 @@ def _time_python(tables: dict, ks: list[int], rounds: int) -> list[dict]:
                     "algo_min": float(ta_.min()),
                     "overhead_med": float(np.median(tp_ - ta_)),
                     "overhead_min": float(tp_.min() - ta_.min()),
+                    "cpu_protect_med": float(np.median(cp_)),
+                    "cpu_algo_med": float(np.median(ca_)),
+                    "cpu_overhead_med": float(np.median(cp_ - ca_)),
                 }
             )
     return rows
@@ -217,7 +227,8 @@ def main() -> None:
         f"{os.cpu_count()} CPUs  python {platform.python_version()}  load {load:.1f}  "
         f"rounds {a.rounds} (interleaved)",
         f"{'case':<24}{'backend':>8}{'protect med/min':>18}{'algorithm med/min':>20}"
-        f"{'overhead med/min':>19}{'sdcMicro med/min':>19}",
+        f"{'overhead med/min':>19}{'sdcMicro med/min':>19}"
+        f"{'CPU: protect':>14}{'algorithm':>11}{'overhead':>10}{'sdcMicro':>10}",
     ]
     for r in py:
         s = rr.get((r["case"], r["k"]))
@@ -229,6 +240,8 @@ def main() -> None:
             f"{r['algo_med']:>11.2f}/{r['algo_min']:.2f} ms"
             f"{r['overhead_med']:>10.2f}/{r['overhead_min']:.2f} ms"
             f"{sdc:>19}"
+            f"{r['cpu_protect_med']:>11.2f} ms{r['cpu_algo_med']:>8.2f} ms{r['cpu_overhead_med']:>7.2f} ms"
+            + (f"{s['cpu_ms']:>7.1f} ms" if s else "")
         )
     lines.append("sources: " + "; ".join(f"{n}: {src}" for n, (_, src) in tables.items()))
     print("\n".join(lines), flush=True)
