@@ -7,7 +7,6 @@ module does not import it: no import cycle).
 from __future__ import annotations
 
 import functools
-
 import warnings as _warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -218,9 +217,7 @@ def prepare(
     dropped: list[int] = []
     # a method whose guarantee holds with missing key values (they match any value) keeps them
     miss = (
-        np.zeros(0, dtype=np.int64)
-        if spec.missing_matches_any
-        else V.missing_rows(data, protected, matrix=X)
+        np.zeros(0, dtype=np.int64) if spec.missing_matches_any else V.missing_rows(data, protected, matrix=X)
     )
     if miss.size:
         if not p.get("drop_missing"):
