@@ -1606,7 +1606,13 @@ def _csv_blocks(
 
 
 def _csv_block_iter(
-    table, names: list[str], sep: str, lt: str, enc: str, block_rows: int, floats: list[int] = ()
+    table,
+    names: list[str],
+    sep: str,
+    lt: str,
+    enc: str,
+    block_rows: int,
+    floats: tuple[int, ...] | list[int] = (),
 ):
     import codecs
 
