@@ -147,11 +147,14 @@ class OLAAdult:
         os.environ.pop("DPSTUDIO_OLA_NUMPY", None)
         os.environ.pop("DPSTUDIO_OLA_KERNEL", None)
         os.environ["DPSTUDIO_OLA_NUMPY" if search == "numpy" else "DPSTUDIO_OLA_KERNEL"] = "1"
-        from dpstudio.engine.algorithms import generalization
-        from dpstudio.engine.algorithms.generalization import ola
+        try:  # OLA's module since issue 22 §6; generalization.py before
+            from dpstudio.engine.algorithms import ola as ola_module
+        except ImportError:
+            from dpstudio.engine.algorithms import generalization as ola_module
+        ola = ola_module.ola
         from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
 
-        if search == "compiled" and not hasattr(generalization, "_ola_kernel"):
+        if search == "compiled" and not hasattr(ola_module, "_ola_kernel"):
             raise NotImplementedError("a commit before the compiled search")
         self.ola = ola
         df = pd.read_csv(ADULT / "adult.csv", sep=";")

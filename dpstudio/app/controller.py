@@ -768,6 +768,7 @@ class Controller(QObject):
             st.set_seed(rec.seed, pinned=rec.seed_pinned)
         st.recipe.seed_releases = list(rec.seed_releases)
         st.recipe.extra = dict(rec.extra)
+        st.set_step_list(st.step_list())  # the Method tab's step list (issue 23 §2)
         st.sig_query_ledger_changed.emit()  # the query desk's ledger (issue 14)
         note = project.seed_note(st.recipe.seed if rec.seed is not None else None)
         self.sig_seed_note.emit(note)

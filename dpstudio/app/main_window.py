@@ -22,6 +22,8 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSplitter,
     QTabWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from dpstudio import __version__
@@ -67,9 +69,17 @@ class MainWindow(QMainWindow):
         self.method_panel = MethodPanel(self.state)
         self.explore_panel = ExplorePanel(self.state)
         self.results_panel = ResultsPanel(self.state)
+        from dpstudio.app.widgets.step_list import StepListPanel
+
+        self.step_panel = StepListPanel(self.state)  # issue 23 §2: a release made of steps
+        method_box = QWidget()
+        method_lay = QVBoxLayout(method_box)
+        method_lay.setContentsMargins(0, 0, 0, 0)
+        method_lay.addWidget(self.method_panel)
+        method_lay.addWidget(self.step_panel)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
-        scroll.setWidget(self.method_panel)
+        scroll.setWidget(method_box)
         scroll.setMinimumWidth(330)
         self.method_splitter = QSplitter(Qt.Orientation.Horizontal)
         self.method_splitter.setObjectName("method_splitter")
@@ -168,6 +178,7 @@ class MainWindow(QMainWindow):
         ctl.sig_error.connect(self._on_controller_error)
         ctl.sig_loaded.connect(self.sig_loaded)
         ctl.sig_protected.connect(lambda: self.tabs.setCurrentIndex(TAB_RESULTS))
+        self.step_panel.sig_release_set.connect(self._on_chain_release)
         ctl.sig_protected.connect(self.history_panel.add_current)  # issue 11: candidates
         self.history_panel.sig_export_requested.connect(self.export_dialog)
         self.explore_panel.sse_scale.currentIndexChanged.connect(self.history_panel._draw_plane)
@@ -405,6 +416,11 @@ class MainWindow(QMainWindow):
                 self.open_data(urls[0])
 
     # ------------------------------------------------------------------ controller -> view
+    def _on_chain_release(self) -> None:
+        """The step list's release became the current one: no sweep curve describes it."""
+        self.controller.result_sig = None
+        self.tabs.setCurrentIndex(TAB_RESULTS)
+
     def _on_runner_busy(self, _busy: bool) -> None:
         busy = self.controller.busy
         self.cancel_btn.setEnabled(busy)
@@ -567,6 +583,8 @@ class MainWindow(QMainWindow):
         self.controller.shutdown(timeout)
         self.method_panel.preview_runner.cancel()
         self.method_panel.preview_runner.wait(timeout)
+        self.step_panel.runner.cancel()
+        self.step_panel.runner.wait(timeout)
         self.risk_panel.runner.cancel()
         self.risk_panel.runner.wait(timeout)
         for r in (self.query_panel.runner, self.query_panel.digest_runner):

@@ -393,6 +393,25 @@ class AppState(QObject):
         self.sig_recipe_changed.emit()
         self.mark_dirty()
 
+    #: The key of the project file that keeps the Method tab's step list (not ``steps``: a
+    #: recipe's ``steps`` make ``dpstudio protect --recipe`` run a chain; a project's release
+    #: may be a single method while its step list is being built).
+    STEP_LIST_KEY = "step_list"
+
+    def step_list(self) -> list[dict]:
+        """The Method tab's step list kept in the project ([] when none)."""
+        v = self.recipe.extra.get(self.STEP_LIST_KEY)
+        return [dict(x) for x in v] if isinstance(v, list) else []
+
+    def set_step_list(self, steps: list[dict]) -> None:
+        """Keep the step list in the project (saved with it); observers are told."""
+        steps = [dict(x) for x in steps]
+        if steps != self.step_list():
+            # [] rather than no key: saving keeps the keys of the old file the recipe lacks
+            self.recipe.extra[self.STEP_LIST_KEY] = steps
+            self.mark_dirty()
+        self.sig_recipe_changed.emit()
+
     def set_params(self, params: dict) -> None:
         """Replace the method's parameters."""
         params = _current_params(params)

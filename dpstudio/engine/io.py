@@ -641,6 +641,26 @@ _COMMA_NUM = re.compile(r"^\s*[-+]?(\d+|\d{1,3}(\.\d{3})+)?(,\d*)?([eE][-+]?\d+)
 _MULTI_GROUP = re.compile(r"\d\.\d{3}\.\d{3}")
 
 
+def _bare_cr(src) -> bool:
+    """Whether the file (a path or a seekable handle, read from where it stands) ends its lines
+    with a carriage return alone: its first MiB holds a CR and no LF.
+    """
+    try:
+        if isinstance(src, (str, os.PathLike)):
+            with open(src, "rb") as fh:
+                head = fh.read(1 << 20)
+        elif hasattr(src, "seek") and hasattr(src, "tell") and src.seekable():
+            pos = src.tell()
+            head = src.read(1 << 20)
+            src.seek(pos)
+        else:
+            return False
+    except (OSError, ValueError):
+        return False
+    cr, lf = ("\r", "\n") if isinstance(head, str) else (b"\r", b"\n")
+    return cr in head and lf not in head
+
+
 def _raw_frame(src, *, sep: str, encoding: str | None, header, nrows=None, chunksize=None):
     """The table as read, every field as its text ('' for an empty field): nothing converted."""
     # index_col=False: a row longer than the header never turns the first columns into a
@@ -658,6 +678,10 @@ def _raw_frame(src, *, sep: str, encoding: str | None, header, nrows=None, chunk
     )
     if encoding is not None:
         kw["encoding"] = encoding
+    if _bare_cr(src):
+        # old Mac line ends: pandas' C parser, left to detect them, shifts the fields of the
+        # line after a blank one (",5,6" read as "5", "6", ""); told, it reads them right
+        kw["lineterminator"] = "\r"
     import warnings
 
     with warnings.catch_warnings():
@@ -1423,6 +1447,60 @@ def read_table(
 # --------------------------------------------------------------------- writing
 
 
+def relabelled(meta: TableMeta | None, merged: dict | None) -> TableMeta | None:
+    """``meta`` with the value labels of merged codes (``merged``: column -> {new code: [old
+    codes]}, as text, e.g. a recoding's ``1+2:12``): the new code is labelled with the old
+    codes' labels joined by " + " (an old code without a label by its number), the old codes'
+    labels that no longer occur are dropped.  Columns without labels stay without.
+    """
+    if meta is None or not merged:
+        return meta
+    import copy
+
+    out = copy.copy(meta)
+    out.value_labels = {c: dict(v) for c, v in meta.value_labels.items()}
+    for c, groups in merged.items():
+        labels = out.value_labels.get(c)
+        if not labels:
+            continue
+        by_text = {_code_text(k): k for k in labels}
+        for new, olds in groups.items():
+            parts = [str(labels[by_text[o]]) if o in by_text else o for o in olds]
+            for o in olds:
+                if o in by_text and o != new:
+                    labels.pop(by_text[o], None)
+            key = by_text.get(new, float(new) if _code_text(float(new)) == new else new)
+            labels[key] = " + ".join(parts)
+    return out
+
+
+def _code_text(k) -> str:
+    """A value-label code as text (1, 1.0 and '1' alike)."""
+    try:
+        f = float(k)
+    except (TypeError, ValueError):
+        return str(k)
+    return str(int(f)) if f == int(f) and abs(f) < 1e15 else repr(f)
+
+
+def _categorical_codes(df: pd.DataFrame, vl: dict) -> pd.DataFrame:
+    """Pandas categorical columns as codes 1, 2, … (missing stays missing) with their
+    categories as value labels in ``vl`` (SPSS/Stata: an ordered categorical such as recoded
+    intervals keeps its order in the codes); other columns untouched.
+    """
+    cats = [c for c in df.columns if isinstance(df[c].dtype, pd.CategoricalDtype)]
+    if not cats:
+        return df
+    df = df.copy(deep=False)
+    for c in cats:
+        s = df[c]
+        codes = s.cat.codes.to_numpy().astype(np.float64) + 1.0
+        codes[codes == 0] = np.nan
+        df[c] = codes
+        vl[c] = {float(i + 1): str(lab) for i, lab in enumerate(s.cat.categories)}
+    return df
+
+
 def _stata_labels(df: pd.DataFrame, meta: TableMeta | None) -> tuple[dict, list | None]:
     if meta is None:
         return {}, None
@@ -1722,15 +1800,16 @@ def write_table(
                 import pyreadstat
 
                 vl, cl = _stata_labels(df, meta)
+                out = _categorical_codes(df, vl)
                 kw: dict[str, Any] = {}
                 if vl:
                     kw["variable_value_labels"] = vl
                 if cl:
                     kw["column_labels"] = cl
                 if f == "dta":
-                    pyreadstat.write_dta(df, tmp, **kw)
+                    pyreadstat.write_dta(out, tmp, **kw)
                 else:
-                    pyreadstat.write_sav(df, tmp, **kw)
+                    pyreadstat.write_sav(out, tmp, **kw)
         except (OSError, MemoryError):
             raise
         except Exception as exc:  # noqa: BLE001

@@ -130,7 +130,10 @@ def _params(result) -> dict:
     "None"; ε not set is the noise-free baseline (issue 11).
     """
     out = {}
-    for k, v in (getattr(result, "params", {}) or {}).items():
+    shown = (
+        result.public_params() if hasattr(result, "public_params") else (getattr(result, "params", {}) or {})
+    )
+    for k, v in shown.items():
         if k in _HIDDEN_PARAMS:
             continue
         if v is None:

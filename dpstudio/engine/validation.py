@@ -262,6 +262,20 @@ def constant_columns(df: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | 
     return out
 
 
+def default_precision(column: str, domains: dict, types: dict | None = None) -> float | None:
+    """The default output grid γ of ``column`` from declared facts only: declared type
+    ``integer`` gives 1, else the declared domain decides; None without either (the app shows
+    it greyed in the empty cell, :func:`check_precision` uses it).
+
+    >>> default_precision("age", {"age": (0, 120)}, {"age": "integer"})
+    1.0
+    """
+    from dpstudio.engine.algorithms.noise import default_precision as from_domain
+    from dpstudio.engine.roles import declared_integer
+
+    return from_domain(domains.get(column), declared_integer(dict(types or {}), column))
+
+
 def check_precision(
     df: pd.DataFrame,
     cols: list[str],
@@ -275,7 +289,7 @@ def check_precision(
     never the values or their dtype, issue 21 §3 N2); columns with neither are left out (the
     method asks for one when it draws noise).
     """
-    from dpstudio.engine.algorithms.noise import default_precision, make_grid
+    from dpstudio.engine.algorithms.noise import make_grid
     from dpstudio.engine.roles import declared_integer
 
     types = dict(types or {})
@@ -292,7 +306,7 @@ def check_precision(
     for c in cols:
         g = given.get(c)
         if g is None:
-            g = default_precision(domains.get(c), declared_integer(types, c))
+            g = default_precision(c, domains, types)
             if g is None:
                 continue
         rng_txt = f"[{PRECISION_MIN:g}, {PRECISION_MAX:g}]"

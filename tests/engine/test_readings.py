@@ -53,8 +53,21 @@ def test_assessment_and_cli_show_the_readings(tmp_path, capsys):
 
     src = tmp_path / "in.csv"
     df.to_csv(src, index=False)
-    code = cli.main(["protect", str(src), str(tmp_path / "o.csv"), "--method", "mdav",
-                     "--role", "x=k-quasi", "--role", "y=k-quasi", "--param", "k=5"])
+    code = cli.main(
+        [
+            "protect",
+            str(src),
+            str(tmp_path / "o.csv"),
+            "--method",
+            "mdav",
+            "--role",
+            "x=k-quasi",
+            "--role",
+            "y=k-quasi",
+            "--param",
+            "k=5",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "RL: " in out and "chance level 0.5 % = 100/n (n = 200)" in out

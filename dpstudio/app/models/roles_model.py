@@ -442,13 +442,12 @@ def default_precision_of(state: AppState, name: str) -> float | None:
     """The engine's default γ for ``name`` (shown greyed in the empty cell): from the declared
     type and domain only, as the engine computes it (never the suggested type).
     """
-    from dpstudio.engine.algorithms.noise import default_precision
-    from dpstudio.engine.roles import declared_integer
+    from dpstudio.engine.validation import default_precision
 
     s = state.stats.get(name)
     if s is None or not s.numeric:
         return None
-    return default_precision(state.domains.get(name), declared_integer(state.types, name))
+    return default_precision(name, state.domains, state.types)
 
 
 def check_column(state: AppState, name: str, types: bool = True) -> tuple[str, str]:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QPlainTextEdit,
     QPushButton,
     QSlider,
     QSpinBox,
@@ -135,6 +136,25 @@ def _get_spec(method_id: str):
     return get_method(method_id)
 
 
+def per_column_text(v: dict) -> str:
+    """A per-column parameter's dict as the form's text: one ``COLUMN=TEXT`` per line."""
+    return "\n".join(f"{c}={x}" for c, x in v.items())
+
+
+def parse_per_column_text(text: str) -> dict[str, str] | None:
+    """The form's text of a per-column parameter: one ``COLUMN=TEXT`` a line (split at the
+    first ``=``; blank lines skipped; a line without ``=`` is a column without text, which the
+    engine's check names).  Empty: None (not given).
+    """
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        col, _, rest = line.partition("=")
+        out[col.strip()] = rest.strip()
+    return out or None
+
+
 class ParamField(QWidget):
     """One parameter editor generated from a registry Param dict."""
 
@@ -247,6 +267,19 @@ class ParamField(QWidget):
             lay.addWidget(ch)
             lay.addStretch(1)
             self.editor = ch
+        elif self.kind == "per-column":
+            # one line per column: COLUMN=TEXT in the parameter's own grammar (a line, not a
+            # separator: breaks and merges hold commas)
+            te = QPlainTextEdit()
+            te.setObjectName(f"param_{self.name}")
+            te.setPlaceholderText(f"one column per line: COLUMN={p.get('item_help') or 'TEXT'}")
+            te.setTabChangesFocus(True)
+            te.setFixedHeight(3 * te.fontMetrics().lineSpacing() + 14)  # three lines
+            if isinstance(p["default"], dict):
+                te.setPlainText(per_column_text(p["default"]))
+            te.textChanged.connect(self.changed)
+            lay.addWidget(te, 1)
+            self.editor = te
         else:  # mapping / str
             le = QLineEdit()
             le.setObjectName(f"param_{self.name}")
@@ -284,6 +317,8 @@ class ParamField(QWidget):
             return e.currentData()
         if self.kind == "bool":
             return bool(e.isChecked())
+        if self.kind == "per-column":
+            return parse_per_column_text(e.toPlainText())
         text = e.text().strip()
         if self.kind == "mapping":
             if not text:
@@ -318,6 +353,11 @@ class ParamField(QWidget):
         elif self.kind == "mapping" and isinstance(v, dict):
             e.setText("; ".join(f"{k}={x}" for k, x in v.items()))
             self.changed.emit()
+        elif self.kind == "per-column":
+            if isinstance(v, dict) and parse_per_column_text(e.toPlainText()) != {
+                str(c): str(x) for c, x in v.items()
+            }:
+                e.setPlainText(per_column_text(v))  # (emits changed through textChanged)
         else:
             e.setText(str(v))
             self.changed.emit()

@@ -148,6 +148,17 @@ def _param_labels(method: str) -> dict:
         return {}
 
 
+def _params_line(method: str, params: dict) -> str:
+    """``label = value, ...`` of a method's parameters."""
+    labels = _param_labels(method)
+    text = ", ".join(
+        f"{labels.get(k, k)} = {_fmt(v) if isinstance(v, float) else v}"
+        for k, v in params.items()
+        if v is not None and not isinstance(v, dict) and not str(k).startswith("_")
+    )
+    return text
+
+
 def _fmt(x) -> str:
     if isinstance(x, (float, np.floating)):
         if np.isnan(x):
@@ -317,11 +328,12 @@ class ResultsPanel(QWidget):
             return
         ev = dict(st.evaluation or {})
         extra = ev.pop("_app", {})
-        labels = _param_labels(getattr(res, "method", ""))
-        params = ", ".join(
-            f"{labels.get(k, k)} = {_fmt(v) if isinstance(v, float) else v}"
-            for k, v in res.params.items()
-            if v is not None and not isinstance(v, dict) and not str(k).startswith("_")
+        params = (
+            " → ".join(
+                f"{i}. {s.method} ({_params_line(s.method, s.params)})" for i, s in enumerate(res.steps, 1)
+            )
+            if getattr(res, "steps", None)  # a release made of steps: each step's parameters
+            else _params_line(getattr(res, "method", ""), res.params)
         )
         self.header.setText(
             f"<b>{html.escape(res.method_name)}</b> — {html.escape(params)}<br>"

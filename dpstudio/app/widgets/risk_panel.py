@@ -49,7 +49,7 @@ from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner
 from dpstudio.app.workers import TaskRunner
 from dpstudio.engine.measures.suda2 import suda2
-from dpstudio.engine.measures.survey_risk import write_per_record_risk
+from dpstudio.engine.measures.survey_risk import release_with_household_ids, write_per_record_risk
 
 #: Roles changes are collected for this long before the risk is recomputed.
 RISK_DEBOUNCE_MS = 300
@@ -162,6 +162,11 @@ def compute_risk(
         if settings.household and settings.household not in release.columns:
             kw["household"] = None
             notes.append(f"the household id {settings.household} is not released: no household risk")
+        elif settings.household and release.attrs.get("households_from_original"):
+            notes.append(
+                f"household risk: the released records grouped by their original households "
+                f"({settings.household} itself is not released)"
+            )
         kw["sensitive"] = [s for s in kw["sensitive"] if s in release.columns]
         rrep = engine.assess_risk(release, settings.keys, **kw)
         out[RELEASE] = rrep
@@ -635,6 +640,19 @@ class RiskPanel(QWidget):
             return
         df = st.df
         release = st.result.data if st.result is not None else None
+        if (
+            release is not None
+            and settings.household
+            and settings.household not in release.columns
+            and hasattr(st.result, "aligned_original")
+        ):
+            # household risk "after": the released records grouped by their original households
+            # (the id itself is not released; this view is the operator's, never published)
+            try:
+                release = release_with_household_ids(st.result, settings.household)
+                release.attrs["households_from_original"] = True
+            except (engine.DPStudioError, ValueError):
+                pass
         self.settings_label.setText(self._settings_text(settings) + " — computing…")
 
         def work(_progress, check_cancel):

@@ -2,7 +2,7 @@
 
 1. identifiers are dropped (by the API);
 2. the k-quasis are k-anonymised by generalisation, OLA (optimal full-domain, with record
-   suppression) or Mondrian (multidimensional) — :mod:`dpstudio.engine.algorithms.generalization`;
+   suppression) or Mondrian (multidimensional) — :mod:`dpstudio.engine.algorithms.ola`, :mod:`~dpstudio.engine.algorithms.mondrian`;
 3. inside each equivalence class every record's ε-quasis get Laplace (or staircase) noise
    calibrated to sensitivity Σ_j diam_j(ec) — scale Σ_j diam_j(ec)/ε, one record-level
    mechanism over the ε-quasis (paper 003 §IV); a class whose diameters are all 0 gets
@@ -27,7 +27,9 @@ import pandas as pd
 from dpstudio.engine import validation as V
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import noise as N
-from dpstudio.engine.algorithms.generalization import CodedLabels, encode_quasis, mondrian, ola
+from dpstudio.engine.algorithms.generalization import CodedLabels, encode_quasis
+from dpstudio.engine.algorithms.mondrian import mondrian
+from dpstudio.engine.algorithms.ola import ola
 from dpstudio.engine.codes import from_codes, take_rows
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.guarantee import Clause, Effect, Effects, Guarantee, GuaranteeContext, Model
@@ -48,6 +50,8 @@ from dpstudio.engine.protection._common import (
     ORDER_PARAM,
     as_k,
     epsilon_param,
+    household_order,
+    household_permutation,
     job_stream,
     k_param,
     keep_order,
@@ -372,6 +376,8 @@ def run_keps(job: Job) -> Output:
     rel_idx = np.flatnonzero(rel)
     if keep_order(p):
         take = rel_idx
+    elif household_order(p):  # households as units (issue 23 §3)
+        take = rel_idx[household_permutation(job, rel_idx.size, kept[rel_idx])]
     else:
         k0, k1 = K.sort_keys(shuffle_stream, kept[rel_idx])
         take = rel_idx[K.order_by_keys(k0, k1)]
