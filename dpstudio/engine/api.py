@@ -6,6 +6,7 @@ module does not import it: no import cycle).
 
 from __future__ import annotations
 
+import functools
 import warnings as _warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -65,6 +66,10 @@ class Prepared:
     _digest: str | None = field(default=None, repr=False)
     #: the content digests of the declared hierarchies (computed once, on first use)
     _hierarchy_digests: dict | None = field(default=None, repr=False)
+    #: the protected columns as one read-only float64 matrix when they are plain numbers and
+    #: the table is small (:func:`~dpstudio.engine.validation.numeric_block`): checked,
+    #: digested and handed to the method's ``job.matrix`` without per-column pandas work
+    _matrix: np.ndarray | None = field(default=None, repr=False)
 
     def digest(self) -> str:
         """The data digest of the prepared records on the protected columns (what a run's
@@ -73,7 +78,7 @@ class Prepared:
         if self._digest is None:
             from dpstudio.engine.keying import data_digest
 
-            self._digest = data_digest(self.data, list(self.protected))
+            self._digest = data_digest(self.data, list(self.protected), matrix=self._matrix)
         return self._digest
 
     def _effective_hierarchies(self) -> dict:
@@ -227,6 +232,18 @@ def _applicable(spec: MethodSpec, roles: dict[str, Role], params: dict | None = 
     return [c for c, role in roles.items() if role in spec.protects]
 
 
+def _plain_text_names(cols: pd.Index) -> bool:
+    """True when ``cols`` is already what ``[str(c) for c in cols]`` would make: pandas'
+    default text index without missing names (then renaming would change nothing).
+    """
+    return isinstance(cols.dtype, pd.StringDtype) and cols.dtype == _default_text_dtype() and not cols.hasnans
+
+
+@functools.cache
+def _default_text_dtype():
+    return pd.Index(["a"]).dtype
+
+
 def prepare(
     df: pd.DataFrame,
     method: str,
@@ -264,20 +281,31 @@ def prepare(
     check_household_order(spec, r, p)
     warns: list[str] = []
 
-    data = df.copy()
-    data.columns = [str(c) for c in data.columns]
-    data = data.reset_index(drop=True)
+    # a private copy: with copy-on-write (pandas >= 3) a shallow copy is one -- a change to
+    # either frame copies the changed column first -- and costs nothing on small tables
+    data = df.copy(deep=False)
+    if not _plain_text_names(data.columns):
+        data.columns = [str(c) for c in data.columns]
+    ix = data.index
+    if not (isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1):
+        data = data.reset_index(drop=True)
 
+    X = V.numeric_block(data, protected)  # None unless plain numbers on a small table
     if spec.numeric_only:
-        for c in protected:
-            V.numeric_column(data, c, r[c].label)
-            if not pd.api.types.is_numeric_dtype(data[c]):
-                check_decimal_ambiguity(c, data[c])  # 1.234: never guess the mark (issue 15)
-                data[c] = pd.to_numeric(data[c])
+        if X is not None:  # the column-by-column checks' answer, read off the matrix
+            bad = V.first_infinite(X, protected)
+            if bad is not None:
+                V.numeric_column(data, bad, r[bad].label)  # raises, naming the rows
+        else:
+            for c in protected:
+                V.numeric_column(data, c, r[c].label)
+                if not pd.api.types.is_numeric_dtype(data[c]):
+                    check_decimal_ambiguity(c, data[c])  # 1.234: never guess the mark (issue 15)
+                    data[c] = pd.to_numeric(data[c])
     dropped: list[int] = []
     # a method whose guarantee holds with missing key values (they match any value) keeps them
     keeps = spec.missing_matches_any or spec.keeps_missing
-    miss = np.zeros(0, dtype=np.int64) if keeps else V.missing_rows(data, protected)
+    miss = np.zeros(0, dtype=np.int64) if keeps else V.missing_rows(data, protected, matrix=X)
     if miss.size:
         if not p.get("drop_missing"):
             raise InputError(V.missing_message(data, protected))
@@ -292,6 +320,7 @@ def prepare(
         )
         if len(data) < 2:
             raise InputError("After dropping records with missing values fewer than two records remain.")
+        X = V.numeric_block(data, protected)
     n = len(data)
     if "k" in p and spec.uses_k and p["k"] is not None:
         P.check_k(p["k"], n, spec.id, spec.min_k)
@@ -313,7 +342,7 @@ def prepare(
     # the guarantee, the metadata or the release note
     derived = V.data_derived_domains(data, doms)
     warns.extend(V.data_derived_domain_warning(c, why) for c, why in derived.items())
-    const = V.constant_columns(data, protected)
+    const = V.constant_columns(data, protected, matrix=X)
     if const:
         warns.append(
             notice(
@@ -348,6 +377,7 @@ def prepare(
         precision=prec,
         types=ty,
         keep_household=bool(keep_household),
+        _matrix=X,
     )
     prep.precision_given = {c: g for c, g in (precision or {}).items() if c in prec}
     return prep
@@ -390,6 +420,9 @@ def run_prepared(
         precision=dict(prep.precision or {}),
         types=dict(prep.types),
     )
+    if prep._matrix is not None:
+        # the prepared matrix of the protected columns is what job.matrix(protected) computes
+        job.cache.setdefault(("matrix", tuple(prep.protected)), prep._matrix)
     if progress is not None:
         job.progress = progress
     if check_cancel is not None:

@@ -1702,9 +1702,10 @@ _PLAIN_SEPS = (",", ";", "\t", "|")
 
 def _csv_bytes(data: pd.DataFrame, sep: str, lt: str, enc: str) -> bytes | None:
     """The bytes ``data.to_csv(sep=sep, lineterminator=lt, encoding=enc, index=False)`` writes,
-    built with pyarrow for the common case -- columns of texts and integers (missing = empty)
-    where no name or text needs quoting -- or None (then pandas writes the file).  Floats,
-    booleans, dates... always go to pandas (its float format is Python's repr).
+    built with pyarrow for the common case -- columns of texts, integers and float64 (missing =
+    empty; floats as numpy's ``str``, which pandas writes, :func:`_float_texts`) where no name
+    or text needs quoting -- or None (then pandas writes the file).  Booleans, dates, other
+    float types... always go to pandas.
     """
     blocks = _csv_blocks(data, sep, lt, enc)
     if blocks is None:
@@ -1723,7 +1724,46 @@ class _NeedsPandas(Exception):
 _CSV_BLOCK_ROWS = 500_000
 
 
-def _csv_blocks(data: pd.DataFrame, sep: str, lt: str, enc: str, block_rows: int | None = None):
+#: float64 values Arrow's cast to text writes with the digits and form of numpy's ``str``
+#: (which pandas' ``to_csv`` writes), once ".0" is added to a whole number: zero and
+#: 1e-4 <= |x| < 1e10 (Arrow switches to an exponent at 1e10, numpy at 1e16 and below 1e-4);
+#: any other value is written by numpy's ``str`` itself
+_FLOAT_ARROW_RANGE = (1e-4, 1e10)
+
+
+def _float_texts(a):
+    """The texts pandas' ``to_csv`` writes for a float64 Arrow array (numpy's ``str`` of each
+    value; NaN as nothing), built with Arrow compute, never a Python object per value.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    v = a.to_numpy(zero_copy_only=False)
+    nan = np.isnan(v)
+    t = pc.cast(pa.array(v, mask=nan if nan.any() else None), pa.string())
+    # a whole number: Arrow writes "12", numpy "12.0" (no "." and no exponent, finite)
+    whole = pc.invert(pc.match_substring_regex(t, r"[.en]"))
+    t = pc.if_else(whole, pc.binary_join_element_wise(t, pa.scalar(".0"), ""), t)
+    with np.errstate(invalid="ignore"):
+        m = np.abs(v)
+        lo, hi = _FLOAT_ARROW_RANGE
+        other = np.isfinite(v) & (v != 0) & ((m < lo) | (m >= hi))
+    idx = np.flatnonzero(other)
+    if idx.size:
+        texts = v[idx].astype(str)
+        t = pc.replace_with_mask(t, pa.array(other), pa.array(texts, type=pa.string()))
+    return t
+
+
+def _csv_blocks(
+    data: pd.DataFrame,
+    sep: str,
+    lt: str,
+    enc: str,
+    block_rows: int | None = None,
+    *,
+    decimal: str = ".",
+):
     """:func:`_csv_bytes` as an iterator of consecutive blocks of bytes (the header, then the
     lines of ``block_rows`` records at a time, written by Arrow's CSV writer: never a Python
     object per value or per line, and never the whole file in memory, issue 27), or None when
@@ -1740,9 +1780,15 @@ def _csv_blocks(data: pd.DataFrame, sep: str, lt: str, enc: str, block_rows: int
     if not all(isinstance(c, str) and not any(ch in c for ch in specials) for c in names):
         return None
     sources = []
+    floats = []
     for j in range(len(names)):
         s = data.iloc[:, j]
         dt = s.dtype
+        if isinstance(dt, np.dtype) and dt == np.float64 and decimal == ".":
+            # float64: turned into numpy's texts block by block (_float_texts)
+            sources.append(pa.array(s.to_numpy()))
+            floats.append(j)
+            continue
         try:
             if isinstance(dt, pd.StringDtype) or (isinstance(dt, np.dtype) and dt.kind == "O"):
                 a = pa.array(s.array) if isinstance(dt, pd.StringDtype) else None
@@ -1756,10 +1802,18 @@ def _csv_blocks(data: pd.DataFrame, sep: str, lt: str, enc: str, block_rows: int
             return None  # objects that are not all texts
         sources.append(a)
     table = pa.table(sources, names=[f"c{j}" for j in range(len(names))])
-    return _csv_block_iter(table, names, sep, lt, enc, block_rows or _CSV_BLOCK_ROWS)
+    return _csv_block_iter(table, names, sep, lt, enc, block_rows or _CSV_BLOCK_ROWS, floats)
 
 
-def _csv_block_iter(table, names: list[str], sep: str, lt: str, enc: str, block_rows: int):
+def _csv_block_iter(
+    table,
+    names: list[str],
+    sep: str,
+    lt: str,
+    enc: str,
+    block_rows: int,
+    floats: tuple[int, ...] | list[int] = (),
+):
     import codecs
 
     import pyarrow as pa
@@ -1787,8 +1841,11 @@ def _csv_block_iter(table, names: list[str], sep: str, lt: str, enc: str, block_
     yield out((sep.join(names) + lt).encode("utf-8"))
     for a in range(0, table.num_rows, block_rows):
         sink = pa.BufferOutputStream()
+        part = table.slice(a, block_rows)
+        for j in floats:
+            part = part.set_column(j, f"c{j}", _float_texts(part.column(j).combine_chunks()))
         try:
-            pcsv.write_csv(table.slice(a, block_rows), sink, opts)
+            pcsv.write_csv(part, sink, opts)
         except pa.ArrowInvalid:
             raise _NeedsPandas from None
         yield out(sink.getvalue())
@@ -1845,7 +1902,7 @@ def write_table(
                 lt = meta.lineterminator if meta and meta.lineterminator in ("\n", "\r\n") else "\n"
                 # the same bytes as pandas, without its per-row writer (None when a field needs
                 # quoting, e.g. holds a CR: then the line break below decides)
-                blocks = _csv_blocks(data, sep, lt, enc)
+                blocks = _csv_blocks(data, sep, lt, enc, decimal=dec)
                 if blocks is not None:
                     try:
                         with open(tmp, "wb") as fh:

@@ -24,6 +24,7 @@ from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.params import EPSILON_MAX, EPSILON_MIN, WEIGHT_MAX, WEIGHT_MIN, Param
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output, epsilon_shares
+from dpstudio.engine.validation import BLOCK_CELLS
 
 # --------------------------------------------------------------------------- shared parameters
 
@@ -454,6 +455,17 @@ def frame_with(job: Job, new: dict[str, np.ndarray] | dict[str, pd.Series]) -> p
     columns one by one on a copy costs more than the whole method on small data).
     """
     data = job.data
+    names = data.columns.tolist()
+    if (
+        len(new) == len(names)
+        and len(data) * len(names) <= BLOCK_CELLS
+        and all(isinstance(new.get(c), np.ndarray) and new[c].dtype == np.float64 for c in names)
+    ):
+        # every column replaced by numbers (a small table): one float block, which the
+        # release's shuffle gathers at once (issue 27 §2: 13 one-column blocks cost more than
+        # MDAV itself on Census); the same columns, values and dtypes
+        block = np.column_stack([new[c] for c in names])
+        return pd.DataFrame(block, columns=data.columns, index=data.index, copy=False)
     cols = {c: (new[c] if c in new else data[c]) for c in data.columns}
     return pd.DataFrame(cols, index=data.index, copy=False)
 
