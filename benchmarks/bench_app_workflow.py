@@ -226,6 +226,8 @@ def long_sweep(win, ticker, rows: int) -> list[str]:
     pd.DataFrame({f"x{i}": np.round(rng.gamma(2.0, 1000.0, rows), 1) for i in range(4)}).to_csv(path, index=False)
     st = win.state
     win.controller.confirm_csv = lambda p, info: {k: info.get(k) for k in ("sep", "encoding", "decimal")}
+    # the first file has roles: the window asks (a modal box) whether to keep them -- discard
+    win._ask_keep_roles = lambda p: False
     assert win.open_data(str(path))
     run_until(lambda: st.path == str(path), 600)
     settle(win)

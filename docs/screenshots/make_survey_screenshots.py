@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent
@@ -27,23 +26,14 @@ def main() -> None:  # noqa: C901 - a linear script
     app = QApplication.instance() or QApplication(sys.argv)
     from dpstudio.app.main_window import MainWindow
 
-    def pump(seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            app.processEvents()
-            time.sleep(0.01)
+    sys.path.insert(0, str(OUT))
+    from _driver import Driver
+
+    drv = Driver(app, OUT)
+    pump, shot = drv.pump, drv.shot
 
     def wait_idle(timeout: float = 300.0) -> None:
-        pump(0.2)
-        end = time.monotonic() + timeout
-        while win.controller.busy and time.monotonic() < end:
-            pump(0.05)
-        pump(0.5)
-
-    def shot(widget, name: str) -> None:
-        pump(0.6)
-        widget.grab().save(str(OUT / name))
-        print("saved", name, flush=True)
+        drv.wait_idle(win, timeout)
 
     win = MainWindow(offer_recovery=False)
     win.resize(W, H)

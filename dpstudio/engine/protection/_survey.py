@@ -15,12 +15,14 @@ import csv
 import hashlib
 import io
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.params import Param
+from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job
 
@@ -261,3 +263,20 @@ def text_key(t: str, numeric: bool) -> str:
         if math.isfinite(f):
             return number_text(f)
     return t
+
+
+def step_spec(**fields: Any) -> MethodSpec:
+    """The :class:`~dpstudio.engine.registry.MethodSpec` of a survey-toolbox step: what the
+    three share (family, no required role, neither k nor ε, any column type, missing values
+    kept as missing) plus the method's own ``fields`` (id, name, description, paper,
+    params, protects, guarantee, run, targets, effects).
+    """
+    common: dict[str, Any] = dict(
+        family="survey toolbox",
+        requires=(),
+        uses_k=False,
+        uses_epsilon=False,
+        numeric_only=False,
+        keeps_missing=True,
+    )
+    return MethodSpec(**{**common, **fields})

@@ -44,10 +44,10 @@ from dpstudio.engine.protection._survey import (
     households_for,
     number_text,
     read_csv_rows,
+    step_spec,
     text_key,
     value_key,
 )
-from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
 
@@ -601,10 +601,9 @@ def run(job: Job) -> Output:
     return Output(frame_with(job, new), info=info, warnings=notes, protected=cols, tables=out_tables)
 
 
-SPEC = MethodSpec(
+SPEC = step_spec(
     id=METHOD_ID,
     name="PRAM (post-randomisation of categories)",
-    family="survey toolbox",
     description="Replaces each record's category of the PRAM variables by one drawn from a "
     "transition matrix, as sdcMicro's pram: invariant PRAM keeps the expected category "
     "frequencies; optional strata, a matrix of your own, households drawn as units. The "
@@ -615,13 +614,8 @@ SPEC = MethodSpec(
     ),
     params=_PARAMS,
     protects=(Role.CONFIDENTIAL,),
-    requires=(),
     guarantee=guarantee,
     run=run,
-    uses_k=False,
-    uses_epsilon=False,
-    numeric_only=False,
-    keeps_missing=True,
     targets=targets,
     effects=effects,
 )

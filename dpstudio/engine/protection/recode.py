@@ -47,10 +47,10 @@ from dpstudio.engine.protection._survey import (
     parse_number,
     quantile7,
     read_csv_rows,
+    step_spec,
     text_key,
     value_key,
 )
-from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import NON_NUMERIC_TYPES, Role
 from dpstudio.engine.types import Job, Output
 
@@ -619,10 +619,9 @@ def run(job: Job) -> Output:
     return Output(frame_with(job, new), info=info, warnings=notes, protected=cols)
 
 
-SPEC = MethodSpec(
+SPEC = step_spec(
     id=METHOD_ID,
     name="Global recoding (intervals, merged categories)",
-    family="survey toolbox",
     description="Recodes numeric columns into intervals (given breaks, equal-width or "
     "quantile intervals) and merges categories of categorical ones, as sdcMicro's "
     "globalRecode: the same interval or category for equal values, labels such as "
@@ -633,13 +632,8 @@ SPEC = MethodSpec(
     ),
     params=_PARAMS,
     protects=(Role.K_QUASI,),
-    requires=(),
     guarantee=guarantee,
     run=run,
-    uses_k=False,
-    uses_epsilon=False,
-    numeric_only=False,
-    keeps_missing=True,
     targets=targets,
     effects=effects,
 )

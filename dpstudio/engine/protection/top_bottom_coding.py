@@ -32,8 +32,8 @@ from dpstudio.engine.protection._survey import (
     parse_number,
     parse_percentile,
     quantile7,
+    step_spec,
 )
-from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import NON_NUMERIC_TYPES, Role
 from dpstudio.engine.types import Job, Output
 
@@ -280,10 +280,9 @@ def run(job: Job) -> Output:
     return Output(frame_with(job, new), info=info, warnings=notes, protected=cols)
 
 
-SPEC = MethodSpec(
+SPEC = step_spec(
     id=METHOD_ID,
     name="Top and bottom coding",
-    family="survey toolbox",
     description="Replaces every value above a threshold (top coding) or below one (bottom "
     "coding) by a replacement, the threshold by default, as sdcMicro's topBotCoding: "
     "incomes above 900,000 become 900,000. The threshold may be a percentile of the data "
@@ -291,13 +290,8 @@ SPEC = MethodSpec(
     paper="M. Templ, A. Kowarik, B. Meindl: “Statistical Disclosure Control for Micro-Data Using the R Package sdcMicro”, Journal of Statistical Software 67(4), 2015 (function topBotCoding)",
     params=_PARAMS,
     protects=(Role.CONFIDENTIAL,),
-    requires=(),
     guarantee=guarantee,
     run=run,
-    uses_k=False,
-    uses_epsilon=False,
-    numeric_only=False,
-    keeps_missing=True,
     targets=targets,
     effects=effects,
 )
