@@ -108,6 +108,9 @@ class MethodSpec:
     #: and its guarantee says how; for the others the API applies the keyed random
     #: permutation of ``order`` after the run (issue 21 §3)
     orders_records: bool = False
+    #: how the method runs out of core (the Dask backend), with its own calibration
+    #: functions: a plan of :mod:`dpstudio.engine.outofcore`; None: in memory only
+    outofcore: Any = None
 
     def param(self, name: str) -> Param:
         for p in self.params:

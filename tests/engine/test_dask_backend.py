@@ -235,7 +235,11 @@ def test_attr_table_consumes_its_runs_and_equals_the_sorted_values():
     vals = rng.integers(0, 40, 997).astype(float)      # heavy ties across the boundaries
     g = N.make_grid("x", 1.0, (0, 40), True, vals.size)
     root = K.root_key(np.random.default_rng(1))
-    kw = dict(n=vals.size, k=5, method="ir-dp", kind="laplace", g=g, root=root, j=0, eps_j=1.0)
+    from dpstudio.engine.outofcore import Attribute
+    from dpstudio.engine.registry import get_method
+
+    attr = Attribute("x", 0, root, {"k": 5, "epsilon": 1.0, "noise": "laplace"}, vals.size, grid=g, epsilon=1.0)
+    kw = dict(n=vals.size, k=5, plan=get_method("ir-dp").outofcore, attr=attr)
     boxes = [DB._run(pd.Series(x)) for x in np.array_split(vals, 6)]
     tab = DB._attr_table(*boxes, **kw)
     assert all(len(b) == 0 for b in boxes)

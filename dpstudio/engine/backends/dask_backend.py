@@ -1,9 +1,13 @@
-"""The Dask backend (issue 12): the sort-based methods on data larger than memory.
+"""The Dask backend (issue 12): methods on data larger than memory.
 
-``protect_dask(source, method, ...)`` runs ``laplace``, ``ir-dp``, ``idp-ls``, ``idp-cbls``,
-``ir-swap`` and single-order ``insensitive-dp`` (one distributed sort by the distance to the
-domain corner) on a ``dask.dataframe`` (or a Parquet file/folder or CSV path, read lazily) and
-gives the release the in-memory engine gives for the same seed, value for value:
+``protect_dask(source, method, ...)`` runs every method whose spec declares an out-of-core
+plan (:mod:`dpstudio.engine.outofcore`, issue 22 §3): row-wise (laplace), ranked (individual
+ranking: ir-dp, idp-ls, idp-cbls, ir-swap), single order (single-order insensitive-dp) and
+frequency set (k-eps with OLA).  The backend owns partitioning, sorting, shuffles and I/O;
+the calibration is the method's own (the plan's functions, which its in-memory run calls
+too) and nothing here tests a method's id.  It runs on a ``dask.dataframe`` (or a Parquet
+file/folder or CSV path, read lazily) and gives the release the in-memory engine gives for
+the same seed, value for value:
 
 * the run's root key is the first draw of the run's generator, derived as in memory from
   ``as_rng(seed)``, the method, its parameters and the data digest
@@ -47,18 +51,39 @@ import pandas as pd
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.algorithms import noise as N
-from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
+from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.outofcore import (
+    Attribute,
+    FrequencySet,
+    NotOutOfCore,
+    Ranked,
+    Rowwise,
+    SingleOrder,
+    cluster_block,
+)
 from dpstudio.engine.random import as_rng
 from dpstudio.engine.roles import Role
 
-#: Methods the Dask backend runs (all sort-based); the rest need ``--engine memory``.
-DASK_METHODS = ("laplace", "ir-dp", "idp-ls", "idp-cbls", "ir-swap", "insensitive-dp", "k-eps")
 SAMPLE_ROWS = 10_000
 _ROW = "__dp_row"
 
+#: A method or option the Dask backend does not run (raised here and by the methods' plans).
+NotOnDask = NotOutOfCore
 
-class NotOnDask(NotApplicableError):
-    """A method or option the Dask backend does not run."""
+
+def dask_methods() -> tuple[str, ...]:
+    """The ids of the methods that run on Dask: those whose spec declares an out-of-core plan
+    (:mod:`dpstudio.engine.outofcore`), in menu order.
+    """
+    from dpstudio.engine.registry import all_methods
+
+    return tuple(s.id for s in all_methods() if s.outofcore is not None)
+
+
+def __getattr__(name: str):
+    if name == "DASK_METHODS":  # the old constant, now derived from the specs
+        return dask_methods()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _dd():
@@ -201,29 +226,31 @@ class DaskRelease:
 # --------------------------------------------------------------------------- validation
 
 
-def check_runs_on_dask(method: str, params: dict | None = None) -> None:
+def check_runs_on_dask(method: str, params: dict | None = None):
     """Raise :class:`NotOnDask` saying why ``method`` (with ``params``) does not run on Dask;
-    nothing when it does (no data needed: the app marks methods before a run).
+    return its out-of-core plan when it does (no data needed: the app marks methods before a
+    run).  The method's own refusals come from its plan (``refuse``).
     """
+    from dpstudio.engine.registry import get_method
+
     params = params or {}
-    if method not in DASK_METHODS:
+    plan = get_method(method).outofcore
+    if plan is None:
         raise NotOnDask(
-            f"Method {method!r} does not run on Dask (it is neither sort-based nor OLA); "
-            f"use --engine memory (Dask runs: {', '.join(DASK_METHODS)})."
+            f"Method {method!r} does not run on Dask (it declares no out-of-core plan); "
+            f"use --engine memory (Dask runs: {', '.join(dask_methods())})."
         )
     if params.get("layout", "records") == "separate-tables":
         raise NotOnDask("Layout 'separate-tables' does not run on Dask yet; use --engine memory.")
-    if method == "insensitive-dp" and params.get("variant", "multi") != "single":
-        raise NotOnDask(
-            "insensitive-dp runs on Dask with the single-order variant only "
-            "(variant='single', --variant single); the multi-reference variant "
-            "needs --engine memory."
-        )
     if params.get("drop_missing"):
         raise NotOnDask(
             "drop_missing does not run on Dask yet; remove the records with missing "
             "values first or use --engine memory."
         )
+    why = plan.refuse(params)
+    if why:
+        raise NotOnDask(why)
+    return plan
 
 
 def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
@@ -233,16 +260,15 @@ def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
     from dpstudio.engine import api
 
     spec = api.get_method(method)
-    check_runs_on_dask(method, params)
+    plan = check_runs_on_dask(method, params)
     sample = ddf.head(SAMPLE_ROWS, npartitions=-1)
     prep = api.prepare(sample, method, roles, domains, hierarchies, precision=precision, **params)
     cols = list(prep.protected)
-    if method == "k-eps":
-        _check_keps(prep, hierarchies)
+    task = plan.setup(prep, hierarchies) if isinstance(plan, FrequencySet) else None
     aggs = {}
     for c in cols:
         aggs[(c, "na")] = ddf[c].isna().sum()
-        if method != "k-eps":  # k-quasis: strings, no domain
+        if c in prep.domains:
             aggs[(c, "min")] = ddf[c].min()
             aggs[(c, "max")] = ddf[c].max()
     import dask
@@ -284,7 +310,7 @@ def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
 
         P.check_k(prep.params["k"], n, spec.id, spec.min_k)
     prep._digest = digest  # the whole data's, not the sample's: the run's key material
-    return spec, prep, cols, n, lens
+    return spec, plan, task, prep, cols, n, lens
 
 
 def _digest_part(part: pd.DataFrame, cols: list[str]) -> pd.Series:
@@ -334,7 +360,9 @@ def protect_dask(
 
     ddf = read_lazy(source)
     ddf = ddf.rename(columns={c: str(c) for c in ddf.columns})
-    spec, prep, cols, n, lens = _validate(ddf, method, roles, domains, precision, params, hierarchies)
+    spec, plan, task, prep, cols, n, lens = _validate(
+        ddf, method, roles, domains, precision, params, hierarchies
+    )
     p = dict(prep.params)
     if spec.uses_epsilon and p.get("epsilon") is None:
         raise NotOnDask(
@@ -352,56 +380,49 @@ def protect_dask(
     columns = ddf  # the input as read: one column of it reads only that column (ranked methods)
     ddf = ddf.map_partitions(_with_row, starts, meta=ddf._meta.assign(**{_ROW: np.array([], np.int64)}))
     info: dict = {"backend": "dask", "npartitions": int(ddf.npartitions)}
-    is_int = {c: declared_integer(prep.types, c) for c in cols}  # declared, never the sample's dtype
-    new = {}
     private_warns: list = []
-    if method == "k-eps":
-        out, kinfo, kwarns = _keps_release(ddf, prep, p, hierarchies, n)
+    attrs: list[Attribute] = []
+    if not isinstance(plan, FrequencySet):
+        eps = _eps(p, cols) if spec.uses_epsilon else None
+        for j, c in enumerate(cols):
+            g = _grid(prep, declared_integer(prep.types, c), c, n) if plan.noisy else None
+            attrs.append(Attribute(c, j, root, p, n, grid=g, epsilon=None if eps is None else float(eps[j])))
+    if isinstance(plan, FrequencySet):
+        out, kinfo, kwarns = _frequency_release(ddf, task, n)
         info.update(kinfo)
         private_warns += kwarns
-        shuffle = not keep_order(p)
-    elif method == "laplace":
-        eps = _eps(p, cols)
-        kind = p.get("noise", "laplace")
-        for j, c in enumerate(cols):
-            g = _grid(prep, is_int[c], c, n)
-            new[c] = ddf[[c, _ROW]].map_partitions(
-                _laplace_part, c, g, kind, root, j, float(eps[j]), meta=(c, _out_dtype(g))
+    elif isinstance(plan, Rowwise):
+        new = {
+            a.column: ddf[[a.column, _ROW]].map_partitions(
+                _rowwise_part, plan.release, a, meta=(a.column, _out_dtype(a.grid))
             )
+            for a in attrs
+        }
         out = ddf.assign(**new)
-        shuffle = not keep_order(p)
-    elif method == "insensitive-dp":
-        grids = [_grid(prep, is_int[c], c, n) for c in cols]
-        vals = _insensitive(ddf, cols, int(p["k"]), n, p, grids, root, _eps(p, cols), prep)
+    elif isinstance(plan, SingleOrder):
+        vals = _single_order(ddf, plan, attrs, int(p["k"]), n, prep)
         out = ddf.drop(columns=cols).merge(vals, on=_ROW, how="inner")[[*ddf.columns]]
-        shuffle = not keep_order(p)
     else:
-        eps_r = None if method == "ir-swap" else _eps(p, cols)
-        grids = [None if method == "ir-swap" else _grid(prep, is_int[c], c, n) for c in cols]
         out = _ranked_release(
             ddf,
-            cols,
+            plan,
+            attrs,
             int(p["k"]),
             n,
-            method,
-            p,
-            grids,
-            root,
-            eps_r,
             client,
             columns,
             starts,
             np.asarray(lens),
             progress,
         )
-        shuffle = not keep_order(p)
+    shuffle = not keep_order(p)
     ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
     if ident:
         out = out.drop(columns=ident)
     aligned = out
     if shuffle:
         out = _shuffled(out, root)
-    elif method == "insensitive-dp":
+    elif isinstance(plan, SingleOrder):  # joined back: put in input order
         out = out.sort_values(_ROW).drop(columns=[_ROW])
     else:  # computed in place: already in input order
         out = out.drop(columns=[_ROW])
@@ -425,12 +446,10 @@ def _out_dtype(g: N.Grid):
     return "int64" if g.integer else "float64"
 
 
-def _laplace_part(part: pd.DataFrame, c, g, kind, root, j, eps) -> pd.Series:
-    t = g.to_units(part[c].to_numpy(dtype=np.float64))
-    t += K.grid_noise(
-        kind, K.KeyedStream(root, K.PURPOSE_NOISE, j), part[_ROW].to_numpy(dtype=np.int64), g.span, eps
-    )
-    return pd.Series(g.from_units(t), index=part.index, name=c)
+def _rowwise_part(part: pd.DataFrame, release, a: Attribute) -> pd.Series:
+    """One partition's released values of attribute ``a`` (a :class:`Rowwise` plan)."""
+    x = part[a.column].to_numpy(dtype=np.float64)
+    return pd.Series(release(x, part[_ROW].to_numpy(dtype=np.int64), a), index=part.index, name=a.column)
 
 
 def _with_row(part: pd.DataFrame, starts, partition_info=None) -> pd.DataFrame:
@@ -502,14 +521,15 @@ def _run(part: pd.Series) -> list:
     return out
 
 
-def _attr_table(*runs: list, n: int, k: int, method: str, kind: str, g, root, j: int, eps_j) -> dict:
+def _attr_table(*runs: list, n: int, k: int, plan: Ranked, attr: Attribute) -> dict:
     """The per-attribute table of the ranked methods, from ALL the values of the attribute
     (only that column, sorted: S): the cluster boundaries ``B`` (the value at each cluster's
-    first rank), the released value of every cluster (``vals``, one keyed draw per cluster, as
-    in memory) and the tied values whose block of ranks crosses a cluster boundary (``U``,
-    their first rank ``lo``), whose records need their exact rank (ir-swap: every tied value,
-    and ``S`` itself).  Memory: S (8 bytes a record; the runs are moved into it one by one and
-    freed, and it is sorted in place), then 16 bytes a cluster.
+    first rank), the released values -- per cluster (``vals``) when the plan releases one
+    value per cluster, else per rank (``R``, with ``S``) -- from the plan's ``release`` on
+    blocks of whole clusters, and the tied values whose block of ranks crosses a cluster
+    boundary (``U``, their first rank ``lo``; every tied value when released per rank), whose
+    records need their exact rank.  Memory: S (8 bytes a record; the runs are moved into it
+    one by one and freed, and it is sorted in place), then 16 bytes a cluster (or R).
     """
     S = np.empty(n, dtype=np.float64)  # pages are touched as the runs are copied in
     pos = 0
@@ -530,43 +550,33 @@ def _attr_table(*runs: list, n: int, k: int, method: str, kind: str, g, root, j:
     nc = MA.n_clusters_for(n, k)
     starts = np.arange(nc, dtype=np.int64) * kk
     tab: dict = {"B": S[starts], "nc": nc, "k": kk}
-    if method == "ir-swap":
-        dup = np.flatnonzero(S[1:] == S[:-1])
-        tab["U"] = np.unique(S[dup])
-    else:
+    per_cluster = plan.constant_per_cluster
+    if per_cluster:
         c = starts[1:]
         tab["U"] = np.unique(S[c][S[c - 1] == S[c]])
+    else:
+        dup = np.flatnonzero(S[1:] == S[:-1])
+        tab["U"] = np.unique(S[dup])
     tab["lo"] = np.searchsorted(S, tab["U"], "left").astype(np.int64)
-    if method == "ir-swap":
-        tab["S"] = S
-        return tab
-    split = method == "ir-dp" and kind == "staircase" and k > 1 and nc > 1
-    eps_draw = eps_j / nc if split else eps_j
-    stream = K.KeyedStream(root, K.PURPOSE_NOISE, j)
-    vals = np.empty(nc, dtype=np.int64 if g.integer else np.float64)
+    vals = None
+    R = None
     for a in range(0, nc, _BLOCK):
         b = min(nc, a + _BLOCK)
-        cid = np.arange(a, b, dtype=np.int64)
         r0, r1 = a * kk, (n if b == nc else b * kk)
-        t = g.to_units(S[r0:r1])
-        loc = starts[a:b] - r0
-        sz = np.where(cid == nc - 1, n - (nc - 1) * kk, kk)
-        tsum = np.add.reduceat(t, loc).astype(np.int64)
-        if method == "ir-dp":
-            sens = g.span
-        else:  # the 1st..3rd smallest (a) and largest (b) grid values of each cluster
-            a0, a1, a2 = (np.where(i < sz, t[np.minimum(loc + i, t.size - 1)], _LOW) for i in range(3))
-            b0, b1, b2 = (
-                np.where(sz - 1 - i >= 0, t[np.maximum(loc + sz - 1 - i, 0)], _LOW) for i in range(3)
-            )
-            if method == "idp-ls":
-                sens = np.maximum(g.span - a0, b0)
-            else:  # idp-cbls: pulled-in sums, cluster-based local sensitivity
-                tsum = tsum - a0 + a1 - b0 + b1
-                sens = np.maximum((b0 - a1) + (a2 - a1) + (b0 - b1), (b1 - a0) + (b1 - b2) + (a1 - a0))
-        noisy = tsum + K.grid_noise(kind, stream, cid, sens, eps_draw)
-        vals[a:b] = g.from_units(N.round_half_up_div(noisy, sz))
-    tab["vals"] = vals
+        block = cluster_block(S[r0:r1], ranks=r0, n=n, k=k, original=None if plan.noisy else S[r0:r1])
+        out = np.asarray(plan.release(block, attr))
+        if per_cluster:
+            if vals is None:
+                vals = np.empty(nc, dtype=out.dtype)
+            vals[a:b] = out[block.starts]
+        else:
+            if R is None:
+                R = np.empty(n, dtype=out.dtype)
+            R[r0:r1] = out
+    if per_cluster:
+        tab["vals"] = vals
+    else:
+        tab["S"], tab["R"] = S, R
     return tab
 
 
@@ -650,32 +660,15 @@ def _ranks_of(v: np.ndarray, tab: dict, before: np.ndarray, base: str) -> np.nda
     return out
 
 
-def _swap_values(tab: dict, rank: np.ndarray, root, j: int) -> np.ndarray:
-    """ir-swap: the record at rank r receives the value at rank perm[r], perm = the ranks of
-    its chunk ordered by their keyed sort keys (as in memory).
-    """
-    S, kk, nc = tab["S"], tab["k"], tab["nc"]
-    n = S.size
-    cl = np.minimum(rank // kk, nc - 1)
-    ucl = np.unique(cl)
-    lo = ucl * kk
-    sz = np.where(ucl == nc - 1, n - (nc - 1) * kk, kk)
-    owner = np.repeat(np.arange(ucl.size), sz)
-    ranks = np.repeat(lo, sz) + (np.arange(owner.size) - np.repeat(np.cumsum(sz) - sz, sz))
-    k0, k1 = K.sort_keys(K.KeyedStream(root, K.PURPOSE_SWAP, j), ranks)
-    perm = ranks[np.lexsort((k1, k0, owner))]
-    return S[perm[np.searchsorted(ranks, rank)]]
-
-
-def _release_column(part: pd.Series, tab: dict, before: np.ndarray, method: str, root, j: int):
+def _release_column(part: pd.Series, tab: dict, before: np.ndarray):
     """One partition's released values of one attribute, in input order: each record's cluster
     from its value (boundaries, exact ranks for the tied values at a boundary) and the
-    cluster's value (ir-swap: the value at its permuted rank).
+    cluster's value -- or, released per rank, the value of its exact rank.
     """
     v = part.to_numpy(dtype=np.float64)
     _release_arrow_memory()
-    if method == "ir-swap":
-        out = _swap_values(tab, _ranks_of(v, tab, before, "rank"), root, j)
+    if "R" in tab:
+        out = tab["R"][_ranks_of(v, tab, before, "rank")]
     else:
         out = tab["vals"][_ranks_of(v, tab, before, "cluster")]
     return np.asarray(out)
@@ -795,14 +788,10 @@ def _persist(objs: list, client=None) -> list:
 
 def _ranked_release(
     ddf,
-    cols,
+    plan: Ranked,
+    attrs: list[Attribute],
     k,
     n,
-    method,
-    p,
-    grids,
-    root,
-    eps,
     client=None,
     columns=None,
     starts=None,
@@ -835,13 +824,13 @@ def _ranked_release(
         lens = np.asarray(ddf.map_partitions(len).compute(), dtype=np.int64)
         starts = np.r_[0, np.cumsum(lens)[:-1]].astype(np.int64)
     starts, lens = np.asarray(starts, dtype=np.int64), np.asarray(lens, dtype=np.int64)
-    kind = p.get("noise", "laplace")
     dtypes = {}
     released: list = []
+    cols = [a.column for a in attrs]
     say = progress or (lambda _msg: None)
-    for j, c in enumerate(cols):
-        g = grids[j]
-        dtypes[c] = ddf[c].dtype if method == "ir-swap" else _out_dtype(g)
+    for j, a in enumerate(attrs):
+        c = a.column
+        dtypes[c] = _out_dtype(a.grid) if plan.noisy else ddf[c].dtype
         src = (ddf if columns is None else columns)[c]
         parts = src.to_delayed()
         what = f"attribute {j + 1} of {len(cols)} ({c}):"
@@ -852,12 +841,8 @@ def _ranked_release(
                     *[delayed(_run)(x) for x in parts],
                     n=n,
                     k=k,
-                    method=method,
-                    kind=kind,
-                    g=g,
-                    root=root,
-                    j=j,
-                    eps_j=None if eps is None else float(eps[j]),
+                    plan=plan,
+                    attr=a,
                 )
             ],
             client,
@@ -871,9 +856,7 @@ def _ranked_release(
             befores.append(delayed(_second)(step))
         say(f"{what} counting tied values")
         befores = _persist(befores, client)
-        cols_j = [
-            delayed(_release_column)(x, tab, b, method, root, j) for x, b in zip(src.to_delayed(), befores)
-        ]
+        cols_j = [delayed(_release_column)(x, tab, b) for x, b in zip(src.to_delayed(), befores)]
         say(f"{what} releasing")
         done = _persist(cols_j, client)
         sizes = _lengths(done, client)
@@ -897,237 +880,123 @@ def _ranked_release(
     return dd.from_delayed(frames, meta=meta, verify_meta=False)
 
 
-def _insensitive(ddf, cols, k, n, p, grids, root, eps, prep):
-    """(record id, released values) of single-order insensitive-dp: the records sorted by
-    (squared scaled distance to the reference corner, x_1, …, x_m, record id) -- the order of
-    :func:`~dpstudio.engine.algorithms.microaggregation.insensitive_order` -- by one
-    distributed sort, clusters = rank // k (the last takes the remainder), one group-by of the
-    integer grid sums, one keyed draw per cluster and attribute (as in memory).
+def _single_order(ddf, plan: SingleOrder, attrs: list[Attribute], k: int, n: int, prep):
+    """(record id, released values) of a :class:`SingleOrder` plan: the records sorted by the
+    plan's key (record id last) by one distributed sort, ranks by a cumulative count,
+    clusters = rank // k (the last takes the remainder), the records of each cluster brought
+    together (a shuffle on the cluster id), the plan's ``release`` on the whole clusters of
+    each partition.
     """
-    from dpstudio.engine.protection._common import staircase_split
-
+    cols = [a.column for a in attrs]
     lb = np.array([prep.domains[c][0] for c in cols], dtype=np.float64)
     ub = np.array([prep.domains[c][1] for c in cols], dtype=np.float64)
-    bits = [p.get("reference", "lower") == "upper"] * len(cols)
+    p = attrs[0].params if attrs else {}
     nc = MA.n_clusters_for(n, k)
     kk = max(int(k), 1)
     xs = [f"__x{j}" for j in range(len(cols))]
-    ts = [f"__t{j}" for j in range(len(cols))]
 
     def key(part):
         X = np.ascontiguousarray(part[cols].to_numpy(dtype=np.float64))
-        d = MA._corner_key(MA._scaled(X, lb, ub), bits)
-        return pd.DataFrame(
-            {"__d": d, **{x: X[:, j] for j, x in enumerate(xs)}, _ROW: part[_ROW].to_numpy(dtype=np.int64)},
-            index=part.index,
-        )
+        keys = plan.sort_key(X, lb, ub, p)
+        out = {f"__s{i}": np.asarray(v, dtype=np.float64) for i, v in enumerate(keys)}
+        out.update({x: X[:, j] for j, x in enumerate(xs)})
+        out[_ROW] = part[_ROW].to_numpy(dtype=np.int64)
+        return pd.DataFrame(out, index=part.index)
 
+    X0 = np.zeros((1, len(cols)))
+    nkeys = len(plan.sort_key(X0, lb, ub, p))
+    sk = [f"__s{i}" for i in range(nkeys)]
     meta = pd.DataFrame(
         {
-            "__d": np.array([], np.float64),
+            **{c: np.array([], np.float64) for c in sk},
             **{x: np.array([], np.float64) for x in xs},
             _ROW: np.array([], np.int64),
         }
     )
     s = ddf[[*cols, _ROW]].map_partitions(key, meta=meta)
-    if k > 1:
-        s = s.sort_values(["__d", *xs, _ROW])
-        ones = s[_ROW].isna().map_partitions(lambda v: (~v).astype("int64"), meta=("x", "int64"))
-        s = s.assign(__rank=ones.cumsum() - 1)
-    else:  # k = 1: every record its own cluster, id = record id (memory)
-        s = s.assign(__rank=s[_ROW])
-
-    def tag(part):
-        rank = part["__rank"].to_numpy(dtype=np.int64)
-        cl = np.minimum(rank // kk, nc - 1)
-        out = {_ROW: part[_ROW].to_numpy(dtype=np.int64), "__cl": cl}
-        for j, g in enumerate(grids):
-            out[ts[j]] = g.to_units(part[xs[j]].to_numpy(dtype=np.float64))
-        return pd.DataFrame(out, index=part.index)
-
-    tmeta = pd.DataFrame(
-        {
-            _ROW: np.array([], np.int64),
-            "__cl": np.array([], np.int64),
-            **{t: np.array([], np.int64) for t in ts},
-        }
+    s = s.sort_values([*sk, _ROW])
+    ones = s[_ROW].isna().map_partitions(lambda v: (~v).astype("int64"), meta=("x", "int64"))
+    s = s.assign(__rank=ones.cumsum() - 1)
+    s = s.assign(
+        __cl=s["__rank"].map_partitions(lambda r: np.minimum(r // kk, nc - 1), meta=("__cl", "int64"))
     )
-    tagged = s.map_partitions(tag, meta=tmeta)
-    stats = tagged.groupby("__cl")[ts].sum(split_out=max(1, ddf.npartitions // 4))
-    kind = p.get("noise", "laplace")
-    calibration = p.get("calibration", "rigorous")
-    factor = 1 if calibration == "as-published" else nc
-    split = calibration == "rigorous" and staircase_split(kind, k, nc)
+    s = s.shuffle(on="__cl")
 
-    def values(st: pd.DataFrame) -> pd.DataFrame:
-        cid = st.index.to_numpy(dtype=np.int64)
-        sz = np.where(cid == nc - 1, n - (nc - 1) * kk, kk)
-        out = {"__cl": cid}
-        for j, (c, g) in enumerate(zip(cols, grids)):
-            if split:
-                sens, eps_draw = g.span, float(eps[j]) / nc
-            else:
-                sens, eps_draw = int(factor) * g.span, float(eps[j])
-            noisy = st[ts[j]].to_numpy(dtype=np.int64) + K.grid_noise(
-                kind, K.KeyedStream(root, K.PURPOSE_NOISE, j), cid, sens, eps_draw
-            )
-            out[c] = g.from_units(N.round_half_up_div(noisy, sz))
-        return pd.DataFrame(out)
+    def release(part: pd.DataFrame) -> pd.DataFrame:
+        part = part.sort_values("__rank")
+        X = part[xs].to_numpy(dtype=np.float64).reshape(len(part), len(xs))
+        block = cluster_block(
+            X,
+            ranks=part["__rank"].to_numpy(dtype=np.int64),
+            n=n,
+            k=k,
+            rows=part[_ROW].to_numpy(dtype=np.int64),
+        )
+        vals = plan.release(block, attrs)
+        return pd.DataFrame({_ROW: block.rows, **{c: v for c, v in zip(cols, vals)}})
 
     vmeta = pd.DataFrame(
-        {"__cl": np.array([], np.int64), **{c: np.array([], _out_dtype(g)) for c, g in zip(cols, grids)}}
+        {_ROW: np.array([], np.int64), **{a.column: np.array([], _out_dtype(a.grid)) for a in attrs}}
     )
-    vals = stats.map_partitions(values, meta=vmeta)
-    return tagged[[_ROW, "__cl"]].merge(vals, on="__cl", how="inner")[[_ROW, *cols]]
+    return s.map_partitions(release, meta=vmeta)
 
 
 # --------------------------------------------------------------------------- k-eps (OLA)
 
 
-def _check_keps(prep, hierarchies) -> None:
-    """What k-eps does beyond OLA does not run on Dask yet: refuse it, naming the option."""
-    p = prep.params
-    if (p.get("algorithm") or "ola") != "ola":
-        raise NotOnDask("k-eps runs on Dask with algorithm='ola' only; Mondrian needs --engine memory.")
-    eq = [c for c, r in prep.roles.items() if r is Role.EPS_QUASI]
-    if eq:
-        raise NotOnDask(
-            "k-eps on Dask runs the OLA generalisation of the k-quasi-identifiers only; the "
-            f"within-class noise on the ε-quasi-identifiers ({', '.join(eq)}) does not run on "
-            "Dask yet: release them with another role or use --engine memory."
-        )
-    if p.get("confidence") is not None:
-        raise NotOnDask(
-            "k-eps option confidence (c-confident suppression) does not run on Dask; use --engine memory."
-        )
-    kq = [c for c, r in prep.roles.items() if r is Role.K_QUASI]
-    missing = [c for c in kq if c not in (hierarchies or {})]
-    if missing:
-        raise NotOnDask(
-            f"k-eps on Dask needs a hierarchy file for every k-quasi-identifier; "
-            f"{', '.join(map(repr, missing))} ha{'s' if len(missing) == 1 else 've'} none "
-            "(an automatic hierarchy is built from all the values in memory): give "
-            + " ".join(f"--hierarchy {c}=FILE" for c in missing)
-            + " or use --engine memory."
-        )
-
-
-def _leaves(part: pd.DataFrame, kq: list[str], leaf_index: list[dict]) -> dict[str, np.ndarray]:
-    """Every record's leaf index in its k-quasi's hierarchy (as ``encode_quasis`` in memory)."""
-    from dpstudio.engine.hierarchies.build import factorize_strings
-
-    out = {}
-    for c, index in zip(kq, leaf_index):
-        codes, labels = factorize_strings(part[c])
-        if (codes < 0).any():
-            raise InputError(
-                f"Column {c!r} has missing values; the Dask backend refuses them: remove those records first."
-            )
-        lut = np.fromiter((index.get(str(v), -1) for v in labels), dtype=np.int64, count=len(labels))
-        if (lut < 0).any():
-            raise InputError(
-                f"Column {c!r}: value {labels[int(np.flatnonzero(lut < 0)[0])]!r} is not in its "
-                "hierarchy. Add it to the hierarchy file."
-            )
-        out[c] = lut[codes]
-    return out
-
-
-def _part_frequencies(part: pd.DataFrame, kq, leaf_index) -> pd.DataFrame:
-    """One partition's frequency set: distinct leaf combinations and their record counts."""
-    leaves = pd.DataFrame(_leaves(part, kq, leaf_index))
-    return leaves.groupby(kq, sort=False).size().reset_index(name="__n")
+def _part_frequencies(part: pd.DataFrame, encode, keys: list[str]) -> pd.DataFrame:
+    """One partition's frequency set: distinct code combinations and their record counts."""
+    codes = pd.DataFrame(encode(part))
+    return codes.groupby(keys, sort=False).size().reset_index(name="__n")
 
 
 def _frequency_set(*parts: pd.DataFrame) -> pd.DataFrame:
-    kq = [c for c in parts[0].columns if c != "__n"]
+    keys = [c for c in parts[0].columns if c != "__n"]
     both = pd.concat(parts, ignore_index=True)
-    return both.groupby(kq, sort=True)["__n"].sum().reset_index()
+    return both.groupby(keys, sort=True)["__n"].sum().reset_index()
 
 
-def _keps_part(part: pd.DataFrame, kq, leaf_index, combos, keep, gen_labels, levels, sdtype) -> pd.DataFrame:
-    """One partition of the k-eps release: the k-quasis generalised to the chosen node, the
-    records of the suppressed combinations removed (input order; the shuffle comes after).
+def _frequency_part(part: pd.DataFrame, encode, keys, combos, keep, labels, sdtype) -> pd.DataFrame:
+    """One partition of a frequency-set release: the key columns rewritten to their labels, the
+    records of the combinations not kept removed (input order; the shuffle comes after).
     """
-    leaves = _leaves(part, kq, leaf_index)
-    if len(kq) == 1:
-        pos = combos.get_indexer(pd.Index(leaves[kq[0]]))
+    codes = encode(part)
+    if len(keys) == 1:
+        pos = combos.get_indexer(pd.Index(codes[keys[0]]))
     else:
-        pos = combos.get_indexer(pd.MultiIndex.from_arrays([leaves[c] for c in kq], names=kq))
+        pos = combos.get_indexer(pd.MultiIndex.from_arrays([codes[c] for c in keys], names=keys))
     if (pos < 0).any():  # pragma: no cover - the data changed between the two passes
         raise InputError("The input changed while it was being protected; run again.")
     rows = keep[pos]
     out = part.loc[rows].copy()
-    for c in kq:
-        if levels[c] > 0:
-            out[c] = pd.Series(gen_labels[c][leaves[c][rows]], index=out.index, dtype=sdtype)
+    for c in keys:
+        if labels[c] is not None:
+            out[c] = pd.Series(labels[c][codes[c][rows]], index=out.index, dtype=sdtype)
     return out
 
 
-def _keps_release(ddf, prep, p, hierarchies, n):
-    """k-eps (OLA) on Dask through a frequency set (ARX's approach): one distributed group-by
-    of the k-quasis' leaf indices with counts; the lattice search in memory on that table
-    (:func:`~dpstudio.engine.algorithms.generalization.ola` with ``weights``); then each
-    partition generalised to the chosen node, the records of the flagged combinations
-    suppressed.  Returns (release with record ids, private info, private warnings).
+def _frequency_release(ddf, task, n):
+    """A :class:`FrequencySet` plan's release: one distributed group-by of the encoded key
+    columns with counts; the method's ``choose`` on that table; then each partition rewritten.
+    Returns (release with record ids, private info, private warnings).
     """
     import dask
     from dask import delayed
 
-    from dpstudio.engine.algorithms.generalization import EncodedQuasi, ola
-    from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
-
-    kq = [c for c, r in prep.roles.items() if r is Role.K_QUASI]
-    hs = {c: load_hierarchy(hierarchies[c], c) for c in kq}
-    leaf_index = [{v: i for i, v in enumerate(hs[c].leaves)} for c in kq]
-    parts = [delayed(_part_frequencies)(x, kq, leaf_index) for x in ddf[kq].to_delayed()]
+    keys = list(task.columns)
+    parts = [delayed(_part_frequencies)(x, task.encode, keys) for x in ddf[keys].to_delayed()]
     (freq,) = dask.compute(delayed(_frequency_set)(*parts))
-    qs = []
-    for c in kq:
-        h = hs[c]
-        lv = [h.level_codes(lvl) for lvl in range(h.height)]
-        qs.append(EncodedQuasi(c, h, freq[c].to_numpy(np.int64), [x[1] for x in lv], [x[0] for x in lv]))
-    counts = freq["__n"].to_numpy(np.int64)
-    sup = p.get("suppression")
-    gen = ola(
-        None,
-        kq,
-        int(p["k"]),
-        suppression=float(sup if sup is not None else 0.05),
-        loss=p.get("loss") or "precision",
-        quasis=qs,
-        weights=counts,
-    )
-    keep = gen.class_id >= 0
-    levels = dict(gen.levels)
-    gen_labels = {c: q.labels[levels[c]][q.codes[levels[c]]] for c, q in zip(kq, qs)}  # leaf -> label
-    combos = pd.Index(freq[kq[0]]) if len(kq) == 1 else pd.MultiIndex.from_frame(freq[kq])
+    choice = task.choose(freq)
+    combos = pd.Index(freq[keys[0]]) if len(keys) == 1 else pd.MultiIndex.from_frame(freq[keys])
     # the generalised labels as strings (the dtype dask gives string columns; Parquet needs one)
     sdtype = next(
-        (ddf._meta[c].dtype for c in kq if isinstance(ddf._meta[c].dtype, pd.StringDtype)), pd.StringDtype()
+        (ddf._meta[c].dtype for c in keys if isinstance(ddf._meta[c].dtype, pd.StringDtype)), pd.StringDtype()
     )
-    meta = ddf._meta.astype({c: sdtype for c in kq if levels[c] > 0})
-    out = ddf.map_partitions(_keps_part, kq, leaf_index, combos, keep, gen_labels, levels, sdtype, meta=meta)
-    n_sup = int(counts[~keep].sum())
-    summary = gen.summary()
-    summary["suppressed_records"] = n_sup
-    summary["suppression_share"] = n_sup / max(n, 1)
-    sizes = np.bincount(gen.class_id[keep], weights=counts[keep]) if keep.any() else np.zeros(0)
-    summary["min_class_size"] = int(sizes.min()) if sizes.size else 0
-    info = {
-        "generalisation": summary,
-        "chosen_levels": levels,
-        "frequency_set_rows": int(len(freq)),
-        "records_in": int(n),
-        "records_released": int(n - n_sup),
-    }
-    warns = []
-    if n_sup:
-        warns.append(
-            f"{n_sup} record(s) ({100 * n_sup / n:.2f} %) were suppressed "
-            "by the generalisation step and are not in the release."
-        )
-    return out, info, warns
+    meta = ddf._meta.astype({c: sdtype for c in keys if choice.labels[c] is not None})
+    out = ddf.map_partitions(
+        _frequency_part, task.encode, keys, combos, choice.keep, choice.labels, sdtype, meta=meta
+    )
+    return out, dict(choice.info), list(choice.warnings)
 
 
 # --------------------------------------------------------------------------- writing
