@@ -97,21 +97,14 @@ def _dd():
     return dd
 
 
-def read_lazy(source: Any):
+def read_lazy(source: Any, client: Any = None):
     """A ``dask.dataframe`` from a dask frame, a pandas frame, or a Parquet file/folder or CSV
-    path (read lazily).
+    path (read lazily), partitioned from the workers' memory (:func:`open_source`).
     """
     dd = _dd()
     if isinstance(source, dd.DataFrame):
         return source
-    if isinstance(source, pd.DataFrame):
-        return dd.from_pandas(source, npartitions=max(1, min(8, len(source) // 50_000 + 1)))
-    path = os.fspath(source)
-    check_input(path)
-    low = path.lower()
-    if os.path.isdir(path) or low.endswith(PARQUET_EXTENSIONS):
-        return dd.read_parquet(path)
-    return dd.read_csv(path, sep="\t" if low.endswith(".tsv") else ",", blocksize="64MB")
+    return open_source(source, worker_budget(client)).raw()
 
 
 def check_input(path: str | os.PathLike) -> None:
@@ -201,6 +194,410 @@ def check_parquet_input(path: str) -> None:
             )
 
 
+# --------------------------------------------------------------------------- memory and partitions
+
+#: What a Dask worker holds before any data: dpstudio, numpy, pandas, pyarrow and distributed
+#: imported (measured about 200 MB, issue 21), plus the scheduler's bookkeeping.
+WORKER_BASE_BYTES = 256 * 2**20
+#: Share of a worker's memory limit the partitions may plan on: Dask spills to disk from 60 %
+#: ("target"), pauses the worker at 80 % and restarts it at 95 %.
+USABLE_SHARE = 0.6
+#: A task's peak memory as a multiple of the in-memory size of the partition it works on
+#: (reading, copies for sorting and shuffling, Arrow conversion); measured, see docs/scale.md.
+TASK_FACTOR = 12
+#: Rows of a partition (or of a sorted range) at most, whatever the memory: more, smaller
+#: tasks keep every worker busy and the shuffles' pieces small.
+MAX_PARTITION_ROWS = 2_000_000
+#: Rows of a partition at least (below it the scheduler's overhead per task dominates).
+MIN_PARTITION_ROWS = 1_000
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The memory a task may plan on: ``worker`` bytes per worker (its limit) and how many
+    rows of ``row_bytes`` in-memory bytes make one partition.
+    """
+
+    worker: int
+    #: where ``worker`` comes from, for messages ("the workers' --memory-limit", ...)
+    source: str
+    #: rows per partition forced by the caller (``partition_rows=``), else None
+    forced_rows: int | None = None
+
+    @property
+    def usable(self) -> int:
+        """Bytes of one task's working set."""
+        return max(0, int(self.worker * USABLE_SHARE) - WORKER_BASE_BYTES)
+
+    def rows(self, row_bytes: float) -> int:
+        """Rows per partition for records of ``row_bytes`` in-memory bytes."""
+        if self.forced_rows:
+            return int(self.forced_rows)
+        rows = int(self.usable / (TASK_FACTOR * max(float(row_bytes), 8.0)))
+        return max(MIN_PARTITION_ROWS, min(MAX_PARTITION_ROWS, rows))
+
+    def fits(self, rows: int, row_bytes: float) -> bool:
+        """Whether a task over ``rows`` records of ``row_bytes`` bytes fits a worker."""
+        return self.forced_rows is not None or rows * TASK_FACTOR * max(float(row_bytes), 8.0) <= self.usable
+
+    @staticmethod
+    def minimum(rows: int, row_bytes: float) -> int:
+        """The smallest worker memory limit for a task over ``rows`` records."""
+        need = WORKER_BASE_BYTES + rows * TASK_FACTOR * max(float(row_bytes), 8.0)
+        return int(np.ceil(need / USABLE_SHARE))
+
+
+def _human(nbytes: float) -> str:
+    for unit, size in (("GB", 2**30), ("MB", 2**20)):
+        if nbytes >= size:
+            return f"{nbytes / size:.1f} {unit}"
+    return f"{int(nbytes)} bytes"
+
+
+def worker_budget(client: Any = None, partition_rows: int | None = None) -> Budget:
+    """The :class:`Budget` of the cluster: the smallest worker memory limit of ``client`` (or
+    of the default distributed client); without one (Dask's local threaded or synchronous
+    scheduler, all in this process), the memory this process may use
+    (:func:`dpstudio.engine.memory.available_memory`) shared by Dask's threads.
+    """
+    if client is None:
+        try:
+            from distributed import default_client
+
+            client = default_client()
+        except (ImportError, ValueError):
+            client = None
+    if client is not None:
+        try:
+            workers = client.scheduler_info(n_workers=-1)["workers"].values()
+            limits = [int(w.get("memory_limit") or 0) for w in workers]
+        except Exception:  # pragma: no cover - a scheduler refusing the call
+            limits = []
+        limits = [x for x in limits if x > 0]
+        if limits:
+            return Budget(min(limits), "the Dask workers' memory limit", partition_rows)
+    from dpstudio.engine.memory import available_memory
+
+    avail, what = available_memory()
+    threads = max(1, os.cpu_count() or 1)
+    return Budget(max(int(avail) // threads, 1), f"this process's memory ({what}) per thread", partition_rows)
+
+
+# --------------------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One partition of a Parquet input: row groups ``groups`` of ``path`` (all of them), or a
+    slice [lo, hi) of one row group; ``start`` = the record id of its first row.
+    """
+
+    path: str
+    groups: tuple[int, ...]
+    lo: int | None
+    hi: int | None
+    start: int
+    rows: int
+    #: the length of the slices of its row group (a slice is one batch of that size)
+    step: int = 0
+
+
+def _parquet_data_columns(schema) -> list[str]:
+    """The data columns of a Parquet schema (an index stored by pandas is not one)."""
+    meta = schema.pandas_metadata or {}
+    index = {c for c in meta.get("index_columns", []) if isinstance(c, str)}
+    return [c for c in schema.names if c not in index and not c.startswith("__index_level_")]
+
+
+def _row_bytes(schema, groups_meta) -> float:
+    """In-memory bytes of one record of a Parquet input (pandas), from its schema: the width
+    of fixed-size types, else the uncompressed bytes per value plus an offset, + the record id.
+    """
+    import pyarrow as pa
+
+    total = 8.0  # the record id
+    cols = _parquet_data_columns(schema)
+    for c in cols:
+        t = schema.field(c).type
+        try:
+            total += max(1, t.bit_width // 8)
+            continue
+        except ValueError:
+            pass
+        if pa.types.is_dictionary(t):
+            total += 8
+            continue
+        size = rows = 0
+        for md in groups_meta:
+            for i in range(md.num_columns):
+                if md.column(i).path_in_schema == c:
+                    size += md.column(i).total_uncompressed_size
+            rows += md.num_rows
+        total += 16 + size / max(rows, 1)
+    return total
+
+
+def _plan_parquet(path: str, budget: Budget, what: str) -> tuple[list[_Piece], pd.DataFrame, float]:
+    """The partitions of a Parquet input (file or folder), sized from the memory budget: the
+    consecutive row groups of a file are grouped up to the budget's rows, and a row group
+    larger than that is split into slices read one at a time (issue 27 §3: a single file of
+    5 row groups is no longer one 120 MB partition).  Refuses, in one line, a row group whose
+    column chunks alone (read whole) do not fit a worker.  Returns (pieces, empty frame of
+    the data columns, in-memory bytes per record).
+    """
+    import pyarrow.parquet as pq
+
+    files = parquet_parts(path)
+    first = pq.ParquetFile(files[0])
+    schema = first.schema_arrow
+    cols = _parquet_data_columns(schema)
+    metas = []
+    for f in files:
+        pf = first if f == files[0] else pq.ParquetFile(f)
+        metas.append([pf.metadata.row_group(g) for g in range(pf.metadata.num_row_groups)])
+    row_bytes = _row_bytes(schema, [m for ms in metas for m in ms][:64])
+    target = budget.rows(row_bytes)
+    pieces: list[_Piece] = []
+    start = 0
+    for f, groups in zip(files, metas):
+        run: list[int] = []
+        run_rows = 0
+        for g, md in enumerate(groups):
+            compressed = sum(md.column(i).total_compressed_size for i in range(md.num_columns))
+            if not budget.forced_rows and 2 * compressed > budget.usable:
+                need = int(np.ceil((WORKER_BASE_BYTES + 2 * compressed) / USABLE_SHARE))
+                raise InputError(
+                    f"Input {what!r}: row group {g} of {os.path.basename(f)!r} holds "
+                    f"{_human(compressed)} compressed, read whole; workers of "
+                    f"{_human(budget.worker)} cannot read it. Give at least --memory-limit "
+                    f"{_human(need)}, or rewrite the file with smaller row groups."
+                )
+            rows = int(md.num_rows)
+            if rows > target:
+                if run:
+                    pieces.append(_Piece(f, tuple(run), None, None, start, run_rows))
+                    start += run_rows
+                    run, run_rows = [], 0
+                step = int(np.ceil(rows / np.ceil(rows / target)))
+                for lo in range(0, rows, step):
+                    hi = min(rows, lo + step)
+                    pieces.append(_Piece(f, (g,), lo, hi, start, hi - lo, step))
+                    start += hi - lo
+                continue
+            if run and run_rows + rows > target:
+                pieces.append(_Piece(f, tuple(run), None, None, start, run_rows))
+                start += run_rows
+                run, run_rows = [], 0
+            run.append(g)
+            run_rows += rows
+        if run or not groups:
+            pieces.append(_Piece(f, tuple(run), None, None, start, run_rows))
+            start += run_rows
+    meta = schema.empty_table().select(cols).to_pandas().reset_index(drop=True)
+    return pieces, meta, row_bytes
+
+
+def _read_piece(piece: _Piece, columns: list[str] | None = None, all_columns: tuple = ()) -> pd.DataFrame:
+    """One partition of a Parquet input with its record ids (``_ROW``); ``columns``: the
+    columns Dask asks for (projection), else all.  A slice of a row group is read in batches
+    of its own size (never the whole row group at once).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    want = list(all_columns) + [_ROW] if columns is None else list(columns)
+    read = [c for c in want if c != _ROW]
+    if not read:  # only the record ids: the metadata's counts are enough
+        df = pd.DataFrame(index=pd.RangeIndex(piece.rows))
+        df[_ROW] = np.arange(piece.start, piece.start + piece.rows, dtype=np.int64)
+        return df[want]
+    pf = pq.ParquetFile(piece.path)
+    if not piece.groups:
+        table = pf.schema_arrow.empty_table().select(read)
+    elif piece.lo is None:
+        table = pf.read_row_groups(list(piece.groups), columns=read)
+    else:
+        assert piece.hi is not None and piece.step > 0
+        table = None
+        seen = 0
+        # batches of the slices' common length: the slice is one of them
+        for batch in pf.iter_batches(batch_size=piece.step, row_groups=[piece.groups[0]], columns=read):
+            if seen == piece.lo:
+                table = pa.Table.from_batches([batch])
+                break
+            seen += batch.num_rows
+        if table is None or table.num_rows != piece.hi - piece.lo:  # pragma: no cover - the file changed
+            raise InputError(f"The input {piece.path!r} changed while it was read; run again.")
+    df = table.to_pandas().reset_index(drop=True)
+    del table
+    _release_arrow_memory()
+    if len(df) != piece.rows:  # pragma: no cover - the file changed
+        raise InputError(f"The input {piece.path!r} changed while it was read; run again.")
+    if _ROW in want:
+        df[_ROW] = np.arange(piece.start, piece.start + piece.rows, dtype=np.int64)
+    return df[want]
+
+
+@dataclass
+class Source:
+    """The input of a run, as partitions of known size with record ids.
+
+    ``frame(columns)``: a ``dask.dataframe`` of ``columns`` (default all) and the record id
+    ``_ROW`` (the input position).  A Parquet input is read by :func:`_read_piece` (its own
+    partitions, sized from the memory budget, never fused by Dask: a projection reads only
+    those columns and keeps the partitions); a CSV by Dask in blocks sized from the budget;
+    a frame as given, its partitions split when larger than the budget.  ``lens`` (records
+    per partition) is known from the Parquet metadata, else after :meth:`set_lengths`.
+    """
+
+    meta: pd.DataFrame
+    row_bytes: float
+    pieces: list[_Piece] | None = None
+    ddf: Any = None
+    lens: np.ndarray | None = None
+    target_rows: int = MAX_PARTITION_ROWS
+
+    @property
+    def npartitions(self) -> int:
+        return len(self.pieces) if self.pieces is not None else int(self.ddf.npartitions)
+
+    @property
+    def starts(self) -> np.ndarray:
+        assert self.lens is not None
+        return np.r_[0, np.cumsum(self.lens)[:-1]].astype(np.int64)
+
+    def _pieces_frame(self):
+        dd = _dd()
+        return dd.from_map(
+            _read_piece,
+            self.pieces,
+            meta=self.meta.assign(**{_ROW: np.array([], np.int64)}),
+            all_columns=tuple(self.meta.columns),
+            label="read-parquet-piece",
+            enforce_metadata=False,
+        )
+
+    def raw(self, columns: list[str] | None = None):
+        """The partitions WITHOUT record ids (before the lengths are known)."""
+        cols = list(self.meta.columns) if columns is None else list(columns)
+        if self.pieces is not None:
+            return self._pieces_frame()[cols]
+        return self.ddf if columns is None else self.ddf[cols]
+
+    def frame(self, columns: list[str] | None = None):
+        """The partitions with the record id column ``_ROW`` (``columns`` and ``_ROW``)."""
+        cols = list(self.meta.columns) if columns is None else list(columns)
+        if self.pieces is not None:
+            return self._pieces_frame()[[*cols, _ROW]]
+        full = self.ddf.map_partitions(
+            _with_row, self.starts, meta=self.ddf._meta.assign(**{_ROW: np.array([], np.int64)})
+        )
+        return full if columns is None else full[[*cols, _ROW]]
+
+    def head(self, n: int) -> pd.DataFrame:
+        """The first ``n`` records (reading only the partitions needed)."""
+        import dask
+
+        if self.pieces is not None:
+            rows = np.cumsum([p.rows for p in self.pieces])
+            k = int(np.searchsorted(rows, n)) + 1
+            parts = self.raw().to_delayed()[:k]
+            got = dask.compute(*parts)
+            return pd.concat(got, ignore_index=True).head(n) if got else self.meta
+        got = []
+        have = 0
+        for i in range(self.ddf.npartitions):
+            x = self.ddf.partitions[i].head(n - have, npartitions=1, compute=True)
+            got.append(x)
+            have += len(x)
+            if have >= n:
+                break
+        return pd.concat(got, ignore_index=True) if got else self.meta
+
+    def set_lengths(self, lens) -> None:
+        """Record the partitions' lengths (counted in the validation pass); partitions longer
+        than the budget are split (a frame given with huge partitions, a CSV block).
+        """
+        lens = np.asarray(lens, dtype=np.int64)
+        if self.pieces is not None:
+            if not np.array_equal(lens, [p.rows for p in self.pieces]):  # pragma: no cover
+                raise InputError("The input changed while it was read (record counts differ); run again.")
+            self.lens = lens
+            return
+        self.lens = lens
+        if lens.size and int(lens.max()) > self.target_rows:
+            self.ddf = _split_partitions(self.ddf, lens, self.target_rows)
+            self.lens = np.concatenate(
+                [
+                    np.diff(np.r_[np.arange(0, ln, self.target_rows), ln]) if ln else [0]
+                    for ln in lens.tolist()
+                ]
+            ).astype(np.int64)
+
+
+def _split_partitions(ddf, lens: np.ndarray, target: int):
+    """``ddf`` with every partition longer than ``target`` rows cut into slices of ``target``
+    (in order; each big partition is computed once and sliced).
+    """
+    from dask import delayed
+
+    dd = _dd()
+    parts = []
+    for x, ln in zip(ddf.to_delayed(), lens.tolist()):
+        if ln <= target:
+            parts.append(x)
+            continue
+        for lo in range(0, ln, target):
+            parts.append(delayed(_iloc)(x, lo, min(ln, lo + target)))
+    return dd.from_delayed(parts, meta=ddf._meta, verify_meta=False)
+
+
+def _iloc(part: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
+    return part.iloc[lo:hi]
+
+
+def open_source(source: Any, budget: Budget) -> Source:
+    """The :class:`Source` of a dask frame, a pandas frame, or a Parquet file/folder or CSV
+    path, partitioned from ``budget``.
+    """
+    dd = _dd()
+    if isinstance(source, pd.DataFrame):
+        source = source.rename(columns={c: str(c) for c in source.columns})
+        row_bytes = 8.0 + float(source.memory_usage(deep=True, index=False).sum()) / max(len(source), 1)
+        target = budget.rows(row_bytes)
+        nparts = max(1, int(np.ceil(len(source) / target)))
+        return Source(
+            meta=source.iloc[:0],
+            row_bytes=row_bytes,
+            ddf=dd.from_pandas(source, npartitions=nparts),
+            target_rows=target,
+        )
+    if isinstance(source, dd.DataFrame):
+        source = source.rename(columns={c: str(c) for c in source.columns})
+        row_bytes = 8.0 + sum(8 if t.kind in "biufcmM" else 48 for t in source._meta.dtypes)
+        return Source(meta=source._meta, row_bytes=row_bytes, ddf=source, target_rows=budget.rows(row_bytes))
+    path = os.fspath(source)
+    check_input(path)
+    low = path.lower()
+    what = os.path.basename(os.path.normpath(path)) or path
+    if os.path.isdir(path) or low.endswith(PARQUET_EXTENSIONS):
+        pieces, meta, row_bytes = _plan_parquet(path, budget, what)
+        meta = meta.rename(columns={c: str(c) for c in meta.columns})
+        return Source(
+            meta=meta,
+            row_bytes=row_bytes,
+            pieces=pieces,
+            lens=np.array([p.rows for p in pieces], dtype=np.int64),
+            target_rows=budget.rows(row_bytes),
+        )
+    # CSV: text is about as large as the values it holds; blocks of the budget's bytes
+    block = max(1 << 20, int(budget.usable / TASK_FACTOR))
+    ddf = dd.read_csv(path, sep="\t" if low.endswith(".tsv") else ",", blocksize=block)
+    ddf = ddf.rename(columns={c: str(c) for c in ddf.columns})
+    row_bytes = 8.0 + sum(8 if t.kind in "biufcmM" else 48 for t in ddf._meta.dtypes)
+    return Source(meta=ddf._meta, row_bytes=row_bytes, ddf=ddf, target_rows=budget.rows(row_bytes))
+
+
 @dataclass
 class DaskRelease:
     """A lazy release: ``data`` is a ``dask.dataframe``; the texts are the in-memory ones."""
@@ -253,58 +650,52 @@ def check_runs_on_dask(method: str, params: dict | None = None):
     return plan
 
 
-def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
-    """Validate on a sample with the engine's own ``prepare`` (one error format), then check
-    the whole data (missing values, domains) with one distributed pass.
+def _validate(src: Source, method, roles, domains, precision, params, hierarchies=None):
+    """Validate on the first records with the engine's own ``prepare`` (one error format),
+    then check the whole data (missing values, domains) and take the partitions' lengths and
+    the data digest's partial sums in one distributed pass (:func:`_scan_part`).
     """
+    import dask
+    from dask import delayed
+
     from dpstudio.engine import api
+    from dpstudio.engine.keying import combine_partials
 
     spec = api.get_method(method)
     plan = check_runs_on_dask(method, params)
-    sample = ddf.head(SAMPLE_ROWS, npartitions=-1)
-    prep = api.prepare(sample, method, roles, domains, hierarchies, precision=precision, **params)
+    prep = api.prepare(
+        src.head(SAMPLE_ROWS), method, roles, domains, hierarchies, precision=precision, **params
+    )
     cols = list(prep.protected)
     task = plan.setup(prep, hierarchies) if isinstance(plan, FrequencySet) else None
-    aggs = {}
-    for c in cols:
-        aggs[(c, "na")] = ddf[c].isna().sum()
-        if c in prep.domains:
-            aggs[(c, "min")] = ddf[c].min()
-            aggs[(c, "max")] = ddf[c].max()
-    import dask
-
-    keys = list(aggs)
-    # the lengths of the FULL frame's partitions (record ids = global positions): a length
-    # taken from one column would follow Dask's fused single-column reads of a Parquet folder
-    # (fewer, longer partitions), not the partitions the release is computed on.  The data
-    # digest's partial sums are combined in order and do not depend on where the partitions
-    # split: read from the protected columns only
-    from dpstudio.engine.keying import combine_partials
-
-    parts = ddf[cols].map_partitions(_digest_part, cols, meta=(None, object))
-    vals = dask.compute(ddf.map_partitions(len), parts, *[aggs[k] for k in keys])
-    lens = np.asarray(vals[0], dtype=np.int64)
-    digest = combine_partials(list(vals[1]))
-    vals = (vals[0], *vals[2:])
-    if lens.size != ddf.npartitions:  # pragma: no cover - a Dask change would show here
+    bounded = [c for c in cols if c in prep.domains]
+    # a Parquet input's own partitions read only the protected columns; any other input is
+    # scanned whole (a projection of it could be read in fused, longer partitions)
+    parts = src.raw(cols if src.pieces is not None else None).to_delayed()
+    if len(parts) != src.npartitions:  # pragma: no cover - a Dask change would show here
         raise InputError(
-            f"internal: {lens.size} partition lengths for {ddf.npartitions} partitions; run with --engine memory."
+            f"internal: {len(parts)} partitions read for {src.npartitions}; run with --engine memory."
         )
+    scans = dask.compute(*[delayed(_scan_part)(x, cols, bounded) for x in parts])
+    lens = np.array([s["len"] for s in scans], dtype=np.int64)
+    digest = combine_partials([s["digest"] for s in scans])
     n = int(lens.sum())
-    got = dict(zip(keys, vals[1:]))
     for c in cols:
-        if got[(c, "na")]:
+        na = sum(s["na"][c] for s in scans)
+        if na:
             raise InputError(
-                f"Column {c!r} has {int(got[(c, 'na')]):,} missing value(s); the Dask "
+                f"Column {c!r} has {int(na):,} missing value(s); the Dask "
                 "backend refuses them: remove those records first."
             )
-        if c in prep.domains:
-            lb, ub = prep.domains[c]
-            if got[(c, "min")] < lb or got[(c, "max")] > ub:
-                raise InputError(
-                    f"Column {c!r}: values lie outside the declared domain "
-                    f"[{lb:g}, {ub:g}]; widen --domain {c}=LOWER:UPPER."
-                )
+    for c in bounded:
+        lb, ub = prep.domains[c]
+        mins = [s["min"][c] for s in scans if s["len"]]
+        maxs = [s["max"][c] for s in scans if s["len"]]
+        if mins and (min(mins) < lb or max(maxs) > ub):
+            raise InputError(
+                f"Column {c!r}: values lie outside the declared domain "
+                f"[{lb:g}, {ub:g}]; widen --domain {c}=LOWER:UPPER."
+            )
     if "k" in prep.params and prep.params.get("k") is not None:
         from dpstudio.engine import params as P
 
@@ -313,13 +704,22 @@ def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
     return spec, plan, task, prep, cols, n, lens
 
 
-def _digest_part(part: pd.DataFrame, cols: list[str]) -> pd.Series:
-    """One partition's (records, lane A, lane B) of the data digest, in a one-element Series
-    (dask concatenates them in partition order).
+def _scan_part(part: pd.DataFrame, cols: list[str], bounded: list[str]) -> dict:
+    """One partition's facts for the validation pass: its length, its (records, lane A, lane
+    B) of the data digest, the missing values of each protected column and the least and
+    greatest value of each column with a declared domain.
     """
     from dpstudio.engine.keying import digest_partial
 
-    return pd.Series([digest_partial(part, cols)], dtype=object)
+    out: dict = {"len": len(part), "digest": digest_partial(part, cols), "na": {}, "min": {}, "max": {}}
+    for c in cols:
+        out["na"][c] = int(part[c].isna().sum())
+    for c in bounded:
+        if len(part):
+            out["min"][c] = part[c].min()
+            out["max"][c] = part[c].max()
+    _release_arrow_memory()
+    return out
 
 
 def _grid(prep, integer: bool, c: str, n: int):
@@ -349,20 +749,25 @@ def protect_dask(
     client: Any = None,
     hierarchies: dict | None = None,
     progress: Any = None,
+    partition_rows: int | None = None,
     **params: Any,
 ) -> DaskRelease:
     """Protect ``source`` on Dask; returns a :class:`DaskRelease` (lazy).  ``progress``: an
     optional ``fn(message)`` told of each step of the ranked methods (they compute one
     attribute at a time before the release is written; the command line prints them).  ``client``: a
-    ``distributed.Client`` (``None``: the current default scheduler).
+    ``distributed.Client`` (``None``: the current default scheduler).  Partitions are sized
+    from the workers' memory limit (:func:`worker_budget`); ``partition_rows`` forces their
+    rows (tests, tuning).
     """
     from dpstudio.engine import api
 
-    ddf = read_lazy(source)
-    ddf = ddf.rename(columns={c: str(c) for c in ddf.columns})
+    budget = worker_budget(client, partition_rows)
+    src = open_source(source, budget)
     spec, plan, task, prep, cols, n, lens = _validate(
-        ddf, method, roles, domains, precision, params, hierarchies
+        src, method, roles, domains, precision, params, hierarchies
     )
+    src.set_lengths(lens)
+    lens = src.lens
     p = dict(prep.params)
     if spec.uses_epsilon and p.get("epsilon") is None:
         raise NotOnDask(
@@ -376,10 +781,10 @@ def protect_dask(
     # the first draw of the run's generator, derived from the seed, the parameters and the
     # data digest exactly as run_prepared does in memory (job_stream)
     root = K.root_key(keyed_rng(as_rng(seed), prep.run_context(p)))
-    starts = np.r_[0, np.cumsum(lens)[:-1]].astype(np.int64)
-    columns = ddf  # the input as read: one column of it reads only that column (ranked methods)
-    ddf = ddf.map_partitions(_with_row, starts, meta=ddf._meta.assign(**{_ROW: np.array([], np.int64)}))
-    info: dict = {"backend": "dask", "npartitions": int(ddf.npartitions)}
+    starts = src.starts
+    columns = src.raw()  # the input as read: one column of it reads only that column (ranked methods)
+    ddf = src.frame()
+    info: dict = {"backend": "dask", "npartitions": int(src.npartitions)}
     private_warns: list = []
     attrs: list[Attribute] = []
     if not isinstance(plan, FrequencySet):
@@ -1028,7 +1433,11 @@ def write_release(
                 os.path.join(tmp, "release.csv"), single_file=True, index=False, compute=False
             )
         else:
-            task = rel.data.to_parquet(os.path.join(tmp, "release"), write_index=False, compute=False)
+            # zero-padded part names: a reader lists them in name order, which is then the
+            # release's order (part.10 would come before part.2)
+            task = rel.data.to_parquet(
+                os.path.join(tmp, "release"), write_index=False, compute=False, name_function=_part_name
+            )
         if progress:
             _compute_with_progress(task)
         else:
@@ -1063,6 +1472,10 @@ def write_release(
     }
     dio.atomic_write(private, lambda p: _dump(p, trail), private=True)
     return {"release": out_dir, "metadata": os.path.join(out_dir, "metadata.json"), "private": private}
+
+
+def _part_name(i: int) -> str:
+    return f"part.{i:06d}.parquet"
 
 
 def _dump(path: str, obj: dict) -> None:
