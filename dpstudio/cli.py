@@ -344,13 +344,21 @@ def _evaluate_result(
         return None
 
 
-def _input_guard(inp: str, out: str) -> None:
-    from dpstudio.engine.io import check_output_not_input
+def _write_plan(args, *inputs):
+    """The command's plan for the one guarded writer: every file it reads (``inputs``, the
+    --recipe file, the --hierarchy files) and, with --save-recipe, the recipe; the command adds
+    its other targets and calls ``check()`` before any work (a refusal writes nothing).
+    """
+    from dpstudio.engine.safe_write import WritePlan
 
-    check_output_not_input(out, inp)
-    folder = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(2, "no such folder", folder)
+    hier = [p for it in getattr(args, "hierarchy", None) or [] for p in [it.partition("=")[2].strip()] if p]
+    # settings files count as inputs when they are files (a folder or FIFO given as one is
+    # refused by its reader, with its own message)
+    settings = [p for p in (getattr(args, "recipe", None), *hier) if p and os.path.isfile(p)]
+    plan = WritePlan(inputs=[*inputs, *settings])
+    if getattr(args, "save_recipe", None):
+        plan.file(args.save_recipe, what="recipe (--save-recipe)", private=True)
+    return plan
 
 
 # ----------------------------------------------------------------------- recipes (issue 9)
@@ -377,8 +385,6 @@ def _apply_recipe(args, command: str) -> None:
     args.recipe_obj = rec
     if getattr(args, "save_recipe", None) and not (args.method or (rec and rec.method)):
         raise ParameterError("--save-recipe needs a method: give --method (or a --recipe that names one).")
-    if getattr(args, "save_recipe", None):  # refuse before any work
-        _input_guard(getattr(args, "input", None) or getattr(args, "original", None), args.save_recipe)
     if rec is None:
         if command != "evaluate" and not args.method:
             raise ParameterError("--method is required (or give --recipe FILE).")
@@ -441,13 +447,13 @@ def _recipe_params(args, spec) -> dict:
     return dict(rec.params)
 
 
-def _save_recipe(args, command: str, params: dict) -> None:
+def _save_recipe(args, command: str, params: dict, plan) -> None:
     """``--save-recipe FILE``: the effective recipe, PRIVATE (0600); the seed only if pinned
-    (given with --seed or pinned in the --recipe), never a fresh one.
+    (given with --seed or pinned in the --recipe), never a fresh one.  Written through the
+    command's ``plan`` (:func:`_write_plan`, checked before any work).
     """
     if not getattr(args, "save_recipe", None):
         return
-    from dpstudio.engine.io import atomic_write
     from dpstudio.engine.recipe import Recipe
     from dpstudio.engine.registry import get_method
 
@@ -483,12 +489,7 @@ def _save_recipe(args, command: str, params: dict) -> None:
         extra=dict(old.extra if old else {}),
     )
     text = json.dumps(rec.to_dict(), indent=2, ensure_ascii=False)
-
-    def writer(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-
-    atomic_write(args.save_recipe, writer, protect=tuple(p for p in (inp,) if p), private=True)
+    plan.write_text(args.save_recipe, text)
     print(f"Recipe: {args.save_recipe} (private: keep internal)", file=sys.stderr)
 
 
@@ -672,9 +673,8 @@ def _protect_dask(args) -> int:
     if args.method not in DB.DASK_METHODS:
         raise DB.NotOnDask(f"Method {args.method!r} does not run on Dask; use --engine memory.")
     params = collect_params(spec, args)
-    from dpstudio.engine.io import check_output_not_input
-
-    check_output_not_input(args.output, args.input, what="release folder")  # before any work
+    plan = _write_plan(args, args.input)
+    DB.release_plan(args.output, plan=plan)  # every file, checked before any work
     DB.check_input(args.input)  # an unreadable input: one line before any cluster starts
     try:
         with _dask_client(args) as client:
@@ -693,9 +693,9 @@ def _protect_dask(args) -> int:
             )
             fmt = "csv" if (args.format or "").lower() == "csv" else "parquet"
             written = DB.write_release(
-                rel, args.output, input_path=args.input, fmt=fmt, progress=sys.stderr.isatty()
+                rel, args.output, input_path=args.input, fmt=fmt, progress=sys.stderr.isatty(), plan=plan
             )
-        _save_recipe(args, "protect", params)
+        _save_recipe(args, "protect", params, plan)
     except KeyboardInterrupt:
         _warn("cancelled: nothing was written.")
         return 130
@@ -783,7 +783,6 @@ def cmd_protect(args) -> int:
         from dpstudio.engine.errors import InputError
 
         raise InputError(refusal)
-    _input_guard(args.input, args.output)
     if args.assessment:
         from dpstudio.engine.errors import ParameterError
         from dpstudio.engine.export import marked_private
@@ -794,9 +793,19 @@ def cmd_protect(args) -> int:
                 "file name must say so (contain 'private' or 'internal'), e.g. "
                 "out.assessment.private.html."
             )
-    for extra in (args.report, args.assessment):
-        if extra:
-            _input_guard(args.input, extra)
+    from dpstudio.engine.export import release_plan
+
+    plan = _write_plan(args, args.input)
+    release_plan(  # every file the command writes, checked before any work
+        args.output,
+        plan=plan,
+        fmt=args.format,
+        release_note=args.report or False,
+        assessment=bool(args.assessment),
+        assessment_path=args.assessment,
+        audit=not args.no_audit_trail,
+        what={"release_note": "release note (--report)", "assessment": "assessment (--assessment)"},
+    )
     df, meta = _read(args.input, args)
     spec, res = _prepare_and_run(df, args, args.method)
     hier = parse_hierarchies(args.hierarchy)
@@ -828,8 +837,9 @@ def cmd_protect(args) -> int:
         assessment_html=assessment,
         assessment_path=args.assessment,
         audit=not args.no_audit_trail,
+        plan=plan,
     )
-    _save_recipe(args, "protect", collect_params(spec, args))
+    _save_recipe(args, "protect", collect_params(spec, args), plan)
     _report_warnings(res.public_warnings, res.private_notes, skip_codes=("records-dropped",))
     print(f"Guarantee: {res.guarantee}")
     if (
@@ -950,6 +960,7 @@ def cmd_evaluate(args) -> int:
     from dpstudio.engine.errors import ParameterError
 
     _apply_recipe(args, "evaluate")
+    plan = _write_plan(args, args.original, args.protected).check()  # --save-recipe: before any work
     if getattr(args, "engine", "memory") == "dask":
         return _evaluate_dask(args)
 
@@ -1000,7 +1011,7 @@ def cmd_evaluate(args) -> int:
     if args.method:
         from dpstudio.engine.registry import get_method
 
-        _save_recipe(args, "evaluate", collect_params(get_method(args.method), args))
+        _save_recipe(args, "evaluate", collect_params(get_method(args.method), args), plan)
     if args.json:
         print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
         return 0
@@ -1023,7 +1034,9 @@ def cmd_sweep(args) -> int:
     _apply_recipe(args, "sweep")
     if args.repeats is None:
         args.repeats = 10
-    _input_guard(args.input, args.out)
+    plan = _write_plan(args, args.input)
+    out = plan.file(args.out, what="sweep CSV (--out)", private=True)  # measured against the original
+    plan.check()  # before any work
     spec = get_method(args.method)
     if spec.uses_k and args.k is None:
         raise ParameterError(f"Method {spec.id!r} uses k: give --k (e.g. --k 2:100 or --k 2,5,10).")
@@ -1086,12 +1099,10 @@ def cmd_sweep(args) -> int:
             file=sys.stderr,
             flush=True,
         )
-        # rewrite after every point: an interrupted sweep keeps what it computed
-        write_table(
-            pd.DataFrame(rows), args.out, "csv", protect=(args.input,), private=True
-        )  # measured against the original: keep internal (0600)
-    print(f"{len(rows)} point(s) written to {os.path.abspath(args.out)}")
-    _save_recipe(args, "sweep", params)
+        # rewrite after every point (atomically): an interrupted sweep keeps what it computed
+        write_table(pd.DataFrame(rows), out, "csv", plan=plan)
+    print(f"{len(rows)} point(s) written to {out}")
+    _save_recipe(args, "sweep", params, plan)
     return 0
 
 
@@ -1154,6 +1165,13 @@ def cmd_risk(args) -> int:
     from dpstudio.engine.measures.reid_models import ARX_DEFAULT_THRESHOLD
     from dpstudio.engine.measures.survey_risk import assess_risk
 
+    plan = None
+    if args.per_record:  # checked before any work
+        from dpstudio.engine.safe_write import WritePlan
+
+        plan = WritePlan(inputs=[args.input])
+        plan.file(args.per_record, what="per-record risk file (--per-record)", private=True)
+        plan.check()
     df, _ = _read(args.input, args)
     roles = parse_roles(args.role)
     for col, role in roles.items():
@@ -1196,7 +1214,7 @@ def cmd_risk(args) -> int:
     if args.per_record:  # private (0600): computed from the original records; the app's export too
         from dpstudio.engine.measures.survey_risk import write_per_record_risk
 
-        write_per_record_risk(rep, args.per_record, protect=(args.input,))
+        write_per_record_risk(rep, args.per_record, protect=(args.input,), plan=plan)
     if args.json:
         print(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
         return 0
@@ -1226,6 +1244,7 @@ def cmd_query(args) -> int:
         )
     if not multi and (args.mode or args.distance):
         raise ParameterError("--mode/--distance: only for a multicomponent query (e.g. 'mean(x), mean(y)').")
+    _query_plan(args)  # the ledger and the audit export: checked before any work
     if multi:
         return _cmd_query_multi(args, q, eps)
     roles = parse_roles(args.role)
@@ -1277,6 +1296,28 @@ def cmd_query(args) -> int:
         )  # the ledger file holds this answer's ε before the answer is printed
         _query_audit(args, ledger)
     return _query_output(args, ans, ledger)
+
+
+def _query_plan(args):
+    """--ledger and --audit checked by the one guarded writer before the data are read (never
+    the input, never each other, never a FIFO/device/folder/link or read-only file).
+    """
+    from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.safe_write import WritePlan
+
+    if args.audit and (not args.ledger or Path(args.audit).suffix.lower() not in (".csv", ".json")):
+        raise ParameterError(
+            "--audit FILE.csv|FILE.json exports the ledger: give --ledger and "
+            "a .csv or .json name in an existing folder."
+        )
+    from dpstudio.engine import query as qd
+
+    plan = WritePlan(inputs=[args.input])
+    if args.ledger:  # the ledger file itself (a project file names its ledger file)
+        plan.file(qd.resolve_ledger_path(args.ledger), what="query ledger (--ledger)", private=True)
+    if args.audit:
+        plan.file(args.audit, what="ledger audit (--audit)", private=True)
+    return plan.check()
 
 
 def _query_ledger(args):
@@ -1407,8 +1448,8 @@ def _cmd_query_multi(args, mq, eps) -> int:
 
 
 def _query_audit(args, ledger) -> None:
-    if ledger is not None and args.audit:
-        ledger.export(args.audit)
+    if ledger is not None and args.audit:  # through the one writer, never over the data file
+        ledger.export(args.audit, protect=(args.input,))
 
 
 def _query_output(args, ans, ledger) -> int:

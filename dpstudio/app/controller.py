@@ -494,14 +494,14 @@ class Controller(QObject):
             if chosen is None:
                 return False
             out_path, fmt = chosen
-        try:
-            io_adapter.check_output_not_input(out_path, st.path, what="release")
-        except engine.DPStudioError as exc:
-            self.sig_error.emit(str(exc), "")
-            return False
         if missing := missing_folder_message(out_path):  # as export: before the cluster starts
             self.sig_status.emit("Not protected: " + missing)
             self.sig_error.emit(missing, "")
+            return False
+        try:  # every file it writes, checked before the cluster starts (the one writer)
+            io_adapter.release_plan(str(out_path), inputs=self.input_files(), dask=True)
+        except engine.DPStudioError as exc:
+            self.sig_error.emit(str(exc), "")
             return False
         params = dict(st.recipe.params)
         run_params = self._engine_params(params)
@@ -526,8 +526,9 @@ class Controller(QObject):
                 return large_file.protect_whole_file(
                     *args, **kw, progress=progress, check_cancel=check_cancel
                 )
-            except (FileNotFoundError, NotADirectoryError) as exc:
-                # the folder went away after the check above: the same one-line message
+            except (FileNotFoundError, NotADirectoryError, engine.InputError) as exc:
+                # the folder went away after the check above (the OS or the writer says so):
+                # the same one-line message
                 if missing := missing_folder_message(str(out_path)):
                     raise engine.InputError(missing) from exc
                 raise
@@ -596,14 +597,22 @@ class Controller(QObject):
         if res is None:
             self.sig_error.emit("Nothing to export yet: press Protect (Ctrl+R) first.", "")
             return False
-        try:
-            io_adapter.check_output_not_input(out_path, st.path, what="protected file")
-        except engine.InputError as exc:
-            self.sig_error.emit(str(exc), "")
-            return False
         if missing := missing_folder_message(out_path):  # not the OS's "[Errno 2] …"
             self.sig_status.emit("Not exported: " + missing)
             self.sig_error.emit(missing, "")
+            return False
+        try:  # every file of the export, checked before any work (the one guarded writer)
+            plan = io_adapter.release_plan(
+                out_path,
+                inputs=self.input_files(),
+                fmt=fmt,
+                release_note=release_note,
+                assessment=assessment,
+                audit=audit,
+            )
+        except engine.DPStudioError as exc:
+            self.sig_status.emit("Not exported: " + str(exc).splitlines()[0][:140])
+            self.sig_error.emit(str(exc), "")
             return False
         html_text = None
         if assessment:
@@ -640,9 +649,11 @@ class Controller(QObject):
                     release_note=release_note,
                     assessment_html=html_text,
                     audit=audit,
+                    plan=plan,
                 )
-            except (FileNotFoundError, NotADirectoryError) as exc:
-                # the folder went away after the check above: the same one-line message
+            except (FileNotFoundError, NotADirectoryError, engine.InputError) as exc:
+                # the folder went away after the check above (the OS or the writer says so):
+                # the same one-line message
                 if missing := missing_folder_message(out_path):
                     raise engine.InputError(missing) from exc
                 raise
@@ -667,10 +678,14 @@ class Controller(QObject):
         return True
 
     # ------------------------------------------------------------------ project
+    def input_files(self) -> list[str]:
+        """The files the current project reads (data, hierarchy files): never written over."""
+        return project.inputs_of(self.state.recipe, self.state.path)
+
     def save_project_to(self, path: str) -> bool:
         try:
-            project.save(path, self.state.recipe)
-        except OSError as exc:
+            project.save(path, self.state.recipe, protect=self.input_files())
+        except (OSError, engine.DPStudioError) as exc:
             self.sig_error.emit(f"Cannot save the project: {exc}", "")
             return False
         self.state.project_path = str(path)
@@ -766,8 +781,8 @@ class Controller(QObject):
         if self.state.df is None or not self.state.dirty or not self.state.active_roles():
             return  # nothing worth recovering yet
         try:
-            project.save(app_settings.recovery_path(), self.state.recipe)
-        except OSError:
+            project.save(app_settings.recovery_path(), self.state.recipe, protect=self.input_files())
+        except (OSError, engine.DPStudioError):
             pass
 
     def recovery(self) -> Recipe | None:

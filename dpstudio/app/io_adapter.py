@@ -16,6 +16,7 @@ import pandas as pd
 from dpstudio.engine import export as engine_export
 from dpstudio.engine import io as engine_io
 from dpstudio.engine import report as engine_report
+from dpstudio.engine import safe_write as engine_safe_write
 
 LABELS = {
     "csv": "CSV (comma/semicolon separated)",
@@ -113,6 +114,44 @@ def read_table(
     )
 
 
+def release_plan(
+    out_path: str,
+    *,
+    inputs=(),
+    fmt: str | None = None,
+    release_note: bool = True,
+    assessment: bool = False,
+    audit: bool = True,
+    dask: bool = False,
+):
+    """The CHECKED write plan of an export (every file it writes, against every file the
+    project reads), made before any work; raises the engine's one-line DPStudioError.
+    ``dask``: the whole-file release folder written on Dask (sample mode).
+    """
+    if dask:
+        from dpstudio.engine.backends import dask_backend
+
+        plan = engine_safe_write.WritePlan(inputs=inputs)
+        return dask_backend.release_plan(out_path, plan=plan)
+    return engine_export.release_plan(
+        out_path,
+        inputs=inputs,
+        fmt=fmt,
+        release_note=release_note,
+        assessment=assessment,
+        audit=audit,
+    )
+
+
+def release_refusal(out_path: str, **kw) -> str:
+    """The one-line refusal of :func:`release_plan` ("" when every file may be written)."""
+    try:
+        release_plan(out_path, **kw)
+    except ValueError as exc:  # DPStudioError: WriteRefused, ParameterError
+        return str(exc)
+    return ""
+
+
 def export_release(
     result,
     out_path: str,
@@ -123,10 +162,12 @@ def export_release(
     release_note: bool = True,
     assessment_html: str | None = None,
     audit: bool = True,
+    plan: Any = None,
 ) -> dict[str, str]:
     """Public: protected file + ``<stem>.metadata.json`` (+ ``<stem>.release-note.html``);
     private (0600): ``<stem>.private.json`` (+ ``<stem>.assessment.private.html``).
-    Atomically, never over the input (the engine refuses: ``check_output_not_input``).
+    Through the one guarded writer (``plan``: from :func:`release_plan`, checked before the
+    work): atomically, never over an input or a FIFO/device/folder/link/read-only file.
     """
     return engine_export.export_release(
         result,
@@ -137,6 +178,7 @@ def export_release(
         release_note=release_note,
         assessment_html=assessment_html,
         audit=audit,
+        plan=plan,
     )
 
 

@@ -320,7 +320,8 @@ def protect_whole_file(
     progress = progress or (lambda f: None)
     check_cancel = check_cancel or (lambda: None)
     DB.check_runs_on_dask(method, params or {})
-    engine_io.check_output_not_input(out_path, input_path, what="release")  # before any work
+    # every file it writes, checked before any work (the one guarded writer)
+    plan = DB.release_plan(out_path, input_path=input_path)
     check_cancel()
     with dask_client(scheduler, processes=processes) as client, _Watch(client, check_cancel, progress) as w:
         # every computation goes to this client only: once it is closed (cancel), a computation
@@ -340,7 +341,7 @@ def protect_whole_file(
             )
             check_cancel()
             w.phase(0.2, 0.99)  # the release: computed and written
-            written = DB.write_release(rel, out_path, input_path=input_path, fmt=fmt)
+            written = DB.write_release(rel, out_path, input_path=input_path, fmt=fmt, plan=plan)
     if w.cancelled:  # pragma: no cover - the close makes the computation fail first
         raise engine.Cancelled()
     check_cancel()

@@ -468,6 +468,7 @@ class MainWindow(QMainWindow):
             roles=self.state.roles,
             sample_folder=str(resources_dir()),
             export_folder=app_settings.last_export_folder(),
+            extra_inputs=self.controller.input_files(),
         )
         if dlg.exec() != QDialog.DialogCode.Accepted:
             return

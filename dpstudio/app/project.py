@@ -20,15 +20,21 @@ from dpstudio.engine.io import read_json_file
 from dpstudio.engine.query_ledger import LEGACY_PROJECT_KEY
 from dpstudio.engine.random import seed_warning
 from dpstudio.engine.recipe import KNOWN_KEYS, SCHEMA_VERSION, Recipe  # noqa: F401 (re-export)
+from dpstudio.engine.safe_write import WritePlan
 
 SUFFIX = ".dpsproj"
 
 
-def save(path: str | os.PathLike, recipe: Recipe) -> None:
-    """Write atomically with owner-only permissions (the file holds the seed).  Keys of an
-    existing file at ``path`` that the recipe does not know are kept.
+def save(path: str | os.PathLike, recipe: Recipe, *, protect: tuple | list = ()) -> str:
+    """Write atomically with owner-only permissions (the file holds the seed), through the one
+    guarded writer (never over ``protect``: the data file and hierarchy files the project
+    reads; never over a FIFO, device, folder, link or read-only file).  Keys of an existing
+    file at ``path`` that the recipe does not know are kept.
     """
-    p = Path(path)
+    plan = WritePlan(inputs=protect)
+    key = plan.file(path, what="project file", private=True)
+    plan.check()  # before the old file is read: a FIFO is never opened
+    p = Path(key)
     data = recipe.to_dict()
     try:  # keys written meanwhile by another tool (e.g. dpstudio query's ledger) are kept
         old = read_json_file(p, what="Project file") if p.is_file() else {}
@@ -38,19 +44,18 @@ def save(path: str | os.PathLike, recipe: Recipe) -> None:
         for k, v in old.items():  # not the ledger an older version kept inside: it has its own file now
             if k not in KNOWN_KEYS and k not in data and k != LEGACY_PROJECT_KEY:
                 data[k] = v
-    tmp = p.with_name(p.name + ".part")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:  # a stale .part left with other permissions: owner-only before the seed is written
-        os.fchmod(fd, 0o600)
-    except (OSError, AttributeError):  # pragma: no cover - e.g. Windows
-        pass
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, ensure_ascii=False)
-    os.replace(tmp, p)
-    try:
-        os.chmod(p, 0o600)
-    except OSError:  # pragma: no cover - e.g. some network drives
-        pass
+    return plan.write_text(key, json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def inputs_of(recipe: Recipe, data_path: str | os.PathLike | None = None) -> list[str]:
+    """The files a project reads (its data file and hierarchy files): never written over."""
+    out = [os.fspath(data_path)] if data_path else []
+    if recipe.input_path:
+        out.append(str(recipe.input_path))
+    for src in (recipe.hierarchies or {}).values():
+        if isinstance(src, dict) and src.get("path"):
+            out.append(str(src["path"]))
+    return out
 
 
 def load(path: str | os.PathLike) -> Recipe:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, QStandardPaths
 
+from dpstudio.engine.safe_write import make_folder
+
 MAX_RECENT = 8
 
 
@@ -23,7 +25,7 @@ def config_dir() -> Path:
     else:
         base = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppConfigLocation)
         p = Path(base or Path.home() / ".config") / "dpstudio"
-    p.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_folder(p)  # through the one writer (owner-only)
     if not env:  # our own folder: owner-only (a folder named by the user is left as it is)
         try:
             os.chmod(p, 0o700)
@@ -137,7 +139,7 @@ def set_dask_processes(processes: bool) -> None:
 def ledgers_dir() -> Path:
     """Where the app keeps the data sets' ledger files unless the user names another one."""
     p = config_dir() / "ledgers"
-    p.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_folder(p)  # through the one writer (owner-only)
     return p
 
 

@@ -16,7 +16,10 @@ Private (keep them internal; owner-only permissions 0600, "private" in the name)
 * optionally ``<stem>.assessment.private.html``
   (:func:`dpstudio.engine.report.render_assessment`: measures against the original).
 
-Every file is written atomically and none may be the input file.
+Every file goes through one :class:`~dpstudio.engine.safe_write.WritePlan`
+(:func:`release_plan`): all of them are checked before anything is written (none may be an
+input, another of the files, a FIFO/device/folder/link or read-only), each is written
+atomically, and the set is renamed into place under the folder's lock.
 """
 
 from __future__ import annotations
@@ -31,17 +34,8 @@ from typing import Any
 import numpy as np
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.io import (
-    TableMeta,
-    check_output_not_input,
-    commit_write,
-    discard,
-    file_format,
-    file_sha256,
-    remove_stale_temps,
-    stage_write,
-    write_table,
-)
+from dpstudio.engine.io import TableMeta, file_format, file_sha256, write_table
+from dpstudio.engine.safe_write import WritePlan, discard
 
 #: Keys that must never appear in released metadata nor in the audit trail.
 FORBIDDEN_KEYS = ("seed", "rng", "random_state", "entropy")
@@ -170,6 +164,104 @@ def _check_metadata_owner(paths: dict[str, str]) -> None:
         )
 
 
+#: What each kind of file is called in messages.
+_WHAT = {
+    "data": "release",
+    "metadata": "metadata file",
+    "release_note": "release note",
+    "private": "audit trail",
+    "assessment": "assessment report",
+}
+
+
+def _what(kind: str) -> str:
+    return _WHAT.get(kind) or (
+        f"released table {kind[6:]!r}" if kind.startswith("table:") else f"{kind} file"
+    )
+
+
+def release_paths(
+    out_path: str | os.PathLike,
+    *,
+    table_names=(),
+    fmt: str | None = None,
+    release_note: bool | str | os.PathLike = False,
+    assessment: bool = False,
+    assessment_path: str | os.PathLike | None = None,
+    audit: bool = True,
+) -> dict[str, str]:
+    """{kind: path} of every file :func:`export_release` writes with these options (the
+    public/private naming rules checked: a ParameterError names the file).
+    """
+    defaults = sidecar_paths(out_path, table_names, fmt)
+    paths = {k: v for k, v in defaults.items() if k in ("data", "metadata") or k.startswith("table:")}
+    if release_note:
+        paths["release_note"] = (
+            os.path.abspath(str(release_note))
+            if not isinstance(release_note, bool)
+            else defaults["release_note"]
+        )
+    if assessment:
+        if assessment_path and not marked_private(assessment_path):
+            raise ParameterError(
+                f"The assessment report {Path(str(assessment_path)).name} is private: its file "
+                "name must say so (contain 'private' or 'internal'), e.g. "
+                "out.assessment.private.html."
+            )
+        paths["assessment"] = (
+            os.path.abspath(str(assessment_path)) if assessment_path else defaults["assessment"]
+        )
+    if audit:
+        paths["private"] = defaults["private"]
+    if "release_note" in paths and marked_private(paths["release_note"]):
+        raise ParameterError(
+            f"The release note {Path(paths['release_note']).name} is public: do not call it private or internal."
+        )
+    return paths
+
+
+def release_plan(
+    out_path: str | os.PathLike,
+    *,
+    inputs=(),
+    plan: WritePlan | None = None,
+    table_names=(),
+    fmt: str | None = None,
+    release_note: bool | str | os.PathLike = False,
+    assessment: bool = False,
+    assessment_path: str | os.PathLike | None = None,
+    audit: bool = True,
+    what: dict[str, str] | None = None,
+) -> WritePlan:
+    """The :class:`~dpstudio.engine.safe_write.WritePlan` of a release, CHECKED: call it before
+    any work (the CLI and the app do), add other targets of the command to ``plan`` first
+    (e.g. a recipe) so that they are checked together, and pass the plan to
+    :func:`export_release`.  ``what``: names for messages by kind (e.g. the CLI's options).
+    Raises :class:`~dpstudio.engine.safe_write.WriteRefused` or ParameterError.
+    """
+    plan = plan if plan is not None else WritePlan()
+    plan.add_input(inputs)
+    paths = release_paths(
+        out_path,
+        table_names=table_names,
+        fmt=fmt,
+        release_note=release_note,
+        assessment=assessment,
+        assessment_path=assessment_path,
+        audit=audit,
+    )
+    for kind, p in paths.items():
+        plan.file(
+            p,
+            what=(what or {}).get(kind) or _what(kind),
+            private=not is_public_kind(kind),
+            role=f"release:{kind}",
+        )
+    plan.check()
+    _check_metadata_owner(paths)
+    return plan
+
+
 def export_release(
     result,
     out_path: str | os.PathLike,
@@ -181,6 +273,7 @@ def export_release(
     assessment_html: str | None = None,
     assessment_path: str | os.PathLike | None = None,
     audit: bool = True,
+    plan: WritePlan | None = None,
 ) -> dict[str, str]:
     """Write the release of ``result`` next to ``out_path``; return {kind: path}.
 
@@ -203,6 +296,10 @@ def export_release(
         a given name must contain 'private' or 'internal').
     audit : bool
         Write the PRIVATE audit trail ``<stem>.private.json`` (0600).
+    plan : WritePlan, optional
+        The command's plan from :func:`release_plan` (checked before the work); the extra
+        tables of ``result`` are added to it and everything is checked again before the first
+        byte is written.  Default: a plan made here.
 
     Kinds in the returned dict: public ``data``, ``metadata``, ``table:<name>``,
     ``release_note``; private ``private``, ``assessment`` (see :func:`is_public_kind`)
@@ -212,59 +309,25 @@ def export_release(
         input_path = input_meta.path
     guard = tuple(str(p) for p in (input_path,) if p)
     tables = dict(getattr(result, "tables", {}) or {})
-    defaults = sidecar_paths(out_path, tables.keys(), fmt)
-    paths = {k: v for k, v in defaults.items() if k in ("data", "metadata") or k.startswith("table:")}
-    if release_note:
-        paths["release_note"] = (
-            os.path.abspath(str(release_note))
-            if not isinstance(release_note, bool)
-            else defaults["release_note"]
-        )
-    if assessment_html is not None:
-        if assessment_path and not marked_private(assessment_path):
-            raise ParameterError(
-                f"The assessment report {Path(str(assessment_path)).name} is private: its file "
-                "name must say so (contain 'private' or 'internal'), e.g. "
-                "out.assessment.private.html."
-            )
-        paths["assessment"] = (
-            os.path.abspath(str(assessment_path)) if assessment_path else defaults["assessment"]
-        )
-    if audit:
-        paths["private"] = defaults["private"]
-    # refuse before writing anything
-    for kind, p in paths.items():
-        check_output_not_input(p, guard, what=f"{kind} file")
-    seen: dict[str, str] = {}
-    for kind, p in paths.items():
-        key = os.path.normcase(os.path.realpath(p))
-        if key in seen:
-            raise ParameterError(
-                f"The {kind} file and the {seen[key]} file would both be {p}: choose different names."
-            )
-        seen[key] = kind
-    if "release_note" in paths and marked_private(paths["release_note"]):
-        raise ParameterError(
-            f"The release note {Path(paths['release_note']).name} is public: "
-            "do not call it private or internal."
-        )
-    _check_metadata_owner(paths)
-
-    def stage_text(path: str, text: str, private: bool) -> str:
-        def writer(tmp: str) -> None:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(text)
-
-        return stage_write(path, writer, protect=guard, private=private)
+    opts: dict[str, Any] = dict(
+        fmt=fmt,
+        release_note=release_note,
+        assessment=assessment_html is not None,
+        assessment_path=assessment_path,
+        audit=audit,
+    )
+    # refuse before writing anything: every file of the release (and of the caller's plan)
+    plan = release_plan(out_path, inputs=guard, plan=plan, table_names=tables.keys(), **opts)
+    paths = release_paths(out_path, table_names=tables.keys(), **opts)
 
     # Every file is first written to a temporary file next to it (digests are taken from those),
     # and only when all are written are they renamed into place: the metadata (which names the
     # digest of every released table) last of the public files, after the old metadata was
     # removed -- so after a kill or an error at any moment the folder never holds a metadata
     # describing another release: old pair, new pair, or a release without metadata
-    # (`dpstudio verify` reports it).
-    for p in paths.values():
-        remove_stale_temps(p)  # left by an interrupted run into this folder
+    # (`dpstudio verify` reports it).  The renames hold the folder's lock, so two exports to
+    # the same names leave one set, never a mix; the plan's transaction removes the temporary
+    # files interrupted runs left.
     f = file_format(paths["data"], fmt)
     # layout 'separate-tables': only the one-column tables are released (their rows do not
     # belong together); the side-by-side frame in result.data is not written
@@ -274,73 +337,87 @@ def export_release(
     meta = dict(result.public_metadata(output_sha256=""))
     staged: dict[str, str] = {}
     written: dict[str, str] = {}
-    try:
-        if not separate:
-            staged["data"] = write_table(
-                result.data,
-                paths["data"],
-                f,
-                input_meta,
-                protect=guard,
-                rows=_source_rows(result, input_meta),
-                stage=True,
-            )
-        for name, table in tables.items():
-            key = f"table:{name}"
-            staged[key] = write_table(
-                table, paths[key], f, input_meta, protect=guard, rows=np.full(len(table), -1), stage=True
-            )
-        digests = {k: file_sha256(tmp) for k, tmp in staged.items()}  # each staged file read once
-        meta["output_sha256"] = None if separate else digests["data"]
-        meta["files"] = {
-            "output": (
-                {"name": None, "format": f, "layout": "separate-tables"}
-                if separate
-                else {"name": Path(paths["data"]).name, "format": f, "sha256": digests["data"]}
-            ),
-            "tables": {
-                name: {"name": Path(paths[f"table:{name}"]).name, "sha256": digests[f"table:{name}"]}
-                for name in tables
-            },
-        }
-        meta = _strip_forbidden(meta)
-        text = json.dumps(meta, indent=2, ensure_ascii=False, allow_nan=True, default=str) + "\n"
-        staged["metadata"] = stage_text(paths["metadata"], text, private=False)
-        if "release_note" in paths:
-            from dpstudio.engine.report import render_release_note  # only when asked (start-up)
 
-            staged["release_note"] = stage_text(
-                paths["release_note"], render_release_note(result), private=False
-            )
-        if "assessment" in paths and assessment_html is not None:  # set together above
-            staged["assessment"] = stage_text(paths["assessment"], assessment_html, private=True)
-        if "private" in paths:
-            final = {k: paths[k] for k in staged}
-            digests.update({k: file_sha256(t) for k, t in staged.items() if k not in digests})
-            trail = audit_trail(result, input_path=input_path, written=final, digests=digests)
-            staged["private"] = stage_text(
-                paths["private"],
-                json.dumps(trail, indent=2, ensure_ascii=False, allow_nan=True, default=str) + "\n",
-                private=True,
-            )
-        # commit: old metadata out, then tables, data, release note, new metadata, private files
-        old_meta = paths["metadata"]
-        if os.path.lexists(old_meta):
-            os.unlink(old_meta)
-        order = [k for k in staged if k.startswith("table:")] + [
-            "data",
-            "release_note",
-            "metadata",
-            "assessment",
-            "private",
-        ]
-        for k in order:
-            if k in staged:
-                written[k] = commit_write(staged.pop(k), paths[k])
-    except BaseException:
-        for tmp in staged.values():
-            discard(tmp)
-        raise
+    def stage_text(kind: str, text: str) -> str:
+        def writer(tmp: str) -> None:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(text)
+
+        return plan.stage(paths[kind], writer)
+
+    with plan.transaction():
+        try:
+            if not separate:
+                staged["data"] = write_table(
+                    result.data,
+                    paths["data"],
+                    f,
+                    input_meta,
+                    protect=guard,
+                    rows=_source_rows(result, input_meta),
+                    stage=True,
+                    plan=plan,
+                )
+            for name, table in tables.items():
+                key = f"table:{name}"
+                staged[key] = write_table(
+                    table,
+                    paths[key],
+                    f,
+                    input_meta,
+                    protect=guard,
+                    rows=np.full(len(table), -1),
+                    stage=True,
+                    plan=plan,
+                )
+            digests = {k: file_sha256(tmp) for k, tmp in staged.items()}  # each staged file read once
+            meta["output_sha256"] = None if separate else digests["data"]
+            meta["files"] = {
+                "output": (
+                    {"name": None, "format": f, "layout": "separate-tables"}
+                    if separate
+                    else {"name": Path(paths["data"]).name, "format": f, "sha256": digests["data"]}
+                ),
+                "tables": {
+                    name: {"name": Path(paths[f"table:{name}"]).name, "sha256": digests[f"table:{name}"]}
+                    for name in tables
+                },
+            }
+            meta = _strip_forbidden(meta)
+            text = json.dumps(meta, indent=2, ensure_ascii=False, allow_nan=True, default=str) + "\n"
+            staged["metadata"] = stage_text("metadata", text)
+            if "release_note" in paths:
+                from dpstudio.engine.report import render_release_note  # only when asked (start-up)
+
+                staged["release_note"] = stage_text("release_note", render_release_note(result))
+            if "assessment" in paths and assessment_html is not None:  # set together above
+                staged["assessment"] = stage_text("assessment", assessment_html)
+            if "private" in paths:
+                final = {k: paths[k] for k in staged}
+                digests.update({k: file_sha256(t) for k, t in staged.items() if k not in digests})
+                trail = audit_trail(result, input_path=input_path, written=final, digests=digests)
+                staged["private"] = stage_text(
+                    "private",
+                    json.dumps(trail, indent=2, ensure_ascii=False, allow_nan=True, default=str) + "\n",
+                )
+            # commit (under the folder's lock: another export's renames never interleave): old
+            # metadata out, then tables, data, release note, new metadata, private files
+            order = [k for k in staged if k.startswith("table:")] + [
+                "data",
+                "release_note",
+                "metadata",
+                "assessment",
+                "private",
+            ]
+            with plan.committing():
+                plan.remove(paths["metadata"])
+                for k in order:
+                    if k in staged:
+                        written[k] = plan.commit(staged.pop(k), paths[k])
+        except BaseException:
+            for tmp in staged.values():
+                discard(tmp)
+            raise
     return {
         k: written[k]
         for k in [
@@ -518,6 +595,8 @@ def verify_release(path: str | os.PathLike) -> tuple[bool, str]:
 
 __all__ = [
     "export_release",
+    "release_plan",
+    "release_paths",
     "verify_release",
     "sidecar_paths",
     "audit_trail",

@@ -1,9 +1,9 @@
 r"""Reading and writing tables: CSV/TSV/TXT, Excel, Parquet, Stata, SPSS, SAS (read only).
 
 Every problem with a file becomes an :class:`~dpstudio.engine.errors.InputError`
-naming the file (and the line, for text files).  Writing is atomic: a temporary
-file in the target folder, flushed and fsync'ed, then ``os.replace``; the input
-file is never overwritten.
+naming the file (and the line, for text files).  :func:`write_table` only serialises a
+table: the file itself is written by the one guarded writer,
+:mod:`dpstudio.engine.safe_write` (checks before any work, atomic, never over an input).
 
 >>> import os, tempfile, pandas as pd
 >>> d = tempfile.mkdtemp()
@@ -34,6 +34,22 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError
+
+# the writing half lives in safe_write (the one guarded writer); re-exported for old callers
+from dpstudio.engine.safe_write import (  # noqa: F401
+    PRIVATE_MODE,
+    WritePlan,
+    WriteRefused,
+    atomic_write,
+    check_output_not_input,
+    commit_write,
+    discard,
+    file_mode,
+    remove_stale_temps,
+    same_file,
+    stage_write,
+    temp_pattern,
+)
 
 TEXT_EXT = {".csv", ".tsv", ".txt", ".dat", ".tab"}
 FORMATS = {
@@ -1228,243 +1244,6 @@ def read_table(
 # --------------------------------------------------------------------- writing
 
 
-def same_file(a: str | os.PathLike | None, b: str | os.PathLike | None) -> bool:
-    """True when ``a`` and ``b`` name the same file (resolved paths, or the same inode)."""
-    if not a or not b:
-        return False
-    try:
-        if os.path.exists(a) and os.path.exists(b):
-            return os.path.samefile(a, b)
-    except OSError:
-        pass
-    return os.path.normcase(os.path.realpath(str(a))) == os.path.normcase(os.path.realpath(str(b)))
-
-
-def _inside(path: str | os.PathLike, folder: str | os.PathLike) -> bool:
-    """True when ``path`` lies below ``folder`` (resolved paths, case folded where the OS folds)."""
-    p = os.path.normcase(os.path.realpath(str(path)))
-    f = os.path.normcase(os.path.realpath(str(folder)))
-    return p.startswith(f.rstrip(os.sep) + os.sep)
-
-
-def check_output_not_input(
-    output: str | os.PathLike | None,
-    inputs: str | os.PathLike | None | tuple | list = (),
-    *,
-    what: str = "output",
-) -> None:
-    """Refuse to write ``output`` where it would overwrite (or contain) one of ``inputs``.
-
-    The one never-overwrite-the-input check of dpstudio: the CLI, the engine's export, the
-    Dask folder writer and the app all call it before writing anything.
-
-    Parameters
-    ----------
-    output : path
-        The file (or folder, for a folder release) about to be written.
-    inputs : path or sequence of paths
-        The input file(s); ``None`` and empty entries are ignored.
-    what : str
-        What ``output`` is, for the message ("output", "release", "metadata file", ...).
-
-    Raises
-    ------
-    InputError
-        One line naming both paths and what to do, when ``output`` is an input file: the
-        same path, another name of the same file (symbolic link, hard link, another case
-        on a case-insensitive file system: ``os.path.samefile`` compares device and inode),
-        a folder that contains an input (a folder release would be written over it), or a
-        path inside an input folder (a Parquet dataset read as a folder).
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> d = tempfile.mkdtemp()
-    >>> src = os.path.join(d, "in.csv")
-    >>> _ = open(src, "w").write("a,b")
-    >>> check_output_not_input(os.path.join(d, "out.csv"), [src])      # fine: returns None
-    >>> try:
-    ...     check_output_not_input(os.path.join(d, ".", "in.csv"), [src])
-    ... except InputError as e:
-    ...     print("refused")
-    refused
-    """
-    if not output:
-        return
-    if isinstance(inputs, (str, os.PathLike)):
-        inputs = (inputs,)
-    for inp in inputs or ():
-        if not inp:
-            continue
-        if same_file(output, inp):
-            raise InputError(
-                f"Refusing to write the {what} {output} over the input file {inp}: "
-                "choose another output name (dpstudio never overwrites the input)."
-            )
-        if _inside(inp, output):
-            raise InputError(
-                f"Refusing to write the {what} {output} over the folder of the input file {inp}: "
-                "choose another output folder (dpstudio never overwrites the input)."
-            )
-        if os.path.isdir(str(inp)) and _inside(output, inp):
-            raise InputError(
-                f"Refusing to write the {what} {output} inside the input folder {inp}: "
-                "choose an output outside it (dpstudio never overwrites the input)."
-            )
-
-
-def _umask() -> int:
-    """The process umask, read without changing it where the OS allows (thread-safe on Linux)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    old = os.umask(0o077)  # fallback: the classic set-and-restore
-    os.umask(old)
-    return old
-
-
-#: Permissions of a private file (project, assessment report, audit trail): owner only.
-PRIVATE_MODE = 0o600
-
-
-def file_mode(private: bool = False) -> int:
-    """Permissions a new file gets: 0600 if ``private``, else 0666 minus the umask (e.g. 0644)."""
-    return PRIVATE_MODE if private else (0o666 & ~_umask())
-
-
-def _target_error(exc: OSError, path: str) -> OSError:
-    """``exc`` re-worded to name the target file, not the hidden temporary file."""
-    import errno as _errno
-
-    name = Path(path).name
-    if exc.errno == _errno.ENOSPC:
-        return OSError(exc.errno, f"No space left on device while writing {name}", path)
-    return type(exc)(exc.errno, exc.strerror or str(exc), path) if exc.errno else OSError(f"{path}: {exc}")
-
-
-#: Our temporary files: ``.<stem>.<8 random characters>.tmp<suffix>`` next to the target.
-def temp_pattern(path: str | os.PathLike) -> re.Pattern:
-    p = Path(str(path))
-    return re.compile(r"^\." + re.escape(p.stem) + r"\.[A-Za-z0-9_]{8}\.tmp" + re.escape(p.suffix) + "$")
-
-
-def remove_stale_temps(path: str | os.PathLike) -> list[str]:
-    """Remove the temporary files an interrupted run left for ``path`` (only names of our own
-    pattern ``.<stem>.XXXXXXXX.tmp<suffix>`` in its folder); return the removed names.
-    """
-    folder = os.path.dirname(os.path.abspath(str(path))) or "."
-    pat = temp_pattern(path)
-    gone: list[str] = []
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return gone
-    for n in names:
-        if pat.match(n):
-            try:
-                os.unlink(os.path.join(folder, n))
-                gone.append(n)
-            except OSError:
-                pass
-    return gone
-
-
-def _check_target(path: str | os.PathLike, protect: tuple) -> str:
-    import errno as _errno
-
-    path = os.path.abspath(str(path))
-    check_output_not_input(path, protect)
-    folder = os.path.dirname(path) or "."
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(_errno.ENOENT, "no such folder", folder)
-    if os.path.isdir(path):
-        raise IsADirectoryError(_errno.EISDIR, "Is a directory", path)
-    return path
-
-
-def stage_write(
-    path: str | os.PathLike, writer: Callable[[str], None], *, protect: tuple = (), private: bool = False
-) -> str:
-    """First half of :func:`atomic_write`: ``writer(tmp)`` on a temporary file next to
-    ``path``, fsync'ed, with its final permissions; return the temporary path (nothing is
-    replaced yet: :func:`commit_write` does it, :func:`discard` removes it).
-    """
-    path = _check_target(path, protect)
-    folder = os.path.dirname(path) or "."
-    p = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.stem}.", suffix=f".tmp{p.suffix}", dir=folder)
-        os.close(fd)
-    except OSError as exc:
-        raise _target_error(exc, path) from None
-    try:
-        writer(tmp)
-        with open(tmp, "rb+") as fh:
-            fh.flush()
-            os.fsync(fh.fileno())
-        if os.name == "posix":  # mkstemp made it 0600; a writer may have recreated it
-            os.chmod(tmp, file_mode(private))
-    except BaseException as exc:
-        discard(tmp)
-        if isinstance(exc, OSError):
-            raise _target_error(exc, path) from None
-        raise
-    return tmp
-
-
-def discard(tmp: str | None) -> None:
-    """Remove a staged temporary file (no error if it is gone)."""
-    if tmp:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-
-
-def _fsync_dir(folder: str) -> None:
-    try:  # make the rename durable too
-        dfd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
-
-
-def commit_write(tmp: str, path: str | os.PathLike) -> str:
-    """Second half of :func:`atomic_write`: rename the staged ``tmp`` onto ``path``."""
-    path = os.path.abspath(str(path))
-    try:
-        os.replace(tmp, path)
-    except OSError as exc:
-        discard(tmp)
-        raise _target_error(exc, path) from None
-    _fsync_dir(os.path.dirname(path) or ".")
-    return path
-
-
-def atomic_write(
-    path: str | os.PathLike, writer: Callable[[str], None], *, protect: tuple = (), private: bool = False
-) -> str:
-    """Call ``writer(tmp_path)`` on a temporary file next to ``path``, fsync it, then replace ``path``.
-
-    On any failure the temporary file is removed and ``path`` is left as it was; an OSError
-    names ``path`` (not the hidden temporary file).
-    ``protect``: paths that must never be written (e.g. the input file).
-    ``private``: owner-only permissions (0600) for files that must not be published (the
-    temporary file is 0600 from its creation, so the content is never readable by others);
-    otherwise the file gets normal permissions (0666 minus the umask, e.g. 0644), also when it
-    replaces an existing file with other permissions.
-    """
-    tmp = stage_write(path, writer, protect=protect, private=private)
-    return commit_write(tmp, path)
-
-
 def _stata_labels(df: pd.DataFrame, meta: TableMeta | None) -> tuple[dict, list | None]:
     if meta is None:
         return {}, None
@@ -1601,6 +1380,8 @@ def write_table(
     private: bool = False,
     rows=None,
     stage: bool = False,
+    plan: WritePlan | None = None,
+    what: str = "table",
 ) -> str:
     """Write ``df`` atomically as csv/xlsx/parquet/dta/sav (format from ``fmt`` or the extension).
 
@@ -1610,7 +1391,10 @@ def write_table(
     holds the values read (``rows``: the input row of each row of ``df``; default the same
     rows) is written back as the texts read, byte for byte (00001, 1.50, FALSE, NA stay so).
     A field holding a line break is always quoted, so the number of records never changes.
-    ``stage``: only write the temporary file and return its path (see :func:`commit_write`).
+    ``stage``: only write the temporary file and return its path (``plan.commit`` renames it).
+    ``plan``: the command's :class:`~dpstudio.engine.safe_write.WritePlan` holding ``path``
+    (checked before any work); default a plan of its own with ``protect`` and ``meta.path``
+    as inputs.
     """
     path = str(path)
     f = file_format(path, fmt)
@@ -1666,9 +1450,15 @@ def write_table(
             msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise InputError(f"{name}: cannot write the table as {f} ({msg}).") from None
 
+    if plan is None:
+        plan = WritePlan(inputs=guard)
+        plan.file(path, what=what, private=private)
+        plan.check()
+    else:
+        plan.add_input(guard)
     if stage:
-        return stage_write(path, writer, protect=guard, private=private)
-    return atomic_write(path, writer, protect=guard, private=private)
+        return plan.stage(path, writer)
+    return plan.write(path, writer)
 
 
 def file_sha256(path: str | os.PathLike) -> str:

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from dpstudio.engine.errors import ParameterError
+from dpstudio.engine.safe_write import open_lock_file
 
 __all__ = [
     "DEFAULT_WAIT",
@@ -363,9 +364,11 @@ class BudgetLedger:
             )
         return buf.getvalue()
 
-    def export(self, path, fmt: str | None = None) -> str:
-        """Write the audit trail (CSV or JSON, from the suffix unless ``fmt``), owner-only 0600."""
-        from dpstudio.engine.io import atomic_write
+    def export(self, path, fmt: str | None = None, *, protect: tuple | list = ()) -> str:
+        """Write the audit trail (CSV or JSON, from the suffix unless ``fmt``), owner-only 0600,
+        through the one guarded writer (never over ``protect``: the data file).
+        """
+        from dpstudio.engine.io import atomic_write  # the one guarded writer (safe_write)
 
         fmt = (fmt or str(path).rsplit(".", 1)[-1]).lower()
         if fmt not in ("csv", "json"):
@@ -376,7 +379,7 @@ class BudgetLedger:
             with open(tmp, "w", encoding="utf-8", newline="") as fh:
                 fh.write(text)
 
-        return atomic_write(path, writer, private=True)
+        return atomic_write(path, writer, protect=protect, private=True, what="ledger audit")
 
 
 def _is_number(v) -> bool:
@@ -516,12 +519,13 @@ def check_ledger_path(path) -> None:
 
 
 def write_ledger_file(path, data: dict) -> str:
-    """THE one function that writes a ledger file: atomically, owner-only (0600).
+    """THE one function that writes a ledger file: atomically, owner-only (0600), through the
+    one guarded writer (:mod:`dpstudio.engine.safe_write`).
 
     Refuses FIFOs, devices, sockets, folders, symbolic links and read-only files (``os.lstat``;
     nothing is opened), and NaN/infinite numbers.  Callers hold the ledger's lock.
     """
-    from dpstudio.engine.io import atomic_write
+    from dpstudio.engine.io import atomic_write  # the one guarded writer (safe_write)
 
     path = os.path.abspath(str(path))
     check_ledger_path(path)
@@ -534,7 +538,7 @@ def write_ledger_file(path, data: dict) -> str:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
 
-    return atomic_write(path, writer, private=True)
+    return atomic_write(path, writer, private=True, what="query ledger")
 
 
 def _read_json(path: str, what: str):
@@ -676,7 +680,7 @@ class _FileLock:
         flags = os.O_RDWR | os.O_CREAT
         flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
         try:
-            fd = os.open(self.path, flags, 0o600)
+            fd = open_lock_file(self.path, flags)  # the one writer makes it (empty, never written)
         except OSError as exc:
             raise LedgerError(
                 f"{_label(self.ledger)}: cannot open its lock file {self.path}: {exc.strerror or exc}."

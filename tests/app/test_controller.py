@@ -101,7 +101,8 @@ def test_pinned_seed_reused_for_another_export_is_warned(qtbot, window, tmp_path
     _protect(qtbot, win)
     assert win.controller.export(str(tmp_path / "a.csv"), fmt="csv")
     qtbot.waitUntil(lambda: not win.controller.busy, timeout=30000)
-    assert win.controller.export(str(tmp_path / "a.xlsx"), fmt="xlsx")  # the same release
+    (tmp_path / "x").mkdir()  # (beside a.csv, a.xlsx would take over a.csv's metadata: refused)
+    assert win.controller.export(str(tmp_path / "x" / "a.xlsx"), fmt="xlsx")  # the same release
     qtbot.waitUntil(lambda: not win.controller.busy, timeout=30000)
     assert not any("already used" in m for m, _ in win.errors)
     win.state.update_params(k=8)  # another release, same pinned seed

@@ -96,9 +96,9 @@ def test_app_export_refuses_the_input_through_the_one_check(qtbot, window, tmp_p
         calls.append(str(output))
         return real(output, inputs, **kw)
 
-    import dpstudio.app.io_adapter as ioa
+    import dpstudio.engine.safe_write as sw  # the one guarded writer calls it for every file
 
-    monkeypatch.setattr(ioa, "check_output_not_input", spy)
+    monkeypatch.setattr(sw, "check_output_not_input", spy)
     hard = tmp_path / "hard.csv"
     os.link(data, hard)
     link = tmp_path / "link.csv"
@@ -107,9 +107,9 @@ def test_app_export_refuses_the_input_through_the_one_check(qtbot, window, tmp_p
         win.errors.clear()
         calls.clear()
         assert not win.controller.export(str(target), fmt="csv")
-        assert calls == [str(target)]
+        assert calls[0] == os.path.abspath(str(target))  # the release, before any other file
         (msg, _), = win.errors
-        assert msg.startswith("Refusing to write the protected file ") and str(data) in msg, msg
+        assert msg.startswith("Refusing to write the release ") and str(data) in msg, msg
     assert data.read_bytes() == before
     # the export dialog shows the same refusal and disables Save
     from PySide6.QtWidgets import QDialogButtonBox
@@ -121,7 +121,7 @@ def test_app_export_refuses_the_input_through_the_one_check(qtbot, window, tmp_p
     calls.clear()
     dlg.path.setText(str(hard))
     assert not dlg._validate()
-    assert str(hard) in calls
+    assert os.path.abspath(str(hard)) in calls
     assert not dlg.buttons.button(QDialogButtonBox.StandardButton.Save).isEnabled()
     dlg.path.setText(str(tmp_path / "release.csv"))
     assert dlg._validate()

@@ -27,12 +27,12 @@ from dpstudio.engine.export import export_release
 n, marker, out, slow = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 if slow:  # a slow disk: each rename takes a while, so that kills also land between renames
     import time
-    import dpstudio.engine.export as ex
-    _commit = ex.commit_write
-    def commit_write(tmp, path):
+    import dpstudio.engine.safe_write as sw  # the one writer's rename of each file
+    _commit = sw._commit
+    def slow_commit(*a, **kw):
         time.sleep(slow)
-        return _commit(tmp, path)
-    ex.commit_write = commit_write
+        return _commit(*a, **kw)
+    sw._commit = slow_commit
 rng = np.random.default_rng(int(marker))
 df = pd.DataFrame({"id": np.arange(n), "income": rng.normal(3e4, 8e3, n).round(2),
                    "x": np.full(n, marker)})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -166,10 +167,11 @@ def test_cli_hostile_options_one_line_exit_2(opt, val, words, capsys):
 def test_cli_per_record_to_a_fifo_or_the_input(tmp_path, capsys):
     fifo = tmp_path / "fifo.csv"
     os.mkfifo(fifo)
-    # never blocks on the FIFO: atomic_write replaces the path by a private regular file
-    assert main(_argv("--suda", "--per-record", str(fifo))) == 0
-    assert fifo.is_file() and (fifo.stat().st_mode & 0o777) == 0o600
-    capsys.readouterr()
+    # never blocks on the FIFO, never replaces it: refused by the one writer before any work
+    assert main(_argv("--suda", "--per-record", str(fifo))) == 2
+    err = capsys.readouterr().err.strip()
+    assert "FIFO" in err and len(err.splitlines()) == 1, err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     src = tmp_path / "in.csv"
     src.write_bytes((FREE1 / "free1.csv").read_bytes())
     argv = _argv("--suda", "--per-record", str(src))

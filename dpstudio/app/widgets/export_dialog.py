@@ -41,6 +41,7 @@ class ExportDialog(QDialog):
         roles: dict | None = None,
         sample_folder: str | None = None,
         export_folder: str | None = None,
+        extra_inputs: list[str] | tuple = (),
     ) -> None:
         """``sample_folder``: the folder of the bundled samples (a release of a sample is
         proposed in the home folder instead).  ``export_folder``: where the last release was
@@ -52,6 +53,7 @@ class ExportDialog(QDialog):
         self.resize(720, 460)
         self.result = result
         self.input_path = input_path
+        self.extra_inputs = tuple(extra_inputs)  # other files the project reads (hierarchies)
         lay = QVBoxLayout(self)
         form = QFormLayout()
         self.fmt = QComboBox()
@@ -126,6 +128,8 @@ class ExportDialog(QDialog):
         )
         self.assessment.setChecked(True)
         vl.addWidget(self.assessment)
+        for box in (self.release_note, self.audit, self.assessment):  # they change the files written
+            box.toggled.connect(self._validate)
         lay.addWidget(priv)
         self.banner = Banner(self, closable=False)
         lay.addWidget(self.banner)
@@ -165,21 +169,26 @@ class ExportDialog(QDialog):
         err = ""
         if not t:
             err = "Choose where to write the protected file."
-        elif refusal := self._refusal(t):
-            err = refusal
         elif missing := missing_folder_message(t):
             err = missing
+        elif refusal := self._refusal(t):
+            err = refusal
         self.banner.show_message(err, "error")
         self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(not err)
         return not err
 
     def _refusal(self, t: str) -> str:
-        """The engine's one-line refusal when ``t`` would overwrite the input, else ""."""
-        try:
-            io_adapter.check_output_not_input(t, self.input_path, what="protected file")
-        except ValueError as exc:  # InputError
-            return str(exc)
-        return ""
+        """The one guarded writer's one-line refusal of any file this export would write (over
+        an input, a FIFO/device/folder/link, a read-only file, ...), else "".
+        """
+        return io_adapter.release_refusal(
+            t,
+            inputs=[p for p in (self.input_path, *self.extra_inputs) if p],
+            fmt=self.fmt.currentData(),
+            release_note=self.release_note.isChecked(),
+            assessment=self.assessment.isChecked(),
+            audit=self.audit.isChecked(),
+        )
 
     def _on_accept(self) -> None:
         if self._validate():

@@ -872,6 +872,13 @@ class QueryPanel(QWidget):
         self.state.set_query_ledger_file(path)  # emits: refresh (and moves a pending older ledger)
         return True
 
+    def _input_files(self) -> list[str]:
+        st = self.state
+        srcs = getattr(getattr(st, "recipe", None), "hierarchies", None) or {}
+        return [str(p) for p in (getattr(st, "path", None),) if p] + [
+            str(s["path"]) for s in srcs.values() if isinstance(s, dict) and s.get("path")
+        ]
+
     def export_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(
             self,
@@ -887,8 +894,8 @@ class QueryPanel(QWidget):
         if led is None:
             self.error_label.setText("No ledger yet: nothing to export.")
             return None
-        try:
-            out = led.export(path)
+        try:  # through the one guarded writer, never over the data or hierarchy files
+            out = led.export(path, protect=self._input_files())
         except (DPStudioError, OSError) as exc:
             self.error_label.setText(f"Export: {exc}")
             return None

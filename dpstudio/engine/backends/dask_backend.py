@@ -40,8 +40,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1407,6 +1405,24 @@ def _frequency_release(ddf, task, n):
 # --------------------------------------------------------------------------- writing
 
 
+def release_plan(out_dir: str | os.PathLike, *, input_path=None, plan=None):
+    """The CHECKED write plan of :func:`write_release` (the release folder, which must not exist,
+    and the private audit trail beside it); call it before any work and pass it on.
+    """
+    from dpstudio.engine.safe_write import WritePlan
+
+    plan = plan if plan is not None else WritePlan()
+    plan.add_input(input_path)
+    out_dir = os.path.abspath(os.fspath(out_dir))
+    plan.folder(out_dir, what="release folder", role="release:folder")
+    plan.file(_private_path(out_dir), what="audit trail", private=True, role="release:private")
+    return plan.check()
+
+
+def _private_path(out_dir: str) -> str:
+    return out_dir.rstrip(os.sep) + ".private.json"
+
+
 def write_release(
     rel: DaskRelease,
     out_dir: str | os.PathLike,
@@ -1414,20 +1430,17 @@ def write_release(
     input_path=None,
     fmt: str = "parquet",
     progress: bool = False,
+    plan=None,
 ) -> dict:
-    """Write the release atomically: parts into a temporary folder next to ``out_dir``, renamed
-    at the end (never over the input); public metadata beside the parts, the private audit
-    trail (0600) beside the folder.
+    """Write the release atomically through the one guarded writer: parts into a temporary
+    folder next to ``out_dir``, renamed at the end (never over the input, never over an
+    existing path); public metadata beside the parts, the private audit trail (0600) beside
+    the folder.  ``plan``: the command's checked plan from :func:`release_plan`.
     """
-    from dpstudio.engine import io as dio
-
     out_dir = os.path.abspath(os.fspath(out_dir))
-    dio.check_output_not_input(out_dir, input_path, what="release folder")
-    if os.path.exists(out_dir):
-        raise InputError(f"Output {out_dir!r} exists; choose a new folder (nothing is overwritten).")
-    parent = os.path.dirname(out_dir) or "."
-    tmp = tempfile.mkdtemp(prefix=".dpstudio-", dir=parent)
-    try:
+    plan = release_plan(out_dir, input_path=input_path, plan=plan)
+
+    def fill(tmp: str) -> None:
         if fmt == "csv":
             task = rel.data.to_csv(
                 os.path.join(tmp, "release.csv"), single_file=True, index=False, compute=False
@@ -1456,31 +1469,28 @@ def write_release(
             "backend": "dask",
             "columns": [str(c) for c in rel.data.columns],
         }
+        from dpstudio.engine.safe_write import file_mode
+
         with open(os.path.join(tmp, "metadata.json"), "w", encoding="utf-8") as fh:
             json.dump(meta, fh, indent=2, default=str)
-        os.chmod(os.path.join(tmp, "metadata.json"), dio.file_mode(False))
-        os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    private = out_dir.rstrip(os.sep) + ".private.json"
+        os.chmod(os.path.join(tmp, "metadata.json"), file_mode(False))
+
+    private = _private_path(out_dir)
     trail = {
         "records": rel.n,
         "warnings": rel.warnings,
         "info": rel.info,
         "input": os.fspath(input_path) if input_path is not None else None,
     }
-    dio.atomic_write(private, lambda p: _dump(p, trail), private=True)
+    text = json.dumps(trail, indent=2, default=str)
+    with plan.transaction():
+        plan.write_folder(out_dir, fill)
+        plan.write_text(private, text)
     return {"release": out_dir, "metadata": os.path.join(out_dir, "metadata.json"), "private": private}
 
 
 def _part_name(i: int) -> str:
     return f"part.{i:06d}.parquet"
-
-
-def _dump(path: str, obj: dict) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(obj, fh, indent=2, default=str)
 
 
 def _compute_with_progress(task) -> None:

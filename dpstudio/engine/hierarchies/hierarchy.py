@@ -92,13 +92,23 @@ class Hierarchy:
             ) from None
         return cls.from_rows(rows, name=name or os.path.basename(source), source=source)
 
-    def write_arx(self, path: str | os.PathLike) -> None:
-        tmp = str(path) + ".tmp"
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            w = csv.writer(fh, delimiter=";", lineterminator="\n")
-            for row in self.table:
-                w.writerow(list(row))
-        os.replace(tmp, path)
+    def write_arx(self, path: str | os.PathLike, *, protect: tuple | list = ()) -> str:
+        """Write the hierarchy as an ARX CSV through the one guarded writer (atomic; never over
+        ``protect``, e.g. the data file or the hierarchy it was read from).
+        """
+        from dpstudio.engine.safe_write import atomic_write
+
+        buf = io.StringIO()
+        w = csv.writer(buf, delimiter=";", lineterminator="\n")
+        for row in self.table:
+            w.writerow(list(row))
+        text = buf.getvalue()
+
+        def writer(tmp: str) -> None:
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+
+        return atomic_write(path, writer, protect=protect, what="hierarchy file")
 
     # ---- validation -----------------------------------------------------
     def _validate(self) -> None:

@@ -534,16 +534,23 @@ def per_record_risk_frame(rep: RiskReport) -> pd.DataFrame:
     return per
 
 
-def write_per_record_risk(rep: RiskReport, path: str, *, protect: tuple = ()) -> str:
+def write_per_record_risk(rep: RiskReport, path: str, *, protect: tuple = (), plan=None) -> str:
     """Write :func:`per_record_risk_frame` as CSV to ``path``: a PRIVATE file (owner-only,
-    0600, written atomically) -- it is computed from the original records.  ``protect``: paths
-    never to overwrite (the input file).  The CLI's ``risk --per-record`` and the app's Risk tab
-    both write through this function.  Returns the path written.
+    0600, written atomically by the one guarded writer) -- it is computed from the original
+    records.  ``protect``: paths never to overwrite (the input file); ``plan``: the command's
+    checked :class:`~dpstudio.engine.safe_write.WritePlan` holding ``path``.  The CLI's
+    ``risk --per-record`` and the app's Risk tab both write through this function.  Returns
+    the path written.
     """
-    from dpstudio.engine.io import atomic_write
+    from dpstudio.engine.safe_write import WritePlan
 
+    if plan is None:
+        plan = WritePlan(inputs=protect)
+        plan.file(path, what="per-record risk file", private=True)
+    else:
+        plan.add_input(protect)
     per = per_record_risk_frame(rep)
-    return atomic_write(path, lambda tmp: per.to_csv(tmp, lineterminator="\n"), protect=protect, private=True)
+    return plan.check().write(path, lambda tmp: per.to_csv(tmp, lineterminator="\n"))
 
 
 def _check_columns(df: pd.DataFrame, keys, weight, household, sensitive) -> None:
