@@ -16,21 +16,19 @@ the same seed, value for value:
   as :func:`dpstudio.engine.protection._common.job_stream` does; every draw is keyed by
   (root, purpose, attribute, cluster or record id) (:mod:`dpstudio.engine.algorithms.keyed`),
   so it does not depend on the partitioning;
-* record ids are global positions (partition lengths counted in the validation pass);
-* ir-dp / idp-ls / idp-cbls / ir-swap move NO records, and work ONE ATTRIBUTE AT A TIME (the
-  memory bound at 100M records): one task copies that attribute's values (read alone, one
-  Parquet column) into one array, sorts it in place (S) and keeps the cluster boundaries (the
-  value at rank c·k), the released value of every cluster (one keyed draw per cluster; the
-  last cluster takes the remainder) and the tied values whose ranks cross a boundary; per
-  partition, each record's exact rank (first rank of its value + records with that value in
-  earlier partitions + earlier records of the partition) gives cluster id = min(rank // k,
-  n_c − 1); the released column is kept on the workers, then the next attribute; the release
-  is the input partitions with their released columns, in input order;
+* record ids are global positions (partition lengths from the Parquet metadata, or counted
+  in the validation pass);
+* partitions are sized from the workers' memory limit (:class:`Budget`, :class:`Source`,
+  issue 27 §3), never from the input's layout;
+* NOTHING is gathered on one worker (issue 25): the ranked methods and the single order are
+  distributed sorts -- splitters from a sample, ranges counted, records shuffled to their
+  range and sorted there, global ranks from the ranges' prefix counts, ranges recut at
+  cluster boundaries so that every cluster (ties across range boundaries included) is
+  released whole by the plan, the released values shuffled back to their input partitions
+  (see "ranked methods" below); a task holds at most a partition, a range or a cluster;
 * the random order of the in-memory engine (records ordered by keyed 128-bit sort keys; every
-  method unless order='input') is
-  one range partitioning on the top bits of the keys with known divisions (uniform keys),
-  then a sort inside each output partition; single-order insensitive-dp still uses a
-  distributed sort (its key is multi-column).
+  method unless order='input') is one range partitioning on the top bits of the keys with
+  known divisions (uniform keys), then a sort inside each output partition.
 
 Other methods raise :class:`NotOnDask` naming ``--engine memory``.  Dask is optional
 (``pip install 'dpstudio[scale]'``); this module imports it lazily.
@@ -40,7 +38,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -648,10 +647,12 @@ def check_runs_on_dask(method: str, params: dict | None = None):
     return plan
 
 
-def _validate(src: Source, method, roles, domains, precision, params, hierarchies=None):
+def _validate(src: Source, method, roles, domains, precision, params, hierarchies=None, budget=None):
     """Validate on the first records with the engine's own ``prepare`` (one error format),
-    then check the whole data (missing values, domains) and take the partitions' lengths and
-    the data digest's partial sums in one distributed pass (:func:`_scan_part`).
+    then check the whole data (missing values, domains) and take the partitions' lengths, the
+    data digest's partial sums and, for a sort (ranked or single-order plans), a random
+    sample of the protected columns for the splitters, in one distributed pass
+    (:func:`_scan_part`).
     """
     import dask
     from dask import delayed
@@ -674,7 +675,9 @@ def _validate(src: Source, method, roles, domains, precision, params, hierarchie
         raise InputError(
             f"internal: {len(parts)} partitions read for {src.npartitions}; run with --engine memory."
         )
-    scans = dask.compute(*[delayed(_scan_part)(x, cols, bounded) for x in parts])
+    sort = isinstance(plan, (Ranked, SingleOrder))
+    rate = SAMPLES_PER_RANGE / _range_rows(plan, cols, budget) if sort and budget is not None else 0.0
+    scans = dask.compute(*[delayed(_scan_part)(x, cols, bounded, rate, i) for i, x in enumerate(parts)])
     lens = np.array([s["len"] for s in scans], dtype=np.int64)
     digest = combine_partials([s["digest"] for s in scans])
     n = int(lens.sum())
@@ -699,17 +702,40 @@ def _validate(src: Source, method, roles, domains, precision, params, hierarchie
 
         P.check_k(prep.params["k"], n, spec.id, spec.min_k)
     prep._digest = digest  # the whole data's, not the sample's: the run's key material
-    return spec, plan, task, prep, cols, n, lens
+    sample = (
+        [(i, s["sample"][0], s["sample"][1]) for i, s in enumerate(scans) if s["sample"][0].size]
+        if sort
+        else []
+    )
+    return spec, plan, task, prep, cols, n, lens, sample
 
 
-def _scan_part(part: pd.DataFrame, cols: list[str], bounded: list[str]) -> dict:
+def _range_row_bytes(plan, cols: list[str]) -> float:
+    """In-memory bytes of one record in a range of a distributed sort: its values (one
+    attribute, or all of a single order), record id, range id, and the values in their own
+    dtype when they are released themselves (ir-swap).
+    """
+    m = len(cols) if isinstance(plan, SingleOrder) else 1
+    return 8.0 * m + 16.0 + (0.0 if getattr(plan, "noisy", True) else 8.0)
+
+
+def _range_rows(plan, cols: list[str], budget: Budget) -> int:
+    return budget.rows(_range_row_bytes(plan, cols))
+
+
+def _scan_part(
+    part: pd.DataFrame, cols: list[str], bounded: list[str], rate: float = 0.0, number: int = 0
+) -> dict:
     """One partition's facts for the validation pass: its length, its (records, lane A, lane
-    B) of the data digest, the missing values of each protected column and the least and
-    greatest value of each column with a declared domain.
+    B) of the data digest, the missing values of each protected column, the least and
+    greatest value of each column with a declared domain and (``rate`` > 0) a random sample
+    of the protected columns' values (positions in the partition, float64 matrix).
     """
     from dpstudio.engine.keying import digest_partial
 
     out: dict = {"len": len(part), "digest": digest_partial(part, cols), "na": {}, "min": {}, "max": {}}
+    pos = _sample_positions(len(part), rate, number)
+    out["sample"] = (pos, _values(part.iloc[pos], cols) if pos.size else np.zeros((0, len(cols))))
     for c in cols:
         out["na"][c] = int(part[c].isna().sum())
     for c in bounded:
@@ -761,8 +787,8 @@ def protect_dask(
 
     budget = worker_budget(client, partition_rows)
     src = open_source(source, budget)
-    spec, plan, task, prep, cols, n, lens = _validate(
-        src, method, roles, domains, precision, params, hierarchies
+    spec, plan, task, prep, cols, n, lens, sample = _validate(
+        src, method, roles, domains, precision, params, hierarchies, budget
     )
     src.set_lengths(lens)
     lens = src.lens
@@ -779,8 +805,6 @@ def protect_dask(
     # the first draw of the run's generator, derived from the seed, the parameters and the
     # data digest exactly as run_prepared does in memory (job_stream)
     root = K.root_key(keyed_rng(as_rng(seed), prep.run_context(p)))
-    starts = src.starts
-    columns = src.raw()  # the input as read: one column of it reads only that column (ranked methods)
     ddf = src.frame()
     info: dict = {"backend": "dask", "npartitions": int(src.npartitions)}
     private_warns: list = []
@@ -802,22 +826,10 @@ def protect_dask(
             for a in attrs
         }
         out = ddf.assign(**new)
-    elif isinstance(plan, SingleOrder):
-        vals = _single_order(ddf, plan, attrs, int(p["k"]), n, prep)
-        out = ddf.drop(columns=cols).merge(vals, on=_ROW, how="inner")[[*ddf.columns]]
     else:
-        out = _ranked_release(
-            ddf,
-            plan,
-            attrs,
-            int(p["k"]),
-            n,
-            client,
-            columns,
-            starts,
-            np.asarray(lens),
-            progress,
-        )
+        out = _ranked_release(src, plan, attrs, prep, n, sample, budget, client, progress)
+        info["ranges"] = out[1]
+        out = out[0]
     shuffle = not keep_order(p)
     ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
     if ident:
@@ -825,8 +837,6 @@ def protect_dask(
     aligned = out
     if shuffle:
         out = _shuffled(out, root)
-    elif isinstance(plan, SingleOrder):  # joined back: put in input order
-        out = out.sort_values(_ROW).drop(columns=[_ROW])
     else:  # computed in place: already in input order
         out = out.drop(columns=[_ROW])
     released_cols = [c for c in ddf.columns if c != _ROW and c not in ident]
@@ -893,10 +903,33 @@ def _shuffled(out, root):
 
 
 # --------------------------------------------------------------------------- ranked methods
+#
+# Individual ranking (Ranked plans) and the single order (SingleOrder plans) are a
+# distributed sort: no column, and no record, is ever gathered on one worker (issue 25).  Per
+# attribute (or once for the single order):
+#
+# 1. splitters: the validation pass draws a random sample of every partition (SAMPLES_PER_RANGE
+#    per range on average); the sample's keys (value, or the plan's sort key, then the record
+#    id: the in-memory order, ties by record id) sorted, every SAMPLES_PER_RANGE-th is a
+#    splitter: P ranges of about the budget's rows each;
+# 2. counts: each partition counts its records per range (one pass, all attributes at once);
+#    the prefix sums are the global first rank of every range;
+# 3. shuffle: every record goes to its range (Dask's shuffle: set_index on the range id with
+#    known divisions); each range is sorted locally -- its records' global ranks follow;
+# 4. whole clusters: the ranges are cut again at the first cluster boundary at or after their
+#    first rank (slices of neighbouring sorted ranges), so every cluster lies in one piece,
+#    ties across range boundaries included; the plan's release runs on each piece (a
+#    ClusterBlock: the same functions the in-memory run calls, the same keyed draws);
+# 5. shuffle back: every released value goes to its input partition by record id (known
+#    divisions), sorted by record id, kept on the workers (spilled to disk when they must),
+#    then the next attribute.  The release is each input partition with its released columns.
 
-#: clusters per block when the per-cluster statistics are computed from the sorted values
-_BLOCK = 1 << 16
-_LOW = np.iinfo(np.int64).min
+#: Sample records drawn per range for the splitters (oversampling: the ranges' sizes then
+#: vary by a few tens of percent around the target).
+SAMPLES_PER_RANGE = 32
+#: The sample is drawn with this seed per partition: it only decides where ranges split, never
+#: the release (which depends on the global ranks alone).
+_SAMPLE_SEED = 0x5A17
 
 
 def _release_arrow_memory(dask_worker=None) -> None:
@@ -912,201 +945,209 @@ def _release_arrow_memory(dask_worker=None) -> None:
     pa.default_memory_pool().release_unused()
 
 
-def _run(part: pd.Series) -> list:
-    """One partition's values of one attribute, in a box (a one-element list) that the merge
-    task empties: the merge copies each run into its preallocated array and drops it at once,
-    so a run's memory is given back while the merge goes on (the scheduler still holds the
-    box, now empty).  A run's only consumer is :func:`_attr_table`.
+def _sample_positions(length: int, rate: float, number: int) -> np.ndarray:
+    """Positions of the sample of a partition of ``length`` records (ascending)."""
+    if length == 0 or rate <= 0:
+        return np.zeros(0, dtype=np.int64)
+    m = min(length, int(np.ceil(length * rate)))
+    rng = np.random.default_rng([_SAMPLE_SEED, int(number)])
+    return np.sort(rng.choice(length, size=m, replace=False)).astype(np.int64)
+
+
+def _lex_le(keys_a: list[np.ndarray], keys_b: list[np.ndarray]) -> np.ndarray:
+    """Element-wise a <= b for tuples of key arrays compared lexicographically."""
+    le = np.ones(keys_a[0].shape, dtype=bool)
+    undecided = np.ones(keys_a[0].shape, dtype=bool)
+    for a, b in zip(keys_a, keys_b):
+        lt = a < b
+        gt = a > b
+        le[undecided & gt] = False
+        undecided &= ~(lt | gt)
+    return le
+
+
+def _range_of(keys: list[np.ndarray], splitters: list[np.ndarray]) -> np.ndarray:
+    """The range of each record: how many splitters are lexicographically <= its keys (the
+    first key by ``searchsorted``; a vectorised binary search over the splitters that share
+    it, comparing the following keys).
     """
-    out = [part.to_numpy(dtype=np.float64, copy=True)]
-    del part
+    if not splitters or splitters[0].size == 0:
+        return np.zeros(keys[0].size, dtype=np.int64)
+    lo = np.searchsorted(splitters[0], keys[0], "left").astype(np.int64)
+    hi = np.searchsorted(splitters[0], keys[0], "right").astype(np.int64)
+    while True:
+        active = np.flatnonzero(lo < hi)
+        if active.size == 0:
+            return lo
+        mid = (lo[active] + hi[active]) // 2
+        le = _lex_le([s[mid] for s in splitters], [k[active] for k in keys])
+        lo[active[le]] = mid[le] + 1
+        hi[active[~le]] = mid[~le]
+
+
+def _splitters(keys: list[np.ndarray], nranges: int) -> list[np.ndarray]:
+    """The ``nranges - 1`` splitters (tuples of key arrays) of a sample's keys."""
+    if nranges <= 1 or keys[0].size == 0:
+        return [np.zeros(0, dtype=k.dtype) for k in keys]
+    order = np.lexsort(keys[::-1])
+    s = keys[0].size
+    pick = order[np.minimum((np.arange(1, nranges) * s) // nranges, s - 1)]
+    return [k[pick] for k in keys]
+
+
+def _first_column(X: np.ndarray) -> list[np.ndarray]:
+    """The sort key of individual ranking: the attribute's value."""
+    return [X[:, 0]]
+
+
+def _plan_keys(X: np.ndarray, sort_key, lb, ub, params) -> list[np.ndarray]:
+    """A :class:`SingleOrder` plan's sort key."""
+    return list(sort_key(X, lb, ub, params))
+
+
+@dataclass(frozen=True)
+class _Order:
+    """What a distributed sort needs to know: the columns it reads, how to compute the sort
+    keys from them (record id last, added here), the splitters and the ranges' totals.
+    """
+
+    columns: list[str]
+    #: the keys of a (records, len(columns)) float64 matrix, most significant first
+    keyfn: Any
+    splitters: list[np.ndarray]
+    totals: np.ndarray
+
+    @property
+    def nranges(self) -> int:
+        return int(self.totals.size)
+
+    def keys(self, X: np.ndarray, rows: np.ndarray) -> list[np.ndarray]:
+        return [*[np.asarray(k, dtype=np.float64) for k in self.keyfn(X)], np.asarray(rows, dtype=np.int64)]
+
+
+def _values(part: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    return np.ascontiguousarray(part[cols].to_numpy(dtype=np.float64)).reshape(len(part), len(cols))
+
+
+def _count_part(part: pd.DataFrame, orders: list[_Order]) -> list[np.ndarray]:
+    """One partition's records per range of every order."""
+    rows = part[_ROW].to_numpy(dtype=np.int64)
+    out = []
+    for o in orders:
+        r = _range_of(o.keys(_values(part, o.columns), rows), o.splitters)
+        out.append(np.bincount(r, minlength=o.nranges).astype(np.int64))
     _release_arrow_memory()
     return out
 
 
-def _attr_table(*runs: list, n: int, k: int, plan: Ranked, attr: Attribute) -> dict:
-    """The per-attribute table of the ranked methods, from ALL the values of the attribute
-    (only that column, sorted: S): the cluster boundaries ``B`` (the value at each cluster's
-    first rank), the released values -- per cluster (``vals``) when the plan releases one
-    value per cluster, else per rank (``R``, with ``S``) -- from the plan's ``release`` on
-    blocks of whole clusters, and the tied values whose block of ranks crosses a cluster
-    boundary (``U``, their first rank ``lo``; every tied value when released per rank), whose
-    records need their exact rank.  Memory: S (8 bytes a record; the runs are moved into it
-    one by one and freed, and it is sorted in place), then 16 bytes a cluster (or R).
+def _add_counts(*parts: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.sum([p[i] for p in parts], axis=0) for i in range(len(parts[0]))]
+
+
+def _tree(items: list, fn, width: int = 16):
+    """A reduction of delayed ``items`` by ``fn`` in a tree of fan-in ``width`` (no task
+    holds more than ``width`` of them).
     """
-    S = np.empty(n, dtype=np.float64)  # pages are touched as the runs are copied in
-    pos = 0
-    for box in runs:
-        if not box:  # pragma: no cover - a run is consumed once; a retried merge recomputes them
-            raise RuntimeError("internal: a sorted run was consumed twice; run again.")
-        r = box.pop()
-        if pos + r.size > n:  # pragma: no cover - the data changed under us
-            raise InputError(f"The input changed while it was read (more than {n:,} values).")
-        S[pos : pos + r.size] = r
-        pos += r.size
-        del r
-    del runs
-    if pos != n:  # pragma: no cover - the data changed under us
-        raise InputError(f"The input changed while it was read ({pos:,} values, {n:,} records).")
-    S.sort()  # in place (equal values are interchangeable: no stable sort needed)
-    kk = max(int(k), 1)
-    nc = MA.n_clusters_for(n, k)
-    starts = np.arange(nc, dtype=np.int64) * kk
-    tab: dict = {"B": S[starts], "nc": nc, "k": kk}
-    per_cluster = plan.constant_per_cluster
-    if per_cluster:
-        c = starts[1:]
-        tab["U"] = np.unique(S[c][S[c - 1] == S[c]])
-    else:
-        dup = np.flatnonzero(S[1:] == S[:-1])
-        tab["U"] = np.unique(S[dup])
-    tab["lo"] = np.searchsorted(S, tab["U"], "left").astype(np.int64)
-    vals = None
-    R = None
-    for a in range(0, nc, _BLOCK):
-        b = min(nc, a + _BLOCK)
-        r0, r1 = a * kk, (n if b == nc else b * kk)
-        block = cluster_block(S[r0:r1], ranks=r0, n=n, k=k, original=None if plan.noisy else S[r0:r1])
-        out = np.asarray(plan.release(block, attr))
-        if per_cluster:
-            if vals is None:
-                vals = np.empty(nc, dtype=out.dtype)
-            vals[a:b] = out[block.starts]
+    from dask import delayed
+
+    while len(items) > 1:
+        items = [delayed(fn)(*items[i : i + width]) for i in range(0, len(items), width)]
+    return items[0]
+
+
+def _with_range(part: pd.DataFrame, order: _Order, keep: list[str]) -> pd.DataFrame:
+    """The records of a partition with their range id (the shuffle's key) and what the ranges
+    need: the order's columns (float64), the record id, ``keep`` (in their own dtype).
+    """
+    rows = part[_ROW].to_numpy(dtype=np.int64)
+    X = _values(part, order.columns)
+    out = {f"__x{j}": X[:, j] for j in range(X.shape[1])}
+    out.update({f"__o{j}": part[c].to_numpy() for j, c in enumerate(keep)})
+    out[_ROW] = rows
+    out["__r"] = _range_of(order.keys(X, rows), order.splitters)
+    _release_arrow_memory()
+    return pd.DataFrame(out)
+
+
+def _sort_range(part: pd.DataFrame, order: _Order, nkeep: int) -> dict:
+    """One range's records sorted by the order's keys (record id last): the in-memory order."""
+    m = len(order.columns)
+    X = (
+        np.column_stack([part[f"__x{j}"].to_numpy(dtype=np.float64) for j in range(m)])
+        if len(part)
+        else np.zeros((0, m))
+    )
+    rows = part[_ROW].to_numpy(dtype=np.int64)
+    idx = np.lexsort(order.keys(X, rows)[::-1]) if len(part) else np.zeros(0, np.int64)
+    out: dict = {"X": X[idx], "rows": rows[idx]}
+    out["keep"] = [part[f"__o{j}"].to_numpy()[idx] for j in range(nkeep)]
+    return out
+
+
+def _release_piece(*ranges: dict, cuts, first_rank, n, k, plan, attrs, piece_starts, cols) -> pd.DataFrame:
+    """The released values of the ranks [first_rank, ...) -- whole clusters, cut from the
+    sorted ranges ``ranges`` (``cuts``: (lo, hi) of each) -- by the plan's release, with each
+    record's id and input partition.
+    """
+    X = (
+        np.concatenate([r["X"][lo:hi] for r, (lo, hi) in zip(ranges, cuts)])
+        if ranges
+        else np.zeros((0, len(cols)))
+    )
+    rows = (
+        np.concatenate([r["rows"][lo:hi] for r, (lo, hi) in zip(ranges, cuts)])
+        if ranges
+        else np.zeros(0, np.int64)
+    )
+    keep = (
+        [
+            np.concatenate([r["keep"][j][lo:hi] for r, (lo, hi) in zip(ranges, cuts)])
+            for j in range(len(ranges[0]["keep"]))
+        ]
+        if ranges
+        else []
+    )
+    out: dict = {_ROW: rows}
+    if rows.size:
+        if isinstance(plan, SingleOrder):
+            block = cluster_block(X, ranks=int(first_rank), n=n, k=k, rows=rows)
+            vals = plan.release(block, attrs)
         else:
-            if R is None:
-                R = np.empty(n, dtype=out.dtype)
-            R[r0:r1] = out
-    if per_cluster:
-        tab["vals"] = vals
-    else:
-        tab["S"], tab["R"] = S, R
-    return tab
-
-
-def _tie_index(v: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Position in ``U`` of each value, and whether the value is in ``U``."""
-    if U.size == 0:
-        return np.zeros(v.size, np.int64), np.zeros(v.size, bool)
-    idx = np.searchsorted(U, v)
-    np.minimum(idx, U.size - 1, out=idx)
-    return idx, U[idx] == v
-
-
-def _groups(v: np.ndarray):
-    """One stable sort of a partition's values: (order, distinct values ascending, group of
-    each sorted record, position of each sorted record inside its group = number of earlier
-    records of the partition with the same value).  Searches then use the sorted distinct
-    values (fast, cache-friendly) instead of the records.
-    """
-    order = np.argsort(v, kind="stable")
-    sv = v[order]
-    first = np.empty(sv.size, dtype=bool)
-    first[:1] = True
-    np.not_equal(sv[1:], sv[:-1], out=first[1:])
-    start = np.flatnonzero(first)
-    grp = np.cumsum(first) - 1
-    return order, sv[start], grp, np.arange(sv.size) - start[grp]
-
-
-def _tie_counts(part: pd.Series, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per partition (its values, read again: the runs are not kept for this): the tied values
-    it holds (positions in ``U``, ascending) and how many records hold each.
-    """
-    if U.size == 0 or len(part) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    idx, hit = _tie_index(part.to_numpy(dtype=np.float64), U)
-    _release_arrow_memory()
-    u, cnt = np.unique(idx[hit], return_counts=True)
-    return u.astype(np.int64), cnt.astype(np.int64)
-
-
-def _tie_prefix_step(prev, counts, size: int):
-    """One step of the exclusive prefix over the partitions in input order: from ``prev``
-    (``None`` for the first partition, else the previous step's ``(seen, before)``), the
-    number of records holding each of this partition's tied values in the EARLIER partitions
-    (``before``, aligned with its :func:`_tie_counts`) and the running totals ``seen``.  A
-    chain of small tasks, so that no task holds every partition's counts.
-    """
-    u, cnt = counts
-    seen = np.zeros(size, dtype=np.int64) if prev is None else prev[0].copy()
-    before = seen[u]  # a copy (fancy indexing)
-    seen[u] += cnt
-    return seen, before
-
-
-def _second(x):
-    return x[1]
-
-
-def _ranks_of(v: np.ndarray, tab: dict, before: np.ndarray, base: str) -> np.ndarray:
-    """Per record: its cluster id (``base='cluster'``) or its exact rank (``'rank'``, ir-swap).
-    Values not in ``U`` take the cluster of their boundary interval (or their first rank);
-    values in ``U`` get their exact rank: first rank of the value + records holding it in
-    earlier partitions (``before``) + earlier records of this partition holding it -- the
-    stable (value, record id) order of the in-memory engine.
-    """
-    order, u, grp, local = _groups(v)
-    if base == "rank":
-        per_u = np.searchsorted(tab["S"], u, "left").astype(np.int64)
-    else:
-        per_u = np.searchsorted(tab["B"], u, "right").astype(np.int64) - 1
-    out_sorted = per_u[grp]
-    idx, hit = _tie_index(u, tab["U"])
-    if hit.any():
-        start_u = np.zeros(u.size, dtype=np.int64)
-        start_u[hit] = tab["lo"][idx[hit]] + before
-        rec = hit[grp]
-        rank = start_u[grp[rec]] + local[rec]
-        out_sorted[rec] = rank if base == "rank" else np.minimum(rank // tab["k"], tab["nc"] - 1)
-    out = np.empty(v.size, dtype=np.int64)
-    out[order] = out_sorted
-    return out
-
-
-def _release_column(part: pd.Series, tab: dict, before: np.ndarray):
-    """One partition's released values of one attribute, in input order: each record's cluster
-    from its value (boundaries, exact ranks for the tied values at a boundary) and the
-    cluster's value -- or, released per rank, the value of its exact rank.
-    """
-    v = part.to_numpy(dtype=np.float64)
-    _release_arrow_memory()
-    if "R" in tab:
-        out = tab["R"][_ranks_of(v, tab, before, "rank")]
-    else:
-        out = tab["vals"][_ranks_of(v, tab, before, "cluster")]
-    return np.asarray(out)
-
-
-def _cut(*arrays: np.ndarray, cuts: list) -> np.ndarray:
-    """A partition's released values of one attribute: the (lo, hi) slices ``cuts`` of the
-    released ``arrays`` (the partitions of the single-column reads, which Dask may fuse: see
-    :func:`_slices`), in input order.
-    """
-    if len(arrays) == 1:
-        lo, hi = cuts[0]
-        return arrays[0][lo:hi]
-    return np.concatenate([a[lo:hi] for a, (lo, hi) in zip(arrays, cuts)])
-
-
-def _assemble(part: pd.DataFrame, *columns: np.ndarray, cols, dtypes) -> pd.DataFrame:
-    """One partition of the release: the input partition with its released columns."""
-    for x in columns:
-        if x.size != len(part):  # pragma: no cover - guarded by the lengths checked in _slices
-            raise RuntimeError(
-                f"internal: {x.size:,} released values for a partition of {len(part):,} records."
+            block = cluster_block(
+                X[:, 0], ranks=int(first_rank), n=n, k=k, rows=rows, original=keep[0] if keep else None
             )
-    return part.assign(**{c: pd.Series(x, index=part.index).astype(dtypes[c]) for c, x in zip(cols, columns)})
+            vals = [plan.release(block, attrs[0])]
+        for c, v in zip(cols, vals):
+            out[c] = np.asarray(v)
+    out["__piece"] = np.searchsorted(piece_starts, rows, "right").astype(np.int64) - 1
+    return pd.DataFrame(out)
+
+
+def _piece_values(part: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """One input partition's released values, in record-id order."""
+    part = part.sort_values(_ROW)
+    return pd.DataFrame({c: part[c].to_numpy() for c in [_ROW, *cols]})
+
+
+def _assemble(part: pd.DataFrame, *released: pd.DataFrame, dtypes) -> pd.DataFrame:
+    """One partition of the release: the input partition with its released columns."""
+    new = {}
+    rows = part[_ROW].to_numpy(dtype=np.int64)
+    for frame in released:
+        if len(frame) != len(part) or not np.array_equal(frame[_ROW].to_numpy(dtype=np.int64), rows):
+            raise RuntimeError(  # pragma: no cover - the record counts are checked before
+                f"internal: {len(frame):,} released values for a partition of {len(part):,} records."
+            )
+        for c in frame.columns:
+            if c != _ROW:
+                new[c] = pd.Series(frame[c].to_numpy(), index=part.index).astype(dtypes[c])
+    return part.assign(**new)
 
 
 def _slices(starts: np.ndarray, lens: np.ndarray, sizes: list[int]) -> list[list[tuple[int, int, int]]]:
-    """Per input partition (global first record ``starts[i]``, ``lens[i]`` records): the
-    (piece, lo, hi) slices of the pieces of sizes ``sizes`` that hold its records.
-
-    The single-column reads of a Parquet input may have fewer partitions than the full reads:
-    Dask fuses consecutive partitions when only a few columns are read (``FusedParquetIO``:
-    buckets of consecutive partitions, "aligned with RepartitionToFewer"), so a released column
-    is cut back into the input partitions by global record position.  Both are in input
-    order; the totals must agree.
+    """Per target piece (global first rank ``starts[i]``, ``lens[i]`` records): the
+    (source, lo, hi) slices of the consecutive sources of sizes ``sizes`` that hold it.
+    Both are in the same order; the totals must agree.
     """
     bounds = np.r_[0, np.cumsum(np.asarray(sizes, dtype=np.int64))]
     total = int(lens.sum()) if lens.size else 0
@@ -1114,13 +1155,13 @@ def _slices(starts: np.ndarray, lens: np.ndarray, sizes: list[int]) -> list[list
         raise InputError(
             f"The input changed while it was read ({int(bounds[-1]):,} values, {total:,} records)."
         )
-    out = []
+    out: list[list[tuple[int, int, int]]] = []
     for s, ln in zip(starts.tolist(), lens.tolist()):
         if ln == 0:
-            out.append([(0, 0, 0)])
+            out.append([])
             continue
         e = s + ln
-        f = int(np.searchsorted(bounds, s, "right")) - 1  # the last piece starting at or before s
+        f = int(np.searchsorted(bounds, s, "right")) - 1  # the last source starting at or before s
         parts = []
         while s < e:
             hi = min(e, int(bounds[f + 1]))
@@ -1132,33 +1173,45 @@ def _slices(starts: np.ndarray, lens: np.ndarray, sizes: list[int]) -> list[list
     return out
 
 
-def _lengths(done: list, client=None) -> list[int]:
-    """The lengths of the persisted arrays ``done`` (one small task each, run where they are:
-    ``client.submit`` on their futures with a distributed client, else ``dask.compute``).
+def cluster_starts_at_or_after(ranks: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The first cluster boundary at or after each rank (``n`` past the last cluster's
+    start): clusters are the ranks [c·k, (c+1)·k), the last taking the remainder.
+    """
+    kk = max(int(k), 1)
+    nc = MA.n_clusters_for(n, k)
+    c = -(-np.asarray(ranks, dtype=np.int64) // kk)
+    return np.where(c <= nc - 1, c * kk, n).astype(np.int64)
+
+
+def _persist_frame(frame, client=None):
+    """``frame`` (a dask collection) computed and kept where it was computed (on the workers
+    with a distributed client, spilled to disk when they must; else in this process); returns
+    its partitions as delayed objects.
     """
     import dask
 
-    futures: list = []
+    client = _client_for(client)
+    if client is None:
+        (done,) = dask.persist(frame)
+        return done.to_delayed()
+    from distributed import futures_of, wait
+
     try:
-        from distributed import futures_of
-
-        futures = futures_of(done)
-    except ImportError:  # pragma: no cover - without distributed there is no client
+        client.run(_release_arrow_memory)  # what the previous step's reads left behind
+    except Exception:  # pragma: no cover - a best effort (e.g. a scheduler refusing run)
         pass
-    if client is None and futures:
-        client = futures[0].client
-    if client is not None and len(futures) == len(done):
-        return [int(x) for x in client.gather([client.submit(len, f, pure=False) for f in futures])]
-    return [int(len(x)) for x in dask.compute(*done)]
+    done = client.persist(frame)
+    futures = futures_of(done)
+    with client.as_current():  # wait asks default_client(); the app's client is not the default
+        wait(futures)
+    for f in futures:
+        if f.status == "error":
+            f.result()  # raises the task's error (wait does not)
+    return done.to_delayed()
 
 
-def _persist(objs: list, client=None) -> list:
-    """Compute ``objs`` (delayed) and keep the results where they were computed (on the
-    cluster's workers with a distributed client: the results stay there as futures; else in
-    this process), waiting until they are done.  The intermediate results (the runs, the
-    partitions read) are released at the end of each call: what one step needs is not kept
-    alive by the next.
-    """
+def _client_for(client=None):
+    """The distributed client computations go to (None: Dask's local schedulers)."""
     import dask
 
     sched = dask.config.get("scheduler", None)
@@ -1171,177 +1224,150 @@ def _persist(objs: list, client=None) -> list:
             client = None
         if client is not None and callable(sched) and sched != client.get:
             client = None  # another scheduler chosen explicitly: dask.persist computes there
-    if client is None:
-        return list(dask.persist(*objs))
-    from distributed import futures_of, wait
-
-    try:
-        client.run(_release_arrow_memory)  # what the previous step's reads left behind
-    except Exception:  # pragma: no cover - a best effort (e.g. a scheduler refusing run)
-        pass
-    out = client.persist(list(objs))
-    futures = futures_of(out)
-    with client.as_current():  # wait asks default_client(); the app's client is not the default
-        wait(futures)
-    for f in futures:
-        if f.status == "error":
-            f.result()  # raises the task's error (wait does not)
-    return list(out)
+    return client
 
 
-def _ranked_release(
-    ddf,
-    plan: Ranked,
-    attrs: list[Attribute],
-    k,
-    n,
-    client=None,
-    columns=None,
-    starts=None,
-    lens=None,
-    progress=None,
+def _sorted_release(
+    src: Source, order: _Order, plan, attrs: list[Attribute], keep: list[str], *, n, k, client, say
 ):
-    """The release of ir-dp / idp-ls / idp-cbls / ir-swap in input order, NO shuffle of records.
-
-    ONE ATTRIBUTE AT A TIME (the memory bound: at most one attribute's values and one table
-    are live; issue 12 at 100M records), three computations per attribute:
-
-    1. the table (:func:`_attr_table`): one task moves the partitions' values (the runs) into
-       one preallocated array, sorts it in place, keeps the table; the runs are gone after it;
-    2. the tie prefix: per partition its tied values counted again from the partition
-       (:func:`_tie_counts`), then a chain of small tasks takes their exclusive prefix over
-       the partitions in input order (:func:`_tie_prefix_step`);
-    3. the released column, partition by partition (:func:`_release_column`), kept (on the
-       workers: the cluster spills it to disk when it must); then the table is dropped.
-
-    The release is then each input partition with its released columns (:func:`_assemble`).
-    ``columns``: the input as read (without the record ids), from which a single column is read
-    alone (a Parquet column, not the whole row group); Dask may fuse its partitions, so the
-    released columns are cut back into ``ddf``'s partitions by record position (:func:`_slices`;
-    ``starts``/``lens``: the global first record and the length of each of ``ddf``'s partitions).
+    """The released columns of ``attrs`` under one distributed sort (steps 3-5 above): per
+    input partition, a frame (record id, released columns) in record-id order, kept.
     """
     from dask import delayed
 
     dd = _dd()
-    if starts is None or lens is None:
-        lens = np.asarray(ddf.map_partitions(len).compute(), dtype=np.int64)
-        starts = np.r_[0, np.cumsum(lens)[:-1]].astype(np.int64)
-    starts, lens = np.asarray(starts, dtype=np.int64), np.asarray(lens, dtype=np.int64)
-    dtypes = {}
-    released: list = []
     cols = [a.column for a in attrs]
-    say = progress or (lambda _msg: None)
-    for j, a in enumerate(attrs):
-        c = a.column
-        dtypes[c] = _out_dtype(a.grid) if plan.noisy else ddf[c].dtype
-        src = (ddf if columns is None else columns)[c]
-        parts = src.to_delayed()
-        what = f"attribute {j + 1} of {len(cols)} ({c}):"
-        say(f"{what} sorting its {n:,} values")
-        (tab,) = _persist(
-            [
-                delayed(_attr_table, pure=True)(
-                    *[delayed(_run)(x) for x in parts],
-                    n=n,
-                    k=k,
-                    plan=plan,
-                    attr=a,
-                )
-            ],
-            client,
+    read = list(dict.fromkeys([*order.columns, *keep]))
+    mapped = src.frame(read).map_partitions(
+        _with_range,
+        order,
+        keep,
+        meta=pd.DataFrame(
+            {
+                **{f"__x{j}": np.array([], np.float64) for j in range(len(order.columns))},
+                **{f"__o{j}": src.meta[c].iloc[:0].to_numpy() for j, c in enumerate(keep)},
+                _ROW: np.array([], np.int64),
+                "__r": np.array([], np.int64),
+            }
+        ),
+    )
+    P = order.nranges
+    ranged = mapped.set_index("__r", divisions=(*range(P), P - 1), sorted=False)
+    ranges = [delayed(_sort_range)(x, order, len(keep)) for x in ranged.to_delayed()]
+    if len(ranges) != P:  # pragma: no cover - a Dask change would show here
+        raise InputError(f"internal: {len(ranges)} ranges for {P}; run with --engine memory.")
+    first = np.r_[0, np.cumsum(order.totals)].astype(np.int64)
+    # the pieces of whole clusters: each range's first rank moved up to a cluster boundary
+    bounds = cluster_starts_at_or_after(first, n, k)
+    bounds[0], bounds[-1] = 0, n
+    bounds = np.maximum.accumulate(bounds)
+    lens = np.diff(bounds)
+    pieces = []
+    for q, cut in enumerate(_slices(bounds[:-1], lens, order.totals.tolist())):
+        if not cut:
+            continue
+        pieces.append(
+            delayed(_release_piece)(
+                *[ranges[f] for f, _, _ in cut],
+                cuts=[(lo, hi) for _, lo, hi in cut],
+                first_rank=int(bounds[q]),
+                n=n,
+                k=k,
+                plan=plan,
+                attrs=attrs,
+                piece_starts=src.starts,
+                cols=cols,
+            )
         )
-        U = delayed(dict.get)(tab, "U")
-        size = delayed(len)(U)
-        step = None
-        befores = []
-        for x in src.to_delayed():
-            step = delayed(_tie_prefix_step)(step, delayed(_tie_counts)(x, U), size)
-            befores.append(delayed(_second)(step))
-        say(f"{what} counting tied values")
-        befores = _persist(befores, client)
-        cols_j = [delayed(_release_column)(x, tab, b) for x, b in zip(src.to_delayed(), befores)]
-        say(f"{what} releasing")
-        done = _persist(cols_j, client)
-        sizes = _lengths(done, client)
-        released.append((done, _slices(starts, lens, sizes)))
-        del tab, U, befores, cols_j
-    meta = ddf._meta.astype(dtypes)
-    # the persisted arrays go in as direct arguments of small tasks: nested in lists inside
-    # the assembling task's arguments, the final compute failed ('lost dependencies', dask 2026.8)
-    frames = [
-        delayed(_assemble)(
-            x,
-            *[
-                delayed(_cut)(*[arrs[f] for f, _, _ in cuts[i]], cuts=[(lo, hi) for _, lo, hi in cuts[i]])
-                for arrs, cuts in released
-            ],
-            cols=cols,
-            dtypes=dtypes,
-        )
-        for i, x in enumerate(ddf.to_delayed())
-    ]
-    return dd.from_delayed(frames, meta=meta, verify_meta=False)
-
-
-def _single_order(ddf, plan: SingleOrder, attrs: list[Attribute], k: int, n: int, prep):
-    """(record id, released values) of a :class:`SingleOrder` plan: the records sorted by the
-    plan's key (record id last) by one distributed sort, ranks by a cumulative count,
-    clusters = rank // k (the last takes the remainder), the records of each cluster brought
-    together (a shuffle on the cluster id), the plan's ``release`` on the whole clusters of
-    each partition.
-    """
-    cols = [a.column for a in attrs]
-    lb = np.array([prep.domains[c][0] for c in cols], dtype=np.float64)
-    ub = np.array([prep.domains[c][1] for c in cols], dtype=np.float64)
-    p = attrs[0].params if attrs else {}
-    nc = MA.n_clusters_for(n, k)
-    kk = max(int(k), 1)
-    xs = [f"__x{j}" for j in range(len(cols))]
-
-    def key(part):
-        X = np.ascontiguousarray(part[cols].to_numpy(dtype=np.float64))
-        keys = plan.sort_key(X, lb, ub, p)
-        out = {f"__s{i}": np.asarray(v, dtype=np.float64) for i, v in enumerate(keys)}
-        out.update({x: X[:, j] for j, x in enumerate(xs)})
-        out[_ROW] = part[_ROW].to_numpy(dtype=np.int64)
-        return pd.DataFrame(out, index=part.index)
-
-    X0 = np.zeros((1, len(cols)))
-    nkeys = len(plan.sort_key(X0, lb, ub, p))
-    sk = [f"__s{i}" for i in range(nkeys)]
-    meta = pd.DataFrame(
+    vmeta = pd.DataFrame(
         {
-            **{c: np.array([], np.float64) for c in sk},
-            **{x: np.array([], np.float64) for x in xs},
             _ROW: np.array([], np.int64),
+            **{a.column: np.array([], _release_dtype(a, src.meta)) for a in attrs},
+            "__piece": np.array([], np.int64),
         }
     )
-    s = ddf[[*cols, _ROW]].map_partitions(key, meta=meta)
-    s = s.sort_values([*sk, _ROW])
-    ones = s[_ROW].isna().map_partitions(lambda v: (~v).astype("int64"), meta=("x", "int64"))
-    s = s.assign(__rank=ones.cumsum() - 1)
-    s = s.assign(
-        __cl=s["__rank"].map_partitions(lambda r: np.minimum(r // kk, nc - 1), meta=("__cl", "int64"))
-    )
-    s = s.shuffle(on="__cl")
+    released = dd.from_delayed(pieces, meta=vmeta, verify_meta=False)
+    nparts = src.npartitions
+    back = released.set_index("__piece", divisions=(*range(nparts), nparts - 1), sorted=False)
+    per_piece = back.map_partitions(_piece_values, cols, meta=vmeta.drop(columns=["__piece"]))
+    say(f"sorting {n:,} values in {P:,} range{'s' if P != 1 else ''}, releasing")
+    return _persist_frame(per_piece, client)
 
-    def release(part: pd.DataFrame) -> pd.DataFrame:
-        part = part.sort_values("__rank")
-        X = part[xs].to_numpy(dtype=np.float64).reshape(len(part), len(xs))
-        block = cluster_block(
-            X,
-            ranks=part["__rank"].to_numpy(dtype=np.int64),
-            n=n,
-            k=k,
-            rows=part[_ROW].to_numpy(dtype=np.int64),
+
+def _release_dtype(a: Attribute, meta: pd.DataFrame):
+    return _out_dtype(a.grid) if a.grid is not None else meta[a.column].dtype
+
+
+def _ranked_release(
+    src: Source, plan, attrs: list[Attribute], prep, n: int, sample, budget: Budget, client, progress
+):
+    """The release of a :class:`Ranked` or :class:`SingleOrder` plan in input order, by
+    distributed sorts (see above): splitters from the validation pass's sample, one counting
+    pass for every order, then one sort per attribute (ranked) or one for all (single order).
+    Returns (release with record ids, number of ranges per sort).
+    """
+    import dask
+    from dask import delayed
+
+    dd = _dd()
+    cols = [a.column for a in attrs]
+    p = attrs[0].params
+    k = int(p["k"])
+    row_bytes = _range_row_bytes(plan, cols)
+    # a cluster (up to 2k - 1 records) is released by one task: it must fit a worker
+    if not budget.fits(2 * max(k, 1), row_bytes):
+        raise NotOnDask(
+            f"k = {k:,}: a cluster of up to {2 * k - 1:,} records is released by one task, more than "
+            f"workers of {_human(budget.worker)} hold ({budget.source}); give at least --memory-limit "
+            f"{_human(Budget.minimum(2 * k, row_bytes))}, a smaller k, or use --engine memory."
         )
-        vals = plan.release(block, attrs)
-        return pd.DataFrame({_ROW: block.rows, **{c: v for c, v in zip(cols, vals)}})
-
-    vmeta = pd.DataFrame(
-        {_ROW: np.array([], np.int64), **{a.column: np.array([], _out_dtype(a.grid)) for a in attrs}}
-    )
-    return s.map_partitions(release, meta=vmeta)
+    nranges = max(1, int(np.ceil(n / _range_rows(plan, cols, budget))))
+    starts = src.starts
+    rows = np.concatenate([starts[i] + pos for i, pos, _ in sample]) if sample else np.zeros(0, np.int64)
+    X = np.concatenate([x for _, _, x in sample]) if sample else np.zeros((0, len(cols)))
+    if isinstance(plan, SingleOrder):
+        lb = np.array([prep.domains[c][0] for c in cols], dtype=np.float64)
+        ub = np.array([prep.domains[c][1] for c in cols], dtype=np.float64)
+        keyfn = partial(_plan_keys, sort_key=plan.sort_key, lb=lb, ub=ub, params=p)
+        orders = [_Order(cols, keyfn, [], np.zeros(nranges, np.int64))]
+        groups = [list(attrs)]
+    else:
+        orders = [_Order([c], _first_column, [], np.zeros(nranges, np.int64)) for c in cols]
+        groups = [[a] for a in attrs]
+    orders = [
+        replace(o, splitters=_splitters(o.keys(X[:, [cols.index(c) for c in o.columns]], rows), nranges))
+        for o in orders
+    ]
+    say = progress or (lambda _msg: None)
+    say(f"counting the records of {nranges:,} range{'s' if nranges != 1 else ''}")
+    counts = [delayed(_count_part)(x, orders) for x in src.frame(cols).to_delayed()]
+    (totals,) = dask.compute(_tree(counts, _add_counts))
+    orders = [replace(o, totals=np.asarray(t, dtype=np.int64)) for o, t in zip(orders, totals)]
+    for o in orders:
+        if int(o.totals.sum()) != n:  # pragma: no cover - the data changed under us
+            raise InputError("The input changed while it was read (record counts differ); run again.")
+    dtypes = {a.column: _release_dtype(a, src.meta) for a in attrs}
+    done = []
+    for j, (o, group) in enumerate(zip(orders, groups)):
+        if isinstance(plan, SingleOrder):
+            what = f"{len(cols)} attribute{'s' if len(cols) != 1 else ''} together:"
+        else:
+            what = f"attribute {j + 1} of {len(cols)} ({group[0].column}):"
+        keep = [] if plan.noisy else [group[0].column]
+        parts = _sorted_release(
+            src, o, plan, group, keep, n=n, k=k, client=client, say=lambda m, w=what: say(f"{w} {m}")
+        )
+        if len(parts) != src.npartitions:  # pragma: no cover - a Dask change would show here
+            raise InputError(f"internal: {len(parts)} released pieces for {src.npartitions}; run again.")
+        done.append(parts)
+    meta = src.meta.assign(**{_ROW: np.array([], np.int64)}).astype(dtypes)
+    # the kept pieces go in as direct arguments of small tasks: nested in lists inside the
+    # assembling task's arguments, the final compute failed ('lost dependencies', dask 2026.8)
+    frames = [
+        delayed(_assemble)(x, *[parts[i] for parts in done], dtypes=dtypes)
+        for i, x in enumerate(src.frame().to_delayed())
+    ]
+    return dd.from_delayed(frames, meta=meta, verify_meta=False), nranges
 
 
 # --------------------------------------------------------------------------- k-eps (OLA)
