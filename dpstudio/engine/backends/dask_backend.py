@@ -244,6 +244,32 @@ class Budget:
         return int(np.ceil(need / USABLE_SHARE))
 
 
+def peak_model(budget: Budget) -> int:
+    """The memory model (docs/scale.md): the peak a worker is planned to reach -- what it
+    holds before any data, plus one task's working set (TASK_FACTOR × the rows of its
+    partition, range or cluster × their bytes, sized to fit ``budget.usable``), plus the data
+    Dask keeps in memory below its spill threshold (the rest goes to disk).  A function of
+    the worker's limit alone: not of the number of records.
+    """
+    kept = int(budget.worker * 0.1)  # what is kept beyond the target before spilling catches up
+    return WORKER_BASE_BYTES + budget.usable + kept
+
+
+def _tune_worker(dask_worker=None) -> None:
+    """Size a worker's shuffle buffers (p2p: 1 GiB of data waiting to be sent, 100 MiB waiting
+    to be written, by default) from its memory limit: a sixteenth each, at least 32 MiB.
+    """
+    ext = getattr(dask_worker, "extensions", {}).get("shuffle")
+    limit = getattr(getattr(dask_worker, "memory_manager", None), "memory_limit", None)
+    if ext is None or not limit:
+        return
+    size = max(32 * 2**20, int(limit) // 16)
+    for name in ("memory_limiter_comms", "memory_limiter_disk"):
+        lim = getattr(ext, name, None)
+        if lim is not None and (lim.limit is None or lim.limit > size):
+            lim.limit = size
+
+
 def _human(nbytes: float) -> str:
     for unit, size in (("GB", 2**30), ("MB", 2**20)):
         if nbytes >= size:
@@ -786,6 +812,12 @@ def protect_dask(
     from dpstudio.engine import api
 
     budget = worker_budget(client, partition_rows)
+    live = _client_for(client)
+    if live is not None:
+        try:
+            live.run(_tune_worker)
+        except Exception:  # pragma: no cover - a best effort (a scheduler refusing run)
+            pass
     src = open_source(source, budget)
     spec, plan, task, prep, cols, n, lens, sample = _validate(
         src, method, roles, domains, precision, params, hierarchies, budget
@@ -1125,8 +1157,9 @@ def _release_piece(*ranges: dict, cuts, first_rank, n, k, plan, attrs, piece_sta
 
 def _piece_values(part: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     """One input partition's released values, in record-id order."""
-    part = part.sort_values(_ROW)
-    return pd.DataFrame({c: part[c].to_numpy() for c in [_ROW, *cols]})
+    rows = part[_ROW].to_numpy(dtype=np.int64)
+    order = np.argsort(rows)
+    return pd.DataFrame({_ROW: rows[order], **{c: part[c].to_numpy()[order] for c in cols}})
 
 
 def _assemble(part: pd.DataFrame, *released: pd.DataFrame, dtypes) -> pd.DataFrame:
