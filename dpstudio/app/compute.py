@@ -29,6 +29,8 @@ class ColumnStats:
 
 
 def column_stats(df: pd.DataFrame) -> dict[str, ColumnStats]:
+    from dpstudio.engine.codes import factorize
+
     out: dict[str, ColumnStats] = {}
     for c in df.columns:
         s = df[c]
@@ -45,39 +47,24 @@ def column_stats(df: pd.DataFrame) -> dict[str, ColumnStats]:
             if np.isfinite(vals).any():
                 mn, mx = float(np.nanmin(vals)), float(np.nanmax(vals))
         else:
-            conv = pd.to_numeric(s, errors="coerce")
-            non_numeric = int((conv.isna() & s.notna()).sum())
-            if conv.notna().any():
-                mn, mx = float(conv.min()), float(conv.max())
+            # each distinct value converted once (issue 27: pandas' converter holds the GIL,
+            # 0.3-0.6 s per 200,000-row text column in which the window could not react)
+            codes, uniques = factorize(s)
+            conv = pd.to_numeric(pd.Series(uniques.astype(object), dtype=object), errors="coerce")
+            ok = conv.notna().to_numpy()
+            counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
+            non_numeric = int(counts[~ok].sum())
+            if ok.any():
+                mn, mx = float(conv[ok].min()), float(conv[ok].max())
         out[str(c)] = ColumnStats(str(c), str(s.dtype), numeric, missing, distinct, mn, mx, non_numeric)
     return out
 
 
-def correlation_difference(
-    orig: pd.DataFrame, prot: pd.DataFrame, cols: list[str]
-) -> tuple[list[str], np.ndarray]:
-    """corr(protected) − corr(original) over the numeric ``cols`` (m × m)."""
-    cols = [
-        c
-        for c in cols
-        if c in orig.columns
-        and c in prot.columns
-        and pd.api.types.is_numeric_dtype(orig[c])
-        and pd.api.types.is_numeric_dtype(prot[c])
-    ]
-    if len(cols) < 2:
-        return cols, np.zeros((len(cols), len(cols)))
-    a = orig[cols].to_numpy(dtype=float)
-    b = prot[cols].to_numpy(dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ca = np.corrcoef(a, rowvar=False)
-        cb = np.corrcoef(b, rowvar=False)
-    return cols, cb - ca
-
-
+# corr(protected) − corr(original): the engine's (level "full" of engine.assess)
 # The measurement policy (distances, which measures on which columns, skipped sweep cells)
 # is the engine's: dpstudio.engine.measures.measurement_plan / engine.evaluate / engine.sweep.
 from dpstudio.engine.measures import HierarchyDistance  # noqa: E402,F401  (used by tests)
+from dpstudio.engine.measures.utility import correlation_difference  # noqa: E402,F401
 
 
 def protect_and_evaluate(
@@ -91,7 +78,9 @@ def protect_and_evaluate(
     progress=None,
     check_cancel=None,
 ) -> tuple:
-    """Worker body of Protect: run, evaluate (the engine's policy), correlation difference."""
+    """Worker body of Protect: run, then ``engine.assess`` at level ``full`` (the measures of
+    the engine's policy and the correlation difference).
+    """
     res = engine.protect(
         df,
         method,
@@ -105,22 +94,10 @@ def protect_and_evaluate(
     )
     if check_cancel:
         check_cancel()
-    orig = res.aligned_original()
-    ev = dict(
-        engine.evaluate(
-            orig,
-            res.data,
-            res.protected_attributes,
-            result=res,
-            method=method,
-            hierarchies=hierarchies or None,
-            measures=("sse", "rl", "delta", "corr", "kanon"),
-            types=params.get("types"),
-        )
-    )
-    conf = [c for c, r in res.roles.items() if r == "confidential"]
-    cols = list(dict.fromkeys(list(res.protected_attributes) + conf))
-    ev["_app"] = {"corr": correlation_difference(orig, res.data, cols)}
+    # the one assess path (issue 22 §2): the same figures as the command line's
+    a = engine.assess(res, level="full", weighted=False, check_cancel=check_cancel)
+    ev = dict(a.measures)
+    ev["_app"] = {"corr": a.corr_difference}
     return res, ev
 
 
@@ -144,6 +121,7 @@ def sweep_points(
         seed=seed,
         hierarchies=hierarchies or None,
         check_cancel=check_cancel,
+        progress=progress,  # within a point too (issue 27)
         **params,
     ):
         pt.runs = []  # per-repetition dicts are not needed by the app

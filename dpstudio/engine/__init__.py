@@ -16,6 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 #: public name -> the submodule that defines it
 _EXPORTS = {
+    "assess": "dpstudio.engine.assessment",
+    "Assessment": "dpstudio.engine.assessment",
+    "ChainRun": "dpstudio.engine.chain",
+    "protect_chain": "dpstudio.engine.chain",
     "check_applicable": "dpstudio.engine.api",
     "evaluate": "dpstudio.engine.api",
     "methods": "dpstudio.engine.api",
@@ -56,6 +60,8 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # static checkers see the eager imports
     from dpstudio.engine.api import check_applicable, evaluate, methods, prepare, protect, run_prepared  # noqa: F401
+    from dpstudio.engine.assessment import Assessment, assess  # noqa: F401
+    from dpstudio.engine.chain import ChainRun, protect_chain  # noqa: F401
     from dpstudio.engine.errors import (  # noqa: F401
         Cancelled,
         DPStudioError,

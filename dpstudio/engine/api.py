@@ -16,14 +16,16 @@ import pandas as pd
 
 from dpstudio.engine import params as P
 from dpstudio.engine import validation as V
+from dpstudio.engine.codes import take_rows
 from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
+from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model, Uncovered
 from dpstudio.engine.io import check_decimal_ambiguity
+from dpstudio.engine.notices import is_public, notice
 from dpstudio.engine.protection._common import (
     INPUT_ORDER_WARNING,
     ORDER_RANDOM,
-    add_scope_reason,
     keep_order,
-    order_clause,
+    ordering,
     record_permutation,
     separate_tables,
 )
@@ -193,7 +195,7 @@ def prepare(
         dropped = [int(i) for i in miss]
         data = data.drop(index=dropped).reset_index(drop=True)
         warns.append(
-            V.private_note(
+            notice(
                 "records-dropped",
                 f"{len(dropped)} record(s) with missing values in protected attributes were "
                 "dropped and are not in the release.",
@@ -210,7 +212,7 @@ def prepare(
             p["epsilon"] = P.check_epsilon(
                 p["epsilon"], m=len(protected) if p.get("budget") == "per-attribute" else 1, method_id=spec.id
             )
-        warns.extend(V.public_warning(str(w.message)) for w in caught)  # depends on ε only
+        warns.extend(notice("epsilon-large", str(w.message)) for w in caught)  # depends on ε only
     doms = V.check_domains(
         data,
         [c for c in protected if spec.numeric_only or pd.api.types.is_numeric_dtype(data[c])],
@@ -225,7 +227,7 @@ def prepare(
     const = V.constant_columns(data, protected)
     if const:
         warns.append(
-            V.private_note(
+            notice(
                 "constant-column",
                 f"Column(s) {', '.join(map(repr, const))} are constant in the data: "
                 "they carry no information to mask but are still treated as protected.",
@@ -236,7 +238,7 @@ def prepare(
     if spec.uses_epsilon:
         warns.extend(V.type_notes(data, noisy, ty, precision, prec))
     if keep_order(p):
-        warns.append(V.public_warning(INPUT_ORDER_WARNING))
+        warns.append(notice("input-order", INPUT_ORDER_WARNING))
     if spec.uses_epsilon and p.get("epsilon") is not None:  # ε and grid combined (issue 15)
         from dpstudio.engine.algorithms.noise import check_grid_budget, make_grid
         from dpstudio.engine.roles import declared_integer
@@ -308,7 +310,7 @@ def run_prepared(
         # every release in keyed random order (issue 21 §3): input order would link records to
         # the input file (sorted by name, households in adjacent rows)
         perm = record_permutation(job, len(out.data))
-        data = out.data.iloc[perm].reset_index(drop=True)
+        data = take_rows(out.data, perm)  # (text columns through their codes, issue 27)
         row_map = perm if out.row_map is None else np.asarray(out.row_map)[perm]
         out = Output(
             data,
@@ -330,7 +332,7 @@ def run_prepared(
     if not isinstance(released.index, pd.RangeIndex) or released.index.start != 0:
         released = released.reset_index(drop=True)
     warns = list(prep.warnings) + list(out.warnings)
-    public_warns = [w for w in warns if _is_public_warning(w)]
+    public_warns = [w for w in warns if is_public(w)]
     protected_cols = list(out.protected if out.protected is not None else prep.protected)
     tables = {name: t.drop(columns=[c for c in ident if c in t.columns]) for name, t in out.tables.items()}
     row_map = out.row_map
@@ -353,14 +355,20 @@ def run_prepared(
         }
         if not_released:
             warns.append(
-                f"Layout 'separate-tables': column(s) {_shown(not_released)} are not "
-                "released; only the protected attributes, each in its own table."
+                notice(
+                    "layout-not-released",
+                    f"Layout 'separate-tables': column(s) {_shown(not_released)} are not "
+                    "released; only the protected attributes, each in its own table.",
+                )
             )
         if len(protected_cols) > 1:
             warns.append(
-                "Layout 'separate-tables': rows of different tables do not belong "
-                "together, so record-level measures (SSE, record linkage, "
-                "correlations) describe no real record; judge utility per attribute."
+                notice(
+                    "layout-unlinked",
+                    "Layout 'separate-tables': rows of different tables do not belong "
+                    "together, so record-level measures (SSE, record linkage, "
+                    "correlations) describe no real record; judge utility per attribute.",
+                )
             )
     if notes and spec.uses_epsilon and params.get("epsilon") is not None:
         # (notes=False: sweeps, whose points never show the run's private notes)
@@ -368,28 +376,25 @@ def run_prepared(
         from dpstudio.engine.pileup import bound_shares, pileup_notes
 
         warns.extend(
-            V.private_note("pile-up", w)
+            notice("pile-up", w)
             for w in pileup_notes(
                 bound_shares(released, protected_cols, prep.domains, prep.precision),
                 uses_k=spec.uses_k,
                 remedy=out.info.get("pileup_remedy"),
             )
         )
-    guarantee, is_dp = describe(
-        spec,
+    g = with_grid_clause(
+        release_guarantee(spec, params, prep.roles, list(released.columns), protected_cols, run=out.info),
+        prep,
         params,
-        prep.roles,
-        list(released.columns),
-        protected_cols,
-        caveat=out.info.get("guarantee_caveat") or "",
     )
     return ProtectionResult(
         data=released,
         method=spec.id,
         method_name=spec.name,
         params={k_: v for k_, v in params.items()},
-        guarantee=_with_clauses(guarantee, prep, params),
-        is_dp=is_dp,
+        guarantee=g.render(),
+        is_dp=g.is_dp,
         roles={c: role.value for c, role in prep.roles.items()},
         domains=dict(prep.domains),
         protected_attributes=protected_cols,
@@ -401,10 +406,10 @@ def run_prepared(
         tables=tables,
         original=prep.data if keep_original else None,
         precision=dict(prep.precision or {}) if params.get("epsilon") is not None else {},
+        guarantee_info=g,
+        types=dict(prep.types),
+        hierarchies=dict(prep.hierarchies or {}),
     )
-
-
-DP_FAMILIES = ("differential privacy", "individual differential privacy")
 
 
 def _shown(cols: list[str]) -> str:
@@ -414,40 +419,239 @@ def _shown(cols: list[str]) -> str:
     return ", ".join(map(str, cols))
 
 
+#: Why a released column is not covered, by its role (other roles: 'released-unchanged').
+_UNCOVERED_REASON = {Role.WEIGHT: "sampling-weight", Role.HOUSEHOLD: "household-id"}
+
+
+def release_guarantee(
+    spec: MethodSpec,
+    params: dict,
+    roles: dict,
+    released_columns: list[str],
+    protected: list[str],
+    *,
+    run: dict | None = None,
+) -> Guarantee:
+    """The guarantee of a release with ``released_columns``: the method's own
+    (``spec.guarantee``), plus what the API knows -- the record order it applies, the
+    columns released unchanged or not released, the survey roles.
+
+    A clustered DP release (k ≥ 2) with columns released unchanged beside the protected ones
+    is not ε-DP for the records: which records were grouped together shows in the unchanged
+    columns (neighbours differing in one protected value can release different numbers of
+    distinct rows).  The guarantee then holds per attribute only, and offers the remedies.
+    ``run``: what the method's run reported (``Output.info``; None before a run).
+    """
+    roles = {c: (r if isinstance(r, Role) else Role(r)) for c, r in roles.items()}
+    sep = separate_tables(params)
+    ctx = GuaranteeContext.of(
+        {**params, **({"order": ORDER_RANDOM} if sep else {})},  # each table shuffled on its own
+        attributes=protected,
+        roles=roles,
+        released=released_columns,
+        run=run,
+    )
+    g = spec.describe(ctx)
+    if not spec.orders_records:  # the API orders these methods' records: it says how
+        g = g.with_clauses(ordering(ctx, clustered=False)[0])
+    if sep:
+        gone = [c for c, r_ in roles.items() if c not in protected and r_ is not Role.IDENTIFIER]
+        if gone:
+            g = g.with_clauses(
+                Clause(
+                    "not-released",
+                    f" Not released in this layout: the {len(gone)} other column(s) ({_shown(gone)}).",
+                )
+            )
+        g = g.evolve(not_released=g.not_released + tuple(gone))
+        return g.with_clauses(*survey_clauses(roles, released_columns))
+    unchanged = [
+        c
+        for c in released_columns
+        if c not in protected
+        and c in roles
+        and roles.get(c) not in spec.protects
+        and roles.get(c) is not Role.IDENTIFIER
+    ]
+    # (a column without a role was made by the method, e.g. Anatomy's group id)
+    g = g.evolve(
+        uncovered=g.uncovered
+        + tuple(Uncovered(c, _UNCOVERED_REASON.get(roles[c], "released-unchanged")) for c in unchanged),
+        not_released=g.not_released
+        + tuple(c for c, r_ in roles.items() if r_ is Role.HOUSEHOLD and c not in released_columns),
+    )
+    g = _with_unchanged(spec, params, g, unchanged)
+    return g.with_clauses(*survey_clauses(roles, released_columns))
+
+
+def _with_unchanged(spec: MethodSpec, params: dict, g: Guarantee, unchanged: list[str]) -> Guarantee:
+    """``g`` with what it says about the ``unchanged`` columns of a noisy release: narrowed
+    to the attributes (with the remedies) when they show a clustered DP release's groups,
+    else named as not covered.
+    """
+    if not (unchanged and spec.uses_epsilon and params.get("epsilon") is not None):
+        return g
+    clustered = spec.clusters and int(params.get("k") or 1) > 1
+    dp_claim = g.model is Model.INDIVIDUAL_DP or (g.model is Model.EPSILON_DP and (g.is_dp or g.narrowed))
+    if clustered and dp_claim:
+        reason = (
+            f"the {len(unchanged)} column(s) released unchanged beside the protected ones "
+            f"({_shown(unchanged)}) show which records were grouped together "
+            "(neighbouring data sets that differ in one protected value can release "
+            "different numbers of distinct records)"
+        )
+        # the 'separate-tables' remedy, unless the guarantee offers it already
+        offer_layout = any(q.name == "layout" for q in spec.params) and not g.has_clause("remedy-layout")
+        remedy = (
+            " Remedies: drop the column(s) released unchanged or protect them too"
+            + (
+                ", or choose the release layout 'separate-tables' (each protected "
+                "attribute in its own independently shuffled one-column table, ε-DP by "
+                "sequential composition; the other columns are then not released)"
+                if offer_layout
+                else ""
+            )
+            + "."
+        )
+        return g.narrowed_to_attributes(reason).with_clauses(
+            Clause("remedy-layout" if offer_layout else "remedy", remedy)
+        )
+    return g.with_clauses(
+        Clause(
+            "not-covered",
+            f" Not covered: the {len(unchanged)} column(s) released unchanged "
+            f"({_shown(unchanged)}); they are not protected"
+            + (
+                ", and released beside the protected ones they can reveal which records were "
+                "grouped together."
+                if clustered
+                else "."
+            ),
+        )
+    )
+
+
+def survey_clauses(roles: dict, released_columns: list[str]) -> list[Clause]:
+    """The clauses naming the weight and household columns (none when there are none)."""
+    roles = {c: (r if isinstance(r, Role) else Role(r)) for c, r in roles.items()}
+    out: list[Clause] = []
+    for c, r in roles.items():
+        if r is Role.WEIGHT and c in released_columns:
+            out.append(
+                Clause(
+                    "survey",
+                    f" The sampling weight {c} is released unchanged (not protected; the "
+                    "guarantee does not cover it).",
+                )
+            )
+        elif r is Role.HOUSEHOLD:
+            out.append(
+                Clause(
+                    "survey",
+                    f" The household id {c} is released unchanged at the user's request: it "
+                    "links the records of a household, which the guarantee does not cover."
+                    if c in released_columns
+                    else f" The household id {c} is not released.",
+                )
+            )
+    return out
+
+
+def survey_clause(roles: dict, released_columns: list[str]) -> str:
+    """The sentence naming the weight and household columns (empty when there are none)."""
+    return "".join(c.text for c in survey_clauses(roles, released_columns))
+
+
 def describe(
     spec: MethodSpec,
     params: dict,
     roles: dict,
     released_columns: list[str],
     protected: list[str],
-    caveat: str = "",
+    *,
+    run: dict | None = None,
 ) -> tuple[str, bool]:
-    """The guarantee sentence and the ε-DP flag (see :func:`_describe`), plus what it says
-    about the survey roles: the sampling weight released unchanged, the household id not
-    released (or released unchanged at the user's request).
+    """The guarantee sentence and the ε-DP flag of :func:`release_guarantee` (its text and
+    :attr:`~dpstudio.engine.guarantee.Guarantee.is_dp`).
     """
-    text, is_dp = _describe(spec, params, roles, released_columns, protected, caveat)
-    return text + survey_clause(roles, released_columns), is_dp
+    g = release_guarantee(spec, params, roles, released_columns, protected, run=run)
+    return g.render(), g.is_dp
 
 
-def survey_clause(roles: dict, released_columns: list[str]) -> str:
-    """The sentence naming the weight and household columns (empty when there are none)."""
-    roles = {c: (r if isinstance(r, Role) else Role(r)) for c, r in roles.items()}
-    out = ""
-    for c, r in roles.items():
-        if r is Role.WEIGHT and c in released_columns:
-            out += (
-                f" The sampling weight {c} is released unchanged (not protected; the "
-                "guarantee does not cover it)."
-            )
-        elif r is Role.HOUSEHOLD:
-            out += (
-                f" The household id {c} is released unchanged at the user's request: it "
-                "links the records of a household, which the guarantee does not cover."
-                if c in released_columns
-                else f" The household id {c} is not released."
-            )
-    return out
+def preview_guarantee(
+    columns: list[str],
+    method: str,
+    roles: dict | None = None,
+    *,
+    data: pd.DataFrame | None = None,
+    domains: dict | None = None,
+    precision: dict | None = None,
+    hierarchies: dict | None = None,
+    **params: Any,
+) -> Guarantee:
+    """:func:`release_guarantee` for a data set with ``columns`` before it is protected (what
+    the app's method panel shows); raises like :func:`prepare` on bad parameters.
+
+    With ``data`` (and its ``domains``/``precision``) the guarantee is exactly the one
+    :func:`protect` will publish, grid clause included (only a clause that depends on the
+    method's run, such as t-close-dp's achieved t of an Anatomy release, can be added then).
+    """
+    if data is not None:
+        prep = prepare(data, method, roles, domains, hierarchies, precision=precision, **params)
+        released = _released_columns(
+            prep.data.columns, prep.roles, prep.keep_household, prep.params, prep.protected
+        )
+        g = release_guarantee(prep.spec, prep.params, prep.roles, released, prep.protected)
+        return with_grid_clause(g, prep, prep.params)
+    spec = get_method(method)
+    r = normalize_roles(list(columns), roles)
+    keep_hh = bool(params.pop("keep_household", False))
+    params.pop("types", None)
+    p = spec.check_params(params)
+    protected = [c for c, role in r.items() if role in spec.protects]
+    released = _released_columns(list(map(str, columns)), r, keep_hh, p, protected)
+    return release_guarantee(spec, p, r, released, protected)
+
+
+def _released_columns(
+    columns, roles: dict, keep_household: bool, params: dict, protected: list[str]
+) -> list[str]:
+    """The columns a release will hold: no identifier, no household id unless kept; with the
+    layout 'separate-tables' only the protected attributes (as :func:`run_prepared` releases).
+    """
+    if separate_tables(params):
+        return [c for c in columns if c in protected]
+    return [
+        c
+        for c in columns
+        if roles.get(c) is not Role.IDENTIFIER and (keep_household or roles.get(c) is not Role.HOUSEHOLD)
+    ]
+
+
+def describe_release(
+    columns: list[str], method: str, roles: dict | None = None, **kw: Any
+) -> tuple[str, bool]:
+    """The sentence and ε-DP flag of :func:`preview_guarantee` (same arguments)."""
+    g = preview_guarantee(columns, method, roles, **kw)
+    return g.render(), g.is_dp
+
+
+def with_grid_clause(g: Guarantee, prep: Prepared, params: dict) -> Guarantee:
+    """``g`` plus the grid clause (noisy releases).  Nothing here depends on the data (issue
+    21 §3 N1: the declared-domain note is a private note now).
+    """
+    if params.get("epsilon") is None:
+        return g
+    from dpstudio.engine.algorithms.noise import grid_clause
+
+    return g.with_clauses(
+        Clause("grid", grid_clause(dict(prep.precision or {}), getattr(prep, "precision_given", None)))
+    )
+
+
+def _with_clauses(guarantee: str, prep: Prepared, params: dict) -> str:
+    """The sentence ``guarantee`` plus the grid clause (for callers holding text only)."""
+    return with_grid_clause(Guarantee.plain(guarantee), prep, params).render()
 
 
 def _refuse_non_numeric_types(
@@ -469,150 +673,12 @@ def _refuse_non_numeric_types(
     )
 
 
-def _describe(
-    spec: MethodSpec,
-    params: dict,
-    roles: dict,
-    released_columns: list[str],
-    protected: list[str],
-    caveat: str = "",
-) -> tuple[str, bool]:
-    """The guarantee sentence and the ε-DP flag of a release with ``released_columns``.
-
-    A clustered DP release (k ≥ 2) with columns released unchanged beside the protected ones
-    is not ε-DP for the records: which records were grouped together shows in the unchanged
-    columns (neighbours differing in one protected value can release different numbers of
-    distinct rows).  The sentence then leads with its scope and offers the remedies.
-    """
-    roles = {c: (r if isinstance(r, Role) else Role(r)) for c, r in roles.items()}
-    p = {
-        **params,
-        "_attributes": list(protected),
-        "_eps_quasi": [c for c, r_ in roles.items() if r_ is Role.EPS_QUASI],
-        "_roles": {c: r_.value for c, r_ in roles.items()},
-    }
-    sep = separate_tables(params)
-    if sep:
-        p["order"] = ORDER_RANDOM  # every table is shuffled on its own, whatever 'order' says
-    text = spec.guarantee(p) + caveat
-    if not spec.orders_records:  # the API orders these methods' records: it says how
-        text += order_clause(p, clustered=False)
-    is_dp = bool(spec.is_dp(p))
-    unchanged = [
-        c
-        for c in released_columns
-        if c not in protected
-        and c in roles
-        and roles.get(c) not in spec.protects
-        and roles.get(c) is not Role.IDENTIFIER
-    ]
-    # (a column without a role was made by the method, e.g. Anatomy's group id)
-    eps_set = spec.uses_epsilon and params.get("epsilon") is not None
-    if sep:
-        gone = [c for c, r_ in roles.items() if c not in protected and r_ is not Role.IDENTIFIER]
-        if gone:
-            text += f" Not released in this layout: the {len(gone)} other column(s) ({_shown(gone)})."
-        return text, is_dp
-    if not (unchanged and eps_set):
-        return text, is_dp
-    clustered = spec.clusters and int(params.get("k") or 1) > 1
-    scoped = text.startswith("Per-attribute only")
-    if clustered and spec.family in DP_FAMILIES and (is_dp or scoped or spec.family != DP_FAMILIES[0]):
-        what = (
-            "individual differential privacy" if spec.family == DP_FAMILIES[1] else "ε-differential privacy"
-        )
-        reason = (
-            f"the {len(unchanged)} column(s) released unchanged beside the protected ones "
-            f"({_shown(unchanged)}) show which records were grouped together "
-            "(neighbouring data sets that differ in one protected value can release "
-            "different numbers of distinct records)"
-        )
-        has_layout = any(q.name == "layout" for q in spec.params)
-        remedy = (
-            " Remedies: drop the column(s) released unchanged or protect them too"
-            + (
-                ", or choose the release layout 'separate-tables' (each protected "
-                "attribute in its own independently shuffled one-column table, ε-DP by "
-                "sequential composition; the other columns are then not released)"
-                if has_layout and "separate-tables" not in text
-                else ""
-            )
-            + "."
-        )
-        return add_scope_reason(text, what, reason) + remedy, False
-    text += (
-        f" Not covered: the {len(unchanged)} column(s) released unchanged "
-        f"({_shown(unchanged)}); they are not protected"
-        + (
-            ", and released beside the protected ones they can reveal which records were grouped together."
-            if clustered
-            else "."
-        )
-    )
-    return text, is_dp
-
-
-def describe_release(
-    columns: list[str],
-    method: str,
-    roles: dict | None = None,
-    *,
-    data: pd.DataFrame | None = None,
-    domains: dict | None = None,
-    precision: dict | None = None,
-    hierarchies: dict | None = None,
-    **params: Any,
-) -> tuple[str, bool]:
-    """:func:`describe` for a data set with ``columns`` before it is protected (what the
-    app's method panel shows); raises like :func:`prepare` on bad parameters.
-
-    With ``data`` (and its ``domains``/``precision``) the sentence is exactly the one
-    :func:`protect` will publish, grid and declared-domain clauses included (only a caveat
-    that depends on the method's run, such as t-close-dp's achieved t, can be added then).
-    """
-    if data is not None:
-        prep = prepare(data, method, roles, domains, hierarchies, precision=precision, **params)
-        released = [
-            c
-            for c in prep.data.columns
-            if prep.roles.get(c) is not Role.IDENTIFIER
-            and (prep.keep_household or prep.roles.get(c) is not Role.HOUSEHOLD)
-        ]
-        text, is_dp = describe(prep.spec, prep.params, prep.roles, released, prep.protected)
-        return _with_clauses(text, prep, prep.params), is_dp
-    spec = get_method(method)
-    r = normalize_roles(list(columns), roles)
-    keep_hh = bool(params.pop("keep_household", False))
-    params.pop("types", None)
-    p = spec.check_params(params)
-    protected = [c for c, role in r.items() if role in spec.protects]
-    released = [
-        c
-        for c in map(str, columns)
-        if r.get(c) is not Role.IDENTIFIER and (keep_hh or r.get(c) is not Role.HOUSEHOLD)
-    ]
-    return describe(spec, p, r, released, protected)
-
-
-def _with_clauses(guarantee: str, prep: Prepared, params: dict) -> str:
-    """The guarantee sentence plus the grid clause (noisy releases).  Nothing here depends on
-    the data (issue 21 §3 N1: the declared-domain note is a private note now).
-    """
-    return guarantee + (_grid_clause(prep) if params.get("epsilon") is not None else "")
-
-
 def _is_public_warning(w: str) -> bool:
-    """A warning may be published only when it is marked parameter-only
-    (:func:`validation.public_warning`); anything else is a fact about the data and stays
+    """A warning may be published only when its code is declared public
+    (:mod:`dpstudio.engine.notices`); anything else is a fact about the data and stays
     private -- the safe default.
     """
-    return isinstance(w, V.PublicWarning)
-
-
-def _grid_clause(prep: Prepared) -> str:
-    from dpstudio.engine.algorithms.noise import grid_clause
-
-    return grid_clause(dict(prep.precision or {}), getattr(prep, "precision_given", None))
+    return is_public(w)
 
 
 def protect(
@@ -749,6 +815,8 @@ __all__ = [
     "run_prepared",
     "describe",
     "describe_release",
+    "preview_guarantee",
+    "release_guarantee",
     "InputError",
     "ParameterError",
     "NotApplicableError",

@@ -682,8 +682,11 @@ def _written_text(values: np.ndarray, dec: str) -> list:
     return [t.replace(".", dec) for t in out] if dec != "." else out
 
 
-def _to_float(texts: np.ndarray) -> np.ndarray | None:
-    """Floats of numeric texts ('.' decimal), or None if one is not a number."""
+def _to_float(texts: np.ndarray, large: bool | None = None) -> np.ndarray | None:
+    """Floats of numeric texts ('.' decimal), or None if one is not a number.  ``large``:
+    whether the texts come from a long column (default: more than ``_SMALL`` texts), which
+    decides the parser, as it always has (pandas for long columns, ``float()`` for short).
+    """
 
     def one_by_one() -> np.ndarray | None:
         if not all(_NUM_TEXT.match(t) for t in texts):
@@ -693,7 +696,7 @@ def _to_float(texts: np.ndarray) -> np.ndarray | None:
         except ValueError:  # pragma: no cover - the pattern admits only what float() reads
             return None
 
-    if texts.size <= _SMALL:
+    if not (texts.size > _SMALL if large is None else large):
         return one_by_one()
     # errors="raise" stops at the first text that is not a number (a text column is refused
     # after one value instead of being parsed to the end); "" still parses to NaN: checked below
@@ -714,22 +717,35 @@ def _convert_column(raw: np.ndarray, dec: str, explicit: bool = False) -> tuple[
     ``explicit``: the decimal mark was given by the user (then ``1.234`` in a decimal-comma
     file is a thousands group, 1234; guessed, such a column stays text).
     """
+    _, vals, keep = _typed_texts(raw, dec, explicit)
+    return vals, keep
+
+
+def _typed_texts(
+    raw: np.ndarray, dec: str, explicit: bool = False, large: bool | None = None
+) -> tuple[str, np.ndarray, bool]:
+    """:func:`_convert_column` with the kind of column it found ("text", "bool" or
+    "number").  Every test is a test of each value (any / all) and every conversion is
+    value by value, so the distinct texts of a column give the same answer as the column
+    (:func:`_convert_distinct`); ``large`` says which float parser the column's length
+    calls for (:func:`_to_float`).
+    """
     n = raw.size
     na = np.fromiter((t in NA_TEXTS for t in raw), dtype=bool, count=n)
     any_na = bool(na.any())
     nonmiss = raw[~na] if any_na else raw
     na_text = any(t != "" for t in raw[na]) if any_na else False
     if nonmiss.size == 0:
-        return np.full(n, np.nan), na_text
+        return "number", np.full(n, np.nan), na_text
     if set(nonmiss[:200].tolist()) <= _BOOL_TEXTS.keys() and set(nonmiss.tolist()) <= _BOOL_TEXTS.keys():
         flags = np.array([_BOOL_TEXTS.get(t, np.nan) for t in raw], dtype=object)
-        return (flags.astype(bool) if not any_na else flags), True
+        return "bool", (flags.astype(bool) if not any_na else flags), True
 
-    def text() -> tuple[np.ndarray, bool]:
+    def text() -> tuple[str, np.ndarray, bool]:
         vals = raw.copy()
         if any_na:
             vals[na] = np.nan
-        return vals, na_text
+        return "text", vals, na_text
 
     if any(
         _LEADING_ZERO.match(t.strip()) and not t.strip().lstrip("+-").startswith(("0.", "0,"))
@@ -747,7 +763,7 @@ def _convert_column(raw: np.ndarray, dec: str, explicit: bool = False) -> tuple[
         ):
             return text()  # only forms like 1.234: thousands group or decimal point? never guess
         texts = np.array([t.replace(".", "").replace(",", ".") for t in nonmiss], dtype=object)
-    num = _to_float(texts)
+    num = _to_float(texts, large)
     if num is None:
         return text()
     vals: np.ndarray | None = None
@@ -761,11 +777,70 @@ def _convert_column(raw: np.ndarray, dec: str, explicit: bool = False) -> tuple[
         vals[~na] = num
     written = _written_text(vals[~na] if any_na else vals, dec)
     keep = na_text or written != nonmiss.tolist()
-    return vals, keep
+    return "number", vals, keep
 
 
 _FIRST_DIGIT_ZERO = r"^[^0-9]*0[0-9]"  # necessary for _LEADING_ZERO after strip(): a prefilter
 _PLAIN_INT = r"^[-+]?[0-9]+$"  # RE2: '$' is the end of the text, '[0-9]' ASCII digits
+
+
+def _arrow_texts(s: pd.Series):
+    """The texts of ``s`` as one Arrow string array (no copy for an Arrow-backed column), or
+    None when ``s`` holds anything but texts (or a missing value).
+    """
+    import pyarrow as pa
+
+    try:
+        a = pa.array(s.array) if hasattr(s.array, "__arrow_array__") else None
+        if a is None:
+            a = pa.array(s.to_numpy(dtype=object), type=pa.large_string())
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks()
+    if a.null_count or not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+        return None
+    return a
+
+
+#: a long column is typed through its distinct texts when a sample of it has at most this
+#: share of distinct values (categories, codes, ages: the usual microdata column)
+_DISTINCT_SHARE = 0.05
+_DISTINCT_SAMPLE = 20_000
+
+
+def _convert_distinct(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool] | None:
+    """:func:`_convert_column` of one long column of texts computed on its distinct texts
+    (:func:`_typed_texts` says why that is the same) and gathered back: the same values
+    and the same keep flag, in time proportional to the number of distinct texts (issue 27).
+    None when the column has too many distinct texts for it to pay (then
+    :func:`_convert_large`).  Text columns come back as the reader's own array with the
+    missing values masked (no round trip through objects).
+    """
+    import pyarrow.compute as pc
+
+    a = _arrow_texts(s)
+    if a is None:
+        return None
+    n = len(a)
+    head = a.slice(0, _DISTINCT_SAMPLE)
+    if pc.count_distinct(head).as_py() > _DISTINCT_SHARE * len(head):
+        return None
+    enc = pc.dictionary_encode(a)
+    texts = np.asarray(enc.dictionary.to_pylist(), dtype=object)
+    if texts.size > max(_SMALL, _DISTINCT_SHARE * n):
+        return None
+    idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.intp)
+    kind, vals, keep = _typed_texts(texts, dec, explicit, large=n > _SMALL)
+    if kind != "text":
+        return vals[idx], keep
+    na = np.fromiter((t in NA_TEXTS for t in texts), dtype=bool, count=texts.size)
+    if not na.any():
+        from dpstudio.engine.codes import remember
+
+        remember(s, enc.indices, enc.dictionary)  # the column's codes: never hashed again
+        return s.array, keep
+    return s.mask(pd.Series(na[idx], index=s.index)).array, keep
 
 
 def _convert_large(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool] | None:
@@ -777,13 +852,8 @@ def _convert_large(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool] |
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    try:
-        a = pa.array(s.array) if hasattr(s.array, "__arrow_array__") else None
-        if a is None:
-            a = pa.array(s.to_numpy(dtype=object), type=pa.large_string())
-    except (pa.ArrowException, TypeError, ValueError):
-        return None
-    if a.null_count or not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+    a = _arrow_texts(s)
+    if a is None:
         return None
     n = len(a)
     na = pc.is_in(a, value_set=pa.array(sorted(NA_TEXTS), type=a.type))
@@ -848,7 +918,9 @@ def _convert(
     for j, c in enumerate(raw.columns):
         if big:
             col = raw.iloc[:, j]
-            got = _convert_large(col, dec, explicit)
+            got = _convert_distinct(col, dec, explicit)
+            if got is None:
+                got = _convert_large(col, dec, explicit)
             if got is not None:
                 cols[str(c)], k = got
                 if k:
@@ -1075,18 +1147,107 @@ def _byte_chunks(path: str, size: int = 16 * 1024 * 1024):
 
 
 def _has_quote(path: str) -> bool:
+    return _scan(path)[0]
+
+
+def _scan(path: str) -> tuple[bool, bool]:
+    """(has a quote, has a NUL byte): one pass over the file."""
+    quote = nul = False
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(16 * 1024 * 1024), b""):
-            if b'"' in block:
-                return True
-    return False
+            quote = quote or b'"' in block
+            nul = nul or b"\x00" in block
+            if quote and nul:
+                break
+    return quote, nul
 
 
-def _check_ragged(path: str, sep: str, name: str, encoding: str = "latin-1") -> None:
-    if _has_quote(path):
+def _check_ragged(
+    path: str, sep: str, name: str, encoding: str = "latin-1", quoted: bool | None = None
+) -> None:
+    if _has_quote(path) if quoted is None else quoted:
         _check_ragged_quoted(path, sep, encoding, name)
     else:
         _check_ragged_bytes(_byte_chunks(path), sep, name)
+
+
+#: files from this size on are parsed by Arrow's CSV reader when they allow it (tests set 0)
+_ARROW_MIN_BYTES = 1024 * 1024
+#: encodings Arrow's reader is given (its own UTF-8; the others through Python's codecs)
+_ARROW_CODECS = {
+    "utf-8": "utf8",
+    "utf-8-sig": "utf8",
+    "ascii": "utf8",
+    "cp1252": "cp1252",
+    "latin-1": "latin-1",
+}
+
+
+def _arrow_frame(
+    path: str, *, sep: str, encoding: str, header, progress: Callable[[float], None] | None
+) -> pd.DataFrame | None:
+    """The table as read, every field as its text, parsed by Arrow (issue 27: 3,000,000
+    records in 1-2 s instead of 6) -- the frame :func:`_raw_frame` gives, or None when
+    Arrow cannot be trusted to give it (then pandas parses the file).
+
+    Only called for files without quotes or NUL bytes and with at least two columns (the
+    ragged-row check has passed): such a file is split at the separator and at the line
+    breaks (LF, CR LF, bare CR) by both parsers.  They differ on lines of blanks only, which
+    pandas skips and Arrow reads as a row of one field: with two or more columns Arrow then
+    stops (wrong number of fields) and pandas parses the file; so do invalid text in the
+    encoding and anything else Arrow refuses.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    codec = _ARROW_CODECS.get(encoding.lower().replace("_", "-"))
+    if codec is None:
+        return None
+    try:
+        names = _raw_header(path, sep, encoding)
+    except InputError:
+        return None
+    if len(names) < 2:
+        return None
+    keys = names if header is not None else [f"f{i}" for i in range(len(names))]
+    size = max(os.path.getsize(path), 1)
+    try:
+        reader = pcsv.open_csv(
+            path,
+            read_options=pcsv.ReadOptions(
+                block_size=4 * 1024 * 1024, encoding=codec, autogenerate_column_names=header is None
+            ),
+            parse_options=pcsv.ParseOptions(
+                delimiter=sep,
+                quote_char=False,
+                double_quote=False,
+                escape_char=False,
+                ignore_empty_lines=True,
+            ),
+            convert_options=pcsv.ConvertOptions(
+                column_types={k: pa.large_string() for k in keys},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+        schema = reader.schema
+        if schema.names != keys or not all(pa.types.is_large_string(t) for t in schema.types):
+            return None
+        batches, done = [], 0
+        for batch in reader:
+            batches.append(batch)
+            if progress:  # bytes parsed so far: the texts and a separator / line break per field
+                done += sum(col.buffers()[2].size if col.buffers()[2] else 0 for col in batch.columns)
+                done += batch.num_rows * batch.num_columns
+                progress(min(done / size, 1.0) * 0.9)
+        table = pa.Table.from_batches(batches, schema=schema)
+    except (pa.ArrowException, UnicodeError, LookupError, OSError):
+        return None
+    del batches
+    df = table.to_pandas()
+    if header is None:
+        df.columns = range(len(keys))
+    return df
 
 
 def _read_csv(path: str, sep, encoding, decimal, progress) -> tuple[pd.DataFrame, TableMeta]:
@@ -1103,10 +1264,28 @@ def _read_csv(path: str, sep, encoding, decimal, progress) -> tuple[pd.DataFrame
     if info["header"]:
         _check_columns(_raw_header(path, sep, enc), name)
     header = 0 if info["header"] else None
-    _check_ragged(path, sep, name, enc)
+    quoted, nul = _scan(path)
+    size = max(os.path.getsize(path), 1)
+    by_arrow = size >= _ARROW_MIN_BYTES and not quoted and not nul
+    checked = [False]
+
+    def check_ragged() -> None:
+        if not checked[0]:
+            _check_ragged(path, sep, name, enc, quoted=quoted)
+            checked[0] = True
+
+    if not by_arrow:
+        check_ragged()
 
     def load(enc: str) -> pd.DataFrame:
-        size = max(os.path.getsize(path), 1)
+        if by_arrow:
+            # Arrow refuses a row with another number of fields than the first: a frame
+            # from it has passed the ragged-row check; otherwise the check (for its message)
+            # and pandas
+            raw = _arrow_frame(path, sep=sep, encoding=enc, header=header, progress=progress)
+            if raw is not None:
+                return raw
+            check_ragged()
         try:
             if size <= _CHUNK_BYTES:
                 raw = _raw_frame(path, sep=sep, encoding=enc, header=header)
@@ -1327,8 +1506,32 @@ def _csv_bytes(data: pd.DataFrame, sep: str, lt: str, enc: str) -> bytes | None:
     where no name or text needs quoting -- or None (then pandas writes the file).  Floats,
     booleans, dates... always go to pandas (its float format is Python's repr).
     """
+    blocks = _csv_blocks(data, sep, lt, enc)
+    if blocks is None:
+        return None
+    try:
+        return b"".join(bytes(b) for b in blocks)
+    except _NeedsPandas:
+        return None
+
+
+class _NeedsPandas(Exception):
+    """A field needs quoting, or a text cannot be encoded: pandas writes the file."""
+
+
+#: records per block of the Arrow CSV writer (its memory: a block's lines, not the file's)
+_CSV_BLOCK_ROWS = 500_000
+
+
+def _csv_blocks(data: pd.DataFrame, sep: str, lt: str, enc: str, block_rows: int | None = None):
+    """:func:`_csv_bytes` as an iterator of consecutive blocks of bytes (the header, then the
+    lines of ``block_rows`` records at a time, written by Arrow's CSV writer: never a Python
+    object per value or per line, and never the whole file in memory, issue 27), or None when
+    a column is not of a kind it writes.  Iterating raises :class:`_NeedsPandas` when a block
+    holds a field that needs quoting (Arrow's writer refuses it unquoted) or a text the
+    encoding cannot hold (the caller then has pandas write the whole file).
+    """
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if sep not in _PLAIN_SEPS or data.shape[1] < 2 or len(data) == 0:
         return None  # (one column: the csv module quotes a lone empty field)
@@ -1336,7 +1539,7 @@ def _csv_bytes(data: pd.DataFrame, sep: str, lt: str, enc: str) -> bytes | None:
     names = list(data.columns)
     if not all(isinstance(c, str) and not any(ch in c for ch in specials) for c in names):
         return None
-    cols = []
+    sources = []
     for j in range(len(names)):
         s = data.iloc[:, j]
         dt = s.dtype
@@ -1345,29 +1548,52 @@ def _csv_bytes(data: pd.DataFrame, sep: str, lt: str, enc: str) -> bytes | None:
                 a = pa.array(s.array) if isinstance(dt, pd.StringDtype) else None
                 if a is None or not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
                     a = pa.array(s.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
-                a = pc.fill_null(a, "")
             elif isinstance(dt, np.dtype) and dt.kind in "iu":
-                a = pc.cast(pa.array(s.to_numpy()), pa.large_string())
+                a = pa.array(s.to_numpy())
             else:
                 return None
         except (pa.ArrowException, TypeError, ValueError):
             return None  # objects that are not all texts
-        cols.append(pc.cast(a, pa.large_string()))
-    lines = pc.binary_join_element_wise(*cols, pa.scalar(sep, pa.large_string()))
-    text = sep.join(names) + lt + lt.join(lines.to_pylist()) + lt
-    # no field needs quoting: no quote, and exactly the separators and line breaks written here
-    n_lines = len(data) + 1
-    if (
-        '"' in text
-        or text.count(sep) != (len(names) - 1) * n_lines
-        or text.count("\n") != n_lines
-        or text.count("\r") != (n_lines if lt == "\r\n" else 0)
-    ):
-        return None
+        sources.append(a)
+    table = pa.table(sources, names=[f"c{j}" for j in range(len(names))])
+    return _csv_block_iter(table, names, sep, lt, enc, block_rows or _CSV_BLOCK_ROWS)
+
+
+def _csv_block_iter(table, names: list[str], sep: str, lt: str, enc: str, block_rows: int):
+    import codecs
+
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
     try:
-        return text.encode(enc)
-    except (UnicodeError, LookupError):
-        return None  # pandas reports it
+        utf8 = codecs.lookup(enc).name == "utf-8"
+    except LookupError:
+        raise _NeedsPandas from None
+    encoder = None if utf8 else codecs.getincrementalencoder(enc)()  # one BOM at the start
+
+    def out(b):
+        if encoder is None:
+            return b
+        try:
+            return encoder.encode(memoryview(b).tobytes().decode("utf-8"))
+        except UnicodeError:
+            raise _NeedsPandas from None  # pandas reports it
+
+    # quoting "none": a text holding the separator, a quote or a line break is refused (then
+    # pandas quotes it); texts as they are, integers in decimal, a missing value as nothing
+    opts = pcsv.WriteOptions(
+        include_header=False, delimiter=sep, quoting_style="none", eol=lt, batch_size=65536
+    )
+    yield out((sep.join(names) + lt).encode("utf-8"))
+    for a in range(0, table.num_rows, block_rows):
+        sink = pa.BufferOutputStream()
+        try:
+            pcsv.write_csv(table.slice(a, block_rows), sink, opts)
+        except pa.ArrowInvalid:
+            raise _NeedsPandas from None
+        yield out(sink.getvalue())
+    if encoder is not None:
+        yield encoder.encode("", final=True)
 
 
 def write_table(
@@ -1419,11 +1645,15 @@ def write_table(
                 lt = meta.lineterminator if meta and meta.lineterminator in ("\n", "\r\n") else "\n"
                 # the same bytes as pandas, without its per-row writer (None when a field needs
                 # quoting, e.g. holds a CR: then the line break below decides)
-                blob = _csv_bytes(data, sep, lt, enc)
-                if blob is not None:
-                    with open(tmp, "wb") as fh:
-                        fh.write(blob)
-                else:
+                blocks = _csv_blocks(data, sep, lt, enc)
+                if blocks is not None:
+                    try:
+                        with open(tmp, "wb") as fh:
+                            for b in blocks:
+                                fh.write(b)
+                    except _NeedsPandas:
+                        blocks = None  # pandas writes the file (over the partial one)
+                if blocks is None:
                     if lt == "\n" and _has_cr(data):
                         lt = "\r\n"  # only then is a field with a bare CR quoted (records kept)
                     data.to_csv(tmp, sep=sep, decimal=dec, encoding=enc, index=False, lineterminator=lt)

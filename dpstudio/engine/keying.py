@@ -74,8 +74,43 @@ def _column_hash(s: pd.Series) -> np.ndarray:
         if nan.any():
             v = np.where(nan, np.nan, v)
         return np.asarray(hash_array(v), dtype=np.uint64)
+    if _all_texts(s):
+        # the same hashes, each distinct text hashed once (issue 27: 3 s per column of
+        # 3,000,000 texts one by one, 0.1 s this way): the values are texts, so two values are
+        # equal for factorize exactly when their str() is; missing values are converted as
+        # the general path converts them (None -> 'None', NaN -> 'nan', NA -> '<NA>')
+        from dpstudio.engine.codes import factorize
+
+        codes, uniques = factorize(s)
+        texts = np.asarray([str(u) for u in uniques.astype(object)], dtype=object)
+        out = np.empty(len(s), dtype=np.uint64)
+        if texts.size:
+            out[:] = np.asarray(hash_array(texts), dtype=np.uint64)[np.maximum(codes, 0)]
+        miss = np.flatnonzero(codes < 0)
+        if miss.size:
+            rest = np.asarray(s.iloc[miss].astype(object).map(str).to_numpy(), dtype=object)
+            out[miss] = np.asarray(hash_array(rest), dtype=np.uint64)
+        return out
     text = np.asarray(s.astype(object).map(str).to_numpy(), dtype=object)
     return np.asarray(hash_array(text), dtype=np.uint64)
+
+
+def _all_texts(s: pd.Series) -> bool:
+    """True when every non-missing value of ``s`` is a ``str`` (a text dtype, a categorical of
+    texts, or an object column of texts only): then equality is equality of the texts.
+    """
+    dt = s.dtype
+    if isinstance(dt, pd.CategoricalDtype):
+        cats = dt.categories
+        return isinstance(cats.dtype, pd.StringDtype) or (
+            cats.dtype == object and pd.api.types.infer_dtype(cats, skipna=False) == "string"
+        )
+    if isinstance(dt, pd.StringDtype):
+        return True
+    return pd.api.types.is_object_dtype(dt) and pd.api.types.infer_dtype(s, skipna=True) in (
+        "string",
+        "empty",
+    )
 
 
 def row_hashes(frame: pd.DataFrame, cols: list[str]) -> np.ndarray:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpstudio.engine.errors import ParameterError
+from dpstudio.engine.guarantee import Effect, Effects, Guarantee, GuaranteeContext
 from dpstudio.engine.params import Param, check_params
 from dpstudio.engine.roles import Role
 
@@ -68,8 +69,11 @@ class MethodSpec:
     """Description of one method, plus the function that runs it.
 
     ``run(job) -> Output`` does the work (see :mod:`dpstudio.engine.types`).
-    ``guarantee(params) -> str`` returns the sentence the UI and the report state
-    for the given (validated) parameters.
+    ``guarantee(ctx) -> Guarantee`` states what the release guarantees, as data
+    (:class:`~dpstudio.engine.guarantee.Guarantee`: model, ε, scope, covered columns, the
+    clauses of the sentence), for a :class:`~dpstudio.engine.guarantee.GuaranteeContext`
+    (the validated parameters, the protected attributes, the roles); whether the release is
+    ε-DP is the guarantee's :attr:`~dpstudio.engine.guarantee.Guarantee.is_dp`.
     ``protects`` lists the roles whose columns the method changes; ``requires``
     the roles of which at least one column must be present.  Columns with a quasi
     role the method does not protect make it not applicable (it would release
@@ -84,9 +88,8 @@ class MethodSpec:
     params: tuple[Param, ...]
     protects: tuple[Role, ...]
     requires: tuple[Role, ...]
-    guarantee: Callable[[dict], str]
+    guarantee: Callable[[GuaranteeContext], Guarantee]
     run: Callable[[Any], Any]
-    is_dp: Callable[[dict], bool] = lambda p: False
     needs_domain: bool = False
     uses_k: bool = True
     uses_epsilon: bool = False
@@ -111,6 +114,11 @@ class MethodSpec:
     #: how the method runs out of core (the Dask backend), with its own calibration
     #: functions: a plan of :mod:`dpstudio.engine.outofcore`; None: in memory only
     outofcore: Any = None
+    #: what the method does to its input as a step of a chain (``effects(ctx) -> Effects``:
+    #: each changed column's :class:`~dpstudio.engine.guarantee.Effect`, the columns it
+    #: reads, whether it removes records); None: every column it protects is perturbed record
+    #: by record (see :meth:`step_effects`)
+    effects: Callable[[GuaranteeContext], Effects] | None = None
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -138,8 +146,35 @@ class MethodSpec:
             "recommended": self.recommended,
             "missing_matches_any": self.missing_matches_any,
             "orders_records": self.orders_records,
-            "guarantee": self.guarantee({p.name: p.default for p in self.params}),
+            "guarantee": self.describe(GuaranteeContext.of(self.defaults())).render(),
         }
+
+    def defaults(self) -> dict:
+        """Every parameter at its default."""
+        return {p.name: p.default for p in self.params}
+
+    def describe(self, ctx: GuaranteeContext) -> Guarantee:
+        """The method's guarantee for ``ctx`` (a method that still returns a plain sentence
+        gets a guarantee without structure: no claim).
+        """
+        g = self.guarantee(ctx)
+        return g if isinstance(g, Guarantee) else Guarantee.plain(str(g))
+
+    def step_effects(self, ctx: GuaranteeContext) -> Effects:
+        """What this method does as a step of a chain (:func:`dpstudio.engine.guarantee.compose`):
+        the method's own declaration (``effects``) or, by default, :attr:`Effect.PERTURB` on
+        every column of ``ctx.roles`` with a role the method protects (the conservative
+        reading: each value changed from the data).
+        """
+        if self.effects is not None:
+            return self.effects(ctx)
+        cols = ctx.columns(*self.protects) or list(ctx.attributes)
+        released = set(ctx.released) if ctx.released is not None else None
+        return Effects(
+            changes={
+                c: Effect.PERTURB for c in cols if released is None or c in released or c in ctx.attributes
+            }
+        )
 
     def check_params(self, given: dict) -> dict:
         """Every parameter validated through :mod:`dpstudio.engine.params` (the one path).

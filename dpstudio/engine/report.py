@@ -25,6 +25,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from dpstudio.engine.guarantee import sentence_parts
+
 _MEASURE_LABELS = {
     "sse_raw": "SSE (raw: Σ squared errors)",
     "sse_normalized": "SSE (normalized: per record and attribute, in units of the variance)",
@@ -137,17 +139,6 @@ def _params(result) -> dict:
     return out
 
 
-#: labels inside a guarantee sentence that open a clause about its scope (shown in bold)
-_SCOPE_LABELS = (
-    "What holds for each protected attribute's column on its own:",
-    "Not covered:",
-    "Not changed:",
-    "Changed:",
-    "CAVEAT:",
-    "Not released in this layout:",
-    "Remedies:",
-)
-_CLAUSE_SPLIT = re.compile(r"(?<=[.])\s+(?=(?:[A-Z]|\d+-|ε-|k-|t-|\())")
 _SUP_PAREN = re.compile(r"(?<=[\w)])\^\(((?:[^()]|\([^()]*\))*)\)")
 _SUP_WORD = re.compile(r"(?<=[\w)])\^([\wεδ′−-]+)")
 _EXP = re.compile(r"\bexp\(ε\)")
@@ -166,34 +157,28 @@ def guarantee_clauses(sentence: str) -> list[str]:
     """The sentence cut into its clauses (sentences; the scope lead of a scoped guarantee
     is its own clause), the text unchanged: ``"".join`` with single spaces gives it back.
     """
-    text = str(sentence or "").strip()
-    out: list[str] = []
-    for part in _CLAUSE_SPLIT.split(text):
-        if part.startswith("Per-attribute only — not") and ": " in part:
-            head, rest = part.split(": ", 1)
-            out += [head + ":", rest]
-        else:
-            out.append(part)
-    return [c for c in out if c]
+    return [text for text, _ in sentence_parts(sentence)]
 
 
 def guarantee_html(sentence: str) -> str:
     """A guarantee sentence rendered readably (HTML fragment, pure function): one clause per
     line, its scope in bold (the claim that leads it, "Per-attribute only — not … for the
     records", "Not covered:", "Changed:", …), powers as formulas (e^ε as e<sup>ε</sup>).
-    The words are the sentence's own: nothing is added or dropped.
+    The words are the sentence's own: nothing is added or dropped.  The cutting and the
+    labels are the guarantee module's (:func:`dpstudio.engine.guarantee.sentence_parts`).
 
     >>> guarantee_html("t-closeness with t = e^ε (ε = 1). Not covered: the 1 column(s) (o).")
     "<div class='clause'><strong>t-closeness with t = e<sup>ε</sup></strong> (ε = 1).</div><div class='clause'><strong>Not covered:</strong> the 1 column(s) (o).</div>"
     """
     parts: list[str] = []
-    for i, clause in enumerate(guarantee_clauses(sentence)):
-        label = next((lab for lab in _SCOPE_LABELS if clause.startswith(lab)), None)
-        if label:
+    items = sentence_parts(sentence)
+    for i, (clause, kind) in enumerate(items):
+        if kind.startswith("label:"):
+            label = kind[len("label:") :]
             body = f"<strong>{_formulas(_e(label))}</strong>{_formulas(_e(clause[len(label) :]))}"
-        elif clause.startswith("Per-attribute only — not"):
+        elif kind == "scope-lead":
             body = f"<strong>{_formulas(_e(clause))}</strong>"
-        elif i == 0 or (i == 1 and parts and "Per-attribute only" in parts[0]):
+        elif i == 0 or (i == 1 and items[0][1] == "scope-lead"):
             m = re.search(r"\s\(|[;:,]", clause)  # the claim that leads the clause
             cut = m.start() if m else len(clause)
             body = f"<strong>{_formulas(_e(clause[:cut]))}</strong>{_formulas(_e(clause[cut:]))}"

@@ -163,8 +163,9 @@ def _umask() -> int:
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
             for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
+                key, _, value = line.partition(":")
+                if key == "Umask":
+                    return int(value, 8)
     except (OSError, ValueError, IndexError):
         pass
     old = os.umask(0o077)  # fallback: the classic set-and-restore

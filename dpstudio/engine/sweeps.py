@@ -1,8 +1,10 @@
 """Trade-off sweeps over a k × ε grid (docs/measures.md "Trade-off sweeps").
 
 Layering: a sweep is a loop over the engine's protect pipeline (:func:`~dpstudio.engine.api.prepare`,
-:func:`~dpstudio.engine.api.run_prepared`) and the measures (:func:`dpstudio.engine.measures.evaluate`
-with the measurement policy of :func:`~dpstudio.engine.measures.measurement_plan`).  It sits
+:func:`~dpstudio.engine.api.run_prepared`) and the one assess path (:func:`dpstudio.engine.assessment.assess`
+with a :class:`~dpstudio.engine.measures.repeated.Measurer`: the measurement policy of
+:func:`~dpstudio.engine.measures.measurement_plan` planned once, the original's arrays cached,
+SSE and record linkage of all-numeric releases from arrays).  It sits
 above ``api``: ``api`` does not import this module (``engine.sweep`` is exported from here).
 
 A (k, ε) cell the method cannot run (e.g. t-close-dp needs k ≥ ⌊e^ε⌋ + 1) does not stop the
@@ -26,8 +28,10 @@ from typing import Any
 import numpy as np
 
 from dpstudio.engine.api import prepare, run_prepared
+from dpstudio.engine.assessment import assess
 from dpstudio.engine.errors import DPStudioError, ParameterError
-from dpstudio.engine.measures import evaluate, measurement_plan
+from dpstudio.engine.measures import measurement_plan
+from dpstudio.engine.measures.repeated import Measurer
 from dpstudio.engine.random import point_rng
 from dpstudio.engine.registry import get_method
 from dpstudio.engine.types import Job
@@ -178,6 +182,7 @@ def run_sweep(
     hierarchies=None,
     check_cancel: Callable[[], None] | None = None,
     evaluate_options: dict | None = None,
+    progress: Callable[[float], None] | None = None,
     **params: Any,
 ) -> Iterator[SweepPoint]:
     repeats = check_repeats(repeats)
@@ -200,7 +205,6 @@ def run_sweep(
 
     check_grid(spec, ks, epsilons, len(prep.data), baselines)
     cells = grid(spec, ks, epsilons, baselines)
-    n = len(prep.data)
     if "order" in prep.params:
         # sweep points are measured, never released, and every measure is a sum or mean over
         # records: skip the release shuffle (same noise, same values, no reordering cost)
@@ -208,14 +212,24 @@ def run_sweep(
 
         prep.params["order"] = ORDER_INPUT
     total = len(cells)
-    # the measurement policy, planned once for the whole sweep
+    # the measurement policy, planned once for the whole sweep; the measurer keeps the
+    # original's arrays (k-d tree, scaling) and the array fast path over every run
     plan = measurement_plan(
         prep.data, method=spec.id, roles=prep.roles, hierarchies=hierarchies, types=prep.types
     )
+    measurer = Measurer(prep.data, measures=measures, plan=plan, evaluate_options=evaluate_options)
     cache: dict = {}
-    mcache: dict = {}  # measures' cache (e.g. the k-d tree of the original), whole sweep
     current_k = object()
     t0 = time.perf_counter()
+    shown = [0.0]
+
+    def report(f: float) -> None:
+        # the whole sweep's fraction, within a cell too (issue 27: a long first cell showed
+        # 0 % for 12 s); in steps of at least 0.5 %
+        if progress is not None and (f >= shown[0] + 0.005 or f >= 1.0):
+            shown[0] = f
+            progress(min(f, 1.0))
+
     for idx, (ki, k, ei, eps) in enumerate(cells):
         if check_cancel is not None:
             check_cancel()
@@ -225,10 +239,10 @@ def run_sweep(
         reps = 1 if (eps is None and spec.uses_epsilon) else int(repeats)
         runs = []
         try:
-            if eps is not None and _fast_ready(prep.data, measures, mcache):
+            if eps is not None and measurer.bulk_ready:
                 # every repetition of the cell at once (same draws, same values; no DataFrame,
                 # no guarantee text per repetition: a measured point shows neither)
-                runs = _bulk_cell(prep, seed, ki, ei, reps, eps, k, cache, check_cancel, measures, mcache)
+                runs = _bulk_cell(prep, seed, ki, ei, reps, eps, k, cache, check_cancel, measurer)
             for r in range(reps if not runs else 0):
                 rng = point_rng(seed, ki, ei, r)
                 res = run_prepared(
@@ -239,26 +253,12 @@ def run_sweep(
                     cache=cache,
                     check_cancel=check_cancel,
                     notes=False,
+                    # the method's own progress fills 80 % of this run's share, the measures
+                    # the rest
+                    progress=None if progress is None else _run_progress(report, idx, r, reps, total),
                 )
-                orig, prot = _aligned(res, n)
-                fast = _fast_eval(orig, prot, measures, mcache)
-                if fast is not None:
-                    runs.append(fast)
-                    continue
-                runs.append(
-                    ev := evaluate(
-                        orig,
-                        prot,
-                        res.protected_attributes,
-                        measures=measures,
-                        result=res,
-                        cache=mcache,
-                        plan=plan,
-                        **(evaluate_options or {}),
-                    )
-                )
-                if orig is prep.data:  # the same original for every run of the sweep
-                    _plan_fast_eval(orig, res, measures, plan, mcache, evaluate_options, ev)
+                report((idx + (r + 0.8) / reps) / total)
+                runs.append(assess(res, measures=measures, measurer=measurer).measures)
         except DPStudioError as exc:
             if idx == 0:
                 raise  # the settings, not one cell, are wrong
@@ -273,6 +273,7 @@ def run_sweep(
                 skipped=(str(exc).splitlines() or [type(exc).__name__])[0],
             )
             continue
+        report((idx + 1) / total)
         values = {}
         for name in runs[0]:
             vals = [r_[name] for r_ in runs if isinstance(r_.get(name), (int, float, np.floating))]
@@ -306,6 +307,7 @@ def sweep(
     hierarchies: dict | None = None,
     check_cancel: Callable[[], None] | None = None,
     evaluate_options: dict | None = None,
+    progress: Callable[[float], None] | None = None,
     **params: Any,
 ) -> Iterator[SweepPoint]:
     """Run ``method`` over a k × ε grid; yield one :class:`SweepPoint` per cell.
@@ -315,7 +317,8 @@ def sweep(
     ``protect``'s summary is; a cell the method cannot run is yielded with ``skipped`` set.
     ``measures`` default to :func:`~dpstudio.engine.measures.default_measures` of the method.
     ``evaluate_options`` are passed to :func:`~dpstudio.engine.measures.evaluate`
-    (e.g. ``{"rl_distance": "raw"}``).
+    (e.g. ``{"rl_distance": "raw"}``).  ``progress(fraction)`` is called as the sweep goes,
+    also within a cell (the method's own progress), in steps of at least 0.5 %.
     """
     return run_sweep(
         df,
@@ -331,13 +334,9 @@ def sweep(
         hierarchies=hierarchies,
         check_cancel=check_cancel,
         evaluate_options=evaluate_options,
+        progress=progress,
         **params,
     )
-
-
-def _fast_ready(orig, measures, mcache: dict) -> bool:
-    fp = mcache.get(("sweep.fast", id(orig)))
-    return fp is not None and fp["ref"] is orig and tuple(measures) == fp["measures"]
 
 
 def _cell_job(prep, eps, k, cache: dict, check_cancel) -> Job:
@@ -365,7 +364,7 @@ def _cell_job(prep, eps, k, cache: dict, check_cancel) -> Job:
     return job
 
 
-def _bulk_cell(prep, seed, ki, ei, reps, eps, k, cache, check_cancel, measures, mcache) -> list[dict]:
+def _bulk_cell(prep, seed, ki, ei, reps, eps, k, cache, check_cancel, measurer: Measurer) -> list[dict]:
     """The measures of every repetition of a (k, ε) cell from one bulk draw, or [] when the
     method has no bulk path (then the cell runs repetition by repetition).  Repetition r is
     the run of ``point_rng(seed, ki, ei, r)``: its keyed root is the first draw of the run's
@@ -383,196 +382,17 @@ def _bulk_cell(prep, seed, ki, ei, reps, eps, k, cache, check_cancel, measures, 
     if out is None:
         return []
     cols, Y = out
-    return _fast_eval_bulk(prep.data, cols, Y, measures, mcache) or []
+    return measurer.measure_bulk(cols, Y) or []
 
 
-def _fast_eval_bulk(orig, cols: list[str], Y: np.ndarray, measures, mcache: dict) -> list[dict] | None:
-    """:func:`_fast_eval` of R releases given as an (R, n, m) array of the columns ``cols``."""
-    fp = mcache.get(("sweep.fast", id(orig)))
-    if fp is None or fp["ref"] is not orig or tuple(measures) != fp["measures"]:
-        return None
-    attrs = fp["attrs"]
-    R, n, _ = Y.shape
-    if n != len(orig) or sorted(map(str, cols)) != sorted(attrs) or len(cols) != len(attrs):
-        return None
-    pos = [list(map(str, cols)).index(a) for a in attrs]
-    if pos != list(range(len(pos))):
-        Y = np.ascontiguousarray(Y[:, :, pos])
-    if not np.isfinite(Y).all():
-        return None
-    m = Y.shape[2]
-    outs: list[dict[str, Any]] = [{} for _ in range(R)]
-    if fp["sse"] is not None:
-        x, var = fp["sse"]
-        for r in range(R):  # per run: the same reduction order as evaluate
-            colsum = ((x - Y[r]) ** 2).sum(axis=0)
-            outs[r]["sse_raw"] = float(colsum.sum())
-            outs[r]["sse_normalized"] = float((colsum / var).sum()) / (n * m)
-    if fp["rl"] is not None:
-        scale, xs, tree = fp["rl"]
-        pr = _rl_numeric_bulk(xs, np.ascontiguousarray(Y / scale), tree, fp.setdefault("rl.cache", {}))
-        for r in range(R):
-            outs[r]["rl"] = 100.0 * float(pr[r].sum()) / n
-    for o in outs:
-        o["warnings"] = []
-    return outs
-
-
-def _rl_numeric_bulk(xs: np.ndarray, YS: np.ndarray, tree, cache: dict | None = None) -> np.ndarray:
-    """``risk._rl_numeric(xs, YS[r], tree)`` for every r: an (R, n) array of Pr_j.
-
-    Pr_j depends only on x′_j, x_j and the originals: each record is decided by exact
-    distances (differences, then the sum of squares), and every pruning step of
-    ``_rl_numeric`` is conservative (it only drops records whose exact distance to some
-    original is shorter than their own by more than the tie tolerance).  So the records of
-    all repetitions can be pruned and searched together, in larger blocks, with the same
-    per-record result.  Only the exact candidate search (not the k-d tree) is used here, as
-    ``_rl_numeric`` does whenever n² ≤ its brute-force limit; larger n: run by run.
-    With numba, the compiled classifier ``risk._pr_classified`` settles the clear records
-    (Pr = 1 or 0 with a 1e-9 margin) and hands the rest to the same exact search (``cache``
-    keeps its neighbour lists over the sweep).
+def _run_progress(
+    report: Callable[[float], None], idx: int, r: int, reps: int, total: int
+) -> Callable[[float], None]:
+    """Progress of one run inside the sweep: the method's own progress fills 80 % of this
+    run's share, the measures the rest.
     """
-    from dpstudio.engine.measures import risk as RK
 
-    R, n, m = YS.shape
-    if 0 < n and n * n <= RK._BRUTE_MAX_PAIRS:
-        fast = RK._pr_classified(xs, YS.reshape(R * n, m), np.tile(np.arange(n), R), cache)
-        if fast is not None:
-            return fast.reshape(R, n)
-    t0 = time.perf_counter()
-    if n * n > RK._BRUTE_MAX_PAIRS or n == 0:
-        return np.stack([RK._rl_numeric(xs, YS[r], tree) for r in range(R)]) if R else np.zeros((0, n))
-    ys = YS.reshape(R * n, m)
-    d_own = RK._own_distance(np.tile(xs, (R, 1)), ys)
-    slack = (1.0 + RK.TIE_RTOL) * (1.0 + 1e-9)
-    perm = np.random.default_rng(0).permutation(n)[: RK._PREFILTER_SAMPLE]
-    stages = (perm[:64], perm) if perm.size > 64 else (perm,)
-    bound = np.full(R * n, np.inf)
-    rows = np.arange(R * n)
-    for smp in stages:
-        if rows.size == 0:
-            break
-        bound[rows] = np.minimum(bound[rows], RK._sample_bound(ys[rows] + 0.0, xs[smp]))
-        rows = rows[d_own[rows] <= bound[rows] * slack]
-    pr = np.zeros(R * n)
-    if rows.size:
-        pr[rows] = RK._pr_by_candidates(xs, ys[rows], d_own[rows])
-    RK._NUMPY_SECONDS[0] += time.perf_counter() - t0
-    return pr.reshape(R, n)
+    def run_progress(f: float) -> None:
+        report((idx + (r + 0.8 * max(0.0, min(f, 1.0))) / reps) / total)
 
-
-def _fast_eval(orig, prot, measures, mcache: dict) -> dict | None:
-    """SSE and record linkage of an all-numeric release straight from arrays, or None.
-
-    The same operations, in the same order, on the same cached arrays as
-    :func:`~dpstudio.engine.measures.evaluate` (so the same bits): the pandas bookkeeping of a
-    full evaluation (dtype checks, column look-ups, the measurement plan's distances) is done
-    once, by the first run of the sweep through ``evaluate``, which also records here whether
-    the fast path applies (numeric attributes, no categorical distance, no warnings).  A
-    release with a missing or infinite value goes through ``evaluate`` (its warnings).
-    """
-    fp = mcache.get(("sweep.fast", id(orig)))
-    if fp is None or fp["ref"] is not orig or tuple(measures) != fp["measures"]:
-        return None
-    from dpstudio.engine.measures._base import _matrix
-    from dpstudio.engine.measures.risk import _BRUTE_MAX_PAIRS, _pr_classified, _rl_numeric
-
-    attrs = fp["attrs"]
-    if len(prot) != len(orig) or not all(a in prot.columns for a in attrs):
-        return None
-    try:
-        y = _matrix(prot, attrs, "protected")  # as evaluate: same array, same layout
-    except (DPStudioError, TypeError, ValueError):
-        return None
-    if not np.isfinite(y).all():
-        return None  # missing values: evaluate words the warnings
-    n, m = y.shape
-    out: dict[str, Any] = {}
-    if fp["sse"] is not None:
-        x, var = fp["sse"]
-        colsum = ((x - y) ** 2).sum(axis=0)
-        out["sse_raw"], out["sse_normalized"] = float(colsum.sum()), float((colsum / var).sum()) / (n * m)
-    if fp["rl"] is not None:
-        scale, xs, tree = fp["rl"]
-        ys = np.ascontiguousarray(y / scale)
-        pr = (
-            _pr_classified(xs, ys, np.arange(n), fp.setdefault("rl.cache", {}))
-            if n * n <= _BRUTE_MAX_PAIRS
-            else None
-        )
-        if pr is None:
-            pr = _rl_numeric(xs, ys, tree)
-        out["rl"] = 100.0 * float(pr.sum()) / n
-    out["warnings"] = []
-    return out
-
-
-def _plan_fast_eval(
-    orig, res, measures, plan, mcache: dict, evaluate_options: dict | None, first: dict
-) -> None:
-    """Decide once per original whether :func:`_fast_eval` reproduces ``evaluate`` (see there)."""
-    key = ("sweep.fast", id(orig))
-    if key in mcache:
-        return
-    mcache[key] = {"ref": orig, "measures": None}  # not applicable unless shown below
-    ms = tuple(measures)
-    opts = dict(evaluate_options or {})
-    rl_distance = opts.pop("rl_distance", "standardized")
-    expected = ({"sse_raw", "sse_normalized"} if "sse" in ms else set()) | ({"rl"} if "rl" in ms else set())
-    if (
-        opts
-        or not ms
-        or not set(ms) <= {"sse", "rl"}
-        or first.get("warnings")
-        or set(first) != expected | {"warnings"}
-    ):
-        return
-    attrs = [str(a) for a in (res.protected_attributes or [])]
-    if not attrs or len(set(attrs)) != len(attrs) or plan.wildcard or plan.distances_for(res.data, attrs):
-        return
-    from dpstudio.engine.measures._base import _dtypes, _num_dtype
-
-    odt = _dtypes(orig)
-    if not all(a in odt and _num_dtype(odt[a]) for a in attrs):
-        return
-    fp: dict[str, Any] = {"ref": orig, "measures": ms, "attrs": attrs, "sse": None, "rl": None}
-    for ck, ent in mcache.items():
-        if not (isinstance(ck, tuple) and len(ck) >= 5 and ck[0] == "metrics" and isinstance(ent, dict)):
-            continue
-        if ent.get("ref") is not orig:
-            continue
-        if ck[3:] == ("sse", tuple(attrs)) and "x" in ent and not ent["const"]:
-            fp["sse"] = (ent["x"], ent["var"])
-            fp["x"] = ent["x"]
-        if ck[3:] == ("rl", tuple(attrs), rl_distance) and "xs" in ent and not ent["scale_warnings"]:
-            xs = ent["xs"]
-
-            def tree(ent=ent, xs=xs):
-                from dpstudio.engine.measures.risk import _kdtree
-
-                if ent.get("tree") is None:
-                    ent["tree"] = _kdtree(xs)
-                return ent["tree"]
-
-            fp["rl"] = (ent["scale"], xs, tree)
-    if ("sse" in ms) != (fp["sse"] is not None) or ("rl" in ms) != (fp["rl"] is not None):
-        return
-    mcache[key] = fp
-
-
-def _aligned(res, n: int):
-    """(original, protected) row-aligned for the measures.  A shuffled release (row_map a
-    permutation of all records) is put back in input order, so the original stays the same
-    object across runs and the measures' cache (k-d tree, scaling) is reused; all measures
-    are sums or means over records, unchanged by a joint permutation.  Releases that drop
-    records (suppression) use the original rows that were released.
-    """
-    rm = res.row_map
-    if rm is None:
-        return res.original, res.data
-    if len(rm) == n:
-        inv = np.empty(n, dtype=np.int64)
-        inv[rm] = np.arange(n)
-        if np.array_equal(np.sort(rm), np.arange(n)):
-            return res.original, res.data.iloc[inv].reset_index(drop=True)
-    return res.aligned_original(), res.data
+    return run_progress

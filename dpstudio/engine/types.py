@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import ParameterError
 from dpstudio.engine.roles import Role
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from dpstudio.engine.guarantee import Guarantee
+    from dpstudio.engine.notices import Notice
 
 
 def _no_progress(fraction: float) -> None:  # pragma: no cover - trivial
@@ -81,7 +85,7 @@ class Job:
         return epsilon_shares(self.params, cols)
 
 
-def epsilon_shares(params: dict, cols: list[str]) -> np.ndarray:
+def epsilon_shares(params: Mapping, cols: list[str]) -> np.ndarray:
     """ε_i per attribute of ``cols`` for the budget split of ``params`` (docs/methods.md §4): the
     ONE split used by the methods' runs and their guarantee sentences.
 
@@ -136,9 +140,13 @@ class ProtectionResult:
     """The result of :func:`dpstudio.engine.protect`.
 
     ``data`` is the protected release (identifiers dropped).  ``guarantee`` is the
-    sentence to publish.  The seed is deliberately not stored here.
+    sentence to publish and ``is_dp`` whether the release is ε-DP; both come from
+    ``guarantee_info``, the guarantee as data (:class:`~dpstudio.engine.guarantee.Guarantee`:
+    model, ε per attribute and in total, scope, covered and uncovered columns, clauses), which
+    answers every other question about it.  The seed is deliberately not stored here.
 
-    Warnings come in two kinds:
+    Warnings are :class:`~dpstudio.engine.notices.Notice` objects (a method's plain text is
+    read as a private ``method-note``), of two kinds by their code:
 
     * ``public_warnings``: functions of the parameters only (e.g. "ε is very large"); they
       may be published (metadata, release note).
@@ -167,21 +175,31 @@ class ProtectionResult:
     #: column -> output grid γ of each noisy numeric attribute (public: it is declared)
     precision: dict = field(default_factory=dict)
     public_warnings: list[str] = field(default_factory=list)
+    #: the guarantee as data (None only for a result built by hand from a sentence)
+    guarantee_info: Guarantee | None = field(default=None, repr=False)
+    #: the user's column types the run was made with (the measurement policy reads them)
+    types: dict = field(default_factory=dict)
+    #: the hierarchies the run was made with (column -> file or Hierarchy), for the measures
+    hierarchies: dict = field(default_factory=dict, repr=False)
+    #: a chain's steps (:mod:`dpstudio.engine.chain`): each step's own result, in order
+    #: (their ``original`` is not kept); empty for the result of one method
+    steps: tuple = field(default=(), repr=False)
 
     @property
-    def private_notes(self) -> list[str]:
-        """The data-dependent warnings, each a
-        :class:`~dpstudio.engine.validation.PrivateNote` with a ``code`` (a method's plain
-        text gets ``method-note``): keep them internal (see the class docstring).
-        """
-        from dpstudio.engine.validation import PrivateNote
+    def methods(self) -> tuple[str, ...]:
+        """The method ids of the steps of a chain, or ``(method,)``."""
+        return tuple(s.method for s in self.steps) if self.steps else (self.method,)
 
-        pub = set(self.public_warnings)
-        return [
-            w if isinstance(w, PrivateNote) else PrivateNote("method-note", str(w))
-            for w in self.warnings
-            if w not in pub
-        ]
+    @property
+    def private_notes(self) -> list[Notice]:
+        """The warnings whose code is not public -- facts about the data -- each a
+        :class:`~dpstudio.engine.notices.Notice` (a method's plain text gets
+        ``method-note``): keep them internal (see the class docstring).
+        """
+        from dpstudio.engine.notices import as_notice
+
+        listed = set(map(str, self.public_warnings))  # (a result built by hand from plain text)
+        return [n for n in map(as_notice, self.warnings) if not n.public and str(n) not in listed]
 
     def aligned_original(self) -> pd.DataFrame:
         """The original records in the order of ``data`` (for evaluation; never release it)."""
@@ -189,7 +207,9 @@ class ProtectionResult:
             raise ValueError("original data not kept")
         if self.row_map is None:
             return self.original
-        return self.original.iloc[self.row_map].reset_index(drop=True)
+        from dpstudio.engine.codes import take_rows
+
+        return take_rows(self.original, self.row_map)
 
     def public_metadata(
         self, software_version: str | None = None, *, output_sha256: str | None = None

@@ -12,6 +12,9 @@ import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError, format_rows
 
+# the one notice type (issue 22 §1): the checks here build their private notes with it
+from dpstudio.engine.notices import Notice, note_code, private_note, public_warning  # noqa: F401
+
 #: Declared domain bounds lie in [−DOMAIN_LIMIT, DOMAIN_LIMIT]: whole numbers up to 10¹⁵ are
 #: exact in a double (2⁵³ ≈ 9·10¹⁵), the width ub − lb stays finite and the grid arithmetic
 #: (bound/γ, sums over the records) stays within exact integers.
@@ -21,65 +24,6 @@ DOMAIN_LIMIT = 1e15
 PRECISION_MIN = 1e-12
 PRECISION_MAX = 1e15
 MAX_BOUND_UNITS = 2**53
-
-
-class PublicWarning(str):
-    """A warning that is a function of the parameters only (never of the data), e.g. "ε is
-    very large": it may be published in the metadata and the release note.  Every other warning
-    is a fact about the original data ("column X is constant", "12 records dropped") and stays
-    on the private side (:attr:`ProtectionResult.private_notes`).
-    """
-
-    __slots__ = ()
-
-
-def public_warning(message: str) -> PublicWarning:
-    """Mark ``message`` as parameter-only (publishable); see :class:`PublicWarning`."""
-    return PublicWarning(message)
-
-
-class PrivateNote(str):
-    """A fact about the original data, for the user's eyes only (issue 21 §3, N1): shown by
-    the app and the command line (stderr), kept in the private audit trail and assessment,
-    never in a public file (metadata, guarantee sentence, release note).  ``code`` names the
-    kind of note (one of :data:`NOTE_CODES`), so that programs can tell notes apart without
-    reading their wording.
-    """
-
-    code: str
-
-    def __new__(cls, code: str, message: str) -> PrivateNote:
-        obj = super().__new__(cls, message)
-        obj.code = str(code)
-        return obj
-
-    def __reduce__(self):
-        return (PrivateNote, (self.code, str(self)))
-
-
-#: The codes of the private notes the engine writes (a method's own notes about the data
-#: carry ``method-note``).
-NOTE_CODES = {
-    "domain-at-data-bound": "a declared domain bound equals the data's minimum or maximum",
-    "constant-column": "a protected column holds one value only",
-    "records-dropped": "records with missing values were dropped",
-    "integer-valued-untyped": "a noisy column holds whole numbers but has no declared type",
-    "non-integer-values": "a column declared integer holds values that are not whole numbers",
-    "pile-up": "many noisy values were clamped to a domain bound",
-    "method-note": "a fact about the data reported by the method (suppressions, clusters, ...)",
-}
-
-
-def private_note(code: str, message: str) -> PrivateNote:
-    """A private note with ``code`` (see :class:`PrivateNote`)."""
-    if code not in NOTE_CODES:
-        raise ValueError(f"unknown private note code {code!r}")
-    return PrivateNote(code, message)
-
-
-def note_code(w: str) -> str:
-    """The code of a note (``method-note`` for a method's plain text)."""
-    return getattr(w, "code", "method-note")
 
 
 def check_frame(df) -> None:
@@ -239,7 +183,7 @@ def data_derived_domains(df: pd.DataFrame, domains: dict[str, tuple[float, float
     return out
 
 
-def data_derived_domain_warning(col: str, why: str) -> PrivateNote:
+def data_derived_domain_warning(col: str, why: str) -> Notice:
     """The PRIVATE note for a declared domain that coincides with a bound of the data.  It is
     never published: a public text that depended on whether someone sits at a bound would
     itself disclose it (issue 21 §3, N1), and real limits (0–7 days a week, income bands
@@ -338,7 +282,7 @@ def check_precision(
 
 def type_notes(
     df: pd.DataFrame, cols: list[str], types: dict, precision: dict | None, prec: dict[str, float]
-) -> list[PrivateNote]:
+) -> list[Notice]:
     """PRIVATE hints about the declared types of the noisy columns ``cols`` (issue 21 §3 N2).
 
     The default output precision is a function of the declared type and domain only; these
@@ -349,7 +293,7 @@ def type_notes(
     from dpstudio.engine.roles import INTEGER_TYPE
 
     given = dict(precision or {})
-    out: list[PrivateNote] = []
+    out: list[Notice] = []
     for c in cols:
         v = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=np.float64)
         ok = np.isfinite(v)

@@ -123,7 +123,7 @@ def test_generalised_numeric_attribute_is_measured_not_fatal(ages, width):
     lo = (np.asarray(ages) // width) * width
     gen = pd.DataFrame({"age": [f"{a}-{a + width - 1}" for a in lo]})
     res = SimpleNamespace(data=gen, protected_attributes=["age"], roles={"age": "k-quasi"},
-                          params={"k": 2}, aligned_original=lambda: orig)
+                          params={"k": 2}, aligned_original=lambda: orig, method="k-eps")
     import dpstudio.app.compute as c
 
     orig_protect = c.engine.protect

@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpstudio import cli
+from dpstudio.cli import protect as cli_protect
+from dpstudio.cli._common import parse_floats, parse_ints
 from dpstudio.engine import registry
 from dpstudio.engine.types import Output
 from dpstudio.engine.registry import MethodSpec, Param
@@ -43,7 +45,7 @@ TEST_SPEC = MethodSpec(
             Param("count", "int", 2, "test int", minimum=1),
             registry.WEIGHTS_PARAM, registry.DROP_MISSING_PARAM),
     protects=(Role.EPS_QUASI,), requires=(Role.EPS_QUASI,),
-    guarantee=lambda p: f"test guarantee eps={p.get('epsilon')}",
+    guarantee=lambda ctx: f"test guarantee eps={ctx.get('epsilon')}",  # plain text: no claim
     run=_run_test_method, uses_epsilon=True, needs_domain=True,
 )
 registry.register(TEST_SPEC)
@@ -247,7 +249,7 @@ def test_protect_params_and_outputs(tmp_path, capsys):
 
 
 def test_protect_summary_without_rl_for_big_data(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "RL_SUMMARY_MAX", 10)
+    monkeypatch.setattr(cli_protect, "RL_SUMMARY_MAX", 10)
     src = write_csv(tmp_path / "in.csv", data())
     code, stdout, err = run(capsys, ["protect", src, tmp_path / "o.csv", *PROTECT])
     assert code == 0 and "SSE normalized" in stdout and "RL" not in stdout and "evaluate" in err
@@ -300,10 +302,10 @@ def test_sweep_command(tmp_path, capsys):
 
 
 def test_parse_ranges():
-    assert cli.parse_ints("2:5") == [2, 3, 4, 5]
-    assert cli.parse_ints("2:10:4") == [2, 6, 10]
-    assert cli.parse_ints("2,5,10:12") == [2, 5, 10, 11, 12]
-    assert cli.parse_floats("0.01,0.1,1,10") == [0.01, 0.1, 1.0, 10.0]
+    assert parse_ints("2:5") == [2, 3, 4, 5]
+    assert parse_ints("2:10:4") == [2, 6, 10]
+    assert parse_ints("2,5,10:12") == [2, 5, 10, 11, 12]
+    assert parse_floats("0.01,0.1,1,10") == [0.01, 0.1, 1.0, 10.0]
 
 
 # ---------------------------------------------------------------- end to end with real methods

@@ -74,8 +74,9 @@ def test_engine_imports_no_qt():
 
 
 def test_engine_functions_not_shadowed_by_submodules():
-    code = ("from dpstudio import engine; import dpstudio.engine.sweeps, dpstudio.engine.protection.mdav; "
+    code = ("from dpstudio import engine; import dpstudio.engine.sweeps, dpstudio.engine.assessment, dpstudio.engine.protection.mdav; "
             "import pandas as pd; df = pd.DataFrame({'x': [1., 2., 3., 4.]}); "
             "list(engine.sweep(df, 'mdav', roles={'x': 'k-quasi'}, ks=[2])); "
-            "assert callable(engine.sweep) and callable(engine.methods), (engine.sweep, engine.methods)")
+            "assert callable(engine.sweep) and callable(engine.methods) and callable(engine.assess), "
+            "(engine.sweep, engine.methods, engine.assess)")
     subprocess.run([sys.executable, "-c", code], check=True)

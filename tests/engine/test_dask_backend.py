@@ -51,6 +51,7 @@ def test_dask_release_equals_in_memory(method, params, nparts, rows):
     assert list(got.columns) == list(mem.columns)
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
     assert rel.guarantee == engine.protect(df, method, ROLES, DOMAINS, seed=11, **params).guarantee
+    assert rel.guarantee_info.render() == rel.guarantee and rel.guarantee_info.is_dp == rel.is_dp
 
 
 @pytest.mark.parametrize("nparts,rows", [(1, None), (3, None), (3, 60)])
@@ -212,10 +213,10 @@ def test_memory_engine_refuses_a_file_too_big_with_the_dask_hint(tmp_path, monke
     """The in-memory engine refuses cleanly (one line, the --engine dask hint, nothing written)
     when the file will not fit: faked here with 1 kB of available memory."""
     psutil = pytest.importorskip("psutil")
-    from dpstudio import cli
     from dpstudio.cli import main
+    from dpstudio.cli import protect as cli_protect
 
-    monkeypatch.setattr(cli, "ALWAYS_FITS_BYTES", 0)  # a small file stands for a big one
+    monkeypatch.setattr(cli_protect, "ALWAYS_FITS_BYTES", 0)  # a small file stands for a big one
 
     src = tmp_path / "big.parquet"
     _data(300).to_parquet(src)

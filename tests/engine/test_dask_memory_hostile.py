@@ -20,6 +20,8 @@ pytest.importorskip("dask.dataframe")
 pytest.importorskip("distributed")
 
 from dpstudio import cli  # noqa: E402
+from dpstudio.cli import _dask as cli_dask  # noqa: E402
+from dpstudio.cli import protect as cli_protect  # noqa: E402
 from dpstudio.engine.backends import dask_backend as DB  # noqa: E402
 from dpstudio.engine.errors import InputError  # noqa: E402
 
@@ -85,10 +87,10 @@ def test_dask_options_are_checked_before_any_cluster(opt, value, words, parts, t
 
 
 def test_valid_dask_options_parse():
-    assert cli._workers_arg("4") == 4
-    assert cli._memory_limit_arg("2GB") == 2_000_000_000 and cli._memory_limit_arg("auto") == "auto"
-    assert cli._scheduler_arg("tcp://10.0.0.5:8786") == "tcp://10.0.0.5:8786"
-    assert cli._scheduler_arg("localhost:8786") == "localhost:8786"
+    assert cli_dask.workers_arg("4") == 4
+    assert cli_dask.memory_limit_arg("2GB") == 2_000_000_000 and cli_dask.memory_limit_arg("auto") == "auto"
+    assert cli_dask.scheduler_arg("tcp://10.0.0.5:8786") == "tcp://10.0.0.5:8786"
+    assert cli_dask.scheduler_arg("localhost:8786") == "localhost:8786"
 
 
 def _bad_inputs(tmp_path: Path, parts: Path) -> dict[str, tuple[Path, list[str]]]:
@@ -129,7 +131,7 @@ def test_bad_parquet_inputs_are_one_line_before_any_cluster(case, parts, tmp_pat
 
 
 def test_unreachable_scheduler_is_one_line_within_the_timeout(parts, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "SCHEDULER_TIMEOUT", 2)
+    monkeypatch.setattr(cli_dask, "SCHEDULER_TIMEOUT", 2)
     code = cli.main(["protect", str(parts), str(tmp_path / "out"), *PROTECT, "--scheduler", "tcp://127.0.0.1:1"])
     one_line(code, capsys.readouterr().err, "--scheduler", "cannot connect within 2 s")
 
@@ -166,7 +168,7 @@ def medium_csv(tmp_path_factory) -> Path:
     with open(p, "w") as fh:
         fh.write("a,b\n")
         fh.write("\n".join(map(str, (a * 1000 + b).tolist())).replace("\n", ",7\n") + ",7\n")
-    assert p.stat().st_size > cli.ALWAYS_FITS_BYTES
+    assert p.stat().st_size > cli_protect.ALWAYS_FITS_BYTES
     return p
 
 

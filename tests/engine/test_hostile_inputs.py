@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from dpstudio import cli
+from dpstudio.cli import protect as cli_protect
 from dpstudio.engine import io as dio
 from dpstudio.engine import query as qd
 from dpstudio.engine.errors import DPStudioError, InputError, ParameterError
@@ -418,7 +419,7 @@ def test_memory_error_anywhere_is_the_dask_line(monkeypatch, data, tmp_path, cap
     def boom(*a, **k):
         raise MemoryError()
 
-    monkeypatch.setattr(cli, "_prepare_and_run", boom)
+    monkeypatch.setattr(cli_protect, "_prepare_and_run", boom)
     code, err = run(["protect", data, tmp_path / "o.csv", "--method", "mdav", "--k", "2",
                      "--role", "x=k-quasi"], capsys)
     one_line(code, err, "out of memory", "--engine dask")

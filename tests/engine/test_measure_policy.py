@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 
 from dpstudio import cli, engine
+from dpstudio.cli._common import parse_ints
+from dpstudio.cli._output import fmt
 from dpstudio.app import compute
 from dpstudio.engine.io import read_table
 from dpstudio.engine.measures import HierarchyDistance, measurement_plan, mismatch
@@ -90,7 +92,7 @@ def test_keps_numeric_k_quasi_equal_in_cli_api_app(tmp_path, capsys):
     for key in ("sse_raw", "sse_normalized", "rl", "k_min_class_size"):
         assert ev_api[key] == ev_app[key]
     assert "delta_mean" not in ev_api or "AFNLWGT" not in ev_api["delta_mean"]
-    assert _summary(out) == (cli._fmt(ev_api["sse_normalized"]), f"{ev_api['rl']:.3g}")
+    assert _summary(out) == (fmt(ev_api["sse_normalized"]), f"{ev_api['rl']:.3g}")
     assert any("measured as categories" in w and "AFNLWGT" in w for w in ev_api["warnings"])
 
 
@@ -167,7 +169,7 @@ def test_grid_grammar_is_shared():
     from dpstudio.engine.sweeps import parse_grid
 
     for text in ("2:100", "2:100:5", "2,5,10", "2-10, 12", "10:50:10 3"):
-        assert cli.parse_ints(text) == parse_grid(text, integer=True) == \
+        assert parse_ints(text) == parse_grid(text, integer=True) == \
             parse_numbers(text, integer=True)
     with pytest.raises(engine.ParameterError, match="--k"):
-        cli.parse_ints("5:2")
+        parse_ints("5:2")

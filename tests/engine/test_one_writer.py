@@ -27,6 +27,7 @@ import pandas as pd
 import pytest
 
 from dpstudio import cli
+from dpstudio.cli import _dask as cli_dask
 from dpstudio.engine import safe_write as sw
 from dpstudio.engine.export import verify_release
 from dpstudio.engine.safe_write import WritePlan, WriteRefused
@@ -377,7 +378,7 @@ def test_every_engine_and_cli_writer_goes_through_the_one_writer(tmp_path, monke
     capsys.readouterr()
     # the Dask folder writer (threads: the parts are written by worker threads)
     pytest.importorskip("dask")
-    monkeypatch.setattr(cli, "_dask_client", _sync_dask)
+    monkeypatch.setattr(cli_dask, "dask_client", _sync_dask)
     _cli(["protect", data, w / "rel", "--method", "laplace", "--epsilon", "1", *dp, "--engine", "dask",
           "--save-recipe", w / "dr.json"])
     _cli(["protect", data, w / "relc", "--method", "laplace", "--epsilon", "1", *dp, "--engine", "dask",

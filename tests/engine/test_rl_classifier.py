@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpstudio.engine.measures import risk as RK
-from dpstudio.engine.sweeps import _rl_numeric_bulk
+from dpstudio.engine.measures.repeated import _rl_numeric_bulk
 
 pytestmark = pytest.mark.skipif(RK._rl_kernel() is None, reason="numba unavailable: the classifier is not used")
 

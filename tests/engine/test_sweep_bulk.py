@@ -73,7 +73,7 @@ def test_bulk_laplace_equals_single_draws(nc):
 def test_bulk_record_linkage_equals_per_run():
     """Ties (repeated centroids, exact copies of originals), linked and unlinked records,
     strong and weak noise in one batch: the same Pr_j per record as ``_rl_numeric``."""
-    from dpstudio.engine.sweeps import _rl_numeric_bulk
+    from dpstudio.engine.measures.repeated import _rl_numeric_bulk
 
     rng = np.random.default_rng(5)
     n, m = 400, 4

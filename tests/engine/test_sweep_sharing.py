@@ -57,11 +57,11 @@ def test_repeated_protect_with_shared_cache_equals_fresh(census):
 def test_sweep_evaluates_through_the_array_fast_path(census, monkeypatch):
     """After the first run, SSE + RL of an all-numeric release are computed from arrays (the
     points above prove they are equal); the full evaluate runs once per sweep."""
-    from dpstudio.engine import sweeps
+    from dpstudio.engine.measures import repeated
 
     calls = []
-    real = sweeps.evaluate
-    monkeypatch.setattr(sweeps, "evaluate", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    real = repeated.evaluate
+    monkeypatch.setattr(repeated, "evaluate", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     df, roles, domains = _setup(census)
     pts = list(engine.sweep(df, "ir-dp", roles, domains, ks=[3, 5], epsilons=[1.0], repeats=3,
                             seed=1, measures=("sse", "rl")))

@@ -394,8 +394,39 @@ class ExplorePanel(QWidget):
                 plot.addItem(item)
             self.series[e] = _Series(e, color, sse, rl, sse_err, rl_err, plane, name)
         self._sync_legend()  # empty until a series has a point on the plane
+        self._empty_axes(epsilons)
         self.status.setText("Sweep running…")
         self.status.setStyleSheet("")
+
+    def _empty_axes(self, epsilons: list) -> None:
+        """Axes that say what is coming while no point is drawn (issue 27: the empty RL axis
+        ran −0.4 … 0.4): x over the grid's k (or ε), RL 0 … 100 %, a loss 0 … 1; the plots
+        follow their points again from the first one on.
+        """
+        try:
+            req = self.state.sweep_request()
+        except ValueError:
+            req = {"ks": [], "epsilons": list(epsilons)}
+        xs = [float(e) for e in (req["epsilons"] if self.view.x == "epsilon" else req["ks"]) if e]
+        lo, hi = (min(xs), max(xs)) if xs else (1.0, 10.0)
+        if hi <= lo:
+            lo, hi = lo * 0.5, hi * 2.0
+        log_x = self.log_y.isChecked()
+        for plot in (self.sse_plot, self.rl_plot):
+            plot.setXRange(np.log10(lo) if log_x else lo, np.log10(hi) if log_x else hi, padding=0.05)
+        n = len(self.state.df) if self.state.df is not None else 0
+        risk_hi = 100.0 if self.view.risk == "rl" else max(1.0, 0.01 * n)  # RL %, or 1 % of records
+        self.rl_plot.setYRange(0.0, risk_hi, padding=0.02)
+        self.plane.setYRange(0.0, risk_hi, padding=0.02)
+        if self._loss_log():
+            self.sse_plot.setYRange(-4.0, 0.0, padding=0.02)  # 10⁻⁴ … 1 (log axis)
+        else:
+            self.sse_plot.setYRange(0.0, 1.0, padding=0.02)
+        if self.view.loss is None:
+            self.plane.setXRange(-4.0, 0.0, padding=0.02)
+        else:
+            self.plane.setXRange(0.0, 1.0, padding=0.02)
+        self._axes_fixed = True
 
     def add_points(self, batch: list) -> None:
         """Slot for the worker's batches of SweepPoints (redraws are coalesced)."""
@@ -607,6 +638,10 @@ class ExplorePanel(QWidget):
         return "SSE (normalised)" if self._sse_choice == "sse_normalized" else "SSE (raw)"
 
     def _redraw(self) -> None:
+        if self.points and getattr(self, "_axes_fixed", False):
+            self._axes_fixed = False  # the first points: the plots follow them again
+            for plot in (self.sse_plot, self.rl_plot, self.plane):
+                plot.enableAutoRange()
         log = self.log_y.isChecked()
         log_loss = self._loss_log()
         by_eps = self.view.x == "epsilon"

@@ -33,6 +33,7 @@ from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner, LogSlider
 from dpstudio.app.widgets.help_dialog import guarantee_rich
 from dpstudio.app.workers import TaskRunner
+from dpstudio.engine.guarantee import Guarantee, GuaranteeContext
 from dpstudio.engine.random import format_seed, parse_seed, seed_warning
 
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -704,14 +705,14 @@ class MethodPanel(QWidget):
             cols = self.protected_columns()
             # the concrete sentence (names the columns, m, the per-attribute budget) once
             # columns have a role the method protects; the generic one before that
-            guarantee = spec.guarantee({**checked, "_attributes": cols} if cols else checked)
+            guarantee = spec.describe(GuaranteeContext.of(checked, attributes=cols)).render()
             if cols and self.state.df is not None:
-                from dpstudio.engine.api import describe_release
+                from dpstudio.engine.api import preview_guarantee
 
-                guarantee, is_dp = describe_release(
+                g = preview_guarantee(
                     list(self.state.df.columns), m["id"], self.state.active_roles(), **checked
                 )
-                self._show_info(m, guarantee, self._remedy(guarantee, is_dp, checked))
+                self._show_info(m, g.render(), self._remedy(g, checked))
                 self._preview_timer.start()
                 return
         except engine.DPStudioError as exc:
@@ -728,7 +729,7 @@ class MethodPanel(QWidget):
         st, m = self.state, self.method_info()
         if st.df is None or not m:
             return
-        from dpstudio.engine.api import describe_release
+        from dpstudio.engine.api import preview_guarantee
 
         df, mid, roles = st.df, m["id"], st.active_roles()
         domains, precision = st.active_domains(), st.active_precision()
@@ -737,7 +738,7 @@ class MethodPanel(QWidget):
 
         def work(_progress, _check_cancel):
             checked = _get_spec(mid).check_params(params)
-            text, is_dp = describe_release(
+            g = preview_guarantee(
                 list(df.columns),
                 mid,
                 roles,
@@ -747,11 +748,11 @@ class MethodPanel(QWidget):
                 hierarchies=hierarchies,
                 **checked,
             )
-            return text, is_dp, checked
+            return g, checked
 
         def done(out):
-            text, is_dp, checked = out
-            self._show_info(m, text, self._remedy(text, is_dp, checked))
+            g, checked = out
+            self._show_info(m, g.render(), self._remedy(g, checked))
 
         def errored(msg, _details):
             self.param_error.show_message(msg.splitlines()[0], "error")
@@ -759,9 +760,10 @@ class MethodPanel(QWidget):
         self.preview_runner.start(work, finished=done, errored=errored)
 
     @staticmethod
-    def _remedy(guarantee: str, is_dp: bool, checked: dict) -> str:
-        # scope first when columns released unchanged reveal the grouping (issue 8 §5)
-        if not is_dp and guarantee.startswith("Per-attribute only"):
+    def _remedy(g: Guarantee, checked: dict) -> str:
+        # scope first when columns released unchanged reveal the grouping (issue 8 §5): the
+        # guarantee says so (it holds per attribute only, for reasons a remedy removes)
+        if g.narrowed:
             return REMEDY_TEXT + (REMEDY_LAYOUT if "layout" in checked else ".")
         return ""
 

@@ -32,12 +32,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dpstudio.app.models.dataframe_model import DataFrameModel, format_value
+from dpstudio.app.models.dataframe_model import DataFrameModel, column_values, format_value
 from dpstudio.app.state import AppState
 
 CHANGED_BRUSH = QBrush(QColor("#ffe9a8"))
 """Background of a released cell whose value differs from the original's."""
 FREQ_TOP = 200  # categories listed in the frequency table (most frequent of either side)
+RESIZE_ROWS = 60  # rows a column's width is fitted to (Qt's default: 1,000)
 
 
 def changed_mask(orig: pd.Series, prot: pd.Series) -> np.ndarray:
@@ -59,7 +60,8 @@ def changed_mask(orig: pd.Series, prot: pd.Series) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             diff = x != y
     else:
-        diff = a.astype(str).to_numpy() != b.astype(str).to_numpy()
+        # as text, compared by pandas' text arrays (Arrow), not one Python object per cell
+        diff = (a.astype(str) != b.astype(str)).to_numpy(dtype=bool)
     return np.where(na_a | na_b, na_a != na_b, diff)
 
 
@@ -69,6 +71,13 @@ def frequency_table(orig: pd.Series | None, prot: pd.Series, top: int = FREQ_TOP
     """
 
     def counts(s):
+        # the counts of the texts of the values: the values counted first (the texts of the
+        # distinct values only, not of every cell), the same order as value_counts of texts
+        vc = s.value_counts(dropna=False)
+        vc = vc[vc > 0]  # (a categorical lists its unused categories)
+        keys = ["(missing)" if pd.isna(v) else str(v) for v in vc.index]
+        if len(set(keys)) == len(keys):
+            return pd.Series(vc.to_numpy(), index=pd.Index(keys, dtype=object), name="count")
         return s.astype(object).where(s.notna(), "(missing)").astype(str).value_counts()
 
     b = counts(prot)
@@ -85,12 +94,21 @@ def frequency_table(orig: pd.Series | None, prot: pd.Series, top: int = FREQ_TOP
     return out
 
 
+_ALIGNED: list = []  # [(result, its aligned original)]: the last one, computed once
+
+
 def _aligned(res) -> pd.DataFrame | None:
-    """The result's original in the release's row order, or None when it is not kept."""
+    """The result's original in the release's row order, or None when it is not kept
+    (computed once per result: the view asks for it several times per refresh).
+    """
+    if _ALIGNED and _ALIGNED[0][0] is res:
+        return _ALIGNED[0][1]
     try:
-        return res.aligned_original()
+        out = res.aligned_original()
     except (AttributeError, ValueError):
-        return None
+        out = None
+    _ALIGNED[:] = [(res, out)]
+    return out
 
 
 class PairedFrameModel(DataFrameModel):
@@ -122,7 +140,7 @@ class PairedFrameModel(DataFrameModel):
             for j, name in enumerate(self._names):
                 if name in orig.columns:
                     self._changed[j] = changed_mask(orig[name], self._df.iloc[:, j])
-                    self._orig_cols[j] = orig[name].to_numpy()
+                    self._orig_cols[j] = column_values(orig[name])
         self.endResetModel()
 
     def changed_share(self) -> dict[str, float]:
@@ -283,6 +301,7 @@ class ReleaseView(QWidget):
         self.freq.verticalHeader().setVisible(False)
         fl.addWidget(self.freq, 1)
         self.tabs.addTab(fw, "Category frequencies")
+        self._resize_pending = False
         state.sig_result_changed.connect(self.refresh)
         self.refresh()
 
@@ -360,6 +379,20 @@ class ReleaseView(QWidget):
             self.freq_attr.setCurrentText(cur)
         self.freq_attr.blockSignals(False)
         self._draw_freq(self.freq_attr.currentText())
+        self._resize_pending = True
+        if self.isVisible():
+            self._resize_columns()
+
+    def showEvent(self, ev) -> None:  # noqa: N802 - Qt API
+        super().showEvent(ev)
+        if self._resize_pending:
+            self._resize_columns()
+
+    def _resize_columns(self) -> None:
+        """Fit the columns to their contents (on the first rows only; done when the view is
+        shown: a hidden view's sizing was 0.2 s of the GUI thread after every Protect).
+        """
+        self._resize_pending = False
         for v in (self.release_table, self.original_table):
             v.resizeColumnsToContents()
 
@@ -384,6 +417,8 @@ class ReleaseView(QWidget):
         v.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         v.setAlternatingRowColors(False)
         v.verticalHeader().setDefaultSectionSize(22)
+        # column widths from the first rows, not from 1,000 (each a round of Python calls)
+        v.horizontalHeader().setResizeContentsPrecision(RESIZE_ROWS)
         return v
 
     def _sync_indicator(self, src: QTableView, dst: QTableView) -> None:

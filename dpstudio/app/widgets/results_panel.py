@@ -435,7 +435,13 @@ class ResultsPanel(QWidget):
         res = self.state.result
         if res is None or not attr:
             return
-        orig = res.aligned_original()[attr] if res.original is not None else None
+        orig = None
+        if res.original is not None and attr in res.original.columns:
+            from dpstudio.engine.codes import take
+
+            # the one column, in the release's order (not the whole aligned original)
+            o = res.original[attr]
+            orig = o if res.row_map is None else take(o, res.row_map)
         prot = res.data[attr]
         if not pd.api.types.is_numeric_dtype(prot):
             if orig is not None and pd.api.types.is_numeric_dtype(orig):

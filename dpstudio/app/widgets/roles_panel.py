@@ -99,6 +99,18 @@ def suggest_hierarchy_path(data_path: str | None, column: str) -> str:
     return str(folders[0]) if folders else ""
 
 
+def top_counts(col: pd.Series, n: int) -> pd.Series:
+    """``col.value_counts().head(n)`` from the column's integer codes (remembered for a column
+    read from a file: engine.codes): one bincount instead of a hash of every value.
+    """
+    from dpstudio.engine.codes import factorize
+
+    codes, uniques = factorize(col)
+    counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
+    order = np.argsort(-counts, kind="stable")[:n]
+    return pd.Series(counts[order], index=uniques[order], name="count")
+
+
 class RolesPanel(QWidget):
     sig_column_selected = Signal(str)
     """The user selected a column (name)."""
@@ -227,6 +239,12 @@ class RolesPanel(QWidget):
         self.splitter.setStretchFactor(1, 1)
         lay.addWidget(self.splitter, 1)
 
+        # a column's histogram / most frequent values, computed once (issue 27: a 200,000-row
+        # column's value counts took 40-400 ms of the GUI thread at every role change); the
+        # cache is emptied before the panel redraws for new data or a changed type
+        self._plot_cache: dict[tuple, tuple] = {}
+        state.sig_data_changed.connect(self._plot_cache.clear)
+        state.sig_types_changed.connect(lambda _c: self._plot_cache.clear())
         state.sig_data_changed.connect(self._on_state_data_changed)
         state.sig_roles_changed.connect(self._on_state_roles_changed)
         state.sig_input_errors_changed.connect(self._update_summary)
@@ -436,10 +454,13 @@ class RolesPanel(QWidget):
         col = st.df[name]
         labels = value_labels_of(st, name)
         if s.numeric and not (labels or (kind in ("categorical", "ordinal") and s.distinct <= 40)):
-            vals = col.to_numpy(dtype=float, na_value=np.nan)
-            vals = vals[np.isfinite(vals)]
-            if vals.size:
-                counts, edges = np.histogram(vals, bins=30)
+            key = ("hist", name)
+            if key not in self._plot_cache:
+                vals = col.to_numpy(dtype=float, na_value=np.nan)
+                vals = vals[np.isfinite(vals)]
+                self._plot_cache[key] = np.histogram(vals, bins=30) if vals.size else (None, None)
+            counts, edges = self._plot_cache[key]
+            if counts is not None:
                 self.hist.addItem(
                     pg.BarGraphItem(
                         x0=edges[:-1], x1=edges[1:], height=counts, brush="#5b8fd0", pen="#3a6aa8"
@@ -452,7 +473,10 @@ class RolesPanel(QWidget):
                             pg.InfiniteLine(b, pen=pg.mkPen("#c0392b", width=1, style=Qt.PenStyle.DashLine))
                         )
         else:
-            vc = col.value_counts().head(20)
+            key = ("top", name)
+            if key not in self._plot_cache:
+                self._plot_cache[key] = (top_counts(col, 20),)
+            vc = self._plot_cache[key][0]
             if s.numeric or kind == "ordinal":  # codes in their order (1, 2, …), not by count
                 vc = vc.sort_index()
             texts = []

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -149,7 +149,9 @@ def _encode_one(name: str, values: pd.Series, h: Hierarchy) -> EncodedQuasi:
             + (f"; {len(bad)} distinct values are missing in all" if len(bad) > 1 else "")
             + ". Add them to the hierarchy file, or remove the file to let dpstudio build one."
         )
-    leaf = lut[codes]
+    # (the smallest integers that hold the leaf indices: 3,000,000 records × 8 k-quasis are
+    # 48 MB in int16 instead of 192 MB in int64, issue 27)
+    leaf = lut.astype(np.min_scalar_type(-max(len(lut), 1)))[codes]
     lv_codes, lv_labels = [], []
     for lvl in range(h.height):
         lab, inv = h.level_codes(lvl)
@@ -462,22 +464,61 @@ def _make_loss(loss, heights):
 # ---------------------------------------------------------------------------
 
 
+class CodedLabels(Mapping):
+    """Column → the generalised value of every record (object array, ``None`` for suppressed
+    records), held as codes: :meth:`codes_of` gives each record's index into
+    ``categories[col]`` (−1 = suppressed), from the codes of the distinct combinations and
+    each record's combination (``rows``) when given.  A column's object array is built on
+    first access only; k-eps releases a column from its codes without ever building it
+    (issue 27: 3,000,000 records).
+    """
+
+    def __init__(
+        self, codes: dict[str, np.ndarray], categories: dict[str, np.ndarray], rows: np.ndarray | None = None
+    ):
+        self._codes = codes
+        self._rows = rows
+        self.categories = categories
+        self._built: dict[str, np.ndarray] = {}
+
+    def codes_of(self, col: str, rows: np.ndarray | None = None) -> np.ndarray:
+        """The codes of records ``rows`` (default: all) in ``col``."""
+        c = self._codes[col]
+        if self._rows is not None:  # codes per distinct combination, rows[r] = record r's
+            return c[self._rows if rows is None else self._rows[rows]]
+        return c if rows is None else c[rows]
+
+    def __getitem__(self, col: str) -> np.ndarray:
+        if col not in self._built:
+            cats = np.empty(len(self.categories[col]) + 1, dtype=object)
+            cats[:-1] = self.categories[col]
+            cats[-1] = None  # code -1
+            self._built[col] = cats[self.codes_of(col)]
+        return self._built[col]
+
+    def __iter__(self):
+        return iter(self._codes)
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+
 @dataclass
 class GeneralisationResult:
     """A k-anonymous generalisation of the k-quasis.
 
     ``class_id[r]`` is record r's equivalence class (0..n_classes−1), −1 when the record
     is suppressed.  ``labels[col]`` holds the generalised value of every record (object
-    array; ``None`` for suppressed records).  ``node`` is OLA's level vector (None for
-    Mondrian).  ``cell_loss[r]`` is record r's generalisation loss averaged over the
-    k-quasis (1 for suppressed records).
+    array; ``None`` for suppressed records; OLA gives a :class:`CodedLabels`).  ``node`` is
+    OLA's level vector (None for Mondrian).  ``cell_loss[r]`` is record r's generalisation
+    loss averaged over the k-quasis (1 for suppressed records).
     """
 
     algorithm: str
     k: int
     columns: list[str]
     class_id: np.ndarray
-    labels: dict[str, np.ndarray]
+    labels: Mapping[str, np.ndarray]
     loss: float
     loss_name: str
     cell_loss: np.ndarray
@@ -563,9 +604,32 @@ def verify_k_anonymity(
 
 def _combine(cols: list[np.ndarray], cards: list[int]) -> tuple[np.ndarray, int, bool]:
     """Combined int64 key of code columns; (key, key range, exact mixed radix?)."""
+    return _combine_lazy([_const(c) for c in cols], cards)
+
+
+def _const(a: np.ndarray) -> Callable[[], np.ndarray]:
+    """A getter of ``a`` (for :func:`_combine_lazy`)."""
+
+    def get() -> np.ndarray:
+        return a
+
+    return get
+
+
+def _leaf_codes(qq: Any) -> Callable[[], np.ndarray]:
+    """A getter of ``qq``'s records' level-0 codes (for :func:`_combine_lazy`)."""
+
+    def get() -> np.ndarray:
+        return qq.codes[0][qq.leaf]
+
+    return get
+
+
+def _combine_lazy(cols: list[Callable[[], np.ndarray]], cards: list[int]) -> tuple[np.ndarray, int, bool]:
+    """:func:`_combine` of code columns made one at a time by ``cols`` (the same key)."""
     if not cols:
         return np.zeros(0, dtype=np.int64), 1, True
-    key = np.array(cols[0], dtype=np.int64)
+    key = np.array(cols[0](), dtype=np.int64)
     rng_ = int(cards[0])
     exact = True
     for c, m in zip(cols[1:], cards[1:]):
@@ -575,7 +639,7 @@ def _combine(cols: list[np.ndarray], cards: list[int]) -> tuple[np.ndarray, int,
             rng_ = int(key.max()) + 1 if key.size else 1
             exact = False
         key *= m
-        key += c
+        key += c()
         rng_ *= m
     return key, rng_, exact
 
@@ -635,9 +699,10 @@ class _Lattice:
             self.up.append(maps)
         # the bottom table: distinct leaf combinations and their counts
         # (the frequency set: one group-by of the records; everything after works on it)
-        cols = [qq.codes[0][qq.leaf] for qq in quasis]
+        # (the records' level-0 codes are combined one column at a time: never d columns of
+        # n int64 at once, issue 27)
         cards0 = [qq.card(0) for qq in quasis]
-        key, rng0, exact = _combine(cols, cards0)
+        key, rng0, exact = _combine_lazy([_leaf_codes(qq) for qq in quasis], cards0)
         if exact and rng0 <= 4 * len(key) + 4096:
             present = np.bincount(key, minlength=rng0)
             nz = np.flatnonzero(present)
@@ -650,7 +715,8 @@ class _Lattice:
             uk, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
             first = np.zeros(len(uk), dtype=np.int64)
             first[inv[::-1]] = np.arange(len(inv))[::-1]
-            bottom = [np.ascontiguousarray(c[first]) for c in cols]
+            bottom = [np.ascontiguousarray(qq.codes[0][qq.leaf[first]]) for qq in quasis]
+        del key
         self.record_combo = inv.astype(np.int64)
         self.n = int(len(inv))
         self._n = self.n
@@ -1128,19 +1194,17 @@ _LOAD_COST: list[float] = []  # the applicable one of the two, found once
 
 def _kernel_load_seconds() -> float:
     """What switching to the compiled search costs this process: its load time when numba's
-    cache of it (``__pycache__`` next to its source, as written by the first compilation)
-    is there and not older than the source, else its compile time -- so that the first
-    searches after an install do not stall for seconds in the middle of a sweep.
+    cache of it is where numba will look (``NUMBA_CACHE_DIR``, ``__pycache__`` next to the
+    source, or the user-wide cache of a read-only install: :func:`_kernels.has_numba_cache`)
+    and not older than the source, else its compile time -- so that the first searches after
+    an install do not stall for seconds in the middle of a sweep.
     """
     if not _LOAD_COST:
         from pathlib import Path
 
-        src = Path(__file__).with_name("_ola_kernel.py")
-        try:
-            t = src.stat().st_mtime
-            hit = any(p.stat().st_mtime >= t for p in src.parent.glob("__pycache__/_ola_kernel.search-*.nbi"))
-        except OSError:
-            hit = False
+        from dpstudio.engine._kernels import has_numba_cache
+
+        hit = has_numba_cache(Path(__file__).with_name("_ola_kernel.py"), "search")
         _LOAD_COST.append(_KERNEL_LOAD_S if hit else _KERNEL_COMPILE_S)
     return _LOAD_COST[0]
 
@@ -1323,11 +1387,15 @@ def ola(
             rc[keep], weights=None if weights is None else np.asarray(weights)[keep], minlength=len(combo_cls)
         ),
     )
-    labels = {}
-    for name, lab in combo_labels.items():
-        lab = np.asarray(lab, dtype=object).copy()
-        lab[~combo_keep] = None
-        labels[name] = lab[rc]
+    # every record's code at its column's chosen level (−1 = suppressed): the labels are
+    # gathered from them only when asked (CodedLabels), never one record at a time
+    combo_codes, cats = {}, {}
+    for j, qq in enumerate(qs):
+        cc = np.asarray(cols[j], dtype=np.int64 if qq.card(int(lv[j])) >= 2**31 else np.int32).copy()
+        cc[~combo_keep] = -1
+        combo_codes[qq.name] = cc
+        cats[qq.name] = qq.labels[int(lv[j])]
+    labels = CodedLabels(combo_codes, cats, rows=rc)
     if (
         int((~keep).sum()) if weights is None else int(np.asarray(weights)[~keep].sum())
     ) > max_sup:  # pragma: no cover - guaranteed by the search

@@ -42,6 +42,7 @@ _LO = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
 _U53 = 2.0**-53
 _CHUNK = 1 << 16
+_DENSE_CHUNK = 1 << 20  # ids per contiguous run in KeyedStream.block
 
 
 def root_key(rng: np.random.Generator) -> tuple[int, int]:
@@ -96,11 +97,30 @@ class KeyedStream:
             return np.empty((0, 4), dtype=np.uint64)
         first = int(ids[0])
         if int(ids[-1]) - first == m - 1 and (m < 3 or bool(np.all(np.diff(ids) == 1))):
-            # contiguous: numpy's C Philox (it increments the counter before each block)
-            bg = np.random.Philox(key=self.key, counter=np.array([first, rnd, lane, 0], np.uint64))
-            # the full-range integers are the raw words (and faster than random_raw)
-            return np.random.Generator(bg).integers(0, 2**64, size=(m, 4), dtype=np.uint64)
+            return self._run(first, m, rnd, lane)
+        if m >= 1024 and first >= 0 and bool(np.all(np.diff(ids) > 0)):
+            # increasing ids (the records kept after a suppression, issue 27): the words of
+            # each id do not depend on the others, so the dense stretches are cut from
+            # contiguous runs of the C Philox (the same words, ~40x faster than numpy Philox)
+            out = np.empty((m, 4), dtype=np.uint64)
+            for a in range(0, m, _DENSE_CHUNK):
+                part = ids[a : a + _DENSE_CHUNK]
+                lo, span = int(part[0]), int(part[-1]) - int(part[0]) + 1
+                if span <= 4 * part.size:
+                    out[a : a + part.size] = self._run(lo, span, rnd, lane)[part - lo]
+                else:
+                    out[a : a + part.size] = philox_block(
+                        self.key, part.astype(np.uint64) + np.uint64(1), rnd, lane, 0
+                    )
+            return out
         return philox_block(self.key, ids.astype(np.uint64) + np.uint64(1), rnd, lane, 0)
+
+    def _run(self, first: int, m: int, rnd: int, lane: int) -> np.ndarray:
+        """The words of the contiguous ids first … first + m − 1."""
+        # numpy's C Philox (it increments the counter before each block)
+        bg = np.random.Philox(key=self.key, counter=np.array([first, rnd, lane, 0], np.uint64))
+        # the full-range integers are the raw words (and faster than random_raw)
+        return np.random.Generator(bg).integers(0, 2**64, size=(m, 4), dtype=np.uint64)
 
     def extra(self, cid: int, rnd: int) -> np.random.Generator:
         """A generator for the rare draws that need more bits (counter (j, c+1, rnd, 1))."""
@@ -303,7 +323,7 @@ def grid_noise(kind: str, stream: KeyedStream, ids, sens, epsilon) -> np.ndarray
 def sort_keys(stream: KeyedStream, ids) -> tuple[np.ndarray, np.ndarray]:
     """Two random 64-bit sort keys per id (128 bits: ties have probability ~n²/2¹²⁹)."""
     w = stream.block(ids, 0, 0)
-    return w[:, 0], w[:, 1]
+    return w[:, 0].copy(), w[:, 1].copy()  # (copies: the other two words are freed)
 
 
 def permutation(stream: KeyedStream, n: int) -> np.ndarray:
@@ -312,6 +332,13 @@ def permutation(stream: KeyedStream, n: int) -> np.ndarray:
     of the first words gives the same order when they are distinct, the usual case, ~n²/2⁶⁵).
     """
     k0, k1 = sort_keys(stream, np.arange(n, dtype=np.int64))
+    return order_by_keys(k0, k1)
+
+
+def order_by_keys(k0: np.ndarray, k1: np.ndarray) -> np.ndarray:
+    """``np.lexsort((k1, k0))``: the positions ordered by the first keys, then the second; one
+    argsort of the first keys when they are distinct (the usual case; 3x faster).
+    """
     order = np.argsort(k0)
     s0 = k0[order]
     if s0.size > 1 and bool(np.any(s0[1:] == s0[:-1])):

@@ -638,6 +638,8 @@ class DaskRelease:
     #: the release with the record id column (``__dp_row``, the input position), before the
     #: shuffle: private, for pairing with the original in the measures
     aligned: Any = field(default=None, repr=False)
+    #: the guarantee as data (:class:`~dpstudio.engine.guarantee.Guarantee`): ``guarantee`` is its text
+    guarantee_info: Any = field(default=None, repr=False)
 
     def compute(self) -> pd.DataFrame:
         return self.data.compute().reset_index(drop=True)
@@ -872,12 +874,11 @@ def protect_dask(
     else:  # computed in place: already in input order
         out = out.drop(columns=[_ROW])
     released_cols = [c for c in ddf.columns if c != _ROW and c not in ident]
-    guarantee, is_dp = api.describe(spec, p, prep.roles, released_cols, cols)
-    guarantee = api._with_clauses(guarantee, prep, p)
+    g = api.with_grid_clause(api.release_guarantee(spec, p, prep.roles, released_cols, cols), prep, p)
     # only the warnings that depend on the parameters: the others were computed on the sample
     warns = [w for w in prep.warnings if api._is_public_warning(w)]
     return DaskRelease(
-        out, spec.id, guarantee, is_dp, p, cols, n, info, warns + private_warns, warns, aligned
+        out, spec.id, g.render(), g.is_dp, p, cols, n, info, warns + private_warns, warns, aligned, g
     )
 
 

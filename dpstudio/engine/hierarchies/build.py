@@ -65,8 +65,10 @@ def factorize_strings(values) -> tuple[np.ndarray, np.ndarray]:
     ARX's files); everything else with ``str``.  Only the distinct values are converted
     to strings, so this is fast on millions of records.  Missing values get code -1.
     """
+    from dpstudio.engine.codes import factorize
+
     s = values if isinstance(values, pd.Series) else pd.Series(values)
-    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    codes, uniques = factorize(s)
     uniq = np.asarray(uniques, dtype=object)
     if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         labels = np.array([_fmt_number(u) for u in uniq], dtype=object)

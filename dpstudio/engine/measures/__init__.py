@@ -183,14 +183,24 @@ class HierarchyDistance:
         return out
 
 
-def generalises_numeric(method: str | None) -> bool:
-    """Whether ``method`` turns a numeric k-quasi-identifier into interval text.
+def generalises_numeric(method: str | Iterable[str] | None) -> bool:
+    """Whether ``method`` (or one of the steps of a chain, given as a sequence of ids) turns a
+    numeric k-quasi-identifier into interval text.
 
     Read from the method's spec flag ``generalises`` (False for unknown ids).
     """
     from dpstudio.engine.registry import generalises
 
-    return bool(method) and generalises(method)
+    return any(generalises(m) for m in _ids(method))
+
+
+def _ids(method: str | Iterable[str] | None) -> tuple[str, ...]:
+    """A method id, or the ids of a chain's steps, as a tuple (empty for None)."""
+    if not method:
+        return ()
+    if isinstance(method, str):
+        return (method,)
+    return tuple(str(m) for m in method)
 
 
 @dataclass
@@ -242,13 +252,16 @@ class MeasurePlan:
 def measurement_plan(
     original: pd.DataFrame,
     *,
-    method: str | None = None,
+    method: str | Iterable[str] | None = None,
     roles: dict | None = None,
     hierarchies: dict | None = None,
     types: dict | None = None,
 ) -> MeasurePlan:
     """The measurement policy (docs/measures.md "Distances"), the same for every caller
     (``protect``'s summary, ``evaluate``, every sweep point, CLI and app).
+
+    ``method`` is a method id or, for a chain, the ids of its steps (a flag holds for the
+    chain when it holds for one of its steps).
 
     Per column:
 
@@ -302,7 +315,7 @@ def measurement_plan(
                 flat.append(c)
     from dpstudio.engine.registry import missing_matches_any
 
-    wildcard = bool(method) and missing_matches_any(method)
+    wildcard = any(missing_matches_any(m) for m in _ids(method))
     kq = [c for c, r in roles.items() if r == "k-quasi" and c in original.columns]
     typed = {str(c): str(t) for c, t in (types or {}).items()}
     keys = [
@@ -325,6 +338,31 @@ def measurement_plan(
 # --------------------------------------------------------------- evaluate
 
 
+def _result_method(result: Any) -> str | tuple[str, ...] | None:
+    """The method id of ``result``, or the ids of its steps when it is a chain's."""
+    steps = getattr(result, "steps", None)
+    if steps:
+        return tuple(s.method for s in steps)
+    return getattr(result, "method", None)
+
+
+def _kanon_k(result: Any) -> int | None:
+    """The k whose classes the ``kanon`` measure checks on the k-quasi-identifiers: the
+    method's k when its release claims k-anonymity (spec flag ``k_anonymous``); for a chain,
+    the smallest k of a k-anonymity claim that survives the chain (None: no claim, no check).
+    """
+    if getattr(result, "steps", None):
+        from dpstudio.engine.guarantee import Model
+
+        g = getattr(result, "guarantee_info", None)
+        ks = [p.k for p in (g.parts if g is not None else ()) if p.model is Model.K_ANONYMITY and p.k]
+        return min(ks) if ks else None
+    if not is_k_anonymous(getattr(result, "method", None)):
+        return None
+    k = (getattr(result, "params", {}) or {}).get("k")
+    return int(k) if k else None
+
+
 def evaluate(
     original: pd.DataFrame,
     protected: pd.DataFrame,
@@ -336,7 +374,7 @@ def evaluate(
     confidential: Iterable[str] | None = None,
     rl_distance: str = "standardized",
     hierarchies: dict | None = None,
-    method: str | None = None,
+    method: str | Iterable[str] | None = None,
     roles: dict | None = None,
     plan: MeasurePlan | None = None,
     keys: Iterable[str] | None = None,
@@ -401,7 +439,7 @@ def evaluate(
     if plan is None:
         plan = measurement_plan(
             original,
-            method=method if method is not None else getattr(result, "method", None),
+            method=method if method is not None else _result_method(result),
             roles=roles if roles is not None else getattr(result, "roles", None),
             hierarchies=hierarchies,
             types=types,
@@ -442,13 +480,13 @@ def evaluate(
         if conf:
             mean, std = correlation_loss(original, protected, conf, num_attrs, warnings=warns)
             out["corr_loss_mean"], out["corr_loss_std"] = mean, std
-    if "kanon" in measures and result is not None and is_k_anonymous(getattr(result, "method", None)):
+    if "kanon" in measures and result is not None and _kanon_k(result) is not None:
         kq = [
             c
             for c, r in getattr(result, "roles", {}).items()
             if str(getattr(r, "value", r)) == "k-quasi" and c in protected.columns
         ]
-        k = (getattr(result, "params", {}) or {}).get("k")
+        k = _kanon_k(result)
         if kq and k and plan.wildcard:  # missing matches any value: f_k of each record
             from dpstudio.engine.measures.survey_risk import encode_keys, wildcard_counts
 

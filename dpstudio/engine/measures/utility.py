@@ -319,3 +319,28 @@ def eigen_utility(original: pd.DataFrame, protected: pd.DataFrame, attributes: I
 
 
 __all__ = ["sse", "delta_stats", "correlation_loss", "score", "il1s", "eigen_utility"]
+
+
+def correlation_difference(
+    original: pd.DataFrame, protected: pd.DataFrame, cols: list[str]
+) -> tuple[list[str], np.ndarray]:
+    """corr(protected) − corr(original) over the columns of ``cols`` that are numeric on both
+    sides (an m × m matrix; the app's correlation view, level ``full`` of
+    :func:`dpstudio.engine.assessment.assess`).
+    """
+    cols = [
+        c
+        for c in cols
+        if c in original.columns
+        and c in protected.columns
+        and pd.api.types.is_numeric_dtype(original[c])
+        and pd.api.types.is_numeric_dtype(protected[c])
+    ]
+    if len(cols) < 2:
+        return cols, np.zeros((len(cols), len(cols)))
+    a = original[cols].to_numpy(dtype=float)
+    b = protected[cols].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ca = np.corrcoef(a, rowvar=False)
+        cb = np.corrcoef(b, rowvar=False)
+    return cols, cb - ca

@@ -1,6 +1,6 @@
 """What several protection methods share: the parameter declarations used by more than one
-method, the clauses of the guarantee sentences (budget split, scope, record order), the
-budget split itself and the noise application helpers (replace columns, shuffle the release).
+method, the pieces of their guarantees (:class:`~dpstudio.engine.guarantee.Guarantee`: the
+DP claim and budget split, record order, baseline), the budget split itself and the noise application helpers (replace columns, shuffle the release).
 
 Noise comes from :func:`dpstudio.engine.algorithms.noise.grid_noise` (exact integer noise on
 each attribute's output grid γ, issue 8 §3), so the 'staircase' noise choice works wherever
@@ -12,11 +12,15 @@ noise is ε_i-DP for it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
+from dpstudio.engine.errors import ParameterError
+from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model, Scope
 from dpstudio.engine.params import EPSILON_MAX, EPSILON_MIN, WEIGHT_MAX, WEIGHT_MIN, Param
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output, epsilon_shares
@@ -153,7 +157,7 @@ INPUT_ORDER_WARNING = (
 )
 
 
-def keep_order(p: dict) -> bool:
+def keep_order(p: Mapping) -> bool:
     """Whether the release keeps the input order (``order='input'``; every other value of
     ``order`` puts the records in a random order).
     """
@@ -190,37 +194,26 @@ DP_PARAMS = (epsilon_param(), NOISE_PARAM, BUDGET_PARAM, WEIGHTS_PARAM, DROP_MIS
 CLUSTERED_DP_PARAMS = DP_PARAMS + (LAYOUT_PARAM,)
 
 # --------------------------------------------------------------------------- guarantee clauses
+# A method's ``guarantee(ctx)`` returns a :class:`~dpstudio.engine.guarantee.Guarantee` built
+# from these pieces; the sentence is the concatenation of its clauses (issue 22 §1).
 
 NOT_DP_LABEL = "does not satisfy ε-DP (see paper 002 §3)"
 
 BOUNDED = "bounded DP: neighbouring data sets differ in one record"
 
-#: How a guarantee that holds only per attribute starts (its scope comes first).
-SCOPE_LEAD = "Per-attribute only — not {what} for the records: "
-#: Separates the reasons of a scoped sentence from what holds per attribute.
-SCOPE_HOLDS = ". What holds for each protected attribute's column on its own: "
 
-
-def scoped_sentence(what: str, reasons: list[str], text: str) -> str:
-    """A guarantee that leads with its scope: not ``what`` for the records, because of
-    ``reasons``; then ``text``, which holds per attribute.
-    """
-    return SCOPE_LEAD.format(what=what) + "; ".join(reasons) + SCOPE_HOLDS + text
-
-
-def add_scope_reason(sentence: str, what: str, reason: str) -> str:
-    """Add ``reason`` to a scoped sentence, or scope an unscoped one."""
-    if sentence.startswith("Per-attribute only — not") and SCOPE_HOLDS in sentence:
-        head, tail = sentence.split(SCOPE_HOLDS, 1)
-        return head + "; " + reason + SCOPE_HOLDS + tail
-    return scoped_sentence(what, [reason], sentence)
-
-
-def separate_tables(p: dict) -> bool:
+def separate_tables(p) -> bool:
     return p.get("layout", "records") == "separate-tables"
 
 
-def order_clause(p: dict, clustered: bool = True) -> str:
+def layout_scope(ctx: GuaranteeContext) -> Scope:
+    """Where a method's model holds before the API looks at the released columns: for the
+    records, or for the separate tables of layout 'separate-tables'.
+    """
+    return Scope.TABLES if separate_tables(ctx.params) else Scope.RECORDS
+
+
+def order_clause(p, clustered: bool = True) -> str:
     """What the guarantee says about the record order.  ``clustered``: the wording of
     microaggregated releases (input order shows which rows share a cluster).
     """
@@ -243,9 +236,19 @@ def order_clause(p: dict, clustered: bool = True) -> str:
     )
 
 
-def named(p: dict) -> str:
-    """`` (a, b)``: the protected columns when the API passed them (``_attributes``), else ``""``."""
-    cols = p.get("_attributes")
+def ordering(ctx: GuaranteeContext, clustered: bool = True) -> tuple[Clause, tuple[str, ...]]:
+    """The order clause and what it voids: a clustered release in input order shows which
+    records share a cluster, so its model does not hold as released (``input-order``).
+    """
+    p = ctx.params
+    code = "layout" if separate_tables(p) else "order"
+    void = ("input-order",) if clustered and keep_order(p) and not separate_tables(p) else ()
+    return Clause(code, order_clause(p, clustered)), void
+
+
+def named(ctx: GuaranteeContext) -> str:
+    """`` (a, b)``: the protected columns when they are known, else ``""``."""
+    cols = ctx.attributes
     return f" ({', '.join(cols)})" if cols else ""
 
 
@@ -253,10 +256,16 @@ def fmt(x) -> str:
     return f"{float(x):g}"
 
 
-def budget_clause(p: dict) -> str:
+def as_k(k) -> int | None:
+    """K as the guarantee's field (None when not set)."""
+    return None if k is None else int(k)
+
+
+def budget_clause(ctx: GuaranteeContext) -> str:
+    p = ctx.params
     budget = p.get("budget", "equal")
-    cols = p.get("_attributes")
-    if cols and p.get("epsilon") is not None:  # the API passes the protected columns
+    cols = ctx.attributes
+    if cols and p.get("epsilon") is not None:  # the protected columns are known
         return budget_detail(p, list(cols), epsilon_shares(p, list(cols)))
     if budget == "per-attribute":
         return (
@@ -270,7 +279,7 @@ def budget_clause(p: dict) -> str:
     return f"ε = {fmt(p['epsilon'])}, split equally over the m protected attributes (ε/m each)"
 
 
-def budget_detail(p: dict, cols: list[str], eps: np.ndarray) -> str:
+def budget_detail(p, cols: list[str], eps: np.ndarray) -> str:
     """The budget clause with the actual attributes (the guarantee text without them cannot
     know m, the number of protected attributes).
     """
@@ -294,18 +303,59 @@ def budget_detail(p: dict, cols: list[str], eps: np.ndarray) -> str:
     )
 
 
-def dp_sentence(p: dict) -> str:
+def dp_budget(ctx: GuaranteeContext) -> dict:
+    """The ε fields of a DP guarantee: the declared ε, ε_i per protected attribute (when they
+    are known) and the total by sequential composition (None when m is unknown and each
+    attribute gets the whole ε).
+    """
+    p = ctx.params
+    eps = p.get("epsilon")
+    if eps is None:
+        return {"epsilon": None}
+    eps = float(eps)
+    cols = list(ctx.attributes)
+    if cols:
+        try:
+            shares = epsilon_shares(p, cols)
+        except ParameterError:  # weights missing: the run refuses them, the sentence says so
+            shares = None
+        if shares is not None:
+            return {
+                "epsilon": eps,
+                "epsilon_per_attribute": tuple((c, float(e)) for c, e in zip(cols, shares)),
+                "epsilon_total": float(shares.sum()),
+            }
+    return {"epsilon": eps, "epsilon_total": None if p.get("budget") == "per-attribute" else eps}
+
+
+def dp_claim(ctx: GuaranteeContext) -> tuple[Clause, ...]:
+    """The head of a DP sentence: the model with its ε, the budget split, the neighbours."""
+    p = ctx.params
     eps = fmt(p["epsilon"])
-    cols = p.get("_attributes")
+    cols = ctx.attributes
     if p.get("budget", "equal") == "per-attribute" and cols:
         m = len(cols)
         head = f"({m}·{eps} = {fmt(m * float(p['epsilon']))})-differential privacy"
-        return f"{head} ({budget_clause(p)}; {BOUNDED})"
-    if p.get("budget", "equal") == "per-attribute":
+    elif p.get("budget", "equal") == "per-attribute":
         head = f"(m·{eps})-differential privacy, i.e. (m·ε)-DP"
     else:
         head = f"{eps}-differential privacy"
-    return f"{head} ({budget_clause(p)}; {BOUNDED})"
+    return (
+        Clause("claim", f"{head} ("),
+        Clause("budget", budget_clause(ctx)),
+        Clause("neighbours", f"; {BOUNDED})"),
+    )
+
+
+def dp_guarantee(ctx: GuaranteeContext, *clauses: Clause, **fields) -> Guarantee:
+    """An ε-DP guarantee: :func:`dp_claim` followed by ``clauses``."""
+    return Guarantee(
+        model=fields.pop("model", Model.EPSILON_DP),
+        clauses=dp_claim(ctx) + tuple(c for c in clauses if c.text),
+        scope=fields.pop("scope", layout_scope(ctx)),
+        covered=ctx.attributes,
+        **{**dp_budget(ctx), **fields},
+    )
 
 
 def baseline_sentence(what: str) -> str:
@@ -315,16 +365,18 @@ def baseline_sentence(what: str) -> str:
     )
 
 
-def noise_name(p: dict) -> str:
+def baseline_guarantee(ctx: GuaranteeContext, what: str, *clauses: Clause) -> Guarantee:
+    """The guarantee of a noise-free baseline (a sweep's point without noise): none."""
+    return Guarantee(
+        model=Model.NONE,
+        clauses=(Clause("baseline", baseline_sentence(what)),) + tuple(c for c in clauses if c.text),
+        covered=ctx.attributes,
+        baseline=True,
+    )
+
+
+def noise_name(p) -> str:
     return "staircase (optimal)" if p.get("noise") == "staircase" else "Laplace"
-
-
-def is_dp_eps(p: dict) -> bool:
-    return p.get("epsilon") is not None
-
-
-def never_dp(p: dict) -> bool:
-    return False
 
 
 STAIRCASE_VECTOR_NOTE = (

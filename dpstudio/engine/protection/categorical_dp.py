@@ -35,7 +35,9 @@ import pandas as pd
 from dpstudio.engine import validation as V
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.hierarchies.taxonomy import Taxonomy, load_taxonomy
+from dpstudio.engine.notices import notice
 from dpstudio.engine.params import Param
 from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import (
@@ -46,12 +48,15 @@ from dpstudio.engine.protection._common import (
     NOT_DP_LABEL,
     ORDER_PARAM,
     WEIGHTS_PARAM,
+    as_k,
+    dp_budget,
     epsilon_param,
     k_param,
     keep_order,
+    layout_scope,
+    ordering,
     record_permutation,
 )
-from dpstudio.engine.protection._common import order_clause as _order_clause
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
@@ -486,25 +491,32 @@ def run(job: Job) -> Output:
         "attributes": attr_info,
         "taxonomies": {c: t.to_dict() for c, t in zip(cols, schema.tax) if t is not None},
     }
-    warns = []
+    warns: list[str] = []
     if schema.hierarchy_ignored:
         warns.append(
-            f"The hierarchy of numeric ε-quasi attribute(s) {', '.join(map(repr, schema.hierarchy_ignored))} "
-            "was not used: with a declared domain they are released as numbers (noised cluster "
-            "means). To release a numerically coded categorical attribute as concepts of its "
-            "taxonomy, declare no domain for it."
+            notice(
+                "hierarchy-not-used",
+                f"The hierarchy of numeric ε-quasi attribute(s) {', '.join(map(repr, schema.hierarchy_ignored))} "
+                "was not used: with a declared domain they are released as numbers (noised cluster "
+                "means). To release a numerically coded categorical attribute as concepts of its "
+                "taxonomy, declare no domain for it.",
+            )
         )
     if eps is not None and calibration == "as-published" and k > 1:
         warns.append(
-            V.public_warning(
-                "As-published calibration: ε_i is spent on every cluster; the release " + NOT_DP_LABEL + "."
+            notice(
+                "as-published",
+                "As-published calibration: ε_i is spent on every cluster; the release " + NOT_DP_LABEL + ".",
             )
         )
     if eps is not None and calibration == "rigorous" and k > 1 and n_c > 50:
         warns.append(
-            f"Rigorous calibration spreads each attribute's ε over {n_c} clusters "
-            f"(ε_i/{n_c} per cluster): unless ε is large the centroids are close to "
-            "random. A larger k (fewer clusters) or a larger ε keeps more utility."
+            notice(
+                "many-clusters",
+                f"Rigorous calibration spreads each attribute's ε over {n_c} clusters "
+                f"(ε_i/{n_c} per cluster): unless ε is large the centroids are close to "
+                "random. A larger k (fewer clusters) or a larger ε keeps more utility.",
+            )
         )
     row_map = None
     if not keep_order(p):  # row order would show which records share a cluster
@@ -513,20 +525,28 @@ def run(job: Job) -> Output:
     return Output(data=out, info=info, warnings=warns, protected=cols, row_map=row_map)
 
 
-def guarantee(p: dict) -> str:
-    return _guarantee(p) + _order_clause(p)
-
-
-def _guarantee(p: dict) -> str:
-    eps = p.get("epsilon")
+def guarantee(ctx: GuaranteeContext) -> Guarantee:
+    order, void = ordering(ctx)
+    k = ctx.get("k")
+    eps = ctx.get("epsilon")
     if eps is None:
-        return (
-            "Noise-free baseline: k-anonymity of the ε-quasi attributes by insensitive "
-            "microaggregation only; no differential privacy."
+        return Guarantee(
+            model=Model.K_ANONYMITY,
+            baseline=True,
+            k=as_k(k),
+            covered=ctx.attributes,
+            clauses=(
+                Clause(
+                    "baseline",
+                    "Noise-free baseline: k-anonymity of the ε-quasi attributes by insensitive "
+                    "microaggregation only; no differential privacy.",
+                ),
+                order,
+            ),
         )
-    budget = p.get("budget", "equal")
+    budget = ctx.get("budget", "equal")
     eps_s = f"{eps:g}" if isinstance(eps, (int, float)) else str(eps)
-    cols = p.get("_attributes")
+    cols = ctx.attributes
     if budget == "per-attribute" and cols and isinstance(eps, (int, float)):
         m = len(cols)
         tot = (
@@ -537,37 +557,54 @@ def _guarantee(p: dict) -> str:
         tot = f"(m·ε)-DP with ε = {eps_s} per attribute (m = number of ε-quasi attributes)"
     else:
         tot = f"ε-DP with ε = {eps_s}"
-    if p.get("calibration", "rigorous") == "as-published" and int(p.get("k") or 1) > 1:
-        return (
-            "As-published calibration (ε_i per cluster, thesis §6.3.4): "
-            + NOT_DP_LABEL
-            + ". Clusters are k-anonymous before the exponential mechanism "
-            "and noise are applied."
+    if ctx.get("calibration", "rigorous") == "as-published" and int(k or 1) > 1:
+        return Guarantee(
+            model=Model.NONE,
+            epsilon=float(eps),
+            k=as_k(k),
+            covered=ctx.attributes,
+            clauses=(
+                Clause(
+                    "caveat",
+                    "As-published calibration (ε_i per cluster, thesis §6.3.4): " + NOT_DP_LABEL + ".",
+                ),
+                Clause(
+                    "mechanism",
+                    " Clusters are k-anonymous before the exponential mechanism and noise are applied.",
+                ),
+                order,
+            ),
         )
-    if int(p.get("k") or 1) <= 1:
-        return (
-            f"{tot} for the ε-quasi attributes{_named(p)} (k = 1: every record is its own cluster, its "
-            "categorical values drawn by the exponential mechanism and its numeric values "
-            "noised with ε_i each; parallel composition over records, sequential over "
-            "attributes)."
+    if int(k or 1) <= 1:
+        how = (
+            " (k = 1: every record is its own cluster, its categorical values drawn by the "
+            "exponential mechanism and its numeric values noised with ε_i each; parallel "
+            "composition over records, sequential over attributes)."
         )
-    return (
-        f"{tot} for the ε-quasi attributes{_named(p)} (rigorous calibration: insensitive "
-        "microaggregation, then every cluster's categorical centroid drawn by the "
-        "exponential mechanism and numeric centroid noised with budget ε_i/n_c, "
-        "sequential composition over clusters and attributes)."
+    else:
+        how = (
+            " (rigorous calibration: insensitive microaggregation, then every cluster's "
+            "categorical centroid drawn by the exponential mechanism and numeric centroid "
+            "noised with budget ε_i/n_c, sequential composition over clusters and attributes)."
+        )
+    return Guarantee(
+        model=Model.EPSILON_DP,
+        scope=layout_scope(ctx),
+        k=as_k(k),
+        covered=ctx.attributes,
+        voided_by=void,
+        clauses=(
+            Clause("claim", f"{tot} for the ε-quasi attributes{_named(ctx)}"),
+            Clause("mechanism", how),
+            order,
+        ),
+        **dp_budget(ctx),
     )
 
 
-def _named(p: dict) -> str:
-    cols = p.get("_attributes")
+def _named(ctx: GuaranteeContext) -> str:
+    cols = ctx.attributes
     return f" {', '.join(cols)}" if cols else ""
-
-
-def is_dp(p: dict) -> bool:
-    if p.get("epsilon") is None or (keep_order(p) and p.get("layout") != "separate-tables"):
-        return False
-    return p.get("calibration", "rigorous") == "rigorous" or int(p.get("k") or 1) <= 1
 
 
 SPEC = MethodSpec(
@@ -595,7 +632,6 @@ SPEC = MethodSpec(
     requires=(Role.EPS_QUASI,),
     guarantee=guarantee,
     run=run,
-    is_dp=is_dp,
     needs_domain=False,
     uses_k=True,
     uses_epsilon=True,

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpstudio.engine import validation as V
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.errors import ParameterError
+from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
+from dpstudio.engine.notices import notice
 from dpstudio.engine.outofcore import Attribute, ClusterBlock, SingleOrder
 from dpstudio.engine.params import Param
 from dpstudio.engine.protection import _papers as _P
@@ -25,20 +26,19 @@ from dpstudio.engine.protection._common import (
     NOT_DP_LABEL,
     ORDER_PARAM,
     WEIGHTS_PARAM,
-    baseline_sentence,
+    as_k,
+    baseline_guarantee,
     budget_clause,
-    dp_sentence,
+    dp_guarantee,
     eps_info,
     eps_quasi,
     epsilon_param,
     frame_with,
     job_stream,
     k_param,
-    keep_order,
     noise_name,
-    order_clause,
+    ordering,
     released,
-    separate_tables,
     staircase_split,
 )
 from dpstudio.engine.registry import MethodSpec
@@ -89,38 +89,60 @@ REFERENCE_PARAM = Param(
 )
 
 
-def guarantee(p: dict) -> str:
-    k = p.get("k")
-    if p.get("epsilon") is None:
-        return baseline_sentence(f"insensitive microaggregation with k = {k}")
-    if p.get("calibration", "rigorous") == "as-published" and int(k or 1) > 1:
-        return (
-            f"As-published calibration (noise scale Δ(A_i)/(k·ε_i) per cluster, k = {k}, "
-            f"{budget_clause(p)}): this {NOT_DP_LABEL}. Changing one record can move every "
-            "cluster centroid, so the noise is too small by a factor n_c = ⌊n/k⌋. The "
-            "microaggregated values are k-anonymous before noise."
+def guarantee(ctx: GuaranteeContext) -> Guarantee:
+    """What the release guarantees, for the validated parameters and columns of ``ctx``."""
+    k = ctx.get("k")
+    if ctx.get("epsilon") is None:
+        return baseline_guarantee(ctx, f"insensitive microaggregation with k = {k}")
+    as_published = ctx.get("calibration", "rigorous") == "as-published"
+    if as_published and int(k or 1) > 1:
+        return Guarantee(
+            model=Model.NONE,
+            epsilon=float(ctx.get("epsilon")),
+            k=as_k(k),
+            covered=ctx.attributes,
+            clauses=(
+                Clause(
+                    "caveat",
+                    f"As-published calibration (noise scale Δ(A_i)/(k·ε_i) per cluster, k = {k}, "
+                    f"{budget_clause(ctx)}): this {NOT_DP_LABEL}.",
+                ),
+                Clause(
+                    "mechanism",
+                    " Changing one record can move every cluster centroid, so the noise is too "
+                    "small by a factor n_c = ⌊n/k⌋. The microaggregated values are k-anonymous "
+                    "before noise.",
+                ),
+            ),
         )
-    if p.get("calibration", "rigorous") == "as-published":  # k = 1: singletons, plain Laplace
-        return (
-            dp_sentence(p) + "; with k = 1 every record is its own cluster and the "
-            f"as-published calibration is plain {noise_name(p)} noise of scale "
-            "Δ(A_i)/ε_i per record, clamped to the domain."
+    if as_published:  # k = 1: singletons, plain Laplace
+        return dp_guarantee(
+            ctx,
+            Clause(
+                "mechanism",
+                "; with k = 1 every record is its own cluster and the as-published calibration "
+                f"is plain {noise_name(ctx)} noise of scale Δ(A_i)/ε_i per record, clamped to "
+                "the domain.",
+            ),
+            k=as_k(k),
+            voided_by=ordering(ctx)[1],  # input order: not stated here, but not ε-DP either
         )
-    if p.get("noise") == "staircase" and int(k or 1) > 1:
+    if ctx.get("noise") == "staircase" and int(k or 1) > 1:
         how = "of sensitivity Δ(A_i)/k and budget ε_i/n_c each (sequential composition over the clusters)"
     else:
         how = "of scale n_c·Δ(A_i)/(k·ε_i)"
-    return (
-        dp_sentence(p) + f"; insensitive microaggregation with k = {k}, one "
-        f"{noise_name(p)} draw per cluster and attribute {how}, "
-        "n_c = ⌊n/k⌋ (rigorous calibration), clamped to the domain." + order_clause(p)
+    order, void = ordering(ctx)
+    return dp_guarantee(
+        ctx,
+        Clause(
+            "mechanism",
+            f"; insensitive microaggregation with k = {k}, one {noise_name(ctx)} draw per cluster "
+            f"and attribute {how}, n_c = ⌊n/k⌋ (rigorous calibration), clamped to the domain.",
+        ),
+        order,
+        k=as_k(k),
+        voided_by=void,
     )
-
-
-def is_dp(p: dict) -> bool:
-    if p.get("epsilon") is None or (keep_order(p) and not separate_tables(p)):
-        return False
-    return p.get("calibration", "rigorous") == "rigorous" or int(p.get("k") or 1) <= 1
 
 
 def int_sums(t: np.ndarray, labels: np.ndarray, nc: int) -> np.ndarray:
@@ -243,18 +265,22 @@ def run(job: Job) -> Output:
         return Output(frame_with(job, {c: vals[:, j] for j, c in enumerate(cols)}), info=info, protected=cols)
     kind = job.params.get("noise", "laplace")
     if calibration == "as-published" and k > 1:
-        warnings.append(V.public_warning("As-published calibration " + NOT_DP_LABEL + "."))
+        warnings.append(notice("as-published", "As-published calibration " + NOT_DP_LABEL + "."))
     if calibration == "rigorous" and k == 1:
         warnings.append(
-            V.public_warning(
+            notice(
+                "rigorous-k1",
                 "With k = 1 the rigorous calibration n_c·Δ/(k·ε) = n·Δ/ε is n times the noise of "
-                "method 'laplace', which gives the same guarantee at k = 1: use 'laplace'."
+                "method 'laplace', which gives the same guarantee at k = 1: use 'laplace'.",
             )
         )
     if calibration == "rigorous" and k > 1 and k * k <= job.n:
         warnings.append(
-            f"With k = {k} and n = {job.n} (k² ≤ n) the rigorous noise n_c·Δ/(k·ε) is at least as "
-            "large as plain Laplace's Δ/ε: microaggregation does not help here."
+            notice(
+                "microaggregation-no-gain",
+                f"With k = {k} and n = {job.n} (k² ≤ n) the rigorous noise n_c·Δ/(k·ε) is at least "
+                "as large as plain Laplace's Δ/ε: microaggregation does not help here.",
+            )
         )
     new = {}
     per = {}
@@ -317,7 +343,6 @@ SPEC = MethodSpec(
     requires=(Role.EPS_QUASI,),
     guarantee=guarantee,
     run=run,
-    is_dp=is_dp,
     needs_domain=True,
     uses_k=True,
     uses_epsilon=True,

@@ -23,15 +23,19 @@ from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.errors import ParameterError
+from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
+from dpstudio.engine.notices import notice
 from dpstudio.engine.outofcore import Attribute, ClusterBlock, Ranked
 from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import (
     CLUSTERED_DP_PARAMS,
     STAIRCASE_VECTOR_NOTE,
-    baseline_sentence,
+    as_k,
+    baseline_guarantee,
     budget_clause,
     chunks,
-    dp_sentence,
+    dp_budget,
+    dp_guarantee,
     eps_info,
     eps_quasi,
     fmt,
@@ -39,11 +43,10 @@ from dpstudio.engine.protection._common import (
     job_stream,
     k_param,
     keep_order,
-    never_dp,
+    layout_scope,
     noise_name,
-    order_clause,
+    ordering,
     released,
-    scoped_sentence,
     separate_tables,
     staircase_split,
 )
@@ -73,92 +76,97 @@ JOINT_RANKING_REMEDY = (
 )
 
 
-def joint_ranking_gap(p: dict) -> bool:
+def joint_ranking_gap(ctx: GuaranteeContext) -> bool:
     """Individual ranking of m >= 2 attributes released together in records with k >= 2
     (not when each attribute is released in its own independently shuffled table).
+
+    Then the record-level release is not ε-DP: each attribute's column is ε_i-DP (paper 002
+    Lemma 1, with the rows shuffled), but the pattern of which clusters a record combines is
+    deterministic in the data (neighbouring data sets can give different numbers of distinct
+    released records); see ``JOINT_RANKING_REASON``.  With ``layout='separate-tables'`` every
+    attribute is its own independently shuffled table: ε-DP by sequential composition.
     """
-    return len(p.get("_attributes") or ()) >= 2 and int(p.get("k") or 1) >= 2 and not separate_tables(p)
+    return len(ctx.attributes) >= 2 and int(ctx.get("k") or 1) >= 2 and not separate_tables(ctx.params)
 
 
-def _scoped_if_joint(p: dict, what: str, text: str) -> str:
-    if joint_ranking_gap(p):
-        return (
-            scoped_sentence(what, [JOINT_RANKING_REASON.format(m=len(p["_attributes"]))], text)
-            + JOINT_RANKING_REMEDY
-        )
-    return text
+def _ranked(ctx: GuaranteeContext, g: Guarantee) -> Guarantee:
+    """``g`` with the record order, and narrowed to the attributes when the ranking is joint."""
+    order, void = ordering(ctx)
+    g = g.with_clauses(order).evolve(k=as_k(ctx.get("k")), voided_by=void)
+    if joint_ranking_gap(ctx):
+        g = g.narrowed_to_attributes(JOINT_RANKING_REASON.format(m=len(ctx.attributes)))
+        g = g.with_clauses(Clause("remedy-layout", JOINT_RANKING_REMEDY))
+    return g
 
 
-def guarantee_ir_dp(p: dict) -> str:
-    k = p.get("k")
-    if p.get("epsilon") is None:
-        return baseline_sentence(f"individual ranking with k = {k}")
-    if p.get("noise") == "staircase" and int(k or 1) > 1:
-        core = (
-            dp_sentence(p) + f"; individual ranking with k = {k}, one staircase draw per "
-            "cluster of sensitivity Δ(A_i)/k and budget ε_i/n_c, n_c = ⌊n/k⌋ (sequential "
-            "composition over the clusters: staircase noise does not take paper 002's L1 "
-            "bound), clamped to the domain."
+def guarantee_ir_dp(ctx: GuaranteeContext) -> Guarantee:
+    k = ctx.get("k")
+    if ctx.get("epsilon") is None:
+        return baseline_guarantee(ctx, f"individual ranking with k = {k}")
+    if ctx.get("noise") == "staircase" and int(k or 1) > 1:
+        how = (
+            f"; individual ranking with k = {k}, one staircase draw per cluster of sensitivity "
+            "Δ(A_i)/k and budget ε_i/n_c, n_c = ⌊n/k⌋ (sequential composition over the "
+            "clusters: staircase noise does not take paper 002's L1 bound), clamped to the domain."
         )
     else:
-        core = (
-            dp_sentence(p) + f"; individual ranking with k = {k}, one {noise_name(p)} draw "
-            "per cluster of scale Δ(A_i)/(k·ε_i) (paper 002 Lemma 1), clamped to the domain."
+        how = (
+            f"; individual ranking with k = {k}, one {noise_name(ctx)} draw per cluster of scale "
+            "Δ(A_i)/(k·ε_i) (paper 002 Lemma 1), clamped to the domain."
         )
-    return _scoped_if_joint(p, "ε-differential privacy", core + order_clause(p))
+    return _ranked(ctx, dp_guarantee(ctx, Clause("mechanism", how)))
 
 
-def _idp_sentence(p: dict, how: str) -> str:
-    k = p.get("k")
-    eps = fmt(p["epsilon"])
+def _idp_guarantee(ctx: GuaranteeContext, how: str) -> Guarantee:
+    k = ctx.get("k")
+    eps = fmt(ctx.get("epsilon"))
     head = (
         f"(m·{eps})-individual differential privacy"
-        if p.get("budget") == "per-attribute"
+        if ctx.get("budget") == "per-attribute"
         else f"{eps}-individual differential privacy (ε-iDP)"
     )
-    text = (
-        f"{head} ({budget_clause(p)}): {IDP_MEANING}. Individual ranking with k = {k}; "
-        f"{how}. As in paper 001, the local sensitivity assumes each record stays in its "
-        "cluster; replacing a record can also shift others between clusters, which this "
-        "calibration does not bound (our neighbour tests found changes up to 1.4× LS for "
-        "iDP-LS and more for iDP-CBLS)." + order_clause(p)
+    g = Guarantee(
+        model=Model.INDIVIDUAL_DP,
+        scope=layout_scope(ctx),
+        covered=ctx.attributes,
+        clauses=(
+            Clause("claim", f"{head} ("),
+            Clause("budget", budget_clause(ctx)),
+            Clause("meaning", f"): {IDP_MEANING}."),
+            Clause("mechanism", f" Individual ranking with k = {k}; {how}."),
+            Clause(
+                "caveat",
+                " As in paper 001, the local sensitivity assumes each record stays in its "
+                "cluster; replacing a record can also shift others between clusters, which this "
+                "calibration does not bound (our neighbour tests found changes up to 1.4× LS for "
+                "iDP-LS and more for iDP-CBLS).",
+            ),
+        ),
+        **dp_budget(ctx),
     )
-    return _scoped_if_joint(p, "individual differential privacy", text)
+    return _ranked(ctx, g)
 
 
-def guarantee_idp_ls(p: dict) -> str:
-    if p.get("epsilon") is None:
-        return baseline_sentence(f"individual ranking with k = {p.get('k')}")
-    return _idp_sentence(
-        p,
-        f"{noise_name(p)} noise of scale LS(C)/ε_i per cluster, "
+def guarantee_idp_ls(ctx: GuaranteeContext) -> Guarantee:
+    if ctx.get("epsilon") is None:
+        return baseline_guarantee(ctx, f"individual ranking with k = {ctx.get('k')}")
+    return _idp_guarantee(
+        ctx,
+        f"{noise_name(ctx)} noise of scale LS(C)/ε_i per cluster, "
         "LS(C) = max(ub − min C, max C − lb)/|C|, clamped to the domain",
     )
 
 
-def guarantee_idp_cbls(p: dict) -> str:
-    if p.get("epsilon") is None:
-        return baseline_sentence(f"individual ranking with k = {p.get('k')} and extreme-value pre-processing")
-    return _idp_sentence(
-        p,
+def guarantee_idp_cbls(ctx: GuaranteeContext) -> Guarantee:
+    if ctx.get("epsilon") is None:
+        return baseline_guarantee(
+            ctx, f"individual ranking with k = {ctx.get('k')} and extreme-value pre-processing"
+        )
+    return _idp_guarantee(
+        ctx,
         "each cluster's smallest and largest values are replaced by their "
-        f"neighbours, then {noise_name(p)} noise of scale LS(C)/ε_i from "
+        f"neighbours, then {noise_name(ctx)} noise of scale LS(C)/ε_i from "
         "the cluster-based local sensitivity (paper 001 Prop. 3)",
-    )
-
-
-def is_dp_ir(p: dict) -> bool:
-    """ε-DP of the whole release: each attribute's column is ε_i-DP (paper 002 Lemma 1, with
-    the rows shuffled), but with two or more attributes clustered separately the pattern of
-    which clusters a record combines is deterministic in the data (neighbouring data sets can
-    give different numbers of distinct released records), so the record-level release is not
-    ε-DP; see ``JOINT_RANKING_REASON``.  With ``layout='separate-tables'`` every attribute is
-    its own independently shuffled table: ε-DP by sequential composition.
-    """
-    return (
-        p.get("epsilon") is not None
-        and (not keep_order(p) or separate_tables(p))
-        and not joint_ranking_gap(p)
     )
 
 
@@ -326,9 +334,12 @@ def _run_ranked(
         info.update(noise_per_attribute=per, draws_per_attribute=nc)
         if split:
             warnings.append(
-                f"Staircase noise with individual ranking: {STAIRCASE_VECTOR_NOTE}. Here that is "
-                f"ε_i/{nc} per draw, far more noise than Laplace (which needs no split): use "
-                "noise='laplace'."
+                notice(
+                    "staircase-split",
+                    f"Staircase noise with individual ranking: {STAIRCASE_VECTOR_NOTE}. Here that "
+                    f"is ε_i/{nc} per draw, far more noise than Laplace (which needs no split): use "
+                    "noise='laplace'.",
+                )
             )
     return released(job, new, info=info, protected=cols, warnings=warnings)
 
@@ -493,7 +504,6 @@ IR_DP = MethodSpec(
     params=(k_param(),) + CLUSTERED_DP_PARAMS,
     guarantee=guarantee_ir_dp,
     run=run_ir_dp,
-    is_dp=is_dp_ir,
     needs_domain=True,
     recommended=True,
     outofcore=Ranked(release=partial(_release_block, grid_sums=_ir_dp_sums, global_sensitivity=True)),
@@ -513,7 +523,6 @@ IDP_LS = MethodSpec(
     params=(k_param(),) + CLUSTERED_DP_PARAMS,
     guarantee=guarantee_idp_ls,
     run=run_idp_ls,
-    is_dp=never_dp,
     needs_domain=True,
     outofcore=Ranked(release=partial(_release_block, grid_sums=_local_sums, global_sensitivity=False)),
     **IR_FIELDS,
@@ -533,7 +542,6 @@ IDP_CBLS = MethodSpec(
     params=(k_param(minimum=3),) + CLUSTERED_DP_PARAMS,
     guarantee=guarantee_idp_cbls,
     run=run_idp_cbls,
-    is_dp=never_dp,
     needs_domain=False,
     min_k=3,
     outofcore=Ranked(release=partial(_release_block, grid_sums=_cbls_sums, global_sensitivity=False)),

@@ -8,27 +8,43 @@ import numpy as np
 
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
+from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model, Scope
 from dpstudio.engine.outofcore import Attribute, ClusterBlock, Ranked, cluster_block
 from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import (
     DROP_MISSING_PARAM,
     ORDER_PARAM,
+    as_k,
     ir_sorted,
     job_attribute,
     k_param,
     named,
-    never_dp,
 )
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
 
 
-def guarantee(p: dict) -> str:
-    return (
-        f"Probabilistic k-anonymity with k = {p.get('k')} for each confidential attribute "
-        f"separately{named(p)}: its values are permuted at random inside groups of at least k records "
-        "with consecutive values (individual ranking). Not differential privacy."
+def guarantee(ctx: GuaranteeContext) -> Guarantee:
+    k = ctx.get("k")
+    return Guarantee(
+        model=Model.PROBABILISTIC_K_ANONYMITY,
+        scope=Scope.PER_ATTRIBUTE,  # each confidential attribute separately, by design
+        k=as_k(k),
+        covered=ctx.attributes,
+        clauses=(
+            Clause(
+                "claim",
+                f"Probabilistic k-anonymity with k = {k} for each confidential attribute "
+                f"separately{named(ctx)}",
+            ),
+            Clause(
+                "mechanism",
+                ": its values are permuted at random inside groups of at least k records with "
+                "consecutive values (individual ranking).",
+            ),
+            Clause("not-dp", " Not differential privacy."),
+        ),
     )
 
 
@@ -76,7 +92,6 @@ SPEC = MethodSpec(
     requires=(Role.CONFIDENTIAL,),
     guarantee=guarantee,
     run=run,
-    is_dp=never_dp,
     needs_domain=False,
     uses_k=True,
     uses_epsilon=False,

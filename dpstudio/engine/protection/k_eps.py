@@ -20,6 +20,7 @@ k-quasis plus within-class noise.
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,8 +28,10 @@ import pandas as pd
 from dpstudio.engine import validation as V
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import noise as N
-from dpstudio.engine.algorithms.generalization import encode_quasis, mondrian, ola
+from dpstudio.engine.algorithms.generalization import CodedLabels, encode_quasis, mondrian, ola
+from dpstudio.engine.codes import from_codes, take_rows
 from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.guarantee import Clause, Effect, Effects, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
 from dpstudio.engine.measures.keps import (
     class_diameters,
@@ -36,6 +39,7 @@ from dpstudio.engine.measures.keps import (
     confident_suppression,
     keps_measures,
 )
+from dpstudio.engine.notices import notice
 from dpstudio.engine.outofcore import FrequencyChoice, FrequencySet, FrequencyTask, NotOutOfCore
 from dpstudio.engine.params import Param
 from dpstudio.engine.pileup import REMEDY_CLASS_RANGE
@@ -44,12 +48,12 @@ from dpstudio.engine.protection._common import (
     DROP_MISSING_PARAM,
     NOISE_PARAM,
     ORDER_PARAM,
+    as_k,
     epsilon_param,
     job_stream,
     k_param,
     keep_order,
-    never_dp,
-    order_clause,
+    ordering,
 )
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
@@ -128,44 +132,81 @@ _PARAMS = (
 )
 
 
-def _guarantee(p: dict) -> str:
-    k = p.get("k")
-    eps = p.get("epsilon")
-    alg = (
-        "OLA full-domain generalisation" if p.get("algorithm", "ola") == "ola" else "Mondrian generalisation"
-    )
-    s = (
+def _effects(ctx: GuaranteeContext) -> Effects:
+    """As a step of a chain: the k-quasis generalised (OLA: every value of a column to the
+    level chosen from the data, a value-wise map; Mondrian: cells chosen record by record),
+    the ε-quasis perturbed with noise scaled to each class (so the k-quasis are read), and
+    records suppressed from the data (OLA with a suppression limit > 0, or c-confidence).
+    """
+    kq = ctx.columns(Role.K_QUASI) or []
+    eq = ctx.columns(Role.EPS_QUASI) or []
+    ola_ = ctx.get("algorithm", "ola") == "ola"
+    changes = {c: (Effect.DATA_MAP if ola_ else Effect.PERTURB) for c in kq}
+    changes.update({c: Effect.PERTURB for c in eq})
+    removes = (ola_ and float(ctx.get("suppression") or 0) > 0) or bool(ctx.get("confidence"))
+    return Effects(changes=changes, reads=tuple(kq), removes_records=removes, keys=tuple(kq))
+
+
+def _guarantee(ctx: GuaranteeContext) -> Guarantee:
+    k = ctx.get("k")
+    eps = ctx.get("epsilon")
+    ola_ = ctx.get("algorithm", "ola") == "ola"
+    alg = "OLA full-domain generalisation" if ola_ else "Mondrian generalisation"
+    head = (
         f"{k}-anonymity on the k-quasi-identifiers ({alg}"
-        + (
-            f", at most {100 * float(p.get('suppression') or 0):g} % of records suppressed"
-            if p.get("algorithm", "ola") == "ola"
-            else ""
-        )
+        + (f", at most {100 * float(ctx.get('suppression') or 0):g} % of records suppressed" if ola_ else "")
         + ")"
     )
-    eq = p.get("_eps_quasi")
+    clauses = [Clause("claim", head)]
+    eq = ctx.columns(Role.EPS_QUASI)
+    model, baseline = Model.K_EPSILON_ANONYMITY, False
     if eq is not None and len(eq) == 0:
-        s += (
-            "; there is no ε-quasi-identifier, so no noise is added and ε plays no role. "
-            "Not differential privacy."
-        )
+        model = Model.K_ANONYMITY
+        clauses += [
+            Clause(
+                "mechanism", "; there is no ε-quasi-identifier, so no noise is added and ε plays no role."
+            ),
+            Clause("not-dp", " Not differential privacy."),
+        ]
     elif eps is None:
-        s += "; the ε-quasi-identifiers are released without noise (noise-free baseline)."
+        model, baseline = Model.K_ANONYMITY, True
+        clauses.append(
+            Clause("baseline", "; the ε-quasi-identifiers are released without noise (noise-free baseline).")
+        )
     else:
         named = f" ({', '.join(eq)})" if eq else ""
-        s += (
-            f", plus within-class noise on the ε-quasi-identifiers{named}: inside each equivalence class, "
-            f"{p.get('noise', 'laplace')} noise of scale (class range)/ε with ε = {eps:g} "
-            "((k, ε)-anonymity, paper 003). This is NOT ε-differential privacy: the noise is "
-            "calibrated to each class's own range of values, which depends on the data, so "
-            "changing one record can change the noise of a whole class."
+        clauses += [
+            Clause(
+                "mechanism",
+                f", plus within-class noise on the ε-quasi-identifiers{named}: inside each "
+                f"equivalence class, {ctx.get('noise', 'laplace')} noise of scale (class range)/ε "
+                f"with ε = {eps:g} ((k, ε)-anonymity, paper 003).",
+            ),
+            Clause(
+                "not-dp",
+                " This is NOT ε-differential privacy: the noise is calibrated to each class's own "
+                "range of values, which depends on the data, so changing one record can change "
+                "the noise of a whole class.",
+            ),
+        ]
+    if ctx.get("confidence"):
+        clauses.append(
+            Clause(
+                "mechanism",
+                f" Records whose noisy values stay within the {float(ctx.get('confidence')):g}-"
+                "confidence radius of fewer than k class members are suppressed (c-confident "
+                "k-anonymity).",
+            )
         )
-    if p.get("confidence"):
-        s += (
-            f" Records whose noisy values stay within the {float(p['confidence']):g}-confidence "
-            "radius of fewer than k class members are suppressed (c-confident k-anonymity)."
-        )
-    return s + order_clause(p, clustered=False)
+    clauses.append(ordering(ctx, clustered=False)[0])
+    return Guarantee(
+        model=model,
+        clauses=tuple(clauses),
+        k=as_k(k),
+        epsilon=None if eps is None else float(eps),
+        covered=ctx.attributes,
+        baseline=baseline,
+    )
 
 
 def _eps_matrix(job: Job, cols: list[str]) -> np.ndarray:
@@ -188,9 +229,10 @@ def _hierarchies(job: Job, kq: list[str]) -> tuple[dict, list[str]]:
     not_k = [c for c in given if c not in kq]
     if not_k:
         warns.append(
-            V.public_warning(
+            notice(
+                "hierarchy-ignored",
                 f"Hierarchies for {', '.join(map(repr, not_k))} were ignored: only k-quasi-"
-                "identifiers are generalised."
+                "identifiers are generalised.",
             )
         )
     return {c: load_hierarchy(given[c], c) for c in kq if c in given}, warns
@@ -226,12 +268,25 @@ def _generalise(job: Job, kq: list[str]) -> tuple:
         num_with_h = [c for c in hs if pd.api.types.is_numeric_dtype(job.data[c])]
         if num_with_h:
             warns.append(
-                f"Mondrian releases numeric k-quasis as ranges; the hierarchies of "
-                f"{', '.join(map(repr, num_with_h))} were not used."
+                notice(
+                    "hierarchy-not-used",
+                    f"Mondrian releases numeric k-quasis as ranges; the hierarchies of "
+                    f"{', '.join(map(repr, num_with_h))} were not used.",
+                )
             )
         gen = mondrian(job.data, kq, k, hierarchies=hs, check_cancel=job.check_cancel)
     job.cache[key] = (gen, warns)
     return gen, warns
+
+
+def _released_labels(gen, c: str, row_map: np.ndarray) -> pd.Series:
+    """The generalised values of ``c`` for the released records ``row_map``, a text column
+    built from the codes (one gather in Arrow) when the generalisation has them.
+    """
+    lab = gen.labels
+    if isinstance(lab, CodedLabels):
+        return from_codes(lab.codes_of(c, row_map), lab.categories[c])
+    return pd.Series(lab[c][row_map], dtype=object)
 
 
 def run_keps(job: Job) -> Output:
@@ -309,7 +364,9 @@ def run_keps(job: Job) -> Output:
                 "lower the confidence or ε, or raise k."
             )
     elif conf is not None and not eq:
-        warns.append(V.public_warning("confidence was ignored: there are no ε-quasi-identifiers."))
+        warns.append(
+            notice("confidence-ignored", "confidence was ignored: there are no ε-quasi-identifiers.")
+        )
     job.progress(0.85)
     # step 4: shuffle the released records: ordered by the keyed sort keys of their record
     # ids (input positions), which do not depend on how the data is partitioned (issue 12);
@@ -319,24 +376,38 @@ def run_keps(job: Job) -> Output:
         take = rel_idx
     else:
         k0, k1 = K.sort_keys(shuffle_stream, kept[rel_idx])
-        take = rel_idx[np.lexsort((k1, k0))]
+        take = rel_idx[K.order_by_keys(k0, k1)]
+        del k0, k1
+    del rel_idx
     row_map = kept[take]
-    data = job.data.iloc[row_map].reset_index(drop=True)
-    for c in kq:
-        lab = gen.labels[c][row_map]
-        if gen.levels.get(c, -1) == 0:
-            data[c] = job.data[c].to_numpy()[row_map]  # level 0: the original values
-        else:
-            data[c] = pd.Series(lab, dtype=object)
-    for j, c in enumerate(eq):
-        data[c] = Y[take, j].astype(np.int64) if grids is not None and grids[j].integer else Y[take, j]
+    sens_rel = sens[take]
     # equivalence classes of the release (renumbered, as released)
     out_cls_raw = cls[take]
-    uniq_cls, out_cls = np.unique(out_cls_raw, return_inverse=True)
-    class_rows = np.unique(out_cls, return_index=True)[1]
+    del sens, cls  # (issue 27: the records' arrays go before the released columns come)
+    # (np.unique's sorts, by counting: the classes are 0 … n_cls − 1)
+    present = np.zeros(n_cls, dtype=bool)
+    present[out_cls_raw] = True
+    uniq_cls = np.flatnonzero(present)
+    out_cls = (np.cumsum(present) - 1)[out_cls_raw]
+    del out_cls_raw
+    class_rows = np.full(len(uniq_cls), len(out_cls), dtype=np.int64)  # first row of each class
+    np.minimum.at(class_rows, out_cls, np.arange(len(out_cls), dtype=np.int64))
+    # the released columns: a k-quasi generalised to level 0 keeps its original values (as
+    # the columns no method changes); the others are built whole, never one record at a
+    # time (issue 27)
+    new_cols: dict[str, Any] = {}
+    for c in kq:
+        if gen.levels.get(c, -1) != 0:
+            new_cols[c] = _released_labels(gen, c, row_map)
+    for j, c in enumerate(eq):
+        new_cols[c] = Y[take, j].astype(np.int64) if grids is not None and grids[j].integer else Y[take, j]
+    data = take_rows(job.data[[c for c in job.data.columns if c not in new_cols]], row_map)
+    for c, v in new_cols.items():
+        data[c] = v
+    data = data[list(job.data.columns)]
     classes = pd.DataFrame({"class": np.arange(len(uniq_cls))})
     for c in kq:
-        classes[c] = data[c].to_numpy()[class_rows]
+        classes[c] = data[c].iloc[class_rows].to_numpy()
     classes["size"] = np.bincount(out_cls, minlength=len(uniq_cls))
     for j, c in enumerate(eq):
         classes[f"diam_{c}"] = diam[uniq_cls, j]
@@ -364,8 +435,8 @@ def run_keps(job: Job) -> Output:
             "confidence_share": float(len(conf_rows)) / max(n, 1),
         },
         "confidence_step": conf_info,
-        "class_of_row": out_cls.astype(np.int64),
-        "sensitivity_of_row": sens[take],
+        "class_of_row": np.asarray(out_cls, dtype=np.int64),
+        "sensitivity_of_row": sens_rel,
         "generalisation_loss": float(gen.loss),
         "released_loss": released_loss,
         "epsilon_quasis": list(eq),
@@ -377,13 +448,19 @@ def run_keps(job: Job) -> Output:
         info["chosen_levels"] = dict(gen.levels)
     if len(sup_rows):
         warns.append(
-            f"{len(sup_rows)} record(s) ({100 * len(sup_rows) / n:.2f} %) were suppressed "
-            "by the generalisation step and are not in the release."
+            notice(
+                "records-suppressed",
+                f"{len(sup_rows)} record(s) ({100 * len(sup_rows) / n:.2f} %) were suppressed "
+                "by the generalisation step and are not in the release.",
+            )
         )
     if conf_info and conf_info["records"]:
         warns.append(
-            f"c-confident k-anonymity (c = {conf_info['c']:g}) suppressed {conf_info['records']} "
-            f"more record(s) ({100 * conf_info['records'] / n:.2f} %)."
+            notice(
+                "records-suppressed",
+                f"c-confident k-anonymity (c = {conf_info['c']:g}) suppressed {conf_info['records']} "
+                f"more record(s) ({100 * conf_info['records'] / n:.2f} %).",
+            )
         )
     job.progress(1.0)
     # ``protected`` is what generic measures (SSE, record linkage) compare by default: the
@@ -524,8 +601,8 @@ SPEC = MethodSpec(
     protects=(Role.K_QUASI, Role.EPS_QUASI),
     requires=(Role.K_QUASI,),
     guarantee=_guarantee,
+    effects=_effects,
     run=run_keps,
-    is_dp=never_dp,
     needs_domain=False,
     uses_k=True,
     uses_epsilon=True,

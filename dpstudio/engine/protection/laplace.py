@@ -11,16 +11,17 @@ import numpy as np
 
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import noise as N
+from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext
+from dpstudio.engine.notices import notice
 from dpstudio.engine.outofcore import Attribute, Rowwise
 from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import (
     DP_PARAMS,
-    baseline_sentence,
-    dp_sentence,
+    baseline_guarantee,
+    dp_guarantee,
     eps_info,
     eps_quasi,
     frame_with,
-    is_dp_eps,
     job_attribute,
     noise_name,
 )
@@ -29,12 +30,16 @@ from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
 
 
-def guarantee(p: dict) -> str:
-    if p.get("epsilon") is None:
-        return baseline_sentence("original values")
-    return (
-        dp_sentence(p) + f"; {noise_name(p)} noise of scale Δ(A_i)/ε_i added to every "
-        "value, clamped to the domain."
+def guarantee(ctx: GuaranteeContext) -> Guarantee:
+    """What the release guarantees, for the validated parameters and columns of ``ctx``."""
+    if ctx.get("epsilon") is None:
+        return baseline_guarantee(ctx, "original values")
+    return dp_guarantee(
+        ctx,
+        Clause(
+            "mechanism",
+            f"; {noise_name(ctx)} noise of scale Δ(A_i)/ε_i added to every value, clamped to the domain.",
+        ),
     )
 
 
@@ -59,7 +64,7 @@ def run(job: Job) -> Output:
             job.data.copy(),
             info=info,
             protected=cols,
-            warnings=["No ε given: the original values are returned (baseline)."],
+            warnings=[notice("baseline", "No ε given: the original values are returned (baseline).")],
         )
     X = job.matrix(cols)
     lb, ub = job.bounds(cols)
@@ -92,7 +97,6 @@ SPEC = MethodSpec(
     requires=(Role.EPS_QUASI,),
     guarantee=guarantee,
     run=run,
-    is_dp=is_dp_eps,
     needs_domain=True,
     uses_k=False,
     uses_epsilon=True,

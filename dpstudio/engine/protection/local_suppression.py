@@ -26,10 +26,12 @@ import pandas as pd
 
 from dpstudio.engine.algorithms.local_suppression import local_suppression
 from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.guarantee import Clause, Effect, Effects, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
 from dpstudio.engine.measures.survey_risk import encode_keys, wildcard_counts
+from dpstudio.engine.notices import notice
 from dpstudio.engine.params import Param
-from dpstudio.engine.protection._common import ORDER_PARAM, k_param
+from dpstudio.engine.protection._common import ORDER_PARAM, as_k, k_param
 from dpstudio.engine.protection._papers import TEMPL_2015_JSS
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
@@ -71,23 +73,41 @@ _PARAMS = (
 )
 
 
-def guarantee(p: dict) -> str:
-    keys = p.get("_attributes")
+def guarantee(ctx: GuaranteeContext) -> Guarantee:
+    keys = ctx.attributes
     named = f" ({', '.join(keys)})" if keys else ""
-    s = (
-        f"{p.get('k')}-anonymity on the k-quasi-identifiers{named} by local suppression: every "
-        "record agrees with at least k − 1 others on every key where neither value is "
-        "suppressed or missing (a missing value matches any value, sdcMicro's rule); key "
-        "values are only set to missing, never changed"
-    )
-    levels = p.get("recode_levels") or {}
+    clauses = [
+        Clause("claim", f"{ctx.get('k')}-anonymity on the k-quasi-identifiers{named}"),
+        Clause(
+            "mechanism",
+            " by local suppression: every record agrees with at least k − 1 others on every key "
+            "where neither value is suppressed or missing (a missing value matches any value, "
+            "sdcMicro's rule); key values are only set to missing, never changed",
+        ),
+    ]
+    levels = ctx.get("recode_levels") or {}
     if levels:
-        s += (
-            ", after global recoding of "
-            + ", ".join(f"{c} to level {lv}" for c, lv in levels.items())
-            + " of their hierarchies"
+        clauses.append(
+            Clause(
+                "mechanism",
+                ", after global recoding of "
+                + ", ".join(f"{c} to level {lv}" for c, lv in levels.items())
+                + " of their hierarchies",
+            )
         )
-    return s + ". Not differential privacy; the other columns are released unchanged."
+    clauses += [
+        Clause("not-dp", ". Not differential privacy;"),
+        Clause("not-covered", " the other columns are released unchanged."),
+    ]
+    return Guarantee(model=Model.K_ANONYMITY, clauses=tuple(clauses), k=as_k(ctx.get("k")), covered=keys)
+
+
+def effects(ctx: GuaranteeContext) -> Effects:
+    """As a step of a chain: key values set to missing where the data call for it (after an
+    optional global recoding to hierarchy levels, a value-wise map); nothing else is read.
+    """
+    keys = ctx.columns(Role.K_QUASI) or list(ctx.attributes)
+    return Effects(changes={c: Effect.SUPPRESS for c in keys}, keys=tuple(keys))
 
 
 def parse_importance(text: str | None, keys: list[str]) -> list[str] | None:
@@ -181,11 +201,14 @@ def run(job: Job) -> Output:
         "suppressed_per_key": rep["suppressed_per_key"],
         "suppressed_total": rep["suppressed_total"],
     }
-    warns = [
-        f"Local suppression set {rep['suppressed_total']} key value(s) to missing in "
-        f"{rep['records_with_suppression']} record(s): "
-        + ", ".join(f"{c} {n}" for c, n in rep["suppressed_per_key"].items())
-        + "."
+    warns: list[str] = [
+        notice(
+            "values-suppressed",
+            f"Local suppression set {rep['suppressed_total']} key value(s) to missing in "
+            f"{rep['records_with_suppression']} record(s): "
+            + ", ".join(f"{c} {n}" for c, n in rep["suppressed_per_key"].items())
+            + ".",
+        )
     ]
     job.progress(1.0)
     return Output(out, info=info, warnings=warns, protected=keys)
@@ -212,4 +235,5 @@ SPEC = MethodSpec(
     min_k=2,
     k_anonymous=True,
     missing_matches_any=True,
+    effects=effects,
 )

@@ -12,15 +12,16 @@ import numpy as np
 
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.errors import ParameterError
+from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.params import Param
 from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import (
     DROP_MISSING_PARAM,
     ORDER_PARAM,
+    as_k,
     frame_with,
     k_param,
     named,
-    never_dp,
 )
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
@@ -45,11 +46,21 @@ DISTANCE_PARAM = Param(
 )
 
 
-def guarantee(p: dict) -> str:
-    return (
-        f"k-anonymity with k = {p.get('k')} on the k-quasi-identifiers{named(p)}: every combination of "
-        "released k-quasi-identifier values is shared by at least k records (MDAV "
-        "microaggregation). Not differential privacy."
+def guarantee(ctx: GuaranteeContext) -> Guarantee:
+    k = ctx.get("k")
+    return Guarantee(
+        model=Model.K_ANONYMITY,
+        k=as_k(k),
+        covered=ctx.attributes,
+        clauses=(
+            Clause("claim", f"k-anonymity with k = {k} on the k-quasi-identifiers{named(ctx)}"),
+            Clause(
+                "mechanism",
+                ": every combination of released k-quasi-identifier values is shared by at "
+                "least k records (MDAV microaggregation).",
+            ),
+            Clause("not-dp", " Not differential privacy."),
+        ),
     )
 
 
@@ -103,7 +114,6 @@ MDAV_FIELDS: dict[str, Any] = dict(
     params=(k_param(), DISTANCE_PARAM, DROP_MISSING_PARAM, ORDER_PARAM),
     protects=(Role.K_QUASI,),
     requires=(Role.K_QUASI,),
-    is_dp=never_dp,
     needs_domain=False,
     uses_k=True,
     uses_epsilon=False,

@@ -6,20 +6,31 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.protection import _papers as _P
-from dpstudio.engine.protection._common import named
+from dpstudio.engine.protection._common import as_k, named
 from dpstudio.engine.protection.mdav import MDAV_FIELDS, mdav_labels
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
 
 
-def guarantee(p: dict) -> str:
-    return (
-        f"Probabilistic k-anonymity with k = {p.get('k')} on the k-quasi-identifiers{named(p)}: the "
-        "released k-quasi values are the original ones, permuted jointly at random inside "
-        "MDAV clusters of at least k records, so linking a record to its respondent succeeds "
-        "with probability at most 1/k. Not differential privacy."
+def guarantee(ctx: GuaranteeContext) -> Guarantee:
+    k = ctx.get("k")
+    return Guarantee(
+        model=Model.PROBABILISTIC_K_ANONYMITY,
+        k=as_k(k),
+        covered=ctx.attributes,
+        clauses=(
+            Clause("claim", f"Probabilistic k-anonymity with k = {k} on the k-quasi-identifiers{named(ctx)}"),
+            Clause(
+                "mechanism",
+                ": the released k-quasi values are the original ones, permuted jointly at random "
+                "inside MDAV clusters of at least k records, so linking a record to its "
+                "respondent succeeds with probability at most 1/k.",
+            ),
+            Clause("not-dp", " Not differential privacy."),
+        ),
     )
 
 

@@ -33,15 +33,17 @@ import numpy as np
 import pandas as pd
 
 from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
+from dpstudio.engine.notices import notice
 from dpstudio.engine.params import Param, invalid_value
 from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import (
     DROP_MISSING_PARAM,
     ORDER_PARAM,
+    as_k,
     epsilon_param,
     keep_order,
-    never_dp,
-    order_clause,
+    ordering,
     record_permutation,
 )
 from dpstudio.engine.registry import MethodSpec
@@ -372,8 +374,11 @@ def _quasi_matrix(job: Job, cols: list[str], warns: list[str]) -> np.ndarray:
         else:
             Z[:, i] = pd.Categorical(s.astype(str)).codes
             warns.append(
-                f"k-quasi {c!r} is categorical: groups are made homogeneous on its "
-                "category codes (alphabetical order), which is only a rough proximity."
+                notice(
+                    "categorical-proximity",
+                    f"k-quasi {c!r} is categorical: groups are made homogeneous on its "
+                    "category codes (alphabetical order), which is only a rough proximity.",
+                )
             )
     sd = Z.std(axis=0, ddof=1)
     return (Z - Z.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
@@ -439,18 +444,23 @@ def run(job: Job) -> Output:
     counts = np.zeros((G, b), dtype=np.int64)
     np.add.at(counts, (group, bucket), 1)
     t_ach = achieved_t(counts, supply) if b > 1 else 1.0
-    if eps is not None and t_ach > t * (1 + 1e-9):
+    if eps is not None and missed_target(t_ach, t):
+        if p.get("output", "anatomy") != "anatomy":
+            # the groups are not released: the achieved t is not a function of the release, so
+            # the public guarantee cannot state it -- and must not claim the target it missed
+            raise ParameterError(
+                f"This run's groups reach t = {t_ach:.4g}, above the target e^ε = {t:.4g} "
+                "(rounding of small groups). With output='permuted' the groups are not "
+                "released, so the guarantee cannot state the achieved t. Increase k (or lower "
+                "l), or choose output='anatomy' (its guarantee states the achieved t)."
+            )
         warns.append(
-            f"The achieved t = {t_ach:.4g} exceeds the target e^ε = {t:.4g} (rounding of "
-            "small groups): the release is only t-close for the achieved t. Increase k."
+            notice(
+                "t-achieved",
+                f"The achieved t = {t_ach:.4g} exceeds the target e^ε = {t:.4g} (rounding of "
+                "small groups): the release is only t-close for the achieved t. Increase k.",
+            )
         )
-        caveat = (
-            f" CAVEAT: the achieved t = {t_ach:.4g} exceeds the target {t:.4g}; this "
-            f"release is only {t_ach:.4g}-close (ε = ln t = {math.log(t_ach):.4g} for "
-            "uninformed intruders). Increase k for the stated target."
-        )
-    else:
-        caveat = ""
     # releases
     gsizes = np.bincount(group, minlength=G)
     perm = permute_within(group, job.rng)
@@ -484,7 +494,6 @@ def run(job: Job) -> Output:
     info = {
         "t_target": None if eps is None else t,
         "t_achieved": t_ach,
-        "guarantee_caveat": caveat,
         "buckets": b,
         "bucket_sizes": supply.tolist(),
         "l": l_,
@@ -502,7 +511,7 @@ def run(job: Job) -> Output:
             + "."
         ),
     }
-    if eps is not None and t_ach <= t * (1 + 1e-9):
+    if eps is not None and not missed_target(t_ach, t):
         info["t_check"] = f"achieved t = {t_ach:.4g} ≤ e^ε = {t:.4g}"
     # the k and l actually used (issue 11: k = auto showed "k None"); a function of N, ε and
     # the parameters only, so the API puts them in the result's params and the sentence
@@ -524,73 +533,120 @@ def _bucket_labels(C: np.ndarray, bucket: np.ndarray, b: int, conf: list[str]) -
     return names[bucket]
 
 
-def guarantee(p: dict) -> str:
-    eps = p.get("epsilon")
-    roles = p.get("_roles") or {}
-    attrs = list(p.get("_attributes") or [])
-    quasi = [c for c in attrs if roles.get(c) == Role.K_QUASI.value]
-    conf = [c for c in attrs if roles.get(c) == Role.CONFIDENTIAL.value]
+def missed_target(t_achieved: float, t_target: float) -> bool:
+    """Whether the groups' achieved t exceeds the target (beyond rounding of the check)."""
+    return t_achieved > t_target * (1 + 1e-9)
+
+
+def guarantee(ctx: GuaranteeContext) -> Guarantee:
+    eps = ctx.get("epsilon")
+    roles = ctx.roles
+    attrs = list(ctx.attributes)
+    quasi = [c for c in attrs if roles.get(c) is Role.K_QUASI]
+    conf = [c for c in attrs if roles.get(c) is Role.CONFIDENTIAL]
     if attrs and not roles:  # roles unknown: name the attributes without claiming more
         quasi, conf = [], attrs
-    k = p.get("k")
+    k = ctx.get("k")
     groups = (
         f"groups of at least k = {int(k)} records"
         if k is not None
-        else f"groups of at least ⌊N/(b·l)⌋ records (l = {int(p.get('l') or 1)}; the "
+        else f"groups of at least ⌊N/(b·l)⌋ records (l = {int(ctx.get('l') or 1)}; the "
         "actual k is stated with the release)"
     )
+    anatomy = ctx.get("output", "anatomy") == "anatomy"
+    order = ordering(ctx, clustered=False)[0]
     if eps is None:
-        return (
-            "Noise-free baseline: " + groups + " on the k-quasi-identifiers without the "
-            "t-closeness quotas; no t-closeness, no differential privacy."
-            + _scope(quasi, conf, p)
-            + order_clause(p, clustered=False)
+        return Guarantee(
+            model=Model.NONE,
+            baseline=True,
+            k=as_k(k),
+            covered=ctx.attributes,
+            clauses=(
+                Clause(
+                    "baseline",
+                    "Noise-free baseline: " + groups + " on the k-quasi-identifiers without the "
+                    "t-closeness quotas; no t-closeness, no differential privacy.",
+                ),
+                *_scope(quasi, conf, ctx),
+                order,
+            ),
         )
     t = math.exp(float(eps))
     b = n_buckets(eps)
-    exact = p.get("sensitive_values", "exact") == "exact"
-    shown = (
-        "permuted inside groups that are not released"
-        if p.get("output") == "permuted"
-        else "released per group (Anatomy)"
-    )
-    return (
-        f"t-closeness with t = e^ε = {t:.4g} (ε = {float(eps):g}) for the confidential attribute "
-        f"cut into b = {b} equal-mass buckets, in {groups} on the "
-        f"k-quasi-identifiers; confidential values are {shown}. This is ε-differential privacy "
-        "ONLY for intruders whose sole knowledge of the confidential attribute is its marginal "
-        "distribution (uninformed intruders, thesis §7.3.1); for intruders who know more (e.g. "
-        "the values of other members of a group) the protection is only approximate, not ε-DP. "
-        + (
-            "The bound concerns which bucket a person's value lies in; values inside a bucket are "
-            "released exactly."
+    exact = ctx.get("sensitive_values", "exact") == "exact"
+    shown = "released per group (Anatomy)" if anatomy else "permuted inside groups that are not released"
+    clauses = [
+        Clause("claim", f"t-closeness with t = e^ε = {t:.4g} (ε = {float(eps):g})"),
+        Clause(
+            "mechanism",
+            f" for the confidential attribute cut into b = {b} equal-mass buckets, in {groups} "
+            f"on the k-quasi-identifiers; confidential values are {shown}.",
+        ),
+        Clause(
+            "meaning",
+            " This is ε-differential privacy ONLY for intruders whose sole knowledge of the "
+            "confidential attribute is its marginal distribution (uninformed intruders, thesis "
+            "§7.3.1); for intruders who know more (e.g. the values of other members of a group) "
+            "the protection is only approximate, not ε-DP.",
+        ),
+        Clause(
+            "mechanism",
+            " The bound concerns which bucket a person's value lies in; values inside a bucket "
+            "are released exactly."
             if exact
-            else "Only the bucket (value range) is released."
+            else " Only the bucket (value range) is released.",
+        ),
+        *_scope(quasi, conf, ctx),
+        order,
+    ]
+    t_holds = t
+    run = ctx.run or {}
+    t_ach = run.get("t_achieved")
+    if anatomy and t_ach is not None and missed_target(float(t_ach), t):
+        # public: the Anatomy tables release the groups and every record's bucket (or value),
+        # so the achieved t is a function of the release (with output='permuted' the run
+        # refuses instead: its groups are not released)
+        t_holds = float(t_ach)
+        clauses.append(
+            Clause(
+                "caveat",
+                f" CAVEAT: the achieved t = {t_holds:.4g} exceeds the target {t:.4g}; this "
+                f"release is only {t_holds:.4g}-close (ε = ln t = {math.log(t_holds):.4g} for "
+                "uninformed intruders). Increase k for the stated target.",
+            )
         )
-        + _scope(quasi, conf, p)
-        + order_clause(p, clustered=False)
+    return Guarantee(
+        model=Model.T_CLOSENESS,
+        clauses=tuple(clauses),
+        epsilon=float(eps),
+        t=t_holds,
+        k=as_k(k),
+        covered=ctx.attributes,
     )
 
 
-def _scope(quasi: list[str], conf: list[str], p: dict) -> str:
+def _scope(quasi: list[str], conf: list[str], ctx: GuaranteeContext) -> tuple[Clause, ...]:
     """What is changed and what is not (issue 11: untouched k-quasis were called protected)."""
-    out = ""
+    out: list[Clause] = []
     if conf:
         how = (
             "moved to a separate table by group"
-            if p.get("output", "anatomy") == "anatomy"
+            if ctx.get("output", "anatomy") == "anatomy"
             else "permuted among the records of each group"
         )
-        if p.get("sensitive_values", "exact") == "bucket":
+        if ctx.get("sensitive_values", "exact") == "bucket":
             how += " and replaced by their bucket"
-        out += f" Changed: the confidential attribute(s) {', '.join(conf)} ({how})."
+        out.append(Clause("changed", f" Changed: the confidential attribute(s) {', '.join(conf)} ({how})."))
     if quasi:
-        out += (
-            f" Not changed: the k-quasi-identifiers {', '.join(quasi)} are released with "
-            "their exact values; only their link to the confidential values is hidden "
-            "inside the groups."
+        out.append(
+            Clause(
+                "not-changed",
+                f" Not changed: the k-quasi-identifiers {', '.join(quasi)} are released with "
+                "their exact values; only their link to the confidential values is hidden "
+                "inside the groups.",
+            )
         )
-    return out
+    return tuple(out)
 
 
 SPEC = MethodSpec(
@@ -617,7 +673,6 @@ SPEC = MethodSpec(
     requires=(Role.CONFIDENTIAL,),
     guarantee=guarantee,
     run=run,
-    is_dp=never_dp,
     needs_domain=False,
     uses_k=True,
     uses_epsilon=True,

@@ -36,10 +36,14 @@ def middle_data(n, m, seed=0, lo=400.0, hi=600.0):
 
 
 def _g(mid, **p):
+    """The method's own sentence and ε-DP flag for parameters ``p`` (columns not known)."""
+    from dpstudio.engine.guarantee import GuaranteeContext
+
     spec = get_method(mid)
     params = {q.name: q.default for q in spec.params}
     params.update(p)
-    return spec.guarantee(params), bool(spec.is_dp(params))
+    g = spec.describe(GuaranteeContext.of(params))
+    return g.render(), g.is_dp
 
 
 def _residuals(mid, df, roles, doms, reps=1, **params):

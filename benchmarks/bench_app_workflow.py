@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""The window never stalls (issue 27.4): event-loop gaps while a new user opens a large file,
+types the roles, looks at the risk, sweeps and protects; and how soon a long sweep shows
+progress.
+
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_app_workflow.py [--rows 200000]
+        [--sweep-rows 20000] [--stacks] [--out results/bench_app_workflow.txt]
+
+A QTimer ticks every 10 ms in the GUI thread; a gap between two ticks is a time the window
+could not react (target: none over 100 ms).  Phases, on a household survey file of ``--rows``
+records (hh_id text with leading zeros, region, sex, age, income, weight, a free-text comment;
+tests/app/test_new_user_file.py's generator):
+
+1. open it through the window (sniff, confirm, read, the panels filled);
+2. give the roles one column at a time, as typed in the Attributes panel (household id,
+   three k-quasi-identifiers, the income as ε-quasi-identifier, the weight), types and domains;
+3. the Risk tab computes the file's re-identification risk;
+4. a k-eps sweep (k = 2, 5, 10, ε = 1, one repeat);
+5. Protect (k-eps, k = 5, ε = 1).
+
+Then the issue's long sweep: MDAV, k = 2..60, on ``--sweep-rows`` numeric records: the time to
+the first progress above 0 % and to the first point drawn (target: progress within 1 s).
+
+``--stacks``: a watchdog thread samples every thread's stack while the GUI thread is late, and
+the report names the code the longest gaps were spent in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import os
+import platform
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ["DPSTUDIO_CONFIG_DIR"] = tempfile.mkdtemp(prefix="dps-bench-")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from PySide6.QtCore import QTimer  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+app = QApplication.instance() or QApplication(sys.argv)
+
+import dpstudio.app  # noqa: E402,F401  (PySide6 refcount guard)
+from dpstudio import __version__  # noqa: E402
+from dpstudio.app.main_window import MainWindow  # noqa: E402
+
+COMMENTS = ["à l'école", "Zürich — Ångström", "niño", "", "café crème", "0012 Straße"]
+
+
+def household(n: int, seed: int = 11) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    hh = np.repeat(np.arange(1, n // 3 + 2), 3)[:n]
+    return pd.DataFrame(
+        {
+            "hh_id": [f"{h:06d}" for h in hh],
+            "region": rng.choice([11, 12, 21, 22, 31], n, p=[0.3, 0.25, 0.2, 0.15, 0.1]),
+            "sex": rng.choice([1, 2], n),
+            "age": rng.integers(16, 96, n),
+            "income": np.round(rng.lognormal(10, 0.8, n), 2),
+            "weight": np.round(rng.uniform(50, 400, n), 3),
+            "comment": rng.choice(COMMENTS, n),
+        }
+    )
+
+
+class Ticker:
+    """Gaps between 10 ms timer ticks in the GUI thread, and (``stacks``) where they went."""
+
+    def __init__(self, stacks: bool) -> None:
+        self.timer = QTimer()
+        self.timer.setInterval(10)
+        self.timer.timeout.connect(self._tick)
+        self.last = time.perf_counter()
+        self.gaps: list[tuple[float, float]] = []  # (gap seconds, time of its end)
+        self.samples: list[tuple[float, str]] = []  # (time, stacks) taken while the GUI was late
+        self.main_id = threading.get_ident()
+        self._stop = threading.Event()
+        if stacks:
+            threading.Thread(target=self._watch, daemon=True).start()
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        self.gaps.append((now - self.last, now))
+        self.last = now
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.03):
+            late = time.perf_counter() - self.last
+            if late > 0.06:
+                frames = sys._current_frames()
+                parts = []
+                for tid, fr in frames.items():
+                    if tid == threading.get_ident():
+                        continue
+                    st = []
+                    while fr is not None and len(st) < 60:  # (no source lines read: cheap)
+                        st.append((fr.f_code.co_filename, fr.f_lineno, fr.f_code.co_name))
+                        fr = fr.f_back
+                    keep = ("dpstudio", "pandas", "numpy", "pyqtgraph", "pyarrow")
+                    ours = [f for f in st if any(k in f[0] for k in keep)]
+                    top = (ours or st)[:4]
+                    who = "GUI" if tid == self.main_id else f"T{tid % 1000}"
+                    parts.append(f"{who}: " + " <- ".join(f"{Path(f[0]).name}:{f[1]} {f[2]}" for f in top))
+                self.samples.append((time.perf_counter(), " | ".join(parts)))
+
+    def start(self) -> None:
+        self.gaps, self.samples = [], []
+        self.last = time.perf_counter()
+        self.timer.start()
+
+    def stop(self) -> dict:
+        self.timer.stop()
+        g = np.array([x for x, _ in self.gaps]) * 1000 if self.gaps else np.zeros(1)
+        big = sorted(self.gaps, reverse=True)[:3]
+        where = []
+        for gap, end in big:
+            if gap < 0.1:
+                break
+            inside = [s for t, s in self.samples if end - gap <= t <= end + 0.05]
+            where.append(f"{gap * 1000:.0f} ms: " + (max(set(inside), key=inside.count) if inside else "?"))
+        return {"ticks": len(g), "max_ms": float(g.max()), "p99_ms": float(np.percentile(g, 99)),
+                "over_100": int((g > 100).sum()), "where": where}
+
+
+def run_until(cond, timeout: float) -> float:
+    t0 = time.perf_counter()
+    while not cond():
+        if time.perf_counter() - t0 > timeout:
+            raise TimeoutError
+        app.processEvents()
+        time.sleep(0.002)
+    return time.perf_counter() - t0
+
+
+def idle(win) -> bool:
+    return not win.controller.busy and not win.risk_panel.pending()
+
+
+def settle(win, timeout: float = 900) -> None:
+    run_until(lambda: idle(win), timeout)
+    end = time.perf_counter() + 0.3  # late repaints / debounced work
+    run_until(lambda: time.perf_counter() > end and idle(win), timeout)
+
+
+def phase(lines: list[str], ticker: Ticker, name: str, fn) -> None:
+    ticker.start()
+    t0 = time.perf_counter()
+    fn()
+    dt = time.perf_counter() - t0
+    s = ticker.stop()
+    lines.append(f"  {name}: {dt:.2f} s; event loop: max gap {s['max_ms']:.0f} ms, p99 {s['p99_ms']:.0f} ms, "
+                 f"gaps > 100 ms: {s['over_100']}")
+    lines.extend(f"      {w}" for w in s["where"])
+    print(lines[-1 - len(s["where"])], flush=True)
+
+
+def workflow(win, ticker, rows: int) -> list[str]:
+    tmp = Path(tempfile.mkdtemp(prefix="dps-wf-"))
+    path = tmp / f"household_{rows}.csv"
+    household(rows).to_csv(path, index=False)
+    lines = [f"Household survey file, {rows:,} records ({path.stat().st_size / 1e6:.0f} MB), load average "
+             f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs:"]
+    win.controller.confirm_csv = lambda p, info: {k: info.get(k) for k in ("sep", "encoding", "decimal")}
+    st = win.state
+
+    def open_it():
+        win.tabs.setCurrentIndex(0)
+        assert win.open_data(str(path))
+        run_until(lambda: st.path == str(path), 600)
+        settle(win)
+
+    def roles():
+        win.tabs.setCurrentIndex(1)
+        for col, role in (("hh_id", "household"), ("region", "k-quasi"), ("sex", "k-quasi"),
+                          ("age", "k-quasi"), ("income", "eps-quasi"), ("weight", "weight")):
+            win.roles_panel.set_roles({col: role})
+            end = time.perf_counter() + 0.15  # a user's pace between two choices
+            run_until(lambda end=end: time.perf_counter() > end, 60)
+        win.roles_panel.set_types({"region": "categorical", "sex": "categorical"})
+        st.set_domain("age", (0, 110))
+        st.set_domain("income", (0, 5_000_000))
+        settle(win)
+
+    def risk():
+        win.tabs.setCurrentIndex(win.tabs.indexOf(win.risk_panel))
+        win.risk_panel.schedule()
+        settle(win)
+
+    def sweep():
+        win.tabs.setCurrentIndex(2)
+        win.method_panel.select_method("k-eps")
+        win.method_panel.set_values({"k": 5, "epsilon": 1.0})
+        ep = win.explore_panel
+        ep.ks.setText("2, 5, 10")
+        ep.eps.setText("1")
+        ep.repeats.setValue(1)
+        assert win.controller.run_sweep()
+        settle(win)
+
+    def protect():
+        assert win.controller.run_protect()
+        settle(win)
+
+    for name, fn in (("open", open_it), ("roles, types, domains", roles), ("risk", risk),
+                     ("sweep (k-eps, k = 2, 5, 10)", sweep), ("protect (k-eps, k = 5)", protect)):
+        phase(lines, ticker, name, fn)
+    assert not win.errors, win.errors
+    path.unlink()
+    return lines
+
+
+def long_sweep(win, ticker, rows: int) -> list[str]:
+    tmp = Path(tempfile.mkdtemp(prefix="dps-ls-"))
+    path = tmp / f"numbers_{rows}.csv"
+    rng = np.random.default_rng(3)
+    pd.DataFrame({f"x{i}": np.round(rng.gamma(2.0, 1000.0, rows), 1) for i in range(4)}).to_csv(path, index=False)
+    st = win.state
+    win.controller.confirm_csv = lambda p, info: {k: info.get(k) for k in ("sep", "encoding", "decimal")}
+    assert win.open_data(str(path))
+    run_until(lambda: st.path == str(path), 600)
+    settle(win)
+    win.roles_panel.set_roles({f"x{i}": "k-quasi" for i in range(4)})
+    win.method_panel.select_method("mdav")
+    ep = win.explore_panel
+    ep.ks.setText("2-60")
+    ep.repeats.setValue(1)
+    settle(win)
+    prog: list[tuple[float, float]] = []
+    t0 = time.perf_counter()
+    win.controller.sweep_runner.sig_progress.connect(lambda f: prog.append((time.perf_counter() - t0, f)))
+    ticker.start()
+    assert win.controller.run_sweep()
+    first_point = run_until(lambda: ep.n_plotted() > 0, 900)
+    settle(win)
+    total = time.perf_counter() - t0
+    s = ticker.stop()
+    moved = [t for t, f in prog if f > 0]
+    return [f"MDAV sweep, k = 2..60, {rows:,} records × 4: {total:.1f} s; first progress above 0 % after "
+            f"{moved[0] if moved else float('nan'):.2f} s (target < 1 s), {len(prog)} progress updates, "
+            f"first point drawn after {first_point:.2f} s; event loop: max gap {s['max_ms']:.0f} ms, "
+            f"gaps > 100 ms: {s['over_100']}", *(f"      {w}" for w in s["where"])]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--sweep-rows", type=int, default=20_000)
+    ap.add_argument("--stacks", action="store_true")
+    ap.add_argument("--skip-workflow", action="store_true")
+    ap.add_argument("--skip-sweep", action="store_true")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    if os.environ.get("DPS_BENCH_HANG"):
+        faulthandler.dump_traceback_later(float(os.environ["DPS_BENCH_HANG"]), exit=True)
+    win = MainWindow(offer_recovery=False)
+    win.errors = []
+    win.controller.sig_error.connect(lambda m, d: win.errors.append(m))
+    win.resize(1366, 740)
+    win.show()
+    ticker = Ticker(a.stacks)
+    lines = [f"dpstudio {__version__} app workflow benchmark — {time.strftime('%Y-%m-%d %H:%M')} — "
+             f"{platform.machine()}, {os.cpu_count()} CPUs, Qt platform {app.platformName()}"]
+    if not a.skip_workflow:
+        lines += workflow(win, ticker, a.rows)
+    if not a.skip_sweep:
+        lines += long_sweep(win, ticker, a.sweep_rows)
+        print(lines[-1], flush=True)
+    lines.append(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    win.controller.shutdown()
+    win.state.mark_dirty(False)
+    win.close()
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.out:
+        Path(a.out).write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
