@@ -730,8 +730,11 @@ def _validate(src: Source, method, roles, domains, precision, params, hierarchie
 
         P.check_k(prep.params["k"], n, spec.id, spec.min_k)
     prep._digest = digest  # the whole data's, not the sample's: the run's key material
+    # the sample's record ids are global positions from the lengths of the partitions SCANNED
+    # here (a frame's or a CSV's partitions are split after this pass: their starts change)
+    first = np.r_[0, np.cumsum(lens)[:-1]].astype(np.int64)
     sample = (
-        [(i, s["sample"][0], s["sample"][1]) for i, s in enumerate(scans) if s["sample"][0].size]
+        [(int(first[i]) + s["sample"][0], s["sample"][1]) for i, s in enumerate(scans) if s["sample"][0].size]
         if sort
         else []
     )
@@ -849,7 +852,7 @@ def protect_dask(
             g = _grid(prep, declared_integer(prep.types, c), c, n) if plan.noisy else None
             attrs.append(Attribute(c, j, root, p, n, grid=g, epsilon=None if eps is None else float(eps[j])))
     if isinstance(plan, FrequencySet):
-        out, kinfo, kwarns = _frequency_release(ddf, task, n)
+        out, kinfo, kwarns = _frequency_release(ddf, task, n, budget)
         info.update(kinfo)
         private_warns += kwarns
     elif isinstance(plan, Rowwise):
@@ -1356,9 +1359,8 @@ def _ranked_release(
             f"{_human(Budget.minimum(2 * k, row_bytes))}, a smaller k, or use --engine memory."
         )
     nranges = max(1, int(np.ceil(n / _range_rows(plan, cols, budget))))
-    starts = src.starts
-    rows = np.concatenate([starts[i] + pos for i, pos, _ in sample]) if sample else np.zeros(0, np.int64)
-    X = np.concatenate([x for _, _, x in sample]) if sample else np.zeros((0, len(cols)))
+    rows = np.concatenate([ids for ids, _ in sample]) if sample else np.zeros(0, np.int64)
+    X = np.concatenate([x for _, x in sample]) if sample else np.zeros((0, len(cols)))
     if isinstance(plan, SingleOrder):
         lb = np.array([prep.domains[c][0] for c in cols], dtype=np.float64)
         ub = np.array([prep.domains[c][1] for c in cols], dtype=np.float64)
@@ -1413,10 +1415,21 @@ def _part_frequencies(part: pd.DataFrame, encode, keys: list[str]) -> pd.DataFra
     return codes.groupby(keys, sort=False).size().reset_index(name="__n")
 
 
-def _frequency_set(*parts: pd.DataFrame) -> pd.DataFrame:
+def _frequency_set(*parts: pd.DataFrame, limit: int | None = None, worker: int = 0) -> pd.DataFrame:
+    """The merged frequency set of ``parts`` (each a frequency set of some partitions);
+    refuses, in one line, a table of more than ``limit`` distinct combinations (it is merged
+    in a task and searched by the method in this process: it must stay bounded, issue 25).
+    """
     keys = [c for c in parts[0].columns if c != "__n"]
     both = pd.concat(parts, ignore_index=True)
-    return both.groupby(keys, sort=True)["__n"].sum().reset_index()
+    out = both.groupby(keys, sort=True)["__n"].sum().reset_index()
+    if limit is not None and len(out) > limit:
+        raise InputError(
+            f"The key columns {', '.join(map(repr, keys))} have more than {limit:,} distinct "
+            f"combinations; their frequency set does not fit workers of {_human(worker)}. "
+            "Recode them to coarser values first, use fewer of them, or use --engine memory."
+        )
+    return out
 
 
 def _frequency_part(part: pd.DataFrame, encode, keys, combos, keep, labels, sdtype) -> pd.DataFrame:
@@ -1438,17 +1451,21 @@ def _frequency_part(part: pd.DataFrame, encode, keys, combos, keep, labels, sdty
     return out
 
 
-def _frequency_release(ddf, task, n):
+def _frequency_release(ddf, task, n, budget: Budget):
     """A :class:`FrequencySet` plan's release: one distributed group-by of the encoded key
-    columns with counts; the method's ``choose`` on that table; then each partition rewritten.
-    Returns (release with record ids, private info, private warnings).
+    columns with counts, merged in a tree (no task holds more than 16 partial tables, none
+    larger than the budget's rows: :func:`_frequency_set`); the method's ``choose`` on that
+    table; then each partition rewritten.  Returns (release with record ids, private info,
+    private warnings).
     """
     import dask
     from dask import delayed
 
     keys = list(task.columns)
+    limit = budget.rows(8.0 * (len(keys) + 1))
     parts = [delayed(_part_frequencies)(x, task.encode, keys) for x in ddf[keys].to_delayed()]
-    (freq,) = dask.compute(delayed(_frequency_set)(*parts))
+    merge = partial(_frequency_set, limit=limit, worker=budget.worker)
+    (freq,) = dask.compute(_tree(parts, merge) if len(parts) > 1 else delayed(merge)(*parts))
     choice = task.choose(freq)
     combos = pd.Index(freq[keys[0]]) if len(keys) == 1 else pd.MultiIndex.from_frame(freq[keys])
     # the generalised labels as strings (the dtype dask gives string columns; Parquet needs one)
