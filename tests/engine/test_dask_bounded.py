@@ -159,3 +159,33 @@ def test_keps_frequency_set_beyond_the_budget_is_one_line():
     msg = str(err.value)
     assert "distinct combinations" in msg and "'age'" in msg and "--engine memory" in msg
     assert "\n" not in msg
+
+
+@pytest.mark.parametrize("method,extra", [
+    ("mdav", ["--k", "3", "--role", "x=k-quasi"]),
+    ("insensitive-dp", ["--k", "3", "--epsilon", "1", "--role", "x=eps-quasi", "--domain", "x=0:100"]),
+])
+def test_sequential_methods_are_refused_in_one_line_before_any_cluster(tmp_path, capsys, monkeypatch, method, extra):
+    """MDAV (sequential: each cluster depends on every record left) and insensitive-dp's
+    multi-reference variant gather every record: refused in one line naming what to do (the
+    in-memory engine, on strata for a file larger than memory), before a cluster starts."""
+    pytest.importorskip("distributed")
+    import distributed
+
+    from dpstudio import cli
+
+    def boom(*a, **k):
+        raise AssertionError("a Dask cluster was started before the refusal")
+
+    monkeypatch.setattr(distributed, "LocalCluster", boom)
+    monkeypatch.setattr(distributed, "Client", boom)
+    src = tmp_path / "in.parquet"
+    pd.DataFrame({"x": np.arange(50.0)}).to_parquet(src)
+    code = cli.main(["protect", str(src), str(tmp_path / "out"), "--method", method, *extra, "--engine", "dask"])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert "--engine memory" in lines[0]
+    if method == "mdav":
+        assert "strata" in lines[0] and "docs/scale.md" in lines[0]
+    assert not (tmp_path / "out").exists()

@@ -660,7 +660,8 @@ def check_runs_on_dask(method: str, params: dict | None = None):
     if plan is None:
         raise NotOnDask(
             f"Method {method!r} does not run on Dask (it declares no out-of-core plan); "
-            f"use --engine memory (Dask runs: {', '.join(dask_methods())})."
+            f"use --engine memory, on strata that fit in memory for a larger file (docs/scale.md) "
+            f"(Dask runs: {', '.join(dask_methods())})."
         )
     if params.get("layout", "records") == "separate-tables":
         raise NotOnDask("Layout 'separate-tables' does not run on Dask yet; use --engine memory.")
