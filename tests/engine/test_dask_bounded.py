@@ -189,3 +189,27 @@ def test_sequential_methods_are_refused_in_one_line_before_any_cluster(tmp_path,
     if method == "mdav":
         assert "strata" in lines[0] and "docs/scale.md" in lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_shuffle_buffers_are_sized_from_the_memory_limit():
+    """p2p's buffers (1 GiB to send by default: twice a 500 MB worker) are lowered to a
+    sixteenth of the worker's limit, at least 32 MiB, never raised; the memory model counts them."""
+    from types import SimpleNamespace as NS
+
+    def worker(limit, comms, disk):
+        ext = NS(memory_limiter_comms=NS(limit=comms), memory_limiter_disk=NS(limit=disk))
+        return NS(extensions={"shuffle": ext}, memory_manager=NS(memory_limit=limit))
+
+    w = worker(2**30, 2**30, 100 * 2**20)
+    DB._tune_worker(w)
+    assert w.extensions["shuffle"].memory_limiter_comms.limit == 64 * 2**20
+    assert w.extensions["shuffle"].memory_limiter_disk.limit == 64 * 2**20
+    w = worker(500 * 10**6, 2**30, 10 * 2**20)  # a smaller buffer is kept
+    DB._tune_worker(w)
+    assert w.extensions["shuffle"].memory_limiter_comms.limit == 32 * 2**20
+    assert w.extensions["shuffle"].memory_limiter_disk.limit == 10 * 2**20
+    DB._tune_worker(NS(extensions={}, memory_manager=None))  # no shuffle extension: nothing to do
+    for limit in (500 * 10**6, 10**9, 8 * 10**9):
+        b = DB.Budget(limit, "test")
+        assert DB.peak_model(b) == DB.WORKER_BASE_BYTES + b.usable + 2 * DB.shuffle_buffer(limit) + limit // 10
+        assert DB.peak_model(b) < 0.95 * limit  # below the nanny's restart threshold

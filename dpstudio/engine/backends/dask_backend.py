@@ -244,26 +244,33 @@ class Budget:
         return int(np.ceil(need / USABLE_SHARE))
 
 
+def shuffle_buffer(limit: int) -> int:
+    """Bytes each of a worker's two p2p shuffle buffers may hold (data waiting to be sent,
+    data waiting to be written; Dask's defaults are 1 GiB and 100 MiB): a sixteenth of its
+    memory limit, at least 32 MiB (:func:`_tune_worker`).
+    """
+    return max(32 * 2**20, int(limit) // 16)
+
+
 def peak_model(budget: Budget) -> int:
     """The memory model (docs/scale.md): the peak a worker is planned to reach -- what it
     holds before any data, plus one task's working set (TASK_FACTOR × the rows of its
-    partition, range or cluster × their bytes, sized to fit ``budget.usable``), plus the data
-    Dask keeps in memory below its spill threshold (the rest goes to disk).  A function of
+    partition, range or cluster × their bytes, sized to fit ``budget.usable``), plus the p2p
+    shuffle's two buffers, plus the data Dask keeps in memory beyond its spill threshold
+    before spilling catches up (a tenth of the limit; the rest goes to disk).  A function of
     the worker's limit alone: not of the number of records.
     """
-    kept = int(budget.worker * 0.1)  # what is kept beyond the target before spilling catches up
-    return WORKER_BASE_BYTES + budget.usable + kept
+    kept = int(budget.worker * 0.1)
+    return WORKER_BASE_BYTES + budget.usable + 2 * shuffle_buffer(budget.worker) + kept
 
 
 def _tune_worker(dask_worker=None) -> None:
-    """Size a worker's shuffle buffers (p2p: 1 GiB of data waiting to be sent, 100 MiB waiting
-    to be written, by default) from its memory limit: a sixteenth each, at least 32 MiB.
-    """
+    """Size a worker's shuffle buffers from its memory limit (:func:`shuffle_buffer`)."""
     ext = getattr(dask_worker, "extensions", {}).get("shuffle")
     limit = getattr(getattr(dask_worker, "memory_manager", None), "memory_limit", None)
     if ext is None or not limit:
         return
-    size = max(32 * 2**20, int(limit) // 16)
+    size = shuffle_buffer(int(limit))
     for name in ("memory_limiter_comms", "memory_limiter_disk"):
         lim = getattr(ext, name, None)
         if lim is not None and (lim.limit is None or lim.limit > size):
