@@ -1186,7 +1186,9 @@ def _assemble(part: pd.DataFrame, *released: pd.DataFrame, dtypes) -> pd.DataFra
         for c in frame.columns:
             if c != _ROW:
                 new[c] = pd.Series(frame[c].to_numpy(), index=part.index).astype(dtypes[c])
-    return part.assign(**new)
+    out = part.assign(**new)
+    other = {c: t for c, t in dtypes.items() if c in out.columns and out[c].dtype != t}
+    return out.astype(other) if other else out
 
 
 def _slices(starts: np.ndarray, lens: np.ndarray, sizes: list[int]) -> list[list[tuple[int, int, int]]]:
@@ -1404,12 +1406,16 @@ def _ranked_release(
         if len(parts) != src.npartitions:  # pragma: no cover - a Dask change would show here
             raise InputError(f"internal: {len(parts)} released pieces for {src.npartitions}; run again.")
         done.append(parts)
-    meta = src.meta.assign(**{_ROW: np.array([], np.int64)}).astype(dtypes)
+    full = src.frame()
+    # the meta Dask gives the input (its string conversion included): every partition of the
+    # release is cast to it, whatever the process that computed it (the app's in-process
+    # workers and the command line's gave text columns two different string dtypes)
+    meta = full._meta.astype(dtypes)
     # the kept pieces go in as direct arguments of small tasks: nested in lists inside the
     # assembling task's arguments, the final compute failed ('lost dependencies', dask 2026.8)
     frames = [
-        delayed(_assemble)(x, *[parts[i] for parts in done], dtypes=dtypes)
-        for i, x in enumerate(src.frame().to_delayed())
+        delayed(_assemble)(x, *[parts[i] for parts in done], dtypes=dict(meta.dtypes))
+        for i, x in enumerate(full.to_delayed())
     ]
     return dd.from_delayed(frames, meta=meta, verify_meta=False), nranges
 
