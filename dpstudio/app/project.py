@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dpstudio import engine
 from dpstudio.engine.io import read_json_file
-from dpstudio.engine.query_ledger import LEGACY_PROJECT_KEY
+from dpstudio.engine.query.ledger import LEGACY_PROJECT_KEY
 from dpstudio.engine.random import seed_warning
 from dpstudio.engine.recipe import KNOWN_KEYS, SCHEMA_VERSION, Recipe  # noqa: F401 (re-export)
 from dpstudio.engine.safe_write import WritePlan

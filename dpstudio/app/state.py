@@ -515,13 +515,13 @@ class AppState(QObject):
     # each answer); the project only names it (engine ``query_ledger.PROJECT_KEY``)
     def query_ledger_file(self) -> str | None:
         """The ledger file the user chose for this data set (saved in the project), or None."""
-        from dpstudio.engine.query_ledger import PROJECT_KEY
+        from dpstudio.engine.query.ledger import PROJECT_KEY
 
         v = self.recipe.extra.get(PROJECT_KEY)
         return v if isinstance(v, str) and v else None
 
     def set_query_ledger_file(self, path: str | None) -> None:
-        from dpstudio.engine.query_ledger import PROJECT_KEY
+        from dpstudio.engine.query.ledger import PROJECT_KEY
 
         if path:
             self.recipe.extra[PROJECT_KEY] = str(path)
@@ -532,12 +532,12 @@ class AppState(QObject):
 
     def legacy_query_ledger(self) -> dict | None:
         """A ledger an older project held inside (moved to its own file by the query desk)."""
-        from dpstudio.engine.query_ledger import LEGACY_PROJECT_KEY
+        from dpstudio.engine.query.ledger import LEGACY_PROJECT_KEY
 
         return self.recipe.extra.get(LEGACY_PROJECT_KEY)
 
     def drop_legacy_query_ledger(self) -> None:
-        from dpstudio.engine.query_ledger import LEGACY_PROJECT_KEY
+        from dpstudio.engine.query.ledger import LEGACY_PROJECT_KEY
 
         if self.recipe.extra.pop(LEGACY_PROJECT_KEY, None) is not None:
             self.mark_dirty()

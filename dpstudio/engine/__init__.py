@@ -37,8 +37,26 @@ _EXPORTS = {
     "Role": "dpstudio.engine.roles",
     "RiskReport": "dpstudio.engine.measures.survey_risk",
     "assess_risk": "dpstudio.engine.measures.survey_risk",
+    # the query desk (API users: a request, its declared range and prior, the answer, the ledger)
+    "BudgetExceeded": "dpstudio.engine.query",
     "BudgetLedger": "dpstudio.engine.query",
+    "CategoricalRange": "dpstudio.engine.query",
+    "LedgerError": "dpstudio.engine.query",
+    "MultiQuery": "dpstudio.engine.query",
+    "NumericRange": "dpstudio.engine.query",
+    "Prior": "dpstudio.engine.query",
+    "Query": "dpstudio.engine.query",
     "QueryAnswer": "dpstudio.engine.query",
+    "answer_query": "dpstudio.engine.query",
+    "assess_query": "dpstudio.engine.query",  # the desk's accuracy before spending (not ``assess``)
+    "export_answer_file": "dpstudio.engine.query",
+    "load_ledger": "dpstudio.engine.query",
+    "locked_ledger": "dpstudio.engine.query",
+    "parse_any": "dpstudio.engine.query",
+    "parse_prior": "dpstudio.engine.query",
+    "parse_query": "dpstudio.engine.query",
+    "parse_range": "dpstudio.engine.query",
+    "refine_multicomponent": "dpstudio.engine.query",
     "refine_query": "dpstudio.engine.query",
 }
 
@@ -71,7 +89,28 @@ if TYPE_CHECKING:  # static checkers see the eager imports
         PrivacyLeakWarning,
     )
     from dpstudio.engine.measures.survey_risk import RiskReport, assess_risk  # noqa: F401
-    from dpstudio.engine.query import BudgetLedger, QueryAnswer, refine_query  # noqa: F401
+    from dpstudio.engine.query import (  # noqa: F401
+        BudgetExceeded,
+        BudgetLedger,
+        CategoricalRange,
+        LedgerError,
+        MultiQuery,
+        NumericRange,
+        Prior,
+        Query,
+        QueryAnswer,
+        answer_query,
+        assess_query,
+        export_answer_file,
+        load_ledger,
+        locked_ledger,
+        parse_any,
+        parse_prior,
+        parse_query,
+        parse_range,
+        refine_multicomponent,
+        refine_query,
+    )
     from dpstudio.engine.roles import Role  # noqa: F401
     from dpstudio.engine.sweeps import sweep  # noqa: F401
     from dpstudio.engine.types import ProtectionResult  # noqa: F401

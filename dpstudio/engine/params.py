@@ -272,15 +272,16 @@ def check_k(k: Any, n: int, method_id: str | None, min_k: int = 1) -> int:
 LARGE_EPSILON = 20.0
 
 
-def check_epsilon(eps: Any, m: int = 1, method_id: str | None = None) -> float:
+def check_epsilon(eps: Any, m: int = 1, method_id: str | None = None, *, name: str = "epsilon") -> float:
     """Validate ε (a float in [:data:`EPSILON_MIN`, :data:`EPSILON_MAX`]); warn when the composed
     total is very large.  ``m`` > 1: each of m attributes gets the whole ε (budget
-    'per-attribute'), so the release is (m·ε)-DP.
+    'per-attribute'), so the release is (m·ε)-DP.  ``name``: the parameter's name in messages
+    (the query desk's is 'ε').
     """
     c = f"a float in the range {interval_text(EPSILON_MIN, EPSILON_MAX)}"
-    e = as_float(eps, "epsilon", method_id, c)
+    e = as_float(eps, name, method_id, c)
     if not in_interval(e, EPSILON_MIN, EPSILON_MAX):
-        raise invalid_value("epsilon", method_id, c, eps)
+        raise invalid_value(name, method_id, c, eps)
     m = max(int(m), 1)
     total = m * e
     if total > LARGE_EPSILON:

@@ -79,6 +79,7 @@ def test_laplace_comparison_uses_the_statistics_sensitivity(qtbot, window):
     p = window.query_panel
     window.tabs.setCurrentIndex(window.tab_query)
     p.agg_combo.setCurrentText("count")
+    p.mechanism_combo.setCurrentText("refinement")  # issue 26: auto answers a count with noise
     p.filter_edit.setText("STATETAX > 1000")
     p.lo_edit.setText("0")
     p.hi_edit.setText("1080")

@@ -321,6 +321,7 @@ def test_categorical_mode_query(qtbot, window):
     _census(qtbot, window)
     p = window.query_panel
     p.agg_combo.setCurrentText("mode")
+    p.mechanism_combo.setCurrentText("refinement")  # issue 26: auto picks the exponential mechanism
     p.col_combo.setCurrentText("FICA")
     p.cats_edit.setText("0,1,2")
     p.eps_edit.setText("0.1")

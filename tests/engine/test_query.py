@@ -21,7 +21,6 @@ from dpstudio.engine.query import (
     CategoricalRange,
     NumericRange,
     Prior,
-    _uniform_int,
     eps_fraction,
     evaluate_filter,
     exact_distribution,
@@ -37,6 +36,7 @@ from dpstudio.engine.query import (
     sample_refined,
     save_ledger,
 )
+from dpstudio.engine.query.refinement import _uniform_int
 
 E = math.e
 

@@ -135,7 +135,7 @@ def test_threads_of_one_process_share_the_lock(tmp_path):
 
 HOLDER = """
 import sys, time
-from dpstudio.engine.query_ledger import locked_ledger
+from dpstudio.engine.query.ledger import locked_ledger
 with locked_ledger(sys.argv[1], total=2) as led:
     print("locked", flush=True)
     time.sleep(600)
@@ -171,7 +171,7 @@ def test_a_killed_process_releases_the_lock(data_csv, tmp_path):
 
 def test_waiting_for_the_lock_is_bounded_and_cancellable(tmp_path):
     from dpstudio.engine.errors import Cancelled
-    from dpstudio.engine.query_ledger import LedgerBusy, locked_ledger
+    from dpstudio.engine.query.ledger import LedgerBusy, locked_ledger
 
     led = tmp_path / "L.json"
     got = threading.Event()
@@ -521,7 +521,7 @@ def test_the_file_always_holds_exactly_the_spends_that_fit(tmp_path_factory, tot
     """Any sequence of ε against any total, each spend through the file under the lock: the
     file's spent total is the exact sum of the accepted ε, never above the total, and a spend is
     refused exactly when it does not fit."""
-    from dpstudio.engine.query_ledger import locked_ledger
+    from dpstudio.engine.query.ledger import locked_ledger
 
     path = tmp_path_factory.mktemp("led") / "L.json"
     accepted = Fraction(0)

@@ -21,10 +21,6 @@ from dpstudio.engine.query import (
     MultiQuery,
     NumericRange,
     Prior,
-    _center,
-    _component_distance,
-    _joint_weights,
-    _split_epsilons,
     disjoint_components,
     eps_fraction,
     evaluate_filter,
@@ -39,6 +35,8 @@ from dpstudio.engine.query import (
     refined_probabilities,
     sample_refined,
 )
+from dpstudio.engine.query.multi import _component_distance, _joint_weights, _split_epsilons
+from dpstudio.engine.query.refinement import _center
 
 E = math.e
 

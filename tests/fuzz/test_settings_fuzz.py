@@ -30,14 +30,14 @@ def test_fuzz_settings_files_and_queries():
 
 def test_the_filter_oracle_can_fail(monkeypatch):
     """A comparison that goes through a double (the old 2^53 + 1 bug) is caught."""
-    from dpstudio.engine import query as qd
+    from dpstudio.engine.query import parser as qparser
 
-    real = qd._numeric_mask
+    real = qparser._numeric_mask
 
     def through_float(s, op, lit):
         return real(s, op, float(lit) if not isinstance(lit, bool) else lit)
 
-    monkeypatch.setattr(qd, "_numeric_mask", through_float)
+    monkeypatch.setattr(qparser, "_numeric_mask", through_float)
     fig = F.Figures()
     with pytest.raises(F._Wrong):
         F.run_query(f"count where id == {2**53 + 1}", True, np.random.default_rng(0), fig)
@@ -46,7 +46,7 @@ def test_the_filter_oracle_can_fail(monkeypatch):
 def test_the_disjointness_oracle_can_fail(monkeypatch):
     """Open infinite ends (the old bug: x > 5 and x == 1e999 'disjoint') are caught on the
     frame, which holds +inf."""
-    from dpstudio.engine import query as qd
+    from dpstudio.engine.query import parser as qd
 
     monkeypatch.setattr(qd, "_atoms_disjoint", lambda a, b: True)
     fig = F.Figures()
@@ -77,7 +77,7 @@ def test_json_mutations_are_seeded():
 def test_the_exhaustive_edge_pairs_catch_inexact_disjointness(monkeypatch):
     """Keys compared as doubles (2^53 + 1 == 2^53) make `id == 2^53+1` and `id > 2^53`
     'disjoint': the exhaustive pass over the edge literals finds it."""
-    from dpstudio.engine import query as qd
+    from dpstudio.engine.query import parser as qd
 
     fig = F.Figures()
     F.check_edge_pairs(fig)

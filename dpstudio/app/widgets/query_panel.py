@@ -8,7 +8,7 @@ returns one draw; the panel shows the public answer text to copy to the research
 marked office only — the refined distribution against the prior and against Laplace noise
 of the same ε (thesis Figures 5.5–5.6; the Laplace density is computed analytically).
 
-The ledger is a file of its own, one per data set (engine :mod:`dpstudio.engine.query_ledger`):
+The ledger is a file of its own, one per data set (engine :mod:`dpstudio.engine.query.ledger`):
 by default ``ledgers/<name>-<sha>.ledger.json`` in the app's config folder, keyed by the data
 file's SHA-256; the user may name another one (e.g. the file the command line uses, on a shared
 drive), remembered at once and saved in the project.  An answer is drawn under the file's lock
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QMouseEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -57,11 +57,11 @@ from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner, filter_example
 from dpstudio.app.workers import TaskRunner
 from dpstudio.engine import query as qd
-from dpstudio.engine import query_ledger as ql
 from dpstudio.engine.errors import DPStudioError
+from dpstudio.engine.query import ledger as ql
 
-AGGREGATES = ("count", "proportion", "mean", "sum", "median", "mode", "value")
-NEEDS_COLUMN = ("mean", "sum", "median", "mode", "value")
+AGGREGATES = qd.AGGREGATES  # the desk's (engine) constants, never copied
+NEEDS_COLUMN = qd.NEEDS_COLUMN
 PRIOR_KINDS = ("uniform", "normal", "histogram", "categorical")
 PRIOR_HINTS = {
     "uniform": "",
@@ -77,10 +77,12 @@ RANGE_NOTE = (
     "Declared by the researcher or the office, never filled from the data: the "
     "range itself would disclose the data."
 )
-LEDGER_COLUMNS = ("#", "time (UTC)", "requester", "query", "ε", "remaining")
+LEDGER_COLUMNS = ("#", "time (UTC)", "requester", "query", "ε", "remaining", "mechanism", "response")
+ALL_REQUESTERS = "(all requesters)"
 NO_GROUPS = "(no grouping)"
 DRAW_BINS = 20  # bins of a prior drawn with the mouse (fewer when the grid is smaller)
 DEFAULT_BUDGET = "1"
+ACCURACY_DELAY_MS = 300  # the form settles before the accuracy is recomputed
 
 
 def laplace_density(x: np.ndarray, center: float, scale: float) -> np.ndarray:
@@ -94,14 +96,14 @@ def laplace_in_range(center: float, scale: float, lo: float, hi: float) -> float
 
 
 def parse_epsilon(text: str) -> float:
-    """ε as typed (one-line error naming the field)."""
+    """ε as typed (one-line error naming the field); the desk's range (the engine's one)."""
     try:
         e = float(str(text).strip())
     except ValueError:
         e = float("nan")
-    if not (math.isfinite(e) and 1e-9 <= e <= qd.MAX_EPSILON):
+    if not (math.isfinite(e) and qd.EPSILON_MIN <= e <= qd.EPSILON_MAX):
         raise qd.ParameterError(
-            f"ε: a number between 1e-9 and {qd.MAX_EPSILON:g}, got {str(text).strip()!r}."
+            f"ε: a number between {qd.EPSILON_MIN:g} and {qd.EPSILON_MAX:g}, got {str(text).strip()!r}."
         )
     return e
 
@@ -135,6 +137,13 @@ class QueryPanel(QWidget):
         self.state = state
         self.runner = TaskRunner("query", self)
         self.digest_runner = TaskRunner("query-digest", self)
+        # the accuracy of every mechanism, recomputed off the UI thread when the form changes
+        # (public planning figures: nothing is drawn or spent; the last request wins)
+        self.accuracy_runner = TaskRunner("query-accuracy", self)
+        self._acc_timer = QTimer(self)
+        self._acc_timer.setSingleShot(True)
+        self._acc_timer.setInterval(ACCURACY_DELAY_MS)
+        self._acc_timer.timeout.connect(self.update_accuracy)
         self.last_answer: qd.QueryAnswer | None = None
         self._digest: tuple[str, str, str] | None = None  # (path, name, sha) cache
         self._build()
@@ -151,9 +160,28 @@ class QueryPanel(QWidget):
         self.splitter.setObjectName("query_splitter")
         outer.addWidget(self.splitter)
 
-        # --- left: the request
         form_w = QWidget()
         left = QVBoxLayout(form_w)
+        left.addWidget(self._build_query_box())
+        left.addWidget(self._build_range_box())
+        left.addWidget(self._build_prior_box())
+        left.addWidget(self._build_components_box())
+        self.components: list[dict] = []  # {'query': Query, 'prior': Prior, 'text': str}
+        self.drawn: list[float] | None = None  # bin heights of a drawn prior
+        self._build_buttons(left)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(form_w)
+        scroll.setMinimumWidth(400)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.splitter.addWidget(scroll)
+        self.splitter.addWidget(self._build_right())
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([480, 880])
+        self._wire()
+
+    def _build_query_box(self) -> QGroupBox:
+        """The query: aggregate, attribute, filter, grouping, requester."""
         gq = QGroupBox("Query")
         fq = QFormLayout(gq)
         self.agg_combo = QComboBox()
@@ -196,8 +224,10 @@ class QueryPanel(QWidget):
         fq.addRow("Groups", self.groups_edit)
         fq.addRow("Query", self.query_text)
         fq.addRow("Requester", self.requester_edit)
-        left.addWidget(gq)
+        return gq
 
+    def _build_range_box(self) -> QGroupBox:
+        """The declared range of the answer (never from the data)."""
         gr = QGroupBox("Declared range of the answer")
         fr = QFormLayout(gr)
         note = QLabel("⚠ " + RANGE_NOTE)
@@ -230,8 +260,10 @@ class QueryPanel(QWidget):
         fr.addRow("Numeric", self.num_row)
         fr.addRow("Categories", self.cat_row)
         fr.addRow("", self.categorical_check)
-        left.addWidget(gr)
+        return gr
 
+    def _build_prior_box(self) -> QGroupBox:
+        """The researcher's prior, ε and the kind."""
         gp = QGroupBox("Researcher's prior and privacy")
         fp = QFormLayout(gp)
         self.prior_combo = QComboBox()
@@ -253,6 +285,20 @@ class QueryPanel(QWidget):
             "domain (else of the range), mean ≈ that width / the records matched, median and "
             "value the range's width"
         )
+        self.mechanism_combo = QComboBox()
+        self.mechanism_combo.setObjectName("mechanism_combo")
+        self.mechanism_combo.addItems(list(qd.MECHANISMS))
+        self.mechanism_combo.setToolTip(
+            "auto: the mechanism with the smaller expected error for the declared prior and ε "
+            "(Preview shows every mechanism's); refinement: the researcher's prior refined "
+            "(thesis ch. 5); laplace/geometric, gaussian, exponential: noise calibrated to the "
+            "statistic (sums and means need the column's declared domain)"
+        )
+        self.gdelta_edit = QLineEdit()
+        self.gdelta_edit.setObjectName("gaussian_delta")
+        self.gdelta_edit.setPlaceholderText("δ of the Gaussian mechanism, e.g. 1e-6 (fixed per ledger)")
+        fp.addRow("Mechanism", self.mechanism_combo)
+        fp.addRow("δ (Gaussian)", self.gdelta_edit)
         fp.addRow("Prior", self.prior_combo)
         fp.addRow("Parameters", self.prior_edit)
         fp.addRow("ε", self.eps_edit)
@@ -265,8 +311,10 @@ class QueryPanel(QWidget):
             "normalised and used as the prior (its parameters appear above, editable)"
         )
         fp.addRow("", self.draw_check)
-        left.addWidget(gp)
+        return gp
 
+    def _build_components_box(self) -> QGroupBox:
+        """The components of a vector query (thesis §5.3)."""
         gc = QGroupBox("Multicomponent query (thesis §5.3)")
         vc = QVBoxLayout(gc)
         self.comp_list = QListWidget()
@@ -298,10 +346,10 @@ class QueryPanel(QWidget):
         vc.addWidget(self.comp_list)
         vc.addLayout(hc)
         vc.addLayout(hm)
-        left.addWidget(gc)
-        self.components: list[dict] = []  # {'query': Query, 'prior': Prior, 'text': str}
-        self.drawn: list[float] | None = None  # bin heights of a drawn prior
+        return gc
 
+    def _build_buttons(self, left: QVBoxLayout) -> None:
+        """The error line and the Preview / Answer / Cancel buttons."""
         self.error_label = QLabel()
         self.error_label.setObjectName("query_error")
         self.error_label.setWordWrap(True)
@@ -309,7 +357,10 @@ class QueryPanel(QWidget):
         left.addWidget(self.error_label)
         bh = QHBoxLayout()
         self.preview_btn = QPushButton("Preview (spends nothing)")
-        self.preview_btn.setToolTip("Draw the refined distribution without answering")
+        self.preview_btn.setToolTip(
+            "The accuracy of every mechanism and, for refinement, the refined distribution "
+            "(office only), without answering"
+        )
         self.answer_btn = QPushButton("Answer — spend ε")
         self.answer_btn.setObjectName("answer_button")
         self.answer_btn.setDefault(True)
@@ -321,14 +372,9 @@ class QueryPanel(QWidget):
         bh.addWidget(self.cancel_btn)
         left.addLayout(bh)
         left.addStretch(1)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setWidget(form_w)
-        scroll.setMinimumWidth(400)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.splitter.addWidget(scroll)
 
-        # --- right: plot, answer, ledger
+    def _build_right(self) -> QWidget:
+        """Office-only plot, the public answer and the ledger."""
         right_w = QWidget()
         right = QVBoxLayout(right_w)
         self.office_label = QLabel("⚠ " + OFFICE_ONLY)
@@ -356,6 +402,19 @@ class QueryPanel(QWidget):
         self.stats_label.setObjectName("plot_stats")
         self.stats_label.setWordWrap(True)
         right.addWidget(self.stats_label)
+
+        gacc = QGroupBox("Before answering: accuracy of every mechanism (public, nothing drawn)")
+        vacc = QVBoxLayout(gacc)
+        self.accuracy_label = QLabel()
+        self.accuracy_label.setObjectName("accuracy_label")
+        self.accuracy_label.setWordWrap(True)
+        self.accuracy_label.setTextFormat(Qt.TextFormat.RichText)
+        self.accuracy_label.setToolTip(
+            "Expected error of every mechanism for this query, computed from public facts only "
+            "(the declared range, prior, domains, ε, δ and the number of records): no data is read"
+        )
+        vacc.addWidget(self.accuracy_label)
+        right.addWidget(gacc)
 
         ga = QGroupBox("Public answer — copy this to the researcher")
         va = QVBoxLayout(ga)
@@ -405,17 +464,53 @@ class QueryPanel(QWidget):
         hh = self.ledger_table.horizontalHeader()
         hh.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         hh.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        hr = QHBoxLayout()
+        self.requester_filter = QComboBox()
+        self.requester_filter.setObjectName("requester_filter")
+        self.requester_filter.setToolTip(
+            "History of the answers of one requester (thesis Protocol 2 is per user)"
+        )
+        self.requester_summary = QLabel()
+        self.requester_summary.setObjectName("requester_summary")
+        self.requester_summary.setWordWrap(True)
+        self.answers_btn = QPushButton("Export researcher's answer file…")
+        self.answers_btn.setObjectName("answers_button")
+        self.answers_btn.setToolTip(
+            "A PUBLIC file for the researcher chosen on the left: their answers' query, mechanism, ε, "
+            "response and 95 % interval only"
+        )
+        hr.addWidget(QLabel("History of"))
+        hr.addWidget(self.requester_filter)
+        hr.addWidget(self.requester_summary, 1)
+        hr.addWidget(self.answers_btn)
+        vl.addLayout(hr)
+        hq = QHBoxLayout()
+        self.req_budget_edit = QLineEdit()
+        self.req_budget_edit.setObjectName("requester_budget_edit")
+        self.req_budget_edit.setPlaceholderText("NAME=ε: the budget of one requester (an office decision)")
+        self.req_budget_btn = QPushButton("Set requester budget")
+        self.req_budget_btn.setToolTip(
+            "Once the ledger gives budgets per requester, every answer needs a requester with budget "
+            "left; the data set's total still caps them all"
+        )
+        hq.addWidget(self.req_budget_edit, 1)
+        hq.addWidget(self.req_budget_btn)
+        vl.addLayout(hq)
         vl.addWidget(self.ledger_table)
         right.addWidget(gl, 2)
-        self.splitter.addWidget(right_w)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([480, 880])
+        return right_w
 
-        # --- wiring
+    def _wire(self) -> None:
+        """Signals of the form."""
         self.agg_combo.currentTextChanged.connect(self._on_agg_changed)
         for w in (self.col_combo, self.prior_combo, self.kind_combo, self.by_combo, self.mode_combo):
             w.currentTextChanged.connect(self._validate)
         self.groups_edit.textChanged.connect(self._validate)
+        self.mechanism_combo.currentTextChanged.connect(self._validate)
+        self.gdelta_edit.textChanged.connect(self._validate)
+        self.requester_filter.currentTextChanged.connect(lambda _t: self._fill_ledger_table())
+        self.answers_btn.clicked.connect(self.answers_dialog)
+        self.req_budget_btn.clicked.connect(lambda: self.set_requester_budget(self.req_budget_edit.text()))
         self.add_comp_btn.clicked.connect(self.add_component)
         self.del_comp_btn.clicked.connect(self.remove_component)
         self.draw_check.toggled.connect(self._on_draw_toggled)
@@ -505,7 +600,7 @@ class QueryPanel(QWidget):
         txt = self.groups_edit.text().strip()
         if not txt:
             raise qd.ParameterError(f"Groups: declare the groups of {by} (a,b,c), never read from the data.")
-        return [qd._literal(g.strip()) for g in txt.split(",") if g.strip()]
+        return [qd.parse_literal(g.strip()) for g in txt.split(",") if g.strip()]
 
     def multi(self) -> bool:
         return len(self.components) >= 2
@@ -541,7 +636,9 @@ class QueryPanel(QWidget):
                 + " (never taken from the data)."
             )
         try:
-            rng = qd.resolve_range(q, {"answer": spec}, df, self.ordered_check.isChecked())
+            rng = qd.resolve_range(
+                q, {"answer": spec}, df, self.ordered_check.isChecked(), types=self.state.types
+            )
         except qd.ParameterError as exc:
             raise qd.ParameterError(f"Range: {exc}") from None
         if self.categorical() and not isinstance(rng, qd.CategoricalRange):
@@ -560,7 +657,8 @@ class QueryPanel(QWidget):
             raise qd.ParameterError("Total budget ε: a number > 0.")
         groups = self.groups()
         if groups is not None:  # the engine's checks (e.g. proportion … by is refused) before any run
-            qd._validate(df, q, prior, self.kind_combo.currentText(), groups)
+            qd.validate_request(df, q, prior, self.kind_combo.currentText(), groups)
+        mech, gdelta = self.mechanism(q)
         req = {
             "query": q,
             "prior": prior,
@@ -570,8 +668,114 @@ class QueryPanel(QWidget):
             "requester": self.requester_edit.text().strip() or None,
             "groups": groups,
             "multi": None,
+            "mechanism": mech,
+            "delta": gdelta,
         }
         return req
+
+    def mechanism(self, q: qd.Query | None = None) -> tuple[str, float | None]:
+        """(mechanism chosen in the form, δ typed or None); one-line errors naming the field."""
+        mech = self.mechanism_combo.currentText() or "auto"
+        txt = self.gdelta_edit.text().strip()
+        gdelta = None
+        if txt:
+            try:
+                gdelta = qd.mechanisms.check_delta(txt)
+            except DPStudioError as exc:
+                raise qd.ParameterError(f"δ (Gaussian): {exc}") from None
+        if (
+            q is not None
+            and mech not in ("auto", "refinement")
+            and mech not in qd.mechanisms.applicable(q.agg)
+        ):
+            raise qd.ParameterError(
+                f"Mechanism: {q.agg} is answered by refinement or "
+                f"{', '.join(qd.mechanisms.applicable(q.agg)) or 'refinement only'}."
+            )
+        if mech == "gaussian" and gdelta is None:
+            led = self.ledger()
+            if led is None or led.delta is None:
+                raise qd.ParameterError(
+                    "δ (Gaussian): give δ, e.g. 1e-6 (then fixed for this data set's ledger)."
+                )
+        return mech, gdelta
+
+    def assess_request(self, req: dict) -> dict | None:
+        """The public accuracy of every mechanism for a one-component request (no data read)."""
+        if req["multi"] is not None:
+            return None
+        led = self.ledger()
+        delta = req["delta"] if req["delta"] is not None else (led.delta if led is not None else None)
+        groups = None if req["groups"] is None else {req["query"].by: req["groups"]}
+        return qd.assess(
+            req["query"],
+            req["epsilon"],
+            prior=req["prior"],
+            n_total=len(self.state.df),
+            bounds=dict(self.state.domains),
+            delta=delta,
+            groups=groups,
+        )
+
+    def show_accuracy(self, acc: dict | None, chosen: str | None = None) -> None:
+        """Every mechanism's expected error and the width of the 95 % interval its answer will
+        print (public planning figures), and the choice of auto or the office.
+        """
+        if not acc:
+            self.accuracy_label.setText("")
+            return
+        rows = []
+        pick = chosen or (acc["auto"] if self.mechanism_combo.currentText() == "auto" else None)
+        for name, v in acc["mechanisms"].items():
+            e = v["expected_error"]
+            if e is None:
+                rows.append(f"<li>{name}: n/a ({v['how']})</li>")
+                continue
+            w = v.get("interval_width")
+            wtxt = (
+                "" if "interval_width" not in v else
+                "; no value interval (a rank statement)" if w is None else f"; 95 % interval width {w:.4g}"
+            )  # fmt: skip
+            mark = ("<b>", " ◀</b>") if name == pick else ("", "")
+            rows.append(f"<li>{mark[0]}{name}: expected error {e:.4g}{wtxt}{mark[1]}</li>")
+        head = (
+            f"<b>Accuracy before spending</b> ({acc['measure']}; public planning figures, no data read, "
+            "nothing drawn):"
+        )
+        mech = self.mechanism_combo.currentText() or "auto"
+        why = acc["why"] if mech == "auto" else f"{chosen or mech}: chosen by the office"
+        self.accuracy_label.setText(head + "<ul style='margin:0'>" + "".join(rows) + f"</ul>{why}")
+
+    def update_accuracy(self) -> bool:
+        """Recompute the accuracy of every mechanism for the form's query off the UI thread
+        (a large refinement grid takes a while); nothing is drawn or spent.
+        """
+        if self.state.df is None or self.multi() or self.runner.busy:
+            return False
+        try:
+            req = self.build_request()
+        except DPStudioError:
+            return False
+        led = self._ledger_snapshot if hasattr(self, "_ledger_snapshot") else None
+        mech = req.get("mechanism") or "auto"
+        kw = {
+            "prior": req["prior"],
+            "n_total": len(self.state.df),
+            "bounds": dict(self.state.domains),
+            "delta": req["delta"] if req["delta"] is not None else (led.delta if led is not None else None),
+            "groups": None if req["groups"] is None else {req["query"].by: req["groups"]},
+            "only": None if mech == "auto" else mech,
+        }
+        q, eps = req["query"], req["epsilon"]
+
+        def work(progress, check_cancel):
+            return qd.assess(q, eps, **kw)
+
+        def failed(msg, _details):
+            self.accuracy_label.setText(f"Accuracy: {msg}")
+
+        self.accuracy_runner.start(work, finished=self.show_accuracy, errored=failed)
+        return True
 
     def build_multi_request(self) -> dict[str, Any]:
         """The request when the component list holds 2+ components (the form only supplies ε)."""
@@ -601,6 +805,8 @@ class QueryPanel(QWidget):
             "requester": self.requester_edit.text().strip() or None,
             "groups": None,
             "multi": {"mode": mode, "distance": self.distance_combo.currentText()},
+            "mechanism": "refinement",
+            "delta": None,
         }
 
     # ------------------------------------------------------------------ components
@@ -676,6 +882,12 @@ class QueryPanel(QWidget):
         busy = self.runner.busy
         self.answer_btn.setEnabled(not err and not busy)
         self.preview_btn.setEnabled(not err and not busy)
+        if not err and not busy:
+            self._acc_timer.start()  # the accuracy before spending, once the form settles
+        elif err:
+            self._acc_timer.stop()
+            self.accuracy_runner.cancel()
+            self.accuracy_label.setText("")
         if not busy and replot and self.draw_check.isChecked():
             self._plot_drawn()
         elif prior is not None and not busy and replot:
@@ -801,19 +1013,9 @@ class QueryPanel(QWidget):
         self.export_btn.setEnabled(led is not None)
         self.choose_ledger_btn.setEnabled(path is not None)
         entries = led.entries if led is not None else []
-        self.ledger_table.setRowCount(len(entries))
-        for r, e in enumerate(entries):
-            vals = [
-                e.get("n"),
-                e.get("time"),
-                e.get("requester") or "",
-                e.get("query"),
-                f"{e.get('epsilon'):g}",
-                f"{e.get('remaining', float('nan')):g}",
-            ]
-            for c, v in enumerate(vals):
-                self.ledger_table.setItem(r, c, QTableWidgetItem(str(v)))
-        self.ledger_table.scrollToBottom()
+        self._ledger_snapshot = led
+        self._fill_requesters(led)
+        self._fill_ledger_table()
         if led is not None:
             self.budget_edit.setText(f"{led.total:g}")
             self.budget_edit.setReadOnly(True)
@@ -834,6 +1036,74 @@ class QueryPanel(QWidget):
             self.banner.show_message(why, "error")
         else:
             self.banner.hide()
+
+    def _fill_requesters(self, led) -> None:
+        """The requesters of the ledger in the History box, and their spending."""
+        cur = self.requester_filter.currentText()
+        names = [r["requester"] for r in led.requester_summary()] if led is not None else []
+        self.requester_filter.blockSignals(True)
+        self.requester_filter.clear()
+        self.requester_filter.addItems([ALL_REQUESTERS, *names])
+        if cur in names:
+            self.requester_filter.setCurrentText(cur)
+        self.requester_filter.blockSignals(False)
+        if led is None:
+            self.requester_summary.setText("")
+            return
+        parts = []
+        for r in led.requester_summary():
+            b = "" if r["budget"] is None else f" of {r['budget']:g}"
+            parts.append(f"{r['requester']}: {r['spent']:g}{b} on {r['answers']}")
+        self.requester_summary.setText("spent per requester — " + "; ".join(parts) if parts else "")
+
+    def _fill_ledger_table(self) -> None:
+        """The ledger's answers (of the requester chosen in the History box)."""
+        led = getattr(self, "_ledger_snapshot", None)
+        entries = led.entries if led is not None else []
+        who = self.requester_filter.currentText()
+        if who and who != ALL_REQUESTERS:
+            entries = [e for e in entries if (e.get("requester") or "(none)") == who]
+        self.ledger_table.setRowCount(len(entries))
+        for r, e in enumerate(entries):
+            vals = [
+                e.get("n"),
+                e.get("time"),
+                e.get("requester") or "",
+                e.get("query"),
+                f"{e.get('epsilon'):g}",
+                f"{e.get('remaining', float('nan')):g}",
+                e.get("mechanism") or "refinement",
+                e.get("response"),
+            ]
+            for c, v in enumerate(vals):
+                self.ledger_table.setItem(r, c, QTableWidgetItem(str(v)))
+        self.ledger_table.scrollToBottom()
+        self.answers_btn.setEnabled(bool(entries) and who not in ("", ALL_REQUESTERS))
+
+    def answers_dialog(self) -> None:
+        who = self.requester_filter.currentText()
+        path, _ = QFileDialog.getSaveFileName(
+            self, f"Answer file for {who} (PUBLIC: their answers only)", "answers.json", "JSON (*.json)"
+        )
+        if path:
+            self.export_answers(path, who)
+
+    def export_answers(self, path: str, requester: str) -> str | None:
+        """Write the PUBLIC answer file of ``requester`` (their answers' public fields only);
+        the target is checked first (never the data file or the ledger, a folder or a FIFO).
+        """
+        led = self.ledger()
+        if led is None:
+            self.error_label.setText("No ledger yet: nothing to export.")
+            return None
+        who = None if requester in ("(none)", "") else requester
+        try:
+            out = qd.export_answer_file(path, led, who, inputs=[self.state.path, self.ledger_path()])
+        except (DPStudioError, OSError) as exc:
+            self.error_label.setText(f"Answer file: {exc}")
+            return None
+        self.sig_status.emit(f"Answer file for {requester} written (public): {Path(out).name}")
+        return out
 
     def choose_ledger_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(
@@ -889,6 +1159,37 @@ class QueryPanel(QWidget):
         if path:
             self.export_ledger(path)
 
+    def set_requester_budget(self, text: str) -> bool:
+        """``NAME=EPSILON``: give a requester a budget, written to the ledger file under its lock
+        (an event of the ledger; a new ledger starts with the total budget typed).
+        """
+        name, sep, val = str(text).rpartition("=")
+        try:
+            eps = float(val)
+        except ValueError:
+            eps = math.nan
+        if not sep or not name.strip() or not (math.isfinite(eps) and eps > 0):
+            self.error_label.setText("Requester budget: write NAME=EPSILON, e.g. Dr. Smith=0.5.")
+            return False
+        led, why = self._snapshot()
+        path = self.ledger_path()
+        if why or path is None:
+            self.error_label.setText(why or "Open a data file first.")
+            return False
+        dname, sha = self._dataset()
+        try:
+            total = float(self.budget_edit.text())
+            with ql.locked_ledger(path, total=None if led else total, dataset=dname, digest=sha) as bound:
+                bound.set_requester_budget(name.strip(), eps, by="office")
+                if not bound.on_file and bound.path:
+                    bound.save()
+        except (DPStudioError, ValueError, OSError) as exc:
+            self.error_label.setText(f"Requester budget: {exc}")
+            return False
+        self.error_label.setText("")
+        self.refresh_ledger()
+        return True
+
     def export_ledger(self, path: str) -> str | None:
         led = self.ledger()
         if led is None:
@@ -919,13 +1220,42 @@ class QueryPanel(QWidget):
             name, sha = self._dataset()
             new_total = req["total"] if led is None else None
             try:  # refused before anything runs, with the remaining budget named
-                (led or qd.BudgetLedger(req["total"])).check(req["epsilon"])
+                (led or qd.BudgetLedger(req["total"])).check(req["epsilon"], req["requester"])
             except DPStudioError as exc:
                 self.error_label.setText(str(exc))
                 return False
 
+        led_now = self.ledger() if spend else None
+        plan = {
+            "n_total": len(df),
+            "bounds": dict(self.state.domains),
+            "delta": req.get("delta")
+            if req.get("delta") is not None
+            else (led_now.delta if led_now else None),
+            "groups": None if req["groups"] is None else {req["query"].by: req["groups"]},
+        }
+        result: dict[str, Any] = {"accuracy": None, "chosen": None}
+
+        def choose() -> str:
+            mech = req.get("mechanism") or "refinement"
+            if req["multi"] is not None or mech == "refinement":
+                return "refinement"
+            acc = qd.assess(
+                req["query"],
+                req["epsilon"],
+                prior=req["prior"],
+                n_total=plan["n_total"],
+                bounds=plan["bounds"],
+                delta=plan["delta"],
+                groups=plan["groups"],
+                only=None if mech == "auto" else mech,
+            )
+            result["accuracy"] = acc
+            return acc["auto"] if mech == "auto" else mech
+
         def answer_with(ledger, check_cancel):
             check_cancel()  # the last moment a cancel stops the answer: nothing was spent
+            chosen = result["chosen"] = choose()
             if req["multi"] is not None:
                 return qd.refine_multicomponent(
                     df,
@@ -937,14 +1267,31 @@ class QueryPanel(QWidget):
                     ledger=ledger,
                     requester=req["requester"],
                 )
-            return qd.refine_query(
+            if chosen == "refinement":
+                ans = qd.refine_query(
+                    df,
+                    req["query"],
+                    req["prior"],
+                    req["epsilon"],
+                    req["kind"],
+                    ledger=ledger,
+                    groups=req["groups"],
+                    requester=req["requester"],
+                )
+                ans.accuracy = result["accuracy"]
+                return ans
+            if ledger is None:  # a preview of a noise answer: the accuracy only, nothing drawn
+                return None
+            return qd.answer_query(
                 df,
                 req["query"],
-                req["prior"],
                 req["epsilon"],
-                req["kind"],
+                mechanism=chosen,
+                prior=req["prior"],
+                bounds=plan["bounds"],
+                groups=plan["groups"],
+                delta=plan["delta"],
                 ledger=ledger,
-                groups=req["groups"],
                 requester=req["requester"],
             )
 
@@ -983,6 +1330,9 @@ class QueryPanel(QWidget):
 
         def done(out):
             ans, spent = out
+            self.show_accuracy(result["accuracy"], result["chosen"])
+            if ans is None:  # preview of a noise mechanism
+                return
             if spent:
                 self.refresh_ledger()
                 self.show_answer(ans)
@@ -1023,8 +1373,15 @@ class QueryPanel(QWidget):
         resp = pub["response"]
         resp_txt = ", ".join(f"{g}: {v}" for g, v in resp.items()) if isinstance(resp, dict) else str(resp)
         rem = pub.get("remaining_budget")
+        itv = pub.get("interval_95")
+        itv_txt = ""
+        if itv is not None and not isinstance(itv[0], list):
+            itv_txt = f"\nInterval 95 %: [{itv[0]:g}, {itv[1]:g}] ({pub.get('interval_note', '')})"
+        elif pub.get("interval_note"):
+            itv_txt = f"\nInterval 95 %: {pub['interval_note']}"
         text = (
-            f"Query: {pub['query']}\nAnswer: {resp_txt}\nPrior used: {pub['prior']}\n"
+            f"Query: {pub['query']}\nMechanism: {pub.get('mechanism', 'refinement')}\nAnswer: {resp_txt}"
+            f"{itv_txt}\nPrior used: {pub['prior']}\n"
             f"ε spent: {pub['epsilon']:g}"
             + (f"; remaining budget of this data set: {rem:g}" if rem is not None else "")
             + f"\nGuarantee: {pub['guarantee']}"
@@ -1171,8 +1528,12 @@ class QueryPanel(QWidget):
 
     def plot_answer(self, ans: qd.QueryAnswer, preview: bool = False) -> None:
         """Prior, refined (office only) and Laplace of the same ε (analytic density × step), for
-        the group or component chosen in the Plot box (marginals of a joint answer).
+        the group or component chosen in the Plot box (marginals of a joint answer).  A noise
+        answer has no refined distribution: the plot shows the response and its interval.
         """
+        if ans.mechanism != "refinement":
+            self._plot_noise(ans)
+            return
         self._plotted = (ans, preview)
         names = (
             [f"component {i + 1}: {c}" for i, c in enumerate(ans.components)]
@@ -1185,6 +1546,33 @@ class QueryPanel(QWidget):
         self.view_combo.blockSignals(False)
         self.view_combo.setEnabled(len(names) > 1)
         self._plot_view(ans, 0, preview)
+
+    def _plot_noise(self, ans: qd.QueryAnswer) -> None:
+        self._plotted = None
+        self.plot.clear()
+        self.legend.clear()
+        self.view_combo.clear()
+        self.view_combo.setEnabled(False)
+        resp = ans.response if isinstance(ans.response, list) else [ans.response]
+        itv = ans.interval if isinstance(ans.interval, list) else [ans.interval]
+        stats = [f"Answered by {ans.mechanism} noise (no refined distribution to show)."]
+        for i, (r, iv) in enumerate(zip(resp, itv)):
+            label = ans.groups[i] if ans.groups else ""
+            if iv is not None:
+                stats.append(
+                    f"{label + ': ' if label else ''}response {r}, interval 95 % [{iv[0]:g}, {iv[1]:g}]"
+                )
+                try:
+                    self.plot.plot([iv[0], iv[1]], [i, i], pen=pg.mkPen("#1f77b4", width=3))
+                    self.plot.plot([float(r)], [i], pen=None, symbol="o", symbolBrush="#2ca02c")
+                except (TypeError, ValueError):
+                    pass
+            else:
+                stats.append(f"{label + ': ' if label else ''}response {r}")
+        notes = (" Office note: " + "; ".join(ans.notes)) if ans.notes else ""
+        self.stats_label.setText(
+            " · ".join(stats) + (" " + ans.interval_note if ans.interval_note else "") + notes
+        )
 
     def _replot_view(self, k: int) -> None:
         plotted = getattr(self, "_plotted", None)

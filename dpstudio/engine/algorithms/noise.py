@@ -989,3 +989,133 @@ def grid_clause(precision: dict, explicit: dict | None = None) -> str:
         "grid. Released values lie on the grid, inside the domain, with no more digits "
         "than γ."
     )
+
+
+# --------------------------------------------------------------------------- exact discrete Gaussian
+#
+# Canonne, Kamath & Steinke (2020), Algorithm 3: a discrete Laplace proposal Y (rate r = the
+# double nearest 1/t, t = ⌊σ⌋ + 1) accepted with probability exp(−(|Y| − r·σ²)²/(2σ²)), decided
+# exactly (:func:`_uniform_below_exp`, rational exponent).  With the proposal's ACTUAL rate r in
+# the acceptance exponent the accepted values are distributed exactly ∝ exp(−y²/(2σ²)) (the
+# factor exp(r|y|) of the proposal cancels), whatever rounding r has.  σ² is a rational.
+
+
+def discrete_gaussian(rng: np.random.Generator, sigma2: Fraction, size: int) -> np.ndarray:
+    """Exact draws (int64) of the discrete Gaussian N_ℤ(0, σ²): P(z) ∝ exp(−z²/(2σ²)).
+
+    ``sigma2`` is σ² as an exact rational (> 0).  Expected proposals per draw < 2 for σ ≥ 1.
+    Each acceptance U ≤ exp(−g) is decided from U's first 64 bits against the double value of
+    exp(−g) with a relative margin of 10⁻⁹ (far above its error), else exactly.
+    """
+    s2 = Fraction(sigma2)
+    if not s2 > 0:
+        raise ValueError("discrete Gaussian needs sigma^2 > 0")
+    t = math.floor(math.sqrt(float(s2))) + 1
+    r = 1.0 / t
+    rs2 = Fraction(r) * s2
+    s2f = float(s2)
+    out = np.empty(int(size), dtype=np.int64)
+    filled = 0
+    while filled < out.size:
+        m = out.size - filled
+        y = discrete_laplace(rng, r, m)
+        a = rng.integers(0, 2**64, size=m, dtype=np.uint64)
+        g = (np.abs(y) - r * s2f) ** 2 / (2 * s2f)
+        p = np.exp(-g)
+        u = a.astype(np.float64) / _TWO64
+        acc = u < p * (1 - 1e-9)
+        rej = u > p * (1 + 1e-9) + 2.0**-52
+        for i in np.flatnonzero(~acc & ~rej):  # undecided: exactly
+            gi = (abs(int(y[i])) - rs2) ** 2 / (2 * s2)
+            acc[i] = _uniform_below_exp(rng, int(a[i]), gi, 64)
+        keep = y[acc]
+        out[filled : filled + keep.size] = keep[: out.size - filled]
+        filled += min(keep.size, out.size - filled)
+    return out
+
+
+def discrete_gaussian_pmf(z, sigma2: float, tail: int | None = None) -> np.ndarray:
+    """P(Z = z) of N_ℤ(0, σ²) (float; normalised over |z| ≤ ``tail``, default 40σ + 40)."""
+    s = math.sqrt(float(sigma2))
+    k = int(40 * s + 40) if tail is None else int(tail)
+    grid = np.arange(-k, k + 1, dtype=np.float64)
+    norm = float(np.exp(-(grid**2) / (2 * float(sigma2))).sum())
+    z = np.asarray(z, dtype=np.float64)
+    return np.exp(-(z**2) / (2 * float(sigma2))) / norm
+
+
+# --------------------------------------------------------------------------- exact exponential mechanism
+#
+# Candidates with integer scores s ≥ 0 (lower = better) whose sensitivity is Δ (one record
+# changes every candidate's score by at most Δ) are drawn with integer weights
+# W(s) = max(⌈2^K·e^{−a′(s − m)}·(1 + 3η)⌉, T), m the smallest score, a′ = ε(1 − 2⁻¹⁰)/(2Δ),
+# computed in double precision (relative error < η = 10⁻¹²).  Up to the common factor
+# 2^K·e^{a′m} (which cancels in the probabilities), W is max(e^{−a′s}, T·e^{−a′m}/2^K): both
+# arguments move by at most e^{a′Δ} between neighbours (s and m by at most Δ), so every
+# weight does, and so does the total; the ceiling adds at most (1 + 5η) and 1/T.  Hence the
+# probability ratio is at most A² + 2A·e^{a′Δ}/T + 1/T² with A = e^{a′Δ}(1 + 5η), which
+# :func:`em_weights` checks against e^ε with rigorous rational bounds before any draw.  The
+# floor T keeps far candidates at a relative weight of about 2⁻⁶⁴, never 0 (a zero would
+# break the ratio).  The draw is a uniform integer over the exact total.
+
+_EM_SLACK = 2.0**-10
+_EM_ETA = 1e-12
+
+
+def em_weights(scores, epsilon: float, sensitivity: int) -> list[int]:
+    """Integer weights (exact, see above) of candidates with integer ``scores`` ≥ 0."""
+    s = np.asarray(scores, dtype=np.int64)
+    if s.size == 0:
+        raise ValueError("the exponential mechanism needs at least one candidate")
+    if np.any(s < 0):
+        raise ValueError("scores must be >= 0")
+    d = int(sensitivity)
+    if d < 1:
+        raise ValueError("sensitivity must be a positive integer")
+    eps = float(epsilon)
+    a = eps * (1.0 - _EM_SLACK) / (2.0 * d)
+    T = max(1, math.ceil(4.0 / (eps * _EM_SLACK)))
+    K = 64 + max(0, math.ceil(math.log2(T)))
+    _check_em_calibration(eps, a, d, T)
+    f = np.ldexp(np.exp(-a * (s - s.min()).astype(np.float64)), K)
+    w = np.ceil(f * (1 + 3 * _EM_ETA))
+    ceil_t = float(T)
+    return [int(v) if v > ceil_t else T for v in w.tolist()]
+
+
+@functools.lru_cache(maxsize=256)
+def _check_em_calibration(eps: float, a: float, d: int, T: int) -> None:
+    """A² + 2A·e^{a′Δ}/T + 1/T² ≤ e^ε, A = e^{a′Δ}(1 + 5η), with rigorous rational bounds."""
+    e_lo = 1 / _exp_neg_bounds(Fraction(repr(eps)), 60)[1]
+    ead_hi = 1 / _exp_neg_bounds(Fraction(a) * d, 60)[0]
+    A = ead_hi * (1 + 5 * Fraction(_EM_ETA))
+    if A * A + 2 * A * ead_hi / T + Fraction(1, T * T) > e_lo:  # pragma: no cover - never in [1e-6, 1e4]
+        raise ValueError("exponential mechanism: the weights cannot be calibrated at this epsilon")
+
+
+def exponential_mechanism_exact(rng: np.random.Generator, scores, epsilon: float, sensitivity: int) -> int:
+    """Index of one candidate drawn with probability ∝ :func:`em_weights` (ε-DP, exact)."""
+    import bisect
+    import itertools
+
+    w = em_weights(scores, epsilon, sensitivity)
+    acc = list(itertools.accumulate(w))
+    total = acc[-1]
+    u = _uniform_below(rng, total)
+    return bisect.bisect_right(acc, u)
+
+
+def _uniform_below(rng: np.random.Generator, n: int) -> int:
+    """Exact uniform integer in [0, n) from random bits (rejection); the one such draw of the
+    exact samplers (the query desk's refinement and exponential mechanism).
+    """
+    if n <= 0:
+        raise ValueError("n must be > 0")
+    if n < (1 << 62):
+        return int(rng.integers(0, n))
+    bits = n.bit_length()
+    nbytes = (bits + 7) // 8
+    while True:
+        v = int.from_bytes(rng.bytes(nbytes), "little") & ((1 << bits) - 1)
+        if v < n:
+            return v

@@ -73,7 +73,7 @@ __all__ = [
 ]
 
 LEDGER_FORMAT = "dpstudio-query-ledger"
-LEDGER_VERSION = 2  # 2: budget changes recorded as events; version 1 files are read as they are
+LEDGER_VERSION = 3  # 3: δ and budgets per requester; 2: budget changes as events (older files are read)
 DEFAULT_WAIT = 30.0  # seconds a query waits for a ledger in use by another query
 MAX_LEDGER_BYTES = 64 << 20  # a ledger of ~100 000 answers; anything larger is not a ledger
 PROJECT_KEY = "query_ledger_file"  # a project file names its data set's ledger file
@@ -161,8 +161,12 @@ class BudgetLedger:
         created: str | None = None,
         events: list | None = None,
         source: str = "ledger",
+        delta: float | None = None,
+        requesters: dict | None = None,
     ):
         self._total = _check_total(total, source)
+        self.delta = _check_delta(delta, source)
+        self.requesters: dict[str, Fraction] = _check_requesters(requesters, source)
         self.dataset = dataset
         self.digest = digest
         self.entries: list[dict] = _check_entries(entries, source)
@@ -176,6 +180,13 @@ class BudgetLedger:
                 f"{source}: its answers spend {float(self._spent_exact):g}, more than its total budget "
                 f"{float(self._total):g}; the file was edited or damaged (restore it from a backup)."
             )
+        for name, budget in self.requesters.items():
+            if self.spent_by_exact(name) > budget:
+                raise LedgerError(
+                    f"{source}: requester {name!r} spent {float(self.spent_by_exact(name)):g}, more than "
+                    f"their budget {float(budget):g}; the file was edited or damaged."
+                )
+        _check_zcdp(self.entries, self.delta, source)
 
     # ---- the budget
     @property
@@ -201,8 +212,10 @@ class BudgetLedger:
     def remaining(self) -> float:
         return float(self.remaining_exact)
 
-    def check(self, epsilon) -> None:
-        """Refuse (:class:`BudgetExceeded`) an ε beyond the remaining budget; spends nothing."""
+    def check(self, epsilon, requester: str | None = None) -> None:
+        """Refuse (:class:`BudgetExceeded`) an ε beyond the remaining budget (the data set's,
+        and the requester's when the ledger gives requesters budgets); spends nothing.
+        """
         e = _exact_positive(epsilon, "ε")
         if self._spent_exact + e > self._total:
             raise BudgetExceeded(
@@ -210,6 +223,130 @@ class BudgetLedger:
                 f"the data set's total budget {self.total:g} remains (spent {self.spent:g} on "
                 f"{len(self.entries)} queries). Nothing was spent; ask for a smaller ε."
             )
+        if self.requesters:
+            if not requester or requester not in self.requesters:
+                raise BudgetExceeded(
+                    f"Query refused: this ledger gives budgets per requester ({', '.join(sorted(self.requesters))}) "
+                    f"and {requester or 'no requester'!r} has none. Nothing was spent; the office sets one "
+                    "(--requester NAME --requester-budget EPSILON, or the panel's Set requester budget)."
+                )
+            left = self.requesters[requester] - self.spent_by_exact(requester)
+            if e > left:
+                raise BudgetExceeded(
+                    f"Query refused: it needs ε = {float(e):g} but requester {requester!r} has only "
+                    f"{float(left):g} of their budget {float(self.requesters[requester]):g} left. Nothing was spent."
+                )
+
+    # ---- requesters (thesis Protocol 2 is per user)
+    def spent_by_exact(self, requester: str) -> Fraction:
+        return sum(
+            (eps_fraction(e["epsilon"]) for e in self.entries if e.get("requester") == requester), Fraction(0)
+        )
+
+    def spent_by(self, requester: str) -> float:
+        return float(self.spent_by_exact(requester))
+
+    def requester_summary(self) -> list[dict]:
+        """Spending per requester: name, budget (None: none set), spent, answers, remaining."""
+        names = sorted({e.get("requester") or "" for e in self.entries} | set(self.requesters))
+        out = []
+        for n in names:
+            spent = (
+                self.spent_by_exact(n)
+                if n
+                else sum(
+                    (eps_fraction(e["epsilon"]) for e in self.entries if not e.get("requester")), Fraction(0)
+                )
+            )
+            b = self.requesters.get(n)
+            out.append(
+                {
+                    "requester": n or "(none)",
+                    "budget": None if b is None else float(b),
+                    "spent": float(spent),
+                    "answers": sum(1 for e in self.entries if (e.get("requester") or "") == n),
+                    "remaining": None if b is None else float(b - spent),
+                }
+            )
+        return out
+
+    def set_requester_budget(self, requester: str, budget, *, by: str | None = None) -> dict | None:
+        """Give ``requester`` a budget (an office decision, recorded as an event; never below
+        what they spent).  ``None`` when unchanged.
+        """
+        if not isinstance(requester, str) or not requester.strip():
+            raise ParameterError("A requester budget needs the requester's name.")
+        new = _check_total(budget, f"The budget of requester {requester!r}")
+        if self.requesters.get(requester) == new:
+            return None
+        if new < self.spent_by_exact(requester):
+            raise ParameterError(
+                f"The budget of requester {requester!r} cannot be {float(new):g}: {self.spent_by(requester):g} "
+                "is already spent."
+            )
+        event: dict[str, Any] = {
+            "time": _now(),
+            "event": "requester budget set",
+            "requester_budget": requester,
+            "to": float(new),
+            "after_entry": len(self.entries),
+        }
+        if self.requesters.get(requester) is not None:
+            event["from"] = float(self.requesters[requester])
+        if by:
+            event["requester"] = by
+        reqs = {**self.requesters, requester: new}
+        if self.path is not None:
+            self._write(events=[*self.events, event], requesters=reqs)
+        self.events.append(event)
+        self.requesters = reqs
+        return event
+
+    # ---- answers of any mechanism (the Gaussian's ρ composed in zCDP)
+    def charge(self, epsilon, *, mechanism: str = "refinement", delta: float | None = None) -> Fraction:
+        """The ε this ledger charges for an answer: ε itself, or for the Gaussian mechanism the
+        increase of the (ε, δ) that ALL its Gaussian answers' ρ convert to (zCDP composition).
+        """
+        e = _exact_positive(epsilon, "ε")
+        if mechanism != "gaussian":
+            return e
+        from dpstudio.engine.query.mechanisms import eps_of_rho, rho_for
+
+        d = self._answer_delta(delta)
+        rho_total = _rho_total(self.entries) + rho_for(e, d)
+        conv = Fraction(eps_of_rho(rho_total, d))
+        before = _zcdp_charged(self.entries)
+        return max(conv - before, Fraction(1, 10**12))
+
+    def _answer_delta(self, delta) -> float:
+        if self.delta is not None and delta is not None and float(delta) != self.delta:
+            raise ParameterError(
+                f"δ = {float(delta):g} differs from this ledger's δ = {self.delta:g} (all Gaussian answers of a "
+                "data set are composed at one δ): leave δ out."
+            )
+        d = self.delta if self.delta is not None else delta
+        if d is None:
+            raise ParameterError(
+                "The Gaussian mechanism needs δ (--delta, e.g. 1e-6), fixed once per ledger."
+            )
+        return float(d)
+
+    def check_answer(self, epsilon, *, mechanism: str = "refinement", delta=None, requester=None) -> Fraction:
+        """:meth:`check` of what :meth:`charge` charges; returns it."""
+        c = self.charge(epsilon, mechanism=mechanism, delta=delta)
+        self.check(c, requester)
+        return c
+
+    def spend_answer(self, epsilon, *, mechanism: str = "refinement", delta=None, rho=None, **record) -> dict:
+        """Record an answer of any mechanism (the file first, when bound); see :meth:`charge`."""
+        c = self.check_answer(epsilon, mechanism=mechanism, delta=delta, requester=record.get("requester"))
+        extra: dict[str, Any] = {"mechanism": mechanism}
+        if mechanism == "gaussian":
+            d = self._answer_delta(delta)
+            extra.update(rho=float(rho), delta=d, epsilon_asked=float(epsilon))
+            if self.delta is None:
+                self.delta = d  # fixed with the first Gaussian answer (written with it)
+        return self.spend(c, **extra, **record)
 
     def spend(self, epsilon, **record) -> dict:
         """Record one answer of ``epsilon`` (a finite number > 0; a Fraction is taken exactly).
@@ -218,7 +355,7 @@ class BudgetLedger:
         the error is raised, so the caller must not release the answer.
         """
         e = _exact_positive(epsilon, "ε")
-        self.check(e)
+        self.check(e, record.get("requester"))
         entry: dict[str, Any] = {"n": len(self.entries) + 1, "time": _now(), "epsilon": recorded_epsilon(e)}
         entry.update({k: v for k, v in record.items() if v is not None and k not in entry})
         exact = eps_fraction(entry["epsilon"])
@@ -267,13 +404,19 @@ class BudgetLedger:
         )
 
     # ---- persistence
-    def to_dict(self, *, total: Fraction | None = None, entries=None, events=None) -> dict:
+    def to_dict(self, *, total: Fraction | None = None, entries=None, events=None, requesters=None) -> dict:
         t = self._total if total is None else total
         ent = self.entries if entries is None else entries
         spent = sum((eps_fraction(e["epsilon"]) for e in ent), Fraction(0))
-        return {
+        reqs = self.requesters if requesters is None else requesters
+        extra: dict[str, Any] = {}
+        if self.delta is not None:
+            extra["delta"] = self.delta
+        if reqs:
+            extra["requesters"] = {k: float(v) for k, v in reqs.items()}
+        return extra | {
             "format": LEDGER_FORMAT,
-            "version": LEDGER_VERSION,
+            "version": LEDGER_VERSION if extra else 2,  # 3 only when δ or requester budgets are used
             "total": float(t),
             "dataset": self.dataset,
             "digest": self.digest,
@@ -323,6 +466,8 @@ class BudgetLedger:
             created=data.get("created"),
             events=data.get("events") or [],
             source=source,
+            delta=data.get("delta"),
+            requesters=data.get("requesters"),
         )
         spent = data.get("spent")
         if spent is not None and (
@@ -409,6 +554,55 @@ def _check_total(total, source: str) -> Fraction:
     return t
 
 
+def _check_delta(delta, source: str) -> float | None:
+    if delta is None:
+        return None
+    if isinstance(delta, bool) or not _is_number(delta) or not (0 < float(delta) <= 1e-2):
+        raise LedgerError(f"{source}: its δ {delta!r} is not a number in (0, 0.01].")
+    return float(delta)
+
+
+def _check_requesters(reqs, source: str) -> dict[str, Fraction]:
+    if reqs is None:
+        return {}
+    if not isinstance(reqs, dict):
+        raise LedgerError(f"{source}: its requesters must be a mapping name -> budget.")
+    out = {}
+    for k, v in reqs.items():
+        if not isinstance(k, str) or not k:
+            raise LedgerError(f"{source}: a requester's name {k!r} is not a text.")
+        out[k] = _check_total(v, f"{source}: requester {k!r}")
+    return out
+
+
+def _rho_total(entries) -> Fraction:
+    return sum((Fraction(e["rho"]) for e in entries if e.get("mechanism") == "gaussian"), Fraction(0))
+
+
+def _zcdp_charged(entries) -> Fraction:
+    return sum((eps_fraction(e["epsilon"]) for e in entries if e.get("mechanism") == "gaussian"), Fraction(0))
+
+
+def _check_zcdp(entries, delta, source: str) -> None:
+    """Gaussian entries: ρ finite > 0, a δ, and charged at least what their ρ converts to."""
+    gauss = [e for e in entries if e.get("mechanism") == "gaussian"]
+    if not gauss:
+        return
+    for e in gauss:
+        r = e.get("rho")
+        if not _is_number(r) or not _finite(r) or r <= 0:
+            raise LedgerError(f"{source}: entry {e.get('n')} has rho {r!r}; the file was edited or damaged.")
+    if delta is None:
+        raise LedgerError(f"{source}: it has Gaussian answers but no δ; the file was edited or damaged.")
+    from dpstudio.engine.query.mechanisms import eps_of_rho
+
+    if _zcdp_charged(entries) < Fraction(eps_of_rho(_rho_total(entries), delta)):
+        raise LedgerError(
+            f"{source}: its Gaussian answers are charged less than their ρ converts to; the file was edited "
+            "or damaged (restore it from a backup)."
+        )
+
+
 def _check_entries(entries, source: str) -> list[dict]:
     out = []
     for i, e in enumerate(list(entries or []), start=1):
@@ -434,7 +628,7 @@ def _check_entries(entries, source: str) -> list[dict]:
         rem = e.get("remaining")
         if rem is not None and (not _is_number(rem) or not _finite(rem)):
             raise LedgerError(f"{where} has remaining {rem!r}, not a finite number.")
-        for key in ("time", "query", "kind", "prior", "requester"):
+        for key in ("time", "query", "kind", "prior", "requester", "mechanism"):
             if e.get(key) is not None and not isinstance(e[key], str):
                 raise LedgerError(f"{where}: its {key} {e[key]!r} is not a text.")
         bad = _nonfinite_key(e)
@@ -468,6 +662,8 @@ def _check_events(events, source: str) -> list[dict]:
             raise LedgerError(f"{where} is not a record; the file was edited or damaged.")
         for key in ("from", "to"):
             v = ev.get(key)
+            if key == "from" and v is None and ev.get("requester_budget") is not None:
+                continue  # a requester's first budget has no 'from'
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not _finite(v) or v <= 0:
                 raise LedgerError(f"{where} has {key} {v!r}; a total budget must be a finite number > 0.")
         bad = _nonfinite_key(ev)

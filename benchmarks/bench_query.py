@@ -1,0 +1,80 @@
+"""Query desk speed (issue 26): one answer on Census and on 1,000,000 records, per mechanism.
+
+Targets: one answer ≤ 50 ms on Census, ≤ 1 s on 1,000,000 records (median of ``--repeats``
+answers after one warm-up, an explicit mechanism; ``auto`` adds the assessment of every
+mechanism).  Writes ``results/bench_query.txt``.
+
+    python benchmarks/bench_query.py [--repeats 5] [--out results/bench_query.txt]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dpstudio.engine.query import NumericRange  # noqa: E402
+from dpstudio.engine.query.desk import answer_query  # noqa: E402
+
+CASES = [
+    ("count where FICA > 3000", NumericRange(0, 1_000_000, 10), "laplace"),
+    ("mean(FICA)", NumericRange(0, 12000, 1), "laplace"),
+    ("mean(FICA)", NumericRange(0, 12000, 1), "gaussian"),
+    ("sum(FICA) where FEDTAX > 1000", NumericRange(0, 1.2e10, 100000), "laplace"),
+    ("variance(FICA)", NumericRange(0, 36e6, 1000), "laplace"),
+    ("median(FICA)", NumericRange(0, 12000, 1), "exponential"),
+    ("quantile(FICA, 0.9)", NumericRange(0, 12000, 1), "exponential"),
+    ("mean(FICA)", NumericRange(0, 12000, 1), "refinement"),
+    ("mean(FICA)", NumericRange(0, 12000, 1), "auto"),
+]
+DOM = {"FICA": (0, 12000), "FEDTAX": (0, 32000)}
+
+
+def bench(df, repeats):
+    rows = []
+    for text, sup, mech in CASES:
+        kw = dict(support=sup, bounds=DOM, mechanism=mech, delta=1e-6)
+        answer_query(df, text, 1.0, rng=0, **kw)  # warm-up
+        times = []
+        for i in range(repeats):
+            t = time.perf_counter()
+            answer_query(df, text, 1.0, rng=i + 1, **kw)
+            times.append(time.perf_counter() - t)
+        rows.append((text, mech, statistics.median(times)))
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench_query.txt"))
+    a = ap.parse_args(argv)
+    census = pd.read_csv(ROOT / "resources" / "census.csv")
+    rng = np.random.default_rng(0)
+    big = census.sample(1_000_000, replace=True, random_state=1).reset_index(drop=True)
+    big["FICA"] = big["FICA"] + rng.integers(0, 2, len(big))
+    lines = [
+        "# bench_query: one answer (median of %d), seconds; load %s" % (a.repeats, open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else "?"),
+        f"{'query':34s} {'mechanism':12s} {'Census (1,080)':>15s} {'1,000,000 records':>18s}",
+    ]
+    small = bench(census, a.repeats)
+    large = bench(big, max(1, a.repeats // 2))
+    for (t, m, s), (_, _, b) in zip(small, large):
+        lines.append(f"{t:34s} {m:12s} {s * 1000:13.1f} ms {b * 1000:16.1f} ms")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    Path(a.out).write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
