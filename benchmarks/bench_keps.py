@@ -40,7 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dpstudio import engine  # noqa: E402
-from dpstudio.engine.algorithms.generalization import mondrian, ola  # noqa: E402
+from dpstudio.engine.algorithms.mondrian import mondrian  # noqa: E402
+from dpstudio.engine.algorithms.ola import ola  # noqa: E402
 from dpstudio.engine.hierarchies.hierarchy import load_hierarchy  # noqa: E402
 from dpstudio.engine.hierarchies.build import auto_hierarchy, interval_hierarchy, masking_hierarchy  # noqa: E402
 from scripts.synth_height import add_height  # noqa: E402

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))   # after PYTHONPATH: an older checkout given there wins
 
-from dpstudio.engine.algorithms.generalization import ola  # noqa: E402
+from dpstudio.engine.algorithms.ola import ola  # noqa: E402
 from dpstudio.engine.hierarchies.hierarchy import load_hierarchy  # noqa: E402
 
 ADULT = ROOT / "resources" / "adult"

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dpstudio.engine.sweeps import sweep  # noqa: E402
-from dpstudio.engine.algorithms.generalization import ola  # noqa: E402
+from dpstudio.engine.algorithms.ola import ola  # noqa: E402
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy  # noqa: E402
 from dpstudio.engine.hierarchies.build import interval_hierarchy  # noqa: E402
 from synth_height import add_height  # noqa: E402

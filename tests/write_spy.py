@@ -77,7 +77,9 @@ class WriteSpy:
 
     def finals(self) -> set[str]:
         """Final names the writer renamed into place."""
-        return {os.path.basename(p) for op, p, inside, _ in self.ops if op in ("replace", "rename") and inside}
+        return {
+            os.path.basename(p) for op, p, inside, _ in self.ops if op in ("replace", "rename") and inside
+        }
 
     # ---- installing
     def install(self, monkeypatch) -> WriteSpy:

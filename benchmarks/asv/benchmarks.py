@@ -147,11 +147,14 @@ class OLAAdult:
         os.environ.pop("DPSTUDIO_OLA_NUMPY", None)
         os.environ.pop("DPSTUDIO_OLA_KERNEL", None)
         os.environ["DPSTUDIO_OLA_NUMPY" if search == "numpy" else "DPSTUDIO_OLA_KERNEL"] = "1"
-        from dpstudio.engine.algorithms import generalization
-        from dpstudio.engine.algorithms.generalization import ola
+        try:  # OLA's module since issue 22 §6; generalization.py before
+            from dpstudio.engine.algorithms import ola as ola_module
+        except ImportError:
+            from dpstudio.engine.algorithms import generalization as ola_module
+        ola = ola_module.ola
         from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
 
-        if search == "compiled" and not hasattr(generalization, "_ola_kernel"):
+        if search == "compiled" and not hasattr(ola_module, "_ola_kernel"):
             raise NotImplementedError("a commit before the compiled search")
         self.ola = ola
         df = pd.read_csv(ADULT / "adult.csv", sep=";")
@@ -188,3 +191,98 @@ class Laplace:
     def time_laplace_100k_x10(self):
         self.engine.protect(self.df, "laplace", {c: "eps-quasi" for c in self.cols},
                             domains=self.domains, epsilon=1.0, seed=7)
+
+
+class MDAVProtect:
+    """``engine.protect(census, "mdav", k=5)``, the whole call (issue 27 §2: the fixed
+    overhead around the clustering -- validation, guarantee, copies, digest, keyed shuffle).
+    ``time_mdav_labels`` is the clustering alone on the same table, so the difference of the
+    two is the overhead (benchmarks/bench_mdav_overhead.py prints it, with sdcMicro)."""
+
+    def setup(self):
+        from dpstudio import engine
+
+        self.engine = engine
+        self.df = pd.read_csv(CENSUS)
+        self.roles = {c: "k-quasi" for c in self.df.columns}
+        self.X = np.ascontiguousarray(self.df.to_numpy(dtype=np.float64))
+        self.mdav = _mdav()
+        self.mdav(self.X, 5)
+        self.engine.protect(self.df, "mdav", roles=self.roles, k=5, seed=1)
+
+    def time_protect_census_k5(self):
+        self.engine.protect(self.df, "mdav", roles=self.roles, k=5, seed=1)
+
+    def time_mdav_labels(self):
+        self.mdav(self.X, 5)
+
+
+def _child_peak(cmd: list[str], env: dict) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of a child process (wait4)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode:
+        raise RuntimeError(f"failed: {' '.join(cmd)}")
+    return time.perf_counter() - t0, ru.ru_maxrss / 1024.0
+
+
+class LargeCSV:
+    """Large CSVs through the command line (issue 27 §1), each a fresh process:
+    ``k-eps`` on Adult × 10 (301,620 records, ARX's 8 QIs and hierarchies, k = 50, ≤ 5 %,
+    precision, ``--no-measures``) and ``laplace`` on 1,000,000 × 10 numbers; the ratio to
+    the floor (a fresh Python process reading and writing the same file with pyarrow, timed
+    in the same round) and the child's peak memory are tracked too.  (benchmarks/bench_cli_large.py runs the full-size cases:
+    Adult × 100 and 10,000,000 × 10, with ARX.)"""
+
+    params = (["keps", "laplace"],)
+    param_names = ["case"]
+    number = 1
+    repeat = 3
+    timeout = 900
+
+    def setup(self, case):
+        import dpstudio
+
+        self.tmp = tempfile.mkdtemp()
+        src = str(Path(dpstudio.__file__).resolve().parents[1])
+        self.env = {**os.environ, "PYTHONPATH": src}
+        d = Path(self.tmp)
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import bench_cli_large as B
+
+        self.B = B
+        if case == "keps":
+            self.src, self.sep = d / "adult10.csv", ";"
+            B.make_adult(10, self.src)
+            self.args = B.protect_args("keps", self.src, d / "out.csv")
+            self.args[self.args.index("--k") + 1] = "50"
+        else:
+            self.src, self.sep = d / "numbers1000000.csv", ","
+            B.make_numbers(1_000_000, self.src)
+            self.args = B.protect_args("laplace", self.src, d / "out.csv")
+        self.cmd = [sys.executable, "-m", "dpstudio", *self.args]
+
+    def teardown(self, case):
+        import shutil
+
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def time_protect_process(self, case):
+        _child_peak(self.cmd, self.env)
+
+    def track_ratio_to_pyarrow_floor(self, case):
+        floor, _ = _child_peak(
+            [sys.executable, "-c", self.B.FLOOR, str(self.src), os.path.join(self.tmp, "floor.csv"), self.sep],
+            self.env,
+        )
+        wall, _ = _child_peak(self.cmd, self.env)
+        return wall / floor
+
+    track_ratio_to_pyarrow_floor.unit = "ratio"
+
+    def track_peak_rss_mb(self, case):
+        return _child_peak(self.cmd, self.env)[1]
+
+    track_peak_rss_mb.unit = "MB"

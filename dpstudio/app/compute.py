@@ -101,6 +101,62 @@ def protect_and_evaluate(
     return res, ev
 
 
+def run_chain_steps(
+    run, steps, *, start=None, figures=(), weighted=None, progress=None, check_cancel=None
+) -> tuple:
+    """Worker body of the step list (issue 23 §2): ``run.run(steps)`` from ``start`` (default:
+    the first step that differs from those already run; the earlier steps' outcomes are kept),
+    then ``engine.assess`` at level ``step`` after every step that ran (the figures of the
+    kept steps reused from ``figures``).  Returns (the new ChainRun, its figures, the
+    original's risk figures).  An incomplete chain may run (its result says what is not
+    protected yet).  ``weighted``: the weighted estimates' variables (None: the defaults).
+    """
+    from dpstudio.engine.assessment import original_figures
+    from dpstudio.engine.chain import parse_steps
+
+    parsed = parse_steps(steps)
+    s0 = run.first_changed(parsed) if start is None else max(0, min(int(start), len(run), len(parsed)))
+    s0 = min(s0, len(figures))
+
+    def prog(f: float) -> None:
+        if progress is not None:
+            progress(0.85 * f)
+
+    new = run.run(parsed, start=s0, progress=prog, check_cancel=check_cancel, complete=False)
+    figs = list(figures[:s0])
+    todo = range(s0, len(new))
+    for j, i in enumerate(todo):
+        if check_cancel:
+            check_cancel()
+        figs.append(engine.assess(new.result(i), level="step", weighted=weighted, check_cancel=check_cancel))
+        if progress is not None:
+            progress(0.85 + 0.15 * (j + 1) / max(len(todo), 1))
+    before = original_figures(new.result(0)) if len(new) else {}
+    return new, figs, before
+
+
+def reassess_chain(run, weighted=None, progress=None, check_cancel=None) -> list:
+    """The step figures of every step of ``run`` again (other weighted-estimate variables):
+    no step runs again.
+    """
+    out = []
+    for i in range(len(run)):
+        out.append(engine.assess(run.result(i), level="step", weighted=weighted, check_cancel=check_cancel))
+        if progress is not None:
+            progress((i + 1) / max(len(run), 1))
+    return out
+
+
+def assess_release(res, progress=None, check_cancel=None) -> tuple:
+    """Worker body of "Use as the release" (a chain's result): ``engine.assess`` at level
+    ``full`` as for Protect (the Results tab's measures and correlation difference).
+    """
+    a = engine.assess(res, level="full", weighted=False, check_cancel=check_cancel)
+    ev = dict(a.measures)
+    ev["_app"] = {"corr": a.corr_difference}
+    return res, ev
+
+
 def sweep_points(
     df, method, roles, domains, *, ks, epsilons, repeats, seed, hierarchies, params, check_cancel, progress
 ):

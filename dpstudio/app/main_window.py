@@ -22,6 +22,8 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSplitter,
     QTabWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from dpstudio import __version__
@@ -67,9 +69,17 @@ class MainWindow(QMainWindow):
         self.method_panel = MethodPanel(self.state)
         self.explore_panel = ExplorePanel(self.state)
         self.results_panel = ResultsPanel(self.state)
+        from dpstudio.app.widgets.step_list import StepListPanel
+
+        self.step_panel = StepListPanel(self.state)  # issue 23 §2: a release made of steps
+        method_box = QWidget()
+        method_lay = QVBoxLayout(method_box)
+        method_lay.setContentsMargins(0, 0, 0, 0)
+        method_lay.addWidget(self.method_panel)
+        method_lay.addWidget(self.step_panel)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
-        scroll.setWidget(self.method_panel)
+        scroll.setWidget(method_box)
         scroll.setMinimumWidth(330)
         self.method_splitter = QSplitter(Qt.Orientation.Horizontal)
         self.method_splitter.setObjectName("method_splitter")
@@ -161,6 +171,10 @@ class MainWindow(QMainWindow):
         self.explore_panel.sig_sweep_requested.connect(ctl.run_sweep)
         self.explore_panel.sig_point_chosen.connect(self._on_explore_point_chosen)
         self.results_panel.export_btn.clicked.connect(self.export_dialog)
+        # issue 24: the hierarchy builder, from the pre-run warning, the results and the roles
+        self.method_panel.sig_build_hierarchy.connect(self.open_hierarchy_builder)
+        self.results_panel.sig_build_hierarchy.connect(self.open_hierarchy_builder)
+        self.roles_panel.sig_build_hierarchy.connect(self.open_hierarchy_builder)
         ctl.confirm_csv = self._confirm_csv
         ctl.curve_images = lambda: self.explore_panel.export_images() if self.explore_panel.points else []
         ctl.sig_status.connect(self.task_label.setText)
@@ -168,6 +182,7 @@ class MainWindow(QMainWindow):
         ctl.sig_error.connect(self._on_controller_error)
         ctl.sig_loaded.connect(self.sig_loaded)
         ctl.sig_protected.connect(lambda: self.tabs.setCurrentIndex(TAB_RESULTS))
+        self.step_panel.sig_release_set.connect(self._on_chain_release)
         ctl.sig_protected.connect(self.history_panel.add_current)  # issue 11: candidates
         self.history_panel.sig_export_requested.connect(self.export_dialog)
         self.explore_panel.sse_scale.currentIndexChanged.connect(self.history_panel._draw_plane)
@@ -285,6 +300,15 @@ class MainWindow(QMainWindow):
         act(vm, "&5 Risk", lambda _=False: self.tabs.setCurrentWidget(self.risk_panel), "Ctrl+5")
         act(vm, "&6 Release data", lambda _=False: self.tabs.setCurrentWidget(self.release_view), "Ctrl+6")
         act(vm, "&7 Candidates", lambda _=False: self.tabs.setCurrentWidget(self.history_panel), "Ctrl+7")
+        vm.addSeparator()
+        # issue 24 §3: value labels instead of codes in every view (SPSS's View → Value Labels)
+        self.labels_action = QAction("Value &labels", self)
+        self.labels_action.setCheckable(True)
+        self.labels_action.setChecked(self.state.show_labels)
+        self.labels_action.setShortcut(QKeySequence("Ctrl+L"))
+        self.labels_action.toggled.connect(self.state.set_show_labels)
+        self.state.sig_labels_changed.connect(self.labels_action.setChecked)
+        vm.addAction(self.labels_action)
         hm = mb.addMenu("&Help")
         # issue 11: the user guide and the glossary (docs/*.md)
         from dpstudio.app.widgets.help_dialog import open_help
@@ -405,6 +429,11 @@ class MainWindow(QMainWindow):
                 self.open_data(urls[0])
 
     # ------------------------------------------------------------------ controller -> view
+    def _on_chain_release(self) -> None:
+        """The step list's release became the current one: no sweep curve describes it."""
+        self.controller.result_sig = None
+        self.tabs.setCurrentIndex(TAB_RESULTS)
+
     def _on_runner_busy(self, _busy: bool) -> None:
         busy = self.controller.busy
         self.cancel_btn.setEnabled(busy)
@@ -456,6 +485,18 @@ class MainWindow(QMainWindow):
             )
 
     # ------------------------------------------------------------------ export
+    def hierarchy_builder(self, column: str):
+        """The hierarchy builder of ``column`` (not shown), k from the method's form."""
+        from dpstudio.app.widgets.hierarchy_builder import HierarchyBuilder
+
+        k = (self.state.recipe.params or {}).get("k") or 5
+        return HierarchyBuilder(self.state, column, k=int(k), parent=self)
+
+    def open_hierarchy_builder(self, column: str) -> None:
+        if self.state.df is None or column not in self.state.df.columns:
+            return
+        self.hierarchy_builder(column).open()
+
     def export_dialog(self) -> None:
         res = self.state.result
         if res is None:
@@ -567,6 +608,8 @@ class MainWindow(QMainWindow):
         self.controller.shutdown(timeout)
         self.method_panel.preview_runner.cancel()
         self.method_panel.preview_runner.wait(timeout)
+        self.step_panel.runner.cancel()
+        self.step_panel.runner.wait(timeout)
         self.risk_panel.runner.cancel()
         self.risk_panel.runner.wait(timeout)
         for r in (self.query_panel.runner, self.query_panel.digest_runner):

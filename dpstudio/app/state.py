@@ -75,6 +75,8 @@ class AppState(QObject):
     sig_types_changed = Signal(str)
     """A column's type was changed by the user (its values in ``df`` converted)."""
     sig_input_errors_changed = Signal()
+    #: the value labels were switched on or off (issue 24 §3)
+    sig_labels_changed = Signal(bool)
     """A field holds text that is not a valid value (or no longer does)."""
     sig_query_ledger_changed = Signal()
     """The query desk's ledger file (``recipe.extra["query_ledger_file"]``) changed."""
@@ -85,6 +87,9 @@ class AppState(QObject):
         super().__init__(parent)
         self.df: pd.DataFrame | None = None
         self.input_meta: Any = None
+        #: show the SPSS/Stata value labels instead of the codes (Data, Attributes, Risk,
+        #: Release views; issue 24 §3)
+        self.show_labels = True
         self.stats: dict[str, ColumnStats] = {}
         self.hierarchies: dict[str, Any] = {}  # column -> Hierarchy (sources in the recipe)
         self.recipe: Recipe = new_recipe()
@@ -167,6 +172,9 @@ class AppState(QObject):
         if roles:
             r.roles.update({c: v for c, v in roles.items() if c in r.roles})
         r.domains, r.precision, r.hierarchies, r.types = {}, {}, {}, {}
+        # the types the file declares (SPSS measure level / format, Stata storage type) are the
+        # defaults, shown as "declared in the file" (issue 24 §2); the user may change them
+        r.types.update({c: t for c, t in self.declared_types().items() if c in r.roles})
         r.extra.pop("query_ledger_file", None)  # another data set has its own ledger file
         self.hierarchies = {}
         self._loaded, self._suggested = {}, {}
@@ -227,6 +235,33 @@ class AppState(QObject):
             col = base if base is not None else self.df[column]
             t = self._suggested[column] = suggest_types(col.to_frame(column))[column]
         return t
+
+    def value_labels(self) -> dict[str, dict]:
+        """{column: {code: label}} read with the file, or {} while the labels are off."""
+        if not self.show_labels:
+            return {}
+        return dict(getattr(self.input_meta, "value_labels", None) or {})
+
+    def has_value_labels(self) -> bool:
+        return bool(getattr(self.input_meta, "value_labels", None))
+
+    def set_show_labels(self, on: bool) -> None:
+        """Value labels on or off in every view (not a project setting: nothing is dirty)."""
+        if bool(on) == self.show_labels:
+            return
+        self.show_labels = bool(on)
+        self.sig_labels_changed.emit(self.show_labels)
+
+    def declared_types(self) -> dict[str, str]:
+        """{column: type} the input file declares (empty for a CSV)."""
+        return dict(getattr(self.input_meta, "declared_types", None) or {})
+
+    def type_origin(self, column: str) -> str:
+        """'' (the user's), 'suggested' or 'from the file' (declared in it): where the shown type comes from."""
+        t, suggested = self.column_type(column)
+        if suggested:
+            return "suggested"
+        return "from the file" if self.declared_types().get(column) == t else ""
 
     def column_type(self, column: str) -> tuple[str, bool]:
         """``(type, suggested)``: the user's type, else the suggestion (``suggested`` True)."""
@@ -392,6 +427,25 @@ class AppState(QObject):
             self.recipe.params = _current_params(params)
         self.sig_recipe_changed.emit()
         self.mark_dirty()
+
+    #: The key of the project file that keeps the Method tab's step list (not ``steps``: a
+    #: recipe's ``steps`` make ``dpstudio protect --recipe`` run a chain; a project's release
+    #: may be a single method while its step list is being built).
+    STEP_LIST_KEY = "step_list"
+
+    def step_list(self) -> list[dict]:
+        """The Method tab's step list kept in the project ([] when none)."""
+        v = self.recipe.extra.get(self.STEP_LIST_KEY)
+        return [dict(x) for x in v] if isinstance(v, list) else []
+
+    def set_step_list(self, steps: list[dict]) -> None:
+        """Keep the step list in the project (saved with it); observers are told."""
+        steps = [dict(x) for x in steps]
+        if steps != self.step_list():
+            # [] rather than no key: saving keeps the keys of the old file the recipe lacks
+            self.recipe.extra[self.STEP_LIST_KEY] = steps
+            self.mark_dirty()
+        self.sig_recipe_changed.emit()
 
     def set_params(self, params: dict) -> None:
         """Replace the method's parameters."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+    from dpstudio.engine.assessment import Assessment
     from dpstudio.engine.io import TableMeta
     from dpstudio.engine.registry import MethodSpec
     from dpstudio.engine.types import ProtectionResult
@@ -148,6 +149,23 @@ def parse_param_value(spec: MethodSpec, name: str, raw: str) -> Any:
             if raw == c or str(c) == raw:
                 return c
         return raw
+    if p.kind == "per-column":
+        # --param top=INCOME=p99 (one column), or a JSON object of them
+        text = raw.strip()
+        if text.startswith("{"):
+            import json
+
+            try:
+                return json.loads(text)
+            except ValueError:
+                pass
+        col, sep, value = text.partition("=")
+        if not sep or not col.strip():
+            raise ParameterError(
+                f"--param {name}: write COLUMN=TEXT (e.g. --param {name}=AGE=...) or a JSON "
+                f"object; better, use the option --{p.option or name} COLUMN=TEXT. Got {raw!r}."
+            )
+        return {col.strip(): value.strip()}
     if p.kind == "mapping":
         if not raw.strip():
             return raw  # refused by Param.check (not a dict)
@@ -218,6 +236,33 @@ def read_input(path: str, options: Mapping[str, Any] | None = None) -> tuple[pd.
     return read_table(path, **kw)
 
 
+def apply_declared_types(
+    types: dict[str, str], roles: Mapping[str, str], meta: Any, name: str
+) -> dict[str, str]:
+    """The command's column types with the input file's declared ones (SPSS measure level
+    and format, Stata storage type: :attr:`~dpstudio.engine.io.TableMeta.declared_types`) as
+    defaults for the columns that have a role; ``--type`` and the recipe win.  The types
+    taken from the file are said on one line (stderr), so the user sees where they came from.
+    """
+    import sys
+
+    declared = dict(getattr(meta, "declared_types", None) or {})
+    used = {
+        c: t
+        for c, t in declared.items()
+        if c not in types and roles.get(c) not in (None, "other", "identifier")
+    }
+    if not used:
+        return types
+    print(
+        f"dpstudio: column types declared in {name}: "
+        + ", ".join(f"{c}={t}" for c, t in used.items())
+        + " (give --type COL=TYPE to change one)",
+        file=sys.stderr,
+    )
+    return {**used, **types}
+
+
 def seed_arg(text: str) -> int:
     """``--seed``: a whole number of any width, decimal or 0x-hex (argparse type)."""
     from dpstudio.engine.errors import DPStudioError
@@ -235,27 +280,26 @@ SEED_HELP = (
 )
 
 
-def evaluate_result(
+def assess_result(
     res: ProtectionResult,
-    measures: tuple[str, ...] = ("sse", "rl", "delta", "corr", "kanon"),
-    hierarchies: Mapping[str, str] | None = None,
-) -> dict[str, Any] | None:
-    """Measures of a fresh result by the engine's measurement policy (the same as the app's);
-    None (with a warning) when they do not apply.
+    *,
+    level: str = "summary",
+    weighted: Mapping[str, Sequence[str]] | bool = False,
+) -> Assessment | None:
+    """The measures of a fresh result through the one assess path
+    (:func:`dpstudio.engine.assess`, the app's and the sweeps' too); its notices (record
+    linkage left out of a large summary, notes of the weighted estimates) printed on stderr.
+    None (with a warning) when the measures do not apply.
     """
     from dpstudio import engine
-    from dpstudio.cli._output import warn
+    from dpstudio.cli._output import note, warn
     from dpstudio.engine.errors import DPStudioError
 
     try:
-        return engine.evaluate(
-            res.aligned_original(),
-            res.data,
-            res.protected_attributes,
-            measures=measures,
-            result=res,
-            hierarchies=dict(hierarchies) if hierarchies else None,
-        )
+        a = engine.assess(res, level=level, weighted=weighted)
     except (DPStudioError, KeyError, ValueError, TypeError) as exc:
         warn(f"utility/risk measures not computed for this release: {exc}")
         return None
+    for n in a.notices:
+        (warn if getattr(n, "code", "") == "rl-not-computed" else note)(n)
+    return a

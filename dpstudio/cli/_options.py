@@ -19,7 +19,47 @@ COMMON_PARAMS = (
     "budget",
     "layout",
     "order",
+    "pd",
+    "alpha",
+    "strata",
+    "variables",
+    "household_vars",
+    "merge_file",
 )
+
+#: Repeatable ``--OPTION COL=TEXT`` options of the methods' per-column parameters (the
+#: ``option`` of a :class:`~dpstudio.engine.params.Param` of kind ``per-column``) -> the
+#: parameter's name.  Declared here, not read from the registry: a command's ``--help`` must
+#: not import the methods (numpy); ``tests/engine/test_cli_survey_methods.py`` checks that
+#: every per-column parameter's option is here.
+PER_COLUMN_OPTIONS = {
+    "recode": "breaks",
+    "merge": "merge",
+    "top": "top",
+    "bottom": "bottom",
+    "pram-matrix": "matrix",
+}
+
+_PER_COLUMN_HELP = {
+    "recode": "recode a numeric column into intervals (method recode): COL=b0,b1,...,bm "
+    "(intervals (b_i, b_i+1], the lowest value in the first), COL=N, COL=equal-width:N or "
+    "COL=quantile:N (quantile breaks are computed from the data) (repeatable)",
+    "merge": "merge categories of a column (method recode): COL=A+B:AB,C+D:CD (repeatable; "
+    "given twice for a column, the groups add up)",
+    "top": "top coding (method top-bottom-coding): COL=VALUE[:REPLACEMENT], every value above "
+    "VALUE becomes REPLACEMENT (default VALUE); VALUE may be a percentile, e.g. p99 "
+    "(data-dependent) (repeatable)",
+    "bottom": "bottom coding (method top-bottom-coding): COL=VALUE[:REPLACEMENT], every value "
+    "below VALUE becomes REPLACEMENT (default VALUE); VALUE may be a percentile, e.g. p1 "
+    "(repeatable)",
+    "pram-matrix": "a transition matrix of your own for a PRAM column (method pram): "
+    "COL=FILE.csv, first row and first column name the categories, rows sum to 1 (repeatable)",
+}
+
+
+def add_type_option(p: argparse.ArgumentParser, help_text: str) -> None:
+    """The repeatable ``--type COL=TYPE`` option (each command says what types mean to it)."""
+    p.add_argument("--type", action="append", metavar="COL=TYPE", help=help_text)
 
 
 def add_io_options(p: argparse.ArgumentParser) -> None:
@@ -68,11 +108,9 @@ def add_method_options(p: argparse.ArgumentParser, *, sweep: bool = False) -> No
         "weight (sampling weight, released unchanged), household (household id, "
         "not released unless --keep-household) (repeatable)",
     )
-    p.add_argument(
-        "--type",
-        action="append",
-        metavar="COL=TYPE",
-        help="column type: numeric, integer, categorical, ordinal, date (repeatable); "
+    add_type_option(
+        p,
+        "column type: numeric, integer, categorical, ordinal, date (repeatable); "
         "numeric-only methods refuse categorical/ordinal quasi-identifiers; integer: whole "
         "numbers, noisy values on the grid of whole numbers (default precision 1)",
     )
@@ -111,12 +149,39 @@ def add_method_options(p: argparse.ArgumentParser, *, sweep: bool = False) -> No
     )
     for name in ("algorithm", "suppression", "confidence", "noise", "calibration", "budget"):
         p.add_argument(f"--{name}", help=f"method parameter '{name}' (see 'dpstudio methods')")
+    for opt, help_text in _PER_COLUMN_HELP.items():
+        p.add_argument(
+            f"--{opt}", action="append", metavar="COL=TEXT", dest=opt.replace("-", "_"), help=help_text
+        )
+    p.add_argument(
+        "--merge-file",
+        dest="merge_file",
+        metavar="FILE.csv",
+        help="mapping file of merged categories (method recode): CSV 'column,from,to'",
+    )
+    p.add_argument(
+        "--pd", help="PRAM: minimum diagonal probability of the transition matrix, in (0, 1] (default 0.8)"
+    )
+    p.add_argument(
+        "--alpha", help="PRAM: the invariant matrix mixed with the identity, in [0, 1] (default 0.5)"
+    )
+    p.add_argument("--strata", metavar="COL[,COL]", help="PRAM: strata columns (the matrix per stratum)")
+    p.add_argument("--variables", metavar="COL[,COL]", help="PRAM: the categorical columns to PRAM")
+    p.add_argument(
+        "--household-vars",
+        dest="household_vars",
+        metavar="COL[,COL]",
+        help="household variables (constant within a household, e.g. size, region): protected "
+        "once per household (recode, top-bottom-coding, pram; needs --role HID=household)",
+    )
     p.add_argument(
         "--order",
-        choices=("random", "input"),
+        choices=("random", "input", "households", "households-input"),
         help="order of the released records: random (default: a keyed random permutation, "
         "every method) or input (keep the input order: WEAKENS the guarantee, stated in it; "
-        "for internal comparisons only)",
+        "for internal comparisons only); with a household-id column: households (the default "
+        "with --keep-household: households in random order, each household's records together) or "
+        "households-input (members in their input order)",
     )
     p.add_argument(
         "--drop-missing",

@@ -36,7 +36,7 @@ from dpstudio.cli._common import (
     parse_types,
     read_options,
 )
-from dpstudio.cli._options import COMMON_PARAMS
+from dpstudio.cli._options import COMMON_PARAMS, PER_COLUMN_OPTIONS
 from dpstudio.engine.recipe import Recipe
 
 if TYPE_CHECKING:
@@ -74,10 +74,21 @@ def from_command_line(args: argparse.Namespace, command: str) -> Recipe:
     for it in getattr(args, "param", None) or []:
         name, raw = split_assign(it, "--param", "NAME=VALUE (e.g. budget=per-attribute)")
         params[name] = raw
+    for opt, name in PER_COLUMN_OPTIONS.items():
+        items = getattr(args, opt.replace("-", "_"), None)
+        if items:  # (column, text) pairs in order: merge() joins them by the Param's rule
+            params[name] = PerColumnItems(
+                split_assign(it, f"--{opt}", "COLUMN=TEXT (see 'dpstudio protect --help')") for it in items
+            )
     if getattr(args, "drop_missing", False):
         params["drop_missing"] = True
     roles = parse_roles(args.role)
     hierarchies = parse_hierarchies(getattr(args, "hierarchy", None))
+    steps: list[dict[str, Any]] = []
+    if getattr(args, "pipeline", None):
+        from dpstudio.engine.chain import load_pipeline
+
+        steps = [st.to_dict() for st in load_pipeline(args.pipeline, what="--pipeline")]
     sweep: dict[str, Any] = {}
     if command == "sweep":
         sweep = {"ks": args.k, "epsilons": args.epsilon, "repeats": args.repeats}
@@ -94,7 +105,37 @@ def from_command_line(args: argparse.Namespace, command: str) -> Recipe:
         seed=getattr(args, "seed", None),
         seed_pinned=getattr(args, "seed", None) is not None,
         sweep=sweep,
+        steps=steps,
     )
+
+
+class PerColumnItems(list):
+    """The ``(column, text)`` pairs of a repeatable per-column option (``--top INCOME=p99``),
+    in the order given; :func:`merge` turns them into the parameter's dict.
+    """
+
+
+def per_column_value(spec: Any, name: str, items: PerColumnItems, base: Any) -> Any:
+    """The dict of per-column parameter ``name`` of ``spec``: ``base`` (the recipe's dict, or
+    None) with the command line's ``items`` over it per column; a column given twice on the
+    command line joins its texts with the Param's ``join`` (empty: the later wins).  A
+    parameter the method does not have is returned as given, for check_params to name.
+    """
+    try:
+        p = spec.param(name)
+    except KeyError:
+        return dict(items)
+    if p.kind != "per-column":
+        return dict(items)
+    out: dict[str, Any] = dict(base) if isinstance(base, dict) else {}
+    seen: set[str] = set()
+    for col, text in items:
+        if col in seen and p.join and isinstance(out.get(col), str):
+            out[col] = f"{out[col]}{p.join}{text}"
+        else:
+            out[col] = text
+        seen.add(col)
+    return out
 
 
 def _grid_text(grid: Any) -> str:
@@ -111,7 +152,24 @@ def merge(given: Recipe, source: Recipe | None, command: str, *, source_name: st
     from dpstudio.engine.errors import ParameterError
 
     src = source if source is not None else Recipe()
-    method = given.method or src.method
+    if given.method and given.steps:
+        raise ParameterError(
+            "Give either --method (one method) or --pipeline (a release made of steps), not both."
+        )
+    if given.steps and given.params:
+        raise ParameterError(
+            f"--pipeline: the steps' parameters are in the pipeline file; remove "
+            f"{', '.join('--' + n.replace('_', '-') for n in given.params)} from the command line."
+        )
+    # the command line wins: a --method replaces the recipe's steps, a --pipeline its method
+    steps = given.steps or ([] if given.method else list(src.steps))
+    method = None if steps else (given.method or src.method)
+    if steps and given.params:
+        raise ParameterError(
+            f"--recipe {source_name} is a release made of steps: their parameters are in the "
+            f"recipe; remove {', '.join('--' + n.replace('_', '-') for n in given.params)} "
+            "from the command line."
+        )
     roles = {**src.roles, **given.roles}
     active = {c for c, r in roles.items() if r not in UNPROTECTED_ROLES}
     types = {**{c: RECIPE_TYPES.get(t, t) for c, t in src.types.items()}, **given.types}
@@ -137,7 +195,10 @@ def merge(given: Recipe, source: Recipe | None, command: str, *, source_name: st
         # overrides it like any other option), the command line's over them
         params = legacy_params(dict(src.params) if src.method == spec.id else {}, spec.id)
         for name, raw in given.params.items():
-            params[name] = parse_param_value(spec, name, raw) if isinstance(raw, str) else raw
+            if isinstance(raw, PerColumnItems):
+                params[name] = per_column_value(spec, name, raw, params.get(name))
+            else:
+                params[name] = parse_param_value(spec, name, raw) if isinstance(raw, str) else raw
         if command == "sweep":
             for name in GRID_PARAMS:  # a recipe's single values: the grid sets them
                 params.pop(name, None)
@@ -151,6 +212,7 @@ def merge(given: Recipe, source: Recipe | None, command: str, *, source_name: st
         params=params,
         sweep=dict(src.sweep),
         extra=dict(src.extra),
+        steps=steps,
     )
     if command == "evaluate":
         return eff
@@ -190,11 +252,15 @@ def settings(args: argparse.Namespace, command: str) -> Recipe:
         from dpstudio.engine.recipe import load_recipe
 
         source = load_recipe(args.recipe, what="--recipe")
-    if getattr(args, "save_recipe", None) and not (args.method or (source and source.method)):
+    piped = bool(getattr(args, "pipeline", None)) or bool(source and source.steps)
+    if getattr(args, "save_recipe", None) and not (args.method or piped or (source and source.method)):
         raise ParameterError("--save-recipe needs a method: give --method (or a --recipe that names one).")
     name = Path(args.recipe).name if source is not None else ""
-    if source is None and command != "evaluate" and not args.method:
-        raise ParameterError("--method is required (or give --recipe FILE).")
+    if source is None and command != "evaluate" and not (args.method or piped):
+        raise ParameterError(
+            "--method is required (or give --recipe FILE"
+            + (", or --pipeline STEPS.json)." if command == "protect" else ").")
+        )
     if source is not None:
         from dpstudio.cli._output import warn
         from dpstudio.engine.io import same_file
@@ -202,7 +268,11 @@ def settings(args: argparse.Namespace, command: str) -> Recipe:
         inp = input_of(args)
         if source.input_path and inp and not same_file(source.input_path, inp):
             warn(f"the recipe was made for {source.input_path}; applying it to {inp}.")
-        if command != "evaluate" and not (args.method or source.method):
+        if source.steps and command != "protect":
+            raise ParameterError(
+                f"--recipe {name} is a release made of steps (a pipeline): only 'dpstudio protect' runs it."
+            )
+        if command != "evaluate" and not (args.method or source.method or piped):
             raise ParameterError(f"--recipe {name} names no method: give --method.")
     return merge(from_command_line(args, command), source, command, source_name=name)
 
@@ -216,9 +286,18 @@ def write_plan(args: argparse.Namespace, s: Recipe, *inputs: str) -> WritePlan:
     from dpstudio.engine.safe_write import WritePlan
 
     hier = [h["path"] for h in s.hierarchies.values() if h.get("path")]
+    if s.method:  # the method's settings files (a PRAM matrix, a mapping of categories)
+        from dpstudio.engine.params import input_paths
+        from dpstudio.engine.registry import get_method
+
+        hier += input_paths(get_method(s.method).params, s.params)
     # settings files count as inputs when they are files (a folder or FIFO given as one is
     # refused by its reader, with its own message)
-    files = [p for p in (getattr(args, "recipe", None), *hier) if p and os.path.isfile(p)]
+    files = [
+        p
+        for p in (getattr(args, "recipe", None), getattr(args, "pipeline", None), *hier)
+        if p and os.path.isfile(p)
+    ]
     plan = WritePlan(inputs=[*inputs, *files])
     if getattr(args, "save_recipe", None):
         plan.file(args.save_recipe, what="recipe (--save-recipe)", private=True)
@@ -237,14 +316,14 @@ def save_recipe(args: argparse.Namespace, s: Recipe, plan: WritePlan, command: s
 
     from dpstudio.engine.registry import get_method
 
-    assert s.method is not None  # settings() refuses --save-recipe without a method
-    spec = get_method(s.method)
     typed = {}
-    for name, v in s.params.items():  # as the engine reads them (the text of an option coerced)
-        try:
-            typed[name] = spec.param(name).check(v, spec.id)
-        except KeyError:
-            typed[name] = v
+    if s.method is not None:  # settings() refuses --save-recipe without a method or steps
+        spec = get_method(s.method)
+        for name, v in s.params.items():  # as the engine reads them (the text of an option coerced)
+            try:
+                typed[name] = spec.param(name).check(v, spec.id)
+            except KeyError:
+                typed[name] = v
     sweep = s.sweep
     if command == "sweep":
         sweep = {

@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dpstudio.cli._common import SEED_HELP, evaluate_result, read_input, seed_arg
+from dpstudio.cli._common import SEED_HELP, assess_result, read_input, seed_arg
 from dpstudio.cli._output import report_warnings
 
 NAME = "demo"
@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     res = engine.protect(
         df, "ir-dp", {c: "eps-quasi" for c in cols}, domains, seed=args.seed, k=k, epsilon=eps
     )
-    m = evaluate_result(res, ("sse", "rl"))
+    a = assess_result(res, level="summary")
+    m = a.measures if a is not None else None
     print(
         f"dpstudio demo: individual ranking + Laplace (ir-dp) on the bundled Census sample "
         f"({len(df)} records), attributes {', '.join(cols)}, k={k}, ε={eps:g}."

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpstudio.cli import _dask
 from dpstudio.cli._common import parse_list, read_input
-from dpstudio.cli._options import add_recipe_options
+from dpstudio.cli._options import add_recipe_options, add_type_option
 from dpstudio.cli._output import fmt, print_json, warn
 
 if TYPE_CHECKING:
@@ -48,12 +48,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "reid; default: k-quasis typed categorical or holding text)",
     )
     p.add_argument("--weight", metavar="COL", help="sampling weight column (reid)")
-    p.add_argument(
-        "--type",
-        action="append",
-        metavar="COL=TYPE",
-        help="column type: numeric, categorical, ordinal, date (repeatable)",
-    )
+    add_type_option(p, "column type: numeric, categorical, ordinal, date (repeatable)")
     p.add_argument(
         "--class-attribute",
         metavar="COL",

@@ -8,7 +8,7 @@ import argparse
 from typing import Any
 
 from dpstudio.cli._common import parse_roles, parse_types, read_input, read_options
-from dpstudio.cli._options import add_io_options
+from dpstudio.cli._options import add_io_options, add_type_option
 from dpstudio.cli._output import fmt, print_json
 
 NAME = "risk"
@@ -31,11 +31,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="COL=ROLE",
         help="k-quasi (key), confidential, weight, household, identifier, other (repeatable)",
     )
-    p.add_argument(
-        "--type",
-        action="append",
-        metavar="COL=TYPE",
-        help="column type: categorical, ordinal, numeric, date (keys are always compared as categories here)",
+    add_type_option(
+        p, "column type: categorical, ordinal, numeric, date (keys are always compared as categories here)"
     )
     p.add_argument("--weight", metavar="COL", help="sampling weight column")
     p.add_argument("--household", metavar="COL", help="household (cluster) id column")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
-from dpstudio.cli._common import parse_floats, parse_ints, parse_list, read_input
+from dpstudio.cli._common import apply_declared_types, parse_floats, parse_ints, parse_list, read_input
 from dpstudio.cli._options import add_method_options
 
 NAME = "sweep"
@@ -61,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     from dpstudio.engine.sweeps import check_repeats
 
     check_repeats(repeats, "--repeats")
-    df, _ = read_input(args.input, s.read_options)
+    df, in_meta = read_input(args.input, s.read_options)
+    s.types = apply_declared_types(s.types, s.roles, in_meta, os.path.basename(args.input))
     from dpstudio.engine.measures import default_measures
 
     measures = tuple(parse_list(args.measures) or default_measures(spec.id))

@@ -6,6 +6,7 @@ module does not import it: no import cycle).
 
 from __future__ import annotations
 
+import functools
 import warnings as _warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,13 +18,15 @@ import pandas as pd
 from dpstudio.engine import params as P
 from dpstudio.engine import validation as V
 from dpstudio.engine.codes import take_rows
-from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
+from dpstudio.engine.errors import DPStudioError, InputError, NotApplicableError, ParameterError
 from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model, Uncovered
 from dpstudio.engine.io import check_decimal_ambiguity
 from dpstudio.engine.notices import is_public, notice
 from dpstudio.engine.protection._common import (
     INPUT_ORDER_WARNING,
+    ORDER_HOUSEHOLDS,
     ORDER_RANDOM,
+    household_order,
     keep_order,
     ordering,
     record_permutation,
@@ -63,6 +66,10 @@ class Prepared:
     _digest: str | None = field(default=None, repr=False)
     #: the content digests of the declared hierarchies (computed once, on first use)
     _hierarchy_digests: dict | None = field(default=None, repr=False)
+    #: the protected columns as one read-only float64 matrix when they are plain numbers and
+    #: the table is small (:func:`~dpstudio.engine.validation.numeric_block`): checked,
+    #: digested and handed to the method's ``job.matrix`` without per-column pandas work
+    _matrix: np.ndarray | None = field(default=None, repr=False)
 
     def digest(self) -> str:
         """The data digest of the prepared records on the protected columns (what a run's
@@ -71,7 +78,7 @@ class Prepared:
         if self._digest is None:
             from dpstudio.engine.keying import data_digest
 
-            self._digest = data_digest(self.data, list(self.protected))
+            self._digest = data_digest(self.data, list(self.protected), matrix=self._matrix)
         return self._digest
 
     def _effective_hierarchies(self) -> dict:
@@ -111,18 +118,101 @@ class Prepared:
         )
 
 
-def check_applicable(df: pd.DataFrame, method: str, roles: dict | None, types: dict | None = None) -> None:
+def check_applicable(
+    df: pd.DataFrame, method: str, roles: dict | None, types: dict | None = None, params: dict | None = None
+) -> None:
     """Raise :class:`NotApplicableError` saying why ``method`` cannot run on these roles (and,
-    with ``types``, on these column types: what :func:`prepare` refuses, said before a run).
+    with ``types``, on these column types; with ``params``, on the columns they name: what
+    :func:`prepare` refuses, said before a run).
     """
     spec = get_method(method)
     r = normalize_roles(df.columns, roles)
-    protected = _applicable(spec, r)
+    p = None
+    if spec.targets is not None and params:
+        try:
+            p = spec.check_params(params)
+        except ParameterError:
+            p = None  # the form says what is wrong with a parameter
+    protected = _applicable(spec, r, p)
     if types and spec.numeric_only:
         _refuse_non_numeric_types(spec, r, normalize_types(df.columns, types), protected)
 
 
-def _applicable(spec: MethodSpec, roles: dict[str, Role]) -> list[str]:
+def missing_refused(
+    df: pd.DataFrame, method: str, roles: dict | None, params: dict | None = None
+) -> dict[str, int]:
+    """{column: number of missing values} that :func:`prepare` would refuse for ``method`` on
+    these roles: the protected columns with missing values when the method does not treat a
+    missing key value as matching any value (``missing_matches_any``, the sdcMicro way) and
+    ``drop_missing`` is off.  Empty when the run would go ahead.  Cheap (one pass of isna on
+    the protected columns): the app says it before a run (issue 24 §4).
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"x": [1.0, None, 3.0], "y": [1, 2, 3]})
+    >>> missing_refused(df, "laplace", {"x": "eps-quasi"})
+    {'x': 1}
+    >>> missing_refused(df, "laplace", {"x": "eps-quasi"}, {"drop_missing": True})
+    {}
+    """
+    spec = get_method(method)
+    if spec.missing_matches_any or spec.keeps_missing or (params or {}).get("drop_missing"):
+        return {}
+    r = normalize_roles(df.columns, roles)
+    try:
+        protected = _applicable(spec, r, params)
+    except DPStudioError:
+        return {}  # the roles or parameters are refused: the run says why
+    out = {}
+    for c in protected:
+        n = int(df[c].isna().sum())
+        if n:
+            out[c] = n
+    return out
+
+
+#: Roles whose columns a method never changes (the household id, the weight: read by the
+#: survey measures; identifiers: not released).
+_NOT_TARGETS = (Role.IDENTIFIER, Role.HOUSEHOLD, Role.WEIGHT)
+
+
+def _targets(spec: MethodSpec, roles: dict[str, Role], params: dict | None) -> list[str]:
+    """The columns a method whose parameters name them (``spec.targets``) changes: those named
+    (each must exist and not be an identifier, household id or weight), else the columns of
+    the roles in ``protects``.  ``params`` None (not known: a check of the roles alone) never
+    refuses for want of a column: the parameters may name them.
+    """
+    assert spec.targets is not None
+    named = list(dict.fromkeys(spec.targets(dict(params or {}), roles))) if params is not None else []
+    for c in named:
+        if c not in roles:
+            raise ParameterError(
+                f"Method {spec.id!r}: column {c!r} named in its parameters is not in the data. "
+                f"Available columns: {', '.join(roles)}."
+            )
+        if roles[c] in _NOT_TARGETS:
+            raise ParameterError(
+                f"Method {spec.id!r}: column {c!r} is the {roles[c].label}; it cannot be changed "
+                "by this method. Name another column or change its role."
+            )
+    if named:
+        return named
+    cols = [c for c, role in roles.items() if role in spec.protects]
+    if not cols and params is None:
+        # the parameters are not known here (a check of the roles alone: a chain's, the app's
+        # before a run): they may name the columns; the run's own check refuses if none does
+        return cols
+    if not cols:
+        need = " or ".join(r.label for r in spec.protects)
+        raise NotApplicableError(
+            f"Method {spec.id!r} ({spec.name}) has no column to change: name the columns in its "
+            f"parameters, or mark the columns it should change as {need}."
+        )
+    return cols
+
+
+def _applicable(spec: MethodSpec, roles: dict[str, Role], params: dict | None = None) -> list[str]:
+    if spec.targets is not None:  # a step on the columns its parameters name
+        return _targets(spec, roles, params)
     present = {role for role in roles.values()}
     if spec.requires and not any(req in present for req in spec.requires):
         need = " or ".join(req.label for req in spec.requires)
@@ -140,6 +230,18 @@ def _applicable(spec: MethodSpec, roles: dict[str, Role]) -> list[str]:
             "roles or choose another method."
         )
     return [c for c, role in roles.items() if role in spec.protects]
+
+
+def _plain_text_names(cols: pd.Index) -> bool:
+    """True when ``cols`` is already what ``[str(c) for c in cols]`` would make: pandas'
+    default text index without missing names (then renaming would change nothing).
+    """
+    return isinstance(cols.dtype, pd.StringDtype) and cols.dtype == _default_text_dtype() and not cols.hasnans
+
+
+@functools.cache
+def _default_text_dtype():
+    return pd.Index(["a"]).dtype
 
 
 def prepare(
@@ -170,25 +272,40 @@ def prepare(
     for role in (Role.WEIGHT, Role.HOUSEHOLD):
         single_column(r, role)
     ty = normalize_types(df.columns, types)
-    protected = _applicable(spec, r)
+    protected = _applicable(spec, r) if spec.targets is None else []
+    p = spec.check_params(household_default(spec, r, params, keep_household=keep_household))
+    if spec.targets is not None:  # the columns its parameters name
+        protected = _applicable(spec, r, p)
     if spec.numeric_only:
         _refuse_non_numeric_types(spec, r, ty, protected)
-    p = spec.check_params(params)
+    check_household_order(spec, r, p)
     warns: list[str] = []
 
-    data = df.copy()
-    data.columns = [str(c) for c in data.columns]
-    data = data.reset_index(drop=True)
+    # a private copy: with copy-on-write (pandas >= 3) a shallow copy is one -- a change to
+    # either frame copies the changed column first -- and costs nothing on small tables
+    data = df.copy(deep=False)
+    if not _plain_text_names(data.columns):
+        data.columns = [str(c) for c in data.columns]
+    ix = data.index
+    if not (isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1):
+        data = data.reset_index(drop=True)
 
+    X = V.numeric_block(data, protected)  # None unless plain numbers on a small table
     if spec.numeric_only:
-        for c in protected:
-            V.numeric_column(data, c, r[c].label)
-            if not pd.api.types.is_numeric_dtype(data[c]):
-                check_decimal_ambiguity(c, data[c])  # 1.234: never guess the mark (issue 15)
-                data[c] = pd.to_numeric(data[c])
+        if X is not None:  # the column-by-column checks' answer, read off the matrix
+            bad = V.first_infinite(X, protected)
+            if bad is not None:
+                V.numeric_column(data, bad, r[bad].label)  # raises, naming the rows
+        else:
+            for c in protected:
+                V.numeric_column(data, c, r[c].label)
+                if not pd.api.types.is_numeric_dtype(data[c]):
+                    check_decimal_ambiguity(c, data[c])  # 1.234: never guess the mark (issue 15)
+                    data[c] = pd.to_numeric(data[c])
     dropped: list[int] = []
     # a method whose guarantee holds with missing key values (they match any value) keeps them
-    miss = np.zeros(0, dtype=np.int64) if spec.missing_matches_any else V.missing_rows(data, protected)
+    keeps = spec.missing_matches_any or spec.keeps_missing
+    miss = np.zeros(0, dtype=np.int64) if keeps else V.missing_rows(data, protected, matrix=X)
     if miss.size:
         if not p.get("drop_missing"):
             raise InputError(V.missing_message(data, protected))
@@ -203,6 +320,7 @@ def prepare(
         )
         if len(data) < 2:
             raise InputError("After dropping records with missing values fewer than two records remain.")
+        X = V.numeric_block(data, protected)
     n = len(data)
     if "k" in p and spec.uses_k and p["k"] is not None:
         P.check_k(p["k"], n, spec.id, spec.min_k)
@@ -224,7 +342,7 @@ def prepare(
     # the guarantee, the metadata or the release note
     derived = V.data_derived_domains(data, doms)
     warns.extend(V.data_derived_domain_warning(c, why) for c, why in derived.items())
-    const = V.constant_columns(data, protected)
+    const = V.constant_columns(data, protected, matrix=X)
     if const:
         warns.append(
             notice(
@@ -259,6 +377,7 @@ def prepare(
         precision=prec,
         types=ty,
         keep_household=bool(keep_household),
+        _matrix=X,
     )
     prep.precision_given = {c: g for c, g in (precision or {}).items() if c in prec}
     return prep
@@ -301,6 +420,9 @@ def run_prepared(
         precision=dict(prep.precision or {}),
         types=dict(prep.types),
     )
+    if prep._matrix is not None:
+        # the prepared matrix of the protected columns is what job.matrix(protected) computes
+        job.cache.setdefault(("matrix", tuple(prep.protected)), prep._matrix)
     if progress is not None:
         job.progress = progress
     if check_cancel is not None:
@@ -309,7 +431,7 @@ def run_prepared(
     if not spec.orders_records and not keep_order(params):
         # every release in keyed random order (issue 21 §3): input order would link records to
         # the input file (sorted by name, households in adjacent rows)
-        perm = record_permutation(job, len(out.data))
+        perm = record_permutation(job, len(out.data), out.row_map)
         data = take_rows(out.data, perm)  # (text columns through their codes, issue 27)
         row_map = perm if out.row_map is None else np.asarray(out.row_map)[perm]
         out = Output(
@@ -470,7 +592,7 @@ def release_guarantee(
         for c in released_columns
         if c not in protected
         and c in roles
-        and roles.get(c) not in spec.protects
+        and (spec.targets is not None or roles.get(c) not in spec.protects)
         and roles.get(c) is not Role.IDENTIFIER
     ]
     # (a column without a role was made by the method, e.g. Anatomy's group id)
@@ -607,8 +729,13 @@ def preview_guarantee(
     r = normalize_roles(list(columns), roles)
     keep_hh = bool(params.pop("keep_household", False))
     params.pop("types", None)
-    p = spec.check_params(params)
-    protected = [c for c, role in r.items() if role in spec.protects]
+    p = spec.check_params(household_default(spec, r, params, keep_household=keep_hh))
+    check_household_order(spec, r, p)
+    protected = (
+        _targets(spec, r, p)
+        if spec.targets is not None
+        else [c for c, role in r.items() if role in spec.protects]
+    )
     released = _released_columns(list(map(str, columns)), r, keep_hh, p, protected)
     return release_guarantee(spec, p, r, released, protected)
 
@@ -652,6 +779,52 @@ def with_grid_clause(g: Guarantee, prep: Prepared, params: dict) -> Guarantee:
 def _with_clauses(guarantee: str, prep: Prepared, params: dict) -> str:
     """The sentence ``guarantee`` plus the grid clause (for callers holding text only)."""
     return with_grid_clause(Guarantee.plain(guarantee), prep, params).render()
+
+
+def household_default(
+    spec: MethodSpec, roles: dict[str, Role], params: dict, *, keep_household: bool = False
+) -> dict:
+    """``params`` with the default record order of data with a household id: households as
+    units ('households', issue 23 §3) when a column has the role ``household``, the id is
+    released (``keep_household``) and no order is given (an explicit order, 'random'
+    included, is kept).
+
+    When the household id is NOT released, the default stays 'random' (records shuffled one
+    by one): members in adjacent rows would give back the household structure that
+    withholding the id hides (issue 21 §3; ``tests/engine/test_public_independence.py``).
+    'households' can still be chosen; the guarantee then says that households are released
+    as units.
+    """
+    if params.get("order") is not None or "shuffle" in params:
+        return params
+    if not keep_household:
+        return params
+    if not any(q.name == "order" for q in spec.params):
+        return params
+    if not any(role is Role.HOUSEHOLD for role in roles.values()):
+        return params
+    return {**params, "order": ORDER_HOUSEHOLDS}
+
+
+def default_params(
+    method: str, roles: dict | None = None, columns=None, *, keep_household: bool = False
+) -> dict:
+    """Every parameter of ``method`` at its default for data with these ``roles`` (the app's
+    form starts from it): the household order when a household id is declared and released.
+    """
+    spec = get_method(method)
+    r = normalize_roles(list(columns) if columns is not None else list(roles or {}), roles)
+    return {**spec.defaults(), **household_default(spec, r, {}, keep_household=keep_household)}
+
+
+def check_household_order(spec: MethodSpec, roles: dict[str, Role], params: dict) -> None:
+    """Households as units need a household-id column."""
+    if household_order(params) and not any(role is Role.HOUSEHOLD for role in roles.values()):
+        raise ParameterError(
+            f"The 'order' parameter of method {spec.id!r} is {params.get('order')!r}, which "
+            "releases households as units: give the household-id column the role 'household' "
+            "(--role COL=household), or choose order 'random'."
+        )
 
 
 def _refuse_non_numeric_types(
@@ -778,6 +951,15 @@ def _protect_on_dask(df, method, roles, domains, *, hierarchies=None, types=None
     if hierarchies or keep_household:
         raise DB.NotOnDask(
             "Hierarchies and keep_household do not run on Dask; use backend='memory' (--engine memory)."
+        )
+    from dpstudio.engine.roles import parse_role
+
+    has_household = any(parse_role(r, str(c)) is Role.HOUSEHOLD for c, r in (roles or {}).items())
+    if household_order(kw) or (has_household and kw.get("order") is None):
+        raise DB.NotOnDask(
+            "Households released as units (order 'households', the default with a household-id "
+            "column) do not run on Dask; use backend='memory' (--engine memory) or order "
+            "'random' (--order random)."
         )
     if types:  # checked by prepare on the sample (numeric-only methods refuse categorical)
         kw["types"] = types

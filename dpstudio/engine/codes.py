@@ -178,7 +178,10 @@ def take(s: pd.Series, rows) -> pd.Series:
 def take_rows(frame: pd.DataFrame, rows) -> pd.DataFrame:
     """``frame.iloc[rows].reset_index(drop=True)``, column by column through :func:`take`."""
     rows = np.asarray(rows, dtype=np.intp)
-    if not any(_recall(frame.iloc[:, j])[1] is not None for j in range(frame.shape[1])):
+    # only an Arrow-backed column can have remembered codes: a frame of numpy columns is
+    # gathered at once, without looking at each column (issue 27 §2: small tables)
+    arrow = [j for j, dt in enumerate(frame.dtypes) if not isinstance(dt, np.dtype)]
+    if not any(_recall(frame.iloc[:, j])[1] is not None for j in arrow):
         return frame.iloc[rows].reset_index(drop=True)
     cols = {j: take(frame.iloc[:, j], rows) for j in range(frame.shape[1])}
     out = pd.DataFrame({j: c.reset_index(drop=True) for j, c in cols.items()}, copy=False)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.io import TableMeta, file_format, file_sha256, write_table
+from dpstudio.engine.io import TableMeta, file_format, file_sha256, relabelled, write_table
 from dpstudio.engine.safe_write import WritePlan, discard
 
 #: Keys that must never appear in released metadata nor in the audit trail.
@@ -307,6 +307,8 @@ def export_release(
     """
     if input_path is None and input_meta is not None:
         input_path = input_meta.path
+    # merged codes (a recoding's 1+2:12) get their value labels in .sav/.dta (issue 23)
+    input_meta = relabelled(input_meta, (getattr(result, "info", None) or {}).get("relabel"))
     guard = tuple(str(p) for p in (input_path,) if p)
     tables = dict(getattr(result, "tables", {}) or {})
     opts: dict[str, Any] = dict(
@@ -347,43 +349,9 @@ def export_release(
 
     with plan.transaction():
         try:
-            if not separate:
-                staged["data"] = write_table(
-                    result.data,
-                    paths["data"],
-                    f,
-                    input_meta,
-                    protect=guard,
-                    rows=_source_rows(result, input_meta),
-                    stage=True,
-                    plan=plan,
-                )
-            for name, table in tables.items():
-                key = f"table:{name}"
-                staged[key] = write_table(
-                    table,
-                    paths[key],
-                    f,
-                    input_meta,
-                    protect=guard,
-                    rows=np.full(len(table), -1),
-                    stage=True,
-                    plan=plan,
-                )
+            _stage_tables(staged, result, tables, paths, f, input_meta, guard, plan, separate)
             digests = {k: file_sha256(tmp) for k, tmp in staged.items()}  # each staged file read once
-            meta["output_sha256"] = None if separate else digests["data"]
-            meta["files"] = {
-                "output": (
-                    {"name": None, "format": f, "layout": "separate-tables"}
-                    if separate
-                    else {"name": Path(paths["data"]).name, "format": f, "sha256": digests["data"]}
-                ),
-                "tables": {
-                    name: {"name": Path(paths[f"table:{name}"]).name, "sha256": digests[f"table:{name}"]}
-                    for name in tables
-                },
-            }
-            meta = _strip_forbidden(meta)
+            meta = _release_metadata(meta, digests, paths, tables, f, separate)
             text = json.dumps(meta, indent=2, ensure_ascii=False, allow_nan=True, default=str) + "\n"
             staged["metadata"] = stage_text("metadata", text)
             if "release_note" in paths:
@@ -400,36 +368,106 @@ def export_release(
                     "private",
                     json.dumps(trail, indent=2, ensure_ascii=False, allow_nan=True, default=str) + "\n",
                 )
-            # commit (under the folder's lock: another export's renames never interleave): old
-            # metadata out, then tables, data, release note, new metadata, private files
-            order = [k for k in staged if k.startswith("table:")] + [
-                "data",
-                "release_note",
-                "metadata",
-                "assessment",
-                "private",
-            ]
-            with plan.committing():
-                plan.remove(paths["metadata"])
-                for k in order:
-                    if k in staged:
-                        written[k] = plan.commit(staged.pop(k), paths[k])
+            _commit_release(plan, staged, paths, written)
         except BaseException:
             for tmp in staged.values():
                 discard(tmp)
             raise
-    return {
-        k: written[k]
-        for k in [
-            "data",
-            *[k for k in written if k.startswith("table:")],
-            "metadata",
-            "release_note",
-            "assessment",
-            "private",
-        ]
-        if k in written
+    return {k: written[k] for k in _kind_order(written) if k in written}
+
+
+def _kind_order(kinds) -> list[str]:
+    """The order of the kinds in :func:`export_release`'s answer."""
+    return [
+        "data",
+        *[k for k in kinds if k.startswith("table:")],
+        "metadata",
+        "release_note",
+        "assessment",
+        "private",
+    ]
+
+
+def _stage_tables(
+    staged: dict[str, str],
+    result,
+    tables: dict,
+    paths: dict[str, str],
+    f: str,
+    input_meta: TableMeta | None,
+    guard: tuple,
+    plan: WritePlan,
+    separate: bool,
+) -> None:
+    """Write the release (unless the layout is 'separate-tables') and its extra tables to
+    temporary files of ``plan``, recorded in ``staged`` as each is written (so that a failure
+    discards what was staged).
+    """
+    if not separate:
+        staged["data"] = write_table(
+            result.data,
+            paths["data"],
+            f,
+            input_meta,
+            protect=guard,
+            rows=_source_rows(result, input_meta),
+            stage=True,
+            plan=plan,
+        )
+    for name, table in tables.items():
+        key = f"table:{name}"
+        staged[key] = write_table(
+            table,
+            paths[key],
+            f,
+            input_meta,
+            protect=guard,
+            rows=np.full(len(table), -1),
+            stage=True,
+            plan=plan,
+        )
+
+
+def _release_metadata(
+    meta: dict, digests: dict[str, str], paths: dict[str, str], tables: dict, f: str, separate: bool
+) -> dict:
+    """The public metadata with the names and digests of the files written, stripped of every
+    forbidden key.
+    """
+    meta["output_sha256"] = None if separate else digests["data"]
+    meta["files"] = {
+        "output": (
+            {"name": None, "format": f, "layout": "separate-tables"}
+            if separate
+            else {"name": Path(paths["data"]).name, "format": f, "sha256": digests["data"]}
+        ),
+        "tables": {
+            name: {"name": Path(paths[f"table:{name}"]).name, "sha256": digests[f"table:{name}"]}
+            for name in tables
+        },
     }
+    return _strip_forbidden(meta)
+
+
+def _commit_release(
+    plan: WritePlan, staged: dict[str, str], paths: dict[str, str], written: dict[str, str]
+) -> None:
+    """Rename the staged files into place (under the folder's lock: another export's renames
+    never interleave): old metadata out, then tables, data, release note, new metadata,
+    private files.  Each committed file moves from ``staged`` to ``written``.
+    """
+    order = [k for k in staged if k.startswith("table:")] + [
+        "data",
+        "release_note",
+        "metadata",
+        "assessment",
+        "private",
+    ]
+    with plan.committing():
+        plan.remove(paths["metadata"])
+        for k in order:
+            if k in staged:
+                written[k] = plan.commit(staged.pop(k), paths[k])
 
 
 def _source_rows(result, input_meta: TableMeta | None):

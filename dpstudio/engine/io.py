@@ -104,6 +104,13 @@ class TableMeta:
     texts: dict = field(default_factory=dict, repr=False)
     #: {column: the typed values read} for the columns in ``texts`` (to tell unchanged columns)
     typed: dict = field(default_factory=dict, repr=False)
+    #: the columns read as numbers: a generalised one stays numeric in a .sav/.dta release
+    #: (codes with value labels, issue 24 §1)
+    numeric: tuple = ()
+    #: column types the file declares (SPSS measure level and format, Stata storage type):
+    #: {column: "integer" | "categorical" | "ordinal"}; the defaults of the CLI and the app
+    #: (shown to the user), never guessed from the values (issue 24 §2)
+    declared_types: dict = field(default_factory=dict)
 
 
 def file_format(path: str | os.PathLike, fmt: str | None = None) -> str:
@@ -641,6 +648,26 @@ _COMMA_NUM = re.compile(r"^\s*[-+]?(\d+|\d{1,3}(\.\d{3})+)?(,\d*)?([eE][-+]?\d+)
 _MULTI_GROUP = re.compile(r"\d\.\d{3}\.\d{3}")
 
 
+def _bare_cr(src) -> bool:
+    """Whether the file (a path or a seekable handle, read from where it stands) ends its lines
+    with a carriage return alone: its first MiB holds a CR and no LF.
+    """
+    try:
+        if isinstance(src, (str, os.PathLike)):
+            with open(src, "rb") as fh:
+                head = fh.read(1 << 20)
+        elif hasattr(src, "seek") and hasattr(src, "tell") and src.seekable():
+            pos = src.tell()
+            head = src.read(1 << 20)
+            src.seek(pos)
+        else:
+            return False
+    except (OSError, ValueError):
+        return False
+    cr, lf = ("\r", "\n") if isinstance(head, str) else (b"\r", b"\n")
+    return cr in head and lf not in head
+
+
 def _raw_frame(src, *, sep: str, encoding: str | None, header, nrows=None, chunksize=None):
     """The table as read, every field as its text ('' for an empty field): nothing converted."""
     # index_col=False: a row longer than the header never turns the first columns into a
@@ -658,6 +685,10 @@ def _raw_frame(src, *, sep: str, encoding: str | None, header, nrows=None, chunk
     )
     if encoding is not None:
         kw["encoding"] = encoding
+    if _bare_cr(src):
+        # old Mac line ends: pandas' C parser, left to detect them, shifts the fields of the
+        # line after a blank one (",5,6" read as "5", "6", ""); told, it reads them right
+        kw["lineterminator"] = "\r"
     import warnings
 
     with warnings.catch_warnings():
@@ -1373,7 +1404,9 @@ def read_table(
     if os.path.getsize(path) == 0:
         raise InputError(f"{name}: the file is empty.")
     if fmt == "csv":
-        return _read_csv(path, sep, encoding, decimal, progress)
+        df, meta = _read_csv(path, sep, encoding, decimal, progress)
+        meta.numeric = _numeric_columns(df)
+        return df, meta
     meta = TableMeta(path=os.path.abspath(path), format=fmt)
     try:
         if fmt == "xlsx":
@@ -1405,6 +1438,9 @@ def read_table(
                 str(k): str(v) for k, v in (getattr(rmeta, "column_names_to_labels", None) or {}).items() if v
             }
             meta.encoding = getattr(rmeta, "file_encoding", None)
+            meta.declared_types = _declared_types(df, rmeta, fmt)
+            if fmt == "sav":
+                df = _whole_numbers_as_integers(df)
     except InputError:
         raise
     except (OSError, MemoryError):
@@ -1417,10 +1453,174 @@ def read_table(
     _check_columns([str(c) for c in df.columns], name)
     df.columns = [str(c) for c in df.columns]
     meta.n_rows = len(df)
+    meta.numeric = _numeric_columns(df)
     return df, meta
 
 
+_SPSS_WHOLE = re.compile(r"^(F|N|COMMA|DOT|DOLLAR|PCT)\d+(\.0)?$", re.I)
+_STATA_INT = ("int8", "int16", "int32", "int64")
+
+
+def _declared_types(df: pd.DataFrame, rmeta: Any, fmt: str) -> dict:
+    """The types a .sav/.dta file declares for its numeric columns: SPSS's measure level
+    (nominal → categorical, ordinal → ordinal) or a format without decimals (F3, F8.0 →
+    integer); Stata's integer storage types (byte, int, long → integer).  Read from the
+    file's dictionary, never from the values.
+    """
+    out: dict[str, str] = {}
+    measure = getattr(rmeta, "variable_measure", None) or {}
+    formats = getattr(rmeta, "original_variable_types", None) or {}
+    storage = getattr(rmeta, "readstat_variable_types", None) or {}
+    for c in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]):
+            continue
+        c = str(c)
+        if fmt == "sav":
+            m = str(measure.get(c, "")).lower()
+            if m in ("nominal", "ordinal"):
+                out[c] = "categorical" if m == "nominal" else "ordinal"
+            elif _SPSS_WHOLE.match(str(formats.get(c, ""))):
+                out[c] = "integer"
+        elif fmt == "dta" and str(storage.get(c, "")) in _STATA_INT:
+            out[c] = "integer"
+    return out
+
+
+def _whole_numbers_as_integers(df: pd.DataFrame) -> pd.DataFrame:
+    """SPSS stores every number as a double: a column of whole numbers without a missing
+    value is read as int64 (PID shows 0–6, not 0.0–6.0; issue 24 §2).  The values are the
+    same; a column with missing values stays float64 (NaN).
+    """
+    conv = {}
+    for c in df.columns:
+        s = df[c]
+        if s.dtype != np.float64:
+            continue
+        v = s.to_numpy()
+        if v.size and np.isfinite(v).all() and (np.abs(v) < 2.0**53).all() and (v == np.round(v)).all():
+            conv[c] = v.astype(np.int64)
+    if not conv:
+        return df
+    out = df.copy(deep=False)
+    for c, v in conv.items():
+        out[c] = v
+    return out
+
+
+def _numeric_columns(df: pd.DataFrame) -> tuple:
+    return tuple(
+        str(c)
+        for c in df.columns
+        if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+    )
+
+
+_LEADING_NUMBER = re.compile(r"^\s*[\[(]?\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
+
+
+def generalised_codes(s: pd.Series) -> tuple[pd.Series, dict]:
+    """A generalised column (texts such as ``30-39``, ``[0.5, 1)``, ``*``) as numeric codes with
+    value labels, for formats whose variables are typed (SPSS, Stata; issue 24 §1): ``*`` (the
+    top of a hierarchy: nothing released) becomes a missing value, every other text a code
+    1, 2, … in the order of its leading number (then of the text), labelled with the text.
+
+    >>> codes, labels = generalised_codes(pd.Series(["40-49", "*", "30-39", "40-49"]))
+    >>> codes.tolist(), labels
+    ([2.0, nan, 1.0, 2.0], {1.0: '30-39', 2.0: '40-49'})
+    """
+    txt = s.astype("object").where(s.notna(), None)
+    uniq = sorted({str(v) for v in txt if v is not None and str(v) != "*"})
+
+    def key(t: str) -> tuple:
+        m = _LEADING_NUMBER.match(t)
+        return (0, float(m.group(1)), t) if m else (1, 0.0, t)
+
+    uniq.sort(key=key)
+    code = {t: float(i + 1) for i, t in enumerate(uniq)}
+    out = pd.Series(
+        [code.get(str(v), np.nan) if v is not None else np.nan for v in txt], index=s.index, dtype=np.float64
+    )
+    return out, {c: t for t, c in code.items()}
+
+
+def _typed_for_labels(df: pd.DataFrame, meta: TableMeta | None) -> tuple[pd.DataFrame, dict]:
+    """``df`` with every column that was numeric in the input but is text in the release (a
+    generalised k-quasi) turned back into numeric codes, and those codes' value labels (they
+    replace the input's labels of that column).
+    """
+    if meta is None or not meta.numeric:
+        return df, {}
+    conv = [
+        c
+        for c in df.columns
+        if c in meta.numeric
+        and not pd.api.types.is_numeric_dtype(df[c])
+        and not pd.api.types.is_datetime64_any_dtype(df[c])
+    ]
+    if not conv:
+        return df, {}
+    out = df.copy(deep=False)
+    labels = {}
+    for c in conv:
+        out[c], labels[c] = generalised_codes(df[c])
+    return out, labels
+
+
 # --------------------------------------------------------------------- writing
+
+
+def relabelled(meta: TableMeta | None, merged: dict | None) -> TableMeta | None:
+    """``meta`` with the value labels of merged codes (``merged``: column -> {new code: [old
+    codes]}, as text, e.g. a recoding's ``1+2:12``): the new code is labelled with the old
+    codes' labels joined by " + " (an old code without a label by its number), the old codes'
+    labels that no longer occur are dropped.  Columns without labels stay without.
+    """
+    if meta is None or not merged:
+        return meta
+    import copy
+
+    out = copy.copy(meta)
+    out.value_labels = {c: dict(v) for c, v in meta.value_labels.items()}
+    for c, groups in merged.items():
+        labels = out.value_labels.get(c)
+        if not labels:
+            continue
+        by_text = {_code_text(k): k for k in labels}
+        for new, olds in groups.items():
+            parts = [str(labels[by_text[o]]) if o in by_text else o for o in olds]
+            for o in olds:
+                if o in by_text and o != new:
+                    labels.pop(by_text[o], None)
+            key = by_text.get(new, float(new) if _code_text(float(new)) == new else new)
+            labels[key] = " + ".join(parts)
+    return out
+
+
+def _code_text(k) -> str:
+    """A value-label code as text (1, 1.0 and '1' alike)."""
+    try:
+        f = float(k)
+    except (TypeError, ValueError):
+        return str(k)
+    return str(int(f)) if f == int(f) and abs(f) < 1e15 else repr(f)
+
+
+def _categorical_codes(df: pd.DataFrame, vl: dict) -> pd.DataFrame:
+    """Pandas categorical columns as codes 1, 2, … (missing stays missing) with their
+    categories as value labels in ``vl`` (SPSS/Stata: an ordered categorical such as recoded
+    intervals keeps its order in the codes); other columns untouched.
+    """
+    cats = [c for c in df.columns if isinstance(df[c].dtype, pd.CategoricalDtype)]
+    if not cats:
+        return df
+    df = df.copy(deep=False)
+    for c in cats:
+        s = df[c]
+        codes = s.cat.codes.to_numpy().astype(np.float64) + 1.0
+        codes[codes == 0] = np.nan
+        df[c] = codes
+        vl[c] = {float(i + 1): str(lab) for i, lab in enumerate(s.cat.categories)}
+    return df
 
 
 def _stata_labels(df: pd.DataFrame, meta: TableMeta | None) -> tuple[dict, list | None]:
@@ -1502,9 +1702,10 @@ _PLAIN_SEPS = (",", ";", "\t", "|")
 
 def _csv_bytes(data: pd.DataFrame, sep: str, lt: str, enc: str) -> bytes | None:
     """The bytes ``data.to_csv(sep=sep, lineterminator=lt, encoding=enc, index=False)`` writes,
-    built with pyarrow for the common case -- columns of texts and integers (missing = empty)
-    where no name or text needs quoting -- or None (then pandas writes the file).  Floats,
-    booleans, dates... always go to pandas (its float format is Python's repr).
+    built with pyarrow for the common case -- columns of texts, integers and float64 (missing =
+    empty; floats as numpy's ``str``, which pandas writes, :func:`_float_texts`) where no name
+    or text needs quoting -- or None (then pandas writes the file).  Booleans, dates, other
+    float types... always go to pandas.
     """
     blocks = _csv_blocks(data, sep, lt, enc)
     if blocks is None:
@@ -1523,7 +1724,46 @@ class _NeedsPandas(Exception):
 _CSV_BLOCK_ROWS = 500_000
 
 
-def _csv_blocks(data: pd.DataFrame, sep: str, lt: str, enc: str, block_rows: int | None = None):
+#: float64 values Arrow's cast to text writes with the digits and form of numpy's ``str``
+#: (which pandas' ``to_csv`` writes), once ".0" is added to a whole number: zero and
+#: 1e-4 <= |x| < 1e10 (Arrow switches to an exponent at 1e10, numpy at 1e16 and below 1e-4);
+#: any other value is written by numpy's ``str`` itself
+_FLOAT_ARROW_RANGE = (1e-4, 1e10)
+
+
+def _float_texts(a):
+    """The texts pandas' ``to_csv`` writes for a float64 Arrow array (numpy's ``str`` of each
+    value; NaN as nothing), built with Arrow compute, never a Python object per value.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    v = a.to_numpy(zero_copy_only=False)
+    nan = np.isnan(v)
+    t = pc.cast(pa.array(v, mask=nan if nan.any() else None), pa.string())
+    # a whole number: Arrow writes "12", numpy "12.0" (no "." and no exponent, finite)
+    whole = pc.invert(pc.match_substring_regex(t, r"[.en]"))
+    t = pc.if_else(whole, pc.binary_join_element_wise(t, pa.scalar(".0"), ""), t)
+    with np.errstate(invalid="ignore"):
+        m = np.abs(v)
+        lo, hi = _FLOAT_ARROW_RANGE
+        other = np.isfinite(v) & (v != 0) & ((m < lo) | (m >= hi))
+    idx = np.flatnonzero(other)
+    if idx.size:
+        texts = v[idx].astype(str)
+        t = pc.replace_with_mask(t, pa.array(other), pa.array(texts, type=pa.string()))
+    return t
+
+
+def _csv_blocks(
+    data: pd.DataFrame,
+    sep: str,
+    lt: str,
+    enc: str,
+    block_rows: int | None = None,
+    *,
+    decimal: str = ".",
+):
     """:func:`_csv_bytes` as an iterator of consecutive blocks of bytes (the header, then the
     lines of ``block_rows`` records at a time, written by Arrow's CSV writer: never a Python
     object per value or per line, and never the whole file in memory, issue 27), or None when
@@ -1540,9 +1780,15 @@ def _csv_blocks(data: pd.DataFrame, sep: str, lt: str, enc: str, block_rows: int
     if not all(isinstance(c, str) and not any(ch in c for ch in specials) for c in names):
         return None
     sources = []
+    floats = []
     for j in range(len(names)):
         s = data.iloc[:, j]
         dt = s.dtype
+        if isinstance(dt, np.dtype) and dt == np.float64 and decimal == ".":
+            # float64: turned into numpy's texts block by block (_float_texts)
+            sources.append(pa.array(s.to_numpy()))
+            floats.append(j)
+            continue
         try:
             if isinstance(dt, pd.StringDtype) or (isinstance(dt, np.dtype) and dt.kind == "O"):
                 a = pa.array(s.array) if isinstance(dt, pd.StringDtype) else None
@@ -1556,10 +1802,18 @@ def _csv_blocks(data: pd.DataFrame, sep: str, lt: str, enc: str, block_rows: int
             return None  # objects that are not all texts
         sources.append(a)
     table = pa.table(sources, names=[f"c{j}" for j in range(len(names))])
-    return _csv_block_iter(table, names, sep, lt, enc, block_rows or _CSV_BLOCK_ROWS)
+    return _csv_block_iter(table, names, sep, lt, enc, block_rows or _CSV_BLOCK_ROWS, floats)
 
 
-def _csv_block_iter(table, names: list[str], sep: str, lt: str, enc: str, block_rows: int):
+def _csv_block_iter(
+    table,
+    names: list[str],
+    sep: str,
+    lt: str,
+    enc: str,
+    block_rows: int,
+    floats: tuple[int, ...] | list[int] = (),
+):
     import codecs
 
     import pyarrow as pa
@@ -1587,8 +1841,11 @@ def _csv_block_iter(table, names: list[str], sep: str, lt: str, enc: str, block_
     yield out((sep.join(names) + lt).encode("utf-8"))
     for a in range(0, table.num_rows, block_rows):
         sink = pa.BufferOutputStream()
+        part = table.slice(a, block_rows)
+        for j in floats:
+            part = part.set_column(j, f"c{j}", _float_texts(part.column(j).combine_chunks()))
         try:
-            pcsv.write_csv(table.slice(a, block_rows), sink, opts)
+            pcsv.write_csv(part, sink, opts)
         except pa.ArrowInvalid:
             raise _NeedsPandas from None
         yield out(sink.getvalue())
@@ -1645,7 +1902,7 @@ def write_table(
                 lt = meta.lineterminator if meta and meta.lineterminator in ("\n", "\r\n") else "\n"
                 # the same bytes as pandas, without its per-row writer (None when a field needs
                 # quoting, e.g. holds a CR: then the line break below decides)
-                blocks = _csv_blocks(data, sep, lt, enc)
+                blocks = _csv_blocks(data, sep, lt, enc, decimal=dec)
                 if blocks is not None:
                     try:
                         with open(tmp, "wb") as fh:
@@ -1665,15 +1922,20 @@ def write_table(
                 import pyreadstat
 
                 vl, cl = _stata_labels(df, meta)
+                out = _categorical_codes(df, vl)  # recoded categories (pandas categoricals)
+                # a numeric column generalised to texts (k-eps) stays numeric (issue 24 §1)
+                out, gen_labels = _typed_for_labels(out, meta)
+                vl.update(gen_labels)
+                vl = {c: v for c, v in vl.items() if v}
                 kw: dict[str, Any] = {}
                 if vl:
                     kw["variable_value_labels"] = vl
                 if cl:
                     kw["column_labels"] = cl
                 if f == "dta":
-                    pyreadstat.write_dta(df, tmp, **kw)
+                    pyreadstat.write_dta(out, tmp, **kw)
                 else:
-                    pyreadstat.write_sav(df, tmp, **kw)
+                    pyreadstat.write_sav(out, tmp, **kw)
         except (OSError, MemoryError):
             raise
         except Exception as exc:  # noqa: BLE001

@@ -122,20 +122,42 @@ def row_hashes(frame: pd.DataFrame, cols: list[str]) -> np.ndarray:
     return _mix64(h)
 
 
+def row_hashes_matrix(X: np.ndarray) -> np.ndarray:
+    """:func:`row_hashes` of a frame whose columns are the float64 columns of ``X`` (what
+    :func:`_column_hash` hashes for a numeric column), hashed in one call (issue 27 §2).
+    """
+    from pandas.util import hash_array
+
+    v = X + 0.0  # no −0
+    nan = np.isnan(v)
+    if nan.any():
+        v = np.where(nan, np.nan, v)  # one NaN
+    H = np.asarray(hash_array(np.ascontiguousarray(v)), dtype=np.uint64).reshape(v.shape)
+    h = np.zeros(v.shape[0], dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(v.shape[1]):
+            h = (h * _FOLD) ^ H[:, j]
+    return _mix64(h)
+
+
 def _powers(mult: int, n: int) -> np.ndarray:
     """mult^1 … mult^n modulo 2⁶⁴."""
     with np.errstate(over="ignore"):
         return np.cumprod(np.full(n, mult, dtype=np.uint64))
 
 
-def digest_partial(frame: pd.DataFrame, cols: list[str]) -> tuple[int, int, int]:
+def digest_partial(
+    frame: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | None = None
+) -> tuple[int, int, int]:
     """(records, lane A, lane B) of a block of consecutive records (a whole frame or one
-    partition); combine the blocks in order with :func:`combine_partials`.
+    partition); combine the blocks in order with :func:`combine_partials`.  ``matrix``: the
+    numeric columns ``cols`` of ``frame`` as one float64 matrix
+    (:func:`dpstudio.engine.validation.numeric_block`), hashed at once; the same digest.
     """
     n = len(frame)
     if n == 0:
         return 0, 0, 0
-    h = row_hashes(frame, cols)
+    h = row_hashes(frame, cols) if matrix is None else row_hashes_matrix(matrix)
     with np.errstate(over="ignore"):
         a = int((h * _powers(_A, n)).sum(dtype=np.uint64))
         b = int((_mix64(h ^ np.uint64(_B)) * _powers(_B, n)).sum(dtype=np.uint64))
@@ -155,8 +177,9 @@ def combine_partials(parts) -> str:
     return h.hexdigest()
 
 
-def data_digest(frame: pd.DataFrame, cols: list[str]) -> str:
+def data_digest(frame: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | None = None) -> str:
     """The digest of the records of ``frame`` on ``cols`` (see the module docstring).
+    ``matrix``: :func:`dpstudio.engine.validation.numeric_block` of ``frame[cols]`` when known.
 
     >>> import pandas as pd
     >>> a = pd.DataFrame({"x": [1, 2, 3]})
@@ -165,7 +188,7 @@ def data_digest(frame: pd.DataFrame, cols: list[str]) -> str:
     >>> data_digest(a, ["x"]) == data_digest(a.iloc[::-1], ["x"])
     False
     """
-    return combine_partials([digest_partial(frame, list(cols))])
+    return combine_partials([digest_partial(frame, list(cols), matrix=matrix)])
 
 
 def _digest_text(kind: str, parts) -> str:

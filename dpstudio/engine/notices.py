@@ -83,8 +83,25 @@ NOTICE_CODES: dict[str, NoticeCode] = {
     ),
     "records-suppressed": NoticeCode(_PRIV, _I, "records suppressed and not in the release"),
     "values-suppressed": NoticeCode(_PRIV, _I, "key values set to missing by local suppression"),
+    "k-quasi-wiped": NoticeCode(
+        _PRIV, _W, "a k-quasi was generalised to the top of its hierarchy ('*' in every record)"
+    ),
     "categorical-proximity": NoticeCode(_PRIV, _I, "a categorical k-quasi is grouped on its category codes"),
     "t-achieved": NoticeCode(_PRIV, _W, "the achieved t exceeds the target e^ε"),
+    "recode-breaks-from-data": NoticeCode(
+        _PRIV, _W, "recoding breaks computed from the data (data-dependent parameters)"
+    ),
+    "recode-ties": NoticeCode(_PRIV, _I, "tied quantile breaks merged: fewer intervals than asked"),
+    "recode-unknown-category": NoticeCode(_PRIV, _I, "categories named for merging do not occur in the data"),
+    "threshold-from-data": NoticeCode(
+        _PRIV, _W, "a top/bottom-coding threshold computed from the data (a data-dependent parameter)"
+    ),
+    "values-coded": NoticeCode(_PRIV, _I, "how many values top or bottom coding replaced"),
+    "pram-changed": NoticeCode(_PRIV, _I, "how many values PRAM changed"),
+    "pram-matrix-from-data": NoticeCode(
+        _PRIV, _I, "the invariant PRAM matrix is computed from the category frequencies"
+    ),
+    "pram-many-categories": NoticeCode(_PRIV, _W, "a PRAM variable with very many categories"),
     "chain-incomplete": NoticeCode(
         _PRIV, _W, "a chain built so far leaves quasi-identifiers unprotected (not for release)"
     ),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,8 +37,12 @@ KIND_WORDS = {
     "choice": "a str",
     "bool": "a bool",
     "mapping": "a dict (column -> value)",
+    "per-column": "a dict (column -> text)",
     "str": "a str",
 }
+
+#: Longest text of one value of a ``per-column`` parameter (a list of breaks, merges, ...).
+MAX_ITEM_CHARS = 100_000
 
 
 #: The range of ε (total budget, and every sweep value).  Below 10⁻⁶ the discrete Laplace rate
@@ -89,7 +94,7 @@ def interval_text(lo: float | None, hi: float | None, lo_closed: bool = True, hi
 def in_interval(
     v: float, lo: float | None, hi: float | None, lo_closed: bool = True, hi_closed: bool = True
 ) -> bool:
-    if not math.isfinite(v):
+    if isinstance(v, float) and not math.isfinite(v):  # an int of any width compares exactly
         return False
     if lo is not None and (v < lo or (v == lo and not lo_closed)):
         return False
@@ -128,10 +133,20 @@ class Param:
     """One method parameter.
 
     ``kind`` is one of ``int``, ``float``, ``choice``, ``bool``, ``mapping`` (a dict
-    column -> value, e.g. budget weights or hierarchies), ``str``.  ``minimum``/``maximum``
-    bound ``int`` and ``float`` values (``min_inclusive``: whether the minimum itself is
-    allowed; the maximum always is), and, for a ``mapping`` that declares them, each of its
-    values (a float).  A ``float`` must be finite.
+    column -> value, e.g. budget weights or hierarchies), ``per-column`` (a dict column -> a
+    text in the parameter's own grammar, e.g. recoding breaks ``AGE -> "0,15,25,100"``),
+    ``str``.  ``minimum``/``maximum`` bound ``int`` and ``float`` values (``min_inclusive``:
+    whether the minimum itself is allowed; the maximum always is), and, for a ``mapping`` that
+    declares them, each of its values (a float).  A ``float`` must be finite.
+
+    A ``per-column`` parameter declares its grammar: ``item`` parses one column's text (it
+    raises ``ValueError`` when the text is wrong; :meth:`check` turns that into the one error
+    format, naming the column), ``item_help`` says the grammar in words (the messages, the
+    form's placeholder), ``option`` is the name of its own repeatable command-line option
+    (``--option COL=TEXT``; empty: only ``--param``) and ``join`` the separator that joins the
+    texts of one column given twice (empty: the later one wins).  The checked value keeps
+    each column's text (stripped): it is what recipes and the public metadata hold, and the
+    method parses it again with ``item``.
     """
 
     name: str
@@ -147,6 +162,14 @@ class Param:
     log_scale: bool = False
     warning: dict = field(default_factory=dict)  # choice value -> warning text
     advanced: bool = False
+    item: Callable[[str], Any] | None = field(default=None, compare=False, repr=False)
+    item_help: str = ""
+    option: str = ""
+    join: str = ""
+    #: the value (a ``str``), or each column's text (``per-column``), is the path of a file
+    #: the method reads: the command line adds it to the inputs the one writer never
+    #: overwrites (:func:`input_paths`)
+    reads_file: bool = False
 
     def to_dict(self) -> dict:
         return {
@@ -163,6 +186,10 @@ class Param:
             "log_scale": self.log_scale,
             "warning": dict(self.warning),
             "advanced": self.advanced,
+            "item_help": self.item_help,
+            "option": self.option,
+            "join": self.join,
+            "reads_file": self.reads_file,
         }
 
     def constraint(self) -> str:
@@ -177,6 +204,8 @@ class Param:
                 "a dict (column -> a float in the range "
                 f"{interval_text(self.minimum, self.maximum, self.min_inclusive)})"
             )
+        if self.kind == "per-column" and self.item_help:
+            return f"a dict (column -> {self.item_help})"
         if self.kind == "choice":
             return "a str among {" + ", ".join(map(repr, self.choices)) + "}"
         if self.kind == "bool":
@@ -234,9 +263,73 @@ class Param:
                     raise invalid_value(self.name, method_id, c, {key: v})
                 out[str(key)] = f
             return out
+        if self.kind == "per-column":
+            return self._check_per_column(value, method_id, c)
         if self.kind == "str" and not isinstance(value, str):
             raise invalid_type(self.name, method_id, c, value)
         return value
+
+    def _check_per_column(self, value: Any, method_id: str | None, c: str) -> dict[str, str]:
+        """A dict column -> text, each text parsed by ``item`` (empty dict: not given)."""
+        if not isinstance(value, dict):
+            raise invalid_type(self.name, method_id, c, value)
+        out: dict[str, str] = {}
+        for key, v in value.items():
+            if not isinstance(key, str) or not key.strip():
+                raise invalid_value(self.name, method_id, c, {key: v})
+            if isinstance(v, (list, tuple)) and all(isinstance(x, (str, numbers.Real)) for x in v):
+                v = ",".join(map(str, v))  # a list of numbers / labels: its text
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (str, numbers.Real)):
+                raise invalid_type(self.name, method_id, c, {key: v})
+            text = str(v).strip()
+            if not text or len(text) > MAX_ITEM_CHARS:
+                raise invalid_value(self.name, method_id, c, {key: v})
+            if self.item is not None:
+                try:
+                    self.item(text)
+                except (ValueError, OverflowError) as exc:
+                    why = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                    raise ParameterError(
+                        f"{where(self.name, method_id)} must be {c}; column {key.strip()!r}: "
+                        f"{why or 'not understood'}. Got {shown(text)} instead."
+                    ) from None
+            out[key.strip()] = text
+        return out
+
+
+def input_paths(params: tuple[Param, ...], values: dict) -> list[str]:
+    """The paths of the files the parameters ``values`` name (the Params with
+    ``reads_file``): settings files a run reads, never to be overwritten by its outputs.
+    """
+    out: list[str] = []
+    for p in params:
+        v = values.get(p.name)
+        if not p.reads_file or v is None:
+            continue
+        if isinstance(v, dict):
+            out += [str(x).strip() for x in v.values() if isinstance(x, str) and x.strip()]
+        elif isinstance(v, str) and v.strip():
+            out.append(v.strip())
+    return out
+
+
+def file_names(params: tuple[Param, ...], values: dict) -> dict:
+    """``values`` with the paths of the files they name (Params with ``reads_file``) cut to
+    the files' base names: what a public file shows (a local path says where the office keeps
+    its files; the private recipe and audit trail keep the whole path).
+    """
+    import os.path
+
+    out = dict(values)
+    for p in params:
+        v = out.get(p.name)
+        if not p.reads_file or v is None:
+            continue
+        if isinstance(v, dict):
+            out[p.name] = {c: os.path.basename(str(x).rstrip("/\\")) for c, x in v.items()}
+        elif isinstance(v, str):
+            out[p.name] = os.path.basename(v.rstrip("/\\"))
+    return out
 
 
 def check_params(params: tuple[Param, ...], given: dict, method_id: str) -> dict:
@@ -347,6 +440,10 @@ def invalid_values(p: Param) -> list[tuple[Any, type]]:
                 out.append(({"a": p.minimum / 2 if p.minimum > 0 else p.minimum - 1.0}, ValueError))
             if p.maximum is not None:
                 out.append(({"a": p.maximum * 2 if p.maximum > 0 else p.maximum + 1.0}, ValueError))
+    elif p.kind == "per-column":
+        out += [("x:1", TypeError), (3, TypeError), ({"a": [object()]}, TypeError), ({"a": " "}, ValueError)]
+        if p.item is not None:
+            out.append(({"a": "\x00not understood\x00"}, ValueError))
     elif p.kind == "str":
         out += [(3, TypeError)]
     return out

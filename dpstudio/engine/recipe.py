@@ -36,7 +36,7 @@ from __future__ import annotations
 import copy
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,7 @@ KNOWN_KEYS = (
     "seed_pinned",
     "seed_releases",
     "sweep",
+    "steps",
 )
 
 
@@ -82,11 +83,22 @@ class Recipe:
     seed_pinned: bool = False
     seed_releases: list[str] = field(default_factory=list)
     sweep: dict[str, Any] = field(default_factory=dict)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    """A release made of steps (issue 23 §2): ``[{"method": id, "params": {...}}, ...]`` in
+    order, instead of ``method``/``params`` (the pipeline file's steps; checked by
+    :func:`dpstudio.engine.chain.parse_steps` when run).  Written only when not empty."""
     software_version: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     """Top-level keys this version does not know, written back unchanged."""
 
     # --- Public API
+    def pipeline(self) -> dict[str, Any]:
+        """The pipeline file of a release made of steps: ``{"steps": [...]}`` (what
+        ``dpstudio protect --pipeline`` reads; the method's parameters only, nothing about the
+        data).
+        """
+        return {"steps": jsonable(self.steps)}
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready dict (schema :data:`SCHEMA_VERSION`; the seed as hex text)."""
         from dpstudio import __version__
@@ -110,6 +122,8 @@ class Recipe:
                 "sweep": jsonable(self.sweep),
             }
         )
+        if self.steps:
+            d["steps"] = jsonable(self.steps)
         return d
 
     def public_dict(self) -> dict[str, Any]:
@@ -128,6 +142,7 @@ class Recipe:
                 "precision",
                 "method",
                 "params",
+                *(("steps",) if self.steps else ()),
             )
         }
 
@@ -159,9 +174,81 @@ class Recipe:
             seed_pinned=_flag(d.get("seed_pinned", False), "seed_pinned") and seed is not None,
             seed_releases=_texts(d.get("seed_releases"), "seed_releases"),
             sweep=_sweep(_mapping(d, "sweep")),
+            steps=_steps(d.get("steps")),
             software_version=_text_or_none(d.get("software_version"), "software_version"),
             extra={k: copy.deepcopy(v) for k, v in d.items() if k not in KNOWN_KEYS},
         )
+
+
+def protect_command(
+    recipe: Recipe,
+    *,
+    output: str = "release.csv",
+    pipeline: str = "steps.json",
+    app_types: Mapping[str, str] | None = None,
+) -> tuple[list[str], list[str]]:
+    """The ``dpstudio protect`` command line that makes ``recipe``'s release: its arguments
+    and what it cannot carry (a hierarchy generated in the app, not a file).  A recipe with
+    steps runs ``--pipeline PIPELINE`` (the file of :meth:`Recipe.pipeline`); the seed only
+    when pinned (a recipe's seed is secret: the command line is as private as the recipe).
+    ``app_types`` maps the app's column types to the command line's (its ``text`` is
+    ``categorical``).  :func:`dpstudio.cli._settings.settings` reads the arguments back
+    into the same settings (tests/engine/test_cli_pipeline.py).
+
+    >>> r = Recipe(steps=[{"method": "mdav", "params": {"k": 3}}], roles={"x": "k-quasi"})
+    >>> " ".join(protect_command(r)[0][-4:])
+    '--pipeline steps.json --role x=k-quasi'
+    """
+    tmap = {"text": "categorical", **dict(app_types or {})}
+    argv = ["dpstudio", "protect", recipe.input_path or "INPUT.csv", output]
+    left_out: list[str] = []
+    for k in ("sep", "decimal", "encoding", "sheet"):
+        v = recipe.read_options.get(k)
+        if v not in (None, ""):
+            argv += [f"--{k}", str(v)]
+    if recipe.steps:
+        argv += ["--pipeline", pipeline]
+    elif recipe.method:
+        argv += ["--method", recipe.method]
+        for name, v in recipe.params.items():
+            if v is None or name == "precision":
+                continue
+            if isinstance(v, bool):
+                if name == "drop_missing" and v:
+                    argv.append("--drop-missing")
+                elif name != "drop_missing":
+                    argv += ["--param", f"{name}={'true' if v else 'false'}"]
+                continue
+            argv += ["--param", f"{name}={_option_value(v)}"]
+    for c, r in recipe.roles.items():
+        if r != "other":
+            argv += ["--role", f"{c}={r}"]
+    for c, t in recipe.types.items():
+        argv += ["--type", f"{c}={tmap.get(t, t)}"]
+    for c, (lo, hi) in recipe.domains.items():
+        argv += ["--domain", f"{c}={float(lo)!r}:{float(hi)!r}"]
+    for c, g in recipe.precision.items():
+        argv += ["--precision", f"{c}={float(g)!r}"]
+    for c, h in recipe.hierarchies.items():
+        if isinstance(h, dict) and h.get("path"):
+            argv += ["--hierarchy", f"{c}={h['path']}"]
+        else:
+            left_out.append(
+                f"the hierarchy of {c!r} was built in the app: save it as a file and add --hierarchy {c}=FILE"
+            )
+    if recipe.seed_pinned and recipe.seed is not None:
+        argv += ["--seed", format_seed(recipe.seed)]
+    return argv, left_out
+
+
+def _option_value(v: Any) -> str:
+    import json
+
+    if isinstance(v, (dict, list, tuple)):
+        return json.dumps(jsonable(v), ensure_ascii=False)
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
 
 
 # --- migrations: one step per schema version --------------------------------------------------
@@ -372,6 +459,35 @@ def _sweep(sw: dict[str, Any]) -> dict[str, Any]:
                 f"The recipe's sweep 'repeats' must be a whole number from 1 to {top:,}. Got {_show(r)} instead."
             )
     return dict(sw)
+
+
+def _steps(v: Any) -> list[dict[str, Any]]:
+    """The steps of a chain: a list of objects ``{"method": text, "params": object}`` (the
+    methods and their parameters are checked when the chain runs, by
+    :func:`dpstudio.engine.chain.parse_steps`: a recipe stays readable by a version that
+    lacks one of its methods).
+    """
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise InputError(
+            'The recipe\'s \'steps\' must be a list of {"method": ..., "params": {...}}. '
+            f"Got {_show(v)} instead."
+        )
+    out = []
+    for i, st in enumerate(v, 1):
+        if not isinstance(st, dict) or not isinstance(st.get("method"), str):
+            raise InputError(
+                f'Step {i} of the recipe\'s \'steps\' must be an object {{"method": text, "params": '
+                f"{{...}}}}. Got {_show(st)} instead."
+            )
+        if st.get("params") is not None and not isinstance(st.get("params"), dict):
+            raise InputError(
+                f"Step {i} of the recipe's 'steps' ({st['method']}): 'params' must be an object. "
+                f"Got {_show(st.get('params'))} instead."
+            )
+        out.append(copy.deepcopy(st))
+    return out
 
 
 def jsonable(v: Any) -> Any:

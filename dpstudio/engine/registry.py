@@ -15,6 +15,11 @@ measure applies), ``generalises`` (numeric k-quasi-identifiers are released as i
 text, so measures compare them as categories), ``clusters`` (records are grouped into
 clusters of at least k: columns released unchanged beside them can show the grouping) and
 ``recommended`` (the method a new user is offered first).
+
+Two optional hooks serve the survey toolbox (issue 23): ``targets`` -- the method changes the
+columns its parameters name (sdcMicro's style: recode AGE, top-code INCOME), not those of a
+role -- and ``effects`` -- what it does to each column, for chains of steps
+(:func:`dpstudio.engine.guarantee.compose`).
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ METHOD_MODULES = (
     "dpstudio.engine.protection.local_suppression",
     "dpstudio.engine.protection.categorical_dp",
     "dpstudio.engine.protection.t_close_dp",
+    "dpstudio.engine.protection.recode",
+    "dpstudio.engine.protection.top_bottom_coding",
+    "dpstudio.engine.protection.pram",
 )
 
 #: method id -> the module of METHOD_MODULES that declares it.  Looking one method up
@@ -61,6 +69,9 @@ METHOD_IDS = {
     "local-suppression": "dpstudio.engine.protection.local_suppression",
     "categorical-dp": "dpstudio.engine.protection.categorical_dp",
     "t-close-dp": "dpstudio.engine.protection.t_close_dp",
+    "recode": "dpstudio.engine.protection.recode",
+    "top-bottom-coding": "dpstudio.engine.protection.top_bottom_coding",
+    "pram": "dpstudio.engine.protection.pram",
 }
 
 
@@ -107,6 +118,9 @@ class MethodSpec:
     #: (sdcMicro's rule): missing key values are allowed in the input, k-anonymity and the
     #: categorical measures (suppressed cells, expected re-identifications) use that rule
     missing_matches_any: bool = False
+    #: missing values in the protected columns are allowed and stay missing in the release
+    #: (the method maps values one by one: recoding, top-coding, PRAM)
+    keeps_missing: bool = False
     #: the method puts the released records in order itself (random unless order='input'),
     #: and its guarantee says how; for the others the API applies the keyed random
     #: permutation of ``order`` after the run (issue 21 §3)
@@ -114,6 +128,13 @@ class MethodSpec:
     #: how the method runs out of core (the Dask backend), with its own calibration
     #: functions: a plan of :mod:`dpstudio.engine.outofcore`; None: in memory only
     outofcore: Any = None
+    #: the columns the method changes are named by its parameters:
+    #: ``targets(params, roles) -> [column, ...]`` (validated parameters; empty: none named,
+    #: then the columns with a role in ``protects`` are the targets).  Such a method runs
+    #: whatever the other columns' roles are (it is a step: what it leaves alone is released
+    #: unchanged and its guarantee says so).  None: the targets are the columns of the roles
+    #: in ``protects`` (every other method).
+    targets: Callable[[dict, dict], list[str]] | None = None
     #: what the method does to its input as a step of a chain (``effects(ctx) -> Effects``:
     #: each changed column's :class:`~dpstudio.engine.guarantee.Effect`, the columns it
     #: reads, whether it removes records); None: every column it protects is perturbed record
@@ -146,6 +167,8 @@ class MethodSpec:
             "recommended": self.recommended,
             "missing_matches_any": self.missing_matches_any,
             "orders_records": self.orders_records,
+            "keeps_missing": self.keeps_missing,
+            "names_targets": self.targets is not None,
             "guarantee": self.describe(GuaranteeContext.of(self.defaults())).render(),
         }
 
@@ -200,7 +223,7 @@ def legacy_params(params: dict, method_id: str | None = None) -> dict:
     """
     if "shuffle" not in params:
         return dict(params)
-    from dpstudio.engine.protection._common import ORDER_INPUT, ORDER_RANDOM
+    from dpstudio.engine.protection._common import ORDER_INPUT, ORDER_RANDOM, SHUFFLE_PARAM
 
     out = dict(params)
     old = out.pop("shuffle")
@@ -309,18 +332,3 @@ def generalises(method_id: str | None) -> bool:
     """Whether ``method_id`` releases numeric k-quasi-identifiers as interval text."""
     spec = _spec(method_id)
     return bool(spec and spec.generalises)
-
-
-# The shared parameter declarations, for code that declares a method outside
-# ``protection/`` (tests); methods import them from ``protection._common``.
-from dpstudio.engine.protection._common import (  # noqa: E402,F401
-    BUDGET_PARAM,
-    DROP_MISSING_PARAM,
-    LAYOUT_PARAM,
-    NOISE_PARAM,
-    ORDER_PARAM,
-    SHUFFLE_PARAM,
-    WEIGHTS_PARAM,
-    epsilon_param,
-    k_param,
-)

@@ -60,6 +60,7 @@ table { border-collapse: collapse; margin: 0.6em 0; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.warn { color: #b00020; font-weight: bold; }
 figure { margin: 1em 0; page-break-inside: avoid; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { color: #555; font-size: 0.9em; }
@@ -130,7 +131,10 @@ def _params(result) -> dict:
     "None"; ε not set is the noise-free baseline (issue 11).
     """
     out = {}
-    for k, v in (getattr(result, "params", {}) or {}).items():
+    shown = (
+        result.public_params() if hasattr(result, "public_params") else (getattr(result, "params", {}) or {})
+    )
+    for k, v in shown.items():
         if k in _HIDDEN_PARAMS:
             continue
         if v is None:
@@ -319,6 +323,24 @@ def render_release_note(result, *, now: str | None = None) -> str:
             else ""
         )
     )
+
+    from dpstudio.engine.transformation import release_transformation_rows
+
+    trans = release_transformation_rows(result)
+    if trans:
+        # issue 24 §1: the transformation chosen for every k-quasi (as ARX shows it); read off
+        # the release (and the declared hierarchies), never from the original data
+        parts.append(
+            "<h2>Generalisation of the k-quasi-identifiers</h2><table><tr><th>column</th>"
+            "<th>hierarchy</th><th>in the release</th></tr>"
+            + "".join(
+                f"<tr><td>{_e(c)}</td><td>{_e(h)}</td>"
+                + (f"<td class='warn'>{_e(t)}</td>" if t.startswith("fully") else f"<td>{_e(t)}</td>")
+                + "</tr>"
+                for c, h, t in trans
+            )
+            + "</table>"
+        )
 
     stats_rows, cat_rows = [], []
     for col in data.columns:
@@ -513,9 +535,9 @@ def render_assessment(
             if isinstance(v, (int, float)) and not isinstance(v, bool)
         ]
         if scal:
-            from dpstudio.engine.measures.readings import reading
+            from dpstudio.engine.measures.readings import reading, reading_context
 
-            ctx = {"n": len(result.data), "k": (getattr(result, "params", {}) or {}).get("k")}
+            ctx = reading_context(result, measures)
             body = "".join(
                 f"<tr><th>{_e(_MEASURE_LABELS.get(k, k))}</th><td class='num'>{_fmt(v)}</td>"
                 f"<td>{_e(reading(k, v, ctx))}</td></tr>"

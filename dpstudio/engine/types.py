@@ -211,6 +211,35 @@ class ProtectionResult:
 
         return take_rows(self.original, self.row_map)
 
+    def public_params(self) -> dict:
+        """The parameters as public files show them: no seed, and the settings files a method
+        reads (a PRAM matrix, a mapping of categories) by their base names only (the private
+        files keep the paths).  A chain's steps each so.
+        """
+
+        def public(method: str, params: dict) -> dict:
+            from dpstudio.engine.errors import DPStudioError
+            from dpstudio.engine.params import file_names
+            from dpstudio.engine.registry import get_method
+
+            params = {k: v for k, v in params.items() if k not in ("seed", "rng")}
+            try:
+                spec = get_method(method)
+            except DPStudioError:
+                return params
+            return file_names(spec.params, params)
+
+        out = public(self.method, dict(self.params))
+        steps = out.get("steps")
+        if isinstance(steps, list):
+            out["steps"] = [
+                {**s, "params": public(str(s.get("method")), dict(s.get("params") or {}))}
+                if isinstance(s, dict)
+                else s
+                for s in steps
+            ]
+        return out
+
     def public_metadata(
         self, software_version: str | None = None, *, output_sha256: str | None = None
     ) -> dict:
@@ -225,7 +254,7 @@ class ProtectionResult:
         """
         from dpstudio import __version__
 
-        params = {k: v for k, v in self.params.items() if k not in ("seed", "rng")}
+        params = self.public_params()
         return {
             "software": "dpstudio",
             "software_version": software_version or __version__,

@@ -38,7 +38,10 @@ def check_frame(df) -> None:
             "The data has a single record: it cannot be protected for release "
             "(no method can hide one person among others). Add records."
         )
-    cols = pd.Series([str(c) for c in df.columns])
+    names = [str(c) for c in df.columns]
+    if len(set(names)) == len(names):  # the usual case, without a pandas Series (issue 27 §2)
+        return
+    cols = pd.Series(names)
     dup = sorted(set(cols[cols.duplicated()]))  # linear: cols.count per column was quadratic
     if dup:
         raise InputError(
@@ -73,9 +76,49 @@ def numeric_column(df: pd.DataFrame, col: str, role_label: str) -> None:
         )
 
 
-def missing_rows(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
+#: A table of at most this many cells (records × protected columns) of plain numbers is
+#: checked, digested and handed to the method as one float matrix (:func:`numeric_block`):
+#: small tables then pay no per-column pandas overhead (issue 27 §2), large ones keep the
+#: column-by-column paths, which never hold a second copy of every protected column.
+BLOCK_CELLS = 1 << 22
+
+
+def numeric_block(df: pd.DataFrame, cols: list[str]) -> np.ndarray | None:
+    """``df[cols]`` as one read-only C-contiguous float64 (n, m) matrix when every column of
+    ``cols`` has a plain numpy integer or float dtype and the table is small
+    (:data:`BLOCK_CELLS`); else None.  Its columns are exactly what the column-by-column
+    checks read (``df[c].to_numpy(dtype=float64)``), so every check gives the same answer on it.
+    """
+    if not cols or len(df) * len(cols) > BLOCK_CELLS:
+        return None
+    names = df.columns.tolist()
+    dts = dict(zip(names, df.dtypes.tolist()))
+    if not all(isinstance(dts[c], np.dtype) and dts[c].kind in "iuf" for c in cols):
+        return None
+    if names == list(cols):
+        X = df.to_numpy(dtype=np.float64)
+    elif all(isinstance(d, np.dtype) and d.kind in "iuf" for d in dts.values()):
+        pos = {c: j for j, c in enumerate(names)}  # all numbers: one conversion, one gather
+        X = df.to_numpy(dtype=np.float64)[:, [pos[c] for c in cols]]
+    else:
+        X = df[cols].to_numpy(dtype=np.float64)
+    X = np.ascontiguousarray(X)
+    X.setflags(write=False)
+    return X
+
+
+def first_infinite(X: np.ndarray, cols: list[str]) -> str | None:
+    """The first column of ``cols`` (the columns of ``X``) holding an infinite value."""
+    bad = np.flatnonzero(np.isinf(X).any(axis=0))
+    return cols[int(bad[0])] if bad.size else None
+
+
+def missing_rows(df: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | None = None) -> np.ndarray:
+    """Rows with a missing value in ``cols`` (``matrix``: :func:`numeric_block` of them)."""
     if not cols:
         return np.zeros(0, dtype=np.int64)
+    if matrix is not None:
+        return np.flatnonzero(np.isnan(matrix).any(axis=1))
     return np.flatnonzero(df[cols].isna().to_numpy().any(axis=1))
 
 
@@ -200,7 +243,13 @@ def data_derived_domain_warning(col: str, why: str) -> Notice:
     )
 
 
-def constant_columns(df: pd.DataFrame, cols: list[str]) -> list[str]:
+def constant_columns(df: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | None = None) -> list[str]:
+    """The columns of ``cols`` with at most one distinct non-missing value (``matrix``:
+    :func:`numeric_block` of them).
+    """
+    if matrix is not None and matrix.shape[0] and not np.isnan(matrix).any():
+        same = matrix.min(axis=0) == matrix.max(axis=0)
+        return [c for c, s in zip(cols, same) if s]
     out = []
     for c in cols:
         s = df[c]
@@ -211,6 +260,20 @@ def constant_columns(df: pd.DataFrame, cols: list[str]) -> list[str]:
         elif s.nunique(dropna=True) <= 1:
             out.append(c)
     return out
+
+
+def default_precision(column: str, domains: dict, types: dict | None = None) -> float | None:
+    """The default output grid γ of ``column`` from declared facts only: declared type
+    ``integer`` gives 1, else the declared domain decides; None without either (the app shows
+    it greyed in the empty cell, :func:`check_precision` uses it).
+
+    >>> default_precision("age", {"age": (0, 120)}, {"age": "integer"})
+    1.0
+    """
+    from dpstudio.engine.algorithms.noise import default_precision as from_domain
+    from dpstudio.engine.roles import declared_integer
+
+    return from_domain(domains.get(column), declared_integer(dict(types or {}), column))
 
 
 def check_precision(
@@ -226,7 +289,7 @@ def check_precision(
     never the values or their dtype, issue 21 §3 N2); columns with neither are left out (the
     method asks for one when it draws noise).
     """
-    from dpstudio.engine.algorithms.noise import default_precision, make_grid
+    from dpstudio.engine.algorithms.noise import make_grid
     from dpstudio.engine.roles import declared_integer
 
     types = dict(types or {})
@@ -243,7 +306,7 @@ def check_precision(
     for c in cols:
         g = given.get(c)
         if g is None:
-            g = default_precision(domains.get(c), declared_integer(types, c))
+            g = default_precision(c, domains, types)
             if g is None:
                 continue
         rng_txt = f"[{PRECISION_MIN:g}, {PRECISION_MAX:g}]"

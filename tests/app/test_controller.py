@@ -32,8 +32,7 @@ def _spy_protect(monkeypatch):
     real = compute.protect_and_evaluate
 
     def spy(df, method, roles, domains, hier, seed, params, **kw):
-        calls.append({"method": method, "seed": seed, "params": dict(params),
-                      "domains": dict(domains)})
+        calls.append({"method": method, "seed": seed, "params": dict(params), "domains": dict(domains)})
         return real(df, method, roles, domains, hier, seed, params, **kw)
 
     monkeypatch.setattr(compute, "protect_and_evaluate", spy)
@@ -173,18 +172,26 @@ def test_guarantee_preview_is_the_release_sentence(qtbot, window):
 
 
 def test_recipe_round_trip_keeps_unknown_keys_and_migrates(tmp_path):
-    r = Recipe(input_path="x.csv", roles={"a": "eps-quasi", "b": "other"}, types={"c": "text"},
-               domains={"a": (0.1, 123456789.25)}, precision={"a": 0.01},
-               hierarchies={"c": {"generated": True}}, method="ir-dp",
-               params={"k": np.int64(5), "epsilon": 1.0}, seed=2 ** 127 + 3, seed_pinned=True,
-               sweep={"ks": "2-5", "epsilons": "1", "repeats": 2},
-               extra={"query_ledger": {"spent": [0.5, 0.25]}})
+    r = Recipe(
+        input_path="x.csv",
+        roles={"a": "eps-quasi", "b": "other"},
+        types={"c": "text"},
+        domains={"a": (0.1, 123456789.25)},
+        precision={"a": 0.01},
+        hierarchies={"c": {"generated": True}},
+        method="ir-dp",
+        params={"k": np.int64(5), "epsilon": 1.0},
+        seed=2**127 + 3,
+        seed_pinned=True,
+        sweep={"ks": "2-5", "epsilons": "1", "repeats": 2},
+        extra={"query_ledger": {"spent": [0.5, 0.25]}},
+    )
     p = tmp_path / "r.dpsproj"
     project.save(p, r)
     back = project.load(p)
     assert back.to_dict() == r.to_dict()
     assert back.extra == {"query_ledger": {"spent": [0.5, 0.25]}}
-    assert back.domains["a"] == (0.1, 123456789.25) and back.seed == 2 ** 127 + 3
+    assert back.domains["a"] == (0.1, 123456789.25) and back.seed == 2**127 + 3
     # a key written by another tool meanwhile (dpstudio query) survives the app's save
     d = json.loads(p.read_text())
     d["query_ledger_v2"] = [1]
@@ -197,9 +204,14 @@ def test_recipe_round_trip_keeps_unknown_keys_and_migrates(tmp_path):
 
 @pytest.mark.parametrize("schema,seed", [(1, 918273645), (2, hex(918273645)), (1, None)])
 def test_recipe_migrates_schema_1_and_2(schema, seed):
-    old = {"schema_version": schema, "input": {"path": "x.csv", "read_options": {}},
-           "roles": {"FICA": "eps-quasi"}, "method": "ir-dp", "params": {"k": 5},
-           "query_ledger": {"n": 1}}
+    old = {
+        "schema_version": schema,
+        "input": {"path": "x.csv", "read_options": {}},
+        "roles": {"FICA": "eps-quasi"},
+        "method": "ir-dp",
+        "params": {"k": 5},
+        "query_ledger": {"n": 1},
+    }
     if seed is not None:
         old["seed"] = seed
     m = migrate(old)
@@ -233,7 +245,12 @@ def test_record_order_is_a_labelled_choice_and_mdav_releases_in_random_order(qtb
     assert mp.select_method("mdav")
     f = mp.fields["order"]
     labels = [f.editor.itemText(i) for i in range(f.editor.count())]
-    assert labels == ["Random order (default)", "Keep input order (weakens the guarantee)"]
+    assert labels == [
+        "Random order (default)",
+        "Keep input order (weakens the guarantee)",
+        "Households as units, random order (household id needed)",
+        "Households as units, members in input order (household id needed)",
+    ]
     assert f.value() == "random"
     _protect(qtbot, win)
     res = win.state.result
@@ -251,7 +268,7 @@ def test_results_show_private_notes_apart_from_public_warnings(qtbot, window):
     """Facts about the data (here: domains from the '0 … 1.5 × max' suggestion) are shown as
     private notes; they are not in the guarantee or the public warnings."""
     win = window
-    _census(qtbot, win)   # domains suggested from the data's maximum
+    _census(qtbot, win)  # domains suggested from the data's maximum
     mp = win.method_panel
     assert mp.select_method("ir-dp")
     mp.set_values({"k": 5, "epsilon": 1.0})
@@ -269,5 +286,5 @@ def test_an_old_projects_shuffle_becomes_order(qtbot):
     st = AppState()
     st.set_method("ir-dp", {"k": 5, "shuffle": False})
     assert st.recipe.params == {"k": 5, "order": "input"}
-    st.set_params({"k": 5, "shuffle": True, "order": "input"})   # the newer setting wins
+    st.set_params({"k": 5, "shuffle": True, "order": "input"})  # the newer setting wins
     assert st.recipe.params == {"k": 5, "order": "input"}

@@ -17,7 +17,7 @@ def test_method_panel_scope_remedy_and_layout(window):
     assert mp.guarantee_text.startswith("Per-attribute only — not ε-differential privacy")
     page = mp.info.toPlainText()
     assert "Remedies" in page and "Separate table per attribute" in page
-    assert "layout" in mp.fields   # the choice is offered in the form
+    assert "layout" in mp.fields  # the choice is offered in the form
     mp.set_values({"layout": "separate-tables"})
     mp._update_info()
     assert mp.guarantee_text.startswith("1-differential privacy")

@@ -63,8 +63,17 @@ def test_every_app_writer_goes_through_the_one_writer(qtbot, window, tmp_path, m
     assert panel.export_per_record(str(w / "risk.csv"))
     assert spy.violations() == []
     finals = spy.finals()
-    want = {"rel.csv", "rel.metadata.json", "rel.release-note.html", "rel.assessment.private.html",
-            "rel.private.json", "p.dpsproj", "recovery.dpsproj", "audit.csv", "risk.csv"}
+    want = {
+        "rel.csv",
+        "rel.metadata.json",
+        "rel.release-note.html",
+        "rel.assessment.private.html",
+        "rel.private.json",
+        "p.dpsproj",
+        "recovery.dpsproj",
+        "audit.csv",
+        "risk.csv",
+    }
     assert want <= finals, want - finals
     assert any(n.endswith(".ledger.json") for n in finals), finals
     assert any(op == "create" and p.endswith(".ledger.json.lock") for op, p, _, _ in spy.ops)
@@ -72,7 +81,12 @@ def test_every_app_writer_goes_through_the_one_writer(qtbot, window, tmp_path, m
 
 
 def test_whole_file_release_on_dask_goes_through_the_one_writer(
-    qtbot, window, tmp_path, monkeypatch, big, small_threshold  # noqa: F811
+    qtbot,
+    window,
+    tmp_path,
+    monkeypatch,
+    big,
+    small_threshold,  # noqa: F811
 ):
     pytest.importorskip("dask.dataframe")
     pytest.importorskip("distributed")
@@ -103,7 +117,7 @@ def test_export_to_a_fifo_or_over_a_read_only_file_is_refused_before_any_work(qt
         win.errors.clear()
         assert not win.controller.export(str(target), fmt="csv", release_note=True)
         assert not win.controller.busy  # no work started
-        (msg, _), = win.errors
+        ((msg, _),) = win.errors
         assert msg.startswith("Refusing to write ") and needle in msg, msg
     assert sorted(os.listdir(tmp_path)) == before
     assert stat.S_ISFIFO(os.lstat(tmp_path / "rel.csv").st_mode)
@@ -141,14 +155,19 @@ def test_project_save_refuses_inputs_fifos_and_read_only_files(qtbot, window, tm
     for name, needle in (("alias.dpsproj", "input"), ("pipe.dpsproj", "FIFO"), ("ro.dpsproj", "read-only")):
         win.errors.clear()
         assert not win.controller.save_project_to(str(tmp_path / name))
-        (msg, _), = win.errors
+        ((msg, _),) = win.errors
         assert needle in msg, msg
     assert sorted(os.listdir(tmp_path)) == before
     assert (tmp_path / "ro.dpsproj").read_text() == "{}"
 
 
 def test_dask_release_with_a_fifo_audit_trail_is_refused_before_the_cluster(
-    qtbot, window, tmp_path, monkeypatch, big, small_threshold  # noqa: F811
+    qtbot,
+    window,
+    tmp_path,
+    monkeypatch,
+    big,
+    small_threshold,  # noqa: F811
 ):
     pytest.importorskip("dask.dataframe")
     from dpstudio.app import large_file as LF

@@ -109,8 +109,11 @@ def test_implausible_shape_is_questioned_before_building(qtbot, ctl, tmp_path, m
     before = ctl.state.df
     asked = []
     built = []
-    monkeypatch.setattr(compute, "load_table", lambda *a, **k: built.append(a) or (_ for _ in ()).throw(
-        AssertionError("table built")))
+    monkeypatch.setattr(
+        compute,
+        "load_table",
+        lambda *a, **k: built.append(a) or (_ for _ in ()).throw(AssertionError("table built")),
+    )
     ctl.ask_shape = lambda path, shape: asked.append(shape) or None  # Cancel
     p = _wide(tmp_path)
     ctl.open_file(str(p))
@@ -153,11 +156,14 @@ def test_implausible_shape_open_anyway(qtbot, ctl, tmp_path, low_limit):
     assert ctl.state.df.shape == (3, 118)
 
 
-@pytest.mark.parametrize("content", [
-    b'a,b\n1,2\r3,4\r\n"5,6\n7,8\r',           # mixed line endings, an unterminated quote
-    b"a,b\n1,2\n\x00\x01\x02\x03" * 50,        # binary
-    b"a,a\n1,2\n",                              # duplicate header
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'a,b\n1,2\r3,4\r\n"5,6\n7,8\r',  # mixed line endings, an unterminated quote
+        b"a,b\n1,2\n\x00\x01\x02\x03" * 50,  # binary
+        b"a,a\n1,2\n",  # duplicate header
+    ],
+)
 def test_a_file_that_errors_gives_a_message(qtbot, ctl, tmp_path, content):
     _open_sample(qtbot, ctl)
     before = ctl.state.df
@@ -175,8 +181,12 @@ def test_a_file_that_errors_gives_a_message(qtbot, ctl, tmp_path, content):
 def test_mixed_line_endings_open_quickly_in_the_app_path(qtbot, ctl, tmp_path):
     p = tmp_path / "mixed.csv"
     ends = ["\r\n", "\r", "\n"]
-    p.write_bytes("".join(ln + ends[i % 3] for i, ln in enumerate(
-        ["id,x,name"] + [f"{i},{i * 1.5},n{i}" for i in range(60)])).encode())
+    p.write_bytes(
+        "".join(
+            ln + ends[i % 3]
+            for i, ln in enumerate(["id,x,name"] + [f"{i},{i * 1.5},n{i}" for i in range(60)])
+        ).encode()
+    )
     ctl.confirm_csv = lambda path, sniffed: {k: sniffed[k] for k in ("sep", "encoding", "decimal")}
     with qtbot.waitSignal(ctl.sig_loaded, timeout=20000):
         ctl.open_file(str(p))
@@ -189,7 +199,9 @@ def test_preview_dialog_reads_in_a_worker(qtbot, tmp_path, monkeypatch):
     p = _csv(tmp_path)
     calls = []
     real = io_adapter.preview_frame
-    monkeypatch.setattr(io_adapter, "preview_frame", lambda *a, **k: calls.append(a) or _slow(real, 0.3)(*a, **k))
+    monkeypatch.setattr(
+        io_adapter, "preview_frame", lambda *a, **k: calls.append(a) or _slow(real, 0.3)(*a, **k)
+    )
     dlg = CsvPreviewDialog(str(p), io_adapter.sniff_csv(str(p)))
     qtbot.addWidget(dlg)
     assert not calls  # the sniffed preview is shown as is

@@ -43,8 +43,9 @@ def _export(qtbot, win, path) -> None:
         ("mdav", {"k": 4}, {"FICA": "k-quasi", "FEDTAX": "k-quasi"}),
     ],
 )
-def test_app_project_through_cli_gives_the_same_release(qtbot, window, tmp_path, capsys, method, params,
-                                                        roles):
+def test_app_project_through_cli_gives_the_same_release(
+    qtbot, window, tmp_path, capsys, method, params, roles
+):
     win = window
     data = tmp_path / "census.csv"
     shutil.copy(sample_path(), data)
@@ -62,15 +63,24 @@ def test_app_project_through_cli_gives_the_same_release(qtbot, window, tmp_path,
     proj = tmp_path / "study.dpsproj"
     assert win.controller.save_project_to(str(proj))
 
-    code = cli.main(["protect", str(data), str(tmp_path / "cli.csv"), "--recipe", str(proj),
-                     "--no-measures"])
+    code = cli.main(["protect", str(data), str(tmp_path / "cli.csv"), "--recipe", str(proj), "--no-measures"])
     err = capsys.readouterr().err
     assert code == 0, err
     assert (tmp_path / "app.csv").read_bytes() == (tmp_path / "cli.csv").read_bytes()
 
     # the seed matters: an explicit --seed overrides the project's pinned one
-    code = cli.main(["protect", str(data), str(tmp_path / "cli2.csv"), "--recipe", str(proj),
-                     "--no-measures", "--seed", hex(SEED + 1)])
+    code = cli.main(
+        [
+            "protect",
+            str(data),
+            str(tmp_path / "cli2.csv"),
+            "--recipe",
+            str(proj),
+            "--no-measures",
+            "--seed",
+            hex(SEED + 1),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     if method == "ir-dp":
         assert (tmp_path / "app.csv").read_bytes() != (tmp_path / "cli2.csv").read_bytes()
@@ -108,7 +118,7 @@ def test_app_export_refuses_the_input_through_the_one_check(qtbot, window, tmp_p
         calls.clear()
         assert not win.controller.export(str(target), fmt="csv")
         assert calls[0] == os.path.abspath(str(target))  # the release, before any other file
-        (msg, _), = win.errors
+        ((msg, _),) = win.errors
         assert msg.startswith("Refusing to write the release ") and str(data) in msg, msg
     assert data.read_bytes() == before
     # the export dialog shows the same refusal and disables Save

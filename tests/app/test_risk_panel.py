@@ -48,8 +48,14 @@ def test_free1_sample_presets_roles_and_shows_the_engines_figures(qtbot, window)
     # the same call the CLI / API makes with these settings
     ref = engine.assess_risk(st.df, KEYS, weight="WEIGHT", sensitive=["EDUC1"])
     rep = panel.report()
-    for f in ("records", "key_combinations", "sample_uniques", "records_fk_lt_2",
-              "records_fk_lt_3", "records_fk_lt_5"):
+    for f in (
+        "records",
+        "key_combinations",
+        "sample_uniques",
+        "records_fk_lt_2",
+        "records_fk_lt_3",
+        "records_fk_lt_5",
+    ):
         assert getattr(rep, f) == getattr(ref, f), f
     assert rep.global_risk == ref.global_risk
     assert rep.expected_reidentifications == ref.expected_reidentifications
@@ -94,8 +100,7 @@ def test_recomputed_when_roles_change_and_threshold_counts(qtbot, window):
     st.set_role("AGE", "other")
     _wait(qtbot, panel)
     qtbot.waitUntil(lambda: panel.report().keys == [k for k in KEYS if k != "AGE"], timeout=10000)
-    ref5 = engine.assess_risk(st.df, [k for k in KEYS if k != "AGE"], weight="WEIGHT",
-                              sensitive=["EDUC1"])
+    ref5 = engine.assess_risk(st.df, [k for k in KEYS if k != "AGE"], weight="WEIGHT", sensitive=["EDUC1"])
     assert panel.report().sample_uniques == ref5.sample_uniques < before
     assert panel.figure("sample_uniques") == f"{ref5.sample_uniques:,}"
     st.set_role("AGE", "k-quasi")
@@ -146,8 +151,7 @@ def test_before_after_for_a_local_suppression_release(qtbot):
     release, info = local_suppression(df, KEYS, 3)
     assert info["suppressed_total"] > 0
     st.set_result(SimpleNamespace(data=release), None, None)
-    qtbot.waitUntil(lambda: not panel.pending() and panel.report("release") is not None,
-                    timeout=10000)
+    qtbot.waitUntil(lambda: not panel.pending() and panel.report("release") is not None, timeout=10000)
     rel = panel.report("release")
     ref = engine.assess_risk(release, KEYS, weight="WEIGHT", sensitive=["EDUC1"], missing="any")
     assert rel.missing == "any"
@@ -181,18 +185,15 @@ def test_before_after_after_protect_in_the_app(qtbot, window):
     Local suppression when the engine has it as a method, else MDAV on the same keys."""
     win = window
     panel = _open_free1(qtbot, win)
-    mid = "local-suppression" if "local-suppression" in [m["id"] for m in list_methods()] \
-        else "mdav"
+    mid = "local-suppression" if "local-suppression" in [m["id"] for m in list_methods()] else "mdav"
     assert win.method_panel.select_method(mid)
     win.state.update_params(k=3)
     with qtbot.waitSignal(win.state.sig_result_changed, timeout=30000):
         assert win.controller.run_protect()
     qtbot.waitUntil(lambda: not win.controller.busy, timeout=30000)
-    qtbot.waitUntil(lambda: not panel.pending() and panel.report("release") is not None,
-                    timeout=20000)
+    qtbot.waitUntil(lambda: not panel.pending() and panel.report("release") is not None, timeout=20000)
     rel = panel.report("release")
-    ref = engine.assess_risk(win.state.result.data, KEYS, weight="WEIGHT", sensitive=["EDUC1"],
-                             missing="any")
+    ref = engine.assess_risk(win.state.result.data, KEYS, weight="WEIGHT", sensitive=["EDUC1"], missing="any")
     assert rel.sample_uniques == ref.sample_uniques
     assert rel.global_risk == ref.global_risk
     assert rel.records_fk_lt_3 == 0  # k = 3 (suppressed values match any value)
@@ -239,8 +240,16 @@ def test_export_per_record_risk_equals_the_cli_and_is_private(qtbot, window, tmp
     assert asked and "private" in asked[0][0]
     assert target.is_file() and (target.stat().st_mode & 0o777) == 0o600
     cli_file = tmp_path / "cli_per_record.csv"
-    argv = ["risk", str(free1_sample_path()), "--weight", "WEIGHT", "--role", "EDUC1=confidential",
-            "--per-record", str(cli_file)] + [a for k in KEYS for a in ("--role", f"{k}=k-quasi")]
+    argv = [
+        "risk",
+        str(free1_sample_path()),
+        "--weight",
+        "WEIGHT",
+        "--role",
+        "EDUC1=confidential",
+        "--per-record",
+        str(cli_file),
+    ] + [a for k in KEYS for a in ("--role", f"{k}=k-quasi")]
     assert main(argv) == 0
     assert target.read_bytes() == cli_file.read_bytes()
     per = pd.read_csv(target)
@@ -251,7 +260,9 @@ def test_export_per_record_risk_equals_the_cli_and_is_private(qtbot, window, tmp
     monkeypatch.setattr(RP.QFileDialog, "getSaveFileName", staticmethod(lambda *a: ("", "")))
     panel.export_button.click()
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".csv") == [
-        "app_per_record.csv", "cli_per_record.csv"]
+        "app_per_record.csv",
+        "cli_per_record.csv",
+    ]
 
 
 def test_export_per_record_risk_of_the_release(qtbot, tmp_path, monkeypatch):
@@ -269,15 +280,15 @@ def test_export_per_record_risk_of_the_release(qtbot, tmp_path, monkeypatch):
     qtbot.waitUntil(lambda: not panel.pending() and panel.report("release") is not None, timeout=20000)
     panel.combo_source.setCurrentIndex(panel.combo_source.findData("release"))
     target2 = tmp_path / "release_per_record.csv"
-    monkeypatch.setattr(RP.QFileDialog, "getSaveFileName",
-                        staticmethod(lambda *a: (str(target2), "")))
+    monkeypatch.setattr(RP.QFileDialog, "getSaveFileName", staticmethod(lambda *a: (str(target2), "")))
     panel.export_button.click()
     rel = pd.read_csv(target2)
     assert rel["fk"].min() >= 3 and (target2.stat().st_mode & 0o777) == 0o600
     np.testing.assert_array_equal(rel["individual_risk"], panel.report("release").individual_risk)
     # the input file is never overwritten: a one-line message instead
-    monkeypatch.setattr(RP.QFileDialog, "getSaveFileName",
-                        staticmethod(lambda *a: (str(free1_sample_path()), "")))
+    monkeypatch.setattr(
+        RP.QFileDialog, "getSaveFileName", staticmethod(lambda *a: (str(free1_sample_path()), ""))
+    )
     before = free1_sample_path().read_bytes()
     panel.export_button.click()
     assert free1_sample_path().read_bytes() == before
@@ -291,14 +302,18 @@ def test_value_labels_of_a_labelled_file_in_riskiest_combinations(qtbot, window,
     pyreadstat = pytest.importorskip("pyreadstat")
     rng = np.random.default_rng(3)
     n = 200
-    df = pd.DataFrame({
-        "sex": rng.integers(1, 3, n).astype(float),
-        "region": rng.integers(1, 5, n).astype(float),
-        "age": rng.integers(20, 60, n).astype(float),
-        "w": rng.uniform(10, 50, n).round(1),
-    })
-    labels = {"sex": {1.0: "male", 2.0: "female"},
-              "region": {1.0: "North", 2.0: "East", 3.0: "South", 4.0: "West"}}
+    df = pd.DataFrame(
+        {
+            "sex": rng.integers(1, 3, n).astype(float),
+            "region": rng.integers(1, 5, n).astype(float),
+            "age": rng.integers(20, 60, n).astype(float),
+            "w": rng.uniform(10, 50, n).round(1),
+        }
+    )
+    labels = {
+        "sex": {1.0: "male", 2.0: "female"},
+        "region": {1.0: "North", 2.0: "East", 3.0: "South", 4.0: "West"},
+    }
     path = tmp_path / f"survey.{ext}"
     if ext == "sav":
         pyreadstat.write_sav(df, str(path), variable_value_labels=labels)
@@ -311,8 +326,14 @@ def test_value_labels_of_a_labelled_file_in_riskiest_combinations(qtbot, window,
     assert st.input_meta is not None and st.input_meta.value_labels.get("sex")
     st.set_roles({"sex": "k-quasi", "region": "k-quasi", "age": "k-quasi", "w": "weight"})
     panel = win.risk_panel
-    qtbot.waitUntil(lambda: not panel.pending() and panel.report() is not None
-                    and panel.report().keys == ["sex", "region", "age"], timeout=20000)
+    qtbot.waitUntil(
+        lambda: (
+            not panel.pending()
+            and panel.report() is not None
+            and panel.report().keys == ["sex", "region", "age"]
+        ),
+        timeout=20000,
+    )
     heads = [panel.combos.horizontalHeaderItem(j).text() for j in range(panel.combos.columnCount())]
     top = panel.result["original_top"]
     assert panel.combos.rowCount() == len(top) > 0
@@ -332,8 +353,12 @@ def test_value_labels_of_a_labelled_file_in_riskiest_combinations(qtbot, window,
 def test_arx_models_rows_equal_the_engine(qtbot, window):
     panel = _open_free1(qtbot, window)
     m = engine.assess_risk(window.state.df, KEYS, weight="WEIGHT").reid_models()
-    assert panel.figure("reidentification_models.prosecutor.highest") == RP.fmt_float(m["prosecutor"]["highest"])
-    assert panel.figure("reidentification_models.journalist.average") == RP.fmt_float(m["journalist"]["average"])
+    assert panel.figure("reidentification_models.prosecutor.highest") == RP.fmt_float(
+        m["prosecutor"]["highest"]
+    )
+    assert panel.figure("reidentification_models.journalist.average") == RP.fmt_float(
+        m["journalist"]["average"]
+    )
     assert panel.figure("reidentification_models.marketer.average") == RP.fmt_float(m["marketer"]["average"])
 
 

@@ -202,8 +202,26 @@ def test_generated_hierarchy_is_the_engines_and_the_clis(qtbot, window, tmp_path
     src = tmp_path / "in.csv"
     df.to_csv(src, index=False)
     out = tmp_path / "out.csv"
-    rc = main(["protect", str(src), str(out), "--method", "k-eps", "--k", "5", "--epsilon", "1",
-               "--seed", "11", "--role", "AGE=k-quasi", "--role", "REGION=k-quasi", "--no-measures"])
+    rc = main(
+        [
+            "protect",
+            str(src),
+            str(out),
+            "--method",
+            "k-eps",
+            "--k",
+            "5",
+            "--epsilon",
+            "1",
+            "--seed",
+            "11",
+            "--role",
+            "AGE=k-quasi",
+            "--role",
+            "REGION=k-quasi",
+            "--no-measures",
+        ]
+    )
     assert rc == 0
     cli = pd.read_csv(out, dtype=str, keep_default_na=False)
     for c in ("AGE", "REGION"):
@@ -211,7 +229,9 @@ def test_generated_hierarchy_is_the_engines_and_the_clis(qtbot, window, tmp_path
         assert cli[c].tolist() == got
 
 
-def test_opening_another_file_asks_and_keeps_roles_of_same_names(qtbot, window, tmp_path, survey, monkeypatch):
+def test_opening_another_file_asks_and_keeps_roles_of_same_names(
+    qtbot, window, tmp_path, survey, monkeypatch
+):
     win = window
     st = win.state
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"

@@ -26,8 +26,7 @@ def _no_close_question(monkeypatch):
     """A failing assertion must not leave a modal "Save project?" question at teardown."""
     from PySide6.QtWidgets import QMessageBox
 
-    monkeypatch.setattr(QMessageBox, "question",
-                        lambda *a, **k: QMessageBox.StandardButton.Discard)
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
 
 
 def _new_window(qtbot):
@@ -61,8 +60,7 @@ def _needles(seed: int) -> list[bytes]:
 
 
 def _holding(root: Path, seed: int) -> set[Path]:
-    return {p for p in root.rglob("*")
-            if p.is_file() and any(n in p.read_bytes() for n in _needles(seed))}
+    return {p for p in root.rglob("*") if p.is_file() and any(n in p.read_bytes() for n in _needles(seed))}
 
 
 def test_two_fresh_windows_have_different_strong_seeds(qtbot, no_dialogs):
@@ -121,9 +119,16 @@ def test_pinning_a_seed_hex_decimal_weak_and_bad(qtbot, window):
 def _save_old_project(path: Path, seed) -> None:
     from dpstudio.app.resources import sample_path
 
-    data = {"schema_version": 1, "software_version": "0.9", "input": {"path": str(sample_path()),
-            "read_options": {}}, "roles": {"FICA": "eps-quasi"}, "domains": {},
-            "method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}, "sweep": {}}
+    data = {
+        "schema_version": 1,
+        "software_version": "0.9",
+        "input": {"path": str(sample_path()), "read_options": {}},
+        "roles": {"FICA": "eps-quasi"},
+        "domains": {},
+        "method": "ir-dp",
+        "params": {"k": 5, "epsilon": 1.0},
+        "sweep": {},
+    }
     if seed is not None:
         data["seed"] = seed
     path.write_text(json.dumps(data))
@@ -171,7 +176,7 @@ def test_old_projects_small_seed_and_missing_seed(qtbot, window, tmp_path):
 def test_project_seed_round_trip_and_bad_seed(tmp_path):
     from dpstudio.engine.recipe import Recipe
 
-    for seed in (PINNED, 2 ** 256 - 1, 0, 7):
+    for seed in (PINNED, 2**256 - 1, 0, 7):
         p = tmp_path / "p.dpsproj"
         project.save(p, Recipe(input_path="x.csv", method="ir-dp", seed=seed))
         raw = json.loads(p.read_text())
@@ -229,7 +234,9 @@ def test_seed_only_in_owner_only_private_files(qtbot, window, tmp_path, _config_
     assert win.controller.export(str(out_dir / "release.csv"), fmt="csv", release_note=True, assessment=True)
     _wait_idle(qtbot, win)
     # another stem: release.xlsx would share release.csv's metadata, which export refuses
-    assert win.controller.export(str(out_dir / "release_x.xlsx"), fmt="xlsx", release_note=True, assessment=True)
+    assert win.controller.export(
+        str(out_dir / "release_x.xlsx"), fmt="xlsx", release_note=True, assessment=True
+    )
     _wait_idle(qtbot, win)
     assert not win.errors, win.errors  # both exports really ran
     proj = tmp_path / "study.dpsproj"

@@ -58,8 +58,9 @@ def test_correlation_difference_zero_for_identity(seed):
 
 
 def test_flatten_measures():
-    rows, table = flatten_measures({"sse_raw": 1.5, "rl": 2.0, "delta_mean": {"a": 0.1, "b": 0.2},
-                                    "warnings": []})
+    rows, table = flatten_measures(
+        {"sse_raw": 1.5, "rl": 2.0, "delta_mean": {"a": 0.1, "b": 0.2}, "warnings": []}
+    )
     assert ("Record linkage RL (%)", "2") in rows
     assert table.loc["b", "delta_mean"] == 0.2
     assert not any(r[0] == "warnings" for r in rows)
@@ -68,10 +69,17 @@ def test_flatten_measures():
 def test_project_roundtrip_private(tmp_path):
     from dpstudio.engine.recipe import Recipe
 
-    rec = Recipe(input_path="/data/x.csv", read_options={"sep": ";"},
-                 roles={"a": "eps-quasi", "b": "other"}, domains={"a": (0.0, 10.0)},
-                 hierarchies={"c": {"generated": True}}, method="ir-dp",
-                 params={"k": np.int64(5), "epsilon": 1.0}, seed=123, sweep={"ks": "2-5"})
+    rec = Recipe(
+        input_path="/data/x.csv",
+        read_options={"sep": ";"},
+        roles={"a": "eps-quasi", "b": "other"},
+        domains={"a": (0.0, 10.0)},
+        hierarchies={"c": {"generated": True}},
+        method="ir-dp",
+        params={"k": np.int64(5), "epsilon": 1.0},
+        seed=123,
+        sweep={"ks": "2-5"},
+    )
     p = tmp_path / "p.dpsproj"
     project.save(p, rec)
     assert stat.S_IMODE(os.stat(p).st_mode) == 0o600

@@ -77,8 +77,7 @@ def test_generator_batches_and_errors(qtbot):
     batches, done, errors = [], [], []
 
     def gen(progress, check_cancel):
-        for i in range(25):
-            yield i
+        yield from range(25)
 
     r.start(gen, generator=True, yielded=batches.append, finished=done.append)
     assert r.wait(5)

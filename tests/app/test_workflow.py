@@ -321,8 +321,9 @@ def test_recovery_offered_after_a_crash(qtbot, window, _config_dir, monkeypatch)
     win.controller.autosave()  # what the debounced timer does; then the app "crashes" (no closeEvent)
     assert (_config_dir / "recovery.dpsproj").exists()
     asked = []
-    monkeypatch.setattr(QMessageBox, "question",
-                        lambda *a, **k: asked.append(a[2]) or QMessageBox.StandardButton.Yes)
+    monkeypatch.setattr(
+        QMessageBox, "question", lambda *a, **k: asked.append(a[2]) or QMessageBox.StandardButton.Yes
+    )
     win2 = MainWindow(offer_recovery=True)
     qtbot.addWidget(win2)
     try:

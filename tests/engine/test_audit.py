@@ -15,13 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpstudio import engine
-from tests.engine._order import in_input_order, protect_in_order, run_prepared_in_order  # noqa: F401
 from dpstudio.engine import api
 from dpstudio.engine.algorithms import noise as N
+from dpstudio.engine.hierarchies.taxonomy import Taxonomy
 from dpstudio.engine.protection import categorical_dp as C
 from dpstudio.engine.random import point_rng
-from dpstudio.engine.hierarchies.taxonomy import Taxonomy
+from tests.engine._order import in_input_order, protect_in_order, run_prepared_in_order  # noqa: F401
 
 LB, UB = 0.0, 1000.0
 DELTA = UB - LB
@@ -60,6 +59,7 @@ def _baseline(df, method, k, **kw):
 
 # ---------------------------------------------------------------- empirical sensitivity
 
+
 def _ir_centroids(res, col, k):
     """Sorted centroid vector of individual ranking, read off the released values."""
     v = np.sort(res.data[col].to_numpy())
@@ -80,8 +80,8 @@ def test_ir_dp_l1_change_of_centroids_at_most_delta_over_k(k):
         for c in ("a0", "a1"):
             ch = np.abs(_ir_centroids(r1, c, k) - _ir_centroids(r2, c, k))
             worst = max(worst, ch.sum() / (DELTA / k))
-            assert ch.max() <= DELTA / k + 1e-9      # per centroid (staircase)
-    assert worst <= 1.0 + 1e-9                        # L1 over all centroids (Laplace, Lemma 1)
+            assert ch.max() <= DELTA / k + 1e-9  # per centroid (staircase)
+    assert worst <= 1.0 + 1e-9  # L1 over all centroids (Laplace, Lemma 1)
 
 
 def _insensitive_clusters(cache):
@@ -101,14 +101,14 @@ def test_insensitive_dp_each_centroid_moves_at_most_delta_over_k(variant, k):
         d2 = _neighbour(rng, df)
         r1, c1 = _baseline(df, "insensitive-dp", k, variant=variant)
         r2, c2 = _baseline(d2, "insensitive-dp", k, variant=variant)
-        (l1, cent1), (l2, cent2) = _insensitive_clusters(c1), _insensitive_clusters(c2)
+        (l1, cent1), (_, cent2) = _insensitive_clusters(c1), _insensitive_clusters(c2)
         nc = cent1.shape[0]
         assert nc == n // k == cent2.shape[0]
         # the released records carry their cluster's centroid
         assert np.allclose(r1.data[["a0", "a1"]].to_numpy(), cent1[l1])
-        ch = np.abs(cent1 - cent2)                       # clusters matched by index
-        assert ch.max() <= DELTA / k + 1e-9              # per draw: staircase sensitivity
-        assert (ch.sum(axis=0) <= nc * DELTA / k + 1e-9).all()   # rigorous Laplace: n_c·Δ/k
+        ch = np.abs(cent1 - cent2)  # clusters matched by index
+        assert ch.max() <= DELTA / k + 1e-9  # per draw: staircase sensitivity
+        assert (ch.sum(axis=0) <= nc * DELTA / k + 1e-9).all()  # rigorous Laplace: n_c·Δ/k
 
 
 PARENTS = {"a": "X", "b": "X", "c": "Y", "d": "Y", "e": "Y", "f": "*", "X": "*", "Y": "*"}
@@ -128,11 +128,19 @@ def test_categorical_dp_quality_and_numeric_sensitivity():
         d2.loc[i, "x"] = float(rng.choice([0.0, 100.0, rng.uniform(0, 100)]))
         out = []
         for d in (df, d2):
-            prep = api.prepare(d, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"},
-                               {"x": (0, 100)}, {"v": TAX}, k=k)
+            prep = api.prepare(
+                d, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"}, {"x": (0, 100)}, {"v": TAX}, k=k
+            )
             from dpstudio.engine.types import Job
-            job = Job(data=prep.data, roles=prep.roles, domains=prep.domains, params=prep.params,
-                      rng=np.random.default_rng(0), hierarchies=prep.hierarchies)
+
+            job = Job(
+                data=prep.data,
+                roles=prep.roles,
+                domains=prep.domains,
+                params=prep.params,
+                rng=np.random.default_rng(0),
+                hierarchies=prep.hierarchies,
+            )
             schema = C.MixedSchema(job, ["v", "x"])
             labels = C._clustering(job, schema, k)
             nc = int(labels.max()) + 1
@@ -148,6 +156,7 @@ def test_categorical_dp_quality_and_numeric_sensitivity():
 
 
 # ---------------------------------------------------------------- staircase calibration
+
 
 def _per_cluster_residuals(method, k, eps, n=400, reps=30, **kw):
     rng = np.random.default_rng(5)
@@ -165,8 +174,10 @@ def _per_cluster_residuals(method, k, eps, n=400, reps=30, **kw):
     return np.concatenate(res_all), last
 
 
-@pytest.mark.parametrize("method, kw", [("ir-dp", {}), ("insensitive-dp", {"variant": "single"}),
-                                        ("insensitive-dp", {"variant": "multi"})])
+@pytest.mark.parametrize(
+    "method, kw",
+    [("ir-dp", {}), ("insensitive-dp", {"variant": "single"}), ("insensitive-dp", {"variant": "multi"})],
+)
 def test_staircase_is_calibrated_per_centroid_with_split_budget(method, kw):
     """Staircase noise is ε-DP for one number only: with n_c centroids that can all move
     (each by ≤ Δ/k), every draw must get sensitivity Δ/k and ε_i/n_c.  Before the audit the
@@ -174,7 +185,7 @@ def test_staircase_is_calibrated_per_centroid_with_split_budget(method, kw):
     whose privacy loss over the vector can reach n_c·ε_i."""
     k, n = 20, 400
     nc = n // k
-    eps = 2.0 * nc      # ε_i/n_c = 2 per draw: the noise stays well inside the domain
+    eps = 2.0 * nc  # ε_i/n_c = 2 per draw: the noise stays well inside the domain
     resid, res = _per_cluster_residuals(method, k, eps, n=n, **kw)
     info = res.info["noise_per_attribute"]["a0"]
     assert info["epsilon_per_draw"] * nc <= eps * (1 + 1e-12)
@@ -188,9 +199,17 @@ def test_categorical_dp_staircase_numeric_split():
     rng = np.random.default_rng(6)
     n, k = 60, 3
     df = pd.DataFrame({"v": rng.choice(TAX.leaves, n), "x": rng.uniform(40, 60, n)})
-    res = protect_in_order(df, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"},
-                         {"x": (0, 100)}, hierarchies={"v": TAX}, k=k, epsilon=1.0,
-                         noise="staircase", seed=1)
+    res = protect_in_order(
+        df,
+        "categorical-dp",
+        {"v": "eps-quasi", "x": "eps-quasi"},
+        {"x": (0, 100)},
+        hierarchies={"v": TAX},
+        k=k,
+        epsilon=1.0,
+        noise="staircase",
+        seed=1,
+    )
     a = res.info["attributes"]["x"]
     nc = res.info["clusters"]
     assert a["epsilon_per_draw"] * nc <= a["epsilon_attribute"] * (1 + 1e-12)
@@ -201,14 +220,16 @@ def test_laplace_calibration_unchanged_by_staircase_fix():
     """Laplace keeps one draw of L1 sensitivity n_c·Δ/k and ε_i (insensitive-dp rigorous)."""
     rng = np.random.default_rng(7)
     df = pd.DataFrame({"a0": rng.uniform(0, 1000, 100)})
-    res = protect_in_order(df, "insensitive-dp", {"a0": "eps-quasi"}, {"a0": (0, 1000)}, k=20,
-                         epsilon=1.0, seed=1)
+    res = protect_in_order(
+        df, "insensitive-dp", {"a0": "eps-quasi"}, {"a0": (0, 1000)}, k=20, epsilon=1.0, seed=1
+    )
     info = res.info["noise_per_attribute"]["a0"]
     assert info["sensitivity"] == pytest.approx(5 * 1000 / 20)
     assert info["epsilon_per_draw"] == 1.0
 
 
 # ---------------------------------------------------------------- guarantees / is_dp
+
 
 def _protect(method, **kw):
     rng = np.random.default_rng(8)
@@ -218,11 +239,20 @@ def _protect(method, **kw):
     return protect_in_order(df, method, roles, doms, seed=3, **kw)
 
 
-@pytest.mark.parametrize("method, kw", [
-    ("laplace", {}), ("ir-dp", {"k": 3}), ("insensitive-dp", {"k": 3}),
-    ("insensitive-dp", {"k": 3, "variant": "single"}), ("idp-ls", {"k": 3}),
-    ("idp-cbls", {"k": 3}), ("insensitive-dp", {"k": 3, "calibration": "as-published"}),
-    ("ir-dp", {"k": 3, "noise": "staircase"}), ("laplace", {"noise": "staircase"})])
+@pytest.mark.parametrize(
+    "method, kw",
+    [
+        ("laplace", {}),
+        ("ir-dp", {"k": 3}),
+        ("insensitive-dp", {"k": 3}),
+        ("insensitive-dp", {"k": 3, "variant": "single"}),
+        ("idp-ls", {"k": 3}),
+        ("idp-cbls", {"k": 3}),
+        ("insensitive-dp", {"k": 3, "calibration": "as-published"}),
+        ("ir-dp", {"k": 3, "noise": "staircase"}),
+        ("laplace", {"noise": "staircase"}),
+    ],
+)
 @pytest.mark.parametrize("budget", ["equal", "per-attribute", "weights"])
 def test_guarantee_sentence_matches_is_dp(method, kw, budget):
     extra = {"weights": {"a0": 1.0, "a1": 2.0, "a2": 1.0}} if budget == "weights" else {}
@@ -252,8 +282,7 @@ def test_guarantee_sentence_matches_is_dp(method, kw, budget):
 
 
 def test_budget_shares_sum_to_epsilon():
-    res = _protect("laplace", epsilon=0.9, budget="weights",
-                   weights={"a0": 1.0, "a1": 2.0, "a2": 6.0})
+    res = _protect("laplace", epsilon=0.9, budget="weights", weights={"a0": 1.0, "a1": 2.0, "a2": 6.0})
     per = res.info["epsilon_per_attribute"]
     assert sum(per.values()) == pytest.approx(0.9)
     assert per["a2"] == pytest.approx(0.6)
@@ -268,8 +297,15 @@ def test_export_never_contains_seed_or_original(tmp_path):
     df = _frame(rng, 40, 2)
     df["a0"] = np.round(df["a0"], 3) + 0.000123456
     seed = 987654321
-    res = protect_in_order(df, "ir-dp", {"a0": "eps-quasi", "a1": "eps-quasi"},
-                         {"a0": (LB, UB), "a1": (LB, UB)}, k=4, epsilon=1.0, seed=seed)
+    res = protect_in_order(
+        df,
+        "ir-dp",
+        {"a0": "eps-quasi", "a1": "eps-quasi"},
+        {"a0": (LB, UB), "a1": (LB, UB)},
+        k=4,
+        epsilon=1.0,
+        seed=seed,
+    )
     paths = export_release(res, tmp_path / "out.csv")
     for p in paths.values():
         text = open(p, encoding="utf-8", errors="ignore").read()
@@ -280,6 +316,7 @@ def test_export_never_contains_seed_or_original(tmp_path):
 
 
 # ---------------------------------------------------------------- sweep RNG streams
+
 
 def test_point_rng_streams_distinct_and_reproducible():
     keys = [(k, e, r) for k in range(3) for e in range(3) for r in range(3)]
@@ -296,10 +333,18 @@ def test_categorical_dp_guarantee_k1_and_per_attribute():
     n = 30
     df = pd.DataFrame({"v": rng.choice(TAX.leaves, n), "x": rng.uniform(0, 100, n)})
     kw = dict(hierarchies={"v": TAX}, epsilon=1.0, seed=2)
-    r1 = protect_in_order(df, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"},
-                        {"x": (0, 100)}, k=1, **kw)
+    r1 = protect_in_order(
+        df, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"}, {"x": (0, 100)}, k=1, **kw
+    )
     assert "ε_i/n_c" not in r1.guarantee and r1.is_dp
     assert r1.info["attributes"]["x"]["epsilon_per_draw"] == pytest.approx(0.5)
-    r2 = protect_in_order(df, "categorical-dp", {"v": "eps-quasi", "x": "eps-quasi"},
-                        {"x": (0, 100)}, k=3, budget="per-attribute", **kw)
+    r2 = protect_in_order(
+        df,
+        "categorical-dp",
+        {"v": "eps-quasi", "x": "eps-quasi"},
+        {"x": (0, 100)},
+        k=3,
+        budget="per-attribute",
+        **kw,
+    )
     assert "(2·1 = 2)-DP" in r2.guarantee and "(m·ε)-DP" in r2.guarantee

@@ -16,6 +16,7 @@ from dpstudio.engine import registry
 from dpstudio.engine.chain import MAX_STEPS, ChainRun, load_pipeline, parse_steps, protect_chain
 from dpstudio.engine.errors import DPStudioError, NotApplicableError, ParameterError
 from dpstudio.engine.guarantee import Clause, Effect, Effects, Guarantee, Model, Scope
+from dpstudio.engine.protection import _common
 from dpstudio.engine.registry import MethodSpec
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output
@@ -58,7 +59,7 @@ PRAM_SPEC = MethodSpec(
     family="test",
     description="test only",
     paper="-",
-    params=(registry.ORDER_PARAM,),
+    params=(_common.ORDER_PARAM,),
     protects=(Role.K_QUASI,),
     requires=(Role.K_QUASI,),
     guarantee=lambda ctx: Guarantee(

@@ -18,6 +18,7 @@ from dpstudio import cli
 from dpstudio.cli import protect as cli_protect
 from dpstudio.cli._common import parse_floats, parse_ints
 from dpstudio.engine import registry
+from dpstudio.engine.protection import _common
 from dpstudio.engine.types import Output
 from dpstudio.engine.registry import MethodSpec, Param
 from dpstudio.engine.roles import Role
@@ -39,11 +40,11 @@ def _run_test_method(job):
 TEST_SPEC = MethodSpec(
     id="cli-test-noise", name="CLI test noise", family="test", description="test only",
     paper="-",
-    params=(registry.k_param(), registry.epsilon_param(),
+    params=(_common.k_param(), _common.epsilon_param(),
             Param("mode", "choice", "a", "test choice", choices=("a", "b")),
             Param("ratio", "float", 0.5, "test float", minimum=0.0, maximum=1.0),
             Param("count", "int", 2, "test int", minimum=1),
-            registry.WEIGHTS_PARAM, registry.DROP_MISSING_PARAM),
+            _common.WEIGHTS_PARAM, _common.DROP_MISSING_PARAM),
     protects=(Role.EPS_QUASI,), requires=(Role.EPS_QUASI,),
     guarantee=lambda ctx: f"test guarantee eps={ctx.get('epsilon')}",  # plain text: no claim
     run=_run_test_method, uses_epsilon=True, needs_domain=True,
@@ -249,7 +250,7 @@ def test_protect_params_and_outputs(tmp_path, capsys):
 
 
 def test_protect_summary_without_rl_for_big_data(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli_protect, "RL_SUMMARY_MAX", 10)
+    monkeypatch.setattr("dpstudio.engine.assessment.RL_SUMMARY_MAX", 10)
     src = write_csv(tmp_path / "in.csv", data())
     code, stdout, err = run(capsys, ["protect", src, tmp_path / "o.csv", *PROTECT])
     assert code == 0 and "SSE normalized" in stdout and "RL" not in stdout and "evaluate" in err

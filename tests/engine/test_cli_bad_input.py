@@ -22,17 +22,21 @@ N = 30
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("bad_input")
     rng = np.random.default_rng(0)
-    pd.DataFrame({"id": range(N), "x": rng.uniform(0, 100, N).round(2),
-                  "y": rng.integers(0, 50, N), "c": rng.choice(list("abc"), N)}
-                 ).to_csv(d / "d.csv", index=False)
+    pd.DataFrame(
+        {
+            "id": range(N),
+            "x": rng.uniform(0, 100, N).round(2),
+            "y": rng.integers(0, 50, N),
+            "c": rng.choice(list("abc"), N),
+        }
+    ).to_csv(d / "d.csv", index=False)
     return d
 
 
 # {d}: the data folder, {o}: the case's own output folder.  Each case: (argv, a word the message must contain: the parameter).
 P = "protect {d}/d.csv {o}/out.csv --no-measures --role x=eps-quasi --domain x=0:100".split()
 PK = "protect {d}/d.csv {o}/out.csv --no-measures --role c=k-quasi --method k-eps --k 3".split()
-S = ("sweep {d}/d.csv --out {o}/sweep.csv --role x=eps-quasi --domain x=0:100 "
-     "--repeats 1").split()
+S = ("sweep {d}/d.csv --out {o}/sweep.csv --role x=eps-quasi --domain x=0:100 --repeats 1").split()
 Q = ["query", "{d}/d.csv", "mean(x)", "--range", "x=0:100"]
 R = "risk {d}/d.csv --role c=k-quasi".split()
 E = "evaluate {d}/d.csv {d}/d.csv".split()
@@ -41,15 +45,15 @@ IRDP = ["--method", "ir-dp", "--k", "3"]
 
 CASES = [
     # ---- the catalogue
-    (P + LAP + ["--epsilon", "1e-300"], "epsilon"),                       # was OverflowError
-    (P + LAP + ["--epsilon", "5e-324"], "epsilon"),                       # was ValueError (sampler)
-    (P + IRDP + ["--epsilon", "5e-324"], "epsilon"),                      # ir-dp, same
+    (P + LAP + ["--epsilon", "1e-300"], "epsilon"),  # was OverflowError
+    (P + LAP + ["--epsilon", "5e-324"], "epsilon"),  # was ValueError (sampler)
+    (P + IRDP + ["--epsilon", "5e-324"], "epsilon"),  # ir-dp, same
     (P + LAP + ["--epsilon", "1e300", "--noise", "staircase"], "epsilon"),  # ZeroDivisionError
     (P + LAP + ["--epsilon", "1e-300", "--noise", "staircase"], "epsilon"),
-    (P[:-1] + ["x=-1e308:1e308"] + LAP + ["--epsilon", "1"], "x"),        # width overflows
+    (P[:-1] + ["x=-1e308:1e308"] + LAP + ["--epsilon", "1"], "x"),  # width overflows
     (P + LAP + ["--epsilon", "1", "--seed", "-1"], "--seed"),
     (P + LAP + ["--epsilon", "1", "--budget", "weights", "--param", "weights=a=x"], "weights"),
-    (P + LAP + ["--epsilon", ""], "epsilon"),                             # was "not given"
+    (P + LAP + ["--epsilon", ""], "epsilon"),  # was "not given"
     (P + IRDP[:2] + ["--k", "", "--epsilon", "1"], "'k'"),
     (PK + ["--epsilon", "1", "--suppression", ""], "suppression"),
     # ---- ε: outside [1e-06, 1e4], not a number, not finite
@@ -106,18 +110,18 @@ CASES = [
     (S + LAP + ["--epsilon", "1", "--seed", "-1"], "--seed"),
     (S + LAP + ["--epsilon", "1", "--repeats", "0"], "--repeats"),
     (S + ["--method", "ir-dp", "--k", "", "--epsilon", "1"], "--k"),
-    (S + ["--method", "ir-dp", "--k", "2:1e300", "--epsilon", "1"], "--k"),   # was out of memory
+    (S + ["--method", "ir-dp", "--k", "2:1e300", "--epsilon", "1"], "--k"),  # was out of memory
     (S + ["--method", "ir-dp", "--k", "1e300", "--epsilon", "1"], "'k'"),
     (S[:5] + ["x=-1e308:1e308"] + S[6:] + LAP + ["--epsilon", "1"], "x"),
     # ---- query
-    (Q + ["--epsilon", "1", "--seed", "-1"], "--seed"),                    # was ValueError
+    (Q + ["--epsilon", "1", "--seed", "-1"], "--seed"),  # was ValueError
     (Q + ["--epsilon", "1e-300"], "ε"),
     (Q + ["--epsilon", ""], "--epsilon"),
     (Q + ["--epsilon", "1", "--split", "nan"], "split"),
-    (Q[:-1] + ["x=-1e308:1e308", "--epsilon", "1"], "x"),                 # was OverflowError
+    (Q[:-1] + ["x=-1e308:1e308", "--epsilon", "1"], "x"),  # was OverflowError
     (Q[:-1] + ["x=0:100:0", "--epsilon", "1"], "step"),
     # ---- risk / evaluate
-    (R + ["--threshold", "nan"], "--threshold"),                          # was a success
+    (R + ["--threshold", "nan"], "--threshold"),  # was a success
     (R + ["--threshold", "2"], "--threshold"),
     (R + ["--threshold", ""], "--threshold"),
     (E + ["--attributes", ""], "--attributes"),
@@ -129,8 +133,7 @@ CASES = [
 
 
 def _ids():
-    return [f"{i:02d}-" + " ".join(a for a in argv if "{" not in a)[:70]
-            for i, (argv, _) in enumerate(CASES)]
+    return [f"{i:02d}-" + " ".join(a for a in argv if "{" not in a)[:70] for i, (argv, _) in enumerate(CASES)]
 
 
 @pytest.mark.parametrize("argv,needle", CASES, ids=_ids())
@@ -144,7 +147,7 @@ def test_bad_input_is_one_line_naming_the_parameter(files, tmp_path, capsys, arg
     assert len(lines) == 1, err
     assert lines[0].startswith("dpstudio: error: "), err
     assert needle in lines[0], err
-    assert list(tmp_path.iterdir()) == []      # no release, no partial file
+    assert list(tmp_path.iterdir()) == []  # no release, no partial file
 
 
 def test_catalogue_size():
@@ -202,7 +205,6 @@ def test_ranges_are_declared_for_the_forms():
         eps.check(1e-300, "laplace")
     # the ends of the range are allowed and the arithmetic there is finite
     for e in (1e-6, 1e4):
-        res = engine.protect(_frame(), "laplace", {"x": "eps-quasi"}, {"x": (0, 100)},
-                             epsilon=e, seed=2)
+        res = engine.protect(_frame(), "laplace", {"x": "eps-quasi"}, {"x": (0, 100)}, epsilon=e, seed=2)
         v = res.data["x"].to_numpy(dtype=float)
         assert np.all(np.isfinite(v)) and v.min() >= 0 and v.max() <= 100

@@ -38,38 +38,67 @@ def one_line_error(code, err, *needles):
 def src(tmp_path) -> Path:
     rng = np.random.default_rng(3)
     n = 60
-    df = pd.DataFrame({"id": np.arange(n), "x": rng.uniform(0, 100, n).round(2),
-                       "y": rng.integers(0, 50, n), "z": rng.normal(size=n).round(3)})
+    df = pd.DataFrame(
+        {
+            "id": np.arange(n),
+            "x": rng.uniform(0, 100, n).round(2),
+            "y": rng.integers(0, 50, n),
+            "z": rng.normal(size=n).round(3),
+        }
+    )
     p = tmp_path / "in.csv"
     df.to_csv(p, index=False)
     return p
 
 
 def write_recipe(path: Path, **kw) -> Path:
-    rec = Recipe(method="ir-dp", params={"k": 3, "epsilon": 1.0},
-                 roles={"x": "eps-quasi", "y": "eps-quasi", "id": "identifier"},
-                 domains={"x": (0.0, 100.0), "y": (0.0, 50.0), "z": (-9.0, 9.0)}, **kw)
+    rec = Recipe(
+        method="ir-dp",
+        params={"k": 3, "epsilon": 1.0},
+        roles={"x": "eps-quasi", "y": "eps-quasi", "id": "identifier"},
+        domains={"x": (0.0, 100.0), "y": (0.0, 50.0), "z": (-9.0, 9.0)},
+        **kw,
+    )
     path.write_text(json.dumps(rec.to_dict()))
     return path
 
 
-EXPLICIT = ["--method", "ir-dp", "--k", "3", "--epsilon", "1", "--role", "x=eps-quasi",
-            "--role", "y=eps-quasi", "--role", "id=identifier", "--domain", "x=0:100",
-            "--domain", "y=0:50"]
+EXPLICIT = [
+    "--method",
+    "ir-dp",
+    "--k",
+    "3",
+    "--epsilon",
+    "1",
+    "--role",
+    "x=eps-quasi",
+    "--role",
+    "y=eps-quasi",
+    "--role",
+    "id=identifier",
+    "--domain",
+    "x=0:100",
+    "--domain",
+    "y=0:50",
+]
 
 
 def test_recipe_gives_the_release_of_the_same_options(src, tmp_path, capsys):
     rec = write_recipe(tmp_path / "r.json")
-    code, _, err = run(capsys, ["protect", src, tmp_path / "a.csv", *EXPLICIT, "--seed", hex(SEED),
-                                "--no-measures"])
+    code, _, err = run(
+        capsys, ["protect", src, tmp_path / "a.csv", *EXPLICIT, "--seed", hex(SEED), "--no-measures"]
+    )
     assert code == 0, err
-    code, _, err = run(capsys, ["protect", src, tmp_path / "b.csv", "--recipe", rec, "--seed", hex(SEED),
-                                "--no-measures"])
+    code, _, err = run(
+        capsys, ["protect", src, tmp_path / "b.csv", "--recipe", rec, "--seed", hex(SEED), "--no-measures"]
+    )
     assert code == 0, err
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
     # another seed: another release (the seed really reaches the run)
-    code, _, err = run(capsys, ["protect", src, tmp_path / "c.csv", "--recipe", rec,
-                                "--seed", hex(SEED + 1), "--no-measures"])
+    code, _, err = run(
+        capsys,
+        ["protect", src, tmp_path / "c.csv", "--recipe", rec, "--seed", hex(SEED + 1), "--no-measures"],
+    )
     assert code == 0, err
     assert (tmp_path / "a.csv").read_bytes() != (tmp_path / "c.csv").read_bytes()
 
@@ -77,9 +106,25 @@ def test_recipe_gives_the_release_of_the_same_options(src, tmp_path, capsys):
 def test_options_override_the_recipe_and_save_recipe_is_private(src, tmp_path, capsys):
     rec = write_recipe(tmp_path / "r.json", seed=SEED, seed_pinned=False)
     saved = tmp_path / "eff.json"
-    code, _, err = run(capsys, ["protect", src, tmp_path / "o.csv", "--recipe", rec, "--epsilon", "2",
-                                "--role", "y=other", "--domain", "x=-1:101", "--no-measures",
-                                "--save-recipe", saved])
+    code, _, err = run(
+        capsys,
+        [
+            "protect",
+            src,
+            tmp_path / "o.csv",
+            "--recipe",
+            rec,
+            "--epsilon",
+            "2",
+            "--role",
+            "y=other",
+            "--domain",
+            "x=-1:101",
+            "--no-measures",
+            "--save-recipe",
+            saved,
+        ],
+    )
     assert code == 0, err
     meta = json.loads((tmp_path / "o.metadata.json").read_text())
     assert meta["parameters"]["epsilon"] == 2.0 and meta["parameters"]["k"] == 3
@@ -103,11 +148,13 @@ def test_options_override_the_recipe_and_save_recipe_is_private(src, tmp_path, c
 def test_pinned_seed_is_used_and_saved(src, tmp_path, capsys):
     rec = write_recipe(tmp_path / "r.json", seed=SEED, seed_pinned=True)
     saved = tmp_path / "eff.json"
-    code, _, err = run(capsys, ["protect", src, tmp_path / "a.csv", "--recipe", rec, "--no-measures",
-                                "--save-recipe", saved])
+    code, _, err = run(
+        capsys, ["protect", src, tmp_path / "a.csv", "--recipe", rec, "--no-measures", "--save-recipe", saved]
+    )
     assert code == 0, err
-    code, _, err = run(capsys, ["protect", src, tmp_path / "b.csv", *EXPLICIT, "--seed", hex(SEED),
-                                "--no-measures"])
+    code, _, err = run(
+        capsys, ["protect", src, tmp_path / "b.csv", *EXPLICIT, "--seed", hex(SEED), "--no-measures"]
+    )
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
     eff = Recipe.from_dict(json.loads(saved.read_text()))
     assert eff.seed == SEED and eff.seed_pinned
@@ -144,8 +191,18 @@ def test_newer_schema_and_bad_files_are_one_line(src, tmp_path, capsys):
     one_line_error(code, err, "'x'", "--hierarchy")
     assert not (tmp_path / "o.csv").exists()
     # --save-recipe over the input: refused before any work, by the one check
-    code, _, err = run(capsys, ["protect", src, tmp_path / "o.csv", "--recipe", write_recipe(
-        tmp_path / "r.json"), "--save-recipe", src])
+    code, _, err = run(
+        capsys,
+        [
+            "protect",
+            src,
+            tmp_path / "o.csv",
+            "--recipe",
+            write_recipe(tmp_path / "r.json"),
+            "--save-recipe",
+            src,
+        ],
+    )
     one_line_error(code, err, "over the input file")
 
 
@@ -153,21 +210,53 @@ def test_sweep_and_evaluate_read_the_recipe(src, tmp_path, capsys):
     rec = write_recipe(tmp_path / "r.json", sweep={"ks": "2,4", "epsilons": "1", "repeats": 1})
     out = tmp_path / "s.csv"
     saved = tmp_path / "s.recipe.json"
-    code, _, err = run(capsys, ["sweep", src, "--out", out, "--recipe", rec, "--no-baselines",
-                                "--epsilon", "0.5,2", "--save-recipe", saved])
+    code, _, err = run(
+        capsys,
+        [
+            "sweep",
+            src,
+            "--out",
+            out,
+            "--recipe",
+            rec,
+            "--no-baselines",
+            "--epsilon",
+            "0.5,2",
+            "--save-recipe",
+            saved,
+        ],
+    )
     assert code == 0, err
     rows = pd.read_csv(out)
     assert sorted(set(rows["k"])) == [2, 4] and sorted(set(rows["epsilon"])) == [0.5, 2.0]
     assert json.loads(saved.read_text())["sweep"] == {"ks": "2,4", "epsilons": "0.5,2", "repeats": 1}
-    code, _, err = run(capsys, ["protect", src, tmp_path / "p.csv", "--recipe", rec, "--no-measures",
-                                "--seed", hex(SEED)])
+    code, _, err = run(
+        capsys, ["protect", src, tmp_path / "p.csv", "--recipe", rec, "--no-measures", "--seed", hex(SEED)]
+    )
     assert code == 0, err
-    code, o1, err = run(capsys, ["evaluate", src, tmp_path / "p.csv", "--recipe", rec, "--json",
-                                 "--attributes", "x,y"])
+    code, o1, err = run(
+        capsys, ["evaluate", src, tmp_path / "p.csv", "--recipe", rec, "--json", "--attributes", "x,y"]
+    )
     assert code == 0, err
-    code, o2, err = run(capsys, ["evaluate", src, tmp_path / "p.csv", "--method", "ir-dp", "--role",
-                                 "x=eps-quasi", "--role", "y=eps-quasi", "--role", "id=identifier",
-                                 "--json", "--attributes", "x,y"])
+    code, o2, err = run(
+        capsys,
+        [
+            "evaluate",
+            src,
+            tmp_path / "p.csv",
+            "--method",
+            "ir-dp",
+            "--role",
+            "x=eps-quasi",
+            "--role",
+            "y=eps-quasi",
+            "--role",
+            "id=identifier",
+            "--json",
+            "--attributes",
+            "x,y",
+        ],
+    )
     assert code == 0, err
     assert json.loads(o1) == json.loads(o2)
 

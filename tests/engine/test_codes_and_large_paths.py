@@ -171,7 +171,8 @@ def test_a_field_needing_quotes_in_a_late_block_sends_the_file_to_pandas(tmp_pat
 
 
 def test_ola_coded_labels_are_the_labels():
-    from dpstudio.engine.algorithms.generalization import CodedLabels, ola
+    from dpstudio.engine.algorithms.generalization import CodedLabels
+    from dpstudio.engine.algorithms.ola import ola
 
     rng = np.random.default_rng(4)
     df = pd.DataFrame({"a": rng.integers(18, 80, 400), "s": rng.choice(["M", "F"], 400)})

@@ -9,7 +9,8 @@ import pytest
 
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy
-from dpstudio.engine.registry import Param, k_param, epsilon_param
+from dpstudio.engine.params import Param
+from dpstudio.engine.protection._common import epsilon_param, k_param
 from dpstudio.engine.roles import Role, normalize_roles
 
 

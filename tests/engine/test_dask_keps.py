@@ -75,13 +75,20 @@ def test_dask_keps_refusals_name_the_option(adult):
     df, hs = adult
     small = df.head(500)
     with pytest.raises(DB.NotOnDask, match="ε-quasi.*--engine memory"):
-        DB.protect_dask(small, "k-eps", {**_roles(QI[:3]), "fnlwgt": "eps-quasi"} if "fnlwgt" in small else
-                        {**_roles(QI[:2]), "age": "eps-quasi"}, seed=1, hierarchies=hs, k=5)
+        DB.protect_dask(
+            small,
+            "k-eps",
+            {**_roles(QI[:3]), "fnlwgt": "eps-quasi"}
+            if "fnlwgt" in small
+            else {**_roles(QI[:2]), "age": "eps-quasi"},
+            seed=1,
+            hierarchies=hs,
+            k=5,
+        )
     with pytest.raises(DB.NotOnDask, match="Mondrian.*--engine memory"):
         DB.protect_dask(small, "k-eps", _roles(QI[:3]), seed=1, hierarchies=hs, k=5, algorithm="mondrian")
     with pytest.raises(DB.NotOnDask, match="--hierarchy race=FILE.*--engine memory"):
-        DB.protect_dask(small, "k-eps", _roles(["age", "race"]), seed=1,
-                        hierarchies={"age": hs["age"]}, k=5)
+        DB.protect_dask(small, "k-eps", _roles(["age", "race"]), seed=1, hierarchies={"age": hs["age"]}, k=5)
 
 
 def test_dask_keps_value_not_in_hierarchy_is_named(adult):
@@ -89,15 +96,17 @@ def test_dask_keps_value_not_in_hierarchy_is_named(adult):
     bad = df.head(300).copy()
     bad.loc[250, "race"] = "Martian"
     with dask.config.set(scheduler="synchronous"), pytest.raises(Exception, match="'race'.*Martian"):
-        DB.protect_dask(dd.from_pandas(bad, npartitions=3), "k-eps", _roles(["age", "race"]), seed=1,
-                        hierarchies=hs, k=5).compute()
+        DB.protect_dask(
+            dd.from_pandas(bad, npartitions=3), "k-eps", _roles(["age", "race"]), seed=1, hierarchies=hs, k=5
+        ).compute()
 
 
 def test_dask_keps_written_release_and_private_trail(adult, tmp_path):
     df, hs = adult
     with dask.config.set(scheduler="synchronous"):
-        rel = DB.protect_dask(dd.from_pandas(df, npartitions=3), "k-eps", _roles(QI), seed=4,
-                              hierarchies=hs, k=5)
+        rel = DB.protect_dask(
+            dd.from_pandas(df, npartitions=3), "k-eps", _roles(QI), seed=4, hierarchies=hs, k=5
+        )
         w = DB.write_release(rel, tmp_path / "out")
     got = pd.read_parquet(Path(w["release"]) / "release").reset_index(drop=True)
     assert len(got) == rel.info["records_released"]
@@ -121,6 +130,7 @@ def test_dask_keps_parquet_folder_equals_in_memory(adult, tmp_path):
     back = pd.read_parquet(folder)
     mem = engine.protect(back, "k-eps", _roles(QI), hierarchies=hs, seed=4, k=5, suppression=0.05)
     with dask.config.set(scheduler="synchronous"):
-        got = DB.protect_dask(str(folder), "k-eps", _roles(QI), seed=4, hierarchies=hs, k=5,
-                              suppression=0.05).compute()
+        got = DB.protect_dask(
+            str(folder), "k-eps", _roles(QI), seed=4, hierarchies=hs, k=5, suppression=0.05
+        ).compute()
     pd.testing.assert_frame_equal(got.astype(str), mem.data.astype(str))

@@ -15,8 +15,14 @@ from dpstudio import cli, engine
 from dpstudio.engine import io as dio
 from dpstudio.engine.errors import InputError
 
-ROWS = [("1.234", "36,5"), ("2.500", "12,25"), ("3.750", "7,5"), ("1.005", "1,75"), ("4.321", "9,5"),
-        ("2.222", "3,25")] * 3
+ROWS = [
+    ("1.234", "36,5"),
+    ("2.500", "12,25"),
+    ("3.750", "7,5"),
+    ("1.005", "1,75"),
+    ("4.321", "9,5"),
+    ("2.222", "3,25"),
+] * 3
 
 
 @pytest.fixture
@@ -57,9 +63,23 @@ def test_unambiguous_text_columns_still_convert():
 
 
 def _protect(comma_file, tmp_path, *extra):
-    return cli.main(["protect", str(comma_file), str(tmp_path / "out.csv"), "--no-measures",
-                     "--method", "laplace", "--epsilon", "1", "--role", "x=eps-quasi",
-                     "--domain", "x=0:5000", *extra])
+    return cli.main(
+        [
+            "protect",
+            str(comma_file),
+            str(tmp_path / "out.csv"),
+            "--no-measures",
+            "--method",
+            "laplace",
+            "--epsilon",
+            "1",
+            "--role",
+            "x=eps-quasi",
+            "--domain",
+            "x=0:5000",
+            *extra,
+        ]
+    )
 
 
 def test_cli_refuses_with_exit_2(comma_file, tmp_path, capsys):

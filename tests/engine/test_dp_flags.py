@@ -66,8 +66,9 @@ def test_flag_stays_true_without_unchanged_columns(method):
     assert alone.is_dp and alone.guarantee.startswith("1-differential privacy")
     # identifiers are dropped from the release, so they do not reveal the grouping
     with_id = d1.assign(pid=[11, 12, 13, 14])[["pid", "x"]]
-    res = engine.protect(with_id, method, {"x": "eps-quasi", "pid": "identifier"}, DOM,
-                         k=2, epsilon=1.0, seed=1)
+    res = engine.protect(
+        with_id, method, {"x": "eps-quasi", "pid": "identifier"}, DOM, k=2, epsilon=1.0, seed=1
+    )
     assert "pid" not in res.data.columns
     assert res.is_dp and res.guarantee.startswith("1-differential privacy")
 
@@ -88,21 +89,29 @@ def test_idp_and_categorical_lead_with_scope():
     res = engine.protect(d1, "idp-ls", roles, DOM, k=2, epsilon=1.0, seed=1)
     assert not res.is_dp
     assert res.guarantee.startswith(
-        "Per-attribute only — not individual differential privacy for the records:")
+        "Per-attribute only — not individual differential privacy for the records:"
+    )
     df = pd.DataFrame({"x": np.arange(20.0), "o": np.arange(20) % 3})
-    cat = engine.protect(df, "categorical-dp", {"x": "eps-quasi"}, {"x": (0, 100)}, k=4,
-                         epsilon=1.0, seed=1)
+    cat = engine.protect(df, "categorical-dp", {"x": "eps-quasi"}, {"x": (0, 100)}, k=4, epsilon=1.0, seed=1)
     assert not cat.is_dp and cat.guarantee.startswith(SCOPE)
-    cat1 = engine.protect(df[["x"]], "categorical-dp", {"x": "eps-quasi"}, {"x": (0, 100)},
-                          k=4, epsilon=1.0, seed=1)
+    cat1 = engine.protect(
+        df[["x"]], "categorical-dp", {"x": "eps-quasi"}, {"x": (0, 100)}, k=4, epsilon=1.0, seed=1
+    )
     assert cat1.is_dp and not cat1.guarantee.startswith("Per-attribute")
 
 
 def test_multi_attribute_ir_dp_leads_with_scope():
     rng = np.random.default_rng(3)
     df = pd.DataFrame({"x": rng.uniform(0, 10, 40), "y": rng.uniform(0, 10, 40)})
-    res = engine.protect(df, "ir-dp", {"x": "eps-quasi", "y": "eps-quasi"},
-                         {"x": (0, 10), "y": (0, 10)}, k=4, epsilon=1.0, seed=2)
+    res = engine.protect(
+        df,
+        "ir-dp",
+        {"x": "eps-quasi", "y": "eps-quasi"},
+        {"x": (0, 10), "y": (0, 10)},
+        k=4,
+        epsilon=1.0,
+        seed=2,
+    )
     assert not res.is_dp
     assert res.guarantee.startswith(SCOPE)
     assert not res.guarantee.startswith("1-differential")
@@ -111,11 +120,13 @@ def test_multi_attribute_ir_dp_leads_with_scope():
 
 # ----------------------------------------------------------------- separate-tables layout
 
+
 def _pair_frame(n=300, seed=5):
     rng = np.random.default_rng(seed)
     x = rng.uniform(0, 100, n)
-    return pd.DataFrame({"pid": np.arange(n), "x": x, "y": 2 * x + rng.normal(0, 1, n),
-                         "z": rng.integers(0, 4, n)})
+    return pd.DataFrame(
+        {"pid": np.arange(n), "x": x, "y": 2 * x + rng.normal(0, 1, n), "z": rng.integers(0, 4, n)}
+    )
 
 
 ROLES2 = {"pid": "identifier", "x": "eps-quasi", "y": "eps-quasi", "z": "confidential"}
@@ -125,15 +136,14 @@ DOM2 = {"x": (0, 100), "y": (-10, 210)}
 @pytest.mark.parametrize("method", ["ir-dp", "insensitive-dp", "idp-ls"])
 def test_separate_tables_same_values_independent_orders(method):
     df = _pair_frame()
-    kw = dict(k=5, epsilon=5000.0, seed=7)   # little noise: the pairing would be obvious
+    kw = dict(k=5, epsilon=5000.0, seed=7)  # little noise: the pairing would be obvious
     rec = engine.protect(df, method, ROLES2, DOM2, **kw)
     sep = engine.protect(df, method, ROLES2, DOM2, layout="separate-tables", **kw)
     assert set(sep.tables) == {"x", "y"}
     assert all(list(t.columns) == [c] and len(t) == len(df) for c, t in sep.tables.items())
     assert list(sep.data.columns) == ["x", "y"] and "z" not in sep.data and sep.row_map is None
-    for c in ("x", "y"):   # same clustering and noise: each column's multiset is unchanged
-        np.testing.assert_array_equal(np.sort(sep.tables[c][c].to_numpy()),
-                                      np.sort(rec.data[c].to_numpy()))
+    for c in ("x", "y"):  # same clustering and noise: each column's multiset is unchanged
+        np.testing.assert_array_equal(np.sort(sep.tables[c][c].to_numpy()), np.sort(rec.data[c].to_numpy()))
         np.testing.assert_array_equal(sep.data[c].to_numpy(), sep.tables[c][c].to_numpy())
     # records: x and y of a row belong together (corr ~ 1); tables: independent orders
     assert np.corrcoef(rec.data["x"], rec.data["y"])[0, 1] > 0.9
@@ -154,8 +164,7 @@ def test_separate_tables_orders_are_independent_permutations():
     df = _pair_frame(n=60)
     same = 0
     for s in range(40):
-        sep = engine.protect(df, "ir-dp", ROLES2, DOM2, k=3, epsilon=50.0, seed=s,
-                             layout="separate-tables")
+        sep = engine.protect(df, "ir-dp", ROLES2, DOM2, k=3, epsilon=50.0, seed=s, layout="separate-tables")
         rec = engine.protect(df, "ir-dp", ROLES2, DOM2, k=3, epsilon=50.0, seed=s)
         pairs_sep = set(zip(sep.tables["x"]["x"], sep.tables["y"]["y"]))
         pairs_rec = set(zip(rec.data["x"], rec.data["y"]))
@@ -165,15 +174,15 @@ def test_separate_tables_orders_are_independent_permutations():
 
 def test_separate_tables_per_attribute_budget_is_m_eps():
     df = _pair_frame(n=100)
-    sep = engine.protect(df, "ir-dp", ROLES2, DOM2, k=5, epsilon=1.0, budget="per-attribute",
-                         layout="separate-tables", seed=1)
+    sep = engine.protect(
+        df, "ir-dp", ROLES2, DOM2, k=5, epsilon=1.0, budget="per-attribute", layout="separate-tables", seed=1
+    )
     assert sep.is_dp and sep.guarantee.startswith("(2·1 = 2)-differential privacy")
 
 
 def test_separate_tables_export_writes_only_tables(tmp_path):
     df = _pair_frame(n=50)
-    sep = engine.protect(df, "ir-dp", ROLES2, DOM2, k=5, epsilon=1.0, layout="separate-tables",
-                         seed=1)
+    sep = engine.protect(df, "ir-dp", ROLES2, DOM2, k=5, epsilon=1.0, layout="separate-tables", seed=1)
     written = export_release(sep, tmp_path / "rel.csv")
     assert "data" not in written and not (tmp_path / "rel.csv").exists()
     tx = pd.read_csv(written["table:x"])
@@ -197,15 +206,22 @@ def test_describe_release_matches_protect():
     d1, _ = _neighbours()
     roles = {"x": "eps-quasi", "y": "confidential"}
     for layout in ("records", "separate-tables"):
-        res = engine.protect(d1, "ir-dp", roles, {"x": (-50, 50)}, k=2, epsilon=1.0, seed=1,
-                             layout=layout)
-        text, is_dp = api.describe_release(list(d1.columns), "ir-dp", roles, data=d1,
-                                           domains={"x": (-50, 50)}, k=2, epsilon=1.0,
-                                           layout=layout)
+        res = engine.protect(d1, "ir-dp", roles, {"x": (-50, 50)}, k=2, epsilon=1.0, seed=1, layout=layout)
+        text, is_dp = api.describe_release(
+            list(d1.columns),
+            "ir-dp",
+            roles,
+            data=d1,
+            domains={"x": (-50, 50)},
+            k=2,
+            epsilon=1.0,
+            layout=layout,
+        )
         assert (text, is_dp) == (res.guarantee, res.is_dp)
 
 
 # ----------------------------------------------------------------- §6 weak parameters
+
 
 def _col(n=30, seed=2):
     rng = np.random.default_rng(seed)
@@ -251,13 +267,13 @@ def test_large_epsilon_warning_uses_composed_total():
         return [w for w in res.warnings if "very large" in w]
 
     assert not large(engine.protect(df, "laplace", roles, doms, epsilon=10, seed=1))
-    per = large(engine.protect(df, "laplace", roles, doms, epsilon=10, budget="per-attribute",
-                               seed=1))
+    per = large(engine.protect(df, "laplace", roles, doms, epsilon=10, budget="per-attribute", seed=1))
     assert len(per) == 1 and "3·10 = 30" in per[0]
     assert large(engine.protect(df, "laplace", roles, doms, epsilon=25, seed=1))
 
 
 # ----------------------------------------------------------------- CLI
+
 
 def test_cli_layout_and_remedy(tmp_path, capsys):
     from dpstudio import cli
@@ -265,16 +281,29 @@ def test_cli_layout_and_remedy(tmp_path, capsys):
     d1, _ = _neighbours()
     src = tmp_path / "in.csv"
     d1.to_csv(src, index=False)
-    base = ["protect", str(src), "--method", "ir-dp", "--k", "2", "--epsilon", "1",
-            "--role", "x=eps-quasi", "--role", "y=confidential", "--domain", "x=-50:50",
-            "--no-measures"]
+    base = [
+        "protect",
+        str(src),
+        "--method",
+        "ir-dp",
+        "--k",
+        "2",
+        "--epsilon",
+        "1",
+        "--role",
+        "x=eps-quasi",
+        "--role",
+        "y=confidential",
+        "--domain",
+        "x=-50:50",
+        "--no-measures",
+    ]
     assert cli.main([*base[:2], str(tmp_path / "a.csv"), *base[2:]]) == 0
     out = capsys.readouterr()
     assert out.out.startswith("Guarantee: " + SCOPE)
     assert "--layout separate-tables" in out.err
     assert json.loads((tmp_path / "a.metadata.json").read_text())["differential_privacy"] is False
-    assert cli.main([*base[:2], str(tmp_path / "b.csv"), *base[2:],
-                     "--layout", "separate-tables"]) == 0
+    assert cli.main([*base[:2], str(tmp_path / "b.csv"), *base[2:], "--layout", "separate-tables"]) == 0
     out = capsys.readouterr()
     assert out.out.startswith("Guarantee: 1-differential privacy")
     assert (tmp_path / "b.x.csv").exists() and not (tmp_path / "b.csv").exists()
@@ -288,8 +317,21 @@ def test_cli_prints_domain_warning(tmp_path, capsys):
     src = tmp_path / "in.csv"
     df.to_csv(src, index=False)
     hi = float(df["x"].max())
-    code = cli.main(["protect", str(src), str(tmp_path / "o.csv"), "--method", "laplace",
-                     "--epsilon", "1", "--role", "x=eps-quasi", "--domain", f"x=0:{hi!r}",
-                     "--no-measures"])
+    code = cli.main(
+        [
+            "protect",
+            str(src),
+            str(tmp_path / "o.csv"),
+            "--method",
+            "laplace",
+            "--epsilon",
+            "1",
+            "--role",
+            "x=eps-quasi",
+            "--domain",
+            f"x=0:{hi!r}",
+            "--no-measures",
+        ]
+    )
     assert code == 0
     assert "declared domain of 'x' coincides" in capsys.readouterr().err

@@ -20,7 +20,7 @@ from dpstudio.engine.io import file_sha256
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-CHILD = r'''
+CHILD = r"""
 import sys, numpy as np, pandas as pd
 from dpstudio.engine.types import ProtectionResult
 from dpstudio.engine.export import export_release
@@ -43,17 +43,21 @@ res = ProtectionResult(data=df, method="test", method_name="Test", params={"k": 
 print("ready", flush=True)
 export_release(res, out, audit=True)
 print("done", flush=True)
-'''
+"""
 
 N_ROWS = 100_000
-SLOW = 0.12   # seconds per rename in the drill (5 renames: a wide window between them)
+SLOW = 0.12  # seconds per rename in the drill (5 renames: a wide window between them)
 
 
 def _run_child(out, marker, slow=0.0):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.Popen([sys.executable, "-c", CHILD, str(N_ROWS), str(marker), str(out),
-                             str(slow)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(N_ROWS), str(marker), str(out), str(slow)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
 
 
 def _pair(folder):
@@ -72,7 +76,7 @@ def test_kill_during_export_never_leaves_an_undetected_mismatch(tmp_path):
     assert p.stdout.readline().strip() == "ready"
     t0 = time.monotonic()
     assert p.stdout.readline().strip() == "done"
-    span = time.monotonic() - t0          # how long the export itself takes
+    span = time.monotonic() - t0  # how long the export itself takes
     p.wait(timeout=60)
     old = _pair(tmp_path)
     assert verify_release(out)[0]
@@ -93,7 +97,7 @@ def test_kill_during_export_never_leaves_an_undetected_mismatch(tmp_path):
         if ok:
             assert now == old or now != old  # a consistent pair
             outcomes["old" if now == old else "new"] += 1
-            old = now                             # the pair in place for the next trial
+            old = now  # the pair in place for the next trial
         else:
             # the old metadata is removed before anything is renamed and the new one comes
             # last: a kill in between leaves a release WITHOUT metadata, never one whose
@@ -122,16 +126,16 @@ def test_metadata_names_the_release_digest_and_verify_detects_a_swap(tmp_path, c
     p.communicate(timeout=60)
     assert cli.main(["verify", str(out)]) == 0
     assert cli.main(["verify", str(tmp_path / "out.metadata.json")]) == 0
-    (tmp_path / "out.metadata.json").write_bytes(meta_first)   # old metadata, new release
+    (tmp_path / "out.metadata.json").write_bytes(meta_first)  # old metadata, new release
     assert cli.main(["verify", str(out)]) == 1
     assert "MISMATCH" in capsys.readouterr().out
-    out.write_bytes(first)                                      # the old release ...
-    assert cli.main(["verify", str(out)]) == 1                  # ... but the new table
-    (tmp_path / "out.groups.csv").write_bytes(groups_first)     # the old set again: fine
+    out.write_bytes(first)  # the old release ...
+    assert cli.main(["verify", str(out)]) == 1  # ... but the new table
+    (tmp_path / "out.groups.csv").write_bytes(groups_first)  # the old set again: fine
     assert cli.main(["verify", str(out)]) == 0
-    (tmp_path / "out.groups.csv").write_text("x\n1\n")           # a table altered
+    (tmp_path / "out.groups.csv").write_text("x\n1\n")  # a table altered
     assert cli.main(["verify", str(out)]) == 1
-    (tmp_path / "out.metadata.json").unlink()                   # no metadata at all
+    (tmp_path / "out.metadata.json").unlink()  # no metadata at all
     assert cli.main(["verify", str(out)]) == 1
     assert cli.main(["verify", str(tmp_path / "nothing.csv")]) == 2
 
@@ -158,5 +162,11 @@ def test_stale_temp_files_of_others_are_left_alone(tmp_path):
     (tmp_path / "out.tmp.csv").write_text("a user file\n")
     p = _run_child(tmp_path / "out.csv", 4)
     p.communicate(timeout=60)
-    assert sorted(os.listdir(tmp_path)) == [".other.abcd1234.tmp.csv", "out.csv", "out.groups.csv",
-                                            "out.metadata.json", "out.private.json", "out.tmp.csv"]
+    assert sorted(os.listdir(tmp_path)) == [
+        ".other.abcd1234.tmp.csv",
+        "out.csv",
+        "out.groups.csv",
+        "out.metadata.json",
+        "out.private.json",
+        "out.tmp.csv",
+    ]

@@ -16,8 +16,8 @@ from dpstudio import engine
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.errors import ParameterError
 
-
 # ---------------------------------------------------------------- exact pmfs, goodness of fit
+
 
 def _dlap_cdf(z, rate):
     """P(Z ≤ z) of the discrete Laplace with P(z) ∝ e^{-rate|z|}."""
@@ -30,7 +30,7 @@ def _dlap_cdf(z, rate):
 def _chi2_pvalue(draws, cdf, nbins=40):
     """Chi-square goodness of fit on integer bins with (roughly) equal expected counts."""
     qs = np.quantile(draws, np.linspace(0, 1, nbins + 1)[1:-1])
-    edges = np.unique(np.floor(qs).astype(np.int64))          # bins (e_{i-1}, e_i]
+    edges = np.unique(np.floor(qs).astype(np.int64))  # bins (e_{i-1}, e_i]
     cum = np.concatenate([[0.0], cdf(edges), [1.0]])
     expected = np.diff(cum) * draws.size
     observed = np.bincount(np.searchsorted(edges, draws, side="left"), minlength=edges.size + 1)
@@ -98,8 +98,8 @@ def test_fallback_path_agrees_with_the_fast_path():
     rng = np.random.default_rng(0)
     for rate in (0.37, 1e-3, 5.0):
         for _ in range(200):
-            k = int(rng.integers(1, 2 ** 53))
-            u = k / 2.0 ** 53
+            k = int(rng.integers(1, 2**53))
+            u = k / 2.0**53
             y = math.floor(-math.log(u) / rate)
             # decide exactly with rationals from scratch (any guess; no extra bits needed
             # unless U is within 2^-53 of a boundary)
@@ -121,6 +121,7 @@ def test_grid_noise_is_deterministic_under_a_seed():
 
 # ---------------------------------------------------------------- Mironov's low-bits attack
 
+
 def _float_laplace(u, scale):
     """The old sampler (noise.laplace_noise) as a function of its uniform u = k/2⁵³."""
     v = u - 0.5
@@ -131,25 +132,25 @@ def _reachable_float(y, x, scale):
     """True where some 53-bit uniform makes the old mechanism output exactly y from x."""
     target = y - x
     lo = np.zeros(y.size, dtype=np.int64)
-    hi = np.full(y.size, 2 ** 53 - 1, dtype=np.int64)
-    for _ in range(54):               # noise(k) is non-decreasing in k: binary search
+    hi = np.full(y.size, 2**53 - 1, dtype=np.int64)
+    for _ in range(54):  # noise(k) is non-decreasing in k: binary search
         mid = (lo + hi) // 2
-        up = _float_laplace(mid / 2.0 ** 53, scale) < target
+        up = _float_laplace(mid / 2.0**53, scale) < target
         lo = np.where(up, mid + 1, lo)
         hi = np.where(up, hi, mid)
     hit = np.zeros(y.size, dtype=bool)
     for d in range(-3, 4):
-        k = np.clip(lo + d, 0, 2 ** 53 - 1)
-        hit |= (x + _float_laplace(k / 2.0 ** 53, scale)) == y
+        k = np.clip(lo + d, 0, 2**53 - 1)
+        hit |= (x + _float_laplace(k / 2.0**53, scale)) == y
     return hit
 
 
 def test_low_bits_attack_separates_neighbours_under_the_old_float_sampler():
     rng = np.random.default_rng(2012)
-    eps, x0, x1 = 1.0, 0.3, 1.3           # neighbouring true values, Δ = 1
-    k = rng.integers(0, 2 ** 53, 4000)
-    y = x0 + _float_laplace(k / 2.0 ** 53, 1.0 / eps)
-    assert _reachable_float(y, x0, 1 / eps).all()          # the attack's own sanity check
+    eps, x0, x1 = 1.0, 0.3, 1.3  # neighbouring true values, Δ = 1
+    k = rng.integers(0, 2**53, 4000)
+    y = x0 + _float_laplace(k / 2.0**53, 1.0 / eps)
+    assert _reachable_float(y, x0, 1 / eps).all()  # the attack's own sanity check
     ruled_out = ~_reachable_float(y, x1, 1 / eps)
     # most outputs are impossible under the neighbour: an e^ε bound cannot hold
     assert ruled_out.mean() > 0.3
@@ -160,7 +161,7 @@ def test_low_bits_attack_fails_against_the_grid_mechanism():
     ratio ≤ e^ε under the two (exact pmf); empirically the supports coincide."""
     eps, gamma, lb, ub = 1.0, 0.01, 0.0, 1.0
     g = N.make_grid("x", gamma, (lb, ub))
-    x0, x1 = 0.3, 0.3 + 0.004              # neighbouring values, not on the grid
+    x0, x1 = 0.3, 0.3 + 0.004  # neighbouring values, not on the grid
     t0, t1 = g.to_units(np.array([x0]))[0], g.to_units(np.array([x1]))[0]
     rng = np.random.default_rng(9)
     rate = eps * (1 - N.EPS_SAFETY) / g.span
@@ -183,26 +184,41 @@ def test_low_bits_attack_fails_against_the_grid_mechanism():
 
 # ---------------------------------------------------------------- releases on the grid
 
+
 def _frame(n=600, seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"age": rng.integers(0, 100, n),            # integer column
-                         "income": np.round(rng.gamma(2, 900, n), 3),  # float column
-                         "x": rng.uniform(0, 7, n)})
+    return pd.DataFrame(
+        {
+            "age": rng.integers(0, 100, n),  # integer column
+            "income": np.round(rng.gamma(2, 900, n), 3),  # float column
+            "x": rng.uniform(0, 7, n),
+        }
+    )
 
 
 DOMS = {"age": (0, 120), "income": (0.0, 20000.0), "x": (0.0, 7.0)}
 
 
-@pytest.mark.parametrize("method, params", [
-    ("laplace", {}), ("ir-dp", {"k": 5}), ("idp-ls", {"k": 5}), ("idp-cbls", {"k": 5}),
-    ("insensitive-dp", {"k": 30}), ("ir-dp", {"k": 5, "noise": "staircase"}),
-    ("laplace", {"noise": "staircase"}), ("insensitive-dp", {"k": 30, "noise": "staircase"})])
+@pytest.mark.parametrize(
+    "method, params",
+    [
+        ("laplace", {}),
+        ("ir-dp", {"k": 5}),
+        ("idp-ls", {"k": 5}),
+        ("idp-cbls", {"k": 5}),
+        ("insensitive-dp", {"k": 30}),
+        ("ir-dp", {"k": 5, "noise": "staircase"}),
+        ("laplace", {"noise": "staircase"}),
+        ("insensitive-dp", {"k": 30, "noise": "staircase"}),
+    ],
+)
 def test_released_values_lie_on_the_declared_grid_and_in_the_domain(method, params):
     df = _frame()
     prec = {"income": 100.0, "x": 0.05}
     roles = {c: "eps-quasi" for c in df.columns}
-    res = engine.protect(df, method, roles, DOMS, precision=prec, epsilon=2.0, seed=3,
-                         types={"age": "integer"}, **params)
+    res = engine.protect(
+        df, method, roles, DOMS, precision=prec, epsilon=2.0, seed=3, types={"age": "integer"}, **params
+    )
     grid = {"age": 1.0, **prec}
     for c, g in grid.items():
         v = res.data[c].to_numpy(dtype=np.float64)
@@ -210,10 +226,9 @@ def test_released_values_lie_on_the_declared_grid_and_in_the_domain(method, para
         assert v.min() >= DOMS[c][0] and v.max() <= DOMS[c][1], c
         # printed with no more digits than γ implies
         dec = N.decimals_of(g)
-        digits = [len(t.split(".")[1].rstrip("0")) if "." in t else 0
-                  for t in res.data[c].astype(str)]
+        digits = [len(t.split(".")[1].rstrip("0")) if "." in t else 0 for t in res.data[c].astype(str)]
         assert max(digits) <= dec
-    assert pd.api.types.is_integer_dtype(res.data["age"])      # declared integer: integer out
+    assert pd.api.types.is_integer_dtype(res.data["age"])  # declared integer: integer out
     assert res.public_metadata()["precision"] == {"age": 1.0, "income": 100.0, "x": 0.05}
     assert "output precision γ (age 1 (default), income 100, x 0.05;" in res.guarantee
     assert "ε′ = ε·(1 − 2⁻⁴⁰) ≤ ε" in res.guarantee
@@ -222,13 +237,26 @@ def test_released_values_lie_on_the_declared_grid_and_in_the_domain(method, para
 def test_k_eps_and_categorical_numeric_noise_on_the_grid():
     df = _frame()
     df["g"] = np.where(df["age"] < 50, "young", "old")
-    res = engine.protect(df[["g", "income"]], "k-eps", {"g": "k-quasi", "income": "eps-quasi"},
-                         precision={"income": 10}, k=5, epsilon=1.0, seed=2)
+    res = engine.protect(
+        df[["g", "income"]],
+        "k-eps",
+        {"g": "k-quasi", "income": "eps-quasi"},
+        precision={"income": 10},
+        k=5,
+        epsilon=1.0,
+        seed=2,
+    )
     v = res.data["income"].to_numpy(dtype=float)
     assert np.all(v % 10 == 0)
-    res = engine.protect(df[["age", "x"]], "categorical-dp",
-                         {"age": "eps-quasi", "x": "eps-quasi"},
-                         {"age": DOMS["age"], "x": DOMS["x"]}, k=100, epsilon=5.0, seed=2)
+    res = engine.protect(
+        df[["age", "x"]],
+        "categorical-dp",
+        {"age": "eps-quasi", "x": "eps-quasi"},
+        {"age": DOMS["age"], "x": DOMS["x"]},
+        k=100,
+        epsilon=5.0,
+        seed=2,
+    )
     v = res.data["x"].to_numpy(dtype=float)
     g = N.default_precision(DOMS["x"], False)
     assert g == 1e-6
@@ -258,20 +286,21 @@ def test_same_seed_same_release_on_the_grid():
 
 # ---------------------------------------------------------------- calibration on the grid
 
+
 def test_laplace_calibration_is_the_discrete_scale():
     """Scale in grid steps span/ε′ with span = (ub − lb)/γ; empirical variance of the noise
     = γ²·Var(discrete Laplace)."""
-    n, eps, gamma = 40_000, 50.0, 0.5     # scale 4000: the clamp at ±10⁵ is 25 scales away
+    n, eps, gamma = 40_000, 50.0, 0.5  # scale 4000: the clamp at ±10⁵ is 25 scales away
     df = pd.DataFrame({"v": np.full(n, 40.0)})
-    res = engine.protect(df, "laplace", {"v": "eps-quasi"}, {"v": (-1e5, 1e5)},
-                         precision={"v": gamma}, epsilon=eps, seed=1)
+    res = engine.protect(
+        df, "laplace", {"v": "eps-quasi"}, {"v": (-1e5, 1e5)}, precision={"v": gamma}, epsilon=eps, seed=1
+    )
     info = res.info["noise_per_attribute"]["v"]
     span = int(2e5 / gamma)
     assert info["sensitivity_grid_units"] == span
     assert info["scale"] == pytest.approx(gamma * span / (eps * (1 - N.EPS_SAFETY)), rel=1e-15)
     noise = res.data["v"].to_numpy() - 40.0
-    assert noise.var() == pytest.approx(gamma ** 2 * N.grid_noise_variance("laplace", span, eps),
-                                        rel=0.05)
+    assert noise.var() == pytest.approx(gamma**2 * N.grid_noise_variance("laplace", span, eps), rel=0.05)
 
 
 def test_ir_dp_calibration_on_cluster_sums():
@@ -280,9 +309,10 @@ def test_ir_dp_calibration_on_cluster_sums():
     rng = np.random.default_rng(2)
     n, k, eps = 50_000, 5, 10.0
     df = pd.DataFrame({"v": rng.integers(4000, 5000, n)})
-    dom = {"v": (0, 10_000)}          # centroid noise scale 200: the clamp is 20 scales away
-    prep = engine.prepare(df, "ir-dp", {"v": "eps-quasi"}, dom, k=k, epsilon=eps, order="input",
-                          types={"v": "integer"})
+    dom = {"v": (0, 10_000)}  # centroid noise scale 200: the clamp is 20 scales away
+    prep = engine.prepare(
+        df, "ir-dp", {"v": "eps-quasi"}, dom, k=k, epsilon=eps, order="input", types={"v": "integer"}
+    )
     base = engine.run_prepared(prep, rng=np.random.default_rng(0), epsilon=None).data["v"]
     res = engine.run_prepared(prep, rng=np.random.default_rng(1))
     info = res.info["noise_per_attribute"]["v"]
@@ -290,27 +320,32 @@ def test_ir_dp_calibration_on_cluster_sums():
     assert info["scale"] == pytest.approx(10_000 / (k * eps * (1 - N.EPS_SAFETY)))
     assert pd.api.types.is_integer_dtype(res.data["v"])
     order = np.argsort(df["v"].to_numpy(), kind="stable")
-    diff = (res.data["v"].to_numpy() - base.to_numpy())[order][::k]   # one per cluster
-    expected = N.grid_noise_variance("laplace", 10_000, eps) / k ** 2
+    diff = (res.data["v"].to_numpy() - base.to_numpy())[order][::k]  # one per cluster
+    expected = N.grid_noise_variance("laplace", 10_000, eps) / k**2
     assert np.var(diff) == pytest.approx(expected, rel=0.06)
 
 
 # ---------------------------------------------------------------- bad input
 
+
 def test_precision_errors_are_one_line_and_name_the_column():
     df = _frame()
     with pytest.raises(ParameterError, match="'x'.*too fine.*coarser precision"):
-        engine.protect(df, "laplace", {"x": "eps-quasi"}, DOMS, precision={"x": 1e-15},
-                       epsilon=1.0, seed=1)
+        engine.protect(df, "laplace", {"x": "eps-quasi"}, DOMS, precision={"x": 1e-15}, epsilon=1.0, seed=1)
     with pytest.raises(ParameterError, match="'x'.*> 0"):
-        engine.protect(df, "laplace", {"x": "eps-quasi"}, DOMS, precision={"x": -1},
-                       epsilon=1.0, seed=1)
+        engine.protect(df, "laplace", {"x": "eps-quasi"}, DOMS, precision={"x": -1}, epsilon=1.0, seed=1)
     with pytest.raises(ParameterError, match="not in the data"):
-        engine.protect(df, "laplace", {"x": "eps-quasi"}, DOMS, precision={"nope": 1},
-                       epsilon=1.0, seed=1)
+        engine.protect(df, "laplace", {"x": "eps-quasi"}, DOMS, precision={"nope": 1}, epsilon=1.0, seed=1)
     with pytest.raises(ParameterError, match="'x'.*no grid point"):
-        engine.protect(df.assign(x=0.5 + df["x"] * 0.8), "laplace", {"x": "eps-quasi"},
-                       {"x": (0.1, 7.0)}, precision={"x": 100}, epsilon=1.0, seed=1)
+        engine.protect(
+            df.assign(x=0.5 + df["x"] * 0.8),
+            "laplace",
+            {"x": "eps-quasi"},
+            {"x": (0.1, 7.0)},
+            precision={"x": 100},
+            epsilon=1.0,
+            seed=1,
+        )
     # idp-cbls needs no domain; a float column then needs a declared precision
     with pytest.raises(ParameterError, match="'x' needs an output precision"):
         engine.protect(df, "idp-cbls", {"x": "eps-quasi"}, k=5, epsilon=1.0, seed=1)
@@ -323,14 +358,25 @@ def test_noise_free_baseline_is_unchanged():
     assert "Floating-point-safe" not in res.guarantee
     assert res.public_metadata()["precision"] == {}
     v = res.data["x"].to_numpy() / 1e-6
-    assert np.any(np.abs(v - np.rint(v)) > 1e-3)    # the raw cluster means, not on a grid
+    assert np.any(np.abs(v - np.rint(v)) > 1e-3)  # the raw cluster means, not on a grid
 
 
 def test_sweep_passes_the_precision():
     df = _frame()
-    pts = list(engine.sweep(df, "ir-dp", {"income": "eps-quasi"}, DOMS, ks=(5,), epsilons=(1.0,),
-                            seed=1, precision={"income": 1000}, measures=("sse",),
-                            baselines=False))
+    pts = list(
+        engine.sweep(
+            df,
+            "ir-dp",
+            {"income": "eps-quasi"},
+            DOMS,
+            ks=(5,),
+            epsilons=(1.0,),
+            seed=1,
+            precision={"income": 1000},
+            measures=("sse",),
+            baselines=False,
+        )
+    )
     assert pts
 
 
@@ -342,12 +388,13 @@ def test_staircase_refuses_instead_of_dividing_by_zero_or_freezing(eps):
 
     df = pd.DataFrame({"x": np.arange(200, dtype=np.int64)})
     with pytest.raises(engine.ParameterError, match="staircase"):
-        engine.protect(df, "laplace", {"x": "eps-quasi"}, {"x": (0, 1_000_000)},
-                       epsilon=eps, noise="staircase")
+        engine.protect(
+            df, "laplace", {"x": "eps-quasi"}, {"x": (0, 1_000_000)}, epsilon=eps, noise="staircase"
+        )
 
 
 def test_staircase_large_eps_small_sensitivity_still_samples():
     from dpstudio.engine.algorithms import noise as N
 
     z = N.discrete_staircase(np.random.default_rng(1), 3, 1000.0, 1000)
-    assert np.all(z == 0)   # ε capped at 700: all mass on the centre
+    assert np.all(z == 0)  # ε capped at 700: all mass on the centre

@@ -1,4 +1,4 @@
-"""OLA and Mondrian (dpstudio.engine.algorithms.generalization): k-anonymity of every output, OLA's optimum
+"""OLA and Mondrian (dpstudio.engine.algorithms.ola, .mondrian): k-anonymity of every output, OLA's optimum
 against brute force, the suppression limit, bad input, determinism."""
 
 import itertools
@@ -10,10 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpstudio.engine.algorithms.generalization import verify_k_anonymity
+from dpstudio.engine.algorithms.mondrian import mondrian
+from dpstudio.engine.algorithms.ola import ola
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.algorithms.generalization import mondrian, ola, verify_k_anonymity
-from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 from dpstudio.engine.hierarchies.build import interval_hierarchy
+from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 from tests.conftest import shared_path
 
 # a small categorical hierarchy (3 levels) for "c"
@@ -24,11 +26,13 @@ S_H = Hierarchy.from_rows([["M", "*"], ["F", "*"]], name="s")
 
 def _frame(seed, n):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "age": rng.integers(18, 80, n),
-        "c": rng.choice(C_LEAVES, n, p=[0.3, 0.2, 0.1, 0.2, 0.15, 0.05]),
-        "s": rng.choice(["M", "F"], n),
-    })
+    return pd.DataFrame(
+        {
+            "age": rng.integers(18, 80, n),
+            "c": rng.choice(C_LEAVES, n, p=[0.3, 0.2, 0.1, 0.2, 0.15, 0.05]),
+            "s": rng.choice(["M", "F"], n),
+        }
+    )
 
 
 def _hiers(df):
@@ -47,8 +51,11 @@ def _brute_force(df, cols, hs, k, suppression, loss="precision"):
     max_sup = int(np.floor(suppression * n + 1e-9))
     best = np.inf
     heights = [hs[c].height for c in cols]
-    codes = {(c, l): pd.factorize(pd.Series(hs[c].generalize(df[c].astype(str), l)))[0]
-             for c in cols for l in range(hs[c].height)}
+    codes = {
+        (c, l): pd.factorize(pd.Series(hs[c].generalize(df[c].astype(str), l)))[0]
+        for c in cols
+        for l in range(hs[c].height)
+    }
     for lv in itertools.product(*[range(h) for h in heights]):
         key = np.zeros(n, dtype=np.int64)
         for c, l in zip(cols, lv):
@@ -63,14 +70,15 @@ def _brute_force(df, cols, hs, k, suppression, loss="precision"):
             v = (1 - sup / n) * base + sup / n
         else:
             kept = cnt[cnt >= k].astype(float)
-            v = (np.sum(kept ** 2) + n * sup) / n ** 2
+            v = (np.sum(kept**2) + n * sup) / n**2
         best = min(best, v)
     return best
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(0, 10_000), st.integers(20, 120), st.integers(2, 8),
-       st.sampled_from([0.0, 0.02, 0.05, 0.2]))
+@given(
+    st.integers(0, 10_000), st.integers(20, 120), st.integers(2, 8), st.sampled_from([0.0, 0.02, 0.05, 0.2])
+)
 def test_ola_is_optimal_and_k_anonymous(seed, n, k, suppression):
     df = _frame(seed, n)
     hs = _hiers(df)
@@ -94,8 +102,7 @@ def test_ola_pluggable_loss_discernibility(seed, n, k):
     df = _frame(seed, n)
     hs = _hiers(df)
     res = ola(df, ["age", "c"], k, hierarchies=hs, suppression=0.05, loss="discernibility")
-    assert res.loss == pytest.approx(_brute_force(df, ["age", "c"], hs, k, 0.05, "discernibility"),
-                                     abs=1e-12)
+    assert res.loss == pytest.approx(_brute_force(df, ["age", "c"], hs, k, 0.05, "discernibility"), abs=1e-12)
     calls = []
 
     def my_loss(levels, class_sizes, n_suppressed, n_):

@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 from dpstudio import engine
-from dpstudio.engine.report import (guarantee_clauses, guarantee_html, render_assessment,
-                                    render_release_note)
+from dpstudio.engine.report import guarantee_clauses, guarantee_html, render_assessment, render_release_note
 
 
 def _text(fragment: str) -> str:
@@ -24,27 +23,34 @@ def _text(fragment: str) -> str:
 def _releases():
     rng = np.random.default_rng(0)
     n = 300
-    df = pd.DataFrame({"x": rng.uniform(0, 100, n), "y": rng.uniform(0, 100, n),
-                       "g": rng.choice(["a", "b"], n), "o": rng.normal(size=n),
-                       "C": rng.lognormal(8, 1, n).round()})
+    df = pd.DataFrame(
+        {
+            "x": rng.uniform(0, 100, n),
+            "y": rng.uniform(0, 100, n),
+            "g": rng.choice(["a", "b"], n),
+            "o": rng.normal(size=n),
+            "C": rng.lognormal(8, 1, n).round(),
+        }
+    )
     D = {"x": (0, 100), "y": (0, 100)}
-    yield engine.protect(df[["x", "y", "o"]], "laplace", {"x": "eps-quasi", "y": "eps-quasi"}, D,
-                         epsilon=1.0, seed=1)
-    yield engine.protect(df, "insensitive-dp", {"x": "eps-quasi", "y": "eps-quasi"}, D, k=5,
-                         epsilon=1.0, seed=1)
+    yield engine.protect(
+        df[["x", "y", "o"]], "laplace", {"x": "eps-quasi", "y": "eps-quasi"}, D, epsilon=1.0, seed=1
+    )
+    yield engine.protect(
+        df, "insensitive-dp", {"x": "eps-quasi", "y": "eps-quasi"}, D, k=5, epsilon=1.0, seed=1
+    )
     yield engine.protect(df, "mdav", {"x": "k-quasi"}, k=5, seed=1)
-    yield engine.protect(df, "t-close-dp", {"x": "k-quasi", "C": "confidential"}, epsilon=1.0,
-                         seed=1)
+    yield engine.protect(df, "t-close-dp", {"x": "k-quasi", "C": "confidential"}, epsilon=1.0, seed=1)
 
 
 @pytest.mark.parametrize("res", list(_releases()), ids=lambda r: r.method)
 def test_every_word_kept_one_clause_per_line_scope_bold(res):
     frag = guarantee_html(res.guarantee)
-    assert _text(frag) == res.guarantee                         # nothing added, nothing dropped
+    assert _text(frag) == res.guarantee  # nothing added, nothing dropped
     clauses = guarantee_clauses(res.guarantee)
     assert frag.count("<div class='clause'>") == len(clauses) >= 2
     first = re.match(r"<div class='clause'><strong>(.*?)</strong>", frag)
-    assert first and first.group(1).strip()                     # the leading claim in bold
+    assert first and first.group(1).strip()  # the leading claim in bold
     if "Not covered:" in res.guarantee:
         assert "<strong>Not covered:</strong>" in frag
     if res.guarantee.startswith("Per-attribute only"):

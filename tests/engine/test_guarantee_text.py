@@ -20,16 +20,20 @@ def _frame(n=60, extra=9, seed=0):
     return df
 
 
-@pytest.mark.parametrize("method,params", [
-    ("laplace", {"epsilon": 1.0}),                       # "Not covered: ..." clause
-    ("insensitive-dp", {"k": 5, "epsilon": 1.0}),        # scoped sentence of a clustered DP release
-    ("insensitive-dp", {"k": 5, "epsilon": 1.0, "layout": "separate-tables"}),  # not released
-])
+@pytest.mark.parametrize(
+    "method,params",
+    [
+        ("laplace", {"epsilon": 1.0}),  # "Not covered: ..." clause
+        ("insensitive-dp", {"k": 5, "epsilon": 1.0}),  # scoped sentence of a clustered DP release
+        ("insensitive-dp", {"k": 5, "epsilon": 1.0, "layout": "separate-tables"}),  # not released
+    ],
+)
 def test_sentence_names_every_column_it_does_not_cover(method, params):
     df = _frame()
     others = [c for c in df.columns if c not in ("x", "y")]
-    res = engine.protect(df, method, {"x": "eps-quasi", "y": "eps-quasi"},
-                         {"x": (0, 100), "y": (0, 100)}, seed=1, **params)
+    res = engine.protect(
+        df, method, {"x": "eps-quasi", "y": "eps-quasi"}, {"x": (0, 100), "y": (0, 100)}, seed=1, **params
+    )
     assert not re.search(r"and \d+ more", res.guarantee)
     for c in others:
         assert c in res.guarantee, c
@@ -45,8 +49,7 @@ def _shipped_methods() -> list[dict]:
 
     from dpstudio.engine.registry import METHOD_MODULES, module_specs
 
-    return [s.to_dict() for mod in METHOD_MODULES
-            for s in module_specs(importlib.import_module(mod))]
+    return [s.to_dict() for mod in METHOD_MODULES for s in module_specs(importlib.import_module(mod))]
 
 
 def test_method_papers_cite_publications_not_internal_numbers():
@@ -54,8 +57,8 @@ def test_method_papers_cite_publications_not_internal_numbers():
     for m in _shipped_methods():
         paper = m["paper"]
         assert not re.search(r"\(00\d\)|papers? 00\d", paper), (m["id"], paper)
-        assert re.search(r"\b(19|20)\d\d\b", paper), (m["id"], paper)          # a year
-        assert "“" in paper and "”" in paper, (m["id"], paper)                 # a title
+        assert re.search(r"\b(19|20)\d\d\b", paper), (m["id"], paper)  # a year
+        assert "“" in paper and "”" in paper, (m["id"], paper)  # a title
 
 
 def test_report_shows_unset_parameters_plainly():
@@ -63,8 +66,9 @@ def test_report_shows_unset_parameters_plainly():
     from dpstudio.engine.report import render_assessment
 
     df = _frame(extra=0)
-    prep = engine.prepare(df, "insensitive-dp", {"x": "eps-quasi", "y": "eps-quasi"},
-                          {"x": (0, 100), "y": (0, 100)}, k=5)
+    prep = engine.prepare(
+        df, "insensitive-dp", {"x": "eps-quasi", "y": "eps-quasi"}, {"x": (0, 100), "y": (0, 100)}, k=5
+    )
     res = engine.run_prepared(prep, rng=np.random.default_rng(1), epsilon=None)  # sweep baseline
     res.params["weights"] = None
     assert res.params["epsilon"] is None

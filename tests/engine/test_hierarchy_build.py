@@ -9,14 +9,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.hierarchies.build import (
+    auto_hierarchy,
+    date_hierarchy,
+    factorize_strings,
+    flat_hierarchy,
+    interval_hierarchy,
+    masking_hierarchy,
+    value_strings,
+)
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy
-from dpstudio.engine.hierarchies.build import (auto_hierarchy, date_hierarchy, factorize_strings,
-                                             flat_hierarchy, interval_hierarchy, masking_hierarchy,
-                                             value_strings)
 from tests.conftest import shared_path
 
-ADULT_COLS = ["sex", "age", "race", "marital-status", "education", "native-country",
-              "workclass", "occupation", "salary-class"]
+ADULT_COLS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+    "salary-class",
+]
 
 
 def _int_range(label):
@@ -25,8 +40,7 @@ def _int_range(label):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.integers(-500, 500), min_size=1, max_size=60),
-       st.sampled_from([None, 1, 3, 5, 10]))
+@given(st.lists(st.integers(-500, 500), min_size=1, max_size=60), st.sampled_from([None, 1, 3, 5, 10]))
 def test_integer_intervals_contain_values_and_nest(vals, width):
     s = pd.Series(vals)
     h = interval_hierarchy(s, width=width)

@@ -14,17 +14,19 @@ from hypothesis import strategies as st
 from dpstudio.engine import io as dio
 from dpstudio.engine.errors import InputError
 from dpstudio.engine.export import export_release
-from dpstudio.engine.types import ProtectionResult
 from dpstudio.engine.report import render_assessment, render_release_note
+from dpstudio.engine.types import ProtectionResult
 
 
 def frame(n=20, seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "age": rng.integers(18, 90, n).astype(np.int64),
-        "income": np.round(rng.normal(30000, 8000, n), 2),
-        "code": rng.integers(1, 4, n).astype(np.int64),
-    })
+    return pd.DataFrame(
+        {
+            "age": rng.integers(18, 90, n).astype(np.int64),
+            "income": np.round(rng.normal(30000, 8000, n), 2),
+            "code": rng.integers(1, 4, n).astype(np.int64),
+        }
+    )
 
 
 @pytest.mark.parametrize("ext", ["csv", "tsv", "xlsx", "parquet", "dta", "sav"])
@@ -46,8 +48,12 @@ def test_labels_survive_stata_and_spss(tmp_path):
     df = frame()
     for ext, writer in (("dta", pyreadstat.write_dta), ("sav", pyreadstat.write_sav)):
         src = tmp_path / f"in.{ext}"
-        writer(df, str(src), column_labels=["Age in years", "Yearly income", "Region"],
-               variable_value_labels={"code": {1: "north", 2: "south", 3: "east"}})
+        writer(
+            df,
+            str(src),
+            column_labels=["Age in years", "Yearly income", "Region"],
+            variable_value_labels={"code": {1: "north", 2: "south", 3: "east"}},
+        )
         back, meta = dio.read_table(src)
         assert meta.value_labels["code"][1] == "north"
         assert meta.column_labels["age"] == "Age in years"
@@ -89,8 +95,7 @@ def test_late_non_utf8_bytes_fall_back_to_cp1252(tmp_path):
 
 
 @settings(max_examples=25, deadline=None)
-@given(sep=st.sampled_from([",", ";", "\t", "|"]), seed=st.integers(0, 10_000),
-       bom=st.booleans())
+@given(sep=st.sampled_from([",", ";", "\t", "|"]), seed=st.integers(0, 10_000), bom=st.booleans())
 def test_sniff_property(tmp_path_factory, sep, seed, bom):
     d = tmp_path_factory.mktemp("sniff")
     df = frame(15, seed)
@@ -190,13 +195,20 @@ def fake_result(df: pd.DataFrame, seed_marker: int = 987654321) -> ProtectionRes
     prot = df.copy()
     prot["income"] = np.round(prot["income"].mean() + 0.0, 2)
     return ProtectionResult(
-        data=prot, method="test", method_name="Test method",
+        data=prot,
+        method="test",
+        method_name="Test method",
         params={"k": 3, "epsilon": 1.0, "seed": seed_marker},
-        guarantee="Nothing at all (test).", is_dp=False,
+        guarantee="Nothing at all (test).",
+        is_dp=False,
         roles={"age": "other", "income": "k-quasi", "code": "other"},
-        domains={"income": (0.0, 100000.0)}, protected_attributes=["income"],
-        info={"secret_original": df["income"].tolist()}, warnings=["a warning"],
-        row_map=None, dropped_rows=[], tables={"groups": pd.DataFrame({"g": [1, 2]})},
+        domains={"income": (0.0, 100000.0)},
+        protected_attributes=["income"],
+        info={"secret_original": df["income"].tolist()},
+        warnings=["a warning"],
+        row_map=None,
+        dropped_rows=[],
+        tables={"groups": pd.DataFrame({"g": [1, 2]})},
         original=df,
     )
 
@@ -221,14 +233,17 @@ def test_export_release(tmp_path, ext):
     before = src.read_bytes()
     _, meta = dio.read_table(src)
     res = fake_result(df)
-    html = render_assessment(res, {"sse_raw": 1.0, "rl": 2.0, "delta_mean": {"income": 0.0},
-                                   "delta_var": {"income": 1.0}}, input_name="in.csv",
-                             curves=[("SSE vs k", b"\x89PNG fake")])
+    html = render_assessment(
+        res,
+        {"sse_raw": 1.0, "rl": 2.0, "delta_mean": {"income": 0.0}, "delta_var": {"income": 1.0}},
+        input_name="in.csv",
+        curves=[("SSE vs k", b"\x89PNG fake")],
+    )
     out = tmp_path / f"out.{ext}"
-    written = export_release(res, out, input_path=src, input_meta=meta, release_note=True,
-                             assessment_html=html)
-    assert set(written) == {"data", "metadata", "table:groups", "release_note", "assessment",
-                            "private"}
+    written = export_release(
+        res, out, input_path=src, input_meta=meta, release_note=True, assessment_html=html
+    )
+    assert set(written) == {"data", "metadata", "table:groups", "release_note", "assessment", "private"}
     assert written["table:groups"].endswith(f"out.groups.{ext}")
     assert written["release_note"].endswith("out.release-note.html")
     assert written["assessment"].endswith("out.assessment.private.html")
@@ -271,13 +286,16 @@ def test_report_escapes_and_never_shows_seed(text):
     res.guarantee = text
     res.warnings = [text]
     res.public_warnings = [text]
-    for html in (render_assessment(res, {"rl": 1.0, "warnings": ["<b>w</b>"]}, input_name=text),
-                 render_release_note(res)):
+    for html in (
+        render_assessment(res, {"rl": 1.0, "warnings": ["<b>w</b>"]}, input_name=text),
+        render_release_note(res),
+    ):
         assert "55555" not in html and "'seed'" not in html
         assert "<b>w</b>" not in html
         assert _html.escape(text, quote=True) in html
         assert "@media print" in html and "class='guarantee" in html
         # no external resources: everything is inline
         assert "http://" not in html.replace(text, "") and "<script" not in html.replace(
-            _html.escape(text, quote=True), "")
+            _html.escape(text, quote=True), ""
+        )
     assert "&lt;b&gt;w&lt;/b&gt;" in render_assessment(res, {"rl": 1.0, "warnings": ["<b>w</b>"]})

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import errno
-import io
 import os
 
 import numpy as np
@@ -34,32 +33,50 @@ def _rows(cols: dict, names) -> list:
 
 def _protect(tmp_path, src, *extra, method="mdav", col="x", out="out.csv"):
     out = tmp_path / out
-    rc = cli.main(["protect", str(src), str(out), "--method", method, "--k", "2",
-                   "--role", f"{col}=k-quasi", "--no-measures", *extra])
+    rc = cli.main(
+        [
+            "protect",
+            str(src),
+            str(out),
+            "--method",
+            method,
+            "--k",
+            "2",
+            "--role",
+            f"{col}=k-quasi",
+            "--no-measures",
+            *extra,
+        ]
+    )
     assert rc == 0
     return out
 
 
 NASTY = [  # id, flag, text, price, na, sci, x (protected)
-    ("00001", "FALSE", 'plain', "1.50", "NA", "1e3", "10"),
-    ("00002", "TRUE", 'with, comma', "2.00", "", "2E-2", "11"),
+    ("00001", "FALSE", "plain", "1.50", "NA", "1e3", "10"),
+    ("00002", "TRUE", "with, comma", "2.00", "", "2E-2", "11"),
     ("00003", "false", 'quote "inside"', "36.63", "null", "0.1", "13"),
-    ("00004", "True", 'line\nbreak', "-0", "None", "+7", "17"),
-    ("00105", "FALSE", 'bare\rcr', "1234567890123456789", "n/a", "1.0", "19"),
-    ("00006", "TRUE", ' lead space', ".5", "#N/A", "5.", "23"),
+    ("00004", "True", "line\nbreak", "-0", "None", "+7", "17"),
+    ("00105", "FALSE", "bare\rcr", "1234567890123456789", "n/a", "1.0", "19"),
+    ("00006", "TRUE", " lead space", ".5", "#N/A", "5.", "23"),
 ]
 
 
 @pytest.mark.parametrize("sep,lt", [(",", "\n"), (";", "\n"), ("\t", "\r\n"), ("|", "\n")])
 def test_unprotected_columns_are_released_as_read(tmp_path, sep, lt):
     src = tmp_path / "in.csv"
+
     def field(f):
         if any(ch in f for ch in (sep, '"', "\r", "\n")):
             return '"' + f.replace('"', '""') + '"'
         return f
 
-    text = lt.join(sep.join(field(f) for f in r)
-                   for r in [("id", "flag", "text", "price", "na", "sci", "x"), *NASTY]) + lt
+    text = (
+        lt.join(
+            sep.join(field(f) for f in r) for r in [("id", "flag", "text", "price", "na", "sci", "x"), *NASTY]
+        )
+        + lt
+    )
     src.write_bytes(text.encode("utf-8"))
     out = _protect(tmp_path, src, "--sep", sep if sep != "\t" else "\\t")
     a, b = _columns(_records(src, sep)), _columns(_records(out, sep))
@@ -72,8 +89,9 @@ def test_unprotected_columns_are_released_as_read(tmp_path, sep, lt):
         got = [ln.split(sep.encode())[:6] for ln in out.read_bytes().split(b"\r\n")]
         assert keep[0] == got[0] and sorted(keep[1:]) == sorted(got[1:])
     # with --order input the release keeps the input order: the same bytes in the same places
-    out2 = _protect(tmp_path, src, "--sep", sep if sep != "\t" else "\\t", "--order", "input",
-                    out="ordered.csv")
+    out2 = _protect(
+        tmp_path, src, "--sep", sep if sep != "\t" else "\\t", "--order", "input", out="ordered.csv"
+    )
     b2 = _columns(_records(out2, sep))
     for c in names:
         assert b2[c] == a[c], c
@@ -81,8 +99,9 @@ def test_unprotected_columns_are_released_as_read(tmp_path, sep, lt):
 
 def test_decimal_comma_file_with_a_decimal_point_column(tmp_path):
     src = tmp_path / "in.csv"
-    src.write_text("x;y;z;w\n1,5;36.63;1.234;1.234,5\n2,25;1.5;5.678;2.000,25\n3,5;7;9.999;3\n"
-                   "4,75;8.25;1.000;4\n")
+    src.write_text(
+        "x;y;z;w\n1,5;36.63;1.234;1.234,5\n2,25;1.5;5.678;2.000,25\n3,5;7;9.999;3\n4,75;8.25;1.000;4\n"
+    )
     for extra in ([], ["--decimal", ","]):
         out = _protect(tmp_path, src, *extra)
         a, b = _columns(_records(src, ";")), _columns(_records(out, ";"))
@@ -90,8 +109,8 @@ def test_decimal_comma_file_with_a_decimal_point_column(tmp_path):
         assert _rows(b, "yzw") == _rows(a, "yzw")
     df, meta = dio.read_table(src)
     assert meta.decimal == ","
-    assert df["w"].tolist() == [1234.5, 2000.25, 3.0, 4.0]   # 1.234,5: thousands + comma
-    assert not pd.api.types.is_numeric_dtype(df["z"])     # 1.234 alone: never guessed
+    assert df["w"].tolist() == [1234.5, 2000.25, 3.0, 4.0]  # 1.234,5: thousands + comma
+    assert not pd.api.types.is_numeric_dtype(df["z"])  # 1.234 alone: never guessed
     # a comma file read with --decimal , keeps its point-decimal column as read
     src2 = tmp_path / "in2.csv"
     src2.write_text("x,y\n1,36.63\n2,1.5\n3,7\n4,8\n")
@@ -102,7 +121,7 @@ def test_decimal_comma_file_with_a_decimal_point_column(tmp_path):
 def test_unchanged_columns_after_dropped_and_shuffled_rows(tmp_path):
     src = tmp_path / "in.csv"
     rows = [f"{i:05d},{'TRUE' if i % 2 else 'FALSE'},{i * 1.5:.2f},{10 + i}" for i in range(12)]
-    rows[3] = "00003,TRUE,4.50,"   # missing protected value: dropped with --drop-missing
+    rows[3] = "00003,TRUE,4.50,"  # missing protected value: dropped with --drop-missing
     src.write_text("id,flag,price,x\n" + "\n".join(rows) + "\n")
     out = _protect(tmp_path, src, "--drop-missing")
     a, b = _columns(_records(src, ",")), _columns(_records(out, ","))
@@ -116,7 +135,7 @@ def test_short_row_in_quoted_file_is_refused(tmp_path):
     p.write_text('a,b,c\n"1",2,3\n"4",5\n6,"7,5",8\n')
     with pytest.raises(InputError, match=r"q.csv, line 3: 2 fields"):
         dio.read_table(p)
-    p.write_text('a,b,c\n"1\n1",2,3\n"4",5,6\n7,8\n')   # line numbers count physical lines
+    p.write_text('a,b,c\n"1\n1",2,3\n"4",5,6\n7,8\n')  # line numbers count physical lines
     with pytest.raises(InputError, match=r"q.csv, line 5"):
         dio.read_table(p)
 
@@ -146,7 +165,7 @@ def test_long_fields_utf16_and_wide_headers(tmp_path):
     wide.write_text(";".join(f"c{i}" for i in range(20_000)) + "\n" + ";".join("1" * 20_000) + "\n")
     with pytest.raises(InputError, match="20,000 columns.*--sep"):
         dio.read_table(wide)
-    df, _ = dio.read_table(wide, sep=";")   # given explicitly: built
+    df, _ = dio.read_table(wide, sep=";")  # given explicitly: built
     assert df.shape == (1, 20_000)
     dup = tmp_path / "dup.csv"
     dup.write_text(",".join(f"c{i % 30_000}" for i in range(40_000)) + "\n" + ",".join("1" * 40_000) + "\n")
@@ -185,7 +204,7 @@ def test_write_errors_name_the_target(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="No space left on device while writing o2.csv") as ei:
         dio.write_table(df, tmp_path / "o2.csv")
     assert ei.value.filename.endswith("o2.csv")
-    assert sorted(os.listdir(tmp_path)) == ["out.csv"]   # no temp file left
+    assert sorted(os.listdir(tmp_path)) == ["out.csv"]  # no temp file left
 
 
 FORMATS = ["xlsx", "parquet", "dta", "sav"]
@@ -193,13 +212,15 @@ FORMATS = ["xlsx", "parquet", "dta", "sav"]
 
 def _typed_frame(n=12):
     rng = np.random.default_rng(3)
-    return pd.DataFrame({
-        "x": rng.normal(50, 10, n).round(3),
-        "age": rng.integers(18, 90, n).astype(np.int64),
-        "income": np.round(rng.normal(30000, 8000, n), 2),
-        "region": rng.integers(1, 4, n).astype(np.float64),
-        "name": [f"p{i:03d}" for i in range(n)],
-    })
+    return pd.DataFrame(
+        {
+            "x": rng.normal(50, 10, n).round(3),
+            "age": rng.integers(18, 90, n).astype(np.int64),
+            "income": np.round(rng.normal(30000, 8000, n), 2),
+            "region": rng.integers(1, 4, n).astype(np.float64),
+            "name": [f"p{i:03d}" for i in range(n)],
+        }
+    )
 
 
 @pytest.mark.parametrize("ext", FORMATS)
@@ -213,8 +234,12 @@ def test_unprotected_columns_round_trip_every_format(tmp_path, ext):
     src = tmp_path / f"in.{ext}"
     if ext in ("dta", "sav"):
         w = pyreadstat.write_dta if ext == "dta" else pyreadstat.write_sav
-        w(df, str(src), column_labels=["x", "Age", "Income", "Region", "Name"],
-          variable_value_labels={"region": {1: "north", 2: "south", 3: "east"}})
+        w(
+            df,
+            str(src),
+            column_labels=["x", "Age", "Income", "Region", "Name"],
+            variable_value_labels={"region": {1: "north", 2: "south", 3: "east"}},
+        )
     else:
         dio.write_table(df, src)
     back, meta = dio.read_table(src)
@@ -228,3 +253,13 @@ def test_unprotected_columns_round_trip_every_format(tmp_path, ext):
     if ext in ("dta", "sav"):
         assert meta2.value_labels["region"] == meta.value_labels["region"]
     assert not np.allclose(rel["x"], back["x"])
+
+
+def test_bare_cr_line_ends_with_a_blank_line_keep_the_fields_in_place(tmp_path):
+    # pandas' C parser, left to detect '\r' line ends, shifted the fields of the line after a
+    # blank one (",5,6" read as "5", "6", ""): found by the Arrow-vs-pandas property test
+    p = tmp_path / "mac.csv"
+    p.write_bytes(b"a,b,c\r1,1,1\r\r,5,6\r1,1,007\r")
+    df, meta = dio.read_table(str(p))
+    assert df["a"].isna().tolist() == [False, True, False]
+    assert df["b"].tolist() == [1, 5, 1] and df["c"].tolist()[1] == "6"

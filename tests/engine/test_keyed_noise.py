@@ -16,14 +16,14 @@ def test_vectorised_philox_matches_numpy_words():
     s = _stream()
     ids = np.arange(17, 1017)
     for rnd, lane in ((0, 0), (2, 1)):
-        fast = s.block(ids, rnd, lane)                       # numpy's C Philox (contiguous)
+        fast = s.block(ids, rnd, lane)  # numpy's C Philox (contiguous)
         vec = K.philox_block(s.key, ids.astype(np.uint64) + np.uint64(1), rnd, lane, 0)
         assert np.array_equal(fast, vec)
     sparse = ids[::7]
     assert np.array_equal(s.block(sparse, 1, 0), s.block(ids, 1, 0)[::7])
 
 
-@pytest.mark.parametrize("kind,sens", [("laplace", 2), ("laplace", 10 ** 9), ("staircase", 3)])
+@pytest.mark.parametrize("kind,sens", [("laplace", 2), ("laplace", 10**9), ("staircase", 3)])
 def test_draw_of_an_id_does_not_depend_on_the_others(kind, sens):
     s = _stream(3)
     ids = np.arange(3000)
@@ -31,7 +31,7 @@ def test_draw_of_an_id_does_not_depend_on_the_others(kind, sens):
     rng = np.random.default_rng(0)
     perm = rng.permutation(ids.size)
     parts = np.empty_like(whole)
-    for block in np.array_split(perm, 5):                    # any partition, any order
+    for block in np.array_split(perm, 5):  # any partition, any order
         parts[block] = K.grid_noise(kind, s, ids[block], sens, 0.7)
     assert np.array_equal(whole, parts)
     assert not np.array_equal(whole, K.grid_noise(kind, _stream(4), ids, sens, 0.7))
@@ -55,7 +55,7 @@ def test_keyed_discrete_laplace_pmf():
 
 
 def test_keyed_discrete_laplace_small_rate_variance():
-    sens = 10 ** 9                                           # rate < 2^-24: the split path
+    sens = 10**9  # rate < 2^-24: the split path
     z = K.grid_noise("laplace", _stream(), np.arange(200_000), sens, 1.0)
     var = N.grid_noise_variance("laplace", sens, 1.0)
     assert abs(z.var() / var - 1) < 0.03

@@ -32,12 +32,14 @@ METHOD_IDS = [s.id for s in SPECS]
 @pytest.fixture(scope="module")
 def data() -> pd.DataFrame:
     rng = np.random.default_rng(20240509)
-    return pd.DataFrame({
-        "kq_age": rng.integers(18, 90, N).astype(float),
-        "eq_income": rng.integers(0, 1000, N).astype(float),
-        "conf_wage": rng.integers(0, 500, N).astype(float),
-        "region": rng.integers(0, 4, N),
-    })
+    return pd.DataFrame(
+        {
+            "kq_age": rng.integers(18, 90, N).astype(float),
+            "eq_income": rng.integers(0, 1000, N).astype(float),
+            "conf_wage": rng.integers(0, 500, N).astype(float),
+            "region": rng.integers(0, 4, N),
+        }
+    )
 
 
 def setup(method_id: str):
@@ -50,10 +52,10 @@ def setup(method_id: str):
 def test_every_listed_method_is_registered():
     assert len(METHOD_IDS) == len(set(METHOD_IDS)) >= 11
     registered = [m["id"] for m in engine.methods()]
-    assert registered[:len(METHOD_IDS)] == METHOD_IDS   # menu order = list order
+    assert registered[: len(METHOD_IDS)] == METHOD_IDS  # menu order = list order
     listed = [m for m in engine.methods() if m["id"] in METHOD_IDS]
     assert sum(m["recommended"] for m in listed) == 1
-    for m in listed:   # the flag says what the sentence claims
+    for m in listed:  # the flag says what the sentence claims
         claims = re.match(r"(k|\d+)-anonymity", m["guarantee"]) is not None
         assert m["k_anonymous"] == claims, m["id"]
 
@@ -62,8 +64,7 @@ def _cases():
     for spec in SPECS:
         for p in spec.params:
             for value, expected in invalid_values(p):
-                yield pytest.param(spec.id, p.name, value, expected,
-                                   id=f"{spec.id}-{p.name}-{value!r}")
+                yield pytest.param(spec.id, p.name, value, expected, id=f"{spec.id}-{p.name}-{value!r}")
 
 
 @pytest.mark.parametrize("method_id,name,value,expected", list(_cases()))
@@ -76,8 +77,11 @@ def test_invalid_parameter_values_raise_the_one_format(data, method_id, name, va
     assert isinstance(err, TypeError) == (expected is TypeError), (type(err), str(err))
     msg = str(err)
     assert "\n" not in msg
-    assert re.fullmatch(rf"The '{re.escape(name)}' parameter of method '{re.escape(method_id)}' "
-                        r"must be .+\. Got .+ instead\.", msg), msg
+    assert re.fullmatch(
+        rf"The '{re.escape(name)}' parameter of method '{re.escape(method_id)}' "
+        r"must be .+\. Got .+ instead\.",
+        msg,
+    ), msg
 
 
 @pytest.mark.parametrize("method_id", [m for m in METHOD_IDS if get_method(m).uses_k])
@@ -86,8 +90,11 @@ def test_k_too_large_for_the_data_raises_the_one_format(data, method_id):
     with pytest.raises(ParameterError) as exc:
         engine.protect(data, method_id, roles, domains, seed=1, k=N)
     assert not isinstance(exc.value, TypeError)
-    assert re.fullmatch(rf"The 'k' parameter of method '{re.escape(method_id)}' must be an int in "
-                        rf"the range \[\d+, {N // 2}\].*\. Got {N} instead\.", str(exc.value))
+    assert re.fullmatch(
+        rf"The 'k' parameter of method '{re.escape(method_id)}' must be an int in "
+        rf"the range \[\d+, {N // 2}\].*\. Got {N} instead\.",
+        str(exc.value),
+    )
 
 
 def _same_result(a, b) -> None:
@@ -107,10 +114,13 @@ def test_seeded_run_repeats_bit_for_bit(data, method_id):
     first = engine.protect(data, method_id, roles, domains, seed=123)
     again = engine.protect(data, method_id, roles, domains, seed=123)
     _same_result(first, again)
-    if spec.uses_epsilon or method_id in ("mdav-swap", "ir-swap"):   # randomised methods
+    if spec.uses_epsilon or method_id in ("mdav-swap", "ir-swap"):  # randomised methods
         other = engine.protect(data, method_id, roles, domains, seed=124)
-        assert not other.data.equals(first.data) or other.tables.keys() != first.tables.keys() \
+        assert (
+            not other.data.equals(first.data)
+            or other.tables.keys() != first.tables.keys()
             or any(not other.tables[t].equals(first.tables[t]) for t in first.tables)
+        )
 
 
 @pytest.mark.parametrize("method_id", METHOD_IDS)
@@ -122,7 +132,7 @@ def test_release_order_is_random_by_default_and_input_only_on_request(data, meth
     assert p.kind == "choice" and p.default == "random" and "input" in p.choices
     res = engine.protect(data, method_id, roles, domains, seed=123)
     assert res.row_map is not None
-    assert not np.array_equal(np.sort(res.row_map), res.row_map)   # not the input order
+    assert not np.array_equal(np.sort(res.row_map), res.row_map)  # not the input order
     assert "random order" in res.guarantee
     assert not any("order=input" in w for w in res.warnings)
     kept = engine.protect(data, method_id, roles, domains, seed=123, order="input")
@@ -132,8 +142,9 @@ def test_release_order_is_random_by_default_and_input_only_on_request(data, meth
     # the same values, only arranged otherwise (the order is not part of the run's key)
     for c in res.data.columns:
         if pd.api.types.is_numeric_dtype(res.data[c]):
-            np.testing.assert_array_equal(np.sort(res.data[c].to_numpy(float)),
-                                          np.sort(kept.data[c].to_numpy(float)))
+            np.testing.assert_array_equal(
+                np.sort(res.data[c].to_numpy(float)), np.sort(kept.data[c].to_numpy(float))
+            )
 
 
 @pytest.mark.parametrize("method_id", METHOD_IDS)
@@ -148,11 +159,13 @@ def test_cancel_stops_cleanly(data, method_id):
 
     with pytest.raises(Cancelled):
         engine.protect(data, method_id, roles, domains, seed=1, check_cancel=cancel)
-    assert calls == [1]       # the method asked, once, and stopped at the answer
+    assert calls == [1]  # the method asked, once, and stopped at the answer
     pd.testing.assert_frame_equal(data, before)
     # and a run after the cancelled one is unaffected
-    _same_result(engine.protect(data, method_id, roles, domains, seed=5),
-                 engine.protect(data, method_id, roles, domains, seed=5))
+    _same_result(
+        engine.protect(data, method_id, roles, domains, seed=5),
+        engine.protect(data, method_id, roles, domains, seed=5),
+    )
 
 
 @pytest.mark.parametrize("method_id", METHOD_IDS)
@@ -162,8 +175,9 @@ def test_guarantee_names_the_protected_columns(data, method_id):
     assert res.protected_attributes
     for c in res.protected_attributes:
         assert c in res.guarantee, (c, res.guarantee)
-    text, is_dp = engine.api.describe_release(list(data.columns), method_id, roles, data=data,
-                                              domains=domains)
+    text, is_dp = engine.api.describe_release(
+        list(data.columns), method_id, roles, data=data, domains=domains
+    )
     assert is_dp == res.is_dp
     for c in res.protected_attributes:
         assert c in text
@@ -173,8 +187,9 @@ def test_guarantee_names_the_protected_columns(data, method_id):
 def test_measures_run_through_engine_evaluate(data, method_id):
     spec, roles, domains = setup(method_id)
     res = engine.protect(data, method_id, roles, domains, seed=1)
-    out = engine.evaluate(res.aligned_original(), res.data, result=res,
-                          measures=("sse", "rl", "delta", "corr", "kanon"))
+    out = engine.evaluate(
+        res.aligned_original(), res.data, result=res, measures=("sse", "rl", "delta", "corr", "kanon")
+    )
     assert isinstance(out, dict) and isinstance(out.get("warnings"), list)
     scalars = {k: v for k, v in out.items() if isinstance(v, float)}
     assert scalars, out
@@ -187,13 +202,14 @@ def test_measures_run_through_engine_evaluate(data, method_id):
 def test_a_listed_module_that_cannot_be_imported_fails_loudly(monkeypatch):
     from dpstudio.engine import registry
 
-    monkeypatch.setattr(registry, "METHOD_MODULES",
-                        registry.METHOD_MODULES + ("dpstudio.engine.protection.no_such_method",))
+    monkeypatch.setattr(
+        registry, "METHOD_MODULES", registry.METHOD_MODULES + ("dpstudio.engine.protection.no_such_method",)
+    )
     monkeypatch.setattr(registry, "_REGISTRY", {})
     monkeypatch.setattr(registry, "_LOADED", False)
     with pytest.raises(ModuleNotFoundError, match="no_such_method"):
         registry.all_methods()
-    with pytest.raises(ModuleNotFoundError):   # and again: never a half-loaded registry
+    with pytest.raises(ModuleNotFoundError):  # and again: never a half-loaded registry
         registry.get_method("mdav")
 
 

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpstudio.engine import measures as M
+from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.measures import _base
 from dpstudio.engine.measures import risk as R
-from dpstudio.engine.errors import InputError, ParameterError
 
 
 def brute_rl(x: np.ndarray, y: np.ndarray, standardize: bool = True) -> float:
@@ -25,7 +25,7 @@ def brute_rl(x: np.ndarray, y: np.ndarray, standardize: bool = True) -> float:
     n = len(x)
     total = 0.0
     for lo in range(0, n, 500):  # all n × n distances, 500 protected records at a time
-        d = np.sqrt(((y[lo:lo + 500, None, :] - x[None, :, :]) ** 2).sum(axis=2))
+        d = np.sqrt(((y[lo : lo + 500, None, :] - x[None, :, :]) ** 2).sum(axis=2))
         g = d <= d.min(axis=1, keepdims=True) * (1 + 1e-12)
         rows = np.arange(lo, min(lo + 500, n))
         own = g[np.arange(len(rows)), rows]
@@ -56,8 +56,13 @@ class search_path:
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 60), m=st.integers(1, 4),
-       kind=st.sampled_from(["noise", "grid", "centroids", "dupes"]), tree=st.booleans())
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 60),
+    m=st.integers(1, 4),
+    kind=st.sampled_from(["noise", "grid", "centroids", "dupes"]),
+    tree=st.booleans(),
+)
 def test_rl_matches_bruteforce(seed, n, m, kind, tree):
     rng = np.random.default_rng(seed)
     if kind == "grid":  # integers: many exact distance ties
@@ -188,8 +193,12 @@ def test_rl_categorical_mismatch_embedding_matches_blockwise(seed, n, embed):
     rng = np.random.default_rng(seed)
     cats = np.array(["a", "b", "c", "d"])
     o = pd.DataFrame({"x": rng.integers(0, 3, n).astype(float), "c": cats[rng.integers(0, 4, n)]})
-    p = pd.DataFrame({"x": o["x"] + rng.choice([0.0, 0.5, 1.0], n),
-                      "c": np.where(rng.random(n) < 0.5, o["c"], cats[rng.integers(0, 4, n)])})
+    p = pd.DataFrame(
+        {
+            "x": o["x"] + rng.choice([0.0, 0.5, 1.0], n),
+            "c": np.where(rng.random(n) < 0.5, o["c"], cats[rng.integers(0, 4, n)]),
+        }
+    )
     saved = R._MAX_EMBED_DIMS
     R._MAX_EMBED_DIMS = 12 if embed else 0
     try:

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from dpstudio.engine.algorithms import microaggregation as MA
 
-
 # ---------------------------------------------------------------- slow references
+
 
 def ref_mdav(X, k):
     """Literal thesis Algorithm 2.1 with ties to the lowest index (pure Python, O(n^2))."""
@@ -109,6 +109,7 @@ def ref_corner_sequence(m):
 
 # ---------------------------------------------------------------- strategies
 
+
 @st.composite
 def datasets(draw, max_n=40, max_m=3, grid=True):
     n = draw(st.integers(2, max_n))
@@ -116,7 +117,7 @@ def datasets(draw, max_n=40, max_m=3, grid=True):
     seed = draw(st.integers(0, 2**31 - 1))
     rng = np.random.default_rng(seed)
     if grid and draw(st.booleans()):
-        X = rng.integers(0, 4, size=(n, m)).astype(float)   # many exact ties / duplicates
+        X = rng.integers(0, 4, size=(n, m)).astype(float)  # many exact ties / duplicates
     else:
         X = np.round(rng.uniform(0, 10, size=(n, m)), 3)
     k = draw(st.integers(1, max(1, n // 2)))
@@ -145,6 +146,7 @@ def _sizes_ok(labels, n, k):
 
 
 # ---------------------------------------------------------------- MDAV
+
 
 @settings(max_examples=60, deadline=None)
 @given(datasets(max_n=45))
@@ -183,21 +185,22 @@ def test_mdav_cluster_sizes(data):
 def test_mdav_degenerate_cases():
     X = np.arange(10.0)[:, None]
     assert np.array_equal(MA.mdav(X, 1), np.arange(10))
-    assert np.all(MA.mdav(X[:7], 4) == 0)        # n < 2k: one cluster
+    assert np.all(MA.mdav(X[:7], 4) == 0)  # n < 2k: one cluster
     const = np.ones((12, 2))
     const[:, 1] = np.arange(12)
-    lab = MA.mdav(const, 3)                        # constant column: std 0 must not crash
+    lab = MA.mdav(const, 3)  # constant column: std 0 must not crash
     assert np.bincount(lab).tolist() == [3, 3, 3, 3]
 
 
 def test_mdav_larger_random_against_reference():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(150, 4))
-    X[:20] = X[20:40]                               # duplicates
+    X[:20] = X[20:40]  # duplicates
     assert np.array_equal(MA.mdav(X, 4), ref_mdav(X, 4))
 
 
 # ---------------------------------------------------------------- insensitive orders
+
 
 @settings(max_examples=60, deadline=None)
 @given(datasets(max_n=50), st.sampled_from(["lower", "upper"]))
@@ -219,10 +222,10 @@ def test_corner_sequence_matches_reference(m):
     assert sorted(seq.tolist()) == list(range(1 << m))
     assert seq[0] == 0
     if m > 0:
-        assert seq[1] == (1 << m) - 1          # the opposite corner comes second
+        assert seq[1] == (1 << m) - 1  # the opposite corner comes second
     longer = MA.corner_sequence(m, 3 * (1 << m) + 1)
     assert longer[: 1 << m].tolist() == seq.tolist()
-    assert longer[1 << m: 2 << m].tolist() == seq.tolist()   # the sequence starts again
+    assert longer[1 << m : 2 << m].tolist() == seq.tolist()  # the sequence starts again
 
 
 @settings(max_examples=60, deadline=None)
@@ -252,6 +255,7 @@ def test_multi_reference_full_and_partial_lists_agree_on_larger_data():
 
 # ---------------------------------------------------------------- Definition 3 (insensitivity)
 
+
 def _record_sets(labels, j, tag):
     """Clusters as sets of record ids; the changed record j gets a distinct id per data set."""
     out = []
@@ -275,8 +279,9 @@ def _assert_definition_3(la, lb_, j):
 
 
 @settings(max_examples=80, deadline=None)
-@given(datasets(max_n=60), st.integers(0, 2**31 - 1),
-       st.sampled_from(["single-lower", "single-upper", "multi"]))
+@given(
+    datasets(max_n=60), st.integers(0, 2**31 - 1), st.sampled_from(["single-lower", "single-upper", "multi"])
+)
 def test_insensitive_clusterings_satisfy_definition_3(data, seed, how):
     X, k = data
     grid = bool(np.all(X == np.round(X)) and X.max() < 4)
@@ -319,6 +324,7 @@ def test_mdav_is_not_insensitive():
 
 # ---------------------------------------------------------------- Lemma 1 of paper 002
 
+
 @settings(max_examples=100, deadline=None)
 @given(datasets(max_n=60), st.integers(0, 2**31 - 1))
 def test_ir_centroids_l1_change_at_most_delta_over_k(data, seed):
@@ -349,13 +355,13 @@ def test_ir_lemma_1_is_tight_for_extreme_changes():
 
 # ---------------------------------------------------------------- centroid helpers
 
+
 def test_cluster_means_and_broadcast():
     X = np.array([[1.0, 10.0], [3.0, 30.0], [5.0, 50.0], [7.0, 70.0]])
     lab = np.array([1, 0, 1, 0])
     c = MA.cluster_means(X, lab)
     assert c.tolist() == [[5.0, 50.0], [3.0, 30.0]]
-    assert MA.broadcast_centroids(c, lab).tolist() == [[3.0, 30.0], [5.0, 50.0], [3.0, 30.0],
-                                                        [5.0, 50.0]]
+    assert MA.broadcast_centroids(c, lab).tolist() == [[3.0, 30.0], [5.0, 50.0], [3.0, 30.0], [5.0, 50.0]]
     assert MA.cluster_sizes(lab).tolist() == [2, 2]
 
 
@@ -394,6 +400,7 @@ def test_mdav_does_not_depend_on_memory_layout():
 
 
 # ---------------------------------------------------------------- MDAV: frozen pre-kernel implementation
+
 
 def _ref_sqdist(Zt: np.ndarray, p: np.ndarray) -> np.ndarray:
     """Squared Euclidean distance of every column of Zt (m, n') to point p (m,).
@@ -454,12 +461,12 @@ def _mdav_reference(X, k: int, *, standardized: bool = False, check_cancel=None,
         labels[:] = 0
         return labels
     Z = X if standardized else MA.standardize(X)
-    Zt = np.ascontiguousarray(Z.T)           # (m, n'): candidate records, in index order
-    idx = np.arange(n, dtype=np.int64)       # original index of each column of Zt
-    dead = np.zeros(n, dtype=bool)           # columns of Zt already clustered
+    Zt = np.ascontiguousarray(Z.T)  # (m, n'): candidate records, in index order
+    idx = np.arange(n, dtype=np.int64)  # original index of each column of Zt
+    dead = np.zeros(n, dtype=bool)  # columns of Zt already clustered
     n_dead = 0
     alive = n
-    total = Zt.sum(axis=1)                   # running sum of the alive records
+    total = Zt.sum(axis=1)  # running sum of the alive records
     label = 0
     it = 0
 
@@ -467,7 +474,7 @@ def _mdav_reference(X, k: int, *, standardized: bool = False, check_cancel=None,
         d = _ref_sqdist(Zt, total / alive)
         if n_dead:
             d[dead] = -np.inf
-        return int(np.argmax(d))             # first maximum = lowest index
+        return int(np.argmax(d))  # first maximum = lowest index
 
     def k_nearest(p: int, excluded):
         d = _ref_sqdist(Zt, Zt[:, p].copy())
@@ -476,7 +483,7 @@ def _mdav_reference(X, k: int, *, standardized: bool = False, check_cancel=None,
         if excluded is not None:
             d[excluded] = np.inf
         d_self = d[p]
-        d[p] = -np.inf                       # the centre belongs to its own cluster
+        d[p] = -np.inf  # the centre belongs to its own cluster
         take = _ref_k_smallest(d, k)
         d[p] = d_self
         return take, d
@@ -487,7 +494,7 @@ def _mdav_reference(X, k: int, *, standardized: bool = False, check_cancel=None,
         dr[take_r] = -np.inf
         if n_dead:
             dr[dead] = -np.inf
-        s = int(np.argmax(dr))               # farthest from r among what remains
+        s = int(np.argmax(dr))  # farthest from r among what remains
         take_s, _ = k_nearest(s, take_r)
         labels[idx[take_r]] = label
         labels[idx[take_s]] = label + 1
@@ -498,13 +505,13 @@ def _mdav_reference(X, k: int, *, standardized: bool = False, check_cancel=None,
         alive -= both.size
         total = total - Zt[:, both].sum(axis=1)
         it += 1
-        if n_dead > max(64 * k, idx.size // 8):   # compact now and then
+        if n_dead > max(64 * k, idx.size // 8):  # compact now and then
             keep = ~dead
             Zt = np.ascontiguousarray(Zt[:, keep])
             idx = idx[keep]
             dead = np.zeros(idx.size, dtype=bool)
             n_dead = 0
-            total = Zt.sum(axis=1)               # exact again (no drift)
+            total = Zt.sum(axis=1)  # exact again (no drift)
         if it % 64 == 0:
             if check_cancel is not None:
                 check_cancel()
@@ -530,24 +537,25 @@ def _mdav_reference(X, k: int, *, standardized: bool = False, check_cancel=None,
 
 # ---------------------------------------------------------------- MDAV: compiled kernel and numpy fallback
 
+
 def _tied_data(draw_or_rng, n, m, kind):
     rng = draw_or_rng
-    if kind == 0:                                   # very few levels: ties everywhere
+    if kind == 0:  # very few levels: ties everywhere
         X = rng.integers(0, 3, (n, m)).astype(float)
-    elif kind == 1:                                 # continuous
+    elif kind == 1:  # continuous
         X = rng.normal(size=(n, m))
-    elif kind == 2:                                 # half-steps, symmetric: tied distances
+    elif kind == 2:  # half-steps, symmetric: tied distances
         X = np.round(rng.normal(size=(n, m)) * 2) / 2
-    elif kind == 3:                                 # duplicated rows, one constant column
+    elif kind == 3:  # duplicated rows, one constant column
         X = rng.normal(size=(n, m))
         if n >= 4:
-            X[: n // 2] = X[n - n // 2:][: n // 2]
+            X[: n // 2] = X[n - n // 2 :][: n // 2]
         X[:, 0] = 7.0
-    elif kind == 4:                                 # mirror pairs: exactly tied distances to a
+    elif kind == 4:  # mirror pairs: exactly tied distances to a
         # centroid at 0, so the last bit of the running sum decides "farthest"
         H = rng.integers(-3, 4, (n - n // 2, m)).astype(float) * 10.0 ** rng.integers(-3, 3, m)
         X = np.vstack([H, -H[: n // 2]])
-    else:                                           # very different magnitudes, with ties
+    else:  # very different magnitudes, with ties
         X = rng.integers(0, 4, (n, m)) * 10.0 ** rng.uniform(-6, 6, m)
     return X
 
@@ -565,8 +573,9 @@ def numpy_mdav(monkeypatch):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(1, 300), st.integers(1, 6), st.integers(2, 10), st.integers(0, 5),
-       st.integers(0, 2**31 - 1))
+@given(
+    st.integers(1, 300), st.integers(1, 6), st.integers(2, 10), st.integers(0, 5), st.integers(0, 2**31 - 1)
+)
 def test_mdav_kernel_equals_frozen_reference(n, m, k, kind, seed):
     """The labels (not only the partition) equal the pre-kernel implementation's exactly,
     on data full of ties, through the kernel when numba is installed."""
@@ -576,8 +585,9 @@ def test_mdav_kernel_equals_frozen_reference(n, m, k, kind, seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 300), st.integers(1, 6), st.integers(2, 10), st.integers(0, 5),
-       st.integers(0, 2**31 - 1))
+@given(
+    st.integers(1, 300), st.integers(1, 6), st.integers(2, 10), st.integers(0, 5), st.integers(0, 2**31 - 1)
+)
 def test_mdav_numpy_fallback_equals_frozen_reference(n, m, k, kind, seed):
     import os
 
@@ -589,9 +599,18 @@ def test_mdav_numpy_fallback_equals_frozen_reference(n, m, k, kind, seed):
         del os.environ["DPSTUDIO_MDAV_NUMPY"]
 
 
-@pytest.mark.parametrize("n,m,k,kind", [(5000, 3, 3, 0), (5000, 1, 4, 2), (20000, 5, 5, 2),
-                                        (3000, 13, 10, 1), (12000, 2, 2, 3),
-                                        (6000, 4, 6, 4), (4000, 3, 8, 5)])
+@pytest.mark.parametrize(
+    "n,m,k,kind",
+    [
+        (5000, 3, 3, 0),
+        (5000, 1, 4, 2),
+        (20000, 5, 5, 2),
+        (3000, 13, 10, 1),
+        (12000, 2, 2, 3),
+        (6000, 4, 6, 4),
+        (4000, 3, 8, 5),
+    ],
+)
 def test_mdav_kernel_equals_reference_on_larger_tables(n, m, k, kind):
     """Beyond n = 1024 the kernel keeps only the head of its candidate list and compacts on
     the numpy loop's schedule several times: still the same labels."""
@@ -627,7 +646,7 @@ def test_mdav_numpy_path_when_numba_cannot_be_imported(monkeypatch):
     import sys
 
     monkeypatch.setattr(MA, "_KERNEL", [])
-    monkeypatch.setitem(sys.modules, "numba", None)          # makes `import numba` fail
+    monkeypatch.setitem(sys.modules, "numba", None)  # makes `import numba` fail
     monkeypatch.delitem(sys.modules, "dpstudio.engine.algorithms._mdav_kernel", raising=False)
     monkeypatch.delattr(sys.modules["dpstudio.engine.algorithms"], "_mdav_kernel", raising=False)
     assert MA._mdav_kernel() is None and MA._mdav_backend_name() == "numpy"
@@ -657,8 +676,13 @@ def test_engine_import_does_not_import_numba():
 
     root = Path(__file__).resolve().parents[2]
     code = "import sys, dpstudio.engine, dpstudio.engine.algorithms.microaggregation; print('numba' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
-                         env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**__import__("os").environ, "PYTHONPATH": str(root)},
+    )
     assert out.stdout.strip() == "False", out.stderr
 
 
@@ -668,13 +692,13 @@ def test_mdav_tiered_backend_choice(monkeypatch):
     load it at once; once loaded it is always used.  Labels are the same either way."""
     monkeypatch.setattr(MA, "_KERNEL", [])
     monkeypatch.setattr(MA, "_NUMPY_SECONDS", [0.0])
-    assert not MA._kernel_pays(1080, 13, 5)                  # Census: numpy
-    assert MA._kernel_pays(100_000, 5, 5)                    # large: kernel at once
+    assert not MA._kernel_pays(1080, 13, 5)  # Census: numpy
+    assert MA._kernel_pays(100_000, 5, 5)  # large: kernel at once
     X = _tied_data(np.random.default_rng(2), 300, 3, 4)
     assert np.array_equal(MA.mdav(X, 3), _mdav_reference(X, 3))
     assert MA._KERNEL == [] and 0 < MA._NUMPY_SECONDS[0] < MA._KERNEL_LOAD_S
     MA._NUMPY_SECONDS[0] = MA._KERNEL_LOAD_S
-    assert MA._kernel_pays(1080, 13, 5)                      # the process keeps calling: kernel
+    assert MA._kernel_pays(1080, 13, 5)  # the process keeps calling: kernel
     monkeypatch.setattr(MA, "_KERNEL", [object()])
     MA._NUMPY_SECONDS[0] = 0.0
     assert MA._kernel_pays(10, 1, 2)

@@ -13,11 +13,10 @@ from scipy import stats
 
 from dpstudio.engine.algorithms import noise as N
 
-
 # ---------------------------------------------------------------- staircase: Table 4.1
 
-@pytest.mark.parametrize("eps, expected, laplace", [(0.1, 199.92, 200.0), (0.5, 7.92, 8.0),
-                                                    (1.0, 1.92, 2.0)])
+
+@pytest.mark.parametrize("eps, expected, laplace", [(0.1, 199.92, 200.0), (0.5, 7.92, 8.0), (1.0, 1.92, 2.0)])
 def test_staircase_min_variance_matches_thesis_table_4_1(eps, expected, laplace):
     v = N.staircase_variance(1.0, eps)
     assert round(v, 2) == expected
@@ -36,11 +35,11 @@ def test_staircase_variance_closed_form_matches_integration(eps, sens, frac):
     d = frac * sens
     m0 = 1.0 / (2 * d + 2 * sens * math.exp(-eps) / (-math.expm1(-eps)))
     # integrate x^2 * density over the steps until the tail is negligible
-    total = d ** 3 / 3.0
+    total = d**3 / 3.0
     i = 0
     while True:
         a, b = d + i * sens, d + (i + 1) * sens
-        step = math.exp(-(i + 1) * eps) * (b ** 3 - a ** 3) / 3.0
+        step = math.exp(-(i + 1) * eps) * (b**3 - a**3) / 3.0
         total += step
         if step < 1e-15 * total and i > 5:
             break
@@ -92,6 +91,7 @@ def test_staircase_cdf_consistent_with_pdf():
 
 
 # ---------------------------------------------------------------- goodness of fit
+
 
 @pytest.mark.parametrize("eps, sens", [(0.1, 1.0), (1.0, 1.0), (2.5, 3.0)])
 def test_staircase_sampler_kstest(eps, sens):
@@ -151,6 +151,7 @@ def test_noise_is_deterministic_under_a_seed(kind):
 
 
 # ---------------------------------------------------------------- exponential mechanism
+
 
 def test_exponential_mechanism_frequencies():
     rng = np.random.default_rng(1)

@@ -10,13 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpstudio.engine.algorithms.generalization import (
-    AECSLoss,
-    DiscernibilityLoss,
-    _Lattice,
-    _make_loss,
-    encode_quasis,
-)
+from dpstudio.engine.algorithms.generalization import encode_quasis
+from dpstudio.engine.algorithms.generalization_metrics import AECSLoss, DiscernibilityLoss, _make_loss
+from dpstudio.engine.algorithms.ola import _Lattice
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 
 

@@ -15,8 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpstudio.engine.algorithms import generalization as G
-from dpstudio.engine.algorithms.generalization import ola
+from dpstudio.engine.algorithms import ola as OLA
+from dpstudio.engine.algorithms.generalization import encode_quasis
+from dpstudio.engine.algorithms.generalization_metrics import _make_loss
+from dpstudio.engine.algorithms.ola import ola
 from tests.engine import test_ola_speed_bounds as speed_bounds
 from tests.engine.test_ola_speed_bounds import _case
 
@@ -31,8 +33,8 @@ def numpy_search(*args, **kwargs):
 @contextlib.contextmanager
 def kernel_asked():
     """The compiled search asked for; yields the list of whether it really ran, per ``ola``."""
-    assert G._ola_kernel() is not None, "numba is a dependency: the compiled search must load"
-    before = G._Lattice._kernel_inputs
+    assert OLA._ola_kernel() is not None, "numba is a dependency: the compiled search must load"
+    before = OLA._Lattice._kernel_inputs
     used: list[bool] = []
 
     def spy(self, kmod):
@@ -42,7 +44,7 @@ def kernel_asked():
 
     with (
         mock.patch.dict(os.environ, {"DPSTUDIO_OLA_KERNEL": "1"}),
-        mock.patch.object(G._Lattice, "_kernel_inputs", spy),
+        mock.patch.object(OLA._Lattice, "_kernel_inputs", spy),
     ):
         yield used
 
@@ -89,7 +91,7 @@ def test_kernel_search_is_the_numpy_search(metric, arena, seed, n, k, suppressio
         assert str(again.value) == str(e)
         return
     # arena 1: the smallest arena allowed (two bottom tables), overwritten all the time
-    with mock.patch.object(G, "_ARENA_ROWS", [arena]):
+    with mock.patch.object(OLA, "_ARENA_ROWS", [arena]):
         res, used = kernel_search(df, cols, k, hierarchies=hs, suppression=suppression, loss=metric)
     assert used == [True]
     _same(ref, res)
@@ -108,12 +110,12 @@ def test_kernel_optimum_equals_brute_force(metric):
 def test_kernel_class_counts_equal_plain_counts_at_every_node(monkeypatch, arena, seed):
     """Every node, in a random order, counted by the kernel (from whatever stored table is
     below it) gives the plain counts' suppressed records, classes, small classes and Σ c²."""
-    monkeypatch.setattr(G, "_ARENA_ROWS", [arena])
-    kmod = G._ola_kernel()
+    monkeypatch.setattr(OLA, "_ARENA_ROWS", [arena])
+    kmod = OLA._ola_kernel()
     df, hs = _wide_case(seed, 300)
-    qs = G.encode_quasis(df, list(hs), hs)
+    qs = encode_quasis(df, list(hs), hs)
     k = 3
-    lat = G._Lattice(qs, k, 10, G._make_loss("discernibility", [q.height for q in qs]))
+    lat = OLA._Lattice(qs, k, 10, _make_loss("discernibility", [q.height for q in qs]))
     C, S, W = lat._kernel_inputs(kmod)
     order = np.random.default_rng(seed).permutation(lat.size)
     for node in order.tolist():
@@ -126,17 +128,17 @@ def test_kernel_class_counts_equal_plain_counts_at_every_node(monkeypatch, arena
             int((c[c >= k] ** 2).sum()),
         ), node
     assert not W[0].any()  # the bins are left all zero for the next search
-    G._give_buffers(W)
+    OLA._give_buffers(W)
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_kernel_group_ids_partition_like_the_lattice(seed):
     """The kernel's dense group ids at every group level vector split the group's
     combinations exactly as the lattice's own ``_group_map`` does."""
-    kmod = G._ola_kernel()
+    kmod = OLA._ola_kernel()
     df, hs = _wide_case(seed, 200)
-    qs = G.encode_quasis(df, list(hs), hs)
-    lat = G._Lattice(qs, 2, 0, G._make_loss("aecs", [q.height for q in qs]))
+    qs = encode_quasis(df, list(hs), hs)
+    lat = OLA._Lattice(qs, 2, 0, _make_loss("aecs", [q.height for q in qs]))
     for gi, g in enumerate(lat._split):
         dense, counts = lat._kernel_dense(kmod, gi)
         vec_of = np.asarray(g["vec_of"])
@@ -153,37 +155,37 @@ def test_tiers_numpy_first_then_kernel(monkeypatch):
     the kernel's load time in it; DPSTUDIO_OLA_NUMPY wins over everything."""
     monkeypatch.delenv("DPSTUDIO_OLA_KERNEL", raising=False)
     monkeypatch.delenv("DPSTUDIO_OLA_NUMPY", raising=False)
-    monkeypatch.setattr(G, "_KERNEL", [])
-    monkeypatch.setattr(G, "_NUMPY_SECONDS", [0.0])
-    monkeypatch.setattr(G, "_LOAD_COST", [G._KERNEL_LOAD_S])  # numba's cache of it is there
-    assert not G._kernel_pays()
-    assert not G._kernel_pays(4320, 12458)  # Adult, 8 QIs: 0.13 s in numpy, less than the load
-    assert G._kernel_pays(100_000, 12458)  # a lattice 23 times larger: the kernel at once
-    G._NUMPY_SECONDS[0] = G._KERNEL_LOAD_S
-    assert G._kernel_pays()
+    monkeypatch.setattr(OLA, "_KERNEL", [])
+    monkeypatch.setattr(OLA, "_NUMPY_SECONDS", [0.0])
+    monkeypatch.setattr(OLA, "_LOAD_COST", [OLA._KERNEL_LOAD_S])  # numba's cache of it is there
+    assert not OLA._kernel_pays()
+    assert not OLA._kernel_pays(4320, 12458)  # Adult, 8 QIs: 0.13 s in numpy, less than the load
+    assert OLA._kernel_pays(100_000, 12458)  # a lattice 23 times larger: the kernel at once
+    OLA._NUMPY_SECONDS[0] = OLA._KERNEL_LOAD_S
+    assert OLA._kernel_pays()
     monkeypatch.setenv("DPSTUDIO_OLA_NUMPY", "1")
-    assert G._ola_kernel() is None
+    assert OLA._ola_kernel() is None
     monkeypatch.delenv("DPSTUDIO_OLA_NUMPY")
-    assert G._ola_kernel() is not None and G._kernel_pays()
+    assert OLA._ola_kernel() is not None and OLA._kernel_pays()
 
 
 def test_no_cache_means_compile_time(monkeypatch, tmp_path):
     """Without numba's cache of the compiled search (a fresh install), switching costs its
     compile time, not its load time: the numpy search goes on for longer first."""
     monkeypatch.delenv("DPSTUDIO_OLA_KERNEL", raising=False)
-    monkeypatch.setattr(G, "_KERNEL", [])
-    monkeypatch.setattr(G, "_LOAD_COST", [])
-    fake = tmp_path / "generalization.py"
+    monkeypatch.setattr(OLA, "_KERNEL", [])
+    monkeypatch.setattr(OLA, "_LOAD_COST", [])
+    fake = tmp_path / "ola.py"
     (tmp_path / "_ola_kernel.py").write_text("# source\n")
-    monkeypatch.setattr(G, "__file__", str(fake))
-    assert G._kernel_load_seconds() == G._KERNEL_COMPILE_S
-    monkeypatch.setattr(G, "_NUMPY_SECONDS", [G._KERNEL_LOAD_S])
-    assert not G._kernel_pays()
+    monkeypatch.setattr(OLA, "__file__", str(fake))
+    assert OLA._kernel_load_seconds() == OLA._KERNEL_COMPILE_S
+    monkeypatch.setattr(OLA, "_NUMPY_SECONDS", [OLA._KERNEL_LOAD_S])
+    assert not OLA._kernel_pays()
     (tmp_path / "__pycache__").mkdir()
     (tmp_path / "__pycache__" / "_ola_kernel.search-400.py311.nbi").write_bytes(b"")
-    monkeypatch.setattr(G, "_LOAD_COST", [])
-    assert G._kernel_load_seconds() == G._KERNEL_LOAD_S
-    assert G._kernel_pays()
+    monkeypatch.setattr(OLA, "_LOAD_COST", [])
+    assert OLA._kernel_load_seconds() == OLA._KERNEL_LOAD_S
+    assert OLA._kernel_pays()
 
 
 def test_numpy_search_time_is_counted(monkeypatch):
@@ -191,12 +193,12 @@ def test_numpy_search_time_is_counted(monkeypatch):
     precision search (no compiled search exists for it) does not."""
     monkeypatch.delenv("DPSTUDIO_OLA_KERNEL", raising=False)
     monkeypatch.setenv("DPSTUDIO_OLA_NUMPY", "1")
-    monkeypatch.setattr(G, "_NUMPY_SECONDS", [0.0])
+    monkeypatch.setattr(OLA, "_NUMPY_SECONDS", [0.0])
     df, hs = _wide_case(1, 200)
     ola(df, list(hs), 2, hierarchies=hs, suppression=0.1, loss="precision")
-    assert G._NUMPY_SECONDS[0] == 0.0
+    assert OLA._NUMPY_SECONDS[0] == 0.0
     ola(df, list(hs), 2, hierarchies=hs, suppression=0.1, loss="discernibility")
-    assert G._NUMPY_SECONDS[0] > 0.0
+    assert OLA._NUMPY_SECONDS[0] > 0.0
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -204,11 +206,11 @@ def test_a_usable_table_survives_the_next_store(seed):
     """The arena bookkeeping on its own: a table ``_usable`` calls usable is not touched by
     the next table stored, whatever its length (≤ the bottom's size) and wherever it wraps —
     a source is read while the new table is written.  Simulated on physical rows."""
-    kmod = G._ola_kernel()
+    kmod = OLA._ola_kernel()
     df, hs = _wide_case(seed, 300)
-    qs = G.encode_quasis(df, list(hs), hs)
-    lat = G._Lattice(qs, 3, 10, G._make_loss("discernibility", [q.height for q in qs]))
-    with mock.patch.object(G, "_ARENA_ROWS", [1]):
+    qs = encode_quasis(df, list(hs), hs)
+    lat = OLA._Lattice(qs, 3, 10, _make_loss("discernibility", [q.height for q in qs]))
+    with mock.patch.object(OLA, "_ARENA_ROWS", [1]):
         C, S, W = lat._kernel_inputs(kmod)
     m0 = len(C[12])
     cap = len(W[5])
@@ -225,7 +227,7 @@ def test_a_usable_table_survives_the_next_store(seed):
         node = step % lat.size
         W[7][node], W[8][node] = pos, length
         stored = [t for t in stored if t != node] + [node]
-    G._give_buffers(W)
+    OLA._give_buffers(W)
 
 
 @pytest.mark.parametrize("metric", KERNEL_METRICS)
@@ -240,13 +242,19 @@ def test_kernel_on_a_frequency_set_is_the_numpy_search(metric, seed):
     weights = freq["__n"].to_numpy(np.int64)
 
     def on_freq(search):
-        qs = G.encode_quasis(freq, cols, hs)
-        return search(None, cols, 3, hierarchies=hs, suppression=0.05, loss=metric, quasis=qs, weights=weights)
+        qs = encode_quasis(freq, cols, hs)
+        return search(
+            None, cols, 3, hierarchies=hs, suppression=0.05, loss=metric, quasis=qs, weights=weights
+        )
 
     ref = on_freq(numpy_search)
     res, used = on_freq(kernel_search)
     assert used == [True]
-    assert (res.node, res.loss, res.info["nodes_evaluated"]) == (ref.node, ref.loss, ref.info["nodes_evaluated"])
+    assert (res.node, res.loss, res.info["nodes_evaluated"]) == (
+        ref.node,
+        ref.loss,
+        ref.info["nodes_evaluated"],
+    )
     rec, _ = kernel_search(df, cols, 3, hierarchies=hs, suppression=0.05, loss=metric)
     assert (rec.node, rec.loss) == (res.node, res.loss)
 
@@ -255,7 +263,7 @@ def test_compiled_entry_points_release_the_gil():
     """A compiled search holds no Python object: it must let the app's window thread run
     while it works in a worker thread (a slice of 256 nodes can take seconds on a large
     lattice)."""
-    kmod = G._ola_kernel()
+    kmod = OLA._ola_kernel()
     for f in (kmod.search, kmod.is_anon, kmod.path_bound, kmod.node_loss, kmod.group_dense):
         assert f.targetoptions.get("nogil") is True, f
 
@@ -263,23 +271,23 @@ def test_compiled_entry_points_release_the_gil():
 def test_reused_work_arrays_are_bounded_and_clean(monkeypatch):
     """After compiled searches the process keeps at most one set of work arrays, of at most
     64 MB, with its bins all zero (the next search relies on it), and reuses it."""
-    monkeypatch.setattr(G, "_BUFFERS", [])
+    monkeypatch.setattr(OLA, "_BUFFERS", [])
     df, hs = _wide_case(3, 300)
     for metric in KERNEL_METRICS * 2:
         kernel_search(df, list(hs), 2, hierarchies=hs, suppression=0.05, loss=metric)
-        assert len(G._BUFFERS) == 1
-        kept = G._BUFFERS[0]
+        assert len(OLA._BUFFERS) == 1
+        kept = OLA._BUFFERS[0]
         assert sum(a.nbytes for a in kept) <= 64 * 2**20
         assert not kept[0].any()
     first = kept[0]
     kernel_search(df, list(hs), 3, hierarchies=hs, suppression=0.05, loss="aecs")
-    assert G._BUFFERS[0][0] is first  # the same bins again, not a fresh allocation
+    assert OLA._BUFFERS[0][0] is first  # the same bins again, not a fresh allocation
 
 
 def test_large_work_arrays_are_not_kept(monkeypatch):
     """A set larger than 64 MB (here a 2**23-row arena, 96 MB) is dropped after the search."""
-    monkeypatch.setattr(G, "_BUFFERS", [])
-    monkeypatch.setattr(G, "_ARENA_ROWS", [2**23])
+    monkeypatch.setattr(OLA, "_BUFFERS", [])
+    monkeypatch.setattr(OLA, "_ARENA_ROWS", [2**23])
     df, hs = _wide_case(3, 300)
     res, used = kernel_search(df, list(hs), 2, hierarchies=hs, suppression=0.05, loss="discernibility")
-    assert used == [True] and G._BUFFERS == []
+    assert used == [True] and OLA._BUFFERS == []

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpstudio.engine.algorithms.generalization import ola
+from dpstudio.engine.algorithms.ola import ola
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy
 from tests.engine._ola_reference import metric as metric_value
 
@@ -95,8 +95,16 @@ def test_optimum_and_value_equal_brute_force_on_random_hierarchies(metric, seed,
     assert res.n_suppressed <= math.floor(suppression * n + 1e-9)
 
 
-ADULT_QI8 = ["age", "education", "marital-status", "native-country", "race", "salary-class", "sex",
-             "workclass"]
+ADULT_QI8 = [
+    "age",
+    "education",
+    "marital-status",
+    "native-country",
+    "race",
+    "salary-class",
+    "sex",
+    "workclass",
+]
 
 
 @pytest.mark.parametrize(

@@ -24,11 +24,32 @@ ROOT = Path(__file__).resolve().parents[2]
 CENSUS = ROOT / "resources" / "census.csv"
 pytestmark = pytest.mark.timeout(120)  # opening a FIFO would hang: fail instead
 
-PROTECT = ["--method", "laplace", "--epsilon", "1", "--role", "FICA=eps-quasi",
-           "--domain", "FICA=0:12000", "--no-measures"]
+PROTECT = [
+    "--method",
+    "laplace",
+    "--epsilon",
+    "1",
+    "--role",
+    "FICA=eps-quasi",
+    "--domain",
+    "FICA=0:12000",
+    "--no-measures",
+]
 QUERY = ["mean(FICA)", "--range", "FICA=0:12000", "--epsilon", "0.1"]
-SWEEP = ["--method", "laplace", "--epsilon", "1", "--role", "FICA=eps-quasi",
-         "--domain", "FICA=0:12000", "--repeats", "1", "--measures", "sse"]
+SWEEP = [
+    "--method",
+    "laplace",
+    "--epsilon",
+    "1",
+    "--role",
+    "FICA=eps-quasi",
+    "--domain",
+    "FICA=0:12000",
+    "--repeats",
+    "1",
+    "--measures",
+    "sse",
+]
 
 
 def snapshot(folder: Path) -> dict:
@@ -83,8 +104,22 @@ def make_socket(path: Path):
 
 def test_query_audit_over_the_input_is_refused(work, capsys):
     """`--audit data.csv` replaced the 1,080-record input with a 2-line audit CSV (exit 0)."""
-    line = refused(capsys, work, ["query", work / "data.csv", *QUERY, "--ledger", work / "l.json",
-                                  "--budget", "5", "--audit", work / "data.csv"], "--audit")
+    line = refused(
+        capsys,
+        work,
+        [
+            "query",
+            work / "data.csv",
+            *QUERY,
+            "--ledger",
+            work / "l.json",
+            "--budget",
+            "5",
+            "--audit",
+            work / "data.csv",
+        ],
+        "--audit",
+    )
     assert "input" in line
     assert len(pd.read_csv(work / "data.csv")) == 1080
     assert not (work / "l.json").exists()  # refused before the ledger spent anything
@@ -93,21 +128,42 @@ def test_query_audit_over_the_input_is_refused(work, capsys):
 @pytest.mark.parametrize("recipe", ["out.csv", "out.metadata.json", "out.private.json"])
 def test_save_recipe_over_a_file_of_the_release_is_refused(work, capsys, recipe):
     """`--save-recipe out.csv` left the private recipe (input path, pinned seed) as the release."""
-    refused(capsys, work, ["protect", work / "data.csv", work / "out.csv", *PROTECT,
-                           "--seed", "0x9e3779b97f4a7c15f39cc0605cedc835", "--save-recipe", work / recipe],
-            "--save-recipe")
+    refused(
+        capsys,
+        work,
+        [
+            "protect",
+            work / "data.csv",
+            work / "out.csv",
+            *PROTECT,
+            "--seed",
+            "0x9e3779b97f4a7c15f39cc0605cedc835",
+            "--save-recipe",
+            work / recipe,
+        ],
+        "--save-recipe",
+    )
 
 
 def test_save_recipe_folder_is_refused_before_the_release_is_written(work, capsys):
     (work / "d").mkdir()
-    line = refused(capsys, work, ["protect", work / "data.csv", work / "out.csv", *PROTECT,
-                                  "--save-recipe", work / "d"], "--save-recipe", "folder")
+    refused(
+        capsys,
+        work,
+        ["protect", work / "data.csv", work / "out.csv", *PROTECT, "--save-recipe", work / "d"],
+        "--save-recipe",
+        "folder",
+    )
     assert not (work / "out.csv").exists()
 
 
 def test_save_recipe_in_a_missing_folder_is_refused_before_any_work(work, capsys):
-    refused(capsys, work, ["protect", work / "data.csv", work / "out.csv", *PROTECT,
-                           "--save-recipe", work / "no" / "r.json"], "no such folder")
+    refused(
+        capsys,
+        work,
+        ["protect", work / "data.csv", work / "out.csv", *PROTECT, "--save-recipe", work / "no" / "r.json"],
+        "no such folder",
+    )
 
 
 @pytest.mark.parametrize("option", ["output", "--save-recipe", "--report"])
@@ -137,8 +193,12 @@ def test_device_node_is_never_replaced(work, capsys):
     except (OSError, AttributeError) as exc:
         pytest.skip(f"cannot make a device node here: {exc}")
     refused(capsys, work, ["protect", work / "data.csv", node, *PROTECT], "character device")
-    refused(capsys, work, ["protect", work / "data.csv", work / "o.csv", *PROTECT, "--save-recipe", node],
-            "character device")
+    refused(
+        capsys,
+        work,
+        ["protect", work / "data.csv", work / "o.csv", *PROTECT, "--save-recipe", node],
+        "character device",
+    )
     assert stat.S_ISCHR(os.lstat(node).st_mode)
 
 
@@ -176,21 +236,50 @@ def test_links_to_the_input_are_refused_for_every_option(work, capsys, link):
 
 def test_two_outputs_of_one_command_may_not_be_the_same_file(work, capsys):
     data, out = work / "data.csv", work / "out.csv"
-    refused(capsys, work, ["protect", data, out, *PROTECT, "--report", work / "out.metadata.json"],
-            "metadata", "--report")
-    refused(capsys, work, ["protect", data, out, *PROTECT, "--assessment", work / "out.private.json"],
-            "audit trail", "--assessment")
-    refused(capsys, work, ["protect", data, out, *PROTECT, "--report", work / "r.html",
-                           "--save-recipe", work / "r.html"], "--report", "--save-recipe")
-    refused(capsys, work, ["sweep", data, *SWEEP, "--out", work / "s.csv", "--save-recipe", work / "s.csv"],
-            "--out", "--save-recipe")
-    refused(capsys, work, ["query", data, *QUERY, "--ledger", work / "l.json", "--budget", "5",
-                           "--audit", work / "l.json"], "--ledger", "--audit")
+    refused(
+        capsys,
+        work,
+        ["protect", data, out, *PROTECT, "--report", work / "out.metadata.json"],
+        "metadata",
+        "--report",
+    )
+    refused(
+        capsys,
+        work,
+        ["protect", data, out, *PROTECT, "--assessment", work / "out.private.json"],
+        "audit trail",
+        "--assessment",
+    )
+    refused(
+        capsys,
+        work,
+        ["protect", data, out, *PROTECT, "--report", work / "r.html", "--save-recipe", work / "r.html"],
+        "--report",
+        "--save-recipe",
+    )
+    refused(
+        capsys,
+        work,
+        ["sweep", data, *SWEEP, "--out", work / "s.csv", "--save-recipe", work / "s.csv"],
+        "--out",
+        "--save-recipe",
+    )
+    refused(
+        capsys,
+        work,
+        ["query", data, *QUERY, "--ledger", work / "l.json", "--budget", "5", "--audit", work / "l.json"],
+        "--ledger",
+        "--audit",
+    )
     # two names of one file (a hard link between two outputs)
     (work / "r.html").write_text("old\n")
     os.link(work / "r.html", work / "r2.json")
-    refused(capsys, work, ["protect", data, out, *PROTECT, "--report", work / "r.html",
-                           "--save-recipe", work / "r2.json"], "same file")
+    refused(
+        capsys,
+        work,
+        ["protect", data, out, *PROTECT, "--report", work / "r.html", "--save-recipe", work / "r2.json"],
+        "same file",
+    )
 
 
 def test_read_only_ledger_is_refused_and_kept(work, capsys):
@@ -209,8 +298,13 @@ def test_fifo_ledger_or_audit_is_refused_without_opening_it(work, capsys, what):
     os.mkfifo(fifo)
     led = fifo if what == "--ledger" else work / "l.json"
     extra = ["--audit", fifo] if what == "--audit" else []
-    refused(capsys, work, ["query", work / "data.csv", *QUERY, "--ledger", led, "--budget", "5", *extra],
-            "FIFO", what)
+    refused(
+        capsys,
+        work,
+        ["query", work / "data.csv", *QUERY, "--ledger", led, "--budget", "5", *extra],
+        "FIFO",
+        what,
+    )
 
 
 @pytest.mark.parametrize("kind", ["fifo", "folder", "read-only"])
@@ -238,15 +332,42 @@ def test_hierarchy_and_recipe_files_are_inputs_too(work, capsys):
     df.to_csv(work / "d.csv", index=False)
     hier = work / "age.csv"
     hier.write_text("".join(f"{a};{a // 5 * 5}-{a // 5 * 5 + 4};*\n" for a in range(18, 30)))
-    refused(capsys, work, ["protect", work / "d.csv", work / "o.csv", "--method", "k-eps", "--k", "3",
-                           "--epsilon", "1", "--role", "age=k-quasi", "--hierarchy", f"age={hier}",
-                           "--save-recipe", hier], "input")
+    refused(
+        capsys,
+        work,
+        [
+            "protect",
+            work / "d.csv",
+            work / "o.csv",
+            "--method",
+            "k-eps",
+            "--k",
+            "3",
+            "--epsilon",
+            "1",
+            "--role",
+            "age=k-quasi",
+            "--hierarchy",
+            f"age={hier}",
+            "--save-recipe",
+            hier,
+        ],
+        "input",
+    )
     rec = work / "r.json"
-    assert cli.main([str(a) for a in ["protect", work / "data.csv", work / "o.csv", *PROTECT,
-                                      "--save-recipe", rec]]) == 0
+    assert (
+        cli.main(
+            [str(a) for a in ["protect", work / "data.csv", work / "o.csv", *PROTECT, "--save-recipe", rec]]
+        )
+        == 0
+    )
     capsys.readouterr()
-    refused(capsys, work, ["protect", work / "data.csv", work / "o2.csv", "--recipe", rec,
-                           "--save-recipe", rec], "input")
+    refused(
+        capsys,
+        work,
+        ["protect", work / "data.csv", work / "o2.csv", "--recipe", rec, "--save-recipe", rec],
+        "input",
+    )
 
 
 def test_dask_release_targets_checked_before_any_work(work, capsys, monkeypatch):
@@ -260,8 +381,12 @@ def test_dask_release_targets_checked_before_any_work(work, capsys, monkeypatch)
     fifo = work / "r.json"
     os.mkfifo(fifo)
     data = work / "data.csv"
-    refused(capsys, work, ["protect", data, work / "rel", *PROTECT, "--engine", "dask", "--save-recipe", fifo],
-            "FIFO")
+    refused(
+        capsys,
+        work,
+        ["protect", data, work / "rel", *PROTECT, "--engine", "dask", "--save-recipe", fifo],
+        "FIFO",
+    )
     (work / "rel").mkdir()
     refused(capsys, work, ["protect", data, work / "rel", *PROTECT, "--engine", "dask"], "exists")
     os.mkfifo(work / "rel2.private.json")
@@ -273,8 +398,7 @@ def test_accepted_targets_still_work(work, capsys):
     (a replaced public file gets normal permissions, private ones 0600)."""
     data, out = work / "data.csv", work / "out.csv"
     out.write_text("old\n")
-    argv = ["protect", data, out, *PROTECT, "--report", work / "note.html",
-            "--save-recipe", work / "r.json"]
+    argv = ["protect", data, out, *PROTECT, "--report", work / "note.html", "--save-recipe", work / "r.json"]
     assert cli.main([str(a) for a in argv]) == 0, capsys.readouterr().err
     assert len(pd.read_csv(out)) == 1080
     assert stat.S_IMODE(os.stat(work / "r.json").st_mode) == 0o600

@@ -126,8 +126,18 @@ def spy(monkeypatch):
     return calls
 
 
-PROTECT = ["--method", "laplace", "--epsilon", "1", "--role", "x=eps-quasi", "--domain", "x=0:100",
-           "--seed", "0x9e3779b97f4a7c15f39cc0605cedc835"]
+PROTECT = [
+    "--method",
+    "laplace",
+    "--epsilon",
+    "1",
+    "--role",
+    "x=eps-quasi",
+    "--domain",
+    "x=0:100",
+    "--seed",
+    "0x9e3779b97f4a7c15f39cc0605cedc835",
+]
 
 
 def cli_refuses(capsys, spy, args, src):
@@ -136,7 +146,7 @@ def cli_refuses(capsys, spy, args, src):
     err = capsys.readouterr().err.strip()
     assert code == 2, err
     assert len(err.splitlines()) == 1 and err.startswith("dpstudio: error: "), err
-    assert ONE_FORMAT.match(err[len("dpstudio: error: "):]), err
+    assert ONE_FORMAT.match(err[len("dpstudio: error: ") :]), err
     assert spy, "the CLI did not call check_output_not_input"
     assert sha(src) == before
     return err
@@ -156,8 +166,25 @@ def test_cli_protect_refuses(src, tmp_path, capsys, spy):
 def test_cli_sweep_refuses(src, tmp_path, capsys, spy):
     link = tmp_path / "link.csv"
     os.symlink(src, link)
-    cli_refuses(capsys, spy, ["sweep", src, "--out", link, "--method", "laplace", "--epsilon", "1",
-                              "--role", "x=eps-quasi", "--domain", "x=0:100"], src)
+    cli_refuses(
+        capsys,
+        spy,
+        [
+            "sweep",
+            src,
+            "--out",
+            link,
+            "--method",
+            "laplace",
+            "--epsilon",
+            "1",
+            "--role",
+            "x=eps-quasi",
+            "--domain",
+            "x=0:100",
+        ],
+        src,
+    )
 
 
 def test_cli_protect_dask_refuses_before_any_work(src, tmp_path, capsys, spy, monkeypatch):

@@ -47,15 +47,30 @@ def test_assessment_and_cli_show_the_readings(tmp_path, capsys):
     res = engine.protect(df, "mdav", {"x": "k-quasi", "y": "k-quasi"}, k=5, seed=1)
     m = engine.evaluate(res.aligned_original(), res.data, result=res)
     page = render_assessment(res, m)
-    assert "chance level 0.5 % = 100/n (n = 200)" in page
+    # issue 24 §7: a k-anonymous release (MDAV's clusters of ≥ k identical values) is read
+    # against 1/k, the chance of a guess among the records sharing the values, not 1/n
+    assert "the release is 5-anonymous" in page and "at most 20 % of the time" in page
     assert reading("sse_normalized", m["sse_normalized"]) in page.replace("&#x27;", "'")
     from dpstudio import cli
 
     src = tmp_path / "in.csv"
     df.to_csv(src, index=False)
-    code = cli.main(["protect", str(src), str(tmp_path / "o.csv"), "--method", "mdav",
-                     "--role", "x=k-quasi", "--role", "y=k-quasi", "--param", "k=5"])
+    code = cli.main(
+        [
+            "protect",
+            str(src),
+            str(tmp_path / "o.csv"),
+            "--method",
+            "mdav",
+            "--role",
+            "x=k-quasi",
+            "--role",
+            "y=k-quasi",
+            "--param",
+            "k=5",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
-    assert "RL: " in out and "chance level 0.5 % = 100/n (n = 200)" in out
+    assert "RL: " in out and "the release is 5-anonymous" in out and "at most 20 % of the time" in out
     assert "SSE normalized: " in out and "standard deviation" in out

@@ -135,28 +135,35 @@ def test_cli_suda_json_and_per_record(free1, tmp_path, capsys):
 def test_cli_options_imply_suda_and_limit(capsys):
     assert main(_argv("--suda-max-size", "2", "--suda-dis-fraction", "0.2")) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["suda2"]["settings"] == {**out["suda2"]["settings"], "max_size": 2, "dis_fraction": 0.2,
-                                        "complete": False}
+    assert out["suda2"]["settings"] == {
+        **out["suda2"]["settings"],
+        "max_size": 2,
+        "dis_fraction": 0.2,
+        "complete": False,
+    }
     assert set(out["suda2"]["msus_by_size"]) <= {"1", "2"}
     assert main(_argv()) == 0
     assert "suda2" not in json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("opt,val,words", [
-    ("--suda-max-size", str(10**6), "suda_max_size"),
-    ("--suda-max-size", "0", "suda_max_size"),
-    ("--suda-max-size", "2.5", "suda_max_size"),
-    ("--suda-max-size", "abc", "suda_max_size"),
-    ("--suda-max-size", "1e400", "suda_max_size"),
-    ("--suda-dis-fraction", "0", "suda_dis_fraction"),
-    ("--suda-dis-fraction", "1", "suda_dis_fraction"),
-    ("--suda-dis-fraction", "-0.5", "suda_dis_fraction"),
-    ("--suda-dis-fraction", "nan", "suda_dis_fraction"),
-    ("--suda-dis-fraction", "inf", "suda_dis_fraction"),
-    ("--suda-dis-fraction", "ten", "suda_dis_fraction"),
-    ("--threshold", "2", "threshold"),
-    ("--threshold", "nan", "threshold"),
-])
+@pytest.mark.parametrize(
+    "opt,val,words",
+    [
+        ("--suda-max-size", str(10**6), "suda_max_size"),
+        ("--suda-max-size", "0", "suda_max_size"),
+        ("--suda-max-size", "2.5", "suda_max_size"),
+        ("--suda-max-size", "abc", "suda_max_size"),
+        ("--suda-max-size", "1e400", "suda_max_size"),
+        ("--suda-dis-fraction", "0", "suda_dis_fraction"),
+        ("--suda-dis-fraction", "1", "suda_dis_fraction"),
+        ("--suda-dis-fraction", "-0.5", "suda_dis_fraction"),
+        ("--suda-dis-fraction", "nan", "suda_dis_fraction"),
+        ("--suda-dis-fraction", "inf", "suda_dis_fraction"),
+        ("--suda-dis-fraction", "ten", "suda_dis_fraction"),
+        ("--threshold", "2", "threshold"),
+        ("--threshold", "nan", "threshold"),
+    ],
+)
 def test_cli_hostile_options_one_line_exit_2(opt, val, words, capsys):
     assert main(_argv("--suda", opt, val)) == 2
     err = capsys.readouterr().err.strip()

@@ -47,16 +47,24 @@ class umask:
 def _input_frame(n: int = 137, seed: int = 3) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     x = np.round(rng.uniform(5, 95, n), 6) + 0.000123  # distinctive digits
-    df = pd.DataFrame({"pid": [f"P{i:04d}" for i in range(n)], "x": x,
-                       "c": np.full(n, 7.0),  # constant: a fact about the data
-                       "y": rng.integers(0, 5, n)})
+    df = pd.DataFrame(
+        {
+            "pid": [f"P{i:04d}" for i in range(n)],
+            "x": x,
+            "c": np.full(n, 7.0),  # constant: a fact about the data
+            "y": rng.integers(0, 5, n),
+        }
+    )
     df.loc[11, "x"] = np.nan  # one record dropped for a missing value
     return df
 
 
 def _public_texts(written: dict[str, str]) -> dict[str, str]:
-    return {k: Path(p).read_text(encoding="utf-8", errors="ignore")
-            for k, p in written.items() if is_public_kind(k)}
+    return {
+        k: Path(p).read_text(encoding="utf-8", errors="ignore")
+        for k, p in written.items()
+        if is_public_kind(k)
+    }
 
 
 def _json_values(obj):
@@ -106,10 +114,16 @@ def test_writer_that_recreates_the_temp_file_still_gets_the_right_mode(tmp_path)
 
 
 def _laplace(df, **kw):
-    return engine.protect(df, "laplace", roles={"pid": "identifier", "x": "eps-quasi",
-                                                "c": "eps-quasi"},
-                          domains={"x": DOMAIN, "c": DOMAIN}, epsilon=kw.pop("epsilon", 1.0),
-                          drop_missing=True, seed=kw.pop("seed", 5), **kw)
+    return engine.protect(
+        df,
+        "laplace",
+        roles={"pid": "identifier", "x": "eps-quasi", "c": "eps-quasi"},
+        domains={"x": DOMAIN, "c": DOMAIN},
+        epsilon=kw.pop("epsilon", 1.0),
+        drop_missing=True,
+        seed=kw.pop("seed", 5),
+        **kw,
+    )
 
 
 @posix_only
@@ -122,8 +136,9 @@ def test_export_modes_public_and_private_also_when_replacing(tmp_path, ext):
     html = render_assessment(res, {"rl": 1.0})
     with umask(0o022):
         for attempt in range(2):
-            w = export_release(res, tmp_path / f"rel.{ext}", input_path=src, release_note=True,
-                               assessment_html=html)
+            w = export_release(
+                res, tmp_path / f"rel.{ext}", input_path=src, release_note=True, assessment_html=html
+            )
             assert set(w) == {"data", "metadata", "release_note", "private", "assessment"}
             for kind, p in w.items():
                 assert mode(p) == (0o644 if is_public_kind(kind) else 0o600), (attempt, kind)
@@ -158,19 +173,43 @@ def test_cli_public_files_carry_nothing_of_the_original(tmp_path, capsys):
     in_sha = hashlib.sha256(src.read_bytes()).hexdigest()
     in_size = src.stat().st_size
     out = tmp_path / "rel.csv"
-    argv = ["protect", str(src), str(out), "--method", "laplace", "--epsilon", "1",
-            "--role", "pid=identifier", "--role", "x=eps-quasi", "--role", "c=eps-quasi",
-            "--domain", "x=0:100", "--domain", "c=0:100", "--drop-missing", "--seed", "918273645",
-            "--report", str(tmp_path / "rel.note.html"),
-            "--assessment", str(tmp_path / "rel.assessment.private.html")]
+    argv = [
+        "protect",
+        str(src),
+        str(out),
+        "--method",
+        "laplace",
+        "--epsilon",
+        "1",
+        "--role",
+        "pid=identifier",
+        "--role",
+        "x=eps-quasi",
+        "--role",
+        "c=eps-quasi",
+        "--domain",
+        "x=0:100",
+        "--domain",
+        "c=0:100",
+        "--drop-missing",
+        "--seed",
+        "918273645",
+        "--report",
+        str(tmp_path / "rel.note.html"),
+        "--assessment",
+        str(tmp_path / "rel.assessment.private.html"),
+    ]
     with umask(0o022):
         code = cli.main(argv)
     stdout, err = capsys.readouterr()
     assert code == 0, err
-    written = {"data": out, "metadata": tmp_path / "rel.metadata.json",
-               "release_note": tmp_path / "rel.note.html",
-               "private": tmp_path / "rel.private.json",
-               "assessment": tmp_path / "rel.assessment.private.html"}
+    written = {
+        "data": out,
+        "metadata": tmp_path / "rel.metadata.json",
+        "release_note": tmp_path / "rel.note.html",
+        "private": tmp_path / "rel.private.json",
+        "assessment": tmp_path / "rel.assessment.private.html",
+    }
     assert all(p.exists() for p in written.values())
     assert "private, keep internal" in stdout
 
@@ -184,8 +223,7 @@ def test_cli_public_files_carry_nothing_of_the_original(tmp_path, capsys):
     orig_mean = _fmt(float(kept["x"].mean()))
     changed = [repr(float(v)) for v in kept["x"]] + [f"{v:.6f}" for v in kept["x"]]
 
-    pub = {k: Path(p).read_text(encoding="utf-8") for k, p in written.items()
-           if is_public_kind(k)}
+    pub = {k: Path(p).read_text(encoding="utf-8") for k, p in written.items() if is_public_kind(k)}
     md = json.loads(pub["metadata"])
     values = [str(v) for v in _json_values(md)]
     for key, text in pub.items():
@@ -219,17 +257,29 @@ def test_cli_public_files_carry_nothing_of_the_original(tmp_path, capsys):
     assess = written["assessment"].read_text(encoding="utf-8")
     assert f"<title>{INTERNAL_MARK}" in assess and "Δ mean" in assess
     assert assess.count(INTERNAL_MARK) >= 4  # title, heading, banner, print header + footer
-    assert "position: fixed" in assess and "internal-fixed top" in assess \
-        and "internal-fixed bottom" in assess
+    assert (
+        "position: fixed" in assess and "internal-fixed top" in assess and "internal-fixed bottom" in assess
+    )
 
 
 def test_cli_assessment_name_must_say_private(tmp_path, capsys):
     df = _input_frame(40)
     src = tmp_path / "in.csv"
     df.to_csv(src, index=False)
-    argv = ["protect", str(src), str(tmp_path / "o.csv"), "--method", "laplace",
-            "--role", "x=eps-quasi", "--domain", "x=0:100", "--drop-missing",
-            "--assessment", str(tmp_path / "report.html")]
+    argv = [
+        "protect",
+        str(src),
+        str(tmp_path / "o.csv"),
+        "--method",
+        "laplace",
+        "--role",
+        "x=eps-quasi",
+        "--domain",
+        "x=0:100",
+        "--drop-missing",
+        "--assessment",
+        str(tmp_path / "report.html"),
+    ]
     code = cli.main(argv)
     _, err = capsys.readouterr()
     assert code == 2 and "private" in err and len(err.strip().splitlines()) == 1
@@ -251,8 +301,9 @@ def test_public_files_depend_on_release_and_parameters_only(tmp_path):
     res = _laplace(df)
     nb = res.original.copy()
     nb.loc[0, "x"] = 99.5  # the neighbour differs in one record
-    res2 = dataclasses.replace(res, original=nb, dropped_rows=[3, 4, 5],
-                               warnings=list(res.warnings) + ["Column 'q' is constant."])
+    res2 = dataclasses.replace(
+        res, original=nb, dropped_rows=[3, 4, 5], warnings=list(res.warnings) + ["Column 'q' is constant."]
+    )
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()
     (a / "in.csv").write_text("x\n1\n2\n")
@@ -269,8 +320,9 @@ def test_public_files_depend_on_release_and_parameters_only(tmp_path):
 # ------------------------------------------------------------------ the audit's attack (§4)
 
 
-def _candidates_from_delta_mean(delta_rel: float, released_mean: float, n: int,
-                                known_sum: float) -> list[float]:
+def _candidates_from_delta_mean(
+    delta_rel: float, released_mean: float, n: int, known_sum: float
+) -> list[float]:
     """|mean' − mean| / |mean| = Δ  ⇒  mean = mean' / (1 ± Δ); the missing record is
     n·mean − Σ(known records)."""
     out = []
@@ -298,18 +350,23 @@ def test_audit_attack_recovers_the_record_from_the_assessment_not_from_public_fi
     x = np.concatenate([[target], rng.integers(0, 101, n - 1).astype(float)])
     df = pd.DataFrame({"x": x})
     known_sum = float(x[1:].sum())
-    res = engine.protect(df, "laplace", roles={"x": "eps-quasi"}, domains={"x": DOMAIN},
-                         epsilon=1.0, seed=123)
+    res = engine.protect(
+        df, "laplace", roles={"x": "eps-quasi"}, domains={"x": DOMAIN}, epsilon=1.0, seed=123
+    )
     measures = engine.evaluate(res.aligned_original(), res.data, ["x"], measures=("delta",))
-    w = export_release(res, tmp_path / "rel.csv", release_note=True,
-                       assessment_html=render_assessment(res, measures))
+    w = export_release(
+        res, tmp_path / "rel.csv", release_note=True, assessment_html=render_assessment(res, measures)
+    )
     released_mean = float(pd.read_csv(w["data"])["x"].mean())
 
     # the old attack still works on the PRIVATE assessment (which is why it is private)
     d = _delta_mean_from_html(Path(w["assessment"]).read_text(encoding="utf-8"), "x")
     assert d is not None
-    cands = [c for c in _candidates_from_delta_mean(d, released_mean, n, known_sum)
-             if DOMAIN[0] - 1 <= c <= DOMAIN[1] + 1]
+    cands = [
+        c
+        for c in _candidates_from_delta_mean(d, released_mean, n, known_sum)
+        if DOMAIN[0] - 1 <= c <= DOMAIN[1] + 1
+    ]
     assert cands and min(abs(c - target) for c in cands) < 0.5
 
     # ... and finds nothing in the public files
@@ -330,9 +387,15 @@ def test_release_note_is_built_from_the_release_only():
     gone = dataclasses.replace(res, original=None, dropped_rows=[], warnings=[])
     assert render_release_note(gone, now="T") == note
     # it states method, guarantee, parameters, what is not covered, schema, release statistics
-    for part in ("Release note", res.guarantee.split(".")[0], "Parameters",
-                 "What the guarantee does not cover", "Schema of the release",
-                 "Statistics of the release", "y"):
+    for part in (
+        "Release note",
+        res.guarantee.split(".")[0],
+        "Parameters",
+        "What the guarantee does not cover",
+        "Schema of the release",
+        "Statistics of the release",
+        "y",
+    ):
         assert part in note, part
     assert "pid" in note and "removed" in note  # identifier dropped, named as a parameter
     rel_mean = _fmt_release_mean(res)

@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 
 from dpstudio import engine
-
 from tests.conftest import shared_path
 
 SWEEP = engine.sweep
@@ -24,16 +23,28 @@ ATTRS = ["FEDTAX", "POTHVAL", "INTVAL", "FICA"]
 # thesis Table 6.5, k = 1 row (plain Laplace): attribute -> ε -> (Δ mean, Δ variance)
 T65_K1 = {
     "FEDTAX": {0.01: (1.0947, 9.5299), 0.1: (1.0356, 9.2111), 1.0: (0.6925, 6.4855), 10.0: (0.0500, 0.5122)},
-    "POTHVAL": {0.01: (14.5160, 69.3473), 0.1: (13.7959, 67.3757), 1.0: (9.0362, 45.9873), 10.0: (1.2125, 2.1168)},
-    "INTVAL": {0.01: (25.4754, 96.3225), 0.1: (24.6380, 93.3506), 1.0: (15.9486, 64.2854), 10.0: (2.2799, 3.0044)},
+    "POTHVAL": {
+        0.01: (14.5160, 69.3473),
+        0.1: (13.7959, 67.3757),
+        1.0: (9.0362, 45.9873),
+        10.0: (1.2125, 2.1168),
+    },
+    "INTVAL": {
+        0.01: (25.4754, 96.3225),
+        0.1: (24.6380, 93.3506),
+        1.0: (15.9486, 64.2854),
+        10.0: (2.2799, 3.0044),
+    },
     "FICA": {0.01: (1.0126, 16.3302), 0.1: (0.9648, 15.7698), 1.0: (0.6151, 11.3811), 10.0: (0.0270, 0.9712)},
 }
 # thesis Table 6.2: plain Laplace SSE0 (raw) per ε
 T62_SSE0 = {0.01: 1.62e13, 0.1: 1.54e13, 1.0: 8.86e12, 10.0: 3.69e11}
 # thesis Table 6.5, Δ variance at ε = 1 for k = 2 and 5 (noise-dominated cells)
 T65_EPS1_DV = {
-    "FEDTAX": {2: 4.3752, 5: 1.5560}, "POTHVAL": {2: 29.3618, 5: 8.0984},
-    "INTVAL": {2: 40.5087, 5: 11.0832}, "FICA": {2: 7.8828, 5: 3.0073},
+    "FEDTAX": {2: 4.3752, 5: 1.5560},
+    "POTHVAL": {2: 29.3618, 5: 8.0984},
+    "INTVAL": {2: 40.5087, 5: 11.0832},
+    "FICA": {2: 7.8828, 5: 3.0073},
 }
 # thesis Table 6.5, "Insensit. MDAV" column, Δ variance (noise-free multi-reference clustering)
 T65_INS_DV = {
@@ -59,9 +70,21 @@ def test_table_6_5_k1_row_plain_laplace_per_attribute(census4):
     """Thesis Table 6.5, k = 1: Laplace of scale Δ/ε on each attribute, clamped to [0, 1.5·max]
     (docs/methods.md §4, 'per-attribute' budget).  Also Table 6.2's SSE0."""
     d4, roles, domains = census4
-    pts = {pt.epsilon: pt for pt in SWEEP(d4, "laplace", roles, domains, ks=[],
-                                          epsilons=[0.01, 0.1, 1.0, 10.0], repeats=40, seed=11,
-                                          measures=("sse", "delta"), budget="per-attribute")}
+    pts = {
+        pt.epsilon: pt
+        for pt in SWEEP(
+            d4,
+            "laplace",
+            roles,
+            domains,
+            ks=[],
+            epsilons=[0.01, 0.1, 1.0, 10.0],
+            repeats=40,
+            seed=11,
+            measures=("sse", "delta"),
+            budget="per-attribute",
+        )
+    }
     for eps, pt in pts.items():
         dm, dv = _avg(pt, "delta_mean"), _avg(pt, "delta_var")
         for a in ATTRS:
@@ -76,22 +99,48 @@ def test_equal_budget_would_not_reproduce_k1_row(census4):
     """The 'per-attribute' reading is what reproduces the thesis; the ε-DP 'equal' split
     (scale mΔ/ε) gives clearly different figures at ε = 10 — so the test above can fail."""
     d4, roles, domains = census4
-    pt = next(iter(SWEEP(d4, "laplace", roles, domains, ks=[], epsilons=[10.0], repeats=20,
-                         seed=12, measures=("delta",), budget="equal")))
+    pt = next(
+        iter(
+            SWEEP(
+                d4,
+                "laplace",
+                roles,
+                domains,
+                ks=[],
+                epsilons=[10.0],
+                repeats=20,
+                seed=12,
+                measures=("delta",),
+                budget="equal",
+            )
+        )
+    )
     dv = _avg(pt, "delta_var")
     assert dv["FEDTAX"] > 2.0 * T65_K1["FEDTAX"][10.0][1]
+
+
+def _insensitive_sweep(census4, ks, **kw):
+    """The Δ-variance sweep of insensitive-dp on the four Census attributes at ε = 1."""
+    d4, roles, domains = census4
+    return SWEEP(d4, "insensitive-dp", roles, domains, ks=ks, epsilons=[1.0], measures=("delta",), **kw)
 
 
 def test_table_6_5_as_published_multi_reference_eps1(census4):
     """k = 2 and 5, ε = 1 (noise-dominated): insensitive-dp, multi-reference, as-published,
     per-attribute reproduces the thesis's Δ variance within 20 %; the rigorous calibration
     (n_c times more noise) does not."""
-    d4, roles, domains = census4
     got = {}
     for calib in ("as-published", "rigorous"):
-        for pt in SWEEP(d4, "insensitive-dp", roles, domains, ks=[2, 5], epsilons=[1.0],
-                        repeats=30, seed=13, measures=("delta",), budget="per-attribute",
-                        variant="multi", calibration=calib, baselines=False):
+        for pt in _insensitive_sweep(
+            census4,
+            [2, 5],
+            repeats=30,
+            seed=13,
+            budget="per-attribute",
+            variant="multi",
+            calibration=calib,
+            baselines=False,
+        ):
             got[(calib, pt.k)] = _avg(pt, "delta_var")
     for a, by_k in T65_EPS1_DV.items():
         for k, paper in by_k.items():
@@ -103,14 +152,17 @@ def test_table_6_5_insensitive_mdav_column(census4):
     """The noise-free multi-reference clustering matches the thesis's 'Insensit. MDAV' column
     (Δ variance) for FEDTAX and POTHVAL within 20 %; the single-order variant loses far more
     variance on POTHVAL (docs/methods.md §4)."""
-    d4, roles, domains = census4
     # the sweep's noise-free baseline points (ε = None); it needs one ε to sweep
-    multi = {pt.k: _avg(pt, "delta_var") for pt in SWEEP(
-        d4, "insensitive-dp", roles, domains, ks=[2, 5, 15, 30], epsilons=[1.0], repeats=1, seed=1,
-        measures=("delta",), variant="multi") if pt.epsilon is None}
-    single = {pt.k: _avg(pt, "delta_var") for pt in SWEEP(
-        d4, "insensitive-dp", roles, domains, ks=[2, 5], epsilons=[1.0], repeats=1, seed=1,
-        measures=("delta",), variant="single") if pt.epsilon is None}
+    multi = {
+        pt.k: _avg(pt, "delta_var")
+        for pt in _insensitive_sweep(census4, [2, 5, 15, 30], repeats=1, seed=1, variant="multi")
+        if pt.epsilon is None
+    }
+    single = {
+        pt.k: _avg(pt, "delta_var")
+        for pt in _insensitive_sweep(census4, [2, 5], repeats=1, seed=1, variant="single")
+        if pt.epsilon is None
+    }
     assert set(multi) == {2, 5, 15, 30} and set(single) == {2, 5}
     for a, by_k in T65_INS_DV.items():
         for k, paper in by_k.items():
@@ -143,7 +195,11 @@ def test_table_6_5_mdav_column_domain_distance(census4):
         assert e["sse_raw"] == pytest.approx(sse0, rel=0.01), (k, e["sse_raw"], sse0)
         for a in ATTRS:
             assert e["delta_var"][a] == pytest.approx(T65_MDAV_DV[a][k], rel=0.03), (
-                a, k, e["delta_var"][a], T65_MDAV_DV[a][k])
+                a,
+                k,
+                e["delta_var"][a],
+                T65_MDAV_DV[a][k],
+            )
             assert abs(e["delta_mean"][a]) < 1e-9  # centroids keep the mean exactly
         std = engine.protect(d4, "mdav", roles, domains, k=k)
         dv = engine.evaluate(std.aligned_original(), std.data, ATTRS, measures=("delta",))["delta_var"]
@@ -189,10 +245,11 @@ def test_adult_ir_dp_eps01_k100_beats_laplace_eps1():
     roles = {c: "eps-quasi" for c in df.columns}
     sse = []
     for method, params in (("ir-dp", {"k": 100, "epsilon": 0.1}), ("laplace", {"epsilon": 1.0})):
-        res = [engine.protect(df, method, roles=roles, domains=domains, seed=s, **params)
-               for s in range(3)]
-        runs = [engine.evaluate(r.aligned_original(), r.data, list(df.columns),
-                                measures=["sse"])["sse_raw"] for r in res]
+        res = [engine.protect(df, method, roles=roles, domains=domains, seed=s, **params) for s in range(3)]
+        runs = [
+            engine.evaluate(r.aligned_original(), r.data, list(df.columns), measures=["sse"])["sse_raw"]
+            for r in res
+        ]
         sse.append(np.mean(runs))
     assert sse[0] < sse[1]
     assert sse[0] > 0.05 * sse[1]  # but not absurdly small: noise of scale Δ/5 is still added

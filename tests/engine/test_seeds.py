@@ -12,8 +12,15 @@ import pytest
 
 from dpstudio import cli, engine
 from dpstudio.engine.errors import ParameterError
-from dpstudio.engine.random import (STRONG_SEED, as_rng, format_seed, fresh_seed, parse_seed,
-                                 point_rng, seed_warning)
+from dpstudio.engine.random import (
+    STRONG_SEED,
+    as_rng,
+    format_seed,
+    fresh_seed,
+    parse_seed,
+    point_rng,
+    seed_warning,
+)
 
 CENSUS = Path(__file__).resolve().parents[2] / "resources" / "census.csv"
 BIG = 0x8F1D_2C3B_4A59_6877_0123_4567_89AB_CDEF  # a pinned 128-bit seed
@@ -40,31 +47,39 @@ def _files_holding(root: Path, seed: int) -> list[Path]:
 def test_fresh_seeds_are_wide_and_distinct():
     seeds = {fresh_seed() for _ in range(200)}
     assert len(seeds) == 200
-    assert all(STRONG_SEED <= s < 2 ** 128 for s in seeds)
+    assert all(STRONG_SEED <= s < 2**128 for s in seeds)
     # at least one of them uses the top bits (all 200 below 2^120 has probability 2^-1600)
     assert max(s.bit_length() for s in seeds) > 120
 
 
-@pytest.mark.parametrize("text, value", [
-    ("0x1f", 31), ("0X1F", 31), ("  42 ", 42), ("1_000", 1000),
-    (hex(BIG), BIG), (str(BIG), BIG), (str(2 ** 300 + 7), 2 ** 300 + 7), (BIG, BIG),
-    (np.uint64(2 ** 63), 2 ** 63),
-])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("0x1f", 31),
+        ("0X1F", 31),
+        ("  42 ", 42),
+        ("1_000", 1000),
+        (hex(BIG), BIG),
+        (str(BIG), BIG),
+        (str(2**300 + 7), 2**300 + 7),
+        (BIG, BIG),
+        (np.uint64(2**63), 2**63),
+    ],
+)
 def test_parse_seed_accepts_decimal_and_hex_of_any_width(text, value):
     assert parse_seed(text) == value
     assert parse_seed(format_seed(value)) == value  # hex round trip, no precision lost
 
 
-@pytest.mark.parametrize("text", ["", "0x", "-5", "1.5", "1e9", "abc", "0b101", "0xzz", "+3",
-                                  True, -1])
+@pytest.mark.parametrize("text", ["", "0x", "-5", "1.5", "1e9", "abc", "0b101", "0xzz", "+3", True, -1])
 def test_parse_seed_refuses_anything_else_with_a_message(text):
     with pytest.raises(ParameterError, match="seed"):
         parse_seed(text)
 
 
 def test_weak_seed_warning():
-    assert seed_warning(None) == "" and seed_warning(BIG) == "" and seed_warning(2 ** 64) == ""
-    for s in (0, 1, 2 ** 31 - 1, 918273645, 2 ** 64 - 1):
+    assert seed_warning(None) == "" and seed_warning(BIG) == "" and seed_warning(2**64) == ""
+    for s in (0, 1, 2**31 - 1, 918273645, 2**64 - 1):
         w = seed_warning(s)
         assert "2^64" in w
         if s > 1000:
@@ -77,12 +92,12 @@ def test_point_rng_uses_every_bit_of_a_wide_seed():
     for lo in (12345, BIG):
         a = point_rng(lo, 1, 2).random(4)
         assert np.array_equal(a, point_rng(lo, 1, 2).random(4))
-        for high in (2 ** 64, 2 ** 128, 2 ** 200):
+        for high in (2**64, 2**128, 2**200):
             assert not np.array_equal(a, point_rng(lo + high, 1, 2).random(4))
     assert not np.array_equal(point_rng(BIG, 1, 2).random(4), point_rng(BIG, 2, 1).random(4))
     assert not np.array_equal(point_rng(None, 1).random(4), point_rng(None, 1).random(4))
     assert np.array_equal(as_rng(BIG).random(3), as_rng(BIG).random(3))
-    assert not np.array_equal(as_rng(BIG).random(3), as_rng(BIG + 2 ** 100).random(3))
+    assert not np.array_equal(as_rng(BIG).random(3), as_rng(BIG + 2**100).random(3))
     with pytest.raises(ValueError):
         as_rng(-1)
 
@@ -105,9 +120,12 @@ def test_protect_and_sweep_without_seed_are_fresh_each_time():
     assert c.equals(d)
 
     def sweep(seed):
-        return [pt.values["sse_raw"][0] for pt in engine.sweep(
-            df, "ir-dp", roles, doms, ks=(5,), epsilons=(1.0,), repeats=1, seed=seed,
-            baselines=False)]
+        return [
+            pt.values["sse_raw"][0]
+            for pt in engine.sweep(
+                df, "ir-dp", roles, doms, ks=(5,), epsilons=(1.0,), repeats=1, seed=seed, baselines=False
+            )
+        ]
 
     assert sweep(None) != sweep(None)
     assert sweep(BIG) == sweep(BIG)
@@ -122,8 +140,22 @@ def _run(capsys, args):
     return code, out, err
 
 
-PROTECT = ["--method", "ir-dp", "--k", "10", "--epsilon", "1", "--role", "FICA=eps-quasi",
-           "--role", "FEDTAX=eps-quasi", "--domain", "FICA=0:12000", "--domain", "FEDTAX=0:200000"]
+PROTECT = [
+    "--method",
+    "ir-dp",
+    "--k",
+    "10",
+    "--epsilon",
+    "1",
+    "--role",
+    "FICA=eps-quasi",
+    "--role",
+    "FEDTAX=eps-quasi",
+    "--domain",
+    "FICA=0:12000",
+    "--domain",
+    "FEDTAX=0:200000",
+]
 
 
 def test_cli_seed_never_reaches_a_file(tmp_path, capsys):
@@ -133,15 +165,35 @@ def test_cli_seed_never_reaches_a_file(tmp_path, capsys):
     src.write_bytes(CENSUS.read_bytes())
     for form in (hex(BIG), str(BIG)):
         out = tmp_path / f"rel_{form[:2]}.csv"
-        code, stdout, err = _run(capsys, ["protect", src, out, *PROTECT, "--seed", form,
-                                          "--report", tmp_path / f"rel_{form[:2]}.html"])
+        code, stdout, err = _run(
+            capsys,
+            ["protect", src, out, *PROTECT, "--seed", form, "--report", tmp_path / f"rel_{form[:2]}.html"],
+        )
         assert code == 0, err
         assert not any(n in stdout + err for n in _needles(BIG))
         assert "warning" not in err.lower() or "seed" not in err.lower()  # 128 bits: no warning
-    code, stdout, err = _run(capsys, ["sweep", src, *PROTECT[:2], "--role", "FICA=eps-quasi",
-                                      "--domain", "FICA=0:12000", "--k", "5,10", "--epsilon", "1",
-                                      "--repeats", "1", "--seed", hex(BIG),
-                                      "--out", tmp_path / "sweep.csv"])
+    code, stdout, err = _run(
+        capsys,
+        [
+            "sweep",
+            src,
+            *PROTECT[:2],
+            "--role",
+            "FICA=eps-quasi",
+            "--domain",
+            "FICA=0:12000",
+            "--k",
+            "5,10",
+            "--epsilon",
+            "1",
+            "--repeats",
+            "1",
+            "--seed",
+            hex(BIG),
+            "--out",
+            tmp_path / "sweep.csv",
+        ],
+    )
     assert code == 0, err
     assert not any(n in stdout + err for n in _needles(BIG))
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p != src]
@@ -159,8 +211,9 @@ def test_cli_without_seed_is_fresh_and_weak_seed_is_warned(tmp_path, capsys):
         assert code == 0, err
     assert (tmp_path / "a.csv").read_bytes() != (tmp_path / "b.csv").read_bytes()
     weak = 918273645
-    code, stdout, err = _run(capsys, ["protect", src, tmp_path / "w.csv", *PROTECT,
-                                      "--no-measures", "--seed", str(weak)])
+    code, stdout, err = _run(
+        capsys, ["protect", src, tmp_path / "w.csv", *PROTECT, "--no-measures", "--seed", str(weak)]
+    )
     assert code == 0, err
     warn = [ln for ln in err.splitlines() if "--seed" in ln]
     assert len(warn) == 1 and warn[0].startswith("dpstudio: warning: ") and "2^64" in warn[0]

@@ -196,7 +196,9 @@ def test_sdcmicro_hash_quirk():
 
 
 def test_sdcmicro_codes():
-    df = pd.DataFrame({"x": [1.9, -1.9, np.nan, 3e10], "t": ["b", "a", None, "b"], "f": [True, False, True, True]})
+    df = pd.DataFrame(
+        {"x": [1.9, -1.9, np.nan, 3e10], "t": ["b", "a", None, "b"], "f": [True, False, True, True]}
+    )
     v = sdcmicro_codes(df, ["x", "t", "f"])
     assert v[:, 0].tolist() == [1, -1, -(2**31), -(2**31)]
     assert v[:, 1].tolist() == [2, 1, -(2**31), 2]

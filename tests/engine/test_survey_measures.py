@@ -21,6 +21,7 @@ from dpstudio.engine.roles import Role, normalize_roles, normalize_types, sugges
 
 # --------------------------------------------------------------------------- IL1s, eigen
 
+
 def test_il1s_hand_computed():
     x = pd.DataFrame({"a": [1.0, 2, 3, 4], "b": [2.0, 4, 6, 8]})
     y = pd.DataFrame({"a": [1.0, 2, 3, 5], "b": [2.0, 4, 6, 8]})
@@ -51,9 +52,11 @@ def _sdcmicro_il1s(x: np.ndarray, xm: np.ndarray) -> float:
 def _sdcmicro_eigen(x: np.ndarray, xm: np.ndarray) -> float:
     """sdcMicro dUtilityWORK(method = "eigen"): e <- eigen(var(scale(x)))$values (decreasing);
     sum(abs(e1 - e2) / e1)."""
+
     def ev(m):
         s = (m - m.mean(axis=0)) / m.std(axis=0, ddof=1)
         return np.sort(np.linalg.eig(np.cov(s, rowvar=False))[0].real)[::-1]
+
     e1, e2 = ev(x), ev(xm)
     return float(np.sum(np.abs(e1 - e2) / e1))
 
@@ -97,8 +100,8 @@ def test_frequency_distances_properties(a, b, c):
     for m in ("tv", "hellinger"):
         for name, v in d1[m].items():
             assert 0 <= v <= 1 + 1e-12
-            assert v == pytest.approx(d2[m][name], abs=1e-12)   # symmetric
-        assert d1[m]["j"] == pytest.approx(0, abs=1e-12)          # same multiset of values
+            assert v == pytest.approx(d2[m][name], abs=1e-12)  # symmetric
+        assert d1[m]["j"] == pytest.approx(0, abs=1e-12)  # same multiset of values
     # Hellinger and TV bound each other: H² ≤ TV ≤ √2·H
     for name in d1["tv"]:
         h, t = d1["hellinger"][name], d1["tv"][name]
@@ -107,11 +110,11 @@ def test_frequency_distances_properties(a, b, c):
 
 def test_frequency_distance_hand_computed_and_suppression():
     x = pd.DataFrame({"s": [1, 1, 2, 2]})
-    y = pd.DataFrame({"s": [1.0, np.nan, 2.0, 2.0]})   # one value suppressed (float column)
+    y = pd.DataFrame({"s": [1.0, np.nan, 2.0, 2.0]})  # one value suppressed (float column)
     d = C.frequency_distances(x, y, ["s"])
     # p = (½, ½, 0), q = (¼, ½, ¼) over (1, 2, missing)
     assert d["tv"]["s"] == pytest.approx(0.25)
-    h = math.sqrt(0.5 * ((math.sqrt(.5) - .5) ** 2 + 0 + .25))
+    h = math.sqrt(0.5 * ((math.sqrt(0.5) - 0.5) ** 2 + 0 + 0.25))
     assert d["hellinger"]["s"] == pytest.approx(h)
     s = C.suppressed_cells(x, y, ["s"])
     assert s == {"suppressed_cells": 1, "suppressed_share": 0.25, "suppressed_per_key": {"s": 1}}
@@ -125,6 +128,7 @@ def test_disjoint_tables_are_at_distance_one():
 
 
 # --------------------------------------------------------------------------- classification
+
 
 def _frame(n=600, seed=0):
     rng = np.random.default_rng(seed)
@@ -140,7 +144,7 @@ def test_classification_is_seeded_and_original_vs_original_is_equal():
     r2 = classification_utility(df, df, "y", ["a", "b"], seed=7)
     assert r1 == r2
     assert r1["f1_protected"] == r1["f1_original"] and r1["f1_ratio"] == 1.0
-    assert r1["f1_macro_original"] > 0.7          # the signal is learnt
+    assert r1["f1_macro_original"] > 0.7  # the signal is learnt
     assert r1["train_records"] == 396 and r1["test_records"] == 204
     # a release with the features destroyed predicts worse
     noisy = df.copy()
@@ -158,14 +162,16 @@ def test_classification_binarises_a_numeric_class():
     assert any("5000" in c for c in r["classes"])
     with pytest.raises(ParameterError, match="binarise"):
         classification_utility(df, df, "income", ["b"], binarise="top")
-    out = engine.evaluate(df, df, ["a"], measures=("classification",), class_attribute="y",
-                          features=["a", "b"])
+    out = engine.evaluate(
+        df, df, ["a"], measures=("classification",), class_attribute="y", features=["a", "b"]
+    )
     assert out["f1_ratio"] == 1.0
     with pytest.raises(ParameterError, match="class attribute"):
         engine.evaluate(df, df, ["a"], measures=("classification",))
 
 
 # --------------------------------------------------------------------------- roles, types
+
 
 def test_weight_and_household_roles():
     r = normalize_roles(["w", "h", "x"], {"w": "weight", "h": "household"})
@@ -182,17 +188,33 @@ def test_weight_and_household_roles():
 
 
 def test_types_are_validated_and_suggested():
-    assert normalize_types(["a", "b"], {"a": "nominal", "b": "ORDINAL"}) == \
-        {"a": "categorical", "b": "ordinal"}
+    assert normalize_types(["a", "b"], {"a": "nominal", "b": "ORDINAL"}) == {
+        "a": "categorical",
+        "b": "ordinal",
+    }
     with pytest.raises(ParameterError, match="Column 'a': unknown type"):
         normalize_types(["a"], {"a": "colour"})
     with pytest.raises(ParameterError, match="'zz'"):
         normalize_types(["a"], {"zz": "numeric"})
-    df = pd.DataFrame({"SEX": [1, 2, 1, 2], "AGE": np.arange(40, 80, 10),
-                       "W": [1.5, 2.5, 3.5, 4.5], "R": [3.0, 4.0, 3.0, 4.0],
-                       "D": pd.to_datetime(["2020-01-01"] * 4), "T": list("abab"),
-                       "WIDE": np.arange(100, 104)})
+    df = pd.DataFrame(
+        {
+            "SEX": [1, 2, 1, 2],
+            "AGE": np.arange(40, 80, 10),
+            "W": [1.5, 2.5, 3.5, 4.5],
+            "R": [3.0, 4.0, 3.0, 4.0],
+            "D": pd.to_datetime(["2020-01-01"] * 4),
+            "T": list("abab"),
+            "WIDE": np.arange(100, 104),
+        }
+    )
     sug = suggest_types(df, max_categories=3)
     # whole numbers with many values: 'integer' (a suggestion only, issue 21 §3 N2)
-    assert sug == {"SEX": "categorical", "AGE": "integer", "W": "numeric", "R": "categorical",
-                   "D": "date", "T": "categorical", "WIDE": "integer"}
+    assert sug == {
+        "SEX": "categorical",
+        "AGE": "integer",
+        "W": "numeric",
+        "R": "categorical",
+        "D": "date",
+        "T": "categorical",
+        "WIDE": "integer",
+    }

@@ -66,9 +66,18 @@ def test_free1_every_sdcmicro_figure(free1, ref):
     # no household in the reference: the field is absent, as sdcMicro's hier_risk_ER
     assert ref["hh_risk_ER"] == {} and "household_expected_reidentifications" not in d
     # field names of issue 10
-    for f in ("records", "key_combinations", "sample_uniques", "records_fk_lt_2", "records_fk_lt_3",
-              "records_fk_lt_5", "global_risk", "expected_reidentifications", "individual_risk",
-              "l_diversity"):
+    for f in (
+        "records",
+        "key_combinations",
+        "sample_uniques",
+        "records_fk_lt_2",
+        "records_fk_lt_3",
+        "records_fk_lt_5",
+        "global_risk",
+        "expected_reidentifications",
+        "individual_risk",
+        "l_diversity",
+    ):
         assert f in d
     assert set(ir) == {"max", "mean", "q50", "q90", "q99"}
     json.dumps(d)  # JSON-serialisable
@@ -105,10 +114,14 @@ def _pairwise_fk(X: np.ndarray, w: np.ndarray):
     return ok.sum(axis=1).astype(float), ok @ w
 
 
-frames = st.integers(1, 60).flatmap(lambda n: st.tuples(
-    st.lists(st.lists(st.one_of(st.integers(0, 2), st.none()), min_size=3, max_size=3),
-             min_size=n, max_size=n),
-    st.lists(st.floats(1.0, 50.0), min_size=n, max_size=n)))
+frames = st.integers(1, 60).flatmap(
+    lambda n: st.tuples(
+        st.lists(
+            st.lists(st.one_of(st.integers(0, 2), st.none()), min_size=3, max_size=3), min_size=n, max_size=n
+        ),
+        st.lists(st.floats(1.0, 50.0), min_size=n, max_size=n),
+    )
+)
 
 
 @settings(max_examples=80, deadline=None)
@@ -137,8 +150,9 @@ def test_unchanged_by_row_order(data, rnd):
     perm = list(range(len(df)))
     rnd.shuffle(perm)
     r1 = assess_risk(df, ["a", "b", "c"], weight="w", household="h", sensitive=["s"])
-    r2 = assess_risk(df.iloc[perm].reset_index(drop=True), ["a", "b", "c"], weight="w",
-                     household="h", sensitive=["s"])
+    r2 = assess_risk(
+        df.iloc[perm].reset_index(drop=True), ["a", "b", "c"], weight="w", household="h", sensitive=["s"]
+    )
     np.testing.assert_allclose(r2.individual_risk, r1.individual_risk[perm], rtol=1e-12)
     np.testing.assert_allclose(r2.household_risk, r1.household_risk[perm], rtol=1e-12)
     d1, d2 = r1.to_dict(), r2.to_dict()
@@ -164,12 +178,16 @@ def test_unweighted_risk_is_one_over_fk():
 
 
 def test_household_risk_as_sdcmicro():
-    df = pd.DataFrame({"a": [1, 2, 2, 3, 4, 4, 4], "w": [10, 20, 20, 5, 8, 8, 8],
-                       "hh": ["x", "x", "y", "y", "y", "z", "z"]})
+    df = pd.DataFrame(
+        {"a": [1, 2, 2, 3, 4, 4, 4], "w": [10, 20, 20, 5, 8, 8, 8], "hh": ["x", "x", "y", "y", "y", "z", "z"]}
+    )
     rep = assess_risk(df, ["a"], weight="w", household="hh")
     r = rep.individual_risk
-    hh = {"x": 1 - (1 - r[0]) * (1 - r[1]), "y": 1 - (1 - r[2]) * (1 - r[3]) * (1 - r[4]),
-          "z": 1 - (1 - r[5]) * (1 - r[6])}
+    hh = {
+        "x": 1 - (1 - r[0]) * (1 - r[1]),
+        "y": 1 - (1 - r[2]) * (1 - r[3]) * (1 - r[4]),
+        "z": 1 - (1 - r[5]) * (1 - r[6]),
+    }
     exp = np.array([hh[h] for h in df["hh"]])
     np.testing.assert_allclose(rep.household_risk, exp, rtol=1e-12)
     assert math.isclose(rep.to_dict()["household_expected_reidentifications"], exp.sum(), rel_tol=1e-12)
@@ -177,11 +195,16 @@ def test_household_risk_as_sdcmicro():
 
 def test_ldiversity_against_direct_computation(rng):
     n = 300
-    df = pd.DataFrame({"a": rng.integers(0, 4, n), "b": rng.integers(0, 3, n),
-                       "s": rng.choice([1.0, 2.0, 3.0, np.nan], n, p=[.5, .3, .15, .05])})
+    df = pd.DataFrame(
+        {
+            "a": rng.integers(0, 4, n),
+            "b": rng.integers(0, 3, n),
+            "s": rng.choice([1.0, 2.0, 3.0, np.nan], n, p=[0.5, 0.3, 0.15, 0.05]),
+        }
+    )
     rep = assess_risk(df, ["a", "b"], sensitive=["s"])
     per = rep.l_diversity_per_record["s"]
-    for (a, b), g in df.groupby(["a", "b"]):
+    for _key, g in df.groupby(["a", "b"]):
         idx = g.index.to_numpy()
         vals = g["s"]
         counts = vals.value_counts(dropna=True)
@@ -204,14 +227,17 @@ def test_missing_as_category_differs_from_wildcard():
     np.testing.assert_array_equal(cat.fk, [2, 2, 1, 1])
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"keys": ["nope"]}, "nope"),
-    ({"keys": ["a"], "weight": "w0"}, "w0"),
-    ({"keys": ["a"], "weight": "a"}, "both"),
-    ({"keys": ["a"], "household": "hna"}, "hna"),
-    ({"keys": ["a"], "missing": "drop"}, "missing"),
-    ({"keys": []}, "key"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"keys": ["nope"]}, "nope"),
+        ({"keys": ["a"], "weight": "w0"}, "w0"),
+        ({"keys": ["a"], "weight": "a"}, "both"),
+        ({"keys": ["a"], "household": "hna"}, "hna"),
+        ({"keys": ["a"], "missing": "drop"}, "missing"),
+        ({"keys": []}, "key"),
+    ],
+)
 def test_bad_input_messages(kwargs, words):
     df = pd.DataFrame({"a": [1, 2], "w0": [0.5, 3.0], "hna": [1, None]})
     with pytest.raises(DPStudioError, match=words):
@@ -222,8 +248,19 @@ def test_cli_risk_equals_engine(free1, ref, tmp_path, capsys):
     from dpstudio.cli import main
 
     per = tmp_path / "per.csv"
-    argv = ["risk", str(FREE1 / "free1.csv"), "--weight", "WEIGHT", "--role", "EDUC1=confidential",
-            "--type", "SEX=categorical", "--per-record", str(per), "--json"]
+    argv = [
+        "risk",
+        str(FREE1 / "free1.csv"),
+        "--weight",
+        "WEIGHT",
+        "--role",
+        "EDUC1=confidential",
+        "--type",
+        "SEX=categorical",
+        "--per-record",
+        str(per),
+        "--json",
+    ]
     for k in ref["keys"]:
         argv += ["--role", f"{k}=k-quasi"]
     assert main(argv) == 0
@@ -242,10 +279,16 @@ def test_cli_risk_equals_engine(free1, ref, tmp_path, capsys):
 # The fast path (WildcardIndex: one sort per pair of missing patterns on distinct codes) and the
 # general path (one group-by per pair on records) must give the pairwise oracle's counts exactly.
 
-many = st.integers(1, 80).flatmap(lambda n: st.tuples(
-    st.lists(st.lists(st.one_of(st.integers(0, 3), st.none(), st.none()), min_size=6, max_size=6),
-             min_size=n, max_size=n),
-    st.lists(st.floats(1.0, 50.0), min_size=n, max_size=n)))
+many = st.integers(1, 80).flatmap(
+    lambda n: st.tuples(
+        st.lists(
+            st.lists(st.one_of(st.integers(0, 3), st.none(), st.none()), min_size=6, max_size=6),
+            min_size=n,
+            max_size=n,
+        ),
+        st.lists(st.floats(1.0, 50.0), min_size=n, max_size=n),
+    )
+)
 
 
 def _frame(rows, w):
@@ -258,7 +301,7 @@ def _frame(rows, w):
 @settings(max_examples=60, deadline=None)
 @given(data=many, path=st.sampled_from(["index", "pairwise"]))
 def test_fk_Fk_many_missing_patterns_match_oracle(data, path):
-    import dpstudio.engine.measures.survey_risk as sr
+    import dpstudio.engine.algorithms.frequencies as sr
 
     rows, w = data
     X, df = _frame(rows, w)
@@ -279,14 +322,14 @@ def test_fk_Fk_many_missing_patterns_match_oracle(data, path):
 @settings(max_examples=60, deadline=None)
 @given(many, many)
 def test_query_counts_match_oracle(qdata, ddata):
-    from dpstudio.engine.measures.survey_risk import encode_keys, wildcard_counts
+    from dpstudio.engine.algorithms.frequencies import encode_keys, wildcard_counts
 
     Xq, dq = _frame(*qdata)
     Xd, dd = _frame(*ddata)
     both = pd.concat([dq, dd], ignore_index=True)  # one coding for query and data
     codes, cards = encode_keys(both, list("abcdef"))
     wd = np.asarray(ddata[1])
-    fk, Fk = wildcard_counts(codes[: len(dq)], cards, d_codes=codes[len(dq):], d_weights=wd)
+    fk, Fk = wildcard_counts(codes[: len(dq)], cards, d_codes=codes[len(dq) :], d_weights=wd)
     a, b = Xq[:, None, :], Xd[None, :, :]
     ok = ((a == b) | np.isnan(a) | np.isnan(b)).all(axis=2)
     np.testing.assert_array_equal(fk, ok.sum(axis=1))
@@ -294,7 +337,7 @@ def test_query_counts_match_oracle(qdata, ddata):
 
 
 def test_index_and_general_path_agree_on_a_larger_file(rng):
-    import dpstudio.engine.measures.survey_risk as sr
+    import dpstudio.engine.algorithms.frequencies as sr
 
     n = 3000
     X = rng.integers(0, 5, (n, 5)).astype(float)

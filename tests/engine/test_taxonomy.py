@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpstudio.engine.errors import InputError
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy, load_hierarchy
 from dpstudio.engine.hierarchies.taxonomy import Taxonomy, load_taxonomy
-
 from tests.conftest import shared_path
 
 
@@ -30,13 +30,14 @@ def random_tree(draw_parents) -> Taxonomy:
 
 
 trees = st.integers(2, 25).flatmap(
-    lambda n: st.tuples(*[st.just(0)] + [st.integers(0, i - 1) for i in range(1, n)]))
+    lambda n: st.tuples(*[st.just(0)] + [st.integers(0, i - 1) for i in range(1, n)])
+)
 
 
 def test_eq_6_6_values_on_hand_tree():
     t = hand_tree()
-    assert t.distance("a", "b") == pytest.approx(math.log2(1 + 2 / 4))   # φ: {a,X,*},{b,X,*}
-    assert t.distance("a", "c") == pytest.approx(math.log2(1 + 3 / 4))   # {a,X,*},{c,*}
+    assert t.distance("a", "b") == pytest.approx(math.log2(1 + 2 / 4))  # φ: {a,X,*},{b,X,*}
+    assert t.distance("a", "c") == pytest.approx(math.log2(1 + 3 / 4))  # {a,X,*},{c,*}
     assert t.distance("a", "X") == pytest.approx(math.log2(1 + 1 / 3))
     assert t.distance("a", "*") == pytest.approx(math.log2(1 + 2 / 3))
     assert t.distance("c", "c") == 0.0
@@ -91,8 +92,9 @@ def test_unbalanced_tree_uses_exact_sensitivity_when_larger():
 
 
 def test_adult_occupation_from_arx():
-    t = load_taxonomy(str(shared_path("adult", "hierarchies", "adult_hierarchy_occupation.csv")),
-                      "occupation")
+    t = load_taxonomy(
+        str(shared_path("adult", "hierarchies", "adult_hierarchy_occupation.csv")), "occupation"
+    )
     assert t.n_leaves == 14 and t.n_concepts == 18  # 14 + 3 groups + '*'
     assert t.concepts[t.a_b] == "Exec-managerial"  # smallest branch (Nontechnical), alphabetical
     assert t.concepts[t.a_t] == "Adm-clerical"
@@ -121,7 +123,7 @@ def test_arx_label_at_two_places_refused():
 def test_parent_child_csv_through_load_hierarchy(tmp_path):
     p = tmp_path / "tax.csv"
     p.write_text("child,parent\na,X\nb,X\nX,*\nc,*\n")
-    h = load_hierarchy(str(p), "v")          # the one loader of hierarchies
+    h = load_hierarchy(str(p), "v")  # the one loader of hierarchies
     assert h.height == 3 and set(h.leaves) == {"a", "b", "c"}
     t = load_taxonomy(str(p), "v")
     ref = hand_tree()

@@ -40,20 +40,46 @@ def _seeds() -> list[bytes]:
     cities = ["Zürich", "Genève", "Bern", 'Saint "X"', "Lu, cerne", "Chur"]
     s1 = "id,x,flag,city,price\n" + "".join(
         f'{ids[i]},{xs[i]},{flags[i]},"{cities[i % 6].replace(chr(34), chr(34) * 2)}",{i * 1.5:.2f}\n'
-        for i in range(n))
+        for i in range(n)
+    )
     s2 = "id;x;amount;note\r\n" + "".join(
         f"{ids[i]};{str(xs[i]).replace('.', ',')};{i * 1000 + 234},5;{'NA' if i % 5 == 0 else 'ok'}\r\n"
-        for i in range(n))
+        for i in range(n)
+    )
     s3 = "x\tcode\tw\n" + "".join(f"{xs[i]}\t{i % 7:03d}\t{i}.{i % 10}0\n" for i in range(n))
-    s4 = "x|text\n" + "".join(f'{xs[i]}|"multi\nline {i}"\n' if i % 4 == 0 else f"{xs[i]}|t{i}\n"
-                               for i in range(n))
+    s4 = "x|text\n" + "".join(
+        f'{xs[i]}|"multi\nline {i}"\n' if i % 4 == 0 else f"{xs[i]}|t{i}\n" for i in range(n)
+    )
     return [s1.encode("utf-8"), s2.encode("cp1252"), s3.encode("utf-8"), s4.encode("utf-8")]
 
 
 SEEDS = _seeds()
-TOKENS = [b'"', b"\r", b"\n", b"\r\n", b",", b";", b"\t", b"|", b"\x00", b"\xff\xfe", b"\xef\xbb\xbf",
-          b"NA", b"00", b"1e308", b"-", b".", b",5", b"\xe9", b"\x81", b'""', b'"\n"', b"x" * 140_000,
-          b";" * 3000, b"\t" * 25_000]
+TOKENS = [
+    b'"',
+    b"\r",
+    b"\n",
+    b"\r\n",
+    b",",
+    b";",
+    b"\t",
+    b"|",
+    b"\x00",
+    b"\xff\xfe",
+    b"\xef\xbb\xbf",
+    b"NA",
+    b"00",
+    b"1e308",
+    b"-",
+    b".",
+    b",5",
+    b"\xe9",
+    b"\x81",
+    b'""',
+    b'"\n"',
+    b"x" * 140_000,
+    b";" * 3000,
+    b"\t" * 25_000,
+]
 
 
 def mutate(data: bytes, rng: np.random.Generator) -> bytes:
@@ -61,51 +87,59 @@ def mutate(data: bytes, rng: np.random.Generator) -> bytes:
     for _ in range(int(rng.integers(1, 5))):
         op = int(rng.integers(0, 9))
         pos = int(rng.integers(0, len(b) + 1)) if b else 0
-        if op == 0 and b:                                  # flip a byte
+        if op == 0 and b:  # flip a byte
             b[min(pos, len(b) - 1)] = int(rng.integers(0, 256))
-        elif op == 1:                                      # insert random bytes
+        elif op == 1:  # insert random bytes
             b[pos:pos] = bytes(rng.integers(0, 256, int(rng.integers(1, 8))).astype(np.uint8))
-        elif op == 2 and b:                                # delete a range
-            b[pos:pos + int(rng.integers(1, 40))] = b""
-        elif op == 3 and b:                                # duplicate a range
-            seg = bytes(b[pos:pos + int(rng.integers(1, 200))])
+        elif op == 2 and b:  # delete a range
+            b[pos : pos + int(rng.integers(1, 40))] = b""
+        elif op == 3 and b:  # duplicate a range
+            seg = bytes(b[pos : pos + int(rng.integers(1, 200))])
             b[pos:pos] = seg * int(rng.integers(1, 4))
-        elif op in (4, 5, 6):                              # splice a nasty token
+        elif op in (4, 5, 6):  # splice a nasty token
             b[pos:pos] = TOKENS[int(rng.integers(0, len(TOKENS)))]
-        elif op == 7:                                      # truncate
+        elif op == 7:  # truncate
             del b[pos:]
-        else:                                              # swap two lines
+        else:  # swap two lines
             lines = bytes(b).split(b"\n")
             if len(lines) > 2:
                 i, j = rng.integers(0, len(lines), 2)
                 lines[i], lines[j] = lines[j], lines[i]
                 b = bytearray(b"\n".join(lines))
     out = bytes(b)
-    if rng.random() < 0.03:                                # re-encoded as UTF-16
+    if rng.random() < 0.03:  # re-encoded as UTF-16
         out = out.decode("latin-1").encode("utf-16")
     return out
 
 
 @dataclass
-class Figures:
+class CaseFigures:
+    """What every fuzzer counts: cases, how they ended, time, failures."""
+
     cases: int = 0
-    reader: int = 0
-    protect: int = 0
     ok: int = 0
     clean: int = 0
     uncaught: int = 0
     slow: int = 0
-    altered: int = 0
     seconds: float = 0.0
     max_case_seconds: float = 0.0
     failures: list = field(default_factory=list)
-    slowest: tuple | None = field(default=None, repr=False)   # (case, kind, bytes)
+
+
+@dataclass
+class Figures(CaseFigures):
+    reader: int = 0
+    protect: int = 0
+    altered: int = 0
+    slowest: tuple | None = field(default=None, repr=False)  # (case, kind, bytes)
 
     def line(self) -> str:
-        return (f"{self.cases} cases ({self.reader} reader, {self.protect} protect): "
-                f"{self.ok} ok, {self.clean} clean errors, {self.uncaught} uncaught, "
-                f"{self.slow} over {SLOW_SECONDS:g} s, {self.altered} altered; "
-                f"{self.seconds:.1f} s in all, slowest case {self.max_case_seconds:.2f} s")
+        return (
+            f"{self.cases} cases ({self.reader} reader, {self.protect} protect): "
+            f"{self.ok} ok, {self.clean} clean errors, {self.uncaught} uncaught, "
+            f"{self.slow} over {SLOW_SECONDS:g} s, {self.altered} altered; "
+            f"{self.seconds:.1f} s in all, slowest case {self.max_case_seconds:.2f} s"
+        )
 
 
 def _clean(exc: BaseException) -> bool:
@@ -125,9 +159,9 @@ def _texts(path: str, meta) -> dict[str, list[str]] | None:
 
 
 def _altered(inp: str, out: str, protected: str) -> int:
-    from dpstudio.engine import io as dio
-
     from collections import Counter
+
+    from dpstudio.engine import io as dio
 
     _, meta = dio.read_table(inp)
     a = _texts(inp, meta)
@@ -166,8 +200,21 @@ def run_case(i: int, data: bytes, kind: str, folder: str, fig: Figures) -> None:
             out = os.path.join(folder, f"case{i}.out.csv")
             err = io.StringIO()
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-                rc = cli.main(["protect", path, out, "--method", "mdav", "--k", "2", "--role",
-                               "x=k-quasi", "--no-measures", "--no-audit-trail"])
+                rc = cli.main(
+                    [
+                        "protect",
+                        path,
+                        out,
+                        "--method",
+                        "mdav",
+                        "--k",
+                        "2",
+                        "--role",
+                        "x=k-quasi",
+                        "--no-measures",
+                        "--no-audit-trail",
+                    ]
+                )
             msg = err.getvalue().strip()
             if rc == 0:
                 fig.ok += 1
@@ -200,8 +247,7 @@ def run_case(i: int, data: bytes, kind: str, folder: str, fig: Figures) -> None:
             pass
 
 
-def run(cases: int, seed: int = 15, protect_share: float = 0.2,
-        progress=None) -> Figures:
+def run(cases: int, seed: int = 15, protect_share: float = 0.2, progress=None) -> Figures:
     """Run ``cases`` fuzz cases (``protect_share`` of them through ``dpstudio protect``)."""
     import warnings
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from tests.fuzz.fuzzer import CaseFigures
 from tests.fuzz.fuzzer import mutate as mutate_bytes
 
 SLOW_SECONDS = 10.0
@@ -74,10 +75,36 @@ def _time_limit(seconds: float):
 
 HUGE_INT_TEXT = "9" * 5000
 HOSTILE_TEXTS = [
-    "Infinity", "-Infinity", "NaN", "1e9", "1e999", "-1", "0", "1.5", "true", "null", '""', '"x"',
-    '"' + "x" * 100_000 + '"', "[]", "{}", '["a"]', '{"a": 1}', "[" * 100_000 + "]" * 100_000,
-    HUGE_INT_TEXT, "-" + HUGE_INT_TEXT, "4" * 4300, str(2**53 + 1), str(2**64), '"0x"',
-    '"../../../etc/passwd"', '"/dev/zero"', '"\\u0000"', "1e308", "-0", "[[[[[[1]]]]]]",
+    "Infinity",
+    "-Infinity",
+    "NaN",
+    "1e9",
+    "1e999",
+    "-1",
+    "0",
+    "1.5",
+    "true",
+    "null",
+    '""',
+    '"x"',
+    '"' + "x" * 100_000 + '"',
+    "[]",
+    "{}",
+    '["a"]',
+    '{"a": 1}',
+    "[" * 100_000 + "]" * 100_000,
+    HUGE_INT_TEXT,
+    "-" + HUGE_INT_TEXT,
+    "4" * 4300,
+    str(2**53 + 1),
+    str(2**64),
+    '"0x"',
+    '"../../../etc/passwd"',
+    '"/dev/zero"',
+    '"\\u0000"',
+    "1e308",
+    "-0",
+    "[[[[[[1]]]]]]",
 ]
 
 
@@ -135,20 +162,12 @@ def mutate_json(seed_text: str, rng: np.random.Generator) -> bytes:
 
 
 @dataclass
-class Figures:
-    cases: int = 0
+class Figures(CaseFigures):
     per_kind: dict = field(default_factory=lambda: {k: 0 for k in KINDS})
-    ok: int = 0
-    clean: int = 0
-    uncaught: int = 0
-    slow: int = 0
     wrong: int = 0
     special_paths: int = 0
     differential_checks: int = 0
     disjoint_checks: int = 0
-    seconds: float = 0.0
-    max_case_seconds: float = 0.0
-    failures: list = field(default_factory=list)
 
     def line(self) -> str:
         kinds = ", ".join(f"{self.per_kind[k]} {k}" for k in KINDS)
@@ -199,10 +218,36 @@ def _frame() -> pd.DataFrame:
 FRAME = _frame()
 NUMERIC = ("id", "x", "f", "n")
 LITERALS = [
-    "0", "1", "-1", "3", "2.5", "-2.5", "50", "99.99", "1e999", "-1e999", str(2**53), str(2**53 + 1),
-    "9007199254740992.0", str(2**63), str(2**64), "1" + "0" * 30, "1e308", "0.1", "true", "false",
+    "0",
+    "1",
+    "-1",
+    "3",
+    "2.5",
+    "-2.5",
+    "50",
+    "99.99",
+    "1e999",
+    "-1e999",
+    str(2**53),
+    str(2**53 + 1),
+    "9007199254740992.0",
+    str(2**63),
+    str(2**64),
+    "1" + "0" * 30,
+    "1e308",
+    "0.1",
+    "true",
+    "false",
 ]
-EDGE_LITERALS = ["1e999", "-1e999", "5", str(2**53), str(2**53 + 1), "9007199254740992.0", "9007199254740993.5"]
+EDGE_LITERALS = [
+    "1e999",
+    "-1e999",
+    "5",
+    str(2**53),
+    str(2**53 + 1),
+    "9007199254740992.0",
+    "9007199254740993.5",
+]
 TEXT_LITS = ["'a'", "'b'", "'Zürich'", "'it\\'s'", "'3'", '"a"', "''", "'\\\\'"]
 OPS = ("==", "!=", "<", "<=", ">", ">=")
 
@@ -249,9 +294,42 @@ def gen_query(rng: np.random.Generator) -> tuple[str, bool]:
         return big[int(rng.integers(0, len(big)))], True
     if r < 0.18:  # token soup
         vocab = [
-            "count", "mean", "(", ")", "x", "f", "g", "and", "or", "not", "in", "where", "by", "==", "<",
-            ",", ";", "'", '"', "`", "1e999", HUGE_INT_TEXT[:500], "*", "[", "]", "\x00", "é", "\\", "value",
-            "proportion", "mode", "-", ".", "1", "2.5", "true",
+            "count",
+            "mean",
+            "(",
+            ")",
+            "x",
+            "f",
+            "g",
+            "and",
+            "or",
+            "not",
+            "in",
+            "where",
+            "by",
+            "==",
+            "<",
+            ",",
+            ";",
+            "'",
+            '"',
+            "`",
+            "1e999",
+            HUGE_INT_TEXT[:500],
+            "*",
+            "[",
+            "]",
+            "\x00",
+            "é",
+            "\\",
+            "value",
+            "proportion",
+            "mode",
+            "-",
+            ".",
+            "1",
+            "2.5",
+            "true",
         ]
         toks = [vocab[int(rng.integers(0, len(vocab)))] for _ in range(int(rng.integers(1, 25)))]
         return " ".join(toks), False
@@ -282,7 +360,9 @@ def reference_mask(df: pd.DataFrame, node) -> np.ndarray:
     """The filter evaluated record by record in exact Python arithmetic (numeric columns)."""
 
     cols = {
-        c: [None if pd.isna(v) else (int(v) if df[c].dtype.kind in "iu" else float(v)) for v in df[c].tolist()]
+        c: [
+            None if pd.isna(v) else (int(v) if df[c].dtype.kind in "iu" else float(v)) for v in df[c].tolist()
+        ]
         for c in NUMERIC
     }
 
@@ -397,8 +477,21 @@ def _write_seeds(folder: str) -> dict:
     rel = os.path.join(folder, "rel.csv")
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         rc = cli.main(
-            ["protect", data, rel, "--method", "mdav", "--k", "3", "--role", "x=k-quasi",
-             "--no-measures", "--no-audit-trail", "--seed", "7"]
+            [
+                "protect",
+                data,
+                rel,
+                "--method",
+                "mdav",
+                "--k",
+                "3",
+                "--role",
+                "x=k-quasi",
+                "--no-measures",
+                "--no-audit-trail",
+                "--seed",
+                "7",
+            ]
         )
     assert rc == 0, "the seed release could not be made"
     with open(os.path.join(folder, "rel.metadata.json"), encoding="utf-8") as fh:
@@ -483,9 +576,11 @@ def run_case(i: int, kind: str, seeds: dict, folder: str, rng: np.random.Generat
                     fig.special_paths += 1
                     path = special
                 else:
-                    seed_text = {"recipe": seeds["recipe"], "ledger": seeds["ledger"], "metadata": seeds["meta"]}[
-                        kind
-                    ]
+                    seed_text = {
+                        "recipe": seeds["recipe"],
+                        "ledger": seeds["ledger"],
+                        "metadata": seeds["meta"],
+                    }[kind]
                     payload = mutate_json(seed_text, rng)
                     detail = payload[:120].decode("utf-8", "replace")
                     name = "rel.metadata.json" if kind == "metadata" else f"case{i}.json"
@@ -496,7 +591,15 @@ def run_case(i: int, kind: str, seeds: dict, folder: str, rng: np.random.Generat
                     if rng.random() < 0.15:
                         out = os.path.join(folder, f"out{i}.csv")
                         _cli_one_line(
-                            ["protect", seeds["data"], out, "--recipe", path, "--no-measures", "--no-audit-trail"]
+                            [
+                                "protect",
+                                seeds["data"],
+                                out,
+                                "--recipe",
+                                path,
+                                "--no-measures",
+                                "--no-audit-trail",
+                            ]
                         )
                     else:
                         load_recipe(path)
@@ -564,7 +667,9 @@ def check_edge_pairs(fig: Figures) -> None:
                     fig.disjoint_checks += 1
                     if (masks[a] & masks[b]).any():
                         fig.wrong += 1
-                        fig.failures.append((-1, "query", f"'{a}' and '{b}' declared disjoint, a record matches both"))
+                        fig.failures.append(
+                            (-1, "query", f"'{a}' and '{b}' declared disjoint, a record matches both")
+                        )
 
 
 def run(cases: int, seed: int = 21, shares: dict | None = None, progress=None) -> Figures:

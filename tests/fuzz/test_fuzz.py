@@ -17,7 +17,7 @@ def test_fuzz_readers_and_protect():
     fig = fuzzer.run(cases, seed=seed)
     print(fig.line())
     assert fig.cases == cases >= 2000 or "FUZZ_CASES" in os.environ
-    assert fig.protect >= cases // 10 and fig.ok >= cases // 10   # the cases do reach the engine
+    assert fig.protect >= cases // 10 and fig.ok >= cases // 10  # the cases do reach the engine
     assert fig.uncaught == 0, fig.failures[:5]
     assert fig.slow == 0, fig.failures[:5]
     assert fig.altered == 0, fig.failures[:5]

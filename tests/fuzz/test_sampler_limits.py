@@ -28,10 +28,21 @@ COMBOS = [
     # a single attribute: ε over the span is below the limit -- refused up front, column named
     ("laplace", {"epsilon": 1e-6}, {"x": (0, 1e7)}, {"x": 1e-6}, ["'x'", "precision", "ε", "2^-62"]),
     ("ir-dp", {"epsilon": 1e-6, "k": 3}, {"x": (0, 1e7)}, {"x": 1e-6}, ["'x'", "precision", "2^-62"]),
-    ("insensitive-dp", {"epsilon": 1e-6, "k": 3}, {"x": (0, 1e7)}, {"x": 1e-6}, ["'x'", "precision", "2^-62"]),
+    (
+        "insensitive-dp",
+        {"epsilon": 1e-6, "k": 3},
+        {"x": (0, 1e7)},
+        {"x": 1e-6},
+        ["'x'", "precision", "2^-62"],
+    ),
     # the ε split: each bound alone is fine, the weight of 1/1001 of ε on x is not
-    ("laplace", {"epsilon": 1e-6, "budget": "weights", "weights": {"x": 1, "y": 1000}},
-     {"x": (0, 1e6), "y": (0, 1e3)}, {"x": 1e-6, "y": 1e-3}, ["precision", "ε", "2^-62"]),
+    (
+        "laplace",
+        {"epsilon": 1e-6, "budget": "weights", "weights": {"x": 1, "y": 1000}},
+        {"x": (0, 1e6), "y": (0, 1e3)},
+        {"x": 1e-6, "y": 1e-3},
+        ["precision", "ε", "2^-62"],
+    ),
     # the cluster count: insensitive-dp's L1 sensitivity is (number of clusters) × span
     ("insensitive-dp", {"epsilon": 1e-6, "k": 3}, {"x": (0, 1e6)}, {"x": 1e-6}, ["precision", "ε", "2^-62"]),
 ]
@@ -52,11 +63,25 @@ def test_engine_refuses_with_a_parameter_error(method, params, domains, precisio
 def test_a_coarser_precision_as_advised_works():
     df = _frame()
     with pytest.raises(ParameterError) as ei:
-        engine.protect(df, "laplace", {"x": "eps-quasi"}, domains={"x": (0, 1e7)}, epsilon=1e-6,
-                       precision={"x": 1e-6}, seed=1)
+        engine.protect(
+            df,
+            "laplace",
+            {"x": "eps-quasi"},
+            domains={"x": (0, 1e7)},
+            epsilon=1e-6,
+            precision={"x": 1e-6},
+            seed=1,
+        )
     advised = float(str(ei.value).split("--precision x=")[1].split(",")[0])
-    res = engine.protect(df, "laplace", {"x": "eps-quasi"}, domains={"x": (0, 1e7)}, epsilon=1e-6,
-                         precision={"x": advised}, seed=1)
+    res = engine.protect(
+        df,
+        "laplace",
+        {"x": "eps-quasi"},
+        domains={"x": (0, 1e7)},
+        epsilon=1e-6,
+        precision={"x": advised},
+        seed=1,
+    )
     assert len(res.data) == NREC
 
 
@@ -76,15 +101,34 @@ def test_the_limit_itself_is_not_refused():
 @pytest.mark.parametrize("method,params,domains,precision,words", COMBOS)
 def test_cli_exit_2_one_line(tmp_path, capsys, method, params, domains, precision, words):
     _frame().to_csv(tmp_path / "d.csv", index=False)
-    argv = ["protect", str(tmp_path / "d.csv"), str(tmp_path / "out.csv"), "--no-measures",
-            "--method", method, "--epsilon", str(params["epsilon"])]
+    argv = [
+        "protect",
+        str(tmp_path / "d.csv"),
+        str(tmp_path / "out.csv"),
+        "--no-measures",
+        "--method",
+        method,
+        "--epsilon",
+        str(params["epsilon"]),
+    ]
     if "k" in params:
         argv += ["--k", str(params["k"])]
     for c, (a, b) in domains.items():
-        argv += ["--role", f"{c}=eps-quasi", "--domain", f"{c}={a:g}:{b:g}", "--precision", f"{c}={precision[c]:g}"]
+        argv += [
+            "--role",
+            f"{c}=eps-quasi",
+            "--domain",
+            f"{c}={a:g}:{b:g}",
+            "--precision",
+            f"{c}={precision[c]:g}",
+        ]
     if params.get("budget") == "weights":
-        argv += ["--budget", "weights", "--param",
-                 "weights=" + ",".join(f"{c}:{w}" for c, w in params["weights"].items())]
+        argv += [
+            "--budget",
+            "weights",
+            "--param",
+            "weights=" + ",".join(f"{c}:{w}" for c, w in params["weights"].items()),
+        ]
     code = cli.main(argv)
     err = capsys.readouterr().err.strip()
     assert code == 2, err
@@ -110,9 +154,16 @@ def test_fuzzed_combinations_never_raise_the_samplers_error():
         if rng.random() < 0.5:
             kw.update(budget="weights", weights={"x": 1.0, "y": float(10.0 ** rng.uniform(0, 3))})
         try:
-            engine.protect(df, method, {"x": "eps-quasi", "y": "eps-quasi"},
-                           domains={"x": (0, width), "y": (0, 1000)}, precision={"x": gamma, "y": 0.001},
-                           epsilon=eps, seed=int(rng.integers(1, 2**31)), **kw)
+            engine.protect(
+                df,
+                method,
+                {"x": "eps-quasi", "y": "eps-quasi"},
+                domains={"x": (0, width), "y": (0, 1000)},
+                precision={"x": gamma, "y": 0.001},
+                epsilon=eps,
+                seed=int(rng.integers(1, 2**31)),
+                **kw,
+            )
             outcomes["ok"] += 1
         except engine.DPStudioError as exc:
             assert "\n" not in str(exc)

@@ -40,6 +40,37 @@ def column_values(s: pd.Series):
     return s.array
 
 
+def _label_maps(names: list[str], labels: dict[str, dict]) -> dict[int, dict]:
+    """Column index -> {value: label}, numeric keys also as floats (codes read as 1.0 match a
+    label keyed 1).
+    """
+    out: dict[int, dict] = {}
+    for j, n in enumerate(names):
+        lab = labels.get(n)
+        if not lab:
+            continue
+        m: dict = {}
+        for k, v in lab.items():
+            m[k] = str(v)
+            try:
+                m[float(k)] = str(v)
+            except (TypeError, ValueError):
+                pass
+        out[j] = m
+    return out
+
+
+def _lookup(labels: dict, v) -> str | None:
+    try:
+        hit = labels.get(v)
+    except TypeError:  # unhashable
+        return None
+    if hit is None and isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
+        f = float(v)
+        hit = labels.get(f) if f == f else None
+    return hit
+
+
 class DataFrameModel(QAbstractTableModel):
     """Shows ``df``; optionally a role per column in the header tooltip."""
 
@@ -49,6 +80,9 @@ class DataFrameModel(QAbstractTableModel):
         self._cols: list[np.ndarray] = []
         self._names: list[str] = []
         self._roles: dict[str, str] = {}
+        #: column index -> {value: label} shown instead of the codes (issue 24 §3)
+        self._labels: dict[int, dict] = {}
+        self._label_source: dict[str, dict] = {}
         if df is not None:
             self.set_frame(df)
 
@@ -58,7 +92,24 @@ class DataFrameModel(QAbstractTableModel):
         self._df = df if df is not None else pd.DataFrame()
         self._names = [str(c) for c in self._df.columns]
         self._cols = [column_values(self._df.iloc[:, i]) for i in range(self._df.shape[1])]
+        self._labels = _label_maps(self._names, self._label_source)
         self.endResetModel()
+
+    def set_value_labels(self, labels: dict[str, dict] | None) -> None:
+        """Show the SPSS/Stata value labels of the columns (``None``: the codes)."""
+        self._label_source = dict(labels or {})
+        self._labels = _label_maps(self._names, self._label_source)
+        if self._names and len(self._df):
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self._df) - 1, len(self._names) - 1))
+
+    def display(self, col: int, v) -> str:
+        """The text of value ``v`` of column ``col`` (its label when labels are shown)."""
+        lab = self._labels.get(col)
+        if lab:
+            hit = _lookup(lab, v)
+            if hit is not None:
+                return hit
+        return format_value(v)
 
     def frame(self) -> pd.DataFrame:
         return self._df
@@ -79,13 +130,19 @@ class DataFrameModel(QAbstractTableModel):
         if not index.isValid():
             return None
         if role == Qt.ItemDataRole.DisplayRole:
-            return format_value(self._cols[index.column()][index.row()])
+            return self.display(index.column(), self._cols[index.column()][index.row()])
         if role == Qt.ItemDataRole.BackgroundRole:
             v = self._cols[index.column()][index.row()]
             if v is None or v is pd.NA or (isinstance(v, (float, np.floating)) and math.isnan(v)):
                 return _MISSING_BRUSH
             return None
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() in self._labels:
+            v = self._cols[index.column()][index.row()]
+            lab = _lookup(self._labels[index.column()], v)
+            return f"{format_value(v)} = {lab}" if lab is not None else None
         if role == Qt.ItemDataRole.TextAlignmentRole:
+            if index.column() in self._labels:  # labels are text
+                return int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
             if self._cols[index.column()].dtype.kind in "iuf":
                 return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None

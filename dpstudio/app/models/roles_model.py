@@ -100,6 +100,7 @@ class RolesModel(QAbstractTableModel):
         self._pending: dict[tuple[str, int], str] = {}
         state.sig_data_changed.connect(self.reset)
         state.sig_roles_changed.connect(self.refresh)
+        state.sig_recipe_changed.connect(self.refresh)  # the method decides what missing values mean
         self.reset()
 
     # --- Public API
@@ -293,8 +294,9 @@ class RolesModel(QAbstractTableModel):
         if c == C_ROLE:
             return ROLE_LABELS.get(st.roles.get(name, "other"), "?") + "  ▾"
         if c == C_TYPE:
-            t, suggested = st.column_type(name)
-            return (f"{t} (suggested)" if suggested else t) + "  ▾"
+            t, _suggested = st.column_type(name)
+            origin = st.type_origin(name)
+            return (f"{t} ({origin})" if origin else t) + "  ▾"
         if c in (C_LO, C_HI):
             return self._cell_text(name, c)
         if c == C_PREC:
@@ -416,8 +418,10 @@ class RolesModel(QAbstractTableModel):
 
 
 def value_labels_of(state: AppState, column: str) -> dict:
-    """The SPSS/Stata value labels of ``column`` read with the file ({} when none)."""
-    vl = getattr(state.input_meta, "value_labels", None) or {}
+    """The SPSS/Stata value labels of ``column`` read with the file ({} when none, or while
+    the labels are switched off).
+    """
+    vl = state.value_labels()
     return dict(vl.get(column) or {})
 
 
@@ -442,13 +446,38 @@ def default_precision_of(state: AppState, name: str) -> float | None:
     """The engine's default γ for ``name`` (shown greyed in the empty cell): from the declared
     type and domain only, as the engine computes it (never the suggested type).
     """
-    from dpstudio.engine.algorithms.noise import default_precision
-    from dpstudio.engine.roles import declared_integer
+    from dpstudio.engine.validation import default_precision
 
     s = state.stats.get(name)
     if s is None or not s.numeric:
         return None
-    return default_precision(state.domains.get(name), declared_integer(state.types, name))
+    return default_precision(name, state.domains, state.types)
+
+
+def missing_note(state: AppState, name: str, n: int) -> tuple[str, str]:
+    """The live check's words for ``n`` missing values of ``name`` under the chosen method
+    (issue 24 §4): a method that treats a missing key value as matching any value (local
+    suppression, the sdcMicro way) keeps them -- a note; with 'drop records with missing
+    values' ticked the records are left out -- a warning; a method that refuses them -- an
+    error, with what to do in the app's words.
+    """
+    from dpstudio.engine.registry import get_method
+
+    mid = state.recipe.method
+    try:
+        spec = get_method(mid) if mid else None
+    except Exception:  # noqa: BLE001 - an unknown method id: no method yet
+        spec = None
+    if spec is not None and spec.missing_matches_any:
+        return f"{n:,} missing: {spec.name} treats them as matching any value (as sdcMicro)", "info"
+    if spec is not None and (state.recipe.params or {}).get("drop_missing"):
+        return f"{n:,} missing: those records are left out of the release", "warning"
+    what = spec.name if spec is not None else "most methods"
+    return (
+        f"{n:,} missing value(s): {what} cannot use them — tick 'drop records with missing "
+        "values' (Method, Advanced parameters) or fill them in",
+        "error" if spec is not None else "warning",
+    )
 
 
 def check_column(state: AppState, name: str, types: bool = True) -> tuple[str, str]:
@@ -467,8 +496,9 @@ def check_column(state: AppState, name: str, types: bool = True) -> tuple[str, s
     msgs = []
     level = "ok"
     if s.missing and role not in ("weight", "household"):
-        msgs.append(f"{s.missing:,} missing value(s): impute or drop those records")
-        level = "error"
+        m, lvl = missing_note(st, name, s.missing)
+        msgs.append(m)
+        level = lvl
     if s.non_numeric and s.numeric is False and s.minimum is not None:
         msgs.append(f"{s.non_numeric:,} non-numeric cell(s)")
         level = "error"
@@ -490,7 +520,7 @@ def check_column(state: AppState, name: str, types: bool = True) -> tuple[str, s
             level = "warning"
     if role in ("k-quasi", "eps-quasi") and types:
         if kind in ("categorical", "ordinal") and not suggested:
-            msgs.append(f"typed {kind}: only methods for categorical attributes apply")
+            msgs.append(f"typed {kind}: methods that average values do not apply")
         elif kind in ("categorical", "ordinal") and s.numeric:
             msgs.append(
                 f"looks {kind} ({s.distinct} integer codes): type it {kind} if the codes are labels, "

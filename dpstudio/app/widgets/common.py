@@ -65,6 +65,29 @@ class Banner(QWidget):
         return "" if self.isHidden() else self.label.text()
 
 
+def labels_checkbox(state, parent: QWidget | None = None):
+    """A "Value labels" check box bound to ``state.show_labels`` (every view has one, as SPSS's
+    View → Value Labels; shown only when the file has labels; issue 24 §3).
+    """
+    from PySide6.QtWidgets import QCheckBox
+
+    cb = QCheckBox("Value labels", parent)
+    cb.setObjectName("labels_checkbox")
+    cb.setToolTip("Show the value labels of the file (e.g. 'Strong Democrat') instead of the codes (Ctrl+L).")
+    cb.setChecked(state.show_labels)
+    cb.toggled.connect(state.set_show_labels)
+
+    def sync(on: bool) -> None:
+        cb.blockSignals(True)
+        cb.setChecked(on)
+        cb.blockSignals(False)
+
+    state.sig_labels_changed.connect(sync)
+    state.sig_data_changed.connect(lambda: cb.setVisible(state.has_value_labels()))
+    cb.setVisible(state.has_value_labels())
+    return cb
+
+
 class LogSlider(QSlider):
     """A horizontal slider over [lo, hi] on a log10 scale; emits the float value."""
 

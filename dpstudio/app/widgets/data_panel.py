@@ -26,6 +26,10 @@ class DataPanel(QWidget):
         self.info = QLabel("No data loaded. Open a file (Ctrl+O), drop one here, or open the sample.")
         self.info.setWordWrap(True)
         top.addWidget(self.info, 1)
+        from dpstudio.app.widgets.common import labels_checkbox
+
+        self.labels_cb = labels_checkbox(state, self)
+        top.addWidget(self.labels_cb)
         self.open_btn = QPushButton("&Open file…")
         self.open_btn.setToolTip(
             "Open CSV, Excel, Parquet, Stata or SPSS data (Ctrl+O). You can also drag a file onto the window."
@@ -54,10 +58,33 @@ class DataPanel(QWidget):
         state.sig_data_changed.connect(self._on_state_data_changed)
         state.sig_roles_changed.connect(self._on_state_roles_changed)
         state.sig_types_changed.connect(lambda _c: self.model.set_frame(state.df))
+        state.sig_labels_changed.connect(self._on_labels_toggled)
+
+    def _on_labels_toggled(self, _on: bool) -> None:
+        self.model.set_value_labels(self.state.value_labels())
+        self._fit_labelled_columns()
+
+    def _fit_labelled_columns(self) -> None:
+        """Labelled columns as wide as their labels on the first rows (at most 240 px): the
+        fixed width cut 'Densely populated' to 'Densely …' (issue 24 §3).
+        """
+        st = self.state
+        if st.df is None:
+            return
+        hh = self.view.horizontalHeader()
+        hh.setResizeContentsPrecision(60)
+        for j, c in enumerate(st.df.columns):
+            if str(c) in st.value_labels():
+                self.view.resizeColumnToContents(j)
+                hh.resizeSection(j, min(max(hh.sectionSize(j), 80), 240))
+            elif hh.sectionSize(j) != hh.defaultSectionSize():
+                hh.resizeSection(j, hh.defaultSectionSize())
 
     def _on_state_data_changed(self) -> None:
         st = self.state
+        self.model.set_value_labels(st.value_labels())
         self.model.set_frame(st.df)
+        self._fit_labelled_columns()
         if st.df is None:
             self.info.setText("No data loaded.")
             return

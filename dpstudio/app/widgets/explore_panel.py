@@ -117,6 +117,50 @@ class ExplorePanel(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
 
         # --- sweep settings
+        box = self._build_sweep_box()
+        lay.addWidget(box)
+        self.banner = Banner(self)
+        lay.addWidget(self.banner)
+        from dpstudio.app.large_file import add_sample_label
+
+        self.sample_label = add_sample_label(state, lay, "explore")  # issue 12: curves from a sample
+        self.status = QLabel(IDLE_STATUS)
+        self.status.setObjectName("sweep_status")
+        lay.addWidget(self.status)
+
+        # --- plots
+        self._build_plots()
+        left = QSplitter(Qt.Orientation.Vertical)
+        left.addWidget(self.sse_plot)
+        left.addWidget(self.rl_plot)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("explore_splitter")
+        self.splitter.addWidget(left)
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.addWidget(self.plane, 1)
+        # --- target box
+        tbox = self._build_target_box()
+        rl.addWidget(tbox)
+        self.splitter.addWidget(right)
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setStretchFactor(1, 1)
+        lay.addWidget(self.splitter, 1)
+        self.hover_label = QLabel(" ")
+        self.hover_label.setObjectName("hover_label")
+        self.hover_label.setStyleSheet("color:#333;")
+        lay.addWidget(self.hover_label)
+        for plot in (self.sse_plot, self.rl_plot, self.plane):
+            plot.scene().sigMouseMoved.connect(lambda pos, p=plot: self._on_mouse_moved(p, pos))
+            plot.scene().sigMouseClicked.connect(lambda ev, p=plot: self._on_mouse_clicked(p, ev))
+        self._connect_state(state)
+        self._enable_grid_fields(state.recipe.method)
+        self._status_before_stale = ""
+
+    def _build_sweep_box(self) -> QGroupBox:
+        """The sweep settings: k, ε, repeats, the SSE scale, log axes and the run button."""
+        state = self.state
         box = QGroupBox("Sweep")
         g = QGridLayout(box)
         g.setContentsMargins(6, 4, 6, 4)
@@ -174,17 +218,10 @@ class ExplorePanel(QWidget):
         g.addWidget(self.run_btn, 0, 8)
         g.setColumnStretch(1, 3)
         g.setColumnStretch(3, 2)
-        lay.addWidget(box)
-        self.banner = Banner(self)
-        lay.addWidget(self.banner)
-        from dpstudio.app.large_file import add_sample_label
+        return box
 
-        self.sample_label = add_sample_label(state, lay, "explore")  # issue 12: curves from a sample
-        self.status = QLabel(IDLE_STATUS)
-        self.status.setObjectName("sweep_status")
-        lay.addWidget(self.status)
-
-        # --- plots
+    def _build_plots(self) -> None:
+        """The SSE and RL plots against k, the risk–utility plane, its legend, front and markers."""
         pg.setConfigOptions(antialias=True)
         self.sse_plot = self._make_plot("Information loss (SSE) vs k", "k", "SSE")
         self.rl_plot = self._make_plot("Disclosure risk (RL %) vs k", "k", "RL (%)")
@@ -213,17 +250,9 @@ class ExplorePanel(QWidget):
             m.setZValue(100)
             plot.addItem(m)
             self.markers[name] = m
-        left = QSplitter(Qt.Orientation.Vertical)
-        left.addWidget(self.sse_plot)
-        left.addWidget(self.rl_plot)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.setObjectName("explore_splitter")
-        self.splitter.addWidget(left)
-        right = QWidget()
-        rl = QVBoxLayout(right)
-        rl.setContentsMargins(0, 0, 0, 0)
-        rl.addWidget(self.plane, 1)
-        # --- target box
+
+    def _build_target_box(self) -> QGroupBox:
+        """The target box: the best computed point under a limit on RL or SSE."""
         tbox = QGroupBox("Target")
         tl = QGridLayout(tbox)
         tl.setContentsMargins(6, 4, 6, 4)
@@ -253,25 +282,15 @@ class ExplorePanel(QWidget):
         tl.addWidget(self.target_value, 0, 1)
         tl.addWidget(self.target_btn, 0, 2)
         tl.addWidget(self.target_result, 1, 0, 1, 3)
-        rl.addWidget(tbox)
-        self.splitter.addWidget(right)
-        self.splitter.setStretchFactor(0, 1)
-        self.splitter.setStretchFactor(1, 1)
-        lay.addWidget(self.splitter, 1)
-        self.hover_label = QLabel(" ")
-        self.hover_label.setObjectName("hover_label")
-        self.hover_label.setStyleSheet("color:#333;")
-        lay.addWidget(self.hover_label)
-        for plot in (self.sse_plot, self.rl_plot, self.plane):
-            plot.scene().sigMouseMoved.connect(lambda pos, p=plot: self._on_mouse_moved(p, pos))
-            plot.scene().sigMouseClicked.connect(lambda ev, p=plot: self._on_mouse_clicked(p, ev))
+        return tbox
+
+    def _connect_state(self, state: AppState) -> None:
+        """Follow the state: new data, types, roles, sweep settings and recipe."""
         state.sig_data_changed.connect(self.clear)
         state.sig_types_changed.connect(lambda _c: self.clear())
         state.sig_roles_changed.connect(self._on_inputs_changed)
         state.sig_sweep_changed.connect(self._on_state_sweep_changed)
         state.sig_recipe_changed.connect(self._on_state_recipe_changed)
-        self._enable_grid_fields(state.recipe.method)
-        self._status_before_stale = ""
 
     # --- Public API
     def request(self) -> dict:

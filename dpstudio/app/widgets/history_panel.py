@@ -494,9 +494,9 @@ class HistoryPanel(QWidget):
         xs = np.array([p[1] for p in pts])
         ys = np.array([p[2] for p in pts])
         self.points.setData(xs, ys)
-        for num, x, y in pts:
-            lab = pg.TextItem(f"#{num}", color=HIGHLIGHT, anchor=(-0.15, 1.0))
-            lab.setPos(math.log10(x), y)  # TextItem is not log-aware: view coordinates
+        for text, lx, y in plane_label_groups(pts):
+            lab = pg.TextItem(text, color=HIGHLIGHT, anchor=(-0.15, 1.0))
+            lab.setPos(lx, y)  # TextItem is not log-aware: view coordinates
             lab.setZValue(91)
             self.plane.addItem(lab)
             self.labels.append(lab)
@@ -506,6 +506,29 @@ class HistoryPanel(QWidget):
             self.selected_point.setData([hit[0][1]], [hit[0][2]])
         else:
             self.selected_point.setData([], [])
+
+
+def plane_label_groups(pts, near: float = 0.05) -> list[tuple[str, float, float]]:
+    """The numbers of candidates whose points lie within ``near`` of the plot's extent of
+    each other (log10 of x, y) as one label ``#2, #3`` at the first one's place: labels of
+    neighbouring points overlapped (issue 24 §8).  Returns (text, log10 x, y).
+    """
+    if not pts:
+        return []
+    lx = [math.log10(x) for _n, x, _y in pts]
+    ys = [y for _n, _x, y in pts]
+    sx = (max(lx) - min(lx)) or 1.0
+    sy = (max(ys) - min(ys)) or 1.0
+    groups: list[list[int]] = []
+    for i in range(len(pts)):
+        for g in groups:
+            j = g[0]
+            if abs(lx[i] - lx[j]) <= near * sx and abs(ys[i] - ys[j]) <= near * sy:
+                g.append(i)
+                break
+        else:
+            groups.append([i])
+    return [(", ".join(f"#{pts[i][0]}" for i in g), lx[g[0]], ys[g[0]]) for g in groups]
 
 
 if __name__ == "__main__":

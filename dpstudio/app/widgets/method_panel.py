@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QPlainTextEdit,
     QPushButton,
     QSlider,
     QSpinBox,
@@ -122,6 +123,23 @@ class SeedEdit(QLineEdit):
         self.setText(format_seed(parse_seed(seed)))
 
 
+def wipe_risks_of(spec, df, roles: dict, checked: dict, hierarchies) -> list[dict]:
+    """:func:`dpstudio.engine.transformation.wipe_risks` for a full-domain generalisation
+    (OLA) of the k-quasis; nothing for other methods (Mondrian cuts record by record).
+    """
+    if not getattr(spec, "generalises", False) or (checked.get("algorithm") or "ola") != "ola":
+        return []
+    kq = [c for c, r in roles.items() if r == "k-quasi"]
+    if not kq or "k" not in checked:
+        return []
+    from dpstudio.engine.transformation import wipe_risks
+
+    sup = checked.get("suppression")
+    return wipe_risks(
+        df, kq, k=int(checked["k"]), suppression=0.05 if sup is None else float(sup), hierarchies=hierarchies
+    )
+
+
 def list_methods() -> list[dict]:
     """The registry's method descriptions."""
     from dpstudio.engine.api import methods
@@ -133,6 +151,25 @@ def _get_spec(method_id: str):
     from dpstudio.engine.registry import get_method
 
     return get_method(method_id)
+
+
+def per_column_text(v: dict) -> str:
+    """A per-column parameter's dict as the form's text: one ``COLUMN=TEXT`` per line."""
+    return "\n".join(f"{c}={x}" for c, x in v.items())
+
+
+def parse_per_column_text(text: str) -> dict[str, str] | None:
+    """The form's text of a per-column parameter: one ``COLUMN=TEXT`` a line (split at the
+    first ``=``; blank lines skipped; a line without ``=`` is a column without text, which the
+    engine's check names).  Empty: None (not given).
+    """
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        col, _, rest = line.partition("=")
+        out[col.strip()] = rest.strip()
+    return out or None
 
 
 class ParamField(QWidget):
@@ -247,6 +284,19 @@ class ParamField(QWidget):
             lay.addWidget(ch)
             lay.addStretch(1)
             self.editor = ch
+        elif self.kind == "per-column":
+            # one line per column: COLUMN=TEXT in the parameter's own grammar (a line, not a
+            # separator: breaks and merges hold commas)
+            te = QPlainTextEdit()
+            te.setObjectName(f"param_{self.name}")
+            te.setPlaceholderText(f"one column per line: COLUMN={p.get('item_help') or 'TEXT'}")
+            te.setTabChangesFocus(True)
+            te.setFixedHeight(3 * te.fontMetrics().lineSpacing() + 14)  # three lines
+            if isinstance(p["default"], dict):
+                te.setPlainText(per_column_text(p["default"]))
+            te.textChanged.connect(self.changed)
+            lay.addWidget(te, 1)
+            self.editor = te
         else:  # mapping / str
             le = QLineEdit()
             le.setObjectName(f"param_{self.name}")
@@ -284,6 +334,8 @@ class ParamField(QWidget):
             return e.currentData()
         if self.kind == "bool":
             return bool(e.isChecked())
+        if self.kind == "per-column":
+            return parse_per_column_text(e.toPlainText())
         text = e.text().strip()
         if self.kind == "mapping":
             if not text:
@@ -318,6 +370,11 @@ class ParamField(QWidget):
         elif self.kind == "mapping" and isinstance(v, dict):
             e.setText("; ".join(f"{k}={x}" for k, x in v.items()))
             self.changed.emit()
+        elif self.kind == "per-column":
+            if isinstance(v, dict) and parse_per_column_text(e.toPlainText()) != {
+                str(c): str(x) for c, x in v.items()
+            }:
+                e.setPlainText(per_column_text(v))  # (emits changed through textChanged)
         else:
             e.setText(str(v))
             self.changed.emit()
@@ -331,6 +388,8 @@ class MethodPanel(QWidget):
     sig_protect_requested = Signal()
     """The user asked to run the method with the current parameters."""
     sig_guarantee_changed = Signal(str)
+    #: a column to build a hierarchy for (the pre-run warning's link, issue 24 §1)
+    sig_build_hierarchy = Signal(str)
     """The guarantee sentence shown changed (the release's own once computed on the data)."""
 
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
@@ -371,6 +430,16 @@ class MethodPanel(QWidget):
         lay.addWidget(self.applicable)
         self.param_error = Banner(self, closable=False)
         lay.addWidget(self.param_error)
+        self.missing_banner = Banner(self, closable=False)
+        self.missing_banner.setObjectName("missing_banner")
+        lay.addWidget(self.missing_banner)
+        # issue 24 §1: before a run, the k-quasis that will be (or may be) wiped to '*'
+        self.wipe_banner = Banner(self, closable=True)
+        self.wipe_banner.setObjectName("wipe_banner")
+        self.wipe_banner.label.setTextFormat(Qt.TextFormat.RichText)
+        self.wipe_banner.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
+        self.wipe_banner.label.linkActivated.connect(self._on_wipe_link)
+        lay.addWidget(self.wipe_banner)
         self.form_box = QGroupBox("Parameters")
         self.form = QFormLayout(self.form_box)
         self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
@@ -697,6 +766,7 @@ class MethodPanel(QWidget):
             return
         guarantee = m["guarantee"]
         self.param_error.hide()
+        self._show_missing()
         self._preview_timer.stop()
         self.preview_runner.cancel()
         try:
@@ -737,7 +807,9 @@ class MethodPanel(QWidget):
         params = self._form_values()
 
         def work(_progress, _check_cancel):
-            checked = _get_spec(mid).check_params(params)
+            spec = _get_spec(mid)
+            checked = spec.check_params(params)
+            risks = wipe_risks_of(spec, df, roles, checked, hierarchies)
             g = preview_guarantee(
                 list(df.columns),
                 mid,
@@ -748,16 +820,53 @@ class MethodPanel(QWidget):
                 hierarchies=hierarchies,
                 **checked,
             )
-            return g, checked
+            return g, checked, risks
 
         def done(out):
-            g, checked = out
+            g, checked, risks = out
             self._show_info(m, g.render(), self._remedy(g, checked))
+            self.show_wipe_risks(risks)
 
         def errored(msg, _details):
             self.param_error.show_message(msg.splitlines()[0], "error")
 
         self.preview_runner.start(work, finished=done, errored=errored)
+
+    def _show_missing(self) -> None:
+        """Before a run: the method refuses the missing values of its columns (issue 24 §4)."""
+        from dpstudio.app.controller import missing_refused_message
+
+        try:
+            msg = missing_refused_message(self.state)
+        except Exception:  # noqa: BLE001 - roles the method cannot take: said by applicability
+            msg = ""
+        if msg:
+            self.missing_banner.show_message("⚠ " + msg, "error")
+        else:
+            self.missing_banner.hide()
+
+    def show_wipe_risks(self, risks: list[dict]) -> None:
+        """The pre-run warning: each k-quasi at risk of '*' in every record, with a link to
+        build it a hierarchy.
+        """
+        if not risks:
+            self.wipe_banner.hide()
+            return
+        lines = []
+        for r in risks:
+            col = html.escape(r["column"])
+            lines.append(
+                ("⚠ " if r["reason"] == "certain" else "• ")
+                + html.escape(r["text"], quote=False)
+                + f" <a href='build:{col}'>Build a hierarchy for {col}…</a>"
+            )
+        self.wipe_banner.show_message(
+            "<br>".join(lines), "warning" if any(r["reason"] == "certain" for r in risks) else "info"
+        )
+
+    def _on_wipe_link(self, link: str) -> None:
+        if link.startswith("build:"):
+            self.sig_build_hierarchy.emit(link[len("build:") :])
 
     @staticmethod
     def _remedy(g: Guarantee, checked: dict) -> str:

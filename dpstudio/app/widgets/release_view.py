@@ -94,6 +94,14 @@ def frequency_table(orig: pd.Series | None, prot: pd.Series, top: int = FREQ_TOP
     return out
 
 
+def _as_number(text):
+    """A category's text as the number it writes ('3', '3.0' -> 3.0), else the text."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return text
+
+
 _ALIGNED: list = []  # [(result, its aligned original)]: the last one, computed once
 
 
@@ -228,6 +236,10 @@ class ReleaseView(QWidget):
         self.summary.setObjectName("release_summary")
         self.summary.setWordWrap(True)
         lay.addWidget(self.summary)
+        from dpstudio.app.widgets.common import labels_checkbox
+
+        self.labels_cb = labels_checkbox(state, self)
+        lay.addWidget(self.labels_cb)
         self.tabs = QTabWidget()
         lay.addWidget(self.tabs, 1)
         # --- records, side by side
@@ -303,6 +315,7 @@ class ReleaseView(QWidget):
         self.tabs.addTab(fw, "Category frequencies")
         self._resize_pending = False
         state.sig_result_changed.connect(self.refresh)
+        state.sig_labels_changed.connect(self._on_labels_toggled)
         self.refresh()
 
     # --- Public API
@@ -314,12 +327,14 @@ class ReleaseView(QWidget):
         if res is None:
             return []
         orig = _aligned(res)
+        labelled = set(getattr(self.state.input_meta, "value_labels", None) or {})  # coded categories
         out = []
         for c in res.data.columns:
             s = res.data[c]
             o = orig[c] if orig is not None and c in orig.columns else None
             text = (
-                not pd.api.types.is_numeric_dtype(s)
+                str(c) in labelled
+                or not pd.api.types.is_numeric_dtype(s)
                 or (o is not None and not pd.api.types.is_numeric_dtype(o))
                 or self.state.types.get(str(c)) in ("categorical", "ordinal", "text")
             )
@@ -343,6 +358,8 @@ class ReleaseView(QWidget):
             return
         data = res.data
         orig = _aligned(res)
+        for m in (self.release_model, self.original_model):
+            m.set_value_labels(self.state.value_labels())
         self.release_model.set_frame(data)
         self.release_model.set_roles(dict(res.roles))
         if orig is not None and len(orig) == len(data):
@@ -395,6 +412,11 @@ class ReleaseView(QWidget):
         self._resize_pending = False
         for v in (self.release_table, self.original_table):
             v.resizeColumnsToContents()
+
+    def _on_labels_toggled(self, _on: bool) -> None:
+        for m in (self.release_model, self.original_model):
+            m.set_value_labels(self.state.value_labels())
+        self._draw_freq(self.freq_attr.currentText())
 
     def select_frequency_attribute(self, name: str) -> None:
         self.freq_attr.setCurrentText(name)
@@ -456,8 +478,12 @@ class ReleaseView(QWidget):
         orig = orig_full[attr] if orig_full is not None and attr in orig_full.columns else None
         t = frequency_table(orig, res.data[attr])
         self.freq.setRowCount(len(t))
+        from dpstudio.app.models.roles_model import label_of
+
+        labels = self.state.value_labels().get(attr) or {}
         for i, (cat, row) in enumerate(t.iterrows()):
-            self.freq.setItem(i, 0, QTableWidgetItem(str(cat)))
+            lab = label_of(labels, _as_number(cat)) if labels else None
+            self.freq.setItem(i, 0, QTableWidgetItem(f"{cat}  {lab}" if lab else str(cat)))
             for j, (col, kind) in enumerate(
                 (
                     ("original", "i"),

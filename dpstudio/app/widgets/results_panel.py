@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QComboBox,
@@ -61,6 +61,16 @@ MEASURE_LABELS = {
     "keps_ola_suppressed_pct": "Records suppressed by generalisation (%)",
     "keps_min_class_size": "Smallest class on the released k-quasis",
     "keps_share_below_k": "Share of records in classes < k (released k-quasis)",
+    # survey measures (local suppression, risk): readable labels, never the raw keys
+    "suppressed_cells": "Key values suppressed (cells)",
+    "suppressed_share": "Key values suppressed (share of key cells)",
+    "suppressed_per_key": "Key values suppressed",
+    "expected_reidentifications": "Expected re-identifications (individual risk)",
+    "household_expected_reidentifications": "Expected re-identifications (households)",
+    "global_risk": "Global risk (mean individual risk)",
+    "sample_uniques": "Sample uniques on the keys",
+    "tv_mean": "Frequency change of the keys (total variation, mean)",
+    "hellinger_mean": "Frequency change of the keys (Hellinger, mean)",
 }
 
 
@@ -148,6 +158,17 @@ def _param_labels(method: str) -> dict:
         return {}
 
 
+def _params_line(method: str, params: dict) -> str:
+    """``label = value, ...`` of a method's parameters."""
+    labels = _param_labels(method)
+    text = ", ".join(
+        f"{labels.get(k, k)} = {_fmt(v) if isinstance(v, float) else v}"
+        for k, v in params.items()
+        if v is not None and not isinstance(v, dict) and not str(k).startswith("_")
+    )
+    return text
+
+
 def _fmt(x) -> str:
     if isinstance(x, (float, np.floating)):
         if np.isnan(x):
@@ -156,7 +177,53 @@ def _fmt(x) -> str:
     return format_value(x)
 
 
+def reading_context(res, ev: dict) -> dict:
+    """What the plain readings need: n, k and, for a release whose k-anonymity check holds,
+    ``k_anonymous`` = the smallest class (record linkage is then read against 1/k, not 1/n;
+    issue 24 §7).
+    """
+    from dpstudio.engine.measures.readings import reading_context as engine_context
+
+    return engine_context(res, ev)
+
+
+def generalisation_html(res) -> str:
+    """The chosen generalisation of every k-quasi of a generalising result, as a small table
+    (empty for other methods): level / height, what the release holds; a k-quasi generalised
+    to the top in red, with a link to build it a hierarchy.
+    """
+    from dpstudio.engine.transformation import describe_row, transformation_rows
+
+    rows = transformation_rows(res)
+    if not rows:
+        return ""
+    out = [
+        "<b>Generalisation of the k-quasi-identifiers</b> (the transformation chosen)"
+        "<table cellspacing='0' cellpadding='3' border='1' style='border-color:#ccc'>"
+        "<tr><th align='left'>column</th><th>level</th><th align='left'>hierarchy</th>"
+        "<th align='left'>in the release</th></tr>"
+    ]
+    for r in rows:
+        lv = "–" if r["level"] is None else f"{r['level']} of {int(r['height']) - 1}"
+        text = html.escape(describe_row(r), quote=False)
+        if r["top"]:
+            text = (
+                f"<span style='color:#b00020'><b>⚠ {text}</b></span> — "
+                f"<a href='build:{html.escape(r['column'])}'>build a hierarchy for "
+                f"{html.escape(r['column'])}…</a>"
+            )
+        out.append(
+            f"<tr><td>{html.escape(r['column'])}</td><td align='center'>{lv}</td>"
+            f"<td>{html.escape(r['hierarchy'])}</td><td>{text}</td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
 class ResultsPanel(QWidget):
+    #: a column to build a hierarchy for (the generalisation table's link)
+    sig_build_hierarchy = Signal(str)
+
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
@@ -176,6 +243,22 @@ class ResultsPanel(QWidget):
         from dpstudio.app.large_file import add_sample_label
 
         self.sample_label = add_sample_label(state, lay, "results")  # issue 12: the Dask release
+        # issue 24 §1: the generalisation chosen for every k-quasi (as ARX shows the
+        # transformation); a k-quasi wiped to '*' in red, with the way out
+        self.generalisation = QLabel("")
+        self.generalisation.setObjectName("generalisation_label")
+        self.generalisation.setWordWrap(True)
+        self.generalisation.setTextFormat(Qt.TextFormat.RichText)
+        self.generalisation.linkActivated.connect(self._on_generalisation_link)
+        lay.addWidget(self.generalisation)
+        self.lattice_btn = QPushButton("Levels weighed by OLA…")
+        self.lattice_btn.setObjectName("lattice_button")
+        self.lattice_btn.setToolTip(
+            "Every combination of generalisation levels OLA weighed: suppression, loss, the chosen one."
+        )
+        self.lattice_btn.clicked.connect(self.open_lattice)
+        self.lattice_btn.hide()
+        lay.addWidget(self.lattice_btn, 0, Qt.AlignmentFlag.AlignLeft)
         self.warn = Banner(self)
         lay.addWidget(self.warn)
         self.kanon = QLabel("")
@@ -313,15 +396,18 @@ class ResultsPanel(QWidget):
             self.per_attr.setRowCount(0)
             self.corr.setRowCount(0)
             self.kanon.setText("")
+            self.generalisation.setText("")
+            self.lattice_btn.hide()
             self.warn.hide()
             return
         ev = dict(st.evaluation or {})
         extra = ev.pop("_app", {})
-        labels = _param_labels(getattr(res, "method", ""))
-        params = ", ".join(
-            f"{labels.get(k, k)} = {_fmt(v) if isinstance(v, float) else v}"
-            for k, v in res.params.items()
-            if v is not None and not isinstance(v, dict) and not str(k).startswith("_")
+        params = (
+            " → ".join(
+                f"{i}. {s.method} ({_params_line(s.method, s.params)})" for i, s in enumerate(res.steps, 1)
+            )
+            if getattr(res, "steps", None)  # a release made of steps: each step's parameters
+            else _params_line(getattr(res, "method", ""), res.params)
         )
         self.header.setText(
             f"<b>{html.escape(res.method_name)}</b> — {html.escape(params)}<br>"
@@ -347,6 +433,7 @@ class ResultsPanel(QWidget):
         else:
             self.warn.hide()
         rows, table = flatten_measures(ev)
+        ctx = reading_context(res, ev)
         self.measures.setRowCount(len(rows))
         for i, (k, v) in enumerate(rows):
             self.measures.setItem(i, 0, QTableWidgetItem(k))
@@ -354,9 +441,7 @@ class ResultsPanel(QWidget):
             it.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.measures.setItem(i, 1, it)
             key = _LABEL_KEYS.get(k, k)  # issue 11: glossary tooltip, plain reading
-            annotate_measure_row(
-                self.measures, i, key, ev.get(key), {"n": len(res.data), "k": res.params.get("k")}
-            )
+            annotate_measure_row(self.measures, i, key, ev.get(key), ctx)
         self.measures.resizeColumnToContents(1)
         self._fit_readings()
         if table is not None:
@@ -397,9 +482,27 @@ class ResultsPanel(QWidget):
             )
         else:
             self.kanon.setText("k-anonymity check: no k-quasi-identifier in this release.")
+        self.generalisation.setText(generalisation_html(res))
+        from dpstudio.app.widgets.lattice_view import lattice_inputs
+
+        self.lattice_btn.setVisible(lattice_inputs(self.state) is not None)
         self.corr_cols, self.corr_diff = extra.get("corr", ([], np.zeros((0, 0))))
         self._draw_corr()
         self.hist_attr.addItems([c for c in res.protected_attributes if c in res.data.columns])
+
+    def open_lattice(self):
+        """The levels OLA weighed for the current result (a non-modal dialog)."""
+        from dpstudio.app.widgets.lattice_view import LatticeDialog
+
+        dlg = LatticeDialog(self.state, self)
+        dlg.show()
+        self._lattice_dialog = dlg
+        return dlg
+
+    def _on_generalisation_link(self, link: str) -> None:
+        """'build:<column>': open the hierarchy builder of that column (main window)."""
+        if link.startswith("build:"):
+            self.sig_build_hierarchy.emit(link[len("build:") :])
 
     def _draw_corr(self) -> None:
         cols, d = self.corr_cols, self.corr_diff

@@ -49,7 +49,7 @@ from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner
 from dpstudio.app.workers import TaskRunner
 from dpstudio.engine.measures.suda2 import suda2
-from dpstudio.engine.measures.survey_risk import write_per_record_risk
+from dpstudio.engine.measures.survey_risk import release_with_household_ids, write_per_record_risk
 
 #: Roles changes are collected for this long before the risk is recomputed.
 RISK_DEBOUNCE_MS = 300
@@ -162,6 +162,11 @@ def compute_risk(
         if settings.household and settings.household not in release.columns:
             kw["household"] = None
             notes.append(f"the household id {settings.household} is not released: no household risk")
+        elif settings.household and release.attrs.get("households_from_original"):
+            notes.append(
+                f"household risk: the released records grouped by their original households "
+                f"({settings.household} itself is not released)"
+            )
         kw["sensitive"] = [s for s in kw["sensitive"] if s in release.columns]
         rrep = engine.assess_risk(release, settings.keys, **kw)
         out[RELEASE] = rrep
@@ -323,6 +328,11 @@ class RiskPanel(QWidget):
         self.settings_label.setWordWrap(True)
         self.settings_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.settings_label)
+        from dpstudio.app.widgets.common import labels_checkbox
+
+        self.labels_cb = labels_checkbox(state, self)
+        lay.addWidget(self.labels_cb)
+        state.sig_labels_changed.connect(self._on_labels_toggled)
         row = QHBoxLayout()
         row.addWidget(QLabel("Records with individual risk >"))
         self.threshold = QDoubleSpinBox()
@@ -529,7 +539,13 @@ class RiskPanel(QWidget):
         self.suda_button.setEnabled(not busy)
         self.suda_cancel.setEnabled(busy)
 
+    def _on_labels_toggled(self, _on: bool) -> None:
+        self._fill_combinations()
+        if getattr(self, "_suda_out", None) is not None:
+            self._show_suda(self._suda_out)
+
     def _show_suda(self, out: tuple) -> None:
+        self._suda_out = out
         df, res = out
         self.suda_result = res
         d = res.to_dict()
@@ -539,7 +555,7 @@ class RiskPanel(QWidget):
             f"MSUs); DIS score: sum {d['dis_sum']:.4g}, maximum {d['dis_max']:.4g}, "
             f"{d['records_dis_gt_0.1']:,} records above 0.1; DisFraction {res.dis_fraction:g}{lim}."
         )
-        labels = getattr(self.state.input_meta, "value_labels", None) or {}
+        labels = self.state.value_labels()
         top = res.top_records(TOP_SUDA_RECORDS)
         self.suda_table.setRowCount(len(top))
         for i, r in enumerate(top):
@@ -635,6 +651,19 @@ class RiskPanel(QWidget):
             return
         df = st.df
         release = st.result.data if st.result is not None else None
+        if (
+            release is not None
+            and settings.household
+            and settings.household not in release.columns
+            and hasattr(st.result, "aligned_original")
+        ):
+            # household risk "after": the released records grouped by their original households
+            # (the id itself is not released; this view is the operator's, never published)
+            try:
+                release = release_with_household_ids(st.result, settings.household)
+                release.attrs["households_from_original"] = True
+            except (engine.DPStudioError, ValueError):
+                pass
         self.settings_label.setText(self._settings_text(settings) + " — computing…")
 
         def work(_progress, check_cancel):
@@ -792,7 +821,7 @@ class RiskPanel(QWidget):
             self.combos.setColumnCount(0)
             return
         keys = list(out["settings"].keys)
-        labels = getattr(self.state.input_meta, "value_labels", None) or {}
+        labels = self.state.value_labels()
         rep = out[which]
         heads = keys + [
             "records",

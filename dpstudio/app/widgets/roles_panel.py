@@ -114,6 +114,8 @@ def top_counts(col: pd.Series, n: int) -> pd.Series:
 class RolesPanel(QWidget):
     sig_column_selected = Signal(str)
     """The user selected a column (name)."""
+    #: a column to open the hierarchy builder for (issue 24)
+    sig_build_hierarchy = Signal(str)
 
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -216,7 +218,7 @@ class RolesPanel(QWidget):
         rl = QVBoxLayout(right)
         form = QFormLayout()
         self.stat_labels = {}
-        for key in ("Column", "Label", "Type", "Missing", "Distinct", "Minimum", "Maximum"):
+        for key in ("Column", "Label", "Type", "Missing", "Distinct", "Minimum", "Maximum", "Check"):
             lab = QLabel("–")
             lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             lab.setWordWrap(True)
@@ -230,9 +232,21 @@ class RolesPanel(QWidget):
         self.hist.hideButtons()
         self.hist.getAxis("left").setWidth(36)
         rl.addWidget(self.hist, 1)
+        # the categories in full when their tick labels had to be shortened (issue 24 §8)
+        self.cat_legend = QLabel()
+        self.cat_legend.setObjectName("category_legend")
+        self.cat_legend.setWordWrap(True)
+        self.cat_legend.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.cat_legend.hide()
+        rl.addWidget(self.cat_legend)
         self.hier_label = QLabel()
         self.hier_label.setWordWrap(True)
         rl.addWidget(self.hier_label)
+        from dpstudio.app.widgets.common import labels_checkbox
+
+        self.labels_cb = labels_checkbox(state, self)
+        rl.addWidget(self.labels_cb)
+        state.sig_labels_changed.connect(lambda _on: self._update_stats())
         right.setMinimumWidth(240)
         self.splitter.addWidget(right)
         self.splitter.setStretchFactor(0, 3)
@@ -394,6 +408,7 @@ class RolesPanel(QWidget):
 
     def _hierarchy_menu(self, name: str) -> QMenu:
         m = QMenu(self)
+        m.addAction("Build a hierarchy…", lambda: self.sig_build_hierarchy.emit(name))
         m.addAction("Load ARX hierarchy…", lambda: self._load_hierarchy(name))
         m.addAction("Generate (the engine's automatic hierarchy)", lambda: self._generate_hierarchy(name))
         rm = m.addAction("Remove", lambda: self.remove_hierarchy(name))
@@ -444,13 +459,18 @@ class RolesPanel(QWidget):
         label = (getattr(st.input_meta, "column_labels", None) or {}).get(name)
         L["Label"].setText(label or "–")
         kind, suggested = st.column_type(name)
-        L["Type"].setText(f"{kind}{' (suggested)' if suggested else ''}, stored as {s.dtype}")
+        origin = st.type_origin(name)
+        L["Type"].setText(f"{kind}{f' ({origin})' if origin else ''}, stored as {s.dtype}")
         L["Missing"].setText(
             f"{s.missing:,}" + (f" ({100 * s.missing / len(st.df):.1f} %)" if s.missing else "")
         )
         L["Distinct"].setText(f"{s.distinct:,}")
         L["Minimum"].setText("–" if s.minimum is None else f"{s.minimum:g}")
         L["Maximum"].setText("–" if s.maximum is None else f"{s.maximum:g}")
+        msg, level = self.model.check(name)
+        L["Check"].setText(msg or "–")  # in full: the table's column cuts long messages
+        L["Check"].setStyleSheet("color:#b00020;" if level == "error" else "")
+        self.cat_legend.hide()
         col = st.df[name]
         labels = value_labels_of(st, name)
         if s.numeric and not (labels or (kind in ("categorical", "ordinal") and s.distinct <= 40)):
@@ -492,7 +512,13 @@ class RolesPanel(QWidget):
                 pg.BarGraphItem(x=np.arange(len(vc)), height=vc.to_numpy(), width=0.8, brush="#5b8fd0")
             )
             room = max(self.hist.width(), 240) // 8
-            ax.setTicks([[(i, short_label(t, len(vc), room)) for i, t in enumerate(texts)]])
+            ticks = [short_label(t, len(vc), room) for t in texts]
+            ax.setTicks([list(enumerate(ticks))])
+            if ticks != texts:
+                self.cat_legend.setText(
+                    "; ".join(f"{t}: {n:,}" for t, n in zip(texts, vc.to_numpy(), strict=True))
+                )
+                self.cat_legend.show()
             self.hist.setToolTip("\n".join(f"{t}: {n:,}" for t, n in zip(texts, vc.to_numpy())))
         h = st.hierarchies.get(name)
         src = st.hierarchy_sources.get(name) or {}

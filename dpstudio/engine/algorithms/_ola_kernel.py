@@ -1,5 +1,5 @@
 """Compiled OLA search for the class-size metrics (numba), imported lazily by
-:func:`generalization.ola` (issue 13).
+:func:`ola.ola` (issue 13).
 
 Discernibility and AECS are not monotone under suppression: their search must settle the
 k-anonymity of about eight times more lattice nodes than precision's (Adult, 8 QIs: 1,388

@@ -43,8 +43,8 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from dpstudio.engine.algorithms.frequencies import WildcardIndex, _group_ids, wildcard_counts
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.measures.survey_risk import WildcardIndex, _group_ids, wildcard_counts
 
 __all__ = ["local_suppression", "suppression_order"]
 
@@ -134,17 +134,7 @@ def local_suppression(
         nullable ``Int64``), and a report: ``suppressed_per_key``, ``suppressed_total``,
         ``records_with_suppression``, ``order`` (least important first), ``passes``, ``k``.
     """
-    keys = [keys] if isinstance(keys, str) else [str(c) for c in keys]
-    if not keys:
-        raise ParameterError("give at least one key variable for local suppression")
-    for c in keys:
-        if c not in df.columns:
-            raise ParameterError(f"key column '{c}' is not in the file")
-    if len(set(keys)) != len(keys):
-        raise ParameterError("a key column is listed twice")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ParameterError(f"k must be a whole number of at least 1 (got {k!r})")
-    k = int(k)
+    keys, k = _checked(df, keys, k)
     n = len(df)
     if n < k:
         raise InputError(f"the file has {n} records, fewer than k = {k}: no k-anonymous release exists")
@@ -171,85 +161,25 @@ def local_suppression(
         passes += 1
         if passes > max_passes:
             raise InputError(f"local suppression did not reach {k}-anonymity in {max_passes} passes")
-        nu = len(unsafe)
         U = codes[unsafe]
         is_supp = U == supp_code[None, :] if not missing_matches_any else U < 0
         # 2. f_k with key j suppressed, for every unsafe record and key
-        fk_j = np.full((nu, m), -1.0)
-        for j in range(m):
-            cand = ~is_supp[:, j]
-            if not cand.any():
-                continue
-            q = U[cand]
-            q[:, j] = supp_code[j]
-            fk_j[cand, j], _ = (
-                index.query(q) if index is not None else wildcard_counts(q, cards, d_codes=codes)
-            )
-            del q
+        fk_j = _counts_if_suppressed(U, is_supp, supp_code, index, codes, cards)
         # 3. chosen key: least important that suffices, else the largest gain
         score = np.where(fk_j >= k, 2.0 * n + (m - rank[None, :]), fk_j + (m - rank[None, :]) / (m + 1.0))
         score[fk_j < 0] = -np.inf
         chosen = np.argmax(score, axis=1)
-        has_cand = ~np.isneginf(score[np.arange(nu), chosen])
+        has_cand = ~np.isneginf(score[np.arange(len(unsafe)), chosen])
         if not has_cand.any():
-            # only with missing as a category: every unsafe record has all keys suppressed and
-            # the all-suppressed combination has fewer than k records -> fully suppress the
-            # (k - size) records with the lowest f_k among the others (the group only grows,
-            # so this terminates)
-            full = (codes == supp_code[None, :]).all(axis=1)
-            others = np.flatnonzero(~full)
-            need = k - int(full.sum())
-            pick = others[np.lexsort((others, fk[others]))[:need]]
-            suppressed[pick] |= codes[pick] != supp_code[None, :]
-            codes[pick] = supp_code[None, :]
+            _suppress_whole_records(codes, suppressed, supp_code, fk, k)
             continue
         # 4. mutual help: cell of each unsafe record for each key (pattern + other keys), as
         # integer group ids (no per-record tuples: they held most of the memory at 10^6 records)
-        pat = (is_supp.astype(np.int64) * (np.int64(1) << np.arange(m, dtype=np.int64))).sum(axis=1)
-        pat_id, pat_u = pd.factorize(pat)
         Uz = np.maximum(U, 0)  # a missing value's digit; the pattern tells it apart
         del U
-        cell = np.full((nu, m), -1, dtype=np.int64)
-        cellval = np.full((nu, m), -1, dtype=np.int64)
-        for j in range(m):
-            cand = np.flatnonzero(~is_supp[:, j])
-            if len(cand) == 0:
-                continue
-            rest = [i for i in range(m) if i != j]
-            cid, G = _group_ids(
-                [Uz[cand, i] for i in rest] + [pat_id[cand].astype(np.int64)],
-                [int(cards[i]) for i in rest] + [max(len(pat_u), 1)],
-                len(cand),
-            )
-            cell[cand, j] = cid
-            cellval[cand, j] = cid * int(cards[j]) + Uz[cand, j]
+        cell, cellval = _cells(Uz, is_supp, cards)
         del Uz
-        tot: list[dict[int, int]] = [dict() for _ in range(m)]
-        per_val: list[dict[int, int]] = [dict() for _ in range(m)]
-        prio = np.lexsort((unsafe, fk[unsafe]))  # lowest f_k first
-        fk_u = fk[unsafe]
-        do = np.zeros(nu, dtype=bool)
-        for s0 in range(0, nu, _CHUNK):  # Python lists of one chunk at a time (memory)
-            blk = prio[s0 : s0 + _CHUNK]
-            cell_l, cv_l = cell[blk].tolist(), cellval[blk].tolist()
-            fk_l, ch_l, has_cand_l = fk_u[blk].tolist(), chosen[blk].tolist(), has_cand[blk].tolist()
-            for t_i, i in enumerate(blk.tolist()):
-                eff = fk_l[t_i]
-                ci, vi = cell_l[t_i], cv_l[t_i]
-                for j in range(m):
-                    c = ci[j]
-                    if c >= 0:
-                        t = tot[j].get(c)
-                        if t:
-                            eff += t - per_val[j].get(vi[j], 0)
-                if not has_cand_l[t_i]:
-                    continue
-                if eff >= k and missing_matches_any:
-                    continue
-                do[i] = True
-                j = ch_l[t_i]
-                tot[j][ci[j]] = tot[j].get(ci[j], 0) + 1
-                per_val[j][vi[j]] = per_val[j].get(vi[j], 0) + 1
+        do = _mutual_help(cell, cellval, unsafe, fk, chosen, has_cand, k, missing_matches_any)
         del cell, cellval
         rows = unsafe[do]
         cols = chosen[do]
@@ -259,17 +189,7 @@ def local_suppression(
             on_pass(passes)
 
     per_key = {key: int(suppressed[:, pos[key]].sum()) for key in keys}
-    out = df.copy()
-    for j, key in enumerate(keys):
-        mask = suppressed[:, j]
-        if not mask.any():
-            continue
-        col = out[key]
-        if pd.api.types.is_integer_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
-            col = col.astype("Int64" if pd.api.types.is_integer_dtype(col.dtype) else "boolean")
-        elif isinstance(col.dtype, pd.CategoricalDtype):
-            pass  # setting NaN keeps the categories
-        out[key] = col.mask(mask)
+    out = _with_missing(df, keys, suppressed)
     report = {
         "method": "local-suppression",
         "k": k,
@@ -283,3 +203,142 @@ def local_suppression(
         "records": n,
     }
     return out, report
+
+
+def _checked(df: pd.DataFrame, keys: Iterable[str] | str, k: int) -> tuple[list[str], int]:
+    """The key names (one name, or a list of distinct columns of ``df``) and ``k`` (a whole
+    number ≥ 1), or the one-line error.
+    """
+    keys = [keys] if isinstance(keys, str) else [str(c) for c in keys]
+    if not keys:
+        raise ParameterError("give at least one key variable for local suppression")
+    for c in keys:
+        if c not in df.columns:
+            raise ParameterError(f"key column '{c}' is not in the file")
+    if len(set(keys)) != len(keys):
+        raise ParameterError("a key column is listed twice")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ParameterError(f"k must be a whole number of at least 1 (got {k!r})")
+    return keys, int(k)
+
+
+def _counts_if_suppressed(
+    U: np.ndarray, is_supp: np.ndarray, supp_code: np.ndarray, index, codes: np.ndarray, cards: np.ndarray
+) -> np.ndarray:
+    """``f_k`` of each unsafe record (rows ``U``) if its key ``j`` were suppressed, for every key
+    (−1 where that key is suppressed already).
+    """
+    nu, m = U.shape
+    fk_j = np.full((nu, m), -1.0)
+    for j in range(m):
+        cand = ~is_supp[:, j]
+        if not cand.any():
+            continue
+        q = U[cand]
+        q[:, j] = supp_code[j]
+        fk_j[cand, j], _ = index.query(q) if index is not None else wildcard_counts(q, cards, d_codes=codes)
+        del q
+    return fk_j
+
+
+def _suppress_whole_records(
+    codes: np.ndarray, suppressed: np.ndarray, supp_code: np.ndarray, fk: np.ndarray, k: int
+) -> None:
+    """Only with missing as a category: every unsafe record has all keys suppressed and the
+    all-suppressed combination has fewer than k records -> fully suppress the (k - size)
+    records with the lowest f_k among the others (the group only grows, so this terminates).
+    Changes ``codes`` and ``suppressed`` in place.
+    """
+    full = (codes == supp_code[None, :]).all(axis=1)
+    others = np.flatnonzero(~full)
+    need = k - int(full.sum())
+    pick = others[np.lexsort((others, fk[others]))[:need]]
+    suppressed[pick] |= codes[pick] != supp_code[None, :]
+    codes[pick] = supp_code[None, :]
+
+
+def _cells(Uz: np.ndarray, is_supp: np.ndarray, cards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each unsafe record and key j it may suppress: the id of its cell (its pattern of
+    suppressed keys and its values of the other keys) and of its cell and value of key j
+    (−1 where key j is suppressed already).
+    """
+    nu, m = Uz.shape
+    pat = (is_supp.astype(np.int64) * (np.int64(1) << np.arange(m, dtype=np.int64))).sum(axis=1)
+    pat_id, pat_u = pd.factorize(pat)
+    cell = np.full((nu, m), -1, dtype=np.int64)
+    cellval = np.full((nu, m), -1, dtype=np.int64)
+    for j in range(m):
+        cand = np.flatnonzero(~is_supp[:, j])
+        if len(cand) == 0:
+            continue
+        rest = [i for i in range(m) if i != j]
+        cid, G = _group_ids(
+            [Uz[cand, i] for i in rest] + [pat_id[cand].astype(np.int64)],
+            [int(cards[i]) for i in rest] + [max(len(pat_u), 1)],
+            len(cand),
+        )
+        cell[cand, j] = cid
+        cellval[cand, j] = cid * int(cards[j]) + Uz[cand, j]
+    return cell, cellval
+
+
+def _mutual_help(
+    cell: np.ndarray,
+    cellval: np.ndarray,
+    unsafe: np.ndarray,
+    fk: np.ndarray,
+    chosen: np.ndarray,
+    has_cand: np.ndarray,
+    k: int,
+    missing_matches_any: bool,
+) -> np.ndarray:
+    """Which unsafe records suppress their chosen key in this pass: lowest f_k first, a record
+    is skipped when the suppressions already chosen in its cells make it safe (missing matches
+    any value).
+    """
+    nu, m = cell.shape
+    tot: list[dict[int, int]] = [dict() for _ in range(m)]
+    per_val: list[dict[int, int]] = [dict() for _ in range(m)]
+    prio = np.lexsort((unsafe, fk[unsafe]))  # lowest f_k first
+    fk_u = fk[unsafe]
+    do = np.zeros(nu, dtype=bool)
+    for s0 in range(0, nu, _CHUNK):  # Python lists of one chunk at a time (memory)
+        blk = prio[s0 : s0 + _CHUNK]
+        cell_l, cv_l = cell[blk].tolist(), cellval[blk].tolist()
+        fk_l, ch_l, has_cand_l = fk_u[blk].tolist(), chosen[blk].tolist(), has_cand[blk].tolist()
+        for t_i, i in enumerate(blk.tolist()):
+            eff = fk_l[t_i]
+            ci, vi = cell_l[t_i], cv_l[t_i]
+            for j in range(m):
+                c = ci[j]
+                if c >= 0:
+                    t = tot[j].get(c)
+                    if t:
+                        eff += t - per_val[j].get(vi[j], 0)
+            if not has_cand_l[t_i]:
+                continue
+            if eff >= k and missing_matches_any:
+                continue
+            do[i] = True
+            j = ch_l[t_i]
+            tot[j][ci[j]] = tot[j].get(ci[j], 0) + 1
+            per_val[j][vi[j]] = per_val[j].get(vi[j], 0) + 1
+    return do
+
+
+def _with_missing(df: pd.DataFrame, keys: list[str], suppressed: np.ndarray) -> pd.DataFrame:
+    """A copy of ``df`` with the ``suppressed`` key values set to missing (integer columns become
+    pandas' nullable ``Int64``, booleans ``boolean``; categoricals keep their categories).
+    """
+    out = df.copy()
+    for j, key in enumerate(keys):
+        mask = suppressed[:, j]
+        if not mask.any():
+            continue
+        col = out[key]
+        if pd.api.types.is_integer_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
+            col = col.astype("Int64" if pd.api.types.is_integer_dtype(col.dtype) else "boolean")
+        elif isinstance(col.dtype, pd.CategoricalDtype):
+            pass  # setting NaN keeps the categories
+        out[key] = col.mask(mask)
+    return out

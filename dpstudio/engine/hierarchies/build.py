@@ -37,6 +37,10 @@ __all__ = [
     "masking_hierarchy",
     "flat_hierarchy",
     "auto_hierarchy",
+    "breaks_hierarchy",
+    "mapping_hierarchy",
+    "level_table",
+    "level_counts",
 ]
 
 
@@ -374,3 +378,136 @@ def auto_hierarchy(values, name: str = "", kind: str = "auto") -> Hierarchy:
     if len(lens) == 1 and min(lens) >= 3 and all(x.isdigit() for x in lab):
         return masking_hierarchy(s, name=name)
     return flat_hierarchy(s, name=name)
+
+
+# ---------------------------------------------------------------------------
+# the hierarchy builder's kinds (issue 24): custom breaks, category groups, preview
+# ---------------------------------------------------------------------------
+
+
+def breaks_hierarchy(values, breaks, *, name: str = "") -> Hierarchy:
+    """Intervals at custom ``breaks`` (level 1: ``[b_i, b_(i+1))``, the first from −∞ and the
+    last to +∞ written ``<b_1`` and ``≥b_m``; integer data: ``18-29``), then neighbouring
+    intervals merged pairwise per level, then ``*``.
+
+    >>> h = breaks_hierarchy(pd.Series([17, 23, 38, 61]), [18, 30, 65])
+    >>> h.table[:, 1].tolist()
+    ['<18', '18-29', '30-64', '30-64']
+    """
+    s = _distinct(values, name)
+    try:
+        num = pd.to_numeric(s)
+    except (TypeError, ValueError):
+        raise InputError(f"Column {name!r}: intervals need numbers.") from None
+    try:
+        b = sorted({float(x) for x in breaks})
+    except (TypeError, ValueError):
+        raise ParameterError(f"Breaks for column {name!r} must be numbers. Got {breaks!r}.") from None
+    if not b or not all(math.isfinite(x) for x in b):
+        raise ParameterError(f"Give at least one finite break for column {name!r}.")
+    if len(b) > 1000:
+        raise ParameterError(f"At most 1,000 breaks for column {name!r}. Got {len(b):,}.")
+    del num
+    codes, leaves = factorize_strings(s)
+    uniq = np.asarray([float(x) for x in leaves], dtype=np.float64)
+    order = np.argsort(uniq, kind="stable")
+    leaves, uniq = leaves[order], uniq[order]
+    integer = bool(np.all(uniq == np.round(uniq))) and all(x.is_integer() for x in b)
+
+    def label(lo: float | None, hi: float | None) -> str:
+        if lo is None and hi is None:
+            return "*"
+        if lo is None:
+            return f"<{_fmt_number(hi)}"  # type: ignore[arg-type]
+        if hi is None:
+            return f"≥{_fmt_number(lo)}"
+        if integer:
+            return f"{_fmt_number(lo)}-{_fmt_number(hi - 1)}"
+        return f"[{_fmt_bound(lo)}, {_fmt_bound(hi)})"
+
+    edges: list[float | None] = [None, *b, None]
+    idx = np.searchsorted(np.asarray(b), uniq, side="right")  # bin i: [edges[i], edges[i+1])
+    # drop the open bins no value falls in (a break below the minimum)
+    lvls: list[np.ndarray] = []
+    groups = [(i, i) for i in range(len(edges) - 1)]
+    while True:
+        lab = [label(edges[groups[g][0]], edges[groups[g][1] + 1]) for g in idx]
+        lvls.append(np.asarray(lab, dtype=object))
+        if len(set(lab)) <= 1 or len(groups) <= 1:
+            break
+        groups = [(groups[i][0], groups[min(i + 1, len(groups) - 1)][1]) for i in range(0, len(groups), 2)]
+        idx = idx // 2
+    while lvls and len(set(lvls[-1])) == 1:
+        lvls.pop()
+    lvls.append(np.full(len(leaves), "*", dtype=object))
+    return Hierarchy.from_rows(_rows(leaves, lvls), name=name, source="builder:breaks")
+
+
+def mapping_hierarchy(values, mapping, *, name: str = "") -> Hierarchy:
+    """Categories grouped by a mapping table: value → group → ``*``.  ``mapping``: {value:
+    group} (value as its canonical string, e.g. ``"3"`` for 3.0); a value the table does not
+    map keeps its own value as its group.
+
+    >>> h = mapping_hierarchy(pd.Series(["a", "b", "c"]), {"a": "ab", "b": "ab"})
+    >>> h.table.tolist()
+    [['a', 'ab', '*'], ['b', 'ab', '*'], ['c', 'c', '*']]
+    """
+    s = _distinct(values, name)
+    _, leaves = factorize_strings(s)
+    leaves = np.sort(leaves.astype(str)).astype(object)
+    m = {str(k).strip(): str(v).strip() for k, v in dict(mapping).items()}
+    empty = [k for k, v in m.items() if not v]
+    if empty:
+        raise ParameterError(f"Column {name!r}: value {empty[0]!r} is mapped to an empty group name.")
+    grp = np.asarray([m.get(str(v), str(v)) for v in leaves], dtype=object)
+    return Hierarchy.from_rows(
+        _rows(leaves, [grp, np.full(len(leaves), "*", dtype=object)]), name=name, source="builder:groups"
+    )
+
+
+def level_table(values, hierarchy: Hierarchy, k: int) -> pd.DataFrame:
+    """The builder's preview: per level of ``hierarchy`` on ``values`` (missing values left
+    out), the number of groups, the smallest group and the records in groups smaller than k
+    (this column alone: other k-quasis only split the groups further), with a few labels.
+    """
+    s = pd.Series(values).dropna()
+    codes, labels = factorize_strings(s)
+    idx = {v: i for i, v in enumerate(hierarchy.leaves)}
+    leaf = np.asarray([idx.get(str(v), -1) for v in labels], dtype=np.int64)
+    if (leaf < 0).any():
+        bad = labels[int(np.flatnonzero(leaf < 0)[0])]
+        raise InputError(f"Column {hierarchy.name!r}: value {bad!r} is not in the hierarchy.")
+    rec_leaf = leaf[codes]
+    rows = []
+    for lvl in range(hierarchy.height):
+        lab, inv = hierarchy.level_codes(lvl)
+        cnt = np.bincount(inv[rec_leaf], minlength=len(lab))
+        cnt = cnt[cnt > 0]
+        rows.append(
+            {
+                "level": lvl,
+                "groups": int(cnt.size),
+                "smallest group": int(cnt.min()) if cnt.size else 0,
+                "records in groups < k": int(cnt[cnt < k].sum()),
+                "labels": ", ".join(str(x) for x in pd.unique(lab[inv[np.sort(leaf)]])[:6]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def level_counts(values, hierarchy: Hierarchy, level: int) -> pd.Series:
+    """Records per label of ``hierarchy`` at ``level`` (missing values left out), in the
+    hierarchy's order of labels.
+    """
+    s = pd.Series(values).dropna()
+    codes, labels = factorize_strings(s)
+    idx = {v: i for i, v in enumerate(hierarchy.leaves)}
+    leaf = np.asarray([idx.get(str(v), -1) for v in labels], dtype=np.int64)
+    lab, inv = hierarchy.level_codes(int(level))
+    ok = leaf[codes] >= 0
+    cnt = np.bincount(inv[leaf[codes][ok]], minlength=len(lab))
+    first = np.full(len(lab), len(inv), dtype=np.int64)  # the first leaf of each label
+    np.minimum.at(first, inv, np.arange(len(inv)))
+    order = np.argsort(first, kind="stable")
+    out = pd.Series(cnt[order], index=[str(lab[i]) for i in order])
+    return out[out > 0]

@@ -223,13 +223,22 @@ class MeasurePlan:
     #: numeric columns with a hierarchy, measured |x − x′| while the release keeps them
     #: numeric, by the hierarchy's δ when the release turns them into labels (issue 11)
     if_labels: dict = field(default_factory=dict)
+    #: columns typed categorical / ordinal: no Δ mean/variance or correlation, even when
+    #: their codes are numbers (issue 24 §7)
+    categorical: tuple = ()
 
     def distances_for(self, protected: pd.DataFrame, attrs: list[str]) -> dict:
-        """:attr:`distances` plus δ for the ``if_labels`` columns released as text."""
+        """:attr:`distances` plus δ for the ``if_labels`` columns released as text, and the
+        0/1 distance on labels for any other attribute released as labels (a numeric column
+        recoded into intervals, merged categories: measured as categories).
+        """
         out = dict(self.distances)
         for c, h in self.if_labels.items():
             if c in attrs and c in protected.columns and not pd.api.types.is_numeric_dtype(protected[c]):
                 out[c] = h
+        for c in attrs:
+            if c not in out and c in protected.columns and not pd.api.types.is_numeric_dtype(protected[c]):
+                out[c] = label_mismatch
         return out
 
     def numeric_attributes(
@@ -239,6 +248,7 @@ class MeasurePlan:
         when some carry a semantic or 0/1 distance, only those still numeric on both sides
         (a numeric column measured by δ may be generalised).
         """
+        attrs = [a for a in attrs if a not in self.categorical]
         if not self.distances:
             return list(attrs)
         return [
@@ -332,7 +342,10 @@ def measurement_plan(
                 dist[c] = label_mismatch
     weight = next((c for c, r in roles.items() if r == "weight"), None)
     household = next((c for c, r in roles.items() if r == "household"), None)
-    return MeasurePlan(dist, flat, keys, weight, household, wildcard, if_labels=if_labels)
+    categorical = tuple(c for c, t in typed.items() if t in ("categorical", "ordinal"))
+    return MeasurePlan(
+        dist, flat, keys, weight, household, wildcard, if_labels=if_labels, categorical=categorical
+    )
 
 
 # --------------------------------------------------------------- evaluate
@@ -361,6 +374,122 @@ def _kanon_k(result: Any) -> int | None:
         return None
     k = (getattr(result, "params", {}) or {}).get("k")
     return int(k) if k else None
+
+
+def _check_measure_names(measures: tuple, result: Any) -> None:
+    """Refuse unknown measure names (they may be method-specific measures: refused only when
+    the result's method has no measure hook).
+    """
+    known = set(KNOWN_MEASURES)
+    unknown = [m for m in measures if m not in known]
+    if unknown and not (result is not None and getattr(result, "method", None) in _METHOD_MEASURES):
+        raise ParameterError(
+            f"Unknown measure(s) {', '.join(map(repr, unknown))}. Known: {', '.join(sorted(known))}."
+        )
+
+
+def _default_attributes(original: pd.DataFrame, protected: pd.DataFrame, result: Any) -> list[str]:
+    """:func:`evaluate`'s default attributes: the result's protected attributes, else the
+    numeric columns of the original that the release has too.
+    """
+    if result is not None and getattr(result, "protected_attributes", None):
+        return list(result.protected_attributes)
+    pcols = {str(c) for c in protected.columns}
+    return [str(c) for c in original.columns if str(c) in pcols and _is_numeric(_col(original, str(c)))]
+
+
+def _columns_of_role(result: Any, role: str) -> list:
+    """The columns the result's roles give ``role`` (a Role or its value)."""
+    return [c for c, r in getattr(result, "roles", {}).items() if str(getattr(r, "value", r)) == role]
+
+
+def _correlation_measures(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    num_attrs: list,
+    confidential: Iterable[str] | None,
+    result: Any,
+    warns: list[str],
+) -> dict[str, Any]:
+    """``corr_loss_mean`` / ``corr_loss_std`` over the confidential columns (default: the
+    result's), none when there are none.
+    """
+    if confidential is None and result is not None:
+        confidential = _columns_of_role(result, "confidential")
+    conf = [c for c in (confidential or []) if c in original.columns and c in protected.columns]
+    if not conf:
+        return {}
+    mean, std = correlation_loss(original, protected, conf, num_attrs, warnings=warns)
+    return {"corr_loss_mean": mean, "corr_loss_std": std}
+
+
+def _kanon_measures(protected: pd.DataFrame, result: Any, wildcard: bool) -> dict[str, Any]:
+    """``k_min_class_size`` / ``k_share_below`` of the release on the result's k-quasis (a
+    missing value matching any value when ``wildcard``).
+    """
+    kq = [c for c in _columns_of_role(result, "k-quasi") if c in protected.columns]
+    k = _kanon_k(result)
+    if kq and k and wildcard:  # missing matches any value: f_k of each record
+        from dpstudio.engine.algorithms.frequencies import encode_keys, wildcard_counts
+
+        fk, _ = wildcard_counts(*encode_keys(protected, kq, "any"))
+        return {"k_min_class_size": int(fk.min()), "k_share_below": float(np.mean(fk < int(k)))}
+    if kq and k:
+        chk = k_anonymity_check(protected, kq, int(k))
+        return {"k_min_class_size": chk["min_class_size"], "k_share_below": chk["share_below_k"]}
+    return {}
+
+
+def _key_measures(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    measures: tuple,
+    keys: list[str],
+    weight: str | None,
+    warns: list[str],
+) -> dict[str, Any]:
+    """The measures on the categorical keys (``freq``, ``suppressed``, ``reid``) that were asked
+    for; a warning instead when there are no keys.
+    """
+    survey = [m for m in ("freq", "suppressed", "reid") if m in measures]
+    if survey and not keys:
+        warns.append(
+            "No categorical key variables (k-quasi-identifiers compared as "
+            "categories): " + ", ".join(survey) + " not measured."
+        )
+        return {}
+    out: dict[str, Any] = {}
+    if survey:
+        from dpstudio.engine.measures import categorical as C
+
+        if "freq" in measures:
+            out.update(C.frequency_distances(original, protected, keys))
+        if "suppressed" in measures:
+            out.update(C.suppressed_cells(original, protected, keys))
+        if "reid" in measures:
+            out.update(C.release_risk(protected, keys, weight))
+    return out
+
+
+def _classification_measure(
+    original: pd.DataFrame,
+    protected: pd.DataFrame,
+    class_attribute: str | None,
+    features: Iterable[str] | None,
+    binarise: Any,
+    seed: int,
+) -> dict[str, Any]:
+    """The classification utility (``f1_*``) predicting ``class_attribute``."""
+    if class_attribute is None:
+        raise ParameterError(
+            "The classification measure needs the class attribute to "
+            "predict (class_attribute= / --class-attribute COL)."
+        )
+    from dpstudio.engine.measures.classification import classification_utility
+
+    return classification_utility(
+        original, protected, class_attribute, features, binarise=binarise, seed=seed
+    )
 
 
 def evaluate(
@@ -418,24 +547,12 @@ def evaluate(
     ``kanon`` counts a missing value as matching any value.
     """
     measures = tuple(measures)
-    known = set(KNOWN_MEASURES)
-    unknown = [m for m in measures if m not in known]
-    # unknown names may be method-specific measures: only refuse when no method hook exists
-    if unknown and not (result is not None and getattr(result, "method", None) in _METHOD_MEASURES):
-        raise ParameterError(
-            f"Unknown measure(s) {', '.join(map(repr, unknown))}. Known: {', '.join(sorted(known))}."
-        )
+    _check_measure_names(measures, result)
     given = opts.pop("categorical_distance", None)
     if opts:
         raise ParameterError(f"Unknown evaluation option(s): {', '.join(sorted(opts))}.")
     if attributes is None:
-        if result is not None and getattr(result, "protected_attributes", None):
-            attributes = list(result.protected_attributes)
-        else:
-            pcols = {str(c) for c in protected.columns}
-            attributes = [
-                str(c) for c in original.columns if str(c) in pcols and _is_numeric(_col(original, str(c)))
-            ]
+        attributes = _default_attributes(original, protected, result)
     if plan is None:
         plan = measurement_plan(
             original,
@@ -454,7 +571,9 @@ def evaluate(
     attrs = _check_pair(original, protected, attributes)
     planned = plan.distances_for(protected, attrs)
     cat_dist = {**planned, **given} if isinstance(given, dict) else (given or planned or None)
-    num_attrs = MeasurePlan(planned).numeric_attributes(original, protected, attrs)
+    num_attrs = MeasurePlan(planned, categorical=plan.categorical).numeric_attributes(
+        original, protected, attrs
+    )
     warns: list[str] = []
     out: dict[str, Any] = {}
     if "sse" in measures:
@@ -470,63 +589,18 @@ def evaluate(
             vals = [v for v in ds[key].values() if np.isfinite(v)]
             out[f"{key}_avg"] = float(np.mean(vals)) if vals else float("nan")
     if "corr" in measures and num_attrs:
-        if confidential is None and result is not None:
-            confidential = [
-                c
-                for c, r in getattr(result, "roles", {}).items()
-                if str(getattr(r, "value", r)) == "confidential"
-            ]
-        conf = [c for c in (confidential or []) if c in original.columns and c in protected.columns]
-        if conf:
-            mean, std = correlation_loss(original, protected, conf, num_attrs, warnings=warns)
-            out["corr_loss_mean"], out["corr_loss_std"] = mean, std
+        out.update(_correlation_measures(original, protected, num_attrs, confidential, result, warns))
     if "kanon" in measures and result is not None and _kanon_k(result) is not None:
-        kq = [
-            c
-            for c, r in getattr(result, "roles", {}).items()
-            if str(getattr(r, "value", r)) == "k-quasi" and c in protected.columns
-        ]
-        k = _kanon_k(result)
-        if kq and k and plan.wildcard:  # missing matches any value: f_k of each record
-            from dpstudio.engine.measures.survey_risk import encode_keys, wildcard_counts
-
-            fk, _ = wildcard_counts(*encode_keys(protected, kq, "any"))
-            out["k_min_class_size"] = int(fk.min())
-            out["k_share_below"] = float(np.mean(fk < int(k)))
-        elif kq and k:
-            chk = k_anonymity_check(protected, kq, int(k))
-            out["k_min_class_size"] = chk["min_class_size"]
-            out["k_share_below"] = chk["share_below_k"]
+        out.update(_kanon_measures(protected, result, plan.wildcard))
     if "il1s" in measures and num_attrs:
         out.update(il1s(original, protected, num_attrs))
     if "eigen" in measures and num_attrs:
         out["eigen"] = eigen_utility(original, protected, num_attrs)
-    survey = [m for m in ("freq", "suppressed", "reid") if m in measures]
-    if survey and not keys:
-        warns.append(
-            "No categorical key variables (k-quasi-identifiers compared as "
-            "categories): " + ", ".join(survey) + " not measured."
-        )
-    elif survey:
-        from dpstudio.engine.measures import categorical as C
-
-        if "freq" in measures:
-            out.update(C.frequency_distances(original, protected, keys))
-        if "suppressed" in measures:
-            out.update(C.suppressed_cells(original, protected, keys))
-        if "reid" in measures:
-            out.update(C.release_risk(protected, keys, weight))
+    out.update(_key_measures(original, protected, measures, keys, weight, warns))
     if "classification" in measures:
-        if class_attribute is None:
-            raise ParameterError(
-                "The classification measure needs the class attribute to "
-                "predict (class_attribute= / --class-attribute COL)."
-            )
-        from dpstudio.engine.measures.classification import classification_utility
-
         out.update(
-            classification_utility(
-                original, protected, class_attribute, features, binarise=binarise, seed=classification_seed
+            _classification_measure(
+                original, protected, class_attribute, features, binarise, classification_seed
             )
         )
     if result is not None:

@@ -38,7 +38,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from dpstudio.engine.measures.kanon import class_sizes
+from dpstudio.engine.algorithms.frequencies import class_sizes
 
 __all__ = [
     "keps_measures",

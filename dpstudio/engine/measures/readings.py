@@ -52,6 +52,24 @@ def _sse_raw(v: float, ctx: dict) -> str:
 def _rl(v: float, ctx: dict) -> str:
     n = ctx.get("n")
     out = f"{_pct(v)} of records re-identified by nearest-neighbour linkage"
+    ka = ctx.get("k_anonymous")
+    if ka:
+        # a k-anonymous release: an intruder who knows a record's key values has at least k
+        # candidates, so a guess among them succeeds at most 1/k of the time -- the level to
+        # compare with, not 1/n (issue 24 §7: 7.75 % read as '1.1e+03× chance' on a
+        # 3-anonymous release)
+        lvl = 100.0 / float(ka)
+        out += (
+            f"; the release is {int(ka)}-anonymous: among the ≥ {int(ka)} records sharing a "
+            f"record's key values a guess succeeds at most {_pct(lvl)} of the time"
+        )
+        out += (
+            ", at or below that"
+            if v <= lvl
+            else f", {_g(v / lvl)}× that: the linkage tells apart records the groups share "
+            "(other protected attributes, or suppressed values counted as mismatches)"
+        )
+        return out
     if n:
         chance = 100.0 / float(n)
         ratio = v / chance if chance > 0 else float("inf")
@@ -135,6 +153,28 @@ _READERS = {
     "household_expected_reidentifications": _expected,
     "sample_uniques": _sample_uniques,
 }
+
+
+def reading_context(result: Any, measures: dict | None = None) -> dict:
+    """The context of the readings of ``result``'s measures: ``n``, ``k`` and, for a release
+    that is k-anonymous, ``k_anonymous`` = its smallest class (record linkage is then read
+    against 1/k, not 1/n; issue 24 §7) -- from the measured k-anonymity check when there is
+    one (it must hold), else from the method's k-anonymity claim.
+    """
+    from dpstudio.engine.registry import is_k_anonymous
+
+    params = getattr(result, "params", None) or {}
+    k = None if getattr(result, "steps", None) else params.get("k")  # a chain has no one k
+    ctx: dict = {"n": len(result.data), "k": k}
+    m = measures or {}
+    smallest = m.get("k_min_class_size", m.get("keps_min_class_size"))
+    share = m.get("k_share_below", m.get("keps_share_below_k", 0.0)) or 0.0
+    if smallest is not None:
+        if k and smallest >= k and share == 0:
+            ctx["k_anonymous"] = int(smallest)
+    elif k and not getattr(result, "steps", None) and is_k_anonymous(getattr(result, "method", None)):
+        ctx["k_anonymous"] = int(k)
+    return ctx
 
 
 def reading(measure: str, value: Any, context: dict | None = None) -> str:

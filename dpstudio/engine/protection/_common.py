@@ -24,6 +24,7 @@ from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.params import EPSILON_MAX, EPSILON_MIN, WEIGHT_MAX, WEIGHT_MIN, Param
 from dpstudio.engine.roles import Role
 from dpstudio.engine.types import Job, Output, epsilon_shares
+from dpstudio.engine.validation import BLOCK_CELLS
 
 # --------------------------------------------------------------------------- shared parameters
 
@@ -108,10 +109,18 @@ DROP_MISSING_PARAM = Param(
     advanced=True,
 )
 
-#: The values of the shared ``order`` parameter (a choice, so that a third value -- e.g.
-#: households shuffled as units -- can be added without changing the others).
+#: The values of the shared ``order`` parameter (a choice: a value can be added without
+#: changing the others).  With a household-id column (role ``household``) the records of one
+#: household can be released as a unit (issue 23 §3): ``households`` -- households in random
+#: order, the members of each in random order inside it (the default when a household id is
+#: declared and no order is given) -- or ``households-input`` -- households in random order,
+#: the members of each in their input order.  Never the input order of the households.
 ORDER_RANDOM = "random"
 ORDER_INPUT = "input"
+ORDER_HOUSEHOLDS = "households"
+ORDER_HOUSEHOLDS_INPUT = "households-input"
+#: the values that release households as units
+HOUSEHOLD_ORDERS = (ORDER_HOUSEHOLDS, ORDER_HOUSEHOLDS_INPUT)
 
 ORDER_PARAM = Param(
     "order",
@@ -122,17 +131,28 @@ ORDER_PARAM = Param(
     "which weakens every guarantee: an intruder who knows how the input was sorted (by name, "
     "by id, households in adjacent rows) links records by their position, and for "
     "microaggregated DP methods which rows share a value shows the clusters, which the noise "
-    "does not hide. Use 'input' only for internal comparisons.",
+    "does not hide. Use 'input' only for internal comparisons. With a household-id column: "
+    "'households' (the default when the household id is released) releases each household's records together, households "
+    "in random order and the members in random order inside each; 'households-input' the same "
+    "with the members in their input order. Households as units show which records belong to "
+    "one household (the guarantee says so).",
     label="record order",
-    choices=(ORDER_RANDOM, ORDER_INPUT),
+    choices=(ORDER_RANDOM, ORDER_INPUT, ORDER_HOUSEHOLDS, ORDER_HOUSEHOLDS_INPUT),
     choice_labels={
         ORDER_RANDOM: "Random order (default)",
         ORDER_INPUT: "Keep input order (weakens the guarantee)",
+        ORDER_HOUSEHOLDS: "Households as units, random order (household id needed)",
+        ORDER_HOUSEHOLDS_INPUT: "Households as units, members in input order (household id needed)",
     },
     warning={
         ORDER_INPUT: "Records keep their input order: a record's position can link it to the "
         "input file (sorted by name or id, households in adjacent rows), which the guarantee "
-        "does not cover; microaggregated DP releases then do not satisfy ε-DP."
+        "does not cover; microaggregated DP releases then do not satisfy ε-DP.",
+        ORDER_HOUSEHOLDS: "The records of a household are adjacent: the release shows which "
+        "records belong to one household, even when the household id is not released.",
+        ORDER_HOUSEHOLDS_INPUT: "The records of a household are adjacent and in their input "
+        "order: the release shows which records belong to one household and in which order "
+        "they were listed.",
     },
     advanced=True,
 )
@@ -162,6 +182,13 @@ def keep_order(p: Mapping) -> bool:
     ``order`` puts the records in a random order).
     """
     return p.get("order", ORDER_RANDOM) == ORDER_INPUT
+
+
+def household_order(p: Mapping) -> bool:
+    """Whether the release puts the records of one household together (``order`` one of
+    :data:`HOUSEHOLD_ORDERS`).
+    """
+    return p.get("order", ORDER_RANDOM) in HOUSEHOLD_ORDERS
 
 
 LAYOUT_PARAM = Param(
@@ -221,6 +248,13 @@ def order_clause(p, clustered: bool = True) -> str:
         return (
             " Released as one table per protected attribute, each in its own independent "
             "random order (rows of different tables do not belong together)."
+        )
+    if household_order(p):
+        inside = "in their input order" if p.get("order") == ORDER_HOUSEHOLDS_INPUT else "in random order"
+        return (
+            " Records are released in random order of households, the records of each household "
+            f"together ({inside} inside it): the release shows which records belong to one "
+            "household, which the guarantee does not cover."
         )
     if not keep_order(p):
         return " Records are released in random order."
@@ -416,11 +450,22 @@ def eps_info(job: Job, cols: list[str]) -> tuple[np.ndarray | None, dict]:
     }
 
 
-def frame_with(job: Job, new: dict[str, np.ndarray]) -> pd.DataFrame:
+def frame_with(job: Job, new: dict[str, np.ndarray] | dict[str, pd.Series]) -> pd.DataFrame:
     """The job's data with the columns in ``new`` replaced (one frame construction: setting
     columns one by one on a copy costs more than the whole method on small data).
     """
     data = job.data
+    names = data.columns.tolist()
+    if (
+        len(new) == len(names)
+        and len(data) * len(names) <= BLOCK_CELLS
+        and all(isinstance(new.get(c), np.ndarray) and new[c].dtype == np.float64 for c in names)
+    ):
+        # every column replaced by numbers (a small table): one float block, which the
+        # release's shuffle gathers at once (issue 27 §2: 13 one-column blocks cost more than
+        # MDAV itself on Census); the same columns, values and dtypes
+        block = np.column_stack([new[c] for c in names])
+        return pd.DataFrame(block, columns=data.columns, index=data.index, copy=False)
     cols = {c: (new[c] if c in new else data[c]) for c in data.columns}
     return pd.DataFrame(cols, index=data.index, copy=False)
 
@@ -473,12 +518,62 @@ def released(job: Job, new: dict[str, np.ndarray], **kw) -> Output:
     return Output(data, row_map=row_map, **kw)
 
 
-def record_permutation(job: Job, n: int) -> np.ndarray:
+def record_permutation(job: Job, n: int, rows: np.ndarray | None = None) -> np.ndarray:
     """The keyed random order of ``n`` released records (record j of the release is input
     record ``perm[j]``): ids ordered by their keyed 128-bit sort keys, the same permutation on
     every backend (the Dask backend sorts by the same keys).
+
+    With ``order`` 'households' / 'households-input' the units are the households of the
+    household-id column (``rows``: the input record of each of the ``n`` records, default
+    0..n−1): :func:`household_permutation`.
     """
+    if household_order(job.params):
+        return household_permutation(job, n, rows)
     return K.permutation(job_stream(job, K.PURPOSE_SHUFFLE), n)
+
+
+def household_ids(job: Job, rows: np.ndarray | None = None) -> np.ndarray:
+    """The household of each record as an int code 0..H−1 (``rows``: of those input records);
+    a record without a household id is a household of its own.  Refuses data without a
+    household-id column.
+    """
+    hid = next((c for c, r in job.roles.items() if r is Role.HOUSEHOLD), None)
+    if hid is None:
+        raise ParameterError(
+            f"The 'order' parameter of method {job.method!r} is {job.params.get('order')!r}, "
+            "which needs a household-id column: give one column the role 'household' "
+            "(--role COL=household), or choose order 'random'."
+        )
+    s = job.data[hid]
+    if rows is not None:
+        s = s.iloc[np.asarray(rows)]
+    codes, _ = pd.factorize(s, use_na_sentinel=True)
+    codes = codes.astype(np.int64, copy=False)
+    miss = codes < 0
+    if miss.any():  # each record without a household id is a household of its own
+        top = int(codes.max()) + 1 if codes.size else 0
+        codes[miss] = top + np.arange(int(miss.sum()), dtype=np.int64)
+    return codes
+
+
+def household_permutation(job: Job, n: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """Households in keyed random order, the records of each together: in keyed random order
+    inside it (``order='households'``) or in their input order ('households-input').  The
+    household order and the member order come from two keyed streams of the run (purpose
+    SHUFFLE, indices 1 and 2), so they depend on the seed, the data and the parameters only.
+    """
+    units = household_ids(job, rows)
+    if units.size != n:  # pragma: no cover - a caller's bug
+        raise ValueError("household ids do not match the records")
+    n_units = int(units.max()) + 1 if n else 0
+    unit_rank = np.empty(n_units, dtype=np.int64)
+    unit_rank[K.permutation(job_stream(job, K.PURPOSE_SHUFFLE, 1), n_units)] = np.arange(n_units)
+    if job.params.get("order") == ORDER_HOUSEHOLDS_INPUT:
+        inside = np.arange(n, dtype=np.int64)
+    else:
+        inside = np.empty(n, dtype=np.int64)
+        inside[K.permutation(job_stream(job, K.PURPOSE_SHUFFLE, 2), n)] = np.arange(n)
+    return np.lexsort((inside, unit_rank[units]))
 
 
 def ir_sorted(job: Job, c: str) -> tuple[np.ndarray, np.ndarray]:

@@ -2,7 +2,7 @@
 
 1. identifiers are dropped (by the API);
 2. the k-quasis are k-anonymised by generalisation, OLA (optimal full-domain, with record
-   suppression) or Mondrian (multidimensional) — :mod:`dpstudio.engine.algorithms.generalization`;
+   suppression) or Mondrian (multidimensional) — :mod:`dpstudio.engine.algorithms.ola`, :mod:`~dpstudio.engine.algorithms.mondrian`;
 3. inside each equivalence class every record's ε-quasis get Laplace (or staircase) noise
    calibrated to sensitivity Σ_j diam_j(ec) — scale Σ_j diam_j(ec)/ε, one record-level
    mechanism over the ε-quasis (paper 003 §IV); a class whose diameters are all 0 gets
@@ -28,7 +28,9 @@ import pandas as pd
 from dpstudio.engine import validation as V
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import noise as N
-from dpstudio.engine.algorithms.generalization import CodedLabels, encode_quasis, mondrian, ola
+from dpstudio.engine.algorithms.generalization import CodedLabels, encode_quasis
+from dpstudio.engine.algorithms.mondrian import mondrian
+from dpstudio.engine.algorithms.ola import ola
 from dpstudio.engine.codes import from_codes, take_rows
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.guarantee import Clause, Effect, Effects, Guarantee, GuaranteeContext, Model
@@ -50,6 +52,8 @@ from dpstudio.engine.protection._common import (
     ORDER_PARAM,
     as_k,
     epsilon_param,
+    household_order,
+    household_permutation,
     job_stream,
     k_param,
     keep_order,
@@ -238,6 +242,11 @@ def _hierarchies(job: Job, kq: list[str]) -> tuple[dict, list[str]]:
     return {c: load_hierarchy(given[c], c) for c in kq if c in given}, warns
 
 
+def _hkey(job: Job) -> tuple:
+    """The cache key of the run's hierarchies."""
+    return tuple(sorted((c, h if isinstance(h, str) else id(h)) for c, h in (job.hierarchies or {}).items()))
+
+
 def _generalise(job: Job, kq: list[str]) -> tuple:
     """The k-anonymous generalisation for this k (cached in ``job.cache``: sweeps reuse it
     for every ε and repetition).
@@ -246,7 +255,7 @@ def _generalise(job: Job, kq: list[str]) -> tuple:
     k, alg = int(p["k"]), p.get("algorithm") or "ola"
     sup_given = p.get("suppression")
     sup = float(sup_given if sup_given is not None else 0.05)
-    hkey = tuple(sorted((c, h if isinstance(h, str) else id(h)) for c, h in (job.hierarchies or {}).items()))
+    hkey = _hkey(job)
     key = ("k-eps", "generalisation", k, alg, sup, p.get("loss") or "precision", tuple(kq), hkey)
     if key in job.cache:
         return job.cache[key]
@@ -374,6 +383,8 @@ def run_keps(job: Job) -> Output:
     rel_idx = np.flatnonzero(rel)
     if keep_order(p):
         take = rel_idx
+    elif household_order(p):  # households as units (issue 23 §3)
+        take = rel_idx[household_permutation(job, rel_idx.size, kept[rel_idx])]
     else:
         k0, k1 = K.sort_keys(shuffle_stream, kept[rel_idx])
         take = rel_idx[K.order_by_keys(k0, k1)]
@@ -446,6 +457,22 @@ def run_keps(job: Job) -> Output:
     }
     if gen.node is not None:
         info["chosen_levels"] = dict(gen.levels)
+        qs = job.cache.get(("k-eps", "encoded", tuple(kq), _hkey(job)))
+        if qs is not None:
+            info["hierarchy_sources"] = {qq.name: qq.hierarchy.source for qq in qs}
+        wiped = [c for c in kq if gen.heights.get(c, 1) > 1 and gen.levels.get(c, 0) >= gen.heights[c] - 1]
+        if wiped and len(row_map):
+            warns.append(
+                notice(
+                    "k-quasi-wiped",
+                    f"{', '.join(map(repr, wiped))} generalised to the top of "
+                    f"{'its' if len(wiped) == 1 else 'their'} hierarchy: '*' in every released "
+                    "record, the release says nothing about "
+                    f"{'it' if len(wiped) == 1 else 'them'}. Give the k-quasis hierarchies with "
+                    "more levels (the app's hierarchy builder, or --hierarchy COL=FILE), lower k or "
+                    "allow more suppression.",
+                )
+            )
     if len(sup_rows):
         warns.append(
             notice(

@@ -24,11 +24,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dpstudio.engine.algorithms.frequencies import encode_keys, wildcard_counts
 from dpstudio.engine.algorithms.local_suppression import local_suppression
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.guarantee import Clause, Effect, Effects, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
-from dpstudio.engine.measures.survey_risk import encode_keys, wildcard_counts
 from dpstudio.engine.notices import notice
 from dpstudio.engine.params import Param
 from dpstudio.engine.protection._common import ORDER_PARAM, as_k, k_param

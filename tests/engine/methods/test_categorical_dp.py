@@ -4,15 +4,16 @@ calibrations, bad input, determinism, semantic SSE/RL."""
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from dpstudio import engine
 from dpstudio.engine import api
-from tests.engine._order import protect_in_order
 from dpstudio.engine.errors import InputError, ParameterError
-from dpstudio.engine.protection import categorical_dp as C
 from dpstudio.engine.hierarchies.taxonomy import Taxonomy
+from dpstudio.engine.protection import categorical_dp as C
+from tests.engine._order import protect_in_order
 
 PARENTS = {"a": "X", "b": "X", "c": "Y", "d": "Y", "e": "Y", "f": "*", "X": "*", "Y": "*"}
 TAX = Taxonomy.from_parent_map(PARENTS, name="v")
@@ -20,12 +21,14 @@ LEAVES = TAX.leaves
 
 
 def mixed_frame(rng, n):
-    return pd.DataFrame({
-        "v": rng.choice(LEAVES, n),
-        "x": rng.integers(0, 100, n).astype(float),
-        "w": rng.choice(LEAVES, n),
-        "o": rng.normal(size=n),
-    })
+    return pd.DataFrame(
+        {
+            "v": rng.choice(LEAVES, n),
+            "x": rng.integers(0, 100, n).astype(float),
+            "w": rng.choice(LEAVES, n),
+            "o": rng.normal(size=n),
+        }
+    )
 
 
 ROLES = {"v": "eps-quasi", "x": "eps-quasi", "w": "eps-quasi"}
@@ -37,8 +40,14 @@ def labels_for(df, k):
     prep = api.prepare(df, "categorical-dp", ROLES, DOM, HIER, k=k)
     from dpstudio.engine.types import Job
 
-    job = Job(data=prep.data, roles=prep.roles, domains=prep.domains, params=prep.params,
-              rng=np.random.default_rng(0), hierarchies=prep.hierarchies)
+    job = Job(
+        data=prep.data,
+        roles=prep.roles,
+        domains=prep.domains,
+        params=prep.params,
+        rng=np.random.default_rng(0),
+        hierarchies=prep.hierarchies,
+    )
     schema = C.MixedSchema(job, job.columns(C.Role.EPS_QUASI))
     db, dt = schema.corner_sq_distances()
     return C.multi_reference_mixed(db, dt, schema.tie, k)
@@ -199,8 +208,12 @@ def test_semantic_rl_against_bruteforce():
     sd = df["x"].std(ddof=1)
     tot = 0.0
     for j in range(60):
-        d = np.array([TAX.distance(prot["v"][j], df["v"][i]) ** 2 + ((prot["x"][j] - df["x"][i]) / sd) ** 2
-                      for i in range(60)])
+        d = np.array(
+            [
+                TAX.distance(prot["v"][j], df["v"][i]) ** 2 + ((prot["x"][j] - df["x"][i]) / sd) ** 2
+                for i in range(60)
+            ]
+        )
         G = np.flatnonzero(d <= d.min() * (1 + 1e-12) ** 2)
         tot += (1 / len(G)) if j in G else 0
     assert got == pytest.approx(100 * tot / 60)
@@ -212,18 +225,36 @@ def test_adult_end_to_end_small():
     path = shared_path("adult", "adult.csv")
     H = str(shared_path("adult", "hierarchies")) + "/adult_hierarchy_%s.csv"
     df = pd.read_csv(path, sep=";").iloc[:3000]
-    r = protect_in_order(df, "categorical-dp", {"occupation": "eps-quasi", "native-country": "eps-quasi"},
-                    seed=1, hierarchies={"occupation": H % "occupation",
-                                         "native-country": H % "native-country"},
-                    k=10, epsilon=1.0, calibration="as-published")
+    r = protect_in_order(
+        df,
+        "categorical-dp",
+        {"occupation": "eps-quasi", "native-country": "eps-quasi"},
+        seed=1,
+        hierarchies={"occupation": H % "occupation", "native-country": H % "native-country"},
+        k=10,
+        epsilon=1.0,
+        calibration="as-published",
+    )
     assert r.info["clusters"] == 300
     assert r.info["taxonomies"]["occupation"]["a_b"] == "Exec-managerial"
 
 
 def test_sweep_over_k_and_epsilon_with_baseline():
     df = mixed_frame(np.random.default_rng(12), 120)
-    pts = list(engine.sweep(df, "categorical-dp", ROLES, DOM, ks=(3, 6), epsilons=(0.5, 5.0), seed=4,
-                         hierarchies=HIER, measures=("sse", "rl"), calibration="as-published"))
+    pts = list(
+        engine.sweep(
+            df,
+            "categorical-dp",
+            ROLES,
+            DOM,
+            ks=(3, 6),
+            epsilons=(0.5, 5.0),
+            seed=4,
+            hierarchies=HIER,
+            measures=("sse", "rl"),
+            calibration="as-published",
+        )
+    )
     assert [(p.k, p.epsilon) for p in pts] == [(3, None), (3, 0.5), (3, 5.0), (6, None), (6, 0.5), (6, 5.0)]
     base = {p.k: p.mean("sse_raw") for p in pts if p.epsilon is None}
     noisy = {p.k: p.mean("sse_raw") for p in pts if p.epsilon == 0.5}
@@ -231,6 +262,7 @@ def test_sweep_over_k_and_epsilon_with_baseline():
 
 
 # ----------------------------------------------------------- issue 11, defect 1
+
 
 def _ages_frame(n=240, seed=0):
     rng = np.random.default_rng(seed)
@@ -250,18 +282,28 @@ def test_numeric_eps_quasi_with_generated_hierarchy_and_domain_stays_numeric():
     df = _ages_frame()
     hier = _generated(df)
     roles = {"age": "eps-quasi", "sex": "eps-quasi"}
-    res = engine.protect(df, "categorical-dp", roles, {"age": (0, 100)}, hierarchies=hier,
-                         k=5, epsilon=1.0, seed=3)
+    res = engine.protect(
+        df, "categorical-dp", roles, {"age": (0, 100)}, hierarchies=hier, k=5, epsilon=1.0, seed=3
+    )
     age = res.data["age"]
     assert pd.api.types.is_numeric_dtype(age)
     assert age.between(0, 100).all()
     assert "age" not in res.info["taxonomies"] and "sex" in res.info["taxonomies"]
-    assert any("hierarchy of numeric ε-quasi attribute(s) 'age' was not used" in w
-               for w in res.private_notes)
+    assert any("hierarchy of numeric ε-quasi attribute(s) 'age' was not used" in w for w in res.private_notes)
     m = engine.evaluate(res.aligned_original(), res.data, result=res, hierarchies=hier)
     assert np.isfinite(m["sse_normalized"]) and 0 <= m["rl"] <= 100
-    pts = list(engine.sweep(df, "categorical-dp", roles, {"age": (0, 100)}, hierarchies=hier,
-                            ks=(2, 5, 10), epsilons=(0.5, 2.0), seed=1))
+    pts = list(
+        engine.sweep(
+            df,
+            "categorical-dp",
+            roles,
+            {"age": (0, 100)},
+            hierarchies=hier,
+            ks=(2, 5, 10),
+            epsilons=(0.5, 2.0),
+            seed=1,
+        )
+    )
     assert pts and not [p.skipped for p in pts if p.skipped]
 
 
@@ -281,6 +323,7 @@ def test_numeric_column_with_taxonomy_and_no_domain_is_released_as_labels_only()
     plan = measurement_plan(df, method="categorical-dp", roles=roles, hierarchies=hier)
     assert "age" not in plan.distances and "age" in plan.if_labels
     assert "age" in plan.distances_for(res.data, ["age", "sex"])
-    pts = list(engine.sweep(df, "categorical-dp", roles, hierarchies=hier, ks=(2, 5),
-                            epsilons=(1.0,), seed=1))
+    pts = list(
+        engine.sweep(df, "categorical-dp", roles, hierarchies=hier, ks=(2, 5), epsilons=(1.0,), seed=1)
+    )
     assert pts and not [p.skipped for p in pts if p.skipped]

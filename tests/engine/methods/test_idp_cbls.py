@@ -6,15 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.engine._order import protect_in_order, run_prepared_in_order
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.api import prepare
 from dpstudio.engine.errors import ParameterError
-
+from tests.engine._order import protect_in_order, run_prepared_in_order
 from tests.engine.methods._numeric import (
-    census_setup,
-    _per_cluster,
     _cbls_centroid,
+    _per_cluster,
+    census_setup,
 )
 
 
@@ -23,8 +22,9 @@ def test_idp_cbls_scale_and_preprocessed_centroid():
     x = rng.uniform(400, 600, 20_000)
     df = pd.DataFrame({"a0": x})
     k, eps = 5, 1.0
-    prep = prepare(df, "idp-cbls", {"a0": "eps-quasi"}, {}, k=k, epsilon=eps,
-                   precision={"a0": 1e-6})   # no domain: the output grid must be declared
+    prep = prepare(
+        df, "idp-cbls", {"a0": "eps-quasi"}, {}, k=k, epsilon=eps, precision={"a0": 1e-6}
+    )  # no domain: the output grid must be declared
     base = run_prepared_in_order(prep, rng=np.random.default_rng(0), epsilon=None).data["a0"].to_numpy()
     L = MA.individual_ranking(x[:, None], k)[:, 0]
     nc = int(L.max()) + 1
@@ -45,7 +45,6 @@ def test_idp_cbls_scale_and_preprocessed_centroid():
     assert res.info["noise_per_attribute"]["a0"]["clamped"] is False
 
 
-
 def test_cbls_engine_matches_reference_formula():
     rng = np.random.default_rng(8)
     x = rng.integers(0, 50, 37).astype(float)
@@ -58,9 +57,7 @@ def test_cbls_engine_matches_reference_formula():
         assert np.allclose(res.data["a"].to_numpy()[members], _cbls_centroid(x[members]))
 
 
-
 def test_idp_cbls_needs_k_at_least_3(census):
     roles, doms = census_setup(census)
     with pytest.raises(ParameterError):
         protect_in_order(census, "idp-cbls", roles, doms, k=2, epsilon=1.0, seed=1)
-

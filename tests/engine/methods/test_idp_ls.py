@@ -6,11 +6,10 @@ import numpy as np
 import pytest
 
 from dpstudio.engine.algorithms import microaggregation as MA
-
 from tests.engine.methods._numeric import (
-    middle_data,
-    _residuals,
     _per_cluster,
+    _residuals,
+    middle_data,
 )
 
 
@@ -30,4 +29,3 @@ def test_idp_ls_scale_per_cluster():
     ls = np.maximum(1000.0 - mn, mx - 0.0) / np.bincount(L)
     z = per / (ls / eps)
     assert z.var() == pytest.approx(2.0, rel=0.1)
-

@@ -7,9 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.engine._order import protect_in_order
 from dpstudio.engine.algorithms import microaggregation as MA
-
+from tests.engine._order import protect_in_order
 from tests.engine.methods._numeric import (
     kquasi_frames,
 )
@@ -32,4 +31,3 @@ def test_ir_swap_preserves_each_column_multiset(data, seed):
         for g in range(int(L.max()) + 1):
             m = L == g
             assert np.array_equal(np.sort(a[m]), np.sort(b[m]))
-

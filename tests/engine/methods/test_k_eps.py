@@ -10,9 +10,15 @@ from hypothesis import strategies as st
 from dpstudio import engine
 from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
 from dpstudio.engine.hierarchies.hierarchy import Hierarchy
-from dpstudio.engine.measures.keps import (class_diameters, confidence_radius, confident_suppression,
-                                          count_within, keps_measures, nearest_member_linked,
-                                          noise_abs_mean)
+from dpstudio.engine.measures.keps import (
+    class_diameters,
+    confidence_radius,
+    confident_suppression,
+    count_within,
+    keps_measures,
+    nearest_member_linked,
+    noise_abs_mean,
+)
 from dpstudio.engine.registry import get_method
 from scripts.synth_height import add_height, synthetic_height
 from tests.conftest import shared_path
@@ -23,12 +29,14 @@ ROLES = {"age": "k-quasi", "sex": "k-quasi", "height": "eps-quasi", "name": "ide
 
 def _people(seed=0, n=400):
     rng = np.random.default_rng(seed)
-    df = pd.DataFrame({
-        "name": [f"p{i}" for i in range(n)],
-        "age": rng.integers(17, 90, n),
-        "sex": rng.choice(["Male", "Female"], n),
-        "income": rng.integers(0, 100_000, n),
-    })
+    df = pd.DataFrame(
+        {
+            "name": [f"p{i}" for i in range(n)],
+            "age": rng.integers(17, 90, n),
+            "sex": rng.choice(["Male", "Female"], n),
+            "income": rng.integers(0, 100_000, n),
+        }
+    )
     df["height"] = synthetic_height(df["age"], df["sex"], seed=seed).to_numpy()
     return df
 
@@ -39,6 +47,7 @@ def _classes(res):
 
 
 # ---------------------------------------------------------------- registry / guarantee
+
 
 def test_registered_with_the_cli_keywords():
     spec = get_method("k-eps")
@@ -56,13 +65,19 @@ def test_registered_with_the_cli_keywords():
 
 # ---------------------------------------------------------------- k-anonymity, rows, shuffle
 
+
 @settings(max_examples=12, deadline=None)
-@given(st.integers(0, 10_000), st.integers(2, 12), st.sampled_from(["ola", "mondrian"]),
-       st.sampled_from([None, 0.9]))
+@given(
+    st.integers(0, 10_000),
+    st.integers(2, 12),
+    st.sampled_from(["ola", "mondrian"]),
+    st.sampled_from([None, 0.9]),
+)
 def test_every_release_is_k_anonymous_and_rows_align(seed, k, algorithm, conf):
     df = _people(seed, 300)
-    res = engine.protect(df, "k-eps", ROLES, precision=PREC, k=k, epsilon=2.0, algorithm=algorithm,
-                         confidence=conf, seed=seed)
+    res = engine.protect(
+        df, "k-eps", ROLES, precision=PREC, k=k, epsilon=2.0, algorithm=algorithm, confidence=conf, seed=seed
+    )
     assert _classes(res).min() >= k
     rm = res.row_map
     assert len(set(rm.tolist())) == len(rm) == len(res.data)
@@ -88,6 +103,7 @@ def test_records_are_shuffled_and_classes_reported():
 
 # ---------------------------------------------------------------- noise calibration
 
+
 def _two_class_frame(n=4000):
     # k-quasi "g" with two values -> two classes; heights spread 10 and 30 wide; zero-width class
     rng = np.random.default_rng(5)
@@ -104,8 +120,17 @@ def test_noise_scale_is_class_diameter_over_epsilon(eps):
     df = _two_class_frame()
     roles = {"g": "k-quasi", "h": "eps-quasi"}
     flat = Hierarchy.from_rows([["a", "*"], ["b", "*"], ["c", "*"]])
-    res = engine.protect(df, "k-eps", roles, hierarchies={"g": flat}, k=5, epsilon=eps,
-                         suppression=0.0, seed=11, precision={"h": 0.01})
+    res = engine.protect(
+        df,
+        "k-eps",
+        roles,
+        hierarchies={"g": flat},
+        k=5,
+        epsilon=eps,
+        suppression=0.0,
+        seed=11,
+        precision={"h": 0.01},
+    )
     orig = res.aligned_original()
     noise = res.data["h"].to_numpy() - orig["h"].to_numpy()
     for grp, diam in (("a", 10.0), ("b", 30.0)):
@@ -119,8 +144,17 @@ def test_several_eps_quasis_use_record_level_sum_of_diameters():
     df = _two_class_frame()
     roles = {"g": "k-quasi", "h": "eps-quasi", "w": "eps-quasi"}
     flat = Hierarchy.from_rows([["a", "*"], ["b", "*"], ["c", "*"]])
-    res = engine.protect(df, "k-eps", roles, hierarchies={"g": flat}, k=5, epsilon=1.0,
-                         suppression=0.0, seed=12, precision={"h": 0.01, "w": 0.01})
+    res = engine.protect(
+        df,
+        "k-eps",
+        roles,
+        hierarchies={"g": flat},
+        k=5,
+        epsilon=1.0,
+        suppression=0.0,
+        seed=12,
+        precision={"h": 0.01, "w": 0.01},
+    )
     orig = res.aligned_original()
     diam = class_diameters(pd.factorize(df["g"])[0], df[["h", "w"]].to_numpy())
     for i, grp in enumerate(["a", "b"]):
@@ -137,17 +171,24 @@ def test_noise_free_baseline_and_domain_clamp():
     res = engine.run_prepared(prep, rng=np.random.default_rng(0), epsilon=None)
     assert np.allclose(res.data["height"], res.aligned_original()["height"])
     assert "without noise" in res.guarantee
-    res2 = engine.protect(df, "k-eps", ROLES, precision=PREC, domains={"height": (100, 250)}, k=5, epsilon=0.05, seed=1)
+    res2 = engine.protect(
+        df, "k-eps", ROLES, precision=PREC, domains={"height": (100, 250)}, k=5, epsilon=0.05, seed=1
+    )
     assert res2.data["height"].between(100, 250).all()
 
 
 # ---------------------------------------------------------------- helpers vs brute force
 
+
 def _bf_count(cls, data, centre, r):
     data = data.reshape(len(cls), -1)
     centre = centre.reshape(len(cls), -1)
-    return np.array([np.sum((cls == cls[i]) & ((data >= centre[i] - r[i]) & (data <= centre[i] + r[i])).all(1))
-                     for i in range(len(cls))])
+    return np.array(
+        [
+            np.sum((cls == cls[i]) & ((data >= centre[i] - r[i]) & (data <= centre[i] + r[i])).all(1))
+            for i in range(len(cls))
+        ]
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -160,8 +201,7 @@ def test_count_within_and_linking_match_brute_force(seed, n, m):
     r = np.round(rng.random(n) * 2, 1)
     got = count_within(cls, data if m > 1 else data[:, 0], cls, rel if m > 1 else rel[:, 0], r)
     assert (got == _bf_count(cls, data, rel, r)).all()
-    linked = nearest_member_linked(cls, data if m > 1 else data[:, 0], rel if m > 1 else rel[:, 0],
-                                   None)
+    linked = nearest_member_linked(cls, data if m > 1 else data[:, 0], rel if m > 1 else rel[:, 0], None)
     d = np.abs(rel[:, None, :] - data[None, :, :]).sum(2)
     same = cls[:, None] == cls[None, :]
     nearest = np.where(same, d, np.inf).min(1)
@@ -192,6 +232,7 @@ def test_confidence_radius_and_abs_mean():
     assert noise_abs_mean("laplace", 4.0) == 0.25
     rng = np.random.default_rng(0)
     from dpstudio.engine.algorithms.noise import staircase_noise
+
     z = staircase_noise(rng, 1.0, 1.0, 60_000)
     assert noise_abs_mean("staircase", 1.0) == pytest.approx(np.mean(np.abs(z)), rel=0.03)
     r = confidence_radius("staircase", 1.0, 0.9)
@@ -209,6 +250,7 @@ def test_confidence_step_in_protect():
 
 
 # ---------------------------------------------------------------- measures formulas
+
 
 def test_measures_formulas_on_a_small_release():
     df = _people(6, 400)
@@ -240,6 +282,7 @@ def test_measures_formulas_on_a_small_release():
 
 # ---------------------------------------------------------------- bad input
 
+
 def test_bad_inputs():
     df = _people(7, 200)
     bad = df.copy()
@@ -269,11 +312,19 @@ def test_bad_inputs():
     few = df.copy()
     few["sex"] = ["Female"] * 4 + ["Male"] * (len(df) - 4)
     with pytest.raises(ParameterError, match=r"largest k that works"):
-        engine.protect(few, "k-eps", {"sex": "k-quasi", "height": "eps-quasi"},
-                       hierarchies={"sex": top}, k=10, suppression=0.01, seed=1)
+        engine.protect(
+            few,
+            "k-eps",
+            {"sex": "k-quasi", "height": "eps-quasi"},
+            hierarchies={"sex": top},
+            k=10,
+            suppression=0.01,
+            seed=1,
+        )
 
 
 # ---------------------------------------------------------------- determinism, sweeps
+
 
 def test_same_seed_same_release():
     df = _people(8, 300)
@@ -297,8 +348,19 @@ def test_sweep_reports_measures_per_point_and_reuses_generalisation(monkeypatch)
     monkeypatch.setattr(keps, "ola", counting)
     from dpstudio.engine.sweeps import sweep
 
-    pts = list(sweep(_people(9, 300), "k-eps", ROLES, precision=PREC, ks=(3, 6), epsilons=(1.0, 8.0),
-                     repeats=2, seed=1, measures=("kanon",)))
+    pts = list(
+        sweep(
+            _people(9, 300),
+            "k-eps",
+            ROLES,
+            precision=PREC,
+            ks=(3, 6),
+            epsilons=(1.0, 8.0),
+            repeats=2,
+            seed=1,
+            measures=("kanon",),
+        )
+    )
     assert len(pts) == 6  # baseline + 2 ε per k
     assert calls == [3, 6]
     assert all("keps_linking_risk" in p.values for p in pts)
@@ -308,14 +370,16 @@ def test_sweep_reports_measures_per_point_and_reuses_generalisation(monkeypatch)
 
 # ---------------------------------------------------------------- real data
 
+
 def test_adult_with_arx_hierarchies_and_synthetic_height():
     data = pd.read_csv(shared_path("adult", "adult.csv"), sep=";")
     data = add_height(data, seed=1)
     kq = ["age", "sex", "race", "marital-status"]
     hs = {c: str(shared_path("adult", "hierarchies", f"adult_hierarchy_{c}.csv")) for c in kq}
     roles = {**{c: "k-quasi" for c in kq}, "height": "eps-quasi"}
-    res = engine.protect(data, "k-eps", roles, hierarchies=hs, precision={"height": 0.1}, k=10,
-                         epsilon=8.0, seed=1)
+    res = engine.protect(
+        data, "k-eps", roles, hierarchies=hs, precision={"height": 0.1}, k=10, epsilon=8.0, seed=1
+    )
     m = engine.evaluate(res.aligned_original(), res.data, measures=("kanon",), result=res)
     assert m["keps_min_class_size"] >= 10
     assert m["keps_rel_error"] < 0.05  # paper 003: below 5 % for ε ≥ 8
@@ -334,9 +398,19 @@ def test_staircase_noise_option():
     df = _two_class_frame(3000)
     roles = {"g": "k-quasi", "h": "eps-quasi"}
     flat = Hierarchy.from_rows([["a", "*"], ["b", "*"], ["c", "*"]])
-    res = engine.protect(df, "k-eps", roles, hierarchies={"g": flat}, k=5, epsilon=1.0,
-                         suppression=0.0, noise="staircase", confidence=0.9, seed=4,
-                         precision={"h": 0.01})
+    res = engine.protect(
+        df,
+        "k-eps",
+        roles,
+        hierarchies={"g": flat},
+        k=5,
+        epsilon=1.0,
+        suppression=0.0,
+        noise="staircase",
+        confidence=0.9,
+        seed=4,
+        precision={"h": 0.01},
+    )
     orig = res.aligned_original()
     m = orig["g"].to_numpy() == "b"
     noise = res.data["h"].to_numpy()[m] - orig["h"].to_numpy()[m]
@@ -355,13 +429,20 @@ def test_staircase_refused_with_several_eps_quasis():
     from dpstudio import engine
 
     rng = np.random.default_rng(0)
-    df = pd.DataFrame({"q": rng.integers(0, 5, 200), "a": rng.normal(size=200),
-                       "b": rng.normal(size=200)})
+    df = pd.DataFrame({"q": rng.integers(0, 5, 200), "a": rng.normal(size=200), "b": rng.normal(size=200)})
     roles = {"q": "k-quasi", "a": "eps-quasi", "b": "eps-quasi"}
     with pytest.raises(engine.ParameterError, match="staircase"):
         engine.protect(df, "k-eps", roles, k=5, epsilon=1.0, noise="staircase", seed=1)
-    one = engine.protect(df, "k-eps", {"q": "k-quasi", "a": "eps-quasi"}, k=5, epsilon=1.0,
-                         noise="staircase", seed=1, precision={"a": 0.001})
+    one = engine.protect(
+        df,
+        "k-eps",
+        {"q": "k-quasi", "a": "eps-quasi"},
+        k=5,
+        epsilon=1.0,
+        noise="staircase",
+        seed=1,
+        precision={"a": 0.001},
+    )
     assert len(one.data) > 0
 
 

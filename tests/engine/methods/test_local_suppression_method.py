@@ -37,9 +37,13 @@ def ref():
     return json.loads((FREE1 / "free1_sdcmicro_reference.json").read_text())
 
 
-rows = st.integers(4, 40).flatmap(lambda n: st.lists(
-    st.tuples(st.integers(0, 3), st.integers(0, 4), st.one_of(st.none(), st.integers(0, 2))),
-    min_size=n, max_size=n))
+rows = st.integers(4, 40).flatmap(
+    lambda n: st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 4), st.one_of(st.none(), st.integers(0, 2))),
+        min_size=n,
+        max_size=n,
+    )
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -50,8 +54,9 @@ def test_release_is_k_anonymous_with_missing_matching_anything(rs, k):
     k = min(k, len(df) // 2)
     if k < 2:
         return
-    res = engine.protect(df, "local-suppression", {"a": "k-quasi", "b": "k-quasi",
-                                                   "c": "k-quasi", "w": "weight"}, k=k)
+    res = engine.protect(
+        df, "local-suppression", {"a": "k-quasi", "b": "k-quasi", "c": "k-quasi", "w": "weight"}, k=k
+    )
     out = res.data
     orig = res.aligned_original()  # the release is in random order (issue 21 §3)
     assert pairwise_fk(out, ["a", "b", "c"]).min() >= k
@@ -72,8 +77,8 @@ def test_free1_k3_within_sdcmicro(free1, ref):
     assert pairwise_fk(res.data, keys).min() >= 3
     total = res.info["suppressed_total"]
     assert 0 < total <= ref["localSuppression_k3_total"] == 862
-    assert total == 276   # what this implementation does (docs/methods.md quotes it)
-    assert "REGION" not in res.data.columns               # household id: not released
+    assert total == 276  # what this implementation does (docs/methods.md quotes it)
+    assert "REGION" not in res.data.columns  # household id: not released
     np.testing.assert_array_equal(res.data["WEIGHT"], res.aligned_original()["WEIGHT"])
     for c in keys + ["WEIGHT", "REGION"]:
         assert c in res.guarantee
@@ -108,22 +113,21 @@ def test_global_recoding_first_needs_fewer_suppressions():
     h = Hierarchy.from_rows([[str(a), "0-3" if a < 4 else "4-7", "*"] for a in range(8)])
     roles = {"age": "k-quasi", "sex": "k-quasi"}
     plain = engine.protect(df, "local-suppression", roles, k=20)
-    rec = engine.protect(df, "local-suppression", roles, k=20, hierarchies={"age": h},
-                         recode_levels={"age": 1})
+    rec = engine.protect(
+        df, "local-suppression", roles, k=20, hierarchies={"age": h}, recode_levels={"age": 1}
+    )
     assert set(rec.data["age"].dropna()) <= {"0-3", "4-7"}
     assert rec.info["suppressed_total"] < plain.info["suppressed_total"]
     assert "age to level 1" in rec.guarantee
     with pytest.raises(ParameterError, match="level in \\[0, 2\\]"):
-        engine.protect(df, "local-suppression", roles, k=20, hierarchies={"age": h},
-                       recode_levels={"age": 5})
+        engine.protect(df, "local-suppression", roles, k=20, hierarchies={"age": h}, recode_levels={"age": 5})
     with pytest.raises(ParameterError, match="needs its hierarchy"):
         engine.protect(df, "local-suppression", roles, k=20, recode_levels={"sex": 1})
 
 
 def test_sweep_reports_suppressed_cells_and_reidentifications_against_k(free1, ref):
     roles = {**{c: "k-quasi" for c in ref["keys"]}, "WEIGHT": "weight"}
-    pts = list(engine.sweep(free1, "local-suppression", roles, ks=[2, 3, 5],
-                            measures=("sse",)))
+    pts = list(engine.sweep(free1, "local-suppression", roles, ks=[2, 3, 5], measures=("sse",)))
     cells = [p.mean("suppressed_cells") for p in pts]
     er = [p.mean("expected_reidentifications") for p in pts]
     assert cells == sorted(cells) and cells[1] == 276

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 
 from dpstudio import engine
 from tests.engine._order import protect_in_order
-
 from tests.engine.methods._numeric import (
     kquasi_frames,
 )
@@ -28,13 +27,11 @@ def test_mdav_output_is_k_anonymous(data):
     assert np.allclose(res.data[q].mean(), df[q].mean())
 
 
-
 def test_mdav_constant_column_does_not_crash():
     df = pd.DataFrame({"a": np.ones(20), "b": np.arange(20.0)})
     res = protect_in_order(df, "mdav", {"a": "k-quasi", "b": "k-quasi"}, k=4)
     assert res.data.groupby(["a", "b"]).size().min() >= 4
     assert np.all(res.data["a"] == 1.0)
-
 
 
 @pytest.mark.parametrize("distance", ["standardized", "raw", "domain"])
@@ -45,7 +42,6 @@ def test_mdav_distance_options_k_anonymous(census, distance):
     assert res.data.groupby(cols).size().min() >= 7
 
 
-
 def test_mdav_distance_changes_clusters_and_domain_needs_bounds(census):
     cols = ["FEDTAX", "INTVAL"]
     roles = {c: "k-quasi" for c in cols}
@@ -54,4 +50,3 @@ def test_mdav_distance_changes_clusters_and_domain_needs_bounds(census):
     assert not a[cols].equals(b[cols])
     with pytest.raises(engine.ParameterError, match="domain"):
         protect_in_order(census, "mdav", roles, k=5, distance="domain")
-

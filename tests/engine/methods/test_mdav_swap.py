@@ -7,9 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.engine._order import protect_in_order
 from dpstudio.engine.algorithms import microaggregation as MA
-
+from tests.engine._order import protect_in_order
 from tests.engine.methods._numeric import (
     kquasi_frames,
 )
@@ -35,4 +34,3 @@ def test_mdav_swap_preserves_multisets_jointly(data, seed):
         got = sorted(map(tuple, out[q].to_numpy()[members]))
         assert got == sorted(map(tuple, df[q].to_numpy()[members]))
     assert out["conf"].equals(df["conf"])
-

@@ -9,20 +9,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpstudio import engine
-from tests.engine._order import in_input_order, protect_in_order, run_prepared_in_order
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.api import prepare
 from dpstudio.engine.errors import Cancelled, ParameterError
 from dpstudio.engine.registry import get_method
 from dpstudio.engine.roles import Role
-
+from tests.engine._order import in_input_order, protect_in_order, run_prepared_in_order
 from tests.engine.methods._numeric import (
-    NUMERIC,
     CENSUS4,
-    census_setup,
-    _g,
+    NUMERIC,
     _cbls_centroid,
     _cbls_ls,
+    _g,
+    census_setup,
 )
 
 
@@ -32,17 +31,19 @@ def test_all_numeric_methods_registered():
         assert mid in ids
 
 
-
-@pytest.mark.parametrize("mid, protects, needs_domain, uses_k, min_k", [
-    ("mdav", Role.K_QUASI, False, True, 1),
-    ("mdav-swap", Role.K_QUASI, False, True, 1),
-    ("ir-swap", Role.CONFIDENTIAL, False, True, 1),
-    ("laplace", Role.EPS_QUASI, True, False, 1),
-    ("insensitive-dp", Role.EPS_QUASI, True, True, 1),
-    ("ir-dp", Role.EPS_QUASI, True, True, 1),
-    ("idp-ls", Role.EPS_QUASI, True, True, 1),
-    ("idp-cbls", Role.EPS_QUASI, False, True, 3),
-])
+@pytest.mark.parametrize(
+    "mid, protects, needs_domain, uses_k, min_k",
+    [
+        ("mdav", Role.K_QUASI, False, True, 1),
+        ("mdav-swap", Role.K_QUASI, False, True, 1),
+        ("ir-swap", Role.CONFIDENTIAL, False, True, 1),
+        ("laplace", Role.EPS_QUASI, True, False, 1),
+        ("insensitive-dp", Role.EPS_QUASI, True, True, 1),
+        ("ir-dp", Role.EPS_QUASI, True, True, 1),
+        ("idp-ls", Role.EPS_QUASI, True, True, 1),
+        ("idp-cbls", Role.EPS_QUASI, False, True, 3),
+    ],
+)
 def test_method_specs(mid, protects, needs_domain, uses_k, min_k):
     spec = get_method(mid)
     assert spec.protects == (protects,)
@@ -60,7 +61,6 @@ def test_method_specs(mid, protects, needs_domain, uses_k, min_k):
     assert isinstance(d["guarantee"], str) and d["guarantee"]
 
 
-
 @pytest.mark.parametrize("mid", ["laplace", "ir-dp", "insensitive-dp"])
 @pytest.mark.parametrize("eps", [0.5, 1.0, 3.0])
 def test_dp_guarantee_mentions_epsilon(mid, eps):
@@ -73,14 +73,12 @@ def test_dp_guarantee_mentions_epsilon(mid, eps):
     assert f"{eps:g}-differential privacy" not in text
 
 
-
 @pytest.mark.parametrize("mid", ["idp-ls", "idp-cbls"])
 def test_idp_guarantee(mid):
     text, is_dp = _g(mid, epsilon=2.0, k=4)
     assert "2-individual differential privacy" in text
     assert "not ε-DP" in text and "THIS data set" in text
     assert not is_dp
-
 
 
 def test_other_guarantees():
@@ -93,7 +91,6 @@ def test_other_guarantees():
     assert "no differential privacy" in text and not is_dp
 
 
-
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.integers(0, 20), min_size=3, max_size=7), st.booleans())
 def test_cbls_local_sensitivity_bounds_brute_force_change(values, fractional):
@@ -102,7 +99,7 @@ def test_cbls_local_sensitivity_bounds_brute_force_change(values, fractional):
     vals = np.clip(vals, lo, hi)
     base = _cbls_centroid(vals)
     ls = _cbls_ls(vals)
-    grid = np.linspace(lo - 50, hi + 50, 561)   # beyond the domain too: CBLS needs no bounds
+    grid = np.linspace(lo - 50, hi + 50, 561)  # beyond the domain too: CBLS needs no bounds
     worst = 0.0
     for i in range(vals.size):
         for g in grid:
@@ -112,16 +109,19 @@ def test_cbls_local_sensitivity_bounds_brute_force_change(values, fractional):
     assert worst <= ls + 1e-9
 
 
-
 def test_dp_outputs_are_clamped_to_domain(census):
     roles, doms = census_setup(census)
-    for mid, kw in [("laplace", {}), ("ir-dp", {"k": 3}), ("idp-ls", {"k": 3}),
-                    ("insensitive-dp", {"k": 3}), ("idp-cbls", {"k": 3})]:
+    for mid, kw in [
+        ("laplace", {}),
+        ("ir-dp", {"k": 3}),
+        ("idp-ls", {"k": 3}),
+        ("insensitive-dp", {"k": 3}),
+        ("idp-cbls", {"k": 3}),
+    ]:
         res = protect_in_order(census, mid, roles, doms, epsilon=0.01, seed=3, **kw)
         for c in CENSUS4:
             v = res.data[c].to_numpy()
             assert v.min() >= doms[c][0] and v.max() <= doms[c][1], (mid, c)
-
 
 
 def test_methods_needing_domain_refuse_without(census):
@@ -139,7 +139,6 @@ def test_methods_needing_domain_refuse_without(census):
     assert res.precision == {c: 1.0 for c in roles} and res.data["FICA"].dtype == np.int64
 
 
-
 def test_swaps_actually_permute(census):
     res = protect_in_order(census, "mdav-swap", {c: "k-quasi" for c in CENSUS4}, k=5, seed=1)
     assert res.info["records_moved"] > len(census) // 2
@@ -148,12 +147,18 @@ def test_swaps_actually_permute(census):
     assert res2.data["FICA"].dtype == census["FICA"].dtype
 
 
-
-@pytest.mark.parametrize("mid, kw", [("laplace", {}), ("ir-dp", {"k": 4}), ("idp-ls", {"k": 4}),
-                                     ("idp-cbls", {"k": 4}), ("insensitive-dp", {"k": 4}),
-                                     ("insensitive-dp", {"k": 4, "variant": "single",
-                                                         "noise": "staircase"}),
-                                     ("ir-dp", {"k": 4, "noise": "staircase"})])
+@pytest.mark.parametrize(
+    "mid, kw",
+    [
+        ("laplace", {}),
+        ("ir-dp", {"k": 4}),
+        ("idp-ls", {"k": 4}),
+        ("idp-cbls", {"k": 4}),
+        ("insensitive-dp", {"k": 4}),
+        ("insensitive-dp", {"k": 4, "variant": "single", "noise": "staircase"}),
+        ("ir-dp", {"k": 4, "noise": "staircase"}),
+    ],
+)
 def test_determinism_under_seed(census, mid, kw):
     roles, doms = census_setup(census)
     a = protect_in_order(census, mid, roles, doms, epsilon=1.0, seed=42, **kw)
@@ -165,7 +170,6 @@ def test_determinism_under_seed(census, mid, kw):
     assert a.data[others].equals(census[others])
 
 
-
 @pytest.mark.parametrize("mid", ["mdav-swap", "ir-swap"])
 def test_swap_determinism(census, mid):
     role = "k-quasi" if mid == "mdav-swap" else "confidential"
@@ -173,7 +177,6 @@ def test_swap_determinism(census, mid):
     a = protect_in_order(census, mid, roles, k=3, seed=5)
     b = protect_in_order(census, mid, roles, k=3, seed=5)
     assert a.data.equals(b.data)
-
 
 
 def test_noise_free_baseline_and_cache_reuse(census):
@@ -189,7 +192,7 @@ def test_noise_free_baseline_and_cache_reuse(census):
     keys_noisy = set(cache)
     assert {k_ for k_ in keys_noisy if k_[0] != "noise.grid"} == keys_after_first
     run_prepared_in_order(prep, rng=np.random.default_rng(2), epsilon=0.1, cache=cache)
-    assert set(cache) == keys_noisy                 # nothing recomputed
+    assert set(cache) == keys_noisy  # nothing recomputed
     # the individual-ranking clusters are shared by idp-ls / idp-cbls
     prep2 = prepare(census, "idp-ls", roles, doms, k=5, epsilon=1.0)
     run_prepared_in_order(prep2, rng=np.random.default_rng(0), cache=cache)
@@ -200,7 +203,6 @@ def test_noise_free_baseline_and_cache_reuse(census):
     assert np.allclose(base.data["FICA"], MA.cluster_means(x, L)[L])
 
 
-
 def test_cancel_stops(census):
     roles, doms = census_setup(census)
     kroles = {c: "k-quasi" for c in CENSUS4}
@@ -209,18 +211,16 @@ def test_cancel_stops(census):
         raise Cancelled()
 
     calls = [
-        lambda: protect_in_order(census, "laplace", roles, doms, epsilon=1.0, seed=1,
-                               check_cancel=cancel),
-        lambda: protect_in_order(census, "ir-dp", roles, doms, k=5, epsilon=1.0, seed=1,
-                               check_cancel=cancel),
-        lambda: protect_in_order(census, "insensitive-dp", roles, doms, k=5, epsilon=1.0, seed=1,
-                               check_cancel=cancel),
+        lambda: protect_in_order(census, "laplace", roles, doms, epsilon=1.0, seed=1, check_cancel=cancel),
+        lambda: protect_in_order(census, "ir-dp", roles, doms, k=5, epsilon=1.0, seed=1, check_cancel=cancel),
+        lambda: protect_in_order(
+            census, "insensitive-dp", roles, doms, k=5, epsilon=1.0, seed=1, check_cancel=cancel
+        ),
         lambda: protect_in_order(census, "mdav", kroles, k=5, seed=1, check_cancel=cancel),
     ]
     for call in calls:
         with pytest.raises(Cancelled):
             call()
-
 
 
 def test_census_utility_ordering(census):
@@ -232,13 +232,25 @@ def test_census_utility_ordering(census):
     def sse(res):
         return float(((res.data[CENSUS4].to_numpy() - X) ** 2).sum())
 
-    lap = np.mean([sse(protect_in_order(census, "laplace", roles, doms, epsilon=1.0,
-                                      budget="per-attribute", seed=s)) for s in range(5)])
+    lap = np.mean(
+        [
+            sse(protect_in_order(census, "laplace", roles, doms, epsilon=1.0, budget="per-attribute", seed=s))
+            for s in range(5)
+        ]
+    )
     # Laplace of scale Δ_i/ε on each attribute, clamped: SSE below the unclamped 2·n·ΣΔ²
     unclamped = 2 * len(census) * sum((doms[c][1] - doms[c][0]) ** 2 for c in CENSUS4)
     assert 0.05 * unclamped < lap < unclamped
-    irdp = np.mean([sse(protect_in_order(census, "ir-dp", roles, doms, k=10, epsilon=1.0,
-                                       budget="per-attribute", seed=s)) for s in range(5)])
+    irdp = np.mean(
+        [
+            sse(
+                protect_in_order(
+                    census, "ir-dp", roles, doms, k=10, epsilon=1.0, budget="per-attribute", seed=s
+                )
+            )
+            for s in range(5)
+        ]
+    )
     assert irdp < lap / 5
     prep_ir = prepare(census, "ir-dp", roles, doms, k=10, epsilon=1.0)
     prep_in = prepare(census, "insensitive-dp", roles, doms, k=10, epsilon=1.0)
@@ -247,20 +259,18 @@ def test_census_utility_ordering(census):
     assert base_ir < base_in
 
 
-
 def test_census_rigorous_insensitive_worse_than_laplace_when_k2_below_n(census):
     roles, doms = census_setup(census)
     res = protect_in_order(census, "insensitive-dp", roles, doms, k=10, epsilon=1.0, seed=0)
     assert any("k² ≤ n" in w for w in res.warnings)
-    lap_scale = protect_in_order(census, "laplace", roles, doms, epsilon=1.0,
-                               seed=0).info["noise_per_attribute"]["FICA"]["scale"]
+    lap_scale = protect_in_order(census, "laplace", roles, doms, epsilon=1.0, seed=0).info[
+        "noise_per_attribute"
+    ]["FICA"]["scale"]
     assert res.info["noise_per_attribute"]["FICA"]["scale"] >= lap_scale
 
 
-
 def test_integer_and_nullable_columns_keep_working():
-    df = pd.DataFrame({"a": pd.array(np.arange(30) % 7, dtype="Int64"),
-                       "b": np.arange(30, dtype=np.int32)})
+    df = pd.DataFrame({"a": pd.array(np.arange(30) % 7, dtype="Int64"), "b": np.arange(30, dtype=np.int32)})
     res = protect_in_order(df, "ir-swap", {"a": "confidential", "b": "confidential"}, k=3, seed=1)
     assert sorted(res.data["a"].tolist()) == sorted(df["a"].tolist())
     assert sorted(res.data["b"].tolist()) == sorted(df["b"].tolist())
@@ -268,10 +278,16 @@ def test_integer_and_nullable_columns_keep_working():
     assert sorted(zip(res.data["a"], res.data["b"])) == sorted(zip(df["a"], df["b"]))
     res = protect_in_order(df, "mdav", {"a": "k-quasi", "b": "k-quasi"}, k=3, seed=1)
     assert res.data.groupby(["a", "b"]).size().min() >= 3
-    res = protect_in_order(df, "ir-dp", {"a": "eps-quasi", "b": "eps-quasi"},
-                         {"a": (0, 10), "b": (0, 40)}, k=3, epsilon=1.0, seed=1)
+    res = protect_in_order(
+        df,
+        "ir-dp",
+        {"a": "eps-quasi", "b": "eps-quasi"},
+        {"a": (0, 10), "b": (0, 40)},
+        k=3,
+        epsilon=1.0,
+        seed=1,
+    )
     assert res.data["a"].between(0, 10).all()
-
 
 
 def test_budget_detail_names_attributes(census):
@@ -279,10 +295,8 @@ def test_budget_detail_names_attributes(census):
     res = protect_in_order(census, "laplace", roles, doms, epsilon=2.0, seed=1)
     assert "split equally over the 4 protected attributes" in res.info["budget_detail"]
     assert "FICA: 0.5" in res.info["budget_detail"]
-    res = protect_in_order(census, "ir-dp", roles, doms, k=3, epsilon=2.0, seed=1,
-                         budget="per-attribute")
+    res = protect_in_order(census, "ir-dp", roles, doms, k=3, epsilon=2.0, seed=1, budget="per-attribute")
     assert "(4·2 = 8)-DP" in res.info["budget_detail"]
-
 
 
 @pytest.mark.parametrize("method", ["ir-dp", "idp-ls", "idp-cbls", "insensitive-dp"])
@@ -297,4 +311,3 @@ def test_clustered_release_is_shuffled_and_shuffle_changes_only_order(census, me
     assert in_input_order(a).data.equals(b.data)
     assert "random order" in a.guarantee
     assert not b.is_dp and "INPUT ORDER" in b.guarantee
-

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpstudio import engine
 from dpstudio.engine import api
@@ -15,8 +16,9 @@ from dpstudio.engine.protection import t_close_dp as T
 
 def frame(rng, n, distinct=None):
     c = rng.integers(0, distinct, n) if distinct else rng.lognormal(8, 1.5, n).round()
-    return pd.DataFrame({"q1": rng.normal(size=n), "q2": rng.integers(0, 50, n),
-                         "C": c, "other": np.arange(n)})
+    return pd.DataFrame(
+        {"q1": rng.normal(size=n), "q2": rng.integers(0, 50, n), "C": c, "other": np.arange(n)}
+    )
 
 
 ROLES = {"q1": "k-quasi", "q2": "k-quasi", "C": "confidential"}
@@ -45,8 +47,12 @@ def test_buckets_and_sizes():
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(0, 10_000), st.sampled_from([0.3, 0.7, 1.0, 1.5, 2.0]), st.integers(1, 6),
-       st.integers(200, 900))
+@given(
+    st.integers(0, 10_000),
+    st.sampled_from([0.3, 0.7, 1.0, 1.5, 2.0]),
+    st.integers(1, 6),
+    st.integers(200, 900),
+)
 def test_achieved_t_within_target_and_group_sizes(seed, eps, l, n):
     rng = np.random.default_rng(seed)
     df = frame(rng, n)
@@ -175,8 +181,13 @@ def test_bad_inputs():
     with pytest.raises(InputError, match=r"'C'.*'high'"):
         api.protect(txt, "t-close-dp", ROLES, seed=1, epsilon=1.0)
     with pytest.raises(InputError, match="too many equal values"):
-        api.protect(pd.DataFrame({"q1": range(30), "C": [0] * 28 + [1, 2]}),
-                    "t-close-dp", {"q1": "k-quasi", "C": "confidential"}, seed=1, epsilon=1.0)
+        api.protect(
+            pd.DataFrame({"q1": range(30), "C": [0] * 28 + [1, 2]}),
+            "t-close-dp",
+            {"q1": "k-quasi", "C": "confidential"},
+            seed=1,
+            epsilon=1.0,
+        )
 
 
 def test_k_equal_b_with_equal_buckets_and_refusal_when_unequal():
@@ -196,8 +207,7 @@ def test_sweep_and_duplicate_quasi_vectors():
     df = frame(rng, 400)
     df["q1"] = 0.0  # many identical k-quasi vectors: ties by record index
     df["q2"] = rng.integers(0, 2, 400)
-    pts = list(engine.sweep(df, "t-close-dp", ROLES, ks=(10, 20), epsilons=(1.0,), seed=2,
-                         measures=("sse",)))
+    pts = list(engine.sweep(df, "t-close-dp", ROLES, ks=(10, 20), epsilons=(1.0,), seed=2, measures=("sse",)))
     assert [(p.k, p.epsilon) for p in pts] == [(10, None), (10, 1.0), (20, None), (20, 1.0)]
     r = api.protect(df, "t-close-dp", ROLES, seed=1, epsilon=1.0, k=10)
     assert r.info["t_achieved"] <= math.e + 1e-9 and r.info["k"] >= 10
@@ -209,6 +219,7 @@ def test_refusal_suggests_values_of_k_that_work():
     import re
 
     import pandas as pd
+
     from tests.conftest import ROOT
 
     df = pd.read_csv(ROOT / "resources" / "census.csv")
@@ -228,7 +239,7 @@ def test_auto_k_is_stated_and_untouched_quasis_are_not_called_protected():
     number), the report "k None", and the k-quasis (released exactly) were "protected"."""
     rng = np.random.default_rng(5)
     df = frame(rng, 834)
-    r = api.protect(df, "t-close-dp", ROLES, seed=1, epsilon=0.8)   # b = 3, l = 1
+    r = api.protect(df, "t-close-dp", ROLES, seed=1, epsilon=0.8)  # b = 3, l = 1
     g = r.tables["quasi"]["group_id"].to_numpy()
     k_true = int(np.bincount(g).min())
     assert k_true == 278

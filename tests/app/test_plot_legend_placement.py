@@ -103,7 +103,9 @@ def test_many_series_fit_beside_the_plane(qtbot):
     for e in [None, *eps]:
         for k in (2, 10):
             v = 0.01 * k * (1 if e is None else 1 + 1 / e)
-            pts.append(SweepPoint(k, e, 1, {"sse_normalized": (v, 0.0), "rl": (90 / k, 0.0)}, len(pts), 22, 0.1))
+            pts.append(
+                SweepPoint(k, e, 1, {"sse_normalized": (v, 0.0), "rl": (90 / k, 0.0)}, len(pts), 22, 0.1)
+            )
     panel.add_points(pts)
     panel.finish()
     panel.n_plotted()
@@ -139,7 +141,7 @@ def test_real_census_sweep_and_a_candidate_release_are_all_visible(qtbot, window
         assert win.controller.run_protect()
     qtbot.waitUntil(lambda: not win.controller.busy, timeout=30000)
     win.tabs.setCurrentIndex(win.tabs.indexOf(win.method_splitter))
-    qtbot.waitUntil(lambda: (win.history_panel.points.xData is not None), timeout=10000)
+    qtbot.waitUntil(lambda: win.history_panel.points.xData is not None, timeout=10000)
     qtbot.wait(100)
     assert not win.errors, win.errors
     assert ep.n_plotted() == 20

@@ -53,8 +53,10 @@ def test_release_view_marks_changed_cells_and_sorts_both_sides(qtbot, window):
     rel, org = rv.release_model, rv.original_model
     orig = res.aligned_original()
     assert rel.rowCount() == len(res.data) == org.rowCount()
-    assert "AFNLWGT" not in [rel.headerData(j, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
-                             .split(" ")[0] for j in range(rel.columnCount())]
+    assert "AFNLWGT" not in [
+        rel.headerData(j, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole).split(" ")[0]
+        for j in range(rel.columnCount())
+    ]
     cols = list(res.data.columns)
     n_marked = 0
     for name in QUASI + ["AGI"]:  # protected ones and one released unchanged
@@ -96,9 +98,16 @@ def test_category_frequencies_before_and_after(qtbot):
     h = {c: Hierarchy.read_arx(str(hdir / f"adult_hierarchy_{c}.csv")) for c in ("sex", "race")}
     st = AppState()
     st.set_data(df, None)
-    res = engine.protect(df, "categorical-dp", {"age": "eps-quasi", "sex": "eps-quasi",
-                                                "race": "eps-quasi"}, {"age": (17, 90)},
-                         hierarchies=h, seed=3, k=5, epsilon=1.0)
+    res = engine.protect(
+        df,
+        "categorical-dp",
+        {"age": "eps-quasi", "sex": "eps-quasi", "race": "eps-quasi"},
+        {"age": (17, 90)},
+        hierarchies=h,
+        seed=3,
+        k=5,
+        epsilon=1.0,
+    )
     rv = ReleaseView(st)
     qtbot.addWidget(rv)
     st.set_result(res, {}, {})
@@ -175,8 +184,7 @@ def test_candidates_compare_pin_restore_export(qtbot, window, tmp_path, monkeypa
             return QDialog.DialogCode.Accepted
 
         def options(self):
-            return {"path": str(out), "fmt": None, "release_note": False,
-                    "assessment": False, "audit": False}
+            return {"path": str(out), "fmt": None, "release_note": False, "assessment": False, "audit": False}
 
     import dpstudio.app.main_window as mw
 
@@ -220,10 +228,9 @@ def test_candidates_keep_at_most_the_last_unpinned(qtbot, monkeypatch):
 def test_help_menu_tooltips_readings_guarantee(qtbot, window):
     pytest.importorskip("dpstudio.engine.glossary")
     readings = pytest.importorskip("dpstudio.engine.measures.readings")
+    from dpstudio.app.widgets.help_dialog import READING_HEADER, HelpDialog, open_measure_help
     from dpstudio.engine import glossary
     from dpstudio.engine.report import guarantee_html
-
-    from dpstudio.app.widgets.help_dialog import HelpDialog, READING_HEADER, open_measure_help
 
     win = window
     if not glossary.load():
@@ -259,7 +266,8 @@ def test_help_menu_tooltips_readings_guarantee(qtbot, window):
     assert t.item(keys["rl"], 2).text() == readings.reading("rl", ev["rl"], ctx)
     assert "chance level" in t.item(keys["rl"], 2).text()
     assert t.item(keys["sse_normalized"], 2).text() == readings.reading(
-        "sse_normalized", ev["sse_normalized"], ctx)
+        "sse_normalized", ev["sse_normalized"], ctx
+    )
     # per-attribute headers too
     heads = [rp.per_attr.horizontalHeaderItem(j) for j in range(rp.per_attr.columnCount())]
     assert any(h.toolTip() for h in heads)

@@ -76,7 +76,12 @@ def test_dask_protect_refuses_a_file_as_folder(qtbot, sample_mode, tmp_path):
 
 
 def test_folder_removed_during_the_run_gives_the_same_message(
-    qtbot, window, big, small_threshold, tmp_path, monkeypatch  # noqa: F811
+    qtbot,
+    window,
+    big,
+    small_threshold,
+    tmp_path,
+    monkeypatch,  # noqa: F811
 ):
     """The folder exists at the check and is gone when the release is written: the worker's
     OS error becomes the same one-line message (the real writer, not a stub)."""

@@ -108,9 +108,30 @@ def test_k_eps_gui_defaults_and_cli_defaults_give_the_same_release_and_sentence(
     gui = win.state.result
 
     out = tmp_path / "cli.csv"
-    rc = cli.main(["protect", str(src), str(out), "--method", "k-eps", "--k", "5", "--epsilon", "1",
-                   "--role", "age=k-quasi", "--role", "income=eps-quasi", "--domain", "income=0:2000000",
-                   "--precision", "income=0.01", "--seed", str(seed), "--no-measures"])
+    rc = cli.main(
+        [
+            "protect",
+            str(src),
+            str(out),
+            "--method",
+            "k-eps",
+            "--k",
+            "5",
+            "--epsilon",
+            "1",
+            "--role",
+            "age=k-quasi",
+            "--role",
+            "income=eps-quasi",
+            "--domain",
+            "income=0:2000000",
+            "--precision",
+            "income=0.01",
+            "--seed",
+            str(seed),
+            "--no-measures",
+        ]
+    )
     assert rc == 0
     meta = json.loads(out.with_suffix(".metadata.json").read_text())
     assert gui.guarantee == meta["guarantee"]
@@ -136,8 +157,10 @@ def test_loading_another_file_clears_the_sweep_status_and_the_stale_note(qtbot):
     panel = ExplorePanel(st)
     qtbot.addWidget(panel)
     panel.begin([], False, method="mdav")
-    pts = [SweepPoint(k, None, 1, {"sse_normalized": (0.1 * k, 0.0), "rl": (50.0 / k, 0.0)}, i, 3, 0.1)
-           for i, k in enumerate((2, 5, 10))]
+    pts = [
+        SweepPoint(k, None, 1, {"sse_normalized": (0.1 * k, 0.0), "rl": (50.0 / k, 0.0)}, i, 3, 0.1)
+        for i, k in enumerate((2, 5, 10))
+    ]
     panel.add_points(pts)
     panel.finish()
     assert panel.status.text().startswith("Sweep done")
@@ -162,8 +185,9 @@ def test_without_a_display_the_app_exits_2_with_a_plain_message(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env["PYTHONPATH"] = str(root)
     env["DPSTUDIO_CONFIG_DIR"] = str(tmp_path)
-    p = subprocess.run([sys.executable, "-m", "dpstudio"], env=env, capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path)
+    p = subprocess.run(
+        [sys.executable, "-m", "dpstudio"], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert p.returncode == 2, (p.returncode, p.stderr[-500:])
     assert "no display" in p.stderr
     assert "dpstudio demo" in p.stderr and "QT_QPA_PLATFORM=offscreen" in p.stderr
@@ -201,8 +225,14 @@ def test_query_filter_placeholder_uses_the_loaded_columns(qtbot):
 # ------------------------------------------------------------------ defect 7: log axes
 @pytest.mark.parametrize(
     "lo,hi,size",
-    [(0.0015, 0.06, 400), (0.002, 0.0095, 450), (30.0, 95.0, 420), (1e-5, 1e3, 300), (0.5, 2.0, 200),
-     (0.0061, 0.0069, 400)],
+    [
+        (0.0015, 0.06, 400),
+        (0.002, 0.0095, 450),
+        (30.0, 95.0, 420),
+        (1e-5, 1e3, 300),
+        (0.5, 2.0, 200),
+        (0.0061, 0.0069, 400),
+    ],
 )
 def test_log_axis_labels_do_not_overlap_and_are_never_missing(lo, hi, size):
     import math
@@ -242,8 +272,10 @@ def test_categorical_sweep_plots_suppressed_values_and_reidentifications_against
     panel = ExplorePanel(AppState())
     qtbot.addWidget(panel)
     panel.begin([], False, baselines=True, method="local-suppression")
-    rows = [(k, None, {"suppressed_share": (0.002 * k, 0.0), "expected_reidentifications": (9.0 / k, 0.0)})
-            for k in (2, 3, 5, 10)]
+    rows = [
+        (k, None, {"suppressed_share": (0.002 * k, 0.0), "expected_reidentifications": (9.0 / k, 0.0)})
+        for k in (2, 3, 5, 10)
+    ]
     panel.add_points(_points(rows))
     panel.finish()
     assert panel.n_plotted() == 4
@@ -265,8 +297,10 @@ def test_method_without_k_is_plotted_against_epsilon_with_short_error_caps(qtbot
     panel = ExplorePanel(AppState())
     qtbot.addWidget(panel)
     panel.begin([0.1, 1.0, 10.0], True, baselines=False, method="laplace")
-    rows = [(None, e, {"sse_normalized": (5.0 / e, 0.5), "sse_raw": (50.0 / e, 5.0), "rl": (e, 0.2)})
-            for e in (0.1, 1.0, 10.0)]
+    rows = [
+        (None, e, {"sse_normalized": (5.0 / e, 0.5), "sse_raw": (50.0 / e, 5.0), "rl": (e, 0.2)})
+        for e in (0.1, 1.0, 10.0)
+    ]
     panel.add_points(_points(rows))
     panel.finish()
     assert panel.n_plotted() == 3
