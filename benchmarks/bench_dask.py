@@ -1,17 +1,22 @@
-"""Scale proof of the Dask backend (issue 12): a synthetic N × 5 Parquet data set (generated
-here, not committed), ir-dp and laplace with the Dask backend on a LocalCluster, and the
-in-memory engine on the same data when it fits.
+"""Scale proof of the Dask backend (issues 12, 25): a synthetic N × m Parquet data set
+(generated here, not committed), ir-dp and laplace with the Dask backend on a LocalCluster,
+and the in-memory engine on the same data when it fits.
 
-    python benchmarks/bench_dask.py --rows 10_000_000 --workers 2 --memory-limit 3GB
+    python benchmarks/bench_dask.py --rows 100_000_000 --workers 2 --memory-limit 1GB --methods ir-dp
 
-Reports wall time, peak RSS per worker (sampled every 0.5 s), spilled bytes and the workers
+Reports wall time, peak RSS per worker (sampled every 0.5 s), spilled bytes, the workers
 restarted by their nanny for exceeding 95 % of their memory budget (any restart: the run did not
-stay within its limits).  ``--methods ir-dp`` runs ir-dp only.  A data set already generated in
-``--dir`` is reused.
+stay within its limits), and the memory model's prediction (docs/scale.md) next to the peak.
+``--cols 2`` uses the first two columns; ``--parts N`` writes N Parquet parts; ``--check``
+compares the Dask release with the in-memory one value for value (needs the data in memory);
+``--methods ir-dp`` runs ir-dp only.  A data set already generated in ``--dir`` is reused;
+``--clean`` deletes it afterwards.
 
-Scaled proof (ratio of data to memory of 100M with 3GB):
+The issue-25 runs:
 
-    python benchmarks/bench_dask.py --rows 20000000 --workers 2 --memory-limit 600MB --methods ir-dp"""
+    python benchmarks/bench_dask.py --rows 20000000 --cols 2 --parts 40 --workers 2 --memory-limit 500MB --methods ir-dp --check
+    python benchmarks/bench_dask.py --rows 100000000 --workers 2 --memory-limit 1GB --methods ir-dp
+    python benchmarks/bench_dask.py --rows 100000000 --workers 4 --memory-limit 500MB --methods ir-dp"""
 
 from __future__ import annotations
 
@@ -21,27 +26,33 @@ import os
 import shutil
 import tempfile
 import threading
-import traceback
 import time
+import traceback
 
 import numpy as np
 import pandas as pd
 
-DOMAINS = {"a": (0, 100), "b": (0, 1_000_000), "c": (0, 1000), "d": (0, 10), "e": (0, 500)}
+ALL_DOMAINS = {"a": (0, 100), "b": (0, 1_000_000), "c": (0, 1000), "d": (0, 10), "e": (0, 500)}
 
 
-def generate(path: str, rows: int, part_rows: int = 1_000_000) -> None:
+def _columns(rng, m: int, cols: int) -> dict:
+    full = {
+        "a": lambda: rng.integers(0, 101, m),
+        "b": lambda: np.round(rng.uniform(0, 1_000_000, m), 0),
+        "c": lambda: rng.integers(0, 1001, m),
+        "d": lambda: np.round(rng.uniform(0, 10, m), 1),
+        "e": lambda: rng.integers(0, 501, m),
+    }
+    return {c: full[c]() for c in "abcde"[:cols]}
+
+
+def generate(path: str, rows: int, parts: int, cols: int = 5) -> None:
     os.makedirs(path, exist_ok=True)
     rng = np.random.default_rng(0)
+    part_rows = -(-rows // parts)
     for i, start in enumerate(range(0, rows, part_rows)):
         m = min(part_rows, rows - start)
-        pd.DataFrame({
-            "a": rng.integers(0, 101, m),
-            "b": np.round(rng.uniform(0, 1_000_000, m), 0),
-            "c": rng.integers(0, 1001, m),
-            "d": np.round(rng.uniform(0, 10, m), 1),
-            "e": rng.integers(0, 501, m),
-        }).to_parquet(os.path.join(path, f"part.{i:04d}.parquet"), index=False)
+        pd.DataFrame(_columns(rng, m, cols)).to_parquet(os.path.join(path, f"part.{i:04d}.parquet"), index=False)
 
 
 def _rss(dask_worker=None):
@@ -50,6 +61,7 @@ def _rss(dask_worker=None):
 
 
 def _spilled(dask_worker=None):
+    """Bytes this worker wrote to disk (spilled) so far."""
     data = getattr(dask_worker, "data", None)
     tot = getattr(data, "spilled_total", None)
     if tot is None:
@@ -70,16 +82,19 @@ class _Restarts(logging.Handler):
             self.count += 1
 
 
-def run_dask(src, out, method, params, workers, memory_limit):
-    """(wall s, peak RSS of a worker, spilled bytes, restarts, error or None)."""
+def run_dask(src, out, method, params, workers, memory_limit, domains):
+    """(wall s, peak RSS of a worker, spilled bytes, restarts, error or None, release info)."""
+    from dask.utils import parse_bytes
     from distributed import Client, LocalCluster
 
     from dpstudio.engine.backends import dask_backend as DB
 
-    roles = {c: "eps-quasi" for c in DOMAINS}
-    with LocalCluster(n_workers=workers, threads_per_worker=1, memory_limit=memory_limit,
+    roles = {c: "eps-quasi" for c in domains}
+    limit = parse_bytes(memory_limit) if isinstance(memory_limit, str) else memory_limit
+    with LocalCluster(n_workers=workers, threads_per_worker=1, memory_limit=limit,
                       processes=True, dashboard_address=None) as cl, Client(cl) as client:
         peak: dict = {}
+        spilled: dict = {}
         stop = threading.Event()
 
         def sample():
@@ -87,6 +102,8 @@ def run_dask(src, out, method, params, workers, memory_limit):
                 try:
                     for w, r in client.run(_rss).items():
                         peak[w] = max(peak.get(w, 0), r)
+                    for w, b in client.run(_spilled).items():  # a restarted worker starts at 0
+                        spilled[w] = max(spilled.get(w, 0), b)
                 except Exception:
                     pass
                 stop.wait(0.5)
@@ -96,66 +113,104 @@ def run_dask(src, out, method, params, workers, memory_limit):
         logging.getLogger("distributed.nanny.memory").addHandler(restarts)
         t = time.perf_counter()
         error = None
+        info = {}
         try:
-            rel = DB.protect_dask(src, method, roles, DOMAINS, seed=1, **params)
+            rel = DB.protect_dask(src, method, roles, domains, seed=1, client=client, **params)
             DB.write_release(rel, out)
+            info = dict(rel.info)
             del rel
         except Exception as e:  # the benchmark reports a failed run instead of stopping
-            error = f"{type(e).__name__}: {str(e)[:120]}"
+            error = f"{type(e).__name__}: {str(e)[:160]}"
             traceback.print_exc()
         wall = time.perf_counter() - t
         stop.set()
         th.join()
         logging.getLogger("distributed.nanny.memory").removeHandler(restarts)
         try:
-            spilled = sum(client.run(_spilled).values())
+            for w, b in client.run(_spilled).items():
+                spilled[w] = max(spilled.get(w, 0), b)
         except Exception:
-            spilled = -1
-    return wall, max(peak.values()) if peak else 0, spilled, restarts.count, error
+            pass
+        budget = DB.worker_budget(client)
+    return wall, max(peak.values()) if peak else 0, sum(spilled.values()), restarts.count, error, info, budget
 
 
-def run_memory(src, method, params):
+def run_memory(src, method, params, domains):
     from dpstudio import engine
 
     df = pd.read_parquet(src)
     t = time.perf_counter()
-    engine.protect(df, method, {c: "eps-quasi" for c in DOMAINS}, DOMAINS, seed=1, **params)
-    return time.perf_counter() - t
+    res = engine.protect(df, method, {c: "eps-quasi" for c in domains}, domains, seed=1, **params)
+    return time.perf_counter() - t, res.data
+
+
+def check(out, mem: pd.DataFrame) -> str:
+    got = pd.read_parquet(os.path.join(out, "release"))
+    try:
+        pd.testing.assert_frame_equal(got.reset_index(drop=True), mem.reset_index(drop=True), check_dtype=False)
+    except AssertionError as e:
+        return "DIFFERENT: " + str(e).splitlines()[0]
+    return f"identical to the in-memory release ({len(got):,} records)"
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--cols", type=int, default=5, choices=range(1, 6))
+    ap.add_argument("--parts", type=int, default=None, help="Parquet parts (default: one per 1M rows)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--memory-limit", default="3GB")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--memory", action="store_true", help="also run the in-memory engine")
+    ap.add_argument("--check", action="store_true", help="compare with the in-memory release")
+    ap.add_argument("--clean", action="store_true", help="delete the generated data afterwards")
     ap.add_argument("--methods", default="laplace,ir-dp",
                     help="comma-separated methods to run (laplace, ir-dp), e.g. --methods ir-dp")
     a = ap.parse_args()
     base = a.dir or tempfile.mkdtemp(prefix="dpstudio-bench-")
-    src = os.path.join(base, f"synthetic-{a.rows}")
+    parts = a.parts or max(1, -(-a.rows // 1_000_000))
+    src = os.path.join(base, f"synthetic-{a.rows}x{a.cols}-{parts}")
+    domains = {c: ALL_DOMAINS[c] for c in "abcde"[: a.cols]}
     if not os.path.exists(src):
         t = time.perf_counter()
-        generate(src, a.rows)
-        print(f"generated {a.rows:,} × 5 in {time.perf_counter() - t:.1f} s: {src}", flush=True)
-    print(f"{'method':10} {'engine':24} {'wall':>9} {'peak RSS/worker':>16} {'spilled':>10} {'restarts':>9}")
+        generate(src, a.rows, parts, a.cols)
+        print(f"generated {a.rows:,} × {a.cols} in {parts} parts in {time.perf_counter() - t:.1f} s: {src}",
+              flush=True)
+    print(f"load {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} at start", flush=True)
+    print(f"{'method':10} {'engine':24} {'wall':>9} {'peak RSS/worker':>16} {'model':>9} {'spilled':>10} "
+          f"{'restarts':>9}  ranges")
     runs = {"laplace": {"epsilon": 1.0}, "ir-dp": {"k": 5, "epsilon": 1.0}}
     chosen = [m.strip() for m in a.methods.split(",") if m.strip()]
     unknown = [m for m in chosen if m not in runs]
     if unknown:
         ap.error(f"--methods: unknown method(s) {', '.join(unknown)}; choose among {', '.join(runs)}")
-    for method in chosen:
-        params = runs[method]
-        out = os.path.join(base, f"out-{method}")
-        shutil.rmtree(out, ignore_errors=True)
-        wall, peak, spilled, restarts, error = run_dask(src, out, method, params, a.workers,
-                                                       a.memory_limit)
-        print(f"{method:10} {f'dask {a.workers}×{a.memory_limit}':24} {wall:8.1f}s "
-              f"{peak / 2**20:13.0f} MB {spilled / 2**20:7.0f} MB {restarts:9d}"
-              + (f"  FAILED: {error}" if error else ""), flush=True)
-        if a.memory:
-            print(f"{method:10} {'memory':24} {run_memory(src, method, params):8.1f}s", flush=True)
+    from dpstudio.engine.backends import dask_backend as DB
+
+    try:
+        for method in chosen:
+            params = runs[method]
+            out = os.path.join(base, f"out-{method}")
+            shutil.rmtree(out, ignore_errors=True)
+            wall, peak, spilled, restarts, error, info, budget = run_dask(
+                src, out, method, params, a.workers, a.memory_limit, domains)
+            model = DB.peak_model(budget)
+            print(f"{method:10} {f'dask {a.workers}×{a.memory_limit}':24} {wall:8.1f}s "
+                  f"{peak / 2**20:13.0f} MB {model / 2**20:6.0f} MB {spilled / 2**20:7.0f} MB {restarts:9d}  "
+                  f"{info.get('ranges', '-')}" + (f"  FAILED: {error}" if error else ""), flush=True)
+            if a.memory or a.check:
+                t, mem = run_memory(src, method, params, domains)
+                print(f"{method:10} {'memory':24} {t:8.1f}s", flush=True)
+                if a.check and not error:
+                    print(f"{method:10} check: {check(out, mem)}", flush=True)
+                del mem
+            shutil.rmtree(out, ignore_errors=True)
+            for extra in (out + ".private.json",):
+                if os.path.exists(extra):
+                    os.remove(extra)
+    finally:
+        print(f"load {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} at the end", flush=True)
+        if a.clean:
+            shutil.rmtree(src, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -225,8 +225,9 @@ def _protect_dask(args: argparse.Namespace, s: Recipe) -> int:
     from dpstudio.engine.backends import dask_backend as DB
 
     assert s.method is not None
-    if s.method not in DB.DASK_METHODS:
-        raise DB.NotOnDask(f"Method {s.method!r} does not run on Dask; use --engine memory.")
+    DB.check_runs_on_dask(
+        s.method, s.params
+    )  # the backend's and the method's own refusal, before any cluster
     plan = write_plan(args, s, args.input)
     DB.release_plan(args.output, plan=plan)  # every file, checked before any work
     DB.check_input(args.input)  # an unreadable input: one line before any cluster starts

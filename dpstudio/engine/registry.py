@@ -125,6 +125,9 @@ class MethodSpec:
     #: and its guarantee says how; for the others the API applies the keyed random
     #: permutation of ``order`` after the run (issue 21 §3)
     orders_records: bool = False
+    #: how the method runs out of core (the Dask backend), with its own calibration
+    #: functions: a plan of :mod:`dpstudio.engine.outofcore`; None: in memory only
+    outofcore: Any = None
     #: the columns the method changes are named by its parameters:
     #: ``targets(params, roles) -> [column, ...]`` (validated parameters; empty: none named,
     #: then the columns with a role in ``protects`` are the targets).  Such a method runs

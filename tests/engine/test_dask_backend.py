@@ -40,13 +40,13 @@ CASES = [
 
 
 @pytest.mark.parametrize("method,params", CASES)
-@pytest.mark.parametrize("nparts", [1, 4])
-def test_dask_release_equals_in_memory(method, params, nparts):
+@pytest.mark.parametrize("nparts,rows", [(1, None), (4, None), (4, 97)])
+def test_dask_release_equals_in_memory(method, params, nparts, rows):
     df = _data()
     mem = engine.protect(df, method, ROLES, DOMAINS, seed=11, **params).data
     with dask.config.set(scheduler="synchronous"):
         rel = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), method, ROLES, DOMAINS,
-                              seed=11, **params)
+                              seed=11, partition_rows=rows, **params)
         got = rel.compute()
     assert list(got.columns) == list(mem.columns)
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
@@ -54,14 +54,14 @@ def test_dask_release_equals_in_memory(method, params, nparts):
     assert rel.guarantee_info.render() == rel.guarantee and rel.guarantee_info.is_dp == rel.is_dp
 
 
-@pytest.mark.parametrize("nparts", [1, 3])
-def test_dask_ir_swap_equals_in_memory(nparts):
+@pytest.mark.parametrize("nparts,rows", [(1, None), (3, None), (3, 60)])
+def test_dask_ir_swap_equals_in_memory(nparts, rows):
     df = _data(501)
     roles = {"id": "identifier", "income": "confidential", "hours": "confidential"}
     mem = engine.protect(df, "ir-swap", roles, seed=5, k=4).data
     with dask.config.set(scheduler="synchronous"):
         got = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), "ir-swap", roles,
-                              seed=5, k=4).compute()
+                              seed=5, k=4, partition_rows=rows).compute()
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
 
 
@@ -133,8 +133,8 @@ def test_cli_protect_engine_dask_equals_memory(tmp_path):
     {"k": 4, "epsilon": 2.0, "calibration": "as-published", "shuffle": False},
     {"k": 1, "epsilon": 1.0},
 ])
-@pytest.mark.parametrize("nparts", [1, 5])
-def test_dask_insensitive_single_equals_in_memory(params, nparts):
+@pytest.mark.parametrize("nparts,rows", [(1, None), (5, None), (5, 83)])
+def test_dask_insensitive_single_equals_in_memory(params, nparts, rows):
     df = _data()
     df.loc[::3, "hours"] = 40.0              # ties in the distance: the lexicographic tie-break
     df.loc[::3, "age"] = 30
@@ -142,7 +142,7 @@ def test_dask_insensitive_single_equals_in_memory(params, nparts):
     mem = engine.protect(df, "insensitive-dp", ROLES, DOMAINS, seed=13, variant="single", **params)
     with dask.config.set(scheduler="synchronous"):
         rel = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), "insensitive-dp", ROLES,
-                              DOMAINS, seed=13, variant="single", **params)
+                              DOMAINS, seed=13, variant="single", partition_rows=rows, **params)
         got = rel.compute()
     pd.testing.assert_frame_equal(got, mem.data, check_dtype=False)
     assert rel.guarantee == mem.guarantee
@@ -169,30 +169,37 @@ def _heavy_ties(n=2000, seed=3):
 @pytest.mark.parametrize("method,params", [
     ("ir-dp", {"k": 5, "epsilon": 1.0}),
     ("ir-dp", {"k": 3, "epsilon": 1.0, "shuffle": False}),
+    ("ir-dp", {"k": 333, "epsilon": 1.0}),  # clusters spanning several ranges
     ("idp-ls", {"k": 4, "epsilon": 1.0, "shuffle": False}),
     ("idp-cbls", {"k": 7, "epsilon": 1.0}),
     ("laplace", {"epsilon": 1.0}),
 ])
-@pytest.mark.parametrize("nparts", [1, 7])
-def test_dask_heavy_ties_equal_in_memory(method, params, nparts):
+@pytest.mark.parametrize("nparts,rows", [(1, None), (7, None), (7, 150), (3, 41)])
+def test_dask_heavy_ties_equal_in_memory(method, params, nparts, rows):
+    """Ties everywhere: a value held by 70 % of the records spans most ranges; the ranges
+    split inside blocks of tied values (splitters are (value, record id)), clusters straddle
+    the ranges' boundaries."""
     df = _heavy_ties()
     roles = {"id": "identifier", "age": "eps-quasi", "income": "eps-quasi", "hours": "eps-quasi"}
     domains = {"age": (0, 120), "income": (0, 10_000), "hours": (0, 100)}
     mem = engine.protect(df, method, roles, domains, seed=21, **params).data
     with dask.config.set(scheduler="synchronous"):
-        got = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), method, roles, domains,
-                              seed=21, **params).compute()
+        rel = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), method, roles, domains,
+                              seed=21, partition_rows=rows, **params)
+        got = rel.compute()
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+    if rows and method != "laplace":
+        assert rel.info["ranges"] >= 2000 // rows
 
 
-@pytest.mark.parametrize("nparts", [1, 6])
-def test_dask_ir_swap_heavy_ties_equal_in_memory(nparts):
+@pytest.mark.parametrize("nparts,rows", [(1, None), (6, None), (6, 70)])
+def test_dask_ir_swap_heavy_ties_equal_in_memory(nparts, rows):
     df = _heavy_ties(900)
     roles = {"id": "identifier", "age": "confidential", "income": "confidential"}
     mem = engine.protect(df, "ir-swap", roles, seed=8, k=4).data
     with dask.config.set(scheduler="synchronous"):
         got = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), "ir-swap", roles,
-                              seed=8, k=4).compute()
+                              seed=8, k=4, partition_rows=rows).compute()
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
 
 
@@ -225,25 +232,41 @@ def test_memory_engine_refuses_a_file_too_big_with_the_dask_hint(tmp_path, monke
     assert not (tmp_path / "out.csv").exists()
 
 
-def test_attr_table_consumes_its_runs_and_equals_the_sorted_values():
-    """Issue 12 (memory): the merge moves each partition's values into one array and drops
-    them (the boxes are empty afterwards, so the runs' memory is given back during the merge);
-    the table is the one of all the values sorted, whatever the order of the runs."""
-    from dpstudio.engine.algorithms import noise as N
-    from dpstudio.engine.algorithms import keyed as K
+def _lex_count(keys, splitters):
+    """How many splitter tuples are <= each key tuple, by brute force."""
+    sp = list(zip(*[x.tolist() for x in splitters]))
+    return np.array([sum(t <= k for t in sp) for k in zip(*[x.tolist() for x in keys])])
 
-    rng = np.random.default_rng(4)
-    vals = rng.integers(0, 40, 997).astype(float)      # heavy ties across the boundaries
-    g = N.make_grid("x", 1.0, (0, 40), True, vals.size)
-    root = K.root_key(np.random.default_rng(1))
-    kw = dict(n=vals.size, k=5, method="ir-dp", kind="laplace", g=g, root=root, j=0, eps_j=1.0)
-    boxes = [DB._run(pd.Series(x)) for x in np.array_split(vals, 6)]
-    tab = DB._attr_table(*boxes, **kw)
-    assert all(len(b) == 0 for b in boxes)
-    ref = DB._attr_table(DB._run(pd.Series(np.sort(vals))), **kw)
-    for key in ("B", "U", "lo", "vals"):
-        np.testing.assert_array_equal(tab[key], ref[key])
-    assert tab["U"].size > 0
+
+def test_range_of_counts_the_splitters_below_each_record():
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        m = int(rng.integers(1, 4))
+        n = int(rng.integers(1, 60))
+        vals = [rng.integers(0, 4, n).astype(float) for _ in range(m)]  # heavy ties
+        rows = rng.permutation(n).astype(np.int64)
+        keys = [*vals, rows]
+        for p in (1, 2, 5, 17):
+            sp = DB._splitters(keys, p)
+            assert all(x.size == (p - 1 if p > 1 else 0) for x in sp)
+            got = DB._range_of(keys, sp)
+            np.testing.assert_array_equal(got, _lex_count(keys, sp) if p > 1 else np.zeros(n))
+            assert got.min() >= 0 and got.max() <= max(p - 1, 0)
+
+
+def test_splitters_balance_the_ranges_even_with_one_value():
+    """All records tied: the record id separates them, the ranges are even."""
+    n = 10_000
+    keys = [np.full(n, 7.0), np.arange(n, dtype=np.int64)]
+    sp = DB._splitters(keys, 10)
+    sizes = np.bincount(DB._range_of(keys, sp), minlength=10)
+    assert sizes.max() <= 1_001 and sizes.min() >= 999
+
+
+def test_cluster_boundaries_at_or_after_a_rank():
+    # n = 11, k = 3: clusters start at 0, 3, 6 (the last takes 6..10)
+    got = DB.cluster_starts_at_or_after(np.arange(12), 11, 3)
+    assert got.tolist() == [0, 3, 3, 3, 6, 6, 6, 11, 11, 11, 11, 11]
 
 
 # --------------------------------------------------------------------------- Parquet folders
@@ -260,12 +283,14 @@ def _parquet_folder(tmp_path, df, parts):
     return folder
 
 
-def test_single_column_reads_of_a_parquet_folder_are_fused(tmp_path):
+def test_single_column_reads_of_a_parquet_folder_keep_the_partitions(tmp_path):
+    """Dask fuses the single-column reads of dd.read_parquet (fewer, longer partitions); the
+    backend's own partitions of a Parquet input never are."""
     folder = _parquet_folder(tmp_path, _data(900), 9)
-    ddf = dd.read_parquet(folder)
-    assert ddf.npartitions == 9
-    # what makes the cut-back necessary (if Dask stops fusing, the test below still holds)
-    assert len(ddf["age"].to_delayed()) < 9
+    assert len(dd.read_parquet(folder)["age"].to_delayed()) < 9  # Dask's fusion (why)
+    src = DB.open_source(str(folder), DB.worker_budget(partition_rows=100))
+    assert src.npartitions == 9
+    assert len(src.raw(["age"]).to_delayed()) == 9 == len(src.frame(["age"]).to_delayed())
 
 
 @pytest.mark.parametrize("method,params", [
@@ -311,7 +336,7 @@ def test_slices_cut_pieces_back_into_partitions():
         bounds = np.r_[0, np.cumsum(sizes)]
         pieces = [np.arange(bounds[f], bounds[f + 1]) for f in range(len(sizes))]
         for i, parts in enumerate(DB._slices(starts, lens, sizes)):
-            got = np.concatenate([pieces[f][lo:hi] for f, lo, hi in parts])
+            got = np.concatenate([pieces[f][lo:hi] for f, lo, hi in parts] or [np.zeros(0, int)])
             np.testing.assert_array_equal(got, np.arange(starts[i], starts[i] + lens[i]))
 
 
@@ -320,11 +345,9 @@ def test_ranked_method_reports_its_steps_one_attribute_at_a_time():
     said = []
     with dask.config.set(scheduler="synchronous"):
         DB.protect_dask(dd.from_pandas(df, npartitions=3), "ir-dp", ROLES, DOMAINS, seed=1, k=5,
-                        epsilon=1.0, progress=said.append)
+                        epsilon=1.0, progress=said.append, partition_rows=100)
     cols = [c for c, r in ROLES.items() if r == "eps-quasi"]
-    assert len(said) == 3 * len(cols)
+    assert said[0] == "counting the records of 3 ranges"
+    assert len(said) == 1 + len(cols)
     for j, c in enumerate(cols):
-        head = f"attribute {j + 1} of {len(cols)} ({c}):"
-        assert [m.split(": ", 1)[1] for m in said[3 * j: 3 * j + 3]] == [
-            "sorting its 300 values", "counting tied values", "releasing"]
-        assert all(m.startswith(head) for m in said[3 * j: 3 * j + 3])
+        assert said[1 + j] == f"attribute {j + 1} of {len(cols)} ({c}): sorting 300 values in 3 ranges, releasing"

@@ -1,9 +1,13 @@
-"""The Dask backend (issue 12): the sort-based methods on data larger than memory.
+"""The Dask backend (issue 12): methods on data larger than memory.
 
-``protect_dask(source, method, ...)`` runs ``laplace``, ``ir-dp``, ``idp-ls``, ``idp-cbls``,
-``ir-swap`` and single-order ``insensitive-dp`` (one distributed sort by the distance to the
-domain corner) on a ``dask.dataframe`` (or a Parquet file/folder or CSV path, read lazily) and
-gives the release the in-memory engine gives for the same seed, value for value:
+``protect_dask(source, method, ...)`` runs every method whose spec declares an out-of-core
+plan (:mod:`dpstudio.engine.outofcore`, issue 22 §3): row-wise (laplace), ranked (individual
+ranking: ir-dp, idp-ls, idp-cbls, ir-swap), single order (single-order insensitive-dp) and
+frequency set (k-eps with OLA).  The backend owns partitioning, sorting, shuffles and I/O;
+the calibration is the method's own (the plan's functions, which its in-memory run calls
+too) and nothing here tests a method's id.  It runs on a ``dask.dataframe`` (or a Parquet
+file/folder or CSV path, read lazily) and gives the release the in-memory engine gives for
+the same seed, value for value:
 
 * the run's root key is the first draw of the run's generator, derived as in memory from
   ``as_rng(seed)``, the method, its parameters and the data digest
@@ -12,21 +16,19 @@ gives the release the in-memory engine gives for the same seed, value for value:
   as :func:`dpstudio.engine.protection._common.job_stream` does; every draw is keyed by
   (root, purpose, attribute, cluster or record id) (:mod:`dpstudio.engine.algorithms.keyed`),
   so it does not depend on the partitioning;
-* record ids are global positions (partition lengths counted in the validation pass);
-* ir-dp / idp-ls / idp-cbls / ir-swap move NO records, and work ONE ATTRIBUTE AT A TIME (the
-  memory bound at 100M records): one task copies that attribute's values (read alone, one
-  Parquet column) into one array, sorts it in place (S) and keeps the cluster boundaries (the
-  value at rank c·k), the released value of every cluster (one keyed draw per cluster; the
-  last cluster takes the remainder) and the tied values whose ranks cross a boundary; per
-  partition, each record's exact rank (first rank of its value + records with that value in
-  earlier partitions + earlier records of the partition) gives cluster id = min(rank // k,
-  n_c − 1); the released column is kept on the workers, then the next attribute; the release
-  is the input partitions with their released columns, in input order;
+* record ids are global positions (partition lengths from the Parquet metadata, or counted
+  in the validation pass);
+* partitions are sized from the workers' memory limit (:class:`Budget`, :class:`Source`,
+  issue 27 §3), never from the input's layout;
+* NOTHING is gathered on one worker (issue 25): the ranked methods and the single order are
+  distributed sorts -- splitters from a sample, ranges counted, records shuffled to their
+  range and sorted there, global ranks from the ranges' prefix counts, ranges recut at
+  cluster boundaries so that every cluster (ties across range boundaries included) is
+  released whole by the plan, the released values shuffled back to their input partitions
+  (see "ranked methods" below); a task holds at most a partition, a range or a cluster;
 * the random order of the in-memory engine (records ordered by keyed 128-bit sort keys; every
-  method unless order='input') is
-  one range partitioning on the top bits of the keys with known divisions (uniform keys),
-  then a sort inside each output partition; single-order insensitive-dp still uses a
-  distributed sort (its key is multi-column).
+  method unless order='input') is one range partitioning on the top bits of the keys with
+  known divisions (uniform keys), then a sort inside each output partition.
 
 Other methods raise :class:`NotOnDask` naming ``--engine memory``.  Dask is optional
 (``pip install 'dpstudio[scale]'``); this module imports it lazily.
@@ -36,7 +38,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -45,18 +48,39 @@ import pandas as pd
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.algorithms import noise as N
-from dpstudio.engine.errors import InputError, NotApplicableError, ParameterError
+from dpstudio.engine.errors import InputError, ParameterError
+from dpstudio.engine.outofcore import (
+    Attribute,
+    FrequencySet,
+    NotOutOfCore,
+    Ranked,
+    Rowwise,
+    SingleOrder,
+    cluster_block,
+)
 from dpstudio.engine.random import as_rng
 from dpstudio.engine.roles import Role
 
-#: Methods the Dask backend runs (all sort-based); the rest need ``--engine memory``.
-DASK_METHODS = ("laplace", "ir-dp", "idp-ls", "idp-cbls", "ir-swap", "insensitive-dp", "k-eps")
 SAMPLE_ROWS = 10_000
 _ROW = "__dp_row"
 
+#: A method or option the Dask backend does not run (raised here and by the methods' plans).
+NotOnDask = NotOutOfCore
 
-class NotOnDask(NotApplicableError):
-    """A method or option the Dask backend does not run."""
+
+def dask_methods() -> tuple[str, ...]:
+    """The ids of the methods that run on Dask: those whose spec declares an out-of-core plan
+    (:mod:`dpstudio.engine.outofcore`), in menu order.
+    """
+    from dpstudio.engine.registry import all_methods
+
+    return tuple(s.id for s in all_methods() if s.outofcore is not None)
+
+
+def __getattr__(name: str):
+    if name == "DASK_METHODS":  # the old constant, now derived from the specs
+        return dask_methods()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _dd():
@@ -70,21 +94,14 @@ def _dd():
     return dd
 
 
-def read_lazy(source: Any):
+def read_lazy(source: Any, client: Any = None):
     """A ``dask.dataframe`` from a dask frame, a pandas frame, or a Parquet file/folder or CSV
-    path (read lazily).
+    path (read lazily), partitioned from the workers' memory (:func:`open_source`).
     """
     dd = _dd()
     if isinstance(source, dd.DataFrame):
         return source
-    if isinstance(source, pd.DataFrame):
-        return dd.from_pandas(source, npartitions=max(1, min(8, len(source) // 50_000 + 1)))
-    path = os.fspath(source)
-    check_input(path)
-    low = path.lower()
-    if os.path.isdir(path) or low.endswith(PARQUET_EXTENSIONS):
-        return dd.read_parquet(path)
-    return dd.read_csv(path, sep="\t" if low.endswith(".tsv") else ",", blocksize="64MB")
+    return open_source(source, worker_budget(client)).raw()
 
 
 def check_input(path: str | os.PathLike) -> None:
@@ -174,6 +191,443 @@ def check_parquet_input(path: str) -> None:
             )
 
 
+# --------------------------------------------------------------------------- memory and partitions
+
+#: What a Dask worker holds before any data: dpstudio, numpy, pandas, pyarrow and distributed
+#: imported (measured about 200 MB, issue 21), plus the scheduler's bookkeeping.
+WORKER_BASE_BYTES = 256 * 2**20
+#: Share of a worker's memory limit the partitions may plan on: Dask spills to disk from 60 %
+#: ("target"), pauses the worker at 80 % and restarts it at 95 %.
+USABLE_SHARE = 0.6
+#: A task's peak memory as a multiple of the in-memory size of the partition it works on
+#: (reading, copies for sorting and shuffling, Arrow conversion); measured, see docs/scale.md.
+TASK_FACTOR = 12
+#: Rows of a partition (or of a sorted range) at most, whatever the memory: more, smaller
+#: tasks keep every worker busy and the shuffles' pieces small.
+MAX_PARTITION_ROWS = 2_000_000
+#: Rows of a partition at least (below it the scheduler's overhead per task dominates).
+MIN_PARTITION_ROWS = 1_000
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The memory a task may plan on: ``worker`` bytes per worker (its limit) and how many
+    rows of ``row_bytes`` in-memory bytes make one partition.
+    """
+
+    worker: int
+    #: where ``worker`` comes from, for messages ("the workers' --memory-limit", ...)
+    source: str
+    #: rows per partition forced by the caller (``partition_rows=``), else None
+    forced_rows: int | None = None
+
+    @property
+    def usable(self) -> int:
+        """Bytes of one task's working set."""
+        return max(0, int(self.worker * USABLE_SHARE) - WORKER_BASE_BYTES)
+
+    def rows(self, row_bytes: float) -> int:
+        """Rows per partition for records of ``row_bytes`` in-memory bytes."""
+        if self.forced_rows:
+            return int(self.forced_rows)
+        rows = int(self.usable / (TASK_FACTOR * max(float(row_bytes), 8.0)))
+        return max(MIN_PARTITION_ROWS, min(MAX_PARTITION_ROWS, rows))
+
+    def fits(self, rows: int, row_bytes: float) -> bool:
+        """Whether a task over ``rows`` records of ``row_bytes`` bytes fits a worker."""
+        return self.forced_rows is not None or rows * TASK_FACTOR * max(float(row_bytes), 8.0) <= self.usable
+
+    @staticmethod
+    def minimum(rows: int, row_bytes: float) -> int:
+        """The smallest worker memory limit for a task over ``rows`` records."""
+        need = WORKER_BASE_BYTES + rows * TASK_FACTOR * max(float(row_bytes), 8.0)
+        return int(np.ceil(need / USABLE_SHARE))
+
+
+def shuffle_buffer(limit: int) -> int:
+    """Bytes each of a worker's two p2p shuffle buffers may hold (data waiting to be sent,
+    data waiting to be written; Dask's defaults are 1 GiB and 100 MiB): a sixteenth of its
+    memory limit, at least 32 MiB (:func:`_tune_worker`).
+    """
+    return max(32 * 2**20, int(limit) // 16)
+
+
+def peak_model(budget: Budget) -> int:
+    """The memory model (docs/scale.md): the peak a worker is planned to reach -- what it
+    holds before any data, plus one task's working set (TASK_FACTOR × the rows of its
+    partition, range or cluster × their bytes, sized to fit ``budget.usable``), plus the p2p
+    shuffle's two buffers, plus the data Dask keeps in memory beyond its spill threshold
+    before spilling catches up (a tenth of the limit; the rest goes to disk).  A function of
+    the worker's limit alone: not of the number of records.
+    """
+    kept = int(budget.worker * 0.1)
+    return WORKER_BASE_BYTES + budget.usable + 2 * shuffle_buffer(budget.worker) + kept
+
+
+def _tune_worker(dask_worker=None) -> None:
+    """Size a worker's shuffle buffers from its memory limit (:func:`shuffle_buffer`)."""
+    ext = getattr(dask_worker, "extensions", {}).get("shuffle")
+    limit = getattr(getattr(dask_worker, "memory_manager", None), "memory_limit", None)
+    if ext is None or not limit:
+        return
+    size = shuffle_buffer(int(limit))
+    for name in ("memory_limiter_comms", "memory_limiter_disk"):
+        lim = getattr(ext, name, None)
+        if lim is not None and (lim.limit is None or lim.limit > size):
+            lim.limit = size
+
+
+def _human(nbytes: float) -> str:
+    for unit, size in (("GB", 2**30), ("MB", 2**20)):
+        if nbytes >= size:
+            return f"{nbytes / size:.1f} {unit}"
+    return f"{int(nbytes)} bytes"
+
+
+def worker_budget(client: Any = None, partition_rows: int | None = None) -> Budget:
+    """The :class:`Budget` of the cluster: the smallest worker memory limit of ``client`` (or
+    of the default distributed client); without one (Dask's local threaded or synchronous
+    scheduler, all in this process), the memory this process may use
+    (:func:`dpstudio.engine.memory.available_memory`) shared by Dask's threads.
+    """
+    if client is None:
+        try:
+            from distributed import default_client
+
+            client = default_client()
+        except (ImportError, ValueError):
+            client = None
+    if client is not None:
+        try:
+            workers = client.scheduler_info(n_workers=-1)["workers"].values()
+            limits = [int(w.get("memory_limit") or 0) for w in workers]
+        except Exception:  # pragma: no cover - a scheduler refusing the call
+            limits = []
+        limits = [x for x in limits if x > 0]
+        if limits:
+            return Budget(min(limits), "the Dask workers' memory limit", partition_rows)
+    from dpstudio.engine.memory import available_memory
+
+    avail, what = available_memory()
+    threads = max(1, os.cpu_count() or 1)
+    return Budget(max(int(avail) // threads, 1), f"this process's memory ({what}) per thread", partition_rows)
+
+
+# --------------------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One partition of a Parquet input: row groups ``groups`` of ``path`` (all of them), or a
+    slice [lo, hi) of one row group; ``start`` = the record id of its first row.
+    """
+
+    path: str
+    groups: tuple[int, ...]
+    lo: int | None
+    hi: int | None
+    start: int
+    rows: int
+    #: the length of the slices of its row group (a slice is one batch of that size)
+    step: int = 0
+
+
+def _parquet_data_columns(schema) -> list[str]:
+    """The data columns of a Parquet schema (an index stored by pandas is not one)."""
+    meta = schema.pandas_metadata or {}
+    index = {c for c in meta.get("index_columns", []) if isinstance(c, str)}
+    return [c for c in schema.names if c not in index and not c.startswith("__index_level_")]
+
+
+def _row_bytes(schema, groups_meta) -> float:
+    """In-memory bytes of one record of a Parquet input (pandas), from its schema: the width
+    of fixed-size types, else the uncompressed bytes per value plus an offset, + the record id.
+    """
+    import pyarrow as pa
+
+    total = 8.0  # the record id
+    cols = _parquet_data_columns(schema)
+    for c in cols:
+        t = schema.field(c).type
+        try:
+            total += max(1, t.bit_width // 8)
+            continue
+        except ValueError:
+            pass
+        if pa.types.is_dictionary(t):
+            total += 8
+            continue
+        size = rows = 0
+        for md in groups_meta:
+            for i in range(md.num_columns):
+                if md.column(i).path_in_schema == c:
+                    size += md.column(i).total_uncompressed_size
+            rows += md.num_rows
+        total += 16 + size / max(rows, 1)
+    return total
+
+
+def _plan_parquet(path: str, budget: Budget, what: str) -> tuple[list[_Piece], pd.DataFrame, float]:
+    """The partitions of a Parquet input (file or folder), sized from the memory budget: the
+    consecutive row groups of a file are grouped up to the budget's rows, and a row group
+    larger than that is split into slices read one at a time (issue 27 §3: a single file of
+    5 row groups is no longer one 120 MB partition).  Refuses, in one line, a row group whose
+    column chunks alone (read whole) do not fit a worker.  Returns (pieces, empty frame of
+    the data columns, in-memory bytes per record).
+    """
+    import pyarrow.parquet as pq
+
+    files = parquet_parts(path)
+    first = pq.ParquetFile(files[0])
+    schema = first.schema_arrow
+    cols = _parquet_data_columns(schema)
+    metas = []
+    for f in files:
+        pf = first if f == files[0] else pq.ParquetFile(f)
+        metas.append([pf.metadata.row_group(g) for g in range(pf.metadata.num_row_groups)])
+    row_bytes = _row_bytes(schema, [m for ms in metas for m in ms][:64])
+    target = budget.rows(row_bytes)
+    pieces: list[_Piece] = []
+    start = 0
+    for f, groups in zip(files, metas):
+        run: list[int] = []
+        run_rows = 0
+        for g, md in enumerate(groups):
+            compressed = sum(md.column(i).total_compressed_size for i in range(md.num_columns))
+            if not budget.forced_rows and 2 * compressed > budget.usable:
+                need = int(np.ceil((WORKER_BASE_BYTES + 2 * compressed) / USABLE_SHARE))
+                raise InputError(
+                    f"Input {what!r}: row group {g} of {os.path.basename(f)!r} holds "
+                    f"{_human(compressed)} compressed, read whole; workers of "
+                    f"{_human(budget.worker)} cannot read it. Give at least --memory-limit "
+                    f"{_human(need)}, or rewrite the file with smaller row groups."
+                )
+            rows = int(md.num_rows)
+            if rows > target:
+                if run:
+                    pieces.append(_Piece(f, tuple(run), None, None, start, run_rows))
+                    start += run_rows
+                    run, run_rows = [], 0
+                step = int(np.ceil(rows / np.ceil(rows / target)))
+                for lo in range(0, rows, step):
+                    hi = min(rows, lo + step)
+                    pieces.append(_Piece(f, (g,), lo, hi, start, hi - lo, step))
+                    start += hi - lo
+                continue
+            if run and run_rows + rows > target:
+                pieces.append(_Piece(f, tuple(run), None, None, start, run_rows))
+                start += run_rows
+                run, run_rows = [], 0
+            run.append(g)
+            run_rows += rows
+        if run or not groups:
+            pieces.append(_Piece(f, tuple(run), None, None, start, run_rows))
+            start += run_rows
+    meta = schema.empty_table().select(cols).to_pandas().reset_index(drop=True)
+    return pieces, meta, row_bytes
+
+
+def _read_piece(piece: _Piece, columns: list[str] | None = None, all_columns: tuple = ()) -> pd.DataFrame:
+    """One partition of a Parquet input with its record ids (``_ROW``); ``columns``: the
+    columns Dask asks for (projection), else all.  A slice of a row group is read in batches
+    of its own size (never the whole row group at once).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    want = list(all_columns) + [_ROW] if columns is None else list(columns)
+    read = [c for c in want if c != _ROW]
+    if not read:  # only the record ids: the metadata's counts are enough
+        df = pd.DataFrame(index=pd.RangeIndex(piece.rows))
+        df[_ROW] = np.arange(piece.start, piece.start + piece.rows, dtype=np.int64)
+        return df[want]
+    pf = pq.ParquetFile(piece.path)
+    if not piece.groups:
+        table = pf.schema_arrow.empty_table().select(read)
+    elif piece.lo is None:
+        table = pf.read_row_groups(list(piece.groups), columns=read)
+    else:
+        assert piece.hi is not None and piece.step > 0
+        table = None
+        seen = 0
+        # batches of the slices' common length: the slice is one of them
+        for batch in pf.iter_batches(batch_size=piece.step, row_groups=[piece.groups[0]], columns=read):
+            if seen == piece.lo:
+                table = pa.Table.from_batches([batch])
+                break
+            seen += batch.num_rows
+        if table is None or table.num_rows != piece.hi - piece.lo:  # pragma: no cover - the file changed
+            raise InputError(f"The input {piece.path!r} changed while it was read; run again.")
+    df = table.to_pandas().reset_index(drop=True)
+    del table
+    _release_arrow_memory()
+    if len(df) != piece.rows:  # pragma: no cover - the file changed
+        raise InputError(f"The input {piece.path!r} changed while it was read; run again.")
+    if _ROW in want:
+        df[_ROW] = np.arange(piece.start, piece.start + piece.rows, dtype=np.int64)
+    return df[want]
+
+
+@dataclass
+class Source:
+    """The input of a run, as partitions of known size with record ids.
+
+    ``frame(columns)``: a ``dask.dataframe`` of ``columns`` (default all) and the record id
+    ``_ROW`` (the input position).  A Parquet input is read by :func:`_read_piece` (its own
+    partitions, sized from the memory budget, never fused by Dask: a projection reads only
+    those columns and keeps the partitions); a CSV by Dask in blocks sized from the budget;
+    a frame as given, its partitions split when larger than the budget.  ``lens`` (records
+    per partition) is known from the Parquet metadata, else after :meth:`set_lengths`.
+    """
+
+    meta: pd.DataFrame
+    row_bytes: float
+    pieces: list[_Piece] | None = None
+    ddf: Any = None
+    lens: np.ndarray | None = None
+    target_rows: int = MAX_PARTITION_ROWS
+
+    @property
+    def npartitions(self) -> int:
+        return len(self.pieces) if self.pieces is not None else int(self.ddf.npartitions)
+
+    @property
+    def starts(self) -> np.ndarray:
+        assert self.lens is not None
+        return np.r_[0, np.cumsum(self.lens)[:-1]].astype(np.int64)
+
+    def _pieces_frame(self):
+        dd = _dd()
+        return dd.from_map(
+            _read_piece,
+            self.pieces,
+            meta=self.meta.assign(**{_ROW: np.array([], np.int64)}),
+            all_columns=tuple(self.meta.columns),
+            label="read-parquet-piece",
+            enforce_metadata=False,
+        )
+
+    def raw(self, columns: list[str] | None = None):
+        """The partitions WITHOUT record ids (before the lengths are known)."""
+        cols = list(self.meta.columns) if columns is None else list(columns)
+        if self.pieces is not None:
+            return self._pieces_frame()[cols]
+        return self.ddf if columns is None else self.ddf[cols]
+
+    def frame(self, columns: list[str] | None = None):
+        """The partitions with the record id column ``_ROW`` (``columns`` and ``_ROW``)."""
+        cols = list(self.meta.columns) if columns is None else list(columns)
+        if self.pieces is not None:
+            return self._pieces_frame()[[*cols, _ROW]]
+        full = self.ddf.map_partitions(
+            _with_row, self.starts, meta=self.ddf._meta.assign(**{_ROW: np.array([], np.int64)})
+        )
+        return full if columns is None else full[[*cols, _ROW]]
+
+    def head(self, n: int) -> pd.DataFrame:
+        """The first ``n`` records (reading only the partitions needed)."""
+        import dask
+
+        if self.pieces is not None:
+            rows = np.cumsum([p.rows for p in self.pieces])
+            k = int(np.searchsorted(rows, n)) + 1
+            parts = self.raw().to_delayed()[:k]
+            got = dask.compute(*parts)
+            return pd.concat(got, ignore_index=True).head(n) if got else self.meta
+        got = []
+        have = 0
+        for i in range(self.ddf.npartitions):
+            x = self.ddf.partitions[i].head(n - have, npartitions=1, compute=True)
+            got.append(x)
+            have += len(x)
+            if have >= n:
+                break
+        return pd.concat(got, ignore_index=True) if got else self.meta
+
+    def set_lengths(self, lens) -> None:
+        """Record the partitions' lengths (counted in the validation pass); partitions longer
+        than the budget are split (a frame given with huge partitions, a CSV block).
+        """
+        lens = np.asarray(lens, dtype=np.int64)
+        if self.pieces is not None:
+            if not np.array_equal(lens, [p.rows for p in self.pieces]):  # pragma: no cover
+                raise InputError("The input changed while it was read (record counts differ); run again.")
+            self.lens = lens
+            return
+        self.lens = lens
+        if lens.size and int(lens.max()) > self.target_rows:
+            self.ddf = _split_partitions(self.ddf, lens, self.target_rows)
+            self.lens = np.concatenate(
+                [
+                    np.diff(np.r_[np.arange(0, ln, self.target_rows), ln]) if ln else [0]
+                    for ln in lens.tolist()
+                ]
+            ).astype(np.int64)
+
+
+def _split_partitions(ddf, lens: np.ndarray, target: int):
+    """``ddf`` with every partition longer than ``target`` rows cut into slices of ``target``
+    (in order; each big partition is computed once and sliced).
+    """
+    from dask import delayed
+
+    dd = _dd()
+    parts = []
+    for x, ln in zip(ddf.to_delayed(), lens.tolist()):
+        if ln <= target:
+            parts.append(x)
+            continue
+        for lo in range(0, ln, target):
+            parts.append(delayed(_iloc)(x, lo, min(ln, lo + target)))
+    return dd.from_delayed(parts, meta=ddf._meta, verify_meta=False)
+
+
+def _iloc(part: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
+    return part.iloc[lo:hi]
+
+
+def open_source(source: Any, budget: Budget) -> Source:
+    """The :class:`Source` of a dask frame, a pandas frame, or a Parquet file/folder or CSV
+    path, partitioned from ``budget``.
+    """
+    dd = _dd()
+    if isinstance(source, pd.DataFrame):
+        source = source.rename(columns={c: str(c) for c in source.columns})
+        row_bytes = 8.0 + float(source.memory_usage(deep=True, index=False).sum()) / max(len(source), 1)
+        target = budget.rows(row_bytes)
+        nparts = max(1, int(np.ceil(len(source) / target)))
+        return Source(
+            meta=source.iloc[:0],
+            row_bytes=row_bytes,
+            ddf=dd.from_pandas(source, npartitions=nparts),
+            target_rows=target,
+        )
+    if isinstance(source, dd.DataFrame):
+        source = source.rename(columns={c: str(c) for c in source.columns})
+        row_bytes = 8.0 + sum(8 if t.kind in "biufcmM" else 48 for t in source._meta.dtypes)
+        return Source(meta=source._meta, row_bytes=row_bytes, ddf=source, target_rows=budget.rows(row_bytes))
+    path = os.fspath(source)
+    check_input(path)
+    low = path.lower()
+    what = os.path.basename(os.path.normpath(path)) or path
+    if os.path.isdir(path) or low.endswith(PARQUET_EXTENSIONS):
+        pieces, meta, row_bytes = _plan_parquet(path, budget, what)
+        meta = meta.rename(columns={c: str(c) for c in meta.columns})
+        return Source(
+            meta=meta,
+            row_bytes=row_bytes,
+            pieces=pieces,
+            lens=np.array([p.rows for p in pieces], dtype=np.int64),
+            target_rows=budget.rows(row_bytes),
+        )
+    # CSV: text is about as large as the values it holds; blocks of the budget's bytes
+    block = max(1 << 20, int(budget.usable / TASK_FACTOR))
+    ddf = dd.read_csv(path, sep="\t" if low.endswith(".tsv") else ",", blocksize=block)
+    ddf = ddf.rename(columns={c: str(c) for c in ddf.columns})
+    row_bytes = 8.0 + sum(8 if t.kind in "biufcmM" else 48 for t in ddf._meta.dtypes)
+    return Source(meta=ddf._meta, row_bytes=row_bytes, ddf=ddf, target_rows=budget.rows(row_bytes))
+
+
 @dataclass
 class DaskRelease:
     """A lazy release: ``data`` is a ``dask.dataframe``; the texts are the in-memory ones."""
@@ -201,99 +655,134 @@ class DaskRelease:
 # --------------------------------------------------------------------------- validation
 
 
-def check_runs_on_dask(method: str, params: dict | None = None) -> None:
+def check_runs_on_dask(method: str, params: dict | None = None):
     """Raise :class:`NotOnDask` saying why ``method`` (with ``params``) does not run on Dask;
-    nothing when it does (no data needed: the app marks methods before a run).
+    return its out-of-core plan when it does (no data needed: the app marks methods before a
+    run).  The method's own refusals come from its plan (``refuse``).
     """
+    from dpstudio.engine.registry import get_method
+
     params = params or {}
-    if method not in DASK_METHODS:
+    plan = get_method(method).outofcore
+    if plan is None:
         raise NotOnDask(
-            f"Method {method!r} does not run on Dask (it is neither sort-based nor OLA); "
-            f"use --engine memory (Dask runs: {', '.join(DASK_METHODS)})."
+            f"Method {method!r} does not run on Dask (it declares no out-of-core plan); "
+            f"use --engine memory, on strata that fit in memory for a larger file (docs/scale.md) "
+            f"(Dask runs: {', '.join(dask_methods())})."
         )
     if params.get("layout", "records") == "separate-tables":
         raise NotOnDask("Layout 'separate-tables' does not run on Dask yet; use --engine memory.")
-    if method == "insensitive-dp" and params.get("variant", "multi") != "single":
-        raise NotOnDask(
-            "insensitive-dp runs on Dask with the single-order variant only "
-            "(variant='single', --variant single); the multi-reference variant "
-            "needs --engine memory."
-        )
     if params.get("drop_missing"):
         raise NotOnDask(
             "drop_missing does not run on Dask yet; remove the records with missing "
             "values first or use --engine memory."
         )
+    why = plan.refuse(params)
+    if why:
+        raise NotOnDask(why)
+    return plan
 
 
-def _validate(ddf, method, roles, domains, precision, params, hierarchies=None):
-    """Validate on a sample with the engine's own ``prepare`` (one error format), then check
-    the whole data (missing values, domains) with one distributed pass.
+def _validate(src: Source, method, roles, domains, precision, params, hierarchies=None, budget=None):
+    """Validate on the first records with the engine's own ``prepare`` (one error format),
+    then check the whole data (missing values, domains) and take the partitions' lengths, the
+    data digest's partial sums and, for a sort (ranked or single-order plans), a random
+    sample of the protected columns for the splitters, in one distributed pass
+    (:func:`_scan_part`).
     """
-    from dpstudio.engine import api
-
-    spec = api.get_method(method)
-    check_runs_on_dask(method, params)
-    sample = ddf.head(SAMPLE_ROWS, npartitions=-1)
-    prep = api.prepare(sample, method, roles, domains, hierarchies, precision=precision, **params)
-    cols = list(prep.protected)
-    if method == "k-eps":
-        _check_keps(prep, hierarchies)
-    aggs = {}
-    for c in cols:
-        aggs[(c, "na")] = ddf[c].isna().sum()
-        if method != "k-eps":  # k-quasis: strings, no domain
-            aggs[(c, "min")] = ddf[c].min()
-            aggs[(c, "max")] = ddf[c].max()
     import dask
+    from dask import delayed
 
-    keys = list(aggs)
-    # the lengths of the FULL frame's partitions (record ids = global positions): a length
-    # taken from one column would follow Dask's fused single-column reads of a Parquet folder
-    # (fewer, longer partitions), not the partitions the release is computed on.  The data
-    # digest's partial sums are combined in order and do not depend on where the partitions
-    # split: read from the protected columns only
+    from dpstudio.engine import api
     from dpstudio.engine.keying import combine_partials
 
-    parts = ddf[cols].map_partitions(_digest_part, cols, meta=(None, object))
-    vals = dask.compute(ddf.map_partitions(len), parts, *[aggs[k] for k in keys])
-    lens = np.asarray(vals[0], dtype=np.int64)
-    digest = combine_partials(list(vals[1]))
-    vals = (vals[0], *vals[2:])
-    if lens.size != ddf.npartitions:  # pragma: no cover - a Dask change would show here
+    spec = api.get_method(method)
+    plan = check_runs_on_dask(method, params)
+    prep = api.prepare(
+        src.head(SAMPLE_ROWS), method, roles, domains, hierarchies, precision=precision, **params
+    )
+    cols = list(prep.protected)
+    task = plan.setup(prep, hierarchies) if isinstance(plan, FrequencySet) else None
+    bounded = [c for c in cols if c in prep.domains]
+    # a Parquet input's own partitions read only the protected columns; any other input is
+    # scanned whole (a projection of it could be read in fused, longer partitions)
+    parts = src.raw(cols if src.pieces is not None else None).to_delayed()
+    if len(parts) != src.npartitions:  # pragma: no cover - a Dask change would show here
         raise InputError(
-            f"internal: {lens.size} partition lengths for {ddf.npartitions} partitions; run with --engine memory."
+            f"internal: {len(parts)} partitions read for {src.npartitions}; run with --engine memory."
         )
+    sort = isinstance(plan, (Ranked, SingleOrder))
+    rate = SAMPLES_PER_RANGE / _range_rows(plan, cols, budget) if sort and budget is not None else 0.0
+    scans = dask.compute(*[delayed(_scan_part)(x, cols, bounded, rate, i) for i, x in enumerate(parts)])
+    lens = np.array([s["len"] for s in scans], dtype=np.int64)
+    digest = combine_partials([s["digest"] for s in scans])
     n = int(lens.sum())
-    got = dict(zip(keys, vals[1:]))
     for c in cols:
-        if got[(c, "na")]:
+        na = sum(s["na"][c] for s in scans)
+        if na:
             raise InputError(
-                f"Column {c!r} has {int(got[(c, 'na')]):,} missing value(s); the Dask "
+                f"Column {c!r} has {int(na):,} missing value(s); the Dask "
                 "backend refuses them: remove those records first."
             )
-        if c in prep.domains:
-            lb, ub = prep.domains[c]
-            if got[(c, "min")] < lb or got[(c, "max")] > ub:
-                raise InputError(
-                    f"Column {c!r}: values lie outside the declared domain "
-                    f"[{lb:g}, {ub:g}]; widen --domain {c}=LOWER:UPPER."
-                )
+    for c in bounded:
+        lb, ub = prep.domains[c]
+        mins = [s["min"][c] for s in scans if s["len"]]
+        maxs = [s["max"][c] for s in scans if s["len"]]
+        if mins and (min(mins) < lb or max(maxs) > ub):
+            raise InputError(
+                f"Column {c!r}: values lie outside the declared domain "
+                f"[{lb:g}, {ub:g}]; widen --domain {c}=LOWER:UPPER."
+            )
     if "k" in prep.params and prep.params.get("k") is not None:
         from dpstudio.engine import params as P
 
         P.check_k(prep.params["k"], n, spec.id, spec.min_k)
     prep._digest = digest  # the whole data's, not the sample's: the run's key material
-    return spec, prep, cols, n, lens
+    # the sample's record ids are global positions from the lengths of the partitions SCANNED
+    # here (a frame's or a CSV's partitions are split after this pass: their starts change)
+    first = np.r_[0, np.cumsum(lens)[:-1]].astype(np.int64)
+    sample = (
+        [(int(first[i]) + s["sample"][0], s["sample"][1]) for i, s in enumerate(scans) if s["sample"][0].size]
+        if sort
+        else []
+    )
+    return spec, plan, task, prep, cols, n, lens, sample
 
 
-def _digest_part(part: pd.DataFrame, cols: list[str]) -> pd.Series:
-    """One partition's (records, lane A, lane B) of the data digest, in a one-element Series
-    (dask concatenates them in partition order).
+def _range_row_bytes(plan, cols: list[str]) -> float:
+    """In-memory bytes of one record in a range of a distributed sort: its values (one
+    attribute, or all of a single order), record id, range id, and the values in their own
+    dtype when they are released themselves (ir-swap).
+    """
+    m = len(cols) if isinstance(plan, SingleOrder) else 1
+    return 8.0 * m + 16.0 + (0.0 if getattr(plan, "noisy", True) else 8.0)
+
+
+def _range_rows(plan, cols: list[str], budget: Budget) -> int:
+    return budget.rows(_range_row_bytes(plan, cols))
+
+
+def _scan_part(
+    part: pd.DataFrame, cols: list[str], bounded: list[str], rate: float = 0.0, number: int = 0
+) -> dict:
+    """One partition's facts for the validation pass: its length, its (records, lane A, lane
+    B) of the data digest, the missing values of each protected column, the least and
+    greatest value of each column with a declared domain and (``rate`` > 0) a random sample
+    of the protected columns' values (positions in the partition, float64 matrix).
     """
     from dpstudio.engine.keying import digest_partial
 
-    return pd.Series([digest_partial(part, cols)], dtype=object)
+    out: dict = {"len": len(part), "digest": digest_partial(part, cols), "na": {}, "min": {}, "max": {}}
+    pos = _sample_positions(len(part), rate, number)
+    out["sample"] = (pos, _values(part.iloc[pos], cols) if pos.size else np.zeros((0, len(cols))))
+    for c in cols:
+        out["na"][c] = int(part[c].isna().sum())
+    for c in bounded:
+        if len(part):
+            out["min"][c] = part[c].min()
+            out["max"][c] = part[c].max()
+    _release_arrow_memory()
+    return out
 
 
 def _grid(prep, integer: bool, c: str, n: int):
@@ -323,18 +812,31 @@ def protect_dask(
     client: Any = None,
     hierarchies: dict | None = None,
     progress: Any = None,
+    partition_rows: int | None = None,
     **params: Any,
 ) -> DaskRelease:
     """Protect ``source`` on Dask; returns a :class:`DaskRelease` (lazy).  ``progress``: an
     optional ``fn(message)`` told of each step of the ranked methods (they compute one
     attribute at a time before the release is written; the command line prints them).  ``client``: a
-    ``distributed.Client`` (``None``: the current default scheduler).
+    ``distributed.Client`` (``None``: the current default scheduler).  Partitions are sized
+    from the workers' memory limit (:func:`worker_budget`); ``partition_rows`` forces their
+    rows (tests, tuning).
     """
     from dpstudio.engine import api
 
-    ddf = read_lazy(source)
-    ddf = ddf.rename(columns={c: str(c) for c in ddf.columns})
-    spec, prep, cols, n, lens = _validate(ddf, method, roles, domains, precision, params, hierarchies)
+    budget = worker_budget(client, partition_rows)
+    live = _client_for(client)
+    if live is not None:
+        try:
+            live.run(_tune_worker)
+        except Exception:  # pragma: no cover - a best effort (a scheduler refusing run)
+            pass
+    src = open_source(source, budget)
+    spec, plan, task, prep, cols, n, lens, sample = _validate(
+        src, method, roles, domains, precision, params, hierarchies, budget
+    )
+    src.set_lengths(lens)
+    lens = src.lens
     p = dict(prep.params)
     if spec.uses_epsilon and p.get("epsilon") is None:
         raise NotOnDask(
@@ -348,61 +850,38 @@ def protect_dask(
     # the first draw of the run's generator, derived from the seed, the parameters and the
     # data digest exactly as run_prepared does in memory (job_stream)
     root = K.root_key(keyed_rng(as_rng(seed), prep.run_context(p)))
-    starts = np.r_[0, np.cumsum(lens)[:-1]].astype(np.int64)
-    columns = ddf  # the input as read: one column of it reads only that column (ranked methods)
-    ddf = ddf.map_partitions(_with_row, starts, meta=ddf._meta.assign(**{_ROW: np.array([], np.int64)}))
-    info: dict = {"backend": "dask", "npartitions": int(ddf.npartitions)}
-    is_int = {c: declared_integer(prep.types, c) for c in cols}  # declared, never the sample's dtype
-    new = {}
+    ddf = src.frame()
+    info: dict = {"backend": "dask", "npartitions": int(src.npartitions)}
     private_warns: list = []
-    if method == "k-eps":
-        out, kinfo, kwarns = _keps_release(ddf, prep, p, hierarchies, n)
+    attrs: list[Attribute] = []
+    if not isinstance(plan, FrequencySet):
+        eps = _eps(p, cols) if spec.uses_epsilon else None
+        for j, c in enumerate(cols):
+            g = _grid(prep, declared_integer(prep.types, c), c, n) if plan.noisy else None
+            attrs.append(Attribute(c, j, root, p, n, grid=g, epsilon=None if eps is None else float(eps[j])))
+    if isinstance(plan, FrequencySet):
+        out, kinfo, kwarns = _frequency_release(ddf, task, n, budget)
         info.update(kinfo)
         private_warns += kwarns
-        shuffle = not keep_order(p)
-    elif method == "laplace":
-        eps = _eps(p, cols)
-        kind = p.get("noise", "laplace")
-        for j, c in enumerate(cols):
-            g = _grid(prep, is_int[c], c, n)
-            new[c] = ddf[[c, _ROW]].map_partitions(
-                _laplace_part, c, g, kind, root, j, float(eps[j]), meta=(c, _out_dtype(g))
+    elif isinstance(plan, Rowwise):
+        new = {
+            a.column: ddf[[a.column, _ROW]].map_partitions(
+                _rowwise_part, plan.release, a, meta=(a.column, _out_dtype(a.grid))
             )
+            for a in attrs
+        }
         out = ddf.assign(**new)
-        shuffle = not keep_order(p)
-    elif method == "insensitive-dp":
-        grids = [_grid(prep, is_int[c], c, n) for c in cols]
-        vals = _insensitive(ddf, cols, int(p["k"]), n, p, grids, root, _eps(p, cols), prep)
-        out = ddf.drop(columns=cols).merge(vals, on=_ROW, how="inner")[[*ddf.columns]]
-        shuffle = not keep_order(p)
     else:
-        eps_r = None if method == "ir-swap" else _eps(p, cols)
-        grids = [None if method == "ir-swap" else _grid(prep, is_int[c], c, n) for c in cols]
-        out = _ranked_release(
-            ddf,
-            cols,
-            int(p["k"]),
-            n,
-            method,
-            p,
-            grids,
-            root,
-            eps_r,
-            client,
-            columns,
-            starts,
-            np.asarray(lens),
-            progress,
-        )
-        shuffle = not keep_order(p)
+        out = _ranked_release(src, plan, attrs, prep, n, sample, budget, client, progress)
+        info["ranges"] = out[1]
+        out = out[0]
+    shuffle = not keep_order(p)
     ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
     if ident:
         out = out.drop(columns=ident)
     aligned = out
     if shuffle:
         out = _shuffled(out, root)
-    elif method == "insensitive-dp":
-        out = out.sort_values(_ROW).drop(columns=[_ROW])
     else:  # computed in place: already in input order
         out = out.drop(columns=[_ROW])
     released_cols = [c for c in ddf.columns if c != _ROW and c not in ident]
@@ -424,12 +903,10 @@ def _out_dtype(g: N.Grid):
     return "int64" if g.integer else "float64"
 
 
-def _laplace_part(part: pd.DataFrame, c, g, kind, root, j, eps) -> pd.Series:
-    t = g.to_units(part[c].to_numpy(dtype=np.float64))
-    t += K.grid_noise(
-        kind, K.KeyedStream(root, K.PURPOSE_NOISE, j), part[_ROW].to_numpy(dtype=np.int64), g.span, eps
-    )
-    return pd.Series(g.from_units(t), index=part.index, name=c)
+def _rowwise_part(part: pd.DataFrame, release, a: Attribute) -> pd.Series:
+    """One partition's released values of attribute ``a`` (a :class:`Rowwise` plan)."""
+    x = part[a.column].to_numpy(dtype=np.float64)
+    return pd.Series(release(x, part[_ROW].to_numpy(dtype=np.int64), a), index=part.index, name=a.column)
 
 
 def _with_row(part: pd.DataFrame, starts, partition_info=None) -> pd.DataFrame:
@@ -470,10 +947,33 @@ def _shuffled(out, root):
 
 
 # --------------------------------------------------------------------------- ranked methods
+#
+# Individual ranking (Ranked plans) and the single order (SingleOrder plans) are a
+# distributed sort: no column, and no record, is ever gathered on one worker (issue 25).  Per
+# attribute (or once for the single order):
+#
+# 1. splitters: the validation pass draws a random sample of every partition (SAMPLES_PER_RANGE
+#    per range on average); the sample's keys (value, or the plan's sort key, then the record
+#    id: the in-memory order, ties by record id) sorted, every SAMPLES_PER_RANGE-th is a
+#    splitter: P ranges of about the budget's rows each;
+# 2. counts: each partition counts its records per range (one pass, all attributes at once);
+#    the prefix sums are the global first rank of every range;
+# 3. shuffle: every record goes to its range (Dask's shuffle: set_index on the range id with
+#    known divisions); each range is sorted locally -- its records' global ranks follow;
+# 4. whole clusters: the ranges are cut again at the first cluster boundary at or after their
+#    first rank (slices of neighbouring sorted ranges), so every cluster lies in one piece,
+#    ties across range boundaries included; the plan's release runs on each piece (a
+#    ClusterBlock: the same functions the in-memory run calls, the same keyed draws);
+# 5. shuffle back: every released value goes to its input partition by record id (known
+#    divisions), sorted by record id, kept on the workers (spilled to disk when they must),
+#    then the next attribute.  The release is each input partition with its released columns.
 
-#: clusters per block when the per-cluster statistics are computed from the sorted values
-_BLOCK = 1 << 16
-_LOW = np.iinfo(np.int64).min
+#: Sample records drawn per range for the splitters (oversampling: the ranges' sizes then
+#: vary by a few tens of percent around the target).
+SAMPLES_PER_RANGE = 32
+#: The sample is drawn with this seed per partition: it only decides where ranges split, never
+#: the release (which depends on the global ranks alone).
+_SAMPLE_SEED = 0x5A17
 
 
 def _release_arrow_memory(dask_worker=None) -> None:
@@ -489,227 +989,212 @@ def _release_arrow_memory(dask_worker=None) -> None:
     pa.default_memory_pool().release_unused()
 
 
-def _run(part: pd.Series) -> list:
-    """One partition's values of one attribute, in a box (a one-element list) that the merge
-    task empties: the merge copies each run into its preallocated array and drops it at once,
-    so a run's memory is given back while the merge goes on (the scheduler still holds the
-    box, now empty).  A run's only consumer is :func:`_attr_table`.
+def _sample_positions(length: int, rate: float, number: int) -> np.ndarray:
+    """Positions of the sample of a partition of ``length`` records (ascending)."""
+    if length == 0 or rate <= 0:
+        return np.zeros(0, dtype=np.int64)
+    m = min(length, int(np.ceil(length * rate)))
+    rng = np.random.default_rng([_SAMPLE_SEED, int(number)])
+    return np.sort(rng.choice(length, size=m, replace=False)).astype(np.int64)
+
+
+def _lex_le(keys_a: list[np.ndarray], keys_b: list[np.ndarray]) -> np.ndarray:
+    """Element-wise a <= b for tuples of key arrays compared lexicographically."""
+    le = np.ones(keys_a[0].shape, dtype=bool)
+    undecided = np.ones(keys_a[0].shape, dtype=bool)
+    for a, b in zip(keys_a, keys_b):
+        lt = a < b
+        gt = a > b
+        le[undecided & gt] = False
+        undecided &= ~(lt | gt)
+    return le
+
+
+def _range_of(keys: list[np.ndarray], splitters: list[np.ndarray]) -> np.ndarray:
+    """The range of each record: how many splitters are lexicographically <= its keys (the
+    first key by ``searchsorted``; a vectorised binary search over the splitters that share
+    it, comparing the following keys).
     """
-    out = [part.to_numpy(dtype=np.float64, copy=True)]
-    del part
+    if not splitters or splitters[0].size == 0:
+        return np.zeros(keys[0].size, dtype=np.int64)
+    lo = np.searchsorted(splitters[0], keys[0], "left").astype(np.int64)
+    hi = np.searchsorted(splitters[0], keys[0], "right").astype(np.int64)
+    while True:
+        active = np.flatnonzero(lo < hi)
+        if active.size == 0:
+            return lo
+        mid = (lo[active] + hi[active]) // 2
+        le = _lex_le([s[mid] for s in splitters], [k[active] for k in keys])
+        lo[active[le]] = mid[le] + 1
+        hi[active[~le]] = mid[~le]
+
+
+def _splitters(keys: list[np.ndarray], nranges: int) -> list[np.ndarray]:
+    """The ``nranges - 1`` splitters (tuples of key arrays) of a sample's keys."""
+    if nranges <= 1 or keys[0].size == 0:
+        return [np.zeros(0, dtype=k.dtype) for k in keys]
+    order = np.lexsort(keys[::-1])
+    s = keys[0].size
+    pick = order[np.minimum((np.arange(1, nranges) * s) // nranges, s - 1)]
+    return [k[pick] for k in keys]
+
+
+def _first_column(X: np.ndarray) -> list[np.ndarray]:
+    """The sort key of individual ranking: the attribute's value."""
+    return [X[:, 0]]
+
+
+def _plan_keys(X: np.ndarray, sort_key, lb, ub, params) -> list[np.ndarray]:
+    """A :class:`SingleOrder` plan's sort key."""
+    return list(sort_key(X, lb, ub, params))
+
+
+@dataclass(frozen=True)
+class _Order:
+    """What a distributed sort needs to know: the columns it reads, how to compute the sort
+    keys from them (record id last, added here), the splitters and the ranges' totals.
+    """
+
+    columns: list[str]
+    #: the keys of a (records, len(columns)) float64 matrix, most significant first
+    keyfn: Any
+    splitters: list[np.ndarray]
+    totals: np.ndarray
+
+    @property
+    def nranges(self) -> int:
+        return int(self.totals.size)
+
+    def keys(self, X: np.ndarray, rows: np.ndarray) -> list[np.ndarray]:
+        return [*[np.asarray(k, dtype=np.float64) for k in self.keyfn(X)], np.asarray(rows, dtype=np.int64)]
+
+
+def _values(part: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    return np.ascontiguousarray(part[cols].to_numpy(dtype=np.float64)).reshape(len(part), len(cols))
+
+
+def _count_part(part: pd.DataFrame, orders: list[_Order]) -> list[np.ndarray]:
+    """One partition's records per range of every order."""
+    rows = part[_ROW].to_numpy(dtype=np.int64)
+    out = []
+    for o in orders:
+        r = _range_of(o.keys(_values(part, o.columns), rows), o.splitters)
+        out.append(np.bincount(r, minlength=o.nranges).astype(np.int64))
     _release_arrow_memory()
     return out
 
 
-def _attr_table(*runs: list, n: int, k: int, method: str, kind: str, g, root, j: int, eps_j) -> dict:
-    """The per-attribute table of the ranked methods, from ALL the values of the attribute
-    (only that column, sorted: S): the cluster boundaries ``B`` (the value at each cluster's
-    first rank), the released value of every cluster (``vals``, one keyed draw per cluster, as
-    in memory) and the tied values whose block of ranks crosses a cluster boundary (``U``,
-    their first rank ``lo``), whose records need their exact rank (ir-swap: every tied value,
-    and ``S`` itself).  Memory: S (8 bytes a record; the runs are moved into it one by one and
-    freed, and it is sorted in place), then 16 bytes a cluster.
+def _add_counts(*parts: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.sum([p[i] for p in parts], axis=0) for i in range(len(parts[0]))]
+
+
+def _tree(items: list, fn, width: int = 16):
+    """A reduction of delayed ``items`` by ``fn`` in a tree of fan-in ``width`` (no task
+    holds more than ``width`` of them).
     """
-    S = np.empty(n, dtype=np.float64)  # pages are touched as the runs are copied in
-    pos = 0
-    for box in runs:
-        if not box:  # pragma: no cover - a run is consumed once; a retried merge recomputes them
-            raise RuntimeError("internal: a sorted run was consumed twice; run again.")
-        r = box.pop()
-        if pos + r.size > n:  # pragma: no cover - the data changed under us
-            raise InputError(f"The input changed while it was read (more than {n:,} values).")
-        S[pos : pos + r.size] = r
-        pos += r.size
-        del r
-    del runs
-    if pos != n:  # pragma: no cover - the data changed under us
-        raise InputError(f"The input changed while it was read ({pos:,} values, {n:,} records).")
-    S.sort()  # in place (equal values are interchangeable: no stable sort needed)
-    kk = max(int(k), 1)
-    nc = MA.n_clusters_for(n, k)
-    starts = np.arange(nc, dtype=np.int64) * kk
-    tab: dict = {"B": S[starts], "nc": nc, "k": kk}
-    if method == "ir-swap":
-        dup = np.flatnonzero(S[1:] == S[:-1])
-        tab["U"] = np.unique(S[dup])
-    else:
-        c = starts[1:]
-        tab["U"] = np.unique(S[c][S[c - 1] == S[c]])
-    tab["lo"] = np.searchsorted(S, tab["U"], "left").astype(np.int64)
-    if method == "ir-swap":
-        tab["S"] = S
-        return tab
-    split = method == "ir-dp" and kind == "staircase" and k > 1 and nc > 1
-    eps_draw = eps_j / nc if split else eps_j
-    stream = K.KeyedStream(root, K.PURPOSE_NOISE, j)
-    vals = np.empty(nc, dtype=np.int64 if g.integer else np.float64)
-    for a in range(0, nc, _BLOCK):
-        b = min(nc, a + _BLOCK)
-        cid = np.arange(a, b, dtype=np.int64)
-        r0, r1 = a * kk, (n if b == nc else b * kk)
-        t = g.to_units(S[r0:r1])
-        loc = starts[a:b] - r0
-        sz = np.where(cid == nc - 1, n - (nc - 1) * kk, kk)
-        tsum = np.add.reduceat(t, loc).astype(np.int64)
-        if method == "ir-dp":
-            sens = g.span
-        else:  # the 1st..3rd smallest (a) and largest (b) grid values of each cluster
-            a0, a1, a2 = (np.where(i < sz, t[np.minimum(loc + i, t.size - 1)], _LOW) for i in range(3))
-            b0, b1, b2 = (
-                np.where(sz - 1 - i >= 0, t[np.maximum(loc + sz - 1 - i, 0)], _LOW) for i in range(3)
+    from dask import delayed
+
+    while len(items) > 1:
+        items = [delayed(fn)(*items[i : i + width]) for i in range(0, len(items), width)]
+    return items[0]
+
+
+def _with_range(part: pd.DataFrame, order: _Order, keep: list[str]) -> pd.DataFrame:
+    """The records of a partition with their range id (the shuffle's key) and what the ranges
+    need: the order's columns (float64), the record id, ``keep`` (in their own dtype).
+    """
+    rows = part[_ROW].to_numpy(dtype=np.int64)
+    X = _values(part, order.columns)
+    out = {f"__x{j}": X[:, j] for j in range(X.shape[1])}
+    out.update({f"__o{j}": part[c].to_numpy() for j, c in enumerate(keep)})
+    out[_ROW] = rows
+    out["__r"] = _range_of(order.keys(X, rows), order.splitters)
+    _release_arrow_memory()
+    return pd.DataFrame(out)
+
+
+def _sort_range(part: pd.DataFrame, order: _Order, nkeep: int) -> dict:
+    """One range's records sorted by the order's keys (record id last): the in-memory order."""
+    m = len(order.columns)
+    X = (
+        np.column_stack([part[f"__x{j}"].to_numpy(dtype=np.float64) for j in range(m)])
+        if len(part)
+        else np.zeros((0, m))
+    )
+    rows = part[_ROW].to_numpy(dtype=np.int64)
+    idx = np.lexsort(order.keys(X, rows)[::-1]) if len(part) else np.zeros(0, np.int64)
+    out: dict = {"X": X[idx], "rows": rows[idx]}
+    out["keep"] = [part[f"__o{j}"].to_numpy()[idx] for j in range(nkeep)]
+    return out
+
+
+def _release_piece(*ranges: dict, cuts, first_rank, n, k, plan, attrs, piece_starts, cols) -> pd.DataFrame:
+    """The released values of the ranks [first_rank, ...) -- whole clusters, cut from the
+    sorted ranges ``ranges`` (``cuts``: (lo, hi) of each) -- by the plan's release, with each
+    record's id and input partition.
+    """
+    X = (
+        np.concatenate([r["X"][lo:hi] for r, (lo, hi) in zip(ranges, cuts)])
+        if ranges
+        else np.zeros((0, len(cols)))
+    )
+    rows = (
+        np.concatenate([r["rows"][lo:hi] for r, (lo, hi) in zip(ranges, cuts)])
+        if ranges
+        else np.zeros(0, np.int64)
+    )
+    keep = (
+        [
+            np.concatenate([r["keep"][j][lo:hi] for r, (lo, hi) in zip(ranges, cuts)])
+            for j in range(len(ranges[0]["keep"]))
+        ]
+        if ranges
+        else []
+    )
+    out: dict = {_ROW: rows}
+    if rows.size:
+        if isinstance(plan, SingleOrder):
+            block = cluster_block(X, ranks=int(first_rank), n=n, k=k, rows=rows)
+            vals = plan.release(block, attrs)
+        else:
+            block = cluster_block(
+                X[:, 0], ranks=int(first_rank), n=n, k=k, rows=rows, original=keep[0] if keep else None
             )
-            if method == "idp-ls":
-                sens = np.maximum(g.span - a0, b0)
-            else:  # idp-cbls: pulled-in sums, cluster-based local sensitivity
-                tsum = tsum - a0 + a1 - b0 + b1
-                sens = np.maximum((b0 - a1) + (a2 - a1) + (b0 - b1), (b1 - a0) + (b1 - b2) + (a1 - a0))
-        noisy = tsum + K.grid_noise(kind, stream, cid, sens, eps_draw)
-        vals[a:b] = g.from_units(N.round_half_up_div(noisy, sz))
-    tab["vals"] = vals
-    return tab
+            vals = [plan.release(block, attrs[0])]
+        for c, v in zip(cols, vals):
+            out[c] = np.asarray(v)
+    out["__piece"] = np.searchsorted(piece_starts, rows, "right").astype(np.int64) - 1
+    return pd.DataFrame(out)
 
 
-def _tie_index(v: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Position in ``U`` of each value, and whether the value is in ``U``."""
-    if U.size == 0:
-        return np.zeros(v.size, np.int64), np.zeros(v.size, bool)
-    idx = np.searchsorted(U, v)
-    np.minimum(idx, U.size - 1, out=idx)
-    return idx, U[idx] == v
+def _piece_values(part: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """One input partition's released values, in record-id order."""
+    rows = part[_ROW].to_numpy(dtype=np.int64)
+    order = np.argsort(rows)
+    return pd.DataFrame({_ROW: rows[order], **{c: part[c].to_numpy()[order] for c in cols}})
 
 
-def _groups(v: np.ndarray):
-    """One stable sort of a partition's values: (order, distinct values ascending, group of
-    each sorted record, position of each sorted record inside its group = number of earlier
-    records of the partition with the same value).  Searches then use the sorted distinct
-    values (fast, cache-friendly) instead of the records.
-    """
-    order = np.argsort(v, kind="stable")
-    sv = v[order]
-    first = np.empty(sv.size, dtype=bool)
-    first[:1] = True
-    np.not_equal(sv[1:], sv[:-1], out=first[1:])
-    start = np.flatnonzero(first)
-    grp = np.cumsum(first) - 1
-    return order, sv[start], grp, np.arange(sv.size) - start[grp]
-
-
-def _tie_counts(part: pd.Series, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per partition (its values, read again: the runs are not kept for this): the tied values
-    it holds (positions in ``U``, ascending) and how many records hold each.
-    """
-    if U.size == 0 or len(part) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    idx, hit = _tie_index(part.to_numpy(dtype=np.float64), U)
-    _release_arrow_memory()
-    u, cnt = np.unique(idx[hit], return_counts=True)
-    return u.astype(np.int64), cnt.astype(np.int64)
-
-
-def _tie_prefix_step(prev, counts, size: int):
-    """One step of the exclusive prefix over the partitions in input order: from ``prev``
-    (``None`` for the first partition, else the previous step's ``(seen, before)``), the
-    number of records holding each of this partition's tied values in the EARLIER partitions
-    (``before``, aligned with its :func:`_tie_counts`) and the running totals ``seen``.  A
-    chain of small tasks, so that no task holds every partition's counts.
-    """
-    u, cnt = counts
-    seen = np.zeros(size, dtype=np.int64) if prev is None else prev[0].copy()
-    before = seen[u]  # a copy (fancy indexing)
-    seen[u] += cnt
-    return seen, before
-
-
-def _second(x):
-    return x[1]
-
-
-def _ranks_of(v: np.ndarray, tab: dict, before: np.ndarray, base: str) -> np.ndarray:
-    """Per record: its cluster id (``base='cluster'``) or its exact rank (``'rank'``, ir-swap).
-    Values not in ``U`` take the cluster of their boundary interval (or their first rank);
-    values in ``U`` get their exact rank: first rank of the value + records holding it in
-    earlier partitions (``before``) + earlier records of this partition holding it -- the
-    stable (value, record id) order of the in-memory engine.
-    """
-    order, u, grp, local = _groups(v)
-    if base == "rank":
-        per_u = np.searchsorted(tab["S"], u, "left").astype(np.int64)
-    else:
-        per_u = np.searchsorted(tab["B"], u, "right").astype(np.int64) - 1
-    out_sorted = per_u[grp]
-    idx, hit = _tie_index(u, tab["U"])
-    if hit.any():
-        start_u = np.zeros(u.size, dtype=np.int64)
-        start_u[hit] = tab["lo"][idx[hit]] + before
-        rec = hit[grp]
-        rank = start_u[grp[rec]] + local[rec]
-        out_sorted[rec] = rank if base == "rank" else np.minimum(rank // tab["k"], tab["nc"] - 1)
-    out = np.empty(v.size, dtype=np.int64)
-    out[order] = out_sorted
-    return out
-
-
-def _swap_values(tab: dict, rank: np.ndarray, root, j: int) -> np.ndarray:
-    """ir-swap: the record at rank r receives the value at rank perm[r], perm = the ranks of
-    its chunk ordered by their keyed sort keys (as in memory).
-    """
-    S, kk, nc = tab["S"], tab["k"], tab["nc"]
-    n = S.size
-    cl = np.minimum(rank // kk, nc - 1)
-    ucl = np.unique(cl)
-    lo = ucl * kk
-    sz = np.where(ucl == nc - 1, n - (nc - 1) * kk, kk)
-    owner = np.repeat(np.arange(ucl.size), sz)
-    ranks = np.repeat(lo, sz) + (np.arange(owner.size) - np.repeat(np.cumsum(sz) - sz, sz))
-    k0, k1 = K.sort_keys(K.KeyedStream(root, K.PURPOSE_SWAP, j), ranks)
-    perm = ranks[np.lexsort((k1, k0, owner))]
-    return S[perm[np.searchsorted(ranks, rank)]]
-
-
-def _release_column(part: pd.Series, tab: dict, before: np.ndarray, method: str, root, j: int):
-    """One partition's released values of one attribute, in input order: each record's cluster
-    from its value (boundaries, exact ranks for the tied values at a boundary) and the
-    cluster's value (ir-swap: the value at its permuted rank).
-    """
-    v = part.to_numpy(dtype=np.float64)
-    _release_arrow_memory()
-    if method == "ir-swap":
-        out = _swap_values(tab, _ranks_of(v, tab, before, "rank"), root, j)
-    else:
-        out = tab["vals"][_ranks_of(v, tab, before, "cluster")]
-    return np.asarray(out)
-
-
-def _cut(*arrays: np.ndarray, cuts: list) -> np.ndarray:
-    """A partition's released values of one attribute: the (lo, hi) slices ``cuts`` of the
-    released ``arrays`` (the partitions of the single-column reads, which Dask may fuse: see
-    :func:`_slices`), in input order.
-    """
-    if len(arrays) == 1:
-        lo, hi = cuts[0]
-        return arrays[0][lo:hi]
-    return np.concatenate([a[lo:hi] for a, (lo, hi) in zip(arrays, cuts)])
-
-
-def _assemble(part: pd.DataFrame, *columns: np.ndarray, cols, dtypes) -> pd.DataFrame:
+def _assemble(part: pd.DataFrame, *released: pd.DataFrame, dtypes) -> pd.DataFrame:
     """One partition of the release: the input partition with its released columns."""
-    for x in columns:
-        if x.size != len(part):  # pragma: no cover - guarded by the lengths checked in _slices
-            raise RuntimeError(
-                f"internal: {x.size:,} released values for a partition of {len(part):,} records."
+    new = {}
+    rows = part[_ROW].to_numpy(dtype=np.int64)
+    for frame in released:
+        if len(frame) != len(part) or not np.array_equal(frame[_ROW].to_numpy(dtype=np.int64), rows):
+            raise RuntimeError(  # pragma: no cover - the record counts are checked before
+                f"internal: {len(frame):,} released values for a partition of {len(part):,} records."
             )
-    return part.assign(**{c: pd.Series(x, index=part.index).astype(dtypes[c]) for c, x in zip(cols, columns)})
+        for c in frame.columns:
+            if c != _ROW:
+                new[c] = pd.Series(frame[c].to_numpy(), index=part.index).astype(dtypes[c])
+    out = part.assign(**new)
+    other = {c: t for c, t in dtypes.items() if c in out.columns and out[c].dtype != t}
+    return out.astype(other) if other else out
 
 
 def _slices(starts: np.ndarray, lens: np.ndarray, sizes: list[int]) -> list[list[tuple[int, int, int]]]:
-    """Per input partition (global first record ``starts[i]``, ``lens[i]`` records): the
-    (piece, lo, hi) slices of the pieces of sizes ``sizes`` that hold its records.
-
-    The single-column reads of a Parquet input may have fewer partitions than the full reads:
-    Dask fuses consecutive partitions when only a few columns are read (``FusedParquetIO``:
-    buckets of consecutive partitions, "aligned with RepartitionToFewer"), so a released column
-    is cut back into the input partitions by global record position.  Both are in input
-    order; the totals must agree.
+    """Per target piece (global first rank ``starts[i]``, ``lens[i]`` records): the
+    (source, lo, hi) slices of the consecutive sources of sizes ``sizes`` that hold it.
+    Both are in the same order; the totals must agree.
     """
     bounds = np.r_[0, np.cumsum(np.asarray(sizes, dtype=np.int64))]
     total = int(lens.sum()) if lens.size else 0
@@ -717,13 +1202,13 @@ def _slices(starts: np.ndarray, lens: np.ndarray, sizes: list[int]) -> list[list
         raise InputError(
             f"The input changed while it was read ({int(bounds[-1]):,} values, {total:,} records)."
         )
-    out = []
+    out: list[list[tuple[int, int, int]]] = []
     for s, ln in zip(starts.tolist(), lens.tolist()):
         if ln == 0:
-            out.append([(0, 0, 0)])
+            out.append([])
             continue
         e = s + ln
-        f = int(np.searchsorted(bounds, s, "right")) - 1  # the last piece starting at or before s
+        f = int(np.searchsorted(bounds, s, "right")) - 1  # the last source starting at or before s
         parts = []
         while s < e:
             hi = min(e, int(bounds[f + 1]))
@@ -735,33 +1220,45 @@ def _slices(starts: np.ndarray, lens: np.ndarray, sizes: list[int]) -> list[list
     return out
 
 
-def _lengths(done: list, client=None) -> list[int]:
-    """The lengths of the persisted arrays ``done`` (one small task each, run where they are:
-    ``client.submit`` on their futures with a distributed client, else ``dask.compute``).
+def cluster_starts_at_or_after(ranks: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The first cluster boundary at or after each rank (``n`` past the last cluster's
+    start): clusters are the ranks [c·k, (c+1)·k), the last taking the remainder.
+    """
+    kk = max(int(k), 1)
+    nc = MA.n_clusters_for(n, k)
+    c = -(-np.asarray(ranks, dtype=np.int64) // kk)
+    return np.where(c <= nc - 1, c * kk, n).astype(np.int64)
+
+
+def _persist_frame(frame, client=None):
+    """``frame`` (a dask collection) computed and kept where it was computed (on the workers
+    with a distributed client, spilled to disk when they must; else in this process); returns
+    its partitions as delayed objects.
     """
     import dask
 
-    futures: list = []
+    client = _client_for(client)
+    if client is None:
+        (done,) = dask.persist(frame)
+        return done.to_delayed()
+    from distributed import futures_of, wait
+
     try:
-        from distributed import futures_of
-
-        futures = futures_of(done)
-    except ImportError:  # pragma: no cover - without distributed there is no client
+        client.run(_release_arrow_memory)  # what the previous step's reads left behind
+    except Exception:  # pragma: no cover - a best effort (e.g. a scheduler refusing run)
         pass
-    if client is None and futures:
-        client = futures[0].client
-    if client is not None and len(futures) == len(done):
-        return [int(x) for x in client.gather([client.submit(len, f, pure=False) for f in futures])]
-    return [int(len(x)) for x in dask.compute(*done)]
+    done = client.persist(frame)
+    futures = futures_of(done)
+    with client.as_current():  # wait asks default_client(); the app's client is not the default
+        wait(futures)
+    for f in futures:
+        if f.status == "error":
+            f.result()  # raises the task's error (wait does not)
+    return done.to_delayed()
 
 
-def _persist(objs: list, client=None) -> list:
-    """Compute ``objs`` (delayed) and keep the results where they were computed (on the
-    cluster's workers with a distributed client: the results stay there as futures; else in
-    this process), waiting until they are done.  The intermediate results (the runs, the
-    partitions read) are released at the end of each call: what one step needs is not kept
-    alive by the next.
-    """
+def _client_for(client=None):
+    """The distributed client computations go to (None: Dask's local schedulers)."""
     import dask
 
     sched = dask.config.get("scheduler", None)
@@ -774,359 +1271,226 @@ def _persist(objs: list, client=None) -> list:
             client = None
         if client is not None and callable(sched) and sched != client.get:
             client = None  # another scheduler chosen explicitly: dask.persist computes there
-    if client is None:
-        return list(dask.persist(*objs))
-    from distributed import futures_of, wait
-
-    try:
-        client.run(_release_arrow_memory)  # what the previous step's reads left behind
-    except Exception:  # pragma: no cover - a best effort (e.g. a scheduler refusing run)
-        pass
-    out = client.persist(list(objs))
-    futures = futures_of(out)
-    with client.as_current():  # wait asks default_client(); the app's client is not the default
-        wait(futures)
-    for f in futures:
-        if f.status == "error":
-            f.result()  # raises the task's error (wait does not)
-    return list(out)
+    return client
 
 
-def _ranked_release(
-    ddf,
-    cols,
-    k,
-    n,
-    method,
-    p,
-    grids,
-    root,
-    eps,
-    client=None,
-    columns=None,
-    starts=None,
-    lens=None,
-    progress=None,
+def _sorted_release(
+    src: Source, order: _Order, plan, attrs: list[Attribute], keep: list[str], *, n, k, client, say
 ):
-    """The release of ir-dp / idp-ls / idp-cbls / ir-swap in input order, NO shuffle of records.
-
-    ONE ATTRIBUTE AT A TIME (the memory bound: at most one attribute's values and one table
-    are live; issue 12 at 100M records), three computations per attribute:
-
-    1. the table (:func:`_attr_table`): one task moves the partitions' values (the runs) into
-       one preallocated array, sorts it in place, keeps the table; the runs are gone after it;
-    2. the tie prefix: per partition its tied values counted again from the partition
-       (:func:`_tie_counts`), then a chain of small tasks takes their exclusive prefix over
-       the partitions in input order (:func:`_tie_prefix_step`);
-    3. the released column, partition by partition (:func:`_release_column`), kept (on the
-       workers: the cluster spills it to disk when it must); then the table is dropped.
-
-    The release is then each input partition with its released columns (:func:`_assemble`).
-    ``columns``: the input as read (without the record ids), from which a single column is read
-    alone (a Parquet column, not the whole row group); Dask may fuse its partitions, so the
-    released columns are cut back into ``ddf``'s partitions by record position (:func:`_slices`;
-    ``starts``/``lens``: the global first record and the length of each of ``ddf``'s partitions).
+    """The released columns of ``attrs`` under one distributed sort (steps 3-5 above): per
+    input partition, a frame (record id, released columns) in record-id order, kept.
     """
     from dask import delayed
 
     dd = _dd()
-    if starts is None or lens is None:
-        lens = np.asarray(ddf.map_partitions(len).compute(), dtype=np.int64)
-        starts = np.r_[0, np.cumsum(lens)[:-1]].astype(np.int64)
-    starts, lens = np.asarray(starts, dtype=np.int64), np.asarray(lens, dtype=np.int64)
-    kind = p.get("noise", "laplace")
-    dtypes = {}
-    released: list = []
-    say = progress or (lambda _msg: None)
-    for j, c in enumerate(cols):
-        g = grids[j]
-        dtypes[c] = ddf[c].dtype if method == "ir-swap" else _out_dtype(g)
-        src = (ddf if columns is None else columns)[c]
-        parts = src.to_delayed()
-        what = f"attribute {j + 1} of {len(cols)} ({c}):"
-        say(f"{what} sorting its {n:,} values")
-        (tab,) = _persist(
-            [
-                delayed(_attr_table, pure=True)(
-                    *[delayed(_run)(x) for x in parts],
-                    n=n,
-                    k=k,
-                    method=method,
-                    kind=kind,
-                    g=g,
-                    root=root,
-                    j=j,
-                    eps_j=None if eps is None else float(eps[j]),
-                )
-            ],
-            client,
-        )
-        U = delayed(dict.get)(tab, "U")
-        size = delayed(len)(U)
-        step = None
-        befores = []
-        for x in src.to_delayed():
-            step = delayed(_tie_prefix_step)(step, delayed(_tie_counts)(x, U), size)
-            befores.append(delayed(_second)(step))
-        say(f"{what} counting tied values")
-        befores = _persist(befores, client)
-        cols_j = [
-            delayed(_release_column)(x, tab, b, method, root, j) for x, b in zip(src.to_delayed(), befores)
-        ]
-        say(f"{what} releasing")
-        done = _persist(cols_j, client)
-        sizes = _lengths(done, client)
-        released.append((done, _slices(starts, lens, sizes)))
-        del tab, U, befores, cols_j
-    meta = ddf._meta.astype(dtypes)
-    # the persisted arrays go in as direct arguments of small tasks: nested in lists inside
-    # the assembling task's arguments, the final compute failed ('lost dependencies', dask 2026.8)
-    frames = [
-        delayed(_assemble)(
-            x,
-            *[
-                delayed(_cut)(*[arrs[f] for f, _, _ in cuts[i]], cuts=[(lo, hi) for _, lo, hi in cuts[i]])
-                for arrs, cuts in released
-            ],
-            cols=cols,
-            dtypes=dtypes,
-        )
-        for i, x in enumerate(ddf.to_delayed())
-    ]
-    return dd.from_delayed(frames, meta=meta, verify_meta=False)
-
-
-def _insensitive(ddf, cols, k, n, p, grids, root, eps, prep):
-    """(record id, released values) of single-order insensitive-dp: the records sorted by
-    (squared scaled distance to the reference corner, x_1, …, x_m, record id) -- the order of
-    :func:`~dpstudio.engine.algorithms.microaggregation.insensitive_order` -- by one
-    distributed sort, clusters = rank // k (the last takes the remainder), one group-by of the
-    integer grid sums, one keyed draw per cluster and attribute (as in memory).
-    """
-    from dpstudio.engine.protection._common import staircase_split
-
-    lb = np.array([prep.domains[c][0] for c in cols], dtype=np.float64)
-    ub = np.array([prep.domains[c][1] for c in cols], dtype=np.float64)
-    bits = [p.get("reference", "lower") == "upper"] * len(cols)
-    nc = MA.n_clusters_for(n, k)
-    kk = max(int(k), 1)
-    xs = [f"__x{j}" for j in range(len(cols))]
-    ts = [f"__t{j}" for j in range(len(cols))]
-
-    def key(part):
-        X = np.ascontiguousarray(part[cols].to_numpy(dtype=np.float64))
-        d = MA._corner_key(MA._scaled(X, lb, ub), bits)
-        return pd.DataFrame(
-            {"__d": d, **{x: X[:, j] for j, x in enumerate(xs)}, _ROW: part[_ROW].to_numpy(dtype=np.int64)},
-            index=part.index,
-        )
-
-    meta = pd.DataFrame(
-        {
-            "__d": np.array([], np.float64),
-            **{x: np.array([], np.float64) for x in xs},
-            _ROW: np.array([], np.int64),
-        }
+    cols = [a.column for a in attrs]
+    read = list(dict.fromkeys([*order.columns, *keep]))
+    mapped = src.frame(read).map_partitions(
+        _with_range,
+        order,
+        keep,
+        meta=pd.DataFrame(
+            {
+                **{f"__x{j}": np.array([], np.float64) for j in range(len(order.columns))},
+                **{f"__o{j}": src.meta[c].iloc[:0].to_numpy() for j, c in enumerate(keep)},
+                _ROW: np.array([], np.int64),
+                "__r": np.array([], np.int64),
+            }
+        ),
     )
-    s = ddf[[*cols, _ROW]].map_partitions(key, meta=meta)
-    if k > 1:
-        s = s.sort_values(["__d", *xs, _ROW])
-        ones = s[_ROW].isna().map_partitions(lambda v: (~v).astype("int64"), meta=("x", "int64"))
-        s = s.assign(__rank=ones.cumsum() - 1)
-    else:  # k = 1: every record its own cluster, id = record id (memory)
-        s = s.assign(__rank=s[_ROW])
-
-    def tag(part):
-        rank = part["__rank"].to_numpy(dtype=np.int64)
-        cl = np.minimum(rank // kk, nc - 1)
-        out = {_ROW: part[_ROW].to_numpy(dtype=np.int64), "__cl": cl}
-        for j, g in enumerate(grids):
-            out[ts[j]] = g.to_units(part[xs[j]].to_numpy(dtype=np.float64))
-        return pd.DataFrame(out, index=part.index)
-
-    tmeta = pd.DataFrame(
-        {
-            _ROW: np.array([], np.int64),
-            "__cl": np.array([], np.int64),
-            **{t: np.array([], np.int64) for t in ts},
-        }
-    )
-    tagged = s.map_partitions(tag, meta=tmeta)
-    stats = tagged.groupby("__cl")[ts].sum(split_out=max(1, ddf.npartitions // 4))
-    kind = p.get("noise", "laplace")
-    calibration = p.get("calibration", "rigorous")
-    factor = 1 if calibration == "as-published" else nc
-    split = calibration == "rigorous" and staircase_split(kind, k, nc)
-
-    def values(st: pd.DataFrame) -> pd.DataFrame:
-        cid = st.index.to_numpy(dtype=np.int64)
-        sz = np.where(cid == nc - 1, n - (nc - 1) * kk, kk)
-        out = {"__cl": cid}
-        for j, (c, g) in enumerate(zip(cols, grids)):
-            if split:
-                sens, eps_draw = g.span, float(eps[j]) / nc
-            else:
-                sens, eps_draw = int(factor) * g.span, float(eps[j])
-            noisy = st[ts[j]].to_numpy(dtype=np.int64) + K.grid_noise(
-                kind, K.KeyedStream(root, K.PURPOSE_NOISE, j), cid, sens, eps_draw
+    P = order.nranges
+    ranged = mapped.set_index("__r", divisions=(*range(P), P - 1), sorted=False)
+    ranges = [delayed(_sort_range)(x, order, len(keep)) for x in ranged.to_delayed()]
+    if len(ranges) != P:  # pragma: no cover - a Dask change would show here
+        raise InputError(f"internal: {len(ranges)} ranges for {P}; run with --engine memory.")
+    first = np.r_[0, np.cumsum(order.totals)].astype(np.int64)
+    # the pieces of whole clusters: each range's first rank moved up to a cluster boundary
+    bounds = cluster_starts_at_or_after(first, n, k)
+    bounds[0], bounds[-1] = 0, n
+    bounds = np.maximum.accumulate(bounds)
+    lens = np.diff(bounds)
+    pieces = []
+    for q, cut in enumerate(_slices(bounds[:-1], lens, order.totals.tolist())):
+        if not cut:
+            continue
+        pieces.append(
+            delayed(_release_piece)(
+                *[ranges[f] for f, _, _ in cut],
+                cuts=[(lo, hi) for _, lo, hi in cut],
+                first_rank=int(bounds[q]),
+                n=n,
+                k=k,
+                plan=plan,
+                attrs=attrs,
+                piece_starts=src.starts,
+                cols=cols,
             )
-            out[c] = g.from_units(N.round_half_up_div(noisy, sz))
-        return pd.DataFrame(out)
-
+        )
     vmeta = pd.DataFrame(
-        {"__cl": np.array([], np.int64), **{c: np.array([], _out_dtype(g)) for c, g in zip(cols, grids)}}
+        {
+            _ROW: np.array([], np.int64),
+            **{a.column: np.array([], _release_dtype(a, src.meta)) for a in attrs},
+            "__piece": np.array([], np.int64),
+        }
     )
-    vals = stats.map_partitions(values, meta=vmeta)
-    return tagged[[_ROW, "__cl"]].merge(vals, on="__cl", how="inner")[[_ROW, *cols]]
+    released = dd.from_delayed(pieces, meta=vmeta, verify_meta=False)
+    nparts = src.npartitions
+    back = released.set_index("__piece", divisions=(*range(nparts), nparts - 1), sorted=False)
+    per_piece = back.map_partitions(_piece_values, cols, meta=vmeta.drop(columns=["__piece"]))
+    say(f"sorting {n:,} values in {P:,} range{'s' if P != 1 else ''}, releasing")
+    return _persist_frame(per_piece, client)
+
+
+def _release_dtype(a: Attribute, meta: pd.DataFrame):
+    return _out_dtype(a.grid) if a.grid is not None else meta[a.column].dtype
+
+
+def _ranked_release(
+    src: Source, plan, attrs: list[Attribute], prep, n: int, sample, budget: Budget, client, progress
+):
+    """The release of a :class:`Ranked` or :class:`SingleOrder` plan in input order, by
+    distributed sorts (see above): splitters from the validation pass's sample, one counting
+    pass for every order, then one sort per attribute (ranked) or one for all (single order).
+    Returns (release with record ids, number of ranges per sort).
+    """
+    import dask
+    from dask import delayed
+
+    dd = _dd()
+    cols = [a.column for a in attrs]
+    p = attrs[0].params
+    k = int(p["k"])
+    row_bytes = _range_row_bytes(plan, cols)
+    # a cluster (up to 2k - 1 records) is released by one task: it must fit a worker
+    if not budget.fits(2 * max(k, 1), row_bytes):
+        raise NotOnDask(
+            f"k = {k:,}: a cluster of up to {2 * k - 1:,} records is released by one task, more than "
+            f"workers of {_human(budget.worker)} hold ({budget.source}); give at least --memory-limit "
+            f"{_human(Budget.minimum(2 * k, row_bytes))}, a smaller k, or use --engine memory."
+        )
+    nranges = max(1, int(np.ceil(n / _range_rows(plan, cols, budget))))
+    rows = np.concatenate([ids for ids, _ in sample]) if sample else np.zeros(0, np.int64)
+    X = np.concatenate([x for _, x in sample]) if sample else np.zeros((0, len(cols)))
+    if isinstance(plan, SingleOrder):
+        lb = np.array([prep.domains[c][0] for c in cols], dtype=np.float64)
+        ub = np.array([prep.domains[c][1] for c in cols], dtype=np.float64)
+        keyfn = partial(_plan_keys, sort_key=plan.sort_key, lb=lb, ub=ub, params=p)
+        orders = [_Order(cols, keyfn, [], np.zeros(nranges, np.int64))]
+        groups = [list(attrs)]
+    else:
+        orders = [_Order([c], _first_column, [], np.zeros(nranges, np.int64)) for c in cols]
+        groups = [[a] for a in attrs]
+    orders = [
+        replace(o, splitters=_splitters(o.keys(X[:, [cols.index(c) for c in o.columns]], rows), nranges))
+        for o in orders
+    ]
+    say = progress or (lambda _msg: None)
+    say(f"counting the records of {nranges:,} range{'s' if nranges != 1 else ''}")
+    counts = [delayed(_count_part)(x, orders) for x in src.frame(cols).to_delayed()]
+    (totals,) = dask.compute(_tree(counts, _add_counts))
+    orders = [replace(o, totals=np.asarray(t, dtype=np.int64)) for o, t in zip(orders, totals)]
+    for o in orders:
+        if int(o.totals.sum()) != n:  # pragma: no cover - the data changed under us
+            raise InputError("The input changed while it was read (record counts differ); run again.")
+    dtypes = {a.column: _release_dtype(a, src.meta) for a in attrs}
+    done = []
+    for j, (o, group) in enumerate(zip(orders, groups)):
+        if isinstance(plan, SingleOrder):
+            what = f"{len(cols)} attribute{'s' if len(cols) != 1 else ''} together:"
+        else:
+            what = f"attribute {j + 1} of {len(cols)} ({group[0].column}):"
+        keep = [] if plan.noisy else [group[0].column]
+        parts = _sorted_release(
+            src, o, plan, group, keep, n=n, k=k, client=client, say=lambda m, w=what: say(f"{w} {m}")
+        )
+        if len(parts) != src.npartitions:  # pragma: no cover - a Dask change would show here
+            raise InputError(f"internal: {len(parts)} released pieces for {src.npartitions}; run again.")
+        done.append(parts)
+    full = src.frame()
+    # the meta Dask gives the input (its string conversion included): every partition of the
+    # release is cast to it, whatever the process that computed it (the app's in-process
+    # workers and the command line's gave text columns two different string dtypes)
+    meta = full._meta.astype(dtypes)
+    # the kept pieces go in as direct arguments of small tasks: nested in lists inside the
+    # assembling task's arguments, the final compute failed ('lost dependencies', dask 2026.8)
+    frames = [
+        delayed(_assemble)(x, *[parts[i] for parts in done], dtypes=dict(meta.dtypes))
+        for i, x in enumerate(full.to_delayed())
+    ]
+    return dd.from_delayed(frames, meta=meta, verify_meta=False), nranges
 
 
 # --------------------------------------------------------------------------- k-eps (OLA)
 
 
-def _check_keps(prep, hierarchies) -> None:
-    """What k-eps does beyond OLA does not run on Dask yet: refuse it, naming the option."""
-    p = prep.params
-    if (p.get("algorithm") or "ola") != "ola":
-        raise NotOnDask("k-eps runs on Dask with algorithm='ola' only; Mondrian needs --engine memory.")
-    eq = [c for c, r in prep.roles.items() if r is Role.EPS_QUASI]
-    if eq:
-        raise NotOnDask(
-            "k-eps on Dask runs the OLA generalisation of the k-quasi-identifiers only; the "
-            f"within-class noise on the ε-quasi-identifiers ({', '.join(eq)}) does not run on "
-            "Dask yet: release them with another role or use --engine memory."
-        )
-    if p.get("confidence") is not None:
-        raise NotOnDask(
-            "k-eps option confidence (c-confident suppression) does not run on Dask; use --engine memory."
-        )
-    kq = [c for c, r in prep.roles.items() if r is Role.K_QUASI]
-    missing = [c for c in kq if c not in (hierarchies or {})]
-    if missing:
-        raise NotOnDask(
-            f"k-eps on Dask needs a hierarchy file for every k-quasi-identifier; "
-            f"{', '.join(map(repr, missing))} ha{'s' if len(missing) == 1 else 've'} none "
-            "(an automatic hierarchy is built from all the values in memory): give "
-            + " ".join(f"--hierarchy {c}=FILE" for c in missing)
-            + " or use --engine memory."
-        )
+def _part_frequencies(part: pd.DataFrame, encode, keys: list[str]) -> pd.DataFrame:
+    """One partition's frequency set: distinct code combinations and their record counts."""
+    codes = pd.DataFrame(encode(part))
+    return codes.groupby(keys, sort=False).size().reset_index(name="__n")
 
 
-def _leaves(part: pd.DataFrame, kq: list[str], leaf_index: list[dict]) -> dict[str, np.ndarray]:
-    """Every record's leaf index in its k-quasi's hierarchy (as ``encode_quasis`` in memory)."""
-    from dpstudio.engine.hierarchies.build import factorize_strings
-
-    out = {}
-    for c, index in zip(kq, leaf_index):
-        codes, labels = factorize_strings(part[c])
-        if (codes < 0).any():
-            raise InputError(
-                f"Column {c!r} has missing values; the Dask backend refuses them: remove those records first."
-            )
-        lut = np.fromiter((index.get(str(v), -1) for v in labels), dtype=np.int64, count=len(labels))
-        if (lut < 0).any():
-            raise InputError(
-                f"Column {c!r}: value {labels[int(np.flatnonzero(lut < 0)[0])]!r} is not in its "
-                "hierarchy. Add it to the hierarchy file."
-            )
-        out[c] = lut[codes]
+def _frequency_set(*parts: pd.DataFrame, limit: int | None = None, worker: int = 0) -> pd.DataFrame:
+    """The merged frequency set of ``parts`` (each a frequency set of some partitions);
+    refuses, in one line, a table of more than ``limit`` distinct combinations (it is merged
+    in a task and searched by the method in this process: it must stay bounded, issue 25).
+    """
+    keys = [c for c in parts[0].columns if c != "__n"]
+    both = pd.concat(parts, ignore_index=True)
+    out = both.groupby(keys, sort=True)["__n"].sum().reset_index()
+    if limit is not None and len(out) > limit:
+        raise InputError(
+            f"The key columns {', '.join(map(repr, keys))} have more than {limit:,} distinct "
+            f"combinations; their frequency set does not fit workers of {_human(worker)}. "
+            "Recode them to coarser values first, use fewer of them, or use --engine memory."
+        )
     return out
 
 
-def _part_frequencies(part: pd.DataFrame, kq, leaf_index) -> pd.DataFrame:
-    """One partition's frequency set: distinct leaf combinations and their record counts."""
-    leaves = pd.DataFrame(_leaves(part, kq, leaf_index))
-    return leaves.groupby(kq, sort=False).size().reset_index(name="__n")
-
-
-def _frequency_set(*parts: pd.DataFrame) -> pd.DataFrame:
-    kq = [c for c in parts[0].columns if c != "__n"]
-    both = pd.concat(parts, ignore_index=True)
-    return both.groupby(kq, sort=True)["__n"].sum().reset_index()
-
-
-def _keps_part(part: pd.DataFrame, kq, leaf_index, combos, keep, gen_labels, levels, sdtype) -> pd.DataFrame:
-    """One partition of the k-eps release: the k-quasis generalised to the chosen node, the
-    records of the suppressed combinations removed (input order; the shuffle comes after).
+def _frequency_part(part: pd.DataFrame, encode, keys, combos, keep, labels, sdtype) -> pd.DataFrame:
+    """One partition of a frequency-set release: the key columns rewritten to their labels, the
+    records of the combinations not kept removed (input order; the shuffle comes after).
     """
-    leaves = _leaves(part, kq, leaf_index)
-    if len(kq) == 1:
-        pos = combos.get_indexer(pd.Index(leaves[kq[0]]))
+    codes = encode(part)
+    if len(keys) == 1:
+        pos = combos.get_indexer(pd.Index(codes[keys[0]]))
     else:
-        pos = combos.get_indexer(pd.MultiIndex.from_arrays([leaves[c] for c in kq], names=kq))
+        pos = combos.get_indexer(pd.MultiIndex.from_arrays([codes[c] for c in keys], names=keys))
     if (pos < 0).any():  # pragma: no cover - the data changed between the two passes
         raise InputError("The input changed while it was being protected; run again.")
     rows = keep[pos]
     out = part.loc[rows].copy()
-    for c in kq:
-        if levels[c] > 0:
-            out[c] = pd.Series(gen_labels[c][leaves[c][rows]], index=out.index, dtype=sdtype)
+    for c in keys:
+        if labels[c] is not None:
+            out[c] = pd.Series(labels[c][codes[c][rows]], index=out.index, dtype=sdtype)
     return out
 
 
-def _keps_release(ddf, prep, p, hierarchies, n):
-    """k-eps (OLA) on Dask through a frequency set (ARX's approach): one distributed group-by
-    of the k-quasis' leaf indices with counts; the lattice search in memory on that table
-    (:func:`~dpstudio.engine.algorithms.generalization.ola` with ``weights``); then each
-    partition generalised to the chosen node, the records of the flagged combinations
-    suppressed.  Returns (release with record ids, private info, private warnings).
+def _frequency_release(ddf, task, n, budget: Budget):
+    """A :class:`FrequencySet` plan's release: one distributed group-by of the encoded key
+    columns with counts, merged in a tree (no task holds more than 16 partial tables, none
+    larger than the budget's rows: :func:`_frequency_set`); the method's ``choose`` on that
+    table; then each partition rewritten.  Returns (release with record ids, private info,
+    private warnings).
     """
     import dask
     from dask import delayed
 
-    from dpstudio.engine.algorithms.generalization import EncodedQuasi, ola
-    from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
-
-    kq = [c for c, r in prep.roles.items() if r is Role.K_QUASI]
-    hs = {c: load_hierarchy(hierarchies[c], c) for c in kq}
-    leaf_index = [{v: i for i, v in enumerate(hs[c].leaves)} for c in kq]
-    parts = [delayed(_part_frequencies)(x, kq, leaf_index) for x in ddf[kq].to_delayed()]
-    (freq,) = dask.compute(delayed(_frequency_set)(*parts))
-    qs = []
-    for c in kq:
-        h = hs[c]
-        lv = [h.level_codes(lvl) for lvl in range(h.height)]
-        qs.append(EncodedQuasi(c, h, freq[c].to_numpy(np.int64), [x[1] for x in lv], [x[0] for x in lv]))
-    counts = freq["__n"].to_numpy(np.int64)
-    sup = p.get("suppression")
-    gen = ola(
-        None,
-        kq,
-        int(p["k"]),
-        suppression=float(sup if sup is not None else 0.05),
-        loss=p.get("loss") or "precision",
-        quasis=qs,
-        weights=counts,
-    )
-    keep = gen.class_id >= 0
-    levels = dict(gen.levels)
-    gen_labels = {c: q.labels[levels[c]][q.codes[levels[c]]] for c, q in zip(kq, qs)}  # leaf -> label
-    combos = pd.Index(freq[kq[0]]) if len(kq) == 1 else pd.MultiIndex.from_frame(freq[kq])
+    keys = list(task.columns)
+    limit = budget.rows(8.0 * (len(keys) + 1))
+    parts = [delayed(_part_frequencies)(x, task.encode, keys) for x in ddf[keys].to_delayed()]
+    merge = partial(_frequency_set, limit=limit, worker=budget.worker)
+    (freq,) = dask.compute(_tree(parts, merge) if len(parts) > 1 else delayed(merge)(*parts))
+    choice = task.choose(freq)
+    combos = pd.Index(freq[keys[0]]) if len(keys) == 1 else pd.MultiIndex.from_frame(freq[keys])
     # the generalised labels as strings (the dtype dask gives string columns; Parquet needs one)
     sdtype = next(
-        (ddf._meta[c].dtype for c in kq if isinstance(ddf._meta[c].dtype, pd.StringDtype)), pd.StringDtype()
+        (ddf._meta[c].dtype for c in keys if isinstance(ddf._meta[c].dtype, pd.StringDtype)), pd.StringDtype()
     )
-    meta = ddf._meta.astype({c: sdtype for c in kq if levels[c] > 0})
-    out = ddf.map_partitions(_keps_part, kq, leaf_index, combos, keep, gen_labels, levels, sdtype, meta=meta)
-    n_sup = int(counts[~keep].sum())
-    summary = gen.summary()
-    summary["suppressed_records"] = n_sup
-    summary["suppression_share"] = n_sup / max(n, 1)
-    sizes = np.bincount(gen.class_id[keep], weights=counts[keep]) if keep.any() else np.zeros(0)
-    summary["min_class_size"] = int(sizes.min()) if sizes.size else 0
-    info = {
-        "generalisation": summary,
-        "chosen_levels": levels,
-        "frequency_set_rows": int(len(freq)),
-        "records_in": int(n),
-        "records_released": int(n - n_sup),
-    }
-    warns = []
-    if n_sup:
-        warns.append(
-            f"{n_sup} record(s) ({100 * n_sup / n:.2f} %) were suppressed "
-            "by the generalisation step and are not in the release."
-        )
-    return out, info, warns
+    meta = ddf._meta.astype({c: sdtype for c in keys if choice.labels[c] is not None})
+    out = ddf.map_partitions(
+        _frequency_part, task.encode, keys, combos, choice.keep, choice.labels, sdtype, meta=meta
+    )
+    return out, dict(choice.info), list(choice.warnings)
 
 
 # --------------------------------------------------------------------------- writing
@@ -1173,7 +1537,11 @@ def write_release(
                 os.path.join(tmp, "release.csv"), single_file=True, index=False, compute=False
             )
         else:
-            task = rel.data.to_parquet(os.path.join(tmp, "release"), write_index=False, compute=False)
+            # zero-padded part names: a reader lists them in name order, which is then the
+            # release's order (part.10 would come before part.2)
+            task = rel.data.to_parquet(
+                os.path.join(tmp, "release"), write_index=False, compute=False, name_function=_part_name
+            )
         if progress:
             _compute_with_progress(task)
         else:
@@ -1210,6 +1578,10 @@ def write_release(
         plan.write_folder(out_dir, fill)
         plan.write_text(private, text)
     return {"release": out_dir, "metadata": os.path.join(out_dir, "metadata.json"), "private": private}
+
+
+def _part_name(i: int) -> str:
+    return f"part.{i:06d}.parquet"
 
 
 def _compute_with_progress(task) -> None:

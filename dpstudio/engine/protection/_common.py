@@ -477,10 +477,33 @@ def job_stream(job: Job, purpose: int, index: int = 0) -> K.KeyedStream:
     the in-memory and the Dask path) and kept on the job, not in ``job.cache`` (shared by the
     cells of a sweep).
     """
+    return K.KeyedStream(job_root(job), purpose, index)
+
+
+def job_root(job: Job) -> tuple[int, int]:
+    """The run's keyed root: the first draw of ``job.rng``, drawn once and kept on the job."""
     root = job.__dict__.get("_keyed_root")
     if root is None:
         root = job.__dict__["_keyed_root"] = K.root_key(job.rng)
-    return K.KeyedStream(root, purpose, index)
+    return root
+
+
+def job_attribute(job: Job, index: int, column: str, *, grid=None, epsilon=None):
+    """The :class:`~dpstudio.engine.outofcore.Attribute` of ``column`` (position ``index``
+    among the method's protected columns) in this in-memory run: what an out-of-core plan's
+    functions are told, so the in-memory run calls them the same way.
+    """
+    from dpstudio.engine.outofcore import Attribute
+
+    return Attribute(
+        column=column,
+        index=int(index),
+        root=job_root(job),
+        params=job.params,
+        n=job.n,
+        grid=grid,
+        epsilon=None if epsilon is None else float(epsilon),
+    )
 
 
 def released(job: Job, new: dict[str, np.ndarray], **kw) -> Output:

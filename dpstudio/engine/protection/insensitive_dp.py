@@ -15,6 +15,7 @@ from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.errors import ParameterError
 from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.notices import notice
+from dpstudio.engine.outofcore import Attribute, ClusterBlock, SingleOrder
 from dpstudio.engine.params import Param
 from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import (
@@ -182,6 +183,73 @@ def insensitive_labels(job: Job, cols: list[str], k: int) -> tuple[np.ndarray, n
     return job.cache[key]
 
 
+def _calibration(p: dict, nc: int, k: int, span: int, eps_i: float) -> tuple[int, float]:
+    """(sensitivity in grid units, budget) of each cluster sum's draw."""
+    calibration = p.get("calibration", "rigorous")
+    if calibration == "rigorous" and staircase_split(p.get("noise", "laplace"), k, nc):
+        return span, eps_i / nc  # staircase: per-cluster sensitivity span (Δ/k as a centroid), ε_i/n_c
+    factor = 1 if calibration == "as-published" else int(nc)
+    return factor * span, eps_i  # Laplace: L1 sensitivity of the n_c sums n_c·span (as-published: span)
+
+
+def _cluster_values(sums, sizes, ids, g: N.Grid, stream, kind: str, sens: int, eps_draw: float) -> np.ndarray:
+    """Each cluster's released value: its integer grid sum plus one keyed draw (cluster id
+    ``ids``), the mean rounded to the grid, clamped to the domain.  The in-memory run and the
+    out-of-core plan both call it.
+    """
+    noisy = sums + K.grid_noise(kind, stream, ids, sens, eps_draw)
+    return g.from_units(N.round_half_up_div(noisy, sizes))
+
+
+def order_key(X: np.ndarray, lb: np.ndarray, ub: np.ndarray, p: dict) -> list[np.ndarray]:
+    """The single order's sort keys, most significant first: the squared scaled distance to
+    the reference corner, then the values (:func:`~dpstudio.engine.algorithms.microaggregation.insensitive_order`;
+    record id last).
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    bits = [p.get("reference", "lower") == "upper"] * X.shape[1]
+    return [MA._corner_key(MA._scaled(X, lb, ub), bits), *(X[:, j] for j in range(X.shape[1]))]
+
+
+def released_block(block: ClusterBlock, attributes: list[Attribute]) -> list[np.ndarray]:
+    """The out-of-core plan's ``release``: the released values of every attribute for a block
+    of whole clusters of the single order (as :func:`run` computes them for all clusters).
+    With k = 1 every record is its own cluster, keyed by its record id
+    (:func:`~dpstudio.engine.algorithms.microaggregation.insensitive_mdav`).
+    """
+    out = []
+    for j, a in enumerate(attributes):
+        p = a.params
+        k = int(p["k"])
+        ids = block.rows if k <= 1 else block.ids
+        assert a.epsilon is not None  # the noise-free baseline does not run out of core
+        t = a.grid.to_units(block.values[:, j])
+        sums = np.add.reduceat(t, block.starts) if t.size else np.zeros(0, np.int64)
+        sens, eps_draw = _calibration(p, block.n_clusters, k, a.grid.span, float(a.epsilon))
+        vals = _cluster_values(
+            sums,
+            block.sizes,
+            ids,
+            a.grid,
+            a.stream(K.PURPOSE_NOISE),
+            p.get("noise", "laplace"),
+            sens,
+            eps_draw,
+        )
+        out.append(np.repeat(vals, block.sizes))
+    return out
+
+
+def refuse_out_of_core(p: dict) -> str | None:
+    if p.get("variant", "multi") != "single":
+        return (
+            "insensitive-dp runs on Dask with the single-order variant only "
+            "(variant='single', --variant single); the multi-reference variant "
+            "needs --engine memory."
+        )
+    return None
+
+
 def run(job: Job) -> Output:
     cols = eps_quasi(job)
     k = int(job.params["k"])
@@ -196,7 +264,6 @@ def run(job: Job) -> Output:
         vals = cent[labels]
         return Output(frame_with(job, {c: vals[:, j] for j, c in enumerate(cols)}), info=info, protected=cols)
     kind = job.params.get("noise", "laplace")
-    factor = 1.0 if (calibration == "as-published") else float(nc)
     if calibration == "as-published" and k > 1:
         warnings.append(notice("as-published", "As-published calibration " + NOT_DP_LABEL + "."))
     if calibration == "rigorous" and k == 1:
@@ -217,7 +284,6 @@ def run(job: Job) -> Output:
         )
     new = {}
     per = {}
-    split = calibration == "rigorous" and staircase_split(kind, k, nc)
     sizes = np.bincount(labels, minlength=nc)
     X = job.matrix(cols)
     for j, c in enumerate(cols):
@@ -230,12 +296,9 @@ def run(job: Job) -> Output:
         span = g.span
         assert span is not None  # job.bounds() above requires a domain, so the grid has a span
         sums = int_sums(g.to_units(X[:, j]), labels, nc)
-        if split:  # staircase: per-cluster sensitivity span (Δ/k as a centroid), ε_i/n_c
-            sens, eps_draw = span, float(eps[j]) / nc
-        else:  # Laplace: L1 sensitivity of the n_c sums n_c·span (as-published: span)
-            sens, eps_draw = int(factor) * span, float(eps[j])
-        noisy = sums + K.grid_noise(kind, job_stream(job, K.PURPOSE_NOISE, j), np.arange(nc), sens, eps_draw)
-        new[c] = g.from_units(N.round_half_up_div(noisy, sizes))[labels]
+        sens, eps_draw = _calibration(job.params, nc, k, span, float(eps[j]))
+        stream = job_stream(job, K.PURPOSE_NOISE, j)
+        new[c] = _cluster_values(sums, sizes, np.arange(nc), g, stream, kind, sens, eps_draw)[labels]
         per[c] = {
             "domain_width": float(delta),
             **N.grid_info(kind, g, sens, eps_draw, k),
@@ -285,4 +348,5 @@ SPEC = MethodSpec(
     uses_epsilon=True,
     clusters=True,
     orders_records=True,
+    outofcore=SingleOrder(sort_key=order_key, release=released_block, refuse=refuse_out_of_core),
 )

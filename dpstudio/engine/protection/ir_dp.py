@@ -14,6 +14,7 @@ noise-free centroids and its group sums with their sensitivity -- as functions.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.errors import ParameterError
 from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.notices import notice
+from dpstudio.engine.outofcore import Attribute, ClusterBlock, Ranked
 from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import (
     CLUSTERED_DP_PARAMS,
@@ -220,6 +222,55 @@ def _plain_sums(ts: np.ndarray, s0: np.ndarray, sz: np.ndarray) -> np.ndarray:
 SumsFn = Callable[[np.ndarray, np.ndarray, np.ndarray, "N.Grid"], tuple]
 
 
+def _eps_draw(eps_i: float, kind: str, k: int, nc: int, global_sensitivity: bool) -> float:
+    """The budget of one draw: ε_i, or ε_i/n_c for staircase noise when the sensitivity bounds
+    all the clusters of an attribute together (ir-dp: one record can move several centroids).
+    """
+    return eps_i / nc if global_sensitivity and staircase_split(kind, k, nc) else eps_i
+
+
+def _check_precision(g: N.Grid, xs: np.ndarray, n: int, c: str) -> None:
+    """Without a domain (idp-cbls) the grid sums must stay exact integers."""
+    if g.span is None and xs.size and (float(np.abs(xs).max()) / g.gamma * n >= 2.0**53):
+        raise ParameterError(
+            f"Precision {g.gamma:g} of column {c!r} is too fine for its values (sums "
+            "would overflow exact integer arithmetic); choose a coarser precision."
+        )
+
+
+def _noisy_cluster_values(t, starts, sizes, ids, g, stream, kind, eps_draw, grid_sums: SumsFn):
+    """The released value of each cluster (ids ``ids``) of the sorted grid values ``t`` (and
+    its sensitivity): the calibration on the integer cluster SUMS of the grid values
+    t = rint(x/γ) − base (rint is monotone: the ranking, Lemma 1 and the local sensitivities
+    carry over to t), one keyed draw per cluster, released as the sum's mean rounded to the
+    grid.  The in-memory run and the out-of-core plan both call it.
+    """
+    tsum, sens_u = grid_sums(t, starts, sizes, g)
+    noisy = tsum + K.grid_noise(kind, stream, ids, sens_u, eps_draw)
+    return g.from_units(N.round_half_up_div(noisy, sizes)), sens_u
+
+
+def _release_block(block: ClusterBlock, a: Attribute, *, grid_sums: SumsFn, global_sensitivity: bool):
+    """The out-of-core plan's ``release``: every record of a block of whole clusters gets its
+    cluster's released value (as :func:`_run_ranked` computes it for all the clusters).
+    """
+    kind = a.params.get("noise", "laplace")
+    assert a.epsilon is not None  # the noise-free baseline does not run out of core
+    _check_precision(a.grid, block.values, a.n, a.column)
+    vals, _ = _noisy_cluster_values(
+        a.grid.to_units(block.values),
+        block.starts,
+        block.sizes,
+        block.ids,
+        a.grid,
+        a.stream(K.PURPOSE_NOISE),
+        kind,
+        _eps_draw(float(a.epsilon), kind, block.k, block.n_clusters, global_sensitivity),
+        grid_sums,
+    )
+    return np.repeat(vals, block.sizes)
+
+
 def _run_ranked(
     job: Job,
     *,
@@ -254,25 +305,22 @@ def _run_ranked(
             vals = centroids(st)
             per[c] = {}
         else:
-            eps_draw = float(eps[j])
-            if split:
-                eps_draw /= nc  # staircase: sensitivity Δ/k per centroid, ε_i/n_c per draw
-            # the calibration on the integer cluster SUMS of the grid values
-            # t = rint(x/γ) − base (rint is monotone: the ranking, Lemma 1 and the local
-            # sensitivities carry over to t), released as the sum's mean rounded to the grid
+            # staircase: sensitivity Δ/k per centroid, ε_i/n_c per draw
+            eps_draw = _eps_draw(float(eps[j]), kind, k, nc, global_sensitivity)
             g = N.job_grid(job, c)
-            if g.span is None and st["xs"].size and (float(np.abs(st["xs"]).max()) / g.gamma * n >= 2.0**53):
-                raise ParameterError(
-                    f"Precision {g.gamma:g} of column {c!r} is too fine for its values (sums "
-                    "would overflow exact integer arithmetic); choose a coarser precision."
-                )
-            ts = g.to_units(st["xs"])
+            _check_precision(g, st["xs"], n, c)
             sz = st["sizes"]
-            tsum, sens_u = grid_sums(ts, st["starts"], sz, g)
-            noisy = tsum + K.grid_noise(
-                kind, job_stream(job, K.PURPOSE_NOISE, j), np.arange(nc), sens_u, eps_draw
+            vals, sens_u = _noisy_cluster_values(
+                g.to_units(st["xs"]),
+                st["starts"],
+                sz,
+                np.arange(nc),
+                g,
+                job_stream(job, K.PURPOSE_NOISE, j),
+                kind,
+                eps_draw,
+                grid_sums,
             )
-            vals = g.from_units(N.round_half_up_div(noisy, sz))
             per[c] = N.grid_info(kind, g, sens_u, eps_draw, k if global_sensitivity else sz)
             per[c]["noise_on"] = "cluster sums (grid units)"
             per[c]["epsilon_per_draw"] = eps_draw
@@ -395,11 +443,7 @@ def _ranked_bulk(
         st = stats[j]
         eps_draw = float(eps[j])
         g = N.job_grid(job, c)
-        if g.span is None and st["xs"].size and (float(np.abs(st["xs"]).max()) / g.gamma * n >= 2.0**53):
-            raise ParameterError(
-                f"Precision {g.gamma:g} of column {c!r} is too fine for its values (sums "
-                "would overflow exact integer arithmetic); choose a coarser precision."
-            )
+        _check_precision(g, st["xs"], n, c)
         ts = g.to_units(st["xs"])
         tsum, sens_u = grid_sums(ts, st["starts"], st["sizes"], g)
         sens_a, eps_a = np.asarray(sens_u), np.asarray(eps_draw, dtype=np.float64)
@@ -462,6 +506,7 @@ IR_DP = MethodSpec(
     run=run_ir_dp,
     needs_domain=True,
     recommended=True,
+    outofcore=Ranked(release=partial(_release_block, grid_sums=_ir_dp_sums, global_sensitivity=True)),
     **IR_FIELDS,
 )
 
@@ -479,6 +524,7 @@ IDP_LS = MethodSpec(
     guarantee=guarantee_idp_ls,
     run=run_idp_ls,
     needs_domain=True,
+    outofcore=Ranked(release=partial(_release_block, grid_sums=_local_sums, global_sensitivity=False)),
     **IR_FIELDS,
 )
 
@@ -498,6 +544,7 @@ IDP_CBLS = MethodSpec(
     run=run_idp_cbls,
     needs_domain=False,
     min_k=3,
+    outofcore=Ranked(release=partial(_release_block, grid_sums=_cbls_sums, global_sensitivity=False)),
     **IR_FIELDS,
 )
 

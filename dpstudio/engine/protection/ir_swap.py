@@ -9,14 +9,14 @@ import numpy as np
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import microaggregation as MA
 from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model, Scope
+from dpstudio.engine.outofcore import Attribute, ClusterBlock, Ranked, cluster_block
 from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import (
     DROP_MISSING_PARAM,
     ORDER_PARAM,
     as_k,
-    chunks,
     ir_sorted,
-    job_stream,
+    job_attribute,
     k_param,
     named,
 )
@@ -48,22 +48,30 @@ def guarantee(ctx: GuaranteeContext) -> Guarantee:
     )
 
 
+def swapped(block: ClusterBlock, a: Attribute) -> np.ndarray:
+    """The released values of a block of whole clusters (rank order): inside each cluster the
+    values in a random order -- the ranks ordered by their keyed sort keys (per rank: the same
+    permutation whatever the partitioning).  The in-memory run and the out-of-core plan both
+    call it.
+    """
+    assert block.original is not None
+    chunk = np.repeat(block.ids, block.sizes)  # cluster of each rank
+    k0, k1 = K.sort_keys(a.stream(K.PURPOSE_SWAP), block.ranks)
+    return block.original[np.lexsort((k1, k0, chunk))]
+
+
 def run(job: Job) -> Output:
     cols = job.columns(Role.CONFIDENTIAL)
     k = int(job.params["k"])
     n = job.n
-    starts, sizes = chunks(n, k)
-    chunk = np.repeat(np.arange(starts.size, dtype=np.int64), sizes)  # chunk of each rank
     df = job.data.copy()
     for j, c in enumerate(cols):
         job.check_cancel()
-        order = ir_sorted(job, c)[0]
-        # random order inside each chunk: keyed sort keys per rank (partition-independent)
-        k0, k1 = K.sort_keys(job_stream(job, K.PURPOSE_SWAP, j), np.arange(n))
-        perm = np.lexsort((k1, k0, chunk))
+        order, xs = ir_sorted(job, c)
         col = job.data[c].to_numpy()
         new = np.empty_like(col)
-        new[order] = col[order[perm]]
+        block = cluster_block(xs, ranks=0, n=n, k=k, original=col[order])
+        new[order] = swapped(block, job_attribute(job, j, c))
         df[c] = new
         job.progress((j + 1) / len(cols))
     return Output(df, info={"clusters_per_attribute": MA.n_clusters_for(n, k), "k": k}, protected=cols)
@@ -88,4 +96,5 @@ SPEC = MethodSpec(
     uses_k=True,
     uses_epsilon=False,
     clusters=True,
+    outofcore=Ranked(release=swapped, noisy=False, constant_per_cluster=False),
 )

@@ -19,6 +19,7 @@ k-quasis plus within-class noise.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,7 @@ from dpstudio.engine.measures.keps import (
     keps_measures,
 )
 from dpstudio.engine.notices import notice
+from dpstudio.engine.outofcore import FrequencyChoice, FrequencySet, FrequencyTask, NotOutOfCore
 from dpstudio.engine.params import Param
 from dpstudio.engine.pileup import REMEDY_CLASS_RANGE
 from dpstudio.engine.protection import _papers as _P
@@ -496,6 +498,120 @@ def run_keps(job: Job) -> Output:
     )
 
 
+# --------------------------------------------------------------------------- out of core
+
+
+def refuse_out_of_core(p: dict) -> str | None:
+    """What k-eps does beyond OLA does not run on Dask: the option named."""
+    if (p.get("algorithm") or "ola") != "ola":
+        return "k-eps runs on Dask with algorithm='ola' only; Mondrian needs --engine memory."
+    if p.get("confidence") is not None:
+        return "k-eps option confidence (c-confident suppression) does not run on Dask; use --engine memory."
+    return None
+
+
+def _leaf_codes(part: pd.DataFrame, kq: list[str], leaf_index: list[dict]) -> dict[str, np.ndarray]:
+    """Every record's leaf index in its k-quasi's hierarchy (as ``encode_quasis`` in memory)."""
+    from dpstudio.engine.hierarchies.build import factorize_strings
+
+    out = {}
+    for c, index in zip(kq, leaf_index):
+        codes, labels = factorize_strings(part[c])
+        if (codes < 0).any():
+            raise InputError(
+                f"Column {c!r} has missing values; the Dask backend refuses them: remove those records first."
+            )
+        lut = np.fromiter((index.get(str(v), -1) for v in labels), dtype=np.int64, count=len(labels))
+        if (lut < 0).any():
+            raise InputError(
+                f"Column {c!r}: value {labels[int(np.flatnonzero(lut < 0)[0])]!r} is not in its "
+                "hierarchy. Add it to the hierarchy file."
+            )
+        out[c] = lut[codes]
+    return out
+
+
+def _choose(freq: pd.DataFrame, *, kq: list[str], hs: dict, p: dict) -> FrequencyChoice:
+    """OLA on the frequency table (the records' leaf combinations with their counts as
+    weights): the same node, the same suppressed combinations as in memory.
+    """
+    from dpstudio.engine.algorithms.generalization import EncodedQuasi
+
+    qs = []
+    for c in kq:
+        h = hs[c]
+        lv = [h.level_codes(lvl) for lvl in range(h.height)]
+        qs.append(EncodedQuasi(c, h, freq[c].to_numpy(np.int64), [x[1] for x in lv], [x[0] for x in lv]))
+    counts = freq["__n"].to_numpy(np.int64)
+    sup = p.get("suppression")
+    gen = ola(
+        freq,  # not read: the quasis are given
+        kq,
+        int(p["k"]),
+        suppression=float(sup if sup is not None else 0.05),
+        loss=p.get("loss") or "precision",
+        quasis=qs,
+        weights=counts,
+    )
+    keep = gen.class_id >= 0
+    levels = dict(gen.levels)
+    labels = {c: (q.labels[levels[c]][q.codes[levels[c]]] if levels[c] > 0 else None) for c, q in zip(kq, qs)}
+    n = int(counts.sum())
+    n_sup = int(counts[~keep].sum())
+    summary = gen.summary()
+    summary["suppressed_records"] = n_sup
+    summary["suppression_share"] = n_sup / max(n, 1)
+    sizes = np.bincount(gen.class_id[keep], weights=counts[keep]) if keep.any() else np.zeros(0)
+    summary["min_class_size"] = int(sizes.min()) if sizes.size else 0
+    info = {
+        "generalisation": summary,
+        "chosen_levels": levels,
+        "frequency_set_rows": int(len(freq)),
+        "records_in": n,
+        "records_released": n - n_sup,
+    }
+    warns = []
+    if n_sup:
+        warns.append(
+            f"{n_sup} record(s) ({100 * n_sup / n:.2f} %) were suppressed "
+            "by the generalisation step and are not in the release."
+        )
+    return FrequencyChoice(keep=keep, labels=labels, info=info, warnings=warns)
+
+
+def out_of_core_task(prep, hierarchies: dict | None) -> FrequencyTask:
+    """k-eps (OLA) out of core through a frequency set (ARX's approach): the k-quasis' leaf
+    indices counted per combination, the lattice search on that table, then every record
+    generalised to the chosen node (the records of the suppressed combinations left out).
+    The within-class noise and automatic hierarchies need all the records: refused by name.
+    """
+    eq = [c for c, r in prep.roles.items() if r is Role.EPS_QUASI]
+    if eq:
+        raise NotOutOfCore(
+            "k-eps on Dask runs the OLA generalisation of the k-quasi-identifiers only; the "
+            f"within-class noise on the ε-quasi-identifiers ({', '.join(eq)}) does not run on "
+            "Dask yet: release them with another role or use --engine memory."
+        )
+    kq = [c for c, r in prep.roles.items() if r is Role.K_QUASI]
+    missing = [c for c in kq if c not in (hierarchies or {})]
+    if missing:
+        raise NotOutOfCore(
+            f"k-eps on Dask needs a hierarchy file for every k-quasi-identifier; "
+            f"{', '.join(map(repr, missing))} ha{'s' if len(missing) == 1 else 've'} none "
+            "(an automatic hierarchy is built from all the values in memory): give "
+            + " ".join(f"--hierarchy {c}=FILE" for c in missing)
+            + " or use --engine memory."
+        )
+    assert hierarchies is not None
+    hs = {c: load_hierarchy(hierarchies[c], c) for c in kq}
+    leaf_index = [{v: i for i, v in enumerate(hs[c].leaves)} for c in kq]
+    return FrequencyTask(
+        columns=kq,
+        encode=partial(_leaf_codes, kq=kq, leaf_index=leaf_index),
+        choose=partial(_choose, kq=kq, hs=hs, p=dict(prep.params)),
+    )
+
+
 SPEC = MethodSpec(
     id="k-eps",
     name="(k, ε)-anonymity",
@@ -523,6 +639,7 @@ SPEC = MethodSpec(
     generalises=True,
     clusters=True,
     orders_records=True,
+    outofcore=FrequencySet(setup=out_of_core_task, refuse=refuse_out_of_core),
 )
 
 from dpstudio.engine.measures import register_method_measures  # noqa: E402

@@ -13,6 +13,7 @@ from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext
 from dpstudio.engine.notices import notice
+from dpstudio.engine.outofcore import Attribute, Rowwise
 from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import (
     DP_PARAMS,
@@ -21,7 +22,7 @@ from dpstudio.engine.protection._common import (
     eps_info,
     eps_quasi,
     frame_with,
-    job_stream,
+    job_attribute,
     noise_name,
 )
 from dpstudio.engine.registry import MethodSpec
@@ -40,6 +41,19 @@ def guarantee(ctx: GuaranteeContext) -> Guarantee:
             f"; {noise_name(ctx)} noise of scale Δ(A_i)/ε_i added to every value, clamped to the domain.",
         ),
     )
+
+
+def noisy_values(x: np.ndarray, rows: np.ndarray, a: Attribute) -> np.ndarray:
+    """The released values of records ``rows`` (input positions) holding ``x``: one keyed draw
+    per record (record r of attribute j, whatever the partitioning) on the grid γ, of
+    sensitivity span (Δ in grid units) and budget ε_i, clamped to the domain.  The in-memory
+    run and the out-of-core plan both call it.
+    """
+    t = a.grid.to_units(x)
+    t += K.grid_noise(
+        a.params.get("noise", "laplace"), a.stream(K.PURPOSE_NOISE), rows, a.grid.span, a.epsilon
+    )
+    return a.grid.from_units(t)
 
 
 def run(job: Job) -> Output:
@@ -61,10 +75,7 @@ def run(job: Job) -> Output:
         job.check_cancel()
         delta = ub[j] - lb[j]
         g = N.job_grid(job, c)  # exact integer noise on the grid γ (issue 8 §3)
-        t = g.to_units(X[:, j])
-        # one keyed draw per record: record r of attribute j, whatever the partitioning
-        t += K.grid_noise(kind, job_stream(job, K.PURPOSE_NOISE, j), np.arange(job.n), g.span, eps[j])
-        new[c] = g.from_units(t)
+        new[c] = noisy_values(X[:, j], np.arange(job.n), job_attribute(job, j, c, grid=g, epsilon=eps[j]))
         per[c] = {"domain_width": float(delta), **N.grid_info(kind, g, g.span, float(eps[j]))}
         job.progress((j + 1) / len(cols))
     info.update(noise_per_attribute=per, draws_per_attribute=job.n)
@@ -89,4 +100,5 @@ SPEC = MethodSpec(
     needs_domain=True,
     uses_k=False,
     uses_epsilon=True,
+    outofcore=Rowwise(release=noisy_values),
 )
