@@ -103,7 +103,14 @@ def test_ties_across_every_range_boundary_equal_in_memory():
         mem = engine.protect(df, "ir-dp", roles, doms, seed=9, k=k, epsilon=1.0).data
         with dask.config.set(scheduler="synchronous"):
             rel = DB.protect_dask(
-                dd.from_pandas(df, npartitions=5), "ir-dp", roles, doms, seed=9, partition_rows=377, k=k, epsilon=1.0
+                dd.from_pandas(df, npartitions=5),
+                "ir-dp",
+                roles,
+                doms,
+                seed=9,
+                partition_rows=377,
+                k=k,
+                epsilon=1.0,
             )
             got = rel.compute()
         assert rel.info["ranges"] >= 8
@@ -153,7 +160,12 @@ def test_keps_frequency_set_beyond_the_budget_is_one_line():
     assert n_combos > DB.MIN_PARTITION_ROWS
     with dask.config.set(scheduler="synchronous"), pytest.raises(InputError) as err:
         DB.protect_dask(
-            dd.from_pandas(df, npartitions=4), "k-eps", roles, seed=3, hierarchies=hs, k=5,
+            dd.from_pandas(df, npartitions=4),
+            "k-eps",
+            roles,
+            seed=3,
+            hierarchies=hs,
+            k=5,
             partition_rows=DB.MIN_PARTITION_ROWS,
         ).compute()
     msg = str(err.value)
@@ -161,11 +173,16 @@ def test_keps_frequency_set_beyond_the_budget_is_one_line():
     assert "\n" not in msg
 
 
-@pytest.mark.parametrize("method,extra", [
-    ("mdav", ["--k", "3", "--role", "x=k-quasi"]),
-    ("insensitive-dp", ["--k", "3", "--epsilon", "1", "--role", "x=eps-quasi", "--domain", "x=0:100"]),
-])
-def test_sequential_methods_are_refused_in_one_line_before_any_cluster(tmp_path, capsys, monkeypatch, method, extra):
+@pytest.mark.parametrize(
+    "method,extra",
+    [
+        ("mdav", ["--k", "3", "--role", "x=k-quasi"]),
+        ("insensitive-dp", ["--k", "3", "--epsilon", "1", "--role", "x=eps-quasi", "--domain", "x=0:100"]),
+    ],
+)
+def test_sequential_methods_are_refused_in_one_line_before_any_cluster(
+    tmp_path, capsys, monkeypatch, method, extra
+):
     """MDAV (sequential: each cluster depends on every record left) and insensitive-dp's
     multi-reference variant gather every record: refused in one line naming what to do (the
     in-memory engine, on strata for a file larger than memory), before a cluster starts."""
@@ -181,7 +198,9 @@ def test_sequential_methods_are_refused_in_one_line_before_any_cluster(tmp_path,
     monkeypatch.setattr(distributed, "Client", boom)
     src = tmp_path / "in.parquet"
     pd.DataFrame({"x": np.arange(50.0)}).to_parquet(src)
-    code = cli.main(["protect", str(src), str(tmp_path / "out"), "--method", method, *extra, "--engine", "dask"])
+    code = cli.main(
+        ["protect", str(src), str(tmp_path / "out"), "--method", method, *extra, "--engine", "dask"]
+    )
     err = capsys.readouterr().err
     lines = [ln for ln in err.strip().splitlines() if ln.strip()]
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
@@ -211,5 +230,7 @@ def test_shuffle_buffers_are_sized_from_the_memory_limit():
     DB._tune_worker(NS(extensions={}, memory_manager=None))  # no shuffle extension: nothing to do
     for limit in (500 * 10**6, 10**9, 8 * 10**9):
         b = DB.Budget(limit, "test")
-        assert DB.peak_model(b) == DB.WORKER_BASE_BYTES + b.usable + 2 * DB.shuffle_buffer(limit) + limit // 10
+        assert (
+            DB.peak_model(b) == DB.WORKER_BASE_BYTES + b.usable + 2 * DB.shuffle_buffer(limit) + limit // 10
+        )
         assert DB.peak_model(b) < 0.95 * limit  # below the nanny's restart threshold

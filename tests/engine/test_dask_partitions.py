@@ -24,11 +24,13 @@ DOMAINS = {"a": (0, 100), "b": (0, 1_000_000), "c": (0, 1000)}
 
 def _frame(n: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "a": rng.integers(0, 101, n),
-        "b": np.round(rng.uniform(0, 1e6, n), 0),
-        "c": rng.integers(0, 1001, n),
-    })
+    return pd.DataFrame(
+        {
+            "a": rng.integers(0, 101, n),
+            "b": np.round(rng.uniform(0, 1e6, n), 0),
+            "c": rng.integers(0, 1001, n),
+        }
+    )
 
 
 def _write(path, df, row_group_size):
@@ -74,12 +76,15 @@ def test_a_row_group_too_big_for_the_workers_is_refused_naming_the_memory(tmp_pa
         DB.protect_dask(str(src), "ir-dp", ROLES, DOMAINS, seed=1, k=5, epsilon=1.0)
 
 
-@pytest.mark.parametrize("method,params", [
-    ("ir-dp", {"k": 7, "epsilon": 1.0}),
-    ("ir-swap", {"k": 4}),
-    ("laplace", {"epsilon": 1.0}),
-    ("insensitive-dp", {"k": 5, "epsilon": 1.0, "variant": "single"}),
-])
+@pytest.mark.parametrize(
+    "method,params",
+    [
+        ("ir-dp", {"k": 7, "epsilon": 1.0}),
+        ("ir-swap", {"k": 4}),
+        ("laplace", {"epsilon": 1.0}),
+        ("insensitive-dp", {"k": 5, "epsilon": 1.0, "variant": "single"}),
+    ],
+)
 def test_slices_of_row_groups_give_the_in_memory_release(tmp_path, method, params):
     df = _frame(3_001)
     df.loc[::4, "a"] = 50  # ties across the slices
@@ -110,8 +115,16 @@ def test_csv_and_frames_are_partitioned_from_the_budget(tmp_path):
     np.testing.assert_array_equal(got[DB._ROW], np.arange(20_000))
     mem = engine.protect(df, "ir-dp", ROLES, DOMAINS, seed=2, k=5, epsilon=1.0).data
     with dask.config.set(scheduler="synchronous"):
-        rel = DB.protect_dask(dd.from_pandas(df, npartitions=1), "ir-dp", ROLES, DOMAINS, seed=2, k=5,
-                              epsilon=1.0, partition_rows=3_000)
+        rel = DB.protect_dask(
+            dd.from_pandas(df, npartitions=1),
+            "ir-dp",
+            ROLES,
+            DOMAINS,
+            seed=2,
+            k=5,
+            epsilon=1.0,
+            partition_rows=3_000,
+        )
         pd.testing.assert_frame_equal(rel.compute(), mem, check_dtype=False)
     assert rel.info["npartitions"] == 7
 
@@ -140,8 +153,16 @@ def test_one_large_single_file_under_a_tight_limit(tmp_path):
     df = _frame(1_000_000)
     src = _write(tmp_path / "big.parquet", df, row_group_size=1_000_000)
     mem = engine.protect(df, "ir-dp", ROLES, DOMAINS, seed=1, k=50, epsilon=1.0).data
-    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=512 * 2**20, dashboard_address=None,
-                      silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            memory_limit=512 * 2**20,
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         rel = DB.protect_dask(str(src), "ir-dp", ROLES, DOMAINS, seed=1, k=50, epsilon=1.0, client=client)
         assert rel.info["npartitions"] > 1
         w = DB.write_release(rel, tmp_path / "out", input_path=src)

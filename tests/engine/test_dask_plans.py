@@ -29,7 +29,9 @@ BACKEND = ROOT / "dpstudio" / "engine" / "backends"
 
 def _strings(path: Path) -> set[str]:
     return {
-        n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        n.value
+        for n in ast.walk(ast.parse(path.read_text()))
+        if isinstance(n, ast.Constant) and isinstance(n.value, str)
     }
 
 
@@ -65,7 +67,9 @@ def test_method_modules_and_plans_do_not_import_dask():
         "all_methods()\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=str(ROOT))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=str(ROOT)
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
@@ -91,13 +95,16 @@ def test_cluster_block_refuses_a_partial_cluster():
 
 # --------------------------------------------------------------------------- one calibration
 
+
 def _data(n=800, seed=2):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "age": rng.integers(18, 90, n),
-        "income": np.round(rng.gamma(2.0, 20000.0, n), 2),
-        "hours": rng.choice([20.0, 40.0, 60.0], n),
-    })
+    return pd.DataFrame(
+        {
+            "age": rng.integers(18, 90, n),
+            "income": np.round(rng.gamma(2.0, 20000.0, n), 2),
+            "hours": rng.choice([20.0, 40.0, 60.0], n),
+        }
+    )
 
 
 ROLES = {"age": "eps-quasi", "income": "eps-quasi", "hours": "eps-quasi"}
@@ -108,16 +115,23 @@ def _both(method, **params):
     df = _data()
     mem = engine.protect(df, method, ROLES, DOMAINS, seed=5, **params).data
     with dask.config.set(scheduler="synchronous"):
-        got = DB.protect_dask(dd.from_pandas(df, npartitions=3), method, ROLES, DOMAINS, seed=5, **params).compute()
+        got = DB.protect_dask(
+            dd.from_pandas(df, npartitions=3), method, ROLES, DOMAINS, seed=5, **params
+        ).compute()
     return mem, got
 
 
-@pytest.mark.parametrize("method,module,name,params", [
-    ("ir-dp", "ir_dp", "_eps_draw", {"k": 5, "epsilon": 1.0}),
-    ("idp-ls", "ir_dp", "_eps_draw", {"k": 4, "epsilon": 1.0}),
-    ("insensitive-dp", "insensitive_dp", "_calibration", {"k": 5, "epsilon": 1.0, "variant": "single"}),
-])
-def test_a_calibration_changed_in_the_method_module_changes_both_engines(monkeypatch, method, module, name, params):
+@pytest.mark.parametrize(
+    "method,module,name,params",
+    [
+        ("ir-dp", "ir_dp", "_eps_draw", {"k": 5, "epsilon": 1.0}),
+        ("idp-ls", "ir_dp", "_eps_draw", {"k": 4, "epsilon": 1.0}),
+        ("insensitive-dp", "insensitive_dp", "_calibration", {"k": 5, "epsilon": 1.0, "variant": "single"}),
+    ],
+)
+def test_a_calibration_changed_in_the_method_module_changes_both_engines(
+    monkeypatch, method, module, name, params
+):
     """The plan's functions ARE the method's calibration: a change made in the method's module
     (here: twice the budget per draw) reaches the in-memory and the Dask release alike."""
     import importlib
@@ -150,8 +164,16 @@ def test_a_new_plan_runs_on_dask_without_a_backend_edit(monkeypatch):
     monkeypatch.setitem(registry._REGISTRY, spec.id, spec)
     df = _data(60)
     with dask.config.set(scheduler="synchronous"):
-        got = DB.protect_dask(dd.from_pandas(df, npartitions=4), spec.id, ROLES, DOMAINS, seed=1, k=7,
-                              epsilon=1.0, order="input").compute()
+        got = DB.protect_dask(
+            dd.from_pandas(df, npartitions=4),
+            spec.id,
+            ROLES,
+            DOMAINS,
+            seed=1,
+            k=7,
+            epsilon=1.0,
+            order="input",
+        ).compute()
     for c in ROLES:
         ranks = np.argsort(np.argsort(df[c].to_numpy(float), kind="stable"), kind="stable")
         np.testing.assert_array_equal(got[c].to_numpy(), np.minimum(ranks // 7, 60 // 7 - 1))

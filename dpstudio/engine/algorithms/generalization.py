@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -256,14 +255,3 @@ def verify_k_anonymity(
             "records; please report this."
         )
     return smallest
-
-
-def __getattr__(name: str) -> Any:
-    """``ola`` for ``backends/dask_backend.py`` on main only (it imports it from here, lazily;
-    its owner's branch, issue 22 §3, no longer does): delete this function when that lands.
-    """
-    if name == "ola":
-        from dpstudio.engine.algorithms.ola import ola
-
-        return ola
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
