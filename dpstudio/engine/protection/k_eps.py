@@ -298,9 +298,8 @@ def _released_labels(gen, c: str, row_map: np.ndarray) -> pd.Series:
     return pd.Series(lab[c][row_map], dtype=object)
 
 
-def run_keps(job: Job) -> Output:
-    kq = job.columns(Role.K_QUASI)
-    eq = job.columns(Role.EPS_QUASI)
+def _settings(job: Job, eq: list[str]) -> tuple[int, Any, str, Any]:
+    """Return ``k``, ε, the noise kind and the confidence, refusing what cannot be calibrated."""
     p = job.params
     k = int(p["k"])
     eps = p.get("epsilon")
@@ -315,20 +314,13 @@ def run_keps(job: Job) -> Output:
         )
     if conf is not None:  # the declared range (0, 0.999999] says it; checked by the one path
         conf = CONFIDENCE_PARAM.check(conf, "k-eps")
-    X = _eps_matrix(job, eq)
-    # the shuffle's keyed stream; its root is the run's first draw (issue 12: the Dask backend
-    # gives the same order for the same seed)
-    shuffle_stream = job_stream(job, K.PURPOSE_SHUFFLE)
-    job.progress(0.05)
-    gen, warns = _generalise(job, kq)
-    warns = list(warns)
-    job.progress(0.6)
-    n = job.n
-    cls_all = gen.class_id
-    kept = np.flatnonzero(cls_all >= 0)
-    cls = cls_all[kept]
-    n_cls = gen.n_classes
-    Xk = X[kept]
+    return k, eps, kind, conf
+
+
+def _noisy_eps_quasis(
+    job: Job, eq: list[str], Xk: np.ndarray, cls: np.ndarray, n_cls: int, eps: Any, kind: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list | None]:
+    """Return the class ranges, the per-class and per-record sensitivities, the noisy ε-quasis and their grids."""
     diam = class_diameters(cls, Xk, n_cls) if eq else np.zeros((n_cls, 0))
     grids = None
     if eq and eps is not None:
@@ -345,7 +337,7 @@ def run_keps(job: Job) -> Output:
     if grids is not None:
         assert eps is not None  # grids are built only when eps is not None (above)
         if len(eq) == 1:
-            Z = N.grid_noise(kind, job.rng, diam_t[cls, 0], float(eps), len(kept))[:, None]
+            Z = N.grid_noise(kind, job.rng, diam_t[cls, 0], float(eps), len(cls))[:, None]
         else:  # Laplace only (staircase refused above): rate γ_j·ε′/S per coordinate
             with np.errstate(divide="ignore"):
                 rate = gam[None, :] * (float(eps) * (1.0 - N.EPS_SAFETY)) / sens[:, None]
@@ -353,9 +345,26 @@ def run_keps(job: Job) -> Output:
         Y = np.column_stack([g.from_units(T[:, j] + Z[:, j]).astype(np.float64) for j, g in enumerate(grids)])
     else:
         Y = Xk.copy()
-    # step 5: c-confident k-anonymity
+    return diam, sens_cls, sens, Y, grids
+
+
+def _confidence_step(
+    *,
+    cls: np.ndarray,
+    Xk: np.ndarray,
+    Y: np.ndarray,
+    sens: np.ndarray,
+    k: int,
+    n_cls: int,
+    eq: list[str],
+    eps: Any,
+    kind: str,
+    conf: Any,
+    warns: list,
+) -> tuple[np.ndarray, dict | None]:
+    """Step 5, c-confident k-anonymity: return the released-record mask and the step's figures."""
     conf_info = None
-    rel = np.ones(len(kept), dtype=bool)
+    rel = np.ones(len(cls), dtype=bool)
     if conf is not None and eq and eps is not None:
         r = sens * confidence_radius(kind, float(eps), float(conf))
         sup_c, whole = confident_suppression(cls, Xk, Y, r, k)
@@ -363,7 +372,7 @@ def run_keps(job: Job) -> Output:
         conf_info = {
             "c": float(conf),
             "records": int(sup_c.sum()),
-            "records_share": float(sup_c.sum()) / max(len(kept), 1),
+            "records_share": float(sup_c.sum()) / max(len(cls), 1),
             "classes": int(whole.sum()),
             "classes_share": float(whole.sum()) / max(n_cls, 1),
         }
@@ -376,10 +385,14 @@ def run_keps(job: Job) -> Output:
         warns.append(
             notice("confidence-ignored", "confidence was ignored: there are no ε-quasi-identifiers.")
         )
-    job.progress(0.85)
-    # step 4: shuffle the released records: ordered by the keyed sort keys of their record
-    # ids (input positions), which do not depend on how the data is partitioned (issue 12);
-    # order='input' keeps them in input order
+    return rel, conf_info
+
+
+def _release_order(job: Job, kept: np.ndarray, rel: np.ndarray, shuffle_stream: Any) -> np.ndarray:
+    """Step 4: the positions (in ``kept``) of the released records, in release order."""
+    # ordered by the keyed sort keys of their record ids (input positions), which do not
+    # depend on how the data is partitioned (issue 12); order='input' keeps them in input order
+    p = job.params
     rel_idx = np.flatnonzero(rel)
     if keep_order(p):
         take = rel_idx
@@ -389,23 +402,34 @@ def run_keps(job: Job) -> Output:
         k0, k1 = K.sort_keys(shuffle_stream, kept[rel_idx])
         take = rel_idx[K.order_by_keys(k0, k1)]
         del k0, k1
-    del rel_idx
-    row_map = kept[take]
-    sens_rel = sens[take]
-    # equivalence classes of the release (renumbered, as released)
-    out_cls_raw = cls[take]
-    del sens, cls  # (issue 27: the records' arrays go before the released columns come)
+    return take
+
+
+def _renumber_classes(out_cls_raw: np.ndarray, n_cls: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the release's class of each row (renumbered), the classes present and each one's first row."""
     # (np.unique's sorts, by counting: the classes are 0 … n_cls − 1)
     present = np.zeros(n_cls, dtype=bool)
     present[out_cls_raw] = True
     uniq_cls = np.flatnonzero(present)
     out_cls = (np.cumsum(present) - 1)[out_cls_raw]
-    del out_cls_raw
     class_rows = np.full(len(uniq_cls), len(out_cls), dtype=np.int64)  # first row of each class
     np.minimum.at(class_rows, out_cls, np.arange(len(out_cls), dtype=np.int64))
-    # the released columns: a k-quasi generalised to level 0 keeps its original values (as
-    # the columns no method changes); the others are built whole, never one record at a
-    # time (issue 27)
+    return out_cls, uniq_cls, class_rows
+
+
+def _released_data(
+    job: Job,
+    gen,
+    kq: list[str],
+    eq: list[str],
+    Y: np.ndarray,
+    take: np.ndarray,
+    grids: list | None,
+    row_map: np.ndarray,
+) -> pd.DataFrame:
+    """The released table, columns in the input's order."""
+    # a k-quasi generalised to level 0 keeps its original values (as the columns no method
+    # changes); the others are built whole, never one record at a time (issue 27)
     new_cols: dict[str, Any] = {}
     for c in kq:
         if gen.levels.get(c, -1) != 0:
@@ -415,7 +439,22 @@ def run_keps(job: Job) -> Output:
     data = take_rows(job.data[[c for c in job.data.columns if c not in new_cols]], row_map)
     for c, v in new_cols.items():
         data[c] = v
-    data = data[list(job.data.columns)]
+    return data[list(job.data.columns)]
+
+
+def _class_table(
+    *,
+    data: pd.DataFrame,
+    kq: list[str],
+    eq: list[str],
+    out_cls: np.ndarray,
+    uniq_cls: np.ndarray,
+    class_rows: np.ndarray,
+    diam: np.ndarray,
+    sens_cls: np.ndarray,
+    eps: Any,
+) -> pd.DataFrame:
+    """The release's equivalence classes: labels, size, ranges and noise scale."""
     classes = pd.DataFrame({"class": np.arange(len(uniq_cls))})
     for c in kq:
         classes[c] = data[c].iloc[class_rows].to_numpy()
@@ -425,6 +464,95 @@ def run_keps(job: Job) -> Output:
     classes["noise_sensitivity"] = sens_cls[uniq_cls]
     if eps is not None:
         classes["noise_scale"] = sens_cls[uniq_cls] / float(eps)
+    return classes
+
+
+def _level_info(job: Job, gen, kq: list[str], row_map: np.ndarray, info: dict, warns: list) -> None:
+    """Add the chosen levels (and hierarchy sources) to ``info``; warn of k-quasis wiped to '*'."""
+    info["chosen_levels"] = dict(gen.levels)
+    qs = job.cache.get(("k-eps", "encoded", tuple(kq), _hkey(job)))
+    if qs is not None:
+        info["hierarchy_sources"] = {qq.name: qq.hierarchy.source for qq in qs}
+    wiped = [c for c in kq if gen.heights.get(c, 1) > 1 and gen.levels.get(c, 0) >= gen.heights[c] - 1]
+    if wiped and len(row_map):
+        warns.append(
+            notice(
+                "k-quasi-wiped",
+                f"{', '.join(map(repr, wiped))} generalised to the top of "
+                f"{'its' if len(wiped) == 1 else 'their'} hierarchy: '*' in every released "
+                "record, the release says nothing about "
+                f"{'it' if len(wiped) == 1 else 'them'}. Give the k-quasis hierarchies with "
+                "more levels (the app's hierarchy builder, or --hierarchy COL=FILE), lower k or "
+                "allow more suppression.",
+            )
+        )
+
+
+def _suppression_notices(sup_rows: np.ndarray, conf_info: dict | None, n: int) -> list:
+    """The notices of the records the generalisation and the confidence step suppressed."""
+    warns = []
+    if len(sup_rows):
+        warns.append(
+            notice(
+                "records-suppressed",
+                f"{len(sup_rows)} record(s) ({100 * len(sup_rows) / n:.2f} %) were suppressed "
+                "by the generalisation step and are not in the release.",
+            )
+        )
+    if conf_info and conf_info["records"]:
+        warns.append(
+            notice(
+                "records-suppressed",
+                f"c-confident k-anonymity (c = {conf_info['c']:g}) suppressed {conf_info['records']} "
+                f"more record(s) ({100 * conf_info['records'] / n:.2f} %).",
+            )
+        )
+    return warns
+
+
+def run_keps(job: Job) -> Output:
+    kq = job.columns(Role.K_QUASI)
+    eq = job.columns(Role.EPS_QUASI)
+    k, eps, kind, conf = _settings(job, eq)
+    X = _eps_matrix(job, eq)
+    # the shuffle's keyed stream; its root is the run's first draw (issue 12: the Dask backend
+    # gives the same order for the same seed)
+    shuffle_stream = job_stream(job, K.PURPOSE_SHUFFLE)
+    job.progress(0.05)
+    gen, warns = _generalise(job, kq)
+    warns = list(warns)
+    job.progress(0.6)
+    n = job.n
+    cls_all = gen.class_id
+    kept = np.flatnonzero(cls_all >= 0)
+    cls = cls_all[kept]
+    n_cls = gen.n_classes
+    Xk = X[kept]
+    diam, sens_cls, sens, Y, grids = _noisy_eps_quasis(job, eq, Xk, cls, n_cls, eps, kind)
+    rel, conf_info = _confidence_step(
+        cls=cls, Xk=Xk, Y=Y, sens=sens, k=k, n_cls=n_cls, eq=eq, eps=eps, kind=kind, conf=conf, warns=warns
+    )
+    job.progress(0.85)
+    take = _release_order(job, kept, rel, shuffle_stream)
+    row_map = kept[take]
+    sens_rel = sens[take]
+    # equivalence classes of the release (renumbered, as released)
+    out_cls_raw = cls[take]
+    del sens, cls  # (issue 27: the records' arrays go before the released columns come)
+    out_cls, uniq_cls, class_rows = _renumber_classes(out_cls_raw, n_cls)
+    del out_cls_raw
+    data = _released_data(job, gen, kq, eq, Y, take, grids, row_map)
+    classes = _class_table(
+        data=data,
+        kq=kq,
+        eq=eq,
+        out_cls=out_cls,
+        uniq_cls=uniq_cls,
+        class_rows=class_rows,
+        diam=diam,
+        sens_cls=sens_cls,
+        eps=eps,
+    )
     sup_rows = np.flatnonzero(cls_all < 0)
     conf_rows = kept[~rel]
     summary = gen.summary()
@@ -456,39 +584,8 @@ def run_keps(job: Job) -> Output:
         "pileup_remedy": REMEDY_CLASS_RANGE,
     }
     if gen.node is not None:
-        info["chosen_levels"] = dict(gen.levels)
-        qs = job.cache.get(("k-eps", "encoded", tuple(kq), _hkey(job)))
-        if qs is not None:
-            info["hierarchy_sources"] = {qq.name: qq.hierarchy.source for qq in qs}
-        wiped = [c for c in kq if gen.heights.get(c, 1) > 1 and gen.levels.get(c, 0) >= gen.heights[c] - 1]
-        if wiped and len(row_map):
-            warns.append(
-                notice(
-                    "k-quasi-wiped",
-                    f"{', '.join(map(repr, wiped))} generalised to the top of "
-                    f"{'its' if len(wiped) == 1 else 'their'} hierarchy: '*' in every released "
-                    "record, the release says nothing about "
-                    f"{'it' if len(wiped) == 1 else 'them'}. Give the k-quasis hierarchies with "
-                    "more levels (the app's hierarchy builder, or --hierarchy COL=FILE), lower k or "
-                    "allow more suppression.",
-                )
-            )
-    if len(sup_rows):
-        warns.append(
-            notice(
-                "records-suppressed",
-                f"{len(sup_rows)} record(s) ({100 * len(sup_rows) / n:.2f} %) were suppressed "
-                "by the generalisation step and are not in the release.",
-            )
-        )
-    if conf_info and conf_info["records"]:
-        warns.append(
-            notice(
-                "records-suppressed",
-                f"c-confident k-anonymity (c = {conf_info['c']:g}) suppressed {conf_info['records']} "
-                f"more record(s) ({100 * conf_info['records'] / n:.2f} %).",
-            )
-        )
+        _level_info(job, gen, kq, row_map, info, warns)
+    warns.extend(_suppression_notices(sup_rows, conf_info, n))
     job.progress(1.0)
     # ``protected`` is what generic measures (SSE, record linkage) compare by default: the
     # numeric ε-quasis.  The generalised k-quasis are strings ("30-34"); their information loss
