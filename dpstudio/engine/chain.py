@@ -325,6 +325,23 @@ def _same(a: pd.Series, b: pd.Series) -> bool:
     return bool(a.reset_index(drop=True).equals(b.reset_index(drop=True)))
 
 
+def _same_after(after: pd.Series, before: pd.Series, rows: np.ndarray | None) -> bool:
+    """``_same(after, before.iloc[rows])`` (``rows`` None: all rows in order) without
+    building the taken Series: numeric numpy columns compared as arrays (== as
+    ``Series.equals``, NaN equal to NaN), any other dtype through :func:`_same`.
+    """
+    if after.dtype != before.dtype or len(after) != (len(before) if rows is None else len(rows)):
+        return False
+    dt = after.dtype
+    if isinstance(dt, np.dtype) and dt.kind in "biuf":
+        a = after.to_numpy()
+        b = before.to_numpy()
+        if rows is not None:
+            b = b.take(rows)
+        return bool(np.array_equal(a, b, equal_nan=dt.kind == "f"))
+    return _same(after, before if rows is None else before.iloc[rows])
+
+
 class ChainRun:
     """A chain run step by step, keeping every step's outcome.
 
@@ -522,13 +539,7 @@ class ChainRun:
         changed: dict[str, pd.Series] = {}
         for c in out.columns:
             c = str(c)
-            if c not in prev_frame.columns:
-                changed[c] = out[c]
-                continue
-            before = prev_frame[c]
-            if local_for_diff is not None:
-                before = before.iloc[local_for_diff]
-            if not _same(out[c], before):
+            if c not in prev_frame.columns or not _same_after(out[c], prev_frame[c], local_for_diff):
                 changed[c] = out[c]
         ctx = GuaranteeContext.of(
             res.params,
