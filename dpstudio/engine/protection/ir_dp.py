@@ -481,17 +481,35 @@ def bulk_releases(job: Job, roots: list[tuple[int, int]]) -> tuple[list[str], np
 
 # --------------------------------------------------------------------------- specs
 
-#: The declaration fields the three individual-ranking methods share: roles and flags.
-IR_FIELDS: dict[str, Any] = dict(
-    protects=(Role.EPS_QUASI,),
-    requires=(Role.EPS_QUASI,),
-    uses_k=True,
-    uses_epsilon=True,
-    clusters=True,
-    orders_records=True,
-)
 
-IR_DP = MethodSpec(
+def _ir_spec(
+    *,
+    grid_sums: Callable[..., Any],
+    global_sensitivity: bool,
+    min_k: int = 1,
+    **fields: Any,
+) -> MethodSpec:
+    """The spec of one individual-ranking method: the roles and flags the three share, k with
+    its minimum, the clustered-DP parameters, and the out-of-core plan that releases each
+    block with the method's own group sums (``grid_sums``) and sensitivity.
+    """
+    return MethodSpec(
+        protects=(Role.EPS_QUASI,),
+        requires=(Role.EPS_QUASI,),
+        uses_k=True,
+        uses_epsilon=True,
+        clusters=True,
+        orders_records=True,
+        params=(k_param(minimum=min_k),) + CLUSTERED_DP_PARAMS,
+        min_k=min_k,
+        outofcore=Ranked(
+            release=partial(_release_block, grid_sums=grid_sums, global_sensitivity=global_sensitivity)
+        ),
+        **fields,
+    )
+
+
+IR_DP = _ir_spec(
     id="ir-dp",
     name="Individual ranking + noise (DP-UM)",
     family="differential privacy",
@@ -501,16 +519,15 @@ IR_DP = MethodSpec(
         "per group (k times less noise than plain Laplace)."
     ),
     paper=_P.cite(_P.SANCHEZ_2014_PSD, _P.SORIA_COMAS_2025_TDP + ", §3.1"),
-    params=(k_param(),) + CLUSTERED_DP_PARAMS,
     guarantee=guarantee_ir_dp,
     run=run_ir_dp,
     needs_domain=True,
     recommended=True,
-    outofcore=Ranked(release=partial(_release_block, grid_sums=_ir_dp_sums, global_sensitivity=True)),
-    **IR_FIELDS,
+    grid_sums=_ir_dp_sums,
+    global_sensitivity=True,
 )
 
-IDP_LS = MethodSpec(
+IDP_LS = _ir_spec(
     id="idp-ls",
     name="Individual DP: individual ranking + local sensitivity (iDP-LS)",
     family="individual differential privacy",
@@ -520,15 +537,14 @@ IDP_LS = MethodSpec(
         "sensitivity). Less noise; the guarantee is individual DP, weaker than ε-DP."
     ),
     paper=_P.SORIA_COMAS_2025_TDP + ", §3.2.1",
-    params=(k_param(),) + CLUSTERED_DP_PARAMS,
     guarantee=guarantee_idp_ls,
     run=run_idp_ls,
     needs_domain=True,
-    outofcore=Ranked(release=partial(_release_block, grid_sums=_local_sums, global_sensitivity=False)),
-    **IR_FIELDS,
+    grid_sums=_local_sums,
+    global_sensitivity=False,
 )
 
-IDP_CBLS = MethodSpec(
+IDP_CBLS = _ir_spec(
     id="idp-cbls",
     name="Individual DP: cluster-based local sensitivity (iDP-CBLS)",
     family="individual differential privacy",
@@ -539,13 +555,12 @@ IDP_CBLS = MethodSpec(
         "ε-DP. Needs k ≥ 3."
     ),
     paper=_P.SORIA_COMAS_2025_TDP + ", §3.2.2, Prop. 3",
-    params=(k_param(minimum=3),) + CLUSTERED_DP_PARAMS,
     guarantee=guarantee_idp_cbls,
     run=run_idp_cbls,
     needs_domain=False,
     min_k=3,
-    outofcore=Ranked(release=partial(_release_block, grid_sums=_cbls_sums, global_sensitivity=False)),
-    **IR_FIELDS,
+    grid_sums=_cbls_sums,
+    global_sensitivity=False,
 )
 
 SPECS = (IR_DP, IDP_LS, IDP_CBLS)
