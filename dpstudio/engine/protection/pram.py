@@ -375,7 +375,7 @@ def _levels(s: pd.Series) -> tuple[np.ndarray, list, bool]:
     if isinstance(s.dtype, pd.CategoricalDtype):
         return s.cat.codes.to_numpy().astype(np.int64), list(s.cat.categories), False
     numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
-    if numeric and pd.api.types.is_integer_dtype(s.dtype) and len(s):
+    if numeric and pd.api.types.is_integer_dtype(s.dtype) and len(s) and not s.hasnans:
         # whole numbers without missing values: levels by counting (linear), the same levels
         # and codes as the sort below
         xi = s.to_numpy()

@@ -173,6 +173,16 @@ def test_missing_values_and_text_and_categoricals():
     assert (res.data["c"] != df["c"]).sum() > 0
 
 
+def test_nullable_integers_with_missing_values():
+    """A whole-number column with missing values (pandas Int64, as local suppression leaves a
+    numeric key): missing stay missing, the rest are PRAMed (was a NaN-to-integer traceback)."""
+    df = pd.DataFrame({"m": pd.array([1, 2, None, 4, 1, 2] * 50, dtype="Int64")})
+    res = engine.protect(df, "pram", {}, variables="m", pd=0.5, seed=2, order="input")
+    assert res.data["m"].isna().equals(df["m"].isna())
+    assert set(res.data["m"].dropna().astype(int)) <= {1, 2, 4}
+    assert (res.data["m"] != df["m"]).sum() > 0
+
+
 def test_household_variables_drawn_once_per_household():
     d = pd.read_csv(shared_path("testdata", "testdata.csv"))
     res = engine.protect(
