@@ -433,6 +433,7 @@ import sys, time
 import pandas as pd
 import dpstudio.engine.io as dio
 dio._csv_bytes = lambda *a, **k: None           # every CSV through pandas (patched below)
+dio._csv_blocks = lambda *a, **k: None
 _to_csv = pd.DataFrame.to_csv
 def slow_to_csv(self, path=None, *a, **kw):     # a slow disk: the text goes out in pieces
     text = _to_csv(self, None, *a, **{k: v for k, v in kw.items() if k != "encoding"})
