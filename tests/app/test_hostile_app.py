@@ -42,6 +42,7 @@ def test_project_file_that_is_not_a_file_is_one_line(special, tmp_path):
         os.mkfifo(path)
     else:
         path = special
+
     def on_alarm(signum, frame):
         raise AssertionError("project.load blocked")
 

@@ -25,8 +25,13 @@ def _free1(qtbot, win):
         win.controller.open_free1_sample()
     st = win.state
     # the keys SEX, AGE, MARSTAT (k-quasi, categorical) and INCOME as an ε-quasi-identifier
-    st.set_roles({c: ("other" if r == "k-quasi" and c not in ("SEX", "AGE", "MARSTAT") else r)
-                  for c, r in st.roles.items()} | {"INCOME": "eps-quasi"})
+    st.set_roles(
+        {
+            c: ("other" if r == "k-quasi" and c not in ("SEX", "AGE", "MARSTAT") else r)
+            for c, r in st.roles.items()
+        }
+        | {"INCOME": "eps-quasi"}
+    )
     st.set_domain("INCOME", (0.0, 2_000_000.0))
     st.set_seed(SEED, pinned=True)
     return st
@@ -39,8 +44,10 @@ def _run(qtbot, panel, **kw):
 
 
 def _table(t):
-    return [[t.item(r, c).text() if t.item(r, c) else "" for c in range(t.columnCount())]
-            for r in range(t.rowCount())]
+    return [
+        [t.item(r, c).text() if t.item(r, c) else "" for c in range(t.columnCount())]
+        for r in range(t.rowCount())
+    ]
 
 
 def test_build_run_undo_rerun_and_log(qtbot, window, tmp_path, monkeypatch):
@@ -61,8 +68,9 @@ def test_build_run_undo_rerun_and_log(qtbot, window, tmp_path, monkeypatch):
     assert len(p.run) == 2 and len(p.figures) == 2
     res = p.result()
     # the app's chain is the engine's for the same settings (pinned seed)
-    want = engine.protect_chain(st.df, p.steps, st.active_roles(), st.active_domains(),
-                                types=dict(st.types), seed=SEED)
+    want = engine.protect_chain(
+        st.df, p.steps, st.active_roles(), st.active_domains(), types=dict(st.types), seed=SEED
+    )
     pd.testing.assert_frame_equal(res.data, want.data)
     assert res.guarantee == want.guarantee and p.status.toolTip() == res.guarantee
     # the composed claim in a few words: ε-DP for INCOME, not for the suppressed keys
@@ -71,11 +79,20 @@ def test_build_run_undo_rerun_and_log(qtbot, window, tmp_path, monkeypatch):
     rows = _table(p.step_table)
     assert [r[:2] for r in rows] == [["0", "original"], ["1", "local-suppression"], ["2", "laplace"]]
     f1 = engine.assess(p.run.result(0), level="step")
-    col = [h for h in range(p.step_table.columnCount())
-           if p.step_table.horizontalHeaderItem(h).text() == "Suppressed cells"][0]
-    assert rows[1][col] == f"{int(f1.measures['suppressed_cells']):,}" and int(f1.measures["suppressed_cells"]) > 0
-    fk = [h for h in range(p.step_table.columnCount())
-          if p.step_table.horizontalHeaderItem(h).text() == "Records f_k < 3"][0]
+    col = [
+        h
+        for h in range(p.step_table.columnCount())
+        if p.step_table.horizontalHeaderItem(h).text() == "Suppressed cells"
+    ][0]
+    assert (
+        rows[1][col] == f"{int(f1.measures['suppressed_cells']):,}"
+        and int(f1.measures["suppressed_cells"]) > 0
+    )
+    fk = [
+        h
+        for h in range(p.step_table.columnCount())
+        if p.step_table.horizontalHeaderItem(h).text() == "Records f_k < 3"
+    ][0]
     assert int(rows[0][fk].replace(",", "")) > 0 and rows[1][fk] == "0"  # suppression removed the risk
     ba = {r[0]: r[1:] for r in _table(p.before_after)}
     assert ba["Records f_k < 3"][1] == "0" and ba["Records f_k < 3"][0] == rows[0][fk]
@@ -94,7 +111,9 @@ def test_build_run_undo_rerun_and_log(qtbot, window, tmp_path, monkeypatch):
     argv[3] = str(out)
     monkeypatch.chdir(tmp_path)  # the pipeline file is named relative to the command line's folder
     assert cli.main([*argv[1:], "--no-measures"]) == 0
-    pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(pd.io.common.StringIO(res.data.to_csv(index=False))))
+    pd.testing.assert_frame_equal(
+        pd.read_csv(out), pd.read_csv(pd.io.common.StringIO(res.data.to_csv(index=False)))
+    )
 
     # undo: instant (no worker), the release after step 1 exactly as it was
     kept = p.run.result(0).data.copy()
@@ -183,8 +202,9 @@ def test_use_the_chain_as_the_release_and_export(qtbot, window, tmp_path):
         assert win.controller.export(str(out))
     md = json.loads((tmp_path / "rel.metadata.json").read_text())
     assert md["method"] == "chain" and md["guarantee"] == p.result().guarantee
-    pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(pd.io.common.StringIO(
-        p.result().data.to_csv(index=False))))
+    pd.testing.assert_frame_equal(
+        pd.read_csv(out), pd.read_csv(pd.io.common.StringIO(p.result().data.to_csv(index=False)))
+    )
 
 
 def test_the_step_list_is_kept_in_the_project(qtbot, window, tmp_path):
@@ -226,8 +246,9 @@ def test_choose_the_weighted_estimates_variables(qtbot, window):
     est = _table(p.estimates)
     assert {(r[0], r[1]) for r in est} >= {("MONEY", "total"), ("MONEY", "mean"), ("SEX", "share")}
     assert not any(r[0] == "INCOME" for r in est)
-    want = engine.assess(run.result(), level="step", weighted={"totals": ["MONEY"], "means": ["MONEY"],
-                                                               "shares": ["SEX"]}).weighted.table
+    want = engine.assess(
+        run.result(), level="step", weighted={"totals": ["MONEY"], "means": ["MONEY"], "shares": ["SEX"]}
+    ).weighted.table
     assert len(est) == len(want)
     # a later run keeps the choice
     p.add_step("laplace", {"epsilon": 2.0})

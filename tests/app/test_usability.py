@@ -17,13 +17,23 @@ def _drop(win, path) -> bool:
     """Drag ``path`` over the window and drop it, as the window system would."""
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(path))])
-    enter = QDragEnterEvent(QPoint(50, 50), Qt.DropAction.CopyAction, mime,
-                            Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    enter = QDragEnterEvent(
+        QPoint(50, 50),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
     QApplication.sendEvent(win, enter)
     if not enter.isAccepted():
         return False
-    drop = QDropEvent(QPointF(50, 50), Qt.DropAction.CopyAction, mime,
-                      Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    drop = QDropEvent(
+        QPointF(50, 50),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
     QApplication.sendEvent(win, drop)
     return True
 
@@ -32,8 +42,9 @@ def test_drop_csv_file_opens_it(qtbot, window, tmp_path, monkeypatch):
     from dpstudio.app.widgets.csv_dialog import CsvPreviewDialog
 
     shown = []
-    monkeypatch.setattr(CsvPreviewDialog, "exec",
-                        lambda self: shown.append(self) or QDialog.DialogCode.Accepted)
+    monkeypatch.setattr(
+        CsvPreviewDialog, "exec", lambda self: shown.append(self) or QDialog.DialogCode.Accepted
+    )
     p = tmp_path / "dropped.csv"
     p.write_text("a;b\n1,5;2\n3,25;4\n5;6\n", encoding="utf-8")
     with qtbot.waitSignal(window.sig_loaded, timeout=10000):
@@ -66,8 +77,13 @@ def test_drop_project_file_opens_project(qtbot, window, tmp_path):
 def test_drag_without_files_is_refused(qtbot, window):
     mime = QMimeData()
     mime.setText("not a file")
-    ev = QDragEnterEvent(QPoint(5, 5), Qt.DropAction.CopyAction, mime,
-                         Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    ev = QDragEnterEvent(
+        QPoint(5, 5),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
     ev.ignore()
     QApplication.sendEvent(window, ev)
     assert not ev.isAccepted()
@@ -88,8 +104,7 @@ def test_method_panel_guarantee_names_the_protected_columns(qtbot, window):
     # a role change updates the sentence at once
     window.state.set_role("INTVAL", "other")
     assert "(2·2 = 4)" in mp.guarantee_text, mp.guarantee_text
-    assert mp.protected_columns() == ["FICA", "FEDTAX"] or set(mp.protected_columns()) == {
-        "FICA", "FEDTAX"}
+    assert mp.protected_columns() == ["FICA", "FEDTAX"] or set(mp.protected_columns()) == {"FICA", "FEDTAX"}
 
 
 def test_results_warning_has_no_html_entities(qtbot, window):
@@ -100,10 +115,17 @@ def test_results_warning_has_no_html_entities(qtbot, window):
 
     panel = ResultsPanel(window.state)
     qtbot.addWidget(panel)
-    res = SimpleNamespace(params={"k": 3}, method="ir-dp", method_name="M", guarantee="g",
-                          data=pd.DataFrame({"x": [1.0, 2.0]}), protected_attributes=["x"],
-                          warnings=["each attribute's ε"], roles={"x": "eps-quasi"},
-                          original=None)
+    res = SimpleNamespace(
+        params={"k": 3},
+        method="ir-dp",
+        method_name="M",
+        guarantee="g",
+        data=pd.DataFrame({"x": [1.0, 2.0]}),
+        protected_attributes=["x"],
+        warnings=["each attribute's ε"],
+        roles={"x": "eps-quasi"},
+        original=None,
+    )
     window.state.set_result(res, {"sse_raw": float("nan")}, {})
     assert "&#x27;" not in panel.warn.label.text()
     assert panel.warn.label.textFormat() != Qt.TextFormat.PlainText
@@ -122,8 +144,14 @@ def test_generalised_numeric_attribute_is_measured_not_fatal(ages, width):
     orig = pd.DataFrame({"age": ages})
     lo = (np.asarray(ages) // width) * width
     gen = pd.DataFrame({"age": [f"{a}-{a + width - 1}" for a in lo]})
-    res = SimpleNamespace(data=gen, protected_attributes=["age"], roles={"age": "k-quasi"},
-                          params={"k": 2}, aligned_original=lambda: orig, method="k-eps")
+    res = SimpleNamespace(
+        data=gen,
+        protected_attributes=["age"],
+        roles={"age": "k-quasi"},
+        params={"k": 2},
+        aligned_original=lambda: orig,
+        method="k-eps",
+    )
     import dpstudio.app.compute as c
 
     orig_protect = c.engine.protect
@@ -144,19 +172,33 @@ def test_keps_sweep_with_numeric_k_quasi_runs_through():
 
     rng = np.random.default_rng(7)
     n = 300
-    df = pd.DataFrame({"age": rng.integers(17, 90, n), "sex": rng.choice(["F", "M"], n),
-                       "y": rng.normal(size=n)})
+    df = pd.DataFrame(
+        {"age": rng.integers(17, 90, n), "sex": rng.choice(["F", "M"], n), "y": rng.normal(size=n)}
+    )
     roles = {"age": "k-quasi", "y": "confidential"}
-    pts = list(compute.sweep_points(df, "k-eps", roles, {"age": (0, 150)}, ks=[2, 10, 40],
-                                    epsilons=[1.0], repeats=1, seed=3, hierarchies=None,
-                                    params={}, check_cancel=lambda: None,
-                                    progress=lambda f: None))
+    pts = list(
+        compute.sweep_points(
+            df,
+            "k-eps",
+            roles,
+            {"age": (0, 150)},
+            ks=[2, 10, 40],
+            epsilons=[1.0],
+            repeats=1,
+            seed=3,
+            hierarchies=None,
+            params={},
+            check_cancel=lambda: None,
+            progress=lambda f: None,
+        )
+    )
     assert len(pts) == 6
     assert all("sse_raw" in p.values and "rl" in p.values for p in pts)
     big = [p for p in pts if p.k == 40]
     assert big[0].values["sse_raw"][0] > 0
-    res, ev = compute.protect_and_evaluate(df, "k-eps", roles, {"age": (0, 150)}, {}, 3,
-                                           {"k": 40, "epsilon": 1.0})
+    res, ev = compute.protect_and_evaluate(
+        df, "k-eps", roles, {"age": (0, 150)}, {}, 3, {"k": 40, "epsilon": 1.0}
+    )
     assert ev["sse_raw"] == pytest.approx(big[-1].values["sse_raw"][0])
     assert ev["k_min_class_size"] >= 40
 
@@ -171,8 +213,9 @@ def test_tclose_defaults_run_and_sweep_skips_infeasible_cells(qtbot, window):
     infeasible (k, ε) cells completes, lists them, and plots the rest."""
     win = window
     _open_census(qtbot, win)
-    win.state.set_roles({"FICA": "k-quasi", "FEDTAX": "k-quasi", "INTVAL": "confidential",
-                         "AFNLWGT": "identifier"})
+    win.state.set_roles(
+        {"FICA": "k-quasi", "FEDTAX": "k-quasi", "INTVAL": "confidential", "AFNLWGT": "identifier"}
+    )
     mp = win.method_panel
     assert mp.select_method("t-close-dp")
     assert mp.values()["k"] is None
@@ -271,9 +314,15 @@ def test_project_keeps_types(qtbot, window, tmp_path):
 
 
 @settings(max_examples=50, deadline=None)
-@given(hs.lists(hs.tuples(hs.sampled_from(["age", "sex", "race", None]),
-                          hs.sampled_from([" is not numeric: SSE counts 1.", ": 2 missing.",
-                                           "x warning"])), max_size=12))
+@given(
+    hs.lists(
+        hs.tuples(
+            hs.sampled_from(["age", "sex", "race", None]),
+            hs.sampled_from([" is not numeric: SSE counts 1.", ": 2 missing.", "x warning"]),
+        ),
+        max_size=12,
+    )
+)
 def test_compact_warnings_keeps_every_message(items):
     from dpstudio.app.widgets.results_panel import compact_warnings
 
@@ -285,17 +334,16 @@ def test_compact_warnings_keeps_every_message(items):
 
 
 @settings(max_examples=30, deadline=None)
-@given(hs.lists(hs.sampled_from(["a1", "a2", "b1", "b2", "A", "B", "*", "zz", "39"]),
-                min_size=1, max_size=20),
-       hs.lists(hs.sampled_from(["a1", "a2", "b1", "b2", "A", "B", "*", "zz", "39"]),
-                min_size=1, max_size=20))
+@given(
+    hs.lists(hs.sampled_from(["a1", "a2", "b1", "b2", "A", "B", "*", "zz", "39"]), min_size=1, max_size=20),
+    hs.lists(hs.sampled_from(["a1", "a2", "b1", "b2", "A", "B", "*", "zz", "39"]), min_size=1, max_size=20),
+)
 def test_hierarchy_distance_is_a_safe_semantic_distance(xs, ys):
     """Measures use the loaded hierarchy's δ (docs/measures.md); unknown labels never raise."""
     from dpstudio.app.compute import HierarchyDistance
     from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 
-    h = Hierarchy.from_rows([["a1", "A", "*"], ["a2", "A", "*"], ["b1", "B", "*"],
-                             ["b2", "B", "*"]])
+    h = Hierarchy.from_rows([["a1", "A", "*"], ["a2", "A", "*"], ["b1", "B", "*"], ["b2", "B", "*"]])
     d = HierarchyDistance(h, "c")
     n = min(len(xs), len(ys))
     a, b = np.array(xs[:n], dtype=object), np.array(ys[:n], dtype=object)
@@ -306,10 +354,10 @@ def test_hierarchy_distance_is_a_safe_semantic_distance(xs, ys):
     assert np.all((out >= 0) & (out <= d.top))
     unknown = np.array([x not in ("a1", "a2", "b1", "b2", "A", "B", "*") for x in a[:n]])
     assert np.all(out[unknown & (a != b)] == d.top)
-    same_group = np.array([x[0] == y[0] and len(x) == 2 and len(y) == 2 and x != y
-                           for x, y in zip(a, b)])
-    diff_group = np.array([x[0] != y[0] and len(x) == 2 and len(y) == 2 and x[0] in "ab"
-                           and y[0] in "ab" for x, y in zip(a, b)])
+    same_group = np.array([x[0] == y[0] and len(x) == 2 and len(y) == 2 and x != y for x, y in zip(a, b)])
+    diff_group = np.array(
+        [x[0] != y[0] and len(x) == 2 and len(y) == 2 and x[0] in "ab" and y[0] in "ab" for x, y in zip(a, b)]
+    )
     if same_group.any() and diff_group.any():
         assert out[same_group].max() < out[diff_group].min()
 

@@ -64,7 +64,13 @@ PROTECT_CASES = {
     "free1-local-suppression": (
         free1,
         "local-suppression",
-        {"SEX": "k-quasi", "AGE": "k-quasi", "MARSTAT": "k-quasi", "WEIGHT": "weight", "EDUC1": "confidential"},
+        {
+            "SEX": "k-quasi",
+            "AGE": "k-quasi",
+            "MARSTAT": "k-quasi",
+            "WEIGHT": "weight",
+            "EDUC1": "confidential",
+        },
         {},
         {},
         {"k": 3},

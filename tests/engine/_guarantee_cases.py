@@ -136,7 +136,7 @@ def outcomes() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for spec in specs():
         rows = []
-        rows.append(_outcome(lambda: (spec.to_dict()["guarantee"], False)))
+        rows.append(_outcome(lambda spec=spec: (spec.to_dict()["guarantee"], False)))
         for raw in param_grid(spec):
             for layout in LAYOUTS:
                 roles, protected, released = _columns(spec, layout)
@@ -147,8 +147,14 @@ def outcomes() -> dict[str, list[str]]:
                     rows.append(f"PARAM:{type(exc).__name__}:{_digest(str(exc))}")
                     continue
                 if layout == "one-each+other":
-                    rows.append(_outcome(lambda: _attrs_only(spec, checked, protected)))
-                rows.append(_outcome(lambda: _describe(spec, checked, roles, released, protected)))
+                    rows.append(_outcome(lambda spec=spec, c=checked, p=protected: _attrs_only(spec, c, p)))
+                rows.append(
+                    _outcome(
+                        lambda spec=spec, c=checked, r=roles, rel=released, p=protected: _describe(
+                            spec, c, r, rel, p
+                        )
+                    )
+                )
         rows += run_outcomes(spec)
         out[spec.id] = rows
     return out

@@ -38,10 +38,30 @@ def test_assess_equals_the_old_cli_and_app_figures(name):
 @pytest.mark.parametrize("name", sorted(SWEEP_CASES))
 def test_sweep_through_assess_equals_the_old_sweep(name):
     data, method, roles, domains, hier, ks, eps, reps, params = SWEEP_CASES[name]
-    pts = list(engine.sweep(data(), method, roles, domains, ks=ks, epsilons=eps, repeats=reps,
-                            seed=SEED, hierarchies=hier or None, **params))
-    got = [{"k": p.k, "epsilon": p.epsilon, "values": plain(p.values), "runs": plain(p.runs),
-            "skipped": p.skipped} for p in pts]
+    pts = list(
+        engine.sweep(
+            data(),
+            method,
+            roles,
+            domains,
+            ks=ks,
+            epsilons=eps,
+            repeats=reps,
+            seed=SEED,
+            hierarchies=hier or None,
+            **params,
+        )
+    )
+    got = [
+        {
+            "k": p.k,
+            "epsilon": p.epsilon,
+            "values": plain(p.values),
+            "runs": plain(p.runs),
+            "skipped": p.skipped,
+        }
+        for p in pts
+    ]
     assert got == GOLDEN["sweep"][name]
 
 

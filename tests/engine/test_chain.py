@@ -83,8 +83,10 @@ def pram():
 
 
 def _ls_irdp(free1, **kw):
-    steps = [{"method": "local-suppression", "params": {"k": 3}},
-             {"method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}}]
+    steps = [
+        {"method": "local-suppression", "params": {"k": 3}},
+        {"method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}},
+    ]
     return protect_chain(free1, steps, FREE1_ROLES, INCOME, seed=SEED, types=CAT, **kw)
 
 
@@ -109,9 +111,16 @@ def test_dp_step_after_suppression_of_other_columns_holds_per_attribute(free1):
 def test_dp_step_after_a_data_dependent_step_on_its_column_loses_dp(census):
     """k-eps perturbs FEDTAX from the data (noise scaled to each class) and removes records:
     ir-dp on FEDTAX after it is not ε-DP; the (k, ε)-anonymity of the keys stays."""
-    res = protect_chain(census, [{"method": "k-eps", "params": {"k": 5, "epsilon": 1.0}},
-                                 {"method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}}],
-                        {"FICA": "k-quasi", "FEDTAX": "eps-quasi"}, {"FEDTAX": (0, 32000)}, seed=SEED)
+    res = protect_chain(
+        census,
+        [
+            {"method": "k-eps", "params": {"k": 5, "epsilon": 1.0}},
+            {"method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}},
+        ],
+        {"FICA": "k-quasi", "FEDTAX": "eps-quasi"},
+        {"FEDTAX": (0, 32000)},
+        seed=SEED,
+    )
     g = res.guarantee_info
     assert not res.is_dp and g.model is Model.K_EPSILON_ANONYMITY and g.epsilon_total is None
     assert [p.model for p in g.parts] == [Model.K_EPSILON_ANONYMITY]
@@ -123,9 +132,16 @@ def test_dp_step_after_a_data_dependent_step_on_its_column_loses_dp(census):
 def test_budgets_add_up(census):
     roles = {"FICA": "eps-quasi", "FEDTAX": "eps-quasi"}
     doms = {"FICA": (0, 12000), "FEDTAX": (0, 32000)}
-    res = protect_chain(census, [{"method": "laplace", "params": {"epsilon": 1.0}},
-                                 {"method": "laplace", "params": {"epsilon": 0.5, "budget": "per-attribute"}}],
-                        roles, doms, seed=SEED)
+    res = protect_chain(
+        census,
+        [
+            {"method": "laplace", "params": {"epsilon": 1.0}},
+            {"method": "laplace", "params": {"epsilon": 0.5, "budget": "per-attribute"}},
+        ],
+        roles,
+        doms,
+        seed=SEED,
+    )
     g = res.guarantee_info
     assert res.is_dp and g.epsilon_total == pytest.approx(2.0)  # 1 (split) + 0.5·2 (per attribute)
     assert g.epsilon_shares == pytest.approx({"FICA": 1.0, "FEDTAX": 1.0})
@@ -133,9 +149,13 @@ def test_budgets_add_up(census):
 
 
 def test_k_anonymity_after_microaggregation_then_laplace(census):
-    res = protect_chain(census, [{"method": "mdav", "params": {"k": 5}},
-                                 {"method": "laplace", "params": {"epsilon": 1.0}}],
-                        {"FICA": "k-quasi", "FEDTAX": "eps-quasi"}, {"FEDTAX": (0, 32000)}, seed=SEED)
+    res = protect_chain(
+        census,
+        [{"method": "mdav", "params": {"k": 5}}, {"method": "laplace", "params": {"epsilon": 1.0}}],
+        {"FICA": "k-quasi", "FEDTAX": "eps-quasi"},
+        {"FEDTAX": (0, 32000)},
+        seed=SEED,
+    )
     g = res.guarantee_info
     assert res.is_dp and g.epsilon_total == 1.0 and g.covered == ("FEDTAX",)
     assert [p.model for p in g.parts] == [Model.K_ANONYMITY, Model.EPSILON_DP]
@@ -146,9 +166,13 @@ def test_k_anonymity_after_microaggregation_then_laplace(census):
 
 
 def test_suppression_then_pram_leaves_no_k_anonymity(free1, pram):
-    res = protect_chain(free1, [{"method": "local-suppression", "params": {"k": 3}},
-                                {"method": pram, "params": {}}], {**KEYS, "WEIGHT": "weight"},
-                        seed=SEED, types=CAT)
+    res = protect_chain(
+        free1,
+        [{"method": "local-suppression", "params": {"k": 3}}, {"method": pram, "params": {}}],
+        {**KEYS, "WEIGHT": "weight"},
+        seed=SEED,
+        types=CAT,
+    )
     g = res.guarantee_info
     assert g.model is Model.PLAUSIBLE_DENIABILITY and g.k is None
     assert not any(p.model in (Model.K_ANONYMITY, Model.PROBABILISTIC_K_ANONYMITY) for p in g.parts)
@@ -160,16 +184,30 @@ def test_suppression_then_pram_leaves_no_k_anonymity(free1, pram):
 
 def test_every_quasi_identifier_needs_a_step(free1):
     with pytest.raises(NotApplicableError, match="INCOME"):
-        protect_chain(free1, [{"method": "local-suppression", "params": {"k": 3}}], FREE1_ROLES, INCOME,
-                      seed=SEED, types=CAT)
+        protect_chain(
+            free1,
+            [{"method": "local-suppression", "params": {"k": 3}}],
+            FREE1_ROLES,
+            INCOME,
+            seed=SEED,
+            types=CAT,
+        )
 
 
 def test_separate_tables_only_as_the_last_step(census):
     roles = {"FICA": "eps-quasi", "FEDTAX": "eps-quasi"}
     doms = {"FICA": (0, 12000), "FEDTAX": (0, 32000)}
     with pytest.raises(ParameterError, match="only be the last step"):
-        protect_chain(census, [{"method": "ir-dp", "params": {"k": 5, "layout": "separate-tables"}},
-                               {"method": "laplace", "params": {}}], roles, doms, seed=SEED)
+        protect_chain(
+            census,
+            [
+                {"method": "ir-dp", "params": {"k": 5, "layout": "separate-tables"}},
+                {"method": "laplace", "params": {}},
+            ],
+            roles,
+            doms,
+            seed=SEED,
+        )
 
 
 # ------------------------------------------------------------------ runs
@@ -179,9 +217,17 @@ def test_seeded_chain_repeats_bit_for_bit(free1):
     a, b = _ls_irdp(free1), _ls_irdp(free1)
     assert a.data.equals(b.data) and a.guarantee == b.guarantee
     assert np.array_equal(a.row_map, b.row_map)
-    c = protect_chain(free1, [{"method": "local-suppression", "params": {"k": 3}},
-                              {"method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}}],
-                      FREE1_ROLES, INCOME, seed=SEED + 1, types=CAT)
+    c = protect_chain(
+        free1,
+        [
+            {"method": "local-suppression", "params": {"k": 3}},
+            {"method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}},
+        ],
+        FREE1_ROLES,
+        INCOME,
+        seed=SEED + 1,
+        types=CAT,
+    )
     assert not c.data["INCOME"].equals(a.data["INCOME"])
 
 
@@ -189,8 +235,12 @@ def test_undo_returns_the_exact_earlier_result(free1, pram):
     run = ChainRun(free1, FREE1_ROLES, INCOME, types=CAT, seed=SEED)
     one = run.run([{"method": "local-suppression", "params": {"k": 3}}])
     first = one.result()
-    two = one.run([{"method": "local-suppression", "params": {"k": 3}},
-                   {"method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}}])
+    two = one.run(
+        [
+            {"method": "local-suppression", "params": {"k": 3}},
+            {"method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}},
+        ]
+    )
     assert two.records[0].frame is None  # compacted: only the last release is kept whole
     rebuilt = two.result(0)  # step 1's release rebuilt from its changed columns
     back = two.undo().result()
@@ -209,8 +259,10 @@ def test_undo_returns_the_exact_earlier_result(free1, pram):
 
 
 def test_rerun_from_a_step_keeps_the_earlier_steps(free1):
-    steps = [{"method": "local-suppression", "params": {"k": 3}},
-             {"method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}}]
+    steps = [
+        {"method": "local-suppression", "params": {"k": 3}},
+        {"method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}},
+    ]
     run = ChainRun(free1, FREE1_ROLES, INCOME, types=CAT, seed=SEED).run(steps)
     full = run.result()
     again = run.run(steps, start=1)
@@ -230,17 +282,23 @@ def test_row_maps_compose_with_shuffles_and_drops(free1, pram):
     original: the columns no step changes are equal record by record."""
     f = free1.assign(ID=np.arange(len(free1)))
     roles = {**KEYS, "WEIGHT": "weight"}
-    res = protect_chain(f, [{"method": "local-suppression", "params": {"k": 5}},
-                            {"method": "mdav", "params": {"k": 3, "drop_missing": True}},
-                            {"method": pram, "params": {}}], roles, seed=SEED)
+    res = protect_chain(
+        f,
+        [
+            {"method": "local-suppression", "params": {"k": 5}},
+            {"method": "mdav", "params": {"k": 3, "drop_missing": True}},
+            {"method": pram, "params": {}},
+        ],
+        roles,
+        seed=SEED,
+    )
     orig = res.aligned_original()
     assert len(orig) == len(res.data) < len(f) and len(res.dropped_rows) == len(f) - len(res.data)
     assert not np.array_equal(res.row_map, np.sort(res.row_map))  # shuffled
     for c in ("ID", "REGION", "WEIGHT", "INCOME", "EDUC1"):
         assert np.array_equal(res.data[c].to_numpy(), orig[c].to_numpy()), c
     # the dropped records are exactly those with a suppressed key after step 1
-    step1 = ChainRun(f, roles, seed=SEED).run(
-        [{"method": "local-suppression", "params": {"k": 5}}]).result()
+    step1 = ChainRun(f, roles, seed=SEED).run([{"method": "local-suppression", "params": {"k": 5}}]).result()
     gone = step1.data.loc[step1.data[list(KEYS)].isna().any(axis=1), "ID"]
     assert sorted(gone) == sorted(res.dropped_rows)
 
@@ -249,8 +307,11 @@ def test_measures_after_every_step(free1):
     from dpstudio.engine.chain import chain_figures
 
     run = ChainRun(free1, FREE1_ROLES, INCOME, types=CAT, seed=SEED).run(
-        [{"method": "local-suppression", "params": {"k": 3}},
-         {"method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}}])
+        [
+            {"method": "local-suppression", "params": {"k": 3}},
+            {"method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}},
+        ]
+    )
     a1, a2 = chain_figures(run)
     f1, f2 = a1.figures(), a2.figures()
     assert f1["risk_records_fk_lt_3"] == 0 == f2["risk_records_fk_lt_3"]
@@ -266,8 +327,9 @@ def test_measures_after_every_step(free1):
 
 def test_weighted_estimates_by_hand_on_free1(free1):
     res = _ls_irdp(free1)
-    a = engine.assess(res, level="step", weighted={"totals": ["INCOME"], "means": ["INCOME"],
-                                                   "shares": ["SEX", "MARSTAT"]})
+    a = engine.assess(
+        res, level="step", weighted={"totals": ["INCOME"], "means": ["INCOME"], "shares": ["SEX", "MARSTAT"]}
+    )
     t = a.weighted.table
     w = [float(v) for v in free1["WEIGHT"]]
     x = [float(v) for v in free1["INCOME"]]
@@ -306,19 +368,22 @@ def test_weighted_estimates_refuse_bad_weights():
 # ------------------------------------------------------------------ hostile pipelines
 
 
-@pytest.mark.parametrize("steps,needle", [
-    ({"steps": [{"method": "no-such-method"}]}, "Unknown method"),
-    ({"steps": [{"method": "mdav", "params": {"k": "five"}}]}, "'k'"),
-    ({"steps": [{"method": "mdav", "params": {"k": 3, "bogus": 1}}]}, "bogus"),
-    ({"steps": [{"method": "mdav", "params": [3]}]}, "'params' must be an object"),
-    ({"steps": [{"method": 7}]}, "'method' must be a method id"),
-    ({"steps": [{"method": "mdav", "extra": 1}]}, "unknown key"),
-    ({"steps": "mdav"}, "must be a list"),
-    ({"steps": []}, "no steps"),
-    ({"stages": []}, "unknown key"),
-    ({"steps": [{"method": "mdav"}] * 10_000}, "10,000 steps"),
-    ([["mdav"]], "must be an object"),
-])
+@pytest.mark.parametrize(
+    "steps,needle",
+    [
+        ({"steps": [{"method": "no-such-method"}]}, "Unknown method"),
+        ({"steps": [{"method": "mdav", "params": {"k": "five"}}]}, "'k'"),
+        ({"steps": [{"method": "mdav", "params": {"k": 3, "bogus": 1}}]}, "bogus"),
+        ({"steps": [{"method": "mdav", "params": [3]}]}, "'params' must be an object"),
+        ({"steps": [{"method": 7}]}, "'method' must be a method id"),
+        ({"steps": [{"method": "mdav", "extra": 1}]}, "unknown key"),
+        ({"steps": "mdav"}, "must be a list"),
+        ({"steps": []}, "no steps"),
+        ({"stages": []}, "unknown key"),
+        ({"steps": [{"method": "mdav"}] * 10_000}, "10,000 steps"),
+        ([["mdav"]], "must be an object"),
+    ],
+)
 def test_hostile_steps_one_line(steps, needle):
     with pytest.raises(DPStudioError) as e:
         parse_steps(steps)
@@ -335,8 +400,14 @@ def test_hostile_pipeline_files(tmp_path):
     big.write_text(json.dumps({"steps": [{"method": "mdav", "params": {"k": 3}}] * 10_000}))
     bad = tmp_path / "bad.json"
     bad.write_text('{"steps": [{"method": "mdav", "params": {"k": 3}},]}')
-    for p, needle in ((deep, "deep"), (fifo, "not a regular file"), (big, "at most 50"),
-                      (bad, "bad.json"), (tmp_path / "missing.json", "missing.json"), (tmp_path, "folder")):
+    for p, needle in (
+        (deep, "deep"),
+        (fifo, "not a regular file"),
+        (big, "at most 50"),
+        (bad, "bad.json"),
+        (tmp_path / "missing.json", "missing.json"),
+        (tmp_path, "folder"),
+    ):
         with pytest.raises(DPStudioError) as e:
             load_pipeline(p)
         assert "\n" not in str(e.value) and needle.lower() in str(e.value).lower(), (p, str(e.value))
@@ -349,8 +420,13 @@ def test_a_failing_step_names_itself(free1):
     """mdav cannot average the suppressed (missing) keys without drop_missing: the error says
     which step."""
     with pytest.raises(DPStudioError, match=r"^Step 2 \(mdav\): "):
-        protect_chain(free1, [{"method": "local-suppression", "params": {"k": 3}},
-                              {"method": "mdav", "params": {"k": 3}}], KEYS, seed=SEED, types=None)
+        protect_chain(
+            free1,
+            [{"method": "local-suppression", "params": {"k": 3}}, {"method": "mdav", "params": {"k": 3}}],
+            KEYS,
+            seed=SEED,
+            types=None,
+        )
 
 
 def test_cancel_between_steps(free1):
@@ -363,8 +439,13 @@ def test_cancel_between_steps(free1):
 
     run = ChainRun(free1, FREE1_ROLES, INCOME, types=CAT, seed=SEED)
     with pytest.raises(engine.Cancelled):
-        run.run([{"method": "local-suppression", "params": {"k": 3}},
-                 {"method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}}], check_cancel=cancel)
+        run.run(
+            [
+                {"method": "local-suppression", "params": {"k": 3}},
+                {"method": "ir-dp", "params": {"k": 5, "epsilon": 1.0}},
+            ],
+            check_cancel=cancel,
+        )
     assert len(run) == 0  # the run it was called on is unchanged
 
 
@@ -372,7 +453,9 @@ def test_public_metadata_of_a_chain(free1):
     res = _ls_irdp(free1)
     md = res.public_metadata()
     assert md["method"] == "chain" and [s["method"] for s in md["parameters"]["steps"]] == [
-        "local-suppression", "ir-dp"]
+        "local-suppression",
+        "ir-dp",
+    ]
     assert md["guarantee"] == res.guarantee and md["differential_privacy"] is False
     text = json.dumps(md)
     assert "seed" not in text.lower() and "suppressed" not in text.split('"guarantee"')[0]

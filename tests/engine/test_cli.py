@@ -15,13 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpstudio import cli
-from dpstudio.cli import protect as cli_protect
 from dpstudio.cli._common import parse_floats, parse_ints
 from dpstudio.engine import registry
 from dpstudio.engine.protection import _common
-from dpstudio.engine.types import Output
 from dpstudio.engine.registry import MethodSpec, Param
 from dpstudio.engine.roles import Role
+from dpstudio.engine.types import Output
 
 # ---------------------------------------------------------------- a test-only method
 
@@ -38,16 +37,26 @@ def _run_test_method(job):
 
 
 TEST_SPEC = MethodSpec(
-    id="cli-test-noise", name="CLI test noise", family="test", description="test only",
+    id="cli-test-noise",
+    name="CLI test noise",
+    family="test",
+    description="test only",
     paper="-",
-    params=(_common.k_param(), _common.epsilon_param(),
-            Param("mode", "choice", "a", "test choice", choices=("a", "b")),
-            Param("ratio", "float", 0.5, "test float", minimum=0.0, maximum=1.0),
-            Param("count", "int", 2, "test int", minimum=1),
-            _common.WEIGHTS_PARAM, _common.DROP_MISSING_PARAM),
-    protects=(Role.EPS_QUASI,), requires=(Role.EPS_QUASI,),
+    params=(
+        _common.k_param(),
+        _common.epsilon_param(),
+        Param("mode", "choice", "a", "test choice", choices=("a", "b")),
+        Param("ratio", "float", 0.5, "test float", minimum=0.0, maximum=1.0),
+        Param("count", "int", 2, "test int", minimum=1),
+        _common.WEIGHTS_PARAM,
+        _common.DROP_MISSING_PARAM,
+    ),
+    protects=(Role.EPS_QUASI,),
+    requires=(Role.EPS_QUASI,),
     guarantee=lambda ctx: f"test guarantee eps={ctx.get('epsilon')}",  # plain text: no claim
-    run=_run_test_method, uses_epsilon=True, needs_domain=True,
+    run=_run_test_method,
+    uses_epsilon=True,
+    needs_domain=True,
 )
 registry.register(TEST_SPEC)
 
@@ -66,8 +75,14 @@ def write_csv(path: Path, df: pd.DataFrame) -> Path:
 
 def data(n=20, seed=0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"id": np.arange(n), "x": rng.uniform(0, 100, n).round(2),
-                         "y": rng.integers(0, 50, n), "z": rng.normal(size=n)})
+    return pd.DataFrame(
+        {
+            "id": np.arange(n),
+            "x": rng.uniform(0, 100, n).round(2),
+            "y": rng.integers(0, 50, n),
+            "z": rng.normal(size=n),
+        }
+    )
 
 
 def run(capsys, args):
@@ -87,8 +102,18 @@ def assert_one_line_error(code, err, *needles):
 
 
 SEED = "0x9e3779b97f4a7c15f39cc0605cedc835"  # full width (a seed below 2^64 is warned about)
-PROTECT = ["--method", "cli-test-noise", "--epsilon", "1", "--role", "x=eps-quasi",
-           "--domain", "x=0:100", "--seed", SEED]
+PROTECT = [
+    "--method",
+    "cli-test-noise",
+    "--epsilon",
+    "1",
+    "--role",
+    "x=eps-quasi",
+    "--domain",
+    "x=0:100",
+    "--seed",
+    SEED,
+]
 
 
 def protect_bad(tmp_path, capsys, df_or_text, extra=(), needles=(), base=PROTECT):
@@ -154,8 +179,7 @@ def test_bad_k(tmp_path, capsys, k):
 
 @pytest.mark.parametrize("eps", ["0", "-1", "inf", "nan", "abc"])
 def test_bad_epsilon(tmp_path, capsys, eps):
-    base = ["--method", "cli-test-noise", "--epsilon", eps, "--role", "x=eps-quasi",
-            "--domain", "x=0:100"]
+    base = ["--method", "cli-test-noise", "--epsilon", eps, "--role", "x=eps-quasi", "--domain", "x=0:100"]
     protect_bad(tmp_path, capsys, data(), base=base, needles=("epsilon",))
 
 
@@ -188,16 +212,19 @@ def test_protected_without_domain(tmp_path, capsys):
     protect_bad(tmp_path, capsys, data(), base=base, needles=("'x'", "domain", "--domain"))
 
 
-@pytest.mark.parametrize("extra,needle", [
-    (["--role", "nope=eps-quasi"], "not in the data"),
-    (["--role", "y=wizard"], "unknown role"),
-    (["--domain", "x=100:0"], "lower < upper"),
-    (["--domain", "x=0-100"], "lower:upper"),
-    (["--param", "mode=c"], "'mode'"),
-    (["--param", "ratio=2"], "'ratio'"),
-    (["--param", "bogus=1"], "no parameter"),
-    (["--k", "3", "--hierarchy", "x=/no/such/file.csv"], "not found"),
-])
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        (["--role", "nope=eps-quasi"], "not in the data"),
+        (["--role", "y=wizard"], "unknown role"),
+        (["--domain", "x=100:0"], "lower < upper"),
+        (["--domain", "x=0-100"], "lower:upper"),
+        (["--param", "mode=c"], "'mode'"),
+        (["--param", "ratio=2"], "'ratio'"),
+        (["--param", "bogus=1"], "no parameter"),
+        (["--k", "3", "--hierarchy", "x=/no/such/file.csv"], "not found"),
+    ],
+)
 def test_bad_options(tmp_path, capsys, extra, needle):
     protect_bad(tmp_path, capsys, data(), extra=extra, needles=(needle,))
 
@@ -228,10 +255,27 @@ def test_file_errors(tmp_path, capsys):
 def test_protect_params_and_outputs(tmp_path, capsys):
     src = write_csv(tmp_path / "in.csv", data())
     out = tmp_path / "out.csv"
-    code, stdout, err = run(capsys, ["protect", src, out, *PROTECT, "--role", "id=identifier",
-                                     "--param", "mode=b", "--param", "ratio=0.25",
-                                     "--param", "count=3", "--param", "weights=x:2",
-                                     "--report", tmp_path / "rep.html"])
+    code, stdout, err = run(
+        capsys,
+        [
+            "protect",
+            src,
+            out,
+            *PROTECT,
+            "--role",
+            "id=identifier",
+            "--param",
+            "mode=b",
+            "--param",
+            "ratio=0.25",
+            "--param",
+            "count=3",
+            "--param",
+            "weights=x:2",
+            "--report",
+            tmp_path / "rep.html",
+        ],
+    )
     assert code == 0, err
     assert _SEEN["params"]["mode"] == "b" and _SEEN["params"]["ratio"] == 0.25
     assert _SEEN["params"]["count"] == 3 and _SEEN["params"]["weights"] == {"x": 2.0}
@@ -243,9 +287,25 @@ def test_protect_params_and_outputs(tmp_path, capsys):
     assert "seed" not in json.dumps(md).lower()
     assert (tmp_path / "rep.html").read_text().count("test guarantee") >= 1
     # same seed -> same output
-    code, _, _ = run(capsys, ["protect", src, tmp_path / "out2.csv", *PROTECT, "--role", "id=identifier",
-                              "--param", "mode=b", "--param", "ratio=0.25", "--param", "count=3",
-                              "--param", "weights=x:2"])
+    code, _, _ = run(
+        capsys,
+        [
+            "protect",
+            src,
+            tmp_path / "out2.csv",
+            *PROTECT,
+            "--role",
+            "id=identifier",
+            "--param",
+            "mode=b",
+            "--param",
+            "ratio=0.25",
+            "--param",
+            "count=3",
+            "--param",
+            "weights=x:2",
+        ],
+    )
     assert (tmp_path / "out2.csv").read_bytes() == out.read_bytes()
 
 
@@ -281,24 +341,62 @@ def test_evaluate_command(tmp_path, capsys):
     assert res["sse_raw"] == pytest.approx(20.0) and 0 <= res["rl"] <= 100
     code, _, err = run(capsys, ["evaluate", a, b, "--attributes", "x,nope"])
     assert_one_line_error(code, err, "nope")
-    code, _, err = run(capsys, ["evaluate", a, write_csv(tmp_path / "c.csv", df.iloc[:5]),
-                                "--attributes", "x"])
+    code, _, err = run(
+        capsys, ["evaluate", a, write_csv(tmp_path / "c.csv", df.iloc[:5]), "--attributes", "x"]
+    )
     assert_one_line_error(code, err, "records")
 
 
 def test_sweep_command(tmp_path, capsys):
     src = write_csv(tmp_path / "in.csv", data(30))
     out = tmp_path / "sweep.csv"
-    code, stdout, err = run(capsys, ["sweep", src, "--method", "cli-test-noise", "--role", "x=eps-quasi",
-                                     "--domain", "x=0:100", "--k", "2:4", "--epsilon", "0.5,2",
-                                     "--repeats", "2", "--seed", SEED, "--out", out])
+    code, stdout, err = run(
+        capsys,
+        [
+            "sweep",
+            src,
+            "--method",
+            "cli-test-noise",
+            "--role",
+            "x=eps-quasi",
+            "--domain",
+            "x=0:100",
+            "--k",
+            "2:4",
+            "--epsilon",
+            "0.5,2",
+            "--repeats",
+            "2",
+            "--seed",
+            SEED,
+            "--out",
+            out,
+        ],
+    )
     assert code == 0, err
     rows = pd.read_csv(out)
     assert len(rows) == 9  # 3 k × (baseline + 2 ε)
     assert {"k", "epsilon", "repeats", "sse_raw_mean", "rl_mean", "rl_std"} <= set(rows.columns)
     assert err.count("[") == 9 and "[9/9]" in err
-    code, _, err = run(capsys, ["sweep", src, "--method", "cli-test-noise", "--role", "x=eps-quasi",
-                                "--domain", "x=0:100", "--k", "5:2", "--epsilon", "1", "--out", out])
+    code, _, err = run(
+        capsys,
+        [
+            "sweep",
+            src,
+            "--method",
+            "cli-test-noise",
+            "--role",
+            "x=eps-quasi",
+            "--domain",
+            "x=0:100",
+            "--k",
+            "5:2",
+            "--epsilon",
+            "1",
+            "--out",
+            out,
+        ],
+    )
     assert_one_line_error(code, err, "--k")
 
 
@@ -318,13 +416,45 @@ def _has(method_id: str) -> bool:
     return any(m["id"] == method_id for m in methods())
 
 
-@pytest.mark.parametrize("method,args", [
-    ("ir-dp", ["--k", "5", "--epsilon", "1", "--role", "FICA=eps-quasi", "--role", "FEDTAX=eps-quasi",
-               "--domain", "FICA=0:10000", "--domain", "FEDTAX=0:200000"]),
-    ("mdav", ["--k", "4", "--role", "FICA=k-quasi", "--role", "FEDTAX=k-quasi", "--role", "AGI=confidential"]),
-    ("laplace", ["--epsilon", "2", "--role", "FICA=eps-quasi", "--domain", "FICA=0:10000",
-                 "--budget", "per-attribute"]),
-])
+@pytest.mark.parametrize(
+    "method,args",
+    [
+        (
+            "ir-dp",
+            [
+                "--k",
+                "5",
+                "--epsilon",
+                "1",
+                "--role",
+                "FICA=eps-quasi",
+                "--role",
+                "FEDTAX=eps-quasi",
+                "--domain",
+                "FICA=0:10000",
+                "--domain",
+                "FEDTAX=0:200000",
+            ],
+        ),
+        (
+            "mdav",
+            ["--k", "4", "--role", "FICA=k-quasi", "--role", "FEDTAX=k-quasi", "--role", "AGI=confidential"],
+        ),
+        (
+            "laplace",
+            [
+                "--epsilon",
+                "2",
+                "--role",
+                "FICA=eps-quasi",
+                "--domain",
+                "FICA=0:10000",
+                "--budget",
+                "per-attribute",
+            ],
+        ),
+    ],
+)
 def test_real_methods_end_to_end(tmp_path, capsys, method, args):
     if not _has(method):
         pytest.skip(f"{method} not registered yet")
@@ -355,11 +485,28 @@ def test_demo(capsys):
 def test_subprocess_no_traceback(tmp_path):
     src = tmp_path / "in.csv"
     src.write_text("a,b\n1,2\n")
-    r = subprocess.run([sys.executable, "-m", "dpstudio", "protect", str(src), str(tmp_path / "o.csv"),
-                        "--method", "mdav", "--k", "2", "--role", "a=k-quasi"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dpstudio",
+            "protect",
+            str(src),
+            str(tmp_path / "o.csv"),
+            "--method",
+            "mdav",
+            "--k",
+            "2",
+            "--role",
+            "a=k-quasi",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2
     assert r.stderr.strip().startswith("dpstudio: error:") and len(r.stderr.strip().splitlines()) == 1
-    r = subprocess.run([sys.executable, "-m", "dpstudio", "--version"], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "dpstudio", "--version"], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0 and r.stdout.startswith("dpstudio ")

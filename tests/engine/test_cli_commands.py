@@ -49,12 +49,24 @@ def test_top_level_help_lists_every_command_with_its_summary(capsys):
 
 def test_a_command_parses_with_only_its_own_module(tmp_path):
     """`dpstudio verify X` builds verify's parser only: the other commands are bare names."""
-    code = ("import sys\nfrom dpstudio.cli import main\n"
-            "main(['verify', 'nope.csv'])\n"
-            "print(sorted(m for m in sys.modules if m.startswith('dpstudio.cli.')))")
+    code = (
+        "import sys\nfrom dpstudio.cli import main\n"
+        "main(['verify', 'nope.csv'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('dpstudio.cli.')))"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(tmp_path),
-                         env=env, check=True).stdout.strip().splitlines()[-1]
+    out = (
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            cwd=str(tmp_path),
+            env=env,
+            check=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     loaded = set(eval(out))
     commands = set(cli.COMMAND_MODULES.values())
     assert loaded & commands == {"dpstudio.cli.verify"}, loaded
@@ -97,10 +109,32 @@ SOURCE = Recipe(
 
 
 def test_command_line_wins_per_column_and_parameter():
-    s = _settings("protect", ["in.csv", "o.csv", "--epsilon", "2", "--role", "y=other", "--domain",
-                              "x=-1:101", "--type", "x=integer", "--sep", ",", "--order", "random"], SOURCE)
+    s = _settings(
+        "protect",
+        [
+            "in.csv",
+            "o.csv",
+            "--epsilon",
+            "2",
+            "--role",
+            "y=other",
+            "--domain",
+            "x=-1:101",
+            "--type",
+            "x=integer",
+            "--sep",
+            ",",
+            "--order",
+            "random",
+        ],
+        SOURCE,
+    )
     assert s.method == "ir-dp"
-    assert s.params == {"k": 3, "epsilon": "2", "order": "random"}  # the old 'shuffle' read as 'order', --order over it
+    assert s.params == {
+        "k": 3,
+        "epsilon": "2",
+        "order": "random",
+    }  # the old 'shuffle' read as 'order', --order over it
     assert s.roles == {"x": "eps-quasi", "y": "other", "id": "identifier"}
     assert s.domains == {"x": (-1.0, 101.0)}  # y no longer protected, z never: their domains not passed
     assert s.precision == {"x": 0.5}
@@ -155,8 +189,14 @@ def test_demo_prints_its_private_notes_each_on_a_line_of_its_own():
     every warning and private note at the start of a line.  Standard output block-buffered (as
     in a pipe, without PYTHONUNBUFFERED): the notes must still come after the summary."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"} | {"PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "-m", "dpstudio", "demo", "--seed", hex(2**100 + 3)],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "dpstudio", "demo", "--seed", hex(2**100 + 3)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout
     lines = r.stdout.splitlines()
     assert sum("dpstudio: private note [pile-up]" in ln for ln in lines) >= 1

@@ -23,10 +23,15 @@ KEYS = ("SEX", "AGE", "MARSTAT")
 ROLES = {**{k: "k-quasi" for k in KEYS}, "WEIGHT": "weight", "INCOME": "eps-quasi"}
 TYPES = {k: "categorical" for k in KEYS}
 DOMAINS = {"INCOME": (0.0, 2_000_000.0)}
-STEPS = [{"method": "local-suppression", "params": {"k": 3}},
-         {"method": "laplace", "params": {"epsilon": 1.0}}]
-SHARED = [a for c, r in ROLES.items() for a in ("--role", f"{c}={r}")] + [
-    a for c, t in TYPES.items() for a in ("--type", f"{c}={t}")] + ["--domain", "INCOME=0:2000000"]
+STEPS = [
+    {"method": "local-suppression", "params": {"k": 3}},
+    {"method": "laplace", "params": {"epsilon": 1.0}},
+]
+SHARED = (
+    [a for c, r in ROLES.items() for a in ("--role", f"{c}={r}")]
+    + [a for c, t in TYPES.items() for a in ("--type", f"{c}={t}")]
+    + ["--domain", "INCOME=0:2000000"]
+)
 
 
 def run(capsys, argv):
@@ -44,8 +49,9 @@ def pipeline(tmp_path):
 
 def test_cli_pipeline_equals_the_engine_chain(tmp_path, capsys, pipeline):
     out = tmp_path / "rel.csv"
-    code, stdout, err = run(capsys, ["protect", FREE1, out, "--pipeline", pipeline, *SHARED,
-                                     "--seed", hex(SEED), "--no-measures"])
+    code, stdout, err = run(
+        capsys, ["protect", FREE1, out, "--pipeline", pipeline, *SHARED, "--seed", hex(SEED), "--no-measures"]
+    )
     assert code == 0, err
     df = pd.read_csv(FREE1)
     res = engine.protect_chain(df, STEPS, ROLES, DOMAINS, types=TYPES, seed=SEED)
@@ -60,9 +66,22 @@ def test_cli_pipeline_equals_the_engine_chain(tmp_path, capsys, pipeline):
 
 def test_save_recipe_stores_the_chain_and_recipe_replays_it(tmp_path, capsys, pipeline):
     rec = tmp_path / "chain.private.json"
-    code, _, err = run(capsys, ["protect", FREE1, tmp_path / "a.csv", "--pipeline", pipeline, *SHARED,
-                                "--seed", "0x1234567890abcdef1234567890abcdef", "--no-measures",
-                                "--save-recipe", rec])
+    code, _, err = run(
+        capsys,
+        [
+            "protect",
+            FREE1,
+            tmp_path / "a.csv",
+            "--pipeline",
+            pipeline,
+            *SHARED,
+            "--seed",
+            "0x1234567890abcdef1234567890abcdef",
+            "--no-measures",
+            "--save-recipe",
+            rec,
+        ],
+    )
     assert code == 0, err
     d = json.loads(rec.read_text())
     assert d["method"] is None and d["steps"] == STEPS and d["roles"]["INCOME"] == "eps-quasi"
@@ -71,17 +90,45 @@ def test_save_recipe_stores_the_chain_and_recipe_replays_it(tmp_path, capsys, pi
     assert code == 0, err
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
     # --method on the command line wins over the recipe's steps
-    code, stdout, err = run(capsys, ["protect", FREE1, tmp_path / "c.csv", "--recipe", rec, "--method",
-                                     "local-suppression", "--k", "3", "--role", "INCOME=other",
-                                     "--no-measures"])
+    code, stdout, err = run(
+        capsys,
+        [
+            "protect",
+            FREE1,
+            tmp_path / "c.csv",
+            "--recipe",
+            rec,
+            "--method",
+            "local-suppression",
+            "--k",
+            "3",
+            "--role",
+            "INCOME=other",
+            "--no-measures",
+        ],
+    )
     assert code == 0, err
     assert "\nlocal-suppression: 4000 records" in stdout
 
 
 def test_pipeline_prints_every_step_and_weighted_estimates(tmp_path, capsys, pipeline):
-    code, stdout, err = run(capsys, ["protect", FREE1, tmp_path / "r.csv", "--pipeline", pipeline, *SHARED,
-                                     "--seed", hex(SEED), "--estimate", "total=INCOME,MONEY",
-                                     "--estimate", "share=SEX"])
+    code, stdout, err = run(
+        capsys,
+        [
+            "protect",
+            FREE1,
+            tmp_path / "r.csv",
+            "--pipeline",
+            pipeline,
+            *SHARED,
+            "--seed",
+            hex(SEED),
+            "--estimate",
+            "total=INCOME,MONEY",
+            "--estimate",
+            "share=SEX",
+        ],
+    )
     assert code == 0, err
     df = pd.read_csv(FREE1)
     run_ = engine.ChainRun(df, ROLES, DOMAINS, types=TYPES, seed=SEED).run(STEPS, complete=True)
@@ -93,7 +140,9 @@ def test_pipeline_prints_every_step_and_weighted_estimates(tmp_path, capsys, pip
         assert line.startswith(f"  step {j + 1} (")
         assert f"suppressed cells {int(f.measures['suppressed_cells'])}" in line
         assert f"records with f_k < 3: {int(f.risk['records_fk_lt_3'])}" in line
-    a = engine.assess(run_.result(), level="summary", weighted={"totals": ["INCOME", "MONEY"], "shares": ["SEX"]})
+    a = engine.assess(
+        run_.result(), level="summary", weighted={"totals": ["INCOME", "MONEY"], "shares": ["SEX"]}
+    )
     t = a.weighted.table
     k = lines.index("Weighted estimates (private: computed from the original; weight WEIGHT):")
     assert len(lines) == k + 1 + len(t)
@@ -136,6 +185,7 @@ def test_no_command_module_keeps_its_own_measure_set():
 
 # ------------------------------------------------------------------ hostile pipelines
 
+
 def _hostile(tmp_path):
     d = tmp_path / "h"
     d.mkdir()
@@ -144,23 +194,44 @@ def _hostile(tmp_path):
         "bad-json": ('{"steps": [', "JSON"),
         "10000-steps": (json.dumps(big), "10,000 steps"),
         "unknown-method": (json.dumps({"steps": [{"method": "nope", "params": {}}]}), "nope"),
-        "wrong-param-type": (json.dumps({"steps": [{"method": "local-suppression", "params": {"k": "three"}}]}),
-                             "'k'"),
-        "params-not-object": (json.dumps({"steps": [{"method": "local-suppression", "params": [3]}]}),
-                              "params"),
+        "wrong-param-type": (
+            json.dumps({"steps": [{"method": "local-suppression", "params": {"k": "three"}}]}),
+            "'k'",
+        ),
+        "params-not-object": (
+            json.dumps({"steps": [{"method": "local-suppression", "params": [3]}]}),
+            "params",
+        ),
         "steps-not-list": (json.dumps({"steps": "mdav"}), "steps"),
         "no-steps": (json.dumps({"steps": []}), "no steps"),
         "extra-key": (json.dumps({"steps": [], "seed": 1}), "seed"),
-        "huge-k": (json.dumps({"steps": [{"method": "local-suppression", "params": {"k": 10**400}}, STEPS[1]]}),
-                   "'k'"),
+        "huge-k": (
+            json.dumps({"steps": [{"method": "local-suppression", "params": {"k": 10**400}}, STEPS[1]]}),
+            "'k'",
+        ),
         "unprotected-key": (json.dumps({"steps": [{"method": "laplace", "params": {"epsilon": 1}}]}), "SEX"),
     }
     return d, cases
 
 
-HOSTILE = ["bad-json", "10000-steps", "unknown-method", "wrong-param-type", "params-not-object",
-           "steps-not-list", "no-steps", "extra-key", "huge-k", "unprotected-key", "fifo", "folder",
-           "missing", "both-method-and-pipeline", "param-with-pipeline", "dask"]
+HOSTILE = [
+    "bad-json",
+    "10000-steps",
+    "unknown-method",
+    "wrong-param-type",
+    "params-not-object",
+    "steps-not-list",
+    "no-steps",
+    "extra-key",
+    "huge-k",
+    "unprotected-key",
+    "fifo",
+    "folder",
+    "missing",
+    "both-method-and-pipeline",
+    "param-with-pipeline",
+    "dask",
+]
 
 
 @pytest.mark.parametrize("case", HOSTILE)
@@ -201,10 +272,16 @@ def test_hostile_pipeline_is_one_line_exit_2(tmp_path, capsys, case):
 
 
 def test_hostile_estimates_one_line(tmp_path, capsys, pipeline):
-    for est, needle in (("median=INCOME", "median"), ("total=NOPE", "NOPE"), ("total=", "at least one"),
-                        ("total=SEXX", "SEXX")):
+    for est, needle in (
+        ("median=INCOME", "median"),
+        ("total=NOPE", "NOPE"),
+        ("total=", "at least one"),
+        ("total=SEXX", "SEXX"),
+    ):
         out = tmp_path / "o.csv"
-        code, _, err = run(capsys, ["protect", FREE1, out, "--pipeline", pipeline, *SHARED, "--estimate", est])
+        code, _, err = run(
+            capsys, ["protect", FREE1, out, "--pipeline", pipeline, *SHARED, "--estimate", est]
+        )
         assert code == 2 and len(err.strip().splitlines()) == 1 and needle in err, err
         assert not out.exists()
 

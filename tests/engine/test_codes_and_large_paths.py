@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpstudio.engine import codes
+from dpstudio.engine import codes, keying
 from dpstudio.engine import io as dio
-from dpstudio.engine import keying
 from dpstudio.engine.algorithms import keyed as K
 
 TEXTS = st.sampled_from(["a", "b", "Zürich", "", " a", "1", "1.0", "NA", "x;y", "日本"])
@@ -27,8 +26,11 @@ def _series(vals, dtype):
 
 
 @settings(max_examples=80, deadline=None)
-@given(vals=st.lists(st.one_of(TEXTS, st.none()), max_size=60), dtype=st.sampled_from(DTYPES),
-       rows=st.lists(st.integers(0, 59), max_size=80))
+@given(
+    vals=st.lists(st.one_of(TEXTS, st.none()), max_size=60),
+    dtype=st.sampled_from(DTYPES),
+    rows=st.lists(st.integers(0, 59), max_size=80),
+)
 def test_codes_are_pandas_factorize_and_take_is_iloc(vals, dtype, rows):
     s = _series(vals, dtype)
     got_c, got_u = codes.factorize(s)
@@ -49,11 +51,13 @@ def test_codes_are_pandas_factorize_and_take_is_iloc(vals, dtype, rows):
 
 def test_take_rows_and_from_codes():
     rng = np.random.default_rng(0)
-    df = pd.DataFrame({
-        "t": pd.Series(rng.choice(["x", "y", None], 500), dtype="str"),
-        "i": rng.integers(0, 9, 500),
-        "o": pd.Series(rng.choice(["p", "q"], 500), dtype=object),
-    })
+    df = pd.DataFrame(
+        {
+            "t": pd.Series(rng.choice(["x", "y", None], 500), dtype="str"),
+            "i": rng.integers(0, 9, 500),
+            "o": pd.Series(rng.choice(["p", "q"], 500), dtype=object),
+        }
+    )
     codes.factorize(df["t"])
     rows = rng.permutation(500)[:321]
     pd.testing.assert_frame_equal(codes.take_rows(df, rows), df.iloc[rows].reset_index(drop=True))
@@ -71,7 +75,9 @@ def test_the_reader_remembers_the_codes_it_computed(tmp_path, monkeypatch):
     monkeypatch.setattr(dio, "_ARROW_MIN_BYTES", 0)
     p = tmp_path / "t.csv"
     rng = np.random.default_rng(1)
-    pd.DataFrame({"sex": rng.choice(["Male", "Female"], 3000), "n": rng.integers(0, 5, 3000)}).to_csv(p, index=False)
+    pd.DataFrame({"sex": rng.choice(["Male", "Female"], 3000), "n": rng.integers(0, 5, 3000)}).to_csv(
+        p, index=False
+    )
     df, _ = dio.read_table(p)
     assert codes._recall(df["sex"])[1] is not None  # seeded by the reader: not hashed again
     k, u = codes.factorize(df["sex"])
@@ -83,20 +89,27 @@ def test_the_reader_remembers_the_codes_it_computed(tmp_path, monkeypatch):
 def _old_column_hash(s):
     from pandas.util import hash_array
 
-    return np.asarray(hash_array(np.asarray(s.astype(object).map(str).to_numpy(), dtype=object)), dtype=np.uint64)
+    return np.asarray(
+        hash_array(np.asarray(s.astype(object).map(str).to_numpy(), dtype=object)), dtype=np.uint64
+    )
 
 
 @settings(max_examples=80, deadline=None)
-@given(vals=st.lists(st.one_of(TEXTS, st.none(), st.just(float("nan"))), max_size=50),
-       dtype=st.sampled_from(DTYPES))
+@given(
+    vals=st.lists(st.one_of(TEXTS, st.none(), st.just(float("nan"))), max_size=50),
+    dtype=st.sampled_from(DTYPES),
+)
 def test_text_hash_through_distinct_values_is_the_per_value_hash(vals, dtype):
     s = _series(vals, dtype)
     assert np.array_equal(keying._column_hash(s), _old_column_hash(s))
 
 
 def test_text_hash_of_mixed_objects_and_number_like_categoricals():
-    for s in (pd.Series([1, "1", 1.0, True, None], dtype=object), pd.Series(pd.Categorical([1, 2, 1])),
-              pd.Series([pd.NA, "a", float("nan"), None], dtype=object)):
+    for s in (
+        pd.Series([1, "1", 1.0, True, None], dtype=object),
+        pd.Series(pd.Categorical([1, 2, 1])),
+        pd.Series([pd.NA, "a", float("nan"), None], dtype=object),
+    ):
         assert np.array_equal(keying._column_hash(s), _old_column_hash(s))
 
 
@@ -147,12 +160,14 @@ def test_distinct_typing_equals_the_per_value_path(monkeypatch):
 def test_csv_blocks_are_pandas_bytes_at_any_block_size(enc, lt):
     rng = np.random.default_rng(2)
     n = 2345
-    df = pd.DataFrame({
-        "a": pd.Series(rng.choice(["x", "yy", "Zürich", ""], n), dtype=str).mask(rng.random(n) < 0.1),
-        "b": rng.integers(-5, 10**12, n),
-        "c": pd.Series(rng.choice(["p", "q"], n), dtype=object),
-        "d": rng.integers(0, 3, n).astype(np.uint8),
-    })
+    df = pd.DataFrame(
+        {
+            "a": pd.Series(rng.choice(["x", "yy", "Zürich", ""], n), dtype=str).mask(rng.random(n) < 0.1),
+            "b": rng.integers(-5, 10**12, n),
+            "c": pd.Series(rng.choice(["p", "q"], n), dtype=object),
+            "d": rng.integers(0, 3, n).astype(np.uint8),
+        }
+    )
     ref = df.to_csv(None, sep=";", index=False, lineterminator=lt).encode(enc)
     for rows in (1, 7, 1000, 10**6):
         got = b"".join(bytes(b) for b in dio._csv_blocks(df, ";", lt, enc, block_rows=rows))

@@ -3,7 +3,6 @@
 import subprocess
 import sys
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -40,8 +39,10 @@ def test_choice_param():
     assert p.check(None, "m") == "laplace"
     with pytest.raises(ValueError) as exc:
         p.check("gauss", "m")
-    assert str(exc.value) == ("The 'noise' parameter of method 'm' must be a str among "
-                              "{'laplace', 'staircase'}. Got 'gauss' instead.")
+    assert str(exc.value) == (
+        "The 'noise' parameter of method 'm' must be a str among "
+        "{'laplace', 'staircase'}. Got 'gauss' instead."
+    )
     assert not isinstance(exc.value, TypeError) and isinstance(exc.value, ParameterError)
 
 
@@ -67,17 +68,21 @@ def test_hierarchy_rejects_inconsistent():
 
 
 def test_engine_imports_no_qt():
-    code = ("import sys, dpstudio.engine, dpstudio.cli; "
-            "from dpstudio import engine; engine.methods(); "
-            "bad=[m for m in sys.modules if m.startswith(('PySide6','pyqtgraph','dpstudio.app'))]; "
-            "assert not bad, bad")
+    code = (
+        "import sys, dpstudio.engine, dpstudio.cli; "
+        "from dpstudio import engine; engine.methods(); "
+        "bad=[m for m in sys.modules if m.startswith(('PySide6','pyqtgraph','dpstudio.app'))]; "
+        "assert not bad, bad"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_engine_functions_not_shadowed_by_submodules():
-    code = ("from dpstudio import engine; import dpstudio.engine.sweeps, dpstudio.engine.assessment, dpstudio.engine.protection.mdav; "
-            "import pandas as pd; df = pd.DataFrame({'x': [1., 2., 3., 4.]}); "
-            "list(engine.sweep(df, 'mdav', roles={'x': 'k-quasi'}, ks=[2])); "
-            "assert callable(engine.sweep) and callable(engine.methods) and callable(engine.assess), "
-            "(engine.sweep, engine.methods, engine.assess)")
+    code = (
+        "from dpstudio import engine; import dpstudio.engine.sweeps, dpstudio.engine.assessment, dpstudio.engine.protection.mdav; "
+        "import pandas as pd; df = pd.DataFrame({'x': [1., 2., 3., 4.]}); "
+        "list(engine.sweep(df, 'mdav', roles={'x': 'k-quasi'}, ks=[2])); "
+        "assert callable(engine.sweep) and callable(engine.methods) and callable(engine.assess), "
+        "(engine.sweep, engine.methods, engine.assess)"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -16,13 +16,15 @@ from dpstudio.engine.backends import dask_backend as DB  # noqa: E402
 
 def _data(n=1003, seed=7):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "id": np.arange(n),
-        "age": rng.integers(18, 90, n),
-        "income": np.round(rng.gamma(2.0, 20000.0, n), 2),
-        "hours": rng.integers(0, 80, n).astype(float),
-        "region": rng.choice(list("abc"), n),
-    })
+    return pd.DataFrame(
+        {
+            "id": np.arange(n),
+            "age": rng.integers(18, 90, n),
+            "income": np.round(rng.gamma(2.0, 20000.0, n), 2),
+            "hours": rng.integers(0, 80, n).astype(float),
+            "region": rng.choice(list("abc"), n),
+        }
+    )
 
 
 ROLES = {"id": "identifier", "age": "eps-quasi", "income": "eps-quasi", "hours": "eps-quasi"}
@@ -45,8 +47,15 @@ def test_dask_release_equals_in_memory(method, params, nparts, rows):
     df = _data()
     mem = engine.protect(df, method, ROLES, DOMAINS, seed=11, **params).data
     with dask.config.set(scheduler="synchronous"):
-        rel = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), method, ROLES, DOMAINS,
-                              seed=11, partition_rows=rows, **params)
+        rel = DB.protect_dask(
+            dd.from_pandas(df, npartitions=nparts),
+            method,
+            ROLES,
+            DOMAINS,
+            seed=11,
+            partition_rows=rows,
+            **params,
+        )
         got = rel.compute()
     assert list(got.columns) == list(mem.columns)
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
@@ -60,8 +69,9 @@ def test_dask_ir_swap_equals_in_memory(nparts, rows):
     roles = {"id": "identifier", "income": "confidential", "hours": "confidential"}
     mem = engine.protect(df, "ir-swap", roles, seed=5, k=4).data
     with dask.config.set(scheduler="synchronous"):
-        got = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), "ir-swap", roles,
-                              seed=5, k=4, partition_rows=rows).compute()
+        got = DB.protect_dask(
+            dd.from_pandas(df, npartitions=nparts), "ir-swap", roles, seed=5, k=4, partition_rows=rows
+        ).compute()
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
 
 
@@ -100,11 +110,13 @@ def test_write_release_atomic_and_public_metadata(tmp_path):
     mem = engine.protect(df, "ir-dp", ROLES, DOMAINS, seed=3, k=5, epsilon=1.0).data
     pd.testing.assert_frame_equal(back, mem, check_dtype=False)
     import json
+
     meta = json.loads((out / "metadata.json").read_text())
-    assert "seed" not in meta["parameters"] and "records" not in meta   # no seed, no count
+    assert "seed" not in meta["parameters"] and "records" not in meta  # no seed, no count
     assert meta["guarantee"] == rel.guarantee
     import os
     import stat
+
     assert stat.S_IMODE(os.stat(paths["private"]).st_mode) == 0o600
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".dpstudio-")]
 
@@ -115,34 +127,69 @@ def test_cli_protect_engine_dask_equals_memory(tmp_path):
     df = _data(600)
     src = tmp_path / "big.parquet"
     df.to_parquet(src)
-    args = [str(src), str(tmp_path / "out"), "--method", "ir-dp", "--k", "5", "--epsilon", "1",
-            "--seed", "9", "--role", "id=identifier", "--role", "age=eps-quasi",
-            "--role", "income=eps-quasi", "--role", "hours=eps-quasi",
-            "--domain", "age=0:120", "--domain", "income=0:1000000", "--domain", "hours=0:100"]
+    args = [
+        str(src),
+        str(tmp_path / "out"),
+        "--method",
+        "ir-dp",
+        "--k",
+        "5",
+        "--epsilon",
+        "1",
+        "--seed",
+        "9",
+        "--role",
+        "id=identifier",
+        "--role",
+        "age=eps-quasi",
+        "--role",
+        "income=eps-quasi",
+        "--role",
+        "hours=eps-quasi",
+        "--domain",
+        "age=0:120",
+        "--domain",
+        "income=0:1000000",
+        "--domain",
+        "hours=0:100",
+    ]
     assert main(["protect", *args, "--engine", "dask", "--workers", "1"]) == 0
     got = pd.read_parquet(tmp_path / "out" / "release").reset_index(drop=True)
     mem = engine.protect(df, "ir-dp", ROLES, DOMAINS, seed=9, k=5, epsilon=1.0).data
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
-    assert main(["protect", *args[:1], str(tmp_path / "o2"), *args[2:], "--engine", "dask",
-                 "--method", "mdav"]) != 0
+    assert (
+        main(["protect", *args[:1], str(tmp_path / "o2"), *args[2:], "--engine", "dask", "--method", "mdav"])
+        != 0
+    )
 
 
-@pytest.mark.parametrize("params", [
-    {"k": 5, "epsilon": 1.0},
-    {"k": 7, "epsilon": 1.0, "noise": "staircase", "reference": "upper"},
-    {"k": 4, "epsilon": 2.0, "calibration": "as-published", "shuffle": False},
-    {"k": 1, "epsilon": 1.0},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"k": 5, "epsilon": 1.0},
+        {"k": 7, "epsilon": 1.0, "noise": "staircase", "reference": "upper"},
+        {"k": 4, "epsilon": 2.0, "calibration": "as-published", "shuffle": False},
+        {"k": 1, "epsilon": 1.0},
+    ],
+)
 @pytest.mark.parametrize("nparts,rows", [(1, None), (5, None), (5, 83)])
 def test_dask_insensitive_single_equals_in_memory(params, nparts, rows):
     df = _data()
-    df.loc[::3, "hours"] = 40.0              # ties in the distance: the lexicographic tie-break
+    df.loc[::3, "hours"] = 40.0  # ties in the distance: the lexicographic tie-break
     df.loc[::3, "age"] = 30
     df.loc[::3, "income"] = 50000.0
     mem = engine.protect(df, "insensitive-dp", ROLES, DOMAINS, seed=13, variant="single", **params)
     with dask.config.set(scheduler="synchronous"):
-        rel = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), "insensitive-dp", ROLES,
-                              DOMAINS, seed=13, variant="single", partition_rows=rows, **params)
+        rel = DB.protect_dask(
+            dd.from_pandas(df, npartitions=nparts),
+            "insensitive-dp",
+            ROLES,
+            DOMAINS,
+            seed=13,
+            variant="single",
+            partition_rows=rows,
+            **params,
+        )
         got = rel.compute()
     pd.testing.assert_frame_equal(got, mem.data, check_dtype=False)
     assert rel.guarantee == mem.guarantee
@@ -157,23 +204,28 @@ def _heavy_ties(n=2000, seed=3):
     """Massive ties: integer columns with a handful of values (age-like), a rounded column
     with ~k copies of each value (blocks straddle every cluster boundary), one without ties."""
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "id": np.arange(n),
-        "age": rng.choice([20, 30, 40], n, p=[0.7, 0.2, 0.1]),
-        "income": np.round(rng.uniform(0, 1000, n), 0) * 10.0,
-        "hours": rng.uniform(0, 100, n),
-        "region": rng.choice(list("abc"), n),
-    })
+    return pd.DataFrame(
+        {
+            "id": np.arange(n),
+            "age": rng.choice([20, 30, 40], n, p=[0.7, 0.2, 0.1]),
+            "income": np.round(rng.uniform(0, 1000, n), 0) * 10.0,
+            "hours": rng.uniform(0, 100, n),
+            "region": rng.choice(list("abc"), n),
+        }
+    )
 
 
-@pytest.mark.parametrize("method,params", [
-    ("ir-dp", {"k": 5, "epsilon": 1.0}),
-    ("ir-dp", {"k": 3, "epsilon": 1.0, "shuffle": False}),
-    ("ir-dp", {"k": 333, "epsilon": 1.0}),  # clusters spanning several ranges
-    ("idp-ls", {"k": 4, "epsilon": 1.0, "shuffle": False}),
-    ("idp-cbls", {"k": 7, "epsilon": 1.0}),
-    ("laplace", {"epsilon": 1.0}),
-])
+@pytest.mark.parametrize(
+    "method,params",
+    [
+        ("ir-dp", {"k": 5, "epsilon": 1.0}),
+        ("ir-dp", {"k": 3, "epsilon": 1.0, "shuffle": False}),
+        ("ir-dp", {"k": 333, "epsilon": 1.0}),  # clusters spanning several ranges
+        ("idp-ls", {"k": 4, "epsilon": 1.0, "shuffle": False}),
+        ("idp-cbls", {"k": 7, "epsilon": 1.0}),
+        ("laplace", {"epsilon": 1.0}),
+    ],
+)
 @pytest.mark.parametrize("nparts,rows", [(1, None), (7, None), (7, 150), (3, 41)])
 def test_dask_heavy_ties_equal_in_memory(method, params, nparts, rows):
     """Ties everywhere: a value held by 70 % of the records spans most ranges; the ranges
@@ -184,8 +236,15 @@ def test_dask_heavy_ties_equal_in_memory(method, params, nparts, rows):
     domains = {"age": (0, 120), "income": (0, 10_000), "hours": (0, 100)}
     mem = engine.protect(df, method, roles, domains, seed=21, **params).data
     with dask.config.set(scheduler="synchronous"):
-        rel = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), method, roles, domains,
-                              seed=21, partition_rows=rows, **params)
+        rel = DB.protect_dask(
+            dd.from_pandas(df, npartitions=nparts),
+            method,
+            roles,
+            domains,
+            seed=21,
+            partition_rows=rows,
+            **params,
+        )
         got = rel.compute()
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
     if rows and method != "laplace":
@@ -198,14 +257,21 @@ def test_dask_ir_swap_heavy_ties_equal_in_memory(nparts, rows):
     roles = {"id": "identifier", "age": "confidential", "income": "confidential"}
     mem = engine.protect(df, "ir-swap", roles, seed=8, k=4).data
     with dask.config.set(scheduler="synchronous"):
-        got = DB.protect_dask(dd.from_pandas(df, npartitions=nparts), "ir-swap", roles,
-                              seed=8, k=4, partition_rows=rows).compute()
+        got = DB.protect_dask(
+            dd.from_pandas(df, npartitions=nparts), "ir-swap", roles, seed=8, k=4, partition_rows=rows
+        ).compute()
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
 
 
 def test_shuffle_order_breaks_equal_first_words_by_second():
-    part = pd.DataFrame({"x": [1, 2, 3, 4], "__k0": np.array([5, 5, 1, 5], np.uint64),
-                         "__k1": np.array([9, 2, 7, 4], np.uint64), DB._ROW: [0, 1, 2, 3]})
+    part = pd.DataFrame(
+        {
+            "x": [1, 2, 3, 4],
+            "__k0": np.array([5, 5, 1, 5], np.uint64),
+            "__k1": np.array([9, 2, 7, 4], np.uint64),
+            DB._ROW: [0, 1, 2, 3],
+        }
+    )
     assert DB._by_sort_keys(part)["x"].tolist() == [3, 2, 4, 1]
 
 
@@ -225,8 +291,21 @@ def test_memory_engine_refuses_a_file_too_big_with_the_dask_hint(tmp_path, monke
         available = 1024
 
     monkeypatch.setattr(psutil, "virtual_memory", lambda: VM())
-    rc = main(["protect", str(src), str(tmp_path / "out.csv"), "--method", "laplace",
-               "--epsilon", "1", "--role", "age=eps-quasi", "--domain", "age=0:120"])
+    rc = main(
+        [
+            "protect",
+            str(src),
+            str(tmp_path / "out.csv"),
+            "--method",
+            "laplace",
+            "--epsilon",
+            "1",
+            "--role",
+            "age=eps-quasi",
+            "--domain",
+            "age=0:120",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc != 0 and "--engine dask" in err and "Traceback" not in err
     assert not (tmp_path / "out.csv").exists()
@@ -293,13 +372,16 @@ def test_single_column_reads_of_a_parquet_folder_keep_the_partitions(tmp_path):
     assert len(src.raw(["age"]).to_delayed()) == 9 == len(src.frame(["age"]).to_delayed())
 
 
-@pytest.mark.parametrize("method,params", [
-    ("ir-dp", {"k": 5, "epsilon": 1.0}),
-    ("ir-dp", {"k": 3, "epsilon": 1.0, "shuffle": False}),
-    ("idp-cbls", {"k": 4, "epsilon": 1.0, "shuffle": False}),
-    ("laplace", {"epsilon": 1.0}),
-    ("insensitive-dp", {"k": 5, "epsilon": 1.0, "variant": "single"}),
-])
+@pytest.mark.parametrize(
+    "method,params",
+    [
+        ("ir-dp", {"k": 5, "epsilon": 1.0}),
+        ("ir-dp", {"k": 3, "epsilon": 1.0, "shuffle": False}),
+        ("idp-cbls", {"k": 4, "epsilon": 1.0, "shuffle": False}),
+        ("laplace", {"epsilon": 1.0}),
+        ("insensitive-dp", {"k": 5, "epsilon": 1.0, "variant": "single"}),
+    ],
+)
 def test_parquet_folder_ranked_release_equals_in_memory(tmp_path, method, params):
     df = _heavy_ties(1_000)
     folder = _parquet_folder(tmp_path, df, 9)
@@ -344,10 +426,22 @@ def test_ranked_method_reports_its_steps_one_attribute_at_a_time():
     df = _data(300)
     said = []
     with dask.config.set(scheduler="synchronous"):
-        DB.protect_dask(dd.from_pandas(df, npartitions=3), "ir-dp", ROLES, DOMAINS, seed=1, k=5,
-                        epsilon=1.0, progress=said.append, partition_rows=100)
+        DB.protect_dask(
+            dd.from_pandas(df, npartitions=3),
+            "ir-dp",
+            ROLES,
+            DOMAINS,
+            seed=1,
+            k=5,
+            epsilon=1.0,
+            progress=said.append,
+            partition_rows=100,
+        )
     cols = [c for c, r in ROLES.items() if r == "eps-quasi"]
     assert said[0] == "counting the records of 3 ranges"
     assert len(said) == 1 + len(cols)
     for j, c in enumerate(cols):
-        assert said[1 + j] == f"attribute {j + 1} of {len(cols)} ({c}): sorting 300 values in 3 ranges, releasing"
+        assert (
+            said[1 + j]
+            == f"attribute {j + 1} of {len(cols)} ({c}): sorting 300 values in 3 ranges, releasing"
+        )

@@ -50,8 +50,20 @@ def parts(tmp_path) -> Path:
     return d
 
 
-PROTECT = ["--method", "ir-dp", "--k", "3", "--epsilon", "1", "--role", "x=eps-quasi", "--domain", "x=0:100",
-           "--engine", "dask"]
+PROTECT = [
+    "--method",
+    "ir-dp",
+    "--k",
+    "3",
+    "--epsilon",
+    "1",
+    "--role",
+    "x=eps-quasi",
+    "--domain",
+    "x=0:100",
+    "--engine",
+    "dask",
+]
 
 
 @pytest.fixture
@@ -66,18 +78,21 @@ def no_cluster(monkeypatch):
     monkeypatch.setattr(distributed, "Client", boom)
 
 
-@pytest.mark.parametrize("opt,value,words", [
-    ("--workers", "-3", ["--workers", "1 to"]),          # was: hung starting -3 workers
-    ("--workers", "0", ["--workers", "1 to"]),           # was: silently 2 workers
-    ("--workers", "two", ["--workers"]),
-    ("--memory-limit", "lots", ["--memory-limit", "not a memory size"]),  # was: a traceback
-    ("--memory-limit", "1kB", ["--memory-limit", "512 MB"]),   # was: workers restarted forever
-    ("--memory-limit", "256MB", ["--memory-limit", "512 MB"]),  # measured: paused for good
-    ("--memory-limit", "-2GB", ["--memory-limit"]),
-    ("--memory-limit", "1e999GB", ["--memory-limit"]),
-    ("--scheduler", "not a url", ["--scheduler", "tcp://HOST:PORT"]),  # was: a traceback
-    ("--scheduler", "tcp://host:99999", ["--scheduler"]),
-])
+@pytest.mark.parametrize(
+    "opt,value,words",
+    [
+        ("--workers", "-3", ["--workers", "1 to"]),  # was: hung starting -3 workers
+        ("--workers", "0", ["--workers", "1 to"]),  # was: silently 2 workers
+        ("--workers", "two", ["--workers"]),
+        ("--memory-limit", "lots", ["--memory-limit", "not a memory size"]),  # was: a traceback
+        ("--memory-limit", "1kB", ["--memory-limit", "512 MB"]),  # was: workers restarted forever
+        ("--memory-limit", "256MB", ["--memory-limit", "512 MB"]),  # measured: paused for good
+        ("--memory-limit", "-2GB", ["--memory-limit"]),
+        ("--memory-limit", "1e999GB", ["--memory-limit"]),
+        ("--scheduler", "not a url", ["--scheduler", "tcp://HOST:PORT"]),  # was: a traceback
+        ("--scheduler", "tcp://host:99999", ["--scheduler"]),
+    ],
+)
 def test_dask_options_are_checked_before_any_cluster(opt, value, words, parts, tmp_path, capsys, no_cluster):
     code = cli.main(["protect", str(parts), str(tmp_path / "out"), *PROTECT, opt, value])
     one_line(code, capsys.readouterr().err, *words)
@@ -117,8 +132,9 @@ def _bad_inputs(tmp_path: Path, parts: Path) -> dict[str, tuple[Path, list[str]]
     }
 
 
-@pytest.mark.parametrize("case", ["empty folder", "folder without Parquet", "corrupt part",
-                                  "column missing in one part"])
+@pytest.mark.parametrize(
+    "case", ["empty folder", "folder without Parquet", "corrupt part", "column missing in one part"]
+)
 def test_bad_parquet_inputs_are_one_line_before_any_cluster(case, parts, tmp_path, capsys, no_cluster):
     """Was: dask's traceback (KeyError, 'No files satisfy …'), or worker tracebacks."""
     src, words = _bad_inputs(tmp_path, parts)[case]
@@ -132,7 +148,9 @@ def test_bad_parquet_inputs_are_one_line_before_any_cluster(case, parts, tmp_pat
 
 def test_unreachable_scheduler_is_one_line_within_the_timeout(parts, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(cli_dask, "SCHEDULER_TIMEOUT", 2)
-    code = cli.main(["protect", str(parts), str(tmp_path / "out"), *PROTECT, "--scheduler", "tcp://127.0.0.1:1"])
+    code = cli.main(
+        ["protect", str(parts), str(tmp_path / "out"), *PROTECT, "--scheduler", "tcp://127.0.0.1:1"]
+    )
     one_line(code, capsys.readouterr().err, "--scheduler", "cannot connect within 2 s")
 
 
@@ -141,8 +159,25 @@ def test_bad_hierarchy_on_dask_prints_no_worker_traceback(parts, tmp_path, capfd
     capfd: the workers are other processes writing to the same stderr."""
     h = tmp_path / "h_y.csv"
     h.write_text("0;*\n1;*\n2;*\n")  # values 3 and 4 are not in it
-    code = cli.main(["protect", str(parts), str(tmp_path / "out"), "--method", "k-eps", "--k", "3",
-                     "--role", "y=k-quasi", "--hierarchy", f"y={h}", "--engine", "dask", "--workers", "1"])
+    code = cli.main(
+        [
+            "protect",
+            str(parts),
+            str(tmp_path / "out"),
+            "--method",
+            "k-eps",
+            "--k",
+            "3",
+            "--role",
+            "y=k-quasi",
+            "--hierarchy",
+            f"y={h}",
+            "--engine",
+            "dask",
+            "--workers",
+            "1",
+        ]
+    )
     err = capfd.readouterr().err
     one_line(code, err, "'y'", "not in its hierarchy")
 
@@ -177,9 +212,27 @@ def test_process_memory_limit_gives_the_dask_line(limit, mb, medium_csv, tmp_pat
     """Was: the size check read the machine's free memory only; under a process limit the read
     died with a MemoryError traceback.  Now the check reads the limit and names it."""
     r = subprocess.run(
-        [sys.executable, "-c", SCRIPT, limit, str(mb << 20), "protect", str(medium_csv), str(tmp_path / "o.csv"),
-         "--method", "mdav", "--k", "5", "--role", "b=k-quasi", "--no-measures"],
-        capture_output=True, text=True, timeout=300, cwd=str(Path(__file__).resolve().parents[2]),
+        [
+            sys.executable,
+            "-c",
+            SCRIPT,
+            limit,
+            str(mb << 20),
+            "protect",
+            str(medium_csv),
+            str(tmp_path / "o.csv"),
+            "--method",
+            "mdav",
+            "--k",
+            "5",
+            "--role",
+            "b=k-quasi",
+            "--no-measures",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(Path(__file__).resolve().parents[2]),
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
     line = one_line(r.returncode, r.stderr, "--engine dask")

@@ -45,12 +45,14 @@ DOMAIN_OF = {"kq_age": "0:120", "eq_income": "0:1000", "conf_wage": "0:500"}
 def _synthetic(path: Path) -> None:
     rng = np.random.default_rng(20261127)
     n = 80
-    pd.DataFrame({
-        "kq_age": rng.integers(18, 90, n),
-        "eq_income": rng.integers(0, 1000, n),
-        "conf_wage": rng.integers(0, 500, n),
-        "region": rng.integers(0, 4, n),
-    }).to_csv(path, index=False)
+    pd.DataFrame(
+        {
+            "kq_age": rng.integers(18, 90, n),
+            "eq_income": rng.integers(0, 1000, n),
+            "conf_wage": rng.integers(0, 500, n),
+            "region": rng.integers(0, 4, n),
+        }
+    ).to_csv(path, index=False)
 
 
 def _generic_args(spec) -> list[str]:
@@ -59,8 +61,14 @@ def _generic_args(spec) -> list[str]:
         col = COLUMN_OF.get(role)
         if col is None:
             continue
-        args += ["--role", f"{col}={role.value}", "--type", f"{col}=integer",
-                 "--domain", f"{col}={DOMAIN_OF[col]}"]
+        args += [
+            "--role",
+            f"{col}={role.value}",
+            "--type",
+            f"{col}=integer",
+            "--domain",
+            f"{col}={DOMAIN_OF[col]}",
+        ]
     if spec.uses_k:
         args += ["--k", str(max(3, spec.min_k))]
     if spec.uses_epsilon:
@@ -68,36 +76,97 @@ def _generic_args(spec) -> list[str]:
     return args
 
 
-CENSUS_EPS = ["--role", "FICA=eps-quasi", "--role", "FEDTAX=eps-quasi",
-              "--domain", "FICA=0:12000", "--domain", "FEDTAX=0:32000"]
+CENSUS_EPS = [
+    "--role",
+    "FICA=eps-quasi",
+    "--role",
+    "FEDTAX=eps-quasi",
+    "--domain",
+    "FICA=0:12000",
+    "--domain",
+    "FEDTAX=0:32000",
+]
 ADULT_H = shared_path("adult", "hierarchies")
 
 #: name -> (input, argv after "protect IN OUT")
 REAL_CASES = {
-    "census-mdav": ("census", ["--method", "mdav", "--k", "5", "--role", "FICA=k-quasi",
-                               "--role", "FEDTAX=k-quasi", "--role", "INTVAL=k-quasi"]),
-    "census-laplace": ("census", ["--method", "laplace", "--epsilon", "1", "--type", "FICA=integer",
-                                  *CENSUS_EPS]),
+    "census-mdav": (
+        "census",
+        [
+            "--method",
+            "mdav",
+            "--k",
+            "5",
+            "--role",
+            "FICA=k-quasi",
+            "--role",
+            "FEDTAX=k-quasi",
+            "--role",
+            "INTVAL=k-quasi",
+        ],
+    ),
+    "census-laplace": (
+        "census",
+        ["--method", "laplace", "--epsilon", "1", "--type", "FICA=integer", *CENSUS_EPS],
+    ),
     "census-ir-dp": ("census", ["--method", "ir-dp", "--k", "10", "--epsilon", "1", *CENSUS_EPS]),
-    "census-ir-dp-tables": ("census", ["--method", "ir-dp", "--k", "10", "--epsilon", "1",
-                                       "--layout", "separate-tables", *CENSUS_EPS]),
-    "census-insensitive-dp": ("census", ["--method", "insensitive-dp", "--k", "20", "--epsilon",
-                                         "1", *CENSUS_EPS]),
-    "census-ir-swap-input-order": ("census", ["--method", "ir-swap", "--k", "5", "--order", "input",
-                                              "--role", "FICA=confidential"]),
-    "free1-local-suppression": ("free1", ["--method", "local-suppression", "--k", "3",
-                                          *[a for c in ("SEX", "AGE", "MARSTAT", "KINDPERS")
-                                            for a in ("--role", f"{c}=k-quasi", "--type",
-                                                      f"{c}=categorical")]]),
-    "adult-k-eps": ("adult", ["--method", "k-eps", "--k", "5", "--epsilon", "1",
-                              "--role", "sex=k-quasi", "--role", "race=k-quasi",
-                              "--role", "marital-status=k-quasi", "--role", "age=eps-quasi",
-                              "--domain", "age=0:120", "--type", "age=integer",
-                              "--hierarchy", f"sex={ADULT_H / 'adult_hierarchy_sex.csv'}",
-                              "--hierarchy", f"race={ADULT_H / 'adult_hierarchy_race.csv'}",
-                              "--hierarchy",
-                              f"marital-status={ADULT_H / 'adult_hierarchy_marital-status.csv'}",
-                              "--suppression", "0.05"]),
+    "census-ir-dp-tables": (
+        "census",
+        ["--method", "ir-dp", "--k", "10", "--epsilon", "1", "--layout", "separate-tables", *CENSUS_EPS],
+    ),
+    "census-insensitive-dp": (
+        "census",
+        ["--method", "insensitive-dp", "--k", "20", "--epsilon", "1", *CENSUS_EPS],
+    ),
+    "census-ir-swap-input-order": (
+        "census",
+        ["--method", "ir-swap", "--k", "5", "--order", "input", "--role", "FICA=confidential"],
+    ),
+    "free1-local-suppression": (
+        "free1",
+        [
+            "--method",
+            "local-suppression",
+            "--k",
+            "3",
+            *[
+                a
+                for c in ("SEX", "AGE", "MARSTAT", "KINDPERS")
+                for a in ("--role", f"{c}=k-quasi", "--type", f"{c}=categorical")
+            ],
+        ],
+    ),
+    "adult-k-eps": (
+        "adult",
+        [
+            "--method",
+            "k-eps",
+            "--k",
+            "5",
+            "--epsilon",
+            "1",
+            "--role",
+            "sex=k-quasi",
+            "--role",
+            "race=k-quasi",
+            "--role",
+            "marital-status=k-quasi",
+            "--role",
+            "age=eps-quasi",
+            "--domain",
+            "age=0:120",
+            "--type",
+            "age=integer",
+            "--hierarchy",
+            f"sex={ADULT_H / 'adult_hierarchy_sex.csv'}",
+            "--hierarchy",
+            f"race={ADULT_H / 'adult_hierarchy_race.csv'}",
+            "--hierarchy",
+            f"marital-status={ADULT_H / 'adult_hierarchy_marital-status.csv'}",
+            "--suppression",
+            "0.05",
+        ],
+    ),
 }
 
 
@@ -108,17 +177,23 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
     _synthetic(syn)
     adult = d / "adult.csv"
     pd.read_csv(shared_path("adult", "adult.csv"), sep=";", nrows=3000, dtype=str).to_csv(
-        adult, sep=";", index=False)
-    return {"synthetic": syn, "census": shared_path("census.csv"),
-            "free1": shared_path("free1", "free1.csv"), "adult": adult}
+        adult, sep=";", index=False
+    )
+    return {
+        "synthetic": syn,
+        "census": shared_path("census.csv"),
+        "free1": shared_path("free1", "free1.csv"),
+        "adult": adult,
+    }
 
 
 def _run(inp: Path, out_dir: Path, argv: list[str]) -> dict:
     out = out_dir / "out.csv"
     buf_out, buf_err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(buf_out), contextlib.redirect_stderr(buf_err):
-        rc = cli.main(["protect", str(inp), str(out), "--seed", SEED, "--no-measures",
-                       "--no-audit-trail", *argv])
+        rc = cli.main(
+            ["protect", str(inp), str(out), "--seed", SEED, "--no-measures", "--no-audit-trail", *argv]
+        )
     assert rc == 0, buf_err.getvalue()
     meta = json.loads((out_dir / "out.metadata.json").read_text(encoding="utf-8"))
     for k in VOLATILE:
@@ -154,12 +229,15 @@ def test_release_matches_golden(name, inp, argv, inputs, tmp_path):
         golden[name] = got
         _UPDATED[name] = got
         GOLDEN.parent.mkdir(exist_ok=True)
-        GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-                          encoding="utf-8")
+        GOLDEN.write_text(
+            json.dumps(golden, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         return
     golden = _load()
-    assert name in golden, (f"no golden entry for {name}: a new method or case; write it with "
-                            "DPSTUDIO_UPDATE_GOLDEN=1 (see the module docstring)")
+    assert name in golden, (
+        f"no golden entry for {name}: a new method or case; write it with "
+        "DPSTUDIO_UPDATE_GOLDEN=1 (see the module docstring)"
+    )
     want = golden[name]
     assert got["metadata"].get("guarantee") == want["metadata"].get("guarantee")
     assert got["metadata"] == want["metadata"]

@@ -94,10 +94,14 @@ def test_grid_covers_every_parameter_a_sentence_reads():
 
 def _frame(n=120, seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "x": rng.uniform(0, 100, n), "y": rng.uniform(0, 100, n),
-        "o": rng.integers(0, 4, n), "w": rng.uniform(1, 3, n),
-    })
+    return pd.DataFrame(
+        {
+            "x": rng.uniform(0, 100, n),
+            "y": rng.uniform(0, 100, n),
+            "o": rng.integers(0, 4, n),
+            "w": rng.uniform(1, 3, n),
+        }
+    )
 
 
 D = {"x": (0, 100), "y": (0, 100)}
@@ -109,10 +113,13 @@ def _protect(method, roles=XY, **p):
     return engine.protect(_frame(), method, roles, D, seed=3, **p)
 
 
-@pytest.mark.parametrize("budget,shares,total", [
-    ("equal", {"x": 0.5, "y": 0.5}, 1.0),
-    ("per-attribute", {"x": 1.0, "y": 1.0}, 2.0),
-])
+@pytest.mark.parametrize(
+    "budget,shares,total",
+    [
+        ("equal", {"x": 0.5, "y": 0.5}, 1.0),
+        ("per-attribute", {"x": 1.0, "y": 1.0}, 2.0),
+    ],
+)
 def test_epsilon_per_attribute_and_total(budget, shares, total):
     res = _protect("laplace", epsilon=1.0, budget=budget)
     g = res.guarantee_info
@@ -132,7 +139,7 @@ def test_uncovered_columns_and_reasons():
     res = _protect("laplace", roles={**XY, "w": "weight"}, epsilon=1.0)
     g = res.guarantee_info
     assert set(g.uncovered) == {Uncovered("o", "released-unchanged"), Uncovered("w", "sampling-weight")}
-    assert g.is_dp and g.scope is Scope.RECORDS          # named, not covered: as the sentence says
+    assert g.is_dp and g.scope is Scope.RECORDS  # named, not covered: as the sentence says
     assert g.has_clause("not-covered") and g.has_clause("survey")
 
 
@@ -159,21 +166,26 @@ def test_joint_ranking_offers_the_layout_once():
 
 
 def test_input_order_voids_a_clustered_dp_release():
-    res = engine.protect(_frame()[["x"]], "ir-dp", {"x": "eps-quasi"}, D1, seed=1, k=5, epsilon=1.0,
-                         order="input")
+    res = engine.protect(
+        _frame()[["x"]], "ir-dp", {"x": "eps-quasi"}, D1, seed=1, k=5, epsilon=1.0, order="input"
+    )
     g = res.guarantee_info
     assert g.model is Model.EPSILON_DP and g.voided_by == ("input-order",) and not g.is_dp
-    plain = engine.protect(_frame()[["x"]], "laplace", {"x": "eps-quasi"}, D1, seed=1, epsilon=1.0,
-                           order="input")
+    plain = engine.protect(
+        _frame()[["x"]], "laplace", {"x": "eps-quasi"}, D1, seed=1, epsilon=1.0, order="input"
+    )
     assert plain.guarantee_info.is_dp and not plain.guarantee_info.voided_by  # weakened, stated
 
 
-@pytest.mark.parametrize("method,params,model", [
-    ("mdav", {"k": 3}, Model.K_ANONYMITY),
-    ("mdav-swap", {"k": 3}, Model.PROBABILISTIC_K_ANONYMITY),
-    ("idp-ls", {"k": 3, "epsilon": 1.0}, Model.INDIVIDUAL_DP),
-    ("insensitive-dp", {"k": 5, "epsilon": 1.0, "calibration": "as-published"}, Model.NONE),
-])
+@pytest.mark.parametrize(
+    "method,params,model",
+    [
+        ("mdav", {"k": 3}, Model.K_ANONYMITY),
+        ("mdav-swap", {"k": 3}, Model.PROBABILISTIC_K_ANONYMITY),
+        ("idp-ls", {"k": 3, "epsilon": 1.0}, Model.INDIVIDUAL_DP),
+        ("insensitive-dp", {"k": 5, "epsilon": 1.0, "calibration": "as-published"}, Model.NONE),
+    ],
+)
 def test_models(method, params, model):
     roles = {"x": "k-quasi"} if method.startswith("mdav") else {"x": "eps-quasi"}
     res = engine.protect(_frame()[["x"]], method, roles, {"x": (0, 100)}, seed=1, **params)
@@ -201,13 +213,17 @@ def test_clauses_have_codes_and_concatenate_to_the_sentence():
 
 
 def test_json_round_trip():
-    gs = [_protect(m, **p).guarantee_info for m, p in [
-        ("laplace", {"epsilon": 1.0, "budget": "per-attribute"}),
-        ("insensitive-dp", {"k": 10, "epsilon": 1.0}),
-        ("ir-dp", {"k": 5, "epsilon": 0.5, "layout": "separate-tables"}),
-    ]]
-    t = engine.protect(_frame(), "t-close-dp", {"x": "k-quasi", "y": "confidential"}, seed=1,
-                       epsilon=1.0).guarantee_info
+    gs = [
+        _protect(m, **p).guarantee_info
+        for m, p in [
+            ("laplace", {"epsilon": 1.0, "budget": "per-attribute"}),
+            ("insensitive-dp", {"k": 10, "epsilon": 1.0}),
+            ("ir-dp", {"k": 5, "epsilon": 0.5, "layout": "separate-tables"}),
+        ]
+    ]
+    t = engine.protect(
+        _frame(), "t-close-dp", {"x": "k-quasi", "y": "confidential"}, seed=1, epsilon=1.0
+    ).guarantee_info
     gs += [t, compose([_step("a", gs[0], {"x": Effect.PERTURB}), _step("b", t, {"y": Effect.PERTURB})])]
     for g in gs:
         d = json.loads(json.dumps(g.to_dict()))
@@ -220,10 +236,10 @@ def test_json_round_trip():
 
 def test_describe_release_is_the_guarantees_text():
     df = _frame()
-    g = api.preview_guarantee(list(df.columns), "insensitive-dp", XY, data=df, domains=D, k=10,
-                              epsilon=1.0)
-    text, is_dp = api.describe_release(list(df.columns), "insensitive-dp", XY, data=df, domains=D,
-                                       k=10, epsilon=1.0)
+    g = api.preview_guarantee(list(df.columns), "insensitive-dp", XY, data=df, domains=D, k=10, epsilon=1.0)
+    text, is_dp = api.describe_release(
+        list(df.columns), "insensitive-dp", XY, data=df, domains=D, k=10, epsilon=1.0
+    )
     assert (text, is_dp) == (g.render(), g.is_dp)
     assert text == _protect("insensitive-dp", k=10, epsilon=1.0).guarantee
 
@@ -232,10 +248,16 @@ def test_context_replaces_underscore_keys():
     """A method's guarantee gets the columns and roles from the context, never from the
     parameters: underscore keys in the parameters are not read."""
     spec = get_method("t-close-dp")
-    ctx = GuaranteeContext.of({"epsilon": 1.0, "k": 5, "output": "anatomy"}, attributes=["q", "c"],
-                              roles={"q": "k-quasi", "c": "confidential"})
+    ctx = GuaranteeContext.of(
+        {"epsilon": 1.0, "k": 5, "output": "anatomy"},
+        attributes=["q", "c"],
+        roles={"q": "k-quasi", "c": "confidential"},
+    )
     text = spec.describe(ctx).render()
-    assert "Changed: the confidential attribute(s) c" in text and "Not changed: the k-quasi-identifiers q" in text
+    assert (
+        "Changed: the confidential attribute(s) c" in text
+        and "Not changed: the k-quasi-identifiers q" in text
+    )
     sneaky = GuaranteeContext.of({"epsilon": 1.0, "k": 5, "_attributes": ["zz"], "_roles": {"zz": "k-quasi"}})
     assert "zz" not in spec.describe(sneaky).render()
 
@@ -301,8 +323,9 @@ def test_public_texts_do_not_depend_on_the_grouping_when_permuted(monkeypatch):
 def test_every_warning_is_a_notice_with_a_declared_code():
     df = _frame()
     df.loc[:4, "x"] = np.nan
-    res = engine.protect(df, "insensitive-dp", XY, D, seed=1, k=1, epsilon=60.0, order="input",
-                         drop_missing=True)
+    res = engine.protect(
+        df, "insensitive-dp", XY, D, seed=1, k=1, epsilon=60.0, order="input", drop_missing=True
+    )
     codes = {as_notice(w).code for w in res.warnings}
     assert {"records-dropped", "epsilon-large", "input-order", "rigorous-k1"} <= codes
     for w in res.warnings:
@@ -315,7 +338,7 @@ def test_every_warning_is_a_notice_with_a_declared_code():
 
 def test_notice_codes_decide_publication():
     assert Notice("epsilon-large", "x").public and not Notice("pile-up", "x").public
-    assert not is_public("plain text from a method")   # the safe default
+    assert not is_public("plain text from a method")  # the safe default
     assert as_notice("plain").code == "method-note"
     with pytest.raises(ValueError):
         Notice("no-such-code", "x")
@@ -324,8 +347,12 @@ def test_notice_codes_decide_publication():
 
     back = pickle.loads(pickle.dumps(n))
     assert back == n and back.code == n.code and not back.public
-    assert n.to_dict() == {"code": "records-dropped", "severity": "info", "public": False,
-                           "text": "3 dropped"}
+    assert n.to_dict() == {
+        "code": "records-dropped",
+        "severity": "info",
+        "public": False,
+        "text": "3 dropped",
+    }
 
 
 # ------------------------------------------------------------------ chains
@@ -336,35 +363,49 @@ def _step(name, g, changes, **kw):
 
 
 def _dp(cols, eps, scope=Scope.RECORDS, model=Model.EPSILON_DP):
-    return Guarantee(model=model, clauses=(Clause("claim", f"{eps:g}-DP on {', '.join(cols)}."),),
-                     epsilon=eps, epsilon_total=eps, covered=tuple(cols), scope=scope,
-                     epsilon_per_attribute=tuple((c, eps / len(cols)) for c in cols))
+    return Guarantee(
+        model=model,
+        clauses=(Clause("claim", f"{eps:g}-DP on {', '.join(cols)}."),),
+        epsilon=eps,
+        epsilon_total=eps,
+        covered=tuple(cols),
+        scope=scope,
+        epsilon_per_attribute=tuple((c, eps / len(cols)) for c in cols),
+    )
 
 
 def _kanon(cols, k=3, model=Model.K_ANONYMITY):
-    return Guarantee(model=model, clauses=(Clause("claim", f"{k}-anonymity on {', '.join(cols)}."),),
-                     k=k, covered=tuple(cols))
+    return Guarantee(
+        model=model,
+        clauses=(Clause("claim", f"{k}-anonymity on {', '.join(cols)}."),),
+        k=k,
+        covered=tuple(cols),
+    )
 
 
 NONE = Guarantee(model=Model.NONE, clauses=(Clause("mechanism", "recoded."),))
 
 
 def test_fixed_recode_before_dp_keeps_dp_and_budgets_add():
-    g = compose([
-        _step("recode", NONE, {"age": Effect.FIXED_MAP}),
-        _step("ir-dp", _dp(["age"], 1.0), {"age": Effect.PERTURB}),
-        _step("laplace", _dp(["income"], 0.5), {"income": Effect.PERTURB}),
-    ])
+    g = compose(
+        [
+            _step("recode", NONE, {"age": Effect.FIXED_MAP}),
+            _step("ir-dp", _dp(["age"], 1.0), {"age": Effect.PERTURB}),
+            _step("laplace", _dp(["income"], 0.5), {"income": Effect.PERTURB}),
+        ]
+    )
     assert g.model is Model.EPSILON_DP and g.is_dp and g.epsilon_total == 1.5
     assert g.epsilon_shares == {"age": 1.0, "income": 0.5} and g.delta == 0.0
     assert len(g.parts) == 2 and g.has_clause("composition")
 
 
 def test_data_dependent_recode_before_dp_loses_dp():
-    g = compose([
-        _step("quantile-recode", NONE, {"age": Effect.DATA_MAP}),
-        _step("ir-dp", _dp(["age"], 1.0), {"age": Effect.PERTURB}),
-    ])
+    g = compose(
+        [
+            _step("quantile-recode", NONE, {"age": Effect.DATA_MAP}),
+            _step("ir-dp", _dp(["age"], 1.0), {"age": Effect.PERTURB}),
+        ]
+    )
     assert not g.is_dp and g.model is Model.NONE and g.has_clause("lost")
     assert "quantile-recode" in g.render()
 
@@ -372,49 +413,63 @@ def test_data_dependent_recode_before_dp_loses_dp():
 def test_data_dependent_step_reading_a_later_dp_column_loses_dp():
     """Local suppression of keys that include income, then noise on income: the suppression
     pattern already depends on the unprotected incomes."""
-    g = compose([
-        _step("local-suppression", _kanon(["region"]), {"region": Effect.SUPPRESS}, reads=("income",)),
-        _step("laplace", _dp(["income"], 1.0), {"income": Effect.PERTURB}),
-    ])
+    g = compose(
+        [
+            _step("local-suppression", _kanon(["region"]), {"region": Effect.SUPPRESS}, reads=("income",)),
+            _step("laplace", _dp(["income"], 1.0), {"income": Effect.PERTURB}),
+        ]
+    )
     assert not g.is_dp and any(p.model is Model.K_ANONYMITY for p in g.parts)
 
 
 def test_data_dependent_step_on_other_columns_keeps_dp():
-    g = compose([
-        _step("local-suppression", _kanon(["region"]), {"region": Effect.SUPPRESS}),
-        _step("laplace", _dp(["income"], 1.0), {"income": Effect.PERTURB}),
-    ])
+    g = compose(
+        [
+            _step("local-suppression", _kanon(["region"]), {"region": Effect.SUPPRESS}),
+            _step("laplace", _dp(["income"], 1.0), {"income": Effect.PERTURB}),
+        ]
+    )
     assert g.is_dp and g.epsilon_total == 1.0
     assert {p.model for p in g.parts} == {Model.K_ANONYMITY, Model.EPSILON_DP}
 
 
 def test_steps_after_dp_are_post_processing():
-    g = compose([
-        _step("laplace", _dp(["income"], 1.0), {"income": Effect.PERTURB}),
-        _step("top-code", NONE, {"income": Effect.DATA_MAP}),
-        _step("suppress", NONE, {"income": Effect.SUPPRESS}),
-    ])
+    g = compose(
+        [
+            _step("laplace", _dp(["income"], 1.0), {"income": Effect.PERTURB}),
+            _step("top-code", NONE, {"income": Effect.DATA_MAP}),
+            _step("suppress", NONE, {"income": Effect.SUPPRESS}),
+        ]
+    )
     assert g.is_dp and g.epsilon_total == 1.0
 
 
 def test_removing_records_before_dp_loses_dp():
-    g = compose([
-        _step("record-suppression", NONE, {}, removes_records=True),
-        _step("laplace", _dp(["income"], 1.0), {"income": Effect.PERTURB}),
-    ])
+    g = compose(
+        [
+            _step("record-suppression", NONE, {}, removes_records=True),
+            _step("laplace", _dp(["income"], 1.0), {"income": Effect.PERTURB}),
+        ]
+    )
     assert not g.is_dp
 
 
 def test_k_anonymity_survives_recoding_and_suppression_not_pram():
     keys = {"region": Effect.SUPPRESS, "age": Effect.SUPPRESS}
     base = _step("local-suppression", _kanon(["region", "age"]), keys)
-    kept = compose([base, _step("top-code", NONE, {"age": Effect.FIXED_MAP}),
-                    _step("recode", NONE, {"region": Effect.DATA_MAP})])
+    kept = compose(
+        [
+            base,
+            _step("top-code", NONE, {"age": Effect.FIXED_MAP}),
+            _step("recode", NONE, {"region": Effect.DATA_MAP}),
+        ]
+    )
     assert kept.model is Model.K_ANONYMITY and kept.k == 3 and not kept.has_clause("lost")
     suppressed = compose([base, _step("suppress", NONE, {"age": Effect.SUPPRESS})])
-    assert suppressed.model is Model.K_ANONYMITY           # a missing value matches any value
-    pram = Guarantee(model=Model.PLAUSIBLE_DENIABILITY, clauses=(Clause("claim", "PRAM."),),
-                     covered=("region",))
+    assert suppressed.model is Model.K_ANONYMITY  # a missing value matches any value
+    pram = Guarantee(
+        model=Model.PLAUSIBLE_DENIABILITY, clauses=(Clause("claim", "PRAM."),), covered=("region",)
+    )
     lost = compose([base, _step("pram", pram, {"region": Effect.PERTURB})])
     assert lost.model is Model.PLAUSIBLE_DENIABILITY and lost.has_clause("lost")
     assert [p.model for p in lost.parts] == [Model.PLAUSIBLE_DENIABILITY]
@@ -424,32 +479,52 @@ def test_k_anonymity_survives_recoding_and_suppression_not_pram():
 
 
 def test_probabilistic_k_anonymity_does_not_survive_suppression():
-    g = compose([_step("swap", _kanon(["a"], model=Model.PROBABILISTIC_K_ANONYMITY), {"a": Effect.PERTURB}),
-                 _step("suppress", NONE, {"a": Effect.SUPPRESS})])
+    g = compose(
+        [
+            _step("swap", _kanon(["a"], model=Model.PROBABILISTIC_K_ANONYMITY), {"a": Effect.PERTURB}),
+            _step("suppress", NONE, {"a": Effect.SUPPRESS}),
+        ]
+    )
     assert g.model is Model.NONE
 
 
 def test_k_anonymity_survives_changes_to_other_columns():
-    g = compose([_step("mdav", _kanon(["age"]), {"age": Effect.PERTURB}),
-                 _step("noise", _dp(["income"], 1.0), {"income": Effect.PERTURB})])
+    g = compose(
+        [
+            _step("mdav", _kanon(["age"]), {"age": Effect.PERTURB}),
+            _step("noise", _dp(["income"], 1.0), {"income": Effect.PERTURB}),
+        ]
+    )
     assert g.is_dp and Model.K_ANONYMITY in {p.model for p in g.parts}
 
 
 def test_weakest_scope_and_model_win():
-    g = compose([_step("a", _dp(["x"], 1.0), {"x": Effect.PERTURB}),
-                 _step("b", _dp(["y"], 1.0, model=Model.INDIVIDUAL_DP), {"y": Effect.PERTURB})])
+    g = compose(
+        [
+            _step("a", _dp(["x"], 1.0), {"x": Effect.PERTURB}),
+            _step("b", _dp(["y"], 1.0, model=Model.INDIVIDUAL_DP), {"y": Effect.PERTURB}),
+        ]
+    )
     assert g.model is Model.INDIVIDUAL_DP and not g.is_dp and g.epsilon_total == 2.0
-    h = compose([_step("a", _dp(["x"], 1.0), {"x": Effect.PERTURB}),
-                 _step("b", _dp(["y"], 1.0, scope=Scope.PER_ATTRIBUTE), {"y": Effect.PERTURB})])
+    h = compose(
+        [
+            _step("a", _dp(["x"], 1.0), {"x": Effect.PERTURB}),
+            _step("b", _dp(["y"], 1.0, scope=Scope.PER_ATTRIBUTE), {"y": Effect.PERTURB}),
+        ]
+    )
     assert h.scope is Scope.PER_ATTRIBUTE and not h.is_dp
 
 
 def test_t_closeness_does_not_survive_a_change_of_its_columns():
     t = Guarantee(model=Model.T_CLOSENESS, clauses=(Clause("claim", "t-close."),), covered=("C",))
-    assert compose([_step("tc", t, {"C": Effect.PERTURB}),
-                    _step("other", NONE, {"q": Effect.FIXED_MAP})]).model is Model.T_CLOSENESS
-    assert compose([_step("tc", t, {"C": Effect.PERTURB}),
-                    _step("recode", NONE, {"C": Effect.FIXED_MAP})]).model is Model.NONE
+    assert (
+        compose([_step("tc", t, {"C": Effect.PERTURB}), _step("other", NONE, {"q": Effect.FIXED_MAP})]).model
+        is Model.T_CLOSENESS
+    )
+    assert (
+        compose([_step("tc", t, {"C": Effect.PERTURB}), _step("recode", NONE, {"C": Effect.FIXED_MAP})]).model
+        is Model.NONE
+    )
 
 
 def test_compose_needs_a_step():
@@ -461,8 +536,10 @@ def test_compose_needs_a_step():
 
 
 _WORDING = [
-    re.compile(r"""\.startswith\(\s*f?["'][A-Z]"""),            # a sentence's first word
-    re.compile(r"""["'][A-Za-z][^"']*["']\s+(?:not\s+)?in\s+(?:w|warning|warn|text|guarantee|sentence|note|msg)\b"""),
+    re.compile(r"""\.startswith\(\s*f?["'][A-Z]"""),  # a sentence's first word
+    re.compile(
+        r"""["'][A-Za-z][^"']*["']\s+(?:not\s+)?in\s+(?:w|warning|warn|text|guarantee|sentence|note|msg)\b"""
+    ),
     re.compile(r"""guarantee\w*\.(?:startswith|endswith|find|count)\("""),
     re.compile(r"""["']_(?:attributes|roles|eps_quasi)["']"""),  # underscore keys in params
 ]
@@ -506,11 +583,13 @@ def test_preview_is_the_released_sentence_with_survey_roles(layout):
     unchanged" although that layout does not release it)."""
     df = _frame()
     roles = {**XY, "w": "weight"}
-    pre = api.preview_guarantee(list(df.columns), "insensitive-dp", roles, data=df, domains=D, k=10,
-                                epsilon=1.0, layout=layout)
+    pre = api.preview_guarantee(
+        list(df.columns), "insensitive-dp", roles, data=df, domains=D, k=10, epsilon=1.0, layout=layout
+    )
     res = engine.protect(df, "insensitive-dp", roles, D, seed=1, k=10, epsilon=1.0, layout=layout)
     assert pre.render() == res.guarantee and pre.is_dp == res.is_dp
     assert ("released unchanged (not protected" in res.guarantee) == (layout == "records")
-    no_data = api.preview_guarantee(list(df.columns), "insensitive-dp", roles, k=10, epsilon=1.0,
-                                    layout=layout)
+    no_data = api.preview_guarantee(
+        list(df.columns), "insensitive-dp", roles, k=10, epsilon=1.0, layout=layout
+    )
     assert no_data.render() in res.guarantee

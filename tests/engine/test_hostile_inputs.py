@@ -132,8 +132,10 @@ def test_data_file_that_is_a_fifo_or_device_is_refused(fifo, tmp_path, capsys):
         with time_limit():
             with pytest.raises(InputError, match="not a regular file"):
                 dio.read_table(src)
-            code, err = run(["protect", src, tmp_path / "o.csv", "--method", "mdav", "--k", "2",
-                             "--role", "x=k-quasi"], capsys)
+            code, err = run(
+                ["protect", src, tmp_path / "o.csv", "--method", "mdav", "--k", "2", "--role", "x=k-quasi"],
+                capsys,
+            )
         one_line(code, err, str(src), "not a regular file")
 
 
@@ -147,11 +149,38 @@ def test_csv_integer_beyond_4300_digits_reads_and_round_trips(rows, tmp_path, ca
     df, meta = dio.read_table(src)
     assert df["y"].dtype == np.float64 and np.isposinf(df["y"].iloc[-1])
     assert "y" in meta.texts  # written back as read
-    code, err = run(["protect", src, tmp_path / "o.csv", "--method", "mdav", "--k", "2",
-                     "--role", "y=k-quasi", "--no-measures"], capsys)
+    code, err = run(
+        [
+            "protect",
+            src,
+            tmp_path / "o.csv",
+            "--method",
+            "mdav",
+            "--k",
+            "2",
+            "--role",
+            "y=k-quasi",
+            "--no-measures",
+        ],
+        capsys,
+    )
     one_line(code, err, "'y'", "infinite")
-    code, err = run(["protect", src, tmp_path / "o.csv", "--method", "mdav", "--k", "2",
-                     "--role", "x=k-quasi", "--no-measures", "--no-audit-trail"], capsys)
+    code, err = run(
+        [
+            "protect",
+            src,
+            tmp_path / "o.csv",
+            "--method",
+            "mdav",
+            "--k",
+            "2",
+            "--role",
+            "x=k-quasi",
+            "--no-measures",
+            "--no-audit-trail",
+        ],
+        capsys,
+    )
     assert code == 0, err
     out = (tmp_path / "o.csv").read_text().splitlines()
     assert out[0].split(",")[1] == "y"  # records in random order: compared as a multiset
@@ -197,7 +226,7 @@ def test_recipe_fields_are_checked_with_one_line(raw, words, tmp_path, data, cap
         load_recipe(p)
     assert "\n" not in str(e.value)
     cmd = "sweep" if "sweep" in raw else "protect"
-    argv = ([cmd, data, "--out", tmp_path / "s.csv"] if cmd == "sweep" else [cmd, data, tmp_path / "o.csv"])
+    argv = [cmd, data, "--out", tmp_path / "s.csv"] if cmd == "sweep" else [cmd, data, tmp_path / "o.csv"]
     code, err = run([*argv, "--recipe", p, "--role", "x=k-quasi", "--k", "2"], capsys)
     one_line(code, err, "--recipe", *words)
 
@@ -206,15 +235,23 @@ def test_recipe_fields_are_checked_with_one_line(raw, words, tmp_path, data, cap
 def test_recipe_path_that_is_a_fifo_or_device(special, fifo, tmp_path, data, capsys):
     path = fifo if special == "fifo" else special
     with time_limit():
-        code, err = run(["protect", data, tmp_path / "o.csv", "--recipe", path, "--role", "x=k-quasi",
-                         "--k", "2"], capsys)
+        code, err = run(
+            ["protect", data, tmp_path / "o.csv", "--recipe", path, "--role", "x=k-quasi", "--k", "2"], capsys
+        )
     one_line(code, err, "--recipe", "not a regular file")
 
 
 def test_a_valid_recipe_still_loads(tmp_path):
-    rec = Recipe(method="mdav", params={"k": 3}, roles={"x": "k-quasi"}, domains={"x": (0.0, 9.0)},
-                 read_options={"sep": ";", "sheet": 0}, sweep={"ks": "2:5", "epsilons": [1, 2.5], "repeats": 10_000},
-                 seed=5, seed_pinned=True)
+    rec = Recipe(
+        method="mdav",
+        params={"k": 3},
+        roles={"x": "k-quasi"},
+        domains={"x": (0.0, 9.0)},
+        read_options={"sep": ";", "sheet": 0},
+        sweep={"ks": "2:5", "epsilons": [1, 2.5], "repeats": 10_000},
+        seed=5,
+        seed_pinned=True,
+    )
     p = _recipe(tmp_path, rec.to_dict())
     back = load_recipe(p)
     assert back.params == {"k": 3} and back.domains == {"x": (0.0, 9.0)} and back.sweep["repeats"] == 10_000
@@ -228,8 +265,23 @@ def test_sweep_repeats_limit_in_engine_and_cli(tmp_path, data, capsys):
     for bad in (0, MAX_REPEATS + 1, 10**9, 2.0, "x", True):
         with pytest.raises(ParameterError, match="repeats"):
             next(iter(engine.sweep(df, "mdav", {"x": "k-quasi"}, ks=[2], repeats=bad)))
-    code, err = run(["sweep", data, "--out", tmp_path / "s.csv", "--method", "mdav", "--role", "x=k-quasi",
-                     "--k", "2", "--repeats", str(10**9)], capsys)
+    code, err = run(
+        [
+            "sweep",
+            data,
+            "--out",
+            tmp_path / "s.csv",
+            "--method",
+            "mdav",
+            "--role",
+            "x=k-quasi",
+            "--k",
+            "2",
+            "--repeats",
+            str(10**9),
+        ],
+        capsys,
+    )
     one_line(code, err, "--repeats", "10,000")
 
 
@@ -240,8 +292,23 @@ def test_sweep_repeats_limit_in_engine_and_cli(tmp_path, data, capsys):
 def test_hierarchy_path_that_is_not_a_file(special, fifo, tmp_path, data, capsys):
     path = {"fifo": fifo, "folder": tmp_path}.get(special, special)
     with time_limit():
-        code, err = run(["protect", data, tmp_path / "o.csv", "--method", "k-eps", "--k", "2",
-                         "--role", "g=k-quasi", "--hierarchy", f"g={path}", "--no-measures"], capsys)
+        code, err = run(
+            [
+                "protect",
+                data,
+                tmp_path / "o.csv",
+                "--method",
+                "k-eps",
+                "--k",
+                "2",
+                "--role",
+                "g=k-quasi",
+                "--hierarchy",
+                f"g={path}",
+                "--no-measures",
+            ],
+            capsys,
+        )
     one_line(code, err, "hierarchy", "not a regular file")
 
 
@@ -249,8 +316,22 @@ def test_hierarchy_path_that_is_not_a_file(special, fifo, tmp_path, data, capsys
 def test_ledger_path_that_is_not_a_file(special, fifo, tmp_path, data, capsys):
     path = fifo if special == "fifo" else special
     with time_limit():
-        code, err = run(["query", data, "count", "--epsilon", "0.1", "--range", "count=0:50",
-                         "--ledger", path, "--budget", "1"], capsys)
+        code, err = run(
+            [
+                "query",
+                data,
+                "count",
+                "--epsilon",
+                "0.1",
+                "--range",
+                "count=0:50",
+                "--ledger",
+                path,
+                "--budget",
+                "1",
+            ],
+            capsys,
+        )
     one_line(code, err, "ledger", "not a regular file")
 
 
@@ -261,15 +342,18 @@ def _q(data, text, *extra):
     return ["query", data, text, "--epsilon", "0.5", "--range", "count=0:50", *extra]
 
 
-@pytest.mark.parametrize("text,words", [
-    ("count where " + "(" * 10_000 + "x > 1" + ")" * 10_000, ["nested more than 200"]),
-    ("count where " + "not " * 10_000 + "x > 1", ["nested more than 200"]),
-    ("count where " + " and ".join(["x > 1"] * 8000), ["more than 1,000 comparisons"]),
-    ("count where " + " or ".join(["x > 1"] * 8000), ["more than 1,000 comparisons"]),
-    ("count where x > " + "9" * 5000, ["5,000 characters"]),
-    ("count where x in (" + ", ".join(["1"] * 1001) + ")", ["more than 1,000 comparisons"]),
-    ("count where g == '\\x'", None),  # was UnicodeDecodeError (unicode_escape): now the text x
-])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("count where " + "(" * 10_000 + "x > 1" + ")" * 10_000, ["nested more than 200"]),
+        ("count where " + "not " * 10_000 + "x > 1", ["nested more than 200"]),
+        ("count where " + " and ".join(["x > 1"] * 8000), ["more than 1,000 comparisons"]),
+        ("count where " + " or ".join(["x > 1"] * 8000), ["more than 1,000 comparisons"]),
+        ("count where x > " + "9" * 5000, ["5,000 characters"]),
+        ("count where x in (" + ", ".join(["1"] * 1001) + ")", ["more than 1,000 comparisons"]),
+        ("count where g == '\\x'", None),  # was UnicodeDecodeError (unicode_escape): now the text x
+    ],
+)
 def test_query_sizes_give_one_line(text, words, data, capsys):
     code, err = run(_q(data, text), capsys)
     if words is None:
@@ -280,19 +364,27 @@ def test_query_sizes_give_one_line(text, words, data, capsys):
 
 def test_query_filters_at_the_limits_are_answered(data):
     df = pd.read_csv(data)
-    for where in ("(" * 199 + "x > 1" + ")" * 199, "not " * 200 + "x > 1",
-                  " and ".join(["x > 1"] * 1000), " or ".join(["x >= 0"] * 500 + ["x < 0"] * 500)):
+    for where in (
+        "(" * 199 + "x > 1" + ")" * 199,
+        "not " * 200 + "x > 1",
+        " and ".join(["x > 1"] * 1000),
+        " or ".join(["x >= 0"] * 500 + ["x < 0"] * 500),
+    ):
         node = qd.parse_filter(where)
         m = qd.evaluate_filter(df, node)
         assert m.shape == (N,)
-        ans = qd.refine_query(df, f"count where {where}", qd.Prior.uniform(qd.NumericRange(0, 50, 1)), 0.5, rng=1)
+        ans = qd.refine_query(
+            df, f"count where {where}", qd.Prior.uniform(qd.NumericRange(0, 50, 1)), 0.5, rng=1
+        )
         assert ans.true_value == int(m.sum())
     assert qd.evaluate_filter(df, qd.parse_filter("not " * 200 + "x > 1")).tolist() == (df.x > 1).tolist()
 
 
 def test_prior_categorical_text_on_a_numeric_range(data, capsys):
-    code, err = run(["query", data, "mean(x)", "--epsilon", "1", "--range", "x=0:100",
-                     "--prior", "categorical:a=1"], capsys)
+    code, err = run(
+        ["query", data, "mean(x)", "--epsilon", "1", "--range", "x=0:100", "--prior", "categorical:a=1"],
+        capsys,
+    )
     one_line(code, err, "prior value 'a'", "numeric")
     with pytest.raises(ParameterError, match="not a point"):
         qd.parse_prior("categorical:1e999=1", qd.NumericRange(0, 100, 1)).weights()
@@ -301,17 +393,24 @@ def test_prior_categorical_text_on_a_numeric_range(data, capsys):
 def test_integer_literals_above_2_53_are_exact():
     """Was: the literal went through a double, so `id == 2^53 + 1` matched the record 2^53."""
     ids = np.array([2**53, 2**53 + 1, 7], dtype=np.int64)
-    df = pd.DataFrame({"id": ids, "v": [10, 20, 30], "t": [str(i) for i in ids], "f": [float(2**53), 1.0, 2.0]})
+    df = pd.DataFrame(
+        {"id": ids, "v": [10, 20, 30], "t": [str(i) for i in ids], "f": [float(2**53), 1.0, 2.0]}
+    )
     assert qd.parse_filter(f"id == {2**53 + 1}") == ("cmp", "==", "id", 2**53 + 1)
     for col in ("id", "t"):
-        assert qd.evaluate_filter(df, qd.parse_filter(f"{col} == {2**53 + 1}")).tolist() == [False, True, False]
+        assert qd.evaluate_filter(df, qd.parse_filter(f"{col} == {2**53 + 1}")).tolist() == [
+            False,
+            True,
+            False,
+        ]
         assert qd.evaluate_filter(df, qd.parse_filter(f"{col} == {2**53}")).tolist() == [True, False, False]
     # a double column compared with an integer no double holds: exact
     assert qd.evaluate_filter(df, qd.parse_filter(f"f == {2**53 + 1}")).tolist() == [False] * 3
     assert qd.evaluate_filter(df, qd.parse_filter(f"f < {2**53 + 1}")).tolist() == [True] * 3
     assert qd.evaluate_filter(df, qd.parse_filter(f"id > {2**64}")).tolist() == [False] * 3
-    ans = qd.refine_query(df, f"value(v) where id == {2**53 + 1}", qd.Prior.uniform(qd.NumericRange(0, 40, 1)),
-                          1.0, rng=3)
+    ans = qd.refine_query(
+        df, f"value(v) where id == {2**53 + 1}", qd.Prior.uniform(qd.NumericRange(0, 40, 1)), 1.0, rng=3
+    )
     assert ans.true_value == 20  # the record 2^53 + 1, not 2^53
 
 
@@ -326,8 +425,14 @@ def test_infinite_values_make_filters_overlap_and_are_charged():
     assert not qd.disjoint_components(qd.parse_any("count where x <= -1e999; count where x < 0").components)
     assert qd.disjoint_components(qd.parse_any("count where x < 1e999; count where x == 1e999").components)
     sup = qd.NumericRange(0, 4, 1)
-    ans = qd.refine_multicomponent(df, "count where x == 1e999; count where x > 5",
-                                   [qd.Prior.uniform(sup)] * 2, [0.5, 0.4], mode="split", rng=1)
+    ans = qd.refine_multicomponent(
+        df,
+        "count where x == 1e999; count where x > 5",
+        [qd.Prior.uniform(sup)] * 2,
+        [0.5, 0.4],
+        mode="split",
+        rng=1,
+    )
     assert ans.epsilon == pytest.approx(0.9)
     # a mean over +inf and -inf is undefined: answered from the prior (was fsum's ValueError)
     ans = qd.refine_query(df, "mean(x)", qd.Prior.uniform(qd.NumericRange(0, 10, 1)), 0.5, rng=1)
@@ -337,7 +442,9 @@ def test_infinite_values_make_filters_overlap_and_are_charged():
 def test_laplace_sensitivity_per_statistic():
     r = qd.NumericRange(0, 12000, 10)
     assert qd.laplace_sensitivity("count", qd.NumericRange(0, 1000, 1))[0] == 1.0
-    assert qd.laplace_sensitivity("proportion", qd.NumericRange(0, 1, 0.01), n_total=500)[0] == pytest.approx(1 / 500)
+    assert qd.laplace_sensitivity("proportion", qd.NumericRange(0, 1, 0.01), n_total=500)[0] == pytest.approx(
+        1 / 500
+    )
     assert qd.laplace_sensitivity("mean", r, n=600)[0] == pytest.approx(20.0)
     assert qd.laplace_sensitivity("sum", qd.NumericRange(0, 1e6, 100), value_range=(0, 12000))[0] == 12000
     assert qd.laplace_sensitivity("sum", r)[0] == 12000
@@ -352,8 +459,22 @@ def test_laplace_sensitivity_per_statistic():
 @pytest.fixture
 def release(tmp_path, data, capsys) -> Path:
     out = tmp_path / "rel.csv"
-    code, err = run(["protect", data, out, "--method", "mdav", "--k", "3", "--role", "x=k-quasi",
-                     "--no-measures", "--no-audit-trail"], capsys)
+    code, err = run(
+        [
+            "protect",
+            data,
+            out,
+            "--method",
+            "mdav",
+            "--k",
+            "3",
+            "--role",
+            "x=k-quasi",
+            "--no-measures",
+            "--no-audit-trail",
+        ],
+        capsys,
+    )
     assert code == 0, err
     return out
 
@@ -372,12 +493,15 @@ def test_verify_ok_says_the_metadata_is_not_signed(release, capsys):
     assert code == 0 and "not signed" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("edit", [
-    lambda m: m.__setitem__("records_released", m["records_released"] - 1),
-    lambda m: m.__setitem__("records_released", m["records_released"] + 1000),
-    lambda m: m.__setitem__("output_sha256", "0" * 64),
-    lambda m: m.pop("records_released"),
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda m: m.__setitem__("records_released", m["records_released"] - 1),
+        lambda m: m.__setitem__("records_released", m["records_released"] + 1000),
+        lambda m: m.__setitem__("output_sha256", "0" * 64),
+        lambda m: m.pop("records_released"),
+    ],
+)
 def test_verify_detects_edited_counts_and_digests(edit, release, capsys):
     """Was: OK after editing records_released or output_sha256 in the metadata."""
     _edit(release, edit)
@@ -386,13 +510,16 @@ def test_verify_detects_edited_counts_and_digests(edit, release, capsys):
     assert cli.main(["verify", str(release)]) == 1
 
 
-@pytest.mark.parametrize("edit,words", [
-    (lambda m: m["files"].__setitem__("output", ["rel.csv"]), "files.output"),
-    (lambda m: m["files"]["output"].__setitem__("name", 5), "name"),
-    (lambda m: m.__setitem__("files", "x"), "files"),
-    (lambda m: m.__setitem__("records_released", "40"), "records_released"),
-    (lambda m: m["files"].__setitem__("tables", []), "files.tables"),
-])
+@pytest.mark.parametrize(
+    "edit,words",
+    [
+        (lambda m: m["files"].__setitem__("output", ["rel.csv"]), "files.output"),
+        (lambda m: m["files"]["output"].__setitem__("name", 5), "name"),
+        (lambda m: m.__setitem__("files", "x"), "files"),
+        (lambda m: m.__setitem__("records_released", "40"), "records_released"),
+        (lambda m: m["files"].__setitem__("tables", []), "files.tables"),
+    ],
+)
 def test_verify_wrong_types_are_one_line(edit, words, release, capsys):
     _edit(release, edit)
     code, err = run(["verify", release], capsys)
@@ -420,8 +547,9 @@ def test_memory_error_anywhere_is_the_dask_line(monkeypatch, data, tmp_path, cap
         raise MemoryError()
 
     monkeypatch.setattr(cli_protect, "_prepare_and_run", boom)
-    code, err = run(["protect", data, tmp_path / "o.csv", "--method", "mdav", "--k", "2",
-                     "--role", "x=k-quasi"], capsys)
+    code, err = run(
+        ["protect", data, tmp_path / "o.csv", "--method", "mdav", "--k", "2", "--role", "x=k-quasi"], capsys
+    )
     one_line(code, err, "out of memory", "--engine dask")
 
 
@@ -447,12 +575,18 @@ def test_cgroup_limits_are_read(tmp_path):
     assert M._cgroups("4:memory:/\n", [(str(v1), "cgroup", "rw,memory")]) == {}
 
 
-@pytest.mark.parametrize("edit,words", [
-    (lambda t: t.replace('"spent": 0.5', '"spent": 1' + "0" * 400), "spent total"),  # was OverflowError
-    (lambda t: t.replace('"response": 3', '"response": Infinity'), "not a finite number"),  # was ValueError at save
-    (lambda t: "[" * 100_000 + "]" * 100_000, "nested"),
-    (lambda t: t.replace('"total": 5.0', '"total": ' + "9" * 5000), "5,000 digits"),
-])
+@pytest.mark.parametrize(
+    "edit,words",
+    [
+        (lambda t: t.replace('"spent": 0.5', '"spent": 1' + "0" * 400), "spent total"),  # was OverflowError
+        (
+            lambda t: t.replace('"response": 3', '"response": Infinity'),
+            "not a finite number",
+        ),  # was ValueError at save
+        (lambda t: "[" * 100_000 + "]" * 100_000, "nested"),
+        (lambda t: t.replace('"total": 5.0', '"total": ' + "9" * 5000), "5,000 digits"),
+    ],
+)
 def test_damaged_ledger_files_are_one_line(edit, words, tmp_path):
     """Found by the settings fuzzer (10,000 cases) in the ledger loading."""
     from dpstudio.engine.io import file_sha256

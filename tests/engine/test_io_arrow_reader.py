@@ -65,8 +65,31 @@ def _same(a, b) -> None:
 
 
 FIELDS = st.sampled_from(
-    ["1", "2", "-3", "007", "1.50", "2.5", "1e3", "NA", "", "null", "TRUE", "false", "abc", "Zürich",
-     " x ", "\t", "1,5", "1.234", "inf", "nan", "99999999999999999999", "+7", "\xa01"]
+    [
+        "1",
+        "2",
+        "-3",
+        "007",
+        "1.50",
+        "2.5",
+        "1e3",
+        "NA",
+        "",
+        "null",
+        "TRUE",
+        "false",
+        "abc",
+        "Zürich",
+        " x ",
+        "\t",
+        "1,5",
+        "1.234",
+        "inf",
+        "nan",
+        "99999999999999999999",
+        "+7",
+        "\xa01",
+    ]
 )
 
 
@@ -134,14 +157,16 @@ def test_large_columns_typed_the_same_with_and_without_codes(tmp_path, monkeypat
     """A file over the threshold, with categorical, code, float and text columns."""
     rng = np.random.default_rng(5)
     n = 30_000
-    df = pd.DataFrame({
-        "cat": rng.choice(["Male", "Female", "NA"], n),
-        "code": [f"{v:03d}" for v in rng.integers(0, 50, n)],
-        "int": rng.integers(-5, 90, n),
-        "flt": np.round(rng.normal(0, 10, n), 2),
-        "txt": [f"id{v}" for v in rng.integers(0, 10**9, n)],
-        "bool": rng.choice(["TRUE", "FALSE"], n),
-    })
+    df = pd.DataFrame(
+        {
+            "cat": rng.choice(["Male", "Female", "NA"], n),
+            "code": [f"{v:03d}" for v in rng.integers(0, 50, n)],
+            "int": rng.integers(-5, 90, n),
+            "flt": np.round(rng.normal(0, 10, n), 2),
+            "txt": [f"id{v}" for v in rng.integers(0, 10**9, n)],
+            "bool": rng.choice(["TRUE", "FALSE"], n),
+        }
+    )
     p = tmp_path / "big.csv"
     df.to_csv(p, index=False, sep=";")
     a, b = _read_both(p, monkeypatch)

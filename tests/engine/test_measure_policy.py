@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from dpstudio import cli, engine
+from dpstudio.app import compute
 from dpstudio.cli._common import parse_ints
 from dpstudio.cli._output import fmt
-from dpstudio.app import compute
 from dpstudio.engine.io import read_table
 from dpstudio.engine.measures import HierarchyDistance, measurement_plan, mismatch
 
@@ -37,14 +37,32 @@ def _cli(capsys, args):
 
 
 def _engine_points(df, method, roles, hier, ks, eps, **params):
-    return [(p.k, p.epsilon, p.values) for p in engine.sweep(
-        df, method, roles, ks=ks, epsilons=eps, repeats=1, seed=3, hierarchies=hier, **params)]
+    return [
+        (p.k, p.epsilon, p.values)
+        for p in engine.sweep(
+            df, method, roles, ks=ks, epsilons=eps, repeats=1, seed=3, hierarchies=hier, **params
+        )
+    ]
 
 
 def _app_points(df, method, roles, hier, ks, eps, **params):
-    return [(p.k, p.epsilon, p.values) for p in compute.sweep_points(
-        df, method, roles, {}, ks=ks, epsilons=eps, repeats=1, seed=3, hierarchies=hier,
-        params=params, check_cancel=lambda: None, progress=lambda f: None)]
+    return [
+        (p.k, p.epsilon, p.values)
+        for p in compute.sweep_points(
+            df,
+            method,
+            roles,
+            {},
+            ks=ks,
+            epsilons=eps,
+            repeats=1,
+            seed=3,
+            hierarchies=hier,
+            params=params,
+            check_cancel=lambda: None,
+            progress=lambda f: None,
+        )
+    ]
 
 
 def _assert_same_points(cli_csv: Path, api, app):
@@ -72,23 +90,70 @@ def test_keps_numeric_k_quasi_equal_in_cli_api_app(tmp_path, capsys):
     types = {"FICA": "integer"}  # no domain: the output grid γ = 1 comes from the declared type
     ks, eps = [2, 25], [1.0]
     out_csv = tmp_path / "sweep.csv"
-    _cli(capsys, ["sweep", src, "--method", "k-eps", "--role", "AFNLWGT=k-quasi",
-                  "--role", "FICA=eps-quasi", "--type", "FICA=integer", "--k", "2,25",
-                  "--epsilon", "1", "--repeats", "1", "--seed", "3", "--out", out_csv])
+    _cli(
+        capsys,
+        [
+            "sweep",
+            src,
+            "--method",
+            "k-eps",
+            "--role",
+            "AFNLWGT=k-quasi",
+            "--role",
+            "FICA=eps-quasi",
+            "--type",
+            "FICA=integer",
+            "--k",
+            "2,25",
+            "--epsilon",
+            "1",
+            "--repeats",
+            "1",
+            "--seed",
+            "3",
+            "--out",
+            out_csv,
+        ],
+    )
     api = _engine_points(df, "k-eps", roles, None, ks, eps, types=types)
     _assert_same_points(out_csv, api, _app_points(df, "k-eps", roles, None, ks, eps, types=types))
     # generalised at k = 25: the numeric k-quasi is measured 0/1, so SSE is positive
     assert api[-1][2]["sse_raw"][0] > 0
 
     # protect: CLI summary == API evaluate == app compute path
-    out, _ = _cli(capsys, ["protect", src, tmp_path / "rel.csv", "--method", "k-eps",
-                           "--role", "AFNLWGT=k-quasi", "--role", "FICA=eps-quasi", "--k", "25",
-                           "--type", "FICA=integer", "--epsilon", "1", "--seed", "5",
-                           "--no-audit-trail"])
-    res, ev_app = compute.protect_and_evaluate(df, "k-eps", roles, {}, {}, 5,
-                                               {"k": 25, "epsilon": 1.0, "types": types})
-    ev_api = engine.evaluate(res.aligned_original(), res.data, res.protected_attributes,
-                             result=res, measures=("sse", "rl", "delta", "corr", "kanon"))
+    out, _ = _cli(
+        capsys,
+        [
+            "protect",
+            src,
+            tmp_path / "rel.csv",
+            "--method",
+            "k-eps",
+            "--role",
+            "AFNLWGT=k-quasi",
+            "--role",
+            "FICA=eps-quasi",
+            "--k",
+            "25",
+            "--type",
+            "FICA=integer",
+            "--epsilon",
+            "1",
+            "--seed",
+            "5",
+            "--no-audit-trail",
+        ],
+    )
+    res, ev_app = compute.protect_and_evaluate(
+        df, "k-eps", roles, {}, {}, 5, {"k": 25, "epsilon": 1.0, "types": types}
+    )
+    ev_api = engine.evaluate(
+        res.aligned_original(),
+        res.data,
+        res.protected_attributes,
+        result=res,
+        measures=("sse", "rl", "delta", "corr", "kanon"),
+    )
     for key in ("sse_raw", "sse_normalized", "rl", "k_min_class_size"):
         assert ev_api[key] == ev_app[key]
     assert "delta_mean" not in ev_api or "AFNLWGT" not in ev_api["delta_mean"]
@@ -107,23 +172,55 @@ def test_hierarchy_distance_equal_in_cli_api_app(tmp_path, capsys):
     assert plan.distances["age"] is mismatch and plan.flat == ["age"]
     ks, eps = [2, 30], [1.0]
     out_csv = tmp_path / "sweep.csv"
-    _cli(capsys, ["sweep", src, "--method", "k-eps", "--role", "age=k-quasi",
-                  "--role", "education=k-quasi", "--hierarchy", f"education={EDU}",
-                  "--k", "2,30", "--epsilon", "1", "--repeats", "1", "--seed", "3",
-                  "--out", out_csv])
+    _cli(
+        capsys,
+        [
+            "sweep",
+            src,
+            "--method",
+            "k-eps",
+            "--role",
+            "age=k-quasi",
+            "--role",
+            "education=k-quasi",
+            "--hierarchy",
+            f"education={EDU}",
+            "--k",
+            "2,30",
+            "--epsilon",
+            "1",
+            "--repeats",
+            "1",
+            "--seed",
+            "3",
+            "--out",
+            out_csv,
+        ],
+    )
     api = _engine_points(df, "k-eps", roles, hier, ks, eps)
     _assert_same_points(out_csv, api, _app_points(df, "k-eps", roles, hier, ks, eps))
 
-    res, ev_app = compute.protect_and_evaluate(df, "k-eps", roles, {}, hier, 5,
-                                               {"k": 30, "epsilon": 1.0})
+    res, ev_app = compute.protect_and_evaluate(df, "k-eps", roles, {}, hier, 5, {"k": 30, "epsilon": 1.0})
     orig = res.aligned_original()
-    ev_api = engine.evaluate(orig, res.data, res.protected_attributes, result=res,
-                             hierarchies=hier, measures=("sse", "rl", "delta", "corr", "kanon"))
+    ev_api = engine.evaluate(
+        orig,
+        res.data,
+        res.protected_attributes,
+        result=res,
+        hierarchies=hier,
+        measures=("sse", "rl", "delta", "corr", "kanon"),
+    )
     assert ev_api["sse_raw"] == ev_app["sse_raw"] and ev_api["rl"] == ev_app["rl"]
     # δ, not 0/1: the SSE differs from the one measured with 0/1 on education
-    flat = engine.evaluate(orig, res.data, res.protected_attributes, result=res,
-                           hierarchies=hier, measures=("sse",),
-                           categorical_distance={"education": mismatch})
+    flat = engine.evaluate(
+        orig,
+        res.data,
+        res.protected_attributes,
+        result=res,
+        hierarchies=hier,
+        measures=("sse",),
+        categorical_distance={"education": mismatch},
+    )
     changed = (orig["education"].astype(str) != res.data["education"].astype(str)).any()
     assert changed and flat["sse_raw"] != ev_api["sse_raw"]
 
@@ -131,15 +228,30 @@ def test_hierarchy_distance_equal_in_cli_api_app(tmp_path, capsys):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     orig.to_csv(a, index=False)
     res.data.to_csv(b, index=False)
-    out, _ = _cli(capsys, ["evaluate", a, b, "--attributes", "age,education", "--method", "k-eps",
-                           "--role", "age=k-quasi", "--role", "education=k-quasi",
-                           "--hierarchy", f"education={EDU}", "--json"])
+    out, _ = _cli(
+        capsys,
+        [
+            "evaluate",
+            a,
+            b,
+            "--attributes",
+            "age,education",
+            "--method",
+            "k-eps",
+            "--role",
+            "age=k-quasi",
+            "--role",
+            "education=k-quasi",
+            "--hierarchy",
+            f"education={EDU}",
+            "--json",
+        ],
+    )
     import json
 
     got = json.loads(out)
     oa, ob = read_table(str(a))[0], read_table(str(b))[0]
-    want = engine.evaluate(oa, ob, ["age", "education"], method="k-eps", roles=roles,
-                           hierarchies=hier)
+    want = engine.evaluate(oa, ob, ["age", "education"], method="k-eps", roles=roles, hierarchies=hier)
     assert got["sse_raw"] == pytest.approx(want["sse_raw"], rel=1e-12)
     assert got["rl"] == pytest.approx(want["rl"], rel=1e-12)
     assert np.isfinite(got["sse_raw"])
@@ -151,16 +263,20 @@ def test_sweep_yields_skipped_cells_in_grid_order():
     df, _ = read_table(str(CENSUS))
     df = df.iloc[:400]
     roles = {"FICA": "k-quasi", "FEDTAX": "k-quasi", "INTVAL": "confidential"}
-    pts = list(engine.sweep(df, "t-close-dp", roles, ks=[10, 2], epsilons=[1.0, 10.0],
-                            repeats=1, seed=4))
-    assert [(p.k, p.epsilon) for p in pts] == [(10, None), (10, 1.0), (10, 10.0),
-                                               (2, None), (2, 1.0), (2, 10.0)]
+    pts = list(engine.sweep(df, "t-close-dp", roles, ks=[10, 2], epsilons=[1.0, 10.0], repeats=1, seed=4))
+    assert [(p.k, p.epsilon) for p in pts] == [
+        (10, None),
+        (10, 1.0),
+        (10, 10.0),
+        (2, None),
+        (2, 1.0),
+        (2, 10.0),
+    ]
     skipped = {(p.k, p.epsilon) for p in pts if p.skipped}
     assert {(10, 10.0), (2, 1.0), (2, 10.0)} <= skipped
     assert all(p.values == {} and p.repeats == 0 for p in pts if p.skipped)
     assert all(p.values for p in pts if not p.skipped)
-    alone = list(engine.sweep(df, "t-close-dp", roles, ks=[10], epsilons=[1.0], repeats=1,
-                              seed=4))
+    alone = list(engine.sweep(df, "t-close-dp", roles, ks=[10], epsilons=[1.0], repeats=1, seed=4))
     assert alone[1].values == pts[1].values
 
 
@@ -169,7 +285,6 @@ def test_grid_grammar_is_shared():
     from dpstudio.engine.sweeps import parse_grid
 
     for text in ("2:100", "2:100:5", "2,5,10", "2-10, 12", "10:50:10 3"):
-        assert parse_ints(text) == parse_grid(text, integer=True) == \
-            parse_numbers(text, integer=True)
+        assert parse_ints(text) == parse_grid(text, integer=True) == parse_numbers(text, integer=True)
     with pytest.raises(engine.ParameterError, match="--k"):
         parse_ints("5:2")

@@ -39,13 +39,15 @@ pytestmark = pytest.mark.timeout(300)  # a FIFO opened by mistake would hang: fa
 
 def _frame(n=60, seed=0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "id": np.arange(n),
-        "age": rng.integers(18, 60, n),
-        "income": rng.integers(1000, 90000, n),
-        "region": rng.choice(["north", "south", "east"], n),
-        "sick": rng.choice(["yes", "no"], n),
-    })
+    return pd.DataFrame(
+        {
+            "id": np.arange(n),
+            "age": rng.integers(18, 60, n),
+            "income": rng.integers(1000, 90000, n),
+            "region": rng.choice(["north", "south", "east"], n),
+            "sick": rng.choice(["yes", "no"], n),
+        }
+    )
 
 
 @pytest.fixture
@@ -130,8 +132,13 @@ def test_refuses_every_non_regular_target_without_opening_it(tmp_path):
     (tmp_path / "target.csv").write_text("x")
     os.symlink(tmp_path / "target.csv", tmp_path / "link")
     try:
-        for name, needle in [("fifo", "named pipe (FIFO)"), ("sock", "a socket"), ("dir", "a folder"),
-                             ("dangling", "symbolic link"), ("link", "symbolic link")]:
+        for name, needle in [
+            ("fifo", "named pipe (FIFO)"),
+            ("sock", "a socket"),
+            ("dir", "a folder"),
+            ("dangling", "symbolic link"),
+            ("link", "symbolic link"),
+        ]:
             _refusal(_plan(tmp_path / name), needle)
     finally:
         s.close()
@@ -193,8 +200,10 @@ def test_fifo_made_after_the_check_is_never_replaced(tmp_path):
     assert stat.S_ISFIFO(os.lstat(out).st_mode)
     assert os.listdir(tmp_path) == ["out.csv"]
     # a link made meanwhile, a file made read-only meanwhile
-    for make, needle in ((lambda p: os.symlink(tmp_path / "x", p), "symbolic link"),
-                         (lambda p: (p.write_text("old"), os.chmod(p, 0o444)), "read-only")):
+    for make, needle in (
+        (lambda p: os.symlink(tmp_path / "x", p), "symbolic link"),
+        (lambda p: (p.write_text("old"), os.chmod(p, 0o444)), "read-only"),
+    ):
         out2 = tmp_path / f"o{len(os.listdir(tmp_path))}.csv"
         plan = _plan(out2).check()
         tmp = plan.stage(out2, lambda t: Path(t).write_text("data\n"))
@@ -299,8 +308,9 @@ def test_renames_of_two_plans_into_one_folder_never_interleave(tmp_path):
     th.start()
     assert inside.wait(20)
     done = threading.Event()
-    tb = threading.Thread(target=lambda: (_plan(tmp_path / "b.csv").check().write_text(tmp_path / "b.csv", "b"),
-                                          done.set()))
+    tb = threading.Thread(
+        target=lambda: (_plan(tmp_path / "b.csv").check().write_text(tmp_path / "b.csv", "b"), done.set())
+    )
     tb.start()
     time.sleep(0.3)
     assert not done.is_set()
@@ -347,30 +357,146 @@ def test_every_engine_and_cli_writer_goes_through_the_one_writer(tmp_path, monke
     spy = WriteSpy(w).install(monkeypatch)
     dp = ["--role", "income=eps-quasi", "--domain", "income=0:100000", "--role", "id=identifier"]
     runs = {
-        "protect": ["protect", data, w / "old.csv", "--method", "laplace", "--epsilon", "1", *dp,
-                    "--report", w / "note.html", "--assessment", w / "a.private.html",
-                    "--save-recipe", w / "r.json", "--seed", "0x9e3779b97f4a7c15f39cc0605cedc835"],
-        "tables": ["protect", data, w / "sep.csv", "--method", "ir-dp", "--k", "3", "--epsilon", "1", *dp,
-                   "--role", "age=eps-quasi", "--domain", "age=0:100", "--layout", "separate-tables",
-                   "--no-measures"],
-        "anatomy": ["protect", data, w / "anat.csv", "--method", "t-close-dp", "--epsilon", "1",
-                    "--role", "region=k-quasi", "--role", "income=confidential", "--no-measures"],
-        "sweep": ["sweep", data, "--method", "laplace", "--epsilon", "0.5,1", *dp, "--repeats", "1",
-                  "--measures", "sse", "--out", w / "sweep.csv", "--save-recipe", w / "sr.json"],
+        "protect": [
+            "protect",
+            data,
+            w / "old.csv",
+            "--method",
+            "laplace",
+            "--epsilon",
+            "1",
+            *dp,
+            "--report",
+            w / "note.html",
+            "--assessment",
+            w / "a.private.html",
+            "--save-recipe",
+            w / "r.json",
+            "--seed",
+            "0x9e3779b97f4a7c15f39cc0605cedc835",
+        ],
+        "tables": [
+            "protect",
+            data,
+            w / "sep.csv",
+            "--method",
+            "ir-dp",
+            "--k",
+            "3",
+            "--epsilon",
+            "1",
+            *dp,
+            "--role",
+            "age=eps-quasi",
+            "--domain",
+            "age=0:100",
+            "--layout",
+            "separate-tables",
+            "--no-measures",
+        ],
+        "anatomy": [
+            "protect",
+            data,
+            w / "anat.csv",
+            "--method",
+            "t-close-dp",
+            "--epsilon",
+            "1",
+            "--role",
+            "region=k-quasi",
+            "--role",
+            "income=confidential",
+            "--no-measures",
+        ],
+        "sweep": [
+            "sweep",
+            data,
+            "--method",
+            "laplace",
+            "--epsilon",
+            "0.5,1",
+            *dp,
+            "--repeats",
+            "1",
+            "--measures",
+            "sse",
+            "--out",
+            w / "sweep.csv",
+            "--save-recipe",
+            w / "sr.json",
+        ],
         "evaluate": ["evaluate", data, data, "--method", "laplace", "--save-recipe", w / "er.json"],
-        "query": ["query", data, "mean(income)", "--range", "income=0:100000", "--epsilon", "0.1",
-                  "--ledger", w / "l.json", "--budget", "5", "--audit", w / "audit.csv"],
-        "query-json": ["query", data, "mean(income)", "--range", "income=0:100000", "--epsilon", "0.1",
-                       "--ledger", w / "l.json", "--audit", w / "audit.json"],
-        "risk": ["risk", data, "--role", "region=k-quasi", "--role", "sick=k-quasi",
-                 "--per-record", w / "per.csv"],
-        "k-eps": ["protect", data, w / "ke.csv", "--method", "k-eps", "--k", "3", "--epsilon", "1",
-                  "--role", "age=k-quasi", "--hierarchy", f"age={hier}", "--role", "income=eps-quasi",
-                  "--domain", "income=0:100000", "--no-measures"],
+        "query": [
+            "query",
+            data,
+            "mean(income)",
+            "--range",
+            "income=0:100000",
+            "--epsilon",
+            "0.1",
+            "--ledger",
+            w / "l.json",
+            "--budget",
+            "5",
+            "--audit",
+            w / "audit.csv",
+        ],
+        "query-json": [
+            "query",
+            data,
+            "mean(income)",
+            "--range",
+            "income=0:100000",
+            "--epsilon",
+            "0.1",
+            "--ledger",
+            w / "l.json",
+            "--audit",
+            w / "audit.json",
+        ],
+        "risk": [
+            "risk",
+            data,
+            "--role",
+            "region=k-quasi",
+            "--role",
+            "sick=k-quasi",
+            "--per-record",
+            w / "per.csv",
+        ],
+        "k-eps": [
+            "protect",
+            data,
+            w / "ke.csv",
+            "--method",
+            "k-eps",
+            "--k",
+            "3",
+            "--epsilon",
+            "1",
+            "--role",
+            "age=k-quasi",
+            "--hierarchy",
+            f"age={hier}",
+            "--role",
+            "income=eps-quasi",
+            "--domain",
+            "income=0:100000",
+            "--no-measures",
+        ],
     }
     for fmt in ("xlsx", "parquet", "dta", "sav"):
-        runs[fmt] = ["protect", data, w / f"{fmt}_rel.{fmt}", "--method", "laplace", "--epsilon", "1", *dp,
-                     "--no-measures"]
+        runs[fmt] = [
+            "protect",
+            data,
+            w / f"{fmt}_rel.{fmt}",
+            "--method",
+            "laplace",
+            "--epsilon",
+            "1",
+            *dp,
+            "--no-measures",
+        ]
     for name, argv in runs.items():
         n0 = len(spy.ops)
         _cli(argv)
@@ -379,10 +505,38 @@ def test_every_engine_and_cli_writer_goes_through_the_one_writer(tmp_path, monke
     # the Dask folder writer (threads: the parts are written by worker threads)
     pytest.importorskip("dask")
     monkeypatch.setattr(cli_dask, "dask_client", _sync_dask)
-    _cli(["protect", data, w / "rel", "--method", "laplace", "--epsilon", "1", *dp, "--engine", "dask",
-          "--save-recipe", w / "dr.json"])
-    _cli(["protect", data, w / "relc", "--method", "laplace", "--epsilon", "1", *dp, "--engine", "dask",
-          "--format", "csv"])
+    _cli(
+        [
+            "protect",
+            data,
+            w / "rel",
+            "--method",
+            "laplace",
+            "--epsilon",
+            "1",
+            *dp,
+            "--engine",
+            "dask",
+            "--save-recipe",
+            w / "dr.json",
+        ]
+    )
+    _cli(
+        [
+            "protect",
+            data,
+            w / "relc",
+            "--method",
+            "laplace",
+            "--epsilon",
+            "1",
+            *dp,
+            "--engine",
+            "dask",
+            "--format",
+            "csv",
+        ]
+    )
     # engine functions called directly
     Hierarchy.read_arx(str(hier)).write_arx(w / "h_out.csv")
     led = qd.BudgetLedger(3.0, dataset="in.csv")
@@ -393,11 +547,38 @@ def test_every_engine_and_cli_writer_goes_through_the_one_writer(tmp_path, monke
     capsys.readouterr()
 
     assert spy.violations() == []
-    expected = {"old.csv", "old.metadata.json", "old.private.json", "note.html", "a.private.html", "r.json",
-                "sep.age.csv", "sep.income.csv", "anat.quasi.csv", "anat.sensitive.csv", "sweep.csv",
-                "sr.json", "er.json", "l.json", "audit.csv", "audit.json", "per.csv", "ke.csv",
-                "xlsx_rel.xlsx", "parquet_rel.parquet", "dta_rel.dta", "sav_rel.sav", "rel", "rel.private.json", "dr.json", "relc",
-                "h_out.csv", "led.csv", "led.json", "per2.csv"}
+    expected = {
+        "old.csv",
+        "old.metadata.json",
+        "old.private.json",
+        "note.html",
+        "a.private.html",
+        "r.json",
+        "sep.age.csv",
+        "sep.income.csv",
+        "anat.quasi.csv",
+        "anat.sensitive.csv",
+        "sweep.csv",
+        "sr.json",
+        "er.json",
+        "l.json",
+        "audit.csv",
+        "audit.json",
+        "per.csv",
+        "ke.csv",
+        "xlsx_rel.xlsx",
+        "parquet_rel.parquet",
+        "dta_rel.dta",
+        "sav_rel.sav",
+        "rel",
+        "rel.private.json",
+        "dr.json",
+        "relc",
+        "h_out.csv",
+        "led.csv",
+        "led.json",
+        "per2.csv",
+    }
     assert expected <= spy.finals(), expected - spy.finals()
     # the stale temporary file of the killed run was removed by the writer, none left behind
     assert not [n for n in os.listdir(w) if TEMP.match(n)]
@@ -428,7 +609,7 @@ def test_the_spy_catches_a_writer_that_bypasses_the_one_writer(tmp_path, monkeyp
 # ------------------------------------------------------------------ kill drill: sweep --out
 
 
-SWEEP_CHILD = r'''
+SWEEP_CHILD = r"""
 import sys, time
 import pandas as pd
 import dpstudio.engine.io as dio
@@ -446,7 +627,7 @@ def slow_to_csv(self, path=None, *a, **kw):     # a slow disk: the text goes out
 pd.DataFrame.to_csv = slow_to_csv
 from dpstudio import cli
 sys.exit(cli.main(sys.argv[1:]))
-'''
+"""
 
 
 def _complete_sweep_csv(path: Path) -> int:
@@ -464,15 +645,36 @@ def test_sweep_killed_mid_write_leaves_no_partial_csv(tmp_path):
     data = tmp_path / "in.csv"
     _frame(200).to_csv(data, index=False)
     out = tmp_path / "sweep.csv"
-    argv = ["sweep", str(data), "--method", "laplace", "--epsilon", "0.1,0.2,0.5,1,2,5",
-            "--role", "income=eps-quasi", "--domain", "income=0:100000", "--repeats", "1",
-            "--measures", "sse", "--no-baselines", "--out", str(out)]
+    argv = [
+        "sweep",
+        str(data),
+        "--method",
+        "laplace",
+        "--epsilon",
+        "0.1,0.2,0.5,1,2,5",
+        "--role",
+        "income=eps-quasi",
+        "--domain",
+        "income=0:100000",
+        "--repeats",
+        "1",
+        "--measures",
+        "sse",
+        "--no-baselines",
+        "--out",
+        str(out),
+    ]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     rng = np.random.default_rng(21)
     seen_rows, kills = set(), 0
     for _ in range(6):
-        p = subprocess.Popen([sys.executable, "-c", SWEEP_CHILD, *argv], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, env=env, text=True)
+        p = subprocess.Popen(
+            [sys.executable, "-c", SWEEP_CHILD, *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
         for _ in range(int(rng.integers(1, 4))):  # into the 1st..3rd rewrite of the CSV
             line = p.stdout.readline()
             if not line:
@@ -486,8 +688,9 @@ def test_sweep_killed_mid_write_leaves_no_partial_csv(tmp_path):
             seen_rows.add(_complete_sweep_csv(out))
     assert kills >= 4
     # a clean run finishes the CSV and removes the temporary files the killed runs left
-    p = subprocess.run([sys.executable, "-c", SWEEP_CHILD, *argv], capture_output=True, env=env,
-                       text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", SWEEP_CHILD, *argv], capture_output=True, env=env, text=True, timeout=120
+    )
     assert p.returncode == 0, p.stderr
     assert _complete_sweep_csv(out) == 6
     assert sorted(os.listdir(tmp_path)) == ["in.csv", "sweep.csv"]
@@ -496,7 +699,7 @@ def test_sweep_killed_mid_write_leaves_no_partial_csv(tmp_path):
 # ------------------------------------------------------------------ concurrent runs
 
 
-CONCURRENT_CHILD = r'''
+CONCURRENT_CHILD = r"""
 import os, sys, time
 import dpstudio.engine.safe_write as sw
 _commit = sw._commit
@@ -508,7 +711,7 @@ def slow_commit(*a, **kw):   # a slow disk: renames far apart, so that two runs 
 sw._commit = slow_commit
 from dpstudio import cli
 sys.exit(cli.main(sys.argv[1:]))
-'''
+"""
 
 
 def _consistent_set(folder: Path, out: Path) -> str:
@@ -529,14 +732,32 @@ def test_two_protect_commands_writing_the_same_release_at_once(tmp_path):
     data = tmp_path / "in.csv"
     _frame(3000).to_csv(data, index=False)
     out = tmp_path / "out.csv"
-    base = ["protect", str(data), str(out), "--method", "laplace", "--epsilon", "1",
-            "--role", "income=eps-quasi", "--domain", "income=0:100000", "--no-measures",
-            "--report", str(tmp_path / "out.html")]
+    base = [
+        "protect",
+        str(data),
+        str(out),
+        "--method",
+        "laplace",
+        "--epsilon",
+        "1",
+        "--role",
+        "income=eps-quasi",
+        "--domain",
+        "income=0:100000",
+        "--no-measures",
+        "--report",
+        str(tmp_path / "out.html"),
+    ]
 
     def start(i, slow):
         env = dict(os.environ, PYTHONPATH=str(ROOT), SLOW=str(slow))
-        return subprocess.Popen([sys.executable, "-c", CONCURRENT_CHILD, *base, "--seed", str(10**20 + i)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        return subprocess.Popen(
+            [sys.executable, "-c", CONCURRENT_CHILD, *base, "--seed", str(10**20 + i)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
 
     for round_ in range(2):  # started together
         procs = [start(2 * round_ + i, 0.1) for i in range(2)]
@@ -556,8 +777,22 @@ def test_two_protect_commands_writing_the_same_release_at_once(tmp_path):
     solo = tmp_path / "solo"
     solo.mkdir()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, "-m", "dpstudio", "protect", str(data), str(solo / "out.csv"),
-                        *base[3:-2], "--seed", str(10**20 + 11)], capture_output=True, env=env, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dpstudio",
+            "protect",
+            str(data),
+            str(solo / "out.csv"),
+            *base[3:-2],
+            "--seed",
+            str(10**20 + 11),
+        ],
+        capture_output=True,
+        env=env,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads((solo / "out.metadata.json").read_text())["output_sha256"] == digest

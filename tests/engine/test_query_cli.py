@@ -71,7 +71,16 @@ def refused(capsys, folder: Path, argv, *needles) -> str:
 
 
 def count_cmd(work, *extra):
-    return ["query", work / "d.csv", "count where x > 50", "--range", "count=0:400", "--epsilon", "0.5", *extra]
+    return [
+        "query",
+        work / "d.csv",
+        "count where x > 50",
+        "--range",
+        "count=0:400",
+        "--epsilon",
+        "0.5",
+        *extra,
+    ]
 
 
 def _interval(out: str) -> tuple[float, float]:
@@ -188,13 +197,26 @@ def test_requester_budget_and_answer_file(work, capsys):
     doc = json.loads(ans.read_text())
     assert doc["requester"] == "ann" and doc["budget"] == 1 and doc["remaining"] == 0.5
     [entry] = doc["answers"]
-    assert set(entry) <= {"n", "time", "query", "kind", "mechanism", "epsilon", "response", "interval_95", "prior"}
+    assert set(entry) <= {
+        "n",
+        "time",
+        "query",
+        "kind",
+        "mechanism",
+        "epsilon",
+        "response",
+        "interval_95",
+        "prior",
+    }
     assert entry["response"] == int(re.search(r"^response: (\d+)$", out, re.M).group(1))
     assert stat.S_IMODE(os.stat(ans).st_mode) != 0o600 and stat.S_IMODE(os.stat(led).st_mode) == 0o600
     true = int((DF["x"] > 50).sum())
     assert str(true) not in json.dumps({k: v for k, v in doc.items() if k != "answers"})
     # another requester answers: not in ann's file; ann's second answer exceeds her budget
-    assert run(capsys, *count_cmd(work, "--ledger", led, "--requester", "bob", "--requester-budget", "1"))[0] == 0
+    assert (
+        run(capsys, *count_cmd(work, "--ledger", led, "--requester", "bob", "--requester-budget", "1"))[0]
+        == 0
+    )
     refused(capsys, work, count_cmd(work, "--ledger", led, "--requester", "ann", "--epsilon", "0.6"), "ann")
     assert run(capsys, *count_cmd(work, "--ledger", led, "--requester", "ann", "--answer-file", ans))[0] == 0
     doc = json.loads(ans.read_text())
@@ -249,9 +271,7 @@ def test_hostile_options_are_one_line(work, capsys, monkeypatch, extra, needle):
     refused(capsys, work, count_cmd(work, *extra), needle)
 
 
-@pytest.mark.parametrize(
-    "value", ["abc", "nan", "inf", "-1", "0", "1e400", "1e5", "9" * 5000, ""]
-)
+@pytest.mark.parametrize("value", ["abc", "nan", "inf", "-1", "0", "1e400", "1e5", "9" * 5000, ""])
 def test_hostile_requester_budgets(work, capsys, value):
     led = work / "l.json"
     assert run(capsys, *count_cmd(work, "--ledger", led, "--budget", "3"))[0] == 0
@@ -307,7 +327,9 @@ def _env():
     env = dict(os.environ)
     import dpstudio
 
-    env["PYTHONPATH"] = str(Path(dpstudio.__file__).resolve().parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = (
+        str(Path(dpstudio.__file__).resolve().parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
+    )
     return env
 
 
@@ -329,7 +351,9 @@ def test_concurrent_runs_never_overspend_a_requesters_budget(work, capsys):
     refused_ = [e for rc, _o, e in outs if rc == 2 and "ann" in e]
     assert len(answered) + len(refused_) == 8, [e for *_x, e in outs]
     back = load_ledger(led)
-    spent = sum((eps_fraction(e["epsilon"]) for e in back.entries if e.get("requester") == "ann"), Fraction(0))
+    spent = sum(
+        (eps_fraction(e["epsilon"]) for e in back.entries if e.get("requester") == "ann"), Fraction(0)
+    )
     assert len(answered) == 3 and spent == 1  # 0.25 before + 3 × 0.25
     doc = json.loads((work / "ann.json").read_text())
     assert len(doc["answers"]) == 4 and doc["remaining"] == 0

@@ -257,7 +257,9 @@ def census():
 def test_auto_chooses_noise_without_a_sharp_prior_and_says_why(census):
     """Issue 26: mean(FICA) at ε = 1 with a uniform prior — refinement is ~100× worse; auto
     picks Laplace and names both errors."""
-    a = assess("mean(FICA)", 1.0, support=NumericRange(0, 12000, 1), n_total=len(census), bounds={"FICA": (0, 12000)})
+    a = assess(
+        "mean(FICA)", 1.0, support=NumericRange(0, 12000, 1), n_total=len(census), bounds={"FICA": (0, 12000)}
+    )
     assert a["auto"] == "laplace"
     assert a["mechanisms"]["refinement"]["expected_error"] > 50 * a["mechanisms"]["laplace"]["expected_error"]
     assert "refinement" in a["why"] and "laplace" in a["why"]
@@ -350,16 +352,25 @@ def test_budgets_per_requester(census):
     # refinement (one and several components) checks the requester's budget too (it checked only
     # the data set's total, and refused every requester of a ledger with requester budgets)
     led.set_requester_budget("Dr. C", 0.2)
-    answer_query(census, "count", 0.05, support=sup, mechanism="refinement", ledger=led, requester="Dr. C", rng=0)
+    answer_query(
+        census, "count", 0.05, support=sup, mechanism="refinement", ledger=led, requester="Dr. C", rng=0
+    )
     refine_multicomponent(
-        census, "count where FICA > 1000; count where FICA > 3000", [Prior.uniform(sup)] * 2, 0.1, mode="split", ledger=led,
+        census,
+        "count where FICA > 1000; count where FICA > 3000",
+        [Prior.uniform(sup)] * 2,
+        0.1,
+        mode="split",
+        ledger=led,
         requester="Dr. C",
     )
     with pytest.raises(BudgetExceeded, match="Dr. C"):
         answer_query(census, "count", 0.1, support=sup, mechanism="refinement", ledger=led, requester="Dr. C")
     led.set_requester_budget("Dr. C", 0.15)
     summary = {r["requester"]: r for r in led.requester_summary()}
-    assert summary["Dr. A"]["spent"] == pytest.approx(0.4) and summary["Dr. B"]["remaining"] == pytest.approx(0.1)
+    assert summary["Dr. A"]["spent"] == pytest.approx(0.4) and summary["Dr. B"]["remaining"] == pytest.approx(
+        0.1
+    )
     back = BudgetLedger.from_json(led.to_json())
     assert back.requesters == led.requesters
     bad = led.to_dict()
@@ -407,7 +418,9 @@ def test_delta_refinement_is_eps_delta_dp_and_the_thesis_delta_over_2_is_not():
     Q = {}
     for c in range(sup.size):
         cls, mass, _ = refine_weights(w, dists[c], au, ad)
-        Q[c] = delta_refinement(refined_probabilities(w, cls, mass), dists[c], delta * 1.5, eps, "statistical")
+        Q[c] = delta_refinement(
+            refined_probabilities(w, cls, mass), dists[c], delta * 1.5, eps, "statistical"
+        )
     assert max(_max_excess(Q[a], Q[b], eps) for a in Q for b in Q) > Fraction(repr(delta))
     # individual (Figure 5.2): compared with the prior, both directions
     pri = [Fraction(x, sum(w)) for x in w]
@@ -498,7 +511,9 @@ def test_answer_lines_for_the_command_line(census):
     itv = next(ln for ln in lines if ln.startswith("interval 95 %: ["))
     lo, hi = (float(x) for x in itv.split("[")[1].split("]")[0].split(","))
     assert lo <= a.response <= hi
-    m = answer_query(census, "median(FICA)", 1.0, support=NumericRange(0, 12000, 10), mechanism="exponential", rng=3)
+    m = answer_query(
+        census, "median(FICA)", 1.0, support=NumericRange(0, 12000, 10), mechanism="exponential", rng=3
+    )
     text = "\n".join(answer_lines(m))
     assert "interval 95 %: [0, 12000]" in text and "rank" in text and "chosen by the office" in text
 
@@ -526,7 +541,9 @@ def test_answer_lines_for_the_command_line(census):
 )
 def test_hostile_requests_are_one_line(kw, match):
     df = _frame(np.random.default_rng(0))
-    args = dict(query="mean(x)", epsilon=1.0, support=NumericRange(0, 100, 1), bounds=DOM, mechanism="laplace")
+    args = dict(
+        query="mean(x)", epsilon=1.0, support=NumericRange(0, 100, 1), bounds=DOM, mechanism="laplace"
+    )
     if kw.get("mechanism") == "exponential" or "delta" in kw or kw.get("mechanism") == "gaussian":
         args["query"] = "mean(x)"
     args.update(kw)
@@ -539,7 +556,9 @@ def test_hostile_requests_are_one_line(kw, match):
 
 
 def test_answers_carry_the_shared_guarantee_object(census):
-    a = answer_query(census, "count", 0.5, support=NumericRange(0, 1080, 1), mechanism="gaussian", delta=1e-6, rng=0)
+    a = answer_query(
+        census, "count", 0.5, support=NumericRange(0, 1080, 1), mechanism="gaussian", delta=1e-6, rng=0
+    )
     g = a.guarantee_object()
     assert g.is_dp and g.epsilon == 0.5 and g.delta == 1e-6 and g.render() == a.guarantee
     assert a.public()["guarantee_model"] == {"model": "epsilon-dp", "epsilon": 0.5, "delta": 1e-6}
@@ -556,7 +575,12 @@ def test_hostile_ledger_delta_and_gaussian_entries_are_refused():
     with pytest.raises(LedgerError, match="no δ"):
         BudgetLedger.from_dict(d)
     for rho in ("x", -0.1, float("nan"), None):
-        d = dict(good, delta=1e-6, entries=[{"n": 1, "epsilon": 0.1, "mechanism": "gaussian", "rho": rho}], spent=0.1)
+        d = dict(
+            good,
+            delta=1e-6,
+            entries=[{"n": 1, "epsilon": 0.1, "mechanism": "gaussian", "rho": rho}],
+            spent=0.1,
+        )
         with pytest.raises(LedgerError):
             BudgetLedger.from_dict(d)
 
@@ -586,16 +610,21 @@ def test_the_interval_width_stated_before_drawing_is_the_one_printed():
     for seed in range(5):
         ans = answer_query(df, "count where x > 10", 0.5, mechanism="laplace", support=big, rng=seed)
         assert ans.interval[1] - ans.interval[0] == pytest.approx(w)
-    assert assess("count", 0.5, support=big, n_total=1000, intervals=False)["mechanisms"]["laplace"][
-        "interval_width"
-    ] is None
+    assert (
+        assess("count", 0.5, support=big, n_total=1000, intervals=False)["mechanisms"]["laplace"][
+            "interval_width"
+        ]
+        is None
+    )
 
 
 def test_a_proportions_planning_figures_divide_by_n_not_the_planning_size():
     """records_hint is the filter's planning size; a proportion is a count over n (public)."""
     sup = NumericRange(0, 1, 0.0001)
     a = assess("proportion where x > 10", 0.5, support=sup, n_total=1000)["mechanisms"]["laplace"]
-    b = assess("proportion where x > 10", 0.5, support=sup, n_total=1000, records_hint=10)["mechanisms"]["laplace"]
+    b = assess("proportion where x > 10", 0.5, support=sup, n_total=1000, records_hint=10)["mechanisms"][
+        "laplace"
+    ]
     assert a == b
     df = pd.DataFrame({"x": np.arange(1000) % 100})
     ans = answer_query(df, "proportion where x > 10", 0.5, mechanism="laplace", support=sup, rng=1)

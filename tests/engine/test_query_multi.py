@@ -33,7 +33,6 @@ from dpstudio.engine.query import (
     refine_query,
     refine_weights,
     refined_probabilities,
-    sample_refined,
 )
 from dpstudio.engine.query.multi import _component_distance, _joint_weights, _split_epsilons
 from dpstudio.engine.query.refinement import _center

@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from dpstudio.engine.measures import risk as RK
 from dpstudio.engine.measures.repeated import _rl_numeric_bulk
 
-pytestmark = pytest.mark.skipif(RK._rl_kernel() is None, reason="numba unavailable: the classifier is not used")
+pytestmark = pytest.mark.skipif(
+    RK._rl_kernel() is None, reason="numba unavailable: the classifier is not used"
+)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -59,7 +61,9 @@ def _releases(rng, xs, kind: str, scale: float) -> np.ndarray:
     levels=st.sampled_from([2, 3, 5, 50, 0]),
     const=st.booleans(),
     kinds=st.lists(
-        st.sampled_from(["copy", "centroids", "int-noise", "swap", "midpoints", "noise"]), min_size=1, max_size=4
+        st.sampled_from(["copy", "centroids", "int-noise", "swap", "midpoints", "noise"]),
+        min_size=1,
+        max_size=4,
     ),
     scale=st.sampled_from([1e-13, 1e-6, 0.01, 0.3, 1.0, 30.0, 1e6]),
     short_lists=st.booleans(),
@@ -140,8 +144,17 @@ def test_sweep_with_the_classifier_equals_the_numpy_sweep(census, monkeypatch):
     domains = {c: (0.0, 1.5 * float(df[c].max())) for c in cols}
 
     def run():
-        pts = engine.sweep(df, "ir-dp", {c: "eps-quasi" for c in cols}, domains, ks=[2, 5, 30],
-                           epsilons=[0.1, 3.0, 10.0], repeats=3, seed=9, measures=("sse", "rl"))
+        pts = engine.sweep(
+            df,
+            "ir-dp",
+            {c: "eps-quasi" for c in cols},
+            domains,
+            ks=[2, 5, 30],
+            epsilons=[0.1, 3.0, 10.0],
+            repeats=3,
+            seed=9,
+            measures=("sse", "rl"),
+        )
         return [(p.k, p.epsilon, [r["rl"] for r in p.runs]) for p in pts]
 
     calls = []

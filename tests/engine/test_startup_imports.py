@@ -16,17 +16,25 @@ def _modules_after(code: str, tmp_path, *, full: bool = False) -> set[str]:
     """Top-level packages (or, ``full``, every module name) a fresh interpreter loaded."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     names = "sys.modules" if full else "{m.split('.')[0] for m in sys.modules}"
-    out = subprocess.run([sys.executable, "-c", code + "\nimport sys, json\n"
-                          f"print(json.dumps(sorted({names})))"],
-                         capture_output=True, text=True, cwd=str(tmp_path), env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code + f"\nimport sys, json\nprint(json.dumps(sorted({names})))"],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        env=env,
+        check=True,
+    )
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def test_version_and_help_do_not_import_the_engine_stack(tmp_path):
-    mods = _modules_after("from dpstudio.__main__ import main\n"
-                          "import contextlib, io\n"
-                          "with contextlib.redirect_stdout(io.StringIO()):\n"
-                          "    main(['--version'])\n", tmp_path)
+    mods = _modules_after(
+        "from dpstudio.__main__ import main\n"
+        "import contextlib, io\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['--version'])\n",
+        tmp_path,
+    )
     heavy = {"pandas", "numpy", "scipy", "pyarrow", "numba", "PySide6"} & mods
     assert not heavy, heavy
 
@@ -35,20 +43,27 @@ def test_help_does_not_import_the_engine_stack(tmp_path):
     """The top-level --help builds every command's parser; a command's --help its own: no
     numpy, pandas (the commands import the engine in run())."""
     for argv in (["--help"], ["protect", "--help"], ["sweep", "--help"], ["evaluate", "--help"]):
-        mods = _modules_after("from dpstudio.__main__ import main\n"
-                              "import contextlib, io\n"
-                              "with contextlib.redirect_stdout(io.StringIO()):\n"
-                              f"    main({argv!r})\n", tmp_path)
+        mods = _modules_after(
+            "from dpstudio.__main__ import main\n"
+            "import contextlib, io\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    main({argv!r})\n",
+            tmp_path,
+        )
         assert not {"pandas", "numpy", "scipy", "pyarrow", "numba", "PySide6"} & mods, (argv, mods)
 
 
 def test_version_imports_no_command_module(tmp_path):
     """The command registry (dpstudio.cli.COMMAND_MODULES) imports a command's module only to
     run it: ``--version`` imports none of them."""
-    mods = _modules_after("from dpstudio.__main__ import main\n"
-                          "import contextlib, io\n"
-                          "with contextlib.redirect_stdout(io.StringIO()):\n"
-                          "    main(['--version'])\n", tmp_path, full=True)
+    mods = _modules_after(
+        "from dpstudio.__main__ import main\n"
+        "import contextlib, io\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['--version'])\n",
+        tmp_path,
+        full=True,
+    )
     from dpstudio.cli import COMMAND_MODULES
 
     assert "dpstudio.cli" in mods
@@ -60,12 +75,14 @@ def test_engine_errors_import_is_light(tmp_path):
     assert not {"pandas", "numpy", "scipy"} & mods
 
 
-PROTECT_CENSUS = ("from dpstudio.__main__ import main\nimport contextlib, io\n"
-            "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
-            f"    rc = main(['protect', {str(ROOT / 'resources' / 'census.csv')!r}, 'out.csv', "
-            "'--method', 'ir-dp', '--k', '10', '--epsilon', '1', '--role', 'FICA=eps-quasi', "
-            "'--domain', 'FICA=0:12000', '--seed', '7'])\n"
-            "assert rc == 0, rc\n")
+PROTECT_CENSUS = (
+    "from dpstudio.__main__ import main\nimport contextlib, io\n"
+    "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+    f"    rc = main(['protect', {str(ROOT / 'resources' / 'census.csv')!r}, 'out.csv', "
+    "'--method', 'ir-dp', '--k', '10', '--epsilon', '1', '--role', 'FICA=eps-quasi', "
+    "'--domain', 'FICA=0:12000', '--seed', '7'])\n"
+    "assert rc == 0, rc\n"
+)
 
 #: dpstudio modules a protect with ir-dp does not need (issue 13): the other methods' modules
 #: (the registry imports only the looked-up method's), their kernels and measures, the reports
@@ -107,7 +124,7 @@ NOT_ON_THE_IR_DP_PATH = {
 
 def test_protect_on_census_sized_data_does_not_import_scipy_or_numba(tmp_path):
     mods = _modules_after(PROTECT_CENSUS, tmp_path)
-    assert "pandas" in mods                    # it did run
+    assert "pandas" in mods  # it did run
     assert not {"scipy", "numba", "PySide6", "sklearn", "dask", "distributed", "psutil", "pyqtgraph"} & mods
 
 
@@ -124,29 +141,45 @@ def test_method_ids_map_every_method_to_its_module():
 
     from dpstudio.engine import registry
 
-    declared = {spec.id: name for name in registry.METHOD_MODULES
-                for spec in registry.module_specs(importlib.import_module(name))}
+    declared = {
+        spec.id: name
+        for name in registry.METHOD_MODULES
+        for spec in registry.module_specs(importlib.import_module(name))
+    }
     assert registry.METHOD_IDS == declared
 
 
 def test_one_method_looked_up_first_keeps_the_menu_order(tmp_path):
     """get_method before all_methods (the command line's path) gives the same specs, in the
     same menu order, as loading them all at once."""
-    code = ("from dpstudio.engine import registry\n"
-            "first = registry.get_method('ir-dp')\n"
-            "assert 'dpstudio.engine.protection.k_eps' not in __import__('sys').modules\n"
-            "assert registry.is_k_anonymous('k-eps') and not registry.is_k_anonymous('ir-dp')\n"
-            "ids = [m.id for m in registry.all_methods()]\n"
-            "assert registry.get_method('ir-dp') is first\n"
-            "print(ids)\n")
+    code = (
+        "from dpstudio.engine import registry\n"
+        "first = registry.get_method('ir-dp')\n"
+        "assert 'dpstudio.engine.protection.k_eps' not in __import__('sys').modules\n"
+        "assert registry.is_k_anonymous('k-eps') and not registry.is_k_anonymous('ir-dp')\n"
+        "ids = [m.id for m in registry.all_methods()]\n"
+        "assert registry.get_method('ir-dp') is first\n"
+        "print(ids)\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     run = [sys.executable, "-c"]
-    lazy = subprocess.run(run + [code], capture_output=True, text=True, cwd=str(tmp_path), env=env,
-                          check=True).stdout.strip().splitlines()[-1]
-    eager = subprocess.run(run + ["from dpstudio.engine import registry\n"
-                                  "print([m.id for m in registry.all_methods()])"],
-                           capture_output=True, text=True, cwd=str(tmp_path), env=env,
-                           check=True).stdout.strip().splitlines()[-1]
+    lazy = (
+        subprocess.run(run + [code], capture_output=True, text=True, cwd=str(tmp_path), env=env, check=True)
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    eager = (
+        subprocess.run(
+            run + ["from dpstudio.engine import registry\nprint([m.id for m in registry.all_methods()])"],
+            capture_output=True,
+            text=True,
+            cwd=str(tmp_path),
+            env=env,
+            check=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     assert lazy == eager
     assert eager.index("'mdav'") < eager.index("'ir-dp'") < eager.index("'k-eps'")
 

@@ -12,7 +12,11 @@ from dpstudio.engine.measures import risk as RK
 from dpstudio.engine.random import point_rng
 
 ROOTS = [K.root_key(np.random.default_rng(i)) for i in range(6)] + [
-    (0, 0), (5, 2**40), (2**32 - 1, 7), (2**32, 2**32), (2**64 - 1, 2**64 - 1)
+    (0, 0),
+    (5, 2**40),
+    (2**32 - 1, 7),
+    (2**32, 2**32),
+    (2**64 - 1, 2**64 - 1),
 ]
 
 
@@ -100,19 +104,40 @@ def test_noisy_cells_skip_the_per_run_pipeline(census, monkeypatch):
 
     calls = []
     real = sweeps.run_prepared
-    monkeypatch.setattr(sweeps, "run_prepared", lambda *a, **kw: calls.append(kw.get("epsilon")) or real(*a, **kw))
+    monkeypatch.setattr(
+        sweeps, "run_prepared", lambda *a, **kw: calls.append(kw.get("epsilon")) or real(*a, **kw)
+    )
     cols = list(census.columns)[:5]
     domains = {c: (0.0, 1.5 * float(census[c].max())) for c in cols}
-    pts = list(engine.sweep(census[cols], "ir-dp", {c: "eps-quasi" for c in cols}, domains, ks=[2, 7],
-                            epsilons=[0.5, 5.0], repeats=3, seed=11))
+    pts = list(
+        engine.sweep(
+            census[cols],
+            "ir-dp",
+            {c: "eps-quasi" for c in cols},
+            domains,
+            ks=[2, 7],
+            epsilons=[0.5, 5.0],
+            repeats=3,
+            seed=11,
+        )
+    )
     assert calls == [None, None]
     assert [p.repeats for p in pts] == [1, 3, 3, 1, 3, 3]
     # and a noisy point still equals a separate run (the bulk draws are the run's draws)
     p = pts[5]
-    res = engine.protect(census[cols], "ir-dp", {c: "eps-quasi" for c in cols}, domains, k=7,
-                         epsilon=5.0, shuffle=False, seed=point_rng(11, 1, 2, 2))
-    ev = engine.evaluate(res.aligned_original(), res.data, res.protected_attributes,
-                         measures=("sse", "rl"), result=res)
+    res = engine.protect(
+        census[cols],
+        "ir-dp",
+        {c: "eps-quasi" for c in cols},
+        domains,
+        k=7,
+        epsilon=5.0,
+        shuffle=False,
+        seed=point_rng(11, 1, 2, 2),
+    )
+    ev = engine.evaluate(
+        res.aligned_original(), res.data, res.protected_attributes, measures=("sse", "rl"), result=res
+    )
     assert p.epsilon == 5.0 and all(p.runs[2][key] == ev[key] for key in ("sse_raw", "sse_normalized", "rl"))
 
 
@@ -120,10 +145,31 @@ def test_staircase_sweeps_keep_the_per_run_path(census):
     """No bulk staircase sampler: such cells run repetition by repetition (same results)."""
     cols = list(census.columns)[:3]
     domains = {c: (0.0, 1.5 * float(census[c].max())) for c in cols}
-    pts = list(engine.sweep(census[cols], "ir-dp", {c: "eps-quasi" for c in cols}, domains, ks=[3],
-                            epsilons=[1.0], repeats=2, seed=3, noise="staircase"))
-    res = engine.protect(census[cols], "ir-dp", {c: "eps-quasi" for c in cols}, domains, k=3,
-                         epsilon=1.0, shuffle=False, noise="staircase", seed=point_rng(3, 0, 1, 1))
-    ev = engine.evaluate(res.aligned_original(), res.data, res.protected_attributes,
-                         measures=("sse", "rl"), result=res)
+    pts = list(
+        engine.sweep(
+            census[cols],
+            "ir-dp",
+            {c: "eps-quasi" for c in cols},
+            domains,
+            ks=[3],
+            epsilons=[1.0],
+            repeats=2,
+            seed=3,
+            noise="staircase",
+        )
+    )
+    res = engine.protect(
+        census[cols],
+        "ir-dp",
+        {c: "eps-quasi" for c in cols},
+        domains,
+        k=3,
+        epsilon=1.0,
+        shuffle=False,
+        noise="staircase",
+        seed=point_rng(3, 0, 1, 1),
+    )
+    ev = engine.evaluate(
+        res.aligned_original(), res.data, res.protected_attributes, measures=("sse", "rl"), result=res
+    )
     assert pts[1].runs[1]["rl"] == ev["rl"] and pts[1].runs[1]["sse_raw"] == ev["sse_raw"]

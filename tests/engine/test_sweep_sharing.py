@@ -22,19 +22,31 @@ def _setup(census):
 def test_sweep_points_equal_separate_runs(census, method):
     df, roles, domains = _setup(census)
     ks, epss, reps, seed = [3, 20], [0.1, 10.0], 2, 7
-    pts = list(engine.sweep(df, method, roles, domains, ks=ks, epsilons=epss, repeats=reps,
-                            seed=seed, measures=("sse", "rl")))
+    pts = list(
+        engine.sweep(
+            df, method, roles, domains, ks=ks, epsilons=epss, repeats=reps, seed=seed, measures=("sse", "rl")
+        )
+    )
     assert len(pts) == len(ks) * (len(epss) + 1)
     checked = 0
     for pt in pts:
         if pt.epsilon is None:
             continue
-        ki, ei = ks.index(pt.k), epss.index(pt.epsilon) + 1   # index 0 is the baseline
+        ki, ei = ks.index(pt.k), epss.index(pt.epsilon) + 1  # index 0 is the baseline
         for r in range(reps):
-            res = engine.protect(df, method, roles, domains, k=pt.k, epsilon=pt.epsilon,
-                                 shuffle=False, seed=point_rng(seed, ki, ei, r))
-            ev = engine.evaluate(res.aligned_original(), res.data, res.protected_attributes,
-                                 measures=("sse", "rl"), result=res)
+            res = engine.protect(
+                df,
+                method,
+                roles,
+                domains,
+                k=pt.k,
+                epsilon=pt.epsilon,
+                shuffle=False,
+                seed=point_rng(seed, ki, ei, r),
+            )
+            ev = engine.evaluate(
+                res.aligned_original(), res.data, res.protected_attributes, measures=("sse", "rl"), result=res
+            )
             for key in ("sse_raw", "sse_normalized", "rl"):
                 assert pt.runs[r][key] == ev[key], (pt.k, pt.epsilon, r, key)
             checked += 1
@@ -63,8 +75,11 @@ def test_sweep_evaluates_through_the_array_fast_path(census, monkeypatch):
     real = repeated.evaluate
     monkeypatch.setattr(repeated, "evaluate", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     df, roles, domains = _setup(census)
-    pts = list(engine.sweep(df, "ir-dp", roles, domains, ks=[3, 5], epsilons=[1.0], repeats=3,
-                            seed=1, measures=("sse", "rl")))
+    pts = list(
+        engine.sweep(
+            df, "ir-dp", roles, domains, ks=[3, 5], epsilons=[1.0], repeats=3, seed=1, measures=("sse", "rl")
+        )
+    )
     assert len(calls) == 1
     assert all(set(r) == {"sse_raw", "sse_normalized", "rl", "warnings"} for p in pts for r in p.runs)
 
@@ -74,6 +89,9 @@ def test_sweep_fast_path_keeps_evaluate_warnings(census):
     df, roles, domains = _setup(census)
     df = df.assign(**{df.columns[0]: 5.0})
     domains[df.columns[0]] = (0.0, 10.0)
-    pts = list(engine.sweep(df, "ir-dp", roles, domains, ks=[3], epsilons=[1.0], repeats=2,
-                            seed=1, measures=("sse", "rl")))
+    pts = list(
+        engine.sweep(
+            df, "ir-dp", roles, domains, ks=[3], epsilons=[1.0], repeats=2, seed=1, measures=("sse", "rl")
+        )
+    )
     assert all(any("constant" in w for w in r["warnings"]) for p in pts for r in p.runs)

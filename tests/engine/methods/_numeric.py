@@ -6,14 +6,11 @@ import numpy as np
 import pandas as pd
 from hypothesis import strategies as st
 
-from tests.engine._order import run_prepared_in_order
 from dpstudio.engine.api import prepare
 from dpstudio.engine.registry import get_method
+from tests.engine._order import run_prepared_in_order
 
-
-
-NUMERIC = ["mdav", "mdav-swap", "ir-swap", "laplace", "insensitive-dp", "ir-dp", "idp-ls",
-           "idp-cbls"]
+NUMERIC = ["mdav", "mdav-swap", "ir-swap", "laplace", "insensitive-dp", "ir-dp", "idp-ls", "idp-cbls"]
 
 
 CENSUS4 = ["FICA", "FEDTAX", "INTVAL", "POTHVAL"]
@@ -94,4 +91,3 @@ def kquasi_frames(draw):
     df = pd.DataFrame(X, columns=[f"q{i}" for i in range(m)])
     df["conf"] = rng.normal(size=n)
     return df, k
-
