@@ -55,6 +55,7 @@ from PySide6.QtWidgets import (
 
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner, filter_example
+from dpstudio.app.widgets.query_answering import AnswerJob
 from dpstudio.app.workers import TaskRunner
 from dpstudio.engine import query as qd
 from dpstudio.engine.errors import DPStudioError
@@ -1208,148 +1209,76 @@ class QueryPanel(QWidget):
         if not self._validate(replot=False):
             return False
         req = self.build_multi_request() if self.multi() else self.build_request()
+        job = self._answer_job(req, spend)
+        if job is None:
+            return False
+        self.error_label.setText("Answering…" if spend else "Refining (preview)…")
+        self.runner.start(
+            job.work,
+            finished=lambda out: self._answer_done(job, out),
+            errored=self._answer_errored,
+            cancelled=lambda: self._answer_cancelled(job),
+        )
+        return True
+
+    def _answer_job(self, req: dict[str, Any], spend: bool) -> AnswerJob | None:
+        """The job of one answer (a preview without ``spend``), or None after naming why it is
+        refused (a foreign or legacy ledger; beyond the budget) before anything runs.
+        """
         df = self.state.df
-        path = None
-        new_total = None
+        job = AnswerJob(df=df, req=req, plan={})
         if spend:
             led, why = self._snapshot()
             if why or self.state.legacy_query_ledger() is not None:
                 self.error_label.setText(why or "Move the project's older ledger first (see above).")
-                return False
-            path = self.ledger_path()
-            name, sha = self._dataset()
-            new_total = req["total"] if led is None else None
+                return None
+            job.path = self.ledger_path()
+            job.dataset = self._dataset()
+            job.new_total = req["total"] if led is None else None
             try:  # refused before anything runs, with the remaining budget named
                 (led or qd.BudgetLedger(req["total"])).check(req["epsilon"], req["requester"])
             except DPStudioError as exc:
                 self.error_label.setText(str(exc))
-                return False
+                return None
+        job.plan = self._answer_plan(req, self.ledger() if spend else None)
+        return job
 
-        led_now = self.ledger() if spend else None
-        plan = {
-            "n_total": len(df),
+    def _answer_plan(self, req: dict[str, Any], led_now: qd.BudgetLedger | None) -> dict[str, Any]:
+        """Public planning facts of an answer: n, the declared domains, δ (the form's or the
+        ledger's), the declared groups.
+        """
+        return {
+            "n_total": len(self.state.df),
             "bounds": dict(self.state.domains),
             "delta": req.get("delta")
             if req.get("delta") is not None
             else (led_now.delta if led_now else None),
             "groups": None if req["groups"] is None else {req["query"].by: req["groups"]},
         }
-        result: dict[str, Any] = {"accuracy": None, "chosen": None}
 
-        def choose() -> str:
-            mech = req.get("mechanism") or "refinement"
-            if req["multi"] is not None or mech == "refinement":
-                return "refinement"
-            acc = qd.assess(
-                req["query"],
-                req["epsilon"],
-                prior=req["prior"],
-                n_total=plan["n_total"],
-                bounds=plan["bounds"],
-                delta=plan["delta"],
-                groups=plan["groups"],
-                only=None if mech == "auto" else mech,
-            )
-            result["accuracy"] = acc
-            return acc["auto"] if mech == "auto" else mech
-
-        def answer_with(ledger, check_cancel):
-            check_cancel()  # the last moment a cancel stops the answer: nothing was spent
-            chosen = result["chosen"] = choose()
-            if req["multi"] is not None:
-                return qd.refine_multicomponent(
-                    df,
-                    req["query"],
-                    req["prior"],
-                    req["epsilon"],
-                    mode=req["multi"]["mode"],
-                    distance=req["multi"]["distance"],
-                    ledger=ledger,
-                    requester=req["requester"],
-                )
-            if chosen == "refinement":
-                ans = qd.refine_query(
-                    df,
-                    req["query"],
-                    req["prior"],
-                    req["epsilon"],
-                    req["kind"],
-                    ledger=ledger,
-                    groups=req["groups"],
-                    requester=req["requester"],
-                )
-                ans.accuracy = result["accuracy"]
-                return ans
-            if ledger is None:  # a preview of a noise answer: the accuracy only, nothing drawn
-                return None
-            return qd.answer_query(
-                df,
-                req["query"],
-                req["epsilon"],
-                mechanism=chosen,
-                prior=req["prior"],
-                bounds=plan["bounds"],
-                groups=plan["groups"],
-                delta=plan["delta"],
-                ledger=ledger,
-                requester=req["requester"],
-            )
-
-        def work(progress, check_cancel):
-            if path is None:
-                return answer_with(None, check_cancel), False
-            # the CLI's lock and code: budget check, draw and ledger write under one OS lock;
-            # the file holds the answer's ε before the answer leaves this function
-            with ql.locked_ledger(
-                path, total=new_total, dataset=name, digest=sha, check_cancel=check_cancel
-            ) as ledger:
-                if (
-                    new_total is not None
-                    and ledger.on_file
-                    and ledger.total_exact != ql.eps_fraction(new_total)
-                ):
-                    raise qd.ParameterError(
-                        f"The ledger {path} was created meanwhile with a total budget of {ledger.total:g} "
-                        f"(not {new_total:g}): look at it and answer again."
-                    )
-                ans = answer_with(ledger, check_cancel)
-                recorded["spent"] = True  # on file: a cancel from now on only hides the answer
-                return ans, True
-
-        recorded = {"spent": False}
-
-        def cancelled():
-            if recorded["spent"]:
-                self.error_label.setText(
-                    "Cancelled after the answer was recorded in the ledger: its ε is spent; "
-                    "the answer is not shown."
-                )
-            else:
-                self.error_label.setText("Cancelled: nothing was spent or shown.")
+    def _answer_done(self, job: AnswerJob, out) -> None:
+        ans, spent = out
+        self.show_accuracy(job.accuracy, job.chosen)
+        if ans is None:  # preview of a noise mechanism
+            return
+        if spent:
             self.refresh_ledger()
+            self.show_answer(ans)
+        self.plot_answer(ans, preview=not spent)
 
-        def done(out):
-            ans, spent = out
-            self.show_accuracy(result["accuracy"], result["chosen"])
-            if ans is None:  # preview of a noise mechanism
-                return
-            if spent:
-                self.refresh_ledger()
-                self.show_answer(ans)
-            self.plot_answer(ans, preview=not spent)
+    def _answer_cancelled(self, job: AnswerJob) -> None:
+        if job.spent:
+            self.error_label.setText(
+                "Cancelled after the answer was recorded in the ledger: its ε is spent; "
+                "the answer is not shown."
+            )
+        else:
+            self.error_label.setText("Cancelled: nothing was spent or shown.")
+        self.refresh_ledger()
 
-        def errored(msg, _details):
-            self.error_label.setText(msg)
-            self.refresh_ledger()
-
-        self.error_label.setText("Answering…" if spend else "Refining (preview)…")
-        self.runner.start(
-            work,
-            finished=done,
-            errored=errored,
-            cancelled=cancelled,
-        )
-        return True
+    def _answer_errored(self, msg: str, _details) -> None:
+        self.error_label.setText(msg)
+        self.refresh_ledger()
 
     def answer(self) -> bool:
         """Answer the query: spend ε in the ledger (refused beyond the budget)."""

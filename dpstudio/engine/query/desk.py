@@ -10,9 +10,11 @@ the planning size is ``records_hint`` (the office's declared expectation) or n.
 
 Intervals printed with an answer are computed from the RELEASED values only:
 
-* noise: every noisy part lies within its 1 − 0.05/m quantile (union bound over the m parts),
-  so the true (clamped) statistic lies in the interval-arithmetic image of those boxes with
-  probability ≥ 95 %;
+* noise, one part (count, proportion, sum, value): the part's noise lies within its exact 95 %
+  quantile, so the true (clamped) statistic lies in the interval with probability ≥ 95 %;
+* noise, several parts (mean, variance, ratio): the estimator's error simulated from the
+  mechanism at the noisy parts (:func:`mechanisms.stat_interval`: all parts' noise drawn
+  jointly, a basic parametric bootstrap), coverage ≈ 95 %;
 * refinement: the Neyman construction over the grid -- for every possible true answer f, the
   smallest ball around f holding ≥ 95 % of the refined distribution R_f; the interval is the
   hull of the f whose ball holds the response (exact coverage ≥ 95 % for every f; computed for
@@ -257,7 +259,7 @@ def planned_interval_width(stat: M.NoisyStat, n_plan: int, n_total: int | None =
         step = float(getattr(stat.support, "step", 0) or 0)
         return 2 * p.quantile(level) * float(p.unit) * per + step
     truth = [float(t) for t in stat.plan_truth(n_plan)]
-    bx = stat.box([(t - p.quantile(level), t + p.quantile(level)) for t, p in zip(truth, stat.parts)])
+    bx = M.stat_interval(stat, truth)  # the interval an answer whose noisy parts are the plan's
     return float("nan") if bx is None else float(bx[1] - bx[0])
 
 

@@ -117,6 +117,26 @@ class Part:
         N.check_grid_noise(self.sens, float(self.eps or 0))
         return N.discrete_laplace(rng, self.rate, size)
 
+    def simulate(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """``size`` draws of this part's noise (grid units, float) for ACCURACY SIMULATIONS ONLY
+        (intervals, planning), never for a release: discrete Laplace as the difference of two
+        geometric variables (exact in distribution, numpy's sampler); the discrete Gaussian by
+        inverse CDF over its pmf (σ ≤ 100) or a rounded normal (σ > 100: total variation
+        distance below 10⁻¹⁰⁰⁰⁰ from N_ℤ(0, σ²)).
+        """
+        if self.sens == 0:
+            return np.zeros(size)
+        if self.gaussian:
+            s2 = float(self.sigma2)
+            s = math.sqrt(s2)
+            if s > 100:
+                return np.rint(rng.normal(0.0, s, size))
+            cdf = _gauss_cdf(s2)
+            k = (cdf.size - 1) // 2
+            return (np.searchsorted(cdf, rng.random(size), side="right") - k).astype(np.float64)
+        p = -math.expm1(-self.rate)  # 1 − q
+        return (rng.geometric(p, size) - rng.geometric(p, size)).astype(np.float64)
+
     def quantile(self, level: float) -> int:
         """The smallest k with P(|Z| ≤ k) ≥ ``level`` (kept on the safe side of rounding)."""
         return _part_quantile(self, level)
@@ -167,6 +187,14 @@ class Part:
 @functools.lru_cache(maxsize=1024)
 def _part_quantile(part: Part, level: float) -> int:
     return part._quantile(level)
+
+
+@functools.lru_cache(maxsize=64)
+def _gauss_cdf(s2: float) -> np.ndarray:
+    """CDF of N_ℤ(0, σ²) over |z| ≤ 40σ + 40 (σ ≤ 100), for :meth:`Part.simulate`."""
+    k = int(40 * math.sqrt(s2) + 40)
+    cdf = np.cumsum(N.discrete_gaussian_pmf(np.arange(-k, k + 1), s2))
+    return cdf / cdf[-1]
 
 
 def _frac(x) -> Fraction:
@@ -264,6 +292,11 @@ class NoisyStat:
     covers: str  # what the interval covers
     plan_truth: Callable[[int], list[int]]  # planning: the parts' true units for n records
     split_text: str = ""
+    #: several-part statistics: the estimator on arrays of noisy parts (grid units), before the
+    #: clamp to the declared range and the snap to its grid (the simulated interval's pivot)
+    raw: Callable[[Sequence[np.ndarray]], np.ndarray] | None = None
+    #: where the (clamped) statistic lies whatever the data: the domain [a, b] of a mean, [0, h²]
+    limits: tuple[float, float] | None = None
 
 
 def _domain(query: Query, col: str | None, bounds: dict | None) -> tuple[float, float]:
@@ -397,6 +430,9 @@ def _mean_stat(query, sup, eps, rho, bounds, gaussian, split) -> NoisyStat:
         s = _sum(x - c0)
         return [_round_units(s, unit), len(x)], (c0 + s / len(x) if len(x) else None)
 
+    def raw(u):
+        return np.where(u[1] >= 1, c0 + u[0] * float(unit) / np.maximum(u[1], 1), c0)
+
     m_plan = _clip(c0, sup)
     name = "ρ" if gaussian else "ε"
     return NoisyStat(
@@ -410,6 +446,8 @@ def _mean_stat(query, sup, eps, rho, bounds, gaussian, split) -> NoisyStat:
         "record matches)",
         lambda n: [_round_units(n * (m_plan - c0), unit), n],
         f"mean = {c0:g} + noisy Σ(x − {c0:g}) / noisy count, {name} split {float(t):g} / {float(1 - t):g}",
+        raw,
+        (a, b),
     )
 
 
@@ -449,6 +487,11 @@ def _variance_stat(query, sup, eps, rho, bounds, gaussian) -> NoisyStat:
         e2 = [s / c for s in s2 for c in (cl, ch)]
         return _interval(max(min(e2) - m2_hi, 0.0), min(max(e2) - m2_lo, h * h), sup)
 
+    def raw(u):
+        c = np.maximum(u[2], 1)
+        m = u[0] * float(u1) / c
+        return np.where(u[2] >= 2, u[1] * float(u2) / c - m * m, 0.0)
+
     def truth(df, mask):
         x = _values(df, query.column, mask, a, b) - c0
         n = len(x)
@@ -466,6 +509,8 @@ def _variance_stat(query, sup, eps, rho, bounds, gaussian) -> NoisyStat:
         f"the population variance of the values clamped to [{a:g}, {b:g}] (when a record matches)",
         lambda n: [0, _round_units(n * h * h / 3, u2), n],
         f"variance = noisy Σy²/n̂ − (noisy Σy/n̂)², y = x − {c0:g}; {'ρ' if gaussian else 'ε'} split in thirds",
+        raw,
+        (0.0, h * h),
     )
 
 
@@ -497,6 +542,13 @@ def _ratio_stat(query, sup, eps, rho, bounds, gaussian) -> NoisyStat:
         q = [x / y for x in (nl, nh) for y in (dl, dh)]
         return _interval(min(q), max(q), sup)
 
+    def raw(u):
+        den = u[1] * float(units[1])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(
+                den != 0, u[0] * float(units[0]) / np.where(den != 0, den, 1.0), (sup.lo + sup.hi) / 2
+            )
+
     def truth(df, mask):
         ok = mask & _col(df, cols[0]).notna().to_numpy() & _col(df, cols[1]).notna().to_numpy()
         xs = [_values(df, c, ok, a, b) for c, (a, b) in zip(cols, doms)]
@@ -514,6 +566,7 @@ def _ratio_stat(query, sup, eps, rho, bounds, gaussian) -> NoisyStat:
         f"Σ{cols[0]} / Σ{cols[1]} of the values clamped to their declared domains",
         lambda n: [_round_units(n * mids[0], units[0]), _round_units(n * mids[1], units[1])],
         f"ratio = noisy Σ{cols[0]} / noisy Σ{cols[1]}, {'ρ' if gaussian else 'ε'} split ½ / ½",
+        raw,
     )
 
 
@@ -593,21 +646,90 @@ def noisy_stat(
 
 
 def draw_stat(stat: NoisyStat, truth_units: Sequence[int], rng: np.random.Generator) -> tuple[Any, Any]:
-    """(response, 95 % interval) of one draw: noise added to the parts, then post-processing."""
+    """(response, 95 % interval) of one draw: noise added to the parts, then post-processing
+    (:func:`stat_interval`: a function of the noisy parts only).
+    """
     noisy = [float(t + int(p.draw(rng, 1)[0])) for t, p in zip(truth_units, stat.parts)]
-    m = len(stat.parts)
-    level = 1 - (1 - LEVEL) / m  # union bound: every part inside its box with ≥ 1 − 0.05/m
-    boxes = [(v - p.quantile(level), v + p.quantile(level)) for v, p in zip(noisy, stat.parts)]
-    return stat.finish(noisy), stat.box(boxes)
+    return stat.finish(noisy), stat_interval(stat, noisy)
+
+
+#: Draws of the simulated interval of a several-part statistic (mean, variance, ratio).
+INTERVAL_DRAWS = 4000
+
+
+def stat_interval(stat: NoisyStat, noisy: Sequence[float]) -> tuple[float, float] | None:
+    """The 95 % interval printed with a noise answer, from the NOISY parts only.
+
+    Post-processing of the released values; no data is read:
+
+    * one part (count, proportion, sum, value): the part's noise lies within its exact 95 %
+      quantile k, so the truth lies in [v − k, v + k] (exact coverage ≥ 95 %);
+    * several parts (mean, variance, ratio): the estimator's error distribution simulated from
+      the mechanism at the plug-in values (the noisy parts): :data:`INTERVAL_DRAWS` draws of the
+      noise of ALL parts at once (jointly, as the answer draws them), the error e = θ(v + z) −
+      θ(v) of the unclamped estimator θ; the interval is [θ(v) − e₉₇.₅, θ(v) − e₂.₅] (the
+      basic parametric bootstrap), widened by half a grid step and clipped to where the
+      statistic lies (the domain of a mean, [0, h²] of a variance, the declared range).  Its
+      coverage is ≈ 95 % (tested: 95 ± 2 % over 2,000 draws), not ≥ 95 % for every data set.
+      The simulation's generator is seeded from the noisy parts and the calibration: the same
+      released values give the same interval.
+
+    Returns (lo, hi), or None where ``stat.box`` gives none.
+    """
+    if len(stat.parts) == 1 or stat.raw is None:
+        m = len(stat.parts)
+        level = 1 - (1 - LEVEL) / m  # (m > 1 without a raw estimator: the union bound)
+        boxes = [(v - p.quantile(level), v + p.quantile(level)) for v, p in zip(noisy, stat.parts)]
+        return stat.box(boxes)
+    import hashlib
+
+    key = repr(([float(v) for v in noisy], [p.describe() for p in stat.parts], stat.query.describe()))
+    seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little")
+    g = np.random.default_rng(seed)
+    z = [p.simulate(g, INTERVAL_DRAWS) for p in stat.parts]
+    est = float(stat.raw([np.array([float(v)]) for v in noisy])[0])
+    sims = stat.raw([float(v) + zi for v, zi in zip(noisy, z)])
+    tail = (1 - LEVEL) / 2
+    e_lo, e_hi = np.quantile(sims - est, [tail, 1 - tail])
+    half = float(stat.support.step or 0) / 2
+    lo, hi = est - float(e_hi) - half, est - float(e_lo) + half
+    sup = stat.support
+    a, b = stat.limits if stat.limits is not None else (sup.lo, sup.hi)
+    a, b = max(a, sup.lo), min(b, sup.hi)
+    # clipped to where the statistic lies (an interval wholly beyond a limit: the limit)
+    return (min(max(lo, a), b), max(min(hi, b), a))
 
 
 def simulate(stat: NoisyStat, truth_units: Sequence[int], rng: np.random.Generator, draws: int) -> np.ndarray:
-    """``draws`` responses of the mechanism for the given true parts (vectorised noise)."""
+    """``draws`` responses of the mechanism for the given true parts (vectorised noise; the
+    responses of several-part statistics by :func:`finish_many`, equal to ``stat.finish`` draw
+    by draw).
+    """
     noise = [p.draw(rng, draws) for p in stat.parts]
+    if stat.raw is not None:
+        return finish_many(stat, [(int(t) + z).astype(np.float64) for t, z in zip(truth_units, noise)])
     out = np.empty(draws)
     for i in range(draws):
         out[i] = float(stat.finish([float(t + z[i]) for t, z in zip(truth_units, noise)]))
     return out
+
+
+def finish_many(stat: NoisyStat, u: Sequence[np.ndarray]) -> np.ndarray:
+    """``stat.finish`` over arrays of noisy parts (several-part statistics): the unclamped
+    estimator, clamped to its limits, snapped to the declared grid -- the same floating-point
+    operations in the same order as ``finish``, so every element equals ``float(finish(…))``
+    (tested).
+    """
+    assert stat.raw is not None
+    v = stat.raw(u)
+    if stat.limits is not None:
+        v = np.minimum(np.maximum(v, stat.limits[0]), stat.limits[1])
+    sup = stat.support
+    x = np.minimum(np.maximum(v, sup.lo), sup.hi)
+    idx = np.minimum(np.maximum(np.rint((x - sup.lo) / sup._step), 0), sup.size - 1).astype(np.int64)
+    uniq, inv = np.unique(idx, return_inverse=True)
+    vals = np.array([float(sup.value(int(i))) for i in uniq])
+    return vals[inv.reshape(-1)]
 
 
 # =========================================================================== exponential mechanism
@@ -762,5 +884,8 @@ __all__ = [
     "rank_stat",
     "rho_for",
     "simulate",
+    "finish_many",
+    "stat_interval",
+    "INTERVAL_DRAWS",
 ]
 _ = field  # dataclasses.field kept for subclasses

@@ -241,15 +241,63 @@ def refine_weights(
     return cls, mass, info
 
 
+def refine_weights_array(
+    w: np.ndarray, d: np.ndarray, au: int, ad: int, one: int = 1 << ALPHA_BITS
+) -> tuple[np.ndarray, list[int]] | None:
+    """:func:`refine_weights` vectorised for int64 weights whose total is below 2⁶² and int64
+    distances: the same classes (an int8 array) and the same exact masses (Python integers),
+    the level masses summed exactly in int64 and compared with pu in Python integers
+    (tested against :func:`refine_weights`).  None when it does not apply (the caller uses
+    :func:`refine_weights`).
+    """
+    W = int(w.sum()) if w.size else 0
+    if W <= 0 or W >= (1 << 62) or au == ad or int(w.min()) < 0:
+        return None
+    order = np.argsort(d, kind="stable")
+    ds = d[order]
+    lv, start = np.unique(ds, return_index=True)
+    cum = np.cumsum(np.add.reduceat(w[order], start))
+    num, den = (one - ad), (au - ad)
+    # the first level whose ball reaches pu: c·den ≥ num·W  ⟺  c ≥ ⌈num·W/den⌉ (c an integer)
+    T = -((-num * W) // den)
+    j = int(np.searchsorted(cum, T, side="left"))
+    if j >= lv.size:
+        return None
+    r_mid = int(lv[j])
+    c = int(cum[j])
+    if c * den == num * W:
+        cls = np.where(d <= r_mid, 0, 2).astype(np.int8)
+        return cls, [au * c, 0, ad * (W - c)]
+    inner = int(cum[j - 1]) if j > 0 else 0
+    outer = W - c
+    cls = np.where(d < r_mid, 0, np.where(d == r_mid, 1, 2)).astype(np.int8)
+    return cls, [au * inner, one * W - au * inner - ad * outer, ad * outer]
+
+
+def sample_refined_array(rng: np.random.Generator, w: np.ndarray, cls: np.ndarray, mass) -> int:
+    """:func:`sample_refined` for int64 weights (total below 2⁶²) and an array of classes: the
+    same uniform integers drawn in the same order, hence the same point (tested).
+    """
+    u = _uniform_int(rng, sum(mass))
+    c = 0 if u < mass[0] else (1 if u < mass[0] + mass[1] else 2)
+    idx = np.flatnonzero((cls == c) & (w > 0))
+    cw = np.cumsum(w[idx])
+    v = _uniform_int(rng, int(cw[-1]))
+    return int(idx[int(np.searchsorted(cw, v, side="right"))])
+
+
 def refined_floats(prior_w, cls, mass) -> list[float]:
     """:func:`refined_probabilities` as floats, computed with numpy (for display: the office's
     plot); the draw never uses them.
     """
-    w = (
-        np.asarray([float(x) for x in prior_w])
-        if len(prior_w) and max(prior_w) >= 2**62
-        else np.asarray(prior_w, dtype=np.float64)
-    )
+    if isinstance(prior_w, np.ndarray):
+        w = prior_w.astype(np.float64)
+    else:
+        w = (
+            np.asarray([float(x) for x in prior_w])
+            if len(prior_w) and max(prior_w) >= 2**62
+            else np.asarray(prior_w, dtype=np.float64)
+        )
     c = np.asarray(cls, dtype=np.int64)
     tot = np.array([w[c == k].sum() for k in range(3)])
     total = float(sum(mass))
@@ -469,11 +517,18 @@ def validate_request(
 
 
 def _component(df, query: Query, sup, w, mask, au: int, ad: int, distance: str | None = None):
-    """(class, mass, center index, true value, operator note) of one query component."""
+    """(class, mass, center index, true value, operator note) of one query component.  With
+    ``w`` an int64 array (total below 2⁶²) and the grid distance, the vectorised
+    :func:`refine_weights_array` (classes as an array); else :func:`refine_weights`.
+    """
     center, tv, note = _center(df, query, sup, mask)
     if center is None:
-        return [2] * len(w), [0, 0, (1 << ALPHA_BITS) * sum(w)], None, tv, note
-    cls, mass, _ = refine_weights(w, _distances(sup, center, distance), au, ad)
+        return [2] * len(w), [0, 0, (1 << ALPHA_BITS) * int(sum(w))], None, tv, note
+    if isinstance(w, np.ndarray) and distance is None and isinstance(sup, NumericRange):
+        fast = refine_weights_array(w, np.abs(np.arange(sup.size, dtype=np.int64) - center), au, ad)
+        if fast is not None:
+            return fast[0], fast[1], center, tv, note
+    cls, mass, _ = refine_weights(list(map(int, w)), _distances(sup, center, distance), au, ad)
     return cls, mass, center, tv, note
 
 
@@ -605,6 +660,7 @@ def refine_query(
     au, ad = factors(eps, kind, split)
     w = prior.weights()
     sup = prior.support
+    wa = np.asarray(w, dtype=np.int64) if w and sum(w) < (1 << 62) and min(w) >= 0 else None
     base_mask = evaluate_filter(df, parse_filter(query.where))
     comps = [None] if groups is None else groups
     responses, trues, refined_all, notes, counts = [], [], [], [], []
@@ -612,15 +668,18 @@ def refine_query(
         mask = base_mask if g is None else base_mask & _compare(df[query.by], "==", g).to_numpy()
         counts.append(int(np.count_nonzero(mask)))
         label = "" if g is None else f"group {query.by} = {g}: "
-        cls, mass, center, tv, note = _component(df, query, sup, w, mask, au, ad, dist)
+        cls, mass, center, tv, note = _component(df, query, sup, w if wa is None else wa, mask, au, ad, dist)
         if note:
             notes.append(label + note)
-        i = sample_refined(rng, w, cls, mass)
+        if wa is not None and isinstance(cls, np.ndarray):
+            i = sample_refined_array(rng, wa, cls, mass)
+        else:
+            i = sample_refined(rng, w, cls, mass)
         responses.append(sup.value(i))
         trues.append(
             tv if query.agg != "mode" or tv is None else (sup.value(center) if center is not None else None)
         )
-        refined_all.append(refined_floats(w, cls, mass))
+        refined_all.append(refined_floats(w if wa is None else wa, cls, mass))
     support_vals = [_plain(v) for v in sup.values()]
     ans = QueryAnswer(
         query=query.describe(),
