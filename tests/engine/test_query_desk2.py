@@ -189,22 +189,23 @@ def test_a_broken_sampler_fails_the_chi2():
 
 
 COVER = [
-    ("count where x > 40", NumericRange(0, 200, 1), "laplace", True),
-    ("sum(x) where g == 2", NumericRange(0, 20000, 1), "laplace", True),
-    ("value(x) where x == 7", NumericRange(0, 100, 1), "laplace", True),
-    ("count where x > 40", NumericRange(0, 200, 1), "gaussian", True),
-    ("mean(x) where h == 'a'", NumericRange(0, 100, 0.1), "laplace", False),
-    ("mean(x) where h == 'a'", NumericRange(0, 100, 0.1), "gaussian", False),
-    ("variance(y)", NumericRange(0, 2500, 1), "laplace", False),
-    ("ratio(x, y) where y > 0", NumericRange(0, 10, 0.01), "laplace", False),
+    ("count where x > 40", NumericRange(0, 200, 1), "laplace", 0.975),
+    ("sum(x) where g == 2", NumericRange(0, 20000, 1), "laplace", 0.975),
+    ("value(x) where x == 7", NumericRange(0, 100, 1), "laplace", 0.975),
+    ("count where x > 40", NumericRange(0, 200, 1), "gaussian", 0.975),
+    ("mean(x) where h == 'a'", NumericRange(0, 100, 0.1), "laplace", 0.97),
+    ("mean(x) where h == 'a'", NumericRange(0, 100, 0.1), "gaussian", 0.97),
+    ("variance(y)", NumericRange(0, 2500, 1), "laplace", 0.97),
+    ("ratio(x, y) where y > 0", NumericRange(0, 10, 0.01), "laplace", 0.97),
 ]
 
 
-@pytest.mark.parametrize("text,sup,mech,tight", COVER, ids=[f"{c[0]}-{c[2]}" for c in COVER])
-def test_the_95_interval_covers_the_truth(text, sup, mech, tight):
+@pytest.mark.parametrize("text,sup,mech,high", COVER, ids=[f"{c[0]}-{c[2]}" for c in COVER])
+def test_the_95_interval_covers_the_truth(text, sup, mech, high):
     """2,000 draws: the interval printed with the answer covers the true (clamped) statistic
-    at least 95 − 2 % of the time; one-part statistics within 95 ± 2 % (several parts use a
-    union bound: conservative, reported in results/query_desk_accuracy.md)."""
+    95 ± 2 % of the time (one-part statistics: their exact noise quantile, ≥ 95 % by
+    construction, up to 97.5 % on a discrete grid; several parts: the simulated interval,
+    95 ± 2 %; Census and Adult in tests/engine/test_query_intervals.py)."""
     rng = np.random.default_rng(5)
     df = _frame(np.random.default_rng(2), 200)
     if text.startswith("value"):
@@ -220,9 +221,7 @@ def test_the_95_interval_covers_the_truth(text, sup, mech, tight):
         _, (lo, hi) = M.draw_stat(stat, units, rng)
         hits += lo - 1e-9 <= truth <= hi + 1e-9
     cover = hits / 2000
-    assert cover >= 0.93, cover
-    if tight:
-        assert cover <= 0.975, cover
+    assert 0.93 <= cover <= high, cover
 
 
 def test_refinement_neyman_interval_covers():

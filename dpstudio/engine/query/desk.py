@@ -30,6 +30,7 @@ query and data reproduce the answer; any other ε or query draws independent noi
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -127,6 +128,8 @@ class _Balls:
         self.P = np.concatenate([[0.0], np.cumsum(self.p)])
         self.Q = np.concatenate([[0.0], np.cumsum(self.p * self.x)])
         self.c = np.arange(self.n)
+        self._s95: np.ndarray | None = None  # computed once (s95)
+        self._accuracy: float | None = None  # computed once (refinement_accuracy)
         self.au, self.ad = _factors_float(epsilon, kind, split)
         pu = (1 - self.ad) / (self.au - self.ad) if self.au > self.ad else 1.0
         self.r = self._search(lambda r: self.mass(r) >= pu)
@@ -167,6 +170,12 @@ class _Balls:
             lo = np.where(good, lo, mid + 1)
         return lo
 
+    def s95(self) -> np.ndarray:
+        """For every centre f, the smallest radius whose ball holds ≥ 95 % of R_f (computed once)."""
+        if self._s95 is None:
+            self._s95 = self._search(lambda s: self.refined_mass(s) >= M.LEVEL + 1e-9)
+        return self._s95
+
     def refined_mass(self, s) -> np.ndarray:
         """R_c(ball of radius s) for every centre c: αu inside the refined ball, αud on its
         boundary level, αd beyond.
@@ -186,14 +195,32 @@ class _Balls:
         return self.au * a_in + self.aud * (a_ball - a_in) + self.ad * (a_all - a_ball)
 
 
+def _balls(prior: Prior, epsilon: float, kind: str, split: float) -> _Balls:
+    """The :class:`_Balls` of (prior, ε, kind, split), kept for the last few (read-only; public:
+    no data).  An answer uses them twice (the expected error, the interval); the office often
+    asks again with the same prior and ε.
+    """
+    try:
+        return _balls_cached(prior, float(epsilon), kind, float(split))
+    except TypeError:  # unhashable prior parameters
+        return _Balls(prior, epsilon, kind, split)
+
+
+@functools.lru_cache(maxsize=8)
+def _balls_cached(prior: Prior, epsilon: float, kind: str, split: float) -> _Balls:
+    return _Balls(prior, epsilon, kind, split)
+
+
 def refinement_accuracy(prior: Prior, epsilon: float, kind: str, split: float = 0.5) -> float:
     """E|K − f| under the prior (f ∼ prior, K ∼ R_f): the expected error of refinement for a
     researcher whose prior is right (numeric), or P(K ≠ f) for categories.  Public.
     """
     sup = prior.support
     if isinstance(sup, NumericRange):
-        b = _Balls(prior, epsilon, kind, split)
-        return float(np.dot(b.p, b.expected_error()))
+        b = _balls(prior, epsilon, kind, split)
+        if b._accuracy is None:
+            b._accuracy = float(np.dot(b.p, b.expected_error()))
+        return b._accuracy
     p = prior.probabilities()
     R = refinement_rows(prior, epsilon, kind, np.arange(sup.size), split)
     return float(np.dot(p, 1.0 - np.diag(R)))
@@ -207,9 +234,8 @@ def refinement_interval(prior: Prior, epsilon: float, kind: str, response_index:
     sup = prior.support
     if not isinstance(sup, NumericRange):
         return None
-    b = _Balls(prior, epsilon, kind, split)
-    s95 = b._search(lambda s: b.refined_mass(s) >= M.LEVEL + 1e-9)
-    hit = np.abs(response_index - b.c) <= s95
+    b = _balls(prior, epsilon, kind, split)
+    hit = np.abs(response_index - b.c) <= b.s95()
     if not hit.any():
         return (sup.lo, sup.hi)
     f = np.flatnonzero(hit)
@@ -225,8 +251,8 @@ def refinement_interval_width(prior: Prior, epsilon: float, kind: str, split: fl
     sup = prior.support
     if not isinstance(sup, NumericRange) or sup.size > NEYMAN_MAX:
         return None
-    b = _Balls(prior, epsilon, kind, split)
-    s95 = b._search(lambda s: b.refined_mass(s) >= M.LEVEL + 1e-9)
+    b = _balls(prior, epsilon, kind, split)
+    s95 = b.s95()
     k = b.c[:, None]
     f = b.c[None, :]
     hit = np.abs(k - f) <= s95[None, :]  # hit[k, f]: response k lies in f's 95 % ball
@@ -750,6 +776,11 @@ def _by_noise(
 def _covers(q: Query, sup, bounds, split, mech) -> str:
     try:
         stat = M.noisy_stat(q, sup, "laplace", Fraction(1), n_total=1, bounds=bounds, split=split)
+        if len(stat.parts) > 1 and stat.raw is not None:
+            return (
+                stat.covers + " with probability ≈ 95 % (its error simulated from the mechanism at the "
+                f"released noisy parts, {M.INTERVAL_DRAWS:,} draws)"
+            )
         return stat.covers + " with probability ≥ 95 %"
     except ParameterError:
         return "the true answer with probability ≥ 95 %"

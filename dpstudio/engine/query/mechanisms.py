@@ -668,7 +668,8 @@ def stat_interval(stat: NoisyStat, noisy: Sequence[float]) -> tuple[float, float
       the mechanism at the plug-in values (the noisy parts): :data:`INTERVAL_DRAWS` draws of the
       noise of ALL parts at once (jointly, as the answer draws them), the error e = θ(v + z) −
       θ(v) of the unclamped estimator θ; the interval is [θ(v) − e₉₇.₅, θ(v) − e₂.₅] (the
-      basic parametric bootstrap), widened by half a grid step and clipped to where the
+      basic parametric bootstrap; a ratio inverts its exact pivot instead,
+      :func:`_ratio_inversion`), widened to hold the response and clipped to where the
       statistic lies (the domain of a mean, [0, h²] of a variance, the declared range).  Its
       coverage is ≈ 95 % (tested: 95 ± 2 % over 2,000 draws), not ≥ 95 % for every data set.
       The simulation's generator is seeded from the noisy parts and the calibration: the same
@@ -691,13 +692,51 @@ def stat_interval(stat: NoisyStat, noisy: Sequence[float]) -> tuple[float, float
     sims = stat.raw([float(v) + zi for v, zi in zip(noisy, z)])
     tail = (1 - LEVEL) / 2
     e_lo, e_hi = np.quantile(sims - est, [tail, 1 - tail])
-    half = float(stat.support.step or 0) / 2
-    lo, hi = est - float(e_hi) - half, est - float(e_lo) + half
+    lo, hi = est - float(e_hi), est - float(e_lo)
     sup = stat.support
+    assert isinstance(sup, NumericRange)  # noisy statistics have numeric ranges (noisy_stat)
+    if stat.query.agg == "ratio":
+        lo, hi = _ratio_inversion(stat, noisy, z, est, sims, (lo, hi))
+    resp = float(stat.finish(list(noisy)))  # the response (snapped to the grid) is inside
+    lo, hi = min(lo, resp), max(hi, resp)
     a, b = stat.limits if stat.limits is not None else (sup.lo, sup.hi)
     a, b = max(a, sup.lo), min(b, sup.hi)
     # clipped to where the statistic lies (an interval wholly beyond a limit: the limit)
     return (min(max(lo, a), b), max(min(hi, b), a))
+
+
+def _ratio_inversion(stat, noisy, z, est, sims, basic) -> tuple[float, float]:
+    """The ratio's interval by inverting its exact pivot (Fieller): at the true ratio R,
+    Ŝx − R·Ŝy = Zx − R·Zy (the noise alone), so {r : |Ŝx − r·Ŝy| ≤ q₉₅(|Zx − r·Zy|)} covers R
+    with probability 95 % whatever the data (up to the simulation's precision); q₉₅ from the
+    same simulated noise, r over 513 candidates spanning the plausible values (the hull of the
+    accepted ones, widened by one candidate step; to the declared range's end when the set
+    reaches the candidates' end).  The basic bootstrap under-covers a ratio whose denominator
+    is noisy (91 % measured for the Gaussian at ε = 0.1 on Census).
+    """
+    sup = stat.support
+    ux, uy = float(stat.parts[0].unit), float(stat.parts[1].unit)
+    a, b = float(noisy[0]) * ux, float(noisy[1]) * uy
+    zx, zy = z[0] * ux, z[1] * uy
+    wide = np.quantile(np.concatenate([sims, 2 * est - sims]), [0.0005, 0.9995])
+    L = min(float(wide[0]), basic[0])
+    U = max(float(wide[1]), basic[1])
+    pad = 0.25 * (U - L) + float(sup.step or 0)
+    L, U = max(L - pad, sup.lo), min(U + pad, sup.hi)
+    if not (U > L):
+        return basic
+    r = np.linspace(L, U, 513)
+    dev = np.abs(zx[:, None] - r[None, :] * zy[:, None])
+    k = int(math.ceil(LEVEL * zx.size)) - 1
+    q = np.partition(dev, k, axis=0)[k]
+    ok = np.abs(a - r * b) <= q
+    if not ok.any():
+        return basic
+    i = np.flatnonzero(ok)
+    step = r[1] - r[0]
+    lo = sup.lo if i[0] == 0 else float(r[i[0]] - step)
+    hi = sup.hi if i[-1] == r.size - 1 else float(r[i[-1]] + step)
+    return lo, hi
 
 
 def simulate(stat: NoisyStat, truth_units: Sequence[int], rng: np.random.Generator, draws: int) -> np.ndarray:
@@ -725,6 +764,7 @@ def finish_many(stat: NoisyStat, u: Sequence[np.ndarray]) -> np.ndarray:
     if stat.limits is not None:
         v = np.minimum(np.maximum(v, stat.limits[0]), stat.limits[1])
     sup = stat.support
+    assert isinstance(sup, NumericRange)  # noisy statistics have numeric ranges (noisy_stat)
     x = np.minimum(np.maximum(v, sup.lo), sup.hi)
     idx = np.minimum(np.maximum(np.rint((x - sup.lo) / sup._step), 0), sup.size - 1).astype(np.int64)
     uniq, inv = np.unique(idx, return_inverse=True)

@@ -680,7 +680,7 @@ def refine_query(
             tv if query.agg != "mode" or tv is None else (sup.value(center) if center is not None else None)
         )
         refined_all.append(refined_floats(w if wa is None else wa, cls, mass))
-    support_vals = [_plain(v) for v in sup.values()]
+    support_vals = sup.values().tolist() if isinstance(sup, NumericRange) else [_plain(v) for v in sup.values()]
     ans = QueryAnswer(
         query=query.describe(),
         kind=kind,
@@ -694,7 +694,7 @@ def refine_query(
         ),
         prior=prior.describe(),
         support=support_vals,
-        prior_probs=[float(x) for x in prior.probabilities()],
+        prior_probs=prior.probabilities().tolist(),
         refined=refined_all[0] if groups is None else refined_all,
         true_value=trues[0] if groups is None else trues,
         notes=notes,
