@@ -668,8 +668,8 @@ def stat_interval(stat: NoisyStat, noisy: Sequence[float]) -> tuple[float, float
       the mechanism at the plug-in values (the noisy parts): :data:`INTERVAL_DRAWS` draws of the
       noise of ALL parts at once (jointly, as the answer draws them), the error e = θ(v + z) −
       θ(v) of the unclamped estimator θ; the interval is [θ(v) − e₉₇.₅, θ(v) − e₂.₅] (the
-      basic parametric bootstrap; a ratio inverts its exact pivot instead,
-      :func:`_ratio_inversion`), widened to hold the response and clipped to where the
+      basic parametric bootstrap; a mean and a ratio invert their exact pivot instead,
+      :func:`_pivot_inversion`), widened to hold the response and clipped to where the
       statistic lies (the domain of a mean, [0, h²] of a variance, the declared range).  Its
       coverage is ≈ 95 % (tested: 95 ± 2 % over 2,000 draws), not ≥ 95 % for every data set.
       The simulation's generator is seeded from the noisy parts and the calibration: the same
@@ -695,8 +695,9 @@ def stat_interval(stat: NoisyStat, noisy: Sequence[float]) -> tuple[float, float
     lo, hi = est - float(e_hi), est - float(e_lo)
     sup = stat.support
     assert isinstance(sup, NumericRange)  # noisy statistics have numeric ranges (noisy_stat)
-    if stat.query.agg == "ratio":
-        lo, hi = _ratio_inversion(stat, noisy, z, est, sims, (lo, hi))
+    if stat.query.agg in ("mean", "ratio"):
+        shift = float(stat.raw([np.array([0.0]), np.array([0.0])])[0]) if stat.query.agg == "mean" else 0.0
+        lo, hi = _pivot_inversion(stat, noisy, z, est, sims, (lo, hi), shift)
     resp = float(stat.finish(list(noisy)))  # the response (snapped to the grid) is inside
     lo, hi = min(lo, resp), max(hi, resp)
     a, b = stat.limits if stat.limits is not None else (sup.lo, sup.hi)
@@ -705,14 +706,18 @@ def stat_interval(stat: NoisyStat, noisy: Sequence[float]) -> tuple[float, float
     return (min(max(lo, a), b), max(min(hi, b), a))
 
 
-def _ratio_inversion(stat, noisy, z, est, sims, basic) -> tuple[float, float]:
-    """The ratio's interval by inverting its exact pivot (Fieller): at the true ratio R,
-    Ŝx − R·Ŝy = Zx − R·Zy (the noise alone), so {r : |Ŝx − r·Ŝy| ≤ q₉₅(|Zx − r·Zy|)} covers R
-    with probability 95 % whatever the data (up to the simulation's precision); q₉₅ from the
-    same simulated noise, r over 513 candidates spanning the plausible values (the hull of the
-    accepted ones, widened by one candidate step; to the declared range's end when the set
-    reaches the candidates' end).  The basic bootstrap under-covers a ratio whose denominator
-    is noisy (91 % measured for the Gaussian at ε = 0.1 on Census).
+def _pivot_inversion(stat, noisy, z, est, sims, basic, shift: float) -> tuple[float, float]:
+    """The interval of a quotient θ = shift + X/Y of two noisy parts (a mean: shift c, X = Σ(x − c),
+    Y the count; a ratio: shift 0, X = Σx, Y = Σy) by inverting its exact pivot (Fieller): at
+    the true θ, X̂ − (θ − shift)·Ŷ = Z_X − (θ − shift)·Z_Y (the noise alone), so
+    {θ : |X̂ − (θ − shift)·Ŷ| ≤ q₉₅(θ)}, q₉₅(θ) the 95 % quantile of |Z_X − (θ − shift)·Z_Y|,
+    covers the truth with probability 95 % whatever the data (up to the simulation's precision
+    and the sums' rounding to their grid).  q₉₅ from the simulated noise z at 65 values of θ
+    spanning the plausible ones (interpolated linearly in between); θ tested at 2,049 values;
+    the hull of the accepted ones widened by one step (to the declared range's end when the set
+    reaches the candidates' end).  A bootstrap at the plug-in values over-covers a mean whose
+    count is noisy (it adds the count's noise again: 98.4 % measured for 89 records, σ = 15)
+    and under-covers a ratio whose denominator is (91 %).
     """
     sup = stat.support
     ux, uy = float(stat.parts[0].unit), float(stat.parts[1].unit)
@@ -723,13 +728,15 @@ def _ratio_inversion(stat, noisy, z, est, sims, basic) -> tuple[float, float]:
     U = max(float(wide[1]), basic[1])
     pad = 0.25 * (U - L) + float(sup.step or 0)
     L, U = max(L - pad, sup.lo), min(U + pad, sup.hi)
+    if stat.limits is not None:
+        L, U = max(L, stat.limits[0]), min(U, stat.limits[1])
     if not (U > L):
         return basic
-    r = np.linspace(L, U, 513)
-    dev = np.abs(zx[:, None] - r[None, :] * zy[:, None])
+    nodes = np.linspace(L, U, 65)
     k = int(math.ceil(LEVEL * zx.size)) - 1
-    q = np.partition(dev, k, axis=0)[k]
-    ok = np.abs(a - r * b) <= q
+    qn = np.partition(np.abs(zx[:, None] - (nodes - shift)[None, :] * zy[:, None]), k, axis=0)[k]
+    r = np.linspace(L, U, 2049)
+    ok = np.abs(a - (r - shift) * b) <= np.interp(r, nodes, qn)
     if not ok.any():
         return basic
     i = np.flatnonzero(ok)
