@@ -162,3 +162,46 @@ def test_foreign_or_broken_drops_change_nothing(qtbot, window, tmp_path):
     # the view never removes rows after a move: the tree is refilled from the table
     assert not m.removeRows(0, 1, m.group_row("D"))
     assert sorted(m.groups()) == ["", "D"] and PID[0.0] in m.itemFromIndex(m.category_index("0")).text()
+
+
+def test_a_drop_event_on_the_view_regroups(qtbot, window, tmp_path):
+    """The view's own drop path (QAbstractItemView.dropEvent: the row under the cursor, its
+    drop flags, then the model's dropMimeData), with a drop event sent to the tree."""
+    from PySide6.QtCore import QEvent, QPointF
+    from PySide6.QtGui import QDropEvent
+    from PySide6.QtWidgets import QApplication
+
+    _anes(tmp_path / "anes.sav")
+    _open(qtbot, window, tmp_path / "anes.sav")
+    b = window.hierarchy_builder("PID")
+    qtbot.addWidget(b)
+    b.set_mapping({"0": "D"})
+    b.show()
+    qtbot.waitExposed(b)
+    tree, m = b.group_tree, b.group_model
+    tree.expandAll()
+    qtbot.wait(20)
+
+    def drop_on(values, index):
+        md = m.mimeData([m.category_index(v) for v in values])
+        at = QPointF(tree.visualRect(index).center())
+        ev = QDropEvent(
+            at,
+            MOVE | Qt.DropAction.CopyAction,
+            md,
+            Qt.MouseButton.LeftButton,
+            Qt.KeyboardModifier.NoModifier,
+            QEvent.Type.Drop,
+        )
+        QApplication.sendEvent(tree.viewport(), ev)
+        qtbot.wait(20)
+        tree.expandAll()
+        qtbot.wait(20)
+
+    drop_on(["1"], m.group_row("D"))  # on the group's row
+    assert b.mapping_dict() == {"0": "D", "1": "D"}
+    drop_on(["2"], m.category_index("0"))  # on a category of the group
+    assert b.mapping_dict() == {"0": "D", "1": "D", "2": "D"}
+    drop_on(["5", "6"], m.new_group_row())  # on "+ New group"
+    assert b.mapping_dict() == {"0": "D", "1": "D", "2": "D", "5": "Group 1", "6": "Group 1"}
+    assert b.levels.item(1, 1).text() == "4"  # D, Group 1, 3, 4

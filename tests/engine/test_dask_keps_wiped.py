@@ -63,9 +63,21 @@ def test_both_engines_say_the_k_quasi_was_wiped(tmp_path, nparts):
     assert _wiped(rel.warnings) == want  # the same notice, word for word
     # private: never among the public warnings (metadata)
     assert not _wiped(rel.public_warnings) and not _wiped(mem.public_warnings)
-    # the suppressed records: a coded notice too, as in memory
-    codes = {getattr(w, "code", None) for w in rel.warnings}
-    assert "method-note" not in codes
+
+
+def test_suppressed_records_are_a_coded_notice_on_both_engines(tmp_path):
+    df, hs = _data(tmp_path)
+    df.loc[:2, "b"] = "v"  # three records no generalisation of a and b keeps: suppressed
+    hs["b"] = str(tmp_path / "h_b2.csv")
+    Hierarchy.from_rows([[v, "*"] for v in "vwxyz"], name="b").write_arx(hs["b"])
+    mem = engine.protect(df, "k-eps", ROLES, hierarchies=hs, seed=2, k=5, suppression=0.05)
+    with dask.config.set(scheduler="synchronous"):
+        rel = DB.protect_dask(dd.from_pandas(df, npartitions=2), "k-eps", ROLES, seed=2, hierarchies=hs, k=5)
+
+    def sup(ws):
+        return [str(w) for w in ws if getattr(w, "code", None) == "records-suppressed"]
+
+    assert sup(rel.warnings) == sup(mem.warnings) and len(sup(mem.warnings)) == 1
 
 
 def test_no_notice_when_nothing_is_wiped(tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 from PySide6.QtCore import QMimeData, QModelIndex, Qt, QTimer, Signal
-from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -125,18 +125,24 @@ class CategoryGroupModel(QStandardItemModel):
                 it = QStandardItem(f"{v} — {lab}" if lab else v)
                 it.setData("category", KIND_ROLE)
                 it.setData(v, VALUE_ROLE)
+                # a drop on a category puts the dragged ones into its group
                 it.setFlags(
-                    Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsDragEnabled
+                    Qt.ItemFlag.ItemIsEnabled
+                    | Qt.ItemFlag.ItemIsSelectable
+                    | Qt.ItemFlag.ItemIsDragEnabled
+                    | Qt.ItemFlag.ItemIsDropEnabled
                 )
                 cnt = QStandardItem(f"{n:,}")
-                cnt.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
+                cnt.setFlags(
+                    Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsDropEnabled
+                )
                 head.appendRow([it, cnt])
             self.appendRow([head, total])
         new = QStandardItem("＋ New group (drop categories here)")
         new.setData("new", KIND_ROLE)
         new.setData("", VALUE_ROLE)
         new.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsDropEnabled)
-        new.setForeground(Qt.GlobalColor.darkBlue)
+        new.setForeground(QBrush(QColor("darkblue")))
         blank = QStandardItem("")
         blank.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsDropEnabled)
         self.appendRow([new, blank])
@@ -306,45 +312,7 @@ class HierarchyBuilder(QDialog):
         self.q_note = QLabel("The bins' limits are the values shown in the preview below.")
         f.addRow("", self.q_note)
         self.pages["quantiles"] = w
-        # groups
-        w = QWidget()
-        v = QVBoxLayout(w)
-        v.setContentsMargins(0, 0, 0, 0)
-        v.addWidget(
-            QLabel(
-                "Type a group name for each value (values left empty keep their own value), or "
-                "drag categories onto a group on the right (onto ＋ New group for a new one)."
-            )
-        )
-        gsplit = QSplitter(Qt.Orientation.Horizontal)
-        self.mapping = QTableWidget(0, 4)
-        self.mapping.setObjectName("builder_mapping")
-        self.mapping.setHorizontalHeaderLabels(["value", "label", "records", "group"])
-        self.mapping.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        gsplit.addWidget(self.mapping)
-        self.group_model = CategoryGroupModel(self)
-        self.group_tree = QTreeView()
-        self.group_tree.setObjectName("builder_group_tree")
-        self.group_tree.setModel(self.group_model)
-        self.group_tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.group_tree.setDragDropMode(QAbstractItemView.DragDropMode.DragDrop)
-        self.group_tree.setDefaultDropAction(Qt.DropAction.MoveAction)
-        self.group_tree.setDragEnabled(True)
-        self.group_tree.setAcceptDrops(True)
-        self.group_tree.setDropIndicatorShown(True)
-        self.group_tree.setEditTriggers(
-            QAbstractItemView.EditTrigger.DoubleClicked | QAbstractItemView.EditTrigger.EditKeyPressed
-        )
-        self.group_tree.setToolTip(
-            "Drag categories (several with Ctrl/Shift) onto a group, onto '＋ New group' or "
-            "onto '(ungrouped)'; double-click a group to rename it."
-        )
-        gsplit.addWidget(self.group_tree)
-        gsplit.setSizes([430, 430])
-        v.addWidget(gsplit)
-        self.group_model.sig_regroup.connect(self.regroup)
-        self.group_model.sig_rename.connect(self.rename_group)
-        self.pages["groups"] = w
+        self.pages["groups"] = self._build_groups_page()
         self.pages["masking"] = QLabel(
             "Characters are masked from the right, one per level (12345 → 1234* → …)."
         )
@@ -419,6 +387,49 @@ class HierarchyBuilder(QDialog):
         if numeric and self.values.nunique(dropna=True) <= 20 and self._labels():
             self.set_kind("groups")  # labelled codes: group them by name
         self._on_kind()
+
+    def _build_groups_page(self) -> QWidget:
+        """The page of kind "groups": the mapping table, and the tree to drag categories in."""
+        w = QWidget()
+        v = QVBoxLayout(w)
+        v.setContentsMargins(0, 0, 0, 0)
+        v.addWidget(
+            QLabel(
+                "Type a group name for each value (values left empty keep their own value), or "
+                "drag categories onto a group on the right (onto ＋ New group for a new one)."
+            )
+        )
+        gsplit = QSplitter(Qt.Orientation.Horizontal)
+        self.mapping = QTableWidget(0, 4)
+        self.mapping.setObjectName("builder_mapping")
+        self.mapping.setHorizontalHeaderLabels(["value", "label", "records", "group"])
+        self.mapping.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        gsplit.addWidget(self.mapping)
+        self.group_model = CategoryGroupModel(self)
+        self.group_tree = QTreeView()
+        self.group_tree.setObjectName("builder_group_tree")
+        self.group_tree.setModel(self.group_model)
+        self.group_tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.group_tree.setDragDropMode(QAbstractItemView.DragDropMode.DragDrop)
+        self.group_tree.setDefaultDropAction(Qt.DropAction.MoveAction)
+        self.group_tree.setDragEnabled(True)
+        self.group_tree.setAcceptDrops(True)
+        self.group_tree.setDropIndicatorShown(True)
+        # a drop lands ON a row (its group), never between two rows
+        self.group_tree.setDragDropOverwriteMode(True)
+        self.group_tree.setEditTriggers(
+            QAbstractItemView.EditTrigger.DoubleClicked | QAbstractItemView.EditTrigger.EditKeyPressed
+        )
+        self.group_tree.setToolTip(
+            "Drag categories (several with Ctrl/Shift) onto a group, onto '＋ New group' or "
+            "onto '(ungrouped)'; double-click a group to rename it."
+        )
+        gsplit.addWidget(self.group_tree)
+        gsplit.setSizes([430, 430])
+        v.addWidget(gsplit)
+        self.group_model.sig_regroup.connect(self.regroup)
+        self.group_model.sig_rename.connect(self.rename_group)
+        return w
 
     # --- settings
     def _labels(self) -> dict:

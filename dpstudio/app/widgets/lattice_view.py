@@ -100,6 +100,8 @@ class LatticeCanvas(QWidget):
         self.x = np.zeros(0)  # rank in its row, centred
         self.y = np.zeros(0)  # sum of its levels
         self.edges = np.zeros((0, 2), dtype=np.int64)
+        self.row_width = 1  # nodes in the widest row
+        self.rows = 0  # the highest sum of levels
         self.whole = True  # every node of the lattice is drawn
         self.size_total = 0
         self.zoom = 1.0
@@ -268,7 +270,7 @@ class LatticeCanvas(QWidget):
                 for i in idx.tolist():
                     p.drawEllipse(QPointF(X[i], Y[i]), r, r)
             else:  # many nodes: dots, one call per state
-                p.setPen(QPen(col, 2.0 * r, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap))
+                p.setPen(QPen(QBrush(col), 2.0 * r, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap))
                 p.drawPoints(QPolygonF([QPointF(a, b) for a, b in zip(X[idx], Y[idx])]))
         # the level vectors when there is room for them
         sx, _sy = self._scale()
