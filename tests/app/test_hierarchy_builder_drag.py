@@ -167,8 +167,8 @@ def test_foreign_or_broken_drops_change_nothing(qtbot, window, tmp_path):
 def test_a_drop_event_on_the_view_regroups(qtbot, window, tmp_path):
     """The view's own drop path (QAbstractItemView.dropEvent: the row under the cursor, its
     drop flags, then the model's dropMimeData), with a drop event sent to the tree."""
-    from PySide6.QtCore import QEvent, QPointF
-    from PySide6.QtGui import QDropEvent
+    from PySide6.QtCore import QPointF
+    from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent
     from PySide6.QtWidgets import QApplication
 
     _anes(tmp_path / "anes.sav")
@@ -183,17 +183,14 @@ def test_a_drop_event_on_the_view_regroups(qtbot, window, tmp_path):
     qtbot.wait(20)
 
     def drop_on(values, index):
+        """Enter, move over ``index``, drop: the events a real drag sends to the view."""
         md = m.mimeData([m.category_index(v) for v in values])
-        at = QPointF(tree.visualRect(index).center())
-        ev = QDropEvent(
-            at,
-            MOVE | Qt.DropAction.CopyAction,
-            md,
-            Qt.MouseButton.LeftButton,
-            Qt.KeyboardModifier.NoModifier,
-            QEvent.Type.Drop,
-        )
-        QApplication.sendEvent(tree.viewport(), ev)
+        at = tree.visualRect(index).center()
+        acts = MOVE | Qt.DropAction.CopyAction
+        args = (acts, md, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+        for ev in (QDragEnterEvent(at, *args), QDragMoveEvent(at, *args), QDropEvent(QPointF(at), *args)):
+            QApplication.sendEvent(tree.viewport(), ev)
+            assert ev.isAccepted(), ev.type()
         qtbot.wait(20)
         tree.expandAll()
         qtbot.wait(20)
