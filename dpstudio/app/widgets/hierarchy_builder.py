@@ -404,6 +404,7 @@ class HierarchyBuilder(QDialog):
         self.mapping.setObjectName("builder_mapping")
         self.mapping.setHorizontalHeaderLabels(["value", "label", "records", "group"])
         self.mapping.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.mapping.setMinimumHeight(240)
         gsplit.addWidget(self.mapping)
         self.group_model = CategoryGroupModel(self)
         self.group_tree = QTreeView()
@@ -424,6 +425,7 @@ class HierarchyBuilder(QDialog):
             "Drag categories (several with Ctrl/Shift) onto a group, onto '＋ New group' or "
             "onto '(ungrouped)'; double-click a group to rename it."
         )
+        self.group_tree.setMinimumHeight(240)
         gsplit.addWidget(self.group_tree)
         gsplit.setSizes([430, 430])
         v.addWidget(gsplit)
@@ -462,6 +464,7 @@ class HierarchyBuilder(QDialog):
             self.mapping.setItem(r, 3, QTableWidgetItem(""))
         self.mapping.blockSignals(False)
         self.mapping.resizeColumnsToContents()
+        self.mapping.setColumnWidth(3, max(self.mapping.columnWidth(3), 130))
 
     def _on_mapping_edited(self, it: QTableWidgetItem) -> None:
         if it.column() == 3:
@@ -538,7 +541,12 @@ class HierarchyBuilder(QDialog):
 
     def _on_kind(self, *_args) -> None:
         kid = self.kind.currentData()
+        # the stack takes the height of the page shown (not of its tallest page: the groups)
+        for k, page in self.pages.items():
+            pol = QSizePolicy.Policy.Preferred if k == kid else QSizePolicy.Policy.Ignored
+            page.setSizePolicy(pol, pol)
         self.stack.setCurrentWidget(self.pages[kid])
+        self.stack.adjustSize()
         self.rebuild()
 
     def build(self) -> Hierarchy:

@@ -39,9 +39,9 @@ OVER = QColor("#8a8a8a")
 #: the states of a drawn node, in drawing order (the chosen one last, on top)
 STATES = ("unknown", "not", "anonymous", "chosen")
 STATE_TEXT = {
-    "anonymous": "k-anonymous within the suppression limit",
+    "anonymous": "k-anonymous within the limit",
     "not": "not k-anonymous within the limit",
-    "unknown": "not evaluated (outside the nodes weighed)",
+    "unknown": "not evaluated",
     "chosen": "chosen by OLA (least loss)",
 }
 STATE_COLOUR = {
@@ -406,8 +406,8 @@ class LatticeDialog(QDialog):
             f"{len(full):,} combinations of levels (level 0 = the original values; the top "
             f"level = '*'), {n_ok:,} within the suppression limit of {a['suppression']:g} "
             f"(at most {math.floor(a['suppression'] * len(a['df']) + 1e-9):,} records) for "
-            f"k = {a['k']}. OLA takes the one of least loss (highlighted); greyed ones would "
-            "suppress too many records."
+            f"k = {a['k']}. OLA takes the one of least loss (gold in the lattice, highlighted in "
+            "the table); red nodes, greyed rows, would suppress too many records."
         )
 
     def _fill_legend(self) -> None:
