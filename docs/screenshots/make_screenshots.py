@@ -70,6 +70,8 @@ def main() -> None:  # noqa: C901 - a linear script
     win.resize(W, H)
     win.show()
     pump(0.5)
+    # the method form whole (its default 420 px clip the seed row and the guarantee)
+    win.method_splitter.setSizes([520, W - 520])
     st = win.state
 
     # 01 Data: the Census sample
@@ -104,6 +106,7 @@ def main() -> None:  # noqa: C901 - a linear script
     win.controller.run_protect()
     wait_idle()
     win.tabs.setCurrentIndex(3)
+    win.results_panel.vsplit.setSizes([450, H - 450])  # the guarantee and the note whole
     shot(win, "04_results.png")
 
     # 05 Release data: changed cells marked

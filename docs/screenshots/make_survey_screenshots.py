@@ -39,6 +39,7 @@ def main() -> None:  # noqa: C901 - a linear script
     win.resize(W, H)
     win.show()
     pump(0.5)
+    win.method_splitter.setSizes([520, W - 520])  # the method form whole
     st = win.state
     win.open_data(str(ROOT / "resources" / "household_survey" / "household_survey.sav"))
     wait_idle()
@@ -65,6 +66,10 @@ def main() -> None:  # noqa: C901 - a linear script
     win.method_panel.set_values({"k": 5, "epsilon": 1.0, "drop_missing": True})
     win.tabs.setCurrentIndex(2)
     pump(3.0)
+    mp = win.method_panel
+    if mp.wipe_banner.isVisible():  # the pre-run warning in view (it sits below the form)
+        win.method_splitter.widget(0).ensureWidgetVisible(mp.wipe_banner)
+    print("wipe warning shown:", mp.wipe_banner.isVisible(), repr(mp.wipe_banner.label.text()[:80]))
     shot(win, "15_survey_keps_warning.png")
 
     b = win.hierarchy_builder("age")
@@ -115,6 +120,10 @@ def main() -> None:  # noqa: C901 - a linear script
     win.controller.run_protect()
     wait_idle()
     win.tabs.setCurrentIndex(3)
+    rp = win.results_panel
+    rp.vsplit.setSizes([520, 380])  # the generalisation table whole, above the measures
+    pump(0.3)
+    rp.header_area.ensureWidgetVisible(rp.generalisation, 0, 0)
     shot(win, "18_survey_results_generalisation.png")
 
     # 21: the lattice OLA searched, drawn (the table is the dialog's other tab)
