@@ -95,7 +95,7 @@ def main() -> None:
         c.wheelEvent(ev)
         zoom = paint_s(c, a.repeats)
         lines.append(
-            f"{'×'.join(map(str, shape)):>22} {len(c.x):>7,} {len(c.edges):>7,} {fill:>7.3f} {fit:>10.3f} {zoom:>13.3f}"
+            f"{'×'.join(map(str, shape)):>22} {len(c.nx):>7,} {len(c.edges):>7,} {fill:>7.3f} {fit:>10.3f} {zoom:>13.3f}"
         )
         print(lines[-1], flush=True)
         c.close()

@@ -43,7 +43,7 @@ def test_drawn_lattice_matches_olas_result(qtbot, window, tmp_path):
     cols = ["age", "educ", "PID"]
     heights = [int(t[x].max()) + 1 for x in cols]
     total = int(np.prod(heights))
-    assert c.whole and len(c.x) == total == c.size_total
+    assert c.whole and len(c.nx) == total == c.size_total
     n = c.counts()
     within = t["within limit"].to_numpy(bool)
     assert n["chosen"] == 1
@@ -59,7 +59,7 @@ def test_drawn_lattice_matches_olas_result(qtbot, window, tmp_path):
     assert c.state_of(tuple(gen["node"])) == "chosen"
     # the rows: the bottom node alone in the lowest row, the top alone in the highest
     assert (
-        c.y[c.index_of((0, 0, 0))] == 0 and c.y[c.index_of(tuple(h - 1 for h in heights))] == sum(heights) - 3
+        c.ny[c.index_of((0, 0, 0))] == 0 and c.ny[c.index_of(tuple(h - 1 for h in heights))] == sum(heights) - 3
     )
     # edges join nodes one level apart in one column
     d = np.abs(c.levels[c.edges[:, 0]] - c.levels[c.edges[:, 1]]).sum(axis=1)
@@ -105,7 +105,7 @@ def test_large_lattice_unweighed_nodes_and_zoom(qtbot):
     c.resize(800, 500)
     c.set_frame(t, list(df.columns))
     total = int(np.prod([int(t[x].max()) + 1 for x in df.columns]))
-    assert total > 1000 and c.size_total == total and len(c.x) == total
+    assert total > 1000 and c.size_total == total and len(c.nx) == total
     n = c.counts()
     assert n["unknown"] == total - len(t) and n["chosen"] == 0
     assert n["anonymous"] + n["not"] == len(t)

@@ -97,8 +97,8 @@ class LatticeCanvas(QWidget):
         self.state = np.zeros(0, dtype=np.int8)  # node -> index into STATES
         self.suppressed = np.zeros(0)
         self.loss = np.zeros(0)
-        self.x = np.zeros(0)  # rank in its row, centred
-        self.y = np.zeros(0)  # sum of its levels
+        self.nx = np.zeros(0)  # rank in its row, centred
+        self.ny = np.zeros(0)  # sum of its levels
         self.edges = np.zeros((0, 2), dtype=np.int64)
         self.row_width = 1  # nodes in the widest row
         self.rows = 0  # the highest sum of levels
@@ -151,8 +151,8 @@ class LatticeCanvas(QWidget):
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
         rank = np.empty(n, dtype=np.float64)
         rank[order] = np.arange(n) - starts[sums[order]]
-        self.x = rank - (counts[sums] - 1) / 2.0
-        self.y = sums.astype(np.float64)
+        self.nx = rank - (counts[sums] - 1) / 2.0
+        self.ny = sums.astype(np.float64)
         self.row_width = int(counts.max()) if n else 1
         self.rows = int(sums.max()) if n else 0
         # edges: one level up in one column, both ends drawn
@@ -195,18 +195,18 @@ class LatticeCanvas(QWidget):
         sy = (self.height() - 2 * m) / max(self.rows, 1)
         return sx * self.zoom, sy * self.zoom
 
-    def screen(self) -> tuple[np.ndarray, np.ndarray]:
+    def node_coords(self) -> tuple[np.ndarray, np.ndarray]:
         """The widget coordinates of every node."""
         sx, sy = self._scale()
         cx = self.width() / 2.0 + self.pan.x()
         cy = self.height() / 2.0 + self.pan.y()
-        return cx + self.x * sx, cy + (self.rows / 2.0 - self.y) * sy
+        return cx + self.nx * sx, cy + (self.rows / 2.0 - self.ny) * sy
 
     def node_point(self, levels) -> QPointF | None:
         i = self.index_of(levels)
         if i < 0:
             return None
-        X, Y = self.screen()
+        X, Y = self.node_coords()
         return QPointF(float(X[i]), float(Y[i]))
 
     def _radius(self) -> float:
@@ -215,9 +215,9 @@ class LatticeCanvas(QWidget):
 
     def node_at(self, p: QPointF) -> int:
         """The node under ``p`` (-1: none)."""
-        if not len(self.x):
+        if not len(self.nx):
             return -1
-        X, Y = self.screen()
+        X, Y = self.node_coords()
         d2 = (X - p.x()) ** 2 + (Y - p.y()) ** 2
         i = int(np.argmin(d2))
         return i if d2[i] <= max(self._radius() + 2.0, 6.0) ** 2 else -1
@@ -235,11 +235,11 @@ class LatticeCanvas(QWidget):
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         p.fillRect(self.rect(), QColor("white"))
-        n = len(self.x)
+        n = len(self.nx)
         if not n:
             p.end()
             return
-        X, Y = self.screen()
+        X, Y = self.node_coords()
         r = self._radius()
         pad = r + 2.0
         vis = (X >= -pad) & (X <= self.width() + pad) & (Y >= -pad) & (Y <= self.height() + pad)
@@ -420,7 +420,7 @@ class LatticeDialog(QDialog):
         where = (
             f"all {c.size_total:,} nodes"
             if c.whole
-            else f"the {len(c.x):,} nodes weighed of {c.size_total:,}"
+            else f"the {len(c.nx):,} nodes weighed of {c.size_total:,}"
         )
         self.legend.setText(
             " &nbsp; ".join(parts)
