@@ -59,7 +59,8 @@ def test_drawn_lattice_matches_olas_result(qtbot, window, tmp_path):
     assert c.state_of(tuple(gen["node"])) == "chosen"
     # the rows: the bottom node alone in the lowest row, the top alone in the highest
     assert (
-        c.ny[c.index_of((0, 0, 0))] == 0 and c.ny[c.index_of(tuple(h - 1 for h in heights))] == sum(heights) - 3
+        c.ny[c.index_of((0, 0, 0))] == 0
+        and c.ny[c.index_of(tuple(h - 1 for h in heights))] == sum(heights) - 3
     )
     # edges join nodes one level apart in one column
     d = np.abs(c.levels[c.edges[:, 0]] - c.levels[c.edges[:, 1]]).sum(axis=1)

@@ -248,9 +248,17 @@ class LatticeCanvas(QWidget):
         if len(e):
             ev = e[vis[e[:, 0]] | vis[e[:, 1]]]
             if len(ev) <= EDGE_LIMIT:
+                # thousands of hairlines: aliased (antialiasing them costs most of a paint)
+                p.setRenderHint(QPainter.RenderHint.Antialiasing, len(ev) <= 2000)
                 p.setPen(QPen(QColor(150, 150, 150, 140), 1.0))
                 x0, y0, x1, y1 = X[ev[:, 0]], Y[ev[:, 0]], X[ev[:, 1]], Y[ev[:, 1]]
-                p.drawLines([QLineF(a, b, c, d) for a, b, c, d in zip(x0, y0, x1, y1)])
+                p.drawLines(
+                    [
+                        QLineF(a, b, c, d)
+                        for a, b, c, d in zip(x0.tolist(), y0.tolist(), x1.tolist(), y1.tolist())
+                    ]
+                )
+                p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         painted = 0
         for si, name in enumerate(STATES):
             idx = np.flatnonzero(vis & (self.state == si))
@@ -271,7 +279,7 @@ class LatticeCanvas(QWidget):
                     p.drawEllipse(QPointF(X[i], Y[i]), r, r)
             else:  # many nodes: dots, one call per state
                 p.setPen(QPen(QBrush(col), 2.0 * r, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap))
-                p.drawPoints(QPolygonF([QPointF(a, b) for a, b in zip(X[idx], Y[idx])]))
+                p.drawPoints(QPolygonF([QPointF(a, b) for a, b in zip(X[idx].tolist(), Y[idx].tolist())]))
         # the level vectors when there is room for them
         sx, _sy = self._scale()
         fm = p.fontMetrics()
