@@ -225,8 +225,9 @@ def run_sweep(
 
     def report(f: float) -> None:
         # the whole sweep's fraction, within a cell too (issue 27: a long first cell showed
-        # 0 % for 12 s); in steps of at least 0.5 %
-        if progress is not None and (f >= shown[0] + 0.005 or f >= 1.0):
+        # 0 % for 12 s); in steps of at least 0.1 % (a sweep of 60 cells moves within the
+        # first tenth of its first cell)
+        if progress is not None and (f >= shown[0] + 0.001 or f >= 1.0):
             shown[0] = f
             progress(min(f, 1.0))
 
@@ -318,7 +319,7 @@ def sweep(
     ``measures`` default to :func:`~dpstudio.engine.measures.default_measures` of the method.
     ``evaluate_options`` are passed to :func:`~dpstudio.engine.measures.evaluate`
     (e.g. ``{"rl_distance": "raw"}``).  ``progress(fraction)`` is called as the sweep goes,
-    also within a cell (the method's own progress), in steps of at least 0.5 %.
+    also within a cell (the method's own progress), in steps of at least 0.1 %.
     """
     return run_sweep(
         df,
