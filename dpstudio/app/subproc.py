@@ -212,8 +212,9 @@ def _take_spare() -> _Spare | None:
 
 def _start(target: str, args: tuple, kwargs: dict) -> _Spare:
     """The child running the task: the warm spare when there is one, else a fresh child.
-    (The whole record is kept while the task runs: a semaphore the parent drops is unlinked,
-    and a child still starting could then not open it.)
+
+    The whole record is kept while the task runs: a semaphore the parent drops is unlinked,
+    and a child still starting could then not open it.
     """
     spare = _take_spare()
     if spare is not None:

@@ -24,6 +24,7 @@ FULL_TABLE = [
     ("dpstudio.app.widgets.risk_panel", "release_with_household_ids"),
     ("dpstudio.engine.codes", "take"),
     ("dpstudio.engine.codes", "take_rows"),
+    ("dpstudio.engine.transformation", "_released_summary"),
 ]
 
 
@@ -82,5 +83,5 @@ def test_showing_a_protected_result_reads_no_whole_column_on_the_gui_thread(qtbo
     on_gui = {name: c.count(True) for name, c in calls.items() if any(c)}
     assert not on_gui, f"whole-table work on the GUI thread: {on_gui}"
     # and the work was done (in workers)
-    for name in ("changed_mask", "frequency_table", "release_with_household_ids"):
+    for name in ("changed_mask", "frequency_table", "release_with_household_ids", "_released_summary"):
         assert calls.get(name), name

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 import pandas as pd
-from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -385,7 +385,14 @@ class ReleaseView(QWidget):
         fl.addWidget(self.freq, 1)
         self.tabs.addTab(fw, "Category frequencies")
         self._resize_pending = False
-        state.sig_result_changed.connect(self.refresh)
+        # a new result is shown in the next turn of the event loop, apart from the other
+        # views' work on the same signal (issue 27.4: one long stall became short slices)
+        self._refresh_due = False
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(0)
+        self._refresh_timer.timeout.connect(self._refresh_if_due)
+        state.sig_result_changed.connect(self._schedule_refresh)
         state.sig_labels_changed.connect(self._on_labels_toggled)
         self.refresh()
 
@@ -394,13 +401,24 @@ class ReleaseView(QWidget):
         """Columns of the release that hold categories: text in the release or the original,
         or typed 'text' by the user (protected ones first).
         """
+        self._refresh_if_due()
         res = self.state.result
         if res is None:
             return []
         labelled = set(getattr(self.state.input_meta, "value_labels", None) or {})  # coded categories
         return categorical_columns(res, labelled, dict(self.state.types))
 
+    def _schedule_refresh(self) -> None:
+        self._refresh_due = True
+        self._refresh_timer.start()
+
+    def _refresh_if_due(self) -> None:
+        if self._refresh_due:
+            self.refresh()
+
     def refresh(self) -> None:
+        self._refresh_due = False
+        self._refresh_timer.stop()
         res = self.state.result
         self.release_table.horizontalHeader().setSortIndicatorShown(False)
         self.original_table.horizontalHeader().setSortIndicatorShown(False)
@@ -476,10 +494,12 @@ class ReleaseView(QWidget):
         self._draw_freq(self.freq_attr.currentText())
 
     def select_frequency_attribute(self, name: str) -> None:
+        self._refresh_if_due()
         self.freq_attr.setCurrentText(name)
 
     def frequency_rows(self) -> list[tuple]:
         """The rows of the frequency table as shown (category, original, released …)."""
+        self._refresh_if_due()
         out = []
         for i in range(self.freq.rowCount()):
             out.append(tuple(self.freq.item(i, j).text() for j in range(self.freq.columnCount())))
@@ -495,7 +515,10 @@ class ReleaseView(QWidget):
         v.horizontalHeader().setSortIndicatorShown(False)
         v.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         v.setAlternatingRowColors(False)
-        v.verticalHeader().setDefaultSectionSize(22)
+        vh = v.verticalHeader()
+        vh.setDefaultSectionSize(22)
+        # rows of one height: a new release of 200,000 rows is not measured row by row
+        vh.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         # column widths from the first rows, not from 1,000 (each a round of Python calls)
         v.horizontalHeader().setResizeContentsPrecision(RESIZE_ROWS)
         return v

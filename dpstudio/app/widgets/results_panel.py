@@ -187,11 +187,23 @@ def reading_context(res, ev: dict) -> dict:
     return engine_context(res, ev)
 
 
+_GEN_HTML: list = []  # [(result, its generalisation_html)]: the current result's
+
+
 def generalisation_html(res) -> str:
     """The chosen generalisation of every k-quasi of a generalising result, as a small table
     (empty for other methods): level / height, what the release holds; a k-quasi generalised
-    to the top in red, with a link to build it a hierarchy.
+    to the top in red, with a link to build it a hierarchy.  Computed once per result (it
+    reads the released columns: the Protect worker computes it beforehand, :func:`prime`).
     """
+    if _GEN_HTML and _GEN_HTML[0][0] is res:
+        return _GEN_HTML[0][1]
+    out = _generalisation_html(res)
+    _GEN_HTML[:] = [(res, out)]
+    return out
+
+
+def _generalisation_html(res) -> str:
     from dpstudio.engine.transformation import describe_row, transformation_rows
 
     rows = transformation_rows(res)
@@ -273,6 +285,7 @@ def prime(res) -> None:
     whole table (the protected attributes'), so that showing the result costs the GUI thread
     no pass over the records.
     """
+    generalisation_html(res)
     for attr in res.protected_attributes:
         if attr in res.data.columns:
             hist_inputs(res, str(attr))
@@ -546,7 +559,11 @@ class ResultsPanel(QWidget):
         self.lattice_btn.setVisible(lattice_inputs(self.state) is not None)
         self.corr_cols, self.corr_diff = extra.get("corr", ([], np.zeros((0, 0))))
         self._draw_corr()
+        # the histogram in the next turn of the event loop (a slice of its own, issue 27.4)
+        self.hist_attr.blockSignals(True)
         self.hist_attr.addItems([c for c in res.protected_attributes if c in res.data.columns])
+        self.hist_attr.blockSignals(False)
+        QTimer.singleShot(0, self, lambda: self._draw_hist(self.hist_attr.currentText()))
 
     def open_lattice(self):
         """The levels OLA weighed for the current result (a non-modal dialog)."""
