@@ -232,6 +232,7 @@ def _generalisation_html(res) -> str:
     return "".join(out)
 
 
+LAYOUT_LATER_MS = 30  # row heights and the header's height follow the content in later turns
 _HIST: list = []  # [(result, {attribute: histogram inputs})]: the current result's
 
 
@@ -448,10 +449,14 @@ class ResultsPanel(QWidget):
 
     def showEvent(self, ev) -> None:  # noqa: N802 - Qt API
         super().showEvent(ev)
-        QTimer.singleShot(0, self.measures.resizeRowsToContents)  # filled while hidden
+        QTimer.singleShot(
+            LAYOUT_LATER_MS // 2, self, self.measures.resizeRowsToContents
+        )  # filled while hidden
 
     def _on_state_result_changed(self) -> None:
-        QTimer.singleShot(0, self.fit_header)  # once the labels below have their text
+        # once the labels below have their text; a few ms apart from the other layout work
+        # (each its own turn of the event loop, issue 27.4)
+        QTimer.singleShot(LAYOUT_LATER_MS, self, self.fit_header)
         st = self.state
         res = st.result
         self.export_btn.setEnabled(res is not None)
