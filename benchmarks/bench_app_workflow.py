@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import gc
 import os
 import platform
 import sys
@@ -96,8 +97,20 @@ class Ticker:
         self.gaps: list[tuple[float, float, float, float]] = []
         self.culprits: dict[str, float] = {}  # stack key -> GUI-thread CPU seconds (late only)
         self._stop = threading.Event()
+        #: (generation, GUI-thread CPU ms) of each garbage collection in the GUI thread
+        self.collections: list[tuple[int, float]] = []
+        self._gc_t0 = 0.0
+        gc.callbacks.append(self._on_gc)
         if stacks:
             threading.Thread(target=self._watch, daemon=True).start()
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        if threading.get_ident() != self.main_id:
+            return
+        if phase == "start":
+            self._gc_t0 = time.thread_time()
+        else:
+            self.collections.append((int(info.get("generation", 0)), 1000 * (time.thread_time() - self._gc_t0)))
 
     def _tick(self) -> None:
         now, cpu, proc = time.perf_counter(), time.thread_time(), time.process_time()
@@ -134,7 +147,7 @@ class Ticker:
             prev_cpu, prev_tick = cpu, tick
 
     def start(self) -> None:
-        self.gaps, self.culprits = [], {}
+        self.gaps, self.culprits, self.collections = [], {}, []
         self.last, self.last_cpu, self.last_proc = time.perf_counter(), time.thread_time(), time.process_time()
         self.timer.start()
 
@@ -158,6 +171,7 @@ class Ticker:
             "cpu_over_100": int((cpu > 100).sum()),
             "cpu_over_50": int((cpu > 50).sum()),
             "where": where,
+            "gc": self.collections,
         }
 
 
@@ -185,7 +199,9 @@ def summary(s: dict) -> str:
     return (f"event loop: max gap {s['max_ms']:.0f} ms wall (GUI thread CPU in it {s['max_cpu_of_max_ms']:.0f} ms, "
             f"process CPU {s['max_proc_of_max_ms']:.0f} ms), longest GUI-thread CPU in one gap "
             f"{s['max_cpu_ms']:.0f} ms (wall {s['wall_of_max_cpu_ms']:.0f} ms), p99 {s['p99_ms']:.0f} ms; "
-            f"gaps > 100 ms wall: {s['over_100']}, GUI CPU > 100 ms: {s['cpu_over_100']}, > 50 ms: {s['cpu_over_50']}")
+            f"gaps > 100 ms wall: {s['over_100']}, GUI CPU > 100 ms: {s['cpu_over_100']}, > 50 ms: {s['cpu_over_50']}; "
+            f"GUI-thread garbage collections: {len(s['gc'])}, longest {max([ms for _g, ms in s['gc']], default=0):.0f} ms "
+            f"(full: {sum(1 for g, _ms in s['gc'] if g == 2)})")
 
 
 def phase(lines: list[str], ticker: Ticker, name: str, fn) -> None:

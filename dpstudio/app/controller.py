@@ -535,7 +535,9 @@ class Controller(QObject):
                 f"Protected with {res.method_name}: {len(res.data):,} "
                 "records. Inspect the results, then export (Ctrl+Shift+E)."
             )
-            self.sig_protected.emit()
+            # the window switches to the Results tab (layout and painting of a whole tab)
+            # in the next turn of the event loop: the result's views were filled in this one
+            QTimer.singleShot(0, self, self.sig_protected.emit)
 
         self.run_runner.start(
             work,
