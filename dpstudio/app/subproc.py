@@ -117,14 +117,9 @@ def _warm_up(conn, preload: tuple) -> None:
 
 
 def _warm_mdav() -> None:
-    import numpy as np
+    from dpstudio.engine.sweeps import warm_up
 
-    from dpstudio.engine.algorithms.microaggregation import _mdav_kernel
-
-    kernel = _mdav_kernel()
-    if kernel is not None:
-        z = np.random.default_rng(0).random((64, 3))
-        kernel.run(np.ascontiguousarray(z), 2, None, lambda f: None)
+    warm_up()
 
 
 def _spare_main(conn, q, cancel_ev, ready, preload: tuple) -> None:

@@ -100,6 +100,20 @@ class SweepPoint:
         return row
 
 
+def warm_up() -> None:
+    """Load the compiled MDAV kernel (numba imports it, then loads a cached function only at
+    its first call: one call on 64 records), as a sweep's first microaggregation cell would:
+    the app's spare worker does it while it waits (issue 27.4).  Results do not depend on it;
+    without numba it does nothing.
+    """
+    from dpstudio.engine.algorithms.microaggregation import _mdav_kernel
+
+    kernel = _mdav_kernel()
+    if kernel is not None:
+        z = np.random.default_rng(0).random((64, 3))
+        kernel.run(np.ascontiguousarray(z), 2, None, lambda f: None)
+
+
 def parse_grid(text: str, integer: bool = False, what: str = "--k") -> list:
     """The one grammar of sweep grids (CLI ``--k``/``--epsilon`` and the app's fields).
 
