@@ -680,7 +680,9 @@ def refine_query(
             tv if query.agg != "mode" or tv is None else (sup.value(center) if center is not None else None)
         )
         refined_all.append(refined_floats(w if wa is None else wa, cls, mass))
-    support_vals = sup.values().tolist() if isinstance(sup, NumericRange) else [_plain(v) for v in sup.values()]
+    support_vals = (
+        sup.values().tolist() if isinstance(sup, NumericRange) else [_plain(v) for v in sup.values()]
+    )
     ans = QueryAnswer(
         query=query.describe(),
         kind=kind,
