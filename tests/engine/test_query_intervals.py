@@ -35,10 +35,8 @@ CASES = [  # (data, query, declared range, domains)
     ("census", "mean(FICA)", NumericRange(0, 12000, 1), CENSUS_DOM),
     ("census", "variance(FICA)", NumericRange(0, 36_000_000, 10000), CENSUS_DOM),
     ("census", "ratio(FEDTAX, FICA)", NumericRange(0, 10, 0.01), CENSUS_DOM),
-    ("census", "mean(FEDTAX) where FICA > 3000", NumericRange(0, 32000, 1), CENSUS_DOM),
     ("adult", "mean(age)", NumericRange(17, 90, 0.1), ADULT_DOM),
     ("adult", "variance(age)", NumericRange(0, 1400, 1), ADULT_DOM),
-    ("adult", "mean(age) where sex == 'Female'", NumericRange(17, 90, 0.1), ADULT_DOM),
 ]
 
 
@@ -74,12 +72,10 @@ def test_several_part_intervals_cover_95_pm_2_percent(frames, data, text, sup, d
     assert LOW <= cover <= HIGH, cover
 
 
-@pytest.mark.parametrize("eps", [0.1, 1.0])
-@pytest.mark.parametrize(
-    "data,text,sup,dom", [CASES[0], CASES[2], CASES[5]], ids=["census-mean", "census-ratio", "adult-variance"]
-)
+@pytest.mark.parametrize("eps", [0.1])
+@pytest.mark.parametrize("data,text,sup,dom", [CASES[0], CASES[2]], ids=["census-mean", "census-ratio"])
 def test_several_part_intervals_cover_95_pm_2_percent_gaussian(frames, data, text, sup, dom, eps):
-    """The same with the discrete Gaussian (δ = 10⁻⁶)."""
+    """The same with the discrete Gaussian (δ = 10⁻⁶) where the bootstrap failed (the ratio)."""
     cover = _coverage(frames[data], text, sup, dom, eps, "gaussian", seed=7)
     assert LOW <= cover <= HIGH, cover
 
