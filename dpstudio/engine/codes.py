@@ -32,10 +32,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["factorize", "from_codes", "remember", "take", "take_rows"]
+__all__ = ["factorize", "from_codes", "known", "remember", "take", "take_rows"]
 
-# id(Arrow array) -> (weak reference to it, codes, uniques, uniques as an Arrow array or None)
-_MEMORY: dict[int, tuple[Any, np.ndarray, pd.Index, Any]] = {}
+# id(Arrow array) -> (weak reference to it, codes, uniques, uniques as an Arrow array or None),
+# or (weak reference, None, None, a function that numbers the codes and stores them)
+_MEMORY: dict[int, tuple[Any, Any, Any, Any]] = {}
 
 
 def _arrow_of(s: pd.Series):
@@ -60,8 +61,8 @@ def _store(key, codes: np.ndarray, uniques: pd.Index, dictionary=None) -> None:
     codes = _small(codes, len(uniques))
     codes.setflags(write=False)
 
-    def forget(_ref: Any, k: int = k) -> None:
-        _MEMORY.pop(k, None)
+    def forget(_ref: Any, k: int = k, memory: dict = _MEMORY) -> None:
+        memory.pop(k, None)
 
     _MEMORY[k] = (weakref.ref(key, forget), codes, uniques, dictionary)
 
@@ -72,8 +73,16 @@ def _recall(s: pd.Series):
         return None, None
     hit = _MEMORY.get(id(key))
     if hit is not None and hit[0]() is key:
+        if hit[1] is None:  # remembered lazily (:func:`_store_recoded`): numbered now
+            hit[3]()
+            hit = _MEMORY[id(key)]
         return key, hit
     return key, None
+
+
+def known(s: pd.Series) -> bool:
+    """True when the codes of ``s`` are remembered (:func:`factorize` computes nothing)."""
+    return _recall(s)[1] is not None
 
 
 def factorize(s: pd.Series) -> tuple[np.ndarray, pd.Index]:
@@ -106,8 +115,22 @@ def remember(s: pd.Series, indices, dictionary) -> None:
 def _store_recoded(key, codes: np.ndarray, values: np.ndarray, dtype) -> None:
     """Remember the codes of the column ``key`` whose record r holds ``values[codes[r]]`` (−1:
     missing), renumbered as :func:`factorize` numbers them (values in order of first
-    appearance; unused values dropped).
+    appearance; unused values dropped) when they are first asked for (issue 27: a release
+    written without measures never asks).
     """
+    k = id(key)
+
+    def number() -> None:
+        _number_recoded(key, codes, values, dtype)
+
+    def forget(_ref: Any, k: int = k, memory: dict = _MEMORY) -> None:
+        memory.pop(k, None)
+
+    _MEMORY[k] = (weakref.ref(key, forget), None, None, number)
+
+
+def _number_recoded(key, codes: np.ndarray, values: np.ndarray, dtype) -> None:
+    """:func:`_store_recoded`'s numbering, done."""
     import pyarrow as pa
 
     n = len(codes)

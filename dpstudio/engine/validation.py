@@ -250,12 +250,24 @@ def constant_columns(df: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | 
     if matrix is not None and matrix.shape[0] and not np.isnan(matrix).any():
         same = matrix.min(axis=0) == matrix.max(axis=0)
         return [c for c, s in zip(cols, same) if s]
+    from dpstudio.engine.codes import factorize, known
+
     out = []
     for c in cols:
         s = df[c]
-        if pd.api.types.is_numeric_dtype(s):
+        dt = s.dtype
+        if isinstance(dt, np.dtype) and dt.kind in "iu" and len(s):
+            # (the float64 values' min and max, without converting every value: the
+            # conversion keeps the order, so they are equal exactly when these are)
+            a = s.to_numpy()
+            if float(a.min()) == float(a.max()):
+                out.append(c)
+        elif pd.api.types.is_numeric_dtype(s):
             v = s.to_numpy(dtype=np.float64, na_value=np.nan)
             if v.size == 0 or np.all(np.isnan(v)) or np.nanmin(v) == np.nanmax(v):
+                out.append(c)
+        elif known(s):  # the codes of a column read from a file: its distinct values, counted
+            if len(factorize(s)[1]) <= 1:
                 out.append(c)
         elif s.nunique(dropna=True) <= 1:
             out.append(c)
