@@ -203,7 +203,12 @@ def take_rows(frame: pd.DataFrame, rows) -> pd.DataFrame:
     rows = np.asarray(rows, dtype=np.intp)
     # only an Arrow-backed column can have remembered codes: a frame of numpy columns is
     # gathered at once, without looking at each column (issue 27 §2: small tables)
-    arrow = [j for j, dt in enumerate(frame.dtypes) if not isinstance(dt, np.dtype)]
+    dts = frame.dtypes.tolist()
+    arrow = [j for j, dt in enumerate(dts) if not isinstance(dt, np.dtype)]
+    if not arrow and dts and all(dt == np.float64 for dt in dts):
+        # numbers of one dtype (a small table's release): one gather of the matrix, the same
+        # frame as ``iloc`` + ``reset_index`` gives, in a quarter of its time (issue 27 §2)
+        return pd.DataFrame(frame.to_numpy()[rows], columns=frame.columns, copy=False)
     if not any(_recall(frame.iloc[:, j])[1] is not None for j in arrow):
         return frame.iloc[rows].reset_index(drop=True)
     cols = {j: take(frame.iloc[:, j], rows) for j in range(frame.shape[1])}
