@@ -116,7 +116,10 @@ def _wipe_reference(df, c, h, k):
     idx = {v: i for i, v in enumerate(h.leaves)}
     leaf = np.array([idx.get(str(v), -1) for v in labels], dtype=np.int64)
     _, inv = h.level_codes(h.height - 2)
-    lv = np.where(codes_ >= 0, inv[np.maximum(leaf, 0)][np.maximum(codes_, 0)], -1)
+    try:
+        lv = np.where(codes_ >= 0, inv[np.maximum(leaf, 0)][np.maximum(codes_, 0)], -1)
+    except IndexError:  # no value at all (the old path skipped the column)
+        return 0
     cnt = np.bincount(lv[lv >= 0]) if lv.size else np.zeros(0, dtype=np.int64)
     return int(cnt[cnt < k].sum())
 
