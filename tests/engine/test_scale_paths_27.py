@@ -221,3 +221,32 @@ def test_take_rows_of_a_float_frame_is_iloc():
     pd.testing.assert_frame_equal(got, df.iloc[rows].reset_index(drop=True), check_exact=True)
     got.iloc[0, 0] = 1e300  # a copy: the input is never changed
     assert df.iloc[rows[0], 0] != 1e300
+
+
+# ----------------------------------------------------------------------------- float texts
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    tenths=st.lists(st.integers(-(10**11), 10**11), min_size=1, max_size=60),
+    others=st.lists(
+        st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.sampled_from([0.0, -0.0, 1e-4, -1e-4, 5e-5, 1e10, -1e10, 9999999999.9, 0.1, 1e16, 2.5e-7]),
+        ),
+        max_size=40,
+    ),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_float_texts_are_numpy_str(tenths, others, seed):
+    """The tenths path (decimals of scale 1), the cast path and their mix write what pandas
+    writes: numpy's ``str`` of each value, NaN as nothing.
+    """
+    import pyarrow as pa
+
+    from dpstudio.engine.io.writing import _float_texts
+
+    v = np.array([t / 10.0 for t in tenths] + list(others), dtype=np.float64)
+    v = v[np.random.default_rng(seed).permutation(v.size)]
+    got = _float_texts(pa.array(v)).to_pylist()
+    assert got == [None if np.isnan(x) else str(x) for x in v]
