@@ -250,3 +250,41 @@ def test_float_texts_are_numpy_str(tenths, others, seed):
     v = v[np.random.default_rng(seed).permutation(v.size)]
     got = _float_texts(pa.array(v)).to_pylist()
     assert got == [None if np.isnan(x) else str(x) for x in v]
+
+
+# ----------------------------------------------------------------------------- integer columns
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    ints=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=30),
+    odd=st.lists(
+        st.sampled_from(
+            ["+5", "007", "-0", " 5", "5 ", "0", "NA", "", "1.0", "True", "9223372036854775808", "x"]
+        ),
+        max_size=3,
+    ),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_long_integer_columns_typed_as_the_per_value_path(ints, odd, seed):
+    """The canonical-int64 fast path of _convert_large: the same values and keep flag as the
+    per-value path, and the same answer as without it (odd texts fall through to it).
+    """
+    from dpstudio.engine.io import convert as C
+
+    rng = np.random.default_rng(seed)
+    texts = [str(i) for i in rng.choice(np.array(ints, dtype=object), 600)] + odd
+    texts = [texts[i] for i in rng.permutation(len(texts))]
+    s = pd.Series(texts, dtype="str")
+    got = C._convert_large(s, ".", False)
+    ref_vals, ref_keep = C._convert_column(np.asarray(texts, dtype=object), ".", False)
+    if got is None:  # the per-value path decides
+        return
+    vals, keep = got
+    assert keep == ref_keep
+    if isinstance(ref_vals, np.ndarray) and ref_vals.dtype.kind in "iuf":
+        assert np.array_equal(np.asarray(vals), ref_vals, equal_nan=ref_vals.dtype.kind == "f")
+    else:
+        assert pd.Series(vals).astype(object).where(pd.notna(pd.Series(vals)), None).tolist() == [
+            None if (v is None or (isinstance(v, float) and np.isnan(v))) else v for v in ref_vals
+        ]
