@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dpstudio.engine import codes
@@ -266,6 +266,9 @@ def test_float_texts_are_numpy_str(tenths, others, seed):
     ),
     seed=st.integers(0, 2**32 - 1),
 )
+@example(ints=[5, -3], odd=["007"], seed=0)
+@example(ints=[5, -3], odd=["-0"], seed=0)
+@example(ints=[5, -3], odd=["+5"], seed=0)
 def test_long_integer_columns_typed_as_the_per_value_path(ints, odd, seed):
     """The canonical-int64 fast path of _convert_large: the same values and keep flag as the
     per-value path, and the same answer as without it (odd texts fall through to it).
