@@ -198,6 +198,10 @@ def take(s: pd.Series, rows) -> pd.Series:
     return s.iloc[rows].reset_index(drop=True)
 
 
+#: the largest float table :func:`take_rows` gathers as one matrix (as validation.BLOCK_CELLS)
+_GATHER_CELLS = 1 << 22
+
+
 def take_rows(frame: pd.DataFrame, rows) -> pd.DataFrame:
     """``frame.iloc[rows].reset_index(drop=True)``, column by column through :func:`take`."""
     rows = np.asarray(rows, dtype=np.intp)
@@ -205,9 +209,10 @@ def take_rows(frame: pd.DataFrame, rows) -> pd.DataFrame:
     # gathered at once, without looking at each column (issue 27 §2: small tables)
     dts = frame.dtypes.tolist()
     arrow = [j for j, dt in enumerate(dts) if not isinstance(dt, np.dtype)]
-    if not arrow and dts and all(dt == np.float64 for dt in dts):
+    if not arrow and dts and len(frame) * len(dts) <= _GATHER_CELLS and all(dt == np.float64 for dt in dts):
         # numbers of one dtype (a small table's release): one gather of the matrix, the same
-        # frame as ``iloc`` + ``reset_index`` gives, in a quarter of its time (issue 27 §2)
+        # frame as ``iloc`` + ``reset_index`` gives, in a quarter of its time (issue 27 §2;
+        # a large table is gathered block by block: no interleaved copy of all its columns)
         return pd.DataFrame(frame.to_numpy()[rows], columns=frame.columns, copy=False)
     if not any(_recall(frame.iloc[:, j])[1] is not None for j in arrow):
         return frame.iloc[rows].reset_index(drop=True)
