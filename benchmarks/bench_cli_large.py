@@ -67,8 +67,14 @@ def load() -> str:
         return " ".join(fh.read().split()[:3])
 
 
+#: CPU seconds (user + sys) of the last child :func:`run` waited for
+LAST_CPU = [0.0]
+
+
 def run(cmd: list[str], env=None) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, stdout): fork + wait4 to get this child's peak."""
+    """(wall seconds, peak RSS in MB, stdout): fork + wait4 to get this child's peak (and its
+    CPU seconds, user + sys, in :data:`LAST_CPU`).
+    """
     r, w = os.pipe()
     t0 = time.perf_counter()
     pid = os.fork()
@@ -92,9 +98,20 @@ def run(cmd: list[str], env=None) -> tuple[float, float, str]:
     os.close(r)
     _, status, ru = os.wait4(pid, 0)
     wall = time.perf_counter() - t0
+    LAST_CPU[0] = ru.ru_utime + ru.ru_stime
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"failed ({status}): {' '.join(cmd)}")
     return wall, ru.ru_maxrss / 1024.0, b"".join(chunks).decode()
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 24):
+            h.update(block)
+    return h.hexdigest()
 
 
 def make_adult(copies: int, path: Path) -> None:
@@ -167,18 +184,22 @@ def main() -> None:
             make_numbers(a.rows, src)
         out = d / f"out_{case}.csv"
         res: dict[str, list] = {"floor": [], "floor_rw": [], "dpstudio": [], "arx": []}
+        cpu: dict[str, list] = {"floor": [], "dpstudio": [], "arx": []}
         loads = []
         for _ in range(a.repeat):
             loads.append(load())
             w, mb, txt = run([sys.executable, "-c", FLOOR, str(src), str(d / "floor.csv"), sep], env)
             res["floor"].append((w, mb))
+            cpu["floor"].append(LAST_CPU[0])
             res["floor_rw"].append(float(txt.split()[0]))
             w, mb, txt = run([sys.executable, "-m", "dpstudio", *protect_args(case, src, out)], env)
             res["dpstudio"].append((w, mb))
+            cpu["dpstudio"].append(LAST_CPU[0])
             if case == "keps" and a.arx_cmd:
                 cmd = a.arx_cmd.format(input=src, output=d / "arx_out.csv", hierarchies=HIER)
                 w, mb, txt = run(shlex.split(cmd), env)
                 res["arx"].append((w, mb))
+                cpu["arx"].append(LAST_CPU[0])
         med = {k: (statistics.median(x for x, _ in v), max(m for _, m in v)) for k, v in res.items()
                if v and k != "floor_rw"}
         rw = statistics.median(res["floor_rw"])
@@ -195,7 +216,14 @@ def main() -> None:
             lines.append(f"  ARX 3.9.2, whole process:        {ax[0]:.2f} s, peak {ax[1]:.0f} MB "
                          f"(each round: {', '.join(f'{x:.2f}' for x, _ in res['arx'])}); "
                          f"dpstudio is {ax[0] / dp[0]:.2f}x as fast")
-        print("\n".join(lines[-4:]), flush=True)
+        c = {k: statistics.median(v) for k, v in cpu.items() if v}
+        lines.append(
+            "  CPU seconds (user + sys, medians): floor process "
+            f"{c['floor']:.2f}, dpstudio {c['dpstudio']:.2f} ({c['dpstudio'] / c['floor']:.1f}x)"
+            + (f", ARX {c['arx']:.2f}" if "arx" in c else "")
+            + f"; release sha256 {_sha256(out)[:16]}"
+        )
+        print("\n".join(lines[-5:]), flush=True)
     lines.append(f"load average after: {load()}")
     text = "\n".join(lines) + "\n"
     if a.out:

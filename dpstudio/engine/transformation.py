@@ -180,7 +180,10 @@ def wipe_risks(
     for c in cols:
         h = hs[c]
         if h.height <= 2:
-            sub = _one_column_below_k(pd.factorize(df[c])[0], k)
+            from dpstudio.engine.codes import factorize
+
+            # (the column's codes, remembered for a column read from a file: no hashing)
+            sub = _one_column_below_k(factorize(df[c])[0], k)
             if sub > max_sup:
                 certain.append(
                     {
@@ -212,10 +215,14 @@ def wipe_risks(
             idx = {v: i for i, v in enumerate(h.leaves)}
             leaf = np.array([idx.get(str(v), -1) for v in labels], dtype=np.int64)
             _, inv = h.level_codes(h.height - 2)
-            lv_codes = np.where(codes >= 0, inv[np.maximum(leaf, 0)][np.maximum(codes, 0)], -1)
+            # records per value, then per group of the level: the same sizes as grouping the
+            # records (issue 27: no pass over the records but one count of their codes)
+            per_value = np.bincount(codes + 1, minlength=len(labels) + 1)[1:]  # (code −1: missing)
+            sizes = np.zeros(int(inv.max()) + 1 if inv.size else 0, dtype=np.int64)
+            np.add.at(sizes, inv[np.maximum(leaf, 0)], per_value)
         except Exception:  # noqa: BLE001 - values outside the hierarchy: the run says so
             continue
-        sub = _one_column_below_k(lv_codes, k)
+        sub = int(sizes[sizes < k].sum())
         if sub > max_sup:
             certain.append(
                 {

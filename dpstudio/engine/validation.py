@@ -109,6 +109,8 @@ def numeric_block(df: pd.DataFrame, cols: list[str]) -> np.ndarray | None:
 
 def first_infinite(X: np.ndarray, cols: list[str]) -> str | None:
     """The first column of ``cols`` (the columns of ``X``) holding an infinite value."""
+    if np.isfinite(X).all():  # (one pass over the block: a reduction by column costs 8x)
+        return None
     bad = np.flatnonzero(np.isinf(X).any(axis=0))
     return cols[int(bad[0])] if bad.size else None
 
@@ -118,8 +120,19 @@ def missing_rows(df: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | None
     if not cols:
         return np.zeros(0, dtype=np.int64)
     if matrix is not None:
+        if not np.isnan(matrix).any():  # (the usual case, without a reduction by row)
+            return np.zeros(0, dtype=np.int64)
         return np.flatnonzero(np.isnan(matrix).any(axis=1))
-    return np.flatnonzero(df[cols].isna().to_numpy().any(axis=1))
+    # column by column (no copy of the columns as one frame, issue 27); integer and boolean
+    # numpy columns cannot hold a missing value
+    miss = None
+    for c in cols:
+        dt = df[c].dtype
+        if isinstance(dt, np.dtype) and dt.kind in "iub":
+            continue
+        m = np.asarray(df[c].isna().to_numpy(), dtype=bool)
+        miss = m if miss is None else (miss | m)
+    return np.zeros(0, dtype=np.int64) if miss is None else np.flatnonzero(miss)
 
 
 def missing_message(df: pd.DataFrame, cols: list[str]) -> str:
@@ -248,14 +261,27 @@ def constant_columns(df: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | 
     :func:`numeric_block` of them).
     """
     if matrix is not None and matrix.shape[0] and not np.isnan(matrix).any():
-        same = matrix.min(axis=0) == matrix.max(axis=0)
+        by_column = np.ascontiguousarray(matrix.T)  # (reductions along rows of it: 4x faster)
+        same = by_column.min(axis=1) == by_column.max(axis=1)
         return [c for c, s in zip(cols, same) if s]
+    from dpstudio.engine.codes import factorize, known
+
     out = []
     for c in cols:
         s = df[c]
-        if pd.api.types.is_numeric_dtype(s):
+        dt = s.dtype
+        if isinstance(dt, np.dtype) and dt.kind in "iu" and len(s):
+            # (the float64 values' min and max, without converting every value: the
+            # conversion keeps the order, so they are equal exactly when these are)
+            a = s.to_numpy()
+            if float(a.min()) == float(a.max()):
+                out.append(c)
+        elif pd.api.types.is_numeric_dtype(s):
             v = s.to_numpy(dtype=np.float64, na_value=np.nan)
             if v.size == 0 or np.all(np.isnan(v)) or np.nanmin(v) == np.nanmax(v):
+                out.append(c)
+        elif known(s):  # the codes of a column read from a file: its distinct values, counted
+            if len(factorize(s)[1]) <= 1:
                 out.append(c)
         elif s.nunique(dropna=True) <= 1:
             out.append(c)

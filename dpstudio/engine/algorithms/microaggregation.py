@@ -489,9 +489,34 @@ def multi_reference(
 # --------------------------------------------------------------------------- individual ranking
 
 
+#: from this many values on, whole numbers are ordered by a radix sort of their offsets
+_RADIX_MIN = 4096
+
+
 def ir_order(x) -> np.ndarray:
-    """Positions sorting one attribute ascending, ties by index (stable)."""
-    return np.argsort(np.asarray(x, dtype=np.float64), kind="stable")
+    """Positions sorting one attribute ascending, ties by index (stable).
+
+    Whole numbers within 2⁵³ whose range is below 2³² (counts, amounts, ages, codes: most
+    microdata) are ordered by their offsets from the minimum, exact integers, with numpy's
+    stable radix sort of 16-bit keys (one pass, or two from the low half up): the same
+    positions as the stable sort of the floats, 2-4x faster on millions of values (issue 27).
+
+    >>> ir_order([3.0, 1.0, 3.0, -0.0, 0.0]).tolist()
+    [3, 4, 1, 0, 2]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.size >= _RADIX_MIN:
+        lo, hi = float(x.min()), float(x.max())  # (NaN: both NaN, the comparisons fail)
+        if -(2.0**53) <= lo and hi <= 2.0**53 and hi - lo < 2.0**32 and bool(np.all(x == np.floor(x))):
+            k = x - lo  # exact: integers (−0 becomes 0, as the float sort ties them)
+            if hi - lo < 2.0**16:
+                return np.argsort(k.astype(np.uint16), kind="stable")
+            k32 = k.astype(np.uint32)
+            del k
+            order = np.argsort((k32 & np.uint32(0xFFFF)).astype(np.uint16), kind="stable")
+            high = (k32 >> np.uint32(16)).astype(np.uint16)
+            return order[np.argsort(high[order], kind="stable")]
+    return np.argsort(x, kind="stable")
 
 
 def individual_ranking(X, k: int) -> np.ndarray:

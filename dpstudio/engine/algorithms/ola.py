@@ -184,7 +184,10 @@ class _Lattice:
             inv = dense[key]
             bottom = [c.astype(np.int64) for c in np.unravel_index(nz, tuple(cards0))]
         else:
-            uk, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+            # np.unique's answer (keys ascending) by hashing and sorting the distinct keys
+            # only: a sort of the n records' keys cost more than the search (issue 27)
+            inv, uk = pd.factorize(key, sort=True)
+            counts = np.bincount(inv, minlength=len(uk))
             first = np.zeros(len(uk), dtype=np.int64)
             first[inv[::-1]] = np.arange(len(inv))[::-1]
             bottom = [np.ascontiguousarray(qq.codes[0][qq.leaf[first]]) for qq in quasis]

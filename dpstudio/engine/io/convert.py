@@ -238,6 +238,17 @@ def _convert_large(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool] |
     if a is None:
         return None
     n = len(a)
+    if dec != ",":
+        # the usual column of numbers: every text the canonical decimal of an int64 (Arrow
+        # reads it, and writes it back the same) -- what the checks below conclude for it
+        # (no missing value, no boolean, no leading zero, plain integers, nothing to keep),
+        # in three passes instead of seven (issue 27)
+        try:
+            ints = pc.cast(a, pa.int64())
+        except pa.ArrowInvalid:
+            ints = None
+        if ints is not None and pc.all(pc.equal(pc.cast(ints, a.type), a)).as_py():
+            return np.asarray(ints.to_numpy(zero_copy_only=False), dtype=np.int64), False
     na = pc.is_in(a, value_set=pa.array(sorted(NA_TEXTS), type=a.type))
     any_na = bool(pc.any(na).as_py())
     na_np = np.asarray(na.to_numpy(zero_copy_only=False), dtype=bool) if any_na else None

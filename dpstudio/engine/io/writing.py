@@ -113,20 +113,73 @@ _FLOAT_ARROW_RANGE = (1e-4, 1e10)
 def _float_texts(a):
     """The texts pandas' ``to_csv`` writes for a float64 Arrow array (numpy's ``str`` of each
     value; NaN as nothing), built with Arrow compute, never a Python object per value.
+
+    Values on a grid of tenths (the usual noisy release: γ = 0.1, 1 or whole numbers) are
+    written as Arrow decimals (:func:`_tenths_texts`, 3x faster than Arrow's float cast);
+    the others by :func:`_float_texts_cast`.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
     v = a.to_numpy(zero_copy_only=False)
+    texts, ok = _tenths_texts(v)
+    if texts is None:
+        return _float_texts_cast(v)
+    if ok.all():
+        return texts
+    rest = ~ok
+    return pc.replace_with_mask(texts, pa.array(rest), _float_texts_cast(v[rest]))
+
+
+def _tenths_texts(v: np.ndarray):
+    """(texts, written) for the values of ``v`` that are the doubles nearest to a number of
+    tenths ``k/10`` with 1e-4 <= |v| < 1e10 or +0: numpy's ``str`` of such a value is that
+    decimal with one digit after the point ("12.0", "-0.5", "69010.1"), which is what Arrow
+    writes for the decimal ``k`` of scale 1.  (Why: the double's rounding interval is
+    narrower than 0.1 below 1e10, so the shortest digits that read back as it are those of
+    ``k/10``; ``k / 10.0 == v`` checks that ``v`` is the double nearest to ``k/10``, IEEE
+    division being correctly rounded.)  −0 and the other values are not written
+    (``written`` False); (None, None) when fewer than half of the values are.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        k = np.rint(v * 10.0)
+        m = np.abs(v)
+        lo, hi = _FLOAT_ARROW_RANGE
+        ok = (k / 10.0 == v) & (m < hi) & ((m >= lo) | ((v == 0) & ~np.signbit(v)))
+    if 2 * int(np.count_nonzero(ok)) < v.size:
+        return None, None
+    ki = np.where(ok, k, 0.0).astype(np.int64)  # |k| < 1e11: exact
+    words = np.empty((ki.size, 2), dtype=np.int64)  # decimal128: 16 bytes little-endian
+    words[:, 0] = ki
+    words[:, 1] = ki >> 63
+    dec = pa.Array.from_buffers(pa.decimal128(18, 1), ki.size, [None, pa.py_buffer(words)])
+    return pc.cast(dec, pa.string()), ok
+
+
+def _float_texts_cast(v: np.ndarray):
+    """:func:`_float_texts` of the float64 values ``v`` through Arrow's float cast: its
+    shortest digits, ".0" added to a whole number, numpy's ``str`` outside
+    :data:`_FLOAT_ARROW_RANGE` (where Arrow's form differs).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     nan = np.isnan(v)
     t = pc.cast(pa.array(v, mask=nan if nan.any() else None), pa.string())
-    # a whole number: Arrow writes "12", numpy "12.0" (no "." and no exponent, finite)
-    whole = pc.invert(pc.match_substring_regex(t, r"[.en]"))
-    t = pc.if_else(whole, pc.binary_join_element_wise(t, pa.scalar(".0"), ""), t)
     with np.errstate(invalid="ignore"):
         m = np.abs(v)
         lo, hi = _FLOAT_ARROW_RANGE
-        other = np.isfinite(v) & (v != 0) & ((m < lo) | (m >= hi))
+        finite = np.isfinite(v)
+        # a whole number: Arrow writes "12" (no "." and no exponent below 1e10), numpy "12.0"
+        whole = finite & (v == np.trunc(v)) & (m < hi)
+        other = finite & (v != 0) & ((m < lo) | (m >= hi))
+    wi = np.flatnonzero(whole)
+    if wi.size:
+        joined = pc.binary_join_element_wise(t.take(pa.array(wi)), pa.scalar(".0"), "")
+        t = pc.replace_with_mask(t, pa.array(whole), joined)
     idx = np.flatnonzero(other)
     if idx.size:
         texts = v[idx].astype(str)
