@@ -277,6 +277,40 @@ def _tune_worker(dask_worker=None) -> None:
             lim.limit = size
 
 
+class TuneWorkers:
+    """A worker plugin (``distributed.WorkerPlugin``'s interface): :func:`_tune_worker` on every
+    worker of the cluster, those started later included -- a worker restarted by its nanny
+    (or added) would otherwise come back with Dask's default p2p buffers (1 GiB to send),
+    twice a 500 MB worker's limit.  Registered by :func:`protect_dask` under one name (a
+    second registration replaces the first).
+    """
+
+    name = "dpstudio-tune-workers"
+
+    def setup(self, worker=None) -> None:
+        _tune_worker(worker)
+
+    def teardown(self, worker=None) -> None:
+        pass
+
+    def transition(self, key, start, finish, **kwargs) -> None:
+        pass
+
+
+def tune_workers(client: Any) -> None:
+    """Register :class:`TuneWorkers` on ``client``'s cluster (now and for any later worker)."""
+    try:
+        from distributed.diagnostics.plugin import WorkerPlugin
+
+        plugin = type("TuneWorkersPlugin", (TuneWorkers, WorkerPlugin), {})()
+        client.register_plugin(plugin, name=TuneWorkers.name)
+    except Exception:  # pragma: no cover - a best effort (a scheduler refusing plugins)
+        try:
+            client.run(_tune_worker)
+        except Exception:
+            pass
+
+
 def _human(nbytes: float) -> str:
     for unit, size in (("GB", 2**30), ("MB", 2**20)):
         if nbytes >= size:
@@ -827,10 +861,7 @@ def protect_dask(
     budget = worker_budget(client, partition_rows)
     live = _client_for(client)
     if live is not None:
-        try:
-            live.run(_tune_worker)
-        except Exception:  # pragma: no cover - a best effort (a scheduler refusing run)
-            pass
+        tune_workers(live)
     src = open_source(source, budget)
     spec, plan, task, prep, cols, n, lens, sample = _validate(
         src, method, roles, domains, precision, params, hierarchies, budget
