@@ -5,6 +5,10 @@ Run under a real X server (the pictures are those a user sees)::
     env -u QT_QPA_PLATFORM xvfb-run -a -s "-screen 0 1600x1000x24" \
         python3 docs/screenshots/make_screenshots.py
 
+or, without an X server, offscreen (the widgets are grabbed, not the screen)::
+
+    QT_QPA_PLATFORM=offscreen python3 docs/screenshots/make_screenshots.py
+
 It uses a throw-away settings folder, the bundled samples only, and the app's real paths
 (the controller's open/sweep/protect, the panels' own fields).  The walk-through
 (``docs/walkthrough.md``) shows these pictures; rerun this script after a UI change.
@@ -58,13 +62,16 @@ def main() -> None:  # noqa: C901 - a linear script
         widget.grab().save(str(path))
         print("saved", path.name, flush=True)
 
-    for old in OUT.glob("*.png"):  # a fresh, numbered set
-        old.unlink()
+    for old in OUT.glob("[01][0-9]_*.png"):  # a fresh set of this script's pictures (01-12);
+        if int(old.name[:2]) <= 12:  # the chain and survey scripts make 13 and up
+            old.unlink()
 
     win = MainWindow(offer_recovery=False)
     win.resize(W, H)
     win.show()
     pump(0.5)
+    # the method form whole (its default 420 px clip the seed row and the guarantee)
+    win.method_splitter.setSizes([520, W - 520])
     st = win.state
 
     # 01 Data: the Census sample
@@ -99,6 +106,7 @@ def main() -> None:  # noqa: C901 - a linear script
     win.controller.run_protect()
     wait_idle()
     win.tabs.setCurrentIndex(3)
+    win.results_panel.vsplit.setSizes([450, H - 450])  # the guarantee and the note whole
     shot(win, "04_results.png")
 
     # 05 Release data: changed cells marked

@@ -39,6 +39,7 @@ def main() -> None:  # noqa: C901 - a linear script
     win.resize(W, H)
     win.show()
     pump(0.5)
+    win.method_splitter.setSizes([520, W - 520])  # the method form whole
     st = win.state
     win.open_data(str(ROOT / "resources" / "household_survey" / "household_survey.sav"))
     wait_idle()
@@ -65,6 +66,10 @@ def main() -> None:  # noqa: C901 - a linear script
     win.method_panel.set_values({"k": 5, "epsilon": 1.0, "drop_missing": True})
     win.tabs.setCurrentIndex(2)
     pump(3.0)
+    mp = win.method_panel
+    if mp.wipe_banner.isVisible():  # the pre-run warning in view (it sits below the form)
+        win.method_splitter.widget(0).ensureWidgetVisible(mp.wipe_banner)
+    print("wipe warning shown:", mp.wipe_banner.isVisible(), repr(mp.wipe_banner.label.text()[:80]))
     shot(win, "15_survey_keps_warning.png")
 
     b = win.hierarchy_builder("age")
@@ -84,10 +89,53 @@ def main() -> None:  # noqa: C901 - a linear script
     shot(g, "17_hierarchy_builder_groups.png")
     g.close()
 
+    # 20: the same groups by drag and drop (through the tree's own drop handler): the
+    # employed codes dropped on "+ New group", renamed; retired and inactive under way
+    from PySide6.QtCore import Qt
+
+    d = win.hierarchy_builder("econ_status")
+    d.resize(1000, 680)
+    m = d.group_model
+    move = Qt.DropAction.MoveAction
+
+    def drop(values, target):
+        m.dropMimeData(m.mimeData([m.category_index(v) for v in values]), move, -1, -1, target)
+        pump(0.1)
+
+    drop(["1", "2", "3"], m.new_group_row())
+    m.itemFromIndex(m.group_row("Group 1")).setText("Employed")
+    pump(0.1)
+    drop(["5", "7"], m.new_group_row())
+    m.itemFromIndex(m.group_row("Group 1")).setText("Inactive")
+    pump(0.1)
+    drop(["8"], m.group_row("Inactive"))
+    d.show()
+    pump(0.3)
+    tree = d.group_tree
+    tree.expandAll()
+    tree.setCurrentIndex(m.category_index("9"))  # the next one the user drags
+    shot(d, "20_hierarchy_builder_drag.png")
+    d.close()
+
     win.controller.run_protect()
     wait_idle()
     win.tabs.setCurrentIndex(3)
+    rp = win.results_panel
+    rp.vsplit.setSizes([520, 380])  # the generalisation table whole, above the measures
+    pump(0.3)
+    rp.header_area.ensureWidgetVisible(rp.generalisation, 0, 0)
     shot(win, "18_survey_results_generalisation.png")
+
+    # 21: the lattice OLA searched, drawn (the table is the dialog's other tab)
+    lat = win.results_panel.open_lattice()
+    lat.resize(1000, 700)
+    for _ in range(600):
+        if lat.frame is not None:
+            break
+        pump(0.1)
+    lat.tabs.setCurrentIndex(0)
+    shot(lat, "21_ola_lattice.png")
+    lat.close()
 
     win.tabs.setCurrentWidget(win.release_view)
     rv = win.release_view

@@ -352,6 +352,9 @@ def protect_whole_file(
         "records": rel.n,
         "method": rel.method,
         "public_warnings": list(rel.public_warnings),
+        # the run's private notes (facts about the data, e.g. a k-quasi wiped to '*'): shown
+        # on the operator's screen only, as the in-memory run's notes are
+        "private_notes": [w for w in rel.warnings if w not in set(rel.public_warnings)],
         "format": fmt,
     }
 
@@ -366,6 +369,10 @@ def release_text(release: dict | None) -> str:
     from html import escape
 
     warns = "".join(f"<br>⚠ {escape(w)}" for w in release.get("public_warnings", []))
+    warns += "".join(
+        f"<br><span style='color:#8a4b00'>Private note (keep internal): {escape(w)}</span>"
+        for w in release.get("private_notes", [])
+    )
     return (
         f"<b>Released {release['records']:,} records on Dask</b> ({escape(release['method'])}) — "
         f"public: {escape(release['release'])}; private, keep internal: "

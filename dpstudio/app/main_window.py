@@ -60,8 +60,19 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.state = AppState(self)
         self.controller = Controller(self.state, self)
-        ctl = self.controller
-        # --- panels
+        self._build_workflow_tabs()
+        self._build_more_tabs()
+        self._build_status_bar()
+        self._make_actions()
+        self._wire_signals()
+        self._fit_to_screen()
+        self._restore_ui()
+        self._update_actions()
+        if offer_recovery:
+            QTimer.singleShot(0, self._offer_recovery)
+
+    def _build_workflow_tabs(self) -> None:
+        """The panels of the four workflow tabs (Data, Attributes, Method, Results) and Risk."""
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.data_panel = DataPanel(self.state)
@@ -106,6 +117,10 @@ class MainWindow(QMainWindow):
             ]
         ):
             self.tabs.setTabToolTip(i, tip)
+
+    def _build_more_tabs(self) -> None:
+        """Release data, Candidates and the Query desk; the tabs become the central widget."""
+        ctl = self.controller
         # --- issue 11: the release next to the original; the session's candidate releases
         from dpstudio.app.widgets.history_panel import HistoryPanel
         from dpstudio.app.widgets.release_view import ReleaseView
@@ -136,7 +151,9 @@ class MainWindow(QMainWindow):
         )
         self.query_panel.sig_status.connect(lambda t: self.task_label.setText(t))
 
-        # --- status bar: progress + Cancel always visible
+    def _build_status_bar(self) -> None:
+        """The status bar: the task's text, its progress and Cancel (always visible)."""
+        ctl = self.controller
         sb = self.statusBar()
         self.task_label = QLabel("Ready")
         self.task_label.setObjectName("task_label")
@@ -163,8 +180,9 @@ class MainWindow(QMainWindow):
             r.sig_busy_changed.connect(self._on_runner_busy)
             r.sig_progress.connect(self._on_runner_progress)
 
-        self._make_actions()
-        # --- wiring: panels -> controller, controller -> window and panels
+    def _wire_signals(self) -> None:
+        """Panels -> controller, controller -> window and panels."""
+        ctl = self.controller
         self.data_panel.sig_open_requested.connect(self.open_dialog)
         self.data_panel.sig_sample_requested.connect(ctl.open_sample)
         self.method_panel.sig_protect_requested.connect(ctl.run_protect)
@@ -195,12 +213,6 @@ class MainWindow(QMainWindow):
         self.state.sig_dirty_changed.connect(lambda _d: self._update_title())
         self.state.sig_data_changed.connect(self._update_title)
         self.state.sig_result_changed.connect(self._update_actions)
-
-        self._fit_to_screen()
-        self._restore_ui()
-        self._update_actions()
-        if offer_recovery:
-            QTimer.singleShot(0, self._offer_recovery)
 
     # ------------------------------------------------------------------ actions
     def _make_actions(self) -> None:

@@ -53,6 +53,23 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "mean, sum, median, mode, value (one record); filters use ==, !=, <, <=, "
         ">, >=, in (…), and, or, not; '… by COL' with --groups",
     )
+    _add_answer_options(p)
+    _add_prior_options(p)
+    _add_ledger_options(p)
+    p.add_argument(
+        "--role",
+        action="append",
+        metavar="COL=ROLE",
+        help="attribute roles (identifiers may only be used in filters)",
+    )
+    p.add_argument("--seed", type=seed_arg, help="random seed (testing only; default OS entropy)")
+    p.add_argument("--json", action="store_true", help="machine-readable public answer")
+    add_io_options(p)
+    return p
+
+
+def _add_answer_options(p: argparse.ArgumentParser) -> None:
+    """``query``'s options of the answer: ε, mechanism, declared domains and types, planning."""
     p.add_argument("--epsilon", required=True, help="ε spent by this answer (> 0)")
     p.add_argument(
         "--mechanism",
@@ -99,6 +116,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="print the expected error and 95 %% interval width of every mechanism (public "
         "planning figures) and stop: nothing is drawn or spent",
     )
+
+
+def _add_prior_options(p: argparse.ArgumentParser) -> None:
+    """``query``'s options of refinement: the prior, multicomponent queries, declared ranges
+    and groups, the kind of query.
+    """
     p.add_argument(
         "--prior",
         action="append",
@@ -144,6 +167,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=0.5,
         help="statistical queries: αu = e^(tε), αd = e^(−(1−t)ε) (default t = 0.5)",
     )
+
+
+def _add_ledger_options(p: argparse.ArgumentParser) -> None:
+    """``query``'s options of the private budget ledger, the requesters and their files."""
     p.add_argument(
         "--ledger",
         metavar="FILE.json|PROJECT",
@@ -184,16 +211,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--audit", metavar="FILE.csv|FILE.json", help="also export the ledger's audit trail (private, 0600)"
     )
-    p.add_argument(
-        "--role",
-        action="append",
-        metavar="COL=ROLE",
-        help="attribute roles (identifiers may only be used in filters)",
-    )
-    p.add_argument("--seed", type=seed_arg, help="random seed (testing only; default OS entropy)")
-    p.add_argument("--json", action="store_true", help="machine-readable public answer")
-    add_io_options(p)
-    return p
 
 
 def _epsilons(text: str) -> list[float]:

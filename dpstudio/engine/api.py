@@ -406,42 +406,10 @@ def run_prepared(
         params["epsilon"] = epsilon
     if k is not None:
         params["k"] = k
-    from dpstudio.engine.keying import keyed_rng
-
-    job = Job(
-        data=prep.data,
-        roles=prep.roles,
-        domains=prep.domains,
-        params=params,
-        rng=keyed_rng(rng, prep.run_context(params)),
-        method=spec.id,
-        cache={} if cache is None else cache,
-        hierarchies=prep.hierarchies,
-        precision=dict(prep.precision or {}),
-        types=dict(prep.types),
-    )
-    if prep._matrix is not None:
-        # the prepared matrix of the protected columns is what job.matrix(protected) computes
-        job.cache.setdefault(("matrix", tuple(prep.protected)), prep._matrix)
-    if progress is not None:
-        job.progress = progress
-    if check_cancel is not None:
-        job.check_cancel = check_cancel
+    job = _job(prep, params, rng=rng, cache=cache, progress=progress, check_cancel=check_cancel)
     out = spec.run(job)
     if not spec.orders_records and not keep_order(params):
-        # every release in keyed random order (issue 21 §3): input order would link records to
-        # the input file (sorted by name, households in adjacent rows)
-        perm = record_permutation(job, len(out.data), out.row_map)
-        data = take_rows(out.data, perm)  # (text columns through their codes, issue 27)
-        row_map = perm if out.row_map is None else np.asarray(out.row_map)[perm]
-        out = Output(
-            data,
-            info=out.info,
-            warnings=out.warnings,
-            row_map=row_map,
-            tables=out.tables,
-            protected=out.protected,
-        )
+        out = _in_keyed_order(job, out)
     if out.info.get("params_used"):  # parameters the method fixed itself (t-close-dp's k)
         params.update(out.info["params_used"])
     ident = [
@@ -460,38 +428,7 @@ def run_prepared(
     row_map = out.row_map
     info = out.info
     if separate_tables(params):
-        # one one-column table per protected attribute, each in its own independent random
-        # order (drawn after the method's own draws: same clustering and noise as 'records')
-        not_released = [c for c in released.columns if c not in protected_cols]
-        tables = {
-            c: released[[c]].iloc[job.rng.permutation(len(released))].reset_index(drop=True)
-            for c in protected_cols
-        }
-        released = pd.DataFrame({c: tables[c][c] for c in protected_cols})
-        row_map = None  # rows of different tables do not belong together
-        info = {
-            **out.info,
-            "layout": "separate-tables",
-            "tables": list(protected_cols),
-            "columns_not_released": not_released,
-        }
-        if not_released:
-            warns.append(
-                notice(
-                    "layout-not-released",
-                    f"Layout 'separate-tables': column(s) {_shown(not_released)} are not "
-                    "released; only the protected attributes, each in its own table.",
-                )
-            )
-        if len(protected_cols) > 1:
-            warns.append(
-                notice(
-                    "layout-unlinked",
-                    "Layout 'separate-tables': rows of different tables do not belong "
-                    "together, so record-level measures (SSE, record linkage, "
-                    "correlations) describe no real record; judge utility per attribute.",
-                )
-            )
+        released, tables, row_map, info = _separate_tables(job, released, protected_cols, out.info, warns)
     if notes and spec.uses_epsilon and params.get("epsilon") is not None:
         # (notes=False: sweeps, whose points never show the run's private notes)
         # clamping pile-up per noisy attribute: data-dependent, so a private note (issue 11)
@@ -532,6 +469,100 @@ def run_prepared(
         types=dict(prep.types),
         hierarchies=dict(prep.hierarchies or {}),
     )
+
+
+def _job(
+    prep: Prepared,
+    params: dict,
+    *,
+    rng: np.random.Generator,
+    cache: dict | None,
+    progress: Callable[[float], None] | None,
+    check_cancel: Callable[[], None] | None,
+) -> Job:
+    """:func:`run_prepared`'s job: the prepared data and settings, ``params`` (with the run's
+    ε and k) and a generator keyed on the run (:func:`dpstudio.engine.keying.keyed_rng`).
+    """
+    from dpstudio.engine.keying import keyed_rng
+
+    job = Job(
+        data=prep.data,
+        roles=prep.roles,
+        domains=prep.domains,
+        params=params,
+        rng=keyed_rng(rng, prep.run_context(params)),
+        method=prep.spec.id,
+        cache={} if cache is None else cache,
+        hierarchies=prep.hierarchies,
+        precision=dict(prep.precision or {}),
+        types=dict(prep.types),
+    )
+    if prep._matrix is not None:
+        # the prepared matrix of the protected columns is what job.matrix(protected) computes
+        job.cache.setdefault(("matrix", tuple(prep.protected)), prep._matrix)
+    if progress is not None:
+        job.progress = progress
+    if check_cancel is not None:
+        job.check_cancel = check_cancel
+    return job
+
+
+def _in_keyed_order(job: Job, out: Output) -> Output:
+    """``out`` with its records in keyed random order (issue 21 §3): input order would link
+    records to the input file (sorted by name, households in adjacent rows).
+    """
+    perm = record_permutation(job, len(out.data), out.row_map)
+    data = take_rows(out.data, perm)  # (text columns through their codes, issue 27)
+    row_map = perm if out.row_map is None else np.asarray(out.row_map)[perm]
+    return Output(
+        data,
+        info=out.info,
+        warnings=out.warnings,
+        row_map=row_map,
+        tables=out.tables,
+        protected=out.protected,
+    )
+
+
+def _separate_tables(
+    job: Job, released: pd.DataFrame, protected_cols: list[str], out_info: dict, warns: list
+) -> tuple[pd.DataFrame, dict, None, dict]:
+    """Layout 'separate-tables': one one-column table per protected attribute, each in its
+    own independent random order (drawn after the method's own draws: same clustering and
+    noise as 'records'); returns (released, tables, row_map = None, info) and appends the
+    layout's notices to ``warns``.
+    """
+    not_released = [c for c in released.columns if c not in protected_cols]
+    tables = {
+        c: released[[c]].iloc[job.rng.permutation(len(released))].reset_index(drop=True)
+        for c in protected_cols
+    }
+    released = pd.DataFrame({c: tables[c][c] for c in protected_cols})
+    row_map = None  # rows of different tables do not belong together
+    info = {
+        **out_info,
+        "layout": "separate-tables",
+        "tables": list(protected_cols),
+        "columns_not_released": not_released,
+    }
+    if not_released:
+        warns.append(
+            notice(
+                "layout-not-released",
+                f"Layout 'separate-tables': column(s) {_shown(not_released)} are not "
+                "released; only the protected attributes, each in its own table.",
+            )
+        )
+    if len(protected_cols) > 1:
+        warns.append(
+            notice(
+                "layout-unlinked",
+                "Layout 'separate-tables': rows of different tables do not belong "
+                "together, so record-level measures (SSE, record linkage, "
+                "correlations) describe no real record; judge utility per attribute.",
+            )
+        )
+    return released, tables, row_map, info
 
 
 def _shown(cols: list[str]) -> str:

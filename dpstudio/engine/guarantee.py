@@ -636,6 +636,43 @@ def compose(steps: Sequence[Step]) -> Guarantee:
     if not steps:
         raise ValueError("compose() needs at least one step")
     numbered = list(enumerate(steps))
+    survivors, kept, lost, dp_ok, dp_bad = _surviving_claims(numbered)
+    clauses = [
+        Clause("step", f"{' ' if n else ''}Step {n + 1} ({s.name}): {s.guarantee.render()}")
+        for n, s in numbered
+    ]
+    covered = tuple(dict.fromkeys(c for g in survivors for c in g.covered))
+    uncovered = tuple(
+        {u.column: u for s in steps for u in s.guarantee.uncovered if u.column not in covered}.values()
+    )
+    if dp_ok and not dp_bad:
+        return _dp_chain(steps, dp_ok, kept, survivors, clauses, covered, uncovered, lost)
+    lead = survivors[0] if survivors else None
+    how = (
+        " No differential privacy for the chain."
+        if dp_bad
+        else ("" if survivors else " No step's claim survives the chain: no formal guarantee.")
+    )
+    return Guarantee(
+        model=lead.model if lead else Model.NONE,
+        clauses=(*clauses, *lost, *((Clause("composition", how),) if how else ())),
+        scope=lead.scope if lead else Scope.RECORDS,
+        voided_by=lead.voided_by if lead else (),
+        k=lead.k if lead else None,
+        t=lead.t if lead else None,
+        covered=covered,
+        uncovered=uncovered,
+        parts=tuple(survivors),
+    )
+
+
+def _surviving_claims(
+    numbered: list[tuple[int, Step]],
+) -> tuple[list[Guarantee], list[tuple[int, Step]], list[Clause], list[Step], bool]:
+    """:func:`compose`'s verdict on each step's claim: the surviving guarantees, the steps
+    that made them (numbered), a "lost" clause per claim that does not hold, the DP steps
+    whose claim holds, and whether a DP claim was lost.
+    """
     survivors: list[Guarantee] = []
     kept: list[tuple[int, Step]] = []
     lost: list[Clause] = []
@@ -656,100 +693,99 @@ def compose(steps: Sequence[Step]) -> Guarantee:
         kept.append((i, s))
         if s.dp:
             dp_ok.append(s)
-    clauses = [
-        Clause("step", f"{' ' if n else ''}Step {n + 1} ({s.name}): {s.guarantee.render()}")
-        for n, s in numbered
-    ]
-    covered = tuple(dict.fromkeys(c for g in survivors for c in g.covered))
-    uncovered = tuple(
-        {u.column: u for s in steps for u in s.guarantee.uncovered if u.column not in covered}.values()
+    return survivors, kept, lost, dp_ok, dp_bad
+
+
+def _dp_chain(
+    steps: list[Step],
+    dp_ok: list[Step],
+    kept: list[tuple[int, Step]],
+    survivors: list[Guarantee],
+    clauses: list[Clause],
+    covered: tuple[str, ...],
+    uncovered: tuple[Uncovered, ...],
+    lost: list[Clause],
+) -> Guarantee:
+    """:func:`compose`'s guarantee of a chain whose DP steps all keep their claim: the
+    sequential composition of their budgets, led by the DP claim.
+    """
+    dps = [s.guarantee for s in dp_ok]
+    model = Model.INDIVIDUAL_DP if any(g.model is Model.INDIVIDUAL_DP for g in dps) else Model.EPSILON_DP
+    totals = [g.epsilon_total for g in dps]
+    total = None if any(t is None for t in totals) else math.fsum(t for t in totals if t is not None)
+    per: dict[str, float] = {}
+    for g in dps:
+        for c, e in g.epsilon_per_attribute:
+            per[c] = per.get(c, 0.0) + e
+    scopes = {g.scope for g in dps}
+    scope = (
+        Scope.PER_ATTRIBUTE
+        if Scope.PER_ATTRIBUTE in scopes
+        else (Scope.TABLES if Scope.TABLES in scopes else Scope.RECORDS)
     )
-    if dp_ok and not dp_bad:
-        dps = [s.guarantee for s in dp_ok]
-        model = Model.INDIVIDUAL_DP if any(g.model is Model.INDIVIDUAL_DP for g in dps) else Model.EPSILON_DP
-        totals = [g.epsilon_total for g in dps]
-        total = None if any(t is None for t in totals) else math.fsum(t for t in totals if t is not None)
-        per: dict[str, float] = {}
-        for g in dps:
-            for c, e in g.epsilon_per_attribute:
-                per[c] = per.get(c, 0.0) + e
-        scopes = {g.scope for g in dps}
-        scope = (
-            Scope.PER_ATTRIBUTE
-            if Scope.PER_ATTRIBUTE in scopes
-            else (Scope.TABLES if Scope.TABLES in scopes else Scope.RECORDS)
-        )
-        where = (
-            "per attribute only (for the reasons its DP step(s) give: not for the records)"
-            if scope is Scope.PER_ATTRIBUTE
-            else ("for the separate tables" if scope is Scope.TABLES else "for the records")
-        )
-        how = (
-            f" The chain is {model.value} {where} with ε = {total:g} by sequential composition "
-            f"over its {len(dps)} DP step(s) (δ = 0): no step before a DP step changes, from the "
-            "data, a column that step reads or protects, or removes records, and the later steps "
-            "only post-process its release."
-            if total is not None
-            else f" The chain is {model.value} {where} by sequential composition over its {len(dps)} DP step(s)."
-        )
-        # what the DP claim does not cover: the columns changed by the other steps (covered by
-        # their own claims, stated above, or by none) and the steps' uncovered columns
-        dp_cov = set(dict.fromkeys(c for g in dps for c in g.covered))
-        others: dict[str, Uncovered] = {}
-        for s in steps:
-            if s.dp:
-                continue
-            for c in s.changes:
-                if c in dp_cov or c in others:
-                    continue
-                held = next(
-                    (n for n, t in kept if not t.dp and c in _claim_keys(t) | set(t.guarantee.covered)), None
-                )
-                others[c] = Uncovered(c, "other-claim" if held is not None else "changed-no-claim")
-        for u in uncovered:
-            if u.column not in dp_cov and u.column not in others:
-                others[u.column] = u
-        extra: list[Clause] = []
-        named = [u.column for u in others.values() if u.reason in ("other-claim", "changed-no-claim")]
-        if named:
-            extra.append(
-                Clause(
-                    "not-covered",
-                    f" Not covered by the {model.value} claim: {', '.join(named)} (changed by the "
-                    "other steps: what holds for them is their steps' own claims above, where those "
-                    "hold).",
-                )
-            )
-        return Guarantee(
-            model=model,
-            clauses=(*clauses, Clause("composition", how), *extra, *lost),
-            scope=scope,
-            epsilon=total,
-            epsilon_per_attribute=tuple(per.items()),
-            epsilon_total=total,
-            covered=tuple(c for c in covered if c in dp_cov),
-            uncovered=tuple(others.values()),
-            voided_by=tuple(dict.fromkeys(v for g in dps for v in g.voided_by)),
-            scope_reasons=tuple(r for g in dps for r in g.scope_reasons),
-            parts=tuple(survivors),
-        )
-    lead = survivors[0] if survivors else None
+    where = (
+        "per attribute only (for the reasons its DP step(s) give: not for the records)"
+        if scope is Scope.PER_ATTRIBUTE
+        else ("for the separate tables" if scope is Scope.TABLES else "for the records")
+    )
     how = (
-        " No differential privacy for the chain."
-        if dp_bad
-        else ("" if survivors else " No step's claim survives the chain: no formal guarantee.")
+        f" The chain is {model.value} {where} with ε = {total:g} by sequential composition "
+        f"over its {len(dps)} DP step(s) (δ = 0): no step before a DP step changes, from the "
+        "data, a column that step reads or protects, or removes records, and the later steps "
+        "only post-process its release."
+        if total is not None
+        else f" The chain is {model.value} {where} by sequential composition over its {len(dps)} DP step(s)."
     )
+    dp_cov = set(dict.fromkeys(c for g in dps for c in g.covered))
+    others = _dp_not_covered(steps, dp_cov, kept, uncovered)
+    extra: list[Clause] = []
+    named = [u.column for u in others.values() if u.reason in ("other-claim", "changed-no-claim")]
+    if named:
+        extra.append(
+            Clause(
+                "not-covered",
+                f" Not covered by the {model.value} claim: {', '.join(named)} (changed by the "
+                "other steps: what holds for them is their steps' own claims above, where those "
+                "hold).",
+            )
+        )
     return Guarantee(
-        model=lead.model if lead else Model.NONE,
-        clauses=(*clauses, *lost, *((Clause("composition", how),) if how else ())),
-        scope=lead.scope if lead else Scope.RECORDS,
-        voided_by=lead.voided_by if lead else (),
-        k=lead.k if lead else None,
-        t=lead.t if lead else None,
-        covered=covered,
-        uncovered=uncovered,
+        model=model,
+        clauses=(*clauses, Clause("composition", how), *extra, *lost),
+        scope=scope,
+        epsilon=total,
+        epsilon_per_attribute=tuple(per.items()),
+        epsilon_total=total,
+        covered=tuple(c for c in covered if c in dp_cov),
+        uncovered=tuple(others.values()),
+        voided_by=tuple(dict.fromkeys(v for g in dps for v in g.voided_by)),
+        scope_reasons=tuple(r for g in dps for r in g.scope_reasons),
         parts=tuple(survivors),
     )
+
+
+def _dp_not_covered(
+    steps: list[Step], dp_cov: set[str], kept: list[tuple[int, Step]], uncovered: tuple[Uncovered, ...]
+) -> dict[str, Uncovered]:
+    """What a chain's DP claim does not cover: the columns changed by the other steps
+    (covered by their own surviving claims, stated in the sentence, or by none) and the
+    steps' uncovered columns, by column.
+    """
+    others: dict[str, Uncovered] = {}
+    for s in steps:
+        if s.dp:
+            continue
+        for c in s.changes:
+            if c in dp_cov or c in others:
+                continue
+            held = next(
+                (n for n, t in kept if not t.dp and c in _claim_keys(t) | set(t.guarantee.covered)), None
+            )
+            others[c] = Uncovered(c, "other-claim" if held is not None else "changed-no-claim")
+    for u in uncovered:
+        if u.column not in dp_cov and u.column not in others:
+            others[u.column] = u
+    return others
 
 
 __all__ = [

@@ -128,8 +128,10 @@ def test_implausible_shape_is_questioned_before_building(qtbot, ctl, tmp_path, m
 def low_limit(monkeypatch):
     """Implausible above 50 columns: the 'open' paths build a small table (quick under load)."""
     from dpstudio.engine import io as dio
+    from dpstudio.engine.io import reading
 
-    monkeypatch.setattr(dio, "MAX_SNIFFED_COLUMNS", 50)
+    monkeypatch.setattr(reading, "MAX_SNIFFED_COLUMNS", 50)  # where sniff_csv looks it up
+    monkeypatch.setattr(dio, "MAX_SNIFFED_COLUMNS", 50)  # where the app looks it up
 
 
 def test_implausible_shape_choose_another_separator(qtbot, ctl, tmp_path, low_limit):

@@ -255,26 +255,10 @@ def test_file_errors(tmp_path, capsys):
 def test_protect_params_and_outputs(tmp_path, capsys):
     src = write_csv(tmp_path / "in.csv", data())
     out = tmp_path / "out.csv"
+    params = ["--role", "id=identifier", "--param", "mode=b", "--param", "ratio=0.25"]
+    params += ["--param", "count=3", "--param", "weights=x:2"]
     code, stdout, err = run(
-        capsys,
-        [
-            "protect",
-            src,
-            out,
-            *PROTECT,
-            "--role",
-            "id=identifier",
-            "--param",
-            "mode=b",
-            "--param",
-            "ratio=0.25",
-            "--param",
-            "count=3",
-            "--param",
-            "weights=x:2",
-            "--report",
-            tmp_path / "rep.html",
-        ],
+        capsys, ["protect", src, out, *PROTECT, *params, "--report", tmp_path / "rep.html"]
     )
     assert code == 0, err
     assert _SEEN["params"]["mode"] == "b" and _SEEN["params"]["ratio"] == 0.25
@@ -287,25 +271,7 @@ def test_protect_params_and_outputs(tmp_path, capsys):
     assert "seed" not in json.dumps(md).lower()
     assert (tmp_path / "rep.html").read_text().count("test guarantee") >= 1
     # same seed -> same output
-    code, _, _ = run(
-        capsys,
-        [
-            "protect",
-            src,
-            tmp_path / "out2.csv",
-            *PROTECT,
-            "--role",
-            "id=identifier",
-            "--param",
-            "mode=b",
-            "--param",
-            "ratio=0.25",
-            "--param",
-            "count=3",
-            "--param",
-            "weights=x:2",
-        ],
-    )
+    code, _, _ = run(capsys, ["protect", src, tmp_path / "out2.csv", *PROTECT, *params])
     assert (tmp_path / "out2.csv").read_bytes() == out.read_bytes()
 
 
@@ -350,53 +316,16 @@ def test_evaluate_command(tmp_path, capsys):
 def test_sweep_command(tmp_path, capsys):
     src = write_csv(tmp_path / "in.csv", data(30))
     out = tmp_path / "sweep.csv"
+    sweep = ["sweep", src, "--method", "cli-test-noise", "--role", "x=eps-quasi", "--domain", "x=0:100"]
     code, stdout, err = run(
-        capsys,
-        [
-            "sweep",
-            src,
-            "--method",
-            "cli-test-noise",
-            "--role",
-            "x=eps-quasi",
-            "--domain",
-            "x=0:100",
-            "--k",
-            "2:4",
-            "--epsilon",
-            "0.5,2",
-            "--repeats",
-            "2",
-            "--seed",
-            SEED,
-            "--out",
-            out,
-        ],
+        capsys, [*sweep, "--k", "2:4", "--epsilon", "0.5,2", "--repeats", "2", "--seed", SEED, "--out", out]
     )
     assert code == 0, err
     rows = pd.read_csv(out)
     assert len(rows) == 9  # 3 k × (baseline + 2 ε)
     assert {"k", "epsilon", "repeats", "sse_raw_mean", "rl_mean", "rl_std"} <= set(rows.columns)
     assert err.count("[") == 9 and "[9/9]" in err
-    code, _, err = run(
-        capsys,
-        [
-            "sweep",
-            src,
-            "--method",
-            "cli-test-noise",
-            "--role",
-            "x=eps-quasi",
-            "--domain",
-            "x=0:100",
-            "--k",
-            "5:2",
-            "--epsilon",
-            "1",
-            "--out",
-            out,
-        ],
-    )
+    code, _, err = run(capsys, [*sweep, "--k", "5:2", "--epsilon", "1", "--out", out])
     assert_one_line_error(code, err, "--k")
 
 

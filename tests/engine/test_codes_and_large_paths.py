@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from dpstudio.engine import codes, keying
 from dpstudio.engine import io as dio
 from dpstudio.engine.algorithms import keyed as K
+from dpstudio.engine.io import convert as dconv
+from dpstudio.engine.io import reading, writing
 
 TEXTS = st.sampled_from(["a", "b", "Zürich", "", " a", "1", "1.0", "NA", "x;y", "日本"])
 DTYPES = ["str", "string", "string[pyarrow]", "object", "category"]
@@ -72,7 +74,7 @@ def test_take_rows_and_from_codes():
 
 
 def test_the_reader_remembers_the_codes_it_computed(tmp_path, monkeypatch):
-    monkeypatch.setattr(dio, "_ARROW_MIN_BYTES", 0)
+    monkeypatch.setattr(reading, "_ARROW_MIN_BYTES", 0)
     p = tmp_path / "t.csv"
     rng = np.random.default_rng(1)
     pd.DataFrame({"sex": rng.choice(["Male", "Female"], 3000), "n": rng.integers(0, 5, 3000)}).to_csv(
@@ -131,22 +133,22 @@ def test_order_by_keys_breaks_ties_by_the_second_key():
 
 
 def test_distinct_typing_equals_the_per_value_path(monkeypatch):
-    """io._convert through the distinct texts of every column (the share forced to 1) gives
+    """io.convert._convert through the distinct texts of every column (the share forced to 1) gives
     what the per-value path gives, on test_io_convert_fast's nasty columns."""
     from tests.engine import test_io_convert_fast as F
 
-    monkeypatch.setattr(dio, "_DISTINCT_SHARE", 1.0)
+    monkeypatch.setattr(dconv, "_DISTINCT_SHARE", 1.0)
     calls = []
-    real = dio._typed_texts
+    real = dconv._typed_texts
 
     def spy(*a, **k):
         calls.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(dio, "_typed_texts", spy)
+    monkeypatch.setattr(dconv, "_typed_texts", spy)
     for dec, explicit in ((".", False), (",", False), (",", True)):
         raw = F._frame(0)
-        got, got_keep = dio._convert(raw, dec, explicit)
+        got, got_keep = dconv._convert(raw, dec, explicit)
         ref, ref_keep = F._reference(raw, dec, explicit)
         pd.testing.assert_frame_equal(got, ref, check_dtype=True, check_exact=True)
         assert sorted(got_keep) == sorted(ref_keep)
@@ -170,12 +172,12 @@ def test_csv_blocks_are_pandas_bytes_at_any_block_size(enc, lt):
     )
     ref = df.to_csv(None, sep=";", index=False, lineterminator=lt).encode(enc)
     for rows in (1, 7, 1000, 10**6):
-        got = b"".join(bytes(b) for b in dio._csv_blocks(df, ";", lt, enc, block_rows=rows))
+        got = b"".join(bytes(b) for b in writing._csv_blocks(df, ";", lt, enc, block_rows=rows))
         assert got == ref, rows
 
 
 def test_a_field_needing_quotes_in_a_late_block_sends_the_file_to_pandas(tmp_path, monkeypatch):
-    monkeypatch.setattr(dio, "_CSV_BLOCK_ROWS", 100)
+    monkeypatch.setattr(writing, "_CSV_BLOCK_ROWS", 100)
     n = 1000
     vals = ["plain"] * n
     vals[-3] = 'has "quote"'

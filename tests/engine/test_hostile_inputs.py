@@ -102,7 +102,7 @@ def test_read_small_file_refuses_a_fifo_swapped_in_after_the_stat(tmp_path, monk
     reg.write_text("{}")
     os.mkfifo(pipe)
     real_open = os.open
-    monkeypatch.setattr(dio.os, "open", lambda p, flags, *a: real_open(str(pipe), flags, *a))
+    monkeypatch.setattr(os, "open", lambda p, flags, *a: real_open(str(pipe), flags, *a))
     with time_limit(), pytest.raises(InputError, match="FIFO"):
         dio.read_small_file(reg, what="recipe")
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from dpstudio.engine import io as dio
 from dpstudio.engine.errors import InputError
+from dpstudio.engine.io import reading
 
 # the reader's tests, collected again in this module (with the fixture below)
 from tests.engine.test_decimal_ambiguity import *  # noqa: F403,F401
@@ -25,16 +26,16 @@ from tests.engine.test_io_ragged_fast import *  # noqa: F403,F401
 
 @pytest.fixture(autouse=True)
 def _arrow_for_every_file(monkeypatch):
-    monkeypatch.setattr(dio, "_ARROW_MIN_BYTES", 0)
+    monkeypatch.setattr(reading, "_ARROW_MIN_BYTES", 0)
     calls = []
-    real = dio._arrow_frame
+    real = reading._arrow_frame
 
     def spy(*a, **k):
         out = real(*a, **k)
         calls.append(out is not None)
         return out
 
-    monkeypatch.setattr(dio, "_arrow_frame", spy)
+    monkeypatch.setattr(reading, "_arrow_frame", spy)
     return calls
 
 
@@ -42,7 +43,7 @@ def _read_both(path, monkeypatch, **kw):
     """(frame, meta) by Arrow and by pandas (or the exception each raised)."""
     out = []
     for threshold in (0, 10**18):
-        monkeypatch.setattr(dio, "_ARROW_MIN_BYTES", threshold)
+        monkeypatch.setattr(reading, "_ARROW_MIN_BYTES", threshold)
         try:
             out.append(dio.read_table(path, **kw))
         except (InputError, UnicodeError, ValueError) as exc:

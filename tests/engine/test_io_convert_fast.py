@@ -1,5 +1,5 @@
-"""The vectorised typing of long CSV columns (``io._convert_large``, issue 12's whole-process
-time) gives exactly what the per-value path (``io._convert_column``) gives: the same values,
+"""The vectorised typing of long CSV columns (``io.convert._convert_large``, issue 12's whole-process
+time) gives exactly what the per-value path (``io.convert._convert_column``) gives: the same values,
 dtypes, missing values and the same texts kept aside to be written back as read.
 """
 
@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpstudio.engine import io as dio
+from dpstudio.engine.io import convert as dconv
 
-N = dio._SMALL + 500  # long enough for the vectorised path
+N = dconv._SMALL + 500  # long enough for the vectorised path
 
 # value generators: each draws one text (nasty forms included)
 FORMS = {
@@ -100,7 +100,7 @@ def _reference(raw: pd.DataFrame, dec: str, explicit: bool):
     arr = raw.to_numpy(dtype=object, na_value="")
     for j, c in enumerate(raw.columns):
         r = arr[:, j].copy()
-        vals, k = dio._convert_column(r, dec, explicit)
+        vals, k = dconv._convert_column(r, dec, explicit)
         cols[str(c)] = vals
         if k:
             keep[str(c)] = r
@@ -111,7 +111,7 @@ def _reference(raw: pd.DataFrame, dec: str, explicit: bool):
 @pytest.mark.parametrize("seed,late", [(0, False), (1, True), (2, False)])
 def test_vectorised_typing_equals_the_per_value_path(dec, explicit, seed, late):
     raw = _frame(seed, late)
-    got, got_keep = dio._convert(raw, dec, explicit)
+    got, got_keep = dconv._convert(raw, dec, explicit)
     ref, ref_keep = _reference(raw, dec, explicit)
     pd.testing.assert_frame_equal(got, ref, check_dtype=True, check_exact=True)
     assert list(got.dtypes) == list(ref.dtypes)
@@ -136,7 +136,7 @@ def test_the_fast_path_is_taken_for_plain_columns(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("per-value path used")
 
-    monkeypatch.setattr(dio, "_convert_column", boom)
-    df, keep = dio._convert(raw, ".")
+    monkeypatch.setattr(dconv, "_convert_column", boom)
+    df, keep = dconv._convert(raw, ".")
     assert df["i"].dtype == np.int64 and df["f"].dtype == np.float64
     assert df["t"].isna().sum() == N // 3 + 1 and set(keep) == {"f", "t"}

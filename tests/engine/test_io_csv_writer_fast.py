@@ -1,4 +1,4 @@
-"""The release CSV built with pyarrow (``io._csv_bytes``, issue 12's whole-process time) is
+"""The release CSV built with pyarrow (``io.writing._csv_bytes``, issue 12's whole-process time) is
 byte for byte what pandas' ``to_csv`` writes, and pandas still writes every frame the fast
 path does not cover (quoting, booleans, one column)."""
 
@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from dpstudio.engine import io as dio
+from dpstudio.engine.io import writing
 
 WORDS = [
     "Male",
@@ -93,7 +94,7 @@ def test_fast_csv_bytes_equal_pandas(tmp_path, sep, lt, kinds, fast):
     df = _frame(rng, 400, kinds, sep)
     ref = tmp_path / "ref.csv"
     df.to_csv(ref, sep=sep, encoding="utf-8", index=False, lineterminator=lt)
-    got = dio._csv_bytes(df, sep, lt, "utf-8")
+    got = writing._csv_bytes(df, sep, lt, "utf-8")
     if fast:
         assert got == ref.read_bytes()
     else:  # texts that need quoting, booleans, mixed objects, one column: pandas writes
@@ -108,12 +109,12 @@ def test_write_table_bytes_unchanged(tmp_path):
     dio.write_table(df, out)
     ref = tmp_path / "ref.csv"
     df.to_csv(ref, sep=",", encoding="utf-8", index=False, lineterminator="\n")
-    assert dio._csv_bytes(df, ",", "\n", "utf-8") is not None
+    assert writing._csv_bytes(df, ",", "\n", "utf-8") is not None
     assert out.read_bytes() == ref.read_bytes()
 
 
 def test_cp1252_and_unencodable(tmp_path):
     df = pd.DataFrame({"a": pd.Series(["Zürich", "Genève"], dtype=str), "b": [1, 2]})
-    assert dio._csv_bytes(df, ";", "\n", "cp1252") == "a;b\nZürich;1\nGenève;2\n".encode("cp1252")
+    assert writing._csv_bytes(df, ";", "\n", "cp1252") == "a;b\nZürich;1\nGenève;2\n".encode("cp1252")
     df2 = pd.DataFrame({"a": pd.Series(["日本", "x"], dtype=str), "b": [1, 2]})
-    assert dio._csv_bytes(df2, ";", "\n", "cp1252") is None  # pandas raises its own error
+    assert writing._csv_bytes(df2, ";", "\n", "cp1252") is None  # pandas raises its own error

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from dpstudio.engine import io as dio
 from dpstudio.engine.errors import InputError
 from dpstudio.engine.export import export_release
+from dpstudio.engine.io import reading
 from dpstudio.engine.report import render_assessment, render_release_note
 from dpstudio.engine.types import ProtectionResult
 
@@ -145,7 +146,7 @@ def test_bad_files(tmp_path):
 
 
 def test_chunked_read_reports_progress(tmp_path, monkeypatch):
-    monkeypatch.setattr(dio, "_CHUNK_BYTES", 1000)
+    monkeypatch.setattr(reading, "_CHUNK_BYTES", 1000)
     df = frame(3000)
     p = tmp_path / "big.csv"
     df.to_csv(p, index=False)

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from dpstudio.engine import io as dio
+from dpstudio.engine.io import writing
 
 
 def _doubles(kind: str, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -38,15 +39,15 @@ def test_float_columns_written_as_pandas_writes_them(kind, seed):
     df = pd.DataFrame({"x": _doubles(kind, rng, n), "k": np.arange(n), "y": _doubles(kind, rng, n)})
     ref = io.StringIO()
     df.to_csv(ref, index=False, lineterminator="\n")
-    blocks = dio._csv_blocks(df, ",", "\n", "utf-8", block_rows=3_000)
+    blocks = writing._csv_blocks(df, ",", "\n", "utf-8", block_rows=3_000)
     assert blocks is not None  # float64 columns are written by Arrow
     assert b"".join(bytes(b) for b in blocks) == ref.getvalue().encode()
 
 
 def test_decimal_comma_and_float32_left_to_pandas(tmp_path):
     df = pd.DataFrame({"x": [1.5, 2.25], "y": [1, 2]})
-    assert dio._csv_blocks(df, ";", "\n", "utf-8", decimal=",") is None
-    assert dio._csv_blocks(df.astype({"x": np.float32}), ",", "\n", "utf-8") is None
+    assert writing._csv_blocks(df, ";", "\n", "utf-8", decimal=",") is None
+    assert writing._csv_blocks(df.astype({"x": np.float32}), ",", "\n", "utf-8") is None
 
 
 def test_release_with_floats_through_write_table(tmp_path):

@@ -1,4 +1,4 @@
-"""The ragged-line check of unquoted CSV files (``io._check_ragged_bytes``, issue 12's
+"""The ragged-line check of unquoted CSV files (``io.ragged._check_ragged_bytes``, issue 12's
 whole-process time: separators located between line ends, blank lines looked at only when
 suspect) refuses exactly the files, with exactly the message, of its previous version (a
 running sum over every byte), kept here as the reference.
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpstudio.engine import io as dio
 from dpstudio.engine.errors import InputError
+from dpstudio.engine.io import ragged
 
 
 def _reference(chunks, sep: str, name: str) -> None:
@@ -67,7 +67,7 @@ def _reference(chunks, sep: str, name: str) -> None:
                 bad_first = (lines_before + 1, carry_seps)
     if bad_first is not None:
         assert expected is not None  # a line is only counted as bad against an expected width
-        raise dio._ragged_error(name, bad_first[0], bad_first[1] + 1, expected + 1, n_bad)
+        raise ragged._ragged_error(name, bad_first[0], bad_first[1] + 1, expected + 1, n_bad)
 
 
 def _outcome(fn, data: bytes, sep: str, size: int) -> str | None:
@@ -113,7 +113,7 @@ def test_ragged_check_equals_the_reference(seed):
         bad_rate = float(rng.choice([0.0, 0.001, 0.02, 0.6]))
         data = _file(rng, sep, int(rng.integers(1, 1500)), bad_rate)
         for size in (29, 500, len(data) + 1):
-            got = _outcome(dio._check_ragged_bytes, data, sep, size)
+            got = _outcome(ragged._check_ragged_bytes, data, sep, size)
             ref = _outcome(_reference, data, sep, size)
             assert got == ref, (seed, case, size)
             seen.add(got is None)
@@ -124,6 +124,6 @@ def test_many_suspect_lines_and_leading_blank_lines():
     """More suspects than are looked at one by one, and more leading blank lines than that."""
     body = b"\n" * 600 + b"a;b\n" + b"1;2\n" * 50 + b"1\n" * 700 + b"  \n" * 400 + b"1;2;3\n"
     for size in (10, 333, 1000, 1001, len(body)):  # 1000/1001: a chunk starts inside a line
-        got = _outcome(dio._check_ragged_bytes, body, ";", size)
+        got = _outcome(ragged._check_ragged_bytes, body, ";", size)
         assert got == _outcome(_reference, body, ";", size)
         assert got is not None and "line 652" in got and "701 such line" in got

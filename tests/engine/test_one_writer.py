@@ -612,9 +612,9 @@ def test_the_spy_catches_a_writer_that_bypasses_the_one_writer(tmp_path, monkeyp
 SWEEP_CHILD = r"""
 import sys, time
 import pandas as pd
-import dpstudio.engine.io as dio
-dio._csv_bytes = lambda *a, **k: None           # every CSV through pandas (patched below)
-dio._csv_blocks = lambda *a, **k: None
+import dpstudio.engine.io.writing as dwriting  # where write_table looks them up
+dwriting._csv_bytes = lambda *a, **k: None      # every CSV through pandas (patched below)
+dwriting._csv_blocks = lambda *a, **k: None
 _to_csv = pd.DataFrame.to_csv
 def slow_to_csv(self, path=None, *a, **kw):     # a slow disk: the text goes out in pieces
     text = _to_csv(self, None, *a, **{k: v for k, v in kw.items() if k != "encoding"})

@@ -196,15 +196,16 @@ def test_read_table_parses_a_small_csv_once(monkeypatch):
     """read_table parses the file once: the sniffer's 50-row preview (the app's) is not built
     and thrown away (start-up, issue 13); sniff_csv still returns it to the app."""
     from dpstudio.engine import io as dio
+    from dpstudio.engine.io import reading
 
     calls = []
-    real = dio._raw_frame
+    real = reading._raw_frame
 
     def counting(*a, **k):
         calls.append(k.get("nrows"))
         return real(*a, **k)
 
-    monkeypatch.setattr(dio, "_raw_frame", counting)
+    monkeypatch.setattr(reading, "_raw_frame", counting)
     df, _ = dio.read_table(ROOT / "resources" / "census.csv")
     assert calls == [None] and df.shape == (1080, 13)
     calls.clear()

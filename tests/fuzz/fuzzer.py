@@ -152,9 +152,10 @@ def _clean(exc: BaseException) -> bool:
 
 def _texts(path: str, meta) -> dict[str, list[str]] | None:
     from dpstudio.engine import io as dio
+    from dpstudio.engine.io import reading
 
     enc = meta.encoding if meta.encoding not in dio.WIDE_ENCODINGS else meta.encoding
-    raw = dio._raw_frame(path, sep=meta.sep, encoding=enc, header=0)
+    raw = reading._raw_frame(path, sep=meta.sep, encoding=enc, header=0)
     return {str(c): raw[c].tolist() for c in raw.columns}
 
 

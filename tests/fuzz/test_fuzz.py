@@ -25,9 +25,9 @@ def test_fuzz_readers_and_protect():
 
 def test_the_altered_check_can_fail(tmp_path, monkeypatch):
     """The fidelity oracle itself: a writer that drops leading zeros is caught."""
-    from dpstudio.engine import io as dio
+    from dpstudio.engine.io import writing
 
-    monkeypatch.setattr(dio, "_with_texts", lambda df, meta, rows: df)
+    monkeypatch.setattr(writing, "_with_texts", lambda df, meta, rows: df)
     fig = fuzzer.Figures()
     fuzzer.run_case(0, fuzzer.SEEDS[0], "protect", str(tmp_path), fig)
     assert fig.altered > 0

@@ -1,5 +1,6 @@
 """The hierarchy / recode builder (issue 24): intervals (fixed width, custom breaks,
-quantiles), category groups by a mapping table, masking of codes; a preview of every level
+quantiles), category groups by a mapping table or by dragging the categories (with their
+value labels) onto a group, masking of codes; a preview of every level
 (groups, smallest group, records in groups smaller than k, this column alone) and of the
 counts per label at a chosen level; saved and loaded as the ARX CSV the command line reads
 (``--hierarchy COL=FILE``).  The engine builds the hierarchies
@@ -8,11 +9,14 @@ counts per label at a chosen level; saved and loaded as the ARX CSV the command 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QMimeData, QModelIndex, Qt, QTimer, Signal
+from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QComboBox,
     QDialog,
     QFileDialog,
@@ -28,6 +32,7 @@ from PySide6.QtWidgets import (
     QStackedWidget,
     QTableWidget,
     QTableWidgetItem,
+    QTreeView,
     QVBoxLayout,
     QWidget,
 )
@@ -51,6 +56,203 @@ NUMERIC_KINDS = ("fixed", "breaks", "quantiles")
 
 def _is_numeric(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+
+
+#: the group of a drop on the "new group" row: a fresh name is made
+NEW_GROUP = "\x00new"
+#: the drag payload: the categories' values (canonical text) as a JSON list
+CATEGORY_MIME = "application/x-dpstudio-categories"
+#: item data: what a row of the group tree is ("ungrouped", "group", "new", "category") ...
+KIND_ROLE = int(Qt.ItemDataRole.UserRole) + 1
+#: ... and its value (a category) or its group name (a group)
+VALUE_ROLE = int(Qt.ItemDataRole.UserRole) + 2
+
+
+class CategoryGroupModel(QStandardItemModel):
+    """The categories of a column grouped, as a tree for drag and drop: one row for the
+    ungrouped categories (each keeps its own value), one per group, and a "new group" row;
+    the categories (value — label, records) under them.  A drop does not move rows itself: it
+    emits :attr:`sig_regroup` (the values and the target group name, ``""`` = ungrouped) and
+    the builder writes the mapping table, the one source of the hierarchy, from which this
+    tree is filled again (:meth:`fill`).  So grouping by drag and typing the same group names
+    in the table give the same hierarchy by construction.
+    """
+
+    sig_regroup = Signal(list, str)
+    """(values, group): put these categories into that group ("" = ungrouped)."""
+    sig_rename = Signal(str, str)
+    """(old, new): a group's name edited in the tree."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(0, 2, parent)
+        self._filling = False
+        self.itemChanged.connect(self._on_item_changed)
+
+    def fill(self, rows: list[tuple[str, str, int, str]]) -> None:
+        """Fill from the mapping table's rows: (value, label, records, group)."""
+        self._filling = True
+        self.clear()
+        self.setHorizontalHeaderLabels(["group / category (value — label)", "records"])
+        groups: dict[str, list[tuple[str, str, int]]] = {}
+        for v, lab, n, g in rows:
+            groups.setdefault(g, []).append((v, lab, n))
+        order = [""] + sorted((g for g in groups if g), key=lambda g: (_num_key(g), g))
+        for g in order:
+            members = groups.get(g, [])
+            if g:
+                head = QStandardItem(g)
+                head.setToolTip("A group: drop categories here; double-click to rename it.")
+                head.setFlags(
+                    Qt.ItemFlag.ItemIsEnabled
+                    | Qt.ItemFlag.ItemIsSelectable
+                    | Qt.ItemFlag.ItemIsEditable
+                    | Qt.ItemFlag.ItemIsDragEnabled
+                    | Qt.ItemFlag.ItemIsDropEnabled
+                )
+                head.setData("group", KIND_ROLE)
+            else:
+                head = QStandardItem("(ungrouped: each keeps its own value)")
+                head.setToolTip("Drop categories here to take them out of their group.")
+                head.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsDropEnabled)
+                head.setData("ungrouped", KIND_ROLE)
+            head.setData(g, VALUE_ROLE)
+            f = head.font()
+            f.setBold(True)
+            head.setFont(f)
+            total = QStandardItem(f"{sum(n for _v, _l, n in members):,}")
+            total.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsDropEnabled)
+            for v, lab, n in members:
+                it = QStandardItem(f"{v} — {lab}" if lab else v)
+                it.setData("category", KIND_ROLE)
+                it.setData(v, VALUE_ROLE)
+                # a drop on a category puts the dragged ones into its group
+                it.setFlags(
+                    Qt.ItemFlag.ItemIsEnabled
+                    | Qt.ItemFlag.ItemIsSelectable
+                    | Qt.ItemFlag.ItemIsDragEnabled
+                    | Qt.ItemFlag.ItemIsDropEnabled
+                )
+                cnt = QStandardItem(f"{n:,}")
+                cnt.setFlags(
+                    Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsDropEnabled
+                )
+                head.appendRow([it, cnt])
+            self.appendRow([head, total])
+        new = QStandardItem("＋ New group (drop categories here)")
+        new.setData("new", KIND_ROLE)
+        new.setData("", VALUE_ROLE)
+        new.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsDropEnabled)
+        new.setForeground(QBrush(QColor("darkblue")))
+        blank = QStandardItem("")
+        blank.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsDropEnabled)
+        self.appendRow([new, blank])
+        self._filling = False
+
+    def groups(self) -> dict[str, list[str]]:
+        """The tree as shown: group name ("" = ungrouped) → values of its categories."""
+        out: dict[str, list[str]] = {}
+        for r in range(self.rowCount()):
+            head = self.item(r, 0)
+            if head is None or head.data(KIND_ROLE) == "new":
+                continue
+            out[str(head.data(VALUE_ROLE))] = [
+                str(head.child(i, 0).data(VALUE_ROLE)) for i in range(head.rowCount())
+            ]
+        return out
+
+    def group_row(self, group: str) -> QModelIndex:
+        """The index of a group's row ("" = the ungrouped row); invalid when there is none."""
+        for r in range(self.rowCount()):
+            head = self.item(r, 0)
+            if head is not None and head.data(KIND_ROLE) != "new" and head.data(VALUE_ROLE) == group:
+                return head.index()
+        return QModelIndex()
+
+    def new_group_row(self) -> QModelIndex:
+        return self.index(self.rowCount() - 1, 0)
+
+    def category_index(self, value: str) -> QModelIndex:
+        for r in range(self.rowCount()):
+            head = self.item(r, 0)
+            for i in range(head.rowCount() if head is not None else 0):
+                if head.child(i, 0).data(VALUE_ROLE) == value:
+                    return head.child(i, 0).index()
+        return QModelIndex()
+
+    # --- drag and drop
+    def supportedDropActions(self) -> Qt.DropAction:  # noqa: N802 - Qt API
+        return Qt.DropAction.MoveAction | Qt.DropAction.CopyAction
+
+    def mimeTypes(self) -> list[str]:  # noqa: N802 - Qt API
+        return [CATEGORY_MIME]
+
+    def mimeData(self, indexes) -> QMimeData:  # noqa: N802 - Qt API
+        """The dragged categories' values (a dragged group: all its categories)."""
+        values: list[str] = []
+        for ix in indexes:
+            it = self.itemFromIndex(ix.siblingAtColumn(0))
+            if it is None:
+                continue
+            kind = it.data(KIND_ROLE)
+            if kind == "category":
+                values.append(str(it.data(VALUE_ROLE)))
+            elif kind == "group":
+                values += [str(it.child(i, 0).data(VALUE_ROLE)) for i in range(it.rowCount())]
+        md = QMimeData()
+        md.setData(CATEGORY_MIME, json.dumps(list(dict.fromkeys(values))).encode())
+        return md
+
+    @staticmethod
+    def payload(data: QMimeData) -> list[str] | None:
+        """The values in a drag's data, or None when it is not this builder's."""
+        if data is None or not data.hasFormat(CATEGORY_MIME):
+            return None
+        try:
+            vals = json.loads(bytes(data.data(CATEGORY_MIME).data()).decode())
+        except (ValueError, UnicodeDecodeError):
+            return None
+        if not isinstance(vals, list) or not all(isinstance(v, str) for v in vals):
+            return None
+        return vals
+
+    def target_group(self, parent: QModelIndex) -> str | None:
+        """The group a drop on ``parent`` puts categories into ("" = ungrouped; None = a new
+        group: on the "new group" row or below the last row).
+        """
+        if not parent.isValid():
+            return None
+        it = self.itemFromIndex(parent.siblingAtColumn(0))
+        if it is None:
+            return None
+        kind = it.data(KIND_ROLE)
+        if kind == "category":
+            it = it.parent()
+            kind = it.data(KIND_ROLE) if it is not None else None
+        if kind in ("group", "ungrouped"):
+            return str(it.data(VALUE_ROLE))
+        return None
+
+    def canDropMimeData(self, data, action, row, column, parent) -> bool:  # noqa: N802 - Qt API
+        return self.payload(data) is not None
+
+    def dropMimeData(self, data, action, row, column, parent) -> bool:  # noqa: N802 - Qt API
+        vals = self.payload(data)
+        if not vals:
+            return False
+        target = self.target_group(parent)
+        self.sig_regroup.emit(vals, NEW_GROUP if target is None else target)
+        return True
+
+    def removeRows(self, row: int, count: int, parent=QModelIndex()) -> bool:  # noqa: N802 - Qt API
+        """Never by the view after a move: the tree is filled again from the mapping table."""
+        return False
+
+    def _on_item_changed(self, it: QStandardItem) -> None:
+        if self._filling or it.data(KIND_ROLE) != "group":
+            return
+        old, new = str(it.data(VALUE_ROLE)), it.text().strip()
+        if new != old:
+            self.sig_rename.emit(old, new)
 
 
 class HierarchyBuilder(QDialog):
@@ -110,17 +312,7 @@ class HierarchyBuilder(QDialog):
         self.q_note = QLabel("The bins' limits are the values shown in the preview below.")
         f.addRow("", self.q_note)
         self.pages["quantiles"] = w
-        # groups
-        w = QWidget()
-        v = QVBoxLayout(w)
-        v.setContentsMargins(0, 0, 0, 0)
-        v.addWidget(QLabel("Type a group name for each value (values left empty keep their own value)."))
-        self.mapping = QTableWidget(0, 4)
-        self.mapping.setObjectName("builder_mapping")
-        self.mapping.setHorizontalHeaderLabels(["value", "label", "records", "group"])
-        self.mapping.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        v.addWidget(self.mapping)
-        self.pages["groups"] = w
+        self.pages["groups"] = self._build_groups_page()
         self.pages["masking"] = QLabel(
             "Characters are masked from the right, one per level (12345 → 1234* → …)."
         )
@@ -196,6 +388,51 @@ class HierarchyBuilder(QDialog):
             self.set_kind("groups")  # labelled codes: group them by name
         self._on_kind()
 
+    def _build_groups_page(self) -> QWidget:
+        """The page of kind "groups": the mapping table, and the tree to drag categories in."""
+        w = QWidget()
+        v = QVBoxLayout(w)
+        v.setContentsMargins(0, 0, 0, 0)
+        v.addWidget(
+            QLabel(
+                "Type a group name for each value (values left empty keep their own value), or "
+                "drag categories onto a group on the right (onto ＋ New group for a new one)."
+            )
+        )
+        gsplit = QSplitter(Qt.Orientation.Horizontal)
+        self.mapping = QTableWidget(0, 4)
+        self.mapping.setObjectName("builder_mapping")
+        self.mapping.setHorizontalHeaderLabels(["value", "label", "records", "group"])
+        self.mapping.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.mapping.setMinimumHeight(240)
+        gsplit.addWidget(self.mapping)
+        self.group_model = CategoryGroupModel(self)
+        self.group_tree = QTreeView()
+        self.group_tree.setObjectName("builder_group_tree")
+        self.group_tree.setModel(self.group_model)
+        self.group_tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.group_tree.setDragDropMode(QAbstractItemView.DragDropMode.DragDrop)
+        self.group_tree.setDefaultDropAction(Qt.DropAction.MoveAction)
+        self.group_tree.setDragEnabled(True)
+        self.group_tree.setAcceptDrops(True)
+        self.group_tree.setDropIndicatorShown(True)
+        # a drop lands ON a row (its group), never between two rows
+        self.group_tree.setDragDropOverwriteMode(True)
+        self.group_tree.setEditTriggers(
+            QAbstractItemView.EditTrigger.DoubleClicked | QAbstractItemView.EditTrigger.EditKeyPressed
+        )
+        self.group_tree.setToolTip(
+            "Drag categories (several with Ctrl/Shift) onto a group, onto '＋ New group' or "
+            "onto '(ungrouped)'; double-click a group to rename it."
+        )
+        self.group_tree.setMinimumHeight(240)
+        gsplit.addWidget(self.group_tree)
+        gsplit.setSizes([430, 430])
+        v.addWidget(gsplit)
+        self.group_model.sig_regroup.connect(self.regroup)
+        self.group_model.sig_rename.connect(self.rename_group)
+        return w
+
     # --- settings
     def _labels(self) -> dict:
         from dpstudio.app.models.roles_model import value_labels_of
@@ -227,10 +464,64 @@ class HierarchyBuilder(QDialog):
             self.mapping.setItem(r, 3, QTableWidgetItem(""))
         self.mapping.blockSignals(False)
         self.mapping.resizeColumnsToContents()
+        self.mapping.setColumnWidth(3, max(self.mapping.columnWidth(3), 130))
 
     def _on_mapping_edited(self, it: QTableWidgetItem) -> None:
         if it.column() == 3:
             self.rebuild()
+
+    def mapping_dict(self) -> dict[str, str]:
+        """The mapping table: value (canonical text) → group name, for the values given one."""
+        m = {}
+        for r in range(self.mapping.rowCount()):
+            g = _cell(self.mapping, r, 3).strip()
+            if g:
+                m[_cell(self.mapping, r, 0)] = g
+        return m
+
+    def _fill_groups(self) -> None:
+        """The drag tree, from the mapping table (its one source)."""
+        rows = []
+        for r in range(self.mapping.rowCount()):
+            n = _cell(self.mapping, r, 2).replace(",", "")
+            rows.append(
+                (
+                    _cell(self.mapping, r, 0),
+                    _cell(self.mapping, r, 1),
+                    int(n) if n.isdigit() else 0,
+                    _cell(self.mapping, r, 3).strip(),
+                )
+            )
+        self.group_model.fill(rows)
+        self.group_tree.expandAll()
+        self.group_tree.resizeColumnToContents(0)
+
+    def _new_group_name(self) -> str:
+        used = set(self.mapping_dict().values())
+        i = 1
+        while f"Group {i}" in used:
+            i += 1
+        return f"Group {i}"
+
+    def regroup(self, values: list[str], group: str) -> None:
+        """Put the categories ``values`` into ``group`` (``""``: ungrouped, each keeps its
+        own value; :data:`NEW_GROUP`: a new group named "Group N"), as if that name were typed
+        in the table's group cells: what a drop in the group tree does.
+        """
+        if group == NEW_GROUP:
+            group = self._new_group_name()
+        wanted = set(values)
+        self.mapping.blockSignals(True)
+        for r in range(self.mapping.rowCount()):
+            it = self.mapping.item(r, 3)
+            if _cell(self.mapping, r, 0) in wanted and it is not None:
+                it.setText(group)
+        self.mapping.blockSignals(False)
+        self._rebuild(tree_now=False)
+
+    def rename_group(self, old: str, new: str) -> None:
+        """Rename a group (an empty name puts its categories back to their own values)."""
+        self.regroup([v for v, g in self.mapping_dict().items() if g == old], new)
 
     def set_kind(self, kid: str) -> None:
         i = self.kind.findData(kid)
@@ -250,7 +541,12 @@ class HierarchyBuilder(QDialog):
 
     def _on_kind(self, *_args) -> None:
         kid = self.kind.currentData()
+        # the stack takes the height of the page shown (not of its tallest page: the groups)
+        for k, page in self.pages.items():
+            pol = QSizePolicy.Policy.Preferred if k == kid else QSizePolicy.Policy.Ignored
+            page.setSizePolicy(pol, pol)
         self.stack.setCurrentWidget(self.pages[kid])
+        self.stack.adjustSize()
         self.rebuild()
 
     def build(self) -> Hierarchy:
@@ -276,17 +572,21 @@ class HierarchyBuilder(QDialog):
         if kid == "quantiles":
             return B.interval_hierarchy(s, method="quantile", levels=self.q_levels.value(), name=name)
         if kid == "groups":
-            m = {}
-            for r in range(self.mapping.rowCount()):
-                g = _cell(self.mapping, r, 3).strip()
-                if g:
-                    m[_cell(self.mapping, r, 0)] = g
-            return B.mapping_hierarchy(s, m, name=name)
+            return B.mapping_hierarchy(s, self.mapping_dict(), name=name)
         if kid == "masking":
             return B.masking_hierarchy(s, name=name)
         return B.flat_hierarchy(s, name=name)
 
     def rebuild(self, *_args) -> None:
+        """The hierarchy of the current settings and its preview (and the group tree)."""
+        self._rebuild(tree_now=True)
+
+    def _rebuild(self, *, tree_now: bool) -> None:
+        if self.kind.currentData() == "groups":
+            if tree_now:
+                self._fill_groups()
+            else:  # called from the tree's own drop or edit: refilled once that returned
+                QTimer.singleShot(0, self._fill_groups)
         try:
             self.hierarchy = self.build()
             self.error = ""

@@ -112,6 +112,16 @@ class StepListPanel(QWidget):
         box = QGroupBox("Release in steps (chain)")
         outer.addWidget(box)
         lay = QVBoxLayout(box)
+        self._build_step_controls(lay)
+        self._build_figure_tabs(lay)
+        self.private_label = QLabel()
+        self.private_label.setWordWrap(True)
+        lay.addWidget(self.private_label)
+        self._connect_signals(state)
+        self._refresh()
+
+    def _build_step_controls(self, lay: QVBoxLayout) -> None:
+        """The hint, the list of steps, its buttons, the progress bar, banner and status."""
         hint = QLabel(
             "Add the method above as a step, then the next one (e.g. local suppression, then "
             "PRAM or noise). Each step runs on the release of the previous one; risk and "
@@ -127,6 +137,22 @@ class StepListPanel(QWidget):
         self.list.setMaximumHeight(160)
         self.list.currentRowChanged.connect(lambda _r: self._update_buttons())
         lay.addWidget(self.list)
+        self._build_step_buttons(lay)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setTextVisible(False)
+        self.progress.setMaximumHeight(8)
+        self.progress.hide()
+        lay.addWidget(self.progress)
+        self.banner = Banner(self)
+        lay.addWidget(self.banner)
+        self.status = QLabel("No step yet.")
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.status)
+
+    def _build_step_buttons(self, lay: QVBoxLayout) -> None:
+        """Add / move / remove, run / re-run / undo / cancel, and "use as the release"."""
         row = QHBoxLayout()
         self.add_btn = QPushButton("＋ Add step")
         self.add_btn.setToolTip("Add the method chosen above, with its parameters, as the next step.")
@@ -160,19 +186,9 @@ class StepListPanel(QWidget):
             "Export writes it with its composed guarantee."
         )
         lay.addWidget(self.use_btn)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setTextVisible(False)
-        self.progress.setMaximumHeight(8)
-        self.progress.hide()
-        lay.addWidget(self.progress)
-        self.banner = Banner(self)
-        lay.addWidget(self.banner)
-        self.status = QLabel("No step yet.")
-        self.status.setWordWrap(True)
-        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        lay.addWidget(self.status)
 
+    def _build_figure_tabs(self, lay: QVBoxLayout) -> None:
+        """The tabs of figures: after every step, before/after, weighted estimates, the log."""
         self.tabs = QTabWidget()
         self.step_table = self._table(["Step", "Method", *(t for _k, t, _f in STEP_COLUMNS)])
         self.step_table.setObjectName("step_table")
@@ -182,6 +198,17 @@ class StepListPanel(QWidget):
             ["Variable", "Statistic", "Category", "Original", "Release", "Rel. error"]
         )
         self.estimates.setObjectName("estimates_table")
+        estw = self._build_estimates_tab()
+        logw = self._build_log_tab()
+        self.tabs.addTab(self.step_table, "After every step")
+        self.tabs.addTab(self.before_after, "Before / after")
+        self.tabs.addTab(estw, "Weighted estimates")
+        self.tabs.addTab(logw, "Pipeline && command line")
+        self.tabs.setMinimumHeight(220)
+        lay.addWidget(self.tabs)
+
+    def _build_estimates_tab(self) -> QWidget:
+        """The weighted estimates table under its line of variables."""
         estw = QWidget()
         el = QVBoxLayout(estw)
         el.setContentsMargins(0, 0, 0, 0)
@@ -200,6 +227,10 @@ class StepListPanel(QWidget):
         erow.addWidget(self.estimates_btn)
         el.addLayout(erow)
         el.addWidget(self.estimates)
+        return estw
+
+    def _build_log_tab(self) -> QWidget:
+        """The pipeline JSON and command line, with its Save button."""
         self.log = QPlainTextEdit()
         self.log.setObjectName("pipeline_log")
         self.log.setReadOnly(True)
@@ -214,16 +245,10 @@ class StepListPanel(QWidget):
             "next to it (private files: they may hold your declared domains and a pinned seed)."
         )
         ll.addWidget(self.save_btn)
-        self.tabs.addTab(self.step_table, "After every step")
-        self.tabs.addTab(self.before_after, "Before / after")
-        self.tabs.addTab(estw, "Weighted estimates")
-        self.tabs.addTab(logw, "Pipeline && command line")
-        self.tabs.setMinimumHeight(220)
-        lay.addWidget(self.tabs)
-        self.private_label = QLabel()
-        self.private_label.setWordWrap(True)
-        lay.addWidget(self.private_label)
+        return logw
 
+    def _connect_signals(self, state: AppState) -> None:
+        """The buttons to their actions; the app state's changes to the panel."""
         self.add_btn.clicked.connect(self.add_current_method)
         self.up_btn.clicked.connect(lambda: self.move_step(self.list.currentRow(), -1))
         self.down_btn.clicked.connect(lambda: self.move_step(self.list.currentRow(), +1))
@@ -241,7 +266,6 @@ class StepListPanel(QWidget):
         state.sig_data_changed.connect(self._on_data_changed)
         state.sig_roles_changed.connect(self._refresh)
         state.sig_recipe_changed.connect(self._on_recipe_changed)
-        self._refresh()
 
     # ------------------------------------------------------------------ editing the steps
     def add_step(self, method: str, params: dict | None = None) -> bool:

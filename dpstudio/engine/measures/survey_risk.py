@@ -398,51 +398,11 @@ def assess_risk(
     n = len(df)
     w = _weights(df, weight) if weight is not None else None
 
-    codes, cards = encode_keys(df, keys, missing)
-    index = WildcardIndex.build(codes, cards, w)
-    # exact key combinations (a missing value is its own category), for key_combinations and
-    # for l-diversity (sdcMicro groups exactly there too)
-    if index is not None:
-        fk, Fk = index.self_counts()
-        group, G = index.exact_groups()
-    else:  # codes too wide for one integer: the general path
-        fk, Fk = _wildcard_counts_pairwise(codes, cards, d_weights=w)
-        ex_codes, ex_cards = codes, cards
-        if missing == "any" and (codes < 0).any():
-            ex_codes, ex_cards = np.where(codes < 0, cards[None, :], codes), cards + 1
-        group, G = _group_ids([ex_codes[:, j] for j in range(len(keys))], list(ex_cards), n)
-        group, uniq = pd.factorize(group)
-        G = len(uniq)
+    fk, Fk, group, G = _key_counts(df, keys, missing, w)
     rk = bf_individual_risk(fk, Fk if w is not None else None)
-
-    hh_risk = hh_er = None
-    if household is not None:
-        h = df[household]
-        if h.isna().any():
-            raise InputError(
-                f"household column '{household}': {int(h.isna().sum())} record(s) have "
-                "no household id; give every record one (a person living alone is "
-                "a household of one)"
-            )
-        hid, hu = pd.factorize(h)
-        with np.errstate(divide="ignore"):
-            logsurv = np.bincount(hid, weights=np.log1p(-np.minimum(rk, 1.0)), minlength=len(hu))
-        hh = 1.0 - np.exp(logsurv)
-        hh_risk = hh[hid]
-        hh_er = float(hh_risk.sum())
-
-    ldiv, ldiv_rec = {}, {}
-    for s in sensitive:
-        per = _ldiversity(group.astype(np.int64), G, df[s], l_recursive_c)
-        ldiv_rec[s] = per
-        ldiv[s] = {
-            "distinct_min": int(per["distinct"].min()),
-            "records_l1": int(np.count_nonzero(per["distinct"] == 1)),
-            "entropy_min": float(per["entropy"].min()),
-            "records_entropy_lt_2": int(np.count_nonzero(per["entropy"] < 2)),
-            "recursive_min": int(per["recursive"].min()),
-            "recursive_c": float(l_recursive_c),
-        }
+    hh_risk = _household_risk(df, household, rk) if household is not None else None
+    hh_er = float(hh_risk.sum()) if hh_risk is not None else None
+    ldiv, ldiv_rec = _ldiversity_summary(df, sensitive, group, G, l_recursive_c)
 
     suda_res = None
     if suda:
@@ -489,6 +449,70 @@ def assess_risk(
         reid_threshold=reid_threshold,
         suda=suda_res,
     )
+
+
+def _key_counts(
+    df: pd.DataFrame, keys: list[str], missing: str, w: np.ndarray | None
+) -> tuple[np.ndarray, Any, np.ndarray, int]:
+    """:func:`assess_risk`'s counts of the key combinations: every record's f_k and F_k
+    (``missing`` matching as asked) and its exact combination (a missing value is its own
+    category: key_combinations and l-diversity, where sdcMicro groups exactly too) as group
+    ids ``0 .. G-1``.
+    """
+    n = len(df)
+    codes, cards = encode_keys(df, keys, missing)
+    index = WildcardIndex.build(codes, cards, w)
+    if index is not None:
+        fk, Fk = index.self_counts()
+        group, G = index.exact_groups()
+    else:  # codes too wide for one integer: the general path
+        fk, Fk = _wildcard_counts_pairwise(codes, cards, d_weights=w)
+        ex_codes, ex_cards = codes, cards
+        if missing == "any" and (codes < 0).any():
+            ex_codes, ex_cards = np.where(codes < 0, cards[None, :], codes), cards + 1
+        group, G = _group_ids([ex_codes[:, j] for j in range(len(keys))], list(ex_cards), n)
+        group, uniq = pd.factorize(group)
+        G = len(uniq)
+    return fk, Fk, group, G
+
+
+def _household_risk(df: pd.DataFrame, household: str, rk: np.ndarray) -> np.ndarray:
+    """Every record's household risk (sdcMicro's ``measure_risk(hid=)``): one minus the
+    chance that no member of its household is re-identified, from the records' risks ``rk``.
+    """
+    h = df[household]
+    if h.isna().any():
+        raise InputError(
+            f"household column '{household}': {int(h.isna().sum())} record(s) have "
+            "no household id; give every record one (a person living alone is "
+            "a household of one)"
+        )
+    hid, hu = pd.factorize(h)
+    with np.errstate(divide="ignore"):
+        logsurv = np.bincount(hid, weights=np.log1p(-np.minimum(rk, 1.0)), minlength=len(hu))
+    hh = 1.0 - np.exp(logsurv)
+    return hh[hid]
+
+
+def _ldiversity_summary(
+    df: pd.DataFrame, sensitive: list[str], group: np.ndarray, G: int, c: float
+) -> tuple[dict, dict]:
+    """l-diversity of each sensitive column over the exact key combinations ``group``: the
+    summary :attr:`RiskReport.l_diversity` shows and the per-record values.
+    """
+    ldiv, ldiv_rec = {}, {}
+    for s in sensitive:
+        per = _ldiversity(group.astype(np.int64), G, df[s], c)
+        ldiv_rec[s] = per
+        ldiv[s] = {
+            "distinct_min": int(per["distinct"].min()),
+            "records_l1": int(np.count_nonzero(per["distinct"] == 1)),
+            "entropy_min": float(per["entropy"].min()),
+            "records_entropy_lt_2": int(np.count_nonzero(per["entropy"] < 2)),
+            "recursive_min": int(per["recursive"].min()),
+            "recursive_c": float(c),
+        }
+    return ldiv, ldiv_rec
 
 
 def release_with_household_ids(result: Any, household: str) -> pd.DataFrame:

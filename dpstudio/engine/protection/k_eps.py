@@ -473,19 +473,28 @@ def _level_info(job: Job, gen, kq: list[str], row_map: np.ndarray, info: dict, w
     qs = job.cache.get(("k-eps", "encoded", tuple(kq), _hkey(job)))
     if qs is not None:
         info["hierarchy_sources"] = {qq.name: qq.hierarchy.source for qq in qs}
-    wiped = [c for c in kq if gen.heights.get(c, 1) > 1 and gen.levels.get(c, 0) >= gen.heights[c] - 1]
-    if wiped and len(row_map):
-        warns.append(
-            notice(
-                "k-quasi-wiped",
-                f"{', '.join(map(repr, wiped))} generalised to the top of "
-                f"{'its' if len(wiped) == 1 else 'their'} hierarchy: '*' in every released "
-                "record, the release says nothing about "
-                f"{'it' if len(wiped) == 1 else 'them'}. Give the k-quasis hierarchies with "
-                "more levels (the app's hierarchy builder, or --hierarchy COL=FILE), lower k or "
-                "allow more suppression.",
-            )
-        )
+    wiped = _wiped_notice(kq, gen.levels, gen.heights, released=len(row_map))
+    if wiped is not None:
+        warns.append(wiped)
+
+
+def _wiped_notice(kq: list[str], levels: dict, heights: dict, *, released: int):
+    """The private ``k-quasi-wiped`` notice when OLA took a k-quasi to the top of its
+    hierarchy ('*' in every released record) and some record is released; else None.  The
+    one decision of it, for the in-memory run and the frequency-set (Dask) run alike.
+    """
+    wiped = [c for c in kq if heights.get(c, 1) > 1 and levels.get(c, 0) >= heights[c] - 1]
+    if not wiped or not released:
+        return None
+    return notice(
+        "k-quasi-wiped",
+        f"{', '.join(map(repr, wiped))} generalised to the top of "
+        f"{'its' if len(wiped) == 1 else 'their'} hierarchy: '*' in every released "
+        "record, the release says nothing about "
+        f"{'it' if len(wiped) == 1 else 'them'}. Give the k-quasis hierarchies with "
+        "more levels (the app's hierarchy builder, or --hierarchy COL=FILE), lower k or "
+        "allow more suppression.",
+    )
 
 
 def _suppression_notices(sup_rows: np.ndarray, conf_info: dict | None, n: int) -> list:
@@ -667,12 +676,19 @@ def _choose(freq: pd.DataFrame, *, kq: list[str], hs: dict, p: dict) -> Frequenc
         "records_in": n,
         "records_released": n - n_sup,
     }
-    warns = []
+    warns: list = []
     if n_sup:
         warns.append(
-            f"{n_sup} record(s) ({100 * n_sup / n:.2f} %) were suppressed "
-            "by the generalisation step and are not in the release."
+            notice(
+                "records-suppressed",
+                f"{n_sup} record(s) ({100 * n_sup / n:.2f} %) were suppressed "
+                "by the generalisation step and are not in the release.",
+            )
         )
+    # the same private notice as in memory when a k-quasi is '*' in every released record
+    wiped = _wiped_notice(kq, levels, dict(gen.heights), released=n - n_sup)
+    if wiped is not None:
+        warns.append(wiped)
     return FrequencyChoice(keep=keep, labels=labels, info=info, warnings=warns)
 
 
