@@ -98,6 +98,17 @@ def missing_refused_message(st) -> str:
     )
 
 
+def prime_result_views(res, *, labelled: set, types: dict) -> None:
+    """In the worker that made ``res``: what the Results and Release views read from the whole
+    tables (the aligned original, changed cells, frequency tables, histograms), so that
+    showing a result costs the GUI thread no pass over the records (issue 27.4).
+    """
+    from dpstudio.app.widgets import release_view, results_panel
+
+    release_view.prime(res, labelled=labelled, types=types)
+    results_panel.prime(res)
+
+
 class Controller(QObject):
     """Runs, export, projects and recovery for one :class:`AppState`."""
 
@@ -310,7 +321,9 @@ class Controller(QObject):
 
         def work(progress, check_cancel):
             if not in_child:  # small: a thread is quicker than starting a process
-                return compute.load_table(str(p), opts, check_cancel=check_cancel, progress=progress)
+                out = compute.load_table(str(p), opts, check_cancel=check_cancel, progress=progress)
+                subproc.prestart()  # a warm child for the sweeps and runs to come (issue 27.4)
+                return out
             # big: in a child process (the CSV parser holds the GIL for seconds)
             for out in subproc.stream(
                 "dpstudio.app.compute:load_table",
@@ -490,18 +503,28 @@ class Controller(QObject):
         self.sig_status.emit("Protecting…")
         in_child = df.size > BIG_TABLE_CELLS
 
+        labelled = set(getattr(st.input_meta, "value_labels", None) or {})
+        types = dict(st.types)
+
         def work(progress, check_cancel):
             args = (df, mid, roles, domains, hier, seed, run_params)
             if not in_child:  # small: a thread is quicker than starting a process
-                return compute.protect_and_evaluate(*args, progress=progress, check_cancel=check_cancel)
-            for out in subproc.stream(
-                "dpstudio.app.compute:protect_and_evaluate",
-                args,
-                check_cancel=check_cancel,
-                progress=progress,
-            ):
-                return out
-            raise engine.InputError("The protection produced no result.")
+                out = compute.protect_and_evaluate(*args, progress=progress, check_cancel=check_cancel)
+            else:
+                out = next(
+                    subproc.stream(
+                        "dpstudio.app.compute:protect_and_evaluate",
+                        args,
+                        check_cancel=check_cancel,
+                        progress=progress,
+                    ),
+                    None,
+                )
+                if out is None:
+                    raise engine.InputError("The protection produced no result.")
+            check_cancel()
+            prime_result_views(out[0], labelled=labelled, types=types)
+            return out
 
         def done(out):
             res, ev = out
@@ -512,7 +535,9 @@ class Controller(QObject):
                 f"Protected with {res.method_name}: {len(res.data):,} "
                 "records. Inspect the results, then export (Ctrl+Shift+E)."
             )
-            self.sig_protected.emit()
+            # the window switches to the Results tab (layout and painting of a whole tab)
+            # in the next turn of the event loop: the result's views were filled in this one
+            QTimer.singleShot(0, self, self.sig_protected.emit)
 
         self.run_runner.start(
             work,

@@ -12,7 +12,8 @@
 * :class:`TaskRunner` runs one task per channel: starting a new task cancels the running one
   first, and events of a superseded task are dropped (last request wins), so a cancel never
   leaves half a state behind.
-* Progress is posted only when it changes by at least 1 %.
+* Progress is posted when it changes by at least 1 %, or by at least 0.1 % once 0.1 s has
+  passed since the last post (the bar has 1,000 steps: a long first step still moves).
 * While a task runs, Python's cyclic garbage collector runs in the GUI thread only (see
   :func:`gui_thread_gc`).  An automatic collection runs in whichever thread allocates; in a
   pool thread it destroyed unreachable Qt objects there (pyqtgraph's parentless view-box
@@ -39,6 +40,7 @@ from dpstudio import engine
 ProgressFn = Callable[[float], None]
 CancelFn = Callable[[], None]
 POLL_MS = 25
+PROGRESS_EVERY_S = 0.1  # small progress steps are posted at most this often
 
 
 class _GuiThreadGC(QObject):
@@ -116,7 +118,7 @@ class WorkerSignals(QObject):
     """Signals of one :class:`Worker` (always emitted in the GUI thread by :meth:`Worker.drain`)."""
 
     progress = Signal(float)
-    """Fraction done in [0, 1], in steps of at least 1 %."""
+    """Fraction done in [0, 1], in steps of at least 1 % (0.1 % at most ten times a second)."""
     yielded = Signal(object)
     """A list of items produced by a generator task since the last drain."""
     finished = Signal(object)
@@ -147,6 +149,7 @@ class Worker(QRunnable):
         self._finished = threading.Event()
         self._drained_done = False
         self._last_progress = -1.0
+        self._last_post = 0.0
 
     # --- Public API (GUI thread)
     def cancel(self) -> None:
@@ -206,8 +209,15 @@ class Worker(QRunnable):
         if self._abort.is_set():
             raise engine.Cancelled()
         f = min(max(float(fraction), 0.0), 1.0)
-        if f - self._last_progress >= 0.01 or (f >= 1.0 > self._last_progress):
+        step = f - self._last_progress
+        now = time.monotonic()
+        if (
+            step >= 0.01
+            or (f >= 1.0 > self._last_progress)
+            or (step >= 0.001 and now - self._last_post >= PROGRESS_EVERY_S)
+        ):
             self._last_progress = f
+            self._last_post = now
             self._events.put(("progress", f))
 
     def run(self) -> None:  # noqa: D401 - QRunnable API

@@ -100,6 +100,20 @@ class SweepPoint:
         return row
 
 
+def warm_up() -> None:
+    """Load the compiled MDAV kernel (numba imports it, then loads a cached function only at
+    its first call: one call on 64 records), as a sweep's first microaggregation cell would:
+    the app's spare worker does it while it waits (issue 27.4).  Results do not depend on it;
+    without numba it does nothing.
+    """
+    from dpstudio.engine.algorithms.microaggregation import _mdav_kernel
+
+    kernel = _mdav_kernel()
+    if kernel is not None:
+        z = np.random.default_rng(0).random((64, 3))
+        kernel.run(np.ascontiguousarray(z), 2, None, lambda f: None)
+
+
 def parse_grid(text: str, integer: bool = False, what: str = "--k") -> list:
     """The one grammar of sweep grids (CLI ``--k``/``--epsilon`` and the app's fields).
 
@@ -225,8 +239,9 @@ def run_sweep(
 
     def report(f: float) -> None:
         # the whole sweep's fraction, within a cell too (issue 27: a long first cell showed
-        # 0 % for 12 s); in steps of at least 0.5 %
-        if progress is not None and (f >= shown[0] + 0.005 or f >= 1.0):
+        # 0 % for 12 s); in steps of at least 0.1 % (a sweep of 60 cells moves within the
+        # first tenth of its first cell)
+        if progress is not None and (f >= shown[0] + 0.001 or f >= 1.0):
             shown[0] = f
             progress(min(f, 1.0))
 
@@ -318,7 +333,7 @@ def sweep(
     ``measures`` default to :func:`~dpstudio.engine.measures.default_measures` of the method.
     ``evaluate_options`` are passed to :func:`~dpstudio.engine.measures.evaluate`
     (e.g. ``{"rl_distance": "raw"}``).  ``progress(fraction)`` is called as the sweep goes,
-    also within a cell (the method's own progress), in steps of at least 0.5 %.
+    also within a cell (the method's own progress), in steps of at least 0.1 %.
     """
     return run_sweep(
         df,

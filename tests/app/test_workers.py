@@ -122,3 +122,27 @@ def test_progress_monotone_steps(values):
     w.cancel()
     with pytest.raises(engine.Cancelled):
         w.check_cancel()
+
+
+def test_small_progress_steps_still_move_the_bar(qtbot):
+    """Issue 27.4: a long first step (a sweep's first cell is 1/60 of it) reports 0.2 % at a
+    time; the bar (1,000 steps) shows that, at most ten times a second, not only whole per cents.
+    """
+    r = TaskRunner("t")
+    prog: list[float] = []
+
+    def fn(progress, check_cancel):
+        for i in range(1, 5):
+            progress(0.002 * i)
+            time.sleep(0.15)
+        for i in range(1, 200):  # many tiny steps in a burst: few posts
+            progress(0.008 + 0.00001 * i)
+        return 1
+
+    r.sig_progress.connect(prog.append)
+    with qtbot.waitSignal(r.sig_busy_changed, timeout=10000, check_params_cb=lambda b: not b):
+        r.start(fn)
+    small = [f for f in prog if 0 < f < 0.01]
+    assert len(small) >= 3, prog
+    assert prog == sorted(prog)
+    assert len(prog) <= 8, prog

@@ -63,16 +63,19 @@ def test_dask_release_equals_in_memory(method, params, nparts, rows):
     assert rel.guarantee_info.render() == rel.guarantee and rel.guarantee_info.is_dp == rel.is_dp
 
 
-@pytest.mark.parametrize("nparts,rows", [(1, None), (3, None), (3, 60)])
-def test_dask_ir_swap_equals_in_memory(nparts, rows):
-    df = _data(501)
-    roles = {"id": "identifier", "income": "confidential", "hours": "confidential"}
-    mem = engine.protect(df, "ir-swap", roles, seed=5, k=4).data
+def _ir_swap_case(df, roles, seed, nparts, rows):
+    mem = engine.protect(df, "ir-swap", roles, seed=seed, k=4).data
     with dask.config.set(scheduler="synchronous"):
         got = DB.protect_dask(
-            dd.from_pandas(df, npartitions=nparts), "ir-swap", roles, seed=5, k=4, partition_rows=rows
+            dd.from_pandas(df, npartitions=nparts), "ir-swap", roles, seed=seed, k=4, partition_rows=rows
         ).compute()
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+
+
+@pytest.mark.parametrize("nparts,rows", [(1, None), (3, None), (3, 60)])
+def test_dask_ir_swap_equals_in_memory(nparts, rows):
+    roles = {"id": "identifier", "income": "confidential", "hours": "confidential"}
+    _ir_swap_case(_data(501), roles, 5, nparts, rows)
 
 
 def test_other_seed_differs():
@@ -253,14 +256,8 @@ def test_dask_heavy_ties_equal_in_memory(method, params, nparts, rows):
 
 @pytest.mark.parametrize("nparts,rows", [(1, None), (6, None), (6, 70)])
 def test_dask_ir_swap_heavy_ties_equal_in_memory(nparts, rows):
-    df = _heavy_ties(900)
     roles = {"id": "identifier", "age": "confidential", "income": "confidential"}
-    mem = engine.protect(df, "ir-swap", roles, seed=8, k=4).data
-    with dask.config.set(scheduler="synchronous"):
-        got = DB.protect_dask(
-            dd.from_pandas(df, npartitions=nparts), "ir-swap", roles, seed=8, k=4, partition_rows=rows
-        ).compute()
-    pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+    _ir_swap_case(_heavy_ties(900), roles, 8, nparts, rows)
 
 
 def test_shuffle_order_breaks_equal_first_words_by_second():

@@ -50,20 +50,7 @@ def parts(tmp_path) -> Path:
     return d
 
 
-PROTECT = [
-    "--method",
-    "ir-dp",
-    "--k",
-    "3",
-    "--epsilon",
-    "1",
-    "--role",
-    "x=eps-quasi",
-    "--domain",
-    "x=0:100",
-    "--engine",
-    "dask",
-]
+PROTECT = "--method ir-dp --k 3 --epsilon 1 --role x=eps-quasi --domain x=0:100 --engine dask".split()
 
 
 @pytest.fixture

@@ -470,24 +470,8 @@ def test_cli_bad_order_or_type_is_one_line_exit_2(tmp_path, capsys, extra, needl
     src = tmp_path / "in.csv"
     pd.DataFrame({"x": range(20), "y": range(20)}).to_csv(src, index=False)
     out = tmp_path / "o.csv"
-    rc = cli.main(
-        [
-            "protect",
-            str(src),
-            str(out),
-            "--method",
-            "ir-dp",
-            "--k",
-            "3",
-            "--epsilon",
-            "1",
-            "--role",
-            "x=eps-quasi",
-            "--domain",
-            "x=0:100",
-            *extra,
-        ]
-    )
+    options = "--method ir-dp --k 3 --epsilon 1 --role x=eps-quasi --domain x=0:100".split()
+    rc = cli.main(["protect", str(src), str(out), *options, *extra])
     err = capsys.readouterr().err
     assert rc == 2 and needle in err and len(err.strip().splitlines()) == 1, err
     assert not out.exists()

@@ -14,6 +14,13 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QBrush, QColor
 
 _MISSING_BRUSH = QBrush(QColor("#fde2e1"))
+_DISPLAY = Qt.ItemDataRole.DisplayRole
+_BACKGROUND = Qt.ItemDataRole.BackgroundRole
+_TOOLTIP = Qt.ItemDataRole.ToolTipRole
+_ALIGNMENT = Qt.ItemDataRole.TextAlignmentRole
+_ROLES = frozenset((_DISPLAY, _BACKGROUND, _TOOLTIP, _ALIGNMENT))
+_LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
 
 def format_value(v) -> str:
@@ -126,25 +133,29 @@ class DataFrameModel(QAbstractTableModel):
     def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._names)
 
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
+    def data(self, index, role=_DISPLAY):
+        # called for every visible cell and each of ~10 roles at every repaint: the roles not
+        # shown here are answered first, without touching the cell (issue 27.4)
+        if role not in _ROLES or not index.isValid():
             return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self.display(index.column(), self._cols[index.column()][index.row()])
-        if role == Qt.ItemDataRole.BackgroundRole:
-            v = self._cols[index.column()][index.row()]
+        c = index.column()
+        if role == _DISPLAY:
+            return self.display(c, self._cols[c][index.row()])
+        if role == _BACKGROUND:
+            v = self._cols[c][index.row()]
             if v is None or v is pd.NA or (isinstance(v, (float, np.floating)) and math.isnan(v)):
                 return _MISSING_BRUSH
             return None
-        if role == Qt.ItemDataRole.ToolTipRole and index.column() in self._labels:
-            v = self._cols[index.column()][index.row()]
-            lab = _lookup(self._labels[index.column()], v)
+        if role == _TOOLTIP:
+            if c not in self._labels:
+                return None
+            v = self._cols[c][index.row()]
+            lab = _lookup(self._labels[c], v)
             return f"{format_value(v)} = {lab}" if lab is not None else None
-        if role == Qt.ItemDataRole.TextAlignmentRole:
-            if index.column() in self._labels:  # labels are text
-                return int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
-            if self._cols[index.column()].dtype.kind in "iuf":
-                return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if c in self._labels:  # labels are text
+            return _LEFT
+        if self._cols[c].dtype.kind in "iuf":
+            return _RIGHT
         return None
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 import pandas as pd
-from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -102,21 +102,89 @@ def _as_number(text):
         return text
 
 
-_ALIGNED: list = []  # [(result, its aligned original)]: the last one, computed once
+_ALIGNED: list = []  # [(result, its aligned original, {column: changed mask}, {attribute: table})]
+
+
+def _entry(res) -> tuple:
+    """The cache entry of ``res`` (the last result only): its original in the release's row
+    order (None when not kept), the changed-cell masks and frequency tables computed so far.
+    """
+    hit = _ALIGNED[0] if _ALIGNED else None
+    if hit is not None and hit[0] is res:
+        return hit
+    try:
+        out = res.aligned_original()
+    except (AttributeError, ValueError):
+        out = None
+    entry = (res, out, {}, {})
+    _ALIGNED[:] = [entry]
+    return entry
 
 
 def _aligned(res) -> pd.DataFrame | None:
     """The result's original in the release's row order, or None when it is not kept
     (computed once per result: the view asks for it several times per refresh).
     """
-    if _ALIGNED and _ALIGNED[0][0] is res:
-        return _ALIGNED[0][1]
-    try:
-        out = res.aligned_original()
-    except (AttributeError, ValueError):
-        out = None
-    _ALIGNED[:] = [(res, out)]
-    return out
+    return _entry(res)[1]
+
+
+def changed_masks(res) -> dict[str, np.ndarray]:
+    """{column: cells of the release that differ from the original} (columns both have; {}
+    when the original is not kept or has other rows), computed once per result.
+    """
+    _res, orig, masks, _freq = _entry(res)
+    data = res.data
+    if orig is None or len(orig) != len(data):
+        return {}
+    for c in data.columns:
+        if c in orig.columns and str(c) not in masks:
+            masks[str(c)] = changed_mask(orig[c], data[c])
+    return masks
+
+
+def result_frequency_table(res, attr: str) -> pd.DataFrame:
+    """:func:`frequency_table` of ``attr`` in the original (aligned) and the release, computed
+    once per result and attribute.
+    """
+    _res, orig, _masks, freq = _entry(res)
+    t = freq.get(attr)
+    if t is None:
+        o = orig[attr] if orig is not None and attr in orig.columns else None
+        t = freq[attr] = frequency_table(o, res.data[attr])
+    return t
+
+
+def categorical_columns(res, labelled: set, types: dict) -> list[str]:
+    """Columns of the release that hold categories: text in the release or the original, with
+    value labels (``labelled``) or typed categorical/ordinal/text in ``types`` (protected ones
+    first).
+    """
+    orig = _aligned(res)
+    out = []
+    for c in res.data.columns:
+        s = res.data[c]
+        o = orig[c] if orig is not None and c in orig.columns else None
+        text = (
+            str(c) in labelled
+            or not pd.api.types.is_numeric_dtype(s)
+            or (o is not None and not pd.api.types.is_numeric_dtype(o))
+            or types.get(str(c)) in ("categorical", "ordinal", "text")
+        )
+        if text:
+            out.append(str(c))
+    prot = set(map(str, res.protected_attributes))
+    cols = list(res.data.columns)
+    return sorted(out, key=lambda c: (c not in prot, cols.index(c)))
+
+
+def prime(res, *, labelled: set, types: dict, limit: int = 12) -> None:
+    """Compute, in the worker that made ``res``, what the view reads from the whole tables
+    (the aligned original, the changed cells, the frequency tables of the categorical
+    attributes): issue 27.4, 0.3 s of the GUI thread after a Protect of 200,000 records.
+    """
+    changed_masks(res)
+    for attr in categorical_columns(res, labelled, types)[:limit]:
+        result_frequency_table(res, attr)
 
 
 class PairedFrameModel(DataFrameModel):
@@ -140,14 +208,17 @@ class PairedFrameModel(DataFrameModel):
         self._orig, self._changed, self._orig_cols = None, {}, {}
         super().set_frame(df)
 
-    def set_original(self, orig: pd.DataFrame | None) -> None:
-        """Mark the cells that differ from ``orig`` (same rows in the same order)."""
+    def set_original(self, orig: pd.DataFrame | None, masks: dict[str, np.ndarray] | None = None) -> None:
+        """Mark the cells that differ from ``orig`` (same rows in the same order); ``masks``:
+        the changed cells of each column, when already computed (:func:`changed_masks`).
+        """
         self.beginResetModel()
         self._orig, self._changed, self._orig_cols = orig, {}, {}
         if orig is not None and len(orig) == len(self._df):
             for j, name in enumerate(self._names):
                 if name in orig.columns:
-                    self._changed[j] = changed_mask(orig[name], self._df.iloc[:, j])
+                    m = (masks or {}).get(name)
+                    self._changed[j] = m if m is not None else changed_mask(orig[name], self._df.iloc[:, j])
                     self._orig_cols[j] = column_values(orig[name])
         self.endResetModel()
 
@@ -314,7 +385,14 @@ class ReleaseView(QWidget):
         fl.addWidget(self.freq, 1)
         self.tabs.addTab(fw, "Category frequencies")
         self._resize_pending = False
-        state.sig_result_changed.connect(self.refresh)
+        # a new result is shown in the next turn of the event loop, apart from the other
+        # views' work on the same signal (issue 27.4: one long stall became short slices)
+        self._refresh_due = False
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(0)
+        self._refresh_timer.timeout.connect(self._refresh_if_due)
+        state.sig_result_changed.connect(self._schedule_refresh)
         state.sig_labels_changed.connect(self._on_labels_toggled)
         self.refresh()
 
@@ -323,27 +401,24 @@ class ReleaseView(QWidget):
         """Columns of the release that hold categories: text in the release or the original,
         or typed 'text' by the user (protected ones first).
         """
+        self._refresh_if_due()
         res = self.state.result
         if res is None:
             return []
-        orig = _aligned(res)
         labelled = set(getattr(self.state.input_meta, "value_labels", None) or {})  # coded categories
-        out = []
-        for c in res.data.columns:
-            s = res.data[c]
-            o = orig[c] if orig is not None and c in orig.columns else None
-            text = (
-                str(c) in labelled
-                or not pd.api.types.is_numeric_dtype(s)
-                or (o is not None and not pd.api.types.is_numeric_dtype(o))
-                or self.state.types.get(str(c)) in ("categorical", "ordinal", "text")
-            )
-            if text:
-                out.append(str(c))
-        prot = set(map(str, res.protected_attributes))
-        return sorted(out, key=lambda c: (c not in prot, list(res.data.columns).index(c)))
+        return categorical_columns(res, labelled, dict(self.state.types))
+
+    def _schedule_refresh(self) -> None:
+        self._refresh_due = True
+        self._refresh_timer.start()
+
+    def _refresh_if_due(self) -> None:
+        if self._refresh_due:
+            self.refresh()
 
     def refresh(self) -> None:
+        self._refresh_due = False
+        self._refresh_timer.stop()
         res = self.state.result
         self.release_table.horizontalHeader().setSortIndicatorShown(False)
         self.original_table.horizontalHeader().setSortIndicatorShown(False)
@@ -366,7 +441,7 @@ class ReleaseView(QWidget):
             cols = [c for c in data.columns if c in orig.columns]
             self.original_model.set_frame(orig[cols])
             self.original_model.set_roles(dict(res.roles))
-            self.release_model.set_original(orig)
+            self.release_model.set_original(orig, changed_masks(res))
             share = self.release_model.changed_share()
             changed = [f"{c} {100 * s:.3g} %" for c, s in share.items() if s > 0]
             same = [c for c, s in share.items() if s == 0]
@@ -419,10 +494,12 @@ class ReleaseView(QWidget):
         self._draw_freq(self.freq_attr.currentText())
 
     def select_frequency_attribute(self, name: str) -> None:
+        self._refresh_if_due()
         self.freq_attr.setCurrentText(name)
 
     def frequency_rows(self) -> list[tuple]:
         """The rows of the frequency table as shown (category, original, released …)."""
+        self._refresh_if_due()
         out = []
         for i in range(self.freq.rowCount()):
             out.append(tuple(self.freq.item(i, j).text() for j in range(self.freq.columnCount())))
@@ -438,7 +515,10 @@ class ReleaseView(QWidget):
         v.horizontalHeader().setSortIndicatorShown(False)
         v.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         v.setAlternatingRowColors(False)
-        v.verticalHeader().setDefaultSectionSize(22)
+        vh = v.verticalHeader()
+        vh.setDefaultSectionSize(22)
+        # rows of one height: a new release of 200,000 rows is not measured row by row
+        vh.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         # column widths from the first rows, not from 1,000 (each a round of Python calls)
         v.horizontalHeader().setResizeContentsPrecision(RESIZE_ROWS)
         return v
@@ -476,7 +556,7 @@ class ReleaseView(QWidget):
             return
         orig_full = _aligned(res)
         orig = orig_full[attr] if orig_full is not None and attr in orig_full.columns else None
-        t = frequency_table(orig, res.data[attr])
+        t = result_frequency_table(res, attr)
         self.freq.setRowCount(len(t))
         from dpstudio.app.models.roles_model import label_of
 

@@ -649,24 +649,25 @@ class RiskPanel(QWidget):
             self._clear()
             self._show_message(str(exc), "info")
             return
-        df = st.df
-        release = st.result.data if st.result is not None else None
-        if (
-            release is not None
-            and settings.household
-            and settings.household not in release.columns
-            and hasattr(st.result, "aligned_original")
-        ):
-            # household risk "after": the released records grouped by their original households
-            # (the id itself is not released; this view is the operator's, never published)
-            try:
-                release = release_with_household_ids(st.result, settings.household)
-                release.attrs["households_from_original"] = True
-            except (engine.DPStudioError, ValueError):
-                pass
+        df, result = st.df, st.result
         self.settings_label.setText(self._settings_text(settings) + " — computing…")
 
         def work(_progress, check_cancel):
+            release = result.data if result is not None else None
+            if (
+                release is not None
+                and settings.household
+                and settings.household not in release.columns
+                and hasattr(result, "aligned_original")
+            ):
+                # household risk "after": the released records grouped by their original
+                # households (the id itself is not released; this view is the operator's,
+                # never published); in the worker: it gathers a whole column (issue 27.4)
+                try:
+                    release = release_with_household_ids(result, settings.household)
+                    release.attrs["households_from_original"] = True
+                except (engine.DPStudioError, ValueError):
+                    pass
             return compute_risk(df, settings, release, check_cancel)
 
         def errored(msg, _details):

@@ -1,0 +1,87 @@
+"""The window never stalls (issue 24 §5, issue 27 §4): after a Protect, showing the result
+(Results, Release and Risk views) makes no pass over the records on the GUI thread -- the
+aligned original, the changed cells, the frequency tables and the histograms' inputs are
+computed in the worker, and the risk panel gathers the release's household ids in its own.
+
+(The timing itself is measured by benchmarks/bench_app_workflow.py, not here.)
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+from tests.app.test_new_user_file import _household  # noqa: E402
+
+#: functions that read every record of a column or a table
+FULL_TABLE = [
+    ("dpstudio.app.widgets.release_view", "changed_mask"),
+    ("dpstudio.app.widgets.release_view", "frequency_table"),
+    ("dpstudio.app.widgets.risk_panel", "release_with_household_ids"),
+    ("dpstudio.engine.codes", "take"),
+    ("dpstudio.engine.codes", "take_rows"),
+    ("dpstudio.engine.transformation", "_released_summary"),
+]
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """{function name: [True for a call on the GUI thread, False elsewhere]}."""
+    import importlib
+
+    out: dict[str, list[bool]] = {}
+    main = threading.main_thread()
+    for mod_name, name in FULL_TABLE:
+        mod = importlib.import_module(mod_name)
+        real = getattr(mod, name)
+
+        def spy(*a, _real=real, _name=name, **k):
+            out.setdefault(_name, []).append(threading.current_thread() is main)
+            return _real(*a, **k)
+
+        monkeypatch.setattr(mod, name, spy)
+    return out
+
+
+def test_showing_a_protected_result_reads_no_whole_column_on_the_gui_thread(qtbot, window, calls):
+    win = window
+    st = win.state
+    df = _household()
+    st.set_data(df, None)
+    win.roles_panel.set_roles(
+        {
+            "hh_id": "household",
+            "region": "k-quasi",
+            "sex": "k-quasi",
+            "age": "k-quasi",
+            "income": "eps-quasi",
+            "weight": "weight",
+        }
+    )
+    win.roles_panel.set_types({"region": "categorical", "sex": "categorical"})
+    st.set_domain("age", (0, 110))
+    st.set_domain("income", (0, 500000))
+    win.method_panel.select_method("k-eps")
+    win.method_panel.set_values({"k": 5, "epsilon": 1.0})
+    qtbot.waitUntil(lambda: not win.controller.busy and not win.risk_panel.pending(), timeout=60000)
+    calls.clear()
+    with qtbot.waitSignal(win.controller.sig_protected, timeout=60000):
+        assert win.controller.run_protect()
+    # every view shown once, as a user clicks through them
+    for w in (win.results_panel, win.release_view, win.risk_panel):
+        win.tabs.setCurrentIndex(win.tabs.indexOf(w)) if win.tabs.indexOf(w) >= 0 else w.show()
+        qtbot.wait(50)
+    win.release_view.tabs.setCurrentIndex(1)  # the category frequencies
+    qtbot.waitUntil(lambda: not win.controller.busy and not win.risk_panel.pending(), timeout=60000)
+    qtbot.wait(100)
+    assert st.result is not None and win.risk_panel.report("release") is not None
+    assert win.release_view.frequency_rows()  # the views did show the result
+    on_gui = {name: c.count(True) for name, c in calls.items() if any(c)}
+    assert not on_gui, f"whole-table work on the GUI thread: {on_gui}"
+    # and the work was done (in workers)
+    for name in ("changed_mask", "frequency_table", "release_with_household_ids", "_released_summary"):
+        assert calls.get(name), name
