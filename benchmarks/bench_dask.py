@@ -132,6 +132,8 @@ def run_dask(src, out, method, params, workers, memory_limit, domains):
         except Exception:
             pass
         budget = DB.worker_budget(client)
+    info["peaks"] = dict(peak)
+    info["spilled"] = dict(spilled)
     return wall, max(peak.values()) if peak else 0, sum(spilled.values()), restarts.count, error, info, budget
 
 
@@ -197,6 +199,11 @@ def main():
             print(f"{method:10} {f'dask {a.workers}×{a.memory_limit}':24} {wall:8.1f}s "
                   f"{peak / 2**20:13.0f} MB {model / 2**20:6.0f} MB {spilled / 2**20:7.0f} MB {restarts:9d}  "
                   f"{info.get('ranges', '-')}" + (f"  FAILED: {error}" if error else ""), flush=True)
+            # every worker's own peak and spill (a worker restarted by its nanny comes back
+            # under a new address: it is listed twice)
+            for w in sorted(info.get("peaks", {})):
+                print(f"{'':10}   worker {w}: peak RSS {info['peaks'][w] / 2**20:.0f} MB, "
+                      f"spilled {info.get('spilled', {}).get(w, 0) / 2**20:.0f} MB", flush=True)
             if a.memory or a.check:
                 t, mem = run_memory(src, method, params, domains)
                 print(f"{method:10} {'memory':24} {t:8.1f}s", flush=True)

@@ -252,29 +252,94 @@ def shuffle_buffer(limit: int) -> int:
     return max(32 * 2**20, int(limit) // 16)
 
 
+#: Share of a worker's memory limit its stored results (task outputs waiting for the tasks
+#: that need them, the sorts' released columns) may take in memory before Dask spills them to
+#: disk.  Dask's own default ("target", 0.6) lets them take 60 % of the limit *beside* the
+#: running task's working set and the shuffle buffers: a worker holding more results than
+#: that -- which happens once N is large enough, whatever the partitions' size -- went past
+#: 95 % and was restarted (100,000,000 × 5 on 1 GB workers, issue 25).  :func:`_tune_worker`
+#: lowers it to this share on every worker of a run.
+KEPT_SHARE = 0.1
+
+
+def kept_bytes(limit: int) -> int:
+    """Bytes of stored results a worker of ``limit`` keeps in memory (the rest is spilled)."""
+    return int(int(limit) * KEPT_SHARE)
+
+
 def peak_model(budget: Budget) -> int:
     """The memory model (docs/scale.md): the peak a worker is planned to reach -- what it
     holds before any data, plus one task's working set (TASK_FACTOR × the rows of its
     partition, range or cluster × their bytes, sized to fit ``budget.usable``), plus the p2p
-    shuffle's two buffers, plus the data Dask keeps in memory beyond its spill threshold
-    before spilling catches up (a tenth of the limit; the rest goes to disk).  A function of
-    the worker's limit alone: not of the number of records.
+    shuffle's two buffers, plus the stored results Dask keeps in memory before spilling them
+    (:func:`kept_bytes`, a tenth of the limit: :func:`_tune_worker` sets the workers' spill
+    target to it).  A function of the worker's limit alone: not of the number of records.
     """
-    kept = int(budget.worker * 0.1)
+    kept = kept_bytes(budget.worker)
     return WORKER_BASE_BYTES + budget.usable + 2 * shuffle_buffer(budget.worker) + kept
 
 
 def _tune_worker(dask_worker=None) -> None:
-    """Size a worker's shuffle buffers from its memory limit (:func:`shuffle_buffer`)."""
-    ext = getattr(dask_worker, "extensions", {}).get("shuffle")
-    limit = getattr(getattr(dask_worker, "memory_manager", None), "memory_limit", None)
-    if ext is None or not limit:
+    """Fit a worker to the memory model: its shuffle buffers sized from its memory limit
+    (:func:`shuffle_buffer`), and the stored results it keeps in memory (its SpillBuffer's
+    in-memory bound, Dask's "target") lowered to :func:`kept_bytes`; never raised.  The memory
+    monitor's own thresholds on the process's memory (spill at 70 %, pause at 80 %, restart
+    at 95 %) are Dask's.
+    """
+    mm = getattr(dask_worker, "memory_manager", None)
+    limit = getattr(mm, "memory_limit", None)
+    if not limit:
         return
-    size = shuffle_buffer(int(limit))
-    for name in ("memory_limiter_comms", "memory_limiter_disk"):
-        lim = getattr(ext, name, None)
-        if lim is not None and (lim.limit is None or lim.limit > size):
-            lim.limit = size
+    ext = getattr(dask_worker, "extensions", {}).get("shuffle")
+    if ext is not None:
+        size = shuffle_buffer(int(limit))
+        for name in ("memory_limiter_comms", "memory_limiter_disk"):
+            lim = getattr(ext, name, None)
+            if lim is not None and (lim.limit is None or lim.limit > size):
+                lim.limit = size
+    kept = kept_bytes(int(limit))
+    fast = getattr(getattr(dask_worker, "data", None), "fast", None)
+    if fast is not None and isinstance(getattr(fast, "n", None), (int, float)) and fast.n > kept:
+        fast.n = kept
+        # what is stored already beyond the new bound goes to disk now, not at the next store
+        evict = getattr(dask_worker.data, "evict", None)
+        while evict is not None and getattr(fast, "total_weight", 0) > kept and len(fast):
+            if evict() < 0:
+                break
+
+
+class TuneWorkers:
+    """A worker plugin (``distributed.WorkerPlugin``'s interface): :func:`_tune_worker` on every
+    worker of the cluster, those started later included -- a worker restarted by its nanny
+    (or added) would otherwise come back with Dask's default p2p buffers (1 GiB to send),
+    twice a 500 MB worker's limit.  Registered by :func:`protect_dask` under one name (a
+    second registration replaces the first).
+    """
+
+    name = "dpstudio-tune-workers"
+
+    def setup(self, worker=None) -> None:
+        _tune_worker(worker)
+
+    def teardown(self, worker=None) -> None:
+        pass
+
+    def transition(self, key, start, finish, **kwargs) -> None:
+        pass
+
+
+def tune_workers(client: Any) -> None:
+    """Register :class:`TuneWorkers` on ``client``'s cluster (now and for any later worker)."""
+    try:
+        from distributed.diagnostics.plugin import WorkerPlugin
+
+        plugin = type("TuneWorkersPlugin", (TuneWorkers, WorkerPlugin), {})()
+        client.register_plugin(plugin, name=TuneWorkers.name)
+    except Exception:  # pragma: no cover - a best effort (a scheduler refusing plugins)
+        try:
+            client.run(_tune_worker)
+        except Exception:
+            pass
 
 
 def _human(nbytes: float) -> str:
@@ -827,10 +892,7 @@ def protect_dask(
     budget = worker_budget(client, partition_rows)
     live = _client_for(client)
     if live is not None:
-        try:
-            live.run(_tune_worker)
-        except Exception:  # pragma: no cover - a best effort (a scheduler refusing run)
-            pass
+        tune_workers(live)
     src = open_source(source, budget)
     spec, plan, task, prep, cols, n, lens, sample = _validate(
         src, method, roles, domains, precision, params, hierarchies, budget
