@@ -85,3 +85,38 @@ def test_showing_a_protected_result_reads_no_whole_column_on_the_gui_thread(qtbo
     # and the work was done (in workers)
     for name in ("changed_mask", "frequency_table", "release_with_household_ids", "_released_summary"):
         assert calls.get(name), name
+
+
+def _protect(qtbot, win) -> None:
+    with qtbot.waitSignal(win.controller.sig_protected, timeout=60000):
+        assert win.controller.run_protect()
+    qtbot.waitUntil(lambda: not win.controller.busy, timeout=60000)
+    qtbot.wait(50)  # the histogram is drawn in a later turn of the event loop
+
+
+def test_the_results_view_reuses_its_widgets_and_plot_items_across_protects(qtbot, window):
+    """Issue 27.4: showing a second result updates the Results view's tables and histogram
+    items in place (setData) instead of recreating them (construction + first paint on the
+    GUI thread each time).
+    """
+    win = window
+    win.state.set_data(_household(), None)
+    win.roles_panel.set_roles({"region": "k-quasi", "age": "k-quasi", "income": "k-quasi"})
+    win.method_panel.select_method("mdav")
+    win.method_panel.set_values({"k": 3})
+    qtbot.waitUntil(lambda: not win.controller.busy, timeout=60000)
+    rp = win.results_panel
+    _protect(qtbot, win)
+    win.tabs.setCurrentIndex(win.tabs.indexOf(rp))
+    items = [id(x) for x in rp.hist.getPlotItem().listDataItems()]
+    widgets = (rp.measures, rp.per_attr, rp.corr, rp.hist)
+    assert items, "no histogram drawn"
+    win.method_panel.set_values({"k": 4})
+    _protect(qtbot, win)
+    assert [id(x) for x in rp.hist.getPlotItem().listDataItems()] == items
+    assert (rp.measures, rp.per_attr, rp.corr, rp.hist) == widgets
+    # another attribute: the same items, new data
+    before = rp.hist_prot.getData()[1].copy()
+    rp.hist_attr.setCurrentText("income")
+    assert [id(x) for x in rp.hist.getPlotItem().listDataItems()] == items
+    assert rp.hist_prot.getData()[1].sum() == before.sum()  # same records, another column

@@ -201,6 +201,7 @@ class ParamField(QWidget):
             if lo is not None and not p.get("min_inclusive", True):
                 low += 1
             high = int(hi) if hi is not None else 10**9
+            self._int_limits = (low, high)
             if self.name == "k" and n_records >= 4:
                 high = min(high, n_records // 2)
             # an optional int (default None, e.g. t-close-dp's k: "leave empty to use l") gets
@@ -313,6 +314,21 @@ class ParamField(QWidget):
         self.setToolTip(tip)
         self._update_warning()
 
+    def set_n_records(self, n_records: int) -> None:
+        """Follow a new file's number of records in place (k ≤ n / 2): the form is not
+        rebuilt when a file is opened (issue 27.4, the rebuild stalled the window).
+        """
+        if self.name != "k" or self.kind != "int" or self.optional:
+            return
+        low, high = self._int_limits
+        if n_records >= 4:
+            high = min(high, n_records // 2)
+        sb = self.editor
+        assert isinstance(sb, QSpinBox)
+        sb.setRange(low, high)
+        if self.slider is not None:
+            self.slider.setRange(max(low, 1), max(min(high, 200), max(low, 1) + 1))
+
     def _update_warning(self) -> None:
         if self.kind != "choice":
             return
@@ -396,6 +412,7 @@ class MethodPanel(QWidget):
         super().__init__(parent)
         self.state = state
         self.fields: dict[str, ParamField] = {}
+        self._form_method: str | None = None  # the method whose form is built
         self._methods = {m["id"]: m for m in list_methods()}
         self._loading = False
         self.guarantee_text = ""
@@ -577,6 +594,7 @@ class MethodPanel(QWidget):
             while form.rowCount():
                 form.removeRow(0)
         self.fields = {}
+        self._form_method = mid
         m = self._methods[mid]
         n = len(self.state.df) if self.state.df is not None else 0
         n_adv = 0
@@ -727,7 +745,14 @@ class MethodPanel(QWidget):
         self._sync_seed()  # new data: a fresh seed
         mid = self.current_method()
         if mid:
-            self._build_form(mid)  # limits depend on the number of records
+            n = len(self.state.df) if self.state.df is not None else 0
+            # the same form, every field given by the recipe: only k's limit follows the file
+            # (the rebuild was a stall of its own when a large file was opened, issue 27.4)
+            if self._form_method == mid and set(self.fields) <= set(self.state.recipe.params):
+                for f in self.fields.values():
+                    f.set_n_records(n)
+            else:
+                self._build_form(mid)  # limits depend on the number of records
             self._show_params(self.state.recipe.params)
             self._write_back_form()
         self.update_applicability()

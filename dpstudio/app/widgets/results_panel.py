@@ -387,6 +387,21 @@ class ResultsPanel(QWidget):
         self.hist.setBackground("w")
         self.hist.addLegend(offset=(-5, 5))
         self.hist.showGrid(x=True, y=True, alpha=0.2)
+        # the histogram's items are made once and updated (setData / setOpts) for every
+        # result and attribute: recreating them cost the GUI thread their construction and a
+        # first paint each time (issue 27.4)
+        self.hist_orig = pg.PlotDataItem(
+            stepMode="center", fillLevel=0, brush=(120, 120, 120, 90), pen=pg.mkPen("#555"), name="original"
+        )
+        self.hist_prot = pg.PlotDataItem(stepMode="center", pen=pg.mkPen("#1f77b4", width=2), name="protected")
+        self.bars_orig = pg.BarGraphItem(
+            x=[], height=[], width=0.4, brush=(120, 120, 120, 160), pen=pg.mkPen("#555"), name="original"
+        )
+        self.bars_prot = pg.BarGraphItem(
+            x=[], height=[], width=0.4, brush="#1f77b4", pen=pg.mkPen("#1f77b4"), name="protected"
+        )
+        self._hist_items = (self.hist_orig, self.hist_prot, self.bars_orig, self.bars_prot)
+        self._hist_shown: tuple = ()  # the items in the plot now
         hl2.addWidget(self.hist, 1)
         tabs.addTab(hw, "Histograms")
         cw = QWidget()
@@ -463,7 +478,7 @@ class ResultsPanel(QWidget):
         self.hist_attr.blockSignals(True)
         self.hist_attr.clear()
         self.hist_attr.blockSignals(False)
-        self.hist.clear()
+        self._show_hist_items(())
         if res is None:
             self.header.setText(
                 "No result yet (or the settings changed since the last run): press Protect (Ctrl+R)."
@@ -612,8 +627,21 @@ class ResultsPanel(QWidget):
                 self.corr.setItem(i, j, it)
         self.corr.resizeColumnsToContents()
 
+    def _show_hist_items(self, items: tuple) -> None:
+        """Put exactly ``items`` (of the histogram's own, made once) in the plot; the others
+        leave it (and its legend).
+        """
+        for it in self._hist_shown:
+            if it not in items:
+                self.hist.removeItem(it)
+        for it in items:
+            if it not in self._hist_shown:
+                self.hist.addItem(it)
+        self._hist_shown = tuple(items)
+
     def _draw_hist(self, attr: str) -> None:
-        self.hist.clear()
+        self._show_hist_items(())
+        self.hist.setTitle(None)
         self.hist.setToolTip("")
         res = self.state.result
         if res is None or not attr:
@@ -634,19 +662,14 @@ class ResultsPanel(QWidget):
         if allv.size == 0:
             return
         edges = np.histogram_bin_edges(allv, bins=40)
+        cb, _ = np.histogram(b, bins=edges)
+        self.hist_prot.setData(edges, cb)
         if a.size:
             ca, _ = np.histogram(a, bins=edges)
-            self.hist.plot(
-                edges,
-                ca,
-                stepMode="center",
-                fillLevel=0,
-                brush=(120, 120, 120, 90),
-                pen=pg.mkPen("#555"),
-                name="original",
-            )
-        cb, _ = np.histogram(b, bins=edges)
-        self.hist.plot(edges, cb, stepMode="center", pen=pg.mkPen("#1f77b4", width=2), name="protected")
+            self.hist_orig.setData(edges, ca)
+            self._show_hist_items((self.hist_orig, self.hist_prot))
+        else:
+            self._show_hist_items((self.hist_prot,))
         self.hist.setTitle(attr, color="#222")
 
     def _draw_bars(self, attr: str, a: pd.Series | None, b: pd.Series, top: int = 20) -> None:
@@ -670,27 +693,12 @@ class ResultsPanel(QWidget):
         if not cats:
             return
         x = np.arange(len(cats), dtype=float)
+        self.bars_prot.setOpts(x=x + 0.2, height=b.reindex(cats).fillna(0).to_numpy(float))
         if len(a):
-            self.hist.addItem(
-                pg.BarGraphItem(
-                    x=x - 0.2,
-                    height=a.reindex(cats).fillna(0).to_numpy(float),
-                    width=0.4,
-                    brush=(120, 120, 120, 160),
-                    pen=pg.mkPen("#555"),
-                    name="original",
-                )
-            )
-        self.hist.addItem(
-            pg.BarGraphItem(
-                x=x + 0.2,
-                height=b.reindex(cats).fillna(0).to_numpy(float),
-                width=0.4,
-                brush="#1f77b4",
-                pen=pg.mkPen("#1f77b4"),
-                name="protected",
-            )
-        )
+            self.bars_orig.setOpts(x=x - 0.2, height=a.reindex(cats).fillna(0).to_numpy(float))
+            self._show_hist_items((self.bars_orig, self.bars_prot))
+        else:
+            self._show_hist_items((self.bars_prot,))
         self.hist.getAxis("bottom").setTicks(
             [
                 [
