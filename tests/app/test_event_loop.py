@@ -120,3 +120,23 @@ def test_the_results_view_reuses_its_widgets_and_plot_items_across_protects(qtbo
     rp.hist_attr.setCurrentText("income")
     assert [id(x) for x in rp.hist.getPlotItem().listDataItems()] == items
     assert rp.hist_prot.getData()[1].sum() == before.sum()  # same records, another column
+
+
+def test_opening_a_file_updates_the_method_form_in_place(qtbot, window):
+    """Issue 27.4: a new file does not rebuild the method's form (a stall of its own on
+    open); k's upper limit follows the new number of records, the values the recipe's.
+    """
+    win = window
+    mp = win.method_panel
+    df = _household()
+    roles = {"age": "k-quasi", "income": "k-quasi"}  # mdav stays applicable
+    win.state.set_data(df, None, roles=roles)
+    mp.select_method("mdav")
+    mp.set_values({"k": 7})
+    editors = {n: f.editor for n, f in mp.fields.items()}
+    win.state.set_data(df.iloc[:40].reset_index(drop=True), None, roles=roles)
+    assert {n: f.editor for n, f in mp.fields.items()} == editors
+    assert mp.fields["k"].editor.maximum() == 20  # k ≤ n / 2
+    assert mp.values()["k"] == win.state.recipe.params["k"] == 7
+    win.state.set_data(df, None, roles=roles)
+    assert mp.fields["k"].editor.maximum() == min(len(df) // 2, mp.fields["k"].p.get("maximum") or 10**9)
