@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QComboBox,
@@ -292,6 +292,26 @@ def prime(res) -> None:
             hist_inputs(res, str(attr))
 
 
+def fitted_width(table: QTableWidget, col: int, cap: int = 420) -> int:
+    """The width of column ``col`` for its header and cells' texts, from the font (Qt's
+    resizeColumnToContents lays out every cell with its delegate: issue 27.4).
+    """
+    fm = table.fontMetrics()
+    head = table.horizontalHeaderItem(col)
+    w = table.horizontalHeader().fontMetrics().horizontalAdvance(head.text()) + 24 if head else 0
+    for i in range(table.rowCount()):
+        it = table.item(i, col)
+        if it is not None:
+            w = max(w, fm.horizontalAdvance(it.text()) + 16)
+    return min(max(w, 30), cap)
+
+
+def fit_columns(table: QTableWidget) -> None:
+    """Every column of ``table`` as wide as its texts (see :func:`fitted_width`)."""
+    for j in range(table.columnCount()):
+        table.setColumnWidth(j, fitted_width(table, j))
+
+
 class ResultsPanel(QWidget):
     #: a column to build a hierarchy for (the generalisation table's link)
     sig_build_hierarchy = Signal(str)
@@ -366,7 +386,7 @@ class ResultsPanel(QWidget):
         self.measures.itemDoubleClicked.connect(lambda it: open_measure_help(self.window(), it))
         # the readings re-wrap when their column changes width (window, splitter)
         self.measures.horizontalHeader().sectionResized.connect(
-            lambda i, _old, _new: i == 2 and self.measures.resizeRowsToContents()
+            lambda i, _old, _new: i == 2 and self._fit_rows()
         )
         ll.addWidget(QLabel("<b>Measures</b> (protected vs original)"))
         ll.addWidget(self.measures, 2)
@@ -386,14 +406,22 @@ class ResultsPanel(QWidget):
         self.hist = pg.PlotWidget()
         self.hist.setBackground("w")
         self.hist.addLegend(offset=(-5, 5))
-        self.hist.showGrid(x=True, y=True, alpha=0.2)
+        # no grid (on a software-rendered plot it doubles the paint time, as in the sweep's
+        # plots) and no antialiasing of the axis-aligned steps and bars (issue 27.4)
         # the histogram's items are made once and updated (setData / setOpts) for every
         # result and attribute: recreating them cost the GUI thread their construction and a
         # first paint each time (issue 27.4)
         self.hist_orig = pg.PlotDataItem(
-            stepMode="center", fillLevel=0, brush=(120, 120, 120, 90), pen=pg.mkPen("#555"), name="original"
+            stepMode="center",
+            fillLevel=0,
+            brush=(120, 120, 120, 90),
+            pen=pg.mkPen("#555"),
+            name="original",
+            antialias=False,
         )
-        self.hist_prot = pg.PlotDataItem(stepMode="center", pen=pg.mkPen("#1f77b4", width=2), name="protected")
+        self.hist_prot = pg.PlotDataItem(
+            stepMode="center", pen=pg.mkPen("#1f77b4", width=2), name="protected", antialias=False
+        )
         self.bars_orig = pg.BarGraphItem(
             x=[], height=[], width=0.4, brush=(120, 120, 120, 160), pen=pg.mkPen("#555"), name="original"
         )
@@ -455,18 +483,39 @@ class ResultsPanel(QWidget):
         t = self.measures
         hh = t.horizontalHeader()
         if t.columnCount() >= 3:
-            hh.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+            # fixed widths from the texts, not ResizeToContents (issue 27.4: Qt measured every
+            # cell again in each layout of the tab)
+            hh.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+            t.setColumnWidth(0, fitted_width(t, 0))
             hh.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         else:
             hh.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         t.setWordWrap(True)
-        t.resizeRowsToContents()
+        self._fit_rows()
+
+    def _fit_rows(self) -> None:
+        """Row heights of the measures from the wrapped readings, computed from the font for
+        the reading column's width (resizeRowsToContents laid out every cell, issue 27.4).
+        """
+        t = self.measures
+        if t.columnCount() < 3:
+            return
+        fm = t.fontMetrics()
+        w = max(t.columnWidth(2) - 10, 40)
+        base = t.verticalHeader().defaultSectionSize()
+        for i in range(t.rowCount()):
+            it = t.item(i, 2)
+            text = it.text() if it is not None else ""
+            h = base
+            if text:
+                r = fm.boundingRect(QRect(0, 0, w, 100_000), int(Qt.TextFlag.TextWordWrap), text)
+                h = max(base, r.height() + 8)
+            if t.rowHeight(i) != h:
+                t.setRowHeight(i, h)
 
     def showEvent(self, ev) -> None:  # noqa: N802 - Qt API
         super().showEvent(ev)
-        QTimer.singleShot(
-            LAYOUT_LATER_MS // 2, self, self.measures.resizeRowsToContents
-        )  # filled while hidden
+        QTimer.singleShot(LAYOUT_LATER_MS // 2, self, self._fit_rows)  # filled while hidden
 
     def _on_state_result_changed(self) -> None:
         # once the labels below have their text; a few ms apart from the other layout work
@@ -533,7 +582,7 @@ class ResultsPanel(QWidget):
             self.measures.setItem(i, 1, it)
             key = _LABEL_KEYS.get(k, k)  # issue 11: glossary tooltip, plain reading
             annotate_measure_row(self.measures, i, key, ev.get(key), ctx)
-        self.measures.resizeColumnToContents(1)
+        self.measures.setColumnWidth(1, fitted_width(self.measures, 1))
         self._fit_readings()
         if table is not None:
             self.per_attr.setRowCount(table.shape[0])
@@ -546,7 +595,7 @@ class ResultsPanel(QWidget):
             for i in range(table.shape[0]):
                 for j in range(table.shape[1]):
                     self.per_attr.setItem(i, j, QTableWidgetItem(_fmt(table.iat[i, j])))
-            self.per_attr.resizeColumnsToContents()
+            fit_columns(self.per_attr)
         else:
             self.per_attr.setRowCount(0)
             self.per_attr.setColumnCount(0)
@@ -625,7 +674,7 @@ class ResultsPanel(QWidget):
                     it.setBackground(QBrush(c))
                 it.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
                 self.corr.setItem(i, j, it)
-        self.corr.resizeColumnsToContents()
+        fit_columns(self.corr)
 
     def _show_hist_items(self, items: tuple) -> None:
         """Put exactly ``items`` (of the histogram's own, made once) in the plot; the others
