@@ -405,7 +405,7 @@ class ResultsPanel(QWidget):
         hl2.addWidget(self.hist_attr)
         self.hist = pg.PlotWidget()
         self.hist.setBackground("w")
-        self.hist.addLegend(offset=(-5, 5))
+        self.hist_legend = self.hist.addLegend(offset=(-5, 5))
         # no grid (on a software-rendered plot it doubles the paint time, as in the sweep's
         # plots) and no antialiasing of the axis-aligned steps and bars (issue 27.4)
         # the histogram's items are made once and updated (setData / setOpts) for every
@@ -416,20 +416,18 @@ class ResultsPanel(QWidget):
             fillLevel=0,
             brush=(120, 120, 120, 90),
             pen=pg.mkPen("#555"),
-            name="original",
             antialias=False,
         )
-        self.hist_prot = pg.PlotDataItem(
-            stepMode="center", pen=pg.mkPen("#1f77b4", width=2), name="protected", antialias=False
-        )
+        self.hist_prot = pg.PlotDataItem(stepMode="center", pen=pg.mkPen("#1f77b4", width=2), antialias=False)
         self.bars_orig = pg.BarGraphItem(
-            x=[], height=[], width=0.4, brush=(120, 120, 120, 160), pen=pg.mkPen("#555"), name="original"
+            x=[], height=[], width=0.4, brush=(120, 120, 120, 160), pen=pg.mkPen("#555")
         )
-        self.bars_prot = pg.BarGraphItem(
-            x=[], height=[], width=0.4, brush="#1f77b4", pen=pg.mkPen("#1f77b4"), name="protected"
-        )
+        self.bars_prot = pg.BarGraphItem(x=[], height=[], width=0.4, brush="#1f77b4", pen=pg.mkPen("#1f77b4"))
         self._hist_items = (self.hist_orig, self.hist_prot, self.bars_orig, self.bars_prot)
         self._hist_shown: tuple = ()  # the items in the plot now
+        # the legend's entries change only when the original comes or goes (each entry is a
+        # label item of its own: re-adding them cost ~2 ms apiece)
+        self._legend_entries: tuple = ()
         hl2.addWidget(self.hist, 1)
         tabs.addTab(hw, "Histograms")
         cw = QWidget()
@@ -539,6 +537,8 @@ class ResultsPanel(QWidget):
             self.generalisation.setText("")
             self.lattice_btn.hide()
             self.warn.hide()
+            self.hist_legend.clear()
+            self._legend_entries = ()
             return
         ev = dict(st.evaluation or {})
         extra = ev.pop("_app", {})
@@ -687,6 +687,19 @@ class ResultsPanel(QWidget):
             if it not in self._hist_shown:
                 self.hist.addItem(it)
         self._hist_shown = tuple(items)
+        want = tuple(
+            name
+            for name, mine in (
+                ("original", (self.hist_orig, self.bars_orig)),
+                ("protected", (self.hist_prot, self.bars_prot)),
+            )
+            if any(it in items for it in mine)
+        )
+        if want and want != self._legend_entries:
+            self.hist_legend.clear()
+            for name in want:  # the step curves' samples stand for the bars too (same colours)
+                self.hist_legend.addItem(self.hist_orig if name == "original" else self.hist_prot, name)
+            self._legend_entries = want
 
     def _draw_hist(self, attr: str) -> None:
         self._show_hist_items(())
