@@ -140,3 +140,58 @@ def test_opening_a_file_updates_the_method_form_in_place(qtbot, window):
     assert mp.values()["k"] == win.state.recipe.params["k"] == 7
     win.state.set_data(df, None, roles=roles)
     assert mp.fields["k"].editor.maximum() == min(len(df) // 2, mp.fields["k"].p.get("maximum") or 10**9)
+
+
+def test_a_running_sweep_redraws_at_most_a_few_times_a_second_one_plot_per_turn(qtbot, monkeypatch):
+    """Issue 27.4: points arriving every 10 ms are drawn by at most ~5 redraws a second
+    (the throttle), and each redraw sets one plot per turn of the event loop (so each paint
+    is one plot's); the last points are all drawn at the end, and a clear drops a pending
+    staggered part.
+    """
+    import time
+
+    from dpstudio.app.state import AppState
+    from dpstudio.app.widgets import explore_panel as ep_mod
+    from dpstudio.engine.sweeps import SweepPoint
+
+    st = AppState()
+    st.set_data(_household().iloc[:200].reset_index(drop=True), None)
+    panel = ep_mod.ExplorePanel(st)
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.begin([], False, method="mdav")
+    redraws = []
+    real = panel._redraw_ops
+    monkeypatch.setattr(panel, "_redraw_ops", lambda ops: (redraws.append(1), real(ops)))
+    n = 60
+    t0 = time.perf_counter()
+    for i, k in enumerate(range(2, 2 + n)):
+        panel.add_points(
+            [SweepPoint(k, None, 1, {"sse_normalized": (0.01 * k, 0.0), "rl": (50.0 / k, 0.0)}, i, n, 0.1)]
+        )
+        qtbot.wait(10)
+    dt = time.perf_counter() - t0
+    assert len(redraws) <= dt * 5 + 1, (len(redraws), dt)
+    # a staggered redraw: the SSE plot at once, the RL plot and the plane in later turns
+    s = next(iter(panel.series.values()))
+    panel._redraw_timer.stop()
+    before = len(s.rl.xData)
+    panel.add_points(
+        [SweepPoint(1000, None, 1, {"sse_normalized": (9.0, 0.0), "rl": (0.1, 0.0)}, n, n + 1, 0.2)]
+    )
+    panel._redraw_timer.stop()
+    panel._redraw_staggered()
+    assert len(s.sse.xData) == n + 1 and len(s.rl.xData) == before
+    qtbot.waitUntil(lambda: len(s.rl.xData) == n + 1 and len(s.plane.xData) == n + 1, timeout=2000)
+    panel.finish()
+    assert panel.n_plotted() == n + 1
+    assert s.rl.xData.max() == 1000
+    # a clear drops what a staggered redraw had left to do
+    panel.add_points(
+        [SweepPoint(2000, None, 1, {"sse_normalized": (9.0, 0.0), "rl": (0.1, 0.0)}, n, n + 1, 0.2)]
+    )
+    panel._redraw_timer.stop()
+    panel._redraw_staggered()
+    panel.clear()
+    qtbot.wait(100)
+    assert panel.n_plotted() == 0 and len(s.plane.xData) == n + 1  # not n + 2

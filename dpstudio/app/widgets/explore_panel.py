@@ -54,6 +54,7 @@ PALETTE = [
 BASELINE_COLOR = "#222222"
 SSE_KEYS = {"normalized": "sse_normalized", "raw": "sse_raw"}
 REDRAW_MS = 400  # curves are redrawn at most 2.5 times a second while a sweep runs
+STAGGER_MS = 25  # ... one plot per turn of the event loop
 LEGEND_ROWS = 8  # entries per column of the plane's legend
 IDLE_STATUS = "Run a sweep to see how information loss and risk change with k and ε."
 
@@ -110,7 +111,8 @@ class ExplorePanel(QWidget):
         self._redraw_timer = QTimer(self)
         self._redraw_timer.setSingleShot(True)
         self._redraw_timer.setInterval(REDRAW_MS)
-        self._redraw_timer.timeout.connect(self._redraw)
+        self._redraw_timer.timeout.connect(self._redraw_staggered)
+        self._redraw_gen = 0  # staggered parts of an older redraw are dropped
         self._sse_choice = "sse_normalized"
         self.view: SweepView = NUMERIC  # what the curves show (per method family)
         lay = QVBoxLayout(self)
@@ -342,6 +344,7 @@ class ExplorePanel(QWidget):
             field.setStatusTip("" if used else f"{spec.name if spec else ''} has no {name}: not swept")
 
     def clear(self) -> None:
+        self._redraw_gen += 1  # no staggered redraw of the former sweep after this
         self.points = []
         self.skipped = []
         self.sweep_method = None
@@ -656,7 +659,44 @@ class ExplorePanel(QWidget):
             return self.view.loss_label
         return "SSE (normalised)" if self._sse_choice == "sse_normalized" else "SSE (raw)"
 
-    def _redraw(self) -> None:
+    def _redraw_staggered(self) -> None:
+        """The redraw of a running sweep (the throttle's timer): one plot per turn of the
+        event loop, ``STAGGER_MS`` apart, so that each paint is one plot's (issue 27.4: the
+        three plots painted in one turn were the sweep's longest stall).
+        """
+        self._redraw(stagger=True)
+
+    def _redraw(self, stagger: bool = False) -> None:
+        self._redraw_gen += 1
+        gen = self._redraw_gen
+        ops: dict[str, list] = {"sse": [], "rl": [], "plane": []}
+        self._redraw_ops(ops)
+        if not stagger:
+            for name in ("sse", "rl", "plane"):
+                for op in ops[name]:
+                    op()
+            self._after_redraw()
+            return
+        for op in ops["sse"]:
+            op()
+
+        def later(name: str) -> None:
+            if gen != self._redraw_gen:
+                return  # a newer redraw (or a clear) replaced this one
+            for op in ops[name]:
+                op()
+            if name == "plane":
+                self._after_redraw()
+
+        QTimer.singleShot(STAGGER_MS, self, lambda: later("rl"))
+        QTimer.singleShot(2 * STAGGER_MS, self, lambda: later("plane"))
+
+    def _after_redraw(self) -> None:
+        self._sync_legend()
+        self._update_marker()
+
+    def _redraw_ops(self, ops: dict) -> None:
+        """What a redraw sets, per plot (``ops[plot]``: calls to make), from the points."""
         if self.points and getattr(self, "_axes_fixed", False):
             self._axes_fixed = False  # the first points: the plots follow them again
             for plot in (self.sse_plot, self.rl_plot, self.plane):
@@ -682,13 +722,18 @@ class ExplorePanel(QWidget):
             sse_sd = np.array([v[1] for v in loss], dtype=float)
             rl = np.array([v[0] for v in risk], dtype=float)
             rl_sd = np.array([v[1] for v in risk], dtype=float)
-            _set_curve(s.sse, ks, _pos(sse) if log_loss else sse)
-            _set_curve(s.rl, ks, rl)
-            self._set_err(s.sse_err, ks, sse, sse_sd, log, log_y=log_loss)
-            self._set_err(s.rl_err, ks, rl, rl_sd, log, log_y=False)
+            sy = _pos(sse) if log_loss else sse
+            ops["sse"].append(lambda s=s, ks=ks, sy=sy: _set_curve(s.sse, ks, sy))
+            ops["sse"].append(
+                lambda s=s, ks=ks, m=sse, sd=sse_sd: self._set_err(s.sse_err, ks, m, sd, log, log_y=log_loss)
+            )
+            ops["rl"].append(lambda s=s, ks=ks, rl=rl: _set_curve(s.rl, ks, rl))
+            ops["rl"].append(
+                lambda s=s, ks=ks, m=rl, sd=rl_sd: self._set_err(s.rl_err, ks, m, sd, log, log_y=False)
+            )
             px = _pos(sse) if self.view.loss is None else sse
             on_plane = np.isfinite(px) & np.isfinite(rl)  # the plane has no lines: no gaps to keep
-            s.plane.setData(px[on_plane], rl[on_plane])
+            ops["plane"].append(lambda s=s, x=px[on_plane], y=rl[on_plane]: s.plane.setData(x, y))
             all_x.append(sse)
             all_y.append(rl)
         if all_x:
@@ -700,9 +745,7 @@ class ExplorePanel(QWidget):
             if len(fx):  # staircase
                 sx = np.repeat(fx, 2)[1:]
                 sy = np.repeat(fy, 2)[:-1]
-                self.front.setData(sx, sy)
-        self._sync_legend()
-        self._update_marker()
+                ops["plane"].append(lambda: self.front.setData(sx, sy))
 
     def _sync_legend(self, *_args) -> None:
         """The plane's legend lists the items drawn on the plane: the series with a point
