@@ -53,6 +53,7 @@ from dpstudio.engine.measures.survey_risk import release_with_household_ids, wri
 
 #: Roles changes are collected for this long before the risk is recomputed.
 RISK_DEBOUNCE_MS = 300
+DRAW_LATER_MS = 15  # the combinations, then the histogram: each in a turn of its own
 #: How many of the riskiest key combinations are listed.
 TOP_COMBINATIONS = 25
 #: sdcApp's default threshold for "records with individual risk above".
@@ -315,6 +316,8 @@ class RiskPanel(QWidget):
         self.result: dict | None = None
         self.runner = TaskRunner("risk", self)
         self._timer = QTimer(self)
+        self._draw_gen = 0  # a later _show or a clear drops the drawing left of an earlier one
+        self._draw_due = False
         self._timer.setSingleShot(True)
         self._timer.setInterval(RISK_DEBOUNCE_MS)
         self._timer.timeout.connect(self._start)
@@ -580,7 +583,7 @@ class RiskPanel(QWidget):
 
     def pending(self) -> bool:
         """Figures are still being computed."""
-        return self._timer.isActive() or self.runner.busy
+        return self._timer.isActive() or self.runner.busy or self._draw_due
 
     def report(self, which: str = ORIGINAL) -> Any:
         """The :class:`~dpstudio.engine.RiskReport` shown (``"original"`` or ``"release"``)."""
@@ -691,6 +694,8 @@ class RiskPanel(QWidget):
         )
 
     def _clear(self) -> None:
+        self._draw_gen += 1  # nothing left to draw of a former result
+        self._draw_due = False
         self.result = None
         self.export_button.setEnabled(False)
         self.figures.setRowCount(0)
@@ -746,9 +751,25 @@ class RiskPanel(QWidget):
             i = self.combo_source.findData(was)
             self.combo_source.setCurrentIndex(max(i, 0))
         self.combo_source.blockSignals(False)
-        self._fill_combinations()
-        self._update_threshold()
-        self.sig_updated.emit()
+        # the combinations table and the histogram each in a later turn of the event loop
+        # (issue 27.4: the three in one slot stalled the window ~40 ms after a Protect);
+        # pending() holds until they are drawn
+        self._draw_gen += 1
+        gen = self._draw_gen
+        self._draw_due = True
+
+        def combinations() -> None:
+            if gen == self._draw_gen:
+                self._fill_combinations()
+                QTimer.singleShot(DRAW_LATER_MS, self, histogram)
+
+        def histogram() -> None:
+            if gen == self._draw_gen:
+                self._draw_due = False
+                self._update_threshold()
+                self.sig_updated.emit()
+
+        QTimer.singleShot(DRAW_LATER_MS, self, combinations)
 
     # ------------------------------------------------------------------ drawing
     def _update_threshold(self) -> None:
