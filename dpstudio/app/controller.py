@@ -28,6 +28,7 @@ from dpstudio.engine.registry import get_method
 
 BIG_FILE_BYTES = 16 * 1024 * 1024  # files above this are read in a child process
 BIG_TABLE_CELLS = 2_000_000  # tables above this are protected in a child process
+SWITCH_LATER_MS = 20  # the switch to the Results tab: a turn of the event loop of its own
 
 SEED_REUSE_WARNING = (
     "This pinned seed was already used for another exported release: the two "
@@ -536,8 +537,9 @@ class Controller(QObject):
                 "records. Inspect the results, then export (Ctrl+Shift+E)."
             )
             # the window switches to the Results tab (layout and painting of a whole tab)
-            # in the next turn of the event loop: the result's views were filled in this one
-            QTimer.singleShot(0, self, self.sig_protected.emit)
+            # SWITCH_LATER_MS later: the result's views were filled in this turn, and a timer
+            # of 0 ran both in one stall of the event loop (issue 27.4)
+            QTimer.singleShot(SWITCH_LATER_MS, self, self.sig_protected.emit)
 
         self.run_runner.start(
             work,

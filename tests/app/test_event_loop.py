@@ -91,7 +91,7 @@ def _protect(qtbot, win) -> None:
     with qtbot.waitSignal(win.controller.sig_protected, timeout=60000):
         assert win.controller.run_protect()
     qtbot.waitUntil(lambda: not win.controller.busy, timeout=60000)
-    qtbot.wait(50)  # the histogram is drawn in a later turn of the event loop
+    qtbot.wait(200)  # the histogram is drawn in a later turn of the event loop
 
 
 def test_the_results_view_reuses_its_widgets_and_plot_items_across_protects(qtbot, window):

@@ -233,6 +233,7 @@ def _generalisation_html(res) -> str:
 
 
 LAYOUT_LATER_MS = 30  # row heights and the header's height follow the content in later turns
+HIST_LATER_MS = 60  # the histogram after the window's switch to the Results tab
 _HIST: list = []  # [(result, {attribute: histogram inputs})]: the current result's
 
 
@@ -628,11 +629,12 @@ class ResultsPanel(QWidget):
         self.lattice_btn.setVisible(lattice_inputs(self.state) is not None)
         self.corr_cols, self.corr_diff = extra.get("corr", ([], np.zeros((0, 0))))
         self._draw_corr()
-        # the histogram in the next turn of the event loop (a slice of its own, issue 27.4)
+        # the histogram after the switch to this tab (a slice of its own, issue 27.4: the
+        # tab's first paint is then lighter, and the plot repaints alone)
         self.hist_attr.blockSignals(True)
         self.hist_attr.addItems([c for c in res.protected_attributes if c in res.data.columns])
         self.hist_attr.blockSignals(False)
-        QTimer.singleShot(0, self, lambda: self._draw_hist(self.hist_attr.currentText()))
+        QTimer.singleShot(HIST_LATER_MS, self, lambda: self._draw_hist(self.hist_attr.currentText()))
 
     def open_lattice(self):
         """The levels OLA weighed for the current result (a non-modal dialog)."""
