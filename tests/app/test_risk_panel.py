@@ -13,6 +13,8 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
+import pyqtgraph as pg  # noqa: E402
+
 from dpstudio import engine
 from dpstudio.app.resources import FREE1_ROLES, free1_sample_path
 from dpstudio.app.state import AppState
@@ -427,3 +429,27 @@ def test_suda2_bad_max_size_is_one_line(qtbot):
     qtbot.waitUntil(lambda: not panel.suda_runner.busy, timeout=10000)
     qtbot.waitUntil(lambda: "suda_max_size" in panel.banner.text(), timeout=10000)
     assert panel.suda_result is None
+
+
+def test_the_risk_panel_draws_its_table_and_histogram_in_later_turns(qtbot, window):
+    """Issue 27.4: showing a risk result fills the figures at once, the riskiest combinations
+    and the histogram each in a later turn of the event loop (pending() until drawn); a newer
+    result drops what was left to draw of the older one.
+    """
+    panel = _open_free1(qtbot, window)
+    out = panel.result
+    assert panel.hist.getPlotItem().listDataItems() or panel.hist.getPlotItem().items
+    panel._clear()
+    assert not panel.pending()
+    updated = []
+    panel.sig_updated.connect(lambda: updated.append(1))
+    panel._show(out)
+    assert panel.pending() and panel.combos.rowCount() == 0 and not updated  # not yet
+    assert panel.figures.rowCount() > 0  # the figures at once
+    qtbot.waitUntil(lambda: not panel.pending(), timeout=5000)
+    assert panel.combos.rowCount() > 0 and updated == [1]
+    assert any(isinstance(it, pg.BarGraphItem) for it in panel.hist.getPlotItem().items)
+    panel._show(out)
+    panel._clear()  # before the drawing: nothing of the dropped result is drawn
+    qtbot.wait(100)
+    assert panel.combos.rowCount() == 0 and not panel.pending()
