@@ -175,3 +175,33 @@ def test_dense_round_equals_the_general_round_on_crafted_words(r, monkeypatch):
     assert ref_calls > 0 and len(calls) == 2 * ref_calls  # the exact fallback ran, alike
     if r < N._SMALL_RATE:
         assert not rok.all()  # the split's rejections were exercised
+
+
+class _CraftedStream(K.KeyedStream):
+    """A stream whose round-0 words are :func:`_crafted_words` (the rare branches on purpose)."""
+
+    def __init__(self, r):
+        super().__init__((12345, 678), K.PURPOSE_NOISE, 11)
+        self.r = r
+
+    def _run(self, first, m, rnd, lane):
+        w = super()._run(first, m, rnd, lane)
+        if rnd == 0 and lane == 0:
+            w = _crafted_words(self.r, m, np.random.default_rng(first))
+        return w
+
+
+@pytest.mark.parametrize("r", [5.0, 1e-7, 3e-9, 2.0**-62])
+def test_dense_sampler_equals_discrete_laplace_through_the_rare_branches(r, monkeypatch):
+    # the whole dense sampler (its per-chunk fallbacks keyed by id, its redraws from round 1)
+    # against the general discrete_laplace on the same crafted words
+    s = _CraftedStream(r)
+    calls = []
+    real = N._geometric_one
+    monkeypatch.setattr(N, "_geometric_one", lambda *a: calls.append(1) or real(*a))
+    ids = np.arange(50, 650, dtype=np.int64)
+    ref = K.discrete_laplace(s, ids, r)
+    got = np.empty(ids.size, dtype=np.int64)
+    K._laplace_dense(s, 50, ids.size, r, got)
+    assert np.array_equal(got, ref)
+    assert calls  # the exact fallback was reached

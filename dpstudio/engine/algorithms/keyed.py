@@ -209,7 +209,7 @@ def _rounds(ids: np.ndarray, draw, start: int = 0) -> np.ndarray:
     return out
 
 
-def _extra(stream: KeyedStream, cids: np.ndarray, rnd: int):
+def _extra(stream: KeyedStream, cids: np.ndarray | range, rnd: int):
     cache: dict = {}
 
     def get(i: int) -> np.random.Generator:
@@ -373,7 +373,7 @@ def _laplace_dense(stream: KeyedStream, first: int, m: int, rate: float, out: np
         part = ws.cut(c)
         cid0 = first + a
         w = stream._run(cid0, c, 0, 0)
-        y, ok = _laplace_words(w, r, _extra(stream, np.arange(cid0, cid0 + c, dtype=np.int64), 0), part)
+        y, ok = _laplace_words(w, r, _extra(stream, range(cid0, cid0 + c), 0), part)  # ids: lazily
         out[a : a + c] = y
         if not ok.all():
             redo.append(np.flatnonzero(~ok) + a)
