@@ -303,8 +303,7 @@ def _laplace_words(w: np.ndarray, r: np.ndarray, extra, ws: _Work) -> tuple[np.n
     u, x, y0, frac, e, d, ok, b = ws.u, ws.x, ws.y0, ws.frac, ws.e, ws.d, ws.ok, ws.b
     w0 = w[:, 0]
     np.right_shift(w0, np.uint64(11), out=ws.w64)
-    u[...] = ws.w64  # exact: < 2^53
-    u *= _U53
+    np.multiply(ws.w64, _U53, out=u)  # (w >> 11)·2⁻⁵³: the conversion is exact (< 2^53)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
         np.log(u, out=x)
         x /= -scaled
@@ -316,15 +315,13 @@ def _laplace_words(w: np.ndarray, r: np.ndarray, extra, ws: _Work) -> tuple[np.n
         np.divide(2.0**-52 / scaled, u, out=d)
         d += e
         np.greater(frac, d, out=b)
-        b |= y0 == 0.0
+        np.equal(y0, 0.0, out=ws.neg)
+        b |= ws.neg
         ok &= b
         np.less(y0, 2.0**52, out=b)
         ok &= b
-        # y = where(ok, y0, 0) as int64 (undecided entries: 0, overwritten below)
-        np.copyto(d, 0.0)
-        np.copyto(d, y0, where=ok)
         y = ws.y
-        y[...] = d
+        y[...] = y0  # the undecided entries (inf, nan, huge) are all overwritten below
     if not ok.all():
         for i in np.flatnonzero(~ok):  # ~10⁻⁹ of the draws: decide with more bits
             k = int(w0[i] >> np.uint64(11))
@@ -353,7 +350,8 @@ def _laplace_words(w: np.ndarray, r: np.ndarray, extra, ws: _Work) -> tuple[np.n
     neg[...] = ws.w64
     np.equal(y, 0, out=b)
     b &= neg
-    ok &= ~b  # "−0": redraw (CKS Algorithm 2)
+    np.logical_not(b, out=b)
+    ok &= b  # "−0": redraw (CKS Algorithm 2)
     np.negative(y, out=y, where=neg)
     return y, ok
 
