@@ -291,8 +291,9 @@ class _Work:
 def _laplace_words(w: np.ndarray, r: np.ndarray, extra, ws: _Work) -> tuple[np.ndarray, np.ndarray]:
     """Round ``rnd`` of :func:`discrete_laplace`'s ``draw`` for a SCALAR rate ``r`` (0-d,
     finite, ≥ 2⁻⁶²) from words ``w`` (m, 4): (z, valid), views of ``ws``'s buffers.  The same
-    numpy operations in the same order as :func:`_geometric` and ``draw`` (written into reused
-    buffers), so the same draws bit for bit (tests compare them on crafted words and many keys).
+    floating-point operations in the same order as :func:`_geometric` and ``draw`` (written
+    into reused buffers; entries left undecided there are overwritten by the same exact
+    fallback), so the same draws bit for bit (tests compare them on crafted words and many keys).
     """
     small = bool(r < N._SMALL_RATE)
     j = np.ceil(np.log2(N._SMALL_RATE / r)) if small else np.float64(0.0)
