@@ -398,3 +398,41 @@ def test_staircase_large_eps_small_sensitivity_still_samples():
 
     z = N.discrete_staircase(np.random.default_rng(1), 3, 1000.0, 1000)
     assert np.all(z == 0)  # ε capped at 700: all mass on the centre
+
+
+@pytest.mark.parametrize(
+    "gamma,domain,integer",
+    [
+        (0.1, (0, 100000), False),
+        (0.1, (-3.05, 7.2), False),  # bounds off the grid
+        (0.25, (-10, 10), False),
+        (1e-3, (0, 1), False),
+        (1.0, (-5, 5), True),
+        (100.0, (-1e6, 1e6), True),
+        (0.1, None, False),
+        (1e-6, (0, 2**40 * 1e-6), False),  # huge spans in grid units
+        (3e-7, (0, 1.5), False),  # γ without a short decimal form: the rounding path
+    ],
+)
+def test_grid_in_place_paths_give_the_same_values(gamma, domain, integer):
+    # laplace's noisy_values converts its own scratch in place (issue 27): the same values,
+    # bit for bit (±0 included), as the copying conversion, for values in and out of the domain
+    g = N.make_grid("c", gamma, domain, integer=integer)
+    rng = np.random.default_rng(3)
+    lo, hi = (g.lo, g.hi) if g.lo is not None else (-(10**6), 10**6)
+    u = np.concatenate(
+        [
+            rng.integers(lo - 50, hi + 50, size=5000),
+            [lo, hi, lo - 1, hi + 1, 0, -1, 1, -(2**40), 2**40],
+        ]
+    ).astype(np.int64)
+    ref = g.from_units(u)
+    mine = u.copy()
+    got = g.from_units(mine, overwrite=True)
+    assert got.dtype == ref.dtype and np.array_equal(
+        np.asarray(got).view(np.int64), np.asarray(ref).view(np.int64)
+    )
+    x = np.concatenate([rng.uniform(-1e6, 1e6, 3000) * gamma, [-0.0, 0.0, 0.05, -0.05, 0.15, 2.5]])
+    old_units = np.rint(x / g.gamma).astype(np.int64) - g.base
+    assert np.array_equal(g.to_units(x), old_units)
+    assert g.to_units(np.float64(x[0])) == old_units[0]

@@ -66,3 +66,28 @@ def test_release_with_floats_through_write_table(tmp_path):
     ref = tmp_path / "ref.csv"
     df.to_csv(ref, index=False, lineterminator="\n")
     assert out.read_bytes() == ref.read_bytes()
+
+
+@pytest.mark.parametrize("decimal64", [True, False])
+def test_tenths_texts_through_either_decimal_type(decimal64, monkeypatch):
+    """Values on a grid of tenths are written as Arrow decimals: decimal64 where pyarrow casts
+    it to text, else decimal128; the same bytes as pandas' either way (−0, NaN, out-of-range
+    and off-grid values mixed in, so both the decimal texts and the others are exercised).
+    """
+    if decimal64 and not hasattr(__import__("pyarrow"), "decimal64"):
+        pytest.skip("pyarrow without decimal64")
+    monkeypatch.setattr(writing, "_DECIMAL64", [decimal64])
+    rng = np.random.default_rng(11)
+    n = 30_000
+    v = np.round(rng.laplace(0, 1e5, n), 1)
+    v[::97] = -0.0
+    v[1::89] = np.nan
+    v[2::83] = rng.uniform(-1, 1, v[2::83].size)  # off the grid
+    v[3::79] = 2e10 + 0.5
+    v[4::73] = -5e-5
+    df = pd.DataFrame({"x": v, "k": np.arange(n)})
+    ref = io.StringIO()
+    df.to_csv(ref, index=False, lineterminator="\n")
+    blocks = writing._csv_blocks(df, ",", "\n", "utf-8", block_rows=7_000)
+    assert b"".join(bytes(b) for b in blocks) == ref.getvalue().encode()
+    assert writing._DECIMAL64 == [decimal64]

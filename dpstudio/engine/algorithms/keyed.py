@@ -193,12 +193,14 @@ def _geometric(words: np.ndarray, r: np.ndarray, extra) -> tuple[np.ndarray, np.
     return y, valid
 
 
-def _rounds(ids: np.ndarray, draw) -> np.ndarray:
-    """Run ``draw(pos, rnd) -> (z, valid)`` until every id has a valid draw."""
+def _rounds(ids: np.ndarray, draw, start: int = 0) -> np.ndarray:
+    """Run ``draw(pos, rnd) -> (z, valid)`` from round ``start`` until every id has a valid
+    draw.
+    """
     ids = np.asarray(ids, dtype=np.int64)
     out = np.zeros(ids.size, dtype=np.int64)
     pending = np.arange(ids.size)
-    rnd = 0
+    rnd = start
     while pending.size:
         z, ok = draw(pending, rnd)
         out[pending[ok]] = z[ok]
@@ -207,7 +209,7 @@ def _rounds(ids: np.ndarray, draw) -> np.ndarray:
     return out
 
 
-def _extra(stream: KeyedStream, cids: np.ndarray, rnd: int):
+def _extra(stream: KeyedStream, cids: np.ndarray | range, rnd: int):
     cache: dict = {}
 
     def get(i: int) -> np.random.Generator:
@@ -256,6 +258,145 @@ def discrete_laplace(stream: KeyedStream, ids, rate) -> np.ndarray:
     return out
 
 
+class _Work:
+    """Scratch arrays of one chunk of :func:`_laplace_dense`, allocated once per call and
+    reused for every chunk (issue 27: fresh temporaries per 65,536 draws were ~60 % of the
+    sampler's CPU on 2M × 10, most of it page faults of memory the allocator had returned).
+    """
+
+    def __init__(self, m: int):
+        self.w64 = np.empty(m, dtype=np.uint64)
+        self.u = np.empty(m, dtype=np.float64)
+        self.x = np.empty(m, dtype=np.float64)
+        self.y0 = np.empty(m, dtype=np.float64)
+        self.frac = np.empty(m, dtype=np.float64)
+        self.e = np.empty(m, dtype=np.float64)
+        self.d = np.empty(m, dtype=np.float64)
+        self.ok = np.empty(m, dtype=bool)
+        self.b = np.empty(m, dtype=bool)
+        self.neg = np.empty(m, dtype=bool)
+        self.y = np.empty(m, dtype=np.int64)
+        self.r = np.empty(m, dtype=np.int64)
+
+    def cut(self, m: int) -> _Work:
+        """The first ``m`` entries of every buffer (views; the last, shorter chunk)."""
+        if m == self.u.size:
+            return self
+        part = object.__new__(_Work)
+        for k, v in vars(self).items():
+            setattr(part, k, v[:m])
+        return part
+
+
+def _laplace_words(w: np.ndarray, r: np.ndarray, extra, ws: _Work) -> tuple[np.ndarray, np.ndarray]:
+    """Round ``rnd`` of :func:`discrete_laplace`'s ``draw`` for a SCALAR rate ``r`` (0-d,
+    finite, ≥ 2⁻⁶²) from words ``w`` (m, 4): (z, valid), views of ``ws``'s buffers.  The same
+    floating-point operations in the same order as :func:`_geometric` and ``draw`` (written
+    into reused buffers; entries left undecided there are overwritten by the same exact
+    fallback), so the same draws bit for bit (tests compare them on crafted words and many keys).
+    """
+    small = bool(r < N._SMALL_RATE)
+    j = np.ceil(np.log2(N._SMALL_RATE / r)) if small else np.float64(0.0)
+    scaled = np.ldexp(r, np.int64(j))
+    if small and scaled < N._SMALL_RATE:
+        j = j + 1
+        scaled = np.ldexp(r, np.int64(j))
+    u, x, y0, frac, e, d, ok, b = ws.u, ws.x, ws.y0, ws.frac, ws.e, ws.d, ws.ok, ws.b
+    w0 = w[:, 0]
+    np.right_shift(w0, np.uint64(11), out=ws.w64)
+    np.multiply(ws.w64, _U53, out=u)  # (w >> 11)·2⁻⁵³: the conversion is exact (< 2^53)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
+        np.log(u, out=x)
+        x /= -scaled
+        np.floor(x, out=y0)
+        np.subtract(x, y0, out=frac)
+        np.multiply(x, 2.0**-48, out=e)
+        np.subtract(1.0, e, out=d)
+        np.less(frac, d, out=ok)
+        np.divide(2.0**-52 / scaled, u, out=d)
+        d += e
+        np.greater(frac, d, out=b)
+        np.equal(y0, 0.0, out=ws.neg)
+        b |= ws.neg
+        ok &= b
+        np.less(y0, 2.0**52, out=b)
+        ok &= b
+        y = ws.y
+        y[...] = y0  # the undecided entries (inf, nan, huge) are all overwritten below
+    if not ok.all():
+        for i in np.flatnonzero(~ok):  # ~10⁻⁹ of the draws: decide with more bits
+            k = int(w0[i] >> np.uint64(11))
+            g = float(y0[i])
+            g = int(g) if np.isfinite(g) and g < 2.0**52 else 0
+            y[i] = N._geometric_one(extra(i), k, 53, Fraction(float(scaled)), g)
+        ok[:] = True
+    if small:  # rate < 2⁻²⁴: Y = M·G + R, R by rejection (see _geometric)
+        ji = int(j)
+        y <<= ji
+        ju = np.uint64(ji)
+        raw = w[:, 1]
+        R = ws.r
+        np.bitwise_and(raw, (np.uint64(1) << ju) - np.uint64(1), out=ws.w64)
+        R[...] = ws.w64
+        np.right_shift(raw, ju, out=ws.w64)
+        limit = (np.uint64(1) << (np.uint64(64) - ju)) - (np.uint64(1) << (np.uint64(41) - ju))
+        np.less(ws.w64, limit, out=ok)
+        if not ok.all():
+            for i in np.flatnonzero(~ok):  # 2⁻²³ of the draws: decide exactly
+                x_ = Fraction(float(r)) * int(R[i])
+                ok[i] = N._uniform_below_exp(extra(i), int(ws.w64[i]), x_, 64 - ji)
+        y += R
+    neg = ws.neg
+    np.bitwise_and(w[:, 2], np.uint64(1), out=ws.w64)
+    neg[...] = ws.w64
+    np.equal(y, 0, out=b)
+    b &= neg
+    np.logical_not(b, out=b)
+    ok &= b  # "−0": redraw (CKS Algorithm 2)
+    np.negative(y, out=y, where=neg)
+    return y, ok
+
+
+def _laplace_dense(stream: KeyedStream, first: int, m: int, rate: float, out: np.ndarray) -> None:
+    """:func:`discrete_laplace` of the contiguous ids ``first`` … ``first + m − 1`` at one
+    finite rate, into ``out`` (m int64): round 0 chunk by chunk with reused scratch buffers,
+    the few rejected ids (−0, rejection of the split) redrawn together from round 1 by the
+    general code.  Every id's draw depends on its words only, so the result is the same as
+    :func:`discrete_laplace`'s, bit for bit.
+    """
+    r = np.asarray(float(rate), dtype=np.float64)
+    ws = _Work(min(m, _CHUNK))
+    redo = []
+    for a in range(0, m, _CHUNK):
+        c = min(_CHUNK, m - a)
+        part = ws.cut(c)
+        cid0 = first + a
+        w = stream._run(cid0, c, 0, 0)
+        y, ok = _laplace_words(w, r, _extra(stream, range(cid0, cid0 + c), 0), part)  # ids: lazily
+        out[a : a + c] = y
+        if not ok.all():
+            redo.append(np.flatnonzero(~ok) + a)
+    if redo:
+        pos = np.concatenate(redo)
+        ids = pos + first
+        out[pos] = _rounds(ids, _laplace_draw(stream, ids, r), start=1)
+
+
+def _laplace_draw(stream: KeyedStream, ids_l: np.ndarray, r: np.ndarray):
+    """``draw(pos, rnd)`` of :func:`discrete_laplace` for ids ``ids_l`` at a scalar rate."""
+
+    def draw(pos, rnd):
+        cid = ids_l[pos]
+        w = stream.block(cid, rnd, 0)
+        y, ok = _geometric(w, r, _extra(stream, cid, rnd))
+        neg = (w[:, 2] & np.uint64(1)).astype(bool)
+        ok &= ~(neg & (y == 0))  # "−0": redraw (CKS Algorithm 2)
+        np.negative(y, out=y, where=neg)
+        return y, ok
+
+    return draw
+
+
 def discrete_staircase(stream: KeyedStream, ids, sens, epsilon) -> np.ndarray:
     """Keyed exact discrete staircase (int64), as :func:`noise.discrete_staircase`."""
     ids = np.asarray(ids, dtype=np.int64)
@@ -294,6 +435,29 @@ def grid_noise(kind: str, stream: KeyedStream, ids, sens, epsilon) -> np.ndarray
     ids = np.asarray(ids, dtype=np.int64)
     sens_a = np.asarray(sens)
     eps_a = np.asarray(epsilon, dtype=np.float64)
+    if (
+        kind == "laplace"
+        and ids.size > _CHUNK
+        and sens_a.ndim == 0
+        and eps_a.ndim == 0
+        and int(ids[0]) >= 0
+        and int(ids[-1]) - int(ids[0]) == ids.size - 1
+        and bool(np.all(np.diff(ids) == 1))
+    ):  # one rate, contiguous ids (laplace's records): the dense sampler, the same draws
+        N.check_grid_noise(sens_a, eps_a)
+        if not (eps_a > 0) or not np.isfinite(eps_a):
+            raise ValueError("epsilon must be > 0")
+        if sens_a < 0 or sens_a > N.MAX_GRID_UNITS:
+            raise ValueError(f"grid sensitivity must be in [0, {N.MAX_GRID_UNITS}]")
+        with np.errstate(divide="ignore"):
+            rate = eps_a * (1.0 - N.EPS_SAFETY) / sens_a.astype(np.float64)
+        out = np.zeros(ids.size, dtype=np.int64)
+        if not np.isfinite(rate):  # sensitivity 0: no noise
+            return out
+        if not rate >= N._MIN_RATE:
+            raise ValueError(f"geometric rate must be a finite number >= 2^-62 (got {np.min(rate)!r})")
+        _laplace_dense(stream, int(ids[0]), ids.size, float(rate), out)
+        return out
     if ids.size > _CHUNK:  # blocks of ids: less memory, cache-friendly; same draws per id
         out = np.empty(ids.size, dtype=np.int64)
         for a in range(0, ids.size, _CHUNK):

@@ -787,14 +787,27 @@ class Grid:
     integer: bool = False
 
     def to_units(self, x) -> np.ndarray:
-        return np.rint(np.asarray(x, dtype=np.float64) / self.gamma).astype(np.int64) - self.base
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim == 0:
+            return np.rint(x / self.gamma).astype(np.int64) - self.base
+        q = np.divide(x, self.gamma)  # one temporary, rounded in place (the same values)
+        np.rint(q, out=q)
+        t = q.astype(np.int64)
+        del q
+        if self.base:
+            t -= self.base
+        return t
 
-    def from_units(self, u) -> np.ndarray:
+    def from_units(self, u, *, overwrite: bool = False) -> np.ndarray:
         """Clamp to the domain's grid points and convert to values with no more digits than γ:
         (base + u)·G / 10^d with the integer G = γ·10^d, one correctly rounded division, so
         the double is the one nearest the decimal value (printed without spurious digits).
+        ``overwrite``: ``u`` (an int64 array) is the caller's scratch, clamped and shifted in
+        place (no temporary copies; the same values).
         """
         u = np.asarray(u, dtype=np.int64)
+        if overwrite and u.ndim and u.flags.writeable:
+            return self._from_units_inplace(u)
         if self.lo is not None:
             u = np.clip(u, self.lo, self.hi)
         if self.integer:
@@ -812,6 +825,30 @@ class Grid:
                 w *= G
             return w / float(10**self.decimals)
         v = (u + self.base).astype(np.float64) * self.gamma
+        return np.round(v, self.decimals) + 0.0
+
+    def _from_units_inplace(self, u: np.ndarray) -> np.ndarray:
+        """:meth:`from_units` of the int64 array ``u``, overwriting it: the same operations
+        in the same order, each into ``u`` instead of a new array.
+        """
+        if self.lo is not None:
+            np.clip(u, self.lo, self.hi, out=u)
+        u += self.base
+        if self.integer:
+            u *= int(self.gamma)
+            return u
+        G = round(self.gamma * 10**self.decimals)
+        big = 2**53 // max(G, 1)
+        if (
+            self.lo is not None
+            and self.hi is not None
+            and abs(self.base) + abs(self.lo) + abs(self.hi) < big
+            and abs(G - self.gamma * 10**self.decimals) < 1e-6
+        ):
+            if G != 1:
+                u *= G
+            return u / float(10**self.decimals)
+        v = u.astype(np.float64) * self.gamma
         return np.round(v, self.decimals) + 0.0
 
 

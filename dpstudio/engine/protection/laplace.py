@@ -53,7 +53,7 @@ def noisy_values(x: np.ndarray, rows: np.ndarray, a: Attribute) -> np.ndarray:
     t += K.grid_noise(
         a.params.get("noise", "laplace"), a.stream(K.PURPOSE_NOISE), rows, a.grid.span, a.epsilon
     )
-    return a.grid.from_units(t)
+    return a.grid.from_units(t, overwrite=True)  # t is ours: clamped and scaled in place
 
 
 def run(job: Job) -> Output:
