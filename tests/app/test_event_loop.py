@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
+from tests.app._household_setup import set_household_keps  # noqa: E402
 from tests.app.test_new_user_file import _household  # noqa: E402
 
 #: functions that read every record of a column or a table
@@ -52,21 +53,7 @@ def test_showing_a_protected_result_reads_no_whole_column_on_the_gui_thread(qtbo
     st = win.state
     df = _household()
     st.set_data(df, None)
-    win.roles_panel.set_roles(
-        {
-            "hh_id": "household",
-            "region": "k-quasi",
-            "sex": "k-quasi",
-            "age": "k-quasi",
-            "income": "eps-quasi",
-            "weight": "weight",
-        }
-    )
-    win.roles_panel.set_types({"region": "categorical", "sex": "categorical"})
-    st.set_domain("age", (0, 110))
-    st.set_domain("income", (0, 500000))
-    win.method_panel.select_method("k-eps")
-    win.method_panel.set_values({"k": 5, "epsilon": 1.0})
+    set_household_keps(win)
     qtbot.waitUntil(lambda: not win.controller.busy and not win.risk_panel.pending(), timeout=60000)
     calls.clear()
     with qtbot.waitSignal(win.controller.sig_protected, timeout=60000):

@@ -19,6 +19,8 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import QRect, Qt  # noqa: E402
 from PySide6.QtGui import QFontMetrics  # noqa: E402
 
+from tests.app._household_setup import set_household_keps  # noqa: E402
+
 N = 3000
 COMMENTS = ["à l'école", "Zürich — Ångström", "niño", "", "café crème", "0012 Straße"]
 LABELS = {
@@ -57,22 +59,7 @@ def _use_as_new_user(qtbot, win, path, out):
         assert win.open_data(str(path))
     st = win.state
     assert len(st.df) == N and st.df["hh_id"].iloc[0] == "000001"  # text, zeros kept
-    win.roles_panel.set_roles(
-        {
-            "hh_id": "household",
-            "region": "k-quasi",
-            "sex": "k-quasi",
-            "age": "k-quasi",
-            "income": "eps-quasi",
-            "weight": "weight",
-        }
-    )
-    win.roles_panel.set_types({"region": "categorical", "sex": "categorical"})
-    st.set_domain("age", (0, 110))
-    st.set_domain("income", (0, 500000))
-    win.method_panel.select_method("k-eps")
-    assert win.method_panel.applicability_error() == ""
-    win.method_panel.set_values({"k": 5, "epsilon": 1.0})
+    set_household_keps(win, check_applicable=True)
     ep = win.explore_panel
     ep.ks.setText("2, 5")
     ep.eps.setText("1")
