@@ -97,7 +97,9 @@ def test_the_settings_are_back_after_compute_and_after_a_failed_run(shared, tmp_
     df = _data(800)
     with Client(shared.scheduler_address, set_as_default=False) as client:
         ddf = dd_from(df)
-        rel = DB.protect_dask(ddf, "ir-dp", ROLES, DOMAINS, seed=2, k=5, epsilon=1.0, client=client)
+        rel = DB.protect_dask(
+            ddf, "ir-dp", ROLES, DOMAINS, seed=2, k=5, epsilon=1.0, client=client, partition_rows=200
+        )
         assert client.run(_settings) != before
         with dask.config.set(scheduler=client.get):
             rel.compute()
