@@ -1675,7 +1675,8 @@ def write_release(
         plan = release_plan(out_dir, input_path=input_path, plan=plan)
         _write(rel, out_dir, plan, partial(_fill, rel, fmt=fmt, progress=progress), input_path)
     finally:
-        rel.finish()  # the end of the run: the workers' own settings back
+        if isinstance(rel, DaskRelease):
+            rel.finish()  # the end of the run: the workers' own settings back
     return {
         "release": out_dir,
         "metadata": os.path.join(out_dir, "metadata.json"),
