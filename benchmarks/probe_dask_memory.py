@@ -116,6 +116,7 @@ def main():
     ap.add_argument("--memory-limit", default="1GB")
     ap.add_argument("--variant", default="")
     ap.add_argument("--out", default="/tmp/dd2/probe")
+    ap.add_argument("--partition-rows", type=int, default=None, help="force the rows of every partition and range")
     ap.add_argument("--summary", default=None, help="summarise the sample files PREFIX*.json and stop")
     a = ap.parse_args()
     if a.summary:
@@ -139,7 +140,7 @@ def main():
                       processes=True, dashboard_address=None) as cl, Client(cl) as client:
         client.register_plugin(Probe(a.variant), name="probe")
         rel = DB.protect_dask(src, "ir-dp", {c: "eps-quasi" for c in domains}, domains, seed=1, client=client,
-                              k=5, epsilon=1.0)
+                              k=5, epsilon=1.0, partition_rows=a.partition_rows)
         DB.write_release(rel, out)
         wall = time.perf_counter() - t0
         tag = f"{a.out}-{a.variant or 'base'}-{a.rows}"
