@@ -168,3 +168,61 @@ def test_one_large_single_file_under_a_tight_limit(tmp_path):
         w = DB.write_release(rel, tmp_path / "out", input_path=src)
     got = pd.read_parquet(w["release"] + "/release")
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+
+
+@pytest.mark.parametrize(
+    "method,params",
+    [
+        ("ir-dp", {"k": 5, "epsilon": 1.0}),
+        ("insensitive-dp", {"k": 5, "epsilon": 1.0, "variant": "single"}),
+        ("laplace", {"epsilon": 1.0}),
+        ("ir-dp", {"k": 5, "epsilon": 1.0, "shuffle": False}),
+    ],
+)
+@pytest.mark.parametrize("read_rows", [3_000, 6_000])
+def test_final_phase_partitions_are_sized_from_the_limit_with_their_own_bytes(
+    tmp_path, monkeypatch, method, params, read_rows
+):
+    """Issue 25 (d-dask2): the release's final phase -- the assembly and the shuffle into the
+    in-memory engine's order -- runs on partitions sized from the memory limit for the bytes its
+    records carry (the input's columns, the record id, and the shuffle's three sort keys), not
+    on the reading partitions (sized for the input's columns and the record id only); and the
+    release stays the in-memory one."""
+    n = 12_000
+    df = _frame(n)
+    df.loc[::5, "a"] = 50  # ties across the slices
+    src = _write(tmp_path / "in.parquet", df, row_group_size=250)
+    budget = _budget_for_rows(read_rows)  # reading: 32 bytes a record (3 numbers + record id)
+    monkeypatch.setattr(DB, "worker_budget", lambda client=None, rows=None: budget)
+    shuffled = params.get("shuffle", True)
+    final = budget.rows(32.0 + (DB.SHUFFLE_KEY_BYTES if shuffled else 0))
+    assert DB.final_rows(budget, 32.0, shuffled=shuffled) == final
+    mem = engine.protect(df, method, ROLES, DOMAINS, seed=6, **params).data
+    with dask.config.set(scheduler="synchronous"):
+        rel = DB.protect_dask(str(src), method, ROLES, DOMAINS, seed=6, **params)
+        lens = rel.aligned.map_partitions(len).compute().tolist()
+        got = rel.compute()
+    read = DB.open_source(str(src), budget).lens
+    assert rel.info["final_rows"] == final
+    assert int(read.max()) > budget.rows(56.0)  # the reading partitions exceed the final phase's size
+    assert sum(lens) == n
+    if shuffled:
+        # 56 bytes a record at the final phase: the partitions about 32/56 of the reading ones
+        assert max(lens) <= final < int(read.max())
+        assert len(lens) >= int(np.ceil(n / final))
+    else:  # in input order, no sort keys: the reading partitions as they are
+        assert final == budget.rows(32.0) and lens == read.tolist()
+    pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+
+
+def test_final_phase_rows_follow_the_memory_limit():
+    """The planned size of the final phase's partitions grows with the limit and shrinks with
+    the bytes of a record; the three sort keys (24 bytes) count only when the release is shuffled."""
+    small, large = DB.Budget(1 * 10**9, "test"), DB.Budget(2 * 10**9, "test")
+    m5 = 8.0 * 5 + 8  # 5 numbers and the record id: the reading size
+    assert DB.final_rows(small, m5, shuffled=True) == small.rows(m5 + 24)
+    assert DB.final_rows(small, m5, shuffled=True) < small.rows(m5)  # smaller than the reading partitions
+    assert DB.final_rows(large, m5, shuffled=True) > DB.final_rows(small, m5, shuffled=True)
+    assert DB.final_rows(small, m5, shuffled=False) == small.rows(m5)
+    # 1 GB workers, 5 numbers: 331 MB of working set, 12 × 72 bytes a record
+    assert DB.final_rows(small, m5, shuffled=True) == int(small.usable / (12 * 72))

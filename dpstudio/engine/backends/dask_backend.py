@@ -244,6 +244,25 @@ class Budget:
         return int(np.ceil(need / USABLE_SHARE))
 
 
+#: Bytes a record of the release's final phase carries beyond the input's in-memory bytes (the
+#: input's columns and the record id: :attr:`Source.row_bytes`): the three keys of the shuffle
+#: into the in-memory engine's random order (two 64-bit key words and the output partition,
+#: :func:`_with_sort_keys`).
+SHUFFLE_KEY_BYTES = 24
+
+
+def final_rows(budget: Budget, row_bytes: float, *, shuffled: bool) -> int:
+    """Records per partition of the release's final phase -- the assembly of the input with its
+    released columns and the shuffle into the in-memory engine's order (``shuffled``) -- for an
+    input of ``row_bytes`` in-memory bytes a record: sized from the memory limit with the bytes
+    that phase's records really carry (the input's columns, the record id and, shuffled, the
+    three sort keys), separately from the reading partitions and the sort's ranges (issue 25:
+    planned at the reading size, 8·m + 8 bytes, its tasks peaked at ~900 bytes a record
+    against the 576 planned at m = 5 on 1 GB workers).
+    """
+    return budget.rows(float(row_bytes) + (SHUFFLE_KEY_BYTES if shuffled else 0))
+
+
 def shuffle_buffer(limit: int) -> int:
     """Bytes each of a worker's two p2p shuffle buffers may hold (data waiting to be sent,
     data waiting to be written; Dask's defaults are 1 GiB and 100 MiB): a sixteenth of its
@@ -976,6 +995,10 @@ def protect_dask(
         root = K.root_key(keyed_rng(as_rng(seed), prep.run_context(p)))
         ddf = src.frame()
         info: dict = {"backend": "dask", "npartitions": int(src.npartitions)}
+        shuffle = not keep_order(p)
+        # the final phase's partitions, sized for its own records (not the reading partitions')
+        final = final_rows(budget, src.row_bytes, shuffled=shuffle)
+        info["final_rows"] = int(final)
         private_warns: list = []
         attrs: list[Attribute] = []
         if not isinstance(plan, FrequencySet):
@@ -998,10 +1021,11 @@ def protect_dask(
             }
             out = ddf.assign(**new)
         else:
-            out = _ranked_release(src, plan, attrs, prep, n, sample, budget, client, progress)
+            out = _ranked_release(src, plan, attrs, prep, n, sample, budget, client, progress, final)
             info["ranges"] = out[1]
             out = out[0]
-        shuffle = not keep_order(p)
+        if isinstance(plan, (Rowwise, FrequencySet)) and shuffle and lens.size and int(lens.max()) > final:
+            out = _split_partitions(out, lens, final)  # a row-wise or frequency-set release
         ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
         if ident:
             out = out.drop(columns=ident)
@@ -1316,8 +1340,15 @@ def _piece_values(part: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     return pd.DataFrame({_ROW: rows[order], **{c: part[c].to_numpy()[order] for c in cols}})
 
 
-def _assemble(part: pd.DataFrame, *released: pd.DataFrame, dtypes) -> pd.DataFrame:
-    """One partition of the release: the input partition with its released columns."""
+def _assemble(
+    part: pd.DataFrame, *released: pd.DataFrame, dtypes, lo: int = 0, hi: int | None = None
+) -> pd.DataFrame:
+    """One partition of the release: records ``lo:hi`` of an input partition with their
+    released columns (a slice sized for the final phase, :func:`final_rows`).
+    """
+    if lo or hi is not None:
+        part = part.iloc[lo:hi]
+        released = tuple(frame.iloc[lo:hi] for frame in released)
     new = {}
     rows = part[_ROW].to_numpy(dtype=np.int64)
     for frame in released:
@@ -1488,12 +1519,22 @@ def _release_dtype(a: Attribute, meta: pd.DataFrame):
 
 
 def _ranked_release(
-    src: Source, plan, attrs: list[Attribute], prep, n: int, sample, budget: Budget, client, progress
+    src: Source,
+    plan,
+    attrs: list[Attribute],
+    prep,
+    n: int,
+    sample,
+    budget: Budget,
+    client,
+    progress,
+    final: int,
 ):
     """The release of a :class:`Ranked` or :class:`SingleOrder` plan in input order, by
     distributed sorts (see above): splitters from the validation pass's sample, one counting
     pass for every order, then one sort per attribute (ranked) or one for all (single order).
-    Returns (release with record ids, number of ranges per sort).
+    Returns (release with record ids, number of ranges per sort); the release's partitions hold
+    at most ``final`` records (:func:`final_rows`).
     """
     import dask
     from dask import delayed
@@ -1555,11 +1596,22 @@ def _ranked_release(
     meta = full._meta.astype(dtypes)
     # the kept pieces go in as direct arguments of small tasks: nested in lists inside the
     # assembling task's arguments, the final compute failed ('lost dependencies', dask 2026.8)
+    # the final phase (this assembly and the shuffle into the in-memory engine's order) on
+    # slices of the input partitions sized for its own records (final_rows): the input
+    # partition and its released pieces are read once, each slice assembled by its own task
+    assert src.lens is not None
     frames = [
-        delayed(_assemble)(x, *[parts[i] for parts in done], dtypes=dict(meta.dtypes))
+        delayed(_assemble)(x, *[parts[i] for parts in done], dtypes=dict(meta.dtypes), lo=lo, hi=hi)
         for i, x in enumerate(full.to_delayed())
+        for lo, hi in _cuts(int(src.lens[i]), final)
     ]
     return dd.from_delayed(frames, meta=meta, verify_meta=False), nranges
+
+
+def _cuts(length: int, rows: int) -> list[tuple[int, int]]:
+    """``length`` records cut into consecutive slices of at most ``rows`` (one slice if empty)."""
+    rows = max(1, int(rows))
+    return [(lo, min(length, lo + rows)) for lo in range(0, max(length, 1), rows)]
 
 
 # --------------------------------------------------------------------------- k-eps (OLA)
