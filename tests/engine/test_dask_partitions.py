@@ -226,3 +226,15 @@ def test_final_phase_rows_follow_the_memory_limit():
     assert DB.final_rows(small, m5, shuffled=False) == small.rows(m5)
     # 1 GB workers, 5 numbers: 331 MB of working set, 12 × 72 bytes a record
     assert DB.final_rows(small, m5, shuffled=True) == int(small.usable / (12 * 72))
+
+
+def test_final_phase_cuts_cover_a_partition_in_the_fewest_even_slices():
+    for length in range(0, 90):
+        for rows in range(1, 30):
+            cuts = DB._cuts(length, rows)
+            assert cuts[0][0] == 0 and cuts[-1][1] == length
+            assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:]))
+            if length:
+                sizes = [hi - lo for lo, hi in cuts]
+                assert len(cuts) == -(-length // rows) and max(sizes) <= rows and max(sizes) - min(sizes) <= 1
+    assert DB._cuts(500_000, 383_000) == [(0, 250_000), (250_000, 500_000)]

@@ -1609,9 +1609,14 @@ def _ranked_release(
 
 
 def _cuts(length: int, rows: int) -> list[tuple[int, int]]:
-    """``length`` records cut into consecutive slices of at most ``rows`` (one slice if empty)."""
-    rows = max(1, int(rows))
-    return [(lo, min(length, lo + rows)) for lo in range(0, max(length, 1), rows)]
+    """``length`` records cut into the fewest consecutive slices of at most ``rows``, of even
+    sizes (one slice if empty).
+    """
+    if length <= 0:
+        return [(0, 0)]
+    k = -(-length // max(1, int(rows)))
+    cut = [length * i // k for i in range(k + 1)]
+    return list(zip(cut[:-1], cut[1:]))
 
 
 # --------------------------------------------------------------------------- k-eps (OLA)
