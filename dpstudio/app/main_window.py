@@ -442,9 +442,14 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ controller -> view
     def _on_chain_release(self) -> None:
-        """The step list's release became the current one: no sweep curve describes it."""
+        """The step list's release became the current one: no sweep curve describes it.  The
+        switch to the Results tab in a later turn of the event loop (the views were filled in
+        this one), as after a Protect.
+        """
+        from dpstudio.app.controller import SWITCH_LATER_MS
+
         self.controller.result_sig = None
-        self.tabs.setCurrentIndex(TAB_RESULTS)
+        QTimer.singleShot(SWITCH_LATER_MS, self, lambda: self.tabs.setCurrentIndex(TAB_RESULTS))
 
     def _on_runner_busy(self, _busy: bool) -> None:
         busy = self.controller.busy

@@ -74,6 +74,39 @@ def test_showing_a_protected_result_reads_no_whole_column_on_the_gui_thread(qtbo
         assert calls.get(name), name
 
 
+def test_a_chained_release_made_current_reads_no_whole_column_on_the_gui_thread(qtbot, window, calls):
+    """Issue 24 §5: "Use as the release" of the step list primes the Results and Release
+    views in its worker, as Protect does; showing that release then makes no pass over the
+    records on the GUI thread.
+    """
+    win = window
+    st = win.state
+    st.set_data(_household(), None)
+    set_household_keps(win)
+    p = win.step_panel
+    assert p.add_step("local-suppression", {"k": 3})
+    assert p.add_step("laplace", {"epsilon": 1.0})
+    with qtbot.waitSignal(p.sig_chain_changed, timeout=120000):
+        assert p.run_chain()
+    assert p.wait(60)
+    qtbot.waitUntil(lambda: not win.controller.busy and not win.risk_panel.pending(), timeout=60000)
+    calls.clear()
+    with qtbot.waitSignal(p.sig_release_set, timeout=60000):
+        assert p.use_as_release()
+    assert st.result is not None and st.result.method == "chain"
+    for w in (win.results_panel, win.release_view, win.risk_panel):
+        win.tabs.setCurrentIndex(win.tabs.indexOf(w))
+        qtbot.wait(50)
+    win.release_view.tabs.setCurrentIndex(1)  # the category frequencies
+    qtbot.waitUntil(lambda: not win.risk_panel.pending(), timeout=60000)
+    qtbot.wait(100)
+    assert win.release_view.frequency_rows()  # the views did show the release
+    on_gui = {name: c.count(True) for name, c in calls.items() if any(c)}
+    assert not on_gui, f"whole-table work on the GUI thread: {on_gui}"
+    for name in ("changed_mask", "frequency_table"):  # done, in the worker
+        assert calls.get(name), name
+
+
 def _protect(qtbot, win) -> None:
     with qtbot.waitSignal(win.controller.sig_protected, timeout=60000):
         assert win.controller.run_protect()
