@@ -567,8 +567,10 @@ class ResultsPanel(QWidget):
         if pub or notes:
             # always rich text (a lone warning without a tag would be shown as plain text,
             # with its escaped quotes as '&#x27;')
+            # plain words for the private notes, no emoji: the lock rendered as an empty box
+            # on machines without an emoji font
             lines = [f"⚠ {html.escape(w, quote=False)}" for w in pub] + [
-                f"🔒 <i>Private note (not published):</i> {html.escape(w, quote=False)}" for w in notes
+                f"<b><i>Private note (not published):</i></b> {html.escape(w, quote=False)}" for w in notes
             ]
             self.warn.show_message("<span>" + "<br>".join(lines) + "</span>", "warning")
         else:
