@@ -107,6 +107,27 @@ def test_a_chained_release_made_current_reads_no_whole_column_on_the_gui_thread(
         assert calls.get(name), name
 
 
+def test_a_protects_candidate_row_is_drawn_in_a_later_turn_than_the_switch(qtbot, window):
+    """Issue 24 §5: the Candidates table and plane point of a new run are drawn in a turn of
+    their own, not in the switch to the Results tab (its first paint's turn); the run is
+    recorded at once and drawn and selected soon after.
+    """
+    win = window
+    win.state.set_data(_household().iloc[:300].reset_index(drop=True), None)
+    win.roles_panel.set_roles({"age": "k-quasi", "income": "k-quasi"})
+    win.method_panel.select_method("mdav")
+    hp = win.history_panel
+    seen = []
+    win.controller.sig_protected.connect(
+        lambda: seen.append((len(hp.candidates), hp.table.rowCount(), win.tabs.currentWidget()))
+    )
+    with qtbot.waitSignal(win.controller.sig_protected, timeout=60000):
+        assert win.controller.run_protect()
+    assert seen == [(1, 0, win.results_panel)]  # recorded and switched; not drawn in this turn
+    qtbot.waitUntil(lambda: hp.table.rowCount() == 1, timeout=5000)
+    assert hp.selected() is not None and hp.selected().number == 1
+
+
 def _protect(qtbot, win) -> None:
     with qtbot.waitSignal(win.controller.sig_protected, timeout=60000):
         assert win.controller.run_protect()

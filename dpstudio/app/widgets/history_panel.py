@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -43,6 +43,9 @@ from PySide6.QtWidgets import (
 from dpstudio.app.state import AppState
 
 MAX_UNPINNED = 20
+#: a new run's row and point after a Protect: a turn of the event loop of their own, after the
+#: switch to the Results tab and its first paint (issue 24 §5: ~11 ms in the switch's turn)
+REBUILD_LATER_MS = 100
 
 #: measure columns of the comparison table: key -> header (shown when any run has the key)
 MEASURE_COLUMNS = {
@@ -156,6 +159,11 @@ class HistoryPanel(QWidget):
         self.candidates: list[Candidate] = []
         self._next = 1
         self._sse_key = sse_key
+        self._select_after: int | None = None  # the run a pending rebuild selects
+        self._rebuild_timer = QTimer(self)
+        self._rebuild_timer.setSingleShot(True)
+        self._rebuild_timer.setInterval(REBUILD_LATER_MS)
+        self._rebuild_timer.timeout.connect(self.flush)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         self.caption = QLabel("")
@@ -245,7 +253,9 @@ class HistoryPanel(QWidget):
 
     # --- Public API
     def add_current(self) -> Candidate | None:
-        """Record the state's current result (slot for the controller's ``sig_protected``)."""
+        """Record the state's current result (slot for the controller's ``sig_protected``);
+        its row and point are drawn ``REBUILD_LATER_MS`` later (:meth:`flush` at once).
+        """
         st = self.state
         if st.result is None:
             return None
@@ -261,9 +271,17 @@ class HistoryPanel(QWidget):
         unpinned = [x for x in self.candidates if not x.pinned]
         for old in unpinned[: max(len(unpinned) - MAX_UNPINNED, 0)]:
             self.candidates.remove(old)
-        self._rebuild()
-        self.select(c.number)
+        self._select_after = c.number
+        self._rebuild_timer.start()
         return c
+
+    def rebuild_pending(self) -> bool:
+        """A recorded run is not drawn yet (its table row and point come in a later turn)."""
+        return self._rebuild_timer.isActive()
+
+    def flush(self) -> None:
+        """Draw what :meth:`add_current` recorded (the table, the plane) and select the run."""
+        self._rebuild()
 
     def candidate(self, number: int) -> Candidate | None:
         return next((c for c in self.candidates if c.number == number), None)
@@ -384,6 +402,7 @@ class HistoryPanel(QWidget):
 
     # --- Private
     def _rebuild(self) -> None:
+        self._rebuild_timer.stop()  # this one draws every recorded run
         t = self.table
         t.blockSignals(True)
         t.setSortingEnabled(False)
@@ -442,6 +461,9 @@ class HistoryPanel(QWidget):
         self._update_caption()
         self._update_buttons()
         self._draw_plane()
+        number, self._select_after = self._select_after, None
+        if number is not None:  # the run add_current recorded
+            self.select(number)
 
     def _on_item_changed(self, it: QTableWidgetItem) -> None:
         if it.column() != PIN_COL:
