@@ -49,12 +49,22 @@ os.environ["DPSTUDIO_CONFIG_DIR"] = tempfile.mkdtemp(prefix="dps-bench-")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from PySide6.QtCore import QEvent, QObject, QTimer  # noqa: E402
+from PySide6.QtCore import QEvent, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-app = QApplication.instance() or QApplication(sys.argv)
+
+
+class _TimedApp(QApplication):
+    """``--events``: every event's delivery timed (:class:`EventLog`)."""
+
+    def notify(self, obj, ev) -> bool:  # noqa: D102 - Qt API
+        log = globals().get("EVENTS")
+        return log.around(super().notify, obj, ev) if log is not None else super().notify(obj, ev)
+
+
+app = QApplication.instance() or (_TimedApp if "--events" in sys.argv else QApplication)(sys.argv)
 
 import dpstudio.app  # noqa: E402,F401  (PySide6 refcount guard)
 from dpstudio import __version__  # noqa: E402
@@ -79,30 +89,30 @@ def household(n: int, seed: int = 11) -> pd.DataFrame:
     )
 
 
-class EventLog(QObject):
-    """``--events``: an application-wide event filter that notes, for every event the GUI
-    thread delivers, its type and receiver with the GUI thread's CPU clock; the time up to the
-    next event is charged to it (a parent's paint to the parent, each child's paint to the
-    child, a timer's slot to the timer).  In a gap with much GUI CPU the report lists the
-    receivers and event types it went to.  (The filter costs a few µs per event: its figures
-    name the culprits; the timings are from runs without it.)
+class EventLog:
+    """``--events``: the application's ``notify`` timed (the GUI thread's CPU clock) for every
+    event the GUI thread delivers, nested events apart: each event is charged its own time
+    (its receiver's handler without the events it sent on) under "self", and the whole of each
+    outermost event (a timer's slot with everything it caused, a paint of the window) under
+    "top".  In a gap with much GUI CPU the report lists both.  (Timing ``notify`` in Python
+    costs a few µs per event: its figures name the culprits; the timings are from runs
+    without it.)
     """
 
     def __init__(self) -> None:
-        super().__init__()
-        self.marks: list[tuple[float, int, object]] = []
-        self.by_gap: list[tuple[float, float, dict]] = []  # (wall ms, GUI CPU ms, {key: ms})
-
-    def eventFilter(self, obj, ev) -> bool:  # noqa: N802 - Qt API
-        self.marks.append((time.thread_time(), int(ev.type()), obj))
-        return False
+        self.main = threading.get_ident()
+        self.depth = 0
+        self.child: list[float] = [0.0]  # time of nested events, per open level
+        self.self_ms: dict[str, float] = {}
+        self.top_ms: dict[str, float] = {}
+        self.by_gap: list[tuple[float, float, dict, dict]] = []
 
     @staticmethod
-    def _key(etype: int, obj) -> str:
+    def key(obj, ev) -> str:
         try:
-            name = QEvent.Type(etype).name
+            name = QEvent.Type(int(ev.type())).name
         except ValueError:
-            name = str(etype)
+            name = str(int(ev.type()))
         try:
             cls = type(obj).__name__
             on = obj.objectName() if hasattr(obj, "objectName") else ""
@@ -115,25 +125,42 @@ class EventLog(QObject):
             cls, on, ctx = "?", "", ""
         return f"{name}: {cls}{'[' + on + ']' if on else ''}{ctx}"
 
-    def close_tick(self, wall: float, cpu: float, end_cpu: float) -> None:
-        marks, self.marks = self.marks, []
-        if cpu < 0.04:
-            return
-        out: dict[str, float] = {}
-        for i, (t, etype, obj) in enumerate(marks):
-            nxt = marks[i + 1][0] if i + 1 < len(marks) else end_cpu
-            k = self._key(etype, obj)
-            out[k] = out.get(k, 0.0) + (nxt - t) * 1000
-        self.by_gap.append((wall * 1000, cpu * 1000, out))
+    def around(self, deliver, obj, ev):
+        if threading.get_ident() != self.main:
+            return deliver(obj, ev)
+        k = self.key(obj, ev)
+        t0 = time.thread_time()
+        self.depth += 1
+        self.child.append(0.0)
+        try:
+            return deliver(obj, ev)
+        finally:
+            dt = time.thread_time() - t0
+            inner = self.child.pop()
+            self.depth -= 1
+            self.child[-1] += dt
+            self.self_ms[k] = self.self_ms.get(k, 0.0) + 1000 * (dt - inner)
+            if self.depth == 0:
+                self.top_ms[k] = self.top_ms.get(k, 0.0) + 1000 * dt
 
-    def report(self, top: int = 12) -> list[str]:
+    def close_tick(self, wall: float, cpu: float) -> None:
+        own, top = self.self_ms, self.top_ms
+        self.self_ms, self.top_ms = {}, {}
+        if cpu >= 0.04:
+            self.by_gap.append((wall * 1000, cpu * 1000, own, top))
+
+    def report(self, n: int = 10) -> list[str]:
         lines = []
-        for wall, cpu, out in sorted(self.by_gap, key=lambda g: -g[1])[:3]:
-            lines.append(f"    gap {wall:.0f} ms wall, {cpu:.0f} ms GUI CPU, {sum(out.values()):.0f} ms in events:")
-            for k, ms in sorted(out.items(), key=lambda kv: -kv[1])[:top]:
-                lines.append(f"        {ms:6.1f} ms  {k}")
+        for wall, cpu, own, top in sorted(self.by_gap, key=lambda g: -g[1])[:3]:
+            lines.append(f"    gap {wall:.0f} ms wall, {cpu:.0f} ms GUI CPU; outermost events:")
+            lines += [f"        {ms:6.1f} ms  {k}" for k, ms in sorted(top.items(), key=lambda kv: -kv[1])[:5]]
+            lines.append("      each event's own time:")
+            lines += [f"        {ms:6.1f} ms  {k}" for k, ms in sorted(own.items(), key=lambda kv: -kv[1])[:n]]
         self.by_gap = []
         return lines
+
+
+EVENTS = EventLog() if "--events" in sys.argv else None
 
 
 class Ticker:
@@ -147,10 +174,8 @@ class Ticker:
     previous sample: the report names the code the GUI thread's CPU went to.
     """
 
-    def __init__(self, stacks: bool, events: bool = False) -> None:
-        self.events = EventLog() if events else None
-        if self.events is not None:
-            app.installEventFilter(self.events)
+    def __init__(self, stacks: bool) -> None:
+        self.events = EVENTS
         self.timer = QTimer()
         self.timer.setInterval(10)
         self.timer.timeout.connect(self._tick)
@@ -182,7 +207,7 @@ class Ticker:
         now, cpu, proc = time.perf_counter(), time.thread_time(), time.process_time()
         self.gaps.append((now - self.last, cpu - self.last_cpu, proc - self.last_proc, now))
         if self.events is not None:
-            self.events.close_tick(now - self.last, cpu - self.last_cpu, cpu)
+            self.events.close_tick(now - self.last, cpu - self.last_cpu)
         self.last, self.last_cpu, self.last_proc = now, cpu, proc
 
     def _main_cpu(self) -> float:
@@ -217,7 +242,7 @@ class Ticker:
     def start(self) -> None:
         self.gaps, self.culprits, self.collections = [], {}, []
         if self.events is not None:
-            self.events.marks, self.events.by_gap = [], []
+            self.events.self_ms, self.events.top_ms, self.events.by_gap = {}, {}, []
         self.last, self.last_cpu, self.last_proc = time.perf_counter(), time.thread_time(), time.process_time()
         self.timer.start()
 
@@ -390,7 +415,7 @@ def main() -> int:
     win.controller.sig_error.connect(lambda m, d: win.errors.append(m))
     win.resize(1366, 740)
     win.show()
-    ticker = Ticker(a.stacks, a.events)
+    ticker = Ticker(a.stacks)
     lines = [f"dpstudio {__version__} app workflow benchmark — {time.strftime('%Y-%m-%d %H:%M')} — "
              f"{platform.machine()}, {os.cpu_count()} CPUs, Qt platform {app.platformName()}"]
     if not a.skip_workflow:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -40,12 +40,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpstudio.app import turns
 from dpstudio.app.state import AppState
 
 MAX_UNPINNED = 20
-#: a new run's row and point after a Protect: a turn of the event loop of their own, after the
-#: switch to the Results tab and its first paint (issue 24 §5: ~11 ms in the switch's turn)
-REBUILD_LATER_MS = 100
 
 #: measure columns of the comparison table: key -> header (shown when any run has the key)
 MEASURE_COLUMNS = {
@@ -160,10 +158,6 @@ class HistoryPanel(QWidget):
         self._next = 1
         self._sse_key = sse_key
         self._select_after: int | None = None  # the run a pending rebuild selects
-        self._rebuild_timer = QTimer(self)
-        self._rebuild_timer.setSingleShot(True)
-        self._rebuild_timer.setInterval(REBUILD_LATER_MS)
-        self._rebuild_timer.timeout.connect(self.flush)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         self.caption = QLabel("")
@@ -254,7 +248,8 @@ class HistoryPanel(QWidget):
     # --- Public API
     def add_current(self) -> Candidate | None:
         """Record the state's current result (slot for the controller's ``sig_protected``);
-        its row and point are drawn ``REBUILD_LATER_MS`` later (:meth:`flush` at once).
+        its row and point are drawn in a turn of their own after the switch to the Results tab
+        (issue 24 §5: ~11 ms were in the switch's turn; :meth:`flush` draws them at once).
         """
         st = self.state
         if st.result is None:
@@ -272,16 +267,16 @@ class HistoryPanel(QWidget):
         for old in unpinned[: max(len(unpinned) - MAX_UNPINNED, 0)]:
             self.candidates.remove(old)
         self._select_after = c.number
-        self._rebuild_timer.start()
+        turns.later(self._rebuild, owner=self, key="rebuild")
         return c
 
     def rebuild_pending(self) -> bool:
         """A recorded run is not drawn yet (its table row and point come in a later turn)."""
-        return self._rebuild_timer.isActive()
+        return turns.pending(self, "rebuild")
 
     def flush(self) -> None:
         """Draw what :meth:`add_current` recorded (the table, the plane) and select the run."""
-        self._rebuild()
+        turns.flush(self, "rebuild")
 
     def candidate(self, number: int) -> Candidate | None:
         return next((c for c in self.candidates if c.number == number), None)
@@ -402,7 +397,6 @@ class HistoryPanel(QWidget):
 
     # --- Private
     def _rebuild(self) -> None:
-        self._rebuild_timer.stop()  # this one draws every recorded run
         t = self.table
         t.blockSignals(True)
         t.setSortingEnabled(False)
