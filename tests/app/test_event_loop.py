@@ -288,4 +288,45 @@ def test_a_running_sweep_redraws_at_most_a_few_times_a_second_one_plot_per_turn(
     panel._redraw_staggered()
     panel.clear()
     qtbot.wait(100)
-    assert panel.n_plotted() == 0 and len(s.plane.xData) == n + 1  # not n + 2
+    # the series' items are emptied (kept for the next sweep) and stay empty: the pending
+    # plane of the dropped redraw (n + 2 points) is not drawn after the clear
+    assert panel.n_plotted() == 0 and (s.plane.xData is None or len(s.plane.xData) == 0)
+
+
+def test_a_new_sweep_reuses_the_plot_items_of_the_last_one(qtbot):
+    """Issue 24 §5: a sweep's series (curves, error bars, plane points) are made once and
+    reused, emptied, by the next sweep (making and adding them was most of a sweep's first
+    turn); a sweep with more series adds only the missing ones, restyled ones keep their items.
+    """
+    from dpstudio.app.state import AppState
+    from dpstudio.app.widgets.explore_panel import BASELINE_COLOR, ExplorePanel
+    from dpstudio.engine.sweeps import SweepPoint
+
+    st = AppState()
+    st.set_data(_household().iloc[:200].reset_index(drop=True), None)
+    panel = ExplorePanel(st)
+    qtbot.addWidget(panel)
+
+    def items():
+        return [id(it) for p in (panel.sse_plot, panel.rl_plot, panel.plane) for it in p.getPlotItem().items]
+
+    def sweep(epsilons):
+        panel.begin(list(epsilons), True, baselines=True, method="k-eps")
+        pts = [
+            SweepPoint(k, e, 1, {"sse_normalized": (0.01 * k, 0.0), "rl": (50.0 / k, 0.0)}, i, 6, 0.1)
+            for i, (k, e) in enumerate((k, e) for k in (2, 5) for e in (None, *epsilons))
+        ]
+        panel.add_points(pts)
+        panel.finish()
+        assert panel.n_plotted() == len(pts)
+
+    sweep([1.0])
+    first = items()
+    sweep([2.0])  # the same number of series: the same items
+    assert items() == first
+    assert panel.series[None].color == BASELINE_COLOR and len(panel.series[2.0].plane.xData) == 2
+    sweep([1.0, 2.0, 4.0])  # two more series: only theirs are new
+    assert items()[: len(first)] == first or set(first) <= set(items())
+    assert len(set(items())) == len(set(first)) + 2 * 5
+    panel.clear()
+    assert panel.n_plotted() == 0 and set(first) <= set(items())
