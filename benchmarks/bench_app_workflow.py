@@ -325,13 +325,18 @@ def workflow(win, ticker, rows: int) -> list[str]:
         run_until(lambda: st.path == str(path), 600)
         settle(win)
 
+    def pace() -> None:
+        """A user's pace between two actions (each its own event; done in one go they were
+        one turn of the event loop, which no user makes)."""
+        end = time.perf_counter() + 0.15
+        run_until(lambda: time.perf_counter() > end, 60)
+
     def roles():
         win.tabs.setCurrentIndex(1)
         for col, role in (("hh_id", "household"), ("region", "k-quasi"), ("sex", "k-quasi"),
                           ("age", "k-quasi"), ("income", "eps-quasi"), ("weight", "weight")):
             win.roles_panel.set_roles({col: role})
-            end = time.perf_counter() + 0.15  # a user's pace between two choices
-            run_until(lambda end=end: time.perf_counter() > end, 60)
+            pace()
         win.roles_panel.set_types({"region": "categorical", "sex": "categorical"})
         st.set_domain("age", (0, 110))
         st.set_domain("income", (0, 5_000_000))
@@ -344,12 +349,16 @@ def workflow(win, ticker, rows: int) -> list[str]:
 
     def sweep():
         win.tabs.setCurrentIndex(2)
+        pace()
         win.method_panel.select_method("k-eps")
+        pace()
         win.method_panel.set_values({"k": 5, "epsilon": 1.0})
+        pace()
         ep = win.explore_panel
         ep.ks.setText("2, 5, 10")
         ep.eps.setText("1")
         ep.repeats.setValue(1)
+        pace()
         assert win.controller.run_sweep()
         settle(win)
 

@@ -960,10 +960,26 @@ class ExplorePanel(QWidget):
             )
 
     def _update_marker(self) -> None:
-        for m in self.markers.values():
-            m.setData([], [])
+        """The chosen point's star on each plot; a plot whose star does not move is left
+        alone (each change repaints the plot: a Protect's new seed in the recipe repainted all
+        three in its turn, issue 24 §5).
+        """
+        want = self._marker_positions()
+        for name, m in self.markers.items():
+            xy = want.get(name)
+            have = (m.xData[0], m.yData[0]) if m.xData is not None and len(m.xData) else None
+            if xy == have:
+                continue
+            if xy is None:
+                m.setData([], [])
+            else:
+                m.setData([xy[0]], [xy[1]])
+
+    def _marker_positions(self) -> dict:
+        """{plot name: (x, y)} of the chosen point's star (view coordinates)."""
+        out: dict = {}
         if not self.chosen:
-            return
+            return out
         k, eps = self.chosen
         match = [
             p
@@ -975,7 +991,7 @@ class ExplorePanel(QWidget):
             )
         ]
         if not match:
-            return
+            return out
         p = match[0]
         sse = (self._loss_value(p) or (np.nan, 0))[0]
         rl = (self._risk_value(p) or (np.nan, 0))[0]
@@ -986,7 +1002,8 @@ class ExplorePanel(QWidget):
             y_log = log_loss and name == "sse"
             if not (math.isfinite(x) and math.isfinite(y)) or (x_log and x <= 0) or (y_log and y <= 0):
                 continue
-            self.markers[name].setData([x], [y])
+            out[name] = (float(x), float(y))
+        return out
 
 
 class _SideLegend(pg.LegendItem):
