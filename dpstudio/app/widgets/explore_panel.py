@@ -154,6 +154,13 @@ class ExplorePanel(QWidget):
         self.splitter.setStretchFactor(0, 1)
         self.splitter.setStretchFactor(1, 1)
         lay.addWidget(self.splitter, 1)
+        # the plots are shown a turn of the event loop after the tab's first show (their first
+        # layout and paint made most of that turn, issue 24 §5); their room is kept meanwhile
+        keep = self.splitter.sizePolicy()
+        keep.setRetainSizeWhenHidden(True)
+        self.splitter.setSizePolicy(keep)
+        self.splitter.hide()
+        self._plots_shown = False
         self.hover_label = QLabel(" ")
         self.hover_label.setObjectName("hover_label")
         self.hover_label.setStyleSheet("color:#333;")
@@ -298,6 +305,12 @@ class ExplorePanel(QWidget):
         state.sig_roles_changed.connect(self._on_inputs_changed)
         state.sig_sweep_changed.connect(self._on_state_sweep_changed)
         state.sig_recipe_changed.connect(self._on_state_recipe_changed)
+
+    def showEvent(self, ev) -> None:  # noqa: N802 - Qt API
+        super().showEvent(ev)
+        if not self._plots_shown:
+            self._plots_shown = True
+            turns.later(self.splitter.show, owner=self, key="plots")
 
     # --- Public API
     def request(self) -> dict:

@@ -455,6 +455,13 @@ class ResultsPanel(QWidget):
         tabs.addTab(cw, "Correlation difference")
         self.tabs = tabs
         split.addWidget(tabs)
+        # the histogram's plot is shown a turn of the event loop after the tab's first show
+        # (its first layout and paint; issue 24 §5); its room is kept meanwhile
+        keep = self.hist.sizePolicy()
+        keep.setRetainSizeWhenHidden(True)
+        self.hist.setSizePolicy(keep)
+        self.hist.hide()
+        self._plot_shown = False
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 1)
         split.setSizes([600, 760])  # room for the measures' plain readings
@@ -529,6 +536,9 @@ class ResultsPanel(QWidget):
 
     def showEvent(self, ev) -> None:  # noqa: N802 - Qt API
         super().showEvent(ev)
+        if not self._plot_shown:
+            self._plot_shown = True
+            turns.later(self.hist.show, owner=self, key="plot")
         turns.later(self._fit_rows, owner=self, key="fit_rows")  # filled while hidden
 
     def _veil_header(self) -> None:
