@@ -101,6 +101,17 @@ def later(fn: Callable[[], object], *, owner: QObject, key: object = None) -> No
     queue().later(fn, owner=owner, key=key)
 
 
+def paint_later(widget, *, owner: QObject, key: object) -> None:
+    """Hold ``widget``'s paint (it shows its last picture) until a turn of its own: for a
+    change that dirties several plots at once, each plot's paint in a turn of its own.
+    Nothing for a hidden widget (nothing is painted) or one already held.
+    """
+    if not widget.isVisible() or not widget.updatesEnabled():
+        return
+    widget.setUpdatesEnabled(False)
+    later(lambda: widget.setUpdatesEnabled(True), owner=owner, key=key)
+
+
 def pending(owner: QObject | None = None, key: object = None) -> bool:
     """Whether jobs of ``owner`` (under ``key``) are waiting."""
     return queue().pending(owner, key)

@@ -330,3 +330,35 @@ def test_a_new_sweep_reuses_the_plot_items_of_the_last_one(qtbot):
     assert len(set(items())) == len(set(first)) + 2 * 5
     panel.clear()
     assert panel.n_plotted() == 0 and set(first) <= set(items())
+
+
+def test_the_forms_point_is_starred_when_its_sweep_ends_and_a_protect_repaints_no_plot(qtbot):
+    """Issue 24 §5: the form's k and ε, set before the sweep, are starred on its curves when it
+    ends (they were starred only at the next change of the recipe -- a Protect's new seed --
+    which repainted the three plots in the Protect's turn); a recipe change that does not move
+    the star leaves the plots alone.
+    """
+    from dpstudio.app.state import AppState
+    from dpstudio.app.widgets.explore_panel import ExplorePanel
+    from dpstudio.engine.sweeps import SweepPoint
+
+    st = AppState()
+    st.set_data(_household().iloc[:200].reset_index(drop=True), None)
+    st.set_method("mdav", {"k": 5})
+    panel = ExplorePanel(st)
+    qtbot.addWidget(panel)
+    panel.begin([], False, method="mdav")
+    panel.add_points(
+        [
+            SweepPoint(k, None, 1, {"sse_normalized": (0.01 * k, 0.0), "rl": (50.0 / k, 0.0)}, i, 3, 0.1)
+            for i, k in enumerate((2, 5, 10))
+        ]
+    )
+    panel.finish()
+    assert panel.n_plotted() == 3
+    assert list(panel.markers["sse"].xData) == [5] and list(panel.markers["rl"].xData) == [5]
+    changed = []
+    for m in panel.markers.values():
+        m.sigPlotChanged.connect(lambda *_: changed.append(1))
+    st.set_seed(12345, pinned=None)  # as a Protect records its seed: the star stays
+    assert changed == [] and list(panel.markers["sse"].xData) == [5]

@@ -87,3 +87,18 @@ def test_flush_runs_an_owners_jobs_now_and_a_failing_job_does_not_stall_the_queu
         qtbot.waitUntil(lambda: "after" in ran, timeout=5000)
     assert ran[-2:] == ["b1", "after"]
     assert any("a job failed" in str(e[1]) for e in errors)
+
+
+def test_paint_later_holds_a_shown_widgets_paint_for_a_turn_of_its_own(qtbot):
+    from PySide6.QtWidgets import QWidget
+
+    owner = QObject()
+    shown, hidden = QWidget(), QWidget()
+    qtbot.addWidget(shown)
+    qtbot.addWidget(hidden)
+    shown.show()
+    turns.paint_later(shown, owner=owner, key="a")
+    turns.paint_later(hidden, owner=owner, key="b")  # nothing painted: nothing held
+    assert not shown.updatesEnabled() and hidden.updatesEnabled()
+    assert turns.pending(owner, "a") and not turns.pending(owner, "b")
+    qtbot.waitUntil(lambda: shown.updatesEnabled(), timeout=5000)

@@ -388,9 +388,19 @@ class ExplorePanel(QWidget):
     def begin(
         self, epsilons: list, uses_eps: bool, baselines: bool = True, method: str | None = None
     ) -> None:
-        """Prepare one curve per ε (plus the baseline) before points arrive."""
+        """Prepare one curve per ε (plus the baseline) before points arrive; while shown, the
+        RL plot and the plane repaint in turns of their own (the three emptied and re-ranged
+        plots painted in one turn were a sweep's longest stall, issue 24 §5).
+        """
+        turns.paint_later(self.rl_plot, owner=self, key="paint-rl")
+        turns.paint_later(self.plane, owner=self, key="paint-plane")
         self.clear()
         self.sweep_method = method
+        # the form's k and ε starred on these curves once drawn (set before the sweep, under
+        # no sweep method, they were starred only at the next change of the recipe: a
+        # Protect's new seed, which then repainted the three plots in its turn)
+        rec = self.state.recipe
+        self.chosen = (rec.params.get("k"), rec.params.get("epsilon")) if rec.method == method else None
         self.view = sweep_view(method) if method else NUMERIC
         self._apply_view()
         if self.view.x == "epsilon":  # no k: one curve against ε
