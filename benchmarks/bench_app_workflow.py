@@ -397,7 +397,10 @@ def long_sweep(win, ticker, rows: int) -> list[str]:
     win.controller.sweep_runner.sig_progress.connect(lambda f: prog.append((time.perf_counter() - t0, f)))
     ticker.start()
     assert win.controller.run_sweep()
-    first_point = run_until(lambda: ep.n_plotted() > 0, 900)
+    def drawn() -> int:  # the points drawn now (ExplorePanel.n_plotted forces a pending redraw)
+        return sum(len(s.sse.xData) if s.sse.xData is not None else 0 for s in ep.series.values())
+
+    first_point = run_until(lambda: drawn() > 0, 900)
     settle(win)
     total = time.perf_counter() - t0
     s = ticker.stop()

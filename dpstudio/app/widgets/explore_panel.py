@@ -573,7 +573,12 @@ class ExplorePanel(QWidget):
         if self._redraw_timer.isActive():
             self._redraw_timer.stop()
             self._redraw()
-        turns.flush(self)
+        for key in ("redraw-rl", "redraw-plane"):  # a staggered redraw's rest
+            turns.flush(self, key)
+        return self.n_drawn()
+
+    def n_drawn(self) -> int:
+        """Number of points drawn now (what the window shows: no pending redraw forced)."""
         return sum(len(s.sse.xData) if s.sse.xData is not None else 0 for s in self.series.values())
 
     def find_target(self, kind: str, limit: float):
