@@ -138,15 +138,15 @@ class ExplorePanel(QWidget):
         # --- plots
         self._build_plots()
         left = QSplitter(Qt.Orientation.Vertical)
-        left.addWidget(self.sse_plot)
-        left.addWidget(self.rl_plot)
+        left.addWidget(_holder(self.sse_plot))
+        left.addWidget(_holder(self.rl_plot))
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("explore_splitter")
         self.splitter.addWidget(left)
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
-        rl.addWidget(self.plane, 1)
+        rl.addWidget(_holder(self.plane), 1)
         # --- target box
         tbox = self._build_target_box()
         rl.addWidget(tbox)
@@ -154,13 +154,11 @@ class ExplorePanel(QWidget):
         self.splitter.setStretchFactor(0, 1)
         self.splitter.setStretchFactor(1, 1)
         lay.addWidget(self.splitter, 1)
-        # the plots are shown a turn of the event loop after the tab's first show (their first
-        # layout and paint made most of that turn, issue 24 §5); their room is kept meanwhile
-        keep = self.splitter.sizePolicy()
-        keep.setRetainSizeWhenHidden(True)
-        self.splitter.setSizePolicy(keep)
-        self.splitter.hide()
-        self._plots_shown = False
+        # each plot is shown in a turn of the event loop of its own after the tab is shown
+        # (their layout and paint made most of the tab's show, issue 24 §5); hidden with the
+        # tab, their room kept (each sits alone in a holder), so nothing moves meanwhile
+        for plot in self._plots():
+            plot.hide()
         self.hover_label = QLabel(" ")
         self.hover_label.setObjectName("hover_label")
         self.hover_label.setStyleSheet("color:#333;")
@@ -306,11 +304,20 @@ class ExplorePanel(QWidget):
         state.sig_sweep_changed.connect(self._on_state_sweep_changed)
         state.sig_recipe_changed.connect(self._on_state_recipe_changed)
 
+    def _plots(self) -> tuple:
+        return (self.sse_plot, self.rl_plot, self.plane)
+
     def showEvent(self, ev) -> None:  # noqa: N802 - Qt API
         super().showEvent(ev)
-        if not self._plots_shown:
-            self._plots_shown = True
-            turns.later(self.splitter.show, owner=self, key="plots")
+        for i, plot in enumerate(self._plots()):
+            if plot.isHidden():
+                turns.later(plot.show, owner=self, key=f"show-plot-{i}")
+
+    def hideEvent(self, ev) -> None:  # noqa: N802 - Qt API
+        super().hideEvent(ev)
+        if not ev.spontaneous():  # another tab: the plots wait for the next show (above)
+            for plot in self._plots():
+                plot.hide()
 
     # --- Public API
     def request(self) -> dict:
@@ -1071,6 +1078,18 @@ def _side_legend(plot: pg.PlotWidget) -> _SideLegend:
     pi.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
     pi.legend = legend
     return legend
+
+
+def _holder(plot: QWidget) -> QWidget:
+    """``plot`` alone in a plain widget whose layout keeps its room while it is hidden."""
+    box = QWidget()
+    lay = QVBoxLayout(box)
+    lay.setContentsMargins(0, 0, 0, 0)
+    keep = plot.sizePolicy()
+    keep.setRetainSizeWhenHidden(True)
+    plot.setSizePolicy(keep)
+    lay.addWidget(plot)
+    return box
 
 
 def _empty_err(item: pg.ErrorBarItem) -> None:
