@@ -362,3 +362,29 @@ def test_the_forms_point_is_starred_when_its_sweep_ends_and_a_protect_repaints_n
         m.sigPlotChanged.connect(lambda *_: changed.append(1))
     st.set_seed(12345, pinned=None)  # as a Protect records its seed: the star stays
     assert changed == [] and list(panel.markers["sse"].xData) == [5]
+
+
+def test_a_wrap_labels_height_is_qlabels_and_follows_its_text_and_font(qtbot):
+    """WrapLabel (the Results header's texts) caches its height per width: the same heights
+    as a plain word-wrapped QLabel, renewed by a new text, format or font."""
+    from PySide6.QtWidgets import QLabel
+
+    from dpstudio.app.widgets.common import WrapLabel
+
+    text = "<b>Guarantee:</b> " + "every released value lies on the grid, inside the domain. " * 12
+    ours, plain = WrapLabel(text), QLabel(text)
+    plain.setWordWrap(True)
+    for w in (ours, plain):
+        qtbot.addWidget(w)
+    for width in (200, 480, 900, 200):
+        assert ours.heightForWidth(width) == plain.heightForWidth(width)
+    short = "one line"
+    ours.setText(short)
+    plain.setText(short)
+    assert ours.heightForWidth(200) == plain.heightForWidth(200)
+    f = ours.font()
+    f.setPointSizeF(f.pointSizeF() * 2)
+    ours.setFont(f)
+    plain.setFont(f)
+    assert ours.heightForWidth(200) == plain.heightForWidth(200)
+    assert ours.sizeHint().height() == ours.heightForWidth(WrapLabel.HINT_WIDTH)

@@ -56,6 +56,14 @@ class WrapLabel(QLabel):
             self._hfw.clear()
         super().setText(text)
 
+    def clear(self) -> None:  # noqa: D102 - QLabel's
+        self._hfw.clear()
+        super().clear()
+
+    def setTextFormat(self, fmt) -> None:  # noqa: N802 - Qt API
+        self._hfw.clear()
+        super().setTextFormat(fmt)
+
     def changeEvent(self, ev) -> None:  # noqa: N802 - Qt API
         self._hfw.clear()  # a font, style or margin change lays the text out anew
         super().changeEvent(ev)

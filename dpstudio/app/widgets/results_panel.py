@@ -558,10 +558,6 @@ class ResultsPanel(QWidget):
             show(False)
             turns.later(lambda show=show: show(True), owner=self, key=f"reveal-{i}")
 
-    def revealing(self) -> bool:
-        """Some of the header's texts are still to be shown (see :meth:`_veil_header`)."""
-        return any(turns.pending(self, f"reveal-{i}") for i in range(4))
-
     def _on_state_result_changed(self) -> None:
         self._veil_header()
         # the header's height once the labels below have their text, in a turn of its own
