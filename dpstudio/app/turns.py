@@ -49,10 +49,16 @@ class TurnQueue(QObject):
         self._hop.setInterval(0)
         self._hop.timeout.connect(lambda: self._timer.start(GAP_MS))
 
-    def later(self, fn: Callable[[], object], *, owner: QObject, key: object = None) -> None:
+    def later(
+        self, fn: Callable[[], object], *, owner: QObject, key: object = None, first: bool = False
+    ) -> None:
         if key is not None:
             self.jobs = [j for j in self.jobs if not (j.owner is owner and j.key == key)]
-        self.jobs.append(_Job(fn, owner, key))
+        job = _Job(fn, owner, key)
+        if first:
+            self.jobs.insert(0, job)
+        else:
+            self.jobs.append(job)
         self._arm()
 
     def pending(self, owner: QObject | None = None, key: object = None) -> bool:
@@ -96,9 +102,11 @@ def queue() -> TurnQueue:
     return _QUEUE[0]
 
 
-def later(fn: Callable[[], object], *, owner: QObject, key: object = None) -> None:
-    """Run ``fn`` in a turn of its own after the jobs already waiting (see the module)."""
-    queue().later(fn, owner=owner, key=key)
+def later(fn: Callable[[], object], *, owner: QObject, key: object = None, first: bool = False) -> None:
+    """Run ``fn`` in a turn of its own after the jobs already waiting (``first``: before
+    them; see the module).
+    """
+    queue().later(fn, owner=owner, key=key, first=first)
 
 
 def paint_later(widget, *, owner: QObject, key: object) -> None:

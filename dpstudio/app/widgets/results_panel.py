@@ -539,7 +539,9 @@ class ResultsPanel(QWidget):
         if not self._plot_shown:
             self._plot_shown = True
             turns.later(self.hist.show, owner=self, key="plot")
-        turns.later(self._fit_rows, owner=self, key="fit_rows")  # filled while hidden
+        # the rows' heights for the readings filled while hidden: the next turn, before the
+        # other parts waiting
+        turns.later(self._fit_rows, owner=self, key="fit_rows", first=True)
 
     def _veil_header(self) -> None:
         """Hide the header's texts (guarantee, generalisation, warnings, k-anonymity check)
