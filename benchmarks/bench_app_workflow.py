@@ -4,7 +4,7 @@ types the roles, looks at the risk, sweeps and protects; and how soon a long swe
 progress.
 
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_app_workflow.py [--rows 200000]
-        [--sweep-rows 20000] [--stacks] [--out results/bench_app_workflow.txt]
+        [--sweep-rows 20000] [--stacks] [--events] [--out results/bench_app_workflow.txt]
 
 A QTimer ticks every 10 ms in the GUI thread; a gap between two ticks is a time the window
 could not react (target: none over 100 ms).  Each phase reports the longest gap in wall time
@@ -28,7 +28,12 @@ the first progress above 0 % and to the first point drawn (target: progress with
 ``--stacks``: a watchdog thread samples the GUI thread's stack every 10 ms while it is late (no
 tick for 50 ms) and charges each sample the GUI thread's CPU since the previous one: the report
 names where the GUI thread's CPU went in its late moments ("in Qt": painting, layout, events,
-with no Python frame).  results/run_quiet_issue24.sh runs it as the issue asks.
+with no Python frame).  ``--events``: the application's ``notify`` timed, so the three gaps
+with the most GUI CPU list the events (type, receiver) it went to -- the outermost ones (a
+timer's slot with all it caused, a paint of the window) and each one's own time (a few µs per
+event of overhead: use it to find culprits, not for the figures).  The user's actions of a
+phase are paced (0.15 s apart, each its own event, as a user makes them).
+results/run_quiet_issue24.sh runs it as the issue asks.
 """
 
 from __future__ import annotations
