@@ -1024,8 +1024,10 @@ def protect_dask(
             out = _ranked_release(src, plan, attrs, prep, n, sample, budget, client, progress, final)
             info["ranges"] = out[1]
             out = out[0]
-        if isinstance(plan, (Rowwise, FrequencySet)) and shuffle and lens.size and int(lens.max()) > final:
-            out = _split_partitions(out, lens, final)  # a row-wise or frequency-set release
+        read = src.lens
+        if isinstance(plan, (Rowwise, FrequencySet)) and shuffle and read is not None and read.size:
+            if int(read.max()) > final:  # a row-wise or frequency-set release, cut for the shuffle
+                out = _split_partitions(out, read, final)
         ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
         if ident:
             out = out.drop(columns=ident)
