@@ -7,6 +7,7 @@ for columns of few values), and the texts that writing the typed values would no
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -296,6 +297,19 @@ def _convert_large(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool] |
     return vals, na_text or written != texts.tolist()
 
 
+def _convert_long(col: pd.Series, dec: str, explicit: bool) -> tuple[Any, np.ndarray | None]:
+    """One long column of texts typed: (values, the texts to keep aside or None)."""
+    got = _convert_distinct(col, dec, explicit)
+    if got is None:
+        got = _convert_large(col, dec, explicit)
+    if got is not None:
+        vals, k = got
+        return vals, (col.to_numpy(dtype=object, na_value="") if k else None)
+    r = col.to_numpy(dtype=object, na_value="")
+    vals, k = _convert_column(r, dec, explicit)
+    return vals, (r if k else None)
+
+
 def _convert(
     raw: pd.DataFrame, dec: str, explicit: bool = False
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
@@ -307,25 +321,28 @@ def _convert(
     cols: dict[str, Any] = {}
     keep: dict[str, np.ndarray] = {}
     big = len(raw) > _SMALL
-    arr = raw.to_numpy(dtype=object, na_value="") if raw.shape[1] and not big else None
-    for j, c in enumerate(raw.columns):
-        if big:
-            col = raw.iloc[:, j]
-            got = _convert_distinct(col, dec, explicit)
-            if got is None:
-                got = _convert_large(col, dec, explicit)
-            if got is not None:
-                cols[str(c)], k = got
-                if k:
-                    keep[str(c)] = col.to_numpy(dtype=object, na_value="")
-                continue
-            r = col.to_numpy(dtype=object, na_value="")
-        else:
+    if big:
+        # long columns: each typed on its own, several at a time (parallel.py: Arrow compute
+        # releases the GIL; the same values as one after the other); the Series are taken
+        # here, in this thread
+        from dpstudio.engine.parallel import map_ordered
+
+        series = [raw.iloc[:, j] for j in range(raw.shape[1])]
+        typed = map_ordered(
+            partial(_convert_long, dec=dec, explicit=explicit), series, cells=raw.shape[0] * raw.shape[1]
+        )
+        for c, (vals, texts) in zip(raw.columns, typed):
+            cols[str(c)] = vals
+            if texts is not None:
+                keep[str(c)] = texts
+    else:
+        arr = raw.to_numpy(dtype=object, na_value="") if raw.shape[1] else None
+        for j, c in enumerate(raw.columns):
             r = arr[:, j].copy() if arr is not None else np.empty(0, dtype=object)
-        vals, k = _convert_column(r, dec, explicit)
-        cols[str(c)] = vals
-        if k:
-            keep[str(c)] = r
+            vals, k = _convert_column(r, dec, explicit)
+            cols[str(c)] = vals
+            if k:
+                keep[str(c)] = r
     if not cols:
         return pd.DataFrame(index=pd.RangeIndex(len(raw))), keep
     df = pd.DataFrame(cols, index=pd.RangeIndex(len(raw)), copy=False)

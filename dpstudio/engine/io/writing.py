@@ -303,8 +303,8 @@ def _csv_block_iter(
     opts = pcsv.WriteOptions(
         include_header=False, delimiter=sep, quoting_style="none", eol=lt, batch_size=65536
     )
-    yield out((sep.join(names) + lt).encode("utf-8"))
-    for a in range(0, table.num_rows, block_rows):
+    def lines(a: int):
+        """The CSV lines of records a … a + block_rows − 1 (UTF-8)."""
         sink = pa.BufferOutputStream()
         part = table.slice(a, block_rows)
         for j in floats:
@@ -313,7 +313,16 @@ def _csv_block_iter(
             pcsv.write_csv(part, sink, opts)
         except pa.ArrowInvalid:
             raise _NeedsPandas from None
-        yield out(sink.getvalue())
+        return sink.getvalue()
+
+    from dpstudio.engine.parallel import imap_ordered
+
+    yield out((sep.join(names) + lt).encode("utf-8"))
+    # the blocks of a large table are built a few at a time in threads (parallel.py: Arrow's
+    # casts and writer and numpy release the GIL) and written in order: the same bytes
+    starts = range(0, table.num_rows, block_rows)
+    for b in imap_ordered(lines, starts, cells=table.num_rows * table.num_columns):
+        yield out(b)
     if encoder is not None:
         yield encoder.encode("", final=True)
 

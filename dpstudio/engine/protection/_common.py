@@ -582,10 +582,26 @@ def ir_sorted(job: Job, c: str) -> tuple[np.ndarray, np.ndarray]:
     """
     key = ("num.ir-order", c)
     if key not in job.cache:
-        x = job.data[c].to_numpy(dtype=np.float64)
-        order = MA.ir_order(x)
-        job.cache[key] = (order, x[order])
+        job.cache[key] = _ir_sorted_values(job.data[c])
     return job.cache[key]
+
+
+def _ir_sorted_values(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    x = s.to_numpy(dtype=np.float64)
+    order = MA.ir_order(x)
+    return order, x[order]
+
+
+def ir_sorted_all(job: Job, cols: list[str]) -> None:
+    """:func:`ir_sorted` of every column of ``cols`` (cached), the sorts of a large table
+    side by side (:func:`dpstudio.engine.parallel.map_ordered`: the same orders).
+    """
+    from dpstudio.engine.parallel import map_ordered
+
+    todo = [c for c in dict.fromkeys(cols) if ("num.ir-order", c) not in job.cache]
+    series = [job.data[c] for c in todo]  # taken in this thread
+    for c, got in zip(todo, map_ordered(_ir_sorted_values, series, cells=job.n * len(todo))):
+        job.cache[("num.ir-order", c)] = got
 
 
 def chunks(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
