@@ -16,6 +16,7 @@ import pytest
 
 from dpstudio import engine
 from dpstudio.engine import keying, parallel
+from dpstudio.engine import validation as V
 from dpstudio.engine.io import convert, writing
 
 
@@ -26,6 +27,9 @@ def threads(monkeypatch):
     def use(n: int) -> None:
         monkeypatch.setenv("DPSTUDIO_THREADS", str(n))
         monkeypatch.setattr(parallel, "MIN_CELLS", 0 if n > 1 else 1 << 62)
+        # threads: a large table's path (no prepared matrix: laplace reads each column);
+        # one thread: the small table's (the n × m matrix prepared with the checks)
+        monkeypatch.setattr(V, "BLOCK_CELLS", 0 if n > 1 else 1 << 22)
 
     return use
 
