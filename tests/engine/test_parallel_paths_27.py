@@ -296,3 +296,48 @@ def test_csv_blocks_in_threads_still_refuse_a_field_needing_quotes(threads):
     words[777] = "comma,here"
     df = pd.DataFrame({"i": np.arange(n), "t": pd.Series(words, dtype="str")})
     assert writing._csv_bytes(df, ",", "\n", "utf-8") is None  # pandas writes it (quoted)
+
+
+# ----------------------------------------------------------------------------- digests of files
+
+
+def test_background_digest_is_the_digest_and_never_stale(tmp_path):
+    import hashlib
+    import os
+
+    from dpstudio.engine.io import files
+
+    p = tmp_path / "in.csv"
+    p.write_bytes(b"a,b\n" + b"1,2\n" * 100_000)
+    files.sha256_in_background(p)
+    assert files.file_sha256(p) == hashlib.sha256(p.read_bytes()).hexdigest()
+    # started, then the file changes (same size, other bytes, other time): computed again
+    files.sha256_in_background(p)
+    st = os.stat(p)
+    p.write_bytes(b"a,b\n" + b"3,4\n" * 100_000)
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert files.file_sha256(p) == hashlib.sha256(p.read_bytes()).hexdigest()
+    # a missing file: the error of reading it, in the caller's thread
+    files.sha256_in_background(tmp_path / "none.csv")
+    with pytest.raises(FileNotFoundError):
+        files.file_sha256(tmp_path / "none.csv")
+
+
+def test_read_table_starts_the_digest_and_write_table_hashes_what_it_writes(tmp_path, monkeypatch):
+    import hashlib
+
+    from dpstudio.engine import io as dio
+    from dpstudio.engine.io import files, reading
+
+    monkeypatch.setattr(reading, "BACKGROUND_DIGEST_BYTES", 1)
+    src = tmp_path / "in.csv"
+    pd.DataFrame({"a": np.arange(5000), "b": np.arange(5000) * 0.5}).to_csv(src, index=False)
+    df, meta = dio.read_table(src)
+    assert files._identity(src) in files._BACKGROUND  # started by the reader
+    assert files.file_sha256(src) == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert files._identity(src) not in files._BACKGROUND  # taken once
+    out = tmp_path / "out.csv"
+    digests: dict = {}
+    dio.write_table(df.assign(b=df["b"] + 1), out, meta=meta, digests=digests)
+    (path, digest), = digests.items()
+    assert digest == hashlib.sha256(out.read_bytes()).hexdigest()

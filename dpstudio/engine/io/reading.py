@@ -33,7 +33,7 @@ from dpstudio.engine.io.dialect import (
     _utf8_copy,
     _wide_encoding,
 )
-from dpstudio.engine.io.files import check_regular_file
+from dpstudio.engine.io.files import check_regular_file, sha256_in_background
 from dpstudio.engine.io.formats import SEPARATORS, TableMeta, file_format
 from dpstudio.engine.io.labels import _declared_types, _numeric_columns, _whole_numbers_as_integers
 from dpstudio.engine.io.ragged import _check_ragged, _scan
@@ -249,6 +249,8 @@ def sniff_csv(
     }
 
 
+#: files from this size on have their SHA-256 computed in the background while they are read
+BACKGROUND_DIGEST_BYTES = 32 * 1024 * 1024
 #: files from this size on are parsed by Arrow's CSV reader when they allow it (tests set 0)
 _ARROW_MIN_BYTES = 1024 * 1024
 #: encodings Arrow's reader is given (its own UTF-8; the others through Python's codecs)
@@ -448,8 +450,13 @@ def read_table(
     # a FIFO or a device would block the readers or never end (/dev/zero): refused unopened
     check_regular_file(path, what="data file")
     fmt = file_format(path)
-    if os.path.getsize(path) == 0:
+    size = os.path.getsize(path)
+    if size == 0:
         raise InputError(f"{name}: the file is empty.")
+    if size >= BACKGROUND_DIGEST_BYTES:
+        # the file's SHA-256 (the private audit trail's input digest) read alongside the
+        # parsing, on another core, instead of after the release is written (issue 27)
+        sha256_in_background(path)
     if fmt == "csv":
         df, meta = _read_csv(path, sep, encoding, decimal, progress)
         meta.numeric = _numeric_columns(df)

@@ -339,6 +339,7 @@ def write_table(
     stage: bool = False,
     plan: WritePlan | None = None,
     what: str = "table",
+    digests: dict[str, str] | None = None,
 ) -> str:
     """Write ``df`` atomically as csv/xlsx/parquet/dta/sav (format from ``fmt`` or the extension).
 
@@ -351,7 +352,9 @@ def write_table(
     ``stage``: only write the temporary file and return its path (``plan.commit`` renames it).
     ``plan``: the command's :class:`~dpstudio.engine.safe_write.WritePlan` holding ``path``
     (checked before any work); default a plan of its own with ``protect`` and ``meta.path``
-    as inputs.
+    as inputs.  ``digests``: when given, the SHA-256 of a CSV written block by block is
+    computed from the blocks as they are written and recorded there under the path written
+    (the staged temporary file with ``stage``), so that it need not be read back.
     """
     path = str(path)
     f = file_format(path, fmt)
@@ -378,12 +381,20 @@ def write_table(
                 # quoting, e.g. holds a CR: then the line break below decides)
                 blocks = _csv_blocks(data, sep, lt, enc, decimal=dec)
                 if blocks is not None:
+                    import hashlib
+
+                    h = hashlib.sha256() if digests is not None else None
                     try:
                         with open(tmp, "wb") as fh:
                             for b in blocks:
                                 fh.write(b)
+                                if h is not None:
+                                    h.update(b)  # (releases the GIL: the next blocks are built meanwhile)
                     except _NeedsPandas:
                         blocks = None  # pandas writes the file (over the partial one)
+                    else:
+                        if digests is not None and h is not None:
+                            digests[tmp] = h.hexdigest()
                 if blocks is None:
                     if lt == "\n" and _has_cr(data):
                         lt = "\r\n"  # only then is a field with a bare CR quoted (records kept)
