@@ -342,3 +342,22 @@ def test_read_table_starts_the_digest_and_write_table_hashes_what_it_writes(tmp_
     dio.write_table(df.assign(b=df["b"] + 1), out, meta=meta, digests=digests)
     (path, digest), = digests.items()
     assert digest == hashlib.sha256(out.read_bytes()).hexdigest()
+
+
+def test_gather_in_threads_is_iloc(threads):
+    from dpstudio.engine.protection._common import gather_rows
+
+    rng = np.random.default_rng(8)
+    n = 4000
+    df = pd.DataFrame(
+        {"f": rng.normal(size=n), "i": rng.integers(0, 9, n), "b": rng.random(n) < 0.5, "u": np.arange(n, dtype=np.uint8)}
+    )
+    df.columns = pd.Index(["f", "i", "b", "f"])  # a duplicate name is kept as it is
+    rows = rng.permutation(n)
+    threads(2)
+    got = gather_rows(df, rows)
+    pd.testing.assert_frame_equal(got, df.iloc[rows].reset_index(drop=True), check_exact=True)
+    with_text = df.set_axis(["f", "i", "b", "u"], axis=1).assign(t=pd.Series(["a"] * n, dtype="str"))
+    pd.testing.assert_frame_equal(
+        gather_rows(with_text, rows), with_text.iloc[rows].reset_index(drop=True), check_exact=True
+    )

@@ -40,14 +40,17 @@ from dpstudio.engine.protection._common import (
     eps_info,
     eps_quasi,
     fmt,
+    household_order,
     ir_sorted,
     ir_sorted_all,
+    job_root,
     job_stream,
     k_param,
     keep_order,
     layout_scope,
     noise_name,
     ordering,
+    record_permutation,
     released,
     separate_tables,
     staircase_split,
@@ -323,13 +326,23 @@ def _run_ranked(
             )
         return _spread(vals, st["sizes"], st["order"], n), sens_u
 
-    def done(j: int, _result) -> None:
-        job.progress((j + 1) / len(cols))
+    # the records' keyed order (when they are shuffled) alongside: it depends on the run's
+    # root key only (drawn here, in this thread), not on the noise
+    shuffle = not keep_order(job.params) and not household_order(job.params)
+    work: list[Callable[[], Any]] = [partial(release, t) for t in tasks]
+    if shuffle:
+        job_root(job)
+        work.insert(0, partial(record_permutation, job, n))
+
+    def done(i: int, _result) -> None:
+        if i >= shuffle:
+            job.progress((i - shuffle + 1) / len(cols))
         job.check_cancel()
 
     job.check_cancel()
     # the attributes of a large table side by side (parallel.py: each from its own stream)
-    results = map_ordered(release, tasks, cells=n * len(cols), each=done)
+    results = map_ordered(lambda f: f(), work, cells=n * len(cols), each=done)
+    row_map = results.pop(0) if shuffle else None
     new = {}
     for (j, g, _stream, eps_draw), (values, sens_u), c in zip(tasks, results, cols):
         new[c] = values
@@ -355,7 +368,7 @@ def _run_ranked(
                     "noise='laplace'.",
                 )
             )
-    return released(job, new, info=info, protected=cols, warnings=warnings)
+    return released(job, new, row_map=row_map, info=info, protected=cols, warnings=warnings)
 
 
 # --------------------------------------------------------------------------- ir-dp
