@@ -215,7 +215,9 @@ def take_rows(frame: pd.DataFrame, rows) -> pd.DataFrame:
         # a large table is gathered block by block: no interleaved copy of all its columns)
         return pd.DataFrame(frame.to_numpy()[rows], columns=frame.columns, copy=False)
     if not any(_recall(frame.iloc[:, j])[1] is not None for j in arrow):
-        return frame.iloc[rows].reset_index(drop=True)
+        from dpstudio.engine.parallel import gather_rows
+
+        return gather_rows(frame, rows)  # (a large frame of numpy columns: in threads)
     cols = {j: take(frame.iloc[:, j], rows) for j in range(frame.shape[1])}
     out = pd.DataFrame({j: c.reset_index(drop=True) for j, c in cols.items()}, copy=False)
     out.columns = frame.columns

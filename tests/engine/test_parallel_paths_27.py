@@ -345,7 +345,7 @@ def test_read_table_starts_the_digest_and_write_table_hashes_what_it_writes(tmp_
 
 
 def test_gather_in_threads_is_iloc(threads):
-    from dpstudio.engine.protection._common import gather_rows
+    from dpstudio.engine.parallel import gather_rows
 
     rng = np.random.default_rng(8)
     n = 4000
@@ -361,3 +361,24 @@ def test_gather_in_threads_is_iloc(threads):
     pd.testing.assert_frame_equal(
         gather_rows(with_text, rows), with_text.iloc[rows].reset_index(drop=True), check_exact=True
     )
+
+
+def test_bound_shares_in_threads_are_the_same(threads):
+    from dpstudio.engine.pileup import bound_shares
+
+    rng = np.random.default_rng(2)
+    n = 3000
+    df = pd.DataFrame(
+        {
+            "a": np.clip(rng.normal(0, 10, n), -5, 5),
+            "b": rng.integers(0, 3, n),
+            "c": np.where(rng.random(n) < 0.1, np.nan, rng.normal(size=n)),
+            "t": pd.Series(["x"] * n, dtype="str"),
+        }
+    )
+    doms = {"a": (-5, 5), "b": (0, 2), "c": (-1, 1), "t": (0, 1), "d": (0, 1)}
+    threads(1)
+    one = bound_shares(df, ["c", "a", "t", "b", "d"], doms, {"a": 0.1})
+    threads(2)
+    two = bound_shares(df, ["c", "a", "t", "b", "d"], doms, {"a": 0.1})
+    assert one == two and list(one) == ["c", "a", "b"] and one["a"]["total"] > 0.5

@@ -515,34 +515,13 @@ def released(job: Job, new: dict[str, np.ndarray], *, row_map: np.ndarray | None
     if not keep_order(job.params):
         if row_map is None:
             row_map = record_permutation(job, job.n)
+        from dpstudio.engine.parallel import gather_rows
+
         data = gather_rows(data, row_map)
     else:
         row_map = None
     return Output(data, row_map=row_map, **kw)
 
-
-def gather_rows(data: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
-    """``data.iloc[rows].reset_index(drop=True)``; a large frame of numpy columns gathered
-    column by column in threads (:mod:`dpstudio.engine.parallel`: the same frame).
-    """
-    from dpstudio.engine import parallel
-
-    m = data.shape[1]
-    cells = len(rows) * m
-    if (
-        m < 2
-        or cells < parallel.MIN_CELLS
-        or parallel.workers() < 2
-        or data.attrs
-        or not all(isinstance(dt, np.dtype) and dt.kind in "biuf" for dt in data.dtypes)
-    ):
-        return data.iloc[rows].reset_index(drop=True)
-    rows = np.asarray(rows, dtype=np.intp)
-    arrays = [data.iloc[:, j].to_numpy() for j in range(m)]  # taken in this thread
-    taken = parallel.map_ordered(lambda a: a[rows], arrays, cells=cells)
-    out = pd.DataFrame(dict(enumerate(taken)), copy=False)
-    out.columns = data.columns
-    return out
 
 
 def record_permutation(job: Job, n: int, rows: np.ndarray | None = None) -> np.ndarray:
