@@ -340,7 +340,7 @@ def test_read_table_starts_the_digest_and_write_table_hashes_what_it_writes(tmp_
     out = tmp_path / "out.csv"
     digests: dict = {}
     dio.write_table(df.assign(b=df["b"] + 1), out, meta=meta, digests=digests)
-    (path, digest), = digests.items()
+    ((path, digest),) = digests.items()
     assert digest == hashlib.sha256(out.read_bytes()).hexdigest()
 
 
@@ -350,7 +350,12 @@ def test_gather_in_threads_is_iloc(threads):
     rng = np.random.default_rng(8)
     n = 4000
     df = pd.DataFrame(
-        {"f": rng.normal(size=n), "i": rng.integers(0, 9, n), "b": rng.random(n) < 0.5, "u": np.arange(n, dtype=np.uint8)}
+        {
+            "f": rng.normal(size=n),
+            "i": rng.integers(0, 9, n),
+            "b": rng.random(n) < 0.5,
+            "u": np.arange(n, dtype=np.uint8),
+        }
     )
     df.columns = pd.Index(["f", "i", "b", "f"])  # a duplicate name is kept as it is
     rows = rng.permutation(n)

@@ -298,7 +298,8 @@ def sha256_in_background(path: str | os.PathLike) -> None:
 
 def _take_background(path: str | os.PathLike) -> str | None:
     """The background digest of ``path`` if one was started for the file as it is now (and
-    is still the same file once done), else None."""
+    is still the same file once done), else None.
+    """
     key = _identity(path)
     fut = _BACKGROUND.pop(key, None) if key is not None else None
     if fut is None:

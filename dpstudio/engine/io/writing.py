@@ -303,6 +303,7 @@ def _csv_block_iter(
     opts = pcsv.WriteOptions(
         include_header=False, delimiter=sep, quoting_style="none", eol=lt, batch_size=65536
     )
+
     def lines(a: int):
         """The CSV lines of records a … a + block_rows − 1 (UTF-8)."""
         sink = pa.BufferOutputStream()

@@ -523,7 +523,6 @@ def released(job: Job, new: dict[str, np.ndarray], *, row_map: np.ndarray | None
     return Output(data, row_map=row_map, **kw)
 
 
-
 def record_permutation(job: Job, n: int, rows: np.ndarray | None = None) -> np.ndarray:
     """The keyed random order of ``n`` released records (record j of the release is input
     record ``perm[j]``): ids ordered by their keyed 128-bit sort keys, the same permutation on

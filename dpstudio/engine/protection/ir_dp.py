@@ -322,7 +322,15 @@ def _run_ranked(
             vals, sens_u = centroids(st), None
         else:
             vals, sens_u = _noisy_cluster_values(
-                g.to_units(st["xs"]), st["starts"], st["sizes"], np.arange(nc), g, stream, kind, eps_draw, grid_sums
+                g.to_units(st["xs"]),
+                st["starts"],
+                st["sizes"],
+                np.arange(nc),
+                g,
+                stream,
+                kind,
+                eps_draw,
+                grid_sums,
             )
         return _spread(vals, st["sizes"], st["order"], n), sens_u
 

@@ -81,7 +81,9 @@ def run(job: Job) -> Output:
     attrs = []
     for j, c in enumerate(cols):  # grids, streams and the run's root key: in this thread
         g = N.job_grid(job, c)  # exact integer noise on the grid γ (issue 8 §3)
-        attrs.append((j, job.data[c] if X is None else None, job_attribute(job, j, c, grid=g, epsilon=eps[j])))
+        attrs.append(
+            (j, job.data[c] if X is None else None, job_attribute(job, j, c, grid=g, epsilon=eps[j]))
+        )
         per[c] = {"domain_width": float(ub[j] - lb[j]), **N.grid_info(kind, g, g.span, float(eps[j]))}
 
     def noisy(item) -> np.ndarray:
