@@ -10,9 +10,9 @@ threads (each item is computed by the same function from the same inputs, and no
 random is drawn here -- callers derive every stream before dispatching).
 
 Small work stays in the calling thread (a thread costs ~0.1 ms to hand work to; the small
-tables of issue 27 §2 must not pay it).  ``DPSTUDIO_THREADS=1`` turns threads off (tests
-compare the two paths); by default one thread per CPU this process may run on, at most
-:data:`MAX_WORKERS`.
+tables of issue 27 §2 must not pay it).  ``DPSTUDIO_THREADS=n`` fixes the number of threads
+(1: none; tests compare the two paths); by default one thread per CPU this process may run
+on, at most :data:`MAX_WORKERS`, and one on a machine already oversubscribed.
 """
 
 from __future__ import annotations
@@ -33,9 +33,16 @@ MAX_WORKERS = 4
 MIN_CELLS = 1 << 20
 
 
+#: a machine whose load average is at least this many runnable tasks per CPU gets one thread
+#: (measured on 2 CPUs at load 5-10: a second thread made laplace and ir-dp on 2,000,000 × 10
+#: 15-40 % slower -- every hand-over of the GIL waits for the OS to schedule the other thread)
+BUSY_LOAD_PER_CPU = 2.0
+
+
 def workers() -> int:
     """Threads :func:`map_ordered` may use: ``DPSTUDIO_THREADS`` when set (≥ 1), else the CPUs
-    this process may run on, at most :data:`MAX_WORKERS`.
+    this process may run on, at most :data:`MAX_WORKERS` -- one when the machine is already
+    oversubscribed (:data:`BUSY_LOAD_PER_CPU`).
     """
     env = os.environ.get("DPSTUDIO_THREADS", "").strip()
     if env:
@@ -47,6 +54,11 @@ def workers() -> int:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         n = os.cpu_count() or 1
+    try:
+        if os.getloadavg()[0] >= BUSY_LOAD_PER_CPU * max(os.cpu_count() or 1, 1):
+            return 1
+    except (AttributeError, OSError):  # pragma: no cover - no load average
+        pass
     return max(1, min(n, MAX_WORKERS))
 
 

@@ -110,6 +110,14 @@ def test_workers_reads_the_environment(monkeypatch):
     assert parallel.workers() == 1
     monkeypatch.delenv("DPSTUDIO_THREADS")
     assert 1 <= parallel.workers() <= parallel.MAX_WORKERS
+    monkeypatch.setattr(parallel.os, "getloadavg", lambda: (64.0, 64.0, 64.0))
+    assert parallel.workers() == 1  # an oversubscribed machine: no extra threads
+    monkeypatch.setattr(parallel.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5}, raising=False)
+    assert parallel.workers() == parallel.MAX_WORKERS
+    monkeypatch.setenv("DPSTUDIO_THREADS", "2")
+    monkeypatch.setattr(parallel.os, "getloadavg", lambda: (64.0, 64.0, 64.0))
+    assert parallel.workers() == 2  # an explicit number wins
 
 
 # ----------------------------------------------------------------------------- reading
