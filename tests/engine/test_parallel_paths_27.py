@@ -460,3 +460,12 @@ def test_canonical_integers_on_a_long_column_types_as_before():
         vals, keep = got
         # not canonical: numbers whose texts are kept, or a column of texts
         assert keep or not np.issubdtype(np.asarray(vals).dtype, np.integer), bad
+
+
+@pytest.mark.parametrize("method", ["ir-dp", "idp-ls", "laplace"])
+def test_each_attribute_reports_its_own_grid(threads, method):
+    threads(2)
+    df = _numbers(1500, 2, 3)  # A0, A1 on [0, 5000], f on [0, 200]: other grids
+    r = _run(df, method, **({} if method == "laplace" else {"k": 5}))
+    per = r.info["noise_per_attribute"]
+    assert per["A0"]["precision"] == pytest.approx(1e-3) and per["f"]["precision"] == pytest.approx(1e-4)

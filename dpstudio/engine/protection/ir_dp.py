@@ -303,7 +303,7 @@ def _run_ranked(
     split = global_sensitivity and staircase_split(kind, k, nc)
     bnds = bounds(job, cols)
     per: dict[str, dict[str, Any]] = {}
-    tasks = []
+    tasks: list[tuple[int, N.Grid | None, K.KeyedStream | None, float]] = []
     for j, c in enumerate(cols):  # grids, checks and keyed streams: in this thread, in order
         if eps is None:
             tasks.append((j, None, None, 0.0))
@@ -352,13 +352,13 @@ def _run_ranked(
     results = map_ordered(lambda f: f(), work, cells=n * len(cols), each=done)
     row_map = results.pop(0) if shuffle else None
     new = {}
-    for (j, g, _stream, eps_draw), (values, sens_u), c in zip(tasks, results, cols):
+    for (j, grid, _stream, eps_draw), (values, sens_u), c in zip(tasks, results, cols):
         new[c] = values
-        if g is None:
+        if grid is None:
             per[c] = {}
             continue
         sz = stats[j]["sizes"]
-        per[c] = N.grid_info(kind, g, sens_u, eps_draw, k if global_sensitivity else sz)
+        per[c] = N.grid_info(kind, grid, sens_u, eps_draw, k if global_sensitivity else sz)
         per[c]["noise_on"] = "cluster sums (grid units)"
         per[c]["epsilon_per_draw"] = eps_draw
         if c in bnds:
