@@ -311,7 +311,6 @@ def _run_ranked(
         # staircase: sensitivity Δ/k per centroid, ε_i/n_c per draw
         eps_draw = _eps_draw(float(eps[j]), kind, k, nc, global_sensitivity)
         g = N.job_grid(job, c)
-        _check_precision(g, stats[j]["xs"], n, c)
         tasks.append((j, g, job_stream(job, K.PURPOSE_NOISE, j), eps_draw))
 
     def release(task) -> tuple[np.ndarray, Any]:
@@ -321,6 +320,7 @@ def _run_ranked(
         if g is None:
             vals, sens_u = centroids(st), None
         else:
+            _check_precision(g, st["xs"], n, cols[j])  # (refusals in column order, as before)
             vals, sens_u = _noisy_cluster_values(
                 g.to_units(st["xs"]),
                 st["starts"],

@@ -84,7 +84,6 @@ def run(job: Job) -> Output:
         attrs.append(
             (j, job.data[c] if X is None else None, job_attribute(job, j, c, grid=g, epsilon=eps[j]))
         )
-        per[c] = {"domain_width": float(ub[j] - lb[j]), **N.grid_info(kind, g, g.span, float(eps[j]))}
 
     def noisy(item) -> np.ndarray:
         j, s, a = item
@@ -97,6 +96,9 @@ def run(job: Job) -> Output:
 
     job.check_cancel()
     new = dict(zip(cols, parallel.map_ordered(noisy, attrs, cells=cells, each=done)))
+    for j, c in enumerate(cols):  # (after the draws: a sampler's refusal comes first, as before)
+        g = attrs[j][2].grid
+        per[c] = {"domain_width": float(ub[j] - lb[j]), **N.grid_info(kind, g, g.span, float(eps[j]))}
     info.update(noise_per_attribute=per, draws_per_attribute=job.n)
     return Output(frame_with(job, new), info=info, protected=cols)
 
