@@ -225,3 +225,67 @@ def test_keps_run_same_release_with_and_without_threads(monkeypatch):
     assert np.array_equal(a.row_map, b.row_map)
     assert a.guarantee == b.guarantee and a.warnings == b.warnings
     assert np.array_equal(a.info["class_of_row"], b.info["class_of_row"])
+
+
+# ----------------------------------------------------------------------------- reading
+# (io/reading.py: without a progress callback, the command line's case, Arrow's reader parses
+# the blocks on all cores; with one, the streaming reader reports progress block by block)
+
+_FIELDS = st.sampled_from(
+    ["1", "-3", "007", "1.50", "NA", "", "abc", "Zürich", " x ", "1,5", "\xa01", "TRUE"]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(st.lists(_FIELDS, min_size=3, max_size=3), min_size=1, max_size=40),
+    sep=st.sampled_from([",", ";", "\t", "|"]),
+    lt=st.sampled_from(["\n", "\r\n", "\r"]),
+    blank=st.sampled_from(["", "   ", "\t"]),
+    header=st.booleans(),
+    enc=st.sampled_from(["utf-8", "latin-1"]),
+    ragged=st.booleans(),
+)
+def test_arrow_reader_same_frame_with_and_without_progress(
+    tmp_path_factory, rows, sep, lt, blank, header, enc, ragged
+):
+    from dpstudio.engine.io import reading
+
+    lines = ([sep.join(["a", "b", "c"])] if header else []) + [
+        sep.join(r) for r in rows if not any(sep in f for f in r)
+    ]
+    if not lines:
+        return
+    if ragged:
+        lines.append(sep.join(["1", "2", "3", "4"]))
+    text = lt.join(lines[:1] + ([blank] if blank else []) + lines[1:]) + lt
+    path = tmp_path_factory.mktemp("f") / "t.csv"
+    path.write_bytes(text.encode(enc, errors="replace"))
+    seen: list[float] = []
+    kw = dict(sep=sep, encoding=enc, header=0 if header else None)
+    threaded = reading._arrow_frame(str(path), progress=None, **kw)
+    streamed = reading._arrow_frame(str(path), progress=seen.append, **kw)
+    assert (threaded is None) == (streamed is None)
+    if threaded is not None:
+        assert streamed is not None and seen  # the streaming reader reported progress
+        pd.testing.assert_frame_equal(threaded, streamed, check_exact=True)
+        assert list(threaded.columns) == list(streamed.columns)
+
+
+def test_arrow_reader_threads_on_a_large_file(tmp_path):
+    """A file of several 4 MB blocks: the same frame by both readers."""
+    from dpstudio.engine.io import reading
+
+    rng = np.random.default_rng(2)
+    n = 600_000
+    words = np.array(["alpha", "beta", "gamma", "Zürich", "", "x y"], dtype=object)
+    df = pd.DataFrame({"a": rng.integers(0, 10**6, n).astype(str), "b": words[rng.integers(0, 6, n)]})
+    path = tmp_path / "big.csv"
+    path.write_text("a;b\n" + "\n".join(df["a"] + ";" + df["b"]) + "\n", encoding="utf-8")
+    assert path.stat().st_size > 4 * 1024 * 1024  # more than one block
+    kw = dict(sep=";", encoding="utf-8", header=0)
+    threaded = reading._arrow_frame(str(path), progress=None, **kw)
+    streamed = reading._arrow_frame(str(path), progress=lambda f: None, **kw)
+    assert threaded is not None and streamed is not None and len(threaded) == n
+    pd.testing.assert_frame_equal(threaded, streamed, check_exact=True)
+    assert threaded["b"].tolist()[:50] == df["b"].tolist()[:50]
