@@ -37,13 +37,19 @@ def _exact_order(stream: K.KeyedStream, kept: np.ndarray, rel_idx: np.ndarray) -
     keep=st.floats(0.0, 1.0),
     release=st.floats(0.0, 1.0),
     seed=st.integers(0, 2**32 - 1),
+    chunk=st.sampled_from([1, 7, 1000, 1 << 18]),
 )
-def test_order_of_all_records_restricted_is_the_subset_order(n, keep, release, seed):
+def test_order_of_all_records_restricted_is_the_subset_order(n, keep, release, seed, chunk):
     rng = np.random.default_rng(seed)
     kept = np.flatnonzero(rng.random(n) < keep)  # records the generalisation kept
     rel_idx = np.flatnonzero(rng.random(kept.size) < release)  # positions in kept released
     stream = _stream(seed)
-    order_all = KE._keyed_order_all(stream, n)
+    old_chunk = KE._KEY_CHUNK
+    KE._KEY_CHUNK = chunk  # the keys drawn in chunks of this many ids
+    try:
+        order_all = KE._keyed_order_all(stream, n)
+    finally:
+        KE._KEY_CHUNK = old_chunk
     assert order_all is not None  # 128-bit keys: no tie among 5,000
     got = KE._order_of_subset(order_all, kept[rel_idx], rel_idx, n)
     assert np.array_equal(got, _exact_order(stream, kept, rel_idx))

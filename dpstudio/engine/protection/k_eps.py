@@ -425,6 +425,10 @@ class _Ahead:
         return self._fn()
 
 
+#: ids whose sort keys :func:`_keyed_order_all` draws at a time
+_KEY_CHUNK = 1 << 18
+
+
 def _keyed_order_all(shuffle_stream: Any, n: int) -> np.ndarray | None:
     """The record ids 0 … n − 1 ordered by their first keyed sort key, or None when two ids
     share one (then the released records are ordered by :func:`_release_order`'s exact
@@ -432,9 +436,10 @@ def _keyed_order_all(shuffle_stream: Any, n: int) -> np.ndarray | None:
     (:meth:`~dpstudio.engine.algorithms.keyed.KeyedStream.block`), so the released records'
     order is this order restricted to them (:func:`_order_of_subset`).
     """
-    words = shuffle_stream.block(np.arange(n, dtype=np.int64), 0, 0)
-    k0 = words[:, 0].copy()
-    del words
+    k0 = np.empty(n, dtype=np.uint64)
+    for a in range(0, n, _KEY_CHUNK):  # (chunk by chunk: never the four words of all ids)
+        ids = np.arange(a, min(n, a + _KEY_CHUNK), dtype=np.int64)
+        k0[a : a + ids.size] = shuffle_stream.block(ids, 0, 0)[:, 0]
     order = np.argsort(k0)
     s0 = k0[order]
     if s0.size > 1 and bool(np.any(s0[1:] == s0[:-1])):
