@@ -295,3 +295,38 @@ def test_arrow_reader_threads_on_a_large_file(tmp_path):
     assert threaded is not None and streamed is not None and len(threaded) == n
     pd.testing.assert_frame_equal(threaded, streamed, check_exact=True)
     assert threaded["b"].tolist()[:50] == df["b"].tolist()[:50]
+
+
+# ----------------------------------------------------------------------------- sweeps
+# (measures/risk.py: the compiled record-linkage classifier given slices of the records in
+# threads, the Census sweep's largest cost)
+
+
+@pytest.mark.parametrize("slice_", [1, 5, 2048])
+def test_classifier_in_slices_and_threads_gives_the_same_statuses(monkeypatch, slice_):
+    from dpstudio.engine.measures import risk as RK
+
+    kernel = RK._rl_kernel()
+    if kernel is None:
+        pytest.skip("numba unavailable: the classifier is not used")
+    rng = np.random.default_rng(7)
+    n, m = 300, 4
+    xs = np.round(rng.normal(size=(n, m)), 1)  # ties between originals
+    xs[5] = xs[6]  # a duplicate
+    q = 1700
+    jo = rng.integers(0, n, q).astype(np.int64)
+    yo = np.ascontiguousarray(
+        xs[jo] + np.where(rng.random((q, 1)) < 0.3, 0.0, rng.normal(scale=0.3, size=(q, m)))
+    )
+    d_own = RK._own_distance(xs[jo], yo)
+    nbr, nd2 = kernel.neighbours(xs, 64)
+    one = np.empty(q, dtype=np.int8)
+    kernel.classify(xs, yo, jo, d_own, nbr, nd2, RK.TIE_RTOL, one)
+    assert {-1, 0, 1} >= set(one.tolist()) and len(set(one.tolist())) >= 2
+    monkeypatch.setattr(parallel, "MIN_CELLS", 0)
+    monkeypatch.setattr(RK, "_CLASSIFY_SLICE", slice_)
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("DPSTUDIO_THREADS", threads)
+        got = np.full(q, 9, dtype=np.int8)
+        RK._classify(kernel, xs, yo, jo, d_own, nbr, nd2, got)
+        assert np.array_equal(got, one), threads
