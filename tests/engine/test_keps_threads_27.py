@@ -17,6 +17,7 @@ from dpstudio import engine
 from dpstudio.engine import parallel
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms.generalization import CodedLabels, GeneralisationResult
+from dpstudio.engine.background import Ahead
 from dpstudio.engine.codes import factorize, take_rows
 from dpstudio.engine.protection import k_eps as KE
 
@@ -76,7 +77,7 @@ def test_tied_first_keys_leave_the_exact_path(monkeypatch):
 
     kept = np.arange(0, n, 2)
     rel = np.ones(kept.size, dtype=bool)
-    ahead = KE._Ahead(lambda: KE._keyed_order_all(stream, n), cells=0)
+    ahead = Ahead(lambda: KE._keyed_order_all(stream, n), cells=0)
     got = KE._release_order(_J(), kept, rel, stream, ahead)  # type: ignore[arg-type]
     assert np.array_equal(got, _exact_order(stream, kept, np.arange(kept.size)))
 
@@ -87,17 +88,17 @@ def test_ahead_runs_in_a_thread_and_raises_there(monkeypatch):
     import threading
 
     seen = []
-    a = KE._Ahead(lambda: seen.append(threading.current_thread().name) or 7, cells=1)
-    assert a.result() == 7 and seen == ["dpstudio-keps-order"]
+    a = Ahead(lambda: seen.append(threading.current_thread().name) or 7, cells=1)
+    assert a.result() == 7 and seen == ["dpstudio-ahead"]
 
     def boom():
         raise ValueError("boom")
 
     with pytest.raises(ValueError, match="boom"):
-        KE._Ahead(boom, cells=1).result()
+        Ahead(boom, cells=1).result()
     monkeypatch.setenv("DPSTUDIO_THREADS", "1")
     seen.clear()
-    a = KE._Ahead(lambda: seen.append(threading.current_thread().name) or 8, cells=1)
+    a = Ahead(lambda: seen.append(threading.current_thread().name) or 8, cells=1)
     assert seen == [] and a.result() == 8 and seen == [threading.current_thread().name]
 
 
@@ -330,3 +331,46 @@ def test_classifier_in_slices_and_threads_gives_the_same_statuses(monkeypatch, s
         got = np.full(q, 9, dtype=np.int8)
         RK._classify(kernel, xs, yo, jo, d_own, nbr, nd2, got)
         assert np.array_equal(got, one), threads
+
+
+@pytest.mark.parametrize("method,eps", [("ir-dp", [0.1, 1.0, 10.0])])
+def test_sweep_with_the_next_release_drawn_ahead_equals_one_thread(monkeypatch, method, eps):
+    """The next cell's bulk release drawn in a background thread while a cell is measured:
+    every point (means and spreads of every measure) as in one thread."""
+    from pathlib import Path
+
+    from dpstudio.engine import background
+
+    root = Path(__file__).resolve().parents[2]
+    df = pd.read_csv(root / "resources" / "census.csv").iloc[:300, :5]
+    cols = list(df.columns)
+    roles = {c: "eps-quasi" for c in cols}
+    domains = {c: (0.0, 1.5 * float(df[c].max())) for c in cols}
+    threaded = []
+    real = background.Ahead.__init__
+
+    def spy(self, fn, **kw):
+        real(self, fn, **kw)
+        threaded.append(self.threaded)
+
+    monkeypatch.setattr(background.Ahead, "__init__", spy)
+    points = {}
+    for threads in ("1", "2"):
+        monkeypatch.setenv("DPSTUDIO_THREADS", threads)
+        threaded.clear()
+        pts = list(
+            engine.sweep(
+                df,
+                method,
+                roles,
+                domains,
+                ks=[2, 3, 7],
+                epsilons=eps,
+                repeats=4,
+                seed=3,
+                measures=("sse", "rl"),
+            )
+        )
+        points[threads] = [(p.k, p.epsilon, p.repeats, p.values, p.skipped) for p in pts]
+        assert threaded and all(t == (threads == "2") for t in threaded)  # the path taken
+    assert points["1"] == points["2"]

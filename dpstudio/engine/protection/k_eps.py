@@ -32,6 +32,7 @@ from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.algorithms.generalization import CodedLabels, encode_quasis
 from dpstudio.engine.algorithms.mondrian import mondrian
 from dpstudio.engine.algorithms.ola import ola
+from dpstudio.engine.background import Ahead
 from dpstudio.engine.codes import from_codes
 from dpstudio.engine.codes import take as take_column
 from dpstudio.engine.errors import InputError, ParameterError
@@ -391,40 +392,6 @@ def _confidence_step(
     return rel, conf_info
 
 
-class _Ahead:
-    """``fn()`` computed in a background thread from now on when the work is large
-    (``cells`` ≥ :data:`dpstudio.engine.parallel.MIN_CELLS`) and threads are allowed
-    (:func:`dpstudio.engine.parallel.workers` ≥ 2), else when :meth:`result` is first
-    called.  ``fn`` must draw nothing from a shared generator and write no shared state.
-    """
-
-    def __init__(self, fn: Callable[[], Any], *, cells: int):
-        from dpstudio.engine import parallel
-
-        self._fn: Callable[[], Any] | None = fn
-        self._future: Any = None
-        if cells >= parallel.MIN_CELLS and parallel.workers() >= 2:
-            from concurrent.futures import Future
-            from threading import Thread
-
-            fut: Future = Future()
-
-            def work() -> None:
-                try:
-                    fut.set_result(fn())
-                except BaseException as exc:  # noqa: BLE001 - raised again by result()
-                    fut.set_exception(exc)
-
-            self._future, self._fn = fut, None
-            Thread(target=work, name="dpstudio-keps-order", daemon=True).start()
-
-    def result(self) -> Any:
-        if self._future is not None:
-            return self._future.result()
-        assert self._fn is not None
-        return self._fn()
-
-
 #: ids whose sort keys :func:`_keyed_order_all` draws at a time
 _KEY_CHUNK = 1 << 18
 
@@ -458,7 +425,7 @@ def _order_of_subset(order_all: np.ndarray, ids: np.ndarray, pos: np.ndarray, n:
     return ordered[ordered >= 0]
 
 
-def _order_ahead(job: Job, shuffle_stream: Any) -> _Ahead | None:
+def _order_ahead(job: Job, shuffle_stream: Any) -> Ahead | None:
     """The keyed order of all the job's records, started now (alongside the generalisation,
     which does not need it) when the release is shuffled record by record; else None.
     """
@@ -466,11 +433,11 @@ def _order_ahead(job: Job, shuffle_stream: Any) -> _Ahead | None:
     if keep_order(p) or household_order(p):
         return None
     n = job.n
-    return _Ahead(lambda: _keyed_order_all(shuffle_stream, n), cells=n * max(len(job.data.columns), 1))
+    return Ahead(lambda: _keyed_order_all(shuffle_stream, n), cells=n * max(len(job.data.columns), 1))
 
 
 def _release_order(
-    job: Job, kept: np.ndarray, rel: np.ndarray, shuffle_stream: Any, ahead: _Ahead | None = None
+    job: Job, kept: np.ndarray, rel: np.ndarray, shuffle_stream: Any, ahead: Ahead | None = None
 ) -> np.ndarray:
     """Step 4: the positions (in ``kept``) of the released records, in release order
     (``ahead``: :func:`_order_ahead` of the job, when started).
