@@ -374,3 +374,37 @@ def test_sweep_with_the_next_release_drawn_ahead_equals_one_thread(monkeypatch, 
         points[threads] = [(p.k, p.epsilon, p.repeats, p.values, p.skipped) for p in pts]
         assert threaded and all(t == (threads == "2") for t in threaded)  # the path taken
     assert points["1"] == points["2"]
+
+
+@pytest.mark.parametrize("bad", [None, "education", "sex"])
+def test_encode_quasis_in_threads_equals_one_by_one(monkeypatch, bad):
+    """The k-quasis encoded side by side: the same encodings; with values outside a
+    hierarchy in two columns, the first of them in order is the one reported."""
+    from pathlib import Path
+
+    from dpstudio.engine.algorithms.generalization import encode_quasis
+    from dpstudio.engine.errors import InputError
+
+    root = Path(__file__).resolve().parents[2]
+    df = pd.read_csv(root / "resources" / "adult" / "adult.csv", sep=";").head(4000)
+    hier = root / "resources" / "adult" / "hierarchies"
+    qi = ["age", "education", "marital-status", "sex", "workclass"]
+    hs = {c: str(hier / f"adult_hierarchy_{c}.csv") for c in qi}
+    if bad is not None:
+        df.loc[17, bad] = "not-in-the-hierarchy"
+        df.loc[5, "workclass"] = "neither"
+    monkeypatch.setattr(parallel, "MIN_CELLS", 0)
+    got = {}
+    for threads in ("1", "2"):
+        monkeypatch.setenv("DPSTUDIO_THREADS", threads)
+        try:
+            got[threads] = encode_quasis(df, qi, hs)
+        except InputError as exc:
+            got[threads] = str(exc)
+    if bad is not None:
+        assert got["1"] == got["2"] and repr(bad) in got["1"]
+        return
+    for a, b in zip(got["1"], got["2"], strict=True):
+        assert a.name == b.name and np.array_equal(a.leaf, b.leaf) and a.leaf.dtype == b.leaf.dtype
+        assert all(np.array_equal(x, y) for x, y in zip(a.codes, b.codes, strict=True))
+        assert all(np.array_equal(x, y) for x, y in zip(a.labels, b.labels, strict=True))

@@ -114,9 +114,15 @@ def _encode_one(name: str, values: pd.Series, h: Hierarchy) -> EncodedQuasi:
 def encode_quasis(
     df: pd.DataFrame, columns: Sequence[str], hierarchies: dict | None = None
 ) -> list[EncodedQuasi]:
-    """Encode ``columns`` of ``df`` against their hierarchies (automatic where none given)."""
+    """Encode ``columns`` of ``df`` against their hierarchies (automatic where none given);
+    the columns of a large table side by side in threads (:mod:`dpstudio.engine.parallel`:
+    the same encodings, and the first column in order that fails raises, as one by one).
+    """
+    from dpstudio.engine.parallel import map_ordered
+
     hs = resolve_hierarchies(df, columns, hierarchies)
-    return [_encode_one(c, df[c], hs[c]) for c in columns]
+    work = [(c, df[c], hs[c]) for c in columns]  # (the Series taken in this thread)
+    return map_ordered(lambda w: _encode_one(*w), work, cells=len(df) * len(work))
 
 
 # ---------------------------------------------------------------------------
