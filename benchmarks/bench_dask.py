@@ -4,9 +4,11 @@ and the in-memory engine on the same data when it fits.
 
     python benchmarks/bench_dask.py --rows 100_000_000 --workers 2 --memory-limit 1GB --methods ir-dp
 
-Reports wall time, peak RSS per worker (sampled every 0.5 s), spilled bytes, the workers
+Reports wall time, peak RSS per worker (sampled every 0.5 s; with its peak *unmanaged* memory,
+RSS minus the stored results Dask holds in memory), spilled bytes, the workers
 restarted by their nanny for exceeding 95 % of their memory budget (any restart: the run did not
-stay within its limits), and the memory model's prediction (docs/scale.md) next to the peak.
+stay within its limits), and the memory model's prediction (docs/scale.md) next to the peak; then the CPU time (user,
+sys) and minor page faults of this process and its workers (counted once the cluster is closed).
 ``--cols 2`` uses the first two columns; ``--parts N`` writes N Parquet parts; ``--check``
 compares the Dask release with the in-memory one value for value (needs the data in memory);
 ``--methods ir-dp`` runs ir-dp only.  A data set already generated in ``--dir`` is reused;
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import resource
 import shutil
 import tempfile
 import threading
@@ -56,8 +59,11 @@ def generate(path: str, rows: int, parts: int, cols: int = 5) -> None:
 
 
 def _rss(dask_worker=None):
+    """(RSS, unmanaged = RSS minus the stored results Dask holds in memory) of this worker."""
     import psutil
-    return psutil.Process().memory_info().rss
+    rss = psutil.Process().memory_info().rss
+    fast = getattr(getattr(dask_worker, "data", None), "fast", None)
+    return rss, rss - int(getattr(fast, "total_weight", 0) or 0)
 
 
 def _spilled(dask_worker=None):
@@ -94,14 +100,16 @@ def run_dask(src, out, method, params, workers, memory_limit, domains):
     with LocalCluster(n_workers=workers, threads_per_worker=1, memory_limit=limit,
                       processes=True, dashboard_address=None) as cl, Client(cl) as client:
         peak: dict = {}
+        unmanaged: dict = {}
         spilled: dict = {}
         stop = threading.Event()
 
         def sample():
             while not stop.is_set():
                 try:
-                    for w, r in client.run(_rss).items():
+                    for w, (r, u) in client.run(_rss).items():
                         peak[w] = max(peak.get(w, 0), r)
+                        unmanaged[w] = max(unmanaged.get(w, 0), u)
                     for w, b in client.run(_spilled).items():  # a restarted worker starts at 0
                         spilled[w] = max(spilled.get(w, 0), b)
                 except Exception:
@@ -133,6 +141,7 @@ def run_dask(src, out, method, params, workers, memory_limit, domains):
             pass
         budget = DB.worker_budget(client)
     info["peaks"] = dict(peak)
+    info["unmanaged"] = dict(unmanaged)
     info["spilled"] = dict(spilled)
     return wall, max(peak.values()) if peak else 0, sum(spilled.values()), restarts.count, error, info, budget
 
@@ -203,7 +212,12 @@ def main():
             # under a new address: it is listed twice)
             for w in sorted(info.get("peaks", {})):
                 print(f"{'':10}   worker {w}: peak RSS {info['peaks'][w] / 2**20:.0f} MB, "
+                      f"unmanaged {info.get('unmanaged', {}).get(w, 0) / 2**20:.0f} MB, "
                       f"spilled {info.get('spilled', {}).get(w, 0) / 2**20:.0f} MB", flush=True)
+            ru = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+            print(f"{'':10}   CPU so far (this process and its finished workers): "
+                  f"user {sum(r.ru_utime for r in ru):.0f} s, sys {sum(r.ru_stime for r in ru):.0f} s, "
+                  f"minor page faults {sum(r.ru_minflt for r in ru):,}", flush=True)
             if a.memory or a.check:
                 t, mem = run_memory(src, method, params, domains)
                 print(f"{method:10} {'memory':24} {t:8.1f}s", flush=True)

@@ -279,33 +279,66 @@ def peak_model(budget: Budget) -> int:
     return WORKER_BASE_BYTES + budget.usable + 2 * shuffle_buffer(budget.worker) + kept
 
 
+#: Where :func:`_tune_worker` keeps a worker's own settings, to put them back (:func:`_untune_worker`).
+_SAVED = "_dpstudio_untuned"
+
+
 def _tune_worker(dask_worker=None) -> None:
     """Fit a worker to the memory model: its shuffle buffers sized from its memory limit
     (:func:`shuffle_buffer`), and the stored results it keeps in memory (its SpillBuffer's
     in-memory bound, Dask's "target") lowered to :func:`kept_bytes`; never raised.  The memory
     monitor's own thresholds on the process's memory (spill at 70 %, pause at 80 %, restart
-    at 95 %) are Dask's.
+    at 95 %) are Dask's.  The worker's own values are kept on it (the first time) for
+    :func:`_untune_worker`.
     """
     mm = getattr(dask_worker, "memory_manager", None)
     limit = getattr(mm, "memory_limit", None)
     if not limit:
         return
+    saved: dict = getattr(dask_worker, _SAVED, None) or {}
     ext = getattr(dask_worker, "extensions", {}).get("shuffle")
     if ext is not None:
         size = shuffle_buffer(int(limit))
         for name in ("memory_limiter_comms", "memory_limiter_disk"):
             lim = getattr(ext, name, None)
             if lim is not None and (lim.limit is None or lim.limit > size):
+                saved.setdefault(name, lim.limit)
                 lim.limit = size
     kept = kept_bytes(int(limit))
     fast = getattr(getattr(dask_worker, "data", None), "fast", None)
     if fast is not None and isinstance(getattr(fast, "n", None), (int, float)) and fast.n > kept:
+        saved.setdefault("fast", fast.n)
         fast.n = kept
         # what is stored already beyond the new bound goes to disk now, not at the next store
         evict = getattr(dask_worker.data, "evict", None)
         while evict is not None and getattr(fast, "total_weight", 0) > kept and len(fast):
             if evict() < 0:
                 break
+    try:
+        setattr(dask_worker, _SAVED, saved)
+    except AttributeError:  # pragma: no cover - a worker object refusing attributes
+        pass
+
+
+def _untune_worker(dask_worker=None) -> None:
+    """Put back what :func:`_tune_worker` changed on a worker (its spill bound, its shuffle
+    buffers): a cluster dpstudio did not start (``--scheduler``) is left as it was found.
+    """
+    saved = getattr(dask_worker, _SAVED, None)
+    if not saved:
+        return
+    ext = getattr(dask_worker, "extensions", {}).get("shuffle")
+    for name in ("memory_limiter_comms", "memory_limiter_disk"):
+        lim = getattr(ext, name, None) if ext is not None else None
+        if lim is not None and name in saved:
+            lim.limit = saved[name]
+    fast = getattr(getattr(dask_worker, "data", None), "fast", None)
+    if fast is not None and "fast" in saved:
+        fast.n = saved["fast"]
+    try:
+        delattr(dask_worker, _SAVED)
+    except AttributeError:  # pragma: no cover
+        pass
 
 
 class TuneWorkers:
@@ -313,7 +346,8 @@ class TuneWorkers:
     worker of the cluster, those started later included -- a worker restarted by its nanny
     (or added) would otherwise come back with Dask's default p2p buffers (1 GiB to send),
     twice a 500 MB worker's limit.  Registered by :func:`protect_dask` under one name (a
-    second registration replaces the first).
+    second registration replaces the first) for one run: unregistered at its end
+    (:func:`untune_workers`), which puts every worker's own settings back (``teardown``).
     """
 
     name = "dpstudio-tune-workers"
@@ -322,24 +356,36 @@ class TuneWorkers:
         _tune_worker(worker)
 
     def teardown(self, worker=None) -> None:
-        pass
+        _untune_worker(worker)
 
     def transition(self, key, start, finish, **kwargs) -> None:
         pass
 
 
-def tune_workers(client: Any) -> None:
-    """Register :class:`TuneWorkers` on ``client``'s cluster (now and for any later worker)."""
+def tune_workers(client: Any) -> bool:
+    """Register :class:`TuneWorkers` on ``client``'s cluster (now and for any later worker)
+    for one run; True when registered (then :func:`untune_workers` at the run's end).
+    """
     try:
         from distributed.diagnostics.plugin import WorkerPlugin
 
         plugin = type("TuneWorkersPlugin", (TuneWorkers, WorkerPlugin), {})()
         client.register_plugin(plugin, name=TuneWorkers.name)
+        return True
     except Exception:  # pragma: no cover - a best effort (a scheduler refusing plugins)
-        try:
-            client.run(_tune_worker)
-        except Exception:
-            pass
+        return False
+
+
+def untune_workers(client: Any) -> None:
+    """The end of a run: :class:`TuneWorkers` unregistered from ``client``'s cluster, every
+    worker's own spill bound and shuffle buffers put back (a shared cluster reached with
+    ``--scheduler`` keeps Dask's settings, or its owner's, after dpstudio disconnects).  A
+    best effort: a client already closed (a cancelled run) cannot reach the workers.
+    """
+    try:
+        client.unregister_worker_plugin(TuneWorkers.name)
+    except Exception:  # a closed client, a plugin already gone
+        pass
 
 
 def _human(nbytes: float) -> str:
@@ -712,9 +758,23 @@ class DaskRelease:
     aligned: Any = field(default=None, repr=False)
     #: the guarantee as data (:class:`~dpstudio.engine.guarantee.Guarantee`): ``guarantee`` is its text
     guarantee_info: Any = field(default=None, repr=False)
+    #: the client whose workers :func:`protect_dask` tuned for this run (:meth:`finish`), or None
+    tuned: Any = field(default=None, repr=False, compare=False)
+
+    def finish(self) -> None:
+        """The end of the run: the workers' own settings put back (:func:`untune_workers`).
+        Called by :func:`write_release` and :meth:`compute`; a later computation of this
+        release runs with the workers' own settings (same values, more memory).
+        """
+        client, self.tuned = self.tuned, None
+        if client is not None:
+            untune_workers(client)
 
     def compute(self) -> pd.DataFrame:
-        return self.data.compute().reset_index(drop=True)
+        try:
+            return self.data.compute().reset_index(drop=True)
+        finally:
+            self.finish()
 
 
 # --------------------------------------------------------------------------- validation
@@ -891,68 +951,88 @@ def protect_dask(
 
     budget = worker_budget(client, partition_rows)
     live = _client_for(client)
-    if live is not None:
-        tune_workers(live)
-    src = open_source(source, budget)
-    spec, plan, task, prep, cols, n, lens, sample = _validate(
-        src, method, roles, domains, precision, params, hierarchies, budget
-    )
-    src.set_lengths(lens)
-    lens = src.lens
-    p = dict(prep.params)
-    if spec.uses_epsilon and p.get("epsilon") is None:
-        raise NotOnDask(
-            "The noise-free baseline (no ε) is for sweeps and does not run on Dask; "
-            "give --epsilon or use --engine memory."
+    # the workers fitted to the memory model for this run only: put back at its end
+    # (DaskRelease.finish, called by write_release and compute) or if it fails here
+    tuned = live if live is not None and tune_workers(live) else None
+    try:
+        src = open_source(source, budget)
+        spec, plan, task, prep, cols, n, lens, sample = _validate(
+            src, method, roles, domains, precision, params, hierarchies, budget
         )
-    from dpstudio.engine.keying import keyed_rng
-    from dpstudio.engine.protection._common import keep_order
-    from dpstudio.engine.roles import declared_integer
-
-    # the first draw of the run's generator, derived from the seed, the parameters and the
-    # data digest exactly as run_prepared does in memory (job_stream)
-    root = K.root_key(keyed_rng(as_rng(seed), prep.run_context(p)))
-    ddf = src.frame()
-    info: dict = {"backend": "dask", "npartitions": int(src.npartitions)}
-    private_warns: list = []
-    attrs: list[Attribute] = []
-    if not isinstance(plan, FrequencySet):
-        eps = _eps(p, cols) if spec.uses_epsilon else None
-        for j, c in enumerate(cols):
-            g = _grid(prep, declared_integer(prep.types, c), c, n) if plan.noisy else None
-            attrs.append(Attribute(c, j, root, p, n, grid=g, epsilon=None if eps is None else float(eps[j])))
-    if isinstance(plan, FrequencySet):
-        out, kinfo, kwarns = _frequency_release(ddf, task, n, budget)
-        info.update(kinfo)
-        private_warns += kwarns
-    elif isinstance(plan, Rowwise):
-        new = {
-            a.column: ddf[[a.column, _ROW]].map_partitions(
-                _rowwise_part, plan.release, a, meta=(a.column, _out_dtype(a.grid))
+        src.set_lengths(lens)
+        lens = src.lens
+        p = dict(prep.params)
+        if spec.uses_epsilon and p.get("epsilon") is None:
+            raise NotOnDask(
+                "The noise-free baseline (no ε) is for sweeps and does not run on Dask; "
+                "give --epsilon or use --engine memory."
             )
-            for a in attrs
-        }
-        out = ddf.assign(**new)
-    else:
-        out = _ranked_release(src, plan, attrs, prep, n, sample, budget, client, progress)
-        info["ranges"] = out[1]
-        out = out[0]
-    shuffle = not keep_order(p)
-    ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
-    if ident:
-        out = out.drop(columns=ident)
-    aligned = out
-    if shuffle:
-        out = _shuffled(out, root)
-    else:  # computed in place: already in input order
-        out = out.drop(columns=[_ROW])
-    released_cols = [c for c in ddf.columns if c != _ROW and c not in ident]
-    g = api.with_grid_clause(api.release_guarantee(spec, p, prep.roles, released_cols, cols), prep, p)
-    # only the warnings that depend on the parameters: the others were computed on the sample
-    warns = [w for w in prep.warnings if api._is_public_warning(w)]
-    return DaskRelease(
-        out, spec.id, g.render(), g.is_dp, p, cols, n, info, warns + private_warns, warns, aligned, g
-    )
+        from dpstudio.engine.keying import keyed_rng
+        from dpstudio.engine.protection._common import keep_order
+        from dpstudio.engine.roles import declared_integer
+
+        # the first draw of the run's generator, derived from the seed, the parameters and the
+        # data digest exactly as run_prepared does in memory (job_stream)
+        root = K.root_key(keyed_rng(as_rng(seed), prep.run_context(p)))
+        ddf = src.frame()
+        info: dict = {"backend": "dask", "npartitions": int(src.npartitions)}
+        private_warns: list = []
+        attrs: list[Attribute] = []
+        if not isinstance(plan, FrequencySet):
+            eps = _eps(p, cols) if spec.uses_epsilon else None
+            for j, c in enumerate(cols):
+                g = _grid(prep, declared_integer(prep.types, c), c, n) if plan.noisy else None
+                attrs.append(
+                    Attribute(c, j, root, p, n, grid=g, epsilon=None if eps is None else float(eps[j]))
+                )
+        if isinstance(plan, FrequencySet):
+            out, kinfo, kwarns = _frequency_release(ddf, task, n, budget)
+            info.update(kinfo)
+            private_warns += kwarns
+        elif isinstance(plan, Rowwise):
+            new = {
+                a.column: ddf[[a.column, _ROW]].map_partitions(
+                    _rowwise_part, plan.release, a, meta=(a.column, _out_dtype(a.grid))
+                )
+                for a in attrs
+            }
+            out = ddf.assign(**new)
+        else:
+            out = _ranked_release(src, plan, attrs, prep, n, sample, budget, client, progress)
+            info["ranges"] = out[1]
+            out = out[0]
+        shuffle = not keep_order(p)
+        ident = [c for c, r in prep.roles.items() if r is Role.IDENTIFIER and c in out.columns]
+        if ident:
+            out = out.drop(columns=ident)
+        aligned = out
+        if shuffle:
+            out = _shuffled(out, root)
+        else:  # computed in place: already in input order
+            out = out.drop(columns=[_ROW])
+        released_cols = [c for c in ddf.columns if c != _ROW and c not in ident]
+        g = api.with_grid_clause(api.release_guarantee(spec, p, prep.roles, released_cols, cols), prep, p)
+        # only the warnings that depend on the parameters: the others were computed on the sample
+        warns = [w for w in prep.warnings if api._is_public_warning(w)]
+        return DaskRelease(
+            out,
+            spec.id,
+            g.render(),
+            g.is_dp,
+            p,
+            cols,
+            n,
+            info,
+            warns + private_warns,
+            warns,
+            aligned,
+            g,
+            tuned=tuned,
+        )
+    except BaseException:
+        if tuned is not None:
+            untune_workers(tuned)
+        raise
 
 
 def _eps(p: dict, cols: list[str]) -> np.ndarray:
@@ -1591,43 +1671,55 @@ def write_release(
     the folder.  ``plan``: the command's checked plan from :func:`release_plan`.
     """
     out_dir = os.path.abspath(os.fspath(out_dir))
-    plan = release_plan(out_dir, input_path=input_path, plan=plan)
+    try:
+        plan = release_plan(out_dir, input_path=input_path, plan=plan)
+        _write(rel, out_dir, plan, partial(_fill, rel, fmt=fmt, progress=progress), input_path)
+    finally:
+        if isinstance(rel, DaskRelease):
+            rel.finish()  # the end of the run: the workers' own settings back
+    return {
+        "release": out_dir,
+        "metadata": os.path.join(out_dir, "metadata.json"),
+        "private": _private_path(out_dir),
+    }
 
-    def fill(tmp: str) -> None:
-        if fmt == "csv":
-            task = rel.data.to_csv(
-                os.path.join(tmp, "release.csv"), single_file=True, index=False, compute=False
-            )
-        else:
-            # zero-padded part names: a reader lists them in name order, which is then the
-            # release's order (part.10 would come before part.2)
-            task = rel.data.to_parquet(
-                os.path.join(tmp, "release"), write_index=False, compute=False, name_function=_part_name
-            )
-        if progress:
-            _compute_with_progress(task)
-        else:
-            import dask
 
-            dask.compute(task)
-        meta = {
-            "method": rel.method,
-            "guarantee": rel.guarantee,
-            "is_dp": rel.is_dp,
-            "parameters": {
-                k: v for k, v in rel.params.items() if not k.startswith("_") and k not in ("seed", "rng")
-            },
-            "protected_attributes": rel.protected_attributes,
-            "public_warnings": rel.public_warnings,
-            "backend": "dask",
-            "columns": [str(c) for c in rel.data.columns],
-        }
-        from dpstudio.engine.safe_write import file_mode
+def _fill(rel: DaskRelease, tmp: str, *, fmt: str, progress: bool) -> None:
+    """The release's parts and its public metadata, written into the folder ``tmp``."""
+    if fmt == "csv":
+        task = rel.data.to_csv(os.path.join(tmp, "release.csv"), single_file=True, index=False, compute=False)
+    else:
+        # zero-padded part names: a reader lists them in name order, which is then the
+        # release's order (part.10 would come before part.2)
+        task = rel.data.to_parquet(
+            os.path.join(tmp, "release"), write_index=False, compute=False, name_function=_part_name
+        )
+    if progress:
+        _compute_with_progress(task)
+    else:
+        import dask
 
-        with open(os.path.join(tmp, "metadata.json"), "w", encoding="utf-8") as fh:
-            json.dump(meta, fh, indent=2, default=str)
-        os.chmod(os.path.join(tmp, "metadata.json"), file_mode(False))
+        dask.compute(task)
+    meta = {
+        "method": rel.method,
+        "guarantee": rel.guarantee,
+        "is_dp": rel.is_dp,
+        "parameters": {
+            k: v for k, v in rel.params.items() if not k.startswith("_") and k not in ("seed", "rng")
+        },
+        "protected_attributes": rel.protected_attributes,
+        "public_warnings": rel.public_warnings,
+        "backend": "dask",
+        "columns": [str(c) for c in rel.data.columns],
+    }
+    from dpstudio.engine.safe_write import file_mode
 
+    with open(os.path.join(tmp, "metadata.json"), "w", encoding="utf-8") as fh:
+        json.dump(meta, fh, indent=2, default=str)
+    os.chmod(os.path.join(tmp, "metadata.json"), file_mode(False))
+
+
+def _write(rel: DaskRelease, out_dir: str, plan, fill, input_path) -> None:
     private = _private_path(out_dir)
     trail = {
         "records": rel.n,
@@ -1639,7 +1731,6 @@ def write_release(
     with plan.transaction():
         plan.write_folder(out_dir, fill)
         plan.write_text(private, text)
-    return {"release": out_dir, "metadata": os.path.join(out_dir, "metadata.json"), "private": private}
 
 
 def _part_name(i: int) -> str:

@@ -1,0 +1,173 @@
+"""Where a Dask worker's memory goes (issue 25, d-dask2): ir-dp (protect_dask + write_release)
+on bench_dask.py's synthetic data, every worker sampled every 20 ms by a worker plugin: RSS,
+stored results (managed), PyArrow's live bytes, glibc's heap (in use / free) and its large
+blocks in use (mmapped), the other anonymous memory (PyArrow's mimalloc pool, the interpreter),
+LazyFree and huge pages (every 100 ms), the p2p buffers in use, minor page faults and the
+executing task.  Samples go to OUT-VARIANT-ROWS.PID.json (one file per worker); summarise with
+
+    python benchmarks/probe_dask_memory.py --rows 10000000 --cols 5 --memory-limit 1GB
+    python benchmarks/probe_dask_memory.py --summary /tmp/dd2/probe-base-10000000
+
+``--variant`` (tried in d-dask2, none adopted): ``trim`` = PyArrow's release_unused() and
+glibc's malloc_trim(0) after every task, ``gc`` = gc.collect() after every task, ``system`` /
+``jemalloc`` = PyArrow on another allocator, ``mmap32`` / ``arena2`` = glibc mallopt.
+Data in /tmp/dd2 (generated when missing); figures: results/bench_dask_issue25.md."""
+import argparse, glob, json, logging, os, statistics, sys, threading, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_dask as BD
+from distributed.diagnostics.plugin import WorkerPlugin
+
+
+
+
+class Probe(WorkerPlugin):
+    name = "probe"
+
+    def __init__(self, variant=""):
+        self.variant = variant
+
+    def setup(self, worker):
+        import pyarrow as pa
+        self.w = worker
+        self.samples = []
+        self.stop = threading.Event()
+        import ctypes
+
+        class _MI2(ctypes.Structure):
+            _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                        "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MI2
+        self.libc = libc
+        if "system" in self.variant:
+            pa.set_memory_pool(pa.system_memory_pool())
+        if "jemalloc" in self.variant:
+            pa.set_memory_pool(pa.jemalloc_memory_pool()); pa.jemalloc_set_decay_ms(0)
+        if "mmap32" in self.variant:
+            libc.mallopt(-3, 32 * 2**20)
+        if "arena2" in self.variant:
+            libc.mallopt(-8, 2)
+        self.t = threading.Thread(target=self.loop, daemon=True)
+        self.t.start()
+
+    def transition(self, key, start, finish, **kw):
+        if "gc" in self.variant and start == "executing":
+            import gc
+            t0 = time.perf_counter()
+            gc.collect()
+            self.hook = getattr(self, "hook", 0.0) + time.perf_counter() - t0
+        if "trim" in self.variant and start == "executing":
+            self.libc.malloc_trim(0)
+            import pyarrow as pa
+            pa.default_memory_pool().release_unused()
+
+    def loop(self):
+        import pyarrow as pa
+        page = os.sysconf("SC_PAGE_SIZE")
+        i = 0
+        lazy = huge = 0
+        while not self.stop.is_set():
+            i += 1
+            if i % 5 == 0:
+                try:
+                    with open("/proc/self/smaps_rollup") as f:
+                        for ln in f:
+                            if ln.startswith("LazyFree:"):
+                                lazy = int(ln.split()[1]) * 1024
+                            elif ln.startswith("AnonHugePages:"):
+                                huge = int(ln.split()[1]) * 1024
+                except Exception:
+                    pass
+            try:
+                with open("/proc/self/statm") as f:
+                    st = f.read().split()
+                    rss = int(st[1]) * page
+                    anon = rss - int(st[2]) * page
+                with open("/proc/self/stat") as f:
+                    minflt = int(f.read().rsplit(")", 1)[1].split()[7])
+                fast = getattr(self.w.data, "fast", None)
+                managed = int(getattr(fast, "total_weight", 0) or 0)
+                mi = self.libc.mallinfo2()
+                ex = [str(ts.key)[:40] for ts in list(self.w.state.executing)]
+                ext = self.w.extensions.get("shuffle")
+                comm = getattr(getattr(ext, "memory_limiter_comms", None), "_acquired", 0)
+                disk = getattr(getattr(ext, "memory_limiter_disk", None), "_acquired", 0)
+                self.samples.append((time.time(), rss, managed, pa.total_allocated_bytes(), mi.arena, mi.hblkhd,
+                                     mi.uordblks, mi.fordblks, comm, disk, minflt, ";".join(ex), lazy, huge, anon))
+            except Exception as e:
+                self.samples.append((time.time(), -1, str(e)))
+            self.stop.wait(0.02)
+
+
+def dump(path, dask_worker=None):
+    p = dask_worker.plugins["probe"]
+    with open(path + f".{os.getpid()}.json", "w") as f:
+        json.dump(p.samples, f)
+    print("hook seconds", os.getpid(), getattr(p, "hook", None), flush=True)
+    return len(p.samples)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--cols", type=int, default=5)
+    ap.add_argument("--parts", type=int, default=None)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--memory-limit", default="1GB")
+    ap.add_argument("--variant", default="")
+    ap.add_argument("--out", default="/tmp/dd2/probe")
+    ap.add_argument("--partition-rows", type=int, default=None, help="force the rows of every partition and range")
+    ap.add_argument("--summary", default=None, help="summarise the sample files PREFIX*.json and stop")
+    a = ap.parse_args()
+    if a.summary:
+        summary(a.summary)
+        return
+    from dask.utils import parse_bytes
+    from distributed import Client, LocalCluster
+    from dpstudio.engine.backends import dask_backend as DB
+    parts = a.parts or max(1, -(-a.rows // 1_000_000))
+    src = f"/tmp/dd2/synthetic-{a.rows}x{a.cols}-{parts}"
+    if not os.path.exists(src):
+        BD.generate(src, a.rows, parts, a.cols)
+    domains = {c: BD.ALL_DOMAINS[c] for c in "abcde"[: a.cols]}
+    out = f"/tmp/dd2/out-{a.variant or 'base'}"
+    import shutil; shutil.rmtree(out, ignore_errors=True)
+    if os.path.exists(out + ".private.json"):
+        os.remove(out + ".private.json")
+    restarts = BD._Restarts(); logging.getLogger("distributed.nanny.memory").addHandler(restarts)
+    t0 = time.perf_counter(); c0 = os.times()
+    with LocalCluster(n_workers=a.workers, threads_per_worker=1, memory_limit=parse_bytes(a.memory_limit),
+                      processes=True, dashboard_address=None) as cl, Client(cl) as client:
+        client.register_plugin(Probe(a.variant), name="probe")
+        rel = DB.protect_dask(src, "ir-dp", {c: "eps-quasi" for c in domains}, domains, seed=1, client=client,
+                              k=5, epsilon=1.0, partition_rows=a.partition_rows)
+        DB.write_release(rel, out)
+        wall = time.perf_counter() - t0
+        tag = f"{a.out}-{a.variant or 'base'}-{a.rows}"
+        client.run(dump, tag)
+        spilled = client.run(BD._spilled)
+        cpu = client.run(lambda: tuple(os.times())[:2])
+    print(f"variant={a.variant or 'base'} rows={a.rows} wall={wall:.1f}s restarts={restarts.count} "
+          f"spilled={sum(spilled.values())/2**20:.0f}MB ranges={rel.info.get('ranges')} workers_cpu={cpu}", flush=True)
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def summary(prefix: str) -> None:
+    M = 2**20
+    for path in sorted(glob.glob(prefix + "*.json")):
+        s = [x for x in json.load(open(path)) if x[1] != -1 and len(x) >= 15]
+        if not s:
+            continue
+        un = sorted((x[1] - x[2]) / M for x in s)
+        other = [(x[14] - x[4] - x[5]) / M for x in s]
+        pk = max(s, key=lambda x: x[1])
+        print(f"{os.path.basename(path)}: peak RSS {pk[1] / M:.0f} MB (stored {pk[2] / M:.0f}, glibc large blocks "
+              f"in use {pk[5] / M:.0f}, glibc heap {pk[4] / M:.0f} of which free {pk[7] / M:.0f}, other anonymous "
+              f"{(pk[14] - pk[4] - pk[5]) / M:.0f}, Arrow live {pk[3] / M:.0f}, LazyFree {pk[12] / M:.0f}; task {pk[11][:50]}); "
+              f"unmanaged median {statistics.median(un):.0f} p99 {un[int(0.99 * len(un))]:.0f} max {un[-1]:.0f} MB; "
+              f"other anonymous median {statistics.median(other):.0f} max {max(other):.0f} MB; "
+              f"minor faults {s[-1][10] - s[0][10]:,}")
+
+
+if __name__ == "__main__":
+    main()
