@@ -4,7 +4,7 @@ types the roles, looks at the risk, sweeps and protects; and how soon a long swe
 progress.
 
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_app_workflow.py [--rows 200000]
-        [--sweep-rows 20000] [--stacks] [--out results/bench_app_workflow.txt]
+        [--sweep-rows 20000] [--stacks] [--events] [--out results/bench_app_workflow.txt]
 
 A QTimer ticks every 10 ms in the GUI thread; a gap between two ticks is a time the window
 could not react (target: none over 100 ms).  Each phase reports the longest gap in wall time
@@ -28,7 +28,12 @@ the first progress above 0 % and to the first point drawn (target: progress with
 ``--stacks``: a watchdog thread samples the GUI thread's stack every 10 ms while it is late (no
 tick for 50 ms) and charges each sample the GUI thread's CPU since the previous one: the report
 names where the GUI thread's CPU went in its late moments ("in Qt": painting, layout, events,
-with no Python frame).  results/run_quiet_issue24.sh runs it as the issue asks.
+with no Python frame).  ``--events``: the application's ``notify`` timed, so the three gaps
+with the most GUI CPU list the events (type, receiver) it went to -- the outermost ones (a
+timer's slot with all it caused, a paint of the window) and each one's own time (a few µs per
+event of overhead: use it to find culprits, not for the figures).  The user's actions of a
+phase are paced (0.15 s apart, each its own event, as a user makes them).
+results/run_quiet_issue24.sh runs it as the issue asks.
 """
 
 from __future__ import annotations
@@ -49,12 +54,22 @@ os.environ["DPSTUDIO_CONFIG_DIR"] = tempfile.mkdtemp(prefix="dps-bench-")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from PySide6.QtCore import QTimer  # noqa: E402
+from PySide6.QtCore import QEvent, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-app = QApplication.instance() or QApplication(sys.argv)
+
+
+class _TimedApp(QApplication):
+    """``--events``: every event's delivery timed (:class:`EventLog`)."""
+
+    def notify(self, obj, ev) -> bool:  # noqa: D102 - Qt API
+        log = globals().get("EVENTS")
+        return log.around(super().notify, obj, ev) if log is not None else super().notify(obj, ev)
+
+
+app = QApplication.instance() or (_TimedApp if "--events" in sys.argv else QApplication)(sys.argv)
 
 import dpstudio.app  # noqa: E402,F401  (PySide6 refcount guard)
 from dpstudio import __version__  # noqa: E402
@@ -79,6 +94,80 @@ def household(n: int, seed: int = 11) -> pd.DataFrame:
     )
 
 
+class EventLog:
+    """``--events``: the application's ``notify`` timed (the GUI thread's CPU clock) for every
+    event the GUI thread delivers, nested events apart: each event is charged its own time
+    (its receiver's handler without the events it sent on) under "self", and the whole of each
+    outermost event (a timer's slot with everything it caused, a paint of the window) under
+    "top".  In a gap with much GUI CPU the report lists both.  (Timing ``notify`` in Python
+    costs a few µs per event: its figures name the culprits; the timings are from runs
+    without it.)
+    """
+
+    def __init__(self) -> None:
+        self.main = threading.get_ident()
+        self.depth = 0
+        self.child: list[float] = [0.0]  # time of nested events, per open level
+        self.self_ms: dict[str, float] = {}
+        self.top_ms: dict[str, float] = {}
+        self.by_gap: list[tuple[float, float, dict, dict]] = []
+
+    @staticmethod
+    def key(obj, ev) -> str:
+        try:
+            name = QEvent.Type(int(ev.type())).name
+        except ValueError:
+            name = str(int(ev.type()))
+        try:
+            cls = type(obj).__name__
+            on = obj.objectName() if hasattr(obj, "objectName") else ""
+            par = obj.parent() if hasattr(obj, "parent") else None
+            ctx = ""
+            if par is not None and (cls in ("QWidget", "QObject") or on.startswith("qt_")):
+                pp = par.parent() if hasattr(par, "parent") else None
+                ctx = f" in {type(par).__name__}" + (f"/{type(pp).__name__}" if pp is not None else "")
+        except RuntimeError:  # deleted
+            cls, on, ctx = "?", "", ""
+        return f"{name}: {cls}{'[' + on + ']' if on else ''}{ctx}"
+
+    def around(self, deliver, obj, ev):
+        if threading.get_ident() != self.main:
+            return deliver(obj, ev)
+        k = self.key(obj, ev)
+        t0 = time.thread_time()
+        self.depth += 1
+        self.child.append(0.0)
+        try:
+            return deliver(obj, ev)
+        finally:
+            dt = time.thread_time() - t0
+            inner = self.child.pop()
+            self.depth -= 1
+            self.child[-1] += dt
+            self.self_ms[k] = self.self_ms.get(k, 0.0) + 1000 * (dt - inner)
+            if self.depth == 0:
+                self.top_ms[k] = self.top_ms.get(k, 0.0) + 1000 * dt
+
+    def close_tick(self, wall: float, cpu: float) -> None:
+        own, top = self.self_ms, self.top_ms
+        self.self_ms, self.top_ms = {}, {}
+        if cpu >= 0.04:
+            self.by_gap.append((wall * 1000, cpu * 1000, own, top))
+
+    def report(self, n: int = 10) -> list[str]:
+        lines = []
+        for wall, cpu, own, top in sorted(self.by_gap, key=lambda g: -g[1])[:3]:
+            lines.append(f"    gap {wall:.0f} ms wall, {cpu:.0f} ms GUI CPU; outermost events:")
+            lines += [f"        {ms:6.1f} ms  {k}" for k, ms in sorted(top.items(), key=lambda kv: -kv[1])[:5]]
+            lines.append("      each event's own time:")
+            lines += [f"        {ms:6.1f} ms  {k}" for k, ms in sorted(own.items(), key=lambda kv: -kv[1])[:n]]
+        self.by_gap = []
+        return lines
+
+
+EVENTS = EventLog() if "--events" in sys.argv else None
+
+
 class Ticker:
     """Gaps between 10 ms timer ticks in the GUI thread, with the GUI thread's own CPU time in
     each gap (a loaded machine stretches the wall time of a gap, not the CPU the GUI thread
@@ -91,6 +180,7 @@ class Ticker:
     """
 
     def __init__(self, stacks: bool) -> None:
+        self.events = EVENTS
         self.timer = QTimer()
         self.timer.setInterval(10)
         self.timer.timeout.connect(self._tick)
@@ -121,6 +211,8 @@ class Ticker:
     def _tick(self) -> None:
         now, cpu, proc = time.perf_counter(), time.thread_time(), time.process_time()
         self.gaps.append((now - self.last, cpu - self.last_cpu, proc - self.last_proc, now))
+        if self.events is not None:
+            self.events.close_tick(now - self.last, cpu - self.last_cpu)
         self.last, self.last_cpu, self.last_proc = now, cpu, proc
 
     def _main_cpu(self) -> float:
@@ -154,6 +246,8 @@ class Ticker:
 
     def start(self) -> None:
         self.gaps, self.culprits, self.collections = [], {}, []
+        if self.events is not None:
+            self.events.self_ms, self.events.top_ms, self.events.by_gap = {}, {}, []
         self.last, self.last_cpu, self.last_proc = time.perf_counter(), time.thread_time(), time.process_time()
         self.timer.start()
 
@@ -176,7 +270,7 @@ class Ticker:
             "over_100": int((wall > 100).sum()),
             "cpu_over_100": int((cpu > 100).sum()),
             "cpu_over_50": int((cpu > 50).sum()),
-            "where": where,
+            "where": where + (self.events.report() if self.events is not None else []),
             "gc": self.collections,
         }
 
@@ -236,13 +330,18 @@ def workflow(win, ticker, rows: int) -> list[str]:
         run_until(lambda: st.path == str(path), 600)
         settle(win)
 
+    def pace() -> None:
+        """A user's pace between two actions (each its own event; done in one go they were
+        one turn of the event loop, which no user makes)."""
+        end = time.perf_counter() + 0.15
+        run_until(lambda: time.perf_counter() > end, 60)
+
     def roles():
         win.tabs.setCurrentIndex(1)
         for col, role in (("hh_id", "household"), ("region", "k-quasi"), ("sex", "k-quasi"),
                           ("age", "k-quasi"), ("income", "eps-quasi"), ("weight", "weight")):
             win.roles_panel.set_roles({col: role})
-            end = time.perf_counter() + 0.15  # a user's pace between two choices
-            run_until(lambda end=end: time.perf_counter() > end, 60)
+            pace()
         win.roles_panel.set_types({"region": "categorical", "sex": "categorical"})
         st.set_domain("age", (0, 110))
         st.set_domain("income", (0, 5_000_000))
@@ -255,12 +354,16 @@ def workflow(win, ticker, rows: int) -> list[str]:
 
     def sweep():
         win.tabs.setCurrentIndex(2)
+        pace()
         win.method_panel.select_method("k-eps")
+        pace()
         win.method_panel.set_values({"k": 5, "epsilon": 1.0})
+        pace()
         ep = win.explore_panel
         ep.ks.setText("2, 5, 10")
         ep.eps.setText("1")
         ep.repeats.setValue(1)
+        pace()
         assert win.controller.run_sweep()
         settle(win)
 
@@ -299,7 +402,10 @@ def long_sweep(win, ticker, rows: int) -> list[str]:
     win.controller.sweep_runner.sig_progress.connect(lambda f: prog.append((time.perf_counter() - t0, f)))
     ticker.start()
     assert win.controller.run_sweep()
-    first_point = run_until(lambda: ep.n_plotted() > 0, 900)
+    def drawn() -> int:  # the points drawn now (ExplorePanel.n_plotted forces a pending redraw)
+        return sum(len(s.sse.xData) if s.sse.xData is not None else 0 for s in ep.series.values())
+
+    first_point = run_until(lambda: drawn() > 0, 900)
     settle(win)
     total = time.perf_counter() - t0
     s = ticker.stop()
@@ -314,6 +420,7 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--sweep-rows", type=int, default=20_000)
     ap.add_argument("--stacks", action="store_true")
+    ap.add_argument("--events", action="store_true", help="name the events the GUI CPU of long gaps went to")
     ap.add_argument("--skip-workflow", action="store_true")
     ap.add_argument("--skip-sweep", action="store_true")
     ap.add_argument("--out", default=None)

@@ -17,7 +17,7 @@ import pandas as pd
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from dpstudio import engine
-from dpstudio.app import compute, io_adapter, large_file, project, subproc
+from dpstudio.app import compute, io_adapter, large_file, project, subproc, turns
 from dpstudio.app import settings as app_settings
 from dpstudio.app.resources import adult_sample_path, sample_path
 from dpstudio.app.state import AppState
@@ -28,7 +28,6 @@ from dpstudio.engine.registry import get_method
 
 BIG_FILE_BYTES = 16 * 1024 * 1024  # files above this are read in a child process
 BIG_TABLE_CELLS = 2_000_000  # tables above this are protected in a child process
-SWITCH_LATER_MS = 20  # the switch to the Results tab: a turn of the event loop of its own
 
 SEED_REUSE_WARNING = (
     "This pinned seed was already used for another exported release: the two "
@@ -529,6 +528,10 @@ class Controller(QObject):
 
         def done(out):
             res, ev = out
+            # the window switches to the Results tab (layout and painting of a whole tab) in
+            # a turn of its own, the first of the jobs the result's views queue (their header,
+            # histogram, tables: dpstudio.app.turns); this turn fills the views
+            turns.later(self.sig_protected.emit, owner=self, key="protected")
             st.record_run_seed(seed)  # the project records the seed of the current release
             st.set_result(res, ev, recipe)
             self.result_sig = run_sig
@@ -536,10 +539,6 @@ class Controller(QObject):
                 f"Protected with {res.method_name}: {len(res.data):,} "
                 "records. Inspect the results, then export (Ctrl+Shift+E)."
             )
-            # the window switches to the Results tab (layout and painting of a whole tab)
-            # SWITCH_LATER_MS later: the result's views were filled in this turn, and a timer
-            # of 0 ran both in one stall of the event loop (issue 27.4)
-            QTimer.singleShot(SWITCH_LATER_MS, self, self.sig_protected.emit)
 
         self.run_runner.start(
             work,

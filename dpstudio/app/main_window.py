@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from dpstudio import __version__
-from dpstudio.app import io_adapter, project
+from dpstudio.app import io_adapter, project, turns
 from dpstudio.app import settings as app_settings
 from dpstudio.app.controller import Controller
 from dpstudio.app.resources import adult_sample_path, resources_dir, sample_path  # noqa: F401
@@ -442,9 +442,12 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ controller -> view
     def _on_chain_release(self) -> None:
-        """The step list's release became the current one: no sweep curve describes it."""
+        """The step list's release became the current one: no sweep curve describes it.  The
+        switch to the Results tab in a turn of its own (the views were filled in this one), as
+        after a Protect.
+        """
         self.controller.result_sig = None
-        self.tabs.setCurrentIndex(TAB_RESULTS)
+        turns.later(lambda: self.tabs.setCurrentIndex(TAB_RESULTS), owner=self, key="chain-release")
 
     def _on_runner_busy(self, _busy: bool) -> None:
         busy = self.controller.busy

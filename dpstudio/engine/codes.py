@@ -187,7 +187,10 @@ def take(s: pd.Series, rows) -> pd.Series:
                 dictionary = pa.array(hit[2].to_numpy(dtype=object), type=key.type)
             c = codes[rows]
             miss = c < 0
-            idx = pa.array(c, mask=miss) if miss.any() else pa.array(c)
+            # (Arrow's take is ~2x slower with int8 indices than with int32 ones)
+            c32 = c.astype(np.int32) if c.dtype.itemsize < 4 else c
+            idx = pa.array(c32, mask=miss) if miss.any() else pa.array(c32)
+            del c32
             out = pc.take(dictionary.cast(key.type), idx)
             res = pd.Series(type(s.array)(pa.chunked_array([out]), dtype=s.dtype), name=s.name)
             if _arrow_of(res) is not None:  # the gathered column's own codes

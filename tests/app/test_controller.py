@@ -278,6 +278,16 @@ def test_results_show_private_notes_apart_from_public_warnings(qtbot, window):
     assert not any("coincides" in w for w in res.public_warnings) and "coincides" not in res.guarantee
     text = win.results_panel.warn.text()
     assert "Private note (not published)" in text and "coincides" in text
+    # no emoji (the lock rendered as an empty box without an emoji font): every character of
+    # the banner in the Basic Multilingual Plane, and drawn by the label's own font
+    from PySide6.QtGui import QFontMetrics
+
+    fm = QFontMetrics(win.results_panel.warn.label.font())
+    shown = win.results_panel.warn.label.text()
+    assert all(ord(ch) < 0x10000 for ch in shown), [ch for ch in shown if ord(ch) >= 0x10000]
+    assert all(fm.inFontUcs4(ord(ch)) for ch in shown if not ch.isspace()), [
+        ch for ch in shown if not ch.isspace() and not fm.inFontUcs4(ord(ch))
+    ]
 
 
 def test_an_old_projects_shuffle_becomes_order(qtbot):

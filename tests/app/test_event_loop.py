@@ -74,6 +74,113 @@ def test_showing_a_protected_result_reads_no_whole_column_on_the_gui_thread(qtbo
         assert calls.get(name), name
 
 
+def test_a_chained_release_made_current_reads_no_whole_column_on_the_gui_thread(qtbot, window, calls):
+    """Issue 24 §5: "Use as the release" of the step list primes the Results and Release
+    views in its worker, as Protect does; showing that release then makes no pass over the
+    records on the GUI thread.
+    """
+    win = window
+    st = win.state
+    st.set_data(_household(), None)
+    set_household_keps(win)
+    p = win.step_panel
+    assert p.add_step("local-suppression", {"k": 3})
+    assert p.add_step("laplace", {"epsilon": 1.0})
+    with qtbot.waitSignal(p.sig_chain_changed, timeout=120000):
+        assert p.run_chain()
+    assert p.wait(60)
+    qtbot.waitUntil(lambda: not win.controller.busy and not win.risk_panel.pending(), timeout=60000)
+    calls.clear()
+    with qtbot.waitSignal(p.sig_release_set, timeout=60000):
+        assert p.use_as_release()
+    assert st.result is not None and st.result.method == "chain"
+    for w in (win.results_panel, win.release_view, win.risk_panel):
+        win.tabs.setCurrentIndex(win.tabs.indexOf(w))
+        qtbot.wait(50)
+    win.release_view.tabs.setCurrentIndex(1)  # the category frequencies
+    qtbot.waitUntil(lambda: not win.risk_panel.pending(), timeout=60000)
+    qtbot.wait(100)
+    assert win.release_view.frequency_rows()  # the views did show the release
+    on_gui = {name: c.count(True) for name, c in calls.items() if any(c)}
+    assert not on_gui, f"whole-table work on the GUI thread: {on_gui}"
+    for name in ("changed_mask", "frequency_table"):  # done, in the worker
+        assert calls.get(name), name
+
+
+def test_a_protects_candidate_row_is_drawn_in_a_later_turn_than_the_switch(qtbot, window):
+    """Issue 24 §5: the Candidates table and plane point of a new run are drawn in a turn of
+    their own, not in the switch to the Results tab (its first paint's turn); the run is
+    recorded at once and drawn and selected soon after.
+    """
+    win = window
+    win.state.set_data(_household().iloc[:300].reset_index(drop=True), None)
+    win.roles_panel.set_roles({"age": "k-quasi", "income": "k-quasi"})
+    win.method_panel.select_method("mdav")
+    hp = win.history_panel
+    seen = []
+    win.controller.sig_protected.connect(
+        lambda: seen.append((len(hp.candidates), hp.table.rowCount(), win.tabs.currentWidget()))
+    )
+    with qtbot.waitSignal(win.controller.sig_protected, timeout=60000):
+        assert win.controller.run_protect()
+    assert seen == [(1, 0, win.results_panel)]  # recorded and switched; not drawn in this turn
+    qtbot.waitUntil(lambda: hp.table.rowCount() == 1, timeout=5000)
+    assert hp.selected() is not None and hp.selected().number == 1
+
+
+def test_after_a_protect_each_part_of_the_results_runs_in_a_turn_of_its_own(qtbot, window, monkeypatch):
+    """Issue 24 §5: the switch to the Results tab is made with the header's texts not yet
+    laid out (their layout was most of the tab's first show); the texts, the header's height,
+    the histogram, the release's tables and the candidates' row follow one per turn of the
+    event loop (a 1 ms ticker turns between every two of them).
+    """
+    from PySide6.QtCore import QTimer
+
+    from dpstudio.app import turns
+
+    win = window
+    rp = win.results_panel
+    win.state.set_data(_household().iloc[:300].reset_index(drop=True), None)
+    win.roles_panel.set_roles({"age": "k-quasi", "income": "k-quasi"})
+    win.method_panel.select_method("mdav")
+    qtbot.waitUntil(lambda: not win.controller.busy, timeout=60000)
+    ticks = [0]
+    ticker = QTimer()
+    ticker.setInterval(1)
+    ticker.timeout.connect(lambda: ticks.__setitem__(0, ticks[0] + 1))
+    ticker.start()
+    ran: list[tuple[str, object, int]] = []
+    real = turns.TurnQueue._run_next
+
+    mine = (win.controller, rp, win.release_view, win.history_panel, win.risk_panel, win)
+
+    def run_next(self):
+        self._drop_dead()
+        if self.jobs and any(self.jobs[0].owner is o for o in mine):
+            j = self.jobs[0]
+            ran.append((type(j.owner).__name__, j.key, ticks[0]))
+        real(self)
+
+    monkeypatch.setattr(turns.TurnQueue, "_run_next", run_next)
+    at_switch = []
+    win.controller.sig_protected.connect(
+        lambda: at_switch.append([w.isHidden() for w in (rp.header, rp.generalisation, rp.kanon)])
+    )
+    with qtbot.waitSignal(win.controller.sig_protected, timeout=60000):
+        assert win.controller.run_protect()
+    assert at_switch == [[True, True, True]]  # switched with the texts veiled
+    qtbot.waitUntil(lambda: not turns.pending(), timeout=10000)
+    ticker.stop()
+    assert not rp.header.isHidden() and not rp.kanon.isHidden() and not rp.generalisation.isHidden()
+    keys = [k for _o, k, _t in ran]
+    for k in ("protected", "reveal-0", "reveal-3", "fit_header", "hist", "refresh", "rebuild"):
+        assert k in keys, (k, keys)
+    assert keys.index("protected") < keys.index("reveal-0") < keys.index("hist") < keys.index("rebuild")
+    at = [t for _o, _k, t in ran]
+    assert all(a < b for a, b in zip(at, at[1:])), ran  # the loop turned between every two
+    assert win.tabs.currentWidget() is rp and win.history_panel.table.rowCount() == 1
+
+
 def _protect(qtbot, win) -> None:
     with qtbot.waitSignal(win.controller.sig_protected, timeout=60000):
         assert win.controller.run_protect()
@@ -181,4 +288,103 @@ def test_a_running_sweep_redraws_at_most_a_few_times_a_second_one_plot_per_turn(
     panel._redraw_staggered()
     panel.clear()
     qtbot.wait(100)
-    assert panel.n_plotted() == 0 and len(s.plane.xData) == n + 1  # not n + 2
+    # the series' items are emptied (kept for the next sweep) and stay empty: the pending
+    # plane of the dropped redraw (n + 2 points) is not drawn after the clear
+    assert panel.n_plotted() == 0 and (s.plane.xData is None or len(s.plane.xData) == 0)
+
+
+def test_a_new_sweep_reuses_the_plot_items_of_the_last_one(qtbot):
+    """Issue 24 §5: a sweep's series (curves, error bars, plane points) are made once and
+    reused, emptied, by the next sweep (making and adding them was most of a sweep's first
+    turn); a sweep with more series adds only the missing ones, restyled ones keep their items.
+    """
+    from dpstudio.app.state import AppState
+    from dpstudio.app.widgets.explore_panel import BASELINE_COLOR, ExplorePanel
+    from dpstudio.engine.sweeps import SweepPoint
+
+    st = AppState()
+    st.set_data(_household().iloc[:200].reset_index(drop=True), None)
+    panel = ExplorePanel(st)
+    qtbot.addWidget(panel)
+
+    def items():
+        return [id(it) for p in (panel.sse_plot, panel.rl_plot, panel.plane) for it in p.getPlotItem().items]
+
+    def sweep(epsilons):
+        panel.begin(list(epsilons), True, baselines=True, method="k-eps")
+        pts = [
+            SweepPoint(k, e, 1, {"sse_normalized": (0.01 * k, 0.0), "rl": (50.0 / k, 0.0)}, i, 6, 0.1)
+            for i, (k, e) in enumerate((k, e) for k in (2, 5) for e in (None, *epsilons))
+        ]
+        panel.add_points(pts)
+        panel.finish()
+        assert panel.n_plotted() == len(pts)
+
+    sweep([1.0])
+    first = items()
+    sweep([2.0])  # the same number of series: the same items
+    assert items() == first
+    assert panel.series[None].color == BASELINE_COLOR and len(panel.series[2.0].plane.xData) == 2
+    sweep([1.0, 2.0, 4.0])  # two more series: only theirs are new
+    assert items()[: len(first)] == first or set(first) <= set(items())
+    assert len(set(items())) == len(set(first)) + 2 * 5
+    panel.clear()
+    assert panel.n_plotted() == 0 and set(first) <= set(items())
+
+
+def test_the_forms_point_is_starred_when_its_sweep_ends_and_a_protect_repaints_no_plot(qtbot):
+    """Issue 24 §5: the form's k and ε, set before the sweep, are starred on its curves when it
+    ends (they were starred only at the next change of the recipe -- a Protect's new seed --
+    which repainted the three plots in the Protect's turn); a recipe change that does not move
+    the star leaves the plots alone.
+    """
+    from dpstudio.app.state import AppState
+    from dpstudio.app.widgets.explore_panel import ExplorePanel
+    from dpstudio.engine.sweeps import SweepPoint
+
+    st = AppState()
+    st.set_data(_household().iloc[:200].reset_index(drop=True), None)
+    st.set_method("mdav", {"k": 5})
+    panel = ExplorePanel(st)
+    qtbot.addWidget(panel)
+    panel.begin([], False, method="mdav")
+    panel.add_points(
+        [
+            SweepPoint(k, None, 1, {"sse_normalized": (0.01 * k, 0.0), "rl": (50.0 / k, 0.0)}, i, 3, 0.1)
+            for i, k in enumerate((2, 5, 10))
+        ]
+    )
+    panel.finish()
+    assert panel.n_plotted() == 3
+    assert list(panel.markers["sse"].xData) == [5] and list(panel.markers["rl"].xData) == [5]
+    changed = []
+    for m in panel.markers.values():
+        m.sigPlotChanged.connect(lambda *_: changed.append(1))
+    st.set_seed(12345, pinned=None)  # as a Protect records its seed: the star stays
+    assert changed == [] and list(panel.markers["sse"].xData) == [5]
+
+
+def test_a_wrap_labels_height_is_qlabels_and_follows_its_text_and_font(qtbot):
+    """WrapLabel (the Results header's texts) caches its height per width: the same heights
+    as a plain word-wrapped QLabel, renewed by a new text, format or font."""
+    from PySide6.QtWidgets import QLabel
+
+    from dpstudio.app.widgets.common import WrapLabel
+
+    text = "<b>Guarantee:</b> " + "every released value lies on the grid, inside the domain. " * 12
+    ours, plain = WrapLabel(text), QLabel(text)
+    plain.setWordWrap(True)
+    for w in (ours, plain):
+        qtbot.addWidget(w)
+    for width in (200, 480, 900, 200):
+        assert ours.heightForWidth(width) == plain.heightForWidth(width)
+    short = "one line"
+    ours.setText(short)
+    plain.setText(short)
+    assert ours.heightForWidth(200) == plain.heightForWidth(200)
+    f = ours.font()
+    f.setPointSizeF(f.pointSizeF() * 2)
+    ours.setFont(f)
+    plain.setFont(f)
+    assert ours.heightForWidth(200) == plain.heightForWidth(200)
+    assert ours.sizeHint().height() == ours.heightForWidth(WrapLabel.HINT_WIDTH)

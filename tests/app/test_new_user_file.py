@@ -46,9 +46,12 @@ def _household(seed: int = 11) -> pd.DataFrame:
 
 
 def _idle(qtbot, win, timeout=60000):
+    from dpstudio.app import turns
+
     qtbot.waitUntil(lambda: not win.controller.busy, timeout=timeout)
     for r in win.controller.runners:
         assert r.wait(10)
+    qtbot.waitUntil(lambda: not turns.pending(), timeout=timeout)  # the views' later turns
     qtbot.wait(20)
 
 

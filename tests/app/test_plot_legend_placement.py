@@ -52,6 +52,15 @@ def _check_legend_clear(panel, extra=()):
     return pts
 
 
+def _settle(qtbot) -> None:
+    """Until the turn queue is idle (the plots are shown a turn each after the panel), then
+    the layouts settle."""
+    from dpstudio.app import turns
+
+    qtbot.waitUntil(lambda: not turns.pending(), timeout=10000)
+    qtbot.wait(50)
+
+
 def _corner_points():
     from dpstudio.engine.sweeps import SweepPoint
 
@@ -76,7 +85,7 @@ def test_a_point_in_the_top_right_corner_is_not_under_the_legend(qtbot, size):
     panel.add_points(_corner_points())
     panel.finish()
     panel.n_plotted()
-    qtbot.wait(50)  # the layouts settle
+    _settle(qtbot)  # the plots shown (a turn each) and the layouts settled
     vb = panel.plane.getPlotItem().vb
     pts = _check_legend_clear(panel)
     # the point with the largest SSE and RL is the view box's top-right-most point
@@ -109,7 +118,7 @@ def test_many_series_fit_beside_the_plane(qtbot):
     panel.add_points(pts)
     panel.finish()
     panel.n_plotted()
-    qtbot.wait(50)
+    _settle(qtbot)
     assert len(panel.legend.items) == 11 and panel.legend.columnCount == 2
     _check_legend_clear(panel)
 
@@ -142,7 +151,7 @@ def test_real_census_sweep_and_a_candidate_release_are_all_visible(qtbot, window
     qtbot.waitUntil(lambda: not win.controller.busy, timeout=30000)
     win.tabs.setCurrentIndex(win.tabs.indexOf(win.method_splitter))
     qtbot.waitUntil(lambda: win.history_panel.points.xData is not None, timeout=10000)
-    qtbot.wait(100)
+    _settle(qtbot)
     assert not win.errors, win.errors
     assert ep.n_plotted() == 20
     names = [lab.text for _s, lab in ep.legend.items]

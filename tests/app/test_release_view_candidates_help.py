@@ -22,6 +22,7 @@ TAB_RELEASE, TAB_CANDIDATES = 4, 5
 
 def _wait_idle(qtbot, win, timeout=30000):
     qtbot.waitUntil(lambda: not any(r.busy for r in win.controller.runners), timeout=timeout)
+    qtbot.waitUntil(lambda: not win.history_panel.rebuild_pending(), timeout=timeout)  # its own turn
     for r in win.controller.runners:
         assert r.wait(10)
     qtbot.wait(20)

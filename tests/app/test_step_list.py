@@ -194,7 +194,7 @@ def test_use_the_chain_as_the_release_and_export(qtbot, window, tmp_path):
     with qtbot.waitSignal(p.sig_release_set, timeout=60000):
         assert p.use_as_release()
     assert st.result is not None and st.result.method == "chain" and "rl" in st.evaluation
-    assert win.tabs.currentIndex() == 3  # Results & export
+    qtbot.waitUntil(lambda: win.tabs.currentIndex() == 3, timeout=5000)  # Results & export
     full = engine.assess(p.result(), level="full", weighted=False)
     assert st.evaluation["sse_normalized"] == full.measures["sse_normalized"]
     out = tmp_path / "rel.csv"

@@ -118,6 +118,10 @@ def test_builder_breaks_groups_and_the_cli_reads_its_file(qtbot, window, tmp_pat
     assert b.hierarchy is not None and b.hierarchy.height == 5
     labels = [b.levels.item(1, 4).text()]
     assert labels == ["18-29, 30-44, 45-64, ≥65"]
+    # level 0 has more values than the preview lists: it says so (it read as the whole level)
+    n0 = int(b.levels.item(0, 1).text().replace(",", ""))
+    assert n0 > 6 and b.levels.item(0, 4).text().endswith(", …")
+    assert len(b.levels.item(0, 4).text().split(", ")) == 7  # six values and the ellipsis
     assert b.counts.rowCount() == 4  # level 1's groups and their counts
     total = sum(int(b.counts.item(r, 1).text().replace(",", "")) for r in range(4))
     assert total == 918

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import sys
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QSlider, QToolButton, QWidget
 
 BANNER_STYLES = {
@@ -32,6 +32,59 @@ def show_error(
     return box
 
 
+class WrapLabel(QLabel):
+    """A word-wrapped label whose size hints cost one layout of its text, not four.
+
+    QLabel's own hints of a word-wrapped (rich) text lay it out at width 0 (every word on a
+    line of its own: the minimum width), on one line (the minimum height) and at a trial width
+    (the preferred size), again after every ``setText``: for the Results tab's guarantee,
+    generalisation table and warnings that was most of the ~140 ms of the tab's first show
+    after a Protect (issue 24 §5).  Here the minimum is a dozen characters by one line (the
+    text wraps to the width it is given: its layout asks ``heightForWidth``) and the
+    preferred size the text's height at :attr:`HINT_WIDTH`.
+    """
+
+    HINT_WIDTH = 480
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setWordWrap(True)
+        self._hfw: dict[int, int] = {}  # width -> height of the current text (and font)
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt API
+        if text != self.text():
+            self._hfw.clear()
+        super().setText(text)
+
+    def clear(self) -> None:  # noqa: D102 - QLabel's
+        self._hfw.clear()
+        super().clear()
+
+    def setTextFormat(self, fmt) -> None:  # noqa: N802 - Qt API
+        self._hfw.clear()
+        super().setTextFormat(fmt)
+
+    def changeEvent(self, ev) -> None:  # noqa: N802 - Qt API
+        self._hfw.clear()  # a font, style or margin change lays the text out anew
+        super().changeEvent(ev)
+
+    def heightForWidth(self, w: int) -> int:  # noqa: N802 - Qt API
+        h = self._hfw.get(w)
+        if h is None:
+            if len(self._hfw) > 16:
+                self._hfw.clear()
+            h = self._hfw[w] = super().heightForWidth(w)
+        return h
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        fm = self.fontMetrics()
+        m = self.contentsMargins()
+        return QSize(12 * fm.averageCharWidth() + m.left() + m.right(), fm.height() + m.top() + m.bottom())
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        return QSize(self.HINT_WIDTH, self.heightForWidth(self.HINT_WIDTH))
+
+
 class Banner(QWidget):
     """A coloured, word-wrapped message line that can be hidden."""
 
@@ -39,8 +92,7 @@ class Banner(QWidget):
         super().__init__(parent)
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        self.label = QLabel()
-        self.label.setWordWrap(True)
+        self.label = WrapLabel()
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.label.setContentsMargins(6, 4, 6, 4)
         lay.addWidget(self.label, 1)
@@ -63,6 +115,15 @@ class Banner(QWidget):
 
     def text(self) -> str:
         return "" if self.isHidden() else self.label.text()
+
+    def set_veiled(self, veiled: bool) -> None:
+        """Hide (True) or show the message's label and button without hiding the banner
+        itself (its text and shown state stay as set): a view lays the message out in a
+        later turn of the event loop (issue 24 §5).
+        """
+        for w in self.findChildren(QWidget):
+            if w.parent() is self:
+                w.setVisible(not veiled)
 
 
 def labels_checkbox(state, parent: QWidget | None = None):

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpstudio.app import turns
 from dpstudio.app.state import AppState
 from dpstudio.app.sweep_view import NUMERIC, SweepView, sweep_view
 from dpstudio.app.widgets.common import Banner
@@ -54,7 +55,6 @@ PALETTE = [
 BASELINE_COLOR = "#222222"
 SSE_KEYS = {"normalized": "sse_normalized", "raw": "sse_raw"}
 REDRAW_MS = 400  # curves are redrawn at most 2.5 times a second while a sweep runs
-STAGGER_MS = 25  # ... one plot per turn of the event loop
 LEGEND_ROWS = 8  # entries per column of the plane's legend
 IDLE_STATUS = "Run a sweep to see how information loss and risk change with k and ε."
 
@@ -92,6 +92,7 @@ class _Series:
     rl_err: pg.ErrorBarItem
     plane: pg.PlotDataItem
     name: str = ""
+    style: object = None  # the pen style the items were drawn with (with ``color``)
 
 
 class ExplorePanel(QWidget):
@@ -106,6 +107,10 @@ class ExplorePanel(QWidget):
         self.points: list = []
         self.skipped: list = []  # (k, ε) cells the method could not run, with the reason
         self.series: dict = {}
+        #: every series' items ever made, kept in their plots (empty while unused) and reused
+        #: by the next sweep: making and adding them was most of a sweep's first turn
+        self._pool: list[_Series] = []
+        self._view_key: tuple | None = None  # what _apply_view last set (titles, log modes)
         self.chosen: tuple | None = None
         self.sweep_method: str | None = None
         self._redraw_timer = QTimer(self)
@@ -133,15 +138,15 @@ class ExplorePanel(QWidget):
         # --- plots
         self._build_plots()
         left = QSplitter(Qt.Orientation.Vertical)
-        left.addWidget(self.sse_plot)
-        left.addWidget(self.rl_plot)
+        left.addWidget(_holder(self.sse_plot))
+        left.addWidget(_holder(self.rl_plot))
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("explore_splitter")
         self.splitter.addWidget(left)
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
-        rl.addWidget(self.plane, 1)
+        rl.addWidget(_holder(self.plane), 1)
         # --- target box
         tbox = self._build_target_box()
         rl.addWidget(tbox)
@@ -149,6 +154,11 @@ class ExplorePanel(QWidget):
         self.splitter.setStretchFactor(0, 1)
         self.splitter.setStretchFactor(1, 1)
         lay.addWidget(self.splitter, 1)
+        # each plot is shown in a turn of the event loop of its own after the tab is shown
+        # (their layout and paint made most of the tab's show, issue 24 §5); hidden with the
+        # tab, their room kept (each sits alone in a holder), so nothing moves meanwhile
+        for plot in self._plots():
+            plot.hide()
         self.hover_label = QLabel(" ")
         self.hover_label.setObjectName("hover_label")
         self.hover_label.setStyleSheet("color:#333;")
@@ -294,6 +304,21 @@ class ExplorePanel(QWidget):
         state.sig_sweep_changed.connect(self._on_state_sweep_changed)
         state.sig_recipe_changed.connect(self._on_state_recipe_changed)
 
+    def _plots(self) -> tuple:
+        return (self.sse_plot, self.rl_plot, self.plane)
+
+    def showEvent(self, ev) -> None:  # noqa: N802 - Qt API
+        super().showEvent(ev)
+        for i, plot in enumerate(self._plots()):
+            if plot.isHidden():
+                turns.later(plot.show, owner=self, key=f"show-plot-{i}")
+
+    def hideEvent(self, ev) -> None:  # noqa: N802 - Qt API
+        super().hideEvent(ev)
+        if not ev.spontaneous():  # another tab: the plots wait for the next show (above)
+            for plot in self._plots():
+                plot.hide()
+
     # --- Public API
     def request(self) -> dict:
         """The sweep settings of the state, parsed (ValueError with a readable message)."""
@@ -348,15 +373,11 @@ class ExplorePanel(QWidget):
         self.points = []
         self.skipped = []
         self.sweep_method = None
-        for s in self.series.values():
-            for plot, item in (
-                (self.sse_plot, s.sse),
-                (self.rl_plot, s.rl),
-                (self.sse_plot, s.sse_err),
-                (self.rl_plot, s.rl_err),
-                (self.plane, s.plane),
-            ):
-                plot.removeItem(item)
+        for s in self.series.values():  # emptied, kept for the next sweep (self._pool)
+            for item in (s.sse, s.rl, s.plane):
+                item.setData([], [])
+            for err in (s.sse_err, s.rl_err):
+                _empty_err(err)
         self.series = {}
         self._sync_legend()
         self.front.setData([], [])
@@ -374,9 +395,19 @@ class ExplorePanel(QWidget):
     def begin(
         self, epsilons: list, uses_eps: bool, baselines: bool = True, method: str | None = None
     ) -> None:
-        """Prepare one curve per ε (plus the baseline) before points arrive."""
+        """Prepare one curve per ε (plus the baseline) before points arrive; while shown, the
+        RL plot and the plane repaint in turns of their own (the three emptied and re-ranged
+        plots painted in one turn were a sweep's longest stall, issue 24 §5).
+        """
+        turns.paint_later(self.rl_plot, owner=self, key="paint-rl")
+        turns.paint_later(self.plane, owner=self, key="paint-plane")
         self.clear()
         self.sweep_method = method
+        # the form's k and ε starred on these curves once drawn (set before the sweep, under
+        # no sweep method, they were starred only at the next change of the recipe: a
+        # Protect's new seed, which then repainted the three plots in its turn)
+        rec = self.state.recipe
+        self.chosen = (rec.params.get("k"), rec.params.get("epsilon")) if rec.method == method else None
         self.view = sweep_view(method) if method else NUMERIC
         self._apply_view()
         if self.view.x == "epsilon":  # no k: one curve against ε
@@ -386,39 +417,56 @@ class ExplorePanel(QWidget):
         for i, e in enumerate(keys):
             color = BASELINE_COLOR if (e is None and uses_eps) else PALETTE[i % len(PALETTE)]
             style = Qt.PenStyle.DashLine if (e is None and uses_eps) else Qt.PenStyle.SolidLine
-            pen = pg.mkPen(color, width=2, style=style)
-            name = _fmt_eps(e) if (uses_eps and e != "all") else "method"
-            sse = pg.PlotDataItem(
-                [], [], pen=pen, symbol="o", symbolSize=5, symbolBrush=color, symbolPen=color
-            )
-            rl = pg.PlotDataItem(
-                [], [], pen=pen, symbol="o", symbolSize=5, symbolBrush=color, symbolPen=color
-            )
-            sse_err = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), pen=pg.mkPen(color, width=1))
-            rl_err = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), pen=pg.mkPen(color, width=1))
-            plane = pg.PlotDataItem(
-                [],
-                [],
-                pen=None,
-                symbol="o",
-                symbolSize=7,
-                name=name,
-                symbolBrush=pg.mkBrush(color),
-                symbolPen=pg.mkPen("w", width=0.5),
-            )
-            for plot, item in (
-                (self.sse_plot, sse),
-                (self.rl_plot, rl),
-                (self.sse_plot, sse_err),
-                (self.rl_plot, rl_err),
-                (self.plane, plane),
-            ):
-                plot.addItem(item)
-            self.series[e] = _Series(e, color, sse, rl, sse_err, rl_err, plane, name)
+            s = self._series_items(i, color, style)
+            s.eps, s.name = e, _fmt_eps(e) if (uses_eps and e != "all") else "method"
+            self.series[e] = s
         self._sync_legend()  # empty until a series has a point on the plane
         self._empty_axes(epsilons)
         self.status.setText("Sweep running…")
         self.status.setStyleSheet("")
+
+    def _series_items(self, i: int, color: str, style) -> _Series:
+        """The ``i``-th series' items (empty), in ``color`` and ``style``: from the pool when
+        an earlier sweep made them (restyled only when the style differs), else made and
+        added to the plots once.
+        """
+        pen = pg.mkPen(color, width=2, style=style)
+        if i < len(self._pool):
+            s = self._pool[i]
+            if (s.color, s.style) != (color, style):
+                for item in (s.sse, s.rl):
+                    item.setPen(pen)
+                    item.setSymbolBrush(color)
+                    item.setSymbolPen(color)
+                for err in (s.sse_err, s.rl_err):
+                    err.setData(pen=pg.mkPen(color, width=1))
+                s.plane.setSymbolBrush(pg.mkBrush(color))
+                s.color, s.style = color, style
+            return s
+        sse = pg.PlotDataItem([], [], pen=pen, symbol="o", symbolSize=5, symbolBrush=color, symbolPen=color)
+        rl = pg.PlotDataItem([], [], pen=pen, symbol="o", symbolSize=5, symbolBrush=color, symbolPen=color)
+        sse_err = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), pen=pg.mkPen(color, width=1))
+        rl_err = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0), pen=pg.mkPen(color, width=1))
+        plane = pg.PlotDataItem(
+            [],
+            [],
+            pen=None,
+            symbol="o",
+            symbolSize=7,
+            symbolBrush=pg.mkBrush(color),
+            symbolPen=pg.mkPen("w", width=0.5),
+        )
+        for plot, item in (
+            (self.sse_plot, sse),
+            (self.rl_plot, rl),
+            (self.sse_plot, sse_err),
+            (self.rl_plot, rl_err),
+            (self.plane, plane),
+        ):
+            plot.addItem(item)
+        s = _Series(None, color, sse, rl, sse_err, rl_err, plane, "", style)
+        self._pool.append(s)
+        return s
 
     def _empty_axes(self, epsilons: list) -> None:
         """Axes that say what is coming while no point is drawn (issue 27: the empty RL axis
@@ -460,8 +508,13 @@ class ExplorePanel(QWidget):
         self.status.setText(f"Sweep: {last.index + 1} / {last.total} points ({last.elapsed:.1f} s)")
 
     def finish(self, cancelled: bool = False, error: str = "") -> None:
+        """The sweep ended: the last points drawn (one plot per turn of the event loop while
+        the panel is shown), then the closing status, banner and marker.
+        """
         self._redraw_timer.stop()
-        self._redraw()
+        self._redraw(stagger=True, then=lambda: self._finished(cancelled, error))
+
+    def _finished(self, cancelled: bool, error: str) -> None:
         n = len(self.points)
         if error:
             self.status.setText(f"Sweep failed after {n} point(s).")
@@ -527,6 +580,12 @@ class ExplorePanel(QWidget):
         if self._redraw_timer.isActive():
             self._redraw_timer.stop()
             self._redraw()
+        for key in ("redraw-rl", "redraw-plane"):  # a staggered redraw's rest
+            turns.flush(self, key)
+        return self.n_drawn()
+
+    def n_drawn(self) -> int:
+        """Number of points drawn now (what the window shows: no pending redraw forced)."""
         return sum(len(s.sse.xData) if s.sse.xData is not None else 0 for s in self.series.values())
 
     def find_target(self, kind: str, limit: float):
@@ -624,8 +683,14 @@ class ExplorePanel(QWidget):
         return self.log_y.isChecked() and self.view.loss is None
 
     def _apply_view(self) -> None:
-        """Titles, axis labels and log modes for the current view."""
+        """Titles, axis labels and log modes for the current view (nothing when they are
+        already those: each title and label is a text item laid out anew).
+        """
         v, log = self.view, self.log_y.isChecked()
+        key = (v, log, self._sse_choice)
+        if key == self._view_key:
+            return
+        self._view_key = key
         xl = v.x_label
         loss_lab = self._loss_label()
         self.sse_plot.setTitle(
@@ -661,21 +726,27 @@ class ExplorePanel(QWidget):
 
     def _redraw_staggered(self) -> None:
         """The redraw of a running sweep (the throttle's timer): one plot per turn of the
-        event loop, ``STAGGER_MS`` apart, so that each paint is one plot's (issue 27.4: the
+        event loop (dpstudio.app.turns), so that each paint is one plot's (issue 27.4: the
         three plots painted in one turn were the sweep's longest stall).
         """
         self._redraw(stagger=True)
 
-    def _redraw(self, stagger: bool = False) -> None:
+    def _redraw(self, stagger: bool = False, then=None) -> None:
+        """Set the plots' data from the points; ``stagger``: one plot per turn of the event
+        loop while the panel is shown (hidden, nothing is painted: all at once); ``then``
+        after the last plot.
+        """
         self._redraw_gen += 1
         gen = self._redraw_gen
         ops: dict[str, list] = {"sse": [], "rl": [], "plane": []}
         self._redraw_ops(ops)
-        if not stagger:
+        if not stagger or not self.isVisible():
             for name in ("sse", "rl", "plane"):
                 for op in ops[name]:
                     op()
             self._after_redraw()
+            if then is not None:
+                then()
             return
         for op in ops["sse"]:
             op()
@@ -687,9 +758,11 @@ class ExplorePanel(QWidget):
                 op()
             if name == "plane":
                 self._after_redraw()
+                if then is not None:
+                    then()
 
-        QTimer.singleShot(STAGGER_MS, self, lambda: later("rl"))
-        QTimer.singleShot(2 * STAGGER_MS, self, lambda: later("plane"))
+        turns.later(lambda: later("rl"), owner=self, key="redraw-rl")
+        turns.later(lambda: later("plane"), owner=self, key="redraw-plane")
 
     def _after_redraw(self) -> None:
         self._sync_legend()
@@ -757,7 +830,7 @@ class ExplorePanel(QWidget):
         measured on), and the plane's SSE axis is logarithmic.  Its legend entry was an empty
         "no noise" (polish task, issue 11 leftover).
         """
-        ours = {id(s.plane) for s in self.series.values()}
+        ours = {id(s.plane) for s in self._pool}  # the series' (in use or not)
         items = [(s.plane, s.name) for s in self.series.values()]
         for it in self.plane.getPlotItem().listDataItems():
             if id(it) in ours or not it.name():
@@ -793,7 +866,7 @@ class ExplorePanel(QWidget):
     def _set_err(item: pg.ErrorBarItem, ks, mean, sd, log: bool, log_y: bool = True) -> None:
         m = np.isfinite(mean) & (sd > 0) & np.isfinite(ks) & ((ks > 0) if log else True)
         if not m.any():
-            item.setData(x=np.zeros(0), y=np.zeros(0))
+            _empty_err(item)
             return
         x, y, s = ks[m], mean[m], sd[m]
         xs = np.log10(x) if log else x
@@ -922,10 +995,26 @@ class ExplorePanel(QWidget):
             )
 
     def _update_marker(self) -> None:
-        for m in self.markers.values():
-            m.setData([], [])
+        """The chosen point's star on each plot; a plot whose star does not move is left
+        alone (each change repaints the plot: a Protect's new seed in the recipe repainted all
+        three in its turn, issue 24 §5).
+        """
+        want = self._marker_positions()
+        for name, m in self.markers.items():
+            xy = want.get(name)
+            have = (m.xData[0], m.yData[0]) if m.xData is not None and len(m.xData) else None
+            if xy == have:
+                continue
+            if xy is None:
+                m.setData([], [])
+            else:
+                m.setData([xy[0]], [xy[1]])
+
+    def _marker_positions(self) -> dict:
+        """{plot name: (x, y)} of the chosen point's star (view coordinates)."""
+        out: dict = {}
         if not self.chosen:
-            return
+            return out
         k, eps = self.chosen
         match = [
             p
@@ -937,7 +1026,7 @@ class ExplorePanel(QWidget):
             )
         ]
         if not match:
-            return
+            return out
         p = match[0]
         sse = (self._loss_value(p) or (np.nan, 0))[0]
         rl = (self._risk_value(p) or (np.nan, 0))[0]
@@ -948,7 +1037,8 @@ class ExplorePanel(QWidget):
             y_log = log_loss and name == "sse"
             if not (math.isfinite(x) and math.isfinite(y)) or (x_log and x <= 0) or (y_log and y <= 0):
                 continue
-            self.markers[name].setData([x], [y])
+            out[name] = (float(x), float(y))
+        return out
 
 
 class _SideLegend(pg.LegendItem):
@@ -988,6 +1078,27 @@ def _side_legend(plot: pg.PlotWidget) -> _SideLegend:
     pi.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
     pi.legend = legend
     return legend
+
+
+def _holder(plot: QWidget) -> QWidget:
+    """``plot`` alone in a plain widget whose layout keeps its room while it is hidden."""
+    box = QWidget()
+    lay = QVBoxLayout(box)
+    lay.setContentsMargins(0, 0, 0, 0)
+    keep = plot.sizePolicy()
+    keep.setRetainSizeWhenHidden(True)
+    plot.setSizePolicy(keep)
+    lay.addWidget(plot)
+    return box
+
+
+def _empty_err(item: pg.ErrorBarItem) -> None:
+    """No error bars (the earlier bars' extents go too: arrays of another length broke the
+    item's bounds).
+    """
+    item.setData(
+        x=np.zeros(0), y=np.zeros(0), top=None, bottom=None, left=None, right=None, height=None, width=None
+    )
 
 
 def _log(v: float) -> float:

@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpstudio.app import turns
 from dpstudio.app.state import AppState
 
 MAX_UNPINNED = 20
@@ -156,6 +157,7 @@ class HistoryPanel(QWidget):
         self.candidates: list[Candidate] = []
         self._next = 1
         self._sse_key = sse_key
+        self._select_after: int | None = None  # the run a pending rebuild selects
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         self.caption = QLabel("")
@@ -245,7 +247,10 @@ class HistoryPanel(QWidget):
 
     # --- Public API
     def add_current(self) -> Candidate | None:
-        """Record the state's current result (slot for the controller's ``sig_protected``)."""
+        """Record the state's current result (slot for the controller's ``sig_protected``);
+        its row and point are drawn in a turn of their own after the switch to the Results tab
+        (issue 24 §5: ~11 ms were in the switch's turn; :meth:`flush` draws them at once).
+        """
         st = self.state
         if st.result is None:
             return None
@@ -261,9 +266,17 @@ class HistoryPanel(QWidget):
         unpinned = [x for x in self.candidates if not x.pinned]
         for old in unpinned[: max(len(unpinned) - MAX_UNPINNED, 0)]:
             self.candidates.remove(old)
-        self._rebuild()
-        self.select(c.number)
+        self._select_after = c.number
+        turns.later(self._rebuild, owner=self, key="rebuild")
         return c
+
+    def rebuild_pending(self) -> bool:
+        """A recorded run is not drawn yet (its table row and point come in a later turn)."""
+        return turns.pending(self, "rebuild")
+
+    def flush(self) -> None:
+        """Draw what :meth:`add_current` recorded (the table, the plane) and select the run."""
+        turns.flush(self, "rebuild")
 
     def candidate(self, number: int) -> Candidate | None:
         return next((c for c in self.candidates if c.number == number), None)
@@ -442,6 +455,9 @@ class HistoryPanel(QWidget):
         self._update_caption()
         self._update_buttons()
         self._draw_plane()
+        number, self._select_after = self._select_after, None
+        if number is not None:  # the run add_current recorded
+            self.select(number)
 
     def _on_item_changed(self, it: QTableWidgetItem) -> None:
         if it.column() != PIN_COL:

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 import pandas as pd
-from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpstudio.app import turns
 from dpstudio.app.models.dataframe_model import DataFrameModel, column_values, format_value
 from dpstudio.app.state import AppState
 
@@ -385,13 +386,10 @@ class ReleaseView(QWidget):
         fl.addWidget(self.freq, 1)
         self.tabs.addTab(fw, "Category frequencies")
         self._resize_pending = False
-        # a new result is shown in the next turn of the event loop, apart from the other
-        # views' work on the same signal (issue 27.4: one long stall became short slices)
+        # a new result is shown in a turn of the event loop of its own, apart from the other
+        # views' work on the same signal (issue 27.4: one long stall became short slices;
+        # dpstudio.app.turns)
         self._refresh_due = False
-        self._refresh_timer = QTimer(self)
-        self._refresh_timer.setSingleShot(True)
-        self._refresh_timer.setInterval(0)
-        self._refresh_timer.timeout.connect(self._refresh_if_due)
         state.sig_result_changed.connect(self._schedule_refresh)
         state.sig_labels_changed.connect(self._on_labels_toggled)
         self.refresh()
@@ -410,7 +408,7 @@ class ReleaseView(QWidget):
 
     def _schedule_refresh(self) -> None:
         self._refresh_due = True
-        self._refresh_timer.start()
+        turns.later(self._refresh_if_due, owner=self, key="refresh")
 
     def _refresh_if_due(self) -> None:
         if self._refresh_due:
@@ -418,7 +416,6 @@ class ReleaseView(QWidget):
 
     def refresh(self) -> None:
         self._refresh_due = False
-        self._refresh_timer.stop()
         res = self.state.result
         self.release_table.horizontalHeader().setSortIndicatorShown(False)
         self.original_table.horizontalHeader().setSortIndicatorShown(False)

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
-from PySide6.QtCore import QRect, Qt, QTimer, Signal
+from PySide6.QtCore import QRect, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QComboBox,
@@ -26,10 +26,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpstudio.app import turns
 from dpstudio.app.compute import correlation_difference  # noqa: F401 (re-export)
 from dpstudio.app.models.dataframe_model import format_value
 from dpstudio.app.state import AppState
-from dpstudio.app.widgets.common import Banner
+from dpstudio.app.widgets.common import Banner, WrapLabel
 from dpstudio.app.widgets.help_dialog import (
     annotate_headers,
     annotate_measure_row,
@@ -232,8 +233,6 @@ def _generalisation_html(res) -> str:
     return "".join(out)
 
 
-LAYOUT_LATER_MS = 30  # row heights and the header's height follow the content in later turns
-HIST_LATER_MS = 60  # the histogram after the window's switch to the Results tab
 _HIST: list = []  # [(result, {attribute: histogram inputs})]: the current result's
 
 
@@ -285,8 +284,22 @@ def hist_inputs(res, attr: str) -> tuple:
 def prime(res) -> None:
     """Compute, in the worker that made ``res``, what the panel's histograms read from the
     whole table (the protected attributes'), so that showing the result costs the GUI thread
-    no pass over the records.
+    no pass over the records; and import the modules showing it needs (a first import on the
+    GUI thread compiled them there when no bytecode is cached: ~13 ms each).
     """
+    import importlib
+
+    for mod in (
+        "dpstudio.app.widgets.lattice_view",
+        "dpstudio.engine.glossary",
+        "dpstudio.engine.measures.readings",
+        "dpstudio.engine.report",
+    ):
+        try:
+            importlib.import_module(mod)
+        except ImportError:  # pragma: no cover - an optional part missing: imported when used
+            pass
+
     generalisation_html(res)
     for attr in res.protected_attributes:
         if attr in res.data.columns:
@@ -329,8 +342,9 @@ class ResultsPanel(QWidget):
         self._head = head
         lay = QVBoxLayout(head)
         lay.setContentsMargins(0, 0, 6, 0)
-        self.header = QLabel("No result yet: choose a method and press Protect (Ctrl+R).")
-        self.header.setWordWrap(True)
+        # word-wrapped labels whose size hints cost one text layout (issue 24 §5: QLabel's own
+        # made most of the tab's first show after a Protect)
+        self.header = WrapLabel("No result yet: choose a method and press Protect (Ctrl+R).")
         self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.header)
         from dpstudio.app.large_file import add_sample_label
@@ -338,9 +352,8 @@ class ResultsPanel(QWidget):
         self.sample_label = add_sample_label(state, lay, "results")  # issue 12: the Dask release
         # issue 24 §1: the generalisation chosen for every k-quasi (as ARX shows the
         # transformation); a k-quasi wiped to '*' in red, with the way out
-        self.generalisation = QLabel("")
+        self.generalisation = WrapLabel("")
         self.generalisation.setObjectName("generalisation_label")
-        self.generalisation.setWordWrap(True)
         self.generalisation.setTextFormat(Qt.TextFormat.RichText)
         self.generalisation.linkActivated.connect(self._on_generalisation_link)
         lay.addWidget(self.generalisation)
@@ -354,9 +367,8 @@ class ResultsPanel(QWidget):
         lay.addWidget(self.lattice_btn, 0, Qt.AlignmentFlag.AlignLeft)
         self.warn = Banner(self)
         lay.addWidget(self.warn)
-        self.kanon = QLabel("")
+        self.kanon = WrapLabel("")
         self.kanon.setObjectName("kanon_label")
-        self.kanon.setWordWrap(True)
         lay.addWidget(self.kanon)
         lay.addStretch(1)
         self.header_area = QScrollArea()
@@ -443,6 +455,13 @@ class ResultsPanel(QWidget):
         tabs.addTab(cw, "Correlation difference")
         self.tabs = tabs
         split.addWidget(tabs)
+        # the histogram's plot is shown a turn of the event loop after the tab's first show
+        # (its first layout and paint; issue 24 §5); its room is kept meanwhile
+        keep = self.hist.sizePolicy()
+        keep.setRetainSizeWhenHidden(True)
+        self.hist.setSizePolicy(keep)
+        self.hist.hide()
+        self._plot_shown = False
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 1)
         split.setSizes([600, 760])  # room for the measures' plain readings
@@ -471,8 +490,11 @@ class ResultsPanel(QWidget):
         w = max(self.header_area.viewport().width(), 200)
         need = self._head.heightForWidth(w) if self._head.hasHeightForWidth() else -1
         need = (need if need > 0 else self._head.sizeHint().height()) + 6
-        total = sum(self.vsplit.sizes()) or self.height()
+        sizes = self.vsplit.sizes()
+        total = sum(sizes) or self.height()
         top = max(60, min(need, int(0.4 * total)))
+        if sizes and abs(sizes[0] - top) <= 4:
+            return  # as it is: no relayout of the tables and plots below (~25 ms)
         self.vsplit.setSizes([top, max(total - top, 100)])
 
     def _fit_readings(self) -> None:
@@ -514,12 +536,35 @@ class ResultsPanel(QWidget):
 
     def showEvent(self, ev) -> None:  # noqa: N802 - Qt API
         super().showEvent(ev)
-        QTimer.singleShot(LAYOUT_LATER_MS // 2, self, self._fit_rows)  # filled while hidden
+        if not self._plot_shown:
+            self._plot_shown = True
+            turns.later(self.hist.show, owner=self, key="plot")
+        # the rows' heights for the readings filled while hidden: the next turn, before the
+        # other parts waiting
+        turns.later(self._fit_rows, owner=self, key="fit_rows", first=True)
+
+    def _veil_header(self) -> None:
+        """Hide the header's texts (guarantee, generalisation, warnings, k-anonymity check)
+        and show them one per turn of the event loop (dpstudio.app.turns), after the switch to
+        this tab: the layout of all four word-wrapped rich texts in the turn of the tab's
+        first show was most of its ~140 ms (issue 24 §5).  The header area keeps its height
+        meanwhile (the tables and plots below do not move); the texts are set at once.
+        """
+        parts = [
+            (self.header, self.header.setVisible),
+            (self.generalisation, self.generalisation.setVisible),
+            (self.warn, lambda on: self.warn.set_veiled(not on)),
+            (self.kanon, self.kanon.setVisible),
+        ]
+        for i, (_w, show) in enumerate(parts):
+            show(False)
+            turns.later(lambda show=show: show(True), owner=self, key=f"reveal-{i}")
 
     def _on_state_result_changed(self) -> None:
-        # once the labels below have their text; a few ms apart from the other layout work
-        # (each its own turn of the event loop, issue 27.4)
-        QTimer.singleShot(LAYOUT_LATER_MS, self, self.fit_header)
+        self._veil_header()
+        # the header's height once the labels below have their text, in a turn of its own
+        # (after the switch to this tab, queued first, and the texts: dpstudio.app.turns)
+        turns.later(self.fit_header, owner=self, key="fit_header")
         st = self.state
         res = st.result
         self.export_btn.setEnabled(res is not None)
@@ -567,8 +612,10 @@ class ResultsPanel(QWidget):
         if pub or notes:
             # always rich text (a lone warning without a tag would be shown as plain text,
             # with its escaped quotes as '&#x27;')
+            # plain words for the private notes, no emoji: the lock rendered as an empty box
+            # on machines without an emoji font
             lines = [f"⚠ {html.escape(w, quote=False)}" for w in pub] + [
-                f"🔒 <i>Private note (not published):</i> {html.escape(w, quote=False)}" for w in notes
+                f"<b><i>Private note (not published):</i></b> {html.escape(w, quote=False)}" for w in notes
             ]
             self.warn.show_message("<span>" + "<br>".join(lines) + "</span>", "warning")
         else:
@@ -634,7 +681,7 @@ class ResultsPanel(QWidget):
         self.hist_attr.blockSignals(True)
         self.hist_attr.addItems([c for c in res.protected_attributes if c in res.data.columns])
         self.hist_attr.blockSignals(False)
-        QTimer.singleShot(HIST_LATER_MS, self, lambda: self._draw_hist(self.hist_attr.currentText()))
+        turns.later(lambda: self._draw_hist(self.hist_attr.currentText()), owner=self, key="hist")
 
     def open_lattice(self):
         """The levels OLA weighed for the current result (a non-modal dialog)."""

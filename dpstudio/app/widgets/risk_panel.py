@@ -45,6 +45,7 @@ from PySide6.QtWidgets import (
 )
 
 from dpstudio import engine
+from dpstudio.app import turns
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner
 from dpstudio.app.workers import TaskRunner
@@ -53,7 +54,6 @@ from dpstudio.engine.measures.survey_risk import release_with_household_ids, wri
 
 #: Roles changes are collected for this long before the risk is recomputed.
 RISK_DEBOUNCE_MS = 300
-DRAW_LATER_MS = 15  # the combinations, then the histogram: each in a turn of its own
 #: How many of the riskiest key combinations are listed.
 TOP_COMBINATIONS = 25
 #: sdcApp's default threshold for "records with individual risk above".
@@ -751,9 +751,9 @@ class RiskPanel(QWidget):
             i = self.combo_source.findData(was)
             self.combo_source.setCurrentIndex(max(i, 0))
         self.combo_source.blockSignals(False)
-        # the combinations table and the histogram each in a later turn of the event loop
-        # (issue 27.4: the three in one slot stalled the window ~40 ms after a Protect);
-        # pending() holds until they are drawn
+        # the combinations table and the histogram each in a turn of the event loop of its
+        # own (issue 27.4: the three in one slot stalled the window ~40 ms after a Protect;
+        # dpstudio.app.turns); pending() holds until they are drawn
         self._draw_gen += 1
         gen = self._draw_gen
         self._draw_due = True
@@ -761,7 +761,6 @@ class RiskPanel(QWidget):
         def combinations() -> None:
             if gen == self._draw_gen:
                 self._fill_combinations()
-                QTimer.singleShot(DRAW_LATER_MS, self, histogram)
 
         def histogram() -> None:
             if gen == self._draw_gen:
@@ -769,7 +768,8 @@ class RiskPanel(QWidget):
                 self._update_threshold()
                 self.sig_updated.emit()
 
-        QTimer.singleShot(DRAW_LATER_MS, self, combinations)
+        turns.later(combinations, owner=self, key="combinations")
+        turns.later(histogram, owner=self, key="histogram")
 
     # ------------------------------------------------------------------ drawing
     def _update_threshold(self) -> None:

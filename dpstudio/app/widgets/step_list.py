@@ -458,6 +458,19 @@ class StepListPanel(QWidget):
             "precision": dict(st.active_precision()),
         }
         from dpstudio.app import compute
+        from dpstudio.app.controller import prime_result_views
+
+        labelled = set(getattr(st.input_meta, "value_labels", None) or {})
+        types = dict(st.types)
+
+        def work(progress, check_cancel):
+            out = compute.assess_release(res, progress, check_cancel)
+            check_cancel()
+            # what the Results and Release views read from the whole tables, here in the
+            # worker as for Protect (showing the release costs the GUI thread no pass over
+            # the records)
+            prime_result_views(out[0], labelled=labelled, types=types)
+            return out
 
         def done(out):
             r, ev = out
@@ -466,7 +479,7 @@ class StepListPanel(QWidget):
             self.sig_release_set.emit()
 
         self.runner.start(
-            lambda progress, check_cancel: compute.assess_release(res, progress, check_cancel),
+            work,
             finished=done,
             errored=lambda msg, _d: self.banner.show_message(
                 msg.splitlines()[0] if msg else "failed", "error"

@@ -465,6 +465,14 @@ def mapping_hierarchy(values, mapping, *, name: str = "") -> Hierarchy:
     )
 
 
+def _first_labels(labels, shown: int = 6) -> str:
+    """The first ``shown`` labels, joined, with ", …" when there are more (the preview cut
+    "0, 1, 2, 3, 4, 5" of 102 ages read as the whole level).
+    """
+    head = ", ".join(str(x) for x in labels[:shown])
+    return head + (", …" if len(labels) > shown else "")
+
+
 def level_table(values, hierarchy: Hierarchy, k: int) -> pd.DataFrame:
     """The builder's preview: per level of ``hierarchy`` on ``values`` (missing values left
     out), the number of groups, the smallest group and the records in groups smaller than k
@@ -489,7 +497,7 @@ def level_table(values, hierarchy: Hierarchy, k: int) -> pd.DataFrame:
                 "groups": int(cnt.size),
                 "smallest group": int(cnt.min()) if cnt.size else 0,
                 "records in groups < k": int(cnt[cnt < k].sum()),
-                "labels": ", ".join(str(x) for x in pd.unique(lab[inv[np.sort(leaf)]])[:6]),
+                "labels": _first_labels(pd.unique(lab[inv[np.sort(leaf)]])),
             }
         )
     return pd.DataFrame(rows)
