@@ -31,6 +31,7 @@ Usage::
 
     python benchmarks/bench_cli_large.py [--cases keps,laplace,irdp] [--repeat 3]
         [--rows 10000000] [--dir /tmp/dpbench] [--arx-cmd CMD] [--out results/bench_cli_large.txt]
+        [--threads N]
 """
 
 from __future__ import annotations
@@ -167,14 +168,21 @@ def main() -> None:
     ap.add_argument("--dir", default="/tmp/dpbench")
     ap.add_argument("--arx-cmd", default=None)
     ap.add_argument("--out", default=None)
+    ap.add_argument(
+        "--threads",
+        default=None,
+        help="DPSTUDIO_THREADS for the dpstudio processes (default: dpstudio's own choice; 1: no threads)",
+    )
     a = ap.parse_args()
     d = Path(a.dir)
     d.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if a.threads is not None:
+        env["DPSTUDIO_THREADS"] = str(a.threads)
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     lines = [f"benchmarks/bench_cli_large.py at {commit} (+ working tree), {a.repeat} interleaved rounds, "
-             f"medians; load average before: {load()}"]
+             f"medians; load average before: {load()}; DPSTUDIO_THREADS={env.get('DPSTUDIO_THREADS', '(default)')}"]
     for case in a.cases.split(","):
         if case == "keps":
             src, sep = d / f"adult{a.copies}.csv", ";"

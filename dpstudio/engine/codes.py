@@ -187,7 +187,10 @@ def take(s: pd.Series, rows) -> pd.Series:
                 dictionary = pa.array(hit[2].to_numpy(dtype=object), type=key.type)
             c = codes[rows]
             miss = c < 0
-            idx = pa.array(c, mask=miss) if miss.any() else pa.array(c)
+            # (Arrow's take is ~2x slower with int8 indices than with int32 ones)
+            c32 = c.astype(np.int32) if c.dtype.itemsize < 4 else c
+            idx = pa.array(c32, mask=miss) if miss.any() else pa.array(c32)
+            del c32
             out = pc.take(dictionary.cast(key.type), idx)
             res = pd.Series(type(s.array)(pa.chunked_array([out]), dtype=s.dtype), name=s.name)
             if _arrow_of(res) is not None:  # the gathered column's own codes
@@ -215,7 +218,9 @@ def take_rows(frame: pd.DataFrame, rows) -> pd.DataFrame:
         # a large table is gathered block by block: no interleaved copy of all its columns)
         return pd.DataFrame(frame.to_numpy()[rows], columns=frame.columns, copy=False)
     if not any(_recall(frame.iloc[:, j])[1] is not None for j in arrow):
-        return frame.iloc[rows].reset_index(drop=True)
+        from dpstudio.engine.parallel import gather_rows
+
+        return gather_rows(frame, rows)  # (a large frame of numpy columns: in threads)
     cols = {j: take(frame.iloc[:, j], rows) for j in range(frame.shape[1])}
     out = pd.DataFrame({j: c.reset_index(drop=True) for j, c in cols.items()}, copy=False)
     out.columns = frame.columns

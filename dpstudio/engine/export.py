@@ -347,10 +347,12 @@ def export_release(
 
         return plan.stage(paths[kind], writer)
 
+    written_sha: dict[str, str] = {}
     with plan.transaction():
         try:
-            _stage_tables(staged, result, tables, paths, f, input_meta, guard, plan, separate)
-            digests = {k: file_sha256(tmp) for k, tmp in staged.items()}  # each staged file read once
+            _stage_tables(staged, result, tables, paths, f, input_meta, guard, plan, separate, written_sha)
+            # each staged file read once (a CSV hashed as it was written: not read at all)
+            digests = {k: written_sha.get(tmp) or file_sha256(tmp) for k, tmp in staged.items()}
             meta = _release_metadata(meta, digests, paths, tables, f, separate)
             text = json.dumps(meta, indent=2, ensure_ascii=False, allow_nan=True, default=str) + "\n"
             staged["metadata"] = stage_text("metadata", text)
@@ -398,10 +400,12 @@ def _stage_tables(
     guard: tuple,
     plan: WritePlan,
     separate: bool,
+    digests: dict[str, str] | None = None,
 ) -> None:
     """Write the release (unless the layout is 'separate-tables') and its extra tables to
     temporary files of ``plan``, recorded in ``staged`` as each is written (so that a failure
-    discards what was staged).
+    discards what was staged); ``digests``: the SHA-256 of those hashed while written, by
+    temporary path (:func:`~dpstudio.engine.io.write_table`).
     """
     if not separate:
         staged["data"] = write_table(
@@ -413,6 +417,7 @@ def _stage_tables(
             rows=_source_rows(result, input_meta),
             stage=True,
             plan=plan,
+            digests=digests,
         )
     for name, table in tables.items():
         key = f"table:{name}"
@@ -425,6 +430,7 @@ def _stage_tables(
             rows=np.full(len(table), -1),
             stage=True,
             plan=plan,
+            digests=digests,
         )
 
 

@@ -113,9 +113,22 @@ def _all_texts(s: pd.Series) -> bool:
     )
 
 
-def row_hashes(frame: pd.DataFrame, cols: list[str]) -> np.ndarray:
-    """One uint64 per record of ``frame`` from its values in ``cols`` (in that order)."""
+def row_hashes(frame: pd.DataFrame, cols: list[str], *, parallel: bool = False) -> np.ndarray:
+    """One uint64 per record of ``frame`` from its values in ``cols`` (in that order).
+    ``parallel``: hash the columns of a large frame in several threads
+    (:func:`dpstudio.engine.parallel.map_ordered`; the same hashes, folded in order).
+    """
     h = np.zeros(len(frame), dtype=np.uint64)
+    if parallel:
+        from dpstudio.engine.parallel import map_ordered
+
+        series = [frame[c] for c in cols]  # taken in this thread
+        hashes = map_ordered(_column_hash, series, cells=len(frame) * len(cols))
+        with np.errstate(over="ignore"):
+            for hc in hashes:
+                h *= _FOLD
+                h ^= hc
+        return _mix64(h)
     with np.errstate(over="ignore"):
         for c in cols:
             h = (h * _FOLD) ^ _column_hash(frame[c])
@@ -147,21 +160,35 @@ def _powers(mult: int, n: int) -> np.ndarray:
 
 
 def digest_partial(
-    frame: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | None = None
+    frame: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | None = None, parallel: bool = False
 ) -> tuple[int, int, int]:
     """(records, lane A, lane B) of a block of consecutive records (a whole frame or one
     partition); combine the blocks in order with :func:`combine_partials`.  ``matrix``: the
     numeric columns ``cols`` of ``frame`` as one float64 matrix
     (:func:`dpstudio.engine.validation.numeric_block`), hashed at once; the same digest.
+    ``parallel``: columns hashed in threads (a whole large frame; the Dask backend's
+    partitions already run side by side).
     """
     n = len(frame)
     if n == 0:
         return 0, 0, 0
-    h = row_hashes(frame, cols) if matrix is None else row_hashes_matrix(matrix)
+    h = row_hashes(frame, cols, parallel=parallel) if matrix is None else row_hashes_matrix(matrix)
+    if parallel:  # the two lanes side by side
+        from dpstudio.engine.parallel import map_ordered
+
+        a, b = map_ordered(lambda f: f(h, n), (_lane_a, _lane_b), cells=n)
+        return n, a, b
+    return n, _lane_a(h, n), _lane_b(h, n)
+
+
+def _lane_a(h: np.ndarray, n: int) -> int:
     with np.errstate(over="ignore"):
-        a = int((h * _powers(_A, n)).sum(dtype=np.uint64))
-        b = int((_mix64(h ^ np.uint64(_B)) * _powers(_B, n)).sum(dtype=np.uint64))
-    return n, a, b
+        return int((h * _powers(_A, n)).sum(dtype=np.uint64))
+
+
+def _lane_b(h: np.ndarray, n: int) -> int:
+    with np.errstate(over="ignore"):
+        return int((_mix64(h ^ np.uint64(_B)) * _powers(_B, n)).sum(dtype=np.uint64))
 
 
 def combine_partials(parts) -> str:
@@ -188,7 +215,7 @@ def data_digest(frame: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | No
     >>> data_digest(a, ["x"]) == data_digest(a.iloc[::-1], ["x"])
     False
     """
-    return combine_partials([digest_partial(frame, list(cols), matrix=matrix)])
+    return combine_partials([digest_partial(frame, list(cols), matrix=matrix, parallel=True)])
 
 
 def _digest_text(kind: str, parts) -> str:

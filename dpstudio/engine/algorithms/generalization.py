@@ -114,9 +114,15 @@ def _encode_one(name: str, values: pd.Series, h: Hierarchy) -> EncodedQuasi:
 def encode_quasis(
     df: pd.DataFrame, columns: Sequence[str], hierarchies: dict | None = None
 ) -> list[EncodedQuasi]:
-    """Encode ``columns`` of ``df`` against their hierarchies (automatic where none given)."""
+    """Encode ``columns`` of ``df`` against their hierarchies (automatic where none given);
+    the columns of a large table side by side in threads (:mod:`dpstudio.engine.parallel`:
+    the same encodings, and the first column in order that fails raises, as one by one).
+    """
+    from dpstudio.engine.parallel import map_ordered
+
     hs = resolve_hierarchies(df, columns, hierarchies)
-    return [_encode_one(c, df[c], hs[c]) for c in columns]
+    work = [(c, df[c], hs[c]) for c in columns]  # (the Series taken in this thread)
+    return map_ordered(lambda w: _encode_one(*w), work, cells=len(df) * len(work))
 
 
 # ---------------------------------------------------------------------------
@@ -141,12 +147,26 @@ class CodedLabels(Mapping):
         self.categories = categories
         self._built: dict[str, np.ndarray] = {}
 
-    def codes_of(self, col: str, rows: np.ndarray | None = None) -> np.ndarray:
-        """The codes of records ``rows`` (default: all) in ``col``."""
+    def codes_of(
+        self, col: str, rows: np.ndarray | None = None, *, combos: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The codes of records ``rows`` (default: all) in ``col``; ``combos``: what
+        :meth:`combos_of` gave for these ``rows`` (shared by the columns, gathered once).
+        """
         c = self._codes[col]
         if self._rows is not None:  # codes per distinct combination, rows[r] = record r's
-            return c[self._rows if rows is None else self._rows[rows]]
+            if combos is None:
+                combos = self.combos_of(rows)
+            return c[combos]
         return c if rows is None else c[rows]
+
+    def combos_of(self, rows: np.ndarray | None = None) -> np.ndarray | None:
+        """The combination of each record of ``rows`` (default: all), None when the codes are
+        per record: one gather shared by every column's :meth:`codes_of`.
+        """
+        if self._rows is None:
+            return None
+        return self._rows if rows is None else self._rows[rows]
 
     def __getitem__(self, col: str) -> np.ndarray:
         if col not in self._built:
@@ -201,8 +221,15 @@ class GeneralisationResult:
 
     @property
     def class_sizes(self) -> np.ndarray:
-        kept = self.class_id[self.class_id >= 0]
-        return np.bincount(kept) if kept.size else np.zeros(0, dtype=np.int64)
+        # (counted once: the summary, n_classes and min_class_size each ask, 3,000,000
+        # records a time in k-eps, issue 27; ``class_id`` is never changed after the fact)
+        cached = self.__dict__.get("_class_sizes")
+        if cached is not None and cached[0] is self.class_id:
+            return cached[1]
+        sizes = np.bincount(self.class_id + 1)[1:] if self.class_id.size else np.zeros(0, dtype=np.int64)
+        sizes.setflags(write=False)
+        self.__dict__["_class_sizes"] = (self.class_id, sizes)
+        return sizes
 
     @property
     def n_classes(self) -> int:

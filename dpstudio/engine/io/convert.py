@@ -7,6 +7,7 @@ for columns of few values), and the texts that writing the typed values would no
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -225,6 +226,42 @@ def _convert_distinct(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool
     return s.mask(pd.Series(na[idx], index=s.index)).array, keep
 
 
+def _canonical_integers(a) -> bool:
+    """Whether every text of the Arrow string array ``a`` (no missing values) has the form
+    ``0`` or ``-?[1-9][0-9]*`` -- the decimal an integer is written as, so that it reads back
+    as itself (issue 27: checked on the UTF-8 bytes and the offsets with numpy, no cast back).
+    """
+    import pyarrow as pa
+
+    n = len(a)
+    if n == 0 or a.null_count:
+        return False
+    large = pa.types.is_large_string(a.type)
+    if not (large or pa.types.is_string(a.type)):
+        return False
+    bufs = a.buffers()
+    width = 8 if large else 4
+    offs = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32, count=n + 1, offset=a.offset * width)
+    lens = np.diff(offs)
+    if int(lens.min()) < 1:
+        return False  # an empty text
+    lo, hi = int(offs[0]), int(offs[-1])
+    data = np.frombuffer(bufs[2], dtype=np.uint8, count=hi - lo, offset=lo)
+    d = data - np.uint8(48)  # digits 0..9, '-' 253 (uint8 wraps)
+    if not bool(np.all((d <= 9) | (d == 253))):
+        return False  # another character
+    starts = offs[:-1] - lo
+    first = data[starts]
+    neg = first == 45
+    n_neg = int(np.count_nonzero(neg))
+    if int(np.count_nonzero(d == 253)) != n_neg:
+        return False  # a '-' after the first character
+    if n_neg:
+        if int(lens[neg].min()) < 2 or bool(np.any(data[starts[neg] + 1] == 48)):
+            return False  # '-' alone, '-0', '-012'
+    return not bool(np.any((first == 48) & (lens > 1)))  # '012' (the one zero is '0')
+
+
 def _convert_large(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool] | None:
     """:func:`_convert_column` of one long column of texts, vectorised with pyarrow compute:
     the same values and the same keep flag; None where only the per-value path decides
@@ -243,11 +280,15 @@ def _convert_large(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool] |
         # reads it, and writes it back the same) -- what the checks below conclude for it
         # (no missing value, no boolean, no leading zero, plain integers, nothing to keep),
         # in three passes instead of seven (issue 27)
-        try:
-            ints = pc.cast(a, pa.int64())
-        except pa.ArrowInvalid:
-            ints = None
-        if ints is not None and pc.all(pc.equal(pc.cast(ints, a.type), a)).as_py():
+        # (canonical: each text the pattern 0 | -?[1-9][0-9]*, checked on the bytes, then one
+        # cast: 3x cheaper than the cast back and the comparison it replaces, the same answer)
+        ints = None
+        if _canonical_integers(a):
+            try:
+                ints = pc.cast(a, pa.int64())
+            except pa.ArrowInvalid:  # beyond int64
+                ints = None
+        if ints is not None:
             return np.asarray(ints.to_numpy(zero_copy_only=False), dtype=np.int64), False
     na = pc.is_in(a, value_set=pa.array(sorted(NA_TEXTS), type=a.type))
     any_na = bool(pc.any(na).as_py())
@@ -296,6 +337,19 @@ def _convert_large(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool] |
     return vals, na_text or written != texts.tolist()
 
 
+def _convert_long(col: pd.Series, dec: str, explicit: bool) -> tuple[Any, np.ndarray | None]:
+    """One long column of texts typed: (values, the texts to keep aside or None)."""
+    got = _convert_distinct(col, dec, explicit)
+    if got is None:
+        got = _convert_large(col, dec, explicit)
+    if got is not None:
+        vals, k = got
+        return vals, (col.to_numpy(dtype=object, na_value="") if k else None)
+    r = col.to_numpy(dtype=object, na_value="")
+    vals, k = _convert_column(r, dec, explicit)
+    return vals, (r if k else None)
+
+
 def _convert(
     raw: pd.DataFrame, dec: str, explicit: bool = False
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
@@ -307,25 +361,28 @@ def _convert(
     cols: dict[str, Any] = {}
     keep: dict[str, np.ndarray] = {}
     big = len(raw) > _SMALL
-    arr = raw.to_numpy(dtype=object, na_value="") if raw.shape[1] and not big else None
-    for j, c in enumerate(raw.columns):
-        if big:
-            col = raw.iloc[:, j]
-            got = _convert_distinct(col, dec, explicit)
-            if got is None:
-                got = _convert_large(col, dec, explicit)
-            if got is not None:
-                cols[str(c)], k = got
-                if k:
-                    keep[str(c)] = col.to_numpy(dtype=object, na_value="")
-                continue
-            r = col.to_numpy(dtype=object, na_value="")
-        else:
+    if big:
+        # long columns: each typed on its own, several at a time (parallel.py: Arrow compute
+        # releases the GIL; the same values as one after the other); the Series are taken
+        # here, in this thread
+        from dpstudio.engine.parallel import map_ordered
+
+        series = [raw.iloc[:, j] for j in range(raw.shape[1])]
+        typed = map_ordered(
+            partial(_convert_long, dec=dec, explicit=explicit), series, cells=raw.shape[0] * raw.shape[1]
+        )
+        for c, (vals, texts) in zip(raw.columns, typed):
+            cols[str(c)] = vals
+            if texts is not None:
+                keep[str(c)] = texts
+    else:
+        arr = raw.to_numpy(dtype=object, na_value="") if raw.shape[1] else None
+        for j, c in enumerate(raw.columns):
             r = arr[:, j].copy() if arr is not None else np.empty(0, dtype=object)
-        vals, k = _convert_column(r, dec, explicit)
-        cols[str(c)] = vals
-        if k:
-            keep[str(c)] = r
+            vals, k = _convert_column(r, dec, explicit)
+            cols[str(c)] = vals
+            if k:
+                keep[str(c)] = r
     if not cols:
         return pd.DataFrame(index=pd.RangeIndex(len(raw))), keep
     df = pd.DataFrame(cols, index=pd.RangeIndex(len(raw)), copy=False)

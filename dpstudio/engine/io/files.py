@@ -235,11 +235,77 @@ def read_json_file(
 
 
 def file_sha256(path: str | os.PathLike) -> str:
-    """SHA-256 of a file's bytes (streamed)."""
+    """SHA-256 of a file's bytes (streamed).  A digest started by :func:`sha256_in_background`
+    for the same file, unchanged since (same device, inode, size and modification time), is
+    waited for instead of reading the file again.
+    """
+    pending = _take_background(path)
+    if pending is not None:
+        return pending
+    return _sha256_now(path)
+
+
+def _sha256_now(path: str | os.PathLike) -> str:
     import hashlib
 
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
+            h.update(block)  # (hashlib releases the GIL on large blocks)
     return h.hexdigest()
+
+
+#: digests being computed in the background: {file identity: Future of the hex digest}
+_BACKGROUND: dict[tuple, Any] = {}
+#: at most this many files hashed ahead (a long-running app opens many files)
+_BACKGROUND_MAX = 4
+
+
+def _identity(path: str | os.PathLike) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def sha256_in_background(path: str | os.PathLike) -> None:
+    """Start the SHA-256 of the regular file ``path`` in a background thread (issue 27: a
+    large input's digest for the audit trail, read while the table is parsed and protected
+    instead of after); :func:`file_sha256` of the unchanged file then waits for it.
+    """
+    key = _identity(path)
+    if key is None or key in _BACKGROUND:
+        return
+    from concurrent.futures import Future
+    from threading import Thread
+
+    fut: Future = Future()
+
+    def work() -> None:
+        try:
+            fut.set_result(_sha256_now(path))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+            fut.set_exception(exc)
+
+    while len(_BACKGROUND) >= _BACKGROUND_MAX:
+        _BACKGROUND.pop(next(iter(_BACKGROUND)))
+    _BACKGROUND[key] = fut
+    Thread(target=work, name="dpstudio-sha256", daemon=True).start()
+
+
+def _take_background(path: str | os.PathLike) -> str | None:
+    """The background digest of ``path`` if one was started for the file as it is now (and
+    is still the same file once done), else None.
+    """
+    key = _identity(path)
+    fut = _BACKGROUND.pop(key, None) if key is not None else None
+    if fut is None:
+        return None
+    try:
+        digest = fut.result()
+    except Exception:  # noqa: BLE001 - computed again, with the error in the caller's thread
+        return None
+    return digest if _identity(path) == key else None

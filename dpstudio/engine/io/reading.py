@@ -33,7 +33,7 @@ from dpstudio.engine.io.dialect import (
     _utf8_copy,
     _wide_encoding,
 )
-from dpstudio.engine.io.files import check_regular_file
+from dpstudio.engine.io.files import check_regular_file, sha256_in_background
 from dpstudio.engine.io.formats import SEPARATORS, TableMeta, file_format
 from dpstudio.engine.io.labels import _declared_types, _numeric_columns, _whole_numbers_as_integers
 from dpstudio.engine.io.ragged import _check_ragged, _scan
@@ -249,6 +249,8 @@ def sniff_csv(
     }
 
 
+#: files from this size on have their SHA-256 computed in the background while they are read
+BACKGROUND_DIGEST_BYTES = 32 * 1024 * 1024
 #: files from this size on are parsed by Arrow's CSV reader when they allow it (tests set 0)
 _ARROW_MIN_BYTES = 1024 * 1024
 #: encodings Arrow's reader is given (its own UTF-8; the others through Python's codecs)
@@ -289,39 +291,46 @@ def _arrow_frame(
         return None
     keys = names if header is not None else [f"f{i}" for i in range(len(names))]
     size = max(os.path.getsize(path), 1)
+    options = dict(
+        read_options=pcsv.ReadOptions(
+            block_size=4 * 1024 * 1024, encoding=codec, autogenerate_column_names=header is None
+        ),
+        parse_options=pcsv.ParseOptions(
+            delimiter=sep,
+            quote_char=False,
+            double_quote=False,
+            escape_char=False,
+            ignore_empty_lines=True,
+        ),
+        convert_options=pcsv.ConvertOptions(
+            column_types={k: pa.large_string() for k in keys},
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+    )
     try:
-        reader = pcsv.open_csv(
-            path,
-            read_options=pcsv.ReadOptions(
-                block_size=4 * 1024 * 1024, encoding=codec, autogenerate_column_names=header is None
-            ),
-            parse_options=pcsv.ParseOptions(
-                delimiter=sep,
-                quote_char=False,
-                double_quote=False,
-                escape_char=False,
-                ignore_empty_lines=True,
-            ),
-            convert_options=pcsv.ConvertOptions(
-                column_types={k: pa.large_string() for k in keys},
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-        schema = reader.schema
-        if schema.names != keys or not all(pa.types.is_large_string(t) for t in schema.types):
-            return None
-        batches, done = [], 0
-        for batch in reader:
-            batches.append(batch)
-            if progress:  # bytes parsed so far: the texts and a separator / line break per field
+        if progress is None:
+            # nothing to report (the command line): Arrow parses the blocks on all cores
+            # (the streaming reader below parses them in this thread; issue 27)
+            table = pcsv.read_csv(path, **options)
+            if table.schema.names != keys or not all(pa.types.is_large_string(t) for t in table.schema.types):
+                return None
+        else:
+            reader = pcsv.open_csv(path, **options)
+            schema = reader.schema
+            if schema.names != keys or not all(pa.types.is_large_string(t) for t in schema.types):
+                return None
+            batches, done = [], 0
+            for batch in reader:
+                batches.append(batch)
+                # bytes parsed so far: the texts and a separator / line break per field
                 done += sum(col.buffers()[2].size if col.buffers()[2] else 0 for col in batch.columns)
                 done += batch.num_rows * batch.num_columns
                 progress(min(done / size, 1.0) * 0.9)
-        table = pa.Table.from_batches(batches, schema=schema)
+            table = pa.Table.from_batches(batches, schema=schema)
+            del batches
     except (pa.ArrowException, UnicodeError, LookupError, OSError):
         return None
-    del batches
     df = table.to_pandas()
     if header is None:
         df.columns = range(len(keys))
@@ -448,8 +457,13 @@ def read_table(
     # a FIFO or a device would block the readers or never end (/dev/zero): refused unopened
     check_regular_file(path, what="data file")
     fmt = file_format(path)
-    if os.path.getsize(path) == 0:
+    size = os.path.getsize(path)
+    if size == 0:
         raise InputError(f"{name}: the file is empty.")
+    if size >= BACKGROUND_DIGEST_BYTES:
+        # the file's SHA-256 (the private audit trail's input digest) read alongside the
+        # parsing, on another core, instead of after the release is written (issue 27)
+        sha256_in_background(path)
     if fmt == "csv":
         df, meta = _read_csv(path, sep, encoding, decimal, progress)
         meta.numeric = _numeric_columns(df)

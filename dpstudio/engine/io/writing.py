@@ -303,8 +303,9 @@ def _csv_block_iter(
     opts = pcsv.WriteOptions(
         include_header=False, delimiter=sep, quoting_style="none", eol=lt, batch_size=65536
     )
-    yield out((sep.join(names) + lt).encode("utf-8"))
-    for a in range(0, table.num_rows, block_rows):
+
+    def lines(a: int):
+        """The CSV lines of records a … a + block_rows − 1 (UTF-8)."""
         sink = pa.BufferOutputStream()
         part = table.slice(a, block_rows)
         for j in floats:
@@ -313,7 +314,16 @@ def _csv_block_iter(
             pcsv.write_csv(part, sink, opts)
         except pa.ArrowInvalid:
             raise _NeedsPandas from None
-        yield out(sink.getvalue())
+        return sink.getvalue()
+
+    from dpstudio.engine.parallel import imap_ordered
+
+    yield out((sep.join(names) + lt).encode("utf-8"))
+    # the blocks of a large table are built a few at a time in threads (parallel.py: Arrow's
+    # casts and writer and numpy release the GIL) and written in order: the same bytes
+    starts = range(0, table.num_rows, block_rows)
+    for b in imap_ordered(lines, starts, cells=table.num_rows * table.num_columns):
+        yield out(b)
     if encoder is not None:
         yield encoder.encode("", final=True)
 
@@ -330,6 +340,7 @@ def write_table(
     stage: bool = False,
     plan: WritePlan | None = None,
     what: str = "table",
+    digests: dict[str, str] | None = None,
 ) -> str:
     """Write ``df`` atomically as csv/xlsx/parquet/dta/sav (format from ``fmt`` or the extension).
 
@@ -342,7 +353,9 @@ def write_table(
     ``stage``: only write the temporary file and return its path (``plan.commit`` renames it).
     ``plan``: the command's :class:`~dpstudio.engine.safe_write.WritePlan` holding ``path``
     (checked before any work); default a plan of its own with ``protect`` and ``meta.path``
-    as inputs.
+    as inputs.  ``digests``: when given, the SHA-256 of a CSV written block by block is
+    computed from the blocks as they are written and recorded there under the path written
+    (the staged temporary file with ``stage``), so that it need not be read back.
     """
     path = str(path)
     f = file_format(path, fmt)
@@ -369,12 +382,20 @@ def write_table(
                 # quoting, e.g. holds a CR: then the line break below decides)
                 blocks = _csv_blocks(data, sep, lt, enc, decimal=dec)
                 if blocks is not None:
+                    import hashlib
+
+                    h = hashlib.sha256() if digests is not None else None
                     try:
                         with open(tmp, "wb") as fh:
                             for b in blocks:
                                 fh.write(b)
+                                if h is not None:
+                                    h.update(b)  # (releases the GIL: the next blocks are built meanwhile)
                     except _NeedsPandas:
                         blocks = None  # pandas writes the file (over the partial one)
+                    else:
+                        if digests is not None and h is not None:
+                            digests[tmp] = h.hexdigest()
                 if blocks is None:
                     if lt == "\n" and _has_cr(data):
                         lt = "\r\n"  # only then is a field with a bare CR quoted (records kept)

@@ -506,15 +506,20 @@ def job_attribute(job: Job, index: int, column: str, *, grid=None, epsilon=None)
     )
 
 
-def released(job: Job, new: dict[str, np.ndarray], **kw) -> Output:
+def released(job: Job, new: dict[str, np.ndarray], *, row_map: np.ndarray | None = None, **kw) -> Output:
     """The Output for a clustered DP release: rows in random order unless order='input' (the
     order of the records' keyed sort keys: the same permutation on every backend).
+    ``row_map``: :func:`record_permutation` of the job when already computed.
     """
     data = frame_with(job, new)
-    row_map = None
     if not keep_order(job.params):
-        row_map = record_permutation(job, job.n)
-        data = data.iloc[row_map].reset_index(drop=True)
+        if row_map is None:
+            row_map = record_permutation(job, job.n)
+        from dpstudio.engine.parallel import gather_rows
+
+        data = gather_rows(data, row_map)
+    else:
+        row_map = None
     return Output(data, row_map=row_map, **kw)
 
 
@@ -582,10 +587,26 @@ def ir_sorted(job: Job, c: str) -> tuple[np.ndarray, np.ndarray]:
     """
     key = ("num.ir-order", c)
     if key not in job.cache:
-        x = job.data[c].to_numpy(dtype=np.float64)
-        order = MA.ir_order(x)
-        job.cache[key] = (order, x[order])
+        job.cache[key] = _ir_sorted_values(job.data[c])
     return job.cache[key]
+
+
+def _ir_sorted_values(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    x = s.to_numpy(dtype=np.float64)
+    order = MA.ir_order(x)
+    return order, x[order]
+
+
+def ir_sorted_all(job: Job, cols: list[str]) -> None:
+    """:func:`ir_sorted` of every column of ``cols`` (cached), the sorts of a large table
+    side by side (:func:`dpstudio.engine.parallel.map_ordered`: the same orders).
+    """
+    from dpstudio.engine.parallel import map_ordered
+
+    todo = [c for c in dict.fromkeys(cols) if ("num.ir-order", c) not in job.cache]
+    series = [job.data[c] for c in todo]  # taken in this thread
+    for c, got in zip(todo, map_ordered(_ir_sorted_values, series, cells=job.n * len(todo))):
+        job.cache[("num.ir-order", c)] = got
 
 
 def chunks(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -26,6 +26,7 @@ from dpstudio.engine.errors import ParameterError
 from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.notices import notice
 from dpstudio.engine.outofcore import Attribute, ClusterBlock, Ranked
+from dpstudio.engine.parallel import map_ordered
 from dpstudio.engine.protection import _papers as _P
 from dpstudio.engine.protection._common import (
     CLUSTERED_DP_PARAMS,
@@ -39,13 +40,17 @@ from dpstudio.engine.protection._common import (
     eps_info,
     eps_quasi,
     fmt,
+    household_order,
     ir_sorted,
+    ir_sorted_all,
+    job_root,
     job_stream,
     k_param,
     keep_order,
     layout_scope,
     noise_name,
     ordering,
+    record_permutation,
     released,
     separate_tables,
     staircase_split,
@@ -176,6 +181,7 @@ def guarantee_idp_cbls(ctx: GuaranteeContext) -> Guarantee:
 def _ir_stats(job: Job, cols: list[str], k: int) -> list[dict]:
     """Per attribute: order, sorted values, chunk starts/sizes, sums, min, max (cached)."""
     starts, sizes = chunks(job.n, k)
+    ir_sorted_all(job, cols)  # the sorts of a large table side by side (parallel.py)
     out = []
     for c in cols:
         order, xs = ir_sorted(job, c)
@@ -296,39 +302,68 @@ def _run_ranked(
     kind = job.params.get("noise", "laplace")
     split = global_sensitivity and staircase_split(kind, k, nc)
     bnds = bounds(job, cols)
-    new = {}
     per: dict[str, dict[str, Any]] = {}
-    for j, c in enumerate(cols):
-        job.check_cancel()
-        st = stats[j]
+    tasks: list[tuple[int, N.Grid | None, K.KeyedStream | None, float]] = []
+    for j, c in enumerate(cols):  # grids, checks and keyed streams: in this thread, in order
         if eps is None:
-            vals = centroids(st)
-            per[c] = {}
+            tasks.append((j, None, None, 0.0))
+            continue
+        # staircase: sensitivity Δ/k per centroid, ε_i/n_c per draw
+        eps_draw = _eps_draw(float(eps[j]), kind, k, nc, global_sensitivity)
+        g = N.job_grid(job, c)
+        tasks.append((j, g, job_stream(job, K.PURPOSE_NOISE, j), eps_draw))
+
+    def release(task) -> tuple[np.ndarray, Any]:
+        """One attribute's released values (records in input order) and its sensitivity."""
+        j, g, stream, eps_draw = task
+        st = stats[j]
+        if g is None:
+            vals, sens_u = centroids(st), None
         else:
-            # staircase: sensitivity Δ/k per centroid, ε_i/n_c per draw
-            eps_draw = _eps_draw(float(eps[j]), kind, k, nc, global_sensitivity)
-            g = N.job_grid(job, c)
-            _check_precision(g, st["xs"], n, c)
-            sz = st["sizes"]
+            _check_precision(g, st["xs"], n, cols[j])  # (refusals in column order, as before)
             vals, sens_u = _noisy_cluster_values(
                 g.to_units(st["xs"]),
                 st["starts"],
-                sz,
+                st["sizes"],
                 np.arange(nc),
                 g,
-                job_stream(job, K.PURPOSE_NOISE, j),
+                stream,
                 kind,
                 eps_draw,
                 grid_sums,
             )
-            per[c] = N.grid_info(kind, g, sens_u, eps_draw, k if global_sensitivity else sz)
-            per[c]["noise_on"] = "cluster sums (grid units)"
-            per[c]["epsilon_per_draw"] = eps_draw
-            if c in bnds:
-                per[c]["domain_width"] = float(bnds[c][1] - bnds[c][0])
-            per[c]["clamped"] = c in bnds
-        new[c] = _spread(vals, st["sizes"], st["order"], n)
-        job.progress((j + 1) / len(cols))
+        return _spread(vals, st["sizes"], st["order"], n), sens_u
+
+    # the records' keyed order (when they are shuffled) alongside: it depends on the run's
+    # root key only (drawn here, in this thread), not on the noise
+    shuffle = not keep_order(job.params) and not household_order(job.params)
+    work: list[Callable[[], Any]] = [partial(release, t) for t in tasks]
+    if shuffle:
+        job_root(job)
+        work.insert(0, partial(record_permutation, job, n))
+
+    def done(i: int, _result) -> None:
+        if i >= shuffle:
+            job.progress((i - shuffle + 1) / len(cols))
+        job.check_cancel()
+
+    job.check_cancel()
+    # the attributes of a large table side by side (parallel.py: each from its own stream)
+    results = map_ordered(lambda f: f(), work, cells=n * len(cols), each=done)
+    row_map = results.pop(0) if shuffle else None
+    new = {}
+    for (j, grid, _stream, eps_draw), (values, sens_u), c in zip(tasks, results, cols):
+        new[c] = values
+        if grid is None:
+            per[c] = {}
+            continue
+        sz = stats[j]["sizes"]
+        per[c] = N.grid_info(kind, grid, sens_u, eps_draw, k if global_sensitivity else sz)
+        per[c]["noise_on"] = "cluster sums (grid units)"
+        per[c]["epsilon_per_draw"] = eps_draw
+        if c in bnds:
+            per[c]["domain_width"] = float(bnds[c][1] - bnds[c][0])
+        per[c]["clamped"] = c in bnds
     warnings: list[str] = []
     if eps is not None:
         info.update(noise_per_attribute=per, draws_per_attribute=nc)
@@ -341,7 +376,7 @@ def _run_ranked(
                     "noise='laplace'.",
                 )
             )
-    return released(job, new, info=info, protected=cols, warnings=warnings)
+    return released(job, new, row_map=row_map, info=info, protected=cols, warnings=warnings)
 
 
 # --------------------------------------------------------------------------- ir-dp

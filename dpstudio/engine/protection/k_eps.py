@@ -19,6 +19,7 @@ k-quasis plus within-class noise.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -31,7 +32,9 @@ from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.algorithms.generalization import CodedLabels, encode_quasis
 from dpstudio.engine.algorithms.mondrian import mondrian
 from dpstudio.engine.algorithms.ola import ola
-from dpstudio.engine.codes import from_codes, take_rows
+from dpstudio.engine.background import Ahead
+from dpstudio.engine.codes import from_codes
+from dpstudio.engine.codes import take as take_column
 from dpstudio.engine.errors import InputError, ParameterError
 from dpstudio.engine.guarantee import Clause, Effect, Effects, Guarantee, GuaranteeContext, Model
 from dpstudio.engine.hierarchies.hierarchy import load_hierarchy
@@ -288,13 +291,14 @@ def _generalise(job: Job, kq: list[str]) -> tuple:
     return gen, warns
 
 
-def _released_labels(gen, c: str, row_map: np.ndarray) -> pd.Series:
+def _released_labels(gen, c: str, row_map: np.ndarray, combos: np.ndarray | None = None) -> pd.Series:
     """The generalised values of ``c`` for the released records ``row_map``, a text column
-    built from the codes (one gather in Arrow) when the generalisation has them.
+    built from the codes (one gather in Arrow) when the generalisation has them; ``combos``:
+    ``gen.labels.combos_of(row_map)``, shared by the columns.
     """
     lab = gen.labels
     if isinstance(lab, CodedLabels):
-        return from_codes(lab.codes_of(c, row_map), lab.categories[c])
+        return from_codes(lab.codes_of(c, row_map, combos=combos), lab.categories[c])
     return pd.Series(lab[c][row_map], dtype=object)
 
 
@@ -388,8 +392,56 @@ def _confidence_step(
     return rel, conf_info
 
 
-def _release_order(job: Job, kept: np.ndarray, rel: np.ndarray, shuffle_stream: Any) -> np.ndarray:
-    """Step 4: the positions (in ``kept``) of the released records, in release order."""
+#: ids whose sort keys :func:`_keyed_order_all` draws at a time
+_KEY_CHUNK = 1 << 18
+
+
+def _keyed_order_all(shuffle_stream: Any, n: int) -> np.ndarray | None:
+    """The record ids 0 … n − 1 ordered by their first keyed sort key, or None when two ids
+    share one (then the released records are ordered by :func:`_release_order`'s exact
+    path: probability ~n²/2⁶⁵).  The keys of an id do not depend on the other ids
+    (:meth:`~dpstudio.engine.algorithms.keyed.KeyedStream.block`), so the released records'
+    order is this order restricted to them (:func:`_order_of_subset`).
+    """
+    k0 = np.empty(n, dtype=np.uint64)
+    for a in range(0, n, _KEY_CHUNK):  # (chunk by chunk: never the four words of all ids)
+        ids = np.arange(a, min(n, a + _KEY_CHUNK), dtype=np.int64)
+        k0[a : a + ids.size] = shuffle_stream.block(ids, 0, 0)[:, 0]
+    order = np.argsort(k0)
+    s0 = k0[order]
+    if s0.size > 1 and bool(np.any(s0[1:] == s0[:-1])):
+        return None
+    return order
+
+
+def _order_of_subset(order_all: np.ndarray, ids: np.ndarray, pos: np.ndarray, n: int) -> np.ndarray:
+    """``pos`` (one value per id of ``ids``) in the order ``order_all`` gives the ids (the
+    ids 0 … n − 1 in the order of their distinct first sort keys): what ordering ``ids`` by
+    their own keys gives, without sorting them again.
+    """
+    at = np.full(n, -1, dtype=np.int64)
+    at[ids] = pos
+    ordered = at[order_all]
+    return ordered[ordered >= 0]
+
+
+def _order_ahead(job: Job, shuffle_stream: Any) -> Ahead | None:
+    """The keyed order of all the job's records, started now (alongside the generalisation,
+    which does not need it) when the release is shuffled record by record; else None.
+    """
+    p = job.params
+    if keep_order(p) or household_order(p):
+        return None
+    n = job.n
+    return Ahead(lambda: _keyed_order_all(shuffle_stream, n), cells=n * max(len(job.data.columns), 1))
+
+
+def _release_order(
+    job: Job, kept: np.ndarray, rel: np.ndarray, shuffle_stream: Any, ahead: Ahead | None = None
+) -> np.ndarray:
+    """Step 4: the positions (in ``kept``) of the released records, in release order
+    (``ahead``: :func:`_order_ahead` of the job, when started).
+    """
     # ordered by the keyed sort keys of their record ids (input positions), which do not
     # depend on how the data is partitioned (issue 12); order='input' keeps them in input order
     p = job.params
@@ -399,9 +451,13 @@ def _release_order(job: Job, kept: np.ndarray, rel: np.ndarray, shuffle_stream: 
     elif household_order(p):  # households as units (issue 23 §3)
         take = rel_idx[household_permutation(job, rel_idx.size, kept[rel_idx])]
     else:
-        k0, k1 = K.sort_keys(shuffle_stream, kept[rel_idx])
-        take = rel_idx[K.order_by_keys(k0, k1)]
-        del k0, k1
+        order_all = ahead.result() if ahead is not None else None
+        if order_all is not None:
+            take = _order_of_subset(order_all, kept[rel_idx], rel_idx, job.n)
+        else:
+            k0, k1 = K.sort_keys(shuffle_stream, kept[rel_idx])
+            take = rel_idx[K.order_by_keys(k0, k1)]
+            del k0, k1
     return take
 
 
@@ -430,16 +486,32 @@ def _released_data(
     """The released table, columns in the input's order."""
     # a k-quasi generalised to level 0 keeps its original values (as the columns no method
     # changes); the others are built whole, never one record at a time (issue 27)
+    from dpstudio.engine import parallel
+
     new_cols: dict[str, Any] = {}
-    for c in kq:
-        if gen.levels.get(c, -1) != 0:
-            new_cols[c] = _released_labels(gen, c, row_map)
     for j, c in enumerate(eq):
         new_cols[c] = Y[take, j].astype(np.int64) if grids is not None and grids[j].integer else Y[take, j]
-    data = take_rows(job.data[[c for c in job.data.columns if c not in new_cols]], row_map)
-    for c, v in new_cols.items():
-        data[c] = v
-    return data[list(job.data.columns)]
+    generalised = [c for c in kq if gen.levels.get(c, -1) != 0]
+    combos = gen.labels.combos_of(row_map) if generalised and isinstance(gen.labels, CodedLabels) else None
+    # every other column's gather: one Arrow / numpy gather each, several at a time
+    # (parallel.py; the same columns as one after the other, as take_rows gives them)
+    tasks: dict[str, Callable[[], pd.Series]] = {}
+    for c in job.data.columns:
+        if c in new_cols:
+            continue
+        if c in generalised:
+            tasks[c] = partial(_released_labels, gen, c, row_map, combos)
+        else:
+            tasks[c] = partial(take_column, job.data[c], row_map)  # (the Series taken here)
+    done = parallel.map_ordered(lambda f: f(), list(tasks.values()), cells=len(row_map) * len(tasks))
+    new_cols.update(zip(tasks, done))
+    out = pd.DataFrame(
+        {j: pd.Series(new_cols[c]) for j, c in enumerate(job.data.columns)},
+        index=pd.RangeIndex(len(row_map)),
+        copy=False,
+    )
+    out.columns = job.data.columns
+    return out
 
 
 def _class_table(
@@ -527,6 +599,8 @@ def run_keps(job: Job) -> Output:
     # the shuffle's keyed stream; its root is the run's first draw (issue 12: the Dask backend
     # gives the same order for the same seed)
     shuffle_stream = job_stream(job, K.PURPOSE_SHUFFLE)
+    # the records' keyed order, computed alongside the generalisation (issue 27: both core)
+    ahead = _order_ahead(job, shuffle_stream)
     job.progress(0.05)
     gen, warns = _generalise(job, kq)
     warns = list(warns)
@@ -542,7 +616,7 @@ def run_keps(job: Job) -> Output:
         cls=cls, Xk=Xk, Y=Y, sens=sens, k=k, n_cls=n_cls, eq=eq, eps=eps, kind=kind, conf=conf, warns=warns
     )
     job.progress(0.85)
-    take = _release_order(job, kept, rel, shuffle_stream)
+    take = _release_order(job, kept, rel, shuffle_stream, ahead)
     row_map = kept[take]
     sens_rel = sens[take]
     # equivalence classes of the release (renumbered, as released)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpstudio.engine import parallel
 from dpstudio.engine.algorithms import keyed as K
 from dpstudio.engine.algorithms import noise as N
 from dpstudio.engine.guarantee import Clause, Guarantee, GuaranteeContext
@@ -66,18 +67,38 @@ def run(job: Job) -> Output:
             protected=cols,
             warnings=[notice("baseline", "No ε given: the original values are returned (baseline).")],
         )
-    X = job.matrix(cols)
     lb, ub = job.bounds(cols)
     kind = job.params.get("noise", "laplace")
-    new = {}
+    cells = job.n * len(cols)
+    # a large table: each column read on its own (no n × m float matrix, contiguous values;
+    # the same float64 values) and the columns noised side by side (parallel.py: the same
+    # draws, each from its own keyed stream); a small one: its matrix (prepared with the
+    # checks when the table is a small block of numbers), one column after the other
+    have = ("matrix", tuple(cols)) in job.cache
+    X = job.matrix(cols) if have or cells < parallel.MIN_CELLS else None
+    rows = np.arange(job.n)
     per = {}
-    for j, c in enumerate(cols):
-        job.check_cancel()
-        delta = ub[j] - lb[j]
+    attrs = []
+    for j, c in enumerate(cols):  # grids, streams and the run's root key: in this thread
         g = N.job_grid(job, c)  # exact integer noise on the grid γ (issue 8 §3)
-        new[c] = noisy_values(X[:, j], np.arange(job.n), job_attribute(job, j, c, grid=g, epsilon=eps[j]))
-        per[c] = {"domain_width": float(delta), **N.grid_info(kind, g, g.span, float(eps[j]))}
+        attrs.append(
+            (j, job.data[c] if X is None else None, job_attribute(job, j, c, grid=g, epsilon=eps[j]))
+        )
+
+    def noisy(item) -> np.ndarray:
+        j, s, a = item
+        x = X[:, j] if X is not None else s.to_numpy(dtype=np.float64)
+        return noisy_values(x, rows, a)
+
+    def done(j: int, _values) -> None:
         job.progress((j + 1) / len(cols))
+        job.check_cancel()
+
+    job.check_cancel()
+    new = dict(zip(cols, parallel.map_ordered(noisy, attrs, cells=cells, each=done)))
+    for j, c in enumerate(cols):  # (after the draws: a sampler's refusal comes first, as before)
+        g = attrs[j][2].grid
+        per[c] = {"domain_width": float(ub[j] - lb[j]), **N.grid_info(kind, g, g.span, float(eps[j]))}
     info.update(noise_per_attribute=per, draws_per_attribute=job.n)
     return Output(frame_with(job, new), info=info, protected=cols)
 
