@@ -4,7 +4,8 @@ records while OLA runs, the next sweep cell's release while this cell is measure
 :class:`Ahead` runs ``fn()`` in a background thread when threads are allowed
 (:func:`dpstudio.engine.parallel.workers` ≥ 2, ``DPSTUDIO_THREADS=1`` turns them off) and the
 work is large enough to pay for the hand-over (``cells`` ≥ ``min_cells``); otherwise ``fn()``
-runs in the calling thread when :meth:`Ahead.result` is first called.  Either way
+runs in the calling thread when :meth:`Ahead.result` is first called -- as it does when
+the system refuses a new thread (``can't start new thread`` under an address-space limit).  Either way
 :meth:`~Ahead.result` returns what ``fn()`` returned or raises what it raised, so results never
 depend on the threads: ``fn`` must draw nothing from a shared generator and write no state that
 the calling thread reads or writes meanwhile.  The thread is a daemon: a result nobody asks for
@@ -40,8 +41,10 @@ class Ahead:
                 except BaseException as exc:  # noqa: BLE001 - raised again by result()
                     fut.set_exception(exc)
 
-            self._future, self._fn = fut, None
-            Thread(target=work, name="dpstudio-ahead", daemon=True).start()
+            # no thread to be had (an address-space limit refuses its stack): fn() runs in
+            # the calling thread on result(), as when threads are off
+            if parallel.start_thread(Thread(target=work, name="dpstudio-ahead", daemon=True)):
+                self._future, self._fn = fut, None
 
     @property
     def threaded(self) -> bool:

@@ -18,6 +18,7 @@ on, at most :data:`MAX_WORKERS`, and one on a machine already oversubscribed.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
@@ -90,14 +91,54 @@ def map_ordered(
     return list(_threaded(fn, seq, w, each))
 
 
+#: what starting a thread raises when it cannot start (under an address-space limit the
+#: new thread's stack is refused: ``RuntimeError: can't start new thread``)
+THREAD_START_ERRORS = (RuntimeError, MemoryError)
+
+
+def start_thread(thread: threading.Thread) -> bool:
+    """Start ``thread``; False (nothing started) when the system refuses a new thread -- the
+    caller then does the work in its own thread.
+    """
+    try:
+        thread.start()
+    except THREAD_START_ERRORS:
+        return False
+    return True
+
+
+def _submit(ex, fn, x):
+    """``ex.submit(fn, x)``, or None when the pool could not start the thread it needed (the
+    pool is then shut down: the items it has not started are cancelled, the running ones
+    finish, and the caller computes the rest in its own thread).
+    """
+    try:
+        return ex.submit(fn, x)
+    except THREAD_START_ERRORS:
+        ex.shutdown(wait=False, cancel_futures=True)
+        return None
+
+
+def _collect(fut, x, *, fn):
+    """The result of ``fut``, or ``fn(x)`` in this thread when it never ran (cancelled)."""
+    if fut is None or fut.cancelled():
+        return fn(x)
+    return fut.result()
+
+
 def _threaded(fn, seq, w: int, each) -> Iterator:
     from concurrent.futures import ThreadPoolExecutor
 
     ex = ThreadPoolExecutor(max_workers=w, thread_name_prefix="dpstudio-work")
     try:
-        futures = [ex.submit(fn, x) for x in seq]
-        for i, f in enumerate(futures):
-            r = f.result()
+        futures: list = []
+        for x in seq:
+            f = _submit(ex, fn, x)
+            if f is None:
+                break
+            futures.append(f)
+        for i, x in enumerate(seq):
+            r = _collect(futures[i] if i < len(futures) else None, x, fn=fn)
             if each is not None:
                 each(i, r)
             yield r
@@ -123,15 +164,17 @@ def imap_ordered(
 
     ahead = max(1, ahead if ahead is not None else w + 1)
     ex = ThreadPoolExecutor(max_workers=w, thread_name_prefix="dpstudio-work")
-    pending: deque = deque()
+    pending: deque = deque()  # (future or None, item)
+    threads = True
     try:
-        it = iter(items)
-        for x in it:
-            pending.append(ex.submit(fn, x))
-            if len(pending) > ahead:
-                yield pending.popleft().result()
+        for x in items:
+            f = _submit(ex, fn, x) if threads else None
+            threads = f is not None
+            pending.append((f, x))
+            if len(pending) > ahead or not threads:
+                yield _collect(*pending.popleft(), fn=fn)
         while pending:
-            yield pending.popleft().result()
+            yield _collect(*pending.popleft(), fn=fn)
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
 

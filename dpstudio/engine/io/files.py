@@ -292,8 +292,11 @@ def sha256_in_background(path: str | os.PathLike) -> None:
 
     while len(_BACKGROUND) >= _BACKGROUND_MAX:
         _BACKGROUND.pop(next(iter(_BACKGROUND)))
-    _BACKGROUND[key] = fut
-    Thread(target=work, name="dpstudio-sha256", daemon=True).start()
+    from dpstudio.engine.parallel import start_thread
+
+    if start_thread(Thread(target=work, name="dpstudio-sha256", daemon=True)):
+        _BACKGROUND[key] = fut
+    # else no thread to be had: file_sha256 computes the digest in the caller's thread
 
 
 def _take_background(path: str | os.PathLike) -> str | None:
