@@ -69,7 +69,9 @@ def test_map_ordered_with_one_thread_then_refused(second_thread_refused):
 
 @pytest.mark.parametrize("ahead", [None, 1, 5])
 def test_imap_ordered_without_threads_gives_the_loop(no_threads, ahead):
-    assert list(parallel.imap_ordered(lambda x: -x, range(11), cells=1, ahead=ahead)) == [-x for x in range(11)]
+    assert list(parallel.imap_ordered(lambda x: -x, range(11), cells=1, ahead=ahead)) == [
+        -x for x in range(11)
+    ]
 
 
 def test_imap_ordered_with_one_thread_then_refused(second_thread_refused):
