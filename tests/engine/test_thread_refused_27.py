@@ -173,3 +173,30 @@ def test_protect_without_threads_gives_the_same_release(big_csv, tmp_path):
         assert r.returncode == 2, r.stderr
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
         assert len(lines) == 1 and lines[0].startswith("dpstudio: error: out of memory"), r.stderr
+
+
+def test_no_arrow_reader_under_a_process_memory_limit(monkeypatch, tmp_path):
+    """Under RLIMIT_AS / RLIMIT_DATA Arrow's CSV reader aborted the process on a failed
+    allocation (``ValueOrDie called on an error: Out of memory``, SIGABRT) or flooded stderr
+    (jemalloc ``background thread creation failed``): pandas reads the file instead, the same
+    table."""
+    import pyarrow.csv as pcsv
+
+    from dpstudio.engine import memory
+    from dpstudio.engine.io import reading
+
+    p = tmp_path / "t.csv"
+    p.write_text("a,b,c\n" + "".join(f"{i},{i % 7},x{i % 3}\n" for i in range(200)))
+    monkeypatch.setattr(reading, "_ARROW_MIN_BYTES", 0)  # Arrow's size, on a small file
+    free, _ = reading.read_table(str(p))
+    monkeypatch.setattr(memory, "_rlimits", lambda: {"the process limit RLIMIT_AS": 1 << 30})
+
+    def arrow(*a, **k):
+        raise AssertionError("Arrow's CSV reader used under a process memory limit")
+
+    monkeypatch.setattr(pcsv, "read_csv", arrow)
+    monkeypatch.setattr(pcsv, "open_csv", arrow)
+    limited, _ = reading.read_table(str(p))
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(limited, free)

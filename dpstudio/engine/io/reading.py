@@ -277,6 +277,10 @@ def _arrow_frame(
     stops (wrong number of fields) and pandas parses the file; so do invalid text in the
     encoding and anything else Arrow refuses.
     """
+    from dpstudio.engine.memory import allocation_can_fail
+
+    if allocation_can_fail():
+        return None  # Arrow aborts the process on a failed allocation (see there)
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
