@@ -23,14 +23,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from dpstudio.engine.api import prepare, run_prepared
 from dpstudio.engine.assessment import assess
-from dpstudio.engine.background import Ahead
 from dpstudio.engine.errors import DPStudioError, ParameterError
 from dpstudio.engine.measures import measurement_plan
 from dpstudio.engine.measures.repeated import Measurer
@@ -247,7 +245,6 @@ def run_sweep(
             shown[0] = f
             progress(min(f, 1.0))
 
-    ahead: dict[int, Ahead] = {}  # the next cell's bulk release, computed alongside this cell
     for idx, (ki, k, ei, eps) in enumerate(cells):
         if check_cancel is not None:
             check_cancel()
@@ -260,36 +257,7 @@ def run_sweep(
             if eps is not None and measurer.bulk_ready:
                 # every repetition of the cell at once (same draws, same values; no DataFrame,
                 # no guarantee text per repetition: a measured point shows neither)
-                got = ahead.pop(idx, None)
-                out = (
-                    got.result()
-                    if got is not None
-                    else _bulk_release(prep, seed, ki, ei, reps, eps, k, cache, check_cancel)
-                )
-                nxt = idx + 1
-                if out is not None and nxt < total and cells[nxt][1] == k and cells[nxt][3] is not None:
-                    # the next cell of this k (its clustering is in ``cache`` already, which
-                    # this thread does not touch until then) drawn while this one is measured
-                    # (issue 27: the sweep on both cores; the same draws, in another thread)
-                    ahead = {
-                        nxt: Ahead(
-                            partial(
-                                _bulk_release,
-                                prep,
-                                seed,
-                                cells[nxt][0],
-                                cells[nxt][2],
-                                int(repeats),
-                                cells[nxt][3],
-                                k,
-                                cache,
-                                check_cancel,
-                            ),
-                            cells=1,
-                            min_cells=0,
-                        )
-                    }
-                runs = (measurer.measure_bulk(*out) or []) if out is not None else []
+                runs = _bulk_cell(prep, seed, ki, ei, reps, eps, k, cache, check_cancel, measurer)
             for r in range(reps if not runs else 0):
                 rng = point_rng(seed, ki, ei, r)
                 res = run_prepared(
@@ -411,17 +379,12 @@ def _cell_job(prep, eps, k, cache: dict, check_cancel) -> Job:
     return job
 
 
-def _bulk_release(
-    prep, seed, ki, ei, reps, eps, k, cache, check_cancel
-) -> tuple[list[str], np.ndarray] | None:
-    """The released values of every repetition of a (k, ε) cell from one bulk draw, as
-    ``(columns, Y)`` (Y of shape (repetitions, records, columns)), or None when the method has
-    no bulk path (then the cell runs repetition by repetition).  Repetition r is the run of
-    ``point_rng(seed, ki, ei, r)``: its keyed root is the first draw of the run's generator
-    derived from it and the cell's context, as in ``run_prepared``
-    (tests/engine/test_sweep_sharing.py pins the equality).  Reads ``prep`` and the k's
-    ``cache`` and writes nothing the sweep's loop reads meanwhile: the next cell's release is
-    drawn in a background thread while a cell is measured.
+def _bulk_cell(prep, seed, ki, ei, reps, eps, k, cache, check_cancel, measurer: Measurer) -> list[dict]:
+    """The measures of every repetition of a (k, ε) cell from one bulk draw, or [] when the
+    method has no bulk path (then the cell runs repetition by repetition).  Repetition r is
+    the run of ``point_rng(seed, ki, ei, r)``: its keyed root is the first draw of the run's
+    generator derived from it and the cell's context, as in ``run_prepared``
+    (tests/engine/test_sweep_sharing.py pins the equality).
     """
     from dpstudio.engine.algorithms.keyed import root_key
     from dpstudio.engine.keying import keyed_rng
@@ -430,7 +393,11 @@ def _bulk_release(
     job = _cell_job(prep, eps, k, cache, check_cancel)
     ctx = prep.run_context(job.params)
     roots = [root_key(keyed_rng(point_rng(seed, ki, ei, r), ctx)) for r in range(reps)]
-    return bulk_releases(job, roots)
+    out = bulk_releases(job, roots)
+    if out is None:
+        return []
+    cols, Y = out
+    return measurer.measure_bulk(cols, Y) or []
 
 
 def _run_progress(

@@ -17,9 +17,7 @@ later original is within r of x′_q.  Partial sums of squares are abandoned as 
 exceed the threshold (terms are non-negative).
 
 ``cache=True``: the first process compiles (about a second) and stores the machine code under
-``__pycache__``; later processes load it.  ``nogil=True``: each record is classified on its
-own, so :func:`dpstudio.engine.measures.risk._pr_classified` hands slices of the records to
-several threads (issue 27: the sweep's record linkage on both cores).
+``__pycache__``; later processes load it.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def classify(xs, ys, jidx, d_own, nbr, nd2, tie_rtol, out):  # pragma: no cover - compiled
     n, m = xs.shape
     K = nbr.shape[1]

@@ -206,38 +206,12 @@ def _pr_classified(xs: np.ndarray, ys: np.ndarray, jidx: np.ndarray, cache: dict
     jo = np.ascontiguousarray(jidx[ok], dtype=np.int64)
     d_own = _own_distance(xs[jo], yo)
     status = np.empty(ok.size, dtype=np.int8)
-    _classify(kernel, np.ascontiguousarray(xs), yo, jo, d_own, nbr, nd2, status)
+    kernel.classify(np.ascontiguousarray(xs), yo, jo, d_own, nbr, nd2, TIE_RTOL, status)
     pr[ok[status == 1]] = 1.0
     amb = np.flatnonzero(status < 0)
     if amb.size:
         pr[ok[amb]] = _pr_by_candidates(xs, yo[amb], d_own[amb])
     return pr
-
-
-#: records per slice the compiled classifier is given in one thread
-_CLASSIFY_SLICE = 2048
-
-
-def _classify(kernel, xs, yo, jo, d_own, nbr, nd2, status: np.ndarray) -> None:
-    """``kernel.classify`` of every record into ``status``, in slices of records classified
-    side by side in threads when the work is large (:mod:`dpstudio.engine.parallel`; each
-    record's answer depends on that record alone: the same statuses as one call).
-    """
-    from dpstudio.engine import parallel
-
-    q = yo.shape[0]
-    work = q * nbr.shape[1] * max(xs.shape[1], 1)  # (distance terms at most, a proxy of the work)
-    if q < 2 * _CLASSIFY_SLICE or work < parallel.MIN_CELLS or parallel.workers() < 2:
-        kernel.classify(xs, yo, jo, d_own, nbr, nd2, TIE_RTOL, status)
-        return
-    parts = max(2, min(parallel.workers() * 2, q // _CLASSIFY_SLICE))
-    bounds = np.linspace(0, q, parts + 1).astype(np.int64)
-
-    def one(ab: tuple[int, int]) -> None:
-        a, b = ab
-        kernel.classify(xs, yo[a:b], jo[a:b], d_own[a:b], nbr, nd2, TIE_RTOL, status[a:b])
-
-    parallel.map_ordered(one, list(zip(bounds[:-1].tolist(), bounds[1:].tolist())), cells=work)
 
 
 def _rl_numeric(xs: np.ndarray, ys: np.ndarray, tree, *, workers: int | None = None) -> np.ndarray:
