@@ -296,10 +296,10 @@ def test_a_run_keeps_no_more_stored_results_in_memory_than_the_model(tmp_path):
     16 bytes a record and attribute, are 9 times that share); the release is the in-memory
     one.  Before the fix the workers kept up to 60 % of the limit (fails, seen)."""
     pytest.importorskip("distributed")
-    import logging
-
-    from distributed import Client, LocalCluster
+    from distributed import Client
     from distributed.diagnostics.plugin import WorkerPlugin
+
+    from tests.engine._dask_cluster import in_process_cluster
 
     class Watch(WorkerPlugin):
         name = "watch-stored"
@@ -323,15 +323,7 @@ def test_a_run_keeps_no_more_stored_results_in_memory_than_the_model(tmp_path):
     # the memory monitor off (the workers share this process's memory); Dask's spill target,
     # the SpillBuffer's bound, stays as in any cluster (60 % unless tuned)
     with (
-        dask.config.set({"distributed.worker.memory.pause": False, "distributed.worker.memory.spill": False}),
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=False,
-            memory_limit=limit,
-            dashboard_address=None,
-            silence_logs=logging.CRITICAL,
-        ) as cluster,
+        in_process_cluster(limit) as cluster,
         Client(cluster) as client,
     ):
         client.register_plugin(Watch(), name="watch-stored")

@@ -6,19 +6,18 @@ computed, or the run failed), and keeps no dpstudio plugin."""
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import pandas as pd
 import pytest
 
 pytest.importorskip("distributed")
 import dask  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
+from distributed import Client  # noqa: E402
 
 from dpstudio import engine  # noqa: E402
 from dpstudio.engine.backends import dask_backend as DB  # noqa: E402
 from dpstudio.engine.errors import InputError  # noqa: E402
+from tests.engine._dask_cluster import in_process_cluster  # noqa: E402
 
 ROLES = {"a": "eps-quasi", "b": "eps-quasi"}
 DOMAINS = {"a": (0, 100), "b": (0, 10)}
@@ -45,17 +44,7 @@ def _settings(dask_worker=None) -> dict:
 def shared():
     """An in-process cluster standing for a shared one: started before the runs, used by
     them through a client of their own (as ``--scheduler`` does), alive after them."""
-    with (
-        dask.config.set({"distributed.worker.memory.pause": False, "distributed.worker.memory.spill": False}),
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=False,
-            memory_limit=LIMIT,
-            dashboard_address=None,
-            silence_logs=logging.CRITICAL,
-        ) as cluster,
-    ):
+    with in_process_cluster(LIMIT) as cluster:
         yield cluster
 
 
