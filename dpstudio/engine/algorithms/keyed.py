@@ -24,6 +24,8 @@ uniform to be decided take them from a per-(cluster, round) Philox stream at cou
 
 from __future__ import annotations
 
+import os
+import threading
 from fractions import Fraction
 
 import numpy as np
@@ -277,6 +279,8 @@ class _Work:
         self.neg = np.empty(m, dtype=bool)
         self.y = np.empty(m, dtype=np.int64)
         self.r = np.empty(m, dtype=np.int64)
+        self.w1 = np.empty(m, dtype=np.uint64)  # words 1 and 2 (the compiled round)
+        self.w2 = np.empty(m, dtype=np.uint64)
 
     def cut(self, m: int) -> _Work:
         """The first ``m`` entries of every buffer (views; the last, shorter chunk)."""
@@ -288,12 +292,9 @@ class _Work:
         return part
 
 
-def _laplace_words(w: np.ndarray, r: np.ndarray, extra, ws: _Work) -> tuple[np.ndarray, np.ndarray]:
-    """Round ``rnd`` of :func:`discrete_laplace`'s ``draw`` for a SCALAR rate ``r`` (0-d,
-    finite, ≥ 2⁻⁶²) from words ``w`` (m, 4): (z, valid), views of ``ws``'s buffers.  The same
-    floating-point operations in the same order as :func:`_geometric` and ``draw`` (written
-    into reused buffers; entries left undecided there are overwritten by the same exact
-    fallback), so the same draws bit for bit (tests compare them on crafted words and many keys).
+def _split(r: np.ndarray) -> tuple[bool, np.floating, np.floating]:
+    """(small, j, scaled) of a scalar rate ``r``: rates below 2⁻²⁴ are drawn as M·G + R with
+    M = 2^j and G geometric of rate ``scaled`` = r·2^j ≥ 2⁻²⁴ (see :func:`_geometric`).
     """
     small = bool(r < N._SMALL_RATE)
     j = np.ceil(np.log2(N._SMALL_RATE / r)) if small else np.float64(0.0)
@@ -301,6 +302,17 @@ def _laplace_words(w: np.ndarray, r: np.ndarray, extra, ws: _Work) -> tuple[np.n
     if small and scaled < N._SMALL_RATE:
         j = j + 1
         scaled = np.ldexp(r, np.int64(j))
+    return small, j, scaled
+
+
+def _laplace_words(w: np.ndarray, r: np.ndarray, extra, ws: _Work) -> tuple[np.ndarray, np.ndarray]:
+    """Round ``rnd`` of :func:`discrete_laplace`'s ``draw`` for a SCALAR rate ``r`` (0-d,
+    finite, ≥ 2⁻⁶²) from words ``w`` (m, 4): (z, valid), views of ``ws``'s buffers.  The same
+    floating-point operations in the same order as :func:`_geometric` and ``draw`` (written
+    into reused buffers; entries left undecided there are overwritten by the same exact
+    fallback), so the same draws bit for bit (tests compare them on crafted words and many keys).
+    """
+    small, j, scaled = _split(r)
     u, x, y0, frac, e, d, ok, b = ws.u, ws.x, ws.y0, ws.frac, ws.e, ws.d, ws.ok, ws.b
     w0 = w[:, 0]
     np.right_shift(w0, np.uint64(11), out=ws.w64)
@@ -366,20 +378,74 @@ def _laplace_dense(stream: KeyedStream, first: int, m: int, rate: float, out: np
     """
     r = np.asarray(float(rate), dtype=np.float64)
     ws = _Work(min(m, _CHUNK))
+    kernel = noise_kernel(m)
+    if kernel is not None:  # the compiled round's constants, as _laplace_words computes them
+        small, j, scaled = _split(r)
+        ji = int(j)
+        limit = (1 << (64 - ji)) - (1 << (41 - ji)) if small else 0
+        consts = (float(-scaled), float(2.0**-52 / scaled), small, ji, np.uint64(limit))
+        k0, k1, zero = np.uint64(stream.key[0]), np.uint64(stream.key[1]), np.uint64(0)
     redo = []
     for a in range(0, m, _CHUNK):
         c = min(_CHUNK, m - a)
         part = ws.cut(c)
         cid0 = first + a
-        w = stream._run(cid0, c, 0, 0)
-        y, ok = _laplace_words(w, r, _extra(stream, range(cid0, cid0 + c), 0), part)  # ids: lazily
-        out[a : a + c] = y
+        undecided = 0
+        if kernel is not None:  # the same words and round compiled; log(u) taken by numpy
+            kernel.philox_words(k0, k1, np.uint64(cid0), zero, zero, part.u, part.w1, part.w2)
+            with np.errstate(divide="ignore"):
+                np.log(part.u, out=part.x)
+            undecided = kernel.laplace_round(
+                part.u, part.w1, part.w2, part.x, *consts, out[a : a + c], part.ok
+            )
+            ok = part.ok
+        if undecided >= 0:  # no kernel, or a draw only the exact fallbacks decide: numpy
+            w = stream._run(cid0, c, 0, 0)
+            y, ok = _laplace_words(w, r, _extra(stream, range(cid0, cid0 + c), 0), part)  # ids: lazily
+            out[a : a + c] = y
         if not ok.all():
             redo.append(np.flatnonzero(~ok) + a)
     if redo:
         pos = np.concatenate(redo)
         ids = pos + first
         out[pos] = _rounds(ids, _laplace_draw(stream, ids, r), start=1)
+
+
+_KERNEL: list = []  # [module or None], filled on first use
+_KERNEL_LOCK = threading.Lock()
+#: draws below which a process does not load the compiled round for a cached kernel (numba's
+#: import and the cached code's load, ~0.4-0.5 s, against ~XX ns saved per draw) and for a
+#: kernel numba must first compile (a few seconds, once per install)
+KERNEL_MIN_DRAWS = 1 << 23
+KERNEL_MIN_DRAWS_COMPILE = 1 << 26
+_COMPILED: list[bool] = []  # whether numba has a cache of the kernel (found once)
+
+
+def noise_kernel(draws: int):
+    """The compiled round of :func:`_laplace_dense` (:mod:`._noise_kernel`), or None for the
+    numpy round (the same draws bit for bit: the tests compare them).  Tiered: once loaded it
+    is used for every dense draw; before that it is loaded only for ``draws`` (what the
+    caller is about to draw in all, e.g. a whole laplace run) of at least
+    :data:`KERNEL_MIN_DRAWS` (:data:`KERNEL_MIN_DRAWS_COMPILE` when numba has not cached it
+    yet).  ``DPSTUDIO_NOISE_NUMPY=1`` asks for numpy.  Thread-safe (callers load it before
+    dispatching columns to threads; a thread that gets here first loads it once).
+    """
+    if os.environ.get("DPSTUDIO_NOISE_NUMPY", "") not in ("", "0"):
+        return None
+    if not _KERNEL:
+        if not _COMPILED:
+            from pathlib import Path
+
+            from dpstudio.engine._kernels import has_numba_cache
+
+            src = Path(__file__).with_name("_noise_kernel.py")
+            _COMPILED.append(has_numba_cache(src, "laplace_round"))
+        if draws < (KERNEL_MIN_DRAWS if _COMPILED[0] else KERNEL_MIN_DRAWS_COMPILE):
+            return None
+    from dpstudio.engine._kernels import load_kernel
+
+    with _KERNEL_LOCK:
+        return load_kernel(_KERNEL, "dpstudio.engine.algorithms._noise_kernel", "DPSTUDIO_NOISE_NUMPY")
 
 
 def _laplace_draw(stream: KeyedStream, ids_l: np.ndarray, r: np.ndarray):
