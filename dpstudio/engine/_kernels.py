@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 from pathlib import Path
 from types import ModuleType
 
@@ -94,3 +95,34 @@ def has_numba_cache(src: str | os.PathLike, function: str) -> bool:
         return any(p.stat().st_mtime >= t for p in folder.glob(f"{Path(src).stem}.{function}-*.nbi"))
     except OSError:
         return False
+
+
+class Tiered:
+    """A kernel module loaded once a call's work pays its load time (issue 27: the keyed
+    noise, the CSV writer's texts): ``get(work)`` gives the module when it is loaded already,
+    or when ``work`` (what the caller is about to do in all, in the kernel's units) is at least
+    ``min_work`` -- ``min_work_compile`` while numba has no cache of ``function`` of the
+    module file ``src`` (:func:`has_numba_cache`: compiling takes seconds, once per install)
+    -- else None (the numpy path, with the same results).  ``env_var=1`` asks for numpy.
+    Thread-safe: the module is imported once.
+    """
+
+    def __init__(
+        self, module: str, env_var: str, src: Path, function: str, min_work: int, min_work_compile: int
+    ):
+        self.module, self.env_var, self.src, self.function = module, env_var, src, function
+        self.min_work, self.min_work_compile = min_work, min_work_compile
+        self.slot: list = []  # [module or None] once loaded
+        self.cached: list[bool] = []  # whether numba has a cache of it (found once)
+        self._lock = threading.Lock()
+
+    def get(self, work: int) -> ModuleType | None:
+        if os.environ.get(self.env_var, "") not in ("", "0"):
+            return None
+        if not self.slot:
+            if not self.cached:
+                self.cached.append(has_numba_cache(self.src, self.function))
+            if work < (self.min_work if self.cached[0] else self.min_work_compile):
+                return None
+        with self._lock:
+            return load_kernel(self.slot, self.module, self.env_var)

@@ -143,8 +143,8 @@ def numpy_noise(monkeypatch):
 
     def use(numpy: bool) -> None:
         monkeypatch.setenv("DPSTUDIO_NOISE_NUMPY", "1" if numpy else "0")
-        monkeypatch.setattr(K, "KERNEL_MIN_DRAWS", 0)
-        monkeypatch.setattr(K, "KERNEL_MIN_DRAWS_COMPILE", 0)
+        monkeypatch.setattr(K.NOISE_KERNEL, "min_work", 0)
+        monkeypatch.setattr(K.NOISE_KERNEL, "min_work_compile", 0)
 
     return use
 
@@ -188,25 +188,26 @@ def test_dense_sampler_with_the_kernel_through_the_rare_branches(r, numpy_noise,
     s = _CraftedStream(r)
     ids = np.arange(50, 650, dtype=np.int64)
     numpy_noise(False)
-    monkeypatch.setattr(K, "_KERNEL", [_WordsOf(s)])  # the kernel's round on the crafted words
+    monkeypatch.setattr(K.NOISE_KERNEL, "slot", [_WordsOf(s)])  # the kernel's round on the crafted words
     ref = K.discrete_laplace(s, ids, r)
     got = np.empty(ids.size, dtype=np.int64)
     K._laplace_dense(s, 50, ids.size, r, got)
     assert np.array_equal(got, ref)
-    assert K._KERNEL[0].chunks == 1  # the kernel's path was taken (and declined this chunk)
+    assert K.NOISE_KERNEL.slot[0].chunks == 1  # the kernel's path was taken (and declined this chunk)
 
 
 def test_kernel_tiers(monkeypatch):
-    monkeypatch.setattr(K, "_KERNEL", [])
-    monkeypatch.setattr(K, "_COMPILED", [True])
+    T = K.NOISE_KERNEL
+    monkeypatch.setattr(T, "slot", [])
+    monkeypatch.setattr(T, "cached", [True])
     monkeypatch.delenv("DPSTUDIO_NOISE_NUMPY", raising=False)
-    assert K.noise_kernel(K.KERNEL_MIN_DRAWS - 1) is None and not K._KERNEL  # not loaded
-    assert K.noise_kernel(K.KERNEL_MIN_DRAWS) is not None
+    assert K.noise_kernel(T.min_work - 1) is None and not T.slot  # not loaded
+    assert K.noise_kernel(T.min_work) is not None
     assert K.noise_kernel(1) is not None  # once loaded, always
     monkeypatch.setenv("DPSTUDIO_NOISE_NUMPY", "1")
     assert K.noise_kernel(1 << 40) is None
-    monkeypatch.setattr(K, "_KERNEL", [])
-    monkeypatch.setattr(K, "_COMPILED", [False])
+    monkeypatch.setattr(T, "slot", [])
+    monkeypatch.setattr(T, "cached", [False])
     monkeypatch.delenv("DPSTUDIO_NOISE_NUMPY")
-    assert K.noise_kernel(K.KERNEL_MIN_DRAWS) is None  # not compiled yet: more draws needed
-    assert K.noise_kernel(K.KERNEL_MIN_DRAWS_COMPILE) is not None
+    assert K.noise_kernel(T.min_work) is None  # not compiled yet: more work needed
+    assert K.noise_kernel(T.min_work_compile) is not None

@@ -24,12 +24,12 @@ uniform to be decided take them from a per-(cluster, round) Philox stream at cou
 
 from __future__ import annotations
 
-import os
-import threading
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 
+from dpstudio.engine._kernels import Tiered
 from dpstudio.engine.algorithms import noise as N
 
 PURPOSE_NOISE = 1
@@ -411,41 +411,28 @@ def _laplace_dense(stream: KeyedStream, first: int, m: int, rate: float, out: np
         out[pos] = _rounds(ids, _laplace_draw(stream, ids, r), start=1)
 
 
-_KERNEL: list = []  # [module or None], filled on first use
-_KERNEL_LOCK = threading.Lock()
-#: draws below which a process does not load the compiled round for a cached kernel (numba's
-#: import and the cached code's load, ~0.4-0.5 s, against ~XX ns saved per draw) and for a
-#: kernel numba must first compile (a few seconds, once per install)
-KERNEL_MIN_DRAWS = 1 << 23
-KERNEL_MIN_DRAWS_COMPILE = 1 << 26
-_COMPILED: list[bool] = []  # whether numba has a cache of the kernel (found once)
+#: the compiled round of :func:`_laplace_dense` (:mod:`._noise_kernel`: the numpy round's draws
+#: bit for bit, the tests compare them), loaded for a run of at least 2²³ draws (2²⁶ while numba
+#: has not cached it): numba's import and the cached code's load take ~0.2-0.4 s of CPU, and
+#: the kernel saves ~20-50 ns per draw (2,000,000 draws: 0.07 s against 0.10-0.18 s, under
+#: load); ``DPSTUDIO_NOISE_NUMPY=1`` asks for numpy
+NOISE_KERNEL = Tiered(
+    "dpstudio.engine.algorithms._noise_kernel",
+    "DPSTUDIO_NOISE_NUMPY",
+    Path(__file__).with_name("_noise_kernel.py"),
+    "laplace_round",
+    1 << 23,
+    1 << 26,
+)
 
 
 def noise_kernel(draws: int):
-    """The compiled round of :func:`_laplace_dense` (:mod:`._noise_kernel`), or None for the
-    numpy round (the same draws bit for bit: the tests compare them).  Tiered: once loaded it
-    is used for every dense draw; before that it is loaded only for ``draws`` (what the
-    caller is about to draw in all, e.g. a whole laplace run) of at least
-    :data:`KERNEL_MIN_DRAWS` (:data:`KERNEL_MIN_DRAWS_COMPILE` when numba has not cached it
-    yet).  ``DPSTUDIO_NOISE_NUMPY=1`` asks for numpy.  Thread-safe (callers load it before
-    dispatching columns to threads; a thread that gets here first loads it once).
+    """The compiled round of :func:`_laplace_dense`, or None for the numpy round: once loaded
+    it is used for every dense draw; before that only for ``draws`` (what the caller is about
+    to draw in all, e.g. a whole laplace run) that pay its load (:data:`NOISE_KERNEL`).
+    Callers load it before dispatching columns to threads.
     """
-    if os.environ.get("DPSTUDIO_NOISE_NUMPY", "") not in ("", "0"):
-        return None
-    if not _KERNEL:
-        if not _COMPILED:
-            from pathlib import Path
-
-            from dpstudio.engine._kernels import has_numba_cache
-
-            src = Path(__file__).with_name("_noise_kernel.py")
-            _COMPILED.append(has_numba_cache(src, "laplace_round"))
-        if draws < (KERNEL_MIN_DRAWS if _COMPILED[0] else KERNEL_MIN_DRAWS_COMPILE):
-            return None
-    from dpstudio.engine._kernels import load_kernel
-
-    with _KERNEL_LOCK:
-        return load_kernel(_KERNEL, "dpstudio.engine.algorithms._noise_kernel", "DPSTUDIO_NOISE_NUMPY")
+    return NOISE_KERNEL.get(draws)
 
 
 def _laplace_draw(stream: KeyedStream, ids_l: np.ndarray, r: np.ndarray):

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpstudio.engine._kernels import Tiered
 from dpstudio.engine.errors import InputError
 from dpstudio.engine.io.formats import ENCODINGS, WIDE_ENCODINGS, WRITE_FORMATS, TableMeta, file_format
 from dpstudio.engine.io.labels import _categorical_codes, _stata_labels, _typed_for_labels
@@ -171,11 +172,34 @@ def _tenths_texts(v: np.ndarray):
 _DECIMAL64: list[bool] = []
 
 
+#: the compiled texts of tenths (:mod:`._texts_kernel`: Arrow's texts byte for byte, the tests
+#: compare them), loaded for a table of at least 2²³ float cells (2²⁶ while numba has not
+#: cached it): ~18 ns per value against Arrow's cast's ~44 ns (under load), numba's import
+#: and the cached code's load ~0.2-0.4 s of CPU (shared with the keyed noise's kernel);
+#: ``DPSTUDIO_TEXTS_NUMPY=1`` asks for Arrow's cast
+TEXTS_KERNEL = Tiered(
+    "dpstudio.engine.io._texts_kernel",
+    "DPSTUDIO_TEXTS_NUMPY",
+    Path(__file__).with_name("_texts_kernel.py"),
+    "tenths_fill",
+    1 << 23,
+    1 << 26,
+)
+
+
 def _decimal_texts(ki: np.ndarray):
     """Arrow's texts of the decimals ``ki``/10 (int64 ``ki``, |ki| < 10^18): "12.0", "-0.5"."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    kernel = TEXTS_KERNEL.get(0)  # (loaded by _csv_block_iter for a large table)
+    if kernel is not None and ki.size < 1 << 26:  # (int32 offsets: < 2^31 bytes)
+        ki = np.ascontiguousarray(ki, dtype=np.int64)
+        offsets = np.empty(ki.size + 1, dtype=np.int32)
+        kernel.tenths_offsets(ki, offsets)
+        data = np.empty(int(offsets[-1]), dtype=np.uint8)
+        kernel.tenths_fill(ki, offsets, data)
+        return pa.Array.from_buffers(pa.string(), ki.size, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     if not _DECIMAL64 or _DECIMAL64[0]:
         try:
             dec = pa.Array.from_buffers(pa.decimal64(18, 1), ki.size, [None, pa.py_buffer(ki)])
@@ -318,6 +342,8 @@ def _csv_block_iter(
 
     from dpstudio.engine.parallel import imap_ordered
 
+    if floats:  # the compiled texts of tenths, when this table's floats pay its load (here, once)
+        TEXTS_KERNEL.get(len(floats) * table.num_rows)
     yield out((sep.join(names) + lt).encode("utf-8"))
     # the blocks of a large table are built a few at a time in threads (parallel.py: Arrow's
     # casts and writer and numpy release the GIL) and written in order: the same bytes
