@@ -101,16 +101,23 @@ class Tiered:
     """A kernel module loaded once a call's work pays its load time (issue 27: the keyed
     noise, the CSV writer's texts): ``get(work)`` gives the module when it is loaded already,
     or when ``work`` (what the caller is about to do in all, in the kernel's units) is at least
-    ``min_work`` -- ``min_work_compile`` while numba has no cache of ``function`` of the
-    module file ``src`` (:func:`has_numba_cache`: compiling takes seconds, once per install)
+    ``min_work`` -- ``min_work_compile`` while numba has no cache of the module's ``function``
+    (:func:`has_numba_cache`: compiling takes seconds, once per install)
     -- else None (the numpy path, with the same results).  ``env_var=1`` asks for numpy.
     Thread-safe: the module is imported once.
     """
 
     def __init__(
-        self, module: str, env_var: str, src: Path, function: str, min_work: int, min_work_compile: int
+        self,
+        module: str,
+        env_var: str,
+        function: str,
+        min_work: int = 1 << 23,
+        min_work_compile: int = 1 << 26,
     ):
-        self.module, self.env_var, self.src, self.function = module, env_var, src, function
+        self.module, self.env_var, self.function = module, env_var, function
+        # the module's file (dpstudio.x.y -> <package folder>/x/y.py), found without importing it
+        self.src = Path(__file__).parent.parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
         self.min_work, self.min_work_compile = min_work, min_work_compile
         self.slot: list = []  # [module or None] once loaded
         self.cached: list[bool] = []  # whether numba has a cache of it (found once)

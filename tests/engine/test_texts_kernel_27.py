@@ -4,8 +4,6 @@ pandas writes (as without them)."""
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,6 +13,8 @@ from hypothesis import strategies as st
 from dpstudio.engine.io import writing
 
 kernel = pytest.importorskip("dpstudio.engine.io._texts_kernel")
+
+from tests.engine.test_io_float_writer import assert_writes_as_pandas, tenths_mixed  # noqa: E402
 
 
 def _arrow(k: np.ndarray) -> list[str]:
@@ -73,22 +73,16 @@ def test_empty_and_zero(monkeypatch):
 def test_csv_writer_with_the_kernel_writes_what_pandas_writes(seed, monkeypatch):
     rng = np.random.default_rng(seed)
     n = 40_000
-    v = np.round(rng.laplace(0, 1e5, n), 1)
-    v[::97] = -0.0
-    v[1::89] = np.nan
-    v[2::83] = rng.uniform(-1, 1, v[2::83].size)  # off the grid
-    v[3::79] = 2e10 + 0.5
-    df = pd.DataFrame({"x": v, "k": np.arange(n), "y": np.round(rng.gamma(2.0, 1000.0, n))})
-    ref = io.StringIO()
-    df.to_csv(ref, index=False, lineterminator="\n")
+    df = pd.DataFrame(
+        {"x": tenths_mixed(rng, n), "k": np.arange(n), "y": np.round(rng.gamma(2.0, 1000.0, n))}
+    )
     monkeypatch.setattr(writing.TEXTS_KERNEL, "slot", [])
     monkeypatch.setattr(writing.TEXTS_KERNEL, "min_work", 0)
     monkeypatch.setattr(writing.TEXTS_KERNEL, "min_work_compile", 0)
     calls = []
     real = kernel.tenths_fill
     monkeypatch.setattr(kernel, "tenths_fill", lambda *a: calls.append(1) or real(*a))
-    blocks = writing._csv_blocks(df, ",", "\n", "utf-8", block_rows=7_000)
-    assert b"".join(bytes(b) for b in blocks) == ref.getvalue().encode()
+    assert_writes_as_pandas(df)
     assert calls  # the kernel wrote the texts
 
 

@@ -32,17 +32,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_U53 = 2.0**-53
+from dpstudio.engine.algorithms.keyed import _LO, _M0, _M1, _S32, _U53, _W0, _W1
+
 _E48 = 2.0**-48
 _TWO52 = 2.0**52
 
 
-_M0 = np.uint64(0xD2E7470EE14C6C93)
-_M1 = np.uint64(0xCA5A826395121157)
-_W0 = np.uint64(0x9E3779B97F4A7C15)
-_W1 = np.uint64(0xBB67AE8584CAA73B)
-_LO = np.uint64(0xFFFFFFFF)
-_S32 = np.uint64(32)
+@njit(cache=True, nogil=True, inline="always")
+def _mulhilo(x, m, m_lo, m_hi):
+    """(high, low) 64-bit halves of x·m from 32-bit halves (``keyed._mulhilo``'s steps)."""
+    lo, hi = x & _LO, x >> _S32
+    t = lo * m_lo
+    p = hi * m_lo + (t >> _S32)
+    q = lo * m_hi + (p & _LO)
+    return hi * m_hi + (p >> _S32) + (q >> _S32), x * m
 
 
 #: counters per batch of :func:`philox_words` (the rounds run over a batch at a time, in
@@ -80,20 +83,8 @@ def philox_words(k0, k1, first, rnd, lane, u, w1, w2):
                 a0 = a0 + _W0
                 a1 = a1 + _W1
             for i in range(nb):
-                x0 = c0[i]
-                x2 = c2[i]
-                lo, hi = x0 & _LO, x0 >> _S32  # (hi0, lo0) = x0·M0
-                t = lo * m0_lo
-                p = hi * m0_lo + (t >> _S32)
-                q = lo * m0_hi + (p & _LO)
-                hi0 = hi * m0_hi + (p >> _S32) + (q >> _S32)
-                lo0 = x0 * _M0
-                lo, hi = x2 & _LO, x2 >> _S32  # (hi1, lo1) = x2·M1
-                t = lo * m1_lo
-                p = hi * m1_lo + (t >> _S32)
-                q = lo * m1_hi + (p & _LO)
-                hi1 = hi * m1_hi + (p >> _S32) + (q >> _S32)
-                lo1 = x2 * _M1
+                hi0, lo0 = _mulhilo(c0[i], _M0, m0_lo, m0_hi)
+                hi1, lo1 = _mulhilo(c2[i], _M1, m1_lo, m1_hi)
                 c0[i] = hi1 ^ c1[i] ^ a0
                 c2[i] = hi0 ^ c3[i] ^ a1
                 c1[i] = lo1

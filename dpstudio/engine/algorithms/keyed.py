@@ -25,7 +25,6 @@ uniform to be decided take them from a per-(cluster, round) Philox stream at cou
 from __future__ import annotations
 
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 
@@ -416,14 +415,7 @@ def _laplace_dense(stream: KeyedStream, first: int, m: int, rate: float, out: np
 #: has not cached it): numba's import and the cached code's load take ~0.2-0.4 s of CPU, and
 #: the kernel saves ~20-50 ns per draw (2,000,000 draws: 0.07 s against 0.10-0.18 s, under
 #: load); ``DPSTUDIO_NOISE_NUMPY=1`` asks for numpy
-NOISE_KERNEL = Tiered(
-    "dpstudio.engine.algorithms._noise_kernel",
-    "DPSTUDIO_NOISE_NUMPY",
-    Path(__file__).with_name("_noise_kernel.py"),
-    "laplace_round",
-    1 << 23,
-    1 << 26,
-)
+NOISE_KERNEL = Tiered("dpstudio.engine.algorithms._noise_kernel", "DPSTUDIO_NOISE_NUMPY", "laplace_round")
 
 
 def noise_kernel(draws: int):

@@ -177,14 +177,7 @@ _DECIMAL64: list[bool] = []
 #: cached it): ~18 ns per value against Arrow's cast's ~44 ns (under load), numba's import
 #: and the cached code's load ~0.2-0.4 s of CPU (shared with the keyed noise's kernel);
 #: ``DPSTUDIO_TEXTS_NUMPY=1`` asks for Arrow's cast
-TEXTS_KERNEL = Tiered(
-    "dpstudio.engine.io._texts_kernel",
-    "DPSTUDIO_TEXTS_NUMPY",
-    Path(__file__).with_name("_texts_kernel.py"),
-    "tenths_fill",
-    1 << 23,
-    1 << 26,
-)
+TEXTS_KERNEL = Tiered("dpstudio.engine.io._texts_kernel", "DPSTUDIO_TEXTS_NUMPY", "tenths_fill")
 
 
 def _decimal_texts(ki: np.ndarray):
