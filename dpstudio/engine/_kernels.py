@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import threading
 from pathlib import Path
 from types import ModuleType
@@ -101,7 +102,8 @@ class Tiered:
     """A kernel module loaded once a call's work pays its load time (issue 27: the keyed
     noise, the CSV writer's texts): ``get(work)`` gives the module when it is loaded already,
     or when ``work`` (what the caller is about to do in all, in the kernel's units) is at least
-    ``min_work`` -- ``min_work_compile`` while numba has no cache of the module's ``function``
+    ``min_work`` (a sixteenth of it once numba is imported: then only the cached code is
+    loaded) -- ``min_work_compile`` while numba has no cache of the module's ``function``
     (:func:`has_numba_cache`: compiling takes seconds, once per install)
     -- else None (the numpy path, with the same results).  ``env_var=1`` asks for numpy.
     Thread-safe: the module is imported once.
@@ -129,7 +131,10 @@ class Tiered:
         if not self.slot:
             if not self.cached:
                 self.cached.append(has_numba_cache(self.src, self.function))
-            if work < (self.min_work if self.cached[0] else self.min_work_compile):
+            need = self.min_work if self.cached[0] else self.min_work_compile
+            if self.cached[0] and "numba" in sys.modules:
+                need //= 16  # numba imported already (another kernel): only the code to load
+            if work < need:
                 return None
         with self._lock:
             return load_kernel(self.slot, self.module, self.env_var)

@@ -197,17 +197,25 @@ def test_dense_sampler_with_the_kernel_through_the_rare_branches(r, numpy_noise,
 
 
 def test_kernel_tiers(monkeypatch):
+    import sys
+
     T = K.NOISE_KERNEL
     monkeypatch.setattr(T, "slot", [])
     monkeypatch.setattr(T, "cached", [True])
     monkeypatch.delenv("DPSTUDIO_NOISE_NUMPY", raising=False)
+    monkeypatch.delitem(sys.modules, "numba")  # as in a process that has not imported it
     assert K.noise_kernel(T.min_work - 1) is None and not T.slot  # not loaded
     assert K.noise_kernel(T.min_work) is not None
     assert K.noise_kernel(1) is not None  # once loaded, always
     monkeypatch.setenv("DPSTUDIO_NOISE_NUMPY", "1")
     assert K.noise_kernel(1 << 40) is None
+    monkeypatch.delenv("DPSTUDIO_NOISE_NUMPY")
     monkeypatch.setattr(T, "slot", [])
     monkeypatch.setattr(T, "cached", [False])
-    monkeypatch.delenv("DPSTUDIO_NOISE_NUMPY")
     assert K.noise_kernel(T.min_work) is None  # not compiled yet: more work needed
     assert K.noise_kernel(T.min_work_compile) is not None
+    monkeypatch.setattr(T, "slot", [])
+    monkeypatch.setattr(T, "cached", [True])
+    monkeypatch.setitem(sys.modules, "numba", __import__("numba"))  # imported by another kernel
+    assert K.noise_kernel(T.min_work // 16 - 1) is None
+    assert K.noise_kernel(T.min_work // 16) is not None

@@ -87,13 +87,17 @@ def test_csv_writer_with_the_kernel_writes_what_pandas_writes(seed, monkeypatch)
 
 
 def test_kernel_tiers(monkeypatch):
+    import sys
+
     T = writing.TEXTS_KERNEL
     monkeypatch.setattr(T, "slot", [])
     monkeypatch.setattr(T, "cached", [True])
     monkeypatch.delenv("DPSTUDIO_TEXTS_NUMPY", raising=False)
+    monkeypatch.delitem(sys.modules, "numba")  # as in a process that has not imported it
     df = pd.DataFrame({"x": np.round(np.linspace(0, 100, 1000), 1), "k": np.arange(1000)})
     b"".join(bytes(b) for b in writing._csv_blocks(df, ",", "\n", "utf-8"))
     assert not T.slot  # a small table: not loaded
+    assert T.get(T.min_work - 1) is None
     assert T.get(T.min_work) is not None
     monkeypatch.setenv("DPSTUDIO_TEXTS_NUMPY", "1")
     assert T.get(1 << 40) is None

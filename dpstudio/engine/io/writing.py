@@ -173,11 +173,13 @@ _DECIMAL64: list[bool] = []
 
 
 #: the compiled texts of tenths (:mod:`._texts_kernel`: Arrow's texts byte for byte, the tests
-#: compare them), loaded for a table of at least 2²³ float cells (2²⁶ while numba has not
-#: cached it): ~18 ns per value against Arrow's cast's ~44 ns (under load), numba's import
-#: and the cached code's load ~0.2-0.4 s of CPU (shared with the keyed noise's kernel);
-#: ``DPSTUDIO_TEXTS_NUMPY=1`` asks for Arrow's cast
-TEXTS_KERNEL = Tiered("dpstudio.engine.io._texts_kernel", "DPSTUDIO_TEXTS_NUMPY", "tenths_fill")
+#: compare them): ~18 ns per value against Arrow's cast's ~44 ns (under load); loaded for a
+#: table of at least 2²⁵ float cells when numba's import (~0.2-0.5 s of CPU) is to be paid
+#: for it, 2²¹ when another kernel imported numba already (the keyed noise's), 2²⁶ while
+#: numba has not cached it (:class:`~dpstudio.engine._kernels.Tiered`; 2,000,000 × 10 ir-dp
+#: measured no better with it, its import included); ``DPSTUDIO_TEXTS_NUMPY=1`` asks for
+#: Arrow's cast
+TEXTS_KERNEL = Tiered("dpstudio.engine.io._texts_kernel", "DPSTUDIO_TEXTS_NUMPY", "tenths_fill", 1 << 25)
 
 
 def _decimal_texts(ki: np.ndarray):
