@@ -25,6 +25,7 @@ uniform to be decided take them from a per-(cluster, round) Philox stream at cou
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -291,7 +292,7 @@ class _Work:
         return part
 
 
-def _split(r: np.ndarray) -> tuple[bool, np.floating, np.floating]:
+def _split(r: np.ndarray) -> tuple[bool, Any, Any]:
     """(small, j, scaled) of a scalar rate ``r``: rates below 2⁻²⁴ are drawn as M·G + R with
     M = 2^j and G geometric of rate ``scaled`` = r·2^j ≥ 2⁻²⁴ (see :func:`_geometric`).
     """
