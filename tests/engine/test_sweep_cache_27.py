@@ -121,3 +121,25 @@ def test_classifier_without_own_distances_equals_exact_search():
         assert got is not None and np.array_equal(got, ref), full
         assert got[4] == got[333] == got[5] == 0.0
         assert 0 < got[300:600].sum() < 300  # halfway records: ties decided by the exact search
+
+
+@pytest.mark.parametrize(
+    ("R", "n", "m"), [(1, 1, 1), (3, 2, 1), (11, 7, 2), (10, 1080, 13), (4, 3001, 1), (5, 40_000, 13)]
+)
+def test_bulk_sse_equals_evaluate_run_by_run(R, n, m):
+    """The sweep's SSE of R releases at once has the bits of evaluate's SSE of each release
+    (m = 1: the reduced axis is contiguous; 40,000 × 13: the runs go in chunks)."""
+    import pandas as pd
+
+    from dpstudio.engine.measures.repeated import _sse_bulk
+    from dpstudio.engine.measures.utility import _sse_both
+
+    rng = np.random.default_rng(R * 1000 + n + m)
+    x = rng.normal(size=(n, m)) * 10.0 ** rng.integers(-3, 6, size=m)
+    Y = x[None] + rng.standard_cauchy(size=(R, n, m)) * x.std(axis=0) + 0.1
+    cols = [f"c{i}" for i in range(m)]
+    orig = pd.DataFrame(x, columns=cols)
+    cache: dict = {}
+    ref = [_sse_both(orig, pd.DataFrame(Y[r], columns=cols), cols, None, [], cache) for r in range(R)]
+    var = next(v["var"] for k, v in cache.items() if isinstance(v, dict) and "var" in v)
+    assert _sse_bulk(np.ascontiguousarray(x), var, np.ascontiguousarray(Y)) == ref
