@@ -36,6 +36,13 @@ from dpstudio.engine.random import point_rng
 from dpstudio.engine.registry import get_method
 from dpstudio.engine.types import Job
 
+#: ``Job.cache`` entries that depend on the prepared data only, never on k or ε (their keys
+#: hold every other input): the individual-ranking order and sorted values of a column
+#: (``protection._common.ir_sorted``) and a column's output grid (``noise.job_grid``).  They
+#: are kept when the sweep moves on to the next k; everything else (the previous k's
+#: clustering, its group sums) is freed.
+DATA_ONLY_CACHE = frozenset({"num.ir-order", "noise.grid"})
+
 #: Most repetitions per sweep point.  The mean of a measure over r repetitions has a Monte
 #: Carlo standard error of σ/√r: at 10,000 it is 1 % of one run's spread, finer than any
 #: curve shows; and the cost is linear in r (the Census ir-dp sweep, 495 points, takes about
@@ -248,8 +255,12 @@ def run_sweep(
     for idx, (ki, k, ei, eps) in enumerate(cells):
         if check_cancel is not None:
             check_cancel()
-        if k != current_k:
-            cache = {}  # free the previous k's clustering
+        if k != current_k:  # free the previous k's clustering, keep what depends on the data only
+            cache = {
+                key: v
+                for key, v in cache.items()
+                if isinstance(key, tuple) and key[:1] and key[0] in DATA_ONLY_CACHE
+            }
             current_k = k
         reps = 1 if (eps is None and spec.uses_epsilon) else int(repeats)
         runs = []

@@ -76,13 +76,13 @@ def test_bulk_equals_exact_search_on_tie_heavy_data(n, m, levels, const, kinds, 
     if const:
         xs[:, 0] = 7.0
     YS = np.ascontiguousarray(np.stack([_releases(rng, xs, k, scale) for k in kinds]))
-    saved = RK._NEIGHBOURS
+    saved = RK._NEIGHBOURS, RK._FULL_LISTS_MAX_N
     try:
         if short_lists:  # neighbour lists shorter than n: the classifier's full-scan branch
-            RK._NEIGHBOURS = 2
+            RK._NEIGHBOURS, RK._FULL_LISTS_MAX_N = 2, 0
         got = _rl_numeric_bulk(xs, YS, lambda: RK._kdtree(xs), {})
     finally:
-        RK._NEIGHBOURS = saved
+        RK._NEIGHBOURS, RK._FULL_LISTS_MAX_N = saved
     assert np.array_equal(got, _reference(xs, YS))
 
 

@@ -116,14 +116,11 @@ def _fast_eval_bulk(orig, cols: list[str], Y: np.ndarray, measures, mcache: dict
         Y = np.ascontiguousarray(Y[:, :, pos])
     if not np.isfinite(Y).all():
         return None
-    m = Y.shape[2]
     outs: list[dict[str, Any]] = [{} for _ in range(R)]
     if fp["sse"] is not None:
         x, var = fp["sse"]
-        for r in range(R):  # per run: the same reduction order as evaluate
-            colsum = ((x - Y[r]) ** 2).sum(axis=0)
-            outs[r]["sse_raw"] = float(colsum.sum())
-            outs[r]["sse_normalized"] = float((colsum / var).sum()) / (n * m)
+        for o, (raw, norm) in zip(outs, _sse_bulk(x, var, Y)):
+            o["sse_raw"], o["sse_normalized"] = raw, norm
     if fp["rl"] is not None:
         scale, xs, tree = fp["rl"]
         pr = _rl_numeric_bulk(xs, np.ascontiguousarray(Y / scale), tree, fp.setdefault("rl.cache", {}))
@@ -132,6 +129,25 @@ def _fast_eval_bulk(orig, cols: list[str], Y: np.ndarray, measures, mcache: dict
     for o in outs:
         o["warnings"] = []
     return outs
+
+
+def _sse_bulk(x: np.ndarray, var: np.ndarray, Y: np.ndarray) -> list[tuple[float, float]]:
+    """(raw SSE, normalized SSE) of each of the R releases ``Y`` (R, n, m) against ``x`` (n, m)
+    with the column variances ``var``: the same bits as evaluate's ``colsum = ((x − y)²).sum(
+    axis=0)`` run by run.  Every run at once: each column sum adds the records one after
+    another as there; each run's row of column sums is then summed on its own.  Runs go in
+    chunks of about 2^20 values (small temporaries).
+    """
+    R, n, m = Y.shape
+    out: list[tuple[float, float]] = []
+    step = max(1, (1 << 20) // max(n * m, 1))
+    for r0 in range(0, R, step):
+        colsums = ((x[None, :, :] - Y[r0 : r0 + step]) ** 2).sum(axis=1)
+        scaled = colsums / var
+        out.extend(
+            (float(colsums[i].sum()), float(scaled[i].sum()) / (n * m)) for i in range(colsums.shape[0])
+        )
+    return out
 
 
 def _rl_numeric_bulk(xs: np.ndarray, YS: np.ndarray, tree, cache: dict | None = None) -> np.ndarray:

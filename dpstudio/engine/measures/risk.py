@@ -153,6 +153,12 @@ def _sample_bound(u: np.ndarray, xsamp: np.ndarray) -> np.ndarray:
 #: the classifier scans every original); the list costs 12 bytes per entry.
 _NEIGHBOURS = 512
 
+#: Up to this many originals the neighbour lists hold every original (at most 28 MB): a
+#: record whose 2r-ball holds more than :data:`_NEIGHBOURS` originals (moderate noise in a
+#: dense part of the data: a Census sweep's ε = 10 cells) then never goes on to the full
+#: scan, which would visit the listed originals a second time.
+_FULL_LISTS_MAX_N = 1536
+
 #: The compiled classifier is used for at most this many originals (its neighbour lists are
 #: built from all n² distances).
 _KERNEL_MAX_N = 20_000
@@ -195,22 +201,31 @@ def _pr_classified(xs: np.ndarray, ys: np.ndarray, jidx: np.ndarray, cache: dict
         return None
     ent = cache if cache is not None else {}
     if ent.get("rl.nbr.xs") is not xs:
-        ent["rl.nbr"] = kernel.neighbours(xs, min(n, _NEIGHBOURS))
+        ent["rl.nbr"] = kernel.neighbours(xs, n if n <= _FULL_LISTS_MAX_N else min(n, _NEIGHBOURS))
         ent["rl.nbr.xs"] = xs
     nbr, nd2 = ent["rl.nbr"]
-    pr = np.zeros(ys.shape[0])
-    ok = np.flatnonzero(np.isfinite(ys).all(axis=1))
-    if ok.size == 0:
-        return pr
-    yo = np.ascontiguousarray(ys[ok])
-    jo = np.ascontiguousarray(jidx[ok], dtype=np.int64)
-    d_own = _own_distance(xs[jo], yo)
-    status = np.empty(ok.size, dtype=np.int8)
-    kernel.classify(np.ascontiguousarray(xs), yo, jo, d_own, nbr, nd2, TIE_RTOL, status)
-    pr[ok[status == 1]] = 1.0
+    if np.isfinite(ys).all():  # the usual case: no subset to gather
+        ok = None
+        yo = np.ascontiguousarray(ys)
+        jo = np.ascontiguousarray(jidx, dtype=np.int64)
+    else:
+        ok = np.flatnonzero(np.isfinite(ys).all(axis=1))
+        if ok.size == 0:
+            return np.zeros(ys.shape[0])
+        yo = np.ascontiguousarray(ys[ok])
+        jo = np.ascontiguousarray(jidx[ok], dtype=np.int64)
+    status = np.empty(yo.shape[0], dtype=np.int8)
+    # the own distances are summed in the kernel (its margins cover the rounding); the exact
+    # search below gets _rl_numeric's own distances, computed for its records only
+    kernel.classify(np.ascontiguousarray(xs), yo, jo, nbr, nd2, TIE_RTOL, status)
+    pro = (status == 1).astype(np.float64)
     amb = np.flatnonzero(status < 0)
     if amb.size:
-        pr[ok[amb]] = _pr_by_candidates(xs, yo[amb], d_own[amb])
+        pro[amb] = _pr_by_candidates(xs, yo[amb], _own_distance(xs[jo[amb]], yo[amb]))
+    if ok is None:
+        return pro
+    pr = np.zeros(ys.shape[0])
+    pr[ok] = pro
     return pr
 
 

@@ -480,9 +480,16 @@ def _ranked_bulk(
         st = stats[j]
         eps_draw = float(eps[j])
         g = N.job_grid(job, c)
-        _check_precision(g, st["xs"], n, c)
-        ts = g.to_units(st["xs"])
-        tsum, sens_u = grid_sums(ts, st["starts"], st["sizes"], g)
+        # the grid sums depend on k and the column only: computed at the first ε of a sweep's k
+        # (job.cache is the sweep's cache of this k), reused for the next ε
+        memo = job.cache.get(("ir.bulk-sums", k, c))
+        if memo is not None and memo[0] is g and memo[1] is grid_sums:
+            tsum, sens_u = memo[2], memo[3]
+        else:
+            _check_precision(g, st["xs"], n, c)
+            ts = g.to_units(st["xs"])
+            tsum, sens_u = grid_sums(ts, st["starts"], st["sizes"], g)
+            job.cache[("ir.bulk-sums", k, c)] = (g, grid_sums, tsum, sens_u)
         sens_a, eps_a = np.asarray(sens_u), np.asarray(eps_draw, dtype=np.float64)
         if sens_a.ndim:  # per-cluster sensitivities (idp-ls, idp-cbls): the single path
             return None
