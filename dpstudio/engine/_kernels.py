@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 
@@ -94,3 +96,45 @@ def has_numba_cache(src: str | os.PathLike, function: str) -> bool:
         return any(p.stat().st_mtime >= t for p in folder.glob(f"{Path(src).stem}.{function}-*.nbi"))
     except OSError:
         return False
+
+
+class Tiered:
+    """A kernel module loaded once a call's work pays its load time (issue 27: the keyed
+    noise, the CSV writer's texts): ``get(work)`` gives the module when it is loaded already,
+    or when ``work`` (what the caller is about to do in all, in the kernel's units) is at least
+    ``min_work`` (a sixteenth of it once numba is imported: then only the cached code is
+    loaded) -- ``min_work_compile`` while numba has no cache of the module's ``function``
+    (:func:`has_numba_cache`: compiling takes seconds, once per install)
+    -- else None (the numpy path, with the same results).  ``env_var=1`` asks for numpy.
+    Thread-safe: the module is imported once.
+    """
+
+    def __init__(
+        self,
+        module: str,
+        env_var: str,
+        function: str,
+        min_work: int = 1 << 23,
+        min_work_compile: int = 1 << 26,
+    ):
+        self.module, self.env_var, self.function = module, env_var, function
+        # the module's file (dpstudio.x.y -> <package folder>/x/y.py), found without importing it
+        self.src = Path(__file__).parent.parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
+        self.min_work, self.min_work_compile = min_work, min_work_compile
+        self.slot: list = []  # [module or None] once loaded
+        self.cached: list[bool] = []  # whether numba has a cache of it (found once)
+        self._lock = threading.Lock()
+
+    def get(self, work: int) -> ModuleType | None:
+        if os.environ.get(self.env_var, "") not in ("", "0"):
+            return None
+        if not self.slot:
+            if not self.cached:
+                self.cached.append(has_numba_cache(self.src, self.function))
+            need = self.min_work if self.cached[0] else self.min_work_compile
+            if self.cached[0] and "numba" in sys.modules:
+                need //= 16  # numba imported already (another kernel): only the code to load
+            if work < need:
+                return None
+        with self._lock:
+            return load_kernel(self.slot, self.module, self.env_var)

@@ -40,17 +40,45 @@ MIN_CELLS = 1 << 20
 BUSY_LOAD_PER_CPU = 2.0
 
 
+#: the most threads ``DPSTUDIO_THREADS`` may ask for
+MAX_THREADS_SETTING = 1024
+_WARNED: set[str] = set()  # the invalid DPSTUDIO_THREADS values already warned about
+
+
+def _threads_setting(env: str) -> int:
+    """The number of threads ``DPSTUDIO_THREADS=env`` asks for: a whole number from 1 to
+    :data:`MAX_THREADS_SETTING`; anything else (text, 0, negative, huge) means 1 thread, said
+    once per value in a warning naming the variable and what it accepts.
+    """
+    try:
+        n = int(env)
+    except ValueError:
+        n = 0
+    if 1 <= n <= MAX_THREADS_SETTING:
+        return n
+    if env not in _WARNED:
+        _WARNED.add(env)
+        import warnings
+
+        shown = env if len(env) <= 40 else env[:40] + "…"
+        warnings.warn(
+            f"DPSTUDIO_THREADS={shown!r} is not a whole number from 1 to {MAX_THREADS_SETTING}; "
+            "using 1 thread (set it to such a number, or unset it for one thread per CPU).",
+            UserWarning,
+            stacklevel=3,
+        )
+    return 1
+
+
 def workers() -> int:
-    """Threads :func:`map_ordered` may use: ``DPSTUDIO_THREADS`` when set (≥ 1), else the CPUs
-    this process may run on, at most :data:`MAX_WORKERS` -- one when the machine is already
+    """Threads :func:`map_ordered` may use: ``DPSTUDIO_THREADS`` when set (a whole number from
+    1 to :data:`MAX_THREADS_SETTING`; another value warns and means 1), else the CPUs this
+    process may run on, at most :data:`MAX_WORKERS` -- one when the machine is already
     oversubscribed (:data:`BUSY_LOAD_PER_CPU`).
     """
     env = os.environ.get("DPSTUDIO_THREADS", "").strip()
     if env:
-        try:
-            return max(1, int(env))
-        except ValueError:
-            return 1
+        return _threads_setting(env)
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux

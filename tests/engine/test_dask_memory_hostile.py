@@ -7,7 +7,6 @@ Every test failed on the code before this change.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +23,7 @@ from dpstudio.cli import _dask as cli_dask  # noqa: E402
 from dpstudio.cli import protect as cli_protect  # noqa: E402
 from dpstudio.engine.backends import dask_backend as DB  # noqa: E402
 from dpstudio.engine.errors import InputError  # noqa: E402
+from tests.engine._cli_process import cli_script, random_ints, run_cli, write_int_csv  # noqa: E402
 
 
 def one_line(code: int, err: str, *needles: str) -> str:
@@ -171,25 +171,20 @@ def test_bad_hierarchy_on_dask_prints_no_worker_traceback(parts, tmp_path, capfd
 
 # =========================================================================== process memory limits
 
-SCRIPT = """
-import resource, sys
+SCRIPT = cli_script(
+    """
+import resource
 res, limit = getattr(resource, sys.argv[1]), int(sys.argv[2])
 resource.setrlimit(res, (limit, limit))
-from dpstudio.cli import main
-sys.exit(main(sys.argv[3:]))
 """
+)
 
 
 @pytest.fixture(scope="module")
 def medium_csv(tmp_path_factory) -> Path:
     """About 20 MB of short fields (above the 16 MB that always fit)."""
-    p = tmp_path_factory.mktemp("mem") / "medium.csv"
-    rng = np.random.default_rng(0)
-    n = 2_000_000
-    a, b = rng.integers(0, 10**5, n), rng.integers(0, 100, n)
-    with open(p, "w") as fh:
-        fh.write("a,b\n")
-        fh.write("\n".join(map(str, (a * 1000 + b).tolist())).replace("\n", ",7\n") + ",7\n")
+    a, b = random_ints(2_000_000)
+    p = write_int_csv(tmp_path_factory.mktemp("mem") / "medium.csv", ["a", "b"], a * 1000 + b, 7)
     assert p.stat().st_size > cli_protect.ALWAYS_FITS_BYTES
     return p
 
@@ -198,30 +193,8 @@ def medium_csv(tmp_path_factory) -> Path:
 def test_process_memory_limit_gives_the_dask_line(limit, mb, medium_csv, tmp_path):
     """Was: the size check read the machine's free memory only; under a process limit the read
     died with a MemoryError traceback.  Now the check reads the limit and names it."""
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            SCRIPT,
-            limit,
-            str(mb << 20),
-            "protect",
-            str(medium_csv),
-            str(tmp_path / "o.csv"),
-            "--method",
-            "mdav",
-            "--k",
-            "5",
-            "--role",
-            "b=k-quasi",
-            "--no-measures",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=str(Path(__file__).resolve().parents[2]),
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-    )
+    args = ["protect", medium_csv, tmp_path / "o.csv", "--method", "mdav", "--k", "5", "--role", "b=k-quasi"]
+    r = run_cli(SCRIPT, [limit, mb << 20], [*args, "--no-measures"], timeout=300)
     line = one_line(r.returncode, r.stderr, "--engine dask")
     assert f"process limit {limit}" in line or "out of memory" in line
     assert not (tmp_path / "o.csv").exists()

@@ -77,17 +77,25 @@ def test_tenths_texts_through_either_decimal_type(decimal64, monkeypatch):
     if decimal64 and not hasattr(__import__("pyarrow"), "decimal64"):
         pytest.skip("pyarrow without decimal64")
     monkeypatch.setattr(writing, "_DECIMAL64", [decimal64])
-    rng = np.random.default_rng(11)
-    n = 30_000
+    df = pd.DataFrame({"x": tenths_mixed(np.random.default_rng(11), 30_000), "k": np.arange(30_000)})
+    assert_writes_as_pandas(df)
+    assert writing._DECIMAL64 == [decimal64]
+
+
+def tenths_mixed(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Values on a grid of tenths with −0, NaN, out-of-range and off-grid values mixed in."""
     v = np.round(rng.laplace(0, 1e5, n), 1)
     v[::97] = -0.0
     v[1::89] = np.nan
     v[2::83] = rng.uniform(-1, 1, v[2::83].size)  # off the grid
     v[3::79] = 2e10 + 0.5
     v[4::73] = -5e-5
-    df = pd.DataFrame({"x": v, "k": np.arange(n)})
+    return v
+
+
+def assert_writes_as_pandas(df: pd.DataFrame) -> None:
+    """The CSV blocks of ``df`` (7,000 records each) are the bytes pandas writes."""
     ref = io.StringIO()
     df.to_csv(ref, index=False, lineterminator="\n")
     blocks = writing._csv_blocks(df, ",", "\n", "utf-8", block_rows=7_000)
     assert b"".join(bytes(b) for b in blocks) == ref.getvalue().encode()
-    assert writing._DECIMAL64 == [decimal64]

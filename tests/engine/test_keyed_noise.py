@@ -196,6 +196,9 @@ def test_dense_sampler_equals_discrete_laplace_through_the_rare_branches(r, monk
     # the whole dense sampler (its per-chunk fallbacks keyed by id, its redraws from round 1)
     # against the general discrete_laplace on the same crafted words
     s = _CraftedStream(r)
+    monkeypatch.setenv(
+        "DPSTUDIO_NOISE_NUMPY", "1"
+    )  # the numpy round (the compiled one: test_noise_kernel_27)
     calls = []
     real = N._geometric_one
     monkeypatch.setattr(N, "_geometric_one", lambda *a: calls.append(1) or real(*a))

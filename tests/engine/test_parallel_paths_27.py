@@ -106,8 +106,10 @@ def test_imap_ordered_is_a_bounded_ordered_pipeline(threads):
 def test_workers_reads_the_environment(monkeypatch):
     monkeypatch.setenv("DPSTUDIO_THREADS", "3")
     assert parallel.workers() == 3
+    monkeypatch.setattr(parallel, "_WARNED", set())
     monkeypatch.setenv("DPSTUDIO_THREADS", "zero")
-    assert parallel.workers() == 1
+    with pytest.warns(UserWarning, match="DPSTUDIO_THREADS"):
+        assert parallel.workers() == 1
     monkeypatch.delenv("DPSTUDIO_THREADS")
     assert 1 <= parallel.workers() <= parallel.MAX_WORKERS
     monkeypatch.setattr(parallel.os, "getloadavg", lambda: (64.0, 64.0, 64.0))
@@ -118,6 +120,51 @@ def test_workers_reads_the_environment(monkeypatch):
     monkeypatch.setenv("DPSTUDIO_THREADS", "2")
     monkeypatch.setattr(parallel.os, "getloadavg", lambda: (64.0, 64.0, 64.0))
     assert parallel.workers() == 2  # an explicit number wins
+
+
+@pytest.mark.parametrize("value", ["zero", "2.5", "0", "-3", "99999999999999999999", "1025", "３x"])
+def test_an_invalid_threads_setting_warns_once_naming_the_variable(monkeypatch, value):
+    import warnings
+
+    monkeypatch.setattr(parallel, "_WARNED", set())
+    monkeypatch.setenv("DPSTUDIO_THREADS", value)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert parallel.workers() == 1
+        assert parallel.workers() == 1  # asked again: no second warning
+    msgs = [str(w.message) for w in caught]
+    assert len(msgs) == 1 and issubclass(caught[0].category, UserWarning), msgs
+    assert msgs[0].startswith("DPSTUDIO_THREADS=") and "whole number from 1 to 1024" in msgs[0]
+    assert "\n" not in msgs[0]
+
+
+@pytest.mark.parametrize("value,n", [("1", 1), (" 2 ", 2), ("1024", 1024)])
+def test_a_valid_threads_setting_does_not_warn(monkeypatch, value, n):
+    import warnings
+
+    monkeypatch.setattr(parallel, "_WARNED", set())
+    monkeypatch.setenv("DPSTUDIO_THREADS", value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert parallel.workers() == n
+
+
+def test_the_command_line_prints_the_threads_warning_as_one_line(tmp_path, monkeypatch, capsys):
+    from dpstudio.cli import main
+
+    monkeypatch.setattr(parallel, "_WARNED", set())
+    monkeypatch.setattr(parallel, "MIN_CELLS", 0)
+    monkeypatch.setenv("DPSTUDIO_THREADS", "many")
+    src = tmp_path / "in.csv"
+    _numbers(300, 3, 4).to_csv(src, index=False)
+    args = ["protect", str(src), str(tmp_path / "out.csv"), "--method", "laplace", "--epsilon", "1"]
+    args += ["--no-measures", "--seed", "3"]
+    for i in range(3):
+        args += ["--role", f"A{i}=eps-quasi", "--domain", f"A{i}=0:5000"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "DPSTUDIO_THREADS" in ln]
+    assert len(lines) == 1 and "whole number from 1 to 1024" in lines[0], err
 
 
 # ----------------------------------------------------------------------------- reading
@@ -240,15 +287,13 @@ def test_laplace_progress_and_cancel_in_threads(threads):
     threads(2)
     df = _numbers(2000, 5, 1)
     seen = []
-    engine.protect(
-        df,
-        "laplace",
+    kw = dict(
         roles={f"A{i}": "eps-quasi" for i in range(5)},
         domains={f"A{i}": (0.0, 5000.0) for i in range(5)},
         epsilon=1.0,
         seed=1,
-        progress=seen.append,
     )
+    engine.protect(df, "laplace", progress=seen.append, **kw)
     assert seen and seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
 
     calls = [0]
@@ -259,15 +304,7 @@ def test_laplace_progress_and_cancel_in_threads(threads):
             raise Cancelled()
 
     with pytest.raises(Cancelled):
-        engine.protect(
-            df,
-            "laplace",
-            roles={f"A{i}": "eps-quasi" for i in range(5)},
-            domains={f"A{i}": (0.0, 5000.0) for i in range(5)},
-            epsilon=1.0,
-            seed=1,
-            check_cancel=cancel,
-        )
+        engine.protect(df, "laplace", check_cancel=cancel, **kw)
 
 
 # ----------------------------------------------------------------------------- writing

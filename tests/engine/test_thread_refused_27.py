@@ -9,9 +9,7 @@ a worker thread reaches the caller as a MemoryError.  Every test here starts no 
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import pytest
 from dpstudio.engine import parallel
 from dpstudio.engine.background import Ahead
 from dpstudio.engine.io import files
+from tests.engine._cli_process import cli_script, random_ints, run_cli, write_int_csv
 
 REFUSED = "can't start new thread"
 
@@ -124,42 +123,32 @@ def test_memory_error_in_a_worker_reaches_the_caller(monkeypatch):
 
 # --------------------------------------------------------------------- the command line
 
-SCRIPT = """
-import sys, threading
+SCRIPT = cli_script(
+    """
+import threading
 if sys.argv[1] == "refuse":
     def refuse(self):
         raise RuntimeError("can't start new thread")
     threading.Thread.start = refuse
-from dpstudio.cli import main
-sys.exit(main(sys.argv[2:]))
 """
+)
 
 
 @pytest.fixture(scope="module")
 def big_csv(tmp_path_factory) -> Path:
     """Large enough (> MIN_CELLS cells) for the threaded paths: 600,000 × 3."""
-    p = tmp_path_factory.mktemp("thr") / "big.csv"
-    rng = np.random.default_rng(0)
-    n = 600_000
-    a, b = rng.integers(0, 10**5, n), rng.integers(0, 100, n)
-    with open(p, "w") as fh:
-        fh.write("a,b,c\n")
-        fh.write("".join(f"{x},{y},7\n" for x, y in zip(a.tolist(), b.tolist())))
-    return p
+    a, b = random_ints(600_000)
+    return write_int_csv(tmp_path_factory.mktemp("thr") / "big.csv", ["a", "b", "c"], a, b, 7)
 
 
 def _protect(mode: str, src: Path, out: Path) -> subprocess.CompletedProcess:
-    root = Path(__file__).resolve().parents[2]
-    cmd = [sys.executable, "-c", SCRIPT, mode, "protect", str(src), str(out)]
-    cmd += "--method mdav --k 5 --role b=k-quasi --role a=k-quasi --no-measures --seed 7".split()
-    return subprocess.run(
-        cmd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=str(root),
-        env={**os.environ, "PYTHONPATH": str(root), "DPSTUDIO_THREADS": "2"},
-    )
+    args = [
+        "protect",
+        src,
+        out,
+        *"--method mdav --k 5 --role b=k-quasi --role a=k-quasi --no-measures --seed 7".split(),
+    ]
+    return run_cli(SCRIPT, [mode], args, timeout=600, env={"DPSTUDIO_THREADS": "2"})
 
 
 def test_protect_without_threads_gives_the_same_release(big_csv, tmp_path):

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpstudio.engine._kernels import Tiered
 from dpstudio.engine.errors import InputError
 from dpstudio.engine.io.formats import ENCODINGS, WIDE_ENCODINGS, WRITE_FORMATS, TableMeta, file_format
 from dpstudio.engine.io.labels import _categorical_codes, _stata_labels, _typed_for_labels
@@ -171,11 +172,29 @@ def _tenths_texts(v: np.ndarray):
 _DECIMAL64: list[bool] = []
 
 
+#: the compiled texts of tenths (:mod:`._texts_kernel`: Arrow's texts byte for byte, the tests
+#: compare them): ~18 ns per value against Arrow's cast's ~44 ns (under load); loaded for a
+#: table of at least 2²⁵ float cells when numba's import (~0.2-0.5 s of CPU) is to be paid
+#: for it, 2²¹ when another kernel imported numba already (the keyed noise's), 2²⁶ while
+#: numba has not cached it (:class:`~dpstudio.engine._kernels.Tiered`; 2,000,000 × 10 ir-dp
+#: measured no better with it, its import included); ``DPSTUDIO_TEXTS_NUMPY=1`` asks for
+#: Arrow's cast
+TEXTS_KERNEL = Tiered("dpstudio.engine.io._texts_kernel", "DPSTUDIO_TEXTS_NUMPY", "tenths_fill", 1 << 25)
+
+
 def _decimal_texts(ki: np.ndarray):
     """Arrow's texts of the decimals ``ki``/10 (int64 ``ki``, |ki| < 10^18): "12.0", "-0.5"."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    kernel = TEXTS_KERNEL.get(0)  # (loaded by _csv_block_iter for a large table)
+    if kernel is not None and ki.size < 1 << 26:  # (int32 offsets: < 2^31 bytes)
+        ki = np.ascontiguousarray(ki, dtype=np.int64)
+        offsets = np.empty(ki.size + 1, dtype=np.int32)
+        kernel.tenths_offsets(ki, offsets)
+        data = np.empty(int(offsets[-1]), dtype=np.uint8)
+        kernel.tenths_fill(ki, offsets, data)
+        return pa.Array.from_buffers(pa.string(), ki.size, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     if not _DECIMAL64 or _DECIMAL64[0]:
         try:
             dec = pa.Array.from_buffers(pa.decimal64(18, 1), ki.size, [None, pa.py_buffer(ki)])
@@ -318,6 +337,8 @@ def _csv_block_iter(
 
     from dpstudio.engine.parallel import imap_ordered
 
+    if floats:  # the compiled texts of tenths, when this table's floats pay its load (here, once)
+        TEXTS_KERNEL.get(len(floats) * table.num_rows)
     yield out((sep.join(names) + lt).encode("utf-8"))
     # the blocks of a large table are built a few at a time in threads (parallel.py: Arrow's
     # casts and writer and numpy release the GIL) and written in order: the same bytes

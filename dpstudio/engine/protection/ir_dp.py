@@ -347,6 +347,8 @@ def _run_ranked(
             job.progress((i - shuffle + 1) / len(cols))
         job.check_cancel()
 
+    if eps is not None and kind == "laplace":  # the compiled sampler, when the draws pay its load
+        K.noise_kernel(nc * len(cols))
     job.check_cancel()
     # the attributes of a large table side by side (parallel.py: each from its own stream)
     results = map_ordered(lambda f: f(), work, cells=n * len(cols), each=done)
