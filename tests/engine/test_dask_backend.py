@@ -442,3 +442,75 @@ def test_ranked_method_reports_its_steps_one_attribute_at_a_time():
             said[1 + j]
             == f"attribute {j + 1} of {len(cols)} ({c}): sorting 300 values in 3 ranges, releasing"
         )
+
+
+def test_range_cuts_release_every_rank_once_in_whole_clusters():
+    """d-sort: each sorted range releases the clusters wholly inside it; the records of the
+    clusters that straddle range boundaries (its edges) go to one small task per run of them.
+    Property over random range sizes (empty ranges, ranges smaller than a cluster, the last
+    cluster's remainder): the inner blocks and the gaps tile the ranks 0..n-1 exactly once, in
+    order, every inner block and every gap is whole clusters (cluster_block accepts it), and the
+    gaps' (range, lo, hi) address each range's compact edges."""
+    from dpstudio.engine.outofcore import cluster_block
+
+    rng = np.random.default_rng(11)
+    for _ in range(400):
+        sizes = rng.integers(0, 30, rng.integers(1, 9))
+        n = int(sizes.sum())
+        if n == 0:
+            continue
+        k = int(rng.integers(1, max(2, n // 2 + 1)))
+        first = np.r_[0, np.cumsum(sizes)]
+        inner, edges, gaps = DB._range_cuts(first, n, k)
+        assert len(inner) == len(edges) == sizes.size
+        ranks = [np.arange(first[r], first[r + 1]) for r in range(sizes.size)]
+        # each range's compact edges: its records at the edges' positions, in order
+        compact = [
+            np.concatenate([ranks[r][lo:hi] for lo, hi in edges[r]] or [np.zeros(0, int)])
+            for r in range(sizes.size)
+        ]
+        blocks = []
+        for r, cut in enumerate(inner):
+            if cut is not None:
+                lo, hi, rank = cut
+                assert ranks[r][lo] == rank
+                blocks.append(ranks[r][lo:hi])
+                # the edges are exactly the rest of the range
+                np.testing.assert_array_equal(np.sort(np.r_[compact[r], ranks[r][lo:hi]]), ranks[r])
+            else:
+                np.testing.assert_array_equal(compact[r], ranks[r])
+        for rank, cut in gaps:
+            got = np.concatenate([compact[r][lo:hi] for r, lo, hi in cut])
+            assert got[0] == rank
+            np.testing.assert_array_equal(got, np.arange(rank, rank + got.size))
+            blocks.append(got)
+        allr = np.sort(np.concatenate(blocks))
+        np.testing.assert_array_equal(allr, np.arange(n))
+        for blk in blocks:  # whole clusters (raises otherwise)
+            cluster_block(blk.astype(float), ranks=int(blk[0]), n=n, k=k)
+
+
+def test_ranges_smaller_than_a_cluster_and_ties_equal_in_memory():
+    """d-sort: k larger than the ranges (clusters spanning three or more ranges: whole ranges
+    become edges), ties across every boundary; the release is the in-memory one."""
+    n = 2_000
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"a": rng.integers(0, 3, n).astype(float), "b": rng.normal(0, 1, n)})
+    roles = {"a": "eps-quasi", "b": "eps-quasi"}
+    doms = {"a": (0, 10), "b": (-10, 10)}
+    for k in (1, 2, 150, 333):
+        mem = engine.protect(df, "ir-dp", roles, doms, seed=2, k=k, epsilon=1.0).data
+        with dask.config.set(scheduler="synchronous"):
+            rel = DB.protect_dask(
+                dd.from_pandas(df, npartitions=4),
+                "ir-dp",
+                roles,
+                doms,
+                seed=2,
+                partition_rows=100,
+                k=k,
+                epsilon=1.0,
+            )
+            got = rel.compute()
+        assert rel.info["ranges"] >= 10
+        pd.testing.assert_frame_equal(got, mem, check_dtype=False)
