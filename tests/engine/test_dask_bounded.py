@@ -338,3 +338,115 @@ def test_a_run_keeps_no_more_stored_results_in_memory_than_the_model(tmp_path):
         assert 0 < most_bytes <= DB.kept_bytes(limit), (worker, most_bytes, DB.kept_bytes(limit))
     got = pd.read_parquet(w["release"] + "/release")
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+
+
+def test_aligned_ranges_hold_whole_clusters():
+    """d-sort: the counting pass keeps each range's smallest 2k - 1 records; the range
+    boundaries moved to the next cluster boundary (_aligned) hold exactly the ranks the new
+    totals say, every range starting on a cluster boundary -- with heavy ties, empty ranges,
+    ranges smaller than a cluster and the last cluster's remainder."""
+    rng = np.random.default_rng(21)
+    for _ in range(60):
+        n = int(rng.integers(1, 400))
+        k = int(rng.integers(1, max(2, n // 3 + 1)))
+        vals = rng.integers(0, int(rng.integers(1, 6)), n).astype(float)
+        parts = np.array_split(np.arange(n), int(rng.integers(1, 5)))
+        frames = [pd.DataFrame({"a": vals[p], DB._ROW: p.astype(np.int64)}) for p in parts]
+        nranges = int(rng.integers(1, 12))
+        sample = rng.choice(n, size=min(n, 4 * nranges), replace=False)
+        o = DB._Order(["a"], DB._first_column, [], np.zeros(nranges, np.int64))
+        o = DB.replace(o, splitters=DB._splitters(o.keys(vals[sample, None], sample), nranges))
+        heads = 2 * k - 1
+        got = DB._add_counts(*[DB._count_part(f, [o], heads) for f in frames], heads=heads)[0]
+        totals, splitters = DB._aligned(got[0], got[1], n, k)
+        assert int(totals.sum()) == n
+        r = DB._range_of(o.keys(vals[:, None], np.arange(n)), splitters)
+        np.testing.assert_array_equal(np.bincount(r, minlength=totals.size), totals)
+        order = np.lexsort((np.arange(n), vals))  # the in-memory order: value, then record id
+        assert np.all(np.diff(r[order]) >= 0)  # ranges are consecutive ranks
+        first = np.r_[0, np.cumsum(totals)]
+        nc = DB.MA.n_clusters_for(n, k)
+        bounds = set(range(0, (nc - 1) * k + 1, k)) | {n}
+        assert set(first.tolist()) <= bounds, (first, k, n)
+
+
+def test_unaligned_fallback_releases_straddling_clusters_from_edges(monkeypatch):
+    """d-sort: when the ranges' smallest records do not fit a task (_can_align false: a very
+    large k with very many ranges), the clusters straddling range boundaries are released from
+    the ranges' edges; the release is still the in-memory one (ties across every boundary)."""
+    n = 6_000
+    df = pd.DataFrame({"a": np.where(np.arange(n) % 7 == 0, 1.0, 3.0), "b": np.full(n, 5.0)})
+    roles = {"a": "eps-quasi", "b": "eps-quasi"}
+    doms = {"a": (0, 10), "b": (0, 10)}
+    gaps: list[int] = []
+    cuts = DB._range_cuts
+
+    def spy(first, n, k):
+        out = cuts(first, n, k)
+        gaps.append(len(out[2]))
+        return out
+
+    monkeypatch.setattr(DB, "_can_align", lambda *a: False)
+    monkeypatch.setattr(DB, "_range_cuts", spy)
+    for k in (3, 11, 250):
+        mem = engine.protect(df, "ir-dp", roles, doms, seed=9, k=k, epsilon=1.0).data
+        with dask.config.set(scheduler="synchronous"):
+            rel = DB.protect_dask(
+                dd.from_pandas(df, npartitions=5),
+                "ir-dp",
+                roles,
+                doms,
+                seed=9,
+                partition_rows=377,
+                k=k,
+                epsilon=1.0,
+            )
+            got = rel.compute()
+        pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+    assert gaps and min(gaps) > 0
+
+
+def test_a_worker_holds_at_most_a_couple_of_sorted_ranges(tmp_path):
+    """d-sort, issue 25: on a real (in-process) cluster with 40 ranges per sort, the sorted
+    ranges a worker holds at once (in memory or spilled) stay at one or two, whatever the
+    number of ranges.  Before (each release piece took slices of two sorted ranges, and Dask's
+    ordering kept sorted ranges waiting for their neighbours) a worker held ~O(ranges) of them:
+    the sorts' peak grew with N (fails on that code, seen)."""
+    pytest.importorskip("distributed")
+    from distributed import Client
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    from tests.engine._dask_cluster import in_process_cluster
+
+    class Watch(WorkerPlugin):
+        name = "watch-ranges"
+
+        def setup(self, worker):
+            self.worker = worker
+            self.most = 0
+
+        def transition(self, key, start, finish, **kw):
+            held = sum(
+                1 for x in list(self.worker.data) if str(x).startswith(("_sort_range", "_sort_release"))
+            )
+            self.most = max(self.most, held)
+
+    def most(dask_worker):
+        return dask_worker.plugins["watch-ranges"].most
+
+    n = 40_000
+    df = _ties(n)
+    mem = engine.protect(df, "ir-dp", ROLES, DOMAINS, seed=4, k=5, epsilon=1.0).data
+    src = tmp_path / "in.parquet"
+    df.to_parquet(src, index=False)
+    with in_process_cluster(2 * 10**6) as cluster, Client(cluster) as client:
+        client.register_plugin(Watch(), name="watch-ranges")
+        rel = DB.protect_dask(
+            str(src), "ir-dp", ROLES, DOMAINS, seed=4, k=5, epsilon=1.0, client=client, partition_rows=1_000
+        )
+        assert rel.info["ranges"] >= 30
+        w = DB.write_release(rel, tmp_path / "out", input_path=src)
+        seen = client.run(most)
+    assert all(0 < m <= 2 for m in seen.values()), seen
+    got = pd.read_parquet(w["release"] + "/release")
+    pd.testing.assert_frame_equal(got, mem, check_dtype=False)
