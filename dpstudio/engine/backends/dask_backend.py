@@ -1244,79 +1244,19 @@ def _values(part: pd.DataFrame, cols: list[str]) -> np.ndarray:
     return np.ascontiguousarray(part[cols].to_numpy(dtype=np.float64)).reshape(len(part), len(cols))
 
 
-def _count_part(part: pd.DataFrame, orders: list[_Order], heads: int = 0) -> list:
-    """One partition's records per range of every order; with ``heads`` > 0, per order a pair
-    (counts, the ``heads`` smallest records of every range: :func:`_smallest_per_range`).
-    """
+def _count_part(part: pd.DataFrame, orders: list[_Order]) -> list[np.ndarray]:
+    """One partition's records per range of every order."""
     rows = part[_ROW].to_numpy(dtype=np.int64)
-    out: list = []
+    out = []
     for o in orders:
-        keys = o.keys(_values(part, o.columns), rows)
-        r = _range_of(keys, o.splitters)
-        counts = np.bincount(r, minlength=o.nranges).astype(np.int64)
-        out.append((counts, _smallest_per_range(r, keys, heads)) if heads else counts)
+        r = _range_of(o.keys(_values(part, o.columns), rows), o.splitters)
+        out.append(np.bincount(r, minlength=o.nranges).astype(np.int64))
     _release_arrow_memory()
     return out
 
 
-def _smallest_per_range(r: np.ndarray, keys: list[np.ndarray], heads: int) -> tuple:
-    """The ``heads`` smallest records (by the order's keys, record id last) of every range
-    among records of ranges ``r``: (their range ids, their keys), sorted by (range, keys).
-    """
-    idx = np.lexsort([*keys[::-1], r])
-    rs = r[idx]
-    pos = np.arange(rs.size) - np.searchsorted(rs, rs, "left")  # position within its range
-    idx = idx[pos < heads]
-    return r[idx], [k[idx] for k in keys]
-
-
-def _add_counts(*parts: list, heads: int = 0) -> list:
-    """The counts (and, ``heads`` > 0, the smallest records of every range) of ``parts`` merged."""
-    if not heads:
-        return [np.sum([p[i] for p in parts], axis=0) for i in range(len(parts[0]))]
-    out = []
-    for i in range(len(parts[0])):
-        counts = np.sum([p[i][0] for p in parts], axis=0)
-        r = np.concatenate([p[i][1][0] for p in parts])
-        keys = [np.concatenate([p[i][1][1][j] for p in parts]) for j in range(len(parts[0][i][1][1]))]
-        out.append((counts, _smallest_per_range(r, keys, heads)))
-    return out
-
-
-def _can_align(budget: Budget, nranges: int, heads: int, row_bytes: float) -> bool:
-    """Whether the smallest ``heads`` records of every range fit a merge task of the counting
-    pass (16 partial tables: :func:`_tree`) -- then the ranges are aligned on cluster
-    boundaries (:func:`_aligned`).  False only for a very large k with very many ranges.
-    """
-    return budget.fits(16 * nranges * heads, row_bytes + 8.0)
-
-
-def _aligned(totals: np.ndarray, smallest: tuple, n: int, k: int) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Every range boundary moved up to the first cluster boundary at or after it (issue 25,
-    d-sort): (the ranges' new totals, the new splitters -- the keys of the record at each new
-    boundary's rank, or above every key when past the last cluster's start).  ``smallest``: the
-    smallest 2k - 1 records of every range (the record at a new boundary is at most 2k - 2
-    ranks above the old one: within the first 2k - 1 of the range that holds it).  Then every
-    range holds whole clusters and is released by its own task, with no neighbour.
-    """
-    first = np.r_[0, np.cumsum(totals)].astype(np.int64)
-    rs, keys = smallest
-    if first.size <= 2:
-        return totals.astype(np.int64), [k[:0] for k in keys]
-    moved = cluster_starts_at_or_after(first[1:-1], n, k)
-    moved = np.maximum.accumulate(moved)
-    inside = moved < n
-    j = np.searchsorted(first, moved[inside], "right") - 1  # the range holding each new boundary
-    at = np.searchsorted(rs, j, "left") + (moved[inside] - first[j])
-    if at.size and (int(at.max()) >= rs.size or not np.array_equal(rs[at], j)):  # pragma: no cover
-        raise InputError("internal: a range boundary beyond the records kept; run with --engine memory.")
-    splitters = []
-    for kk in keys:
-        top = np.iinfo(np.int64).max if kk.dtype.kind in "iu" else np.inf
-        col = np.full(moved.size, top, dtype=kk.dtype)
-        col[inside] = kk[at]
-        splitters.append(col)
-    return np.diff(np.r_[0, moved, n]).astype(np.int64), splitters
+def _add_counts(*parts: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.sum([p[i] for p in parts], axis=0) for i in range(len(parts[0]))]
 
 
 def _tree(items: list, fn, width: int = 16):
@@ -1458,11 +1398,10 @@ def _range_cuts(first: np.ndarray, n: int, k: int):
 
 def _sort_release_range(
     part: pd.DataFrame, order: _Order, nkeep: int, *, inner, edges, n, k, plan, attrs, piece_starts, cols
-) -> Any:
+) -> tuple:
     """One range sorted and its whole clusters released (``inner``: positions and first rank,
-    :func:`_range_cuts`): the released frame (or None) -- and, unless ``edges`` is None (ranges
-    aligned on cluster boundaries), the range's edge records (a sorted range's dict restricted
-    to ``edges``) beside it.
+    :func:`_range_cuts`): (released frame or None, the range's edge records -- a sorted range's
+    dict restricted to ``edges``).
     """
     r = _sort_range(part, order, nkeep)
     out = None
@@ -1479,8 +1418,6 @@ def _sort_release_range(
             piece_starts=piece_starts,
             cols=cols,
         )
-    if edges is None:
-        return out
     cut = [(lo, hi) for lo, hi in edges if hi > lo]
     idx = np.concatenate([np.arange(lo, hi) for lo, hi in cut]) if cut else np.zeros(0, np.int64)
     rest = {"X": r["X"][idx], "rows": r["rows"][idx], "keep": [v[idx] for v in r["keep"]]}
@@ -1637,20 +1574,11 @@ def _sorted_release(
     # for its neighbour (issue 25, d-sort: that wait held sorted ranges across the sort)
     inner, edges, gaps = _range_cuts(first, n, k)
     common = dict(n=n, k=k, plan=plan, attrs=attrs, piece_starts=src.starts, cols=cols)
-    if not gaps:  # ranges aligned on cluster boundaries (_aligned): one task per range, no edges
-        pieces = [
-            delayed(_sort_release_range)(x, order, len(keep), inner=inner[r], edges=None, **common)
-            for r, x in enumerate(parts)
-            if inner[r] is not None
-        ]
-    else:
-        done = [
-            delayed(_sort_release_range, nout=2)(
-                x, order, len(keep), inner=inner[r], edges=edges[r], **common
-            )
-            for r, x in enumerate(parts)
-        ]
-        pieces = [done[r][0] for r in range(P) if inner[r] is not None]
+    done = [
+        delayed(_sort_release_range, nout=2)(x, order, len(keep), inner=inner[r], edges=edges[r], **common)
+        for r, x in enumerate(parts)
+    ]
+    pieces = [done[r][0] for r in range(P) if inner[r] is not None]
     for rank, cut in gaps:
         pieces.append(
             delayed(_release_piece)(
@@ -1730,19 +1658,9 @@ def _ranked_release(
     ]
     say = progress or (lambda _msg: None)
     say(f"counting the records of {nranges:,} range{'s' if nranges != 1 else ''}")
-    # with each range's smallest 2k - 1 records, when they fit a task (16 partial tables in a
-    # merge): the range boundaries are then moved to cluster boundaries (_aligned) and every
-    # range is released by its own task; else the clusters straddling two ranges are released
-    # from the ranges' edges (_range_cuts), which keeps sorted ranges waiting for neighbours
-    heads = 2 * max(k, 1) - 1
-    align = _can_align(budget, nranges, heads, _range_row_bytes(plan, cols))
-    counts = [delayed(_count_part)(x, orders, heads if align else 0) for x in src.frame(cols).to_delayed()]
-    (totals,) = dask.compute(_tree(counts, partial(_add_counts, heads=heads if align else 0)))
-    if align:
-        fixed = [_aligned(np.asarray(t, dtype=np.int64), sm, n, k) for t, sm in totals]
-        orders = [replace(o, totals=t, splitters=sp) for o, (t, sp) in zip(orders, fixed)]
-    else:
-        orders = [replace(o, totals=np.asarray(t, dtype=np.int64)) for o, t in zip(orders, totals)]
+    counts = [delayed(_count_part)(x, orders) for x in src.frame(cols).to_delayed()]
+    (totals,) = dask.compute(_tree(counts, _add_counts))
+    orders = [replace(o, totals=np.asarray(t, dtype=np.int64)) for o, t in zip(orders, totals)]
     for o in orders:
         if int(o.totals.sum()) != n:  # pragma: no cover - the data changed under us
             raise InputError("The input changed while it was read (record counts differ); run again.")
