@@ -22,9 +22,9 @@ the same seed, value for value:
   issue 27 §3), never from the input's layout;
 * NOTHING is gathered on one worker (issue 25): the ranked methods and the single order are
   distributed sorts -- splitters from a sample, ranges counted, records shuffled to their
-  range, sorted there and its whole clusters released by the plan (global ranks from the
-  ranges' prefix counts; the clusters straddling a range boundary, ties included, released
-  whole by a small task from the ranges' edges), the released values shuffled back to their input partitions
+  range and sorted there, global ranks from the ranges' prefix counts, ranges recut at
+  cluster boundaries so that every cluster (ties across range boundaries included) is
+  released whole by the plan, the released values shuffled back to their input partitions
   (see "ranked methods" below); a task holds at most a partition, a range or a cluster;
 * the random order of the in-memory engine (records ordered by keyed 128-bit sort keys; every
   method unless order='input') is one range partitioning on the top bits of the keys with
@@ -1128,13 +1128,10 @@ def _shuffled(out, root):
 #    the prefix sums are the global first rank of every range;
 # 3. shuffle: every record goes to its range (Dask's shuffle: set_index on the range id with
 #    known divisions); each range is sorted locally -- its records' global ranks follow;
-# 4. whole clusters: the task that sorts a range also releases the clusters wholly inside it
-#    (from its first cluster boundary to its last); the few records of the clusters that
-#    straddle a range boundary (ties across range boundaries included) leave that task as its
-#    "edges", and one small task per run of them releases those clusters (_range_cuts).  The
-#    plan's release runs on each block of whole clusters (a ClusterBlock: the same functions
-#    the in-memory run calls, the same keyed draws).  No sorted range is kept waiting for its
-#    neighbour (before d-sort, 27 Nov 2026, each piece took slices of two sorted ranges);
+# 4. whole clusters: the ranges are cut again at the first cluster boundary at or after their
+#    first rank (slices of neighbouring sorted ranges), so every cluster lies in one piece,
+#    ties across range boundaries included; the plan's release runs on each piece (a
+#    ClusterBlock: the same functions the in-memory run calls, the same keyed draws);
 # 5. shuffle back: every released value goes to its input partition by record id (known
 #    divisions), sorted by record id, kept on the workers (spilled to disk when they must),
 #    then the next attribute.  The release is each input partition with its released columns.
@@ -1338,92 +1335,6 @@ def _release_piece(*ranges: dict, cuts, first_rank, n, k, plan, attrs, piece_sta
     return pd.DataFrame(out)
 
 
-def cluster_starts_at_or_before(ranks: np.ndarray, n: int, k: int) -> np.ndarray:
-    """The last cluster boundary at or before each rank (``n`` counts as one: the end of the
-    last cluster, which takes the remainder).
-    """
-    kk = max(int(k), 1)
-    nc = MA.n_clusters_for(n, k)
-    r = np.asarray(ranks, dtype=np.int64)
-    c = np.minimum(r // kk, nc - 1)
-    return np.where(r >= n, n, c * kk).astype(np.int64)
-
-
-def _range_cuts(first: np.ndarray, n: int, k: int):
-    """How the sorted ranges (range r holds the global ranks [first[r], first[r + 1])) are
-    released: ``inner[r]`` = (lo, hi, first rank) -- the positions of the clusters wholly
-    inside range r, released by the range's own task -- or None; ``edges[r]`` = the (lo, hi)
-    positions of its other records (the head before its first cluster boundary and the tail
-    after its last, or the whole range when no cluster lies wholly inside it), kept compact in
-    that order; ``gaps`` = per run of consecutive edges between two inner blocks -- whole
-    clusters, each straddling a range boundary -- its first rank and the (range, lo, hi) of
-    each range's compact edges that hold it.
-    """
-    first = np.asarray(first, dtype=np.int64)
-    a, b = first[:-1], first[1:]
-    s0 = cluster_starts_at_or_after(a, n, k)
-    e0 = cluster_starts_at_or_before(b, n, k)
-    inner: list = []
-    edges: list = []
-    gaps: list = []
-    run: list = []
-    run_rank = 0
-
-    def edge(r: int, lo_rank: int, hi_rank: int, at: int) -> None:
-        nonlocal run_rank
-        if hi_rank <= lo_rank:
-            return
-        if not run:
-            run_rank = lo_rank
-        run.append((r, at, at + hi_rank - lo_rank))
-
-    for r in range(a.size):
-        ar, br, sr, er = int(a[r]), int(b[r]), int(s0[r]), int(e0[r])
-        if sr < er:  # whole clusters inside: head [ar, sr), inner [sr, er), tail [er, br)
-            edge(r, ar, sr, 0)
-            if run:
-                gaps.append((run_rank, run))
-                run = []
-            inner.append((sr - ar, er - ar, sr))
-            edge(r, er, br, sr - ar)
-            edges.append([(0, sr - ar), (er - ar, br - ar)])
-        else:  # no whole cluster: the range is one edge
-            inner.append(None)
-            edge(r, ar, br, 0)
-            edges.append([(0, br - ar)])
-    if run:
-        gaps.append((run_rank, run))
-    return inner, edges, gaps
-
-
-def _sort_release_range(
-    part: pd.DataFrame, order: _Order, nkeep: int, *, inner, edges, n, k, plan, attrs, piece_starts, cols
-) -> tuple:
-    """One range sorted and its whole clusters released (``inner``: positions and first rank,
-    :func:`_range_cuts`): (released frame or None, the range's edge records -- a sorted range's
-    dict restricted to ``edges``).
-    """
-    r = _sort_range(part, order, nkeep)
-    out = None
-    if inner is not None:
-        lo, hi, rank = inner
-        out = _release_piece(
-            r,
-            cuts=[(lo, hi)],
-            first_rank=rank,
-            n=n,
-            k=k,
-            plan=plan,
-            attrs=attrs,
-            piece_starts=piece_starts,
-            cols=cols,
-        )
-    cut = [(lo, hi) for lo, hi in edges if hi > lo]
-    idx = np.concatenate([np.arange(lo, hi) for lo, hi in cut]) if cut else np.zeros(0, np.int64)
-    rest = {"X": r["X"][idx], "rows": r["rows"][idx], "keep": [v[idx] for v in r["keep"]]}
-    return out, rest
-
-
 def _piece_values(part: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     """One input partition's released values, in record-id order."""
     rows = part[_ROW].to_numpy(dtype=np.int64)
@@ -1564,28 +1475,30 @@ def _sorted_release(
     )
     P = order.nranges
     ranged = mapped.set_index("__r", divisions=(*range(P), P - 1), sorted=False)
-    parts = ranged.to_delayed()
-    if len(parts) != P:  # pragma: no cover - a Dask change would show here
-        raise InputError(f"internal: {len(parts)} ranges for {P}; run with --engine memory.")
+    ranges = [delayed(_sort_range)(x, order, len(keep)) for x in ranged.to_delayed()]
+    if len(ranges) != P:  # pragma: no cover - a Dask change would show here
+        raise InputError(f"internal: {len(ranges)} ranges for {P}; run with --engine memory.")
     first = np.r_[0, np.cumsum(order.totals)].astype(np.int64)
-    # each range sorted AND released in one task: the clusters wholly inside it released there,
-    # only its edge records (the parts of clusters that straddle a range boundary, at most a
-    # cluster at each end) kept for a small task per straddling cluster; no sorted range waits
-    # for its neighbour (issue 25, d-sort: that wait held sorted ranges across the sort)
-    inner, edges, gaps = _range_cuts(first, n, k)
-    common = dict(n=n, k=k, plan=plan, attrs=attrs, piece_starts=src.starts, cols=cols)
-    done = [
-        delayed(_sort_release_range, nout=2)(x, order, len(keep), inner=inner[r], edges=edges[r], **common)
-        for r, x in enumerate(parts)
-    ]
-    pieces = [done[r][0] for r in range(P) if inner[r] is not None]
-    for rank, cut in gaps:
+    # the pieces of whole clusters: each range's first rank moved up to a cluster boundary
+    bounds = cluster_starts_at_or_after(first, n, k)
+    bounds[0], bounds[-1] = 0, n
+    bounds = np.maximum.accumulate(bounds)
+    lens = np.diff(bounds)
+    pieces = []
+    for q, cut in enumerate(_slices(bounds[:-1], lens, order.totals.tolist())):
+        if not cut:
+            continue
         pieces.append(
             delayed(_release_piece)(
-                *[done[r][1] for r, _, _ in cut],
+                *[ranges[f] for f, _, _ in cut],
                 cuts=[(lo, hi) for _, lo, hi in cut],
-                first_rank=int(rank),
-                **common,
+                first_rank=int(bounds[q]),
+                n=n,
+                k=k,
+                plan=plan,
+                attrs=attrs,
+                piece_starts=src.starts,
+                cols=cols,
             )
         )
     vmeta = pd.DataFrame(
