@@ -186,9 +186,58 @@ def sweep_points(
 
 
 def load_table(path, options, *, check_cancel, progress):
-    """Open a file (in a thread, or a child process for big files): the table, its read conventions and column statistics."""
+    """Open a file (in a thread for small files, else in a child process: see
+    :func:`load_table_to_send`): the table, its read conventions and column statistics.
+    A file that is gone (moved or deleted since it was chosen) is one line, not a traceback.
+    """
+    from pathlib import Path
+
     from dpstudio.engine import io as engine_io
 
-    df, meta = engine_io.read_table(path, progress=progress, **options)
+    try:
+        df, meta = engine_io.read_table(path, progress=progress, **options)
+    except FileNotFoundError:
+        raise engine.InputError(
+            f"{Path(path).name}: the file is no longer there (moved or deleted?); the current data is kept."
+        ) from None
     check_cancel()
     return df, meta, column_stats(df)
+
+
+def load_table_to_send(path, options, *, check_cancel, progress):
+    """:func:`load_table` in a child process (issue 24 §5: typing the texts and the column
+    statistics call pandas' converters, which hold the GIL for 50-250 ms on a 200,000-record
+    column -- in a thread of the window's process the window waited that long), packed for the
+    parent (:func:`table_received`): the kept-aside texts' typed columns are the table's own
+    columns (sent once, as names), and the codes the reader found for the text columns
+    (:mod:`dpstudio.engine.codes`) go along, so the parent never hashes those columns again.
+    """
+    import pyarrow as pa
+
+    from dpstudio.engine import codes
+
+    df, meta, stats = load_table(path, options, check_cancel=check_cancel, progress=progress)
+    typed = [c for c in meta.typed if c in df.columns]
+    meta.typed = {}
+    known = {}
+    for c in df.columns:
+        s = df[c]
+        if codes.known(s):
+            k, uniques = codes.factorize(s)
+            # (as Arrow arrays: sent as buffers, taken over by the parent without a pass
+            # over Python objects)
+            known[c] = (pa.array(k), pa.array(uniques.to_numpy(dtype=object), type=pa.large_string()))
+    return df, meta, stats, typed, known
+
+
+def table_received(sent) -> tuple:
+    """The (table, meta, stats) of :func:`load_table`, from what :func:`load_table_to_send`
+    sent: ``meta.typed`` rebuilt from the table's columns, the text columns' codes remembered.
+    """
+    from dpstudio.engine import codes
+
+    df, meta, stats, typed, known = sent
+    meta.typed = {c: df[c] for c in typed}
+    for c, (indices, dictionary) in known.items():
+        codes.remember(df[c], indices, dictionary)
+    return df, meta, stats

@@ -26,7 +26,10 @@ from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 from dpstudio.engine.recipe import Recipe
 from dpstudio.engine.registry import get_method
 
-BIG_FILE_BYTES = 16 * 1024 * 1024  # files above this are read in a child process
+#: files above this are read in a child process (issue 24 §5: typing a file's texts holds the
+#: GIL for ~20 ms per 1 MB of CSV in one call, and the window waits for it; below, a thread is
+#: quicker than handing the work over)
+BIG_FILE_BYTES = 1024 * 1024
 BIG_TABLE_CELLS = 2_000_000  # tables above this are protected in a child process
 
 SEED_REUSE_WARNING = (
@@ -317,21 +320,24 @@ class Controller(QObject):
 
     def _load(self, p: Path, opts: dict, then: Callable[[], None] | None) -> None:
         self.sig_status.emit(f"Opening {p.name}…")
-        in_child = p.stat().st_size > BIG_FILE_BYTES
 
         def work(progress, check_cancel):
-            if not in_child:  # small: a thread is quicker than starting a process
+            try:  # (here, not in the GUI thread: the file may be gone, or be a FIFO now)
+                size = p.stat().st_size
+            except FileNotFoundError:
+                size = 0  # the reader says so in one line
+            if size <= BIG_FILE_BYTES:  # small: a thread is quicker than handing it over
                 out = compute.load_table(str(p), opts, check_cancel=check_cancel, progress=progress)
                 subproc.prestart()  # a warm child for the sweeps and runs to come (issue 27.4)
                 return out
-            # big: in a child process (the CSV parser holds the GIL for seconds)
-            for out in subproc.stream(
-                "dpstudio.app.compute:load_table",
+            # in the warm child process: typing the texts holds the GIL (issue 24 §5)
+            for sent in subproc.stream(
+                "dpstudio.app.compute:load_table_to_send",
                 (str(p), opts),
                 check_cancel=check_cancel,
                 progress=progress,
             ):
-                return out
+                return compute.table_received(sent)
             raise engine.InputError(f"{p.name}: nothing was read.")
 
         def done(out):

@@ -7,6 +7,7 @@ it; opening data, runs, export, project files and crash recovery are the
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
@@ -27,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from dpstudio import __version__
-from dpstudio.app import io_adapter, project, turns
+from dpstudio.app import io_adapter, project, subproc, turns
 from dpstudio.app import settings as app_settings
 from dpstudio.app.controller import Controller
 from dpstudio.app.resources import adult_sample_path, resources_dir, sample_path  # noqa: F401
@@ -42,6 +43,7 @@ from dpstudio.app.widgets.query_panel import QueryPanel
 from dpstudio.app.widgets.results_panel import ResultsPanel
 from dpstudio.app.widgets.risk_panel import RiskPanel
 from dpstudio.app.widgets.roles_panel import RolesPanel
+from dpstudio.engine.parallel import start_thread
 from dpstudio.engine.registry import get_method
 
 TAB_DATA, TAB_ROLES, TAB_METHOD, TAB_RESULTS = range(4)
@@ -70,6 +72,9 @@ class MainWindow(QMainWindow):
         self._update_actions()
         if offer_recovery:
             QTimer.singleShot(0, self._offer_recovery)
+        # the spare child started now, to be warm by the first open (issue 24 §5: files over
+        # controller.BIG_FILE_BYTES are read in it); in a thread: a process start takes 10-50 ms
+        start_thread(threading.Thread(target=subproc.prestart, name="dpstudio-prestart", daemon=True))
 
     def _build_workflow_tabs(self) -> None:
         """The panels of the four workflow tabs (Data, Attributes, Method, Results) and Risk."""
