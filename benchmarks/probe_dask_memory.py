@@ -92,8 +92,20 @@ class Probe(WorkerPlugin):
                 ext = self.w.extensions.get("shuffle")
                 comm = getattr(getattr(ext, "memory_limiter_comms", None), "_acquired", 0)
                 disk = getattr(getattr(ext, "memory_limiter_disk", None), "_acquired", 0)
+                # d-sort: what else is live -- p2p buffers of every open run (comm: to send,
+                # disk: received, not yet written), data arriving from other workers, the
+                # stored results (count), tasks known to the worker, ready tasks, threads
+                runs = getattr(getattr(ext, "shuffle_runs", None), "_runs", ()) or ()
+                pcomm = pdisk = 0
+                for r in list(runs):
+                    pcomm += int(getattr(getattr(r, "_comm_buffer", None), "bytes_memory", 0) or 0)
+                    pdisk += int(getattr(getattr(r, "_disk_buffer", None), "bytes_memory", 0) or 0)
+                st = self.w.state
                 self.samples.append((time.time(), rss, managed, pa.total_allocated_bytes(), mi.arena, mi.hblkhd,
-                                     mi.uordblks, mi.fordblks, comm, disk, minflt, ";".join(ex), lazy, huge, anon))
+                                     mi.uordblks, mi.fordblks, comm, disk, minflt, ";".join(ex), lazy, huge, anon,
+                                     len(runs), pcomm, pdisk, int(st.transfer_incoming_bytes), len(fast or ()),
+                                     len(st.tasks), len(st.ready), threading.active_count(),
+                                     int(getattr(getattr(self.w.data, "spilled_total", None), "disk", 0) or 0)))
             except Exception as e:
                 self.samples.append((time.time(), -1, str(e)))
             self.stop.wait(0.02)
@@ -116,6 +128,7 @@ def main():
     ap.add_argument("--memory-limit", default="1GB")
     ap.add_argument("--variant", default="")
     ap.add_argument("--out", default="/tmp/dd2/probe")
+    ap.add_argument("--dir", default="/tmp/dd2", help="where the data and the release go")
     ap.add_argument("--partition-rows", type=int, default=None, help="force the rows of every partition and range")
     ap.add_argument("--summary", default=None, help="summarise the sample files PREFIX*.json and stop")
     a = ap.parse_args()
@@ -126,11 +139,11 @@ def main():
     from distributed import Client, LocalCluster
     from dpstudio.engine.backends import dask_backend as DB
     parts = a.parts or max(1, -(-a.rows // 1_000_000))
-    src = f"/tmp/dd2/synthetic-{a.rows}x{a.cols}-{parts}"
+    src = f"{a.dir}/synthetic-{a.rows}x{a.cols}-{parts}"
     if not os.path.exists(src):
         BD.generate(src, a.rows, parts, a.cols)
     domains = {c: BD.ALL_DOMAINS[c] for c in "abcde"[: a.cols]}
-    out = f"/tmp/dd2/out-{a.variant or 'base'}"
+    out = f"{a.dir}/out-{a.variant or 'base'}"
     import shutil; shutil.rmtree(out, ignore_errors=True)
     if os.path.exists(out + ".private.json"):
         os.remove(out + ".private.json")
@@ -167,6 +180,62 @@ def summary(prefix: str) -> None:
               f"unmanaged median {statistics.median(un):.0f} p99 {un[int(0.99 * len(un))]:.0f} max {un[-1]:.0f} MB; "
               f"other anonymous median {statistics.median(other):.0f} max {max(other):.0f} MB; "
               f"minor faults {s[-1][10] - s[0][10]:,}")
+        if len(pk) > 15:
+            _detail(s)
+
+
+def _prefix(key: str) -> str:
+    """The task's name without its token ('shuffle-transfer', '_release_piece', ...)."""
+    import re
+
+    k = key.split(";")[0].lstrip("('\"")
+    m = re.match(r"([A-Za-z_][A-Za-z0-9_\-]*?)-[0-9a-f]{6,}", k)
+    return m.group(1) if m else (k[:24] or "(idle)")
+
+
+def _detail(s) -> None:
+    """d-sort: the peak per kind of task running, what is live in the 1 % highest samples, and
+    the run in twentieths (peak, and the task at that peak)."""
+    M = 2**20
+    by: dict = {}
+    for x in s:
+        by.setdefault(_prefix(x[11]), []).append(x[1])
+    print("   peak RSS by the task running (MB: max / p90, samples):")
+    for name, v in sorted(by.items(), key=lambda kv: -max(kv[1]))[:12]:
+        v = sorted(v)
+        print(f"     {name:32} {v[-1] / M:6.0f} / {v[int(0.9 * (len(v) - 1))] / M:6.0f}  ({len(v)})")
+    # each task's own growth (its highest RSS minus the RSS when it started) against what the
+    # worker held when it started
+    grow: dict = {}
+    i = 0
+    while i < len(s):
+        j = i
+        while j + 1 < len(s) and s[j + 1][11] == s[i][11]:
+            j += 1
+        if s[i][11]:
+            start, most = s[i][1], max(x[1] for x in s[i : j + 1])
+            g = grow.setdefault(_prefix(s[i][11]), [0, 0, 0])
+            g[0], g[1], g[2] = max(g[0], most - start), max(g[1], start), g[2] + 1
+        i = j + 1
+    print("   per task: most growth while running / most held at its start (MB), tasks:")
+    for name, (g0, g1, cnt) in sorted(grow.items(), key=lambda kv: -kv[1][0])[:12]:
+        print(f"     {name:32} {g0 / M:6.0f} / {g1 / M:6.0f}  ({cnt})")
+    top = sorted(s, key=lambda x: -x[1])[: max(1, len(s) // 100)]
+    def mean(i, scale=M):
+        return statistics.mean(x[i] for x in top) / scale
+    print(f"   1 % highest samples (mean): RSS {mean(1):.0f}, stored {mean(2):.0f} ({mean(19, 1):.1f} results), "
+          f"Arrow live {mean(3):.0f}, glibc large blocks {mean(5):.0f}, other anon "
+          f"{statistics.mean(x[14] - x[4] - x[5] for x in top) / M:.0f}, p2p runs {mean(15, 1):.1f} "
+          f"(to send {mean(16):.0f}, received unwritten {mean(17):.0f}), incoming {mean(18):.0f}, "
+          f"tasks known {mean(20, 1):.0f}, ready {mean(21, 1):.0f}, threads {mean(22, 1):.0f}, on disk {mean(23):.0f} MB")
+    t0, t1 = s[0][0], s[-1][0]
+    step = (t1 - t0) / 20 or 1
+    line = []
+    for i in range(20):
+        win = [x for x in s if t0 + i * step <= x[0] < t0 + (i + 1) * step] or [s[-1]]
+        w = max(win, key=lambda x: x[1])
+        line.append(f"{w[1] / M:.0f}:{_prefix(w[11])[:14]}")
+    print("   twentieths (peak:task): " + " ".join(line))
 
 
 if __name__ == "__main__":

@@ -442,3 +442,30 @@ def test_ranked_method_reports_its_steps_one_attribute_at_a_time():
             said[1 + j]
             == f"attribute {j + 1} of {len(cols)} ({c}): sorting 300 values in 3 ranges, releasing"
         )
+
+
+def test_ranges_smaller_than_a_cluster_and_ties_equal_in_memory():
+    """d-sort: k larger than the ranges (a cluster spanning three or more sorted ranges, a
+    release piece taking slices of all of them), ties across every boundary; the release is
+    the in-memory one."""
+    n = 2_000
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"a": rng.integers(0, 3, n).astype(float), "b": rng.normal(0, 1, n)})
+    roles = {"a": "eps-quasi", "b": "eps-quasi"}
+    doms = {"a": (0, 10), "b": (-10, 10)}
+    for k in (1, 2, 150, 333):
+        mem = engine.protect(df, "ir-dp", roles, doms, seed=2, k=k, epsilon=1.0).data
+        with dask.config.set(scheduler="synchronous"):
+            rel = DB.protect_dask(
+                dd.from_pandas(df, npartitions=4),
+                "ir-dp",
+                roles,
+                doms,
+                seed=2,
+                partition_rows=100,
+                k=k,
+                epsilon=1.0,
+            )
+            got = rel.compute()
+        assert rel.info["ranges"] >= 10
+        pd.testing.assert_frame_equal(got, mem, check_dtype=False)
