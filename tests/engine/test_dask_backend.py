@@ -12,6 +12,7 @@ import dask  # noqa: E402
 
 from dpstudio import engine  # noqa: E402
 from dpstudio.engine.backends import dask_backend as DB  # noqa: E402
+from tests.engine._dask_cluster import assert_ranked_equals_memory  # noqa: E402
 
 
 def _data(n=1003, seed=7):
@@ -453,19 +454,6 @@ def test_ranges_smaller_than_a_cluster_and_ties_equal_in_memory():
     df = pd.DataFrame({"a": rng.integers(0, 3, n).astype(float), "b": rng.normal(0, 1, n)})
     roles = {"a": "eps-quasi", "b": "eps-quasi"}
     doms = {"a": (0, 10), "b": (-10, 10)}
-    for k in (1, 2, 150, 333):
-        mem = engine.protect(df, "ir-dp", roles, doms, seed=2, k=k, epsilon=1.0).data
-        with dask.config.set(scheduler="synchronous"):
-            rel = DB.protect_dask(
-                dd.from_pandas(df, npartitions=4),
-                "ir-dp",
-                roles,
-                doms,
-                seed=2,
-                partition_rows=100,
-                k=k,
-                epsilon=1.0,
-            )
-            got = rel.compute()
-        assert rel.info["ranges"] >= 10
-        pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+    assert_ranked_equals_memory(
+        df, roles, doms, seed=2, ks=(1, 2, 150, 333), npartitions=4, partition_rows=100, min_ranges=10
+    )

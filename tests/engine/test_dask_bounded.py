@@ -18,6 +18,7 @@ import dask  # noqa: E402
 from dpstudio import engine  # noqa: E402
 from dpstudio.engine.backends import dask_backend as DB  # noqa: E402
 from dpstudio.engine.errors import InputError  # noqa: E402
+from tests.engine._dask_cluster import assert_ranked_equals_memory  # noqa: E402
 
 ADULT = Path(__file__).resolve().parents[2] / "resources" / "adult"
 
@@ -99,22 +100,9 @@ def test_ties_across_every_range_boundary_equal_in_memory():
     df = pd.DataFrame({"a": np.where(np.arange(n) % 7 == 0, 1.0, 3.0), "b": np.full(n, 5.0)})
     roles = {"a": "eps-quasi", "b": "eps-quasi"}
     doms = {"a": (0, 10), "b": (0, 10)}
-    for k in (3, 11, 250):
-        mem = engine.protect(df, "ir-dp", roles, doms, seed=9, k=k, epsilon=1.0).data
-        with dask.config.set(scheduler="synchronous"):
-            rel = DB.protect_dask(
-                dd.from_pandas(df, npartitions=5),
-                "ir-dp",
-                roles,
-                doms,
-                seed=9,
-                partition_rows=377,
-                k=k,
-                epsilon=1.0,
-            )
-            got = rel.compute()
-        assert rel.info["ranges"] >= 8
-        pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+    assert_ranked_equals_memory(
+        df, roles, doms, seed=9, ks=(3, 11, 250), npartitions=5, partition_rows=377, min_ranges=8
+    )
 
 
 QI = ["age", "education", "marital-status", "race", "sex"]
