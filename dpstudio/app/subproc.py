@@ -70,6 +70,23 @@ def _child(q, cancel_ev, target: str, args: tuple, kwargs: dict) -> None:
         q.put(("user_error", str(exc)))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent with details
         q.put(("error", (f"{type(exc).__name__}: {exc}", traceback.format_exc())))
+    _exit_now(q)
+
+
+def _exit_now(q) -> None:
+    """End the child at once once its events are in the pipe: the interpreter's own exit
+    (tearing down a 200,000-record table, pandas, pyarrow and scipy) took 0.1-1.2 s of CPU on
+    the core the window's thread needed just then -- the table just read arriving, its panels
+    being filled, the next spare importing (issue 24: a 181 ms event-loop gap in the open phase,
+    85 ms of it the window's own CPU).  Nothing of the child's is left to save: its results are
+    sent, and it holds no file open for writing (a task writing a file ends it before it
+    returns: writes are atomic and complete before the "end" event).
+    """
+    try:
+        q.close()
+        q.join_thread()  # every event written to the pipe (the parent reads until "end")
+    finally:
+        os._exit(0)
 
 
 #: what a spare child loads while it waits (what the app's tasks need first), in this order:
@@ -260,12 +277,15 @@ def stream(
             try:
                 kind, payload = q.get(timeout=poll)
             except queue.Empty:
-                if not p.is_alive():
+                if p.is_alive():
+                    continue
+                try:  # what it wrote just before it ended (it exits at once: _exit_now)
+                    kind, payload = q.get(timeout=0.5)
+                except queue.Empty:
                     raise ChildError(
                         f"The worker process stopped unexpectedly (exit code {p.exitcode}); out of memory?",
                         "",
                     ) from None
-                continue
             if kind == "item":
                 try:
                     yield payload
