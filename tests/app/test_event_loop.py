@@ -426,3 +426,19 @@ def test_opening_a_file_leaves_the_hidden_panels_refresh_to_later_turns(qtbot, w
     assert turns.pending(rp, "stats")
     win.tabs.setCurrentWidget(rp)
     assert not turns.pending(rp, "stats") and df.columns[0] in rp.stat_labels["Column"].text()
+
+
+def test_opening_a_file_paints_the_data_table_in_a_turn_of_its_own(qtbot, window):
+    """Issue 24 §5: the shown data table holds its paint while the file is installed; it
+    paints the new table in a later turn."""
+    from dpstudio.app import turns
+
+    win = window
+    win.show()
+    win.tabs.setCurrentWidget(win.data_panel)
+    view = win.data_panel.view
+    df = _household()
+    win.state.set_data(df, None)
+    assert not view.updatesEnabled() and turns.pending(win.data_panel, "paint")
+    qtbot.waitUntil(lambda: not turns.pending(), timeout=10000)
+    assert view.updatesEnabled() and win.data_panel.model.rowCount() == len(df)
