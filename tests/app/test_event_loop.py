@@ -144,6 +144,7 @@ def test_after_a_protect_each_part_of_the_results_runs_in_a_turn_of_its_own(qtbo
     win.roles_panel.set_roles({"age": "k-quasi", "income": "k-quasi"})
     win.method_panel.select_method("mdav")
     qtbot.waitUntil(lambda: not win.controller.busy, timeout=60000)
+    qtbot.waitUntil(lambda: not turns.pending(), timeout=10000)  # the hidden panels' refresh after the open
     ticks = [0]
     ticker = QTimer()
     ticker.setInterval(1)
@@ -388,3 +389,56 @@ def test_a_wrap_labels_height_is_qlabels_and_follows_its_text_and_font(qtbot):
     plain.setFont(f)
     assert ours.heightForWidth(200) == plain.heightForWidth(200)
     assert ours.sizeHint().height() == ours.heightForWidth(WrapLabel.HINT_WIDTH)
+
+
+def test_opening_a_file_leaves_the_hidden_panels_refresh_to_later_turns(qtbot, window):
+    """Issue 24 §5: the turn that installs a file (``set_data`` and its handlers) does not
+    draw the hidden panels' parts -- the Attributes tab's column statistics and histogram,
+    the Candidates table, the Query desk's filter example; each comes in a turn of its own,
+    and once the turns have run every panel shows what a synchronous refresh shows.
+    """
+    from dpstudio.app import turns
+
+    win = window
+    win.show()
+    win.tabs.setCurrentWidget(win.data_panel)
+    rp, hp, qp = win.roles_panel, win.history_panel, win.query_panel
+    df = _household()
+    win.state.set_data(df, None)
+    qtbot.waitUntil(lambda: not turns.pending(), timeout=10000)
+    rp.stat_labels["Column"].setText("stale")
+    qp.filter_edit.setPlaceholderText("stale")
+    hp.table.setRowCount(3)
+    win.state.set_data(df.iloc[:50].reset_index(drop=True), None)
+    # the handlers' turn: nothing of the hidden panels drawn yet
+    assert rp.stat_labels["Column"].text() == "stale"
+    assert qp.filter_edit.placeholderText() == "stale"
+    assert hp.table.rowCount() == 3
+    assert turns.pending(rp, "stats") and turns.pending(hp, "rebuild") and turns.pending(qp, "placeholder")
+    qtbot.waitUntil(lambda: not turns.pending(), timeout=10000)
+    after = (rp.stat_labels["Column"].text(), rp.hist.toolTip(), qp.filter_edit.placeholderText())
+    assert "stale" not in after[0] and after[2] != "stale" and hp.table.rowCount() == 0
+    rp._update_stats()
+    qp._set_placeholder()
+    assert (rp.stat_labels["Column"].text(), rp.hist.toolTip(), qp.filter_edit.placeholderText()) == after
+    # a panel shown before its turn came draws at once
+    win.state.set_data(df, None)
+    assert turns.pending(rp, "stats")
+    win.tabs.setCurrentWidget(rp)
+    assert not turns.pending(rp, "stats") and df.columns[0] in rp.stat_labels["Column"].text()
+
+
+def test_opening_a_file_paints_the_data_table_in_a_turn_of_its_own(qtbot, window):
+    """Issue 24 §5: the shown data table holds its paint while the file is installed; it
+    paints the new table in a later turn."""
+    from dpstudio.app import turns
+
+    win = window
+    win.show()
+    win.tabs.setCurrentWidget(win.data_panel)
+    view = win.data_panel.view
+    df = _household()
+    win.state.set_data(df, None)
+    assert not view.updatesEnabled() and turns.pending(win.data_panel, "paint")
+    qtbot.waitUntil(lambda: not turns.pending(), timeout=10000)
+    assert view.updatesEnabled() and win.data_panel.model.rowCount() == len(df)

@@ -214,6 +214,11 @@ def test_query_filter_placeholder_uses_the_loaded_columns(qtbot):
     qtbot.addWidget(panel)
     df = _frame().rename(columns={"age": "age group"})
     st.set_data(df, "people.csv")
+    # hidden: not in the turn that installs the table (issue 24 §5), but in a turn of its own
+    from dpstudio.app import turns
+
+    assert turns.pending(panel, "placeholder")
+    qtbot.waitUntil(lambda: not turns.pending(panel, "placeholder"), timeout=5000)
     text = panel.filter_edit.placeholderText()
     assert "FEDTAX" not in text and "STATETAX" not in text
     assert "income" in text

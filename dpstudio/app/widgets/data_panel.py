@@ -8,6 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableView, QVBoxLayout, QWidget
 
+from dpstudio.app import turns
 from dpstudio.app.models import DataFrameModel
 from dpstudio.app.state import AppState
 
@@ -82,6 +83,10 @@ class DataPanel(QWidget):
 
     def _on_state_data_changed(self) -> None:
         st = self.state
+        # the new table's first paint in a turn of its own, not in the turn that installs the
+        # file (with every panel's handler it was one stall, issue 24 §5); it shows the old
+        # picture until then.  Nothing when hidden.
+        turns.paint_later(self.view, owner=self, key="paint")
         self.model.set_value_labels(st.value_labels())
         self.model.set_frame(st.df)
         self._fit_labelled_columns()

@@ -383,7 +383,14 @@ class HistoryPanel(QWidget):
     def clear(self) -> None:
         """Another table was loaded: the runs of the previous one cannot be restored."""
         self.candidates = []
-        self._rebuild()
+        if self.isVisible():
+            self._rebuild()
+        else:  # hidden (a file is being opened): not in the turn of the load (issue 24 §5)
+            turns.later(self._rebuild, owner=self, key="rebuild")
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        turns.flush(self, "rebuild")  # shown before its turn came: drawn now
+        super().showEvent(event)
 
     def plane_points(self) -> list[tuple[int, float, float]]:
         """(run number, x, y) of the runs drawn on the plane (x: the plane's SSE scale)."""

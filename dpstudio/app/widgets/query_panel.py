@@ -52,6 +52,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpstudio.app import turns
 from dpstudio.app.state import AppState
 from dpstudio.app.widgets.common import Banner, filter_example
 from dpstudio.app.widgets.query_answering import AnswerJob
@@ -187,9 +188,7 @@ class QueryPanel(QueryPlots):
         self.col_combo = QComboBox()
         self.filter_edit = QLineEdit()
         self.filter_edit.setPlaceholderText(filter_example(self.state.df))  # the loaded columns (issue 11)
-        self.state.sig_data_changed.connect(
-            lambda: self.filter_edit.setPlaceholderText(filter_example(self.state.df))
-        )
+        self.state.sig_data_changed.connect(self._placeholder_later)
         self.filter_error = QLabel()
         self.filter_error.setObjectName("filter_error")
         self.filter_error.setStyleSheet("color:#b00020;")
@@ -533,6 +532,22 @@ class QueryPanel(QueryPlots):
         self.choose_ledger_btn.clicked.connect(self.choose_ledger_dialog)
 
     # ------------------------------------------------------------------ the request
+    def _set_placeholder(self) -> None:
+        self.filter_edit.setPlaceholderText(filter_example(self.state.df))  # the loaded columns
+
+    def _placeholder_later(self) -> None:
+        """The filter's example for the new table: now when shown, else in a turn of its own
+        (not in the turn that installs a file, issue 24 §5).
+        """
+        if self.isVisible():
+            self._set_placeholder()
+        else:
+            turns.later(self._set_placeholder, owner=self, key="placeholder")
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        turns.flush(self, "placeholder")  # shown before its turn came: set now
+        super().showEvent(event)
+
     def _on_data_changed(self) -> None:
         df = self.state.df
         cur = self.col_combo.currentText()

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from dpstudio import engine
 from dpstudio.app import settings as app_settings
+from dpstudio.app import turns
 from dpstudio.app.models.roles_model import (  # noqa: F401  (re-exported: the panel's vocabulary)
     C_CHECK,
     C_HI,
@@ -121,6 +122,7 @@ class RolesPanel(QWidget):
         super().__init__(parent)
         self.state = state
         lay = QVBoxLayout(self)
+        self._stats_later = False  # set while a file's table is installed in a hidden panel
         self.banner = Banner(self)
         lay.addWidget(self.banner)
         self.summary = QLabel()
@@ -318,6 +320,7 @@ class RolesPanel(QWidget):
         if r >= 0:
             self.table.selectRow(r)
             self.table.scrollTo(self.model.index(r, 0))
+        turns.flush(self, "stats")  # (already selected: its stats may still wait for their turn)
 
     def row_check(self, column: str) -> str:
         """The validation message of ``column`` ('' if fine)."""
@@ -368,9 +371,13 @@ class RolesPanel(QWidget):
 
     def _on_state_data_changed(self) -> None:
         self.banner.hide()
-        if self.state.df is not None and self.model.rowCount():
-            self.table.selectRow(0)
-        self._on_state_roles_changed()
+        self._stats_later = not self.isVisible()  # the selection's stats too (below)
+        try:
+            if self.state.df is not None and self.model.rowCount():
+                self.table.selectRow(0)
+            self._on_state_roles_changed()
+        finally:
+            self._stats_later = False
 
     def _on_state_roles_changed(self) -> None:
         if self.state.df is None:
@@ -378,7 +385,21 @@ class RolesPanel(QWidget):
             self.hist.clear()
             return
         self._update_summary()
-        self._update_stats()
+        self._stats_soon(later=not self.isVisible())
+
+    def _stats_soon(self, *, later: bool) -> None:
+        """The selected column's statistics and histogram: now, or (hidden: a file is being
+        opened, roles applied) in a turn of their own, not in the turn of the change (issue
+        24 §5); several changes in one turn draw them once.  Shown: drawn at once.
+        """
+        if later:
+            turns.later(self._update_stats, owner=self, key="stats")
+        else:
+            self._update_stats()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        turns.flush(self, "stats")  # shown before its turn came: drawn now
+        super().showEvent(event)
 
     def _update_summary(self) -> None:
         st = self.state
@@ -438,7 +459,7 @@ class RolesPanel(QWidget):
         m.popup(self.table.viewport().mapToGlobal(pos))
 
     def _on_selection_changed(self, *_args) -> None:
-        self._update_stats()
+        self._stats_soon(later=self._stats_later)
         cols = self.selected_columns()
         if cols:
             self.sig_column_selected.emit(cols[0])
