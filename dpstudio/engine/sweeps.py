@@ -20,6 +20,7 @@ between points.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -240,6 +241,7 @@ def run_sweep(
     )
     measurer = Measurer(prep.data, measures=measures, plan=plan, evaluate_options=evaluate_options)
     cache: dict = {}
+    roots: dict = {}  # (ki, ei) -> the keyed roots of the cell's repetitions (run_roots)
     current_k = object()
     t0 = time.perf_counter()
     shown = [0.0]
@@ -268,7 +270,14 @@ def run_sweep(
             if eps is not None and measurer.bulk_ready:
                 # every repetition of the cell at once (same draws, same values; no DataFrame,
                 # no guarantee text per repetition: a measured point shows neither)
-                runs = _bulk_cell(prep, seed, ki, ei, reps, eps, k, cache, check_cancel, measurer)
+                if (ki, ei) not in roots:  # every noisy cell's roots at once (from this one on)
+                    todo = [c for c in cells[idx:] if c[3] is not None]
+                    got = run_roots(
+                        seed,
+                        [(c[0], c[2], reps, prep.run_context(_cell_params(prep, c[3], c[1]))) for c in todo],
+                    )
+                    roots = {(c[0], c[2]): g for c, g in zip(todo, got)}
+                runs = _bulk_cell(prep, roots.pop((ki, ei)), eps, k, cache, check_cancel, measurer)
             for r in range(reps if not runs else 0):
                 rng = point_rng(seed, ki, ei, r)
                 res = run_prepared(
@@ -365,14 +374,20 @@ def sweep(
     )
 
 
-def _cell_job(prep, eps, k, cache: dict, check_cancel) -> Job:
-    """The Job ``run_prepared`` would build for one run of the cell (its generator unused)."""
-    spec = prep.spec
+def _cell_params(prep, eps, k) -> dict:
+    """The parameters of one run of the cell (as ``run_prepared`` sets them)."""
     params = dict(prep.params)
-    if spec.uses_epsilon:
+    if prep.spec.uses_epsilon:
         params["epsilon"] = eps
     if k is not None:
         params["k"] = int(k)
+    return params
+
+
+def _cell_job(prep, eps, k, cache: dict, check_cancel) -> Job:
+    """The Job ``run_prepared`` would build for one run of the cell (its generator unused)."""
+    spec = prep.spec
+    params = _cell_params(prep, eps, k)
     job = Job(
         data=prep.data,
         roles=prep.roles,
@@ -390,25 +405,70 @@ def _cell_job(prep, eps, k, cache: dict, check_cancel) -> Job:
     return job
 
 
-def _bulk_cell(prep, seed, ki, ei, reps, eps, k, cache, check_cancel, measurer: Measurer) -> list[dict]:
+def _bulk_cell(prep, roots, eps, k, cache, check_cancel, measurer: Measurer) -> list[dict]:
     """The measures of every repetition of a (k, ε) cell from one bulk draw, or [] when the
-    method has no bulk path (then the cell runs repetition by repetition).  Repetition r is
-    the run of ``point_rng(seed, ki, ei, r)``: its keyed root is the first draw of the run's
-    generator derived from it and the cell's context, as in ``run_prepared``
-    (tests/engine/test_sweep_sharing.py pins the equality).
+    method has no bulk path (then the cell runs repetition by repetition).  ``roots[r]``:
+    the keyed root of the run of ``point_rng(seed, ki, ei, r)`` (:func:`run_roots`: the first
+    draw of the run's generator derived from it and the cell's context, as in
+    ``run_prepared``; tests/engine/test_sweep_sharing.py pins the equality).
     """
-    from dpstudio.engine.algorithms.keyed import root_key
-    from dpstudio.engine.keying import keyed_rng
     from dpstudio.engine.protection.ir_dp import bulk_releases
 
     job = _cell_job(prep, eps, k, cache, check_cancel)
-    ctx = prep.run_context(job.params)
-    roots = [root_key(keyed_rng(point_rng(seed, ki, ei, r), ctx)) for r in range(reps)]
     out = bulk_releases(job, roots)
     if out is None:
         return []
     cols, Y = out
     return measurer.measure_bulk(cols, Y) or []
+
+
+def run_roots(seed: int | None, cells: list[tuple[int, int, int, bytes]]) -> list[list[tuple[int, int]]]:
+    """The keyed roots of the repetitions of sweep cells: for each cell (ki, ei, reps, ctx),
+    ``[root_key(keyed_rng(point_rng(seed, ki, ei, r), ctx)) for r in range(reps)]``, as
+    ``run_prepared`` derives a run's root from the repetition's generator.
+
+    For a pinned seed all cells at once, from the same numbers: numpy's SeedSequence → PCG64
+    → two full-range words, twice (``keyed.default_rng_words``; the second sequence's entropy
+    is keyed_rng's integer: the two words, then the SHA-256 of ``ctx`` from bit 128).  Building
+    the three numpy generators of each repetition cost ~55-120 µs (7 % of the Census sweep,
+    issue 27); the whole sweep's roots take a few ms.  ``seed=None`` (OS entropy) and what the
+    replica does not cover: the generators themselves.  tests/engine/test_sweep_roots_27.py
+    pins the equality.
+    """
+    from dpstudio.engine.algorithms import keyed as K
+
+    total = sum(int(c[2]) for c in cells)
+    seed_words = K.assembled_entropy(seed, (0, 0, 0)) if seed is not None else None
+    ctxw = [K._words32(int.from_bytes(hashlib.sha256(bytes(c[3])).digest(), "little")) for c in cells]
+    big = any(max(int(c[0]), int(c[1]), int(c[2])) >= 2**32 for c in cells)
+    if seed_words is None or big or not total or len({len(w) for w in ctxw}) != 1 or ctxw[0] == [0]:
+        from dpstudio.engine.algorithms.keyed import root_key
+        from dpstudio.engine.keying import keyed_rng
+
+        return [
+            [root_key(keyed_rng(point_rng(seed, ki, ei, r), ctx)) for r in range(reps)]
+            for ki, ei, reps, ctx in cells
+        ]
+    L = len(seed_words)  # the seed's words (padded to the pool), then the spawn key (ki, ei, r)
+    ent1 = np.empty((total, L), dtype=np.uint32)
+    ent1[:, : L - 3] = np.asarray(seed_words[: L - 3], dtype=np.uint32)
+    ent2 = np.empty((total, 4 + len(ctxw[0])), dtype=np.uint32)
+    pos = 0
+    for (ki, ei, reps, _ctx), cw in zip(cells, ctxw):
+        ent1[pos : pos + reps, L - 3] = ki
+        ent1[pos : pos + reps, L - 2] = ei
+        ent1[pos : pos + reps, L - 1] = np.arange(reps, dtype=np.uint32)
+        ent2[pos : pos + reps, 4:] = np.asarray(cw, dtype=np.uint32)  # c > 0 from bit 128 on
+        pos += reps
+    w = K.default_rng_words(ent1, 2)  # keyed_rng's draw from point_rng's generator
+    ent2[:, 0:4:2] = w & np.uint64(0xFFFFFFFF)
+    ent2[:, 1:4:2] = w >> np.uint64(32)
+    roots = K.default_rng_words(ent2, 2).tolist()
+    out, pos = [], 0
+    for c in cells:
+        out.append([(int(a_), int(b_)) for a_, b_ in roots[pos : pos + int(c[2])]])
+        pos += int(c[2])
+    return out
 
 
 def _run_progress(

@@ -604,7 +604,20 @@ def stream_keys(roots, purpose: int, indices) -> np.ndarray:
     ent3[:, :, :4] = run[:, None, :]
     ent3[:, :, 4] = np.uint32(purpose)
     ent3[:, :, 5] = np.asarray(indices, dtype=np.uint32)[None, :]
-    ent = ent3.reshape(R * M, 6)
+    return seed_state(ent3.reshape(R * M, 6), 2).reshape(R, M, 2)
+
+
+def seed_state(ent: np.ndarray, n_words: int) -> np.ndarray:
+    """The ``SeedSequence.generate_state(n_words, np.uint64)`` (pool of 4 words) for N
+    assembled entropies at once: ``ent`` (N, L) uint32, row i the words numpy mixes into the
+    pool (:func:`assembled_entropy`), all of the same length L; an (N, n_words) uint64 array.
+    Its hash constants do not depend on the data, so every row takes the same steps.
+    """
+    ent = np.asarray(ent, dtype=np.uint32)
+    N_, L = ent.shape
+    if L < 4:  # numpy mixes a missing pool word as a hashed 0
+        ent = np.concatenate([ent, np.zeros((N_, 4 - L), dtype=np.uint32)], axis=1)
+        L = 4
     hc = _SS_INIT_A
 
     def hashmix(v: np.ndarray) -> np.ndarray:
@@ -626,19 +639,71 @@ def stream_keys(roots, purpose: int, indices) -> np.ndarray:
             for dst in range(4):
                 if src != dst:
                     pool[dst] = mix(pool[dst], hashmix(pool[src]))
-        for src in range(4, 6):
+        for src in range(4, L):
             for dst in range(4):
                 pool[dst] = mix(pool[dst], hashmix(ent[:, src]))
         hb = _SS_INIT_B
-        state = np.empty((R * M, 4), dtype=np.uint32)
-        for i in range(4):
-            v = pool[i] ^ np.uint32(hb)
+        state = np.empty((N_, 2 * n_words), dtype=np.uint32)
+        for i in range(2 * n_words):
+            v = pool[i % 4] ^ np.uint32(hb)
             hb = (hb * _SS_MULT_B) & _M32
             v = v * np.uint32(hb)
             state[:, i] = v ^ (v >> _SS_SHIFT)
     s64 = state.astype(np.uint64)
-    keys = np.stack([s64[:, 0] | (s64[:, 1] << _S32), s64[:, 2] | (s64[:, 3] << _S32)], axis=1)
-    return keys.reshape(R, M, 2)
+    return s64[:, 0::2] | (s64[:, 1::2] << _S32)
+
+
+def assembled_entropy(entropy: int, spawn_key=()) -> list[int] | None:
+    """The uint32 words numpy's ``SeedSequence(entropy, spawn_key=spawn_key)`` mixes into its
+    pool (its ``get_assembled_entropy``: the entropy's words, little end first, padded with
+    zeros to the pool size when there is a spawn key, then the spawn key's words), or None
+    for what this replica does not cover (negative values, spawn-key entries ≥ 2³²).
+    """
+    entropy = int(entropy)
+    spawn = [int(v) for v in spawn_key]
+    if entropy < 0 or any(v < 0 or v >= 2**32 for v in spawn):
+        return None
+    run = _words32(entropy)
+    if spawn and len(run) < 4:
+        run = run + [0] * (4 - len(run))
+    return run + spawn
+
+
+_PCG_M_HI = np.uint64(0x2360ED051FC65DA4)  # PCG64's 128-bit multiplier
+_PCG_M_LO = np.uint64(0x4385DF649FCCF645)
+_ONE = np.uint64(1)
+
+
+def _pcg_step(s_hi, s_lo, i_hi, i_lo):
+    """state·M + inc (mod 2¹²⁸) on (high, low) uint64 halves."""
+    hi, lo = _mulhilo(s_lo, _PCG_M_LO)
+    hi = hi + s_lo * _PCG_M_HI + s_hi * _PCG_M_LO
+    lo2 = lo + i_lo
+    return hi + i_hi + (lo2 < lo).astype(np.uint64), lo2
+
+
+def default_rng_words(ent: np.ndarray, count: int) -> np.ndarray:
+    """``np.random.default_rng(SeedSequence(...)).integers(0, 2**64, size=count,
+    dtype=np.uint64)`` for N seed sequences given by their assembled entropies ``ent`` (N, L)
+    uint32 (:func:`assembled_entropy`): an (N, count) uint64 array.  PCG64 seeded as numpy does
+    (state = s, inc = 2·t + 1 from the sequence's four 64-bit words (s_hi, s_lo, t_hi, t_lo),
+    two steps around adding s) and its XSL-RR output (a full-range uint64 is the raw word).
+    """
+    v = seed_state(ent, 4)
+    with np.errstate(over="ignore"):
+        i_hi = (v[:, 2] << _ONE) | (v[:, 3] >> np.uint64(63))
+        i_lo = (v[:, 3] << _ONE) | _ONE
+        s_hi, s_lo = i_hi, i_lo  # state 0: one step gives inc
+        lo = s_lo + v[:, 1]
+        s_hi, s_lo = s_hi + v[:, 0] + (lo < s_lo).astype(np.uint64), lo
+        s_hi, s_lo = _pcg_step(s_hi, s_lo, i_hi, i_lo)
+        out = np.empty((v.shape[0], count), dtype=np.uint64)
+        for c in range(count):
+            s_hi, s_lo = _pcg_step(s_hi, s_lo, i_hi, i_lo)
+            x = s_hi ^ s_lo
+            rot = s_hi >> np.uint64(58)
+            out[:, c] = (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
+    return out
 
 
 def philox_keyed(k0: np.ndarray, k1: np.ndarray, c0, c1, c2, c3) -> np.ndarray:
