@@ -133,3 +133,30 @@ def laplace_round(u, w1, w2, x, neg_scaled, d0, small, ji, limit, y, ok):
             ok[i] = True
             y[i] = np.int64(yu)
     return -1
+
+
+@njit(cache=True, nogil=True)
+def philox_streams(keys, nc, u, w1, w2):
+    """:func:`philox_words` of ids 0 … nc − 1 (round 0, lane 0) for every stream s of
+    ``keys`` (S, 2) uint64, into rows s·nc … (s + 1)·nc − 1 of ``u``, ``w1``, ``w2`` (the
+    words ``keyed.contiguous_words`` gives, read as there): one call for a sweep cell's
+    S = repetitions × attributes streams.
+    """
+    zero = np.uint64(0)
+    for s in range(keys.shape[0]):
+        a = s * nc
+        philox_words(keys[s, 0], keys[s, 1], zero, zero, zero, u[a : a + nc], w1[a : a + nc], w2[a : a + nc])
+
+
+@njit(cache=True, nogil=True)
+def laplace_rounds(u, w1, w2, x, nc, neg_scaled, d0, small, ji, limit, y, ok, undecided):
+    """:func:`laplace_round` of every stream s (rows s·nc … (s + 1)·nc − 1) with its own
+    constants (``neg_scaled[s]`` …, as ``keyed._split`` gives them for its scalar rate);
+    ``undecided[s]``: laplace_round's answer for that stream (−1 when every draw was decided).
+    """
+    for s in range(neg_scaled.size):
+        a = s * nc
+        b = a + nc
+        undecided[s] = laplace_round(
+            u[a:b], w1[a:b], w2[a:b], x[a:b], neg_scaled[s], d0[s], small[s], ji[s], limit[s], y[a:b], ok[a:b]
+        )

@@ -780,6 +780,11 @@ def discrete_laplace_bulk(keys: np.ndarray, nc: int, rate: np.ndarray) -> np.nda
     out = np.zeros(S * nc, dtype=np.int64)
     pending = np.arange(S * nc)
     rnd = 0
+    _BULK_DRAWS[0] += S * nc
+    kernel = noise_kernel(_BULK_DRAWS[0]) if S * nc else None
+    if kernel is not None:  # round 0 compiled (the same words and draws), redraws below
+        ok0 = _bulk_round0(kernel, keys, nc, r, out)
+        pending, rnd = np.flatnonzero(~ok0), 1
     while pending.size:
         s, c = sid[pending], cid[pending]
         if rnd == 0:  # every id of every stream: numpy's C Philox, one state per stream
@@ -794,3 +799,71 @@ def discrete_laplace_bulk(keys: np.ndarray, nc: int, rate: np.ndarray) -> np.nda
         pending = pending[~ok]
         rnd += 1
     return out.reshape(S, nc)
+
+
+#: draws of :func:`discrete_laplace_bulk` so far in this process: the compiled round is loaded
+#: once they pay its load (:func:`noise_kernel`'s tier; a sweep's cells are small, its draws
+#: many: the full Census sweep draws 2.4M in 396 calls)
+_BULK_DRAWS = [0]
+
+
+def _bulk_round0(kernel, keys: np.ndarray, nc: int, r: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Round 0 of :func:`discrete_laplace_bulk` by the compiled kernel: the words of
+    ``contiguous_words(keys, nc)`` and, per stream, the draws of :func:`_laplace_words` at its
+    scalar rate (the constants of :func:`_split`, as :func:`_laplace_dense` passes them; ``log``
+    by numpy).  A stream with a draw the kernel cannot decide (the exact fallbacks) is redone
+    by numpy's round, as the loop of :func:`discrete_laplace_bulk` would.  Writes ``out`` and
+    returns the verdicts (False: "−0" or rejected, redraw from round 1).
+    """
+    S = keys.shape[0]
+    m = S * nc
+    u = np.empty(m, dtype=np.float64)
+    w1 = np.empty(m, dtype=np.uint64)
+    w2 = np.empty(m, dtype=np.uint64)
+    kernel.philox_streams(np.ascontiguousarray(keys, dtype=np.uint64), nc, u, w1, w2)
+    with np.errstate(divide="ignore"):
+        x = np.log(u)
+    uniq, inv = np.unique(r, return_inverse=True)  # the constants once per rate (one per attribute)
+    cs = []
+    for rv in uniq:
+        small, j, scaled = _split(np.asarray(rv, dtype=np.float64))
+        ji = int(j)
+        cs.append(
+            (
+                float(-scaled),
+                float(2.0**-52 / scaled),
+                small,
+                ji,
+                (1 << (64 - ji)) - (1 << (41 - ji)) if small else 0,
+            )
+        )
+    neg_scaled, d0, small_, ji_, limit = (np.asarray([c[i] for c in cs]) for i in range(5))
+    inv = inv.reshape(S)
+    ok = np.empty(m, dtype=bool)
+    undecided = np.empty(S, dtype=np.int64)
+    kernel.laplace_rounds(
+        u,
+        w1,
+        w2,
+        x,
+        nc,
+        neg_scaled[inv].astype(np.float64),
+        d0[inv].astype(np.float64),
+        small_[inv].astype(np.bool_),
+        ji_[inv].astype(np.int64),
+        limit[inv].astype(np.uint64),
+        out,
+        ok,
+        undecided,
+    )
+    for s in np.flatnonzero(undecided >= 0):  # ~10⁻⁹ of the draws: numpy's round on the stream
+        a = int(s) * nc
+        w = contiguous_words(keys[s : s + 1], nc)
+        sid, cid = np.full(nc, s, dtype=np.int64), np.arange(nc, dtype=np.int64)
+        y, ok_s = _geometric(w, r[sid], _bulk_extra(keys, sid, cid, 0))
+        neg = (w[:, 2] & np.uint64(1)).astype(bool)
+        ok_s &= ~(neg & (y == 0))  # "−0": redraw (CKS Algorithm 2)
+        np.negative(y, out=y, where=neg)
+        out[a : a + nc] = y
+        ok[a : a + nc] = ok_s
+    return ok
