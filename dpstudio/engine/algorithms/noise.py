@@ -695,6 +695,13 @@ def check_grid_noise(sens, epsilon) -> None:
     sensitivity exceeds :data:`MAX_GRID_UNITS` or a rate ε′/Δ is below :data:`MIN_NOISE_RATE`
     (the method's ε split, the grid and the cluster count combined; no single range shows it).
     """
+    if np.ndim(sens) == 0 and np.ndim(epsilon) == 0:
+        # scalars (ir-dp: one per column and cell of a sweep): the same tests in plain floats
+        # (the same IEEE operations), the array code below only to word a refusal
+        s0, e0 = float(sens), float(epsilon)
+        r0 = e0 * (1.0 - EPS_SAFETY) / s0 if s0 > 0 else math.inf
+        if not (s0 > MAX_GRID_UNITS or r0 < MIN_NOISE_RATE):
+            return
     from dpstudio.engine.errors import ParameterError
 
     s = np.asarray(sens, dtype=np.float64)
@@ -808,8 +815,8 @@ class Grid:
         u = np.asarray(u, dtype=np.int64)
         if overwrite and u.ndim and u.flags.writeable:
             return self._from_units_inplace(u)
-        if self.lo is not None:
-            u = np.clip(u, self.lo, self.hi)
+        if self.lo is not None:  # np.clip's steps (max, then min) without its wrapper's cost
+            u = np.minimum(np.maximum(u, self.lo), self.hi)
         if self.integer:
             return (u + self.base) * int(self.gamma)
         G = round(self.gamma * 10**self.decimals)
@@ -832,7 +839,8 @@ class Grid:
         in the same order, each into ``u`` instead of a new array.
         """
         if self.lo is not None:
-            np.clip(u, self.lo, self.hi, out=u)
+            np.maximum(u, self.lo, out=u)
+            np.minimum(u, self.hi, out=u)
         u += self.base
         if self.integer:
             u *= int(self.gamma)
