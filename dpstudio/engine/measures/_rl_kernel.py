@@ -14,7 +14,11 @@ rounding error of a 13-term sum of squares):
 
 Originals are visited in increasing distance from x_j (a precomputed neighbour list); the
 visit stops when that distance exceeds 2r (plus margin): by the triangle inequality no
-later original is within r of x′_q.  Partial sums of squares are abandoned as soon as they
+later original is within r of x′_q.  ``0`` needs one original i ≠ j nearer than the lower
+margin, and the visit finds one whenever there is one (every such i lies within 2r of x_j),
+so the original that settled the previous record ``0`` is tried first (issue 27: strong noise
+clamps many records to the same corners of the domain, and their nearer original repeats):
+the same status, reached after one distance instead of a walk.  Partial sums of squares are abandoned as soon as they
 exceed the threshold (terms are non-negative).
 
 ``cache=True``: the first process compiles (about a second) and stores the machine code under
@@ -33,6 +37,7 @@ def classify(xs, ys, jidx, nbr, nd2, tie_rtol, out):  # pragma: no cover - compi
     K = nbr.shape[1]
     up = (1.0 + tie_rtol) * (1.0 + tie_rtol) * (1.0 + 1e-9)
     dn = (1.0 - 1e-9) / ((1.0 + tie_rtol) * (1.0 + tie_rtol))
+    hint = -1
     for q in range(ys.shape[0]):
         j = jidx[q]
         r2 = 0.0
@@ -41,6 +46,16 @@ def classify(xs, ys, jidx, nbr, nd2, tie_rtol, out):  # pragma: no cover - compi
             r2 += d * d
         hi = r2 * up
         lo = r2 * dn
+        if hint >= 0 and hint != j:  # the previous record's nearer original, tried first
+            s = 0.0
+            for c in range(m):
+                d = ys[q, c] - xs[hint, c]
+                s += d * d
+                if s >= lo:
+                    break
+            if s < lo:
+                out[q] = 0
+                continue
         stop = 4.0 * hi * (1.0 + 1e-6)
         status = 1
         done = False
@@ -59,6 +74,7 @@ def classify(xs, ys, jidx, nbr, nd2, tie_rtol, out):  # pragma: no cover - compi
                     break
             if s < lo:
                 status = 0
+                hint = i
                 done = True
                 break
             if s <= hi:
@@ -75,6 +91,7 @@ def classify(xs, ys, jidx, nbr, nd2, tie_rtol, out):  # pragma: no cover - compi
                         break
                 if s < lo:
                     status = 0
+                    hint = i
                     break
                 if s <= hi:
                     status = -1
