@@ -117,13 +117,15 @@ def _fast_eval_bulk(orig, cols: list[str], Y: np.ndarray, measures, mcache: dict
     if not np.isfinite(Y).all():
         return None
     outs: list[dict[str, Any]] = [{} for _ in range(R)]
+    scratch = fp.setdefault("scratch", {})  # the cells' temporaries, reused (same shapes: same sums)
     if fp["sse"] is not None:
         x, var = fp["sse"]
-        for o, (raw, norm) in zip(outs, _sse_bulk(x, var, Y)):
+        for o, (raw, norm) in zip(outs, _sse_bulk(x, var, Y, scratch)):
             o["sse_raw"], o["sse_normalized"] = raw, norm
     if fp["rl"] is not None:
         scale, xs, tree = fp["rl"]
-        pr = _rl_numeric_bulk(xs, np.ascontiguousarray(Y / scale), tree, fp.setdefault("rl.cache", {}))
+        YS = np.divide(Y, scale, out=_scratch(scratch, "rl", Y.shape))  # Y / scale, as evaluate
+        pr = _rl_numeric_bulk(xs, YS, tree, fp.setdefault("rl.cache", {}))
         for r in range(R):
             outs[r]["rl"] = 100.0 * float(pr[r].sum()) / n
     for o in outs:
@@ -131,18 +133,40 @@ def _fast_eval_bulk(orig, cols: list[str], Y: np.ndarray, measures, mcache: dict
     return outs
 
 
-def _sse_bulk(x: np.ndarray, var: np.ndarray, Y: np.ndarray) -> list[tuple[float, float]]:
+#: largest scratch buffer a :class:`Measurer` keeps between cells (values; 32 MB)
+_SCRATCH_MAX = 1 << 22
+
+
+def _scratch(store: dict | None, name: str, shape: tuple) -> np.ndarray:
+    """A C-contiguous float64 array of ``shape``: a view of ``store[name]``'s buffer (grown as
+    needed) when a store is given, else a new array.  Its contents are undefined.
+    """
+    size = int(np.prod(shape))
+    if store is None or size > _SCRATCH_MAX:
+        return np.empty(shape)
+    buf = store.get(name)
+    if buf is None or buf.size < size:
+        buf = store[name] = np.empty(size)
+    return buf[:size].reshape(shape)
+
+
+def _sse_bulk(
+    x: np.ndarray, var: np.ndarray, Y: np.ndarray, scratch: dict | None = None
+) -> list[tuple[float, float]]:
     """(raw SSE, normalized SSE) of each of the R releases ``Y`` (R, n, m) against ``x`` (n, m)
     with the column variances ``var``: the same bits as evaluate's ``colsum = ((x − y)²).sum(
     axis=0)`` run by run.  Every run at once: each column sum adds the records one after
     another as there; each run's row of column sums is then summed on its own.  Runs go in
-    chunks of about 2^20 values (small temporaries).
+    chunks of about 2^20 values (small temporaries; kept in ``scratch`` for the next cell).
     """
     R, n, m = Y.shape
     out: list[tuple[float, float]] = []
     step = max(1, (1 << 20) // max(n * m, 1))
     for r0 in range(0, R, step):
-        colsums = ((x[None, :, :] - Y[r0 : r0 + step]) ** 2).sum(axis=1)
+        part = Y[r0 : r0 + step]
+        d = np.subtract(x[None, :, :], part, out=_scratch(scratch, "sse", part.shape))
+        np.multiply(d, d, out=d)  # (x − y)²: numpy's square of a float is d·d
+        colsums = d.sum(axis=1)
         scaled = colsums / var
         out.extend(
             (float(colsums[i].sum()), float(scaled[i].sum()) / (n * m)) for i in range(colsums.shape[0])
