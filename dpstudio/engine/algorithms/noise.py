@@ -816,7 +816,9 @@ class Grid:
         if overwrite and u.ndim and u.flags.writeable:
             return self._from_units_inplace(u)
         if self.lo is not None:  # np.clip's steps (max, then min) without its wrapper's cost
-            u = np.minimum(np.maximum(u, self.lo), self.hi)
+            u = np.maximum(u, self.lo)
+            if self.hi is not None:
+                u = np.minimum(u, self.hi)
         if self.integer:
             return (u + self.base) * int(self.gamma)
         G = round(self.gamma * 10**self.decimals)
@@ -840,7 +842,8 @@ class Grid:
         """
         if self.lo is not None:
             np.maximum(u, self.lo, out=u)
-            np.minimum(u, self.hi, out=u)
+            if self.hi is not None:
+                np.minimum(u, self.hi, out=u)
         u += self.base
         if self.integer:
             u *= int(self.gamma)
