@@ -67,3 +67,11 @@ def test_unpinned_seed_uses_the_generators(monkeypatch):
     monkeypatch.setattr(keying, "keyed_rng", lambda *a: calls.append(1) or real(*a))
     out = run_roots(None, [(0, 1, 4, b"c")])
     assert len(out[0]) == 4 and len(set(out[0])) == 4 and len(calls) == 4
+
+
+@pytest.mark.parametrize("seed", [True, -1, 1.5, "7"])
+def test_seeds_point_rng_refuses_are_refused_alike(seed):
+    with pytest.raises((TypeError, ValueError)):
+        point_rng(seed, 0, 1, 0)
+    with pytest.raises((TypeError, ValueError)):
+        run_roots(seed, [(0, 1, 2, b"c")])
