@@ -618,14 +618,23 @@ def seed_state(ent: np.ndarray, n_words: int) -> np.ndarray:
     if L < 4:  # numpy mixes a missing pool word as a hashed 0
         ent = np.concatenate([ent, np.zeros((N_, 4 - L), dtype=np.uint32)], axis=1)
         L = 4
-    hc = _SS_INIT_A
+    hc = [_SS_INIT_A]
 
-    def hashmix(v: np.ndarray) -> np.ndarray:
-        nonlocal hc
-        v = v ^ np.uint32(hc)
-        hc = (hc * _SS_MULT_A) & _M32
-        v = v * np.uint32(hc)
-        return v ^ (v >> _SS_SHIFT)
+    def hashmix(v: np.ndarray, count: int) -> np.ndarray:
+        """``count`` successive hashmix calls (the hash constant advancing call by call) on
+        the rows of ``v`` ((count, N) or (N,) broadcast): one array operation each step.
+        """
+        c = hc[0]
+        xs, ms = [], []
+        for _ in range(count):
+            xs.append(c)
+            c = (c * _SS_MULT_A) & _M32
+            ms.append(c)
+        hc[0] = c
+        v = v ^ np.asarray(xs, dtype=np.uint32)[:, None]
+        v *= np.asarray(ms, dtype=np.uint32)[:, None]
+        v ^= v >> _SS_SHIFT
+        return v
 
     def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         r = np.subtract(
@@ -634,21 +643,24 @@ def seed_state(ent: np.ndarray, n_words: int) -> np.ndarray:
         return r ^ (r >> _SS_SHIFT)
 
     with np.errstate(over="ignore"):
-        pool = [hashmix(ent[:, i]) for i in range(4)]
+        # numpy's loops, a whole inner loop at a time: within one, the word hashed is the
+        # same for every destination (src ≠ dst leaves it unchanged), only the constants move
+        pool = hashmix(np.ascontiguousarray(ent[:, :4].T), 4)  # (4, N)
         for src in range(4):
-            for dst in range(4):
-                if src != dst:
-                    pool[dst] = mix(pool[dst], hashmix(pool[src]))
+            dst = [d for d in range(4) if d != src]
+            pool[dst] = mix(pool[dst], hashmix(pool[src], 3))
         for src in range(4, L):
-            for dst in range(4):
-                pool[dst] = mix(pool[dst], hashmix(ent[:, src]))
+            pool = mix(pool, hashmix(ent[:, src], 4))
         hb = _SS_INIT_B
-        state = np.empty((N_, 2 * n_words), dtype=np.uint32)
-        for i in range(2 * n_words):
-            v = pool[i % 4] ^ np.uint32(hb)
+        xs, ms = [], []
+        for _ in range(2 * n_words):
+            xs.append(hb)
             hb = (hb * _SS_MULT_B) & _M32
-            v = v * np.uint32(hb)
-            state[:, i] = v ^ (v >> _SS_SHIFT)
+            ms.append(hb)
+        v = pool[[i % 4 for i in range(2 * n_words)]] ^ np.asarray(xs, dtype=np.uint32)[:, None]
+        v *= np.asarray(ms, dtype=np.uint32)[:, None]
+        v ^= v >> _SS_SHIFT
+        state = v.T  # (N, 2·n_words)
     s64 = state.astype(np.uint64)
     return s64[:, 0::2] | (s64[:, 1::2] << _S32)
 
