@@ -438,8 +438,9 @@ def run_roots(seed: int | None, cells: list[tuple[int, int, int, bytes]]) -> lis
     from dpstudio.engine.algorithms import keyed as K
 
     total = sum(int(c[2]) for c in cells)
-    plain_seed = isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_))
-    seed_words = K.assembled_entropy(seed, (0, 0, 0)) if plain_seed else None  # else point_rng decides
+    seed_words = None  # a seed point_rng would refuse (or None): point_rng itself
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+        seed_words = K.assembled_entropy(int(seed), (0, 0, 0))
     ctxw = [K._words32(int.from_bytes(hashlib.sha256(bytes(c[3])).digest(), "little")) for c in cells]
     big = any(max(int(c[0]), int(c[1]), int(c[2])) >= 2**32 for c in cells)
     if seed_words is None or big or not total or len({len(w) for w in ctxw}) != 1 or ctxw[0] == [0]:
