@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpstudio.engine.parallel import MIN_CELLS
+
 #: The odd multipliers of the two polynomial lanes.
 _A = 0x9E3779B97F4A7C15
 _B = 0xC2B2AE3D27D4EB4F
@@ -60,6 +62,17 @@ def _mix64(x: np.ndarray) -> np.ndarray:
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         return x ^ (x >> np.uint64(31))
+
+
+def _mix64_inplace(x: np.ndarray) -> np.ndarray:
+    """:func:`_mix64` of ``x`` (uint64), written into ``x`` (no temporaries but the shifts)."""
+    with np.errstate(over="ignore"):
+        x ^= x >> np.uint64(30)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+    return x
 
 
 def _column_hash(s: pd.Series) -> np.ndarray:
@@ -137,20 +150,29 @@ def row_hashes(frame: pd.DataFrame, cols: list[str], *, parallel: bool = False) 
 
 def row_hashes_matrix(X: np.ndarray) -> np.ndarray:
     """:func:`row_hashes` of a frame whose columns are the float64 columns of ``X`` (what
-    :func:`_column_hash` hashes for a numeric column), hashed in one call (issue 27 §2).
-    """
-    from pandas.util import hash_array
+    :func:`_column_hash` hashes for a numeric column), in a few passes over one copy (issue
+    27 §2).
 
-    v = X + 0.0  # no −0
-    nan = np.isnan(v)
+    The copy is transposed (each column contiguous) and canonicalised as :func:`_column_hash`
+    does (no −0, one NaN); each value's hash is then pandas' ``hash_array`` of a float64
+    (its 64 bits through the splitmix64 finaliser, :func:`_mix64`) computed in place, and the
+    columns are folded in order: the same words as the column path
+    (``tests/engine/test_small_table_path.py``, ``tests/engine/test_small_mdav_overhead.py``).
+    """
+    V = np.add(X.T, 0.0, order="C")  # one (m, n) copy, each column contiguous; no −0
+    nan = np.isnan(V)
     if nan.any():
-        v = np.where(nan, np.nan, v)  # one NaN
-    H = np.asarray(hash_array(np.ascontiguousarray(v)), dtype=np.uint64).reshape(v.shape)
-    h = np.zeros(v.shape[0], dtype=np.uint64)
+        V[nan] = np.nan  # one NaN
+    m, n = V.shape
+    if m == 0:
+        return _mix64(np.zeros(n, dtype=np.uint64))
+    H = _mix64_inplace(V.view(np.uint64))  # hash_array of each float64, in place
+    h = H[0].copy()  # (0 · FOLD) ^ H[0]
     with np.errstate(over="ignore"):
-        for j in range(v.shape[1]):
-            h = (h * _FOLD) ^ H[:, j]
-    return _mix64(h)
+        for j in range(1, m):
+            h *= _FOLD
+            h ^= H[j]
+    return _mix64_inplace(h)
 
 
 def _powers(mult: int, n: int) -> np.ndarray:
@@ -173,7 +195,8 @@ def digest_partial(
     if n == 0:
         return 0, 0, 0
     h = row_hashes(frame, cols, parallel=parallel) if matrix is None else row_hashes_matrix(matrix)
-    if parallel:  # the two lanes side by side
+    if parallel and n >= MIN_CELLS:  # the two lanes side by side (a small block: no thread
+        # set-up, nor the look at the machine's CPUs and load that deciding it costs)
         from dpstudio.engine.parallel import map_ordered
 
         a, b = map_ordered(lambda f: f(h, n), (_lane_a, _lane_b), cells=n)

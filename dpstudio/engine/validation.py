@@ -38,7 +38,7 @@ def check_frame(df) -> None:
             "The data has a single record: it cannot be protected for release "
             "(no method can hide one person among others). Add records."
         )
-    names = [str(c) for c in df.columns]
+    names = [str(c) for c in df.columns.tolist()]  # (a list: no per-value Arrow iteration)
     if len(set(names)) == len(names):  # the usual case, without a pandas Series (issue 27 §2)
         return
     cols = pd.Series(names)

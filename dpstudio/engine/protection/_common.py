@@ -470,6 +470,27 @@ def frame_with(job: Job, new: dict[str, np.ndarray] | dict[str, pd.Series]) -> p
     return pd.DataFrame(cols, index=data.index, copy=False)
 
 
+def frame_with_matrix(job: Job, cols: list[str], M: np.ndarray) -> pd.DataFrame:
+    """:func:`frame_with` of ``{c: M[:, j] for j, c in enumerate(cols)}`` for a float64 (n, m)
+    matrix ``M`` of new values, which the caller hands over (it is not used again).  When
+    ``cols`` are all the job's columns in their order on a small table, ``M`` (C-contiguous)
+    is the release's one float block as it is -- what :func:`frame_with` would stack column by
+    column into the same values (issue 27 §2).
+    """
+    data = job.data
+    if (
+        isinstance(M, np.ndarray)
+        and M.ndim == 2
+        and M.dtype == np.float64
+        and M.flags.c_contiguous
+        and M.shape == (len(data), len(cols))
+        and len(data) * len(cols) <= BLOCK_CELLS
+        and list(cols) == data.columns.tolist()
+    ):
+        return pd.DataFrame(M, columns=data.columns, index=data.index, copy=False)
+    return frame_with(job, {c: M[:, j] for j, c in enumerate(cols)})
+
+
 def job_stream(job: Job, purpose: int, index: int = 0) -> K.KeyedStream:
     """The keyed, partition-independent stream of ``purpose`` (``K.PURPOSE_*``) and attribute
     ``index`` (position in the method's column list) for this run (issue 12).  The run's root

@@ -19,7 +19,7 @@ from dpstudio.engine.protection._common import (
     DROP_MISSING_PARAM,
     ORDER_PARAM,
     as_k,
-    frame_with,
+    frame_with_matrix,
     k_param,
     named,
 )
@@ -97,7 +97,7 @@ def run(job: Job) -> Output:
     job.progress(1.0)
     sizes = np.bincount(labels, minlength=nc)
     return Output(
-        frame_with(job, {c: vals[:, j] for j, c in enumerate(cols)}),
+        frame_with_matrix(job, cols, vals),
         info={
             "clusters": nc,
             "min_cluster_size": int(sizes.min()),
