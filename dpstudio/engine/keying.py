@@ -194,9 +194,13 @@ def digest_partial(
     n = len(frame)
     if n == 0:
         return 0, 0, 0
-    h = row_hashes(frame, cols, parallel=parallel) if matrix is None else row_hashes_matrix(matrix)
-    if parallel and n >= MIN_CELLS:  # the two lanes side by side (a small block: no thread
-        # set-up, nor the look at the machine's CPUs and load that deciding it costs)
+    # (a small block runs in this thread without asking how many threads the machine allows:
+    # that look at its CPUs and load costs more than the hashing, issue 27 §2)
+    if matrix is not None:
+        h = row_hashes_matrix(matrix)
+    else:
+        h = row_hashes(frame, cols, parallel=parallel and n * len(cols) >= MIN_CELLS)
+    if parallel and n >= MIN_CELLS:  # the two lanes side by side
         from dpstudio.engine.parallel import map_ordered
 
         a, b = map_ordered(lambda f: f(h, n), (_lane_a, _lane_b), cells=n)

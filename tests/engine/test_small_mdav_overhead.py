@@ -1,0 +1,156 @@
+"""The fixed cost of a call on a small table (issue 27 §2) was cut by doing the same work in
+fewer passes: these tests pin each shortcut against the path it replaced -- the same words,
+frames, digests and releases.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from pandas.util import hash_array
+
+from dpstudio import engine
+from dpstudio.engine import keying
+from dpstudio.engine import parallel as PAR
+from dpstudio.engine import validation as V
+from dpstudio.engine.protection import _common as C
+from dpstudio.engine.types import Job
+
+
+def _reference_row_hashes(X: np.ndarray) -> np.ndarray:
+    """The matrix row hashes as first written: pandas' hash_array of the canonicalised values,
+    folded column by column.
+    """
+    v = X + 0.0
+    nan = np.isnan(v)
+    if nan.any():
+        v = np.where(nan, np.nan, v)
+    H = np.asarray(hash_array(np.ascontiguousarray(v)), dtype=np.uint64).reshape(v.shape)
+    h = np.zeros(v.shape[0], dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(v.shape[1]):
+            h = (h * keying._FOLD) ^ H[:, j]
+    return keying._mix64(h)
+
+
+def _awkward(shape: tuple[int, int], seed: int) -> np.ndarray:
+    """Floats with every bit pattern the canonicalisation must handle: −0, NaNs of both
+    signs and with payloads, ±inf, subnormals, integers beyond 2**53.
+    """
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=shape) * 10.0 ** rng.integers(-300, 300, size=shape)
+    flat = X.reshape(-1)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, 5e-324, -5e-324, 2.0**53 + 2, 1.0])
+    pick = rng.random(flat.size) < 0.3
+    flat[pick] = rng.choice(specials, int(pick.sum()))
+    bits = flat.view(np.uint64)
+    nan_at = rng.random(flat.size) < 0.1
+    payload = rng.integers(1, 2**51, size=int(nan_at.sum()), dtype=np.uint64)
+    sign = rng.integers(0, 2, size=int(nan_at.sum()), dtype=np.uint64) << np.uint64(63)
+    bits[nan_at] = np.uint64(0x7FF8000000000000) | payload | sign  # NaNs, signed, with payloads
+    return X
+
+
+@pytest.mark.parametrize("shape", [(1080, 13), (1, 1), (1, 7), (50, 1), (9, 0), (0, 4), (333, 5)])
+@pytest.mark.parametrize("seed", range(3))
+def test_matrix_row_hashes_are_the_reference_words(shape, seed):
+    X = _awkward(shape, seed)
+    for M in (X, np.asfortranarray(X), X[:, ::-1] if shape[1] else X):
+        M = M.copy(order="K")
+        M.setflags(write=False)
+        before = M.copy()
+        got = keying.row_hashes_matrix(M)
+        assert got.dtype == np.uint64 and got.shape == (shape[0],)
+        assert np.array_equal(got, _reference_row_hashes(M))
+        assert np.array_equal(M.view(np.uint64), before.view(np.uint64))  # input untouched
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_matrix_digest_is_the_column_digest(seed):
+    X = _awkward((200, 6), seed)
+    X[np.isinf(X)] = 1.0  # (a frame that prepare accepts holds no infinities)
+    df = pd.DataFrame(X, columns=list("abcdef"))
+    cols = ["d", "a", "f"]
+    M = np.ascontiguousarray(df[cols].to_numpy())
+    assert keying.data_digest(df, cols, matrix=M) == keying.data_digest(df, cols)
+    assert np.array_equal(keying.row_hashes_matrix(M), keying.row_hashes(df, cols))
+
+
+def test_small_digest_makes_no_thread_decision(monkeypatch):
+    """A small block's two lanes are summed in the calling thread without asking how many
+    threads the machine allows (that look costs more than the lanes); a large block still
+    asks.
+    """
+    df = pd.DataFrame({"x": np.arange(1000.0), "y": np.arange(1000.0) % 7})
+    expected = keying.digest_partial(df, ["x", "y"], parallel=False)
+    asked = []
+    monkeypatch.setattr(PAR, "workers", lambda: asked.append(1) or 1)
+    assert keying.digest_partial(df, ["x", "y"], parallel=True) == expected
+    assert asked == []
+    monkeypatch.setattr(keying, "MIN_CELLS", 10)
+    assert keying.digest_partial(df, ["x", "y"], parallel=True) == expected
+    assert asked
+
+
+def _job(df: pd.DataFrame) -> Job:
+    return Job(data=df, roles={}, domains={}, params={}, rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("order", ["all", "subset", "reordered"])
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+@pytest.mark.parametrize("small", [True, False])
+def test_frame_with_matrix_is_frame_with(monkeypatch, order, layout, small):
+    rng = np.random.default_rng(7)
+    df = pd.DataFrame(
+        {
+            "a": rng.integers(0, 9, 40),
+            "b": rng.normal(size=40),
+            "t": pd.Series(rng.choice(["x", "y"], 40), dtype="str"),
+            "c": rng.integers(0, 3, 40).astype(np.int32),
+        }
+    )
+    if order == "all":
+        df = df.drop(columns="t")
+    cols = {"all": ["a", "b", "c"], "subset": ["c", "a"], "reordered": ["c", "a", "b"]}[order]
+    if order == "reordered":
+        df = df.drop(columns="t")
+    M = rng.normal(size=(40, len(cols)))
+    M = {"C": np.ascontiguousarray(M), "F": np.asfortranarray(M), "strided": np.repeat(M, 2, axis=1)[:, ::2]}[
+        layout
+    ]
+    if not small:
+        monkeypatch.setattr(C, "BLOCK_CELLS", 0)
+    want = C.frame_with(_job(df), {c: M[:, j].copy() for j, c in enumerate(cols)})
+    got = C.frame_with_matrix(_job(df), cols, M.copy(order="K"))
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert got.dtypes.tolist() == want.dtypes.tolist()
+    assert got.columns.equals(want.columns) and got.index.equals(want.index)
+
+
+def test_frame_with_matrix_hands_the_block_over_only_when_it_is_the_release():
+    df = pd.DataFrame({"a": np.arange(6.0), "b": np.arange(6)})
+    M = np.arange(12.0).reshape(6, 2)
+    got = C.frame_with_matrix(_job(df), ["a", "b"], M)
+    assert np.shares_memory(got.to_numpy(), M)  # the release block itself: no copy
+    got2 = C.frame_with_matrix(_job(df), ["b", "a"], M)  # not the frame's order: a new frame
+    assert got2["b"].tolist() == M[:, 0].tolist() and got2["a"].tolist() == M[:, 1].tolist()
+
+
+def test_column_names_of_any_type_are_read_once_as_text():
+    """prepare reads the column names as one list: non-text names become their text, roles
+    and types named by either spelling find them, as before.
+    """
+    df = pd.DataFrame({1: np.arange(10.0), "x": np.arange(10.0) % 3, 2.5: np.arange(10) % 2})
+    r = engine.protect(df, "mdav", roles={1: "k-quasi", "x": "k-quasi"}, types={"2.5": "numeric"}, k=3, seed=1)
+    assert r.data.columns.tolist() == ["1", "x", "2.5"]
+    assert r.protected_attributes == ["1", "x"]
+    assert r.types == {"2.5": "numeric"}
+    with pytest.raises(Exception, match="not in the data"):
+        engine.protect(df, "mdav", roles={"nope": "k-quasi"}, k=3, seed=1)
+
+
+def test_check_frame_duplicates_after_text_conversion():
+    with pytest.raises(Exception, match="Duplicate column name"):
+        V.check_frame(pd.DataFrame([[1, 2], [3, 4]], columns=[1, "1"]))
+    V.check_frame(pd.DataFrame([[1, 2], [3, 4]], columns=["a", "b"]))
