@@ -70,6 +70,9 @@ class Prepared:
     #: the table is small (:func:`~dpstudio.engine.validation.numeric_block`): checked,
     #: digested and handed to the method's ``job.matrix`` without per-column pandas work
     _matrix: np.ndarray | None = field(default=None, repr=False)
+    #: the same values by column (:func:`~dpstudio.engine.validation.numeric_blocks`), read by
+    #: the data digest and then let go
+    _by_column: np.ndarray | None = field(default=None, repr=False)
 
     def digest(self) -> str:
         """The data digest of the prepared records on the protected columns (what a run's
@@ -78,7 +81,10 @@ class Prepared:
         if self._digest is None:
             from dpstudio.engine.keying import data_digest
 
-            self._digest = data_digest(self.data, list(self.protected), matrix=self._matrix)
+            self._digest = data_digest(
+                self.data, list(self.protected), matrix=self._matrix, by_column=self._by_column
+            )
+            self._by_column = None
         return self._digest
 
     def _effective_hierarchies(self) -> dict:
@@ -266,11 +272,10 @@ def prepare(
     quasi-identifiers).
     ``keep_household``: release the household-id column unchanged (default: not released).
     """
-    V.check_frame(df)
+    # the names as text, in one list (iterating pandas' text index yields its values one by
+    # one through Arrow: several times the cost of the list, issue 27 §2)
+    names = V.check_frame(df)
     spec = get_method(method)
-    # the names as one list (iterating pandas' text index yields its values one by one
-    # through Arrow: several times the cost of the list, issue 27 §2)
-    names = df.columns.tolist()
     r = normalize_roles(names, roles)
     for role in (Role.WEIGHT, Role.HOUSEHOLD):
         single_column(r, role)
@@ -288,15 +293,18 @@ def prepare(
     # either frame copies the changed column first -- and costs nothing on small tables
     data = df.copy(deep=False)
     if not _plain_text_names(data.columns):
-        data.columns = [str(c) for c in names]
+        data.columns = names
     ix = data.index
     if not (isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1):
         data = data.reset_index(drop=True)
 
-    X = V.numeric_block(data, protected)  # None unless plain numbers on a small table
+    # None unless plain numbers on a small table: then the protected columns as one float
+    # matrix X and by column XT, read by the checks, the data digest and the method
+    X, XT = V.numeric_blocks(data, protected, names=names) or (None, None)
+    finite = XT is not None and bool(np.isfinite(XT).all())  # no infinite, no missing value
     if spec.numeric_only:
         if X is not None:  # the column-by-column checks' answer, read off the matrix
-            bad = V.first_infinite(X, protected)
+            bad = None if finite else V.first_infinite(X, protected)
             if bad is not None:
                 V.numeric_column(data, bad, r[bad].label)  # raises, naming the rows
         else:
@@ -308,7 +316,7 @@ def prepare(
     dropped: list[int] = []
     # a method whose guarantee holds with missing key values (they match any value) keeps them
     keeps = spec.missing_matches_any or spec.keeps_missing
-    miss = np.zeros(0, dtype=np.int64) if keeps else V.missing_rows(data, protected, matrix=X)
+    miss = np.zeros(0, dtype=np.int64) if keeps or finite else V.missing_rows(data, protected, matrix=X)
     if miss.size:
         if not p.get("drop_missing"):
             raise InputError(V.missing_message(data, protected))
@@ -323,7 +331,7 @@ def prepare(
         )
         if len(data) < 2:
             raise InputError("After dropping records with missing values fewer than two records remain.")
-        X = V.numeric_block(data, protected)
+        X, XT = V.numeric_blocks(data, protected, names=names) or (None, None)
     n = len(data)
     if "k" in p and spec.uses_k and p["k"] is not None:
         P.check_k(p["k"], n, spec.id, spec.min_k)
@@ -345,7 +353,7 @@ def prepare(
     # the guarantee, the metadata or the release note
     derived = V.data_derived_domains(data, doms)
     warns.extend(V.data_derived_domain_warning(c, why) for c, why in derived.items())
-    const = V.constant_columns(data, protected, matrix=X)
+    const = V.constant_columns(data, protected, matrix=X, by_column=XT)
     if const:
         warns.append(
             notice(
@@ -381,6 +389,7 @@ def prepare(
         types=ty,
         keep_household=bool(keep_household),
         _matrix=X,
+        _by_column=XT,
     )
     prep.precision_given = {c: g for c, g in (precision or {}).items() if c in prec}
     return prep

@@ -148,7 +148,7 @@ def row_hashes(frame: pd.DataFrame, cols: list[str], *, parallel: bool = False) 
     return _mix64(h)
 
 
-def row_hashes_matrix(X: np.ndarray) -> np.ndarray:
+def row_hashes_matrix(X: np.ndarray, *, by_column: np.ndarray | None = None) -> np.ndarray:
     """:func:`row_hashes` of a frame whose columns are the float64 columns of ``X`` (what
     :func:`_column_hash` hashes for a numeric column), in a few passes over one copy (issue
     27 §2).
@@ -158,8 +158,11 @@ def row_hashes_matrix(X: np.ndarray) -> np.ndarray:
     (its 64 bits through the splitmix64 finaliser, :func:`_mix64`) computed in place, and the
     columns are folded in order: the same words as the column path
     (``tests/engine/test_small_table_path.py``, ``tests/engine/test_small_mdav_overhead.py``).
+    ``by_column``: ``X.T`` as a C-contiguous (m, n) matrix when the caller has it
+    (:func:`dpstudio.engine.validation.numeric_blocks`; read, not changed).
     """
-    V = np.add(X.T, 0.0, order="C")  # one (m, n) copy, each column contiguous; no −0
+    T = X.T if by_column is None else by_column
+    V = np.add(T, 0.0, order="C")  # one (m, n) copy, each column contiguous; no −0
     nan = np.isnan(V)
     if nan.any():
         V[nan] = np.nan  # one NaN
@@ -182,12 +185,18 @@ def _powers(mult: int, n: int) -> np.ndarray:
 
 
 def digest_partial(
-    frame: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | None = None, parallel: bool = False
+    frame: pd.DataFrame,
+    cols: list[str],
+    *,
+    matrix: np.ndarray | None = None,
+    by_column: np.ndarray | None = None,
+    parallel: bool = False,
 ) -> tuple[int, int, int]:
     """(records, lane A, lane B) of a block of consecutive records (a whole frame or one
     partition); combine the blocks in order with :func:`combine_partials`.  ``matrix``: the
     numeric columns ``cols`` of ``frame`` as one float64 matrix
     (:func:`dpstudio.engine.validation.numeric_block`), hashed at once; the same digest.
+    ``by_column``: the same values by column (:func:`row_hashes_matrix`).
     ``parallel``: columns hashed in threads (a whole large frame; the Dask backend's
     partitions already run side by side).
     """
@@ -197,7 +206,7 @@ def digest_partial(
     # (a small block runs in this thread without asking how many threads the machine allows:
     # that look at its CPUs and load costs more than the hashing, issue 27 §2)
     if matrix is not None:
-        h = row_hashes_matrix(matrix)
+        h = row_hashes_matrix(matrix, by_column=by_column)
     else:
         h = row_hashes(frame, cols, parallel=parallel and n * len(cols) >= MIN_CELLS)
     if parallel and n >= MIN_CELLS:  # the two lanes side by side
@@ -231,9 +240,12 @@ def combine_partials(parts) -> str:
     return h.hexdigest()
 
 
-def data_digest(frame: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | None = None) -> str:
+def data_digest(
+    frame: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | None = None, by_column: np.ndarray | None = None
+) -> str:
     """The digest of the records of ``frame`` on ``cols`` (see the module docstring).
-    ``matrix``: :func:`dpstudio.engine.validation.numeric_block` of ``frame[cols]`` when known.
+    ``matrix``: :func:`dpstudio.engine.validation.numeric_block` of ``frame[cols]`` when known
+    (``by_column``: its values by column, :func:`dpstudio.engine.validation.numeric_blocks`).
 
     >>> import pandas as pd
     >>> a = pd.DataFrame({"x": [1, 2, 3]})
@@ -242,7 +254,9 @@ def data_digest(frame: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | No
     >>> data_digest(a, ["x"]) == data_digest(a.iloc[::-1], ["x"])
     False
     """
-    return combine_partials([digest_partial(frame, list(cols), matrix=matrix, parallel=True)])
+    return combine_partials(
+        [digest_partial(frame, list(cols), matrix=matrix, by_column=by_column, parallel=True)]
+    )
 
 
 def _digest_text(kind: str, parts) -> str:

@@ -154,3 +154,54 @@ def test_check_frame_duplicates_after_text_conversion():
     with pytest.raises(Exception, match="Duplicate column name"):
         V.check_frame(pd.DataFrame([[1, 2], [3, 4]], columns=[1, "1"]))
     V.check_frame(pd.DataFrame([[1, 2], [3, 4]], columns=["a", "b"]))
+
+
+def _mixed(seed: int, n: int = 30) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "a": rng.integers(-5, 5, n),
+            "t": pd.Series(rng.choice(["x", "y"], n), dtype="str"),
+            "b": rng.normal(size=n),
+            "c": np.full(n, 2.5),
+            "d": rng.integers(0, 3, n).astype(np.uint8),
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "frame,cols",
+    [
+        ("numbers", ["a", "b", "c", "d"]),  # every column, in order: pandas' own block
+        ("numbers", ["d", "a", "c"]),  # a subset of a frame of numbers: one gather
+        ("mixed", ["b", "a", "c"]),  # beside a text column
+        ("numbers", ["b"]),
+    ],
+)
+def test_numeric_blocks_are_the_block_and_its_transpose(frame, cols):
+    df = _mixed(1)
+    if frame == "numbers":
+        df = df.drop(columns="t")
+    X, XT = V.numeric_blocks(df, cols)
+    want = df[cols].to_numpy(dtype=np.float64)
+    assert np.array_equal(X, want) and np.array_equal(XT, want.T)
+    assert X.flags.c_contiguous and XT.flags.c_contiguous
+    assert not X.flags.writeable and not XT.flags.writeable
+    assert np.array_equal(V.numeric_block(df, cols), X)
+    assert V.numeric_blocks(df, cols, names=df.columns.tolist())[0].tobytes() == X.tobytes()
+    assert V.constant_columns(df, cols, matrix=X, by_column=XT) == V.constant_columns(df, cols)
+    assert V.constant_columns(df, cols, matrix=X, by_column=XT) == (["c"] if "c" in cols else [])
+    assert keying.data_digest(df, cols, matrix=X, by_column=XT) == keying.data_digest(df, cols)
+
+
+def test_prepared_digest_reads_the_columns_once_and_lets_them_go():
+    from dpstudio.engine import api
+
+    df = _mixed(2)
+    roles = {"a": "k-quasi", "b": "k-quasi", "d": "k-quasi"}
+    prep = api.prepare(df, "mdav", roles, k=3)
+    assert prep._by_column is not None
+    assert np.array_equal(prep._by_column, prep._matrix.T)
+    d = prep.digest()
+    assert prep._by_column is None  # (not kept beside the matrix)
+    assert d == keying.data_digest(prep.data, ["a", "b", "d"]) == prep.digest()
