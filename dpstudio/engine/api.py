@@ -525,7 +525,10 @@ def _in_keyed_order(job: Job, out: Output) -> Output:
     records to the input file (sorted by name, households in adjacent rows).
     """
     perm = record_permutation(job, len(out.data), out.row_map)
-    data = take_rows(out.data, perm)  # (text columns through their codes, issue 27)
+    if out.block is not None:  # the release is one float block: one gather of it (issue 27 §2)
+        data = pd.DataFrame(out.block[perm], columns=out.data.columns, copy=False)
+    else:
+        data = take_rows(out.data, perm)  # (text columns through their codes, issue 27)
     row_map = perm if out.row_map is None else np.asarray(out.row_map)[perm]
     return Output(
         data,

@@ -205,3 +205,42 @@ def test_prepared_digest_reads_the_columns_once_and_lets_them_go():
     d = prep.digest()
     assert prep._by_column is None  # (not kept beside the matrix)
     assert d == keying.data_digest(prep.data, ["a", "b", "d"]) == prep.digest()
+
+
+@pytest.mark.parametrize("order", ["random", "input", "households"])
+def test_release_from_the_block_is_the_release_from_the_frame(monkeypatch, order):
+    """mdav hands the API its release block (Output.block): the keyed order is then one
+    gather of it -- the same release as the frame's gather (take_rows), for every order.
+    """
+    rng = np.random.default_rng(11)
+    n = 90
+    df = pd.DataFrame(
+        {
+            "a": rng.integers(0, 40, n),
+            "b": rng.normal(50.0, 9.0, n),
+            "hh": np.repeat(np.arange(30), 3),
+        }
+    )
+    roles = {"a": "k-quasi", "b": "k-quasi"}
+    kw = {}
+    if order == "households":
+        roles["hh"] = "household"
+        kw["keep_household"] = True
+    else:
+        df = df.drop(columns="hh")
+    seen = []
+    real = C._frame_and_block
+
+    def spy(job, cols, M):
+        frame, block = real(job, cols, M)
+        seen.append(block is not None)
+        return frame, block
+
+    monkeypatch.setattr(C, "_frame_and_block", spy)
+    fast = engine.protect(df, "mdav", roles=roles, k=3, seed=5, order=order, **kw)
+    monkeypatch.setattr(C, "_frame_and_block", lambda job, cols, M: (real(job, cols, M)[0], None))
+    slow = engine.protect(df, "mdav", roles=roles, k=3, seed=5, order=order, **kw)
+    assert seen == [order != "households"]  # (a household column is not replaced: no block)
+    pd.testing.assert_frame_equal(fast.data, slow.data, check_exact=True)
+    assert np.array_equal(np.asarray(fast.row_map), np.asarray(slow.row_map))
+    assert fast.guarantee == slow.guarantee and fast.info == slow.info

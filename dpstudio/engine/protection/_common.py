@@ -13,6 +13,7 @@ noise is ε_i-DP for it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -477,6 +478,19 @@ def frame_with_matrix(job: Job, cols: list[str], M: np.ndarray) -> pd.DataFrame:
     is the release's one float block as it is -- what :func:`frame_with` would stack column by
     column into the same values (issue 27 §2).
     """
+    return _frame_and_block(job, cols, M)[0]
+
+
+def matrix_output(job: Job, cols: list[str], M: np.ndarray, **kw: Any) -> Output:
+    """``Output(frame_with_matrix(job, cols, M), **kw)``, which also hands the API ``M`` as
+    the release's block (:attr:`Output.block`) when the frame is exactly ``M``.
+    """
+    data, block = _frame_and_block(job, cols, M)
+    return Output(data, block=block, **kw)
+
+
+def _frame_and_block(job: Job, cols: list[str], M: np.ndarray) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """(the frame of :func:`frame_with_matrix`, ``M`` when the frame is ``M`` itself, else None)."""
     data = job.data
     if (
         isinstance(M, np.ndarray)
@@ -487,8 +501,8 @@ def frame_with_matrix(job: Job, cols: list[str], M: np.ndarray) -> pd.DataFrame:
         and len(data) * len(cols) <= BLOCK_CELLS
         and list(cols) == data.columns.tolist()
     ):
-        return pd.DataFrame(M, columns=data.columns, index=data.index, copy=False)
-    return frame_with(job, {c: M[:, j] for j, c in enumerate(cols)})
+        return pd.DataFrame(M, columns=data.columns, index=data.index, copy=False), M
+    return frame_with(job, {c: M[:, j] for j, c in enumerate(cols)}), None
 
 
 def job_stream(job: Job, purpose: int, index: int = 0) -> K.KeyedStream:

@@ -19,7 +19,7 @@ from dpstudio.engine.protection._common import (
     DROP_MISSING_PARAM,
     ORDER_PARAM,
     as_k,
-    frame_with_matrix,
+    matrix_output,
     k_param,
     named,
 )
@@ -96,8 +96,10 @@ def run(job: Job) -> Output:
     vals = cent[labels]
     job.progress(1.0)
     sizes = np.bincount(labels, minlength=nc)
-    return Output(
-        frame_with_matrix(job, cols, vals),
+    return matrix_output(
+        job,
+        cols,
+        vals,
         info={
             "clusters": nc,
             "min_cluster_size": int(sizes.min()),
