@@ -432,6 +432,7 @@ def run_prepared(
     out_names = out.data.columns.tolist()
     drop = [c for c in ident if c in out_names]
     released = out.data.drop(columns=drop) if drop else out.data
+    released_names = released.columns.tolist() if drop else out_names
     if not isinstance(released.index, pd.RangeIndex) or released.index.start != 0:
         released = released.reset_index(drop=True)
     warns = list(prep.warnings) + list(out.warnings)
@@ -442,6 +443,7 @@ def run_prepared(
     info = out.info
     if separate_tables(params):
         released, tables, row_map, info = _separate_tables(job, released, protected_cols, out.info, warns)
+        released_names = released.columns.tolist()
     if notes and spec.uses_epsilon and params.get("epsilon") is not None:
         # (notes=False: sweeps, whose points never show the run's private notes)
         # clamping pile-up per noisy attribute: data-dependent, so a private note (issue 11)
@@ -456,7 +458,7 @@ def run_prepared(
             )
         )
     g = with_grid_clause(
-        release_guarantee(spec, params, prep.roles, released.columns.tolist(), protected_cols, run=out.info),
+        release_guarantee(spec, params, prep.roles, released_names, protected_cols, run=out.info),
         prep,
         params,
     )
@@ -634,10 +636,11 @@ def release_guarantee(
             )
         g = g.evolve(not_released=g.not_released + tuple(gone))
         return g.with_clauses(*survey_clauses(roles, released_columns))
+    shielded = set(protected)
     unchanged = [
         c
         for c in released_columns
-        if c not in protected
+        if c not in shielded
         and c in roles
         and (spec.targets is not None or roles.get(c) not in spec.protects)
         and roles.get(c) is not Role.IDENTIFIER
