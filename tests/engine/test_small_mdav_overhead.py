@@ -244,3 +244,43 @@ def test_release_from_the_block_is_the_release_from_the_frame(monkeypatch, order
     pd.testing.assert_frame_equal(fast.data, slow.data, check_exact=True)
     assert np.array_equal(np.asarray(fast.row_map), np.asarray(slow.row_map))
     assert fast.guarantee == slow.guarantee and fast.info == slow.info
+
+
+def _all_params():
+    from dpstudio.engine.registry import all_methods
+
+    return [(m.id, p) for m in all_methods() for p in m.params]
+
+
+def test_cached_constraint_is_the_fresh_wording_of_each_parameter():
+    """A parameter's constraint text is worded once and kept on it: it must equal a fresh
+    wording from its own fields for every parameter of every method -- parameters of the same
+    name differ (k from 1, 2 or 3), so a cache shared by name would give a wrong message.
+    """
+    import dataclasses
+
+    from dpstudio.engine.params import Param
+
+    seen: dict[str, set[str]] = {}
+    for _mid, p in _all_params():
+        for _ in range(2):  # the first call words it, the second reads it back
+            assert p.constraint() == p._constraint()
+        seen.setdefault(p.name, set()).add(p.constraint())
+        q = dataclasses.replace(p)
+        assert q == p and "_constraint_text" not in repr(p)
+    assert len(seen["k"]) >= 2  # (what makes a cache by name wrong)
+    a = Param("z", "int", 2, "", minimum=2)
+    b = Param("z", "int", 2, "", minimum=3)
+    assert a.constraint() == "an int in the range [2, inf)"
+    assert b.constraint() == "an int in the range [3, inf)"
+
+
+@pytest.mark.parametrize("bad", [0, "x", 2.5])
+def test_parameter_messages_keep_their_constraint(bad):
+    from dpstudio.engine.errors import ParameterError
+    from dpstudio.engine.registry import get_method
+
+    spec = get_method("mdav")
+    spec.check_params({"k": 3})  # (the text is cached by now)
+    with pytest.raises(ParameterError, match=r"an int in the range \[1, inf\)"):
+        spec.check_params({"k": bad})
