@@ -241,7 +241,11 @@ def combine_partials(parts) -> str:
 
 
 def data_digest(
-    frame: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | None = None, by_column: np.ndarray | None = None
+    frame: pd.DataFrame,
+    cols: list[str],
+    *,
+    matrix: np.ndarray | None = None,
+    by_column: np.ndarray | None = None,
 ) -> str:
     """The digest of the records of ``frame`` on ``cols`` (see the module docstring).
     ``matrix``: :func:`dpstudio.engine.validation.numeric_block` of ``frame[cols]`` when known

@@ -142,7 +142,9 @@ def test_column_names_of_any_type_are_read_once_as_text():
     and types named by either spelling find them, as before.
     """
     df = pd.DataFrame({1: np.arange(10.0), "x": np.arange(10.0) % 3, 2.5: np.arange(10) % 2})
-    r = engine.protect(df, "mdav", roles={1: "k-quasi", "x": "k-quasi"}, types={"2.5": "numeric"}, k=3, seed=1)
+    r = engine.protect(
+        df, "mdav", roles={1: "k-quasi", "x": "k-quasi"}, types={"2.5": "numeric"}, k=3, seed=1
+    )
     assert r.data.columns.tolist() == ["1", "x", "2.5"]
     assert r.protected_attributes == ["1", "x"]
     assert r.types == {"2.5": "numeric"}

@@ -19,8 +19,8 @@ from dpstudio.engine.protection._common import (
     DROP_MISSING_PARAM,
     ORDER_PARAM,
     as_k,
-    matrix_output,
     k_param,
+    matrix_output,
     named,
 )
 from dpstudio.engine.registry import MethodSpec
