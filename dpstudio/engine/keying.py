@@ -31,6 +31,7 @@ is invertible modulo 2⁶⁴).  Cost on 1,000,000 × 10 numbers: about 0.2 s (be
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import pickle
@@ -179,7 +180,26 @@ def row_hashes_matrix(X: np.ndarray, *, by_column: np.ndarray | None = None) -> 
 
 
 def _powers(mult: int, n: int) -> np.ndarray:
-    """mult^1 … mult^n modulo 2⁶⁴."""
+    """mult^1 … mult^n modulo 2⁶⁴ (read-only; a small table's are computed once per
+    (mult, n) and kept: every call on the same table reuses them, issue 27 §2).
+    """
+    if n <= _POWERS_KEPT_UP_TO:
+        return _kept_powers(int(mult), int(n))
+    return _fresh_powers(mult, n)
+
+
+#: the longest run of powers kept (2 × 8 bytes × n each; a few tables' worth at most)
+_POWERS_KEPT_UP_TO = 1 << 16
+
+
+@functools.lru_cache(maxsize=16)
+def _kept_powers(mult: int, n: int) -> np.ndarray:
+    p = _fresh_powers(mult, n)
+    p.setflags(write=False)
+    return p
+
+
+def _fresh_powers(mult: int, n: int) -> np.ndarray:
     with np.errstate(over="ignore"):
         return np.cumprod(np.full(n, mult, dtype=np.uint64))
 

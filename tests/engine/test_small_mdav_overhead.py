@@ -286,3 +286,22 @@ def test_parameter_messages_keep_their_constraint(bad):
     spec.check_params({"k": 3})  # (the text is cached by now)
     with pytest.raises(ParameterError, match=r"an int in the range \[1, inf\)"):
         spec.check_params({"k": bad})
+
+
+@pytest.mark.parametrize("n", [1, 2, 1080, keying._POWERS_KEPT_UP_TO, keying._POWERS_KEPT_UP_TO + 1])
+def test_kept_powers_are_fresh_powers_of_their_own_multiplier(n):
+    """The digest's powers A^1..A^n and B^1..B^n are kept per (multiplier, n): each equals a
+    fresh computation -- a cache keyed on n alone would hand lane B the powers of A.
+    """
+    for mult in (keying._A, keying._B):
+        for _ in range(2):  # computed, then read back
+            got = keying._powers(mult, n)
+            with np.errstate(over="ignore"):
+                want = np.cumprod(np.full(n, mult, dtype=np.uint64))
+            assert got.dtype == np.uint64 and np.array_equal(got, want)
+            if n <= keying._POWERS_KEPT_UP_TO:
+                assert not got.flags.writeable
+    assert not np.array_equal(keying._powers(keying._A, n), keying._powers(keying._B, n))
+    h = np.arange(n, dtype=np.uint64) * np.uint64(0x9E3779B1)
+    a, b = keying._lane_a(h, n), keying._lane_b(h, n)
+    assert (a, b) == (keying._lane_a(h, n), keying._lane_b(h, n))  # (the kept powers unchanged)
