@@ -91,14 +91,15 @@ class _Restarts(logging.Handler):
 def run_dask(src, out, method, params, workers, memory_limit, domains):
     """(wall s, peak RSS of a worker, spilled bytes, restarts, error or None, release info)."""
     from dask.utils import parse_bytes
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from dpstudio.engine.backends import dask_backend as DB
 
     roles = {c: "eps-quasi" for c in domains}
     limit = parse_bytes(memory_limit) if isinstance(memory_limit, str) else memory_limit
-    with LocalCluster(n_workers=workers, threads_per_worker=1, memory_limit=limit,
-                      processes=True, dashboard_address=None) as cl, Client(cl) as client:
+    # the cluster the command line starts (its workers' environment: DB.WORKER_ENVIRON)
+    with DB.local_cluster(n_workers=workers, threads_per_worker=1, memory_limit=limit,
+                          processes=True, dashboard_address=None) as cl, Client(cl) as client:
         peak: dict = {}
         unmanaged: dict = {}
         spilled: dict = {}

@@ -25,6 +25,13 @@ Usage::
     python benchmarks/bench_mdav_overhead.py
     python benchmarks/bench_mdav_overhead.py --rounds 200 --k 3,5,10 --no-r
     R_LIBS=/work/rlib python benchmarks/bench_mdav_overhead.py --out results/bench_mdav_overhead.txt
+    python benchmarks/bench_mdav_overhead.py --no-r --rounds 200 --compare /work/main
+
+``--compare DIR``: the same rounds for the dpstudio of another checkout (``DIR``, e.g. main)
+and of this one, in alternating child processes (``--chunks`` of each, the first alternating
+too), each child importing its own checkout's engine (``--root``); the table then has one line
+per checkout and case, and the change of the CPU medians.  The tables and the timing code are
+this script's for both.
 """
 
 from __future__ import annotations
@@ -174,9 +181,63 @@ def _time_python(tables: dict, ks: list[int], rounds: int) -> list[dict]:
                     "cpu_protect_med": float(np.median(cp_)),
                     "cpu_algo_med": float(np.median(ca_)),
                     "cpu_overhead_med": float(np.median(cp_ - ca_)),
+                    "raw": {"tp": tp_.tolist(), "ta": ta_.tolist(), "cp": cp_.tolist(), "ca": ca_.tolist()},
                 }
             )
     return rows
+
+
+def _stats(rows: list[dict]) -> dict:
+    """One row of :func:`_time_python` from the rounds of several (same case and k)."""
+    import numpy as np
+
+    raw = {key: np.concatenate([np.asarray(r["raw"][key]) for r in rows]) for key in ("tp", "ta", "cp", "ca")}
+    tp_, ta_, cp_, ca_ = raw["tp"], raw["ta"], raw["cp"], raw["ca"]
+    return {
+        **{k: v for k, v in rows[0].items() if k != "raw"},
+        "rounds": int(tp_.size),
+        "protect_med": float(np.median(tp_)),
+        "protect_min": float(tp_.min()),
+        "algo_med": float(np.median(ta_)),
+        "algo_min": float(ta_.min()),
+        "overhead_med": float(np.median(tp_ - ta_)),
+        "overhead_min": float(tp_.min() - ta_.min()),
+        "cpu_protect_med": float(np.median(cp_)),
+        "cpu_algo_med": float(np.median(ca_)),
+        "cpu_overhead_med": float(np.median(cp_ - ca_)),
+    }
+
+
+def _compare(a, tables_dir: Path, ks: list[int]) -> list[tuple[str, dict]]:
+    """The rounds of this checkout and of ``a.compare`` in alternating child processes; returns
+    (checkout label, stats row) per checkout and case.
+    """
+    roots = {"this": str(ROOT), "other": str(Path(a.compare).resolve())}
+    per = max(1, a.rounds // a.chunks)
+    got: dict = {}
+    for i in range(a.chunks):
+        order = ["other", "this"] if i % 2 == 0 else ["this", "other"]
+        for who in order:
+            cmd = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--child",
+                "--root",
+                roots[who],
+                "--rounds",
+                str(per),
+                "--k",
+                ",".join(map(str, ks)),
+                "--no-r",
+                "--data-dir",
+                str(tables_dir),
+            ]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            for line in out.stdout.splitlines():
+                r = json.loads(line)
+                got.setdefault((who, r["case"], r["k"]), []).append(r)
+            print(f"  chunk {i + 1}/{a.chunks} {who}: {per} rounds", file=sys.stderr, flush=True)
+    return [(who, _stats(rows)) for (who, _c, _k), rows in got.items()]
 
 
 def _time_r(ks: list[int], reps: int) -> dict:
@@ -206,7 +267,13 @@ def main() -> None:
     ap.add_argument("--no-r", action="store_true", help="do not time sdcMicro")
     ap.add_argument("--data-dir", default="")
     ap.add_argument("--out", default="")
+    ap.add_argument("--compare", default="", help="another checkout to time alternately (e.g. /work/main)")
+    ap.add_argument("--chunks", type=int, default=4, help="alternations with --compare (default 4)")
+    ap.add_argument("--root", default="", help=argparse.SUPPRESS)  # a child's checkout
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # rows as JSON lines
     a = ap.parse_args()
+    if a.root:
+        sys.path.insert(0, str(Path(a.root).resolve()))
     ks = [int(x) for x in a.k.split(",") if x.strip()]
     tmp = None
     if a.data_dir:
@@ -216,8 +283,17 @@ def main() -> None:
         tmp = tempfile.TemporaryDirectory()
         data_dir = Path(tmp.name)
     tables = _tables(data_dir, use_r=not a.no_r)
-    py = _time_python(tables, ks, a.rounds)
-    rr = {} if a.no_r else _time_r(ks, a.r_reps)
+    if a.child:
+        for r in _time_python(tables, ks, a.rounds):
+            print(json.dumps(r), flush=True)
+        return
+    if a.compare:  # (the children read the same exported tables, or make the same stand-ins)
+        labelled = _compare(a, data_dir, ks)
+        py = [r for _w, r in labelled]
+    else:
+        labelled = []
+        py = [_stats([r]) for r in _time_python(tables, ks, a.rounds)]
+    rr = {} if a.no_r or a.compare else _time_r(ks, a.r_reps)
     try:
         load = os.getloadavg()[0]
     except OSError:  # pragma: no cover
@@ -230,10 +306,11 @@ def main() -> None:
         f"{'overhead med/min':>19}{'sdcMicro med/min':>19}"
         f"{'CPU: protect':>14}{'algorithm':>11}{'overhead':>10}{'sdcMicro':>10}",
     ]
-    for r in py:
+    whose = [w for w, _r in labelled] or [""] * len(py)
+    for who, r in zip(whose, py):
         s = rr.get((r["case"], r["k"]))
         sdc = f"{s['median_ms']:.1f}/{s['min_ms']:.1f} ms" if s else "—"
-        label = f"{r['case']} {r['n']}×{r['m']} k={r['k']}"
+        label = f"{r['case']} {r['n']}×{r['m']} k={r['k']}" + (f" [{who}]" if who else "")
         lines.append(
             f"{label:<24}{r['backend']:>8}"
             f"{r['protect_med']:>9.2f}/{r['protect_min']:.2f} ms"
@@ -243,6 +320,16 @@ def main() -> None:
             f"{r['cpu_protect_med']:>11.2f} ms{r['cpu_algo_med']:>8.2f} ms{r['cpu_overhead_med']:>7.2f} ms"
             + (f"{s['cpu_ms']:>7.1f} ms" if s else "")
         )
+    if labelled:
+        lines.append(f"this = {ROOT}, other = {Path(a.compare).resolve()}; {a.chunks} alternations")
+        by = {(w, r["case"], r["k"]): r for w, r in labelled}
+        for (w, c, k), r in by.items():
+            o = by.get(("other", c, k))
+            if w == "this" and o is not None:
+                lines.append(
+                    f"  {c} k={k}: CPU overhead {o['cpu_overhead_med']:.2f} -> {r['cpu_overhead_med']:.2f} ms, "
+                    f"CPU protect {o['cpu_protect_med']:.2f} -> {r['cpu_protect_med']:.2f} ms (other -> this)"
+                )
     lines.append("sources: " + "; ".join(f"{n}: {src}" for n, (_, src) in tables.items()))
     print("\n".join(lines), flush=True)
     if a.out:

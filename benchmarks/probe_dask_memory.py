@@ -136,7 +136,7 @@ def main():
         summary(a.summary)
         return
     from dask.utils import parse_bytes
-    from distributed import Client, LocalCluster
+    from distributed import Client
     from dpstudio.engine.backends import dask_backend as DB
     parts = a.parts or max(1, -(-a.rows // 1_000_000))
     src = f"{a.dir}/synthetic-{a.rows}x{a.cols}-{parts}"
@@ -149,8 +149,8 @@ def main():
         os.remove(out + ".private.json")
     restarts = BD._Restarts(); logging.getLogger("distributed.nanny.memory").addHandler(restarts)
     t0 = time.perf_counter(); c0 = os.times()
-    with LocalCluster(n_workers=a.workers, threads_per_worker=1, memory_limit=parse_bytes(a.memory_limit),
-                      processes=True, dashboard_address=None) as cl, Client(cl) as client:
+    with DB.local_cluster(n_workers=a.workers, threads_per_worker=1, memory_limit=parse_bytes(a.memory_limit),
+                          processes=True, dashboard_address=None) as cl, Client(cl) as client:
         client.register_plugin(Probe(a.variant), name="probe")
         rel = DB.protect_dask(src, "ir-dp", {c: "eps-quasi" for c in domains}, domains, seed=1, client=client,
                               k=5, epsilon=1.0, partition_rows=a.partition_rows)

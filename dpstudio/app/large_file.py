@@ -212,20 +212,24 @@ def dask_refusal(method: str | None, params: dict | None = None) -> str:
 def dask_client(scheduler: str = "", *, processes: bool = True, n_workers: int = 2) -> Iterator[Any]:
     """A ``distributed.Client`` on ``scheduler``, else on a LocalCluster started and closed here."""
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError:
         raise engine.InputError(
             "Large files are protected on Dask, an optional extra: pip install 'dpstudio[scale]'."
         ) from None
-    cluster = None
+    from dpstudio.engine.backends.dask_backend import local_cluster
+
+    stack = contextlib.ExitStack()  # the LocalCluster started here, closed after the client
     if scheduler:
         client = Client(scheduler, set_as_default=False)
     else:
-        cluster = LocalCluster(
-            n_workers=n_workers if processes else 1,
-            threads_per_worker=1 if processes else 2,
-            processes=processes,
-            dashboard_address=":0",  # any free port: 8787 may be taken
+        cluster = stack.enter_context(
+            local_cluster(
+                n_workers=n_workers if processes else 1,
+                threads_per_worker=1 if processes else 2,
+                processes=processes,
+                dashboard_address=":0",  # any free port: 8787 may be taken
+            )
         )
         client = Client(cluster, set_as_default=False)
     try:
@@ -233,9 +237,8 @@ def dask_client(scheduler: str = "", *, processes: bool = True, n_workers: int =
     finally:
         with contextlib.suppress(Exception):
             client.close()
-        if cluster is not None:
-            with contextlib.suppress(Exception):
-                cluster.close()
+        with contextlib.suppress(Exception):
+            stack.close()
 
 
 def _scheduler_fraction(dask_scheduler=None) -> tuple[int, int]:  # runs on the scheduler

@@ -8,7 +8,7 @@ import argparse
 import contextlib
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -109,12 +109,12 @@ def dask_client(args: argparse.Namespace) -> Iterator[Client]:
     from dpstudio.engine.errors import InputError
 
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError:
         raise DB.NotOnDask(
             "--engine dask needs the optional extra: pip install 'dpstudio[scale]' (or use --engine memory)."
         ) from None
-    cluster: Any = None
+    stack = contextlib.ExitStack()  # the LocalCluster started here, closed after the client
     if args.scheduler:
         try:
             client = Client(args.scheduler, timeout=SCHEDULER_TIMEOUT)
@@ -125,14 +125,16 @@ def dask_client(args: argparse.Namespace) -> Iterator[Client]:
                 "check the address, or leave --scheduler out to start a local cluster."
             ) from None
     else:
-        cluster = LocalCluster(
-            n_workers=args.workers or 2,
-            threads_per_worker=1,
-            memory_limit=args.memory_limit or "auto",
-            # any free port: with None the scheduler's HTTP server still tries 8787 and warns
-            # "Port 8787 is already in use" when another cluster holds it (a second line)
-            dashboard_address=":0",
-            silence_logs=logging.CRITICAL,
+        cluster = stack.enter_context(
+            DB.local_cluster(
+                n_workers=args.workers or 2,
+                threads_per_worker=1,
+                memory_limit=args.memory_limit or "auto",
+                # any free port: with None the scheduler's HTTP server still tries 8787 and warns
+                # "Port 8787 is already in use" when another cluster holds it (a second line)
+                dashboard_address=":0",
+                silence_logs=logging.CRITICAL,
+            )
         )
         client = Client(cluster)
     try:
@@ -146,5 +148,4 @@ def dask_client(args: argparse.Namespace) -> Iterator[Client]:
         raise
     finally:
         client.close()
-        if cluster is not None:
-            cluster.close()
+        stack.close()

@@ -70,6 +70,9 @@ class Prepared:
     #: the table is small (:func:`~dpstudio.engine.validation.numeric_block`): checked,
     #: digested and handed to the method's ``job.matrix`` without per-column pandas work
     _matrix: np.ndarray | None = field(default=None, repr=False)
+    #: the same values by column (:func:`~dpstudio.engine.validation.numeric_blocks`), read by
+    #: the data digest and then let go
+    _by_column: np.ndarray | None = field(default=None, repr=False)
 
     def digest(self) -> str:
         """The data digest of the prepared records on the protected columns (what a run's
@@ -78,7 +81,10 @@ class Prepared:
         if self._digest is None:
             from dpstudio.engine.keying import data_digest
 
-            self._digest = data_digest(self.data, list(self.protected), matrix=self._matrix)
+            self._digest = data_digest(
+                self.data, list(self.protected), matrix=self._matrix, by_column=self._by_column
+            )
+            self._by_column = None
         return self._digest
 
     def _effective_hierarchies(self) -> dict:
@@ -266,12 +272,14 @@ def prepare(
     quasi-identifiers).
     ``keep_household``: release the household-id column unchanged (default: not released).
     """
-    V.check_frame(df)
+    # the names as text, in one list (iterating pandas' text index yields its values one by
+    # one through Arrow: several times the cost of the list, issue 27 §2)
+    names = V.check_frame(df)
     spec = get_method(method)
-    r = normalize_roles(df.columns, roles)
+    r = normalize_roles(names, roles)
     for role in (Role.WEIGHT, Role.HOUSEHOLD):
         single_column(r, role)
-    ty = normalize_types(df.columns, types)
+    ty = normalize_types(names, types)
     protected = _applicable(spec, r) if spec.targets is None else []
     p = spec.check_params(household_default(spec, r, params, keep_household=keep_household))
     if spec.targets is not None:  # the columns its parameters name
@@ -285,15 +293,18 @@ def prepare(
     # either frame copies the changed column first -- and costs nothing on small tables
     data = df.copy(deep=False)
     if not _plain_text_names(data.columns):
-        data.columns = [str(c) for c in data.columns]
+        data.columns = names
     ix = data.index
     if not (isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1):
         data = data.reset_index(drop=True)
 
-    X = V.numeric_block(data, protected)  # None unless plain numbers on a small table
+    # None unless plain numbers on a small table: then the protected columns as one float
+    # matrix X and by column XT, read by the checks, the data digest and the method
+    X, XT = V.numeric_blocks(data, protected, names=names) or (None, None)
+    finite = XT is not None and bool(np.isfinite(XT).all())  # no infinite, no missing value
     if spec.numeric_only:
         if X is not None:  # the column-by-column checks' answer, read off the matrix
-            bad = V.first_infinite(X, protected)
+            bad = None if finite else V.first_infinite(X, protected)
             if bad is not None:
                 V.numeric_column(data, bad, r[bad].label)  # raises, naming the rows
         else:
@@ -305,7 +316,7 @@ def prepare(
     dropped: list[int] = []
     # a method whose guarantee holds with missing key values (they match any value) keeps them
     keeps = spec.missing_matches_any or spec.keeps_missing
-    miss = np.zeros(0, dtype=np.int64) if keeps else V.missing_rows(data, protected, matrix=X)
+    miss = np.zeros(0, dtype=np.int64) if keeps or finite else V.missing_rows(data, protected, matrix=X)
     if miss.size:
         if not p.get("drop_missing"):
             raise InputError(V.missing_message(data, protected))
@@ -320,7 +331,7 @@ def prepare(
         )
         if len(data) < 2:
             raise InputError("After dropping records with missing values fewer than two records remain.")
-        X = V.numeric_block(data, protected)
+        X, XT = V.numeric_blocks(data, protected, names=names) or (None, None)
     n = len(data)
     if "k" in p and spec.uses_k and p["k"] is not None:
         P.check_k(p["k"], n, spec.id, spec.min_k)
@@ -342,7 +353,7 @@ def prepare(
     # the guarantee, the metadata or the release note
     derived = V.data_derived_domains(data, doms)
     warns.extend(V.data_derived_domain_warning(c, why) for c, why in derived.items())
-    const = V.constant_columns(data, protected, matrix=X)
+    const = V.constant_columns(data, protected, matrix=X, by_column=XT)
     if const:
         warns.append(
             notice(
@@ -378,6 +389,7 @@ def prepare(
         types=ty,
         keep_household=bool(keep_household),
         _matrix=X,
+        _by_column=XT,
     )
     prep.precision_given = {c: g for c, g in (precision or {}).items() if c in prec}
     return prep
@@ -417,8 +429,10 @@ def run_prepared(
         for c, role in prep.roles.items()
         if role is Role.IDENTIFIER or (role is Role.HOUSEHOLD and not prep.keep_household)
     ]
-    drop = [c for c in ident if c in out.data.columns]
+    out_names = out.data.columns.tolist()
+    drop = [c for c in ident if c in out_names]
     released = out.data.drop(columns=drop) if drop else out.data
+    released_names = released.columns.tolist() if drop else out_names
     if not isinstance(released.index, pd.RangeIndex) or released.index.start != 0:
         released = released.reset_index(drop=True)
     warns = list(prep.warnings) + list(out.warnings)
@@ -429,6 +443,7 @@ def run_prepared(
     info = out.info
     if separate_tables(params):
         released, tables, row_map, info = _separate_tables(job, released, protected_cols, out.info, warns)
+        released_names = released.columns.tolist()
     if notes and spec.uses_epsilon and params.get("epsilon") is not None:
         # (notes=False: sweeps, whose points never show the run's private notes)
         # clamping pile-up per noisy attribute: data-dependent, so a private note (issue 11)
@@ -443,7 +458,7 @@ def run_prepared(
             )
         )
     g = with_grid_clause(
-        release_guarantee(spec, params, prep.roles, list(released.columns), protected_cols, run=out.info),
+        release_guarantee(spec, params, prep.roles, released_names, protected_cols, run=out.info),
         prep,
         params,
     )
@@ -512,7 +527,10 @@ def _in_keyed_order(job: Job, out: Output) -> Output:
     records to the input file (sorted by name, households in adjacent rows).
     """
     perm = record_permutation(job, len(out.data), out.row_map)
-    data = take_rows(out.data, perm)  # (text columns through their codes, issue 27)
+    if out.block is not None:  # the release is one float block: one gather of it (issue 27 §2)
+        data = pd.DataFrame(out.block[perm], columns=out.data.columns, copy=False)
+    else:
+        data = take_rows(out.data, perm)  # (text columns through their codes, issue 27)
     row_map = perm if out.row_map is None else np.asarray(out.row_map)[perm]
     return Output(
         data,
@@ -618,10 +636,11 @@ def release_guarantee(
             )
         g = g.evolve(not_released=g.not_released + tuple(gone))
         return g.with_clauses(*survey_clauses(roles, released_columns))
+    shielded = set(protected)
     unchanged = [
         c
         for c in released_columns
-        if c not in protected
+        if c not in shielded
         and c in roles
         and (spec.targets is not None or roles.get(c) not in spec.protects)
         and roles.get(c) is not Role.IDENTIFIER

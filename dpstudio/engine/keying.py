@@ -31,6 +31,7 @@ is invertible modulo 2⁶⁴).  Cost on 1,000,000 × 10 numbers: about 0.2 s (be
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import pickle
@@ -38,6 +39,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from dpstudio.engine.parallel import MIN_CELLS
 
 #: The odd multipliers of the two polynomial lanes.
 _A = 0x9E3779B97F4A7C15
@@ -60,6 +63,17 @@ def _mix64(x: np.ndarray) -> np.ndarray:
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         return x ^ (x >> np.uint64(31))
+
+
+def _mix64_inplace(x: np.ndarray) -> np.ndarray:
+    """:func:`_mix64` of ``x`` (uint64), written into ``x`` (no temporaries but the shifts)."""
+    with np.errstate(over="ignore"):
+        x ^= x >> np.uint64(30)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+    return x
 
 
 def _column_hash(s: pd.Series) -> np.ndarray:
@@ -135,45 +149,87 @@ def row_hashes(frame: pd.DataFrame, cols: list[str], *, parallel: bool = False) 
     return _mix64(h)
 
 
-def row_hashes_matrix(X: np.ndarray) -> np.ndarray:
+def row_hashes_matrix(X: np.ndarray, *, by_column: np.ndarray | None = None) -> np.ndarray:
     """:func:`row_hashes` of a frame whose columns are the float64 columns of ``X`` (what
-    :func:`_column_hash` hashes for a numeric column), hashed in one call (issue 27 §2).
-    """
-    from pandas.util import hash_array
+    :func:`_column_hash` hashes for a numeric column), in a few passes over one copy (issue
+    27 §2).
 
-    v = X + 0.0  # no −0
-    nan = np.isnan(v)
+    The copy is transposed (each column contiguous) and canonicalised as :func:`_column_hash`
+    does (no −0, one NaN); each value's hash is then pandas' ``hash_array`` of a float64
+    (its 64 bits through the splitmix64 finaliser, :func:`_mix64`) computed in place, and the
+    columns are folded in order: the same words as the column path
+    (``tests/engine/test_small_table_path.py``, ``tests/engine/test_small_mdav_overhead.py``).
+    ``by_column``: ``X.T`` as a C-contiguous (m, n) matrix when the caller has it
+    (:func:`dpstudio.engine.validation.numeric_blocks`; read, not changed).
+    """
+    T = X.T if by_column is None else by_column
+    V = np.add(T, 0.0, order="C")  # one (m, n) copy, each column contiguous; no −0
+    nan = np.isnan(V)
     if nan.any():
-        v = np.where(nan, np.nan, v)  # one NaN
-    H = np.asarray(hash_array(np.ascontiguousarray(v)), dtype=np.uint64).reshape(v.shape)
-    h = np.zeros(v.shape[0], dtype=np.uint64)
+        V[nan] = np.nan  # one NaN
+    m, n = V.shape
+    if m == 0:
+        return _mix64(np.zeros(n, dtype=np.uint64))
+    H = _mix64_inplace(V.view(np.uint64))  # hash_array of each float64, in place
+    h = H[0].copy()  # (0 · FOLD) ^ H[0]
     with np.errstate(over="ignore"):
-        for j in range(v.shape[1]):
-            h = (h * _FOLD) ^ H[:, j]
-    return _mix64(h)
+        for j in range(1, m):
+            h *= _FOLD
+            h ^= H[j]
+    return _mix64_inplace(h)
 
 
 def _powers(mult: int, n: int) -> np.ndarray:
-    """mult^1 … mult^n modulo 2⁶⁴."""
+    """mult^1 … mult^n modulo 2⁶⁴ (read-only; a small table's are computed once per
+    (mult, n) and kept: every call on the same table reuses them, issue 27 §2).
+    """
+    if n <= _POWERS_KEPT_UP_TO:
+        return _kept_powers(int(mult), int(n))
+    return _fresh_powers(mult, n)
+
+
+#: the longest run of powers kept (2 × 8 bytes × n each; a few tables' worth at most)
+_POWERS_KEPT_UP_TO = 1 << 16
+
+
+@functools.lru_cache(maxsize=16)
+def _kept_powers(mult: int, n: int) -> np.ndarray:
+    p = _fresh_powers(mult, n)
+    p.setflags(write=False)
+    return p
+
+
+def _fresh_powers(mult: int, n: int) -> np.ndarray:
     with np.errstate(over="ignore"):
         return np.cumprod(np.full(n, mult, dtype=np.uint64))
 
 
 def digest_partial(
-    frame: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | None = None, parallel: bool = False
+    frame: pd.DataFrame,
+    cols: list[str],
+    *,
+    matrix: np.ndarray | None = None,
+    by_column: np.ndarray | None = None,
+    parallel: bool = False,
 ) -> tuple[int, int, int]:
     """(records, lane A, lane B) of a block of consecutive records (a whole frame or one
     partition); combine the blocks in order with :func:`combine_partials`.  ``matrix``: the
     numeric columns ``cols`` of ``frame`` as one float64 matrix
     (:func:`dpstudio.engine.validation.numeric_block`), hashed at once; the same digest.
+    ``by_column``: the same values by column (:func:`row_hashes_matrix`).
     ``parallel``: columns hashed in threads (a whole large frame; the Dask backend's
     partitions already run side by side).
     """
     n = len(frame)
     if n == 0:
         return 0, 0, 0
-    h = row_hashes(frame, cols, parallel=parallel) if matrix is None else row_hashes_matrix(matrix)
-    if parallel:  # the two lanes side by side
+    # (a small block runs in this thread without asking how many threads the machine allows:
+    # that look at its CPUs and load costs more than the hashing, issue 27 §2)
+    if matrix is not None:
+        h = row_hashes_matrix(matrix, by_column=by_column)
+    else:
+        h = row_hashes(frame, cols, parallel=parallel and n * len(cols) >= MIN_CELLS)
+    if parallel and n >= MIN_CELLS:  # the two lanes side by side
         from dpstudio.engine.parallel import map_ordered
 
         a, b = map_ordered(lambda f: f(h, n), (_lane_a, _lane_b), cells=n)
@@ -204,9 +260,16 @@ def combine_partials(parts) -> str:
     return h.hexdigest()
 
 
-def data_digest(frame: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | None = None) -> str:
+def data_digest(
+    frame: pd.DataFrame,
+    cols: list[str],
+    *,
+    matrix: np.ndarray | None = None,
+    by_column: np.ndarray | None = None,
+) -> str:
     """The digest of the records of ``frame`` on ``cols`` (see the module docstring).
-    ``matrix``: :func:`dpstudio.engine.validation.numeric_block` of ``frame[cols]`` when known.
+    ``matrix``: :func:`dpstudio.engine.validation.numeric_block` of ``frame[cols]`` when known
+    (``by_column``: its values by column, :func:`dpstudio.engine.validation.numeric_blocks`).
 
     >>> import pandas as pd
     >>> a = pd.DataFrame({"x": [1, 2, 3]})
@@ -215,7 +278,9 @@ def data_digest(frame: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | No
     >>> data_digest(a, ["x"]) == data_digest(a.iloc[::-1], ["x"])
     False
     """
-    return combine_partials([digest_partial(frame, list(cols), matrix=matrix, parallel=True)])
+    return combine_partials(
+        [digest_partial(frame, list(cols), matrix=matrix, by_column=by_column, parallel=True)]
+    )
 
 
 def _digest_text(kind: str, parts) -> str:

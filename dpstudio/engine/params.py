@@ -193,7 +193,18 @@ class Param:
         }
 
     def constraint(self) -> str:
-        """What a valid value is, in the words of the message (``an int in the range [2, inf)``)."""
+        """What a valid value is, in the words of the message (``an int in the range [2, inf)``).
+
+        A function of this (frozen) parameter's fields only: worded once per parameter and
+        kept on it (every call of a method checks its parameters with it, issue 27 §2).
+        """
+        text = self.__dict__.get("_constraint_text")
+        if text is None:
+            text = self.__dict__["_constraint_text"] = self._constraint()
+        return text
+
+    def _constraint(self) -> str:
+        """:meth:`constraint`, worded from the fields."""
         if self.kind in ("int", "float"):
             return (
                 f"{KIND_WORDS[self.kind]} in the range "

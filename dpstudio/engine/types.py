@@ -133,6 +133,11 @@ class Output:
     row_map: np.ndarray | None = None
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     protected: list[str] | None = None
+    #: ``data``'s values as one float64 (n, m) matrix (column j of it is column j of
+    #: ``data``) when ``data`` was built from exactly that matrix
+    #: (:func:`~dpstudio.engine.protection._common.matrix_output`): the API then puts the
+    #: records in their keyed order with one gather of it (issue 27 §2); None otherwise
+    block: np.ndarray | None = field(default=None, repr=False)
 
 
 @dataclass

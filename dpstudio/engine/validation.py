@@ -26,7 +26,10 @@ PRECISION_MAX = 1e15
 MAX_BOUND_UNITS = 2**53
 
 
-def check_frame(df) -> None:
+def check_frame(df) -> list[str]:
+    """Refuse what no method can protect (not a table, no columns, fewer than two records,
+    duplicate names); returns the column names as text (``str`` of each, in order).
+    """
     if not isinstance(df, pd.DataFrame):
         raise InputError(f"Expected a table (pandas DataFrame), got {type(df).__name__}.")
     if df.shape[1] == 0:
@@ -38,9 +41,9 @@ def check_frame(df) -> None:
             "The data has a single record: it cannot be protected for release "
             "(no method can hide one person among others). Add records."
         )
-    names = [str(c) for c in df.columns]
+    names = [str(c) for c in df.columns.tolist()]  # (a list: no per-value Arrow iteration)
     if len(set(names)) == len(names):  # the usual case, without a pandas Series (issue 27 §2)
-        return
+        return names
     cols = pd.Series(names)
     dup = sorted(set(cols[cols.duplicated()]))  # linear: cols.count per column was quadratic
     if dup:
@@ -48,6 +51,7 @@ def check_frame(df) -> None:
             f"Duplicate column name(s): {', '.join(map(repr, dup))}. "
             "Rename them so that every column name is unique."
         )
+    return names
 
 
 def numeric_column(df: pd.DataFrame, col: str, role_label: str) -> None:
@@ -83,28 +87,43 @@ def numeric_column(df: pd.DataFrame, col: str, role_label: str) -> None:
 BLOCK_CELLS = 1 << 22
 
 
-def numeric_block(df: pd.DataFrame, cols: list[str]) -> np.ndarray | None:
+def numeric_block(df: pd.DataFrame, cols: list[str], *, names: list[str] | None = None) -> np.ndarray | None:
     """``df[cols]`` as one read-only C-contiguous float64 (n, m) matrix when every column of
     ``cols`` has a plain numpy integer or float dtype and the table is small
     (:data:`BLOCK_CELLS`); else None.  Its columns are exactly what the column-by-column
     checks read (``df[c].to_numpy(dtype=float64)``), so every check gives the same answer on it.
+    ``names``: ``df.columns.tolist()`` when the caller has it.
+    """
+    blocks = numeric_blocks(df, cols, names=names)
+    return None if blocks is None else blocks[0]
+
+
+def numeric_blocks(
+    df: pd.DataFrame, cols: list[str], *, names: list[str] | None = None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`numeric_block` and the same values by column: a read-only C-contiguous (m, n)
+    matrix, each column's values contiguous (what the column-wise checks and the data digest
+    read; pandas builds the values of a frame of several columns that way, so it usually
+    costs no copy).  None when :func:`numeric_block` is None.
     """
     if not cols or len(df) * len(cols) > BLOCK_CELLS:
         return None
-    names = df.columns.tolist()
+    names = df.columns.tolist() if names is None else names
     dts = dict(zip(names, df.dtypes.tolist()))
     if not all(isinstance(dts[c], np.dtype) and dts[c].kind in "iuf" for c in cols):
         return None
     if names == list(cols):
-        X = df.to_numpy(dtype=np.float64)
+        T = df.to_numpy(dtype=np.float64).T
     elif all(isinstance(d, np.dtype) and d.kind in "iuf" for d in dts.values()):
         pos = {c: j for j, c in enumerate(names)}  # all numbers: one conversion, one gather
-        X = df.to_numpy(dtype=np.float64)[:, [pos[c] for c in cols]]
+        T = df.to_numpy(dtype=np.float64).T[[pos[c] for c in cols]]
     else:
-        X = df[cols].to_numpy(dtype=np.float64)
-    X = np.ascontiguousarray(X)
+        T = df[cols].to_numpy(dtype=np.float64).T
+    T = np.ascontiguousarray(T)  # (no copy when pandas built it so)
+    X = np.ascontiguousarray(T.T)
     X.setflags(write=False)
-    return X
+    T.setflags(write=False)
+    return X, T
 
 
 def first_infinite(X: np.ndarray, cols: list[str]) -> str | None:
@@ -256,12 +275,20 @@ def data_derived_domain_warning(col: str, why: str) -> Notice:
     )
 
 
-def constant_columns(df: pd.DataFrame, cols: list[str], *, matrix: np.ndarray | None = None) -> list[str]:
+def constant_columns(
+    df: pd.DataFrame,
+    cols: list[str],
+    *,
+    matrix: np.ndarray | None = None,
+    by_column: np.ndarray | None = None,
+) -> list[str]:
     """The columns of ``cols`` with at most one distinct non-missing value (``matrix``:
-    :func:`numeric_block` of them).
+    :func:`numeric_block` of them; ``by_column``: the same values by column, from
+    :func:`numeric_blocks`).
     """
-    if matrix is not None and matrix.shape[0] and not np.isnan(matrix).any():
+    if by_column is None and matrix is not None and matrix.shape[0]:
         by_column = np.ascontiguousarray(matrix.T)  # (reductions along rows of it: 4x faster)
+    if by_column is not None and by_column.shape[1] and not np.isnan(by_column).any():
         same = by_column.min(axis=1) == by_column.max(axis=1)
         return [c for c, s in zip(cols, same) if s]
     from dpstudio.engine.codes import factorize, known

@@ -132,3 +132,39 @@ def dd_from(df: pd.DataFrame):
     import dask.dataframe as dd
 
     return dd.from_pandas(df, npartitions=4)
+
+
+def _environ(names) -> dict:
+    import os
+
+    return {n: os.environ.get(n) for n in names}
+
+
+def test_a_cluster_dpstudio_starts_spawns_its_workers_with_the_worker_environment(monkeypatch):
+    """The command line's and the app's LocalCluster (``DB.local_cluster``): its worker
+    processes start with ``WORKER_ENVIRON`` (PyArrow's pool purged at once), Dask's own
+    pre-spawn variables kept; a variable the user set already is left as the user set it."""
+    names = [*DB.WORKER_ENVIRON, "MALLOC_TRIM_THRESHOLD_"]
+    for name in DB.WORKER_ENVIRON:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")  # the user's own: kept
+    with (
+        DB.local_cluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        (env,) = client.run(_environ, names).values()
+    assert env == {**DB.WORKER_ENVIRON, "MALLOC_TRIM_THRESHOLD_": "131072"}
+    for name, value in DB.WORKER_ENVIRON.items():
+        monkeypatch.setenv(name, value + "1")  # the user's own value wins
+    with (
+        DB.local_cluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        (env,) = client.run(_environ, list(DB.WORKER_ENVIRON)).values()
+    assert env == {name: value + "1" for name, value in DB.WORKER_ENVIRON.items()}
+    # the setting applies to the clusters dpstudio starts, not to Dask's configuration after
+    assert not set(DB.WORKER_ENVIRON) & set(dask.config.get("distributed.nanny.pre-spawn-environ"))

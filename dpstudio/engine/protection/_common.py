@@ -13,6 +13,7 @@ noise is ε_i-DP for it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -468,6 +469,40 @@ def frame_with(job: Job, new: dict[str, np.ndarray] | dict[str, pd.Series]) -> p
         return pd.DataFrame(block, columns=data.columns, index=data.index, copy=False)
     cols = {c: (new[c] if c in new else data[c]) for c in data.columns}
     return pd.DataFrame(cols, index=data.index, copy=False)
+
+
+def frame_with_matrix(job: Job, cols: list[str], M: np.ndarray) -> pd.DataFrame:
+    """:func:`frame_with` of ``{c: M[:, j] for j, c in enumerate(cols)}`` for a float64 (n, m)
+    matrix ``M`` of new values, which the caller hands over (it is not used again).  When
+    ``cols`` are all the job's columns in their order on a small table, ``M`` (C-contiguous)
+    is the release's one float block as it is -- what :func:`frame_with` would stack column by
+    column into the same values (issue 27 §2).
+    """
+    return _frame_and_block(job, cols, M)[0]
+
+
+def matrix_output(job: Job, cols: list[str], M: np.ndarray, **kw: Any) -> Output:
+    """``Output(frame_with_matrix(job, cols, M), **kw)``, which also hands the API ``M`` as
+    the release's block (:attr:`Output.block`) when the frame is exactly ``M``.
+    """
+    data, block = _frame_and_block(job, cols, M)
+    return Output(data, block=block, **kw)
+
+
+def _frame_and_block(job: Job, cols: list[str], M: np.ndarray) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """(the frame of :func:`frame_with_matrix`, ``M`` when the frame is ``M`` itself, else None)."""
+    data = job.data
+    if (
+        isinstance(M, np.ndarray)
+        and M.ndim == 2
+        and M.dtype == np.float64
+        and M.flags.c_contiguous
+        and M.shape == (len(data), len(cols))
+        and len(data) * len(cols) <= BLOCK_CELLS
+        and list(cols) == data.columns.tolist()
+    ):
+        return pd.DataFrame(M, columns=data.columns, index=data.index, copy=False), M
+    return frame_with(job, {c: M[:, j] for j, c in enumerate(cols)}), None
 
 
 def job_stream(job: Job, purpose: int, index: int = 0) -> K.KeyedStream:

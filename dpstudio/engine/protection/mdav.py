@@ -19,8 +19,8 @@ from dpstudio.engine.protection._common import (
     DROP_MISSING_PARAM,
     ORDER_PARAM,
     as_k,
-    frame_with,
     k_param,
+    matrix_output,
     named,
 )
 from dpstudio.engine.registry import MethodSpec
@@ -96,8 +96,10 @@ def run(job: Job) -> Output:
     vals = cent[labels]
     job.progress(1.0)
     sizes = np.bincount(labels, minlength=nc)
-    return Output(
-        frame_with(job, {c: vals[:, j] for j, c in enumerate(cols)}),
+    return matrix_output(
+        job,
+        cols,
+        vals,
         info={
             "clusters": nc,
             "min_cluster_size": int(sizes.min()),
