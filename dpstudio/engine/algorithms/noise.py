@@ -863,6 +863,40 @@ class Grid:
         return np.round(v, self.decimals) + 0.0
 
 
+def from_units_columns(grids, u: np.ndarray) -> np.ndarray:
+    """``Grid.from_units`` of m columns at once: ``u`` (..., m, c) int64 grid units, column j on
+    ``grids[j]``; a float64 array of the same shape, entry for entry the value
+    ``grids[j].from_units(u[..., j, :])`` (as a float64).  When every grid takes from_units'
+    decimal path (clamped, (base + u)·G / 10^d) the same integer steps and the same correctly
+    rounded division run on all columns together (per-column constants broadcast); otherwise
+    column by column.
+    """
+    u = np.asarray(u, dtype=np.int64)
+    m = u.shape[-2]
+    consts = [_decimal_path(g) for g in grids]
+    if len(grids) != m or any(c is None for c in consts):
+        out = np.empty(u.shape, dtype=np.float64)
+        for j, g in enumerate(grids):
+            out[..., j, :] = g.from_units(u[..., j, :])
+        return out
+    lo, hi, base, G, scale = (np.asarray([c[i] for c in consts])[:, None] for i in range(5))
+    w = np.clip(u, lo.astype(np.int64), hi.astype(np.int64))
+    w += base.astype(np.int64)
+    w *= G.astype(np.int64)  # G = 1 multiplies by 1: the same integers
+    return w / scale.astype(np.float64)
+
+
+def _decimal_path(g: Grid):
+    """(lo, hi, base, G, 10^d) when ``g.from_units`` takes its decimal path, else None."""
+    if g.lo is None or g.hi is None or g.integer:
+        return None
+    G = round(g.gamma * 10**g.decimals)
+    big = 2**53 // max(G, 1)
+    if abs(g.base) + abs(g.lo) + abs(g.hi) < big and abs(G - g.gamma * 10**g.decimals) < 1e-6:
+        return (g.lo, g.hi, g.base, G, float(10**g.decimals))
+    return None
+
+
 def decimals_of(gamma: float) -> int:
     """Digits after the point that multiples of ``gamma`` need (0.01 → 2, 0.25 → 2, 100 → 0)."""
     for d in range(0, 16):

@@ -507,12 +507,21 @@ def _ranked_bulk(
         rates.append(rate)
     keys = K.stream_keys(roots, K.PURPOSE_NOISE, range(m))  # (R, m, 2)
     z = K.discrete_laplace_bulk(keys.reshape(R * m, 2), nc, np.tile(np.asarray(rates), R)).reshape(R, m, nc)
-    Y = np.empty((R, n, m), dtype=np.float64)
-    for j in range(m):
-        job.check_cancel()
-        st, g = stats[j], grids[j]
-        vals = g.from_units(N.round_half_up_div(sums[j][None, :] + z[:, j, :], st["sizes"][None, :]))
-        Y[:, st["order"], j] = np.repeat(vals, st["sizes"], axis=1)
+    job.check_cancel()
+    # every record's cluster in each column, as an index into the (m·nc) cluster values: it
+    # depends on k and the data only (the sweep's cache of this k keeps it for every ε)
+    lay = job.cache.get(("ir.bulk-layout", k))
+    if lay is None or lay[0] != tuple(cols):
+        cl = np.repeat(np.arange(nc, dtype=np.intp), stats[0]["sizes"])
+        idx = np.empty((n, m), dtype=np.intp)
+        for j in range(m):
+            idx[stats[j]["order"], j] = cl + j * nc
+        lay = (tuple(cols), idx)
+        job.cache[("ir.bulk-layout", k)] = lay
+    sizes = stats[0]["sizes"]  # chunks(n, k): the same for every column
+    q = N.round_half_up_div(np.stack(sums)[None, :, :] + z, sizes)
+    vals = N.from_units_columns(grids, q)  # (R, m, nc)
+    Y = np.take(vals.reshape(R, m * nc), lay[1], axis=1)  # (R, n, m): record i, column j
     return cols, Y
 
 
