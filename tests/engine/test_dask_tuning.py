@@ -168,3 +168,48 @@ def test_a_cluster_dpstudio_starts_spawns_its_workers_with_the_worker_environmen
     assert env == {name: value + "1" for name, value in DB.WORKER_ENVIRON.items()}
     # the setting applies to the clusters dpstudio starts, not to Dask's configuration after
     assert not set(DB.WORKER_ENVIRON) & set(dask.config.get("distributed.nanny.pre-spawn-environ"))
+
+
+def test_a_run_turns_the_pause_off_and_resumes_a_paused_worker_then_puts_it_back():
+    """Dask pauses a worker at 80 % of its limit, below the model's planned peak (0.83·L); a
+    worker paused with unmanaged memory it cannot spill never resumed and the run hung
+    (100,000,000 × 5 on 4 × 500 MB, issue 25).  A run's workers do not pause (the nanny's
+    restart at 95 % stays); a worker paused already runs again; its own setting comes back."""
+    from types import SimpleNamespace as NS
+
+    from distributed.core import Status
+
+    w = NS(
+        extensions={},
+        memory_manager=NS(memory_limit=10**9, memory_pause_fraction=0.8),
+        data=NS(fast=None),
+        status=Status.paused,
+    )
+    DB._tune_worker(w)
+    assert w.memory_manager.memory_pause_fraction is False
+    assert w.status == Status.running
+    DB._tune_worker(w)  # a second registration: the worker's own value is still the one kept
+    DB._untune_worker(w)
+    assert w.memory_manager.memory_pause_fraction == 0.8
+
+
+def _pause(dask_worker=None):
+    return dask_worker.memory_manager.memory_pause_fraction
+
+
+def test_the_workers_of_a_real_cluster_do_not_pause_during_a_run():
+    """On a process cluster (the memory monitor on): the plugin a run registers turns the pause
+    off on the workers, unregistering it puts Dask's 0.8 back."""
+    with (
+        # Dask's default (this module's shared in-process cluster runs with the pause off)
+        dask.config.set({"distributed.worker.memory.pause": 0.8}),
+        DB.local_cluster(
+            n_workers=1, threads_per_worker=1, processes=True, memory_limit=2**30, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        assert set(client.run(_pause).values()) == {0.8}
+        assert DB.tune_workers(client)
+        assert set(client.run(_pause).values()) == {False}
+        DB.untune_workers(client)
+        assert set(client.run(_pause).values()) == {0.8}

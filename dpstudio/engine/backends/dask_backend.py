@@ -366,6 +366,18 @@ def _tune_worker(dask_worker=None) -> None:
         while evict is not None and getattr(fast, "total_weight", 0) > kept and len(fast):
             if evict() < 0:
                 break
+    # no pause at 80 %: the planned peak (peak_model, 0.83·L) is above Dask's pause line, and a
+    # worker paused with unmanaged memory it cannot spill never resumes -- the others wait for
+    # it in the p2p shuffle and the run hangs (100,000,000 × 5 on 4 × 500 MB, issue 25); the
+    # nanny's restart at 95 % stays: a run fails in one line rather than hanging
+    pause = getattr(mm, "memory_pause_fraction", False)
+    if pause is not False:
+        saved.setdefault("pause", pause)
+        mm.memory_pause_fraction = False
+        if str(getattr(dask_worker, "status", "")) == "Status.paused":
+            from distributed.core import Status
+
+            dask_worker.status = Status.running  # the monitor no longer resumes it
     try:
         setattr(dask_worker, _SAVED, saved)
     except AttributeError:  # pragma: no cover - a worker object refusing attributes
@@ -387,6 +399,9 @@ def _untune_worker(dask_worker=None) -> None:
     fast = getattr(getattr(dask_worker, "data", None), "fast", None)
     if fast is not None and "fast" in saved:
         fast.n = saved["fast"]
+    mm = getattr(dask_worker, "memory_manager", None)
+    if mm is not None and "pause" in saved:
+        mm.memory_pause_fraction = saved["pause"]
     try:
         delattr(dask_worker, _SAVED)
     except AttributeError:  # pragma: no cover
