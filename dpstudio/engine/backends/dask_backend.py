@@ -371,7 +371,7 @@ def _tune_worker(dask_worker=None) -> None:
     # it in the p2p shuffle and the run hangs (100,000,000 × 5 on 4 × 500 MB, issue 25); the
     # nanny's restart at 95 % stays: a run fails in one line rather than hanging
     pause = getattr(mm, "memory_pause_fraction", False)
-    if pause is not False:
+    if mm is not None and pause is not False:
         saved.setdefault("pause", pause)
         mm.memory_pause_fraction = False
         if str(getattr(dask_worker, "status", "")) == "Status.paused":
