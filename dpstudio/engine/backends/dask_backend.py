@@ -338,10 +338,10 @@ _SAVED = "_dpstudio_untuned"
 def _tune_worker(dask_worker=None) -> None:
     """Fit a worker to the memory model: its shuffle buffers sized from its memory limit
     (:func:`shuffle_buffer`), and the stored results it keeps in memory (its SpillBuffer's
-    in-memory bound, Dask's "target") lowered to :func:`kept_bytes`; never raised.  The memory
-    monitor's own thresholds on the process's memory (spill at 70 %, pause at 80 %, restart
-    at 95 %) are Dask's.  The worker's own values are kept on it (the first time) for
-    :func:`_untune_worker`.
+    in-memory bound, Dask's "target") lowered to :func:`kept_bytes`; never raised; and no
+    pause at 80 % of the process's memory (below).  The memory monitor's other thresholds
+    (spill at 70 %, restart at 95 %) are Dask's.  The worker's own values are kept on it (the
+    first time) for :func:`_untune_worker`.
     """
     mm = getattr(dask_worker, "memory_manager", None)
     limit = getattr(mm, "memory_limit", None)
