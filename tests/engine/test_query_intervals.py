@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+import zlib
 from fractions import Fraction
 
 import numpy as np
@@ -68,7 +69,11 @@ def _coverage(df, text, sup, dom, eps, mech, seed, interval=None) -> float:
 @pytest.mark.parametrize("data,text,sup,dom", CASES, ids=[f"{c[0]}:{c[1]}" for c in CASES])
 def test_several_part_intervals_cover_95_pm_2_percent(frames, data, text, sup, dom, eps):
     """2,000 answers (discrete Laplace): the simulated interval covers the truth 95 ± 2 %."""
-    cover = _coverage(frames[data], text, sup, dom, eps, "laplace", seed=hash((data, text, eps)) % 2**32)
+    # a seed fixed per case: Python's hash() of text changes from process to process
+    # (PYTHONHASHSEED), and Census's variance at ε = 0.1 covers ~93.6 % (8 seeds: 92.3–94.9 %),
+    # so one process in about eight drew a seed below the band's 93 % (seen in a full run)
+    seed = zlib.crc32(f"{data}|{text}|{eps}".encode())
+    cover = _coverage(frames[data], text, sup, dom, eps, "laplace", seed=seed)
     assert LOW <= cover <= HIGH, cover
 
 
