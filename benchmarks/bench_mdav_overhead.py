@@ -172,15 +172,7 @@ def _time_python(tables: dict, ks: list[int], rounds: int) -> list[dict]:
                     "m": df.shape[1],
                     "k": k,
                     "backend": backend,
-                    "protect_med": float(np.median(tp_)),
-                    "protect_min": float(tp_.min()),
-                    "algo_med": float(np.median(ta_)),
-                    "algo_min": float(ta_.min()),
-                    "overhead_med": float(np.median(tp_ - ta_)),
-                    "overhead_min": float(tp_.min() - ta_.min()),
-                    "cpu_protect_med": float(np.median(cp_)),
-                    "cpu_algo_med": float(np.median(ca_)),
-                    "cpu_overhead_med": float(np.median(cp_ - ca_)),
+                    **_summary(tp_, ta_, cp_, ca_),
                     "raw": {"tp": tp_.tolist(), "ta": ta_.tolist(), "cp": cp_.tolist(), "ca": ca_.tolist()},
                 }
             )
@@ -196,6 +188,15 @@ def _stats(rows: list[dict]) -> dict:
     return {
         **{k: v for k, v in rows[0].items() if k != "raw"},
         "rounds": int(tp_.size),
+        **_summary(tp_, ta_, cp_, ca_),
+    }
+
+
+def _summary(tp_, ta_, cp_, ca_) -> dict:
+    """Medians and minima (ms) of the whole call, the algorithm and their difference, wall and CPU."""
+    import numpy as np
+
+    return {
         "protect_med": float(np.median(tp_)),
         "protect_min": float(tp_.min()),
         "algo_med": float(np.median(ta_)),
