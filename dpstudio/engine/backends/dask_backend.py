@@ -374,9 +374,9 @@ def _tune_worker(dask_worker=None) -> None:
     if mm is not None and pause is not False:
         saved.setdefault("pause", pause)
         mm.memory_pause_fraction = False
-        if str(getattr(dask_worker, "status", "")) == "Status.paused":
-            from distributed.core import Status
+        from distributed.core import Status  # a worker with a memory manager: distributed is there
 
+        if getattr(dask_worker, "status", None) == Status.paused:
             dask_worker.status = Status.running  # the monitor no longer resumes it
     try:
         setattr(dask_worker, _SAVED, saved)
