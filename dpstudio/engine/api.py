@@ -73,6 +73,9 @@ class Prepared:
     #: the same values by column (:func:`~dpstudio.engine.validation.numeric_blocks`), read by
     #: the data digest and then let go
     _by_column: np.ndarray | None = field(default=None, repr=False)
+    #: True when that block was checked to hold no missing and no infinite value (the digest
+    #: then does not look for NaNs to canonicalise)
+    _finite: bool = field(default=False, repr=False)
 
     def digest(self) -> str:
         """The data digest of the prepared records on the protected columns (what a run's
@@ -82,7 +85,11 @@ class Prepared:
             from dpstudio.engine.keying import data_digest
 
             self._digest = data_digest(
-                self.data, list(self.protected), matrix=self._matrix, by_column=self._by_column
+                self.data,
+                list(self.protected),
+                matrix=self._matrix,
+                by_column=self._by_column,
+                finite=self._finite and self._matrix is not None,
             )
             self._by_column = None
         return self._digest
@@ -353,7 +360,7 @@ def prepare(
     # the guarantee, the metadata or the release note
     derived = V.data_derived_domains(data, doms)
     warns.extend(V.data_derived_domain_warning(c, why) for c, why in derived.items())
-    const = V.constant_columns(data, protected, matrix=X, by_column=XT)
+    const = V.constant_columns(data, protected, matrix=X, by_column=XT, finite=finite)
     if const:
         warns.append(
             notice(
@@ -390,6 +397,7 @@ def prepare(
         keep_household=bool(keep_household),
         _matrix=X,
         _by_column=XT,
+        _finite=finite,
     )
     prep.precision_given = {c: g for c, g in (precision or {}).items() if c in prec}
     return prep
@@ -528,7 +536,8 @@ def _in_keyed_order(job: Job, out: Output) -> Output:
     """
     perm = record_permutation(job, len(out.data), out.row_map)
     if out.block is not None:  # the release is one float block: one gather of it (issue 27 §2)
-        data = pd.DataFrame(out.block[perm], columns=out.data.columns, copy=False)
+        # (np.take along the rows: the same rows as block[perm], in a third of its time)
+        data = pd.DataFrame(np.take(out.block, perm, axis=0), columns=out.data.columns, copy=False)
     else:
         data = take_rows(out.data, perm)  # (text columns through their codes, issue 27)
     row_map = perm if out.row_map is None else np.asarray(out.row_map)[perm]

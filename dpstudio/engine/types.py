@@ -29,6 +29,13 @@ def _never_cancel() -> None:  # pragma: no cover - trivial
     pass
 
 
+def listener(fn: Callable | None) -> Callable | None:
+    """``fn``, or None when it is a :class:`Job`'s default progress or cancel callback (no one
+    listens): a compiled loop then runs without stopping to call it (issue 27 §2).
+    """
+    return None if fn is None or fn is _no_progress or fn is _never_cancel else fn
+
+
 @dataclass
 class Job:
     """Everything a method needs to run once.
