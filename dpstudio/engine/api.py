@@ -6,6 +6,7 @@ module does not import it: no import cycle).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings as _warnings
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from dpstudio.engine.protection._common import (
     INPUT_ORDER_WARNING,
     ORDER_HOUSEHOLDS,
     ORDER_RANDOM,
+    block_frame,
     household_order,
     keep_order,
     ordering,
@@ -430,6 +432,9 @@ def run_prepared(
     out = spec.run(job)
     if not spec.orders_records and not keep_order(params):
         out = _in_keyed_order(job, out)
+    elif out.data is None:  # the release is the method's block, in input order
+        out = dataclasses.replace(out, data=block_frame(job, out))
+    assert out.data is not None
     if out.info.get("params_used"):  # parameters the method fixed itself (t-close-dp's k)
         params.update(out.info["params_used"])
     ident = [
@@ -534,11 +539,17 @@ def _in_keyed_order(job: Job, out: Output) -> Output:
     """``out`` with its records in keyed random order (issue 21 §3): input order would link
     records to the input file (sorted by name, households in adjacent rows).
     """
-    perm = record_permutation(job, len(out.data), out.row_map)
+    if out.data is None:  # the release is the method's block: its one frame is built here
+        assert out.block is not None
+        n, columns = len(out.block), out.columns
+    else:
+        n, columns = len(out.data), out.data.columns
+    perm = record_permutation(job, n, out.row_map)
     if out.block is not None:  # the release is one float block: one gather of it (issue 27 §2)
         # (np.take along the rows: the same rows as block[perm], in a third of its time)
-        data = pd.DataFrame(np.take(out.block, perm, axis=0), columns=out.data.columns, copy=False)
+        data = pd.DataFrame(np.take(out.block, perm, axis=0), columns=columns, copy=False)
     else:
+        assert out.data is not None
         data = take_rows(out.data, perm)  # (text columns through their codes, issue 27)
     row_map = perm if out.row_map is None else np.asarray(out.row_map)[perm]
     return Output(

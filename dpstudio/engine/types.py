@@ -129,12 +129,14 @@ class Output:
     """What a method returns.
 
     ``data``: the full frame (all input columns, protected ones replaced; the API
-    drops identifiers).  ``row_map[j]`` = position in ``Job.data`` of output row j
+    drops identifiers); None only when the release is exactly ``block`` with the columns
+    ``columns`` (the API then builds the one frame itself, in the release's record order).
+    ``row_map[j]`` = position in ``Job.data`` of output row j
     when the method reorders or suppresses rows (``None``: same order, same rows).
     ``tables``: extra released tables (e.g. Anatomy's two tables).
     """
 
-    data: pd.DataFrame
+    data: pd.DataFrame | None
     info: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     row_map: np.ndarray | None = None
@@ -145,6 +147,9 @@ class Output:
     #: (:func:`~dpstudio.engine.protection._common.matrix_output`): the API then puts the
     #: records in their keyed order with one gather of it (issue 27 §2); None otherwise
     block: np.ndarray | None = field(default=None, repr=False)
+    #: the release's column names (``Job.data``'s) when ``data`` is None: a frame built once,
+    #: in keyed order, instead of once in input order and again in keyed order (issue 27 §2)
+    columns: pd.Index | None = field(default=None, repr=False)
 
 
 @dataclass
