@@ -78,6 +78,8 @@ class Prepared:
     #: True when that block was checked to hold no missing and no infinite value (the digest
     #: then does not look for NaNs to canonicalise)
     _finite: bool = field(default=False, repr=False)
+    #: ``data``'s column names as text, in order (read once by :func:`prepare`)
+    names: list[str] | None = field(default=None, repr=False)
 
     def digest(self) -> str:
         """The data digest of the prepared records on the protected columns (what a run's
@@ -400,6 +402,7 @@ def prepare(
         _matrix=X,
         _by_column=XT,
         _finite=finite,
+        names=names,
     )
     prep.precision_given = {c: g for c, g in (precision or {}).items() if c in prec}
     return prep
@@ -442,7 +445,8 @@ def run_prepared(
         for c, role in prep.roles.items()
         if role is Role.IDENTIFIER or (role is Role.HOUSEHOLD and not prep.keep_household)
     ]
-    out_names = out.data.columns.tolist()
+    # (the names the API checked when the release has the job's own columns: not read again)
+    out_names = job.column_names() if out.data.columns is job.data.columns else out.data.columns.tolist()
     drop = [c for c in ident if c in out_names]
     released = out.data.drop(columns=drop) if drop else out.data
     released_names = released.columns.tolist() if drop else out_names
@@ -524,6 +528,7 @@ def _job(
         hierarchies=prep.hierarchies,
         precision=dict(prep.precision or {}),
         types=dict(prep.types),
+        names=list(prep.names) if prep.names is not None else None,
     )
     if prep._matrix is not None:
         # the prepared matrix of the protected columns is what job.matrix(protected) computes

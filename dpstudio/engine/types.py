@@ -63,10 +63,21 @@ class Job:
     precision: dict = field(default_factory=dict)
     #: column -> the user's type: numeric, categorical, ordinal, date (issue 10)
     types: dict = field(default_factory=dict)
+    #: ``data``'s column names as a list when the caller has them (the API: the names it
+    #: checked); else read on first use (:meth:`column_names`)
+    names: list[str] | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
         return len(self.data)
+
+    def column_names(self) -> list[str]:
+        """``data``'s column names as a list, read once (listing pandas' text index goes
+        through Arrow: ~0.1 ms right after a long computation, issue 27 §2).
+        """
+        if self.names is None:
+            self.names = self.data.columns.tolist()
+        return self.names
 
     @property
     def noise_free(self) -> bool:

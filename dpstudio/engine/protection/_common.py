@@ -504,7 +504,7 @@ def _is_release_block(job: Job, cols: list[str], M: np.ndarray) -> bool:
         and M.flags.c_contiguous
         and M.shape == (len(data), len(cols))
         and len(data) * len(cols) <= BLOCK_CELLS
-        and list(cols) == data.columns.tolist()
+        and list(cols) == job.column_names()
     )
 
 
