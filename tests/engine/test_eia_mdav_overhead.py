@@ -202,3 +202,14 @@ def test_job_column_names_are_the_frames():
         pd.DataFrame({1: np.arange(6.0), "z": np.arange(6.0) % 2}), "mdav", {1: "k-quasi"}, k=3
     )
     assert prep.names == ["1", "z"] == prep.data.columns.tolist()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_column_dtypes_are_the_frames_dtypes(kind):
+    df = _table(kind, 5)
+    df["t"] = pd.Series(["x", "y"] * (len(df) // 2) + ["z"] * (len(df) % 2), dtype="str")
+    df["k"] = pd.Categorical(["a"] * len(df))
+    df["b"] = df.index % 2 == 0
+    df["n"] = pd.array([1] * len(df), dtype="Int64")
+    for frame in (df, df[df.columns[::-1]], df.copy(deep=False), df.iloc[::2]):
+        assert V.column_dtypes(frame) == frame.dtypes.tolist()
