@@ -119,10 +119,8 @@ def _sha256(path: Path) -> str:
 
 def make_adult(copies: int, path: Path) -> None:
     if not path.exists():
-        subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "make_adult_copies.py"), str(copies), str(path)],
-            check=True,
-        )
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_adult_copies.py"), str(copies), str(path)],
+                       check=True)
 
 
 def make_numbers(rows: int, path: Path, m: int = 10) -> None:
@@ -151,22 +149,8 @@ def make_numbers(rows: int, path: Path, m: int = 10) -> None:
 
 def protect_args(case: str, src: Path, out: Path) -> list[str]:
     if case == "keps":
-        a = [
-            "protect",
-            str(src),
-            str(out),
-            "--method",
-            "k-eps",
-            "--k",
-            "500",
-            "--suppression",
-            "0.05",
-            "--param",
-            "loss=precision",
-            "--no-measures",
-            "--seed",
-            "7",
-        ]
+        a = ["protect", str(src), str(out), "--method", "k-eps", "--k", "500", "--suppression", "0.05",
+             "--param", "loss=precision", "--no-measures", "--seed", "7"]
         for c in QI8:
             a += ["--role", f"{c}=k-quasi", "--hierarchy", f"{c}={HIER / f'adult_hierarchy_{c}.csv'}"]
         return a
@@ -200,22 +184,15 @@ def main() -> None:
     # PYTHONDONTWRITEBYTECODE set (these shells set it) and no up-to-date .pyc, every
     # dpstudio process compiled its ~120 modules again: ~0.4 s of each run (issue 27)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(ROOT / "dpstudio")],
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "dpstudio")], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
     if a.threads is not None:
         env["DPSTUDIO_THREADS"] = str(a.threads)
-    commit = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
-    lines = [
-        f"benchmarks/bench_cli_large.py at {commit} (+ working tree), {a.repeat} interleaved rounds, "
-        f"medians; load average before: {load()}; DPSTUDIO_THREADS={env.get('DPSTUDIO_THREADS', '(default)')}; "
-        "bytecode compiled beforehand"
-    ]
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    lines = [f"benchmarks/bench_cli_large.py at {commit} (+ working tree), {a.repeat} interleaved rounds, "
+             f"medians; load average before: {load()}; DPSTUDIO_THREADS={env.get('DPSTUDIO_THREADS', '(default)')}; "
+             "bytecode compiled beforehand"]
     for case in a.cases.split(","):
         if case == "keps":
             src, sep = d / f"adult{a.copies}.csv", ";"
@@ -241,33 +218,22 @@ def main() -> None:
                 w, mb, txt = run(shlex.split(cmd), env)
                 res["arx"].append((w, mb))
                 cpu["arx"].append(LAST_CPU[0])
-        med = {
-            k: (statistics.median(x for x, _ in v), max(m for _, m in v))
-            for k, v in res.items()
-            if v and k != "floor_rw"
-        }
+        med = {k: (statistics.median(x for x, _ in v), max(m for _, m in v)) for k, v in res.items()
+               if v and k != "floor_rw"}
         rw = statistics.median(res["floor_rw"])
         lines.append("")
-        lines.append(
-            f"{case}: {src.name} ({src.stat().st_size / 1e6:.0f} MB); loads per round: {' | '.join(loads)}"
-        )
-        lines.append(
-            f"  pyarrow read+write, in process: {rw:.2f} s   (whole process {med['floor'][0]:.2f} s, "
-            f"peak {med['floor'][1]:.0f} MB)"
-        )
+        lines.append(f"{case}: {src.name} ({src.stat().st_size / 1e6:.0f} MB); loads per round: {' | '.join(loads)}")
+        lines.append(f"  pyarrow read+write, in process: {rw:.2f} s   (whole process {med['floor'][0]:.2f} s, "
+                     f"peak {med['floor'][1]:.0f} MB)")
         dp = med["dpstudio"]
-        lines.append(
-            f"  dpstudio protect, whole process: {dp[0]:.2f} s = {dp[0] / rw:.1f}x the read+write "
-            f"({dp[0] / med['floor'][0]:.1f}x the floor process), peak {dp[1]:.0f} MB "
-            f"(each round: {', '.join(f'{x:.2f}' for x, _ in res['dpstudio'])})"
-        )
+        lines.append(f"  dpstudio protect, whole process: {dp[0]:.2f} s = {dp[0] / rw:.1f}x the read+write "
+                     f"({dp[0] / med['floor'][0]:.1f}x the floor process), peak {dp[1]:.0f} MB "
+                     f"(each round: {', '.join(f'{x:.2f}' for x, _ in res['dpstudio'])})")
         if "arx" in med:
             ax = med["arx"]
-            lines.append(
-                f"  ARX 3.9.2, whole process:        {ax[0]:.2f} s, peak {ax[1]:.0f} MB "
-                f"(each round: {', '.join(f'{x:.2f}' for x, _ in res['arx'])}); "
-                f"dpstudio is {ax[0] / dp[0]:.2f}x as fast"
-            )
+            lines.append(f"  ARX 3.9.2, whole process:        {ax[0]:.2f} s, peak {ax[1]:.0f} MB "
+                         f"(each round: {', '.join(f'{x:.2f}' for x, _ in res['arx'])}); "
+                         f"dpstudio is {ax[0] / dp[0]:.2f}x as fast")
         c = {k: statistics.median(v) for k, v in cpu.items() if v}
         lines.append(
             "  CPU seconds (user + sys, medians): floor process "
