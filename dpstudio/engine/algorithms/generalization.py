@@ -82,7 +82,7 @@ def resolve_hierarchies(
 
 
 def _encode_one(name: str, values: pd.Series, h: Hierarchy) -> EncodedQuasi:
-    codes, labels = factorize_strings(values, small=True)
+    codes, labels = factorize_strings(values)
     if (codes < 0).any():
         row = int(np.flatnonzero(codes < 0)[0])
         raise InputError(
