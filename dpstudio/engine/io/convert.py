@@ -202,9 +202,8 @@ def _convert_distinct(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool
     :func:`_convert_large`).  Text columns come back as the reader's own array with the
     missing values masked (no round trip through objects).
     """
-    import pyarrow.compute as pc
-
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     # the chunks as read (issue 27: no copy of the column into one array first); the
     # dictionary encoding of a chunked array has one dictionary for all its chunks, in order
