@@ -10,7 +10,9 @@ executing task.  Samples go to OUT-VARIANT-ROWS.PID.json (one file per worker); 
 
 ``--variant`` (tried in d-dask2, none adopted): ``trim`` = PyArrow's release_unused() and
 glibc's malloc_trim(0) after every task, ``gc`` = gc.collect() after every task, ``system`` /
-``jemalloc`` = PyArrow on another allocator, ``mmap32`` / ``arena2`` = glibc mallopt.
+``jemalloc`` = PyArrow on another allocator, ``mmap32`` / ``arena2`` = glibc mallopt; ``noprof`` = Dask's statistical profiler stopped;
+``tmalloc`` = tracemalloc in the workers, a snapshot
+of the live allocations of 64 KiB or more every ~10 s (grouped by where they were made).
 Data in /tmp/dd2 (generated when missing); figures: results/bench_dask_issue25.md."""
 import argparse, glob, json, logging, os, statistics, sys, threading, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -47,8 +49,40 @@ class Probe(WorkerPlugin):
             libc.mallopt(-3, 32 * 2**20)
         if "arena2" in self.variant:
             libc.mallopt(-8, 2)
+        self.snaps = []
+        if "noprof" in self.variant:  # Dask's statistical profiler off (its 1,000 s of history)
+            for name in ("profile", "profile-cycle"):
+                pc = worker.periodic_callbacks.pop(name, None)
+                if pc is not None:
+                    pc.stop()
+            worker.profile_history.clear()
+            worker.profile_keys_history.clear()
+        if "tmalloc" in self.variant:
+            import tracemalloc
+
+            tracemalloc.start(16)
         self.t = threading.Thread(target=self.loop, daemon=True)
         self.t.start()
+
+    def snapshot(self, rss):
+        """tmalloc: the live traced allocations grouped by where they were made (the five
+        innermost frames; numpy's buffers and Python's objects are traced, PyArrow's pool
+        is not): the 40 largest places, and the bytes in blocks of 64 KiB or more."""
+        import tracemalloc
+
+        groups: dict = {}
+        big = 0
+        for _dom, size, tb, _n in tracemalloc._get_traces():
+            g = groups.setdefault(tb[:5], [0, 0])
+            g[0] += size
+            g[1] += 1
+            if size >= 65536:
+                big += size
+        top = sorted(groups.items(), key=lambda kv: -kv[1][0])[:40]
+        ex = ";".join(str(ts.key)[:40] for ts in list(self.w.state.executing))
+        self.snaps.append((time.time(), rss, tracemalloc.get_traced_memory()[0], big, ex,
+                           [(g[0], g[1], [f"{os.path.basename(f)}:{ln}" for f, ln in tb]) for tb, g in top],
+                           len(self.w.state.tasks)))
 
     def transition(self, key, start, finish, **kw):
         if "gc" in self.variant and start == "executing":
@@ -108,6 +142,11 @@ class Probe(WorkerPlugin):
                                      int(getattr(getattr(self.w.data, "spilled_total", None), "disk", 0) or 0)))
             except Exception as e:
                 self.samples.append((time.time(), -1, str(e)))
+            if "tmalloc" in self.variant and i % 750 == 0:
+                try:
+                    self.snapshot(self.samples[-1][1])
+                except Exception as e:
+                    self.snaps.append((time.time(), -1, str(e)))
             self.stop.wait(0.02)
 
 
@@ -115,6 +154,9 @@ def dump(path, dask_worker=None):
     p = dask_worker.plugins["probe"]
     with open(path + f".{os.getpid()}.json", "w") as f:
         json.dump(p.samples, f)
+    if p.snaps:
+        with open(path + f".{os.getpid()}.snaps", "w") as f:
+            json.dump(p.snaps, f)
     print("hook seconds", os.getpid(), getattr(p, "hook", None), flush=True)
     return len(p.samples)
 
@@ -182,6 +224,47 @@ def summary(prefix: str) -> None:
               f"minor faults {s[-1][10] - s[0][10]:,}")
         if len(pk) > 15:
             _detail(s)
+        snaps_path = path[: -len(".json")] + ".snaps"
+        if os.path.exists(snaps_path):
+            _snaps([x for x in json.load(open(snaps_path)) if x[1] != -1])
+
+
+def _snaps(sn) -> None:
+    """tmalloc: the traced allocations of 64 KiB or more at the snapshot of highest RSS, and
+    each place's median and most over the run's second half (MB)."""
+    M = 2**20
+    if not sn:
+        return
+    pk = max(sn, key=lambda x: x[1])
+    print(f"   tracemalloc: {len(sn)} snapshots; at the highest RSS ({pk[1] / M:.0f} MB, task {pk[4][:40]}): traced "
+          f"{pk[2] / M:.0f} MB, of which in blocks >= 64 KiB {pk[3] / M:.0f} MB; the largest places:")
+    for size, cnt, tb in pk[5][:10]:
+        print(f"     {size / M:7.1f} MB {cnt:5}x  " + " < ".join(tb[:6]))
+    third = max(1, len(sn) // 3)
+    first, last = sn[:third], sn[-third:]
+
+    def med(part, where):
+        return statistics.median([next((z[0] for z in x[5] if " < ".join(z[2][:6]) == where), 0) for x in part])
+
+    places = {" < ".join(z[2][:6]) for x in sn for z in x[5]}
+    growth = sorted(((med(last, w) - med(first, w), w) for w in places), reverse=True)
+    print(f"   growth, first third -> last third of the snapshots (traced median "
+          f"{statistics.median(x[2] for x in first) / M:.0f} -> {statistics.median(x[2] for x in last) / M:.0f} MB, "
+          f"RSS median {statistics.median(x[1] for x in first) / M:.0f} -> {statistics.median(x[1] for x in last) / M:.0f} MB, "
+          f"tasks known {statistics.median(x[6] for x in first):.0f} -> {statistics.median(x[6] for x in last):.0f}):")
+    for g, where in growth[:10]:
+        print(f"     {g / M:+7.1f} MB  {where}")
+    late = sn[len(sn) // 2 :]
+    per: dict = {}
+    for x in late:
+        for size, _cnt, tb in x[5]:
+            per.setdefault(" < ".join(tb[:6]), []).append(size)
+    print(f"   second half ({len(late)} snapshots): traced median {statistics.median(x[2] for x in late) / M:.0f} MB, "
+          f"blocks >= 64 KiB median {statistics.median(x[3] for x in late) / M:.0f} MB; places by median (MB, med / max, seen):")
+    rows = sorted(per.items(), key=lambda kv: -statistics.median(kv[1] + [0] * (len(late) - len(kv[1]))))
+    for where, v in rows[:12]:
+        med = statistics.median(v + [0] * (len(late) - len(v)))
+        print(f"     {med / M:7.1f} / {max(v) / M:7.1f}  ({len(v)})  {where}")
 
 
 def _prefix(key: str) -> str:
