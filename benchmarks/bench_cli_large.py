@@ -15,7 +15,9 @@ Cases (``--cases``, comma-separated):
     declared domain; laplace ε = 1, ir-dp k = 10, ε = 1; ``--no-measures``.
 
 Every figure is a fresh process timed from outside (imports included); peak memory is the
-child's maximum resident set size (``wait4``).  The floor of a case is a fresh Python process
+child's maximum resident set size (``wait4``).  dpstudio's bytecode is compiled before the
+rounds and ``PYTHONDONTWRITEBYTECODE`` removed from the children's environment (as installed:
+no run compiles the modules again).  The floor of a case is a fresh Python process
 that reads the case's CSV with ``pyarrow.csv.read_csv`` (types inferred) and writes it back
 with ``pyarrow.csv.write_csv``; its in-process read + write time is reported too.  Rounds are
 interleaved (floor, dpstudio, ARX, floor, ...) so that the load of the shared machine hits all
@@ -177,12 +179,20 @@ def main() -> None:
     d = Path(a.dir)
     d.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # dpstudio as installed: its modules' bytecode written once, read by every run (as pip
+    # installs it; pyarrow, the floor's only import, comes compiled).  With
+    # PYTHONDONTWRITEBYTECODE set (these shells set it) and no up-to-date .pyc, every
+    # dpstudio process compiled its ~120 modules again: ~0.4 s of each run (issue 27)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "dpstudio")], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
     if a.threads is not None:
         env["DPSTUDIO_THREADS"] = str(a.threads)
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     lines = [f"benchmarks/bench_cli_large.py at {commit} (+ working tree), {a.repeat} interleaved rounds, "
-             f"medians; load average before: {load()}; DPSTUDIO_THREADS={env.get('DPSTUDIO_THREADS', '(default)')}"]
+             f"medians; load average before: {load()}; DPSTUDIO_THREADS={env.get('DPSTUDIO_THREADS', '(default)')}; "
+             "bytecode compiled beforehand"]
     for case in a.cases.split(","):
         if case == "keps":
             src, sep = d / f"adult{a.copies}.csv", ";"

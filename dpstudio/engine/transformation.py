@@ -143,8 +143,14 @@ def release_transformation_rows(result: Any) -> list[tuple[str, str, str]]:
     return out
 
 
-def _one_column_below_k(codes: np.ndarray, k: int) -> int:
-    cnt = np.bincount(codes[codes >= 0]) if codes.size else np.zeros(0, dtype=np.int64)
+def _one_column_below_k(codes: np.ndarray, k: int, n_values: int | None = None) -> int:
+    """Records in values of fewer than ``k`` records (``codes``: −1 missing, not counted)."""
+    from dpstudio.engine.hierarchies.build import code_counts
+
+    if n_values is None:
+        n_values = int(codes.max()) + 1 if codes.size else 0
+    cnt = code_counts(codes, max(n_values, 0))
+    cnt = cnt[cnt > 0]
     return int(cnt[cnt < k].sum())
 
 
@@ -183,7 +189,8 @@ def wipe_risks(
             from dpstudio.engine.codes import factorize
 
             # (the column's codes, remembered for a column read from a file: no hashing)
-            sub = _one_column_below_k(factorize(df[c])[0], k)
+            fc, fu = factorize(df[c])
+            sub = _one_column_below_k(fc, k, len(fu))
             if sub > max_sup:
                 certain.append(
                     {
@@ -208,16 +215,16 @@ def wipe_risks(
                     }
                 )
             continue
-        from dpstudio.engine.hierarchies.build import factorize_strings
+        from dpstudio.engine.hierarchies.build import code_counts, factorize_strings
 
         try:
-            codes, labels = factorize_strings(df[c])
+            codes, labels = factorize_strings(df[c], small=True)
             idx = {v: i for i, v in enumerate(h.leaves)}
             leaf = np.array([idx.get(str(v), -1) for v in labels], dtype=np.int64)
             _, inv = h.level_codes(h.height - 2)
             # records per value, then per group of the level: the same sizes as grouping the
             # records (issue 27: no pass over the records but one count of their codes)
-            per_value = np.bincount(codes + 1, minlength=len(labels) + 1)[1:]  # (code −1: missing)
+            per_value = code_counts(codes, len(labels))  # (code −1: missing, not counted)
             sizes = np.zeros(int(inv.max()) + 1 if inv.size else 0, dtype=np.int64)
             np.add.at(sizes, inv[np.maximum(leaf, 0)], per_value)
         except Exception:  # noqa: BLE001 - values outside the hierarchy: the run says so

@@ -90,9 +90,14 @@ def _const(a: np.ndarray) -> Callable[[], np.ndarray]:
 
 def _leaf_codes(qq: Any) -> Callable[[], np.ndarray]:
     """A getter of ``qq``'s records' level-0 codes (for :func:`_combine_lazy`)."""
+    lut = qq.codes[0]
+    if lut.size and bool(np.array_equal(lut, np.arange(lut.size))):
+        # level 0 numbers the leaves as they are (the usual hierarchy): the leaf indices
+        # themselves, no gather into a fresh int64 array (issue 27)
+        return _const(qq.leaf)
 
     def get() -> np.ndarray:
-        return qq.codes[0][qq.leaf]
+        return lut[qq.leaf]
 
     return get
 

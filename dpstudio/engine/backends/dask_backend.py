@@ -331,10 +331,6 @@ def local_cluster(**kwargs: Any) -> Iterator[Any]:
         cluster.close()
 
 
-#: The worker's periodic callbacks of Dask's statistical profiler (sampling, and the cycle
-#: that files a second's call tree into its history), stopped for a run by :func:`_tune_worker`.
-PROFILER_CALLBACKS = ("profile", "profile-cycle")
-
 #: Where :func:`_tune_worker` keeps a worker's own settings, to put them back (:func:`_untune_worker`).
 _SAVED = "_dpstudio_untuned"
 
@@ -342,8 +338,8 @@ _SAVED = "_dpstudio_untuned"
 def _tune_worker(dask_worker=None) -> None:
     """Fit a worker to the memory model: its shuffle buffers sized from its memory limit
     (:func:`shuffle_buffer`), and the stored results it keeps in memory (its SpillBuffer's
-    in-memory bound, Dask's "target") lowered to :func:`kept_bytes`; never raised; no
-    pause at 80 % of the process's memory, and Dask's statistical profiler stopped (below).  The memory monitor's other thresholds
+    in-memory bound, Dask's "target") lowered to :func:`kept_bytes`; never raised; and no
+    pause at 80 % of the process's memory (below).  The memory monitor's other thresholds
     (spill at 70 %, restart at 95 %) are Dask's.  The worker's own values are kept on it (the
     first time) for :func:`_untune_worker`.
     """
@@ -382,17 +378,6 @@ def _tune_worker(dask_worker=None) -> None:
 
         if getattr(dask_worker, "status", None) == Status.paused:
             dask_worker.status = Status.running  # the monitor no longer resumes it
-    # Dask's statistical profiler off for the run: it samples the task thread every 10 ms and
-    # keeps a call tree a second in two histories of 1,000 s each (the dashboard's "Profile"),
-    # memory outside Dask's accounting that grows with the run's length -- the term R(N) of
-    # docs/scale.md (issue 25); started again at the run's end
-    pcs = getattr(dask_worker, "periodic_callbacks", None)
-    pcs = pcs if isinstance(pcs, dict) else {}
-    for name in PROFILER_CALLBACKS:
-        pc = pcs.get(name)
-        if pc is not None and pc.is_running():
-            saved.setdefault("profiler", []).append(name)
-            pc.stop()
     try:
         setattr(dask_worker, _SAVED, saved)
     except AttributeError:  # pragma: no cover - a worker object refusing attributes
@@ -401,7 +386,7 @@ def _tune_worker(dask_worker=None) -> None:
 
 def _untune_worker(dask_worker=None) -> None:
     """Put back what :func:`_tune_worker` changed on a worker (its spill bound, its shuffle
-    buffers, the pause, the profiler): a cluster dpstudio did not start (``--scheduler``) is left as it was found.
+    buffers): a cluster dpstudio did not start (``--scheduler``) is left as it was found.
     """
     saved = getattr(dask_worker, _SAVED, None)
     if not saved:
@@ -417,12 +402,6 @@ def _untune_worker(dask_worker=None) -> None:
     mm = getattr(dask_worker, "memory_manager", None)
     if mm is not None and "pause" in saved:
         mm.memory_pause_fraction = saved["pause"]
-    pcs = getattr(dask_worker, "periodic_callbacks", None)
-    pcs = pcs if isinstance(pcs, dict) else {}
-    for name in saved.get("profiler", ()):
-        pc = pcs.get(name)
-        if pc is not None and not pc.is_running():
-            pc.start()
     try:
         delattr(dask_worker, _SAVED)
     except AttributeError:  # pragma: no cover

@@ -32,6 +32,7 @@ from dpstudio.engine.hierarchies.hierarchy import Hierarchy
 __all__ = [
     "value_strings",
     "factorize_strings",
+    "code_counts",
     "interval_hierarchy",
     "date_hierarchy",
     "masking_hierarchy",
@@ -62,12 +63,15 @@ def _fmt_bound(v: float) -> str:
     return _fmt_number(v)
 
 
-def factorize_strings(values) -> tuple[np.ndarray, np.ndarray]:
+def factorize_strings(values, *, small: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(codes, labels)``: integer code of each value and the canonical string of each code.
 
     Numbers are written without a trailing ``.0`` when integral (``39.0 → "39"``, as in
     ARX's files); everything else with ``str``.  Only the distinct values are converted
     to strings, so this is fast on millions of records.  Missing values get code -1.
+    ``small``: the codes in the smallest signed integer type :func:`~dpstudio.engine.codes.factorize`
+    gives them (a text column's remembered codes, read-only: no int64 copy of every record,
+    issue 27), else int64.
     """
     from dpstudio.engine.codes import factorize
 
@@ -85,7 +89,20 @@ def factorize_strings(values) -> tuple[np.ndarray, np.ndarray]:
     if len(lab_u) != len(labels):
         codes = np.where(codes >= 0, lab_inv[np.maximum(codes, 0)], -1)
         labels = lab_u.astype(object)
-    return np.asarray(codes, dtype=np.int64), labels
+    return (np.asarray(codes) if small else np.asarray(codes, dtype=np.int64)), labels
+
+
+def code_counts(codes: np.ndarray, n: int) -> np.ndarray:
+    """The number of records of each code 0 … n − 1 (int64; code −1, missing, not counted):
+    ``np.bincount(codes[codes >= 0], minlength=n)``, in one pass over small codes (int8 /
+    int16 read as their unsigned bits, −1 falling in a bin above every code: issue 27).
+    """
+    codes = np.asarray(codes)
+    if codes.dtype in (np.int8, np.int16) and n <= np.iinfo(codes.dtype).max + 1:
+        counts = np.bincount(codes.view(np.uint8 if codes.dtype == np.int8 else np.uint16), minlength=n)
+        return counts[:n].astype(np.int64, copy=False)
+    kept = codes[codes >= 0] if codes.size else codes
+    return np.bincount(kept.astype(np.intp, copy=False), minlength=n)[:n].astype(np.int64, copy=False)
 
 
 def value_strings(values) -> np.ndarray:

@@ -167,9 +167,11 @@ _FIRST_DIGIT_ZERO = r"^[^0-9]*0[0-9]"  # necessary for _LEADING_ZERO after strip
 _PLAIN_INT = r"^[-+]?[0-9]+$"  # RE2: '$' is the end of the text, '[0-9]' ASCII digits
 
 
-def _arrow_texts(s: pd.Series):
-    """The texts of ``s`` as one Arrow string array (no copy for an Arrow-backed column), or
-    None when ``s`` holds anything but texts (or a missing value).
+def _arrow_texts(s: pd.Series, *, chunked: bool = False):
+    """The texts of ``s`` as one Arrow string array (no copy for an Arrow-backed column of
+    one chunk), or None when ``s`` holds anything but texts (or a missing value).
+    ``chunked``: a column read in several chunks is given as they are (a
+    ``pyarrow.ChunkedArray``, no copy into one array).
     """
     import pyarrow as pa
 
@@ -179,7 +181,7 @@ def _arrow_texts(s: pd.Series):
             a = pa.array(s.to_numpy(dtype=object), type=pa.large_string())
     except (pa.ArrowException, TypeError, ValueError):
         return None
-    if isinstance(a, pa.ChunkedArray):
+    if isinstance(a, pa.ChunkedArray) and not (chunked and a.num_chunks):
         a = a.combine_chunks()
     if a.null_count or not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
         return None
@@ -200,9 +202,13 @@ def _convert_distinct(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool
     :func:`_convert_large`).  Text columns come back as the reader's own array with the
     missing values masked (no round trip through objects).
     """
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    a = _arrow_texts(s)
+    # the chunks as read (issue 27: no copy of the column into one array first); the
+    # dictionary encoding of a chunked array has one dictionary for all its chunks, in order
+    # of first appearance, as for the array they make
+    a = _arrow_texts(s, chunked=True)
     if a is None:
         return None
     n = len(a)
@@ -210,19 +216,27 @@ def _convert_distinct(s: pd.Series, dec: str, explicit: bool) -> tuple[Any, bool
     if pc.count_distinct(head).as_py() > _DISTINCT_SHARE * len(head):
         return None
     enc = pc.dictionary_encode(a)
-    texts = np.asarray(enc.dictionary.to_pylist(), dtype=object)
+    if isinstance(enc, pa.ChunkedArray):
+        dictionary = enc.chunk(0).dictionary
+        if not all(ch.dictionary.equals(dictionary) for ch in enc.chunks[1:]):  # pragma: no cover
+            return None  # (never seen: every chunk holds the whole dictionary)
+        indices = pa.concat_arrays([ch.indices for ch in enc.chunks])
+    else:
+        dictionary, indices = enc.dictionary, enc.indices
+    del enc
+    texts = np.asarray(dictionary.to_pylist(), dtype=object)
     if texts.size > max(_SMALL, _DISTINCT_SHARE * n):
         return None
-    idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.intp)
     kind, vals, keep = _typed_texts(texts, dec, explicit, large=n > _SMALL)
     if kind != "text":
-        return vals[idx], keep
+        return vals[np.asarray(indices.to_numpy(zero_copy_only=False))], keep
     na = np.fromiter((t in NA_TEXTS for t in texts), dtype=bool, count=texts.size)
     if not na.any():
         from dpstudio.engine.codes import remember
 
-        remember(s, enc.indices, enc.dictionary)  # the column's codes: never hashed again
+        remember(s, indices, dictionary)  # the column's codes: never hashed again
         return s.array, keep
+    idx = np.asarray(indices.to_numpy(zero_copy_only=False))
     return s.mask(pd.Series(na[idx], index=s.index)).array, keep
 
 

@@ -154,15 +154,28 @@ def _has_quote(path: str) -> bool:
 
 
 def _scan(path: str) -> tuple[bool, bool]:
-    """(has a quote, has a NUL byte): one pass over the file."""
+    """(has a quote, has a NUL byte): one pass over the file, read block by block into one
+    buffer (issue 27: a fresh 16 MiB object per block made the kernel fault in and zero
+    every page of it again -- 250 MB scanned in 0.1-0.6 s, half of it that; a file that
+    shrinks meanwhile is simply read to its new end, never mapped).
+    """
     quote = nul = False
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(16 * 1024 * 1024), b""):
+    buf = bytearray(_SCAN_BLOCK)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as fh:
+        while not (quote and nul):
+            got = fh.readinto(buf)
+            if not got:
+                break
+            block = buf if got == len(buf) else view[:got].tobytes()
             quote = quote or b'"' in block
             nul = nul or b"\x00" in block
-            if quote and nul:
-                break
+    view.release()
     return quote, nul
+
+
+#: bytes :func:`_scan` reads at a time
+_SCAN_BLOCK = 16 * 1024 * 1024
 
 
 def _check_ragged(

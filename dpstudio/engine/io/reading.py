@@ -253,6 +253,9 @@ def sniff_csv(
 BACKGROUND_DIGEST_BYTES = 32 * 1024 * 1024
 #: files from this size on are parsed by Arrow's CSV reader when they allow it (tests set 0)
 _ARROW_MIN_BYTES = 1024 * 1024
+#: bytes per block of Arrow's reader (a column comes back in one chunk per block; tests set
+#: a few bytes to read small files in many chunks)
+_ARROW_BLOCK_BYTES = 4 * 1024 * 1024
 #: encodings Arrow's reader is given (its own UTF-8; the others through Python's codecs)
 _ARROW_CODECS = {
     "utf-8": "utf8",
@@ -297,7 +300,7 @@ def _arrow_frame(
     size = max(os.path.getsize(path), 1)
     options = dict(
         read_options=pcsv.ReadOptions(
-            block_size=4 * 1024 * 1024, encoding=codec, autogenerate_column_names=header is None
+            block_size=_ARROW_BLOCK_BYTES, encoding=codec, autogenerate_column_names=header is None
         ),
         parse_options=pcsv.ParseOptions(
             delimiter=sep,
