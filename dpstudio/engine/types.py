@@ -29,6 +29,13 @@ def _never_cancel() -> None:  # pragma: no cover - trivial
     pass
 
 
+def listener(fn: Callable | None) -> Callable | None:
+    """``fn``, or None when it is a :class:`Job`'s default progress or cancel callback (no one
+    listens): a compiled loop then runs without stopping to call it (issue 27 §2).
+    """
+    return None if fn is None or fn is _no_progress or fn is _never_cancel else fn
+
+
 @dataclass
 class Job:
     """Everything a method needs to run once.
@@ -56,10 +63,21 @@ class Job:
     precision: dict = field(default_factory=dict)
     #: column -> the user's type: numeric, categorical, ordinal, date (issue 10)
     types: dict = field(default_factory=dict)
+    #: ``data``'s column names as a list when the caller has them (the API: the names it
+    #: checked); else read on first use (:meth:`column_names`)
+    names: list[str] | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
         return len(self.data)
+
+    def column_names(self) -> list[str]:
+        """``data``'s column names as a list, read once (listing pandas' text index goes
+        through Arrow: ~0.1 ms right after a long computation, issue 27 §2).
+        """
+        if self.names is None:
+            self.names = self.data.columns.tolist()
+        return self.names
 
     @property
     def noise_free(self) -> bool:
@@ -122,12 +140,14 @@ class Output:
     """What a method returns.
 
     ``data``: the full frame (all input columns, protected ones replaced; the API
-    drops identifiers).  ``row_map[j]`` = position in ``Job.data`` of output row j
+    drops identifiers); None only when the release is exactly ``block`` with the columns
+    ``columns`` (the API then builds the one frame itself, in the release's record order).
+    ``row_map[j]`` = position in ``Job.data`` of output row j
     when the method reorders or suppresses rows (``None``: same order, same rows).
     ``tables``: extra released tables (e.g. Anatomy's two tables).
     """
 
-    data: pd.DataFrame
+    data: pd.DataFrame | None
     info: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     row_map: np.ndarray | None = None
@@ -138,6 +158,9 @@ class Output:
     #: (:func:`~dpstudio.engine.protection._common.matrix_output`): the API then puts the
     #: records in their keyed order with one gather of it (issue 27 §2); None otherwise
     block: np.ndarray | None = field(default=None, repr=False)
+    #: the release's column names (``Job.data``'s) when ``data`` is None: a frame built once,
+    #: in keyed order, instead of once in input order and again in keyed order (issue 27 §2)
+    columns: pd.Index | None = field(default=None, repr=False)
 
 
 @dataclass

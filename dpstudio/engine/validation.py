@@ -109,7 +109,7 @@ def numeric_blocks(
     if not cols or len(df) * len(cols) > BLOCK_CELLS:
         return None
     names = df.columns.tolist() if names is None else names
-    dts = dict(zip(names, df.dtypes.tolist()))
+    dts = dict(zip(names, column_dtypes(df)))
     if not all(isinstance(dts[c], np.dtype) and dts[c].kind in "iuf" for c in cols):
         return None
     if names == list(cols):
@@ -124,6 +124,22 @@ def numeric_blocks(
     X.setflags(write=False)
     T.setflags(write=False)
     return X, T
+
+
+def column_dtypes(df: pd.DataFrame) -> list:
+    """``df.dtypes.tolist()`` without building that Series (its text index made it ~0.1 ms of
+    a small table's call, issue 27 §2): the frame's own per-column dtypes when pandas exposes
+    them, else the Series' (``tests/engine/test_eia_mdav_overhead.py`` pins the two equal).
+    """
+    get = getattr(getattr(df, "_mgr", None), "get_dtypes", None)
+    if get is not None:
+        try:
+            dts = list(get())
+        except Exception:  # pragma: no cover - another pandas' internals
+            dts = None
+        if dts is not None and len(dts) == df.shape[1]:
+            return dts
+    return df.dtypes.tolist()  # pragma: no cover - the public route
 
 
 def first_infinite(X: np.ndarray, cols: list[str]) -> str | None:
@@ -281,14 +297,16 @@ def constant_columns(
     *,
     matrix: np.ndarray | None = None,
     by_column: np.ndarray | None = None,
+    finite: bool = False,
 ) -> list[str]:
     """The columns of ``cols`` with at most one distinct non-missing value (``matrix``:
     :func:`numeric_block` of them; ``by_column``: the same values by column, from
-    :func:`numeric_blocks`).
+    :func:`numeric_blocks`; ``finite``: the caller has checked that the block holds no
+    missing and no infinite value, so it is not scanned for missing values again).
     """
     if by_column is None and matrix is not None and matrix.shape[0]:
         by_column = np.ascontiguousarray(matrix.T)  # (reductions along rows of it: 4x faster)
-    if by_column is not None and by_column.shape[1] and not np.isnan(by_column).any():
+    if by_column is not None and by_column.shape[1] and (finite or not np.isnan(by_column).any()):
         same = by_column.min(axis=1) == by_column.max(axis=1)
         return [c for c, s in zip(cols, same) if s]
     from dpstudio.engine.codes import factorize, known

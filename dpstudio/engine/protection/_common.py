@@ -482,25 +482,44 @@ def frame_with_matrix(job: Job, cols: list[str], M: np.ndarray) -> pd.DataFrame:
 
 
 def matrix_output(job: Job, cols: list[str], M: np.ndarray, **kw: Any) -> Output:
-    """``Output(frame_with_matrix(job, cols, M), **kw)``, which also hands the API ``M`` as
-    the release's block (:attr:`Output.block`) when the frame is exactly ``M``.
+    """``Output(frame_with_matrix(job, cols, M), **kw)``; when that frame would be exactly
+    ``M`` (:func:`_is_release_block`), the frame is left to the API: ``Output(None,
+    block=M, columns=...)``, which the API builds once, in the release's record order
+    (:func:`dpstudio.engine.api.run_prepared`; the same frame, issue 27 §2).
     """
-    data, block = _frame_and_block(job, cols, M)
-    return Output(data, block=block, **kw)
+    if _is_release_block(job, cols, M):
+        return Output(None, block=M, columns=job.data.columns, **kw)
+    return Output(frame_with(job, {c: M[:, j] for j, c in enumerate(cols)}), **kw)
 
 
-def _frame_and_block(job: Job, cols: list[str], M: np.ndarray) -> tuple[pd.DataFrame, np.ndarray | None]:
-    """(the frame of :func:`frame_with_matrix`, ``M`` when the frame is ``M`` itself, else None)."""
+def _is_release_block(job: Job, cols: list[str], M: np.ndarray) -> bool:
+    """True when the frame of :func:`frame_with_matrix` is ``M`` itself: a C-contiguous
+    float64 matrix of every column of the job's data, in their order, on a small table.
+    """
     data = job.data
-    if (
+    return bool(
         isinstance(M, np.ndarray)
         and M.ndim == 2
         and M.dtype == np.float64
         and M.flags.c_contiguous
         and M.shape == (len(data), len(cols))
         and len(data) * len(cols) <= BLOCK_CELLS
-        and list(cols) == data.columns.tolist()
-    ):
+        and list(cols) == job.column_names()
+    )
+
+
+def block_frame(job: Job, out: Output) -> pd.DataFrame:
+    """The frame of an :class:`Output` whose release is its block (``data`` None) in the
+    job's record order: what :func:`frame_with_matrix` builds.
+    """
+    assert out.block is not None
+    return pd.DataFrame(out.block, columns=out.columns, index=job.data.index, copy=False)
+
+
+def _frame_and_block(job: Job, cols: list[str], M: np.ndarray) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """(the frame of :func:`frame_with_matrix`, ``M`` when the frame is ``M`` itself, else None)."""
+    if _is_release_block(job, cols, M):
+        data = job.data
         return pd.DataFrame(M, columns=data.columns, index=data.index, copy=False), M
     return frame_with(job, {c: M[:, j] for j, c in enumerate(cols)}), None
 
