@@ -50,6 +50,7 @@ class Probe(WorkerPlugin):
         if "arena2" in self.variant:
             libc.mallopt(-8, 2)
         self.snaps = []
+        self.blocks = []
         if "noprof" in self.variant:  # Dask's statistical profiler off (its 1,000 s of history)
             for name in ("profile", "profile-cycle"):
                 pc = worker.periodic_callbacks.pop(name, None)
@@ -142,6 +143,8 @@ class Probe(WorkerPlugin):
                                      int(getattr(getattr(self.w.data, "spilled_total", None), "disk", 0) or 0)))
             except Exception as e:
                 self.samples.append((time.time(), -1, str(e)))
+            if i % 50 == 0:  # the interpreter's live small blocks (pymalloc), about every second
+                self.blocks.append((time.time(), sys.getallocatedblocks(), self.samples[-1][1]))
             if "tmalloc" in self.variant and i % 750 == 0:
                 try:
                     self.snapshot(self.samples[-1][1])
@@ -157,6 +160,58 @@ def dump(path, dask_worker=None):
     if p.snaps:
         with open(path + f".{os.getpid()}.snaps", "w") as f:
             json.dump(p.snaps, f)
+    # pymalloc's arenas (256 KiB each) against the blocks in use: fragmentation of the heap
+    r, w = os.pipe()
+    saved = os.dup(2)
+    os.dup2(w, 2)
+    try:
+        sys._debugmallocstats()
+    finally:
+        os.dup2(saved, 2)
+        os.close(w)
+        os.close(saved)
+    with os.fdopen(r) as f:
+        stats = [ln.rstrip() for ln in f.read().splitlines() if ln.startswith(("# arenas", "Total", "# bytes in allocated blocks", "# bytes in available blocks", "# bytes lost"))]
+    import collections
+    import gc
+
+    def kind(o) -> str:
+        t = type(o)
+        m = getattr(t, "__module__", "?")
+        return f"{m if isinstance(m, str) else '?'}.{t.__qualname__}"
+
+    objs = gc.get_objects()
+    kinds = collections.Counter(kind(o) for o in objs).most_common(25)
+    # where the tracked containers hang from: the types of the objects referring to a sample of
+    # the most common kind (a cheap look at what keeps them)
+    top = kinds[0][0] if kinds else ""
+    sample = [o for o in objs if kind(o) == top][::997][:40]
+    refs = collections.Counter(kind(r) for o in sample for r in gc.get_referrers(o) if r is not sample and r is not objs).most_common(10)
+    # the largest containers (a list of a million ints is one tracked object), and who holds them
+    import collections as _c
+
+    big = sorted(
+        (o for o in objs if isinstance(o, (list, dict, set, _c.deque)) and len(o) >= 10_000),
+        key=len,
+        reverse=True,
+    )[:8]
+    largest = []
+    for o in big:
+        holders = []
+        for r in gc.get_referrers(o):
+            if r is objs or r is big:
+                continue
+            if isinstance(r, dict):
+                names = [k for k, v in r.items() if v is o][:2]
+                owners = [kind(x) for x in gc.get_referrers(r) if x is not objs and x is not big and not isinstance(x, list)][:3]
+                holders.append(f"dict[{names}] of {owners}")
+            else:
+                holders.append(kind(r))
+        first = next(iter(o), None)
+        largest.append((kind(o), len(o), kind(first) if first is not None else "", holders[:3]))
+    del objs, sample, big
+    with open(path + f".{os.getpid()}.blocks", "w") as f:
+        json.dump({"blocks": p.blocks, "mallocstats": stats, "kinds": kinds, "refs": refs, "largest": largest}, f)
     print("hook seconds", os.getpid(), getattr(p, "hook", None), flush=True)
     return len(p.samples)
 
@@ -224,6 +279,20 @@ def summary(prefix: str) -> None:
               f"minor faults {s[-1][10] - s[0][10]:,}")
         if len(pk) > 15:
             _detail(s)
+        blocks_path = path[: -len(".json")] + ".blocks"
+        if os.path.exists(blocks_path):
+            b = json.load(open(blocks_path))
+            bl = b["blocks"]
+            if bl:
+                n = len(bl)
+                print("   pymalloc blocks in use by twentieths (thousands; RSS MB): " + " ".join(
+                    f"{bl[min(n - 1, i * n // 20)][1] / 1e3:.0f}:{bl[min(n - 1, i * n // 20)][2] / M:.0f}" for i in range(20)))
+            print("   at the end: " + "; ".join(" ".join(x.split()) for x in b["mallocstats"]))
+            if b.get("kinds"):
+                print("   at the end, objects the collector tracks, most common: " + ", ".join(f"{k} {n:,}" for k, n in b["kinds"][:15]))
+                print("   what refers to a sample of the first kind: " + ", ".join(f"{k} {n}" for k, n in b["refs"]))
+            for k, n, first, holders in b.get("largest", []):
+                print(f"   at the end, a large container: {k} of {n:,} ({first} ...), held by {holders}")
         snaps_path = path[: -len(".json")] + ".snaps"
         if os.path.exists(snaps_path):
             _snaps([x for x in json.load(open(snaps_path)) if x[1] != -1])
