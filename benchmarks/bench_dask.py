@@ -88,7 +88,7 @@ class _Restarts(logging.Handler):
             self.count += 1
 
 
-def run_dask(src, out, method, params, workers, memory_limit, domains):
+def run_dask(src, out, method, params, workers, memory_limit, domains, scratch=None):
     """(wall s, peak RSS of a worker, spilled bytes, restarts, error or None, release info)."""
     from dask.utils import parse_bytes
     from distributed import Client
@@ -124,7 +124,7 @@ def run_dask(src, out, method, params, workers, memory_limit, domains):
         error = None
         info = {}
         try:
-            rel = DB.protect_dask(src, method, roles, domains, seed=1, client=client, **params)
+            rel = DB.protect_dask(src, method, roles, domains, seed=1, client=client, scratch=scratch, **params)
             DB.write_release(rel, out)
             info = dict(rel.info)
             del rel
@@ -176,6 +176,9 @@ def main():
     ap.add_argument("--memory", action="store_true", help="also run the in-memory engine")
     ap.add_argument("--check", action="store_true", help="compare with the in-memory release")
     ap.add_argument("--clean", action="store_true", help="delete the generated data afterwards")
+    ap.add_argument("--sorts", choices=("auto", "p2p"), default="auto",
+                    help="the ranked methods' sorts: through scratch files when the workers share this "
+                         "machine (auto, the default) or Dask's p2p shuffles (p2p, the earlier path)")
     ap.add_argument("--methods", default="laplace,ir-dp",
                     help="comma-separated methods to run (laplace, ir-dp), e.g. --methods ir-dp")
     a = ap.parse_args()
@@ -204,11 +207,13 @@ def main():
             out = os.path.join(base, f"out-{method}")
             shutil.rmtree(out, ignore_errors=True)
             wall, peak, spilled, restarts, error, info, budget = run_dask(
-                src, out, method, params, a.workers, a.memory_limit, domains)
+                src, out, method, params, a.workers, a.memory_limit, domains,
+                scratch=False if a.sorts == "p2p" else None)
             model = DB.peak_model(budget)
             print(f"{method:10} {f'dask {a.workers}×{a.memory_limit}':24} {wall:8.1f}s "
                   f"{peak / 2**20:13.0f} MB {model / 2**20:6.0f} MB {spilled / 2**20:7.0f} MB {restarts:9d}  "
-                  f"{info.get('ranges', '-')}" + (f"  FAILED: {error}" if error else ""), flush=True)
+                  f"{info.get('ranges', '-')}" + (f" ({info['sorts']})" if "sorts" in info else "")
+                  + (f"  FAILED: {error}" if error else ""), flush=True)
             # every worker's own peak and spill (a worker restarted by its nanny comes back
             # under a new address: it is listed twice)
             for w in sorted(info.get("peaks", {})):

@@ -420,11 +420,12 @@ def test_slices_cut_pieces_back_into_partitions():
             np.testing.assert_array_equal(got, np.arange(starts[i], starts[i] + lens[i]))
 
 
-def test_ranked_method_reports_its_steps_one_attribute_at_a_time():
+@pytest.mark.parametrize("scratch", [None, False])
+def test_ranked_method_reports_its_steps_one_attribute_at_a_time(scratch):
     df = _data(300)
     said = []
     with dask.config.set(scheduler="synchronous"):
-        DB.protect_dask(
+        rel = DB.protect_dask(
             dd.from_pandas(df, npartitions=3),
             "ir-dp",
             ROLES,
@@ -434,15 +435,23 @@ def test_ranked_method_reports_its_steps_one_attribute_at_a_time():
             epsilon=1.0,
             progress=said.append,
             partition_rows=100,
+            scratch=scratch,
         )
     cols = [c for c, r in ROLES.items() if r == "eps-quasi"]
     assert said[0] == "counting the records of 3 ranges"
-    assert len(said) == 1 + len(cols)
-    for j, c in enumerate(cols):
-        assert (
-            said[1 + j]
-            == f"attribute {j + 1} of {len(cols)} ({c}): sorting 300 values in 3 ranges, releasing"
-        )
+    if scratch is False:  # the p2p shuffles: one step per attribute
+        assert rel.info["sorts"] == "p2p shuffles"
+        steps = ["sorting 300 values in 3 ranges, releasing"]
+    else:  # through the scratch folder: its three phases
+        assert rel.info["sorts"] == "scratch files"
+        steps = [
+            "sorting 300 values in 3 ranges: by range",
+            "sorting 300 values in 3 ranges: each range",
+            "releasing 300 values",
+        ]
+    assert said[1:] == [
+        f"attribute {j + 1} of {len(cols)} ({c}): {s}" for j, c in enumerate(cols) for s in steps
+    ]
 
 
 def test_ranges_smaller_than_a_cluster_and_ties_equal_in_memory():

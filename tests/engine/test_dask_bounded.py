@@ -17,6 +17,7 @@ import dask  # noqa: E402
 
 from dpstudio import engine  # noqa: E402
 from dpstudio.engine.backends import dask_backend as DB  # noqa: E402
+from dpstudio.engine.backends import dask_scratch as S  # noqa: E402
 from dpstudio.engine.errors import InputError  # noqa: E402
 from tests.engine._dask_cluster import assert_ranked_equals_memory  # noqa: E402
 
@@ -58,6 +59,19 @@ class _Sizes:
         monkeypatch.setattr(DB, "_sort_range", sort_spy)
         monkeypatch.setattr(DB, "_release_piece", piece_spy)
         monkeypatch.setattr(DB, "_assemble", assemble_spy)
+        # the sorts through the scratch folder (dask_scratch): a range's records, a partition's
+        file_sort, bucket = S.sort_range, S.bucket_part
+
+        def file_sort_spy(where, counts, *a, **kw):
+            self.seen["range"].append(int(counts.sum()))
+            return file_sort(where, counts, *a, **kw)
+
+        def bucket_spy(part, *a, **kw):
+            self.seen["partition"].append(len(part))
+            return bucket(part, *a, **kw)
+
+        monkeypatch.setattr(S, "sort_range", file_sort_spy)
+        monkeypatch.setattr(S, "bucket_part", bucket_spy)
 
 
 @pytest.mark.parametrize(
@@ -69,7 +83,8 @@ class _Sizes:
         ("insensitive-dp", {"k": 6, "epsilon": 1.0, "variant": "single"}),
     ],
 )
-def test_no_task_holds_more_than_its_budget(monkeypatch, method, params):
+@pytest.mark.parametrize("scratch", [None, False], ids=["scratch-files", "p2p"])
+def test_no_task_holds_more_than_its_budget(monkeypatch, method, params, scratch):
     """n = 24 000 records, partitions of 1 000: every range, release piece and partition holds
     at most about a partition's worth (ranges vary with the splitters' sample) plus a
     cluster -- never the column.  Breaking the range count to 1 (everything on one worker)
@@ -80,13 +95,21 @@ def test_no_task_holds_more_than_its_budget(monkeypatch, method, params):
     sizes = _Sizes(monkeypatch)
     with dask.config.set(scheduler="synchronous"):
         rel = DB.protect_dask(
-            dd.from_pandas(df, npartitions=6), method, ROLES, DOMAINS, seed=4, partition_rows=rows, **params
+            dd.from_pandas(df, npartitions=6),
+            method,
+            ROLES,
+            DOMAINS,
+            seed=4,
+            partition_rows=rows,
+            scratch=scratch,
+            **params,
         )
         got = rel.compute()
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
     bound = 2 * rows + 2 * params["k"]
     sorts = 1 if method == "insensitive-dp" else 3
     assert rel.info["ranges"] >= n // (2 * rows)
+    assert rel.info["sorts"] == ("p2p shuffles" if scratch is False else "scratch files")
     assert len(sizes.seen["range"]) == sorts * rel.info["ranges"]
     assert sum(sizes.seen["range"]) == sorts * n and sum(sizes.seen["piece"]) == sorts * n
     for what, seen in sizes.seen.items():

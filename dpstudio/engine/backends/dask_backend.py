@@ -827,6 +827,9 @@ class DaskRelease:
     guarantee_info: Any = field(default=None, repr=False)
     #: the client whose workers :func:`protect_dask` tuned for this run (:meth:`finish`), or None
     tuned: Any = field(default=None, repr=False, compare=False)
+    #: the private folder of the sorts' files the release reads (:mod:`dask_scratch`), or
+    #: None: removed when the release is collected or the process ends
+    scratch: Any = field(default=None, repr=False, compare=False)
 
     def finish(self) -> None:
         """The end of the run: the workers' own settings put back (:func:`untune_workers`).
@@ -1005,6 +1008,7 @@ def protect_dask(
     hierarchies: dict | None = None,
     progress: Any = None,
     partition_rows: int | None = None,
+    scratch: Any = None,
     **params: Any,
 ) -> DaskRelease:
     """Protect ``source`` on Dask; returns a :class:`DaskRelease` (lazy).  ``progress``: an
@@ -1012,7 +1016,9 @@ def protect_dask(
     attribute at a time before the release is written; the command line prints them).  ``client``: a
     ``distributed.Client`` (``None``: the current default scheduler).  Partitions are sized
     from the workers' memory limit (:func:`worker_budget`); ``partition_rows`` forces their
-    rows (tests, tuning).
+    rows (tests, tuning).  ``scratch``: where the ranked methods' sorts keep their files (None:
+    automatic, in Dask's temporary-directory when every worker runs on this machine; False:
+    never, the p2p shuffles; a folder: there, on the same conditions; :func:`dask_scratch.scratch_for`).
     """
     from dpstudio.engine import api
 
@@ -1021,6 +1027,7 @@ def protect_dask(
     # the workers fitted to the memory model for this run only: put back at its end
     # (DaskRelease.finish, called by write_release and compute) or if it fails here
     tuned = live if live is not None and tune_workers(live) else None
+    scratch_dir = None
     try:
         src = open_source(source, budget)
         spec, plan, task, prep, cols, n, lens, sample = _validate(
@@ -1069,9 +1076,10 @@ def protect_dask(
             }
             out = ddf.assign(**new)
         else:
-            out = _ranked_release(src, plan, attrs, prep, n, sample, budget, client, progress, final)
-            info["ranges"] = out[1]
-            out = out[0]
+            out, info["ranges"], scratch_dir = _ranked_release(
+                src, plan, attrs, prep, n, sample, budget, client, progress, final, scratch
+            )
+            info["sorts"] = "scratch files" if scratch_dir is not None else "p2p shuffles"
         read = src.lens
         if isinstance(plan, (Rowwise, FrequencySet)) and shuffle and read is not None and read.size:
             if int(read.max()) > final:  # a row-wise or frequency-set release, cut for the shuffle
@@ -1102,10 +1110,13 @@ def protect_dask(
             aligned,
             g,
             tuned=tuned,
+            scratch=scratch_dir,
         )
     except BaseException:
         if tuned is not None:
             untune_workers(tuned)
+        if scratch_dir is not None:
+            scratch_dir.close()
         raise
 
 
@@ -1526,11 +1537,8 @@ def _sorted_release(
     ranges = [delayed(_sort_range)(x, order, len(keep)) for x in ranged.to_delayed()]
     if len(ranges) != P:  # pragma: no cover - a Dask change would show here
         raise InputError(f"internal: {len(ranges)} ranges for {P}; run with --engine memory.")
-    first = np.r_[0, np.cumsum(order.totals)].astype(np.int64)
     # the pieces of whole clusters: each range's first rank moved up to a cluster boundary
-    bounds = cluster_starts_at_or_after(first, n, k)
-    bounds[0], bounds[-1] = 0, n
-    bounds = np.maximum.accumulate(bounds)
+    bounds = _release_bounds(order, n, k)
     lens = np.diff(bounds)
     pieces = []
     for q, cut in enumerate(_slices(bounds[:-1], lens, order.totals.tolist())):
@@ -1564,6 +1572,16 @@ def _sorted_release(
     return _persist_frame(per_piece, client)
 
 
+def _release_bounds(order: _Order, n: int, k: int) -> np.ndarray:
+    """The first ranks of the release's pieces of whole clusters: each range's first rank
+    moved up to a cluster boundary (ties across range boundaries released whole), and n.
+    """
+    first = np.r_[0, np.cumsum(order.totals)].astype(np.int64)
+    bounds = cluster_starts_at_or_after(first, n, k)
+    bounds[0], bounds[-1] = 0, n
+    return np.maximum.accumulate(bounds)
+
+
 def _release_dtype(a: Attribute, meta: pd.DataFrame):
     return _out_dtype(a.grid) if a.grid is not None else meta[a.column].dtype
 
@@ -1579,12 +1597,14 @@ def _ranked_release(
     client,
     progress,
     final: int,
+    scratch=None,
 ):
     """The release of a :class:`Ranked` or :class:`SingleOrder` plan in input order, by
     distributed sorts (see above): splitters from the validation pass's sample, one counting
     pass for every order, then one sort per attribute (ranked) or one for all (single order).
-    Returns (release with record ids, number of ranges per sort); the release's partitions hold
-    at most ``final`` records (:func:`final_rows`).
+    Returns (release with record ids, number of ranges per sort, the scratch folder the
+    release reads or None); the release's partitions hold at most ``final`` records
+    (:func:`final_rows`).  ``scratch``: see :func:`dask_scratch.scratch_for`.
     """
     import dask
     from dask import delayed
@@ -1626,6 +1646,7 @@ def _ranked_release(
         if int(o.totals.sum()) != n:  # pragma: no cover - the data changed under us
             raise InputError("The input changed while it was read (record counts differ); run again.")
     dtypes = {a.column: _release_dtype(a, src.meta) for a in attrs}
+    scratch = _scratch().scratch_for(scratch, client, src, orders, plan, attrs, dtypes, n, say)
     done = []
     for j, (o, group) in enumerate(zip(orders, groups)):
         if isinstance(plan, SingleOrder):
@@ -1633,9 +1654,25 @@ def _ranked_release(
         else:
             what = f"attribute {j + 1} of {len(cols)} ({group[0].column}):"
         keep = [] if plan.noisy else [group[0].column]
-        parts = _sorted_release(
-            src, o, plan, group, keep, n=n, k=k, client=client, say=lambda m, w=what: say(f"{w} {m}")
-        )
+        step = partial(_say_with, say, what)
+        if scratch is not None:
+            done.append(
+                _scratch().sort(
+                    src,
+                    o,
+                    plan,
+                    group,
+                    keep,
+                    n=n,
+                    k=k,
+                    scratch=scratch,
+                    dtypes=dtypes,
+                    say=step,
+                    tag=f"sort{j}",
+                )
+            )
+            continue
+        parts = _sorted_release(src, o, plan, group, keep, n=n, k=k, client=client, say=step)
         if len(parts) != src.npartitions:  # pragma: no cover - a Dask change would show here
             raise InputError(f"internal: {len(parts)} released pieces for {src.npartitions}; run again.")
         done.append(parts)
@@ -1650,12 +1687,34 @@ def _ranked_release(
     # slices of the input partitions sized for its own records (final_rows): the input
     # partition and its released pieces are read once, each slice assembled by its own task
     assert src.lens is not None
-    frames = [
-        delayed(_assemble)(x, *[parts[i] for parts in done], dtypes=dict(meta.dtypes), lo=lo, hi=hi)
-        for i, x in enumerate(full.to_delayed())
-        for lo, hi in _cuts(int(src.lens[i]), final)
-    ]
-    return dd.from_delayed(frames, meta=meta, verify_meta=False), nranges
+    if scratch is not None:  # the released columns in the scratch folder's value files
+        files = [f for group in done for f in group]
+        starts = src.starts
+        frames = [
+            delayed(_scratch().assemble)(
+                x, files, dtypes=dict(meta.dtypes), first=int(starts[i]), lo=lo, hi=hi
+            )
+            for i, x in enumerate(full.to_delayed())
+            for lo, hi in _cuts(int(src.lens[i]), final)
+        ]
+    else:
+        frames = [
+            delayed(_assemble)(x, *[parts[i] for parts in done], dtypes=dict(meta.dtypes), lo=lo, hi=hi)
+            for i, x in enumerate(full.to_delayed())
+            for lo, hi in _cuts(int(src.lens[i]), final)
+        ]
+    return dd.from_delayed(frames, meta=meta, verify_meta=False), nranges, scratch
+
+
+def _scratch():
+    """:mod:`dask_scratch` (imported when a ranked method runs: it imports this module)."""
+    from dpstudio.engine.backends import dask_scratch
+
+    return dask_scratch
+
+
+def _say_with(say, what: str, message: str) -> None:
+    say(f"{what} {message}")
 
 
 def _cuts(length: int, rows: int) -> list[tuple[int, int]]:

@@ -1,0 +1,453 @@
+"""The ranked methods' distributed sorts through a private scratch folder (issue 25).
+
+When every worker of the run runs on this machine and sees the same folder, a sort of
+:func:`dask_backend._sorted_release` is done in three phases of independent tasks that
+exchange their records through files instead of Dask's p2p shuffle, and each phase's results
+are kept on disk rather than in the workers' memory:
+
+1. **bucket**: each input partition computes its records' ranges (the splitters of the
+   counting pass), orders its records by range (stable) and writes them at its own place in
+   the sort's bucket file (records in a fixed-width numpy record type: the order's values,
+   the record id, the released column's own values when the method releases them); it
+   returns its counts per range;
+2. **sort**: each range reads its slice of every partition's place (one ``pread`` each),
+   sorts it exactly as the p2p path does (the order's keys, the record id last) and writes it
+   at its first global rank in the sort's sorted file (the file is then the whole attribute in
+   the in-memory engine's order);
+3. **release**: each span of whole clusters (the ranges' first ranks moved up to cluster
+   boundaries, as the p2p path cuts them) reads its records, releases them by the plan, and
+   writes each released value at its record id in the column's value file (a shared
+   memory-mapped write in windows of :data:`WINDOW_BYTES`: every record id is written by one
+   task only; windows keep what a task maps, which its RSS counts, small).
+
+The release's final phase then reads each input partition's released values as one
+contiguous slice of every value file.  What this changes against the p2p path (measured in
+results/bench_dask_issue25.md):
+
+* a p2p shuffle moves (partitions × ranges) shards; at small memory limits both grow as
+  N / L, so the shards grow as their square (1.67 million per sort at 100,000,000 records on
+  500 MB workers, twice per sort with the shuffle back); here a range reads one slice per
+  partition with one system call;
+* a worker restarted by its nanny loses nothing of the earlier sorts (they are files): a
+  restart costs only the tasks it was running;
+* no sort's results are stored in the workers' memory.
+
+Privacy: the files hold released values with their record ids (the aligned release, which
+the final shuffle hides) and the original values of the sorted attribute: the folder is the
+owner's only (0700), every file in it is created by this process or the workers (same user),
+the bucket and sorted files are deleted at the end of their sort and the folder with the
+value files when the release is collected or the process ends.
+
+Nothing here tests a method's id: the plan releases, as in the p2p path.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import tempfile
+import weakref
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpstudio.engine.errors import InputError
+
+#: Bytes of a value file a release task maps at once (the pages it writes count in its RSS
+#: while mapped).
+WINDOW_BYTES = 32 * 2**20
+#: The scratch folder's name prefix (in Dask's temporary-directory, else the system's).
+PREFIX = "dpstudio-sort-"
+_TOKEN = "token"
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+            return fh.read().strip()
+    except OSError:  # pragma: no cover - not Linux: the host name alone
+        return ""
+
+
+def _sees(path: str) -> tuple[str, str, str]:
+    """What a worker sees: the token of the scratch folder ``path``, its host and boot id."""
+    try:
+        with open(os.path.join(path, _TOKEN), encoding="ascii") as fh:
+            token = fh.read()
+    except OSError:
+        token = ""
+    return token, socket.gethostname(), _boot_id()
+
+
+def scratch_root() -> str:
+    """Where scratch folders go by default: Dask's temporary-directory, else the system's."""
+    import dask
+
+    return os.fspath(dask.config.get("temporary-directory", None) or tempfile.gettempdir())
+
+
+class Scratch:
+    """A private folder (0700) for the sorts' files of one run; removed (with what is in it)
+    when :meth:`close` is called, when the object is collected or when the process ends.
+    """
+
+    def __init__(self, root: str | None = None):
+        root = root or scratch_root()
+        os.makedirs(root, exist_ok=True)
+        self.path = tempfile.mkdtemp(prefix=PREFIX, dir=root)  # created 0700
+        os.chmod(self.path, 0o700)
+        self._close = weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
+        self.token = secrets.token_hex(16)
+        fd = os.open(os.path.join(self.path, _TOKEN), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(self.token)
+
+    def file(self, name: str, nbytes: int) -> str:
+        """A new private file of ``nbytes`` (sparse, zeros) in the folder."""
+        path = os.path.join(self.path, name)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.ftruncate(fd, int(nbytes))
+        finally:
+            os.close(fd)
+        return path
+
+    def remove(self, path: str) -> None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:  # pragma: no cover
+            pass
+
+    def free_bytes(self) -> int:
+        return int(shutil.disk_usage(self.path).free)
+
+    def close(self) -> None:
+        self._close()
+
+    def shared_with(self, client: Any) -> bool:
+        """Whether every worker of ``client`` runs on this machine (same host and boot id)
+        and reads this folder (its token): the condition of this module's sorts.  No client
+        (Dask's local schedulers): this process's threads, always.
+        """
+        if client is None:
+            return True
+        mine = (self.token, socket.gethostname(), _boot_id())
+        try:
+            seen = client.run(_sees, self.path)
+        except Exception:  # a scheduler refusing run, a closed client
+            return False
+        return bool(seen) and all(tuple(v) == mine for v in seen.values())
+
+
+def fixed_width(dtype) -> bool:
+    """Whether values of ``dtype`` go into this module's files (numpy bool, integers, floats)."""
+    if not isinstance(dtype, (np.dtype, str)):  # a pandas extension dtype (nullable, text, ...)
+        return False
+    try:
+        return np.dtype(dtype).kind in "biuf"
+    except TypeError:
+        return False
+
+
+def record_type(m: int, keep: list) -> np.dtype:
+    """The record type of a sort: the order's ``m`` values (float64), the record id, and the
+    kept columns in their own dtypes.
+    """
+    fields = [(f"x{j}", "<f8") for j in range(m)] + [("row", "<i8")]
+    fields += [(f"o{j}", np.dtype(t).newbyteorder("<")) for j, t in enumerate(keep)]
+    return np.dtype(fields)
+
+
+def _as_bytes(a: np.ndarray) -> memoryview:
+    return memoryview(np.ascontiguousarray(a).view(np.uint8).reshape(-1))  # type: ignore[arg-type]
+
+
+def _widths(rtype: np.dtype) -> tuple[int, int]:
+    """(the order's values, the kept columns) of a record type of :func:`record_type`."""
+    names = rtype.names or ()
+    m = sum(1 for name in names if name.startswith("x"))
+    return m, len(names) - m - 1
+
+
+def _pwrite(path: str, a: np.ndarray, offset: int) -> None:
+    buf = _as_bytes(a)
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        done = 0
+        while done < len(buf):
+            done += os.pwrite(fd, buf[done:], int(offset) + done)
+    finally:
+        os.close(fd)
+
+
+def _pread_into(fd: int, out: np.ndarray, offset: int) -> None:
+    buf = _as_bytes(out)
+    done = 0
+    while done < len(buf):
+        got = os.preadv(fd, [buf[done:]], int(offset) + done)
+        if got <= 0:  # pragma: no cover - a file shorter than planned
+            raise OSError(f"the scratch file ended {len(buf) - done:,} bytes early")
+        done += got
+
+
+def read_slice(path: str, dtype: np.dtype, first: int, count: int) -> np.ndarray:
+    """``count`` items of ``dtype`` from item ``first`` of the file ``path``."""
+    out = np.empty(int(count), dtype=dtype)
+    if count:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            _pread_into(fd, out, int(first) * dtype.itemsize)
+        finally:
+            os.close(fd)
+    return out
+
+
+def bucket_part(
+    part: pd.DataFrame, order, keep: list[str], path: str, rtype: np.dtype, first: int
+) -> np.ndarray:
+    """Phase 1 for one input partition (records ``first, first + 1, ...``): its records in
+    range order written at record ``first`` of the bucket file; returns its counts per range.
+    """
+    from dpstudio.engine.backends import dask_backend as DB
+
+    rows = part[DB._ROW].to_numpy(dtype=np.int64)
+    if rows.size and (int(rows[0]) != first or int(rows[-1]) != first + rows.size - 1):
+        raise RuntimeError(  # pragma: no cover - the record ids are positions
+            f"internal: records {int(rows[0]):,}.. where {first:,}.. were expected."
+        )
+    X = DB._values(part, order.columns)
+    r = DB._range_of(order.keys(X, rows), order.splitters)
+    idx = np.argsort(r, kind="stable")
+    rec = np.empty(rows.size, dtype=rtype)
+    for j in range(X.shape[1]):
+        rec[f"x{j}"] = X[idx, j]
+    rec["row"] = rows[idx]
+    for j, c in enumerate(keep):
+        rec[f"o{j}"] = part[c].to_numpy()[idx]
+    _pwrite(path, rec, first * rtype.itemsize)
+    DB._release_arrow_memory()
+    return np.bincount(r, minlength=order.nranges).astype(np.int64)
+
+
+def sort_range(
+    where: np.ndarray, counts: np.ndarray, order, path: str, out: str, rtype: np.dtype, rank: int
+) -> int:
+    """Phase 2 for one range: its records (``counts[i]`` at record ``where[i]`` of the bucket
+    file, for every input partition i) sorted by the order's keys (record id last) and written
+    at record ``rank`` (the range's first global rank) of the sorted file.
+    """
+    total = int(counts.sum())
+    rec = np.empty(total, dtype=rtype)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        at = 0
+        for w, c in zip(where.tolist(), counts.tolist()):
+            if c:
+                _pread_into(fd, rec[at : at + c], w * rtype.itemsize)
+                at += c
+    finally:
+        os.close(fd)
+    m, _ = _widths(rtype)
+    X = np.column_stack([rec[f"x{j}"] for j in range(m)]) if total else np.zeros((0, m))
+    idx = np.lexsort(order.keys(X, rec["row"])[::-1]) if total else np.zeros(0, np.int64)
+    _pwrite(out, rec[idx], rank * rtype.itemsize)
+    return total
+
+
+def scatter(path: str, dtype: np.dtype, rows: np.ndarray, values: np.ndarray) -> None:
+    """``values[i]`` written at item ``rows[i]`` of the value file ``path`` (rows distinct),
+    through shared maps of at most :data:`WINDOW_BYTES` at a time.
+    """
+    if not rows.size:
+        return
+    o = np.argsort(rows, kind="stable")
+    rows, values = rows[o], np.asarray(values)[o]
+    span = max(1, WINDOW_BYTES // dtype.itemsize)
+    i = 0
+    while i < rows.size:
+        lo = int(rows[i])
+        j = int(np.searchsorted(rows, lo + span, "left"))
+        hi = int(rows[j - 1]) + 1
+        mm = np.memmap(path, dtype=dtype, mode="r+", offset=lo * dtype.itemsize, shape=(hi - lo,))
+        mm[rows[i:j] - lo] = values[i:j]
+        del mm  # unmapped: the pages stay in the page cache, no longer in this task's RSS
+        i = j
+
+
+def release_span(
+    lo: int, hi: int, path: str, rtype: np.dtype, *, n, k, plan, attrs, outputs: list[tuple[str, Any]], starts
+) -> int:
+    """Phase 3 for the ranks [lo, hi) (whole clusters): released by the plan and each
+    released column written at its records' ids in its value file (``outputs``: (path, dtype)
+    per attribute of ``attrs``).
+    """
+    from dpstudio.engine.backends import dask_backend as DB
+
+    rec = read_slice(path, rtype, lo, hi - lo)
+    m, nkeep = _widths(rtype)
+    rng = {
+        "X": np.column_stack([rec[f"x{j}"] for j in range(m)]) if rec.size else np.zeros((0, m)),
+        "rows": rec["row"],
+        "keep": [rec[f"o{j}"] for j in range(nkeep)],
+    }
+    cols = [a.column for a in attrs]
+    frame = DB._release_piece(
+        rng,
+        cuts=[(0, rec.size)],
+        first_rank=lo,
+        n=n,
+        k=k,
+        plan=plan,
+        attrs=attrs,
+        piece_starts=starts,
+        cols=cols,
+    )
+    rows = frame[DB._ROW].to_numpy(dtype=np.int64)
+    for c, (out, dtype) in zip(cols, outputs):
+        scatter(out, np.dtype(dtype), rows, frame[c].to_numpy().astype(dtype, copy=False))
+    return int(rows.size)
+
+
+def scratch_for(choice, client, src, orders: list, plan, attrs, dtypes, n: int, say) -> Scratch | None:
+    """The run's :class:`Scratch` folder when the sorts go through files (this module), else None (the p2p shuffles, results kept on the workers).
+    ``choice``: None (automatic: when every worker runs on this machine and sees the folder,
+    the values are fixed-width numbers and the disk has room), False (never), or a folder in
+    which to make it (its conditions still checked).
+    """
+    from dpstudio.engine.backends import dask_backend as DB
+
+    if choice is False:
+        return None
+    keep_types = [src.meta[a.column].dtype for a in attrs] if not plan.noisy else []
+    if not all(fixed_width(t) for t in [*dtypes.values(), *keep_types]):
+        return None
+    if choice is None or choice is True:
+        try:
+            scratch = Scratch()
+        except OSError as e:  # Dask spills and shuffles there too: no run can go on
+            raise InputError(
+                f"Dask's temporary folder {scratch_root()!r} cannot be used ({e.strerror or e}); "
+                "set DASK_TEMPORARY_DIRECTORY to a writable folder with room for the data."
+            ) from None
+    else:
+        where = os.fspath(choice)
+        if not os.path.isdir(where) or not os.access(where, os.W_OK | os.X_OK):
+            raise InputError(
+                f"The scratch folder {where!r} is not a folder this process can write into; "
+                "give an existing, writable folder."
+            )
+        scratch = Scratch(where)
+    live = DB._client_for(client)
+    m = max(len(o.columns) for o in orders)
+    # the largest sort's bucket and sorted files, and every value file (kept to the end)
+    rec = 8 * m + 8 + (8 if keep_types else 0)
+    need = 2 * n * rec + n * sum(np.dtype(t).itemsize for t in dtypes.values())
+    free = scratch.free_bytes()
+    if not scratch.shared_with(live) or free < need + 2**30:
+        if free < need + 2**30:
+            say(
+                f"sorting in the workers' memory: the sorts' files need {DB._human(need)} and "
+                f"{os.path.dirname(scratch.path)} has {DB._human(free)} free"
+            )
+        scratch.close()
+        return None
+    return scratch
+
+
+def sort(
+    src,
+    order,
+    plan,
+    attrs: list,
+    keep: list[str],
+    *,
+    n,
+    k,
+    scratch,
+    dtypes,
+    say,
+    tag,
+) -> list[tuple[str, str, Any]]:
+    """The released columns of ``attrs`` under one distributed sort through the scratch
+    folder (this module's three phases): (column, value file, dtype) per attribute, each file the
+    column's released values in record-id order.
+    """
+    import dask
+    from dask import delayed
+
+    from dpstudio.engine.backends import dask_backend as DB
+
+    rtype = record_type(len(order.columns), [src.meta[c].dtype for c in keep])
+    P = order.nranges
+    starts = src.starts
+    bucket = scratch.file(f"{tag}.bucket", n * rtype.itemsize)
+    read = list(dict.fromkeys([*order.columns, *keep]))
+    say(f"sorting {n:,} values in {P:,} range{'s' if P != 1 else ''}: by range")
+    tasks = [
+        delayed(bucket_part)(x, order, keep, bucket, rtype, int(starts[i]))
+        for i, x in enumerate(src.frame(read).to_delayed())
+    ]
+    counts = np.asarray(dask.compute(*tasks), dtype=np.int64).reshape(len(tasks), P)
+    if not np.array_equal(counts.sum(axis=0), order.totals):  # pragma: no cover - the data changed
+        raise InputError("The input changed while it was read (record counts differ); run again.")
+    # where each range's records of partition i are in the bucket file: the partition's place
+    # plus the records of the ranges before it
+    where = (starts[:, None] + np.cumsum(counts, axis=1) - counts).T.copy()
+    counts = counts.T.copy()
+    first = np.r_[0, np.cumsum(order.totals)].astype(np.int64)
+    ordered = scratch.file(f"{tag}.sorted", n * rtype.itemsize)
+    say(f"sorting {n:,} values in {P:,} range{'s' if P != 1 else ''}: each range")
+    nz = [np.flatnonzero(counts[j]) for j in range(P)]
+    tasks = [
+        delayed(sort_range)(where[j][nz[j]], counts[j][nz[j]], order, bucket, ordered, rtype, int(first[j]))
+        for j in range(P)
+    ]
+    dask.compute(*tasks)
+    scratch.remove(bucket)
+    outputs = [
+        (
+            scratch.file(f"{tag}.{i}.values", n * np.dtype(dtypes[a.column]).itemsize),
+            np.dtype(dtypes[a.column]),
+        )
+        for i, a in enumerate(attrs)
+    ]
+    bounds = DB._release_bounds(order, n, k)
+    say(f"releasing {n:,} values")
+    tasks = [
+        delayed(release_span)(
+            int(lo), int(hi), ordered, rtype, n=n, k=k, plan=plan, attrs=attrs, outputs=outputs, starts=starts
+        )
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())
+        if hi > lo
+    ]
+    done = sum(dask.compute(*tasks))
+    scratch.remove(ordered)
+    if done != n:  # pragma: no cover - every rank is released once
+        raise InputError(f"internal: {done:,} values released for {n:,} records; run again.")
+    return [(a.column, path, dtype) for a, (path, dtype) in zip(attrs, outputs)]
+
+
+def assemble(
+    part: pd.DataFrame,
+    files: list[tuple[str, str, Any]],
+    *,
+    dtypes,
+    first: int,
+    lo: int = 0,
+    hi: int | None = None,
+) -> pd.DataFrame:
+    """:func:`dask_backend._assemble` with the released columns read from the scratch folder's value files
+    (records ``first + lo`` to ``first + hi`` of each).
+    """
+    from dpstudio.engine.backends import dask_backend as DB
+
+    hi = len(part) if hi is None else hi
+    part = part.iloc[lo:hi]
+    ids = np.arange(first + lo, first + hi, dtype=np.int64)
+    frame = pd.DataFrame(
+        {DB._ROW: ids, **{c: read_slice(path, np.dtype(t), first + lo, hi - lo) for c, path, t in files}}
+    )
+    return DB._assemble(part, frame, dtypes=dtypes)
