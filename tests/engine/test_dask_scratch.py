@@ -96,8 +96,17 @@ def test_folder_private_while_the_release_lives_then_removed(tmp_dask):
     assert os.path.dirname(path) == str(tmp_dask)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
     names = sorted(os.listdir(path))
-    # the bucket and sorted files are gone with their sort; one value file per attribute is left
-    assert names == ["sort0.0.values", "sort1.0.values", "sort2.0.values", "token"]
+    # the bucket and sorted files are gone with their sort; one value file per attribute is
+    # left, with the final shuffle's: the other column (region) and the records' keys
+    assert names == [
+        "release.3.values",
+        "release.keys",
+        "sort0.0.values",
+        "sort1.0.values",
+        "sort2.0.values",
+        "token",
+    ]
+    assert rel.info["shuffle"] == "scratch files"
     for name in names:
         assert stat.S_IMODE(os.stat(os.path.join(path, name)).st_mode) == 0o600
     with dask.config.set(scheduler="synchronous"):
@@ -266,3 +275,80 @@ def test_fixed_width_types_only():
     assert S.fixed_width(np.dtype("float64")) and S.fixed_width("int64") and S.fixed_width(np.dtype(bool))
     assert not S.fixed_width(pd.Int64Dtype()) and not S.fixed_width(np.dtype(object))
     assert not S.fixed_width(pd.StringDtype()) and not S.fixed_width("datetime64[ns]")
+
+
+@pytest.mark.parametrize("params", [{"epsilon": 1.0}, {"epsilon": 0.5, "shuffle": False}])
+def test_row_wise_release_shuffled_through_files_equals_in_memory(tmp_dask, params):
+    df = _data(700)
+    mem = engine.protect(df, "laplace", EPS, DOMAINS, seed=11, **params).data
+    rel = _run(df, "laplace", EPS, params, nparts=5, rows=90)
+    if params.get("shuffle") is False:  # input order: no shuffle, no folder
+        assert "shuffle" not in rel.info and rel.scratch is None
+    else:
+        assert rel.info["shuffle"] == "scratch files" and rel.scratch is not None
+        assert sorted(os.listdir(rel.scratch.path)) == [f"release.{j}.values" for j in range(4)] + [
+            "release.keys",
+            "token",
+        ]
+    with dask.config.set(scheduler="synchronous"):
+        got = rel.compute()
+        pd.testing.assert_frame_equal(got, mem, check_dtype=False)
+        pd.testing.assert_frame_equal(
+            _run(df, "laplace", EPS, params, nparts=5, rows=90, scratch=False).compute(), got
+        )
+
+
+def test_a_text_column_keeps_the_p2p_final_shuffle_and_the_file_sorts(tmp_dask):
+    df = _data(500).assign(region=lambda d: "r" + d["region"].astype(str))
+    mem = engine.protect(df, "ir-dp", EPS, DOMAINS, seed=11, k=5, epsilon=1.0).data
+    rel = _run(df, "ir-dp", EPS, {"k": 5, "epsilon": 1.0})
+    assert rel.info["sorts"] == "scratch files" and rel.info["shuffle"] == "p2p"
+    with dask.config.set(scheduler="synchronous"):
+        pd.testing.assert_frame_equal(rel.compute(), mem, check_dtype=False)
+    lap = _run(df, "laplace", EPS, {"epsilon": 1.0})
+    assert lap.info["shuffle"] == "p2p" and lap.scratch is None
+
+
+def test_output_part_orders_equal_first_words_by_the_second_as_the_p2p_path(tmp_dask):
+    """Equal first words happen with probability ~n²/2⁶⁵: crafted here, the file path orders
+    them as dask_backend._by_sort_keys does."""
+    rng = np.random.default_rng(3)
+    m = 300
+    k0 = rng.integers(0, 2**63, m, dtype=np.uint64)
+    k0[::3] = k0[0]  # a hundred equal first words
+    k1 = rng.integers(0, 2**63, m, dtype=np.uint64)
+    rows = rng.permutation(m).astype(np.int64)
+    vals = rng.normal(size=m)
+    sc = S.Scratch()
+    try:
+        keys = sc.file("keys", m * S.KEY_TYPE.itemsize)
+        rec = np.empty(m, dtype=S.KEY_TYPE)
+        rec["k0"], rec["k1"], rec["row"] = k0, k1, rows
+        S._pwrite(keys, rec, 0)
+        col = sc.file("col", m * 8)
+        S._pwrite(col, vals, 0)  # the value of record id i at i
+        meta = pd.DataFrame({"v": np.array([], np.float64)})
+        got = S.output_part(
+            np.array([0, 100]), np.array([100, m - 100]), keys, [("v", col, np.dtype("f8"))], meta
+        )
+    finally:
+        sc.close()
+    frame = pd.DataFrame({"v": vals[rows], "__k0": k0, "__k1": k1, DB._ROW: rows})
+    pd.testing.assert_frame_equal(got, DB._by_sort_keys(frame))
+
+
+@pytest.mark.parametrize("window", [8, 64, 2**20])
+def test_gather_reads_every_id_in_any_window(tmp_dask, monkeypatch, window):
+    monkeypatch.setattr(S, "WINDOW_BYTES", window)
+    rng = np.random.default_rng(8)
+    n = 4000
+    vals = rng.integers(-(2**40), 2**40, n)
+    sc = S.Scratch()
+    try:
+        path = sc.file("v", n * 8)
+        S._pwrite(path, vals, 0)
+        ids = rng.choice(n, 900, replace=False)
+        np.testing.assert_array_equal(S.gather(path, np.dtype("i8"), ids), vals[ids])
+        assert S.gather(path, np.dtype("i8"), np.zeros(0, np.int64)).size == 0
+    finally:
+        sc.close()

@@ -26,6 +26,10 @@ the same seed, value for value:
   cluster boundaries so that every cluster (ties across range boundaries included) is
   released whole by the plan, the released values shuffled back to their input partitions
   (see "ranked methods" below); a task holds at most a partition, a range or a cluster;
+  when every worker runs on this machine, the records go to their ranges, and the released
+  values back to their records, through files in a private scratch folder instead of Dask's
+  p2p shuffles (:mod:`dask_scratch`), and so does the final random order when every column
+  is a number;
 * the random order of the in-memory engine (records ordered by keyed 128-bit sort keys; every
   method unless order='input') is one range partitioning on the top bits of the keys with
   known divisions (uniform keys), then a sort inside each output partition.
@@ -1089,7 +1093,34 @@ def protect_dask(
             out = out.drop(columns=ident)
         aligned = out
         if shuffle:
-            out = _shuffled(out, root)
+            fmeta = out._meta.drop(columns=[_ROW]).reset_index(drop=True)
+            S = _scratch()
+            fixed = all(S.fixed_width(t) for t in fmeta.dtypes)
+            if scratch_dir is None and fixed and not isinstance(plan, FrequencySet):
+                # a row-wise release: its shuffle through files when the workers share them
+                need = S.shuffle_bytes(n, fmeta.dtypes)
+                scratch_dir = S.scratch_for(
+                    scratch, client, list(fmeta.dtypes), need, progress or (lambda _m: None)
+                )
+            if scratch_dir is not None and fixed:
+                have = scratch_dir.values
+                write = [c for c in fmeta.columns if c not in have]
+                # the ranked methods' other columns from the input; a row-wise release's all
+                frame = src.frame(write) if have else out
+                out = S.shuffled(
+                    frame,
+                    write,
+                    fmeta,
+                    root=root,
+                    scratch=scratch_dir,
+                    n=n,
+                    nparts=out.npartitions,
+                    say=progress or (lambda _m: None),
+                )
+                info["shuffle"] = "scratch files"
+            else:
+                out = _shuffled(out, root)
+                info["shuffle"] = "p2p"
         else:  # computed in place: already in input order
             out = out.drop(columns=[_ROW])
         released_cols = [c for c in ddf.columns if c != _ROW and c not in ident]
@@ -1646,7 +1677,18 @@ def _ranked_release(
         if int(o.totals.sum()) != n:  # pragma: no cover - the data changed under us
             raise InputError("The input changed while it was read (record counts differ); run again.")
     dtypes = {a.column: _release_dtype(a, src.meta) for a in attrs}
-    scratch = _scratch().scratch_for(scratch, client, src, orders, plan, attrs, dtypes, n, say)
+    if scratch is not False:
+        S = _scratch()
+        keep_types = [] if plan.noisy else [src.meta[a.column].dtype for a in attrs]
+        m = max(len(o.columns) for o in orders)
+        # the largest sort's bucket and sorted files, every value file (kept to the end), and
+        # the final shuffle's (:func:`dask_scratch.shuffled`)
+        rec = 8 * m + 8 + (8 if keep_types else 0)
+        need = n * (2 * rec + sum(np.dtype(t).itemsize for t in dtypes.values()))
+        need += S.shuffle_bytes(n, src.meta.dtypes)
+        scratch = S.scratch_for(scratch, client, [*dtypes.values(), *keep_types], need, say)
+    else:
+        scratch = None
     done = []
     for j, (o, group) in enumerate(zip(orders, groups)):
         if isinstance(plan, SingleOrder):

@@ -20,14 +20,18 @@ are kept on disk rather than in the workers' memory:
    memory-mapped write in windows of :data:`WINDOW_BYTES`: every record id is written by one
    task only; windows keep what a task maps, which its RSS counts, small).
 
-The release's final phase then reads each input partition's released values as one
-contiguous slice of every value file.  What this changes against the p2p path (measured in
-results/bench_dask_issue25.md):
+The release's random order (every method unless ``order='input'``) goes the same way when
+every column of the release is a fixed-width number (:func:`shuffled`, below): each column
+written in record-id order (the released ones already are), every record's keyed sort words
+bucketed by output partition, then each output partition sorts its keys and gathers its
+records' values from the column files.  A row-wise release (laplace) uses it too; a release
+with a text column keeps Dask's p2p shuffle for that phase.  What this changes against the
+p2p path (measured in results/bench_dask_issue25.md):
 
 * a p2p shuffle moves (partitions × ranges) shards; at small memory limits both grow as
   N / L, so the shards grow as their square (1.67 million per sort at 100,000,000 records on
-  500 MB workers, twice per sort with the shuffle back); here a range reads one slice per
-  partition with one system call;
+  500 MB workers, twice per sort with the shuffle back, and more in the final shuffle); here a
+  range (or an output partition) reads one slice per partition with one system call;
 * a worker restarted by its nanny loses nothing of the earlier sorts (they are files): a
   restart costs only the tasks it was running;
 * no sort's results are stored in the workers' memory.
@@ -36,7 +40,8 @@ Privacy: the files hold released values with their record ids (the aligned relea
 the final shuffle hides) and the original values of the sorted attribute: the folder is the
 owner's only (0700), every file in it is created by this process or the workers (same user),
 the bucket and sorted files are deleted at the end of their sort and the folder with the
-value files when the release is collected or the process ends.
+value, column and key files when the release is collected or the process ends.  The
+release itself is written by the one guarded writer, as on the p2p path.
 
 Nothing here tests a method's id: the plan releases, as in the p2p path.
 """
@@ -100,6 +105,8 @@ class Scratch:
         self.path = tempfile.mkdtemp(prefix=PREFIX, dir=root)  # created 0700
         os.chmod(self.path, 0o700)
         self._close = weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
+        #: the released columns the sorts wrote, in record-id order: column -> (file, dtype)
+        self.values: dict[str, tuple[str, np.dtype]] = {}
         self.token = secrets.token_hex(16)
         fd = os.open(os.path.join(self.path, _TOKEN), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="ascii") as fh:
@@ -311,18 +318,17 @@ def release_span(
     return int(rows.size)
 
 
-def scratch_for(choice, client, src, orders: list, plan, attrs, dtypes, n: int, say) -> Scratch | None:
-    """The run's :class:`Scratch` folder when the sorts go through files (this module), else None (the p2p shuffles, results kept on the workers).
-    ``choice``: None (automatic: when every worker runs on this machine and sees the folder,
-    the values are fixed-width numbers and the disk has room), False (never), or a folder in
+def scratch_for(choice, client, dtypes: list, need: int, say) -> Scratch | None:
+    """The run's :class:`Scratch` folder when its sorts and its final shuffle go through files
+    (this module), else None (Dask's p2p shuffles, results kept on the workers).  ``dtypes``:
+    the types of every value that goes into the files (all fixed-width, or None); ``need``:
+    the bytes the files take at most.  ``choice``: None (automatic: when every worker runs on
+    this machine and sees the folder and the disk has room), False (never), or a folder in
     which to make it (its conditions still checked).
     """
     from dpstudio.engine.backends import dask_backend as DB
 
-    if choice is False:
-        return None
-    keep_types = [src.meta[a.column].dtype for a in attrs] if not plan.noisy else []
-    if not all(fixed_width(t) for t in [*dtypes.values(), *keep_types]):
+    if choice is False or not all(fixed_width(t) for t in dtypes):
         return None
     if choice is None or choice is True:
         try:
@@ -341,10 +347,6 @@ def scratch_for(choice, client, src, orders: list, plan, attrs, dtypes, n: int, 
             )
         scratch = Scratch(where)
     live = DB._client_for(client)
-    m = max(len(o.columns) for o in orders)
-    # the largest sort's bucket and sorted files, and every value file (kept to the end)
-    rec = 8 * m + 8 + (8 if keep_types else 0)
-    need = 2 * n * rec + n * sum(np.dtype(t).itemsize for t in dtypes.values())
     free = scratch.free_bytes()
     if not scratch.shared_with(live) or free < need + 2**30:
         if free < need + 2**30:
@@ -427,6 +429,8 @@ def sort(
     scratch.remove(ordered)
     if done != n:  # pragma: no cover - every rank is released once
         raise InputError(f"internal: {done:,} values released for {n:,} records; run again.")
+    for a, out in zip(attrs, outputs):
+        scratch.values[a.column] = out
     return [(a.column, path, dtype) for a, (path, dtype) in zip(attrs, outputs)]
 
 
@@ -451,3 +455,154 @@ def assemble(
         {DB._ROW: ids, **{c: read_slice(path, np.dtype(t), first + lo, hi - lo) for c, path, t in files}}
     )
     return DB._assemble(part, frame, dtypes=dtypes)
+
+
+# --------------------------------------------------------------------------- the final shuffle
+#
+# The in-memory engine's random order (records ordered by their keyed 128-bit sort keys,
+# dask_backend._shuffled) through files: every column of the release written in record-id
+# order (the ranked methods' released columns are already there), the keys of every record
+# bucketed by output partition (the top bits of the first word, as the p2p path), then each
+# output partition reads its keys, sorts them as dask_backend._by_sort_keys does and gathers
+# its records' values from the column files.  A p2p shuffle moves (partitions × partitions)
+# shards, which at small memory limits grow as the square of N / L.
+
+#: The final shuffle's key records: the two keyed sort words and the record id.
+KEY_TYPE = np.dtype([("k0", "<u8"), ("k1", "<u8"), ("row", "<i8")])
+
+
+def shuffle_bytes(n: int, dtypes) -> int:
+    """Bytes the final shuffle's files take at most: the key records and one file per column."""
+    return int(n) * (KEY_TYPE.itemsize + sum(np.dtype(t).itemsize if fixed_width(t) else 8 for t in dtypes))
+
+
+def write_columns(part: pd.DataFrame, files: list[tuple[str, str, Any]]) -> tuple[int, int]:
+    """One partition's columns written at its records' ids in the column files (its ids are
+    consecutive); returns (first id, records).
+    """
+    from dpstudio.engine.backends import dask_backend as DB
+
+    rows = part[DB._ROW].to_numpy(dtype=np.int64)
+    if not rows.size:
+        return 0, 0
+    first = int(rows[0])
+    if not np.array_equal(rows, np.arange(first, first + rows.size)):
+        raise RuntimeError("internal: a partition's record ids are not consecutive.")  # pragma: no cover
+    for c, path, dtype in files:
+        _pwrite(path, part[c].to_numpy().astype(dtype, copy=False), first * np.dtype(dtype).itemsize)
+    DB._release_arrow_memory()
+    return first, int(rows.size)
+
+
+def bucket_keys(lo: int, hi: int, root, bits: int, path: str) -> np.ndarray:
+    """The sort keys of the records ``lo`` to ``hi`` (the run's keyed shuffle stream) in output
+    partition order, written at record ``lo`` of the key file; returns the counts per partition.
+    """
+    from dpstudio.engine.algorithms import keyed as K
+
+    rows = np.arange(lo, hi, dtype=np.int64)
+    k0, k1 = K.sort_keys(K.KeyedStream(root, K.PURPOSE_SHUFFLE, 0), rows)
+    b = (k0 >> np.uint64(64 - bits)).astype(np.int64)
+    idx = np.argsort(b, kind="stable")
+    rec = np.empty(rows.size, dtype=KEY_TYPE)
+    rec["k0"], rec["k1"], rec["row"] = k0[idx], k1[idx], rows[idx]
+    _pwrite(path, rec, lo * KEY_TYPE.itemsize)
+    return np.bincount(b, minlength=1 << bits).astype(np.int64)
+
+
+def gather(path: str, dtype: np.dtype, rows: np.ndarray) -> np.ndarray:
+    """The items ``rows`` of the value file ``path``, through maps of at most
+    :data:`WINDOW_BYTES` at a time.
+    """
+    out = np.empty(rows.size, dtype=dtype)
+    if not rows.size:
+        return out
+    o = np.argsort(rows, kind="stable")
+    rs = rows[o]
+    span = max(1, WINDOW_BYTES // dtype.itemsize)
+    i = 0
+    while i < rs.size:
+        lo = int(rs[i])
+        j = int(np.searchsorted(rs, lo + span, "left"))
+        hi = int(rs[j - 1]) + 1
+        mm = np.memmap(path, dtype=dtype, mode="r", offset=lo * dtype.itemsize, shape=(hi - lo,))
+        out[o[i:j]] = mm[rs[i:j] - lo]
+        del mm
+        i = j
+    return out
+
+
+def output_part(
+    where: np.ndarray, counts: np.ndarray, path: str, files: list, meta: pd.DataFrame
+) -> pd.DataFrame:
+    """One output partition of the release: its keys (``counts[i]`` at record ``where[i]`` of
+    the key file) sorted as :func:`dask_backend._by_sort_keys` sorts them, and its records'
+    values gathered from the column files (``files``: (column, file, dtype) in ``meta``'s
+    column order).
+    """
+    total = int(counts.sum())
+    rec = np.empty(total, dtype=KEY_TYPE)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        at = 0
+        for w, c in zip(where.tolist(), counts.tolist()):
+            _pread_into(fd, rec[at : at + c], w * KEY_TYPE.itemsize)
+            at += c
+    finally:
+        os.close(fd)
+    k0 = rec["k0"]
+    order = np.argsort(k0)
+    s0 = k0[order]
+    if s0.size > 1 and bool(np.any(s0[1:] == s0[:-1])):  # equal first words: both
+        order = np.lexsort((rec["k1"], k0))
+    rows = rec["row"][order]
+    data = {c: gather(f, np.dtype(t), rows) for c, f, t in files}
+    return pd.DataFrame(data, columns=list(meta.columns)).astype(dict(meta.dtypes))
+
+
+def shuffled(
+    frame, write: list[str], meta: pd.DataFrame, *, root, scratch: Scratch, n: int, nparts: int, say
+):
+    """The release in the in-memory engine's shuffled order, through the scratch folder: the
+    columns ``write`` taken from ``frame`` (with record ids), the others from the sorts' value
+    files (:attr:`Scratch.values`); ``meta``: the release's columns and dtypes; ``nparts``:
+    the partitions of the release before the shuffle (as many output partitions, rounded up to
+    a power of two, as the p2p path).
+    """
+    import dask
+    from dask import delayed
+
+    from dpstudio.engine.backends import dask_backend as DB
+
+    files = []
+    for j, c in enumerate(meta.columns):
+        if c in scratch.values:
+            path, dtype = scratch.values[c]
+        else:
+            dtype = np.dtype(str(meta[c].dtype))
+            path = scratch.file(f"release.{j}.values", n * dtype.itemsize)
+        files.append((c, path, dtype))
+    todo = [f for f in files if f[0] in write]
+    if todo:
+        say("writing the release's columns in record order")
+        got = dask.compute(*[delayed(write_columns)(x, todo) for x in frame.to_delayed()])
+        spans = sorted((a, b) for a, b in got if b)
+        ends = np.cumsum([b for _, b in spans])
+        if not spans or int(ends[-1]) != n or any(a != int(e) - b for (a, b), e in zip(spans, ends)):
+            raise InputError("The input changed while it was read (record counts differ); run again.")
+    bits = max(1, int(np.ceil(np.log2(max(2, nparts)))))
+    m = 1 << bits
+    chunks = DB._cuts(n, -(-n // max(1, nparts)))
+    keys = scratch.file("release.keys", n * KEY_TYPE.itemsize)
+    say("shuffling the release into its random order")
+    counts = np.asarray(
+        dask.compute(*[delayed(bucket_keys)(lo, hi, root, bits, keys) for lo, hi in chunks]), dtype=np.int64
+    ).reshape(len(chunks), m)
+    firsts = np.array([lo for lo, _ in chunks], dtype=np.int64)
+    where = (firsts[:, None] + np.cumsum(counts, axis=1) - counts).T.copy()
+    counts = counts.T.copy()
+    parts = []
+    for b in range(m):
+        nz = np.flatnonzero(counts[b])
+        parts.append(delayed(output_part)(where[b][nz], counts[b][nz], keys, files, meta))
+    return DB._dd().from_delayed(parts, meta=meta, verify_meta=False)
