@@ -62,9 +62,9 @@ class _Sizes:
         # the sorts through the scratch folder (dask_scratch): a range's records, a partition's
         file_sort, bucket = S.sort_range, S.bucket_part
 
-        def file_sort_spy(where, counts, *a, **kw):
-            self.seen["range"].append(int(counts.sum()))
-            return file_sort(where, counts, *a, **kw)
+        def file_sort_spy(table, j, *a, **kw):
+            self.seen["range"].append(int(S.load_slices(table, j)[1].sum()))
+            return file_sort(table, j, *a, **kw)
 
         def bucket_spy(part, *a, **kw):
             self.seen["partition"].append(len(part))

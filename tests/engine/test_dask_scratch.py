@@ -101,6 +101,7 @@ def test_folder_private_while_the_release_lives_then_removed(tmp_dask):
     assert names == [
         "release.3.values",
         "release.keys",
+        "release.slices.npy",
         "sort0.0.values",
         "sort1.0.values",
         "sort2.0.values",
@@ -140,7 +141,17 @@ def test_a_failed_run_leaves_no_folder(tmp_dask, monkeypatch):
     monkeypatch.setattr(S, "release_span", boom)
     with pytest.raises(RuntimeError, match="a task failed"):
         _run(_data(300), "ir-dp", EPS, {"k": 5, "epsilon": 1.0})
-    gc.collect()
+    assert _folders(tmp_dask) == []  # at once, not when collected
+
+
+@pytest.mark.parametrize("method, roles", [("ir-dp", EPS), ("laplace", EPS)])
+def test_a_run_failing_in_the_final_shuffle_leaves_no_folder(tmp_dask, monkeypatch, method, roles):
+    def boom(*a, **k):
+        raise RuntimeError("a key task failed")
+
+    monkeypatch.setattr(S, "bucket_keys", boom)
+    with pytest.raises(RuntimeError, match="a key task failed"):
+        _run(_data(300), method, roles, {"k": 5, "epsilon": 1.0} if method == "ir-dp" else {"epsilon": 1.0})
     assert _folders(tmp_dask) == []
 
 
@@ -151,7 +162,7 @@ def test_no_room_on_the_disk_falls_back_to_p2p_and_says_so(tmp_dask, monkeypatch
     rel = _run(df, "ir-dp", EPS, {"k": 5, "epsilon": 1.0}, progress=said.append)
     assert rel.info["sorts"] == "p2p shuffles" and rel.scratch is None
     assert any(
-        m.startswith("sorting in the workers' memory: the sorts' files need")
+        m.startswith("shuffling through Dask's workers, not files: the scratch files need")
         and m.endswith("has 1000 bytes free")
         for m in said
     )
@@ -288,6 +299,7 @@ def test_row_wise_release_shuffled_through_files_equals_in_memory(tmp_dask, para
         assert rel.info["shuffle"] == "scratch files" and rel.scratch is not None
         assert sorted(os.listdir(rel.scratch.path)) == [f"release.{j}.values" for j in range(4)] + [
             "release.keys",
+            "release.slices.npy",
             "token",
         ]
     with dask.config.set(scheduler="synchronous"):
@@ -328,9 +340,10 @@ def test_output_part_orders_equal_first_words_by_the_second_as_the_p2p_path(tmp_
         col = sc.file("col", m * 8)
         S._pwrite(col, vals, 0)  # the value of record id i at i
         meta = pd.DataFrame({"v": np.array([], np.float64)})
-        got = S.output_part(
-            np.array([0, 100]), np.array([100, m - 100]), keys, [("v", col, np.dtype("f8"))], meta
-        )
+        # two partitions (records 0-99 and 100-299 of the key file) sending to one destination
+        table = S.save_slices(sc, "t.npy", np.array([0, 100]), np.array([[100], [m - 100]]))
+        assert [a.tolist() for a in S.load_slices(table, 0)] == [[0, 100], [100, m - 100]]
+        got = S.output_part(table, 0, keys, [("v", col, np.dtype("f8"))], meta)
     finally:
         sc.close()
     frame = pd.DataFrame({"v": vals[rows], "__k0": k0, "__k1": k1, DB._ROW: rows})
@@ -352,3 +365,17 @@ def test_gather_reads_every_id_in_any_window(tmp_dask, monkeypatch, window):
         assert S.gather(path, np.dtype("i8"), np.zeros(0, np.int64)).size == 0
     finally:
         sc.close()
+
+
+def test_slices_table_names_each_destinations_slices(tmp_dask):
+    """save_slices/load_slices: partition i's records for destination j start after its
+    records for the destinations before j; destinations it sends nothing are left out."""
+    counts = np.array([[2, 0, 3], [0, 4, 1]])  # 2 partitions x 3 destinations
+    sc = S.Scratch()
+    try:
+        table = S.save_slices(sc, "t.npy", np.array([10, 15]), counts)
+        assert stat.S_IMODE(os.stat(table).st_mode) == 0o600
+        got = [[a.tolist() for a in S.load_slices(table, j)] for j in range(3)]
+    finally:
+        sc.close()
+    assert got == [[[10], [2]], [[15], [4]], [[12, 19], [3, 1]]]

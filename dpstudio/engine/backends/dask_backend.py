@@ -1698,8 +1698,8 @@ def _ranked_release(
         keep = [] if plan.noisy else [group[0].column]
         step = partial(_say_with, say, what)
         if scratch is not None:
-            done.append(
-                _scratch().sort(
+            try:
+                files = _scratch().sort(
                     src,
                     o,
                     plan,
@@ -1712,7 +1712,10 @@ def _ranked_release(
                     say=step,
                     tag=f"sort{j}",
                 )
-            )
+            except BaseException:  # a failed or cancelled run: its files go at once
+                scratch.close()
+                raise
+            done.append(files)
             continue
         parts = _sorted_release(src, o, plan, group, keep, n=n, k=k, client=client, say=step)
         if len(parts) != src.npartitions:  # pragma: no cover - a Dask change would show here

@@ -212,6 +212,48 @@ def read_slice(path: str, dtype: np.dtype, first: int, count: int) -> np.ndarray
     return out
 
 
+def save_slices(scratch: Scratch, name: str, starts: np.ndarray, counts: np.ndarray) -> str:
+    """The slices a bucketing phase wrote, as one private table file: ``counts[i, j]`` records
+    of partition i (written from record ``starts[i]`` of the bucket file, in destination
+    order) go to destination j.  Each destination's task reads its own row
+    (:func:`load_slices`): the table is not in the task graph (at 100,000,000 records on
+    500 MB workers it holds 11 million slices).
+    """
+    where = starts[:, None] + np.cumsum(counts, axis=1) - counts
+    path = os.path.join(scratch.path, name)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        np.save(fh, np.stack([where.T, counts.T]).astype(np.int64))
+    return path
+
+
+def load_slices(path: str, j: int) -> tuple[np.ndarray, np.ndarray]:
+    """Destination ``j``'s slices of :func:`save_slices`'s table: (first record, records) of
+    every partition that sends it some.
+    """
+    table = np.load(path, mmap_mode="r")
+    where, counts = np.array(table[0, j]), np.array(table[1, j])
+    del table
+    nz = np.flatnonzero(counts)
+    return where[nz], counts[nz]
+
+
+def _read_slices(path: str, rtype: np.dtype, where: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The records of the slices (``counts[i]`` from record ``where[i]``) of a bucket file, in
+    order, one ``pread`` each.
+    """
+    rec = np.empty(int(counts.sum()), dtype=rtype)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        at = 0
+        for w, c in zip(where.tolist(), counts.tolist()):
+            _pread_into(fd, rec[at : at + c], w * rtype.itemsize)
+            at += c
+    finally:
+        os.close(fd)
+    return rec
+
+
 def bucket_part(
     part: pd.DataFrame, order, keep: list[str], path: str, rtype: np.dtype, first: int
 ) -> np.ndarray:
@@ -239,26 +281,15 @@ def bucket_part(
     return np.bincount(r, minlength=order.nranges).astype(np.int64)
 
 
-def sort_range(
-    where: np.ndarray, counts: np.ndarray, order, path: str, out: str, rtype: np.dtype, rank: int
-) -> int:
-    """Phase 2 for one range: its records (``counts[i]`` at record ``where[i]`` of the bucket
-    file, for every input partition i) sorted by the order's keys (record id last) and written
-    at record ``rank`` (the range's first global rank) of the sorted file.
+def sort_range(table: str, j: int, order, path: str, out: str, rtype: np.dtype, rank: int) -> int:
+    """Phase 2 for range ``j``: its records (its slices of every input partition in the bucket
+    file ``path``, :func:`load_slices` of ``table``) sorted by the order's keys (record id
+    last) and written at record ``rank`` (the range's first global rank) of the sorted file.
     """
-    total = int(counts.sum())
-    rec = np.empty(total, dtype=rtype)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        at = 0
-        for w, c in zip(where.tolist(), counts.tolist()):
-            if c:
-                _pread_into(fd, rec[at : at + c], w * rtype.itemsize)
-                at += c
-    finally:
-        os.close(fd)
+    rec = _read_slices(path, rtype, *load_slices(table, j))
+    total = rec.size
     m, _ = _widths(rtype)
-    X = np.column_stack([rec[f"x{j}"] for j in range(m)]) if total else np.zeros((0, m))
+    X = np.column_stack([rec[f"x{c}"] for c in range(m)]) if total else np.zeros((0, m))
     idx = np.lexsort(order.keys(X, rec["row"])[::-1]) if total else np.zeros(0, np.int64)
     _pwrite(out, rec[idx], rank * rtype.itemsize)
     return total
@@ -351,7 +382,7 @@ def scratch_for(choice, client, dtypes: list, need: int, say) -> Scratch | None:
     if not scratch.shared_with(live) or free < need + 2**30:
         if free < need + 2**30:
             say(
-                f"sorting in the workers' memory: the sorts' files need {DB._human(need)} and "
+                f"shuffling through Dask's workers, not files: the scratch files need {DB._human(need)} and "
                 f"{os.path.dirname(scratch.path)} has {DB._human(free)} free"
             )
         scratch.close()
@@ -397,18 +428,14 @@ def sort(
         raise InputError("The input changed while it was read (record counts differ); run again.")
     # where each range's records of partition i are in the bucket file: the partition's place
     # plus the records of the ranges before it
-    where = (starts[:, None] + np.cumsum(counts, axis=1) - counts).T.copy()
-    counts = counts.T.copy()
+    table = save_slices(scratch, f"{tag}.slices.npy", starts, counts)
     first = np.r_[0, np.cumsum(order.totals)].astype(np.int64)
     ordered = scratch.file(f"{tag}.sorted", n * rtype.itemsize)
     say(f"sorting {n:,} values in {P:,} range{'s' if P != 1 else ''}: each range")
-    nz = [np.flatnonzero(counts[j]) for j in range(P)]
-    tasks = [
-        delayed(sort_range)(where[j][nz[j]], counts[j][nz[j]], order, bucket, ordered, rtype, int(first[j]))
-        for j in range(P)
-    ]
+    tasks = [delayed(sort_range)(table, j, order, bucket, ordered, rtype, int(first[j])) for j in range(P)]
     dask.compute(*tasks)
     scratch.remove(bucket)
+    scratch.remove(table)
     outputs = [
         (
             scratch.file(f"{tag}.{i}.values", n * np.dtype(dtypes[a.column]).itemsize),
@@ -532,24 +559,13 @@ def gather(path: str, dtype: np.dtype, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def output_part(
-    where: np.ndarray, counts: np.ndarray, path: str, files: list, meta: pd.DataFrame
-) -> pd.DataFrame:
-    """One output partition of the release: its keys (``counts[i]`` at record ``where[i]`` of
-    the key file) sorted as :func:`dask_backend._by_sort_keys` sorts them, and its records'
-    values gathered from the column files (``files``: (column, file, dtype) in ``meta``'s
-    column order).
+def output_part(table: str, b: int, path: str, files: list, meta: pd.DataFrame) -> pd.DataFrame:
+    """Output partition ``b`` of the release: its keys (its slices of the key file ``path``,
+    :func:`load_slices` of ``table``) sorted as :func:`dask_backend._by_sort_keys` sorts
+    them, and its records' values gathered from the column files (``files``: (column, file,
+    dtype) in ``meta``'s column order).
     """
-    total = int(counts.sum())
-    rec = np.empty(total, dtype=KEY_TYPE)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        at = 0
-        for w, c in zip(where.tolist(), counts.tolist()):
-            _pread_into(fd, rec[at : at + c], w * KEY_TYPE.itemsize)
-            at += c
-    finally:
-        os.close(fd)
+    rec = _read_slices(path, KEY_TYPE, *load_slices(table, b))
     k0 = rec["k0"]
     order = np.argsort(k0)
     s0 = k0[order]
@@ -599,10 +615,6 @@ def shuffled(
         dask.compute(*[delayed(bucket_keys)(lo, hi, root, bits, keys) for lo, hi in chunks]), dtype=np.int64
     ).reshape(len(chunks), m)
     firsts = np.array([lo for lo, _ in chunks], dtype=np.int64)
-    where = (firsts[:, None] + np.cumsum(counts, axis=1) - counts).T.copy()
-    counts = counts.T.copy()
-    parts = []
-    for b in range(m):
-        nz = np.flatnonzero(counts[b])
-        parts.append(delayed(output_part)(where[b][nz], counts[b][nz], keys, files, meta))
+    table = save_slices(scratch, "release.slices.npy", firsts, counts)
+    parts = [delayed(output_part)(table, b, keys, files, meta) for b in range(m)]
     return DB._dd().from_delayed(parts, meta=meta, verify_meta=False)
