@@ -97,10 +97,10 @@ def test_folder_private_while_the_release_lives_then_removed(tmp_dask):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
     names = sorted(os.listdir(path))
     # the bucket and sorted files are gone with their sort; one value file per attribute is
-    # left, with the final shuffle's: the other column (region) and the records' keys
+    # left, with the final shuffle's: the other column (region) and the records (keys and columns)
     assert names == [
         "release.3.values",
-        "release.keys",
+        "release.records",
         "release.slices.npy",
         "sort0.0.values",
         "sort1.0.values",
@@ -149,7 +149,7 @@ def test_a_run_failing_in_the_final_shuffle_leaves_no_folder(tmp_dask, monkeypat
     def boom(*a, **k):
         raise RuntimeError("a key task failed")
 
-    monkeypatch.setattr(S, "bucket_keys", boom)
+    monkeypatch.setattr(S, "bucket_records", boom)
     with pytest.raises(RuntimeError, match="a key task failed"):
         _run(_data(300), method, roles, {"k": 5, "epsilon": 1.0} if method == "ir-dp" else {"epsilon": 1.0})
     assert _folders(tmp_dask) == []
@@ -260,28 +260,6 @@ def test_in_process_workers_share_the_folder_and_equal_in_memory(tmp_dask):
     pd.testing.assert_frame_equal(got, mem, check_dtype=False)
 
 
-@pytest.mark.parametrize("dtype", ["float64", "int64", "int32", "bool"])
-def test_scatter_in_small_windows_writes_every_value_at_its_id(tmp_dask, monkeypatch, dtype):
-    monkeypatch.setattr(S, "WINDOW_BYTES", 64)  # many windows, some with one value
-    rng = np.random.default_rng(5)
-    n = 5000
-    want = (
-        rng.integers(0, 2, n).astype(dtype)
-        if dtype == "bool"
-        else rng.integers(-(10**6), 10**6, n).astype(dtype)
-    )
-    sc = S.Scratch()
-    try:
-        path = sc.file("v", n * np.dtype(dtype).itemsize)
-        ids = rng.permutation(n)
-        for part in np.array_split(ids, 7):  # seven tasks, each a random subset of the ids
-            S.scatter(path, np.dtype(dtype), part, want[part])
-        np.testing.assert_array_equal(S.read_slice(path, np.dtype(dtype), 0, n), want)
-        np.testing.assert_array_equal(S.read_slice(path, np.dtype(dtype), 1234, 10), want[1234:1244])
-    finally:
-        sc.close()
-
-
 def test_fixed_width_types_only():
     assert S.fixed_width(np.dtype("float64")) and S.fixed_width("int64") and S.fixed_width(np.dtype(bool))
     assert not S.fixed_width(pd.Int64Dtype()) and not S.fixed_width(np.dtype(object))
@@ -298,7 +276,7 @@ def test_row_wise_release_shuffled_through_files_equals_in_memory(tmp_dask, para
     else:
         assert rel.info["shuffle"] == "scratch files" and rel.scratch is not None
         assert sorted(os.listdir(rel.scratch.path)) == [f"release.{j}.values" for j in range(4)] + [
-            "release.keys",
+            "release.records",
             "release.slices.npy",
             "token",
         ]
@@ -329,40 +307,55 @@ def test_output_part_orders_equal_first_words_by_the_second_as_the_p2p_path(tmp_
     k0 = rng.integers(0, 2**63, m, dtype=np.uint64)
     k0[::3] = k0[0]  # a hundred equal first words
     k1 = rng.integers(0, 2**63, m, dtype=np.uint64)
-    rows = rng.permutation(m).astype(np.int64)
     vals = rng.normal(size=m)
+    flags = rng.random(m) < 0.5
+    ftype = S.final_type([np.dtype("f8"), np.dtype(bool)])
     sc = S.Scratch()
     try:
-        keys = sc.file("keys", m * S.KEY_TYPE.itemsize)
-        rec = np.empty(m, dtype=S.KEY_TYPE)
-        rec["k0"], rec["k1"], rec["row"] = k0, k1, rows
-        S._pwrite(keys, rec, 0)
-        col = sc.file("col", m * 8)
-        S._pwrite(col, vals, 0)  # the value of record id i at i
-        meta = pd.DataFrame({"v": np.array([], np.float64)})
-        # two partitions (records 0-99 and 100-299 of the key file) sending to one destination
+        path = sc.file("records", m * ftype.itemsize)
+        rec = np.empty(m, dtype=ftype)
+        rec["k0"], rec["k1"], rec["c0"], rec["c1"] = k0, k1, vals, flags
+        S._pwrite(path, rec, 0)
+        # two partitions (records 0-99 and 100-299 of the file) sending to one destination
         table = S.save_slices(sc, "t.npy", np.array([0, 100]), np.array([[100], [m - 100]]))
         assert [a.tolist() for a in S.load_slices(table, 0)] == [[0, 100], [100, m - 100]]
-        got = S.output_part(table, 0, keys, [("v", col, np.dtype("f8"))], meta)
+        meta = pd.DataFrame({"v": np.array([], np.float64), "f": np.array([], bool)})
+        got = S.output_part(table, 0, path, ftype, meta)
     finally:
         sc.close()
-    frame = pd.DataFrame({"v": vals[rows], "__k0": k0, "__k1": k1, DB._ROW: rows})
+    frame = pd.DataFrame({"v": vals, "f": flags, "__k0": k0, "__k1": k1, DB._ROW: np.arange(m)})
     pd.testing.assert_frame_equal(got, DB._by_sort_keys(frame))
 
 
-@pytest.mark.parametrize("window", [8, 64, 2**20])
-def test_gather_reads_every_id_in_any_window(tmp_dask, monkeypatch, window):
-    monkeypatch.setattr(S, "WINDOW_BYTES", window)
-    rng = np.random.default_rng(8)
-    n = 4000
-    vals = rng.integers(-(2**40), 2**40, n)
+def test_released_values_come_back_in_record_order_from_any_spans(tmp_dask):
+    """release_span's back records (ordered by input partition) and collect: each partition's
+    values at its records' ids, whatever the spans and partitions (the phases 3-4 of a sort)."""
+    rng = np.random.default_rng(4)
+    n = 1000
+    starts = np.array([0, 0, 130, 400, 401, 999])  # an empty partition and a one-record one
+    lens = np.diff(np.r_[starts, n])
+    btype = S.back_type([np.dtype("f8"), np.dtype("i4")])
+    perm = rng.permutation(n)  # rank -> record id
+    v0, v1 = rng.normal(size=n), rng.integers(-100, 100, n).astype("i4")
+    spans = [(0, 7), (7, 350), (350, 351), (351, n)]
     sc = S.Scratch()
     try:
-        path = sc.file("v", n * 8)
-        S._pwrite(path, vals, 0)
-        ids = rng.choice(n, 900, replace=False)
-        np.testing.assert_array_equal(S.gather(path, np.dtype("i8"), ids), vals[ids])
-        assert S.gather(path, np.dtype("i8"), np.zeros(0, np.int64)).size == 0
+        back = sc.file("back", n * btype.itemsize)
+        counts = []
+        for lo, hi in spans:  # what release_span writes, for these spans
+            rows = perm[lo:hi]
+            dest = np.searchsorted(starts, rows, "right") - 1
+            idx = np.argsort(dest, kind="stable")
+            rec = np.empty(hi - lo, dtype=btype)
+            rec["row"], rec["v0"], rec["v1"] = rows[idx], v0[rows][idx], v1[rows][idx]
+            S._pwrite(back, rec, lo * btype.itemsize)
+            counts.append(np.bincount(dest, minlength=starts.size))
+        table = S.save_slices(sc, "t.npy", np.array([lo for lo, _ in spans]), np.array(counts))
+        outs = [(sc.file("o0", n * 8), np.dtype("f8")), (sc.file("o1", n * 4), np.dtype("i4"))]
+        got = [S.collect(table, i, back, btype, int(starts[i]), outs) for i in range(starts.size)]
+        assert got == lens.tolist()
+        np.testing.assert_array_equal(S.read_slice(outs[0][0], np.dtype("f8"), 0, n), v0)
+        np.testing.assert_array_equal(S.read_slice(outs[1][0], np.dtype("i4"), 0, n), v1)
     finally:
         sc.close()
 

@@ -1,47 +1,51 @@
 """The ranked methods' distributed sorts through a private scratch folder (issue 25).
 
 When every worker of the run runs on this machine and sees the same folder, a sort of
-:func:`dask_backend._sorted_release` is done in three phases of independent tasks that
-exchange their records through files instead of Dask's p2p shuffle, and each phase's results
-are kept on disk rather than in the workers' memory:
+:func:`dask_backend._sorted_release` is done in four phases of independent tasks that
+exchange their records through files instead of Dask's p2p shuffle; each phase's results are
+kept on disk rather than in the workers' memory, and every file is read and written in
+contiguous slices (no memory map, no random access):
 
 1. **bucket**: each input partition computes its records' ranges (the splitters of the
    counting pass), orders its records by range (stable) and writes them at its own place in
-   the sort's bucket file (records in a fixed-width numpy record type: the order's values,
-   the record id, the released column's own values when the method releases them); it
-   returns its counts per range;
+   the sort's bucket file (records of a fixed-width numpy type: the order's values, the record
+   id, the released column's own values when the method releases them); it returns its
+   counts per range;
 2. **sort**: each range reads its slice of every partition's place (one ``pread`` each),
    sorts it exactly as the p2p path does (the order's keys, the record id last) and writes it
-   at its first global rank in the sort's sorted file (the file is then the whole attribute in
-   the in-memory engine's order);
+   at its first global rank in the sort's sorted file (the whole attribute in the in-memory
+   engine's order);
 3. **release**: each span of whole clusters (the ranges' first ranks moved up to cluster
-   boundaries, as the p2p path cuts them) reads its records, releases them by the plan, and
-   writes each released value at its record id in the column's value file (a shared
-   memory-mapped write in windows of :data:`WINDOW_BYTES`: every record id is written by one
-   task only; windows keep what a task maps, which its RSS counts, small).
+   boundaries, as the p2p path cuts them) reads its ranks, releases them by the plan, and
+   writes (record id, released values) ordered by the input partition they belong to, at its
+   first rank of the sort's back file;
+4. **collect**: each input partition reads its slice of every span's place, orders it by
+   record id and writes each released column at its place in the column's value file.
 
-The release's random order (every method unless ``order='input'``) goes the same way when
-every column of the release is a fixed-width number (:func:`shuffled`, below): each column
-written in record-id order (the released ones already are), every record's keyed sort words
-bucketed by output partition, then each output partition sorts its keys and gathers its
-records' values from the column files.  A row-wise release (laplace) uses it too; a release
-with a text column keeps Dask's p2p shuffle for that phase.  What this changes against the
-p2p path (measured in results/bench_dask_issue25.md):
+The release's final phase reads each input partition's released values as one contiguous
+slice of every value file.  The release's random order (every method unless
+``order='input'``) goes the same way when every column of the release is a fixed-width number
+(:func:`shuffled`, below): each column written in record-id order (the released ones already
+are), then every record (its keyed sort words and its columns) bucketed by output partition,
+and each output partition sorts its records by their keys.  A row-wise release (laplace) uses
+it too; a release with a text column keeps Dask's p2p shuffle for that phase.  What this
+changes against the p2p path (measured in results/bench_dask_issue25.md):
 
 * a p2p shuffle moves (partitions × ranges) shards; at small memory limits both grow as
   N / L, so the shards grow as their square (1.67 million per sort at 100,000,000 records on
   500 MB workers, twice per sort with the shuffle back, and more in the final shuffle); here a
-  range (or an output partition) reads one slice per partition with one system call;
+  range (or a partition, an output partition) reads one slice per sender with one system call;
 * a worker restarted by its nanny loses nothing of the earlier sorts (they are files): a
   restart costs only the tasks it was running;
 * no sort's results are stored in the workers' memory.
 
-Privacy: the files hold released values with their record ids (the aligned release, which
-the final shuffle hides) and the original values of the sorted attribute: the folder is the
-owner's only (0700), every file in it is created by this process or the workers (same user),
-the bucket and sorted files are deleted at the end of their sort and the folder with the
-value, column and key files when the release is collected or the process ends.  The
-release itself is written by the one guarded writer, as on the p2p path.
+Privacy: the files hold original values of the sorted attribute and released values with
+their record ids (the aligned release, which the final shuffle hides): the folder is the
+owner's only (0700), every file in it is created by this process (0600) and only written by
+the workers (same user); the bucket, sorted and back files are deleted at the end of their
+sort, the folder with the value, column and record files when the release is collected or
+the process ends.  The release itself is written by the one guarded writer, as on the p2p
+path.
 
 Nothing here tests a method's id: the plan releases, as in the p2p path.
 """
@@ -61,9 +65,6 @@ import pandas as pd
 
 from dpstudio.engine.errors import InputError
 
-#: Bytes of a value file a release task maps at once (the pages it writes count in its RSS
-#: while mapped).
-WINDOW_BYTES = 32 * 2**20
 #: The scratch folder's name prefix (in Dask's temporary-directory, else the system's).
 PREFIX = "dpstudio-sort-"
 _TOKEN = "token"
@@ -295,32 +296,22 @@ def sort_range(table: str, j: int, order, path: str, out: str, rtype: np.dtype, 
     return total
 
 
-def scatter(path: str, dtype: np.dtype, rows: np.ndarray, values: np.ndarray) -> None:
-    """``values[i]`` written at item ``rows[i]`` of the value file ``path`` (rows distinct),
-    through shared maps of at most :data:`WINDOW_BYTES` at a time.
+def back_type(dtypes: list) -> np.dtype:
+    """The record type of a sort's released values on their way back to record-id order:
+    the record id and each released column in its dtype.
     """
-    if not rows.size:
-        return
-    o = np.argsort(rows, kind="stable")
-    rows, values = rows[o], np.asarray(values)[o]
-    span = max(1, WINDOW_BYTES // dtype.itemsize)
-    i = 0
-    while i < rows.size:
-        lo = int(rows[i])
-        j = int(np.searchsorted(rows, lo + span, "left"))
-        hi = int(rows[j - 1]) + 1
-        mm = np.memmap(path, dtype=dtype, mode="r+", offset=lo * dtype.itemsize, shape=(hi - lo,))
-        mm[rows[i:j] - lo] = values[i:j]
-        del mm  # unmapped: the pages stay in the page cache, no longer in this task's RSS
-        i = j
+    return np.dtype(
+        [("row", "<i8")] + [(f"v{j}", np.dtype(t).newbyteorder("<")) for j, t in enumerate(dtypes)]
+    )
 
 
 def release_span(
-    lo: int, hi: int, path: str, rtype: np.dtype, *, n, k, plan, attrs, outputs: list[tuple[str, Any]], starts
-) -> int:
-    """Phase 3 for the ranks [lo, hi) (whole clusters): released by the plan and each
-    released column written at its records' ids in its value file (``outputs``: (path, dtype)
-    per attribute of ``attrs``).
+    lo: int, hi: int, path: str, rtype: np.dtype, *, n, k, plan, attrs, back: str, btype: np.dtype, starts
+) -> np.ndarray:
+    """Phase 3 for the ranks [lo, hi) (whole clusters): released by the plan, the records (id,
+    released values) ordered by the input partition they belong to (``starts``: the
+    partitions' first ids) and written at record ``lo`` of the file ``back``; returns the
+    counts per partition.
     """
     from dpstudio.engine.backends import dask_backend as DB
 
@@ -343,10 +334,36 @@ def release_span(
         piece_starts=starts,
         cols=cols,
     )
-    rows = frame[DB._ROW].to_numpy(dtype=np.int64)
-    for c, (out, dtype) in zip(cols, outputs):
-        scatter(out, np.dtype(dtype), rows, frame[c].to_numpy().astype(dtype, copy=False))
-    return int(rows.size)
+    dest = frame["__piece"].to_numpy(dtype=np.int64)
+    idx = np.argsort(dest, kind="stable")
+    out = np.empty(idx.size, dtype=btype)
+    out["row"] = frame[DB._ROW].to_numpy(dtype=np.int64)[idx]
+    for j, c in enumerate(cols):
+        out[f"v{j}"] = frame[c].to_numpy()[idx]
+    _pwrite(back, out, lo * btype.itemsize)
+    return np.bincount(dest, minlength=len(starts)).astype(np.int64)
+
+
+def collect(
+    table: str, i: int, back: str, btype: np.dtype, first: int, outputs: list[tuple[str, Any]]
+) -> int:
+    """Phase 4 for input partition ``i`` (records ``first, first + 1, ...``): its released
+    values (its slices of ``back``, :func:`load_slices` of ``table``) in record-id order,
+    written at record ``first`` of each column's value file (``outputs``: (file, dtype)).
+    """
+    rec = _read_slices(back, btype, *load_slices(table, i))
+    rec = rec[np.argsort(rec["row"])]
+    if not np.array_equal(rec["row"], np.arange(first, first + rec.size)):
+        raise RuntimeError(
+            "internal: a partition's released values do not match its records."
+        )  # pragma: no cover
+    for j, (path, dtype) in enumerate(outputs):
+        _pwrite(
+            path,
+            np.ascontiguousarray(rec[f"v{j}"]).astype(dtype, copy=False),
+            first * np.dtype(dtype).itemsize,
+        )
+    return int(rec.size)
 
 
 def scratch_for(choice, client, dtypes: list, need: int, say) -> Scratch | None:
@@ -444,18 +461,36 @@ def sort(
         for i, a in enumerate(attrs)
     ]
     bounds = DB._release_bounds(order, n, k)
+    spans = [(lo, hi) for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()) if hi > lo]
+    btype = back_type([dtypes[a.column] for a in attrs])
+    back = scratch.file(f"{tag}.back", n * btype.itemsize)
     say(f"releasing {n:,} values")
     tasks = [
         delayed(release_span)(
-            int(lo), int(hi), ordered, rtype, n=n, k=k, plan=plan, attrs=attrs, outputs=outputs, starts=starts
+            int(lo),
+            int(hi),
+            ordered,
+            rtype,
+            n=n,
+            k=k,
+            plan=plan,
+            attrs=attrs,
+            back=back,
+            btype=btype,
+            starts=starts,
         )
-        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())
-        if hi > lo
+        for lo, hi in spans
     ]
-    done = sum(dask.compute(*tasks))
+    counts = np.asarray(dask.compute(*tasks), dtype=np.int64).reshape(len(spans), len(starts))
     scratch.remove(ordered)
-    if done != n:  # pragma: no cover - every rank is released once
-        raise InputError(f"internal: {done:,} values released for {n:,} records; run again.")
+    lens = np.diff(np.r_[starts, n])
+    if not np.array_equal(counts.sum(axis=0), lens):  # pragma: no cover - every rank is released once
+        raise InputError(f"internal: {int(counts.sum()):,} values released for {n:,} records; run again.")
+    table = save_slices(scratch, f"{tag}.back.npy", np.array([lo for lo, _ in spans], dtype=np.int64), counts)
+    tasks = [delayed(collect)(table, i, back, btype, int(starts[i]), outputs) for i in range(len(starts))]
+    dask.compute(*tasks)
+    scratch.remove(back)
+    scratch.remove(table)
     for a, out in zip(attrs, outputs):
         scratch.values[a.column] = out
     return [(a.column, path, dtype) for a, (path, dtype) in zip(attrs, outputs)]
@@ -488,19 +523,25 @@ def assemble(
 #
 # The in-memory engine's random order (records ordered by their keyed 128-bit sort keys,
 # dask_backend._shuffled) through files: every column of the release written in record-id
-# order (the ranked methods' released columns are already there), the keys of every record
-# bucketed by output partition (the top bits of the first word, as the p2p path), then each
-# output partition reads its keys, sorts them as dask_backend._by_sort_keys does and gathers
-# its records' values from the column files.  A p2p shuffle moves (partitions × partitions)
-# shards, which at small memory limits grow as the square of N / L.
+# order (the ranked methods' released columns are already there), every record (its keys and
+# its columns) bucketed by output partition (the top bits of the first word, as the p2p path),
+# then each output partition reads its records and sorts them as dask_backend._by_sort_keys
+# does.  A p2p shuffle moves (partitions × partitions) shards, which at small memory limits
+# grow as the square of N / L.
 
-#: The final shuffle's key records: the two keyed sort words and the record id.
-KEY_TYPE = np.dtype([("k0", "<u8"), ("k1", "<u8"), ("row", "<i8")])
+
+def final_type(dtypes: list) -> np.dtype:
+    """The final shuffle's record type: the two keyed sort words, then every column of the
+    release in its dtype.
+    """
+    fields = [("k0", "<u8"), ("k1", "<u8")]
+    return np.dtype(fields + [(f"c{j}", np.dtype(t).newbyteorder("<")) for j, t in enumerate(dtypes)])
 
 
 def shuffle_bytes(n: int, dtypes) -> int:
-    """Bytes the final shuffle's files take at most: the key records and one file per column."""
-    return int(n) * (KEY_TYPE.itemsize + sum(np.dtype(t).itemsize if fixed_width(t) else 8 for t in dtypes))
+    """Bytes the final shuffle's files take at most: one file per column and the records."""
+    width = sum(np.dtype(t).itemsize if fixed_width(t) else 8 for t in dtypes)
+    return int(n) * (2 * width + 16)
 
 
 def write_columns(part: pd.DataFrame, files: list[tuple[str, str, Any]]) -> tuple[int, int]:
@@ -521,9 +562,11 @@ def write_columns(part: pd.DataFrame, files: list[tuple[str, str, Any]]) -> tupl
     return first, int(rows.size)
 
 
-def bucket_keys(lo: int, hi: int, root, bits: int, path: str) -> np.ndarray:
-    """The sort keys of the records ``lo`` to ``hi`` (the run's keyed shuffle stream) in output
-    partition order, written at record ``lo`` of the key file; returns the counts per partition.
+def bucket_records(lo: int, hi: int, root, bits: int, path: str, files: list, ftype: np.dtype) -> np.ndarray:
+    """The records ``lo`` to ``hi`` -- their sort keys (the run's keyed shuffle stream) and
+    their columns (read from the column files ``files``) -- in output partition order (the top
+    ``bits`` of the first word, as the p2p path), written at record ``lo`` of the file
+    ``path``; returns the counts per output partition.
     """
     from dpstudio.engine.algorithms import keyed as K
 
@@ -531,48 +574,26 @@ def bucket_keys(lo: int, hi: int, root, bits: int, path: str) -> np.ndarray:
     k0, k1 = K.sort_keys(K.KeyedStream(root, K.PURPOSE_SHUFFLE, 0), rows)
     b = (k0 >> np.uint64(64 - bits)).astype(np.int64)
     idx = np.argsort(b, kind="stable")
-    rec = np.empty(rows.size, dtype=KEY_TYPE)
-    rec["k0"], rec["k1"], rec["row"] = k0[idx], k1[idx], rows[idx]
-    _pwrite(path, rec, lo * KEY_TYPE.itemsize)
+    rec = np.empty(rows.size, dtype=ftype)
+    rec["k0"], rec["k1"] = k0[idx], k1[idx]
+    for j, (_c, f, t) in enumerate(files):
+        rec[f"c{j}"] = read_slice(f, np.dtype(t), lo, hi - lo)[idx]
+    _pwrite(path, rec, lo * ftype.itemsize)
     return np.bincount(b, minlength=1 << bits).astype(np.int64)
 
 
-def gather(path: str, dtype: np.dtype, rows: np.ndarray) -> np.ndarray:
-    """The items ``rows`` of the value file ``path``, through maps of at most
-    :data:`WINDOW_BYTES` at a time.
+def output_part(table: str, b: int, path: str, ftype: np.dtype, meta: pd.DataFrame) -> pd.DataFrame:
+    """Output partition ``b`` of the release: its records (its slices of ``path``,
+    :func:`load_slices` of ``table``) sorted by their keys as :func:`dask_backend._by_sort_keys`
+    sorts them; ``meta``: the release's columns and dtypes.
     """
-    out = np.empty(rows.size, dtype=dtype)
-    if not rows.size:
-        return out
-    o = np.argsort(rows, kind="stable")
-    rs = rows[o]
-    span = max(1, WINDOW_BYTES // dtype.itemsize)
-    i = 0
-    while i < rs.size:
-        lo = int(rs[i])
-        j = int(np.searchsorted(rs, lo + span, "left"))
-        hi = int(rs[j - 1]) + 1
-        mm = np.memmap(path, dtype=dtype, mode="r", offset=lo * dtype.itemsize, shape=(hi - lo,))
-        out[o[i:j]] = mm[rs[i:j] - lo]
-        del mm
-        i = j
-    return out
-
-
-def output_part(table: str, b: int, path: str, files: list, meta: pd.DataFrame) -> pd.DataFrame:
-    """Output partition ``b`` of the release: its keys (its slices of the key file ``path``,
-    :func:`load_slices` of ``table``) sorted as :func:`dask_backend._by_sort_keys` sorts
-    them, and its records' values gathered from the column files (``files``: (column, file,
-    dtype) in ``meta``'s column order).
-    """
-    rec = _read_slices(path, KEY_TYPE, *load_slices(table, b))
+    rec = _read_slices(path, ftype, *load_slices(table, b))
     k0 = rec["k0"]
     order = np.argsort(k0)
     s0 = k0[order]
     if s0.size > 1 and bool(np.any(s0[1:] == s0[:-1])):  # equal first words: both
         order = np.lexsort((rec["k1"], k0))
-    rows = rec["row"][order]
-    data = {c: gather(f, np.dtype(t), rows) for c, f, t in files}
+    data = {c: rec[f"c{j}"][order] for j, c in enumerate(meta.columns)}
     return pd.DataFrame(data, columns=list(meta.columns)).astype(dict(meta.dtypes))
 
 
@@ -609,12 +630,16 @@ def shuffled(
     bits = max(1, int(np.ceil(np.log2(max(2, nparts)))))
     m = 1 << bits
     chunks = DB._cuts(n, -(-n // max(1, nparts)))
-    keys = scratch.file("release.keys", n * KEY_TYPE.itemsize)
+    ftype = final_type([t for _c, _f, t in files])
+    records = scratch.file("release.records", n * ftype.itemsize)
     say("shuffling the release into its random order")
     counts = np.asarray(
-        dask.compute(*[delayed(bucket_keys)(lo, hi, root, bits, keys) for lo, hi in chunks]), dtype=np.int64
+        dask.compute(
+            *[delayed(bucket_records)(lo, hi, root, bits, records, files, ftype) for lo, hi in chunks]
+        ),
+        dtype=np.int64,
     ).reshape(len(chunks), m)
     firsts = np.array([lo for lo, _ in chunks], dtype=np.int64)
     table = save_slices(scratch, "release.slices.npy", firsts, counts)
-    parts = [delayed(output_part)(table, b, keys, files, meta) for b in range(m)]
+    parts = [delayed(output_part)(table, b, records, ftype, meta) for b in range(m)]
     return DB._dd().from_delayed(parts, meta=meta, verify_meta=False)
