@@ -372,3 +372,19 @@ def test_slices_table_names_each_destinations_slices(tmp_dask):
     finally:
         sc.close()
     assert got == [[[10], [2]], [[15], [4]], [[12, 19], [3, 1]]]
+
+
+def test_a_full_disk_names_the_scratch_file(tmp_dask, monkeypatch):
+    sc = S.Scratch()
+    try:
+        path = sc.file("v", 80)
+
+        def full(fd, data, offset):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(os, "pwrite", full)
+        with pytest.raises(OSError) as e:
+            S._pwrite(path, np.arange(10.0), 0)
+        assert (e.value.errno, e.value.strerror, e.value.filename) == (28, "No space left on device", path)
+    finally:
+        sc.close()

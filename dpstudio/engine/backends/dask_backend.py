@@ -1752,7 +1752,9 @@ def _ranked_release(
 
 
 def _scratch():
-    """:mod:`dask_scratch` (imported when a ranked method runs: it imports this module)."""
+    """:mod:`dask_scratch` (imported when a run needs it, not at this module's import: it
+    imports this module).
+    """
     from dpstudio.engine.backends import dask_scratch
 
     return dask_scratch

@@ -182,13 +182,16 @@ def _widths(rtype: np.dtype) -> tuple[int, int]:
 
 def _pwrite(path: str, a: np.ndarray, offset: int) -> None:
     buf = _as_bytes(a)
-    fd = os.open(path, os.O_WRONLY)
     try:
-        done = 0
-        while done < len(buf):
-            done += os.pwrite(fd, buf[done:], int(offset) + done)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            done = 0
+            while done < len(buf):
+                done += os.pwrite(fd, buf[done:], int(offset) + done)
+        finally:
+            os.close(fd)
+    except OSError as e:  # a full disk: the message names the scratch file (the command line prints it)
+        raise OSError(e.errno, e.strerror, path) from None
 
 
 def _pread_into(fd: int, out: np.ndarray, offset: int) -> None:
