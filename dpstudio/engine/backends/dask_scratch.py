@@ -36,7 +36,8 @@ changes against the p2p path (measured in results/bench_dask_issue25.md):
   500 MB workers, twice per sort with the shuffle back, and more in the final shuffle); here a
   range (or a partition, an output partition) reads one slice per sender with one system call;
 * a worker restarted by its nanny loses nothing of the earlier sorts (they are files): a
-  restart costs only the tasks it was running;
+  restart costs at most the current phase's tasks it ran (a task run again writes the same
+  bytes at the same place);
 * no sort's results are stored in the workers' memory.
 
 Privacy: the files hold original values of the sorted attribute and released values with
