@@ -1096,8 +1096,9 @@ def protect_dask(
             fmeta = out._meta.drop(columns=[_ROW]).reset_index(drop=True)
             S = _scratch()
             fixed = all(S.fixed_width(t) for t in fmeta.dtypes)
-            if scratch_dir is None and fixed and not isinstance(plan, FrequencySet):
-                # a row-wise release: its shuffle through files when the workers share them
+            if scratch_dir is None and fixed and isinstance(plan, Rowwise):
+                # a row-wise release: its shuffle through files when the workers share them (the
+                # ranked methods decided it once, before their sorts)
                 need = S.shuffle_bytes(n, fmeta.dtypes)
                 scratch_dir = S.scratch_for(
                     scratch, client, list(fmeta.dtypes), need, progress or (lambda _m: None)
