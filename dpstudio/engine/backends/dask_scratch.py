@@ -207,14 +207,7 @@ def _pread_into(fd: int, out: np.ndarray, offset: int) -> None:
 
 def read_slice(path: str, dtype: np.dtype, first: int, count: int) -> np.ndarray:
     """``count`` items of ``dtype`` from item ``first`` of the file ``path``."""
-    out = np.empty(int(count), dtype=dtype)
-    if count:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            _pread_into(fd, out, int(first) * dtype.itemsize)
-        finally:
-            os.close(fd)
-    return out
+    return _read_slices(path, dtype, np.array([first]), np.array([count]))
 
 
 def save_slices(scratch: Scratch, name: str, starts: np.ndarray, counts: np.ndarray) -> str:
